@@ -1,0 +1,58 @@
+import type { Context, Middleware } from 'koa';
+import { errors } from '../errors/gateway-error.js';
+import { extractApiKey } from './extract-api-key.js';
+import type { KeyStore } from './key-store.js';
+import { hashApiKey } from './keys.js';
+import type { Scope } from './scopes.js';
+
+/** What `apiKey()` puts on `ctx.state.apiKey`. */
+export interface VerifiedKey {
+  id: string;
+  account: string;
+  scopes: readonly Scope[];
+  /** The model allowlist; `null` means every model. */
+  models: readonly string[] | null;
+}
+
+declare module 'koa' {
+  interface DefaultState {
+    /** Set by `apiKey()`. */
+    apiKey?: VerifiedKey;
+  }
+}
+
+export interface ApiKeyOptions {
+  store: KeyStore;
+  /** Where the key is read from. Default: `extractApiKey(ctx.headers)` (x-api-key, then Bearer). */
+  getKey?: (ctx: Context) => string | undefined;
+  /** The clock, in Unix seconds, for expiry. Default: `Date.now() / 1000`. */
+  now?: () => number;
+}
+
+/**
+ * Verifies the request's API key against the store by its SHA-256 hash and puts the key on
+ * `ctx.state.apiKey`. No key, a malformed header, an unknown, revoked or expired key: 401.
+ * @example app.use(apiKey({ store: new MemoryKeyStore() }))
+ */
+export function apiKey(options: ApiKeyOptions): Middleware {
+  const { store } = options;
+  const getKey = options.getKey ?? ((ctx: Context) => extractApiKey(ctx.headers));
+  const now = options.now ?? (() => Date.now() / 1000);
+  return async function apiKey(ctx, next) {
+    const key = getKey(ctx);
+    if (key === undefined) throw errors.invalidApiKey();
+    const record = await store.findByHash(hashApiKey(key));
+    if (!record || record.revokedAt !== null || (record.expiresAt !== null && now() >= record.expiresAt)) {
+      throw errors.invalidApiKey();
+    }
+    ctx.state.apiKey = { id: record.id, account: record.account, scopes: record.scopes, models: record.models };
+    await next();
+  };
+}
+
+/** The verified key, for handlers behind `apiKey()`. */
+export function verifiedKey(ctx: Context): VerifiedKey {
+  const key = ctx.state.apiKey;
+  if (!key) throw new Error('koa-model-gateway: apiKey() must run before this middleware');
+  return key;
+}

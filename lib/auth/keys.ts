@@ -1,0 +1,42 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { ApiKeyRecord, KeyStore } from './key-store.js';
+import type { Scope } from './scopes.js';
+
+/** 32 bytes: 256 bits of entropy in every secret. */
+const SECRET_BYTES = 32;
+
+/** SHA-256 of the whole key, hex: the only form in which a key is stored. */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/**
+ * A new key `<prefix>_sk_<secret>` and its hash. Show `key` once; store only `hash`.
+ * @example const { key, hash } = generateApiKey('kmg')
+ */
+export function generateApiKey(prefix: string): { key: string; hash: string } {
+  if (!/^[A-Za-z0-9]+$/.test(prefix)) {
+    throw new TypeError('koa-model-gateway: the key prefix must be letters and digits');
+  }
+  const key = `${prefix}_sk_${randomBytes(SECRET_BYTES).toString('base64url')}`;
+  return { key, hash: hashApiKey(key) };
+}
+
+/**
+ * Creates a key in `store` and returns the plaintext once, with the stored record.
+ * @example const { key } = await createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: [...SCOPES] })
+ */
+export async function createApiKey(
+  store: KeyStore,
+  options: { prefix: string; account: string; scopes: Scope[]; models?: string[] | null; expiresAt?: number | null },
+): Promise<{ key: string; record: ApiKeyRecord }> {
+  const { key, hash } = generateApiKey(options.prefix);
+  const record = await store.create({
+    account: options.account,
+    hash,
+    scopes: options.scopes,
+    models: options.models ?? null,
+    expiresAt: options.expiresAt ?? null,
+  });
+  return { key, record };
+}

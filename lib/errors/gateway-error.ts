@@ -1,0 +1,97 @@
+/** The `error.type` values of Shape A (OpenAI-style) bodies. */
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'rate_limit_error'
+  | 'server_error';
+
+/**
+ * The one error type of the gateway. Handlers and middleware throw it; only the formatters
+ * (`openAIErrors`, `anthropicErrors`) turn it into a body. `expose` and `headers` follow Koa's
+ * convention, so headers such as `retry-after` survive the error path.
+ */
+export class GatewayError extends Error {
+  override readonly name = 'GatewayError';
+  readonly expose = true;
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly code: string;
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, type: ErrorType, code: string, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.status = status;
+    this.type = type;
+    this.code = code;
+    this.headers = headers;
+  }
+}
+
+/** Thrown by stores when their backend (database, Redis, disk) cannot be reached: answered 503. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor(message = 'store unavailable', options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+const invalid = (status: number, code: string, message: string) =>
+  new GatewayError(status, 'invalid_request_error', code, message);
+const server = (status: number, code: string, message: string) =>
+  new GatewayError(status, 'server_error', code, message);
+const rateLimited = (code: string, message: string, headers: Record<string, string>) =>
+  new GatewayError(429, 'rate_limit_error', code, message, headers);
+
+/**
+ * One constructor per row of api.md section 7 and decisions.md.
+ * @example throw errors.fileNotFound()
+ */
+export const errors = {
+  invalidApiKey: () => new GatewayError(401, 'authentication_error', 'invalid_api_key', 'Invalid API key'),
+  forbidden: () => new GatewayError(403, 'permission_error', 'forbidden', 'Forbidden'),
+  modelNotAllowed: (model: string) =>
+    new GatewayError(403, 'permission_error', 'forbidden', `Model '${model}' is not allowed for this API key`),
+  /** Chat Completions, key without an allowlist, model not in the catalog. */
+  modelDoesNotExist: (model: string) => invalid(404, 'model_not_found', `The model '${model}' does not exist`),
+  /** Messages: unknown and disallowed models get this same body. */
+  modelNotFound: () => invalid(404, 'model_not_found', 'Model not found'),
+  fileNotFound: () => invalid(404, 'file_not_found', 'File not found'),
+  invalidFileId: () => invalid(400, 'invalid_file_id', 'Invalid file ID'),
+  fileTooLarge: () => invalid(413, 'file_too_large', 'File is too large'),
+  requestTooLarge: () => invalid(413, 'request_too_large', 'Request body is too large'),
+  invalidContentType: (expected: string) =>
+    invalid(400, 'invalid_content_type', `Request body must be ${expected}`),
+  unsupportedContentEncoding: () =>
+    invalid(415, 'unsupported_content_encoding', 'Uploads must be sent uncompressed, without a Content-Encoding'),
+  missingFile: () => invalid(400, 'missing_file', "Exactly one 'file' part is required"),
+  invalidPurpose: () => invalid(400, 'invalid_purpose', "'purpose' must be 'user_data'"),
+  invalidFileName: () =>
+    invalid(400, 'invalid_file_name', "The file name must end in '.pdf', be at most 255 bytes and hold no control characters"),
+  invalidFileFormat: () => invalid(400, 'invalid_file_format', 'File is not a PDF'),
+  invalidExpiresAfter: () =>
+    invalid(
+      400,
+      'invalid_expires_after',
+      "'expires_after[anchor]' must be 'created_at' and 'expires_after[seconds]' an integer from 3600 to 2592000, both or neither",
+    ),
+  invalidOrder: () => invalid(400, 'invalid_order', "'order' must be 'asc' or 'desc'"),
+  invalidLimit: (max: number) => invalid(400, 'invalid_limit', `'limit' must be an integer from 1 to ${max}`),
+  invalidJson: () => invalid(400, 'invalid_json', 'Request body must be valid JSON'),
+  invalidRequest: (message: string) => invalid(400, 'invalid_request', message),
+  unknownUrl: (method: string, path: string) => invalid(404, 'unknown_url', `Unknown request URL: ${method} ${path}`),
+  methodNotAllowed: (method: string) => invalid(405, 'method_not_allowed', `Method ${method} is not allowed on this URL`),
+  createRateExceeded: (retryAfterSeconds: number) =>
+    rateLimited('rate_limit_exceeded', 'Create rate exceeded', { 'retry-after': String(retryAfterSeconds) }),
+  ingestionQuotaExceeded: (retryAfterSeconds: number) =>
+    rateLimited('ingestion_quota_exceeded', 'Ingestion quota exceeded', { 'retry-after': String(retryAfterSeconds) }),
+  storageQuotaExceeded: () =>
+    rateLimited('storage_quota_exceeded', 'Storage quota exceeded', { 'x-should-retry': 'false' }),
+  internal: () => server(500, 'internal_error', 'Internal server error'),
+  serviceUnavailable: () => server(503, 'service_unavailable', 'Service temporarily unavailable'),
+  upstreamError: () => server(502, 'upstream_error', 'Upstream provider error'),
+  upstreamTimeout: () => server(504, 'upstream_timeout', 'Upstream provider timed out'),
+  /** The upstream refused the request (400, 413, 422, 429): its status and message, our shape. */
+  upstreamRefused: (status: number, code: string | undefined, message: string) =>
+    new GatewayError(status, status === 429 ? 'rate_limit_error' : 'invalid_request_error', code ?? 'upstream_error', message),
+} as const;

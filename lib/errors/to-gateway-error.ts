@@ -1,0 +1,72 @@
+import { GatewayError, StoreUnavailableError, errors } from './gateway-error.js';
+
+// Socket-level failures and the driver errors that mean "the backend is not there".
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+  '57P01', // PostgreSQL: admin shutdown
+  '57P03', // PostgreSQL: cannot connect now
+]);
+const UNREACHABLE_NAMES = new Set(['KnexTimeoutError', 'MaxRetriesPerRequestError']);
+
+interface ErrorLike {
+  name?: unknown;
+  code?: unknown;
+  status?: unknown;
+  statusCode?: unknown;
+  httpCode?: unknown;
+  cause?: unknown;
+  errors?: unknown;
+}
+
+/** True when `err` (or its cause) says that a store's backend could not be reached. */
+export function isUnreachable(err: unknown, depth = 0): boolean {
+  if (err instanceof StoreUnavailableError) return true;
+  if (typeof err !== 'object' || err === null || depth > 4) return false;
+  const e = err as ErrorLike;
+  if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) return true;
+  if (typeof e.name === 'string' && UNREACHABLE_NAMES.has(e.name)) return true;
+  if (Array.isArray(e.errors) && e.errors.some((inner) => isUnreachable(inner, depth + 1))) return true;
+  return isUnreachable(e.cause, depth + 1);
+}
+
+function httpStatusOf(err: ErrorLike): number | undefined {
+  for (const value of [err.status, err.statusCode, err.httpCode]) {
+    if (typeof value === 'number' && value >= 400 && value < 600) return value;
+  }
+  return undefined;
+}
+
+/**
+ * Maps anything thrown to a GatewayError. Third-party HTTP errors (co-body, formidable, the
+ * router) get the matching row with our own wording, never theirs; unreachable stores are 503;
+ * everything else is a 500 with no detail.
+ */
+export function toGatewayError(err: unknown, method: string, path: string): GatewayError {
+  if (err instanceof GatewayError) return err;
+  if (isUnreachable(err)) return errors.serviceUnavailable();
+  const status = typeof err === 'object' && err !== null ? httpStatusOf(err as ErrorLike) : undefined;
+  switch (status) {
+    case undefined:
+      return errors.internal();
+    case 400:
+      return errors.invalidRequest('The request could not be parsed');
+    case 404:
+      return errors.unknownUrl(method, path);
+    case 405:
+    case 501:
+      return errors.methodNotAllowed(method);
+    case 413:
+      return errors.requestTooLarge();
+    case 415:
+      return new GatewayError(415, 'invalid_request_error', 'unsupported_media_type', 'Unsupported request body encoding');
+    default:
+      return status >= 500 ? errors.internal() : errors.invalidRequest('The request was not accepted');
+  }
+}

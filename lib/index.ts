@@ -1,0 +1,3 @@
+export * from './errors/index.js';
+export * from './auth/index.js';
+export * from './files/index.js';

@@ -1,0 +1,2 @@
+export { migrate } from './migrations.js';
+export { KnexKeyStore } from './key-store.js';

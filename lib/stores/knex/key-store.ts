@@ -1,0 +1,83 @@
+import type { Knex } from 'knex';
+import type { ApiKeyRecord, KeyStore, NewApiKey } from '../../auth/key-store.js';
+import type { Scope } from '../../auth/scopes.js';
+import { randomAlphanumeric } from '../../errors/request-id.js';
+
+const TABLE = 'kmg_api_keys';
+
+interface KeyRow {
+  id: string;
+  account: string;
+  hash: string;
+  scopes: string;
+  models: string | null;
+  created_at: number | string;
+  expires_at: number | string | null;
+  revoked_at: number | string | null;
+}
+
+// pg returns bigint columns as strings.
+const seconds = (value: number | string | null) => (value === null ? null : Number(value));
+
+function toRecord(row: KeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    account: row.account,
+    hash: row.hash,
+    scopes: JSON.parse(row.scopes) as Scope[],
+    models: row.models === null ? null : (JSON.parse(row.models) as string[]),
+    createdAt: Number(row.created_at),
+    expiresAt: seconds(row.expires_at),
+    revokedAt: seconds(row.revoked_at),
+  };
+}
+
+/**
+ * KeyStore on Knex (PostgreSQL or SQLite). Run `migrate(knex)` first.
+ * @example apiKey({ store: new KnexKeyStore(knex) })
+ */
+export class KnexKeyStore implements KeyStore {
+  readonly #knex: Knex;
+
+  constructor(knex: Knex) {
+    this.#knex = knex;
+  }
+
+  async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const row = await this.#knex<KeyRow>(TABLE).where({ hash }).first();
+    return row && toRecord(row);
+  }
+
+  async create(key: NewApiKey): Promise<ApiKeyRecord> {
+    const record: ApiKeyRecord = {
+      ...key,
+      id: `key_${randomAlphanumeric(24)}`,
+      createdAt: Math.floor(Date.now() / 1000),
+      revokedAt: null,
+    };
+    await this.#knex<KeyRow>(TABLE).insert({
+      id: record.id,
+      account: record.account,
+      hash: record.hash,
+      scopes: JSON.stringify(record.scopes),
+      models: record.models === null ? null : JSON.stringify(record.models),
+      created_at: record.createdAt,
+      expires_at: record.expiresAt,
+      revoked_at: null,
+    });
+    return record;
+  }
+
+  async list(filter: { account?: string } = {}): Promise<ApiKeyRecord[]> {
+    const query = this.#knex<KeyRow>(TABLE).orderBy('seq');
+    if (filter.account !== undefined) query.where({ account: filter.account });
+    return (await query).map(toRecord);
+  }
+
+  async revoke(id: string): Promise<boolean> {
+    const now = Math.floor(Date.now() / 1000);
+    const changed = await this.#knex<KeyRow>(TABLE).where({ id }).update({ revoked_at: now }).whereNull('revoked_at');
+    if (changed > 0) return true;
+    return (await this.#knex<KeyRow>(TABLE).where({ id }).first('id')) !== undefined;
+  }
+}

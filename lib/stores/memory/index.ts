@@ -1,0 +1,1 @@
+export { MemoryKeyStore } from './key-store.js';

@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestFn } from 'ava';
+import knexFactory, { type Knex } from 'knex';
+import { Redis } from 'ioredis';
+
+/**
+ * Real services for the tests. Elsewhere than CI, a test file whose service is unreachable
+ * skips with one line saying how to point it at one; with CI=true the file fails instead.
+ */
+export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const IN_CI = process.env.CI === 'true' || process.env.CI === '1';
+
+async function reachable(probe: () => Promise<unknown>): Promise<string | undefined> {
+  try {
+    await probe();
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
+
+const postgresDown = await reachable(async () => {
+  const knex = knexFactory({ client: 'pg', connection: { connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000 } });
+  try {
+    await knex.raw('select 1');
+  } finally {
+    await knex.destroy();
+  }
+});
+
+const redisDown = await reachable(async () => {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  try {
+    await redis.connect();
+    await redis.ping();
+  } finally {
+    redis.disconnect();
+  }
+});
+
+// Stands in for `test` when a service is down: every property and every call is a no-op.
+const absent: unknown = new Proxy(() => undefined, { get: () => absent });
+
+function gate<T>(test: TestFn<T>, service: string, envVar: string, url: string, down: string | undefined): TestFn<T> {
+  if (down === undefined) return test;
+  if (IN_CI) {
+    test(`${service} is reachable at ${url}`, (t) => t.fail(`${service} unreachable in CI: ${down}`));
+  } else {
+    // One line in the report, and the file still declares a test, as AVA requires.
+    const skipped = test.skip;
+    skipped(`${service} tests skipped: nothing answers at ${url} (set ${envVar} to point at one)`, () => undefined);
+  }
+  return absent as TestFn<T>;
+}
+
+/** `test`, or a no-op stand-in (after one line saying why) when PostgreSQL is not reachable. */
+export function withPostgres<T>(test: TestFn<T>): TestFn<T> {
+  return gate(test, 'PostgreSQL', 'TEST_DATABASE_URL', POSTGRES_URL, postgresDown);
+}
+
+/** `test`, or a no-op stand-in (after one line saying why) when Redis is not reachable. */
+export function withRedis<T>(test: TestFn<T>): TestFn<T> {
+  return gate(test, 'Redis', 'TEST_REDIS_URL', REDIS_URL, redisDown);
+}
+
+export interface TestDatabase {
+  knex: Knex;
+  /** Knex connection settings for another pool on the same data (a second server process). */
+  config: Knex.Config;
+  destroy(): Promise<void>;
+}
+
+/** A PostgreSQL schema of its own, so test files can run in parallel; dropped by `destroy`. */
+export async function postgresDatabase(): Promise<TestDatabase> {
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL });
+  await admin.raw('create schema ??', [schema]);
+  const config: Knex.Config = { client: 'pg', connection: POSTGRES_URL, searchPath: [schema], pool: { min: 0, max: 10 } };
+  const knex = knexFactory(config);
+  return {
+    knex,
+    config,
+    async destroy() {
+      await knex.destroy();
+      await admin.raw('drop schema ?? cascade', [schema]);
+      await admin.destroy();
+    },
+  };
+}
+
+/** A SQLite file in a temp directory of its own; removed by `destroy`. */
+export async function sqliteDatabase(): Promise<TestDatabase> {
+  const dir = await mkdtemp(join(tmpdir(), 'kmg-sqlite-'));
+  const config: Knex.Config = { client: 'better-sqlite3', connection: { filename: join(dir, 'test.db') }, useNullAsDefault: true };
+  const knex = knexFactory(config);
+  return {
+    knex,
+    config,
+    async destroy() {
+      await knex.destroy();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
