@@ -1,0 +1,136 @@
+import test from 'ava';
+import { generateApiKey, hashApiKey } from '../../lib/auth/keys.js';
+import { SCOPES } from '../../lib/auth/scopes.js';
+import { authApp, OPERATIONS } from '../helpers/auth-app.js';
+import { listen, type Listening } from '../helpers/http.js';
+
+const { app, store, keyFor } = authApp();
+let server: Listening;
+test.before(async () => {
+  server = await listen(app);
+});
+test.after.always(() => server.close());
+
+const call = (method: string, path: string, headers: Record<string, string> = {}) =>
+  fetch(server.url + path, { method, headers });
+
+const INVALID_KEY_A = { error: { message: 'Invalid API key', type: 'authentication_error', param: null, code: 'invalid_api_key' } };
+const FORBIDDEN_A = { error: { message: 'Forbidden', type: 'permission_error', param: null, code: 'forbidden' } };
+
+function expectedBody(path: string, status: 401 | 403, requestId: string) {
+  if (path !== '/v1/messages') return status === 401 ? INVALID_KEY_A : FORBIDDEN_A;
+  const error = status === 401 ? { type: 'authentication_error', message: 'Invalid API key' } : { type: 'permission_error', message: 'Forbidden' };
+  return { type: 'error', error, request_id: requestId };
+}
+
+const requestIdOf = (res: Response, path: string) =>
+  res.headers.get(path === '/v1/messages' ? 'request-id' : 'x-request-id') ?? '';
+
+test('generated keys are <prefix>_sk_ and 256 random bits, stored only as their SHA-256', async (t) => {
+  const { key, hash } = generateApiKey('kmg');
+  t.regex(key, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
+  t.is(Buffer.from(key.slice('kmg_sk_'.length), 'base64url').length, 32);
+  t.is(hash, hashApiKey(key));
+  t.regex(hash, /^[0-9a-f]{64}$/);
+  t.not(generateApiKey('kmg').key, key);
+  const { key: created, record } = await keyFor();
+  t.false(JSON.stringify(await store.list()).includes(created));
+  t.is(record.hash, hashApiKey(created));
+});
+
+test('a bad key prefix is refused at creation, not at request time', (t) => {
+  t.throws(() => generateApiKey('kmg_sk'), { message: /koa-model-gateway/ });
+});
+
+const rejected: Array<[string, Record<string, string>]> = [
+  ['no key', {}],
+  ['Basic credentials', { authorization: 'Basic dXNlcjpwYXNz' }],
+  ['Bearer with no token', { authorization: 'Bearer' }],
+  ['Bearer with extra parts', { authorization: 'Bearer kmg_sk_a kmg_sk_b' }],
+  ['unknown key as Bearer', { authorization: 'Bearer kmg_sk_unknown' }],
+  ['unknown key as x-api-key', { 'x-api-key': 'kmg_sk_unknown' }],
+  ['blank x-api-key and nothing else', { 'x-api-key': '  ' }],
+];
+
+for (const [title, headers] of rejected) {
+  for (const { method, path } of OPERATIONS) {
+    test(`401 Invalid API key: ${title}, ${method} ${path}`, async (t) => {
+      const res = await call(method, path, headers);
+      t.is(res.status, 401);
+      t.deepEqual(await res.json(), expectedBody(path, 401, requestIdOf(res, path)));
+      t.regex(requestIdOf(res, path), /^req_[A-Za-z0-9]{32}$/);
+    });
+  }
+}
+
+test('an unknown route under /v1 is authenticated first: 401 without a key', async (t) => {
+  const res = await call('GET', '/v1/nothing-here');
+  t.is(res.status, 401);
+  t.deepEqual(await res.json(), INVALID_KEY_A);
+});
+
+test('x-api-key wins over a valid Authorization header', async (t) => {
+  const first = await keyFor(['files:read'], { account: 'first' });
+  const second = await keyFor(['files:read'], { account: 'second' });
+  const res = await call('GET', '/v1/files', { 'x-api-key': first.key, authorization: `Bearer ${second.key}` });
+  t.is(res.status, 200);
+  t.is(((await res.json()) as { key: { account: string } }).key.account, 'first');
+});
+
+test('an unknown x-api-key is refused even beside a valid Bearer key', async (t) => {
+  const valid = await keyFor();
+  const res = await call('GET', '/v1/files', { 'x-api-key': 'kmg_sk_unknown', authorization: `Bearer ${valid.key}` });
+  t.is(res.status, 401);
+});
+
+test('a blank x-api-key falls back to a valid Bearer key', async (t) => {
+  const valid = await keyFor();
+  t.is((await call('GET', '/v1/files', { 'x-api-key': ' ', authorization: `Bearer ${valid.key}` })).status, 200);
+});
+
+test('the verified key lands on ctx.state with its account, scopes and allowlist, never the key', async (t) => {
+  const { key, record } = await keyFor(['files:read'], { models: ['echo-1'], account: 'state' });
+  const res = await call('GET', '/v1/files', { authorization: `Bearer ${key}` });
+  const body = (await res.json()) as { key: unknown };
+  t.deepEqual(body.key, { id: record.id, account: 'state', scopes: ['files:read'], models: ['echo-1'] });
+  t.false(JSON.stringify(body).includes(key));
+});
+
+test('a revoked key is 401', async (t) => {
+  const { key, record } = await keyFor();
+  t.is((await call('GET', '/v1/files', { 'x-api-key': key })).status, 200);
+  await store.revoke(record.id);
+  const res = await call('GET', '/v1/files', { 'x-api-key': key });
+  t.is(res.status, 401);
+  t.deepEqual(await res.json(), INVALID_KEY_A);
+});
+
+test('an expired key is 401, a key expiring later passes', async (t) => {
+  const now = Math.floor(Date.now() / 1000);
+  const expired = await keyFor([...SCOPES], { expiresAt: now - 1 });
+  const live = await keyFor([...SCOPES], { expiresAt: now + 3600 });
+  t.is((await call('GET', '/v1/files', { 'x-api-key': expired.key })).status, 401);
+  t.is((await call('GET', '/v1/files', { 'x-api-key': live.key })).status, 200);
+});
+
+// api.md section 5's scope table: each scope against each operation.
+for (const scope of SCOPES) {
+  for (const { method, path, scope: needed } of OPERATIONS) {
+    const allowed = scope === needed;
+    test(`key with only ${scope}: ${method} ${path} is ${allowed ? 'allowed' : '403 Forbidden'}`, async (t) => {
+      const { key } = await keyFor([scope]);
+      const res = await call(method, path, { authorization: `Bearer ${key}` });
+      if (allowed) {
+        t.is(res.status, 200);
+      } else {
+        t.is(res.status, 403);
+        t.deepEqual(await res.json(), expectedBody(path, 403, requestIdOf(res, path)));
+      }
+    });
+  }
+}
+
+test('a key with no scopes is forbidden everywhere but still authenticated', async (t) => {
+  const { key } = await keyFor([]);
+  for (const { method, path } of OPERATIONS) t.is((await call(method, path, { 'x-api-key': key })).status, 403);
+});

@@ -1,0 +1,216 @@
+import test from 'ava';
+import Koa from 'koa';
+import type { Middleware } from 'koa';
+import { koaBody } from 'koa-body';
+import { anthropicErrors } from '../../lib/errors/anthropic-errors.js';
+import { errors, StoreUnavailableError } from '../../lib/errors/gateway-error.js';
+import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import { listen } from '../helpers/http.js';
+
+const ID = /^req_[A-Za-z0-9]{32}$/;
+
+/** Serves one request through `formatter` and then `handler`, returning the response. */
+async function respond(formatter: Middleware, handler: Middleware, init: RequestInit & { path?: string } = {}) {
+  const app = new Koa();
+  const reported: Array<{ err: unknown; requestId: unknown }> = [];
+  app.on('error', (err, ctx) => reported.push({ err, requestId: ctx?.state.requestId }));
+  app.use(formatter);
+  app.use(handler);
+  const server = await listen(app);
+  try {
+    const res = await fetch(server.url + (init.path ?? '/v1/thing'), init);
+    return { res, text: await res.text(), reported };
+  } finally {
+    await server.close();
+  }
+}
+
+test('Shape A: a GatewayError becomes {error:{message,type,param:null,code}} with its status', async (t) => {
+  const { res, text } = await respond(openAIErrors(), () => {
+    throw errors.fileNotFound();
+  });
+  t.is(res.status, 404);
+  t.deepEqual(JSON.parse(text), { error: { message: 'File not found', type: 'invalid_request_error', param: null, code: 'file_not_found' } });
+  t.regex(res.headers.get('x-request-id') ?? '', ID);
+  t.regex(res.headers.get('content-type') ?? '', /^application\/json/);
+});
+
+test('Shape A: successes carry X-Request-Id too, and ids differ per request', async (t) => {
+  const ok: Middleware = (ctx) => {
+    ctx.body = { id: ctx.state.requestId };
+  };
+  const first = await respond(openAIErrors(), ok);
+  const second = await respond(openAIErrors(), ok);
+  t.is(first.res.status, 200);
+  t.regex(first.res.headers.get('x-request-id') ?? '', ID);
+  t.is(JSON.parse(first.text).id, first.res.headers.get('x-request-id'));
+  t.not(first.res.headers.get('x-request-id'), second.res.headers.get('x-request-id'));
+});
+
+test('a client-sent request id is never taken as ours', async (t) => {
+  const { res } = await respond(openAIErrors(), (ctx) => (ctx.body = {}), { headers: { 'x-request-id': 'req_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } });
+  t.not(res.headers.get('x-request-id'), 'req_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
+});
+
+test('Shape B: {type:"error",error:{type,message},request_id} with request-id equal to request_id', async (t) => {
+  const { res, text } = await respond(anthropicErrors(), () => {
+    throw errors.modelNotFound();
+  });
+  const body = JSON.parse(text);
+  t.is(res.status, 404);
+  t.deepEqual(body, { type: 'error', error: { type: 'not_found_error', message: 'Model not found' }, request_id: body.request_id });
+  t.regex(body.request_id, ID);
+  t.is(res.headers.get('request-id'), body.request_id);
+});
+
+const shapeBTypes: Array<[string, () => Error, number, string]> = [
+  ['401', errors.invalidApiKey, 401, 'authentication_error'],
+  ['403', errors.forbidden, 403, 'permission_error'],
+  ['400', errors.invalidFileId, 400, 'invalid_request_error'],
+  ['413', errors.requestTooLarge, 413, 'request_too_large'],
+  ['429', () => errors.createRateExceeded(5), 429, 'rate_limit_error'],
+  ['500', errors.internal, 500, 'api_error'],
+  ['502', errors.upstreamError, 502, 'api_error'],
+  ['504', errors.upstreamTimeout, 504, 'api_error'],
+];
+for (const [title, make, status, type] of shapeBTypes) {
+  test(`Shape B: ${title} answers with Anthropic's type ${type}`, async (t) => {
+    const { res, text } = await respond(anthropicErrors(), () => {
+      throw make();
+    });
+    t.is(res.status, status);
+    t.is(JSON.parse(text).error.type, type);
+  });
+}
+
+test('headers that belong to the error survive; headers set before it do not', async (t) => {
+  const { res } = await respond(openAIErrors(), (ctx) => {
+    ctx.set('Content-Disposition', 'attachment; filename="x.pdf"');
+    throw errors.createRateExceeded(42);
+  });
+  t.is(res.status, 429);
+  t.is(res.headers.get('retry-after'), '42');
+  t.is(res.headers.get('content-disposition'), null);
+  t.regex(res.headers.get('x-request-id') ?? '', ID);
+});
+
+test('anything unexpected is a 500 without detail, reported on app "error" with the request id', async (t) => {
+  const { res, text, reported } = await respond(openAIErrors(), () => {
+    throw new Error('secret detail: password=hunter2 at /srv/app/db.ts');
+  });
+  t.is(res.status, 500);
+  t.deepEqual(JSON.parse(text), { error: { message: 'Internal server error', type: 'server_error', param: null, code: 'internal_error' } });
+  t.false(text.includes('hunter2'));
+  t.is(reported.length, 1);
+  t.is(reported[0]?.requestId, res.headers.get('x-request-id'));
+  t.regex(String((reported[0]?.err as Error).message), /hunter2/);
+});
+
+const unreachable: Array<[string, () => unknown]> = [
+  ['StoreUnavailableError', () => new StoreUnavailableError()],
+  ['ECONNREFUSED', () => Object.assign(new Error('connect ECONNREFUSED 10.0.0.5:5432'), { code: 'ECONNREFUSED' })],
+  ['a Knex pool timeout', () => Object.assign(new Error('Knex: Timeout acquiring a connection'), { name: 'KnexTimeoutError' })],
+  ['a wrapped cause', () => new Error('query failed', { cause: Object.assign(new Error('x'), { code: 'ETIMEDOUT' }) })],
+];
+for (const [title, make] of unreachable) {
+  test(`an unreachable store (${title}) is 503 service_unavailable without detail`, async (t) => {
+    const { res, text } = await respond(openAIErrors(), () => {
+      throw make();
+    });
+    t.is(res.status, 503);
+    t.deepEqual(JSON.parse(text), {
+      error: { message: 'Service temporarily unavailable', type: 'server_error', param: null, code: 'service_unavailable' },
+    });
+    t.false(text.includes('10.0.0.5'));
+  });
+}
+
+test("a parser's HTTP errors map to our rows with our wording: invalid JSON is 400", async (t) => {
+  const { res, text } = await respond(openAIErrors(), koaBody(), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"model": "x", <script>',
+  });
+  t.is(res.status, 400);
+  const body = JSON.parse(text);
+  t.is(body.error.type, 'invalid_request_error');
+  t.false(text.includes('<script>'));
+});
+
+test("a parser's 413 maps to request_too_large", async (t) => {
+  const { res, text } = await respond(openAIErrors(), koaBody({ jsonLimit: 10 }), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ padding: 'x'.repeat(100) }),
+  });
+  t.is(res.status, 413);
+  t.is(JSON.parse(text).error.code, 'request_too_large');
+});
+
+test('an unmatched request is 404 unknown_url naming the method and path', async (t) => {
+  const { res, text } = await respond(openAIErrors(), async (_ctx, next) => next(), { method: 'DELETE', path: '/v1/nope' });
+  t.is(res.status, 404);
+  t.deepEqual(JSON.parse(text), {
+    error: { message: 'Unknown request URL: DELETE /v1/nope', type: 'invalid_request_error', param: null, code: 'unknown_url' },
+  });
+});
+
+test('a Shape B formatter nested in a Shape A app keeps the one request id of the request', async (t) => {
+  const inner = anthropicErrors();
+  let seen: string | undefined;
+  const { text, res } = await respond(openAIErrors(), (ctx, next) => {
+    seen = ctx.state.requestId;
+    return inner(ctx, async () => {
+      await next();
+      throw errors.invalidApiKey();
+    });
+  });
+  t.regex(seen ?? '', ID);
+  t.is(JSON.parse(text).request_id, seen);
+  t.is(res.headers.get('request-id'), seen);
+});
+
+// Every row of api.md section 7 and decisions.md: status, type, code and exact message.
+const rows: Array<[string, Error & { status?: number; type?: string; code?: string }, number, string, string, string | RegExp]> = [
+  ['invalid key', errors.invalidApiKey(), 401, 'authentication_error', 'invalid_api_key', 'Invalid API key'],
+  ['missing scope', errors.forbidden(), 403, 'permission_error', 'forbidden', 'Forbidden'],
+  ['model outside allowlist', errors.modelNotAllowed('gpt-x'), 403, 'permission_error', 'forbidden', "Model 'gpt-x' is not allowed for this API key"],
+  ['messages model', errors.modelNotFound(), 404, 'invalid_request_error', 'model_not_found', 'Model not found'],
+  ['chat unknown model', errors.modelDoesNotExist('gpt-x'), 404, 'invalid_request_error', 'model_not_found', "The model 'gpt-x' does not exist"],
+  ['file not found', errors.fileNotFound(), 404, 'invalid_request_error', 'file_not_found', 'File not found'],
+  ['bad file id', errors.invalidFileId(), 400, 'invalid_request_error', 'invalid_file_id', 'Invalid file ID'],
+  ['too large', errors.fileTooLarge(), 413, 'invalid_request_error', 'file_too_large', 'File is too large'],
+  ['content type', errors.invalidContentType('multipart/form-data'), 400, 'invalid_request_error', 'invalid_content_type', /multipart\/form-data/],
+  ['encoding', errors.unsupportedContentEncoding(), 415, 'invalid_request_error', 'unsupported_content_encoding', /uncompressed/],
+  ['missing file', errors.missingFile(), 400, 'invalid_request_error', 'missing_file', /file/],
+  ['purpose', errors.invalidPurpose(), 400, 'invalid_request_error', 'invalid_purpose', /user_data/],
+  ['file name', errors.invalidFileName(), 400, 'invalid_request_error', 'invalid_file_name', /\.pdf/],
+  ['not a pdf', errors.invalidFileFormat(), 400, 'invalid_request_error', 'invalid_file_format', 'File is not a PDF'],
+  ['expiry', errors.invalidExpiresAfter(), 400, 'invalid_request_error', 'invalid_expires_after', /3600.*2592000/],
+  ['order', errors.invalidOrder(), 400, 'invalid_request_error', 'invalid_order', /'asc' or 'desc'/],
+  ['limit', errors.invalidLimit(10000), 400, 'invalid_request_error', 'invalid_limit', /1 to 10000/],
+  ['unknown url', errors.unknownUrl('GET', '/v1/x'), 404, 'invalid_request_error', 'unknown_url', 'Unknown request URL: GET /v1/x'],
+  ['method', errors.methodNotAllowed('PUT'), 405, 'invalid_request_error', 'method_not_allowed', /PUT/],
+  ['create rate', errors.createRateExceeded(3), 429, 'rate_limit_error', 'rate_limit_exceeded', 'Create rate exceeded'],
+  ['ingestion', errors.ingestionQuotaExceeded(3), 429, 'rate_limit_error', 'ingestion_quota_exceeded', 'Ingestion quota exceeded'],
+  ['storage', errors.storageQuotaExceeded(), 429, 'rate_limit_error', 'storage_quota_exceeded', 'Storage quota exceeded'],
+  ['internal', errors.internal(), 500, 'server_error', 'internal_error', 'Internal server error'],
+  ['unavailable', errors.serviceUnavailable(), 503, 'server_error', 'service_unavailable', 'Service temporarily unavailable'],
+  ['upstream', errors.upstreamError(), 502, 'server_error', 'upstream_error', 'Upstream provider error'],
+  ['upstream timeout', errors.upstreamTimeout(), 504, 'server_error', 'upstream_timeout', 'Upstream provider timed out'],
+  ['upstream refusal', errors.upstreamRefused(422, 'bad_thing', 'no'), 422, 'invalid_request_error', 'bad_thing', 'no'],
+  ['upstream 429', errors.upstreamRefused(429, undefined, 'slow down'), 429, 'rate_limit_error', 'upstream_error', 'slow down'],
+];
+for (const [title, err, status, type, code, message] of rows) {
+  test(`error row: ${title}`, (t) => {
+    t.like(err, { status, type, code });
+    if (typeof message === 'string') t.is(err.message, message);
+    else t.regex(err.message, message);
+  });
+}
+
+test('429 rows carry the headers decisions.md names', (t) => {
+  t.deepEqual(errors.createRateExceeded(7).headers, { 'retry-after': '7' });
+  t.deepEqual(errors.ingestionQuotaExceeded(9).headers, { 'retry-after': '9' });
+  t.deepEqual(errors.storageQuotaExceeded().headers, { 'x-should-retry': 'false' });
+});
