@@ -1,1 +1,3 @@
 export { MemoryKeyStore } from './key-store.js';
+export { MemoryFileStore } from './file-store.js';
+export { MemoryBlobStore } from './blob-store.js';
