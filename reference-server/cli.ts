@@ -1,0 +1,23 @@
+#!/usr/bin/env node
+import { ConfigError } from './config-error.js';
+import { UsageError, runCommand } from './commands.js';
+
+// The one entry point: every failure ends as one line on stderr and a non-zero exit code.
+try {
+  process.exitCode = await runCommand(process.argv.slice(2), {
+    env: process.env,
+    out: (text) => process.stdout.write(`${text}\n`),
+    err: (text) => process.stderr.write(`${text}\n`),
+  });
+} catch (err) {
+  if (err instanceof UsageError) {
+    process.stderr.write(`koa-model-gateway: ${err.message} (see koa-model-gateway --help)\n`);
+    process.exitCode = 2;
+  } else if (err instanceof ConfigError) {
+    process.stderr.write(`koa-model-gateway: ${err.message}\n`);
+    process.exitCode = 1;
+  } else {
+    process.stderr.write(`koa-model-gateway: unexpected error: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,196 @@
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ConfigError } from './config-error.js';
+import { DEFAULT_GATEWAY_CONFIG } from './default-config.js';
+
+/** The limits of api.md section 8, all overridable in the config file. */
+export interface Limits {
+  maxFileBytes: number;
+  maxFiles: number;
+  maxStoredBytes: number;
+  createsPerMinute: number;
+  createsPerDay: number;
+  bytesPerDay: number;
+}
+
+export const SPEC_LIMITS: Limits = {
+  maxFileBytes: 26_214_400,
+  maxFiles: 1000,
+  maxStoredBytes: 100_000_000,
+  createsPerMinute: 10,
+  createsPerDay: 1000,
+  bytesPerDay: 1_073_741_824,
+};
+
+/** The expiry/orphan sweep inside the server. */
+export interface SweepSettings {
+  /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
+  intervalSeconds: number;
+  /** How old a blob without metadata must be before the sweep removes it. */
+  orphanGraceSeconds: number;
+}
+
+/** What the `GATEWAY_CONFIG` file holds, after defaults. */
+export interface GatewayConfig {
+  keyPrefix: string;
+  limits: Limits;
+  sweep: SweepSettings;
+  /** Upstream providers, as in the file; validated by lib/models when the catalog is built. */
+  providers: unknown[];
+  /** The model catalog, as in the file; validated by lib/models when the catalog is built. */
+  models: unknown[];
+}
+
+export type DatabaseSettings =
+  | { client: 'sqlite'; filename: string }
+  | { client: 'pg'; connectionString: string; display: string };
+
+/** Everything the server and the CLI are configured with. */
+export interface ServerConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  filesDir: string;
+  /** Where uploads are streamed before they are validated. */
+  uploadsDir: string;
+  database: DatabaseSettings;
+  redisUrl: string | null;
+  logLevel: string;
+  gateway: GatewayConfig;
+  /** The environment, for provider credentials (`apiKeyEnv`). */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const CONFIG_KEYS = new Set(['keyPrefix', 'limits', 'sweep', 'providers', 'models']);
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function positiveInteger(value: unknown, where: string, allowZero = false): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < (allowZero ? 0 : 1)) {
+    throw new ConfigError(`${where} must be ${allowZero ? 'a non-negative' : 'a positive'} integer`);
+  }
+  return value;
+}
+
+function readPort(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 8080;
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw) || port > 65_535) throw new ConfigError(`PORT must be an integer from 0 to 65535, got '${raw}'`);
+  return port;
+}
+
+/**
+ * `DATABASE_URL`: unset is a SQLite file in the data dir, `sqlite:<path>` a SQLite file elsewhere,
+ * `postgres://` / `postgresql://` PostgreSQL. Messages never repeat the URL, which may hold a password.
+ */
+export function parseDatabaseUrl(raw: string | undefined, dataDir: string): DatabaseSettings {
+  if (raw === undefined || raw === '') return { client: 'sqlite', filename: join(dataDir, 'gateway.sqlite') };
+  if (raw.startsWith('sqlite:')) {
+    const path = raw.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (path === '') throw new ConfigError('DATABASE_URL: sqlite: needs a file path, as in sqlite:./data/gateway.sqlite');
+    return { client: 'sqlite', filename: resolve(path) };
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(raw)?.[1]?.toLowerCase();
+  if (scheme !== 'postgres' && scheme !== 'postgresql') {
+    throw new ConfigError(
+      `DATABASE_URL must start with postgres://, postgresql:// or sqlite:, got ${scheme ? `'${scheme}:'` : 'something else'}`,
+    );
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('DATABASE_URL is not a valid postgres:// URL');
+  }
+  if (url.hostname === '') throw new ConfigError('DATABASE_URL: the postgres:// URL names no host');
+  const database = url.pathname.replace(/^\//, '');
+  return {
+    client: 'pg',
+    connectionString: raw,
+    display: `postgres://${url.host}/${database}`,
+  };
+}
+
+function readConfigFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new ConfigError(`GATEWAY_CONFIG: cannot read ${path} (${code})`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`GATEWAY_CONFIG: ${path} is not valid JSON (${(err as Error).message})`);
+  }
+}
+
+/** The config file over the built-in default: each top-level key replaces the default's, `limits` and `sweep` per field. */
+export function parseGatewayConfig(input: unknown, source: string): GatewayConfig {
+  if (!isObject(input)) throw new ConfigError(`${source} must be a JSON object`);
+  for (const key of Object.keys(input)) {
+    if (!CONFIG_KEYS.has(key)) throw new ConfigError(`${source}: unknown setting '${key}'`);
+  }
+  const config: GatewayConfig = structuredClone({ ...DEFAULT_GATEWAY_CONFIG, limits: SPEC_LIMITS });
+
+  if (input.keyPrefix !== undefined) {
+    if (typeof input.keyPrefix !== 'string' || !/^[A-Za-z0-9]{1,32}$/.test(input.keyPrefix)) {
+      throw new ConfigError(`${source}: keyPrefix must be 1 to 32 letters and digits`);
+    }
+    config.keyPrefix = input.keyPrefix;
+  }
+  for (const [section, target] of [
+    ['limits', config.limits],
+    ['sweep', config.sweep],
+  ] as const) {
+    const value = input[section];
+    if (value === undefined) continue;
+    if (!isObject(value)) throw new ConfigError(`${source}: ${section} must be an object`);
+    for (const [name, setting] of Object.entries(value)) {
+      if (!(name in target)) throw new ConfigError(`${source}: unknown setting '${section}.${name}'`);
+      (target as unknown as Record<string, number>)[name] = positiveInteger(setting, `${source}: ${section}.${name}`, section === 'sweep');
+    }
+  }
+  for (const list of ['providers', 'models'] as const) {
+    const value = input[list];
+    if (value === undefined) continue;
+    if (!Array.isArray(value)) throw new ConfigError(`${source}: ${list} must be an array`);
+    config[list] = value;
+  }
+  return config;
+}
+
+/**
+ * The server's configuration from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL,
+ * FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL). Throws a `ConfigError` naming the bad setting.
+ */
+export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): ServerConfig {
+  const dataDir = resolve(env.DATA_DIR || './data');
+  const filesDir = env.FILES_DIR ? resolve(env.FILES_DIR) : join(dataDir, 'files');
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
+  const redisUrl = env.REDIS_URL || null;
+  if (redisUrl !== null && !/^rediss?:\/\//.test(redisUrl)) {
+    throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
+  }
+  const configPath = env.GATEWAY_CONFIG ? resolve(env.GATEWAY_CONFIG) : null;
+  const gateway =
+    configPath === null
+      ? parseGatewayConfig({}, 'the default config')
+      : parseGatewayConfig(readConfigFile(configPath), `GATEWAY_CONFIG (${configPath})`);
+  return {
+    host: env.HOST || '127.0.0.1',
+    port: readPort(env.PORT),
+    dataDir,
+    filesDir,
+    uploadsDir: join(dataDir, 'uploads'),
+    database: parseDatabaseUrl(env.DATABASE_URL, dataDir),
+    redisUrl,
+    logLevel,
+    gateway,
+    env,
+  };
+}

@@ -1,0 +1,13 @@
+/**
+ * The built-in configuration: the offline `echo` provider and its models, so that a fresh checkout
+ * runs with no network and no credentials. A `GATEWAY_CONFIG` file replaces each top-level key.
+ */
+export const DEFAULT_GATEWAY_CONFIG = {
+  keyPrefix: 'kmg',
+  sweep: { intervalSeconds: 300, orphanGraceSeconds: 3600 },
+  providers: [{ id: 'local', kind: 'echo' }],
+  models: [
+    { id: 'echo-1', provider: 'local', upstreamModel: 'echo-1', created: 1_744_000_000 },
+    { id: 'echo-claude', provider: 'local', upstreamModel: 'echo-claude', created: 1_744_000_000 },
+  ],
+};
