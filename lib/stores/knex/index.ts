@@ -1,2 +1,3 @@
 export { migrate } from './migrations.js';
 export { KnexKeyStore } from './key-store.js';
+export { KnexFileStore } from './file-store.js';

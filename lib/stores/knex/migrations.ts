@@ -23,6 +23,33 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTable('kmg_api_keys');
     },
   },
+  {
+    name: '002_files',
+    async up(knex) {
+      // List cursors compare ids byte by byte: PostgreSQL must sort them in the "C" collation
+      // (SQLite's default BINARY collation already does).
+      const postgres = (knex.client as { dialect?: string }).dialect === 'postgresql';
+      await knex.schema.createTable('kmg_files', (table) => {
+        if (postgres) table.specificType('id', 'varchar(37) collate "C"').primary();
+        else table.string('id', 37).primary();
+        table.string('account', 255).notNullable();
+        table.string('filename', 255).notNullable();
+        table.bigInteger('bytes').notNullable();
+        table.bigInteger('created_at').notNullable();
+        table.bigInteger('expires_at');
+        table.index(['account', 'id']); // list pages, usage
+        table.index(['expires_at']); // the expiry sweep
+      });
+      // One row per account that ever created a file: creations lock it, one at a time per account.
+      await knex.schema.createTable('kmg_file_accounts', (table) => {
+        table.string('account', 255).primary();
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('kmg_file_accounts');
+      await knex.schema.dropTable('kmg_files');
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {

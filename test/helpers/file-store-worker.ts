@@ -1,0 +1,32 @@
+/**
+ * A second process on the same database, for the cross-process tests of KnexFileStore:
+ * `node --import tsx/esm file-store-worker.ts '<json>'` prints `ready`, waits for a line on stdin,
+ * then creates every file at once and prints one JSON line: per file, true, false or the error.
+ */
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import knexFactory, { type Knex } from 'knex';
+import type { FileRecord, StockLimits } from '../../lib/files/file-store.js';
+import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
+
+interface Job {
+  config: Knex.Config;
+  files: FileRecord[];
+  limits: StockLimits;
+  now: number;
+}
+
+const job = JSON.parse(process.argv[2] ?? '') as Job;
+const knex = knexFactory(job.config);
+const store = new KnexFileStore(knex);
+await knex.raw('select 1'); // connected before the start signal
+
+const lines = createInterface({ input: process.stdin });
+process.stdout.write('ready\n');
+await once(lines, 'line');
+lines.close();
+
+const settled = await Promise.allSettled(job.files.map((file) => store.create(file, job.limits, job.now)));
+const results = settled.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : String(outcome.reason)));
+process.stdout.write(`${JSON.stringify(results)}\n`);
+await knex.destroy();

@@ -1,0 +1,125 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import test from 'ava';
+import type { Knex } from 'knex';
+import type { FileRecord, FileStore, StockLimits } from '../../lib/files/file-store.js';
+import { newFileId } from '../../lib/files/file-id.js';
+import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
+import { migrate } from '../../lib/stores/knex/migrations.js';
+import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
+import { fileStoreContract } from '../contracts/file-store.js';
+import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
+
+const databases: TestDatabase[] = [];
+test.after.always(async () => {
+  await Promise.all(databases.map((db) => db.destroy()));
+});
+
+async function openDatabase(open: () => Promise<TestDatabase>): Promise<TestDatabase> {
+  const db = await open();
+  databases.push(db);
+  await migrate(db.knex);
+  return db;
+}
+
+const knexOf = new WeakMap<FileStore, Knex>();
+
+async function knexStore(open: () => Promise<TestDatabase>): Promise<FileStore> {
+  const { knex } = await openDatabase(open);
+  const store = new KnexFileStore(knex);
+  knexOf.set(store, knex);
+  return store;
+}
+
+// Ten thousand creations one by one would take a minute on a database: insert the rows directly.
+async function seedRows(store: FileStore, files: FileRecord[]): Promise<void> {
+  const knex = knexOf.get(store);
+  if (!knex) throw new Error('not a store of this file');
+  const rows = files.map((file) => ({
+    id: file.id,
+    account: file.account,
+    filename: file.filename,
+    bytes: file.bytes,
+    created_at: file.createdAt,
+    expires_at: file.expiresAt,
+  }));
+  await knex.batchInsert('kmg_files', rows, 500);
+}
+
+fileStoreContract(test, 'memory', async () => new MemoryFileStore());
+fileStoreContract(test, 'sqlite', () => knexStore(sqliteDatabase), { seed: seedRows });
+fileStoreContract(withPostgres(test), 'postgres', () => knexStore(postgresDatabase), { seed: seedRows });
+
+withPostgres(test)('postgres: file ids are stored in the "C" collation, so index order is byte order', async (t) => {
+  const { knex } = await openDatabase(postgresDatabase);
+  const result = await knex.raw<{ rows: { collation_name: string }[] }>(
+    `select collation_name from information_schema.columns
+     where table_schema = current_schema() and table_name = 'kmg_files' and column_name = 'id'`,
+  );
+  t.deepEqual(result.rows, [{ collation_name: 'C' }]);
+});
+
+const WORKER = fileURLToPath(new URL('../helpers/file-store-worker.ts', import.meta.url));
+
+/** Runs `create` for each batch in a process of its own, all released at the same moment. */
+async function createInProcesses(config: Knex.Config, batches: FileRecord[][], limits: StockLimits, now: number) {
+  const workers = batches.map((files) => {
+    const child = spawn(process.execPath, ['--import', 'tsx/esm', WORKER, JSON.stringify({ config, files, limits, now })], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout.setEncoding('utf8');
+    const ready = new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: string) => {
+        output += chunk;
+        if (output.startsWith('ready\n')) resolve();
+      });
+      child.once('exit', () => reject(new Error(`worker exited early: ${output}`)));
+    });
+    const done = new Promise<(boolean | string)[]>((resolve, reject) => {
+      child.once('exit', (code) => {
+        if (code !== 0) reject(new Error(`worker exited with ${code}: ${output}`));
+        else resolve(JSON.parse(output.slice('ready\n'.length)) as (boolean | string)[]);
+      });
+    });
+    return { child, ready, done };
+  });
+  await Promise.all(workers.map((worker) => worker.ready));
+  for (const worker of workers) worker.child.stdin.end('go\n');
+  return (await Promise.all(workers.map((worker) => worker.done))).flat();
+}
+
+const NOW = 1_800_000_000;
+const file = (account: string, bytes: number): FileRecord => ({
+  id: newFileId(NOW),
+  account,
+  filename: 'report.pdf',
+  bytes,
+  createdAt: NOW,
+  expiresAt: null,
+});
+
+test('sqlite: four processes creating at once create exactly maxFiles, without a busy error', async (t) => {
+  const db = await openDatabase(sqliteDatabase);
+  const batches = Array.from({ length: 4 }, () => Array.from({ length: 25 }, () => file('acme', 10)));
+  const results = await createInProcesses(db.config, batches, { maxFiles: 30, maxBytes: 1_000_000 }, NOW);
+  t.deepEqual(results.filter((result) => typeof result === 'string'), []);
+  t.is(results.filter((result) => result === true).length, 30);
+  t.deepEqual(await new KnexFileStore(db.knex).usage('acme', NOW), { files: 30, bytes: 300 });
+});
+
+test('sqlite: four processes creating at once never push an account over maxBytes', async (t) => {
+  const db = await openDatabase(sqliteDatabase);
+  const limits = { maxFiles: 1000, maxBytes: 5000 };
+  const batches = Array.from({ length: 4 }, (_, b) => Array.from({ length: 25 }, (_, i) => file('acme', 1 + ((b * 25 + i) * 37) % 200)));
+  const results = await createInProcesses(db.config, batches, limits, NOW);
+  t.deepEqual(results.filter((result) => typeof result === 'string'), []);
+  const sizes = batches.flat().map((created) => created.bytes);
+  const createdBytes = sizes.filter((_, i) => results[i] === true).reduce((sum, bytes) => sum + bytes, 0);
+  const usage = await new KnexFileStore(db.knex).usage('acme', NOW);
+  t.is(usage.bytes, createdBytes);
+  t.true(usage.bytes <= limits.maxBytes, `${usage.bytes} bytes kept`);
+  for (const [i, bytes] of sizes.entries()) {
+    if (results[i] === false) t.true(usage.bytes + bytes > limits.maxBytes, `a file of ${bytes} bytes was refused needlessly`);
+  }
+});
