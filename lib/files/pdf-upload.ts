@@ -1,0 +1,203 @@
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { open, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import type { Context, Middleware } from 'koa';
+import formidable, { errors as formidableErrors, multipart, type File, type Part } from 'formidable';
+import { errors, GatewayError } from '../errors/gateway-error.js';
+import type { ValidatedUpload } from './upload-state.js';
+
+export interface PdfUploadOptions {
+  /** The largest PDF accepted, in bytes (the PDF's own bytes, not the multipart envelope). Default: 26,214,400 (25 MiB). */
+  maxFileBytes?: number;
+  /** Where the PDF is streamed while the request lasts. Default: `os.tmpdir()`. */
+  tempDir?: string;
+}
+
+/** Room for the boundaries, part headers and small fields around the PDF. */
+const ENVELOPE_BYTES = 64 * 1024;
+/** `purpose` and the two `expires_after` parts, with room for a few a client adds. */
+const MAX_FIELDS = 16;
+const PDF_HEADER = Buffer.from('%PDF-');
+const PDF_HEADER_WINDOW = 1024;
+const MAX_FILENAME_BYTES = 255;
+const MIN_EXPIRY_SECONDS = 3600;
+const MAX_EXPIRY_SECONDS = 2_592_000;
+
+/**
+ * The same error, closing the connection: the rest of the request body is never read, so the
+ * connection cannot carry another request.
+ */
+function closing(err: GatewayError): GatewayError {
+  return new GatewayError(err.status, err.type, err.code, err.message, { ...err.headers, Connection: 'close' });
+}
+
+function hasCode(err: unknown): err is { code: unknown } {
+  return typeof err === 'object' && err !== null && 'code' in err;
+}
+
+/**
+ * formidable's errors carry an `httpCode` Koa never reads: each gets its row here. Every one of
+ * them leaves the body unread, so the answer closes the connection.
+ */
+function fromFormidable(err: unknown): unknown {
+  if (err instanceof GatewayError) return closing(err);
+  if (!hasCode(err)) return err;
+  switch (err.code) {
+    case formidableErrors.biggerThanTotalMaxFileSize:
+    case formidableErrors.biggerThanMaxFileSize:
+      return closing(errors.fileTooLarge());
+    case formidableErrors.maxFilesExceeded:
+      return closing(errors.missingFile());
+    case formidableErrors.maxFieldsExceeded:
+    case formidableErrors.maxFieldsSizeExceeded:
+      return closing(errors.requestTooLarge());
+    case formidableErrors.missingMultipartBoundary:
+      return closing(errors.invalidContentType('multipart/form-data with a boundary'));
+    case formidableErrors.malformedMultipart:
+    case formidableErrors.unknownTransferEncoding:
+    case formidableErrors.filenameNotString:
+      return closing(errors.invalidRequest('The multipart body could not be parsed'));
+    default:
+      return err;
+  }
+}
+
+/** The base name only: directory parts a client sends are never honoured. */
+function baseName(name: string): string {
+  return name.slice(Math.max(name.lastIndexOf('/'), name.lastIndexOf('\\')) + 1);
+}
+
+function isSaneFilename(name: string): boolean {
+  const bytes = Buffer.byteLength(name);
+  return name.endsWith('.pdf') && bytes >= 1 && bytes <= MAX_FILENAME_BYTES && !/\p{Cc}/u.test(name);
+}
+
+/** `expires_after[seconds]`, null for no expiry; throws unless both parts or neither are valid. */
+function expiresAfterSeconds(anchor: string[] | undefined, seconds: string[] | undefined): number | null {
+  if (anchor === undefined && seconds === undefined) return null;
+  const [anchorValue, ...moreAnchors] = anchor ?? [];
+  const [secondsValue, ...moreSeconds] = seconds ?? [];
+  if (anchorValue !== 'created_at' || moreAnchors.length > 0 || moreSeconds.length > 0) throw errors.invalidExpiresAfter();
+  if (secondsValue === undefined || !/^[0-9]{1,10}$/.test(secondsValue)) throw errors.invalidExpiresAfter();
+  const value = Number(secondsValue);
+  if (value < MIN_EXPIRY_SECONDS || value > MAX_EXPIRY_SECONDS) throw errors.invalidExpiresAfter();
+  return value;
+}
+
+async function startsLikePdf(path: string): Promise<boolean> {
+  const handle = await open(path, 'r');
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(PDF_HEADER_WINDOW), 0, PDF_HEADER_WINDOW, 0);
+    return buffer.subarray(0, bytesRead).includes(PDF_HEADER);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Waits until the stream's file is closed (an open still in flight would recreate it), then removes it. */
+async function removeTempFile(stream: WriteStream): Promise<void> {
+  if (!stream.closed) {
+    const closed = once(stream, 'close');
+    stream.destroy();
+    await closed;
+  }
+  await unlink(stream.path).catch((err: unknown) => {
+    if (!hasCode(err) || err.code !== 'ENOENT') throw err;
+  });
+}
+
+function validate(fields: formidable.Fields, files: formidable.Files): Omit<ValidatedUpload, 'path'> & { file: File } {
+  const parts = files.file ?? [];
+  const [file] = parts;
+  if (file === undefined || parts.length !== 1) throw errors.missingFile();
+  if (fields.purpose?.length !== 1 || fields.purpose[0] !== 'user_data') throw errors.invalidPurpose();
+  const expires = expiresAfterSeconds(fields['expires_after[anchor]'], fields['expires_after[seconds]']);
+  const filename = baseName(file.originalFilename ?? '');
+  if (!isSaneFilename(filename)) throw errors.invalidFileName();
+  return { file, filename, bytes: file.size, expiresAfterSeconds: expires };
+}
+
+/**
+ * Receives a PDF upload (api.md section 4, POST /v1/files): streams the `file` part to a temp file
+ * as it arrives, never whole into memory, checks every rule of decisions.md, puts the result on
+ * `ctx.state.upload` and removes the temp file once the rest of the chain is done.
+ *
+ * Refused before a byte is read: a `Content-Encoding` (415, never decompressed), a body that is not
+ * `multipart/form-data` (400), a `Content-Length` that already says too much (413). A body that
+ * grows past the limit while streaming is cut off at the chunk that crosses it (413). Answers that
+ * leave the body unread close the connection. A rejected or aborted upload leaves no temp file.
+ * @example router.post('/v1/files', requireScope('files:write'), pdfUpload({ tempDir: '/var/tmp/uploads' }), createFile)
+ */
+export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
+  const maxFileBytes = options.maxFileBytes ?? 26_214_400;
+  const tempDir = options.tempDir ?? tmpdir();
+  if (!Number.isSafeInteger(maxFileBytes) || maxFileBytes < 1) {
+    throw new TypeError('koa-model-gateway: pdfUpload maxFileBytes must be a positive integer');
+  }
+  if (typeof tempDir !== 'string' || tempDir === '') {
+    throw new TypeError('koa-model-gateway: pdfUpload tempDir must be a directory path');
+  }
+  const maxBodyBytes = maxFileBytes + ENVELOPE_BYTES;
+
+  async function parse(ctx: Context, tempFiles: WriteStream[]): Promise<[formidable.Fields, formidable.Files]> {
+    const form = formidable({
+      enabledPlugins: [multipart],
+      uploadDir: tempDir,
+      filename: () => `kmg-upload-${randomUUID()}`,
+      fileWriteStreamHandler: (file) => {
+        // formidable always passes the file; its types do not say so.
+        const stream = createWriteStream((file as unknown as File).filepath, { flags: 'wx' });
+        tempFiles.push(stream);
+        return stream;
+      },
+      filter: (part) => part.name === 'file',
+      maxFiles: 1,
+      maxFileSize: maxFileBytes,
+      // maxFileSize is checked only when a part ends; the total is checked on every chunk.
+      maxTotalFileSize: maxFileBytes,
+      maxFields: MAX_FIELDS,
+      maxFieldsSize: ENVELOPE_BYTES,
+      allowEmptyFiles: true,
+      minFileSize: 0,
+    });
+    // A part with a file name is a file even when the client sent no Content-Type for it
+    // (formidable would read it into memory as a field).
+    form.onPart = (part: Part) => {
+      if (part.originalFilename !== null && !part.mimetype) part.mimetype = 'application/octet-stream';
+      return form._handlePart(part);
+    };
+    // The whole body, envelope included, is counted per chunk: a throw here lands in formidable's
+    // own error path (its 'data' handler catches it), which stops parsing and rejects parse().
+    form.on('progress', (received) => {
+      if (received > maxBodyBytes) throw errors.fileTooLarge();
+    });
+    return form.parse(ctx.req);
+  }
+
+  return async function pdfUpload(ctx, next) {
+    if (ctx.get('Content-Encoding') !== '') throw closing(errors.unsupportedContentEncoding());
+    if (ctx.request.type.trim().toLowerCase() !== 'multipart/form-data') {
+      throw closing(errors.invalidContentType('multipart/form-data'));
+    }
+    const declared = ctx.request.length;
+    if (declared !== undefined && declared > maxBodyBytes) throw closing(errors.fileTooLarge());
+
+    const tempFiles: WriteStream[] = [];
+    try {
+      let parsed: [formidable.Fields, formidable.Files];
+      try {
+        parsed = await parse(ctx, tempFiles);
+      } catch (err) {
+        throw fromFormidable(err);
+      }
+      const { file, ...upload } = validate(...parsed);
+      if (!(await startsLikePdf(file.filepath))) throw errors.invalidFileFormat();
+      ctx.state.upload = { path: file.filepath, ...upload };
+      await next();
+    } finally {
+      await Promise.all(tempFiles.map(removeTempFile));
+    }
+  };
+}
