@@ -1,0 +1,160 @@
+import { createReadStream } from 'node:fs';
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { verifiedKey } from '../auth/api-key.js';
+import { requireScope } from '../auth/require-scope.js';
+import { errors } from '../errors/gateway-error.js';
+import type { CreationLimiter } from '../quota/creation-limiter.js';
+import { fileQuota } from '../quota/file-quota.js';
+import type { BlobStore } from './blob-store.js';
+import { sendPdf } from './download.js';
+import { isFileId, newFileId } from './file-id.js';
+import { fileObject } from './file-object.js';
+import type { FileRecord, FileStore } from './file-store.js';
+import { listQuery } from './list-query.js';
+import { pdfUpload } from './pdf-upload.js';
+
+/** The per-upload and per-account limits of api.md section 8. */
+export interface FileLimits {
+  /** The largest PDF, in bytes. */
+  maxFileBytes: number;
+  /** Live files an account may keep. */
+  maxFiles: number;
+  /** Bytes of live files an account may keep. */
+  maxStoredBytes: number;
+}
+
+export const DEFAULT_FILE_LIMITS: Readonly<FileLimits> = {
+  maxFileBytes: 26_214_400,
+  maxFiles: 1000,
+  maxStoredBytes: 100_000_000,
+};
+
+export interface FilesRouterOptions {
+  /** Where file metadata lives. */
+  files: FileStore;
+  /** Where file bytes live. */
+  blobs: BlobStore;
+  /** Default: `DEFAULT_FILE_LIMITS` (api.md section 8). */
+  limits?: Partial<FileLimits>;
+  /** The creation rates (per minute, per UTC day, bytes per UTC day). Default: none enforced. */
+  limiter?: CreationLimiter;
+  /** Where uploads are streamed while their request lasts. Default: `os.tmpdir()`. */
+  tempDir?: string;
+  /** The clock, in Unix seconds. Default: `Date.now() / 1000`. */
+  now?: () => number;
+}
+
+function checkLimit(limits: FileLimits, name: keyof FileLimits): void {
+  if (!Number.isSafeInteger(limits[name]) || limits[name] < 1) {
+    throw new TypeError(`koa-model-gateway: filesRouter limits.${name} must be a positive integer`);
+  }
+}
+
+/** The `:file_id` of the route, 400 unless it is a well-formed file id. */
+function fileIdParam(ctx: Context): string {
+  const id = (ctx.params as Record<string, string>).file_id ?? '';
+  if (!isFileId(id)) throw errors.invalidFileId();
+  return id;
+}
+
+/**
+ * The five files endpoints of api.md section 4, each behind its scope: upload, list, retrieve,
+ * download and delete. Mount it behind `openAIErrors()` and `apiKey()`, and use its
+ * `allowedMethods({ throw: true })` so a wrong method is a 405 in the API's error shape.
+ * Checks run in decisions.md's order: scope, validation, existence, quotas.
+ * @example
+ * const files = filesRouter({ files: new MemoryFileStore(), blobs: new MemoryBlobStore(), limiter });
+ * app.use(openAIErrors()).use(apiKey({ store: keys })).use(files.routes()).use(files.allowedMethods({ throw: true }));
+ */
+export function filesRouter(options: FilesRouterOptions): Router {
+  const { files, blobs, limiter } = options;
+  const limits: FileLimits = { ...DEFAULT_FILE_LIMITS, ...options.limits };
+  for (const name of Object.keys(DEFAULT_FILE_LIMITS) as (keyof FileLimits)[]) checkLimit(limits, name);
+  const clock = options.now ?? (() => Date.now() / 1000);
+  // Stored times are whole seconds; `now >= expires_at` is the same test on the floor of now.
+  const now = () => Math.floor(clock());
+  const stock = { maxFiles: limits.maxFiles, maxBytes: limits.maxStoredBytes };
+
+  /** The caller's live file named by the route, 404 when it is missing, expired or another account's. */
+  async function ownFile(ctx: Context): Promise<FileRecord> {
+    const record = await files.get(verifiedKey(ctx).account, fileIdParam(ctx), now());
+    if (!record) throw errors.fileNotFound();
+    return record;
+  }
+
+  const createFile: Middleware = async function createFile(ctx) {
+    const upload = ctx.state.upload;
+    if (!upload) throw new Error('koa-model-gateway: pdfUpload() must run before createFile');
+    const createdAt = now();
+    const record: FileRecord = {
+      id: newFileId(createdAt),
+      account: verifiedKey(ctx).account,
+      filename: upload.filename,
+      bytes: upload.bytes,
+      createdAt,
+      expiresAt: upload.expiresAfterSeconds === null ? null : createdAt + upload.expiresAfterSeconds,
+    };
+    // Bytes first, then the record: a crash in between leaves an orphan blob for sweep(), never a
+    // record without bytes.
+    await blobs.put(record.id, createReadStream(upload.path));
+    let created: boolean;
+    try {
+      created = await files.create(record, stock, createdAt);
+    } catch (err) {
+      // Best effort: what this leaves behind is an orphan blob, which sweep() removes.
+      await blobs.delete(record.id).catch(() => undefined);
+      throw err;
+    }
+    if (!created) {
+      await blobs.delete(record.id);
+      throw errors.storageQuotaExceeded();
+    }
+    ctx.body = fileObject(record);
+  };
+
+  const upload: Middleware[] = [
+    requireScope('files:write'),
+    pdfUpload({ maxFileBytes: limits.maxFileBytes, ...(options.tempDir === undefined ? {} : { tempDir: options.tempDir }) }),
+    ...(limiter ? [fileQuota({ limiter })] : []),
+    createFile,
+  ];
+
+  const router = new Router();
+  router.post('/v1/files', ...upload);
+
+  router.get('/v1/files', requireScope('files:read'), async function listFiles(ctx) {
+    const query = listQuery(ctx.query);
+    const page = await files.list(verifiedKey(ctx).account, query, now());
+    ctx.body = {
+      object: 'list',
+      data: page.files.map(fileObject),
+      first_id: page.files[0]?.id ?? null,
+      last_id: page.files.at(-1)?.id ?? null,
+      has_more: page.hasMore,
+    };
+  });
+
+  router.get('/v1/files/:file_id', requireScope('files:read'), async function retrieveFile(ctx) {
+    ctx.body = fileObject(await ownFile(ctx));
+  });
+
+  router.get('/v1/files/:file_id/content', requireScope('files:read'), async function downloadFile(ctx) {
+    const record = await ownFile(ctx);
+    const body = await blobs.get(record.id);
+    // Deleted or swept between the two reads.
+    if (!body) throw errors.fileNotFound();
+    sendPdf(ctx, record, body);
+  });
+
+  router.delete('/v1/files/:file_id', requireScope('files:delete'), async function deleteFile(ctx) {
+    const id = fileIdParam(ctx);
+    if (!(await files.delete(verifiedKey(ctx).account, id, now()))) throw errors.fileNotFound();
+    // The file is gone once its record is: bytes left behind by a failure here are an orphan
+    // blob, which sweep() removes.
+    await blobs.delete(id).catch(() => undefined);
+    ctx.body = { id, object: 'file', deleted: true };
+  });
+
+  return router;
+}
