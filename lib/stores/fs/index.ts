@@ -1,0 +1,1 @@
+export { FsBlobStore, type FsBlobStoreOptions } from './blob-store.js';

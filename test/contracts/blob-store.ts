@@ -1,0 +1,148 @@
+import { randomBytes } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { PassThrough, Readable } from 'node:stream';
+import type { TestFn } from 'ava';
+import type { BlobStore } from '../../lib/files/blob-store.js';
+import { newFileId } from '../../lib/files/file-id.js';
+
+/** The stream's bytes, whole. */
+export async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** A stream of `bytes` cut into uneven chunks, as a socket delivers them. */
+export function streamOf(bytes: Buffer): Readable {
+  const chunks: Buffer[] = [];
+  for (let start = 0, size = 1; start < bytes.length; start += size, size = (size * 7) % 65_521) {
+    chunks.push(bytes.subarray(start, start + size));
+  }
+  return Readable.from(chunks);
+}
+
+/** A stream that delivers some bytes, then fails as an upload cut off mid-way does. */
+export function failingStream(): Readable {
+  return Readable.from(
+    (async function* () {
+      yield randomBytes(100_000);
+      yield randomBytes(100_000);
+      throw new Error('client went away');
+    })(),
+  );
+}
+
+async function ids(store: BlobStore): Promise<string[]> {
+  const found: string[] = [];
+  for await (const blob of store.list()) found.push(blob.id);
+  return found.sort();
+}
+
+/** The behaviour every BlobStore must have; run once per implementation. */
+export function blobStoreContract(test: TestFn, name: string, makeStore: () => Promise<BlobStore>): void {
+  test(`${name}: put returns the byte count and get streams exactly those bytes, every time`, async (t) => {
+    const store = await makeStore();
+    const id = newFileId(Date.now() / 1000);
+    const bytes = randomBytes(1024 * 1024 + 3);
+    t.is(await store.put(id, streamOf(bytes)), bytes.length);
+    t.true(await store.has(id));
+    const first = await store.get(id);
+    const second = await store.get(id);
+    t.true(first !== undefined && second !== undefined);
+    if (!first || !second) return;
+    const [a, b] = await Promise.all([readAll(first), readAll(second)]);
+    t.true(a.equals(bytes));
+    t.true(b.equals(bytes));
+  });
+
+  test(`${name}: an empty stream is an empty blob`, async (t) => {
+    const store = await makeStore();
+    const id = newFileId(Date.now() / 1000);
+    t.is(await store.put(id, Readable.from([])), 0);
+    t.true(await store.has(id));
+    const stream = await store.get(id);
+    t.is(stream && (await readAll(stream)).length, 0);
+  });
+
+  test(`${name}: a missing blob is undefined, absent, and deleting it is no error`, async (t) => {
+    const store = await makeStore();
+    const id = newFileId(Date.now() / 1000);
+    t.is(await store.get(id), undefined);
+    t.false(await store.has(id));
+    await t.notThrowsAsync(store.delete(id));
+  });
+
+  test(`${name}: delete removes the blob and nothing else`, async (t) => {
+    const store = await makeStore();
+    const [gone, kept] = [newFileId(Date.now() / 1000), newFileId(Date.now() / 1000)];
+    await store.put(gone, streamOf(randomBytes(10)));
+    await store.put(kept, streamOf(randomBytes(10)));
+    await store.delete(gone);
+    t.false(await store.has(gone));
+    t.is(await store.get(gone), undefined);
+    t.true(await store.has(kept));
+    t.deepEqual(await ids(store), [kept]);
+  });
+
+  test(`${name}: a stream that fails leaves nothing behind, and put rejects with its error`, async (t) => {
+    const store = await makeStore();
+    const id = newFileId(Date.now() / 1000);
+    await t.throwsAsync(store.put(id, failingStream()), { message: 'client went away' });
+    t.false(await store.has(id));
+    t.is(await store.get(id), undefined);
+    t.deepEqual(await ids(store), []);
+  });
+
+  test(`${name}: a stream destroyed mid-way leaves nothing behind, and put rejects`, async (t) => {
+    const store = await makeStore();
+    const id = newFileId(Date.now() / 1000);
+    const body = new PassThrough();
+    const putting = store.put(id, body);
+    body.write(randomBytes(50_000));
+    await nextTurn();
+    body.destroy();
+    await t.throwsAsync(putting, { any: true });
+    t.false(await store.has(id));
+    t.deepEqual(await ids(store), []);
+  });
+
+  test(`${name}: a blob appears only once completely written`, async (t) => {
+    const store = await makeStore();
+    const id = newFileId(Date.now() / 1000);
+    const [head, tail] = [randomBytes(70_000), randomBytes(70_000)];
+    const body = new PassThrough();
+    const putting = store.put(id, body);
+    body.write(head);
+    await nextTurn();
+    t.false(await store.has(id));
+    t.is(await store.get(id), undefined);
+    t.deepEqual(await ids(store), []);
+    body.end(tail);
+    t.is(await putting, head.length + tail.length);
+    const stream = await store.get(id);
+    t.true(stream !== undefined && (await readAll(stream)).equals(Buffer.concat([head, tail])));
+  });
+
+  test(`${name}: parallel puts each keep their own bytes`, async (t) => {
+    const store = await makeStore();
+    const blobs = Array.from({ length: 20 }, (_, i) => ({ id: newFileId(Date.now() / 1000), bytes: randomBytes(1000 * i + 1) }));
+    const counts = await Promise.all(blobs.map((blob) => store.put(blob.id, streamOf(blob.bytes))));
+    t.deepEqual(counts, blobs.map((blob) => blob.bytes.length));
+    for (const blob of blobs) {
+      const stream = await store.get(blob.id);
+      t.true(stream !== undefined && (await readAll(stream)).equals(blob.bytes), blob.id);
+    }
+  });
+
+  test(`${name}: list yields every blob once, with the second it was written`, async (t) => {
+    const store = await makeStore();
+    const before = Math.floor(Date.now() / 1000);
+    const written = Array.from({ length: 5 }, () => newFileId(Date.now() / 1000));
+    for (const id of written) await store.put(id, streamOf(randomBytes(10)));
+    const after = Math.ceil(Date.now() / 1000);
+    const listed = [];
+    for await (const blob of store.list()) listed.push(blob);
+    t.deepEqual(listed.map((blob) => blob.id).sort(), written.sort());
+    for (const blob of listed) t.true(blob.createdAt >= before && blob.createdAt <= after, `${blob.createdAt}`);
+  });
+}
