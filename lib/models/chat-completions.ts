@@ -1,0 +1,43 @@
+import type { Middleware } from 'koa';
+import { errors } from '../errors/gateway-error.js';
+import { isObject, mapChatContentParts } from './content.js';
+import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
+import { openAIErrorEvent } from './server-sent-events.js';
+
+const CHAT_COMPLETIONS: EndpointFormat = {
+  endpoint: 'chatCompletions',
+  modelNotAllowed: (model) => errors.modelNotAllowed(model),
+  modelNotFound: (model) => errors.modelDoesNotExist(model),
+  unsupported: (model) =>
+    errors.invalidRequest(`The model '${model}' is served through /v1/messages only: its provider does not speak Chat Completions`),
+  fileReferences: {
+    // {"type":"file","file":{"file_id":"file-..."}}; a part with file_data is the client's own and passes as it is.
+    map: (body, replace) =>
+      mapChatContentParts(body, (part) =>
+        isObject(part) && part.type === 'file' && isObject(part.file) && 'file_id' in part.file ? replace(part.file.file_id, part) : part,
+      ),
+    inline: (part, file) => ({ ...part, file: { filename: file.filename, file_data: `data:application/pdf;base64,${file.data}` } }),
+  },
+  forwardHeaders: [],
+  errorEvent: (err) => openAIErrorEvent(err),
+};
+
+/**
+ * `POST /v1/chat/completions` in OpenAI's format, Shape A errors: put it behind `openAIErrors()`,
+ * `apiKey()` and `requireScope('chat:completions')`. The model is looked up in `catalog` through the
+ * key's allowlist (outside it: 403 `Model '<id>' is not allowed for this API key`; not in the
+ * catalog: 404 `The model '<id>' does not exist`), renamed to its `upstreamModel` and sent to its
+ * provider with the provider's own credentials. A content part `{"type":"file","file":{"file_id"}}`
+ * (needs `files:read` too) is sent as the stored PDF itself: `{"type":"file","file":{"filename",
+ * "file_data":"data:application/pdf;base64,..."}}`. With `"stream": true` the upstream's events
+ * pass through as they arrive; a failure after that is a `data: {"error":{...}}` event.
+ * @example
+ * router.post('/v1/chat/completions', requireScope('chat:completions'),
+ *   chatCompletions({ catalog, providers, files, blobs }))
+ */
+export function chatCompletions(options: ModelEndpointOptions): Middleware {
+  const handle = modelEndpoint(CHAT_COMPLETIONS, options);
+  return async function chatCompletions(ctx) {
+    await handle(ctx);
+  };
+}

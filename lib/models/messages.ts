@@ -1,0 +1,50 @@
+import type { Middleware } from 'koa';
+import { errors } from '../errors/gateway-error.js';
+import { isObject, mapMessagesContentBlocks } from './content.js';
+import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
+import { anthropicErrorEvent } from './server-sent-events.js';
+
+const MESSAGES: EndpointFormat = {
+  endpoint: 'messages',
+  // No modelNotAllowed: a model outside the allowlist is told apart from an unknown one by nothing.
+  modelNotFound: () => errors.modelNotFound(),
+  unsupported: (model) =>
+    errors.invalidRequest(`The model '${model}' is served through /v1/chat/completions only: its provider does not speak Messages`),
+  fileReferences: {
+    // {"type":"document","source":{"type":"file","file_id":"file-..."}}, also inside a tool_result.
+    map: (body, replace) =>
+      mapMessagesContentBlocks(body, (block) =>
+        isObject(block) && block.type === 'document' && isObject(block.source) && block.source.type === 'file'
+          ? replace(block.source.file_id, block)
+          : block,
+      ),
+    // The stored name becomes the document's title unless the client gave one.
+    inline: (block, file) => ({
+      ...block,
+      source: { type: 'base64', media_type: 'application/pdf', data: file.data },
+      title: typeof block.title === 'string' ? block.title : file.filename,
+    }),
+  },
+  forwardHeaders: ['anthropic-version', 'anthropic-beta'],
+  errorEvent: (err, requestId) => anthropicErrorEvent(err, requestId),
+};
+
+/**
+ * `POST /v1/messages` in Anthropic's format, Shape B errors: put it behind `anthropicErrors()`,
+ * `apiKey()` and `requireScope('messages:create')`. A model that is unknown or outside the key's
+ * allowlist gets the same 404 `Model not found`; an allowed one is renamed to its `upstreamModel`
+ * and sent to its provider with the provider's own credentials and the client's
+ * `anthropic-version` and `anthropic-beta`. A block `{"type":"document","source":{"type":"file",
+ * "file_id"}}` (needs `files:read` too) is sent as the stored PDF itself, a `base64`
+ * `application/pdf` source titled with the file name. With `"stream": true` the upstream's events
+ * pass through as they arrive; a failure after that is an `event: error`.
+ * @example
+ * router.post('/v1/messages', anthropicErrors(), apiKey({ store }), requireScope('messages:create'),
+ *   messages({ catalog, providers, files, blobs }))
+ */
+export function messages(options: ModelEndpointOptions): Middleware {
+  const handle = modelEndpoint(MESSAGES, options);
+  return async function messages(ctx) {
+    await handle(ctx);
+  };
+}
