@@ -12,6 +12,8 @@ const UNREACHABLE_CODES = new Set([
   'EAI_AGAIN',
   '57P01', // PostgreSQL: admin shutdown
   '57P03', // PostgreSQL: cannot connect now
+  'SQLITE_CANTOPEN', // the database file cannot be opened
+  'SQLITE_BUSY', // another process held the write lock past the busy timeout
 ]);
 const UNREACHABLE_NAMES = new Set(['KnexTimeoutError', 'MaxRetriesPerRequestError']);
 

@@ -167,7 +167,7 @@ test('a Shape B formatter nested in a Shape A app keeps the one request id of th
   });
   t.regex(seen ?? '', ID);
   t.is(JSON.parse(text).request_id, seen);
-  t.is(res.headers.get('request-id'), seen);
+  t.is(res.headers.get('request-id'), seen ?? null);
 });
 
 // Every row of api.md section 7 and decisions.md: status, type, code and exact message.
@@ -213,4 +213,13 @@ test('429 rows carry the headers decisions.md names', (t) => {
   t.deepEqual(errors.createRateExceeded(7).headers, { 'retry-after': '7' });
   t.deepEqual(errors.ingestionQuotaExceeded(9).headers, { 'retry-after': '9' });
   t.deepEqual(errors.storageQuotaExceeded().headers, { 'x-should-retry': 'false' });
+});
+
+test('SQLite failing to open its file or to get the write lock is 503, not 500', async (t) => {
+  for (const code of ['SQLITE_CANTOPEN', 'SQLITE_BUSY']) {
+    const { res } = await respond(openAIErrors(), () => {
+      throw Object.assign(new Error('unable to open database file'), { code });
+    });
+    t.is(res.status, 503, code);
+  }
 });
