@@ -4,17 +4,20 @@ import type { CreationLimiter } from './creation-limiter.js';
 import '../files/upload-state.js';
 
 export interface FileQuotaOptions {
+  /** `MemoryCreationLimiter` for one process, `RedisCreationLimiter` for several. */
   limiter: CreationLimiter;
 }
 
 /**
  * Spends the account's creation rates for a validated upload (after `pdfUpload()`, so the size is
  * exact and a rejected upload never spends anything) and gives them back if anything downstream
- * fails: only files that are created count.
+ * fails: only files that are created count. Refusals are 429 `rate_limit_exceeded` or
+ * `ingestion_quota_exceeded` with `retry-after`; an unreachable limiter store is a 503.
  * @example router.post('/v1/files', pdfUpload(), fileQuota({ limiter }), createFile(stores))
  */
 export function fileQuota(options: FileQuotaOptions): Middleware {
   const { limiter } = options;
+  if (typeof limiter?.reserve !== 'function') throw new TypeError('koa-model-gateway: fileQuota() needs a limiter');
   return async function fileQuota(ctx, next) {
     const upload = ctx.state.upload;
     if (!upload) throw new Error('koa-model-gateway: pdfUpload() must run before fileQuota()');
@@ -22,7 +25,13 @@ export function fileQuota(options: FileQuotaOptions): Middleware {
     try {
       await next();
     } catch (err) {
-      await reservation.release();
+      try {
+        await reservation.release();
+      } catch (releaseError) {
+        // The client gets the error that failed the upload; the lost release is reported, and
+        // stays counted (the safe direction) until its window ends.
+        ctx.app.emit('error', releaseError, ctx);
+      }
       throw err;
     }
   };
