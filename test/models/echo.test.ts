@@ -132,7 +132,7 @@ test('messages: echo streams the Anthropic event sequence', async (t) => {
     events.map((event) => event.event),
     ['message_start', 'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop'],
   );
-  for (const event of events) t.is((JSON.parse(event.data) as { type: string }).type, event.event);
+  for (const event of events) t.is((JSON.parse(event.data) as { type: string }).type, event.event ?? '');
   const text = events
     .filter((event) => event.event === 'content_block_delta')
     .map((event) => (JSON.parse(event.data) as { delta: { text: string } }).delta.text)

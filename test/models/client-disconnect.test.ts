@@ -1,0 +1,54 @@
+import { once } from 'node:events';
+import { request, type IncomingMessage } from 'node:http';
+import test from 'ava';
+import { modelsApp } from '../helpers/models-app.js';
+import { streamingUpstream } from '../helpers/models-upstream.js';
+
+const upstream = await streamingUpstream();
+const gateway = await modelsApp({
+  providers: [
+    { id: 'openai', kind: 'openai', baseURL: `${upstream.url}/v1`, apiKey: 'sk-provider' },
+    { id: 'anthropic', kind: 'anthropic', baseURL: upstream.url, apiKey: 'sk-provider' },
+  ],
+  catalog: [
+    { id: 'gpt-test', provider: 'openai', upstreamModel: 'gpt-up', created: 1 },
+    { id: 'claude-test', provider: 'anthropic', upstreamModel: 'claude-up', created: 1 },
+  ],
+});
+test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
+
+for (const [path, model] of [
+  ['/v1/chat/completions', 'gpt-test'],
+  ['/v1/messages', 'claude-test'],
+] as const) {
+  test.serial(`${path}: a client that goes away mid-stream aborts the upstream request`, async (t) => {
+    t.timeout(15_000, 'the upstream request was never aborted');
+    const key = await gateway.keyFor();
+    const client = request(`${gateway.url}${path}`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' } });
+    client.end(JSON.stringify({ model, max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] }));
+    const [response] = (await once(client, 'response')) as [IncomingMessage];
+    const { req, res } = await upstream.next();
+    const upstreamClosed = once(res, 'close');
+    res.write('data: {"n":1}\n\n');
+    const [first] = (await once(response, 'data')) as [Buffer];
+    t.is(first.toString(), 'data: {"n":1}\n\n');
+    t.false(req.destroyed);
+    client.destroy();
+    // Resolves only when the gateway has closed its connection to the upstream.
+    await upstreamClosed;
+    t.false(res.writableFinished, 'the upstream never finished its answer');
+  });
+}
+
+test.serial('a client that goes away before the upstream answers aborts the upstream request too', async (t) => {
+  t.timeout(15_000, 'the upstream request was never aborted');
+  const key = await gateway.keyFor();
+  const client = request(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+  client.on('error', () => undefined);
+  client.end(JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }));
+  const { res } = await upstream.next();
+  const upstreamClosed = once(res, 'close');
+  client.destroy();
+  await upstreamClosed;
+  t.pass();
+});

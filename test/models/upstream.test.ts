@@ -1,0 +1,337 @@
+import { PassThrough } from 'node:stream';
+import test from 'ava';
+import nock from 'nock';
+import { GatewayError } from '../../lib/errors/gateway-error.js';
+import {
+  ANTHROPIC_PROVIDER_KEY,
+  ANTHROPIC_UPSTREAM,
+  OPENAI_PROVIDER_KEY,
+  OPENAI_UPSTREAM,
+  modelsApp,
+} from '../helpers/models-app.js';
+import { makePdf } from '../helpers/models-pdf.js';
+
+// nock is process-global: every test here is serial, and only our own loopback server is reachable.
+nock.disableNetConnect();
+nock.enableNetConnect('127.0.0.1');
+
+const gateway = await modelsApp({ timeoutMs: 20_000 });
+// The same gateway with a short upstream timeout, for the timeout cases only.
+const impatient = await modelsApp({ timeoutMs: 300 });
+test.after.always(() => Promise.all([gateway.close(), impatient.close()]));
+test.afterEach.always(() => nock.cleanAll());
+
+interface Received {
+  headers: Record<string, string | string[] | undefined>;
+  body: Record<string, unknown>;
+}
+
+/** A nock reply callback that records what the upstream received. */
+function recording(received: Received[], status: number, answer: unknown, headers: Record<string, string> = {}) {
+  return function (this: { req: { headers: Received['headers'] } }, _uri: string, body: unknown): [number, unknown, Record<string, string>] {
+    received.push({ headers: { ...this.req.headers }, body: (typeof body === 'string' ? JSON.parse(body) : body) as Received['body'] });
+    return [status, answer, headers];
+  };
+}
+
+const chat = (key: string, body: unknown) => gateway.post('/v1/chat/completions', body, { authorization: `Bearer ${key}` });
+const messages = (key: string, body: unknown, headers: Record<string, string> = {}) =>
+  gateway.post('/v1/messages', body, { 'x-api-key': key, ...headers });
+
+const openAIAnswer = {
+  id: 'chatcmpl-upstream',
+  object: 'chat.completion',
+  created: 1_744_000_000,
+  model: 'gpt-4o-mini-2024-07-18',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'It is a report.', refusal: null }, logprobs: null, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14 },
+};
+const anthropicAnswer = {
+  id: 'msg_upstream',
+  type: 'message',
+  role: 'assistant',
+  model: 'claude-sonnet-4-5-20250929',
+  content: [{ type: 'text', text: 'It is a contract.' }],
+  stop_reason: 'end_turn',
+  stop_sequence: null,
+  usage: { input_tokens: 10, output_tokens: 4 },
+};
+
+/** Every header value the upstream got, to look for the gateway key in any of them. */
+const headerValues = (received: Received) => Object.values(received.headers).flat().join('\n');
+
+test.serial('chat completions: the upstream gets the upstream model, the PDF itself and the provider key, never the gateway key', async (t) => {
+  const received: Received[] = [];
+  const scope = nock(OPENAI_UPSTREAM).post('/v1/chat/completions').reply(recording(received, 200, openAIAnswer, { 'x-request-id': 'req_upstream' }));
+  const key = await gateway.keyFor();
+  const pdf = makePdf(2, 500);
+  const fileId = await gateway.storePdf(pdf, { filename: 'q3 report.pdf' });
+  const response = await chat(key, {
+    model: 'gpt-test',
+    temperature: 0.2,
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'file', file: { file_id: fileId } }] }],
+  });
+  t.is(response.status, 200);
+  t.deepEqual(await response.json(), openAIAnswer);
+  const ours = response.headers.get('x-request-id') ?? '';
+  t.regex(ours, /^req_[A-Za-z0-9]{32}$/);
+  t.true(scope.isDone());
+
+  const [upstream] = received;
+  if (!upstream) return t.fail('the upstream was not called');
+  t.is(upstream.headers.authorization, `Bearer ${OPENAI_PROVIDER_KEY}`);
+  t.is(upstream.headers['x-api-key'], undefined);
+  t.false(headerValues(upstream).includes(key));
+  t.false(JSON.stringify(upstream.body).includes(key));
+  t.deepEqual(upstream.body, {
+    model: 'gpt-4o-mini-2024-07-18',
+    temperature: 0.2,
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is this?' },
+          { type: 'file', file: { filename: 'q3 report.pdf', file_data: `data:application/pdf;base64,${pdf.toString('base64')}` } },
+        ],
+      },
+    ],
+  });
+});
+
+test.serial('messages: the upstream gets the provider key, the PDF as a base64 document, and the client anthropic headers', async (t) => {
+  const received: Received[] = [];
+  const scope = nock(ANTHROPIC_UPSTREAM).post('/v1/messages').times(2).reply(recording(received, 200, anthropicAnswer));
+  const key = await gateway.keyFor();
+  const pdf = makePdf(4, 300);
+  const fileId = await gateway.storePdf(pdf, { filename: 'contract.pdf' });
+  const body = {
+    model: 'claude-test',
+    max_tokens: 200,
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'document', source: { type: 'file', file_id: fileId }, cache_control: { type: 'ephemeral' } },
+          { type: 'text', text: 'Summarise.' },
+        ],
+      },
+    ],
+  };
+  const response = await messages(key, body, { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'files-api-2025-04-14', authorization: `Bearer ${key}` });
+  t.is(response.status, 200);
+  t.deepEqual(await response.json(), anthropicAnswer);
+  t.regex(response.headers.get('request-id') ?? '', /^req_[A-Za-z0-9]{32}$/);
+
+  const [upstream] = received;
+  if (!upstream) return t.fail('the upstream was not called');
+  t.is(upstream.headers['x-api-key'], ANTHROPIC_PROVIDER_KEY);
+  t.is(upstream.headers.authorization, undefined);
+  t.is(upstream.headers['anthropic-version'], '2023-06-01');
+  t.is(upstream.headers['anthropic-beta'], 'files-api-2025-04-14');
+  t.false(headerValues(upstream).includes(key));
+  t.deepEqual(upstream.body, {
+    model: 'claude-sonnet-4-5-20250929',
+    max_tokens: 200,
+    messages: [
+      {
+        role: 'user',
+        content: [
+          {
+            type: 'document',
+            source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') },
+            cache_control: { type: 'ephemeral' },
+            title: 'contract.pdf',
+          },
+          { type: 'text', text: 'Summarise.' },
+        ],
+      },
+    ],
+  });
+
+  // Without an anthropic-version of the client's, the default one is sent; no anthropic-beta.
+  await messages(key, { ...body, messages: [{ role: 'user', content: 'hi' }] });
+  t.is(received[1]?.headers['anthropic-version'], '2023-06-01');
+  t.is(received[1]?.headers['anthropic-beta'], undefined);
+  t.true(scope.isDone());
+});
+
+const sseOpenAI = [
+  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n',
+  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}\n\n',
+  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}\n\n',
+  'data: [DONE]\n\n',
+];
+const sseAnthropic = [
+  'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":0}}}\n\n',
+  'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+  'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}\n\n',
+  'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+  'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":1}}\n\n',
+  'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+];
+
+/** Reads `response` until `count` events (blank-line separated) have arrived. */
+async function readEvents(reader: ReadableStreamDefaultReader<Uint8Array>, count: number): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = '';
+  while (text.split('\n\n').length - 1 < count) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  return text;
+}
+
+for (const [name, path, upstream, events, call] of [
+  ['chat completions', '/v1/chat/completions', OPENAI_UPSTREAM, sseOpenAI, (key: string) => chat(key, { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] })],
+  ['messages', '/v1/messages', ANTHROPIC_UPSTREAM, sseAnthropic, (key: string) => messages(key, { model: 'claude-test', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] })],
+] as const) {
+  test.serial(`${name}: a stream passes through event by event, each as soon as the upstream sends it`, async (t) => {
+    t.timeout(20_000, 'an event held back by the gateway never arrives');
+    const body = new PassThrough();
+    const received: Received[] = [];
+    nock(upstream).post(path).reply(recording(received, 200, body, { 'content-type': 'text/event-stream' }));
+    body.write(events[0] ?? '');
+    const response = await call(await gateway.keyFor());
+    t.is(response.status, 200);
+    t.is(response.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+    t.is(response.headers.get('content-encoding'), null);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    // The first event arrives while the upstream has sent nothing more.
+    t.is(await readEvents(reader, 1), events[0] ?? '');
+    // An event split across writes is passed on once it is whole.
+    const second = events[1] ?? '';
+    body.write(second.slice(0, 20));
+    body.write(second.slice(20));
+    t.is(await readEvents(reader, 1), second);
+    for (const event of events.slice(2)) body.write(event);
+    body.end();
+    t.is(await readEvents(reader, events.length - 2), events.slice(2).join(''));
+    t.true((await reader.read()).done);
+    t.is(received[0]?.body.stream, true);
+  });
+}
+
+test.serial('chat completions: an upstream failure mid-stream ends the stream with an OpenAI error event', async (t) => {
+  const body = new PassThrough();
+  nock(OPENAI_UPSTREAM).post('/v1/chat/completions').reply(200, () => body, { 'content-type': 'text/event-stream' });
+  body.write(sseOpenAI[0] ?? '');
+  const reported = gateway.reported.length;
+  const response = await chat(await gateway.keyFor(), { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+  t.is(response.status, 200);
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  t.is(await readEvents(reader, 1), sseOpenAI[0] ?? '');
+  body.destroy(new Error('socket hang up at 10.1.2.3'));
+  t.is(
+    await readEvents(reader, 2),
+    'data: {"error":{"message":"Upstream provider error","type":"server_error","param":null,"code":"upstream_error"}}\n\n',
+  );
+  t.true((await reader.read()).done);
+  const err = gateway.reported[reported];
+  t.true(err instanceof GatewayError && err.status === 502, 'reported on app.on("error")');
+});
+
+test.serial('messages: an upstream going silent mid-stream ends the stream with an Anthropic error event (timeout)', async (t) => {
+  const body = new PassThrough();
+  nock(ANTHROPIC_UPSTREAM).post('/v1/messages').reply(200, () => body, { 'content-type': 'text/event-stream' });
+  body.write(sseAnthropic[0] ?? '');
+  const response = await impatient.post('/v1/messages', { model: 'claude-test', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': await impatient.keyFor() });
+  t.is(response.status, 200);
+  const requestId = response.headers.get('request-id');
+  t.is(
+    await response.text(),
+    `${sseAnthropic[0]}event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'Upstream provider timed out' }, request_id: requestId })}\n\n`,
+  );
+  body.destroy();
+});
+
+test.serial('a streaming request answered by a failure before any event gets an ordinary error response', async (t) => {
+  nock(OPENAI_UPSTREAM)
+    .post('/v1/chat/completions')
+    .reply(429, { error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } }, { 'retry-after': '7' });
+  const response = await chat(await gateway.keyFor(), { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+  t.is(response.status, 429);
+  t.is(response.headers.get('retry-after'), '7');
+  t.deepEqual(await response.json(), {
+    error: { message: 'Rate limit reached for requests', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' },
+  });
+});
+
+test.serial('a streaming request answered with JSON instead of events is 502', async (t) => {
+  nock(ANTHROPIC_UPSTREAM).post('/v1/messages').reply(200, anthropicAnswer);
+  const response = await messages(await gateway.keyFor(), { model: 'claude-test', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+  t.is(response.status, 502);
+  t.like(await response.json(), { type: 'error', error: { type: 'api_error', message: 'Upstream provider error' } });
+});
+
+const chatBody = { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] };
+const messagesBody = { model: 'claude-test', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] };
+const upstreamError = { status: 502, body: { error: { message: 'Upstream provider error', type: 'server_error', param: null, code: 'upstream_error' } } };
+const upstreamErrorB = { status: 502, body: { type: 'error', error: { type: 'api_error', message: 'Upstream provider error' } } };
+
+const failures: Array<[string, (scope: nock.Interceptor) => nock.Scope]> = [
+  ['unreachable', (scope) => scope.replyWithError({ code: 'ECONNREFUSED', message: `connect ECONNREFUSED 10.1.2.3:443 ${OPENAI_PROVIDER_KEY}` })],
+  ['a 500', (scope) => scope.reply(500, { error: { message: `internal failure at 10.1.2.3 for ${OPENAI_PROVIDER_KEY}` } })],
+  ['a 503', (scope) => scope.reply(503, 'Service Unavailable')],
+  ['a 401 for the provider key', (scope) => scope.reply(401, { error: { message: 'Incorrect API key provided: sk-pro***', code: 'invalid_api_key' } })],
+  ['a 404 for the upstream model', (scope) => scope.reply(404, { error: { message: 'The model does not exist', code: 'model_not_found' } })],
+  ['a body that is not JSON', (scope) => scope.reply(200, '<html>gateway page</html>', { 'content-type': 'text/html' })],
+  ['JSON that is not an object', (scope) => scope.reply(200, '[1,2]', { 'content-type': 'application/json' })],
+];
+
+for (const [name, reply] of failures) {
+  test.serial(`upstream failure, ${name}: 502 in each shape, naming no address, key or upstream body`, async (t) => {
+    const key = await gateway.keyFor();
+    reply(nock(OPENAI_UPSTREAM).post('/v1/chat/completions'));
+    const openAI = await chat(key, chatBody);
+    const text = await openAI.text();
+    t.deepEqual({ status: openAI.status, body: JSON.parse(text) as unknown }, upstreamError);
+    reply(nock(ANTHROPIC_UPSTREAM).post('/v1/messages'));
+    const anthropic = await messages(key, messagesBody);
+    const body = (await anthropic.json()) as { request_id?: string };
+    t.deepEqual({ status: anthropic.status, body: { ...body, request_id: undefined } }, { ...upstreamErrorB, body: { ...upstreamErrorB.body, request_id: undefined } });
+    t.is(body.request_id, anthropic.headers.get('request-id') ?? '');
+  });
+}
+
+test.serial('an upstream that does not answer within timeoutMs is 504 in each shape', async (t) => {
+  const key = await impatient.keyFor();
+  nock(OPENAI_UPSTREAM).post('/v1/chat/completions').delay(5000).reply(200, openAIAnswer);
+  const openAI = await impatient.post('/v1/chat/completions', chatBody, { authorization: `Bearer ${key}` });
+  t.is(openAI.status, 504);
+  t.deepEqual(await openAI.json(), { error: { message: 'Upstream provider timed out', type: 'server_error', param: null, code: 'upstream_timeout' } });
+  nock(ANTHROPIC_UPSTREAM).post('/v1/messages').delay(5000).reply(200, anthropicAnswer);
+  const anthropic = await impatient.post('/v1/messages', messagesBody, { 'x-api-key': key });
+  t.is(anthropic.status, 504);
+  t.like(await anthropic.json(), { type: 'error', error: { type: 'api_error', message: 'Upstream provider timed out' } });
+});
+
+test.serial('upstream refusals (400, 413, 422, 429) keep their status and message, in our shape', async (t) => {
+  const key = await gateway.keyFor();
+  nock(OPENAI_UPSTREAM)
+    .post('/v1/chat/completions')
+    .reply(400, { error: { message: "This model's maximum context length is 128000 tokens.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } });
+  const refused = await chat(key, chatBody);
+  t.is(refused.status, 400);
+  t.deepEqual(await refused.json(), {
+    error: { message: "This model's maximum context length is 128000 tokens.", type: 'invalid_request_error', param: null, code: 'context_length_exceeded' },
+  });
+
+  nock(OPENAI_UPSTREAM).post('/v1/chat/completions').reply(422, 'Unprocessable');
+  const unprocessable = await chat(key, chatBody);
+  t.is(unprocessable.status, 422);
+  t.deepEqual(await unprocessable.json(), {
+    error: { message: 'The upstream provider refused the request', type: 'invalid_request_error', param: null, code: 'upstream_error' },
+  });
+
+  nock(ANTHROPIC_UPSTREAM).post('/v1/messages').reply(413, { type: 'error', error: { type: 'request_too_large', message: 'Request exceeds the maximum allowed number of bytes.' } });
+  const tooLarge = await messages(key, messagesBody);
+  t.is(tooLarge.status, 413);
+  t.like(await tooLarge.json(), { type: 'error', error: { type: 'request_too_large', message: 'Request exceeds the maximum allowed number of bytes.' } });
+
+  nock(ANTHROPIC_UPSTREAM).post('/v1/messages').reply(429, { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } }, { 'retry-after': '30' });
+  const limited = await messages(key, messagesBody);
+  t.is(limited.status, 429);
+  t.is(limited.headers.get('retry-after'), '30');
+  t.like(await limited.json(), { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } });
+});
