@@ -77,17 +77,22 @@ export class MemoryCreationLimiter implements CreationLimiter {
     };
   }
 
-  /** The account's counters in the current minute and UTC day. */
+  /** The account's counters in the current minute and UTC day, between reservations. */
   async usage(account: string): Promise<CreationUsage> {
-    const counts = new Map<CreationRefusal, number>();
-    for (const { counter, key } of this.#spends(account, 0, this.limits.clock())) {
-      const res = await counter.limiter.get(key);
-      counts.set(counter.refusal, res === null || res.msBeforeNext <= 0 ? 0 : res.consumedPoints);
-    }
+    const spends = this.#spends(account, 0, this.limits.clock());
+    const counts = await this.#exclusive(account, () =>
+      Promise.all(
+        spends.map(async ({ counter, key }) => {
+          const res = await counter.limiter.get(key);
+          return [counter.refusal, res === null || res.msBeforeNext <= 0 ? 0 : res.consumedPoints] as const;
+        }),
+      ),
+    );
+    const count = new Map(counts);
     return {
-      createsThisMinute: counts.get('createsPerMinute') ?? 0,
-      createsToday: counts.get('createsPerDay') ?? 0,
-      bytesToday: counts.get('bytesPerDay') ?? 0,
+      createsThisMinute: count.get('createsPerMinute') ?? 0,
+      createsToday: count.get('createsPerDay') ?? 0,
+      bytesToday: count.get('bytesPerDay') ?? 0,
     };
   }
 
