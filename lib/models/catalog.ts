@@ -1,4 +1,7 @@
-/** The kinds of upstream provider the gateway can talk to. */
+/**
+ * The kinds of upstream provider the gateway can talk to.
+ * @example console.log(`kind: one of ${PROVIDER_KINDS.join(', ')}`)
+ */
 export const PROVIDER_KINDS = ['openai', 'anthropic', 'echo'] as const;
 
 export type ProviderKind = (typeof PROVIDER_KINDS)[number];
@@ -80,7 +83,8 @@ export function validateModels(models: unknown): CatalogModel[] {
     if ('owned_by' in entry) nonEmptyString(entry, 'owned_by', where);
   });
   uniqueIds(models as CatalogModel[], 'model');
-  return models as CatalogModel[];
+  // Copies: a configuration changed after the factories ran does not half-apply.
+  return (models as CatalogModel[]).map((model) => ({ ...model }));
 }
 
 function validateProvider(entry: unknown, index: number): void {
@@ -113,7 +117,7 @@ export function validateCatalog(models: unknown, providers: unknown): { models: 
   const checkedModels = validateModels(models);
   if (!Array.isArray(providers)) return fail('the providers must be an array');
   providers.forEach(validateProvider);
-  const checkedProviders = providers as ProviderConfig[];
+  const checkedProviders = (providers as ProviderConfig[]).map((provider) => ({ ...provider }));
   uniqueIds(checkedProviders, 'provider');
   const providerIds = new Set(checkedProviders.map((provider) => provider.id));
   checkedModels.forEach((model, index) => {

@@ -8,7 +8,7 @@ export {
 } from './catalog.js';
 export { createProvider, type Provider, type ProviderRequest } from './provider.js';
 export { openAIProvider } from './providers/openai.js';
-export { anthropicProvider, DEFAULT_ANTHROPIC_VERSION } from './providers/anthropic.js';
+export { anthropicProvider } from './providers/anthropic.js';
 export { echoProvider, countPdfPages } from './providers/echo.js';
 export { listModels, type ListModelsOptions } from './list-models.js';
 export { chatCompletions } from './chat-completions.js';

@@ -9,7 +9,7 @@ import type { FileStore } from '../files/file-store.js';
 import { loadAttachments, type FileReferences, type FileStores } from './attachments.js';
 import { validateCatalog, type CatalogModel, type ProviderConfig } from './catalog.js';
 import { readJsonBody } from './json-body.js';
-import { createProvider, type Provider, type ProviderRequest } from './provider.js';
+import { createProvider, type Provider } from './provider.js';
 import { wholeEvents } from './server-sent-events.js';
 import { UpstreamCall } from './upstream-call.js';
 
@@ -147,26 +147,19 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       const value = ctx.get(name);
       if (value !== '') headers[name] = value;
     }
-    await forward(ctx, format, route.provider.id, timeoutMs, stream, (signal) => send({ body: upstreamBody, headers, signal }));
+    const call = new UpstreamCall(route.provider.id, timeoutMs);
+    await forward(ctx, format, call, stream, () => send({ body: upstreamBody, headers, signal: call.signal }));
   };
 }
 
 /** Sends the request upstream and answers the client with the result, streamed or whole. */
-async function forward(
-  ctx: Context,
-  format: EndpointFormat,
-  providerId: string,
-  timeoutMs: number,
-  stream: boolean,
-  send: (signal: ProviderRequest['signal']) => Promise<Response>,
-): Promise<void> {
-  const call = new UpstreamCall(providerId, timeoutMs);
+async function forward(ctx: Context, format: EndpointFormat, call: UpstreamCall, stream: boolean, send: () => Promise<Response>): Promise<void> {
   const onClose = () => {
     if (!ctx.res.writableFinished) call.abandon();
   };
   ctx.res.once('close', onClose);
   try {
-    const response = await send(call.signal);
+    const response = await send();
     call.touch();
     if (!response.ok) throw await call.refusal(response);
     if (!stream) {

@@ -3,7 +3,7 @@ import type { Provider } from '../provider.js';
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 /** Sent when the client sends no `anthropic-version` of its own. */
-export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
+const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
 /**
  * Anthropic's Messages API: `POST {baseURL}/v1/messages` with `x-api-key: <apiKey>` and the
