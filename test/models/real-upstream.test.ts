@@ -1,18 +1,28 @@
 import { once } from 'node:events';
-import { request, type IncomingMessage } from 'node:http';
+import { createServer, request, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { modelsApp } from '../helpers/models-app.js';
 import { streamingUpstream } from '../helpers/models-upstream.js';
 
+// Real sockets, no nock: the upstream is a local server, or a port where nothing listens.
 const upstream = await streamingUpstream();
+const closed = createServer();
+closed.listen(0, '127.0.0.1');
+await once(closed, 'listening');
+const closedPort = (closed.address() as AddressInfo).port;
+await new Promise((resolve) => closed.close(resolve));
+
 const gateway = await modelsApp({
   providers: [
     { id: 'openai', kind: 'openai', baseURL: `${upstream.url}/v1`, apiKey: 'sk-provider' },
     { id: 'anthropic', kind: 'anthropic', baseURL: upstream.url, apiKey: 'sk-provider' },
+    { id: 'gone', kind: 'openai', baseURL: `http://127.0.0.1:${closedPort}/v1`, apiKey: 'sk-provider' },
   ],
   catalog: [
     { id: 'gpt-test', provider: 'openai', upstreamModel: 'gpt-up', created: 1 },
     { id: 'claude-test', provider: 'anthropic', upstreamModel: 'claude-up', created: 1 },
+    { id: 'gone-test', provider: 'gone', upstreamModel: 'gone-up', created: 1 },
   ],
 });
 test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
@@ -51,4 +61,12 @@ test.serial('a client that goes away before the upstream answers aborts the upst
   client.destroy();
   await upstreamClosed;
   t.pass();
+});
+
+test.serial('an upstream where nothing listens is 502, naming no address', async (t) => {
+  const response = await gateway.post('/v1/chat/completions', { model: 'gone-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${await gateway.keyFor()}` });
+  t.is(response.status, 502);
+  t.deepEqual(await response.json(), { error: { message: 'Upstream provider error', type: 'server_error', param: null, code: 'upstream_error' } });
+  const [reported] = gateway.reported.slice(-1) as Array<{ cause?: { cause?: { code?: string } } }>;
+  t.is(reported?.cause?.cause?.code, 'ECONNREFUSED', 'the cause reaches the log');
 });
