@@ -2,8 +2,13 @@ import Router from '@koa/router';
 import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { apiKey } from '../lib/auth/api-key.js';
+import { requireScope } from '../lib/auth/require-scope.js';
 import { anthropicErrors } from '../lib/errors/anthropic-errors.js';
 import { openAIErrors } from '../lib/errors/openai-errors.js';
+import { filesRouter } from '../lib/files/files-router.js';
+import { chatCompletions } from '../lib/models/chat-completions.js';
+import { listModels } from '../lib/models/list-models.js';
+import { messages } from '../lib/models/messages.js';
 import type { Deployment } from './deployment.js';
 import { healthRouter } from './health.js';
 import { requestLog } from './request-log.js';
@@ -26,14 +31,23 @@ function messagesShape(): Middleware {
   };
 }
 
-/** The /v1 API: every request authenticated first, known or not, then routed. */
-function v1Router(_deployment: Deployment): Router {
-  return new Router({ prefix: '/v1' });
+/** `GET /v1/models`, `POST /v1/chat/completions` and `POST /v1/messages`, each behind its scope. */
+function modelsRouter(deployment: Deployment): Router {
+  const { files, blobs } = deployment;
+  const { models: catalog, providers } = deployment.config.gateway;
+  const router = new Router();
+  router.get('/v1/models', requireScope('models:read'), listModels({ catalog }));
+  router.post('/v1/chat/completions', requireScope('chat:completions'), chatCompletions({ catalog, providers, files, blobs }));
+  router.post('/v1/messages', requireScope('messages:create'), messages({ catalog, providers, files, blobs }));
+  return router;
 }
 
 /**
  * The reference server's Koa app: the whole API of api.md composed from lib/ on `deployment`.
- * @example createApp(await openDeployment(loadConfig()), createLogger('info')).listen(8080)
+ * @example
+ * const config = loadConfig();
+ * const logger = createLogger(config.logLevel);
+ * createApp(await openDeployment(config, logger), logger).listen(config.port, config.host);
  */
 export function createApp(deployment: Deployment, logger: Logger): Koa {
   const app = new Koa();
@@ -41,15 +55,26 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     logger.error({ err, requestId: ctx?.state.requestId ?? null }, 'request failed');
   });
   const health = healthRouter({ checks: deployment.checks });
-  const v1 = v1Router(deployment);
+  const { limits } = deployment.config.gateway;
+  const files = filesRouter({
+    files: deployment.files,
+    blobs: deployment.blobs,
+    limiter: deployment.limiter,
+    limits: { maxFileBytes: limits.maxFileBytes, maxFiles: limits.maxFiles, maxStoredBytes: limits.maxStoredBytes },
+    tempDir: deployment.config.uploadsDir,
+  });
+  const models = modelsRouter(deployment);
   app.use(requestLog(logger));
   app.use(securityHeaders());
   app.use(openAIErrors());
   app.use(health.routes());
   app.use(health.allowedMethods({ throw: true }));
   app.use(messagesShape());
+  // Every /v1 request is authenticated first, whether or not its route exists.
   app.use(underV1(apiKey({ store: deployment.keys })));
-  app.use(v1.routes());
-  app.use(v1.allowedMethods({ throw: true }));
+  for (const router of [files, models]) {
+    app.use(router.routes());
+    app.use(router.allowedMethods({ throw: true }));
+  }
   return app;
 }

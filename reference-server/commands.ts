@@ -3,9 +3,11 @@ import type { Knex } from 'knex';
 import type { ApiKeyRecord } from '../lib/auth/key-store.js';
 import { createApiKey } from '../lib/auth/keys.js';
 import { SCOPES, isScope, type Scope } from '../lib/auth/scopes.js';
+import { sweep } from '../lib/files/sweep.js';
 import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
 import { loadConfig, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase } from './database.js';
+import { openStores } from './deployment.js';
 import { createLogger } from './logger.js';
 import { serve } from './server.js';
 
@@ -178,6 +180,24 @@ async function migrateCommand(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
+async function sweepCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parse(args, {}, 0);
+  const config = loadConfig(io.env);
+  const { knex, files, blobs } = await openStores(config);
+  let result;
+  try {
+    result = await sweep({ files, blobs, orphanGraceSeconds: config.gateway.sweep.orphanGraceSeconds });
+  } finally {
+    await knex.destroy();
+  }
+  io.out(
+    values.json
+      ? JSON.stringify(result)
+      : `Removed ${result.expired} expired file(s) and ${result.orphans} orphaned blob(s)`,
+  );
+  return 0;
+}
+
 async function serveCommand(args: string[], io: CommandIo): Promise<number> {
   parse(args, {}, 0);
   const config = loadConfig(io.env);
@@ -200,6 +220,8 @@ export async function runCommand(argv: string[], io: CommandIo): Promise<number>
       return serveCommand(rest, io);
     case 'migrate':
       return migrateCommand(rest, io);
+    case 'sweep':
+      return sweepCommand(rest, io);
     case 'keys': {
       const [sub, ...keyArgs] = rest;
       if (sub === 'create') return keysCreate(keyArgs, io);

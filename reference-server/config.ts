@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { validateCatalog, type CatalogModel, type ProviderConfig } from '../lib/models/catalog.js';
 import { ConfigError } from './config-error.js';
 import { DEFAULT_GATEWAY_CONFIG } from './default-config.js';
 
@@ -35,10 +36,10 @@ export interface GatewayConfig {
   keyPrefix: string;
   limits: Limits;
   sweep: SweepSettings;
-  /** Upstream providers, as in the file; validated by lib/models when the catalog is built. */
-  providers: unknown[];
-  /** The model catalog, as in the file; validated by lib/models when the catalog is built. */
-  models: unknown[];
+  /** Upstream providers, credentials read from the environment variables the file names. */
+  providers: ProviderConfig[];
+  /** The model catalog. */
+  models: CatalogModel[];
 }
 
 export type DatabaseSettings =
@@ -63,6 +64,7 @@ export interface ServerConfig {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const CONFIG_KEYS = new Set(['keyPrefix', 'limits', 'sweep', 'providers', 'models']);
+const PROVIDER_KEYS = new Set(['id', 'kind', 'baseURL', 'apiKeyEnv']);
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -128,23 +130,43 @@ function readConfigFile(path: string): unknown {
   }
 }
 
+/**
+ * A provider of the file as lib/models takes it: the credential is read from the environment
+ * variable named by `apiKeyEnv`, so that no secret sits in the config file.
+ */
+function providerFromFile(entry: unknown, index: number, source: string, env: ServerConfig['env']): unknown {
+  if (!isObject(entry)) return entry; // validateCatalog names the problem
+  const where = `${source}: providers[${index}]`;
+  for (const key of Object.keys(entry)) {
+    if (key === 'apiKey') throw new ConfigError(`${where}: put the credential in an environment variable and name it in 'apiKeyEnv'`);
+    if (!PROVIDER_KEYS.has(key)) throw new ConfigError(`${where}: unknown setting '${key}' (expected ${[...PROVIDER_KEYS].join(', ')})`);
+  }
+  const { apiKeyEnv, ...provider } = entry;
+  if (apiKeyEnv === undefined) return provider;
+  if (typeof apiKeyEnv !== 'string' || apiKeyEnv === '') throw new ConfigError(`${where}: 'apiKeyEnv' must name an environment variable`);
+  const apiKey = env[apiKeyEnv];
+  if (!apiKey) throw new ConfigError(`${where}: the environment variable ${apiKeyEnv} (apiKeyEnv) is not set`);
+  return { ...provider, apiKey };
+}
+
 /** The config file over the built-in default: each top-level key replaces the default's, `limits` and `sweep` per field. */
-export function parseGatewayConfig(input: unknown, source: string): GatewayConfig {
+export function parseGatewayConfig(input: unknown, source: string, env: ServerConfig['env'] = {}): GatewayConfig {
   if (!isObject(input)) throw new ConfigError(`${source} must be a JSON object`);
   for (const key of Object.keys(input)) {
     if (!CONFIG_KEYS.has(key)) throw new ConfigError(`${source}: unknown setting '${key}'`);
   }
-  const config: GatewayConfig = structuredClone({ ...DEFAULT_GATEWAY_CONFIG, limits: SPEC_LIMITS });
+  const defaults = structuredClone(DEFAULT_GATEWAY_CONFIG);
+  const limits = { ...SPEC_LIMITS };
 
   if (input.keyPrefix !== undefined) {
     if (typeof input.keyPrefix !== 'string' || !/^[A-Za-z0-9]{1,32}$/.test(input.keyPrefix)) {
       throw new ConfigError(`${source}: keyPrefix must be 1 to 32 letters and digits`);
     }
-    config.keyPrefix = input.keyPrefix;
   }
+  const keyPrefix = (input.keyPrefix as string | undefined) ?? defaults.keyPrefix;
   for (const [section, target] of [
-    ['limits', config.limits],
-    ['sweep', config.sweep],
+    ['limits', limits],
+    ['sweep', defaults.sweep],
   ] as const) {
     const value = input[section];
     if (value === undefined) continue;
@@ -154,13 +176,18 @@ export function parseGatewayConfig(input: unknown, source: string): GatewayConfi
       (target as unknown as Record<string, number>)[name] = positiveInteger(setting, `${source}: ${section}.${name}`, section === 'sweep');
     }
   }
-  for (const list of ['providers', 'models'] as const) {
-    const value = input[list];
-    if (value === undefined) continue;
-    if (!Array.isArray(value)) throw new ConfigError(`${source}: ${list} must be an array`);
-    config[list] = value;
+  const providers = input.providers ?? defaults.providers;
+  if (!Array.isArray(providers)) throw new ConfigError(`${source}: providers must be an array`);
+  try {
+    const catalog = validateCatalog(
+      input.models ?? defaults.models,
+      providers.map((entry, index) => providerFromFile(entry, index, source, env)),
+    );
+    return { keyPrefix, limits, sweep: defaults.sweep, ...catalog };
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+    throw new ConfigError(`${source}: ${err.message.replace(/^koa-model-gateway: /, '')}`);
   }
-  return config;
 }
 
 /**
@@ -179,8 +206,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   const configPath = env.GATEWAY_CONFIG ? resolve(env.GATEWAY_CONFIG) : null;
   const gateway =
     configPath === null
-      ? parseGatewayConfig({}, 'the default config')
-      : parseGatewayConfig(readConfigFile(configPath), `GATEWAY_CONFIG (${configPath})`);
+      ? parseGatewayConfig({}, 'the default config', env)
+      : parseGatewayConfig(readConfigFile(configPath), `GATEWAY_CONFIG (${configPath})`, env);
   return {
     host: env.HOST || '127.0.0.1',
     port: readPort(env.PORT),

@@ -9,10 +9,24 @@ interface SqliteConnection {
   pragma(source: string): unknown;
 }
 
+/** Where Knex's own warnings go; by default nowhere, since every failure also reaches the caller. */
+export type DatabaseLog = (level: 'warn' | 'error', message: string) => void;
+
+function knexLog(log: DatabaseLog): Knex.Logger {
+  const text = (message: unknown) => (message instanceof Error ? message.message : String(message));
+  return {
+    warn: (message: unknown) => log('warn', text(message)),
+    error: (message: unknown) => log('error', text(message)),
+    deprecate: (method: string, alternative: string) => log('warn', `${method} is deprecated, use ${alternative}`),
+    debug: () => undefined,
+  };
+}
+
 /** A Knex pool on the configured database; the SQLite file's directory is created if missing. */
-export function openDatabase(settings: DatabaseSettings): Knex {
+export function openDatabase(settings: DatabaseSettings, log: DatabaseLog = () => undefined): Knex {
   if (settings.client === 'pg') {
     return knexFactory({
+      log: knexLog(log),
       client: 'pg',
       connection: { connectionString: settings.connectionString, connectionTimeoutMillis: 5000 },
       pool: { min: 0, max: 10 },
@@ -25,6 +39,7 @@ export function openDatabase(settings: DatabaseSettings): Knex {
     throw new ConfigError(`cannot create the directory of ${settings.filename} (${(err as NodeJS.ErrnoException).code})`);
   }
   return knexFactory({
+    log: knexLog(log),
     client: 'better-sqlite3',
     connection: { filename: settings.filename },
     useNullAsDefault: true,
@@ -53,14 +68,15 @@ export function describeDatabase(settings: DatabaseSettings): string {
  * Opens the database and brings it to the latest schema. A database that cannot be reached or
  * migrated is a start-up failure with one line saying where and why.
  */
-export async function openMigratedDatabase(settings: DatabaseSettings): Promise<Knex> {
-  const knex = openDatabase(settings);
+export async function openMigratedDatabase(settings: DatabaseSettings, log?: DatabaseLog): Promise<Knex> {
+  const knex = openDatabase(settings, log);
   try {
     await migrate(knex);
   } catch (err) {
     await knex.destroy();
-    const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    throw new ConfigError(`cannot open the database at ${describeDatabase(settings)} (${reason})`);
+    // Driver messages say what is wrong (refused, no such database, authentication failed) without the password.
+    const reason = ((err as Error).message ?? String(err)).split('\n')[0]?.slice(0, 200);
+    throw new ConfigError(`cannot open the database at ${describeDatabase(settings)}: ${reason}`);
   }
   return knex;
 }

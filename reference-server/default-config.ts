@@ -8,6 +8,6 @@ export const DEFAULT_GATEWAY_CONFIG = {
   providers: [{ id: 'local', kind: 'echo' }],
   models: [
     { id: 'echo-1', provider: 'local', upstreamModel: 'echo-1', created: 1_744_000_000 },
-    { id: 'echo-claude', provider: 'local', upstreamModel: 'echo-claude', created: 1_744_000_000 },
+    { id: 'echo-2', provider: 'local', upstreamModel: 'echo-2', created: 1_744_000_000 },
   ],
 };

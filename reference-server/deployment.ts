@@ -1,8 +1,21 @@
+import { constants } from 'node:fs';
+import { access, mkdir } from 'node:fs/promises';
+import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
+import type { Logger } from 'pino';
 import type { KeyStore } from '../lib/auth/key-store.js';
+import type { BlobStore } from '../lib/files/blob-store.js';
+import type { FileStore } from '../lib/files/file-store.js';
+import type { CreationLimiter } from '../lib/quota/creation-limiter.js';
+import { MemoryCreationLimiter } from '../lib/quota/memory-creation-limiter.js';
+import { FsBlobStore } from '../lib/stores/fs/blob-store.js';
+import { KnexFileStore } from '../lib/stores/knex/file-store.js';
 import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
+import { createRedisClient } from '../lib/stores/redis/client.js';
+import { RedisCreationLimiter } from '../lib/stores/redis/creation-limiter.js';
+import { ConfigError } from './config-error.js';
 import type { ServerConfig } from './config.js';
-import { openMigratedDatabase } from './database.js';
+import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
 
 /** Every backing service of one server process, opened from the configuration. */
@@ -10,23 +23,92 @@ export interface Deployment {
   config: ServerConfig;
   knex: Knex;
   keys: KeyStore;
+  files: FileStore;
+  blobs: BlobStore;
+  limiter: CreationLimiter;
+  /** Set when REDIS_URL is. */
+  redis: Redis | null;
   /** What `/readyz` asks. */
   checks: Record<string, ReadinessCheck>;
   /** Closes the pools and clients; the process can then exit. */
   close(): Promise<void>;
 }
 
-/**
- * Opens the database (migrated) and the stores on it. Fails with a `ConfigError` when a backing
- * service cannot be reached.
- */
-export async function openDeployment(config: ServerConfig): Promise<Deployment> {
-  const knex = await openMigratedDatabase(config.database);
+/** The stores on the database and the files directory: what the server and the `sweep` command share. */
+export async function openStores(config: ServerConfig, log?: DatabaseLog) {
+  for (const dir of [config.filesDir, config.uploadsDir]) {
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (err) {
+      throw new ConfigError(`cannot create the directory ${dir} (${(err as NodeJS.ErrnoException).code})`);
+    }
+  }
+  const knex = await openMigratedDatabase(config.database, log);
   return {
-    config,
     knex,
     keys: new KnexKeyStore(knex),
-    checks: { database: () => knex.raw('select 1') },
-    close: () => knex.destroy(),
+    files: new KnexFileStore(knex),
+    blobs: new FsBlobStore({ directory: config.filesDir }),
+  };
+}
+
+/** The Redis client for the limits; unreachable at start-up is a start-up failure. */
+async function openRedis(url: string, logger: Logger): Promise<Redis> {
+  let redis: Redis;
+  try {
+    redis = await createRedisClient(url);
+  } catch (err) {
+    const cause = (err as Error).cause as NodeJS.ErrnoException | undefined;
+    const reason = cause?.code ?? cause?.message ?? (err as Error).message;
+    const { host } = new URL(url);
+    throw new ConfigError(`cannot reach Redis at ${host} (${reason})`);
+  }
+  // ioredis reports every failed reconnect: log the transitions only.
+  let down = false;
+  redis.on('error', (err: Error) => {
+    if (!down) logger.warn({ err: err.message }, 'redis unreachable: file creation answers 503 until it is back');
+    down = true;
+  });
+  redis.on('ready', () => {
+    if (down) logger.info('redis is back');
+    down = false;
+  });
+  return redis;
+}
+
+/**
+ * Opens the database (migrated), the files directory and, with REDIS_URL, Redis. A backing
+ * service that cannot be reached is a `ConfigError`: the server does not start without it.
+ */
+export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
+  const stores = await openStores(config, (level, message) => logger[level]({ component: 'knex' }, message));
+  const { knex } = stores;
+  const rates = {
+    createsPerMinute: config.gateway.limits.createsPerMinute,
+    createsPerDay: config.gateway.limits.createsPerDay,
+    bytesPerDay: config.gateway.limits.bytesPerDay,
+  };
+  let redis: Redis | null = null;
+  try {
+    if (config.redisUrl !== null) redis = await openRedis(config.redisUrl, logger);
+  } catch (err) {
+    await knex.destroy();
+    throw err;
+  }
+  const checks: Record<string, ReadinessCheck> = {
+    database: () => knex.raw('select 1'),
+    blobs: () => access(config.filesDir, constants.R_OK | constants.W_OK),
+  };
+  if (redis) checks.redis = () => (redis as Redis).ping();
+  return {
+    config,
+    ...stores,
+    limiter: redis ? new RedisCreationLimiter({ client: redis, ...rates }) : new MemoryCreationLimiter(rates),
+    redis,
+    checks,
+    async close() {
+      await redis?.quit().catch(() => redis?.disconnect());
+      await knex.destroy();
+    },
   };
 }

@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 
 /**
  * One log line per request, written when the response is finished or the client has gone:
- * request id, key id and account (never the key), method, route, path, status and duration.
+ * request id, key id and account (never the key), method, route, path, status and duration, and
+ * the model and provider of a model request.
  * Put it first, so that the status is the one the error formatters wrote.
  * @example app.use(requestLog(logger))
  */
@@ -12,6 +13,7 @@ export function requestLog(logger: Logger): Middleware {
     const started = process.hrtime.bigint();
     const write = () => {
       const key = ctx.state.apiKey;
+      const model = ctx.state.modelRequest;
       const route = (ctx as { _matchedRoute?: unknown })._matchedRoute;
       logger.info(
         {
@@ -22,6 +24,7 @@ export function requestLog(logger: Logger): Middleware {
           route: typeof route === 'string' ? route : null,
           path: ctx.path,
           status: ctx.res.statusCode,
+          ...(model ? { model: model.model, provider: model.provider, stream: model.stream } : {}),
           durationMs: Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100,
           ...(ctx.res.writableFinished ? {} : { aborted: true }),
         },

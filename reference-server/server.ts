@@ -5,7 +5,9 @@ import type { Logger } from 'pino';
 import { createApp } from './app.js';
 import { ConfigError } from './config-error.js';
 import type { ServerConfig } from './config.js';
+import { sweep } from '../lib/files/sweep.js';
 import { openDeployment } from './deployment.js';
+import { startSweeper } from './sweeper.js';
 
 export interface ServeOptions {
   /** How long in-flight requests may take to finish after SIGTERM/SIGINT. Default: 30 s. */
@@ -19,7 +21,7 @@ export interface ServeOptions {
  */
 export async function serve(config: ServerConfig, logger: Logger, options: ServeOptions = {}): Promise<void> {
   const shutdownGraceMs = options.shutdownGraceMs ?? 30_000;
-  const deployment = await openDeployment(config);
+  const deployment = await openDeployment(config, logger);
   const handle = createApp(deployment, logger).callback();
 
   const inFlight = new Set<ServerResponse>();
@@ -40,7 +42,13 @@ export async function serve(config: ServerConfig, logger: Logger, options: Serve
   }
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
-  logger.info({ url: `http://${host}:${port}`, database: deployment.config.database.client, redis: config.redisUrl !== null }, 'listening');
+  logger.info({ url: `http://${host}:${port}`, database: config.database.client, redis: config.redisUrl !== null }, 'listening');
+
+  const { intervalSeconds, orphanGraceSeconds } = config.gateway.sweep;
+  const sweeper =
+    intervalSeconds > 0
+      ? startSweeper(() => sweep({ files: deployment.files, blobs: deployment.blobs, orphanGraceSeconds }), intervalSeconds, logger)
+      : undefined;
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
@@ -53,6 +61,7 @@ export async function serve(config: ServerConfig, logger: Logger, options: Serve
   process.once('SIGINT', forceExit);
 
   draining = true;
+  const sweepStopped = sweeper?.stop();
   for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
@@ -62,6 +71,7 @@ export async function serve(config: ServerConfig, logger: Logger, options: Serve
   }, shutdownGraceMs);
   await closed;
   clearTimeout(deadline);
+  await sweepStopped;
   await deployment.close();
   logger.info('stopped');
 }

@@ -1,0 +1,36 @@
+import { randomBytes } from 'node:crypto';
+import knexFactory from 'knex';
+import { POSTGRES_URL } from './services.js';
+
+export interface ThrowawayDatabase {
+  /** A DATABASE_URL for a server process. */
+  url: string;
+  drop(): Promise<void>;
+}
+
+/**
+ * A PostgreSQL database of its own on the test server, for a server started as a user starts it
+ * (DATABASE_URL): nothing shared with other tests, migrations included. `drop` removes it.
+ */
+export async function throwawayPostgres(): Promise<ThrowawayDatabase> {
+  const name = `kmg_${randomBytes(6).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL });
+  try {
+    await admin.raw('create database ??', [name]);
+  } finally {
+    await admin.destroy();
+  }
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const again = knexFactory({ client: 'pg', connection: POSTGRES_URL });
+      try {
+        await again.raw('drop database if exists ?? with (force)', [name]);
+      } finally {
+        await again.destroy();
+      }
+    },
+  };
+}

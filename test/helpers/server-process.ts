@@ -1,0 +1,120 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+/** The checkout's root: the CLI runs from there, as a user runs it. */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CLI = ['--import', 'tsx', 'reference-server/cli.ts'];
+const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL'];
+
+/** The test process's environment without any gateway setting, plus `env`. */
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = { ...process.env };
+  for (const name of GATEWAY_VARS) delete base[name];
+  return { ...base, ...env };
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `koa-model-gateway <args>` to completion. */
+export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: childEnv(env) });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export interface CreatedKey {
+  id: string;
+  key: string;
+  account: string;
+  scopes: string[];
+  models: string[] | null;
+}
+
+/** `keys create --json` with `args`; fails loudly when the CLI does. */
+export async function createKey(env: Record<string, string>, args: string[]): Promise<CreatedKey> {
+  const result = await runCli(['keys', 'create', '--json', ...args], env);
+  if (result.code !== 0) throw new Error(`keys create failed (${result.code}): ${result.stderr}`);
+  return JSON.parse(result.stdout) as CreatedKey;
+}
+
+export interface LogLine {
+  msg: string;
+  [field: string]: unknown;
+}
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  /** Every JSON log line so far. */
+  logs: LogLine[];
+  stderr(): string;
+  /** Resolves with the exit code when the process has ended. */
+  exited: Promise<number | null>;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** `koa-model-gateway serve` on a random port; resolves when it logs `listening`. */
+export function startServer(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [...CLI, 'serve'], {
+    cwd: ROOT,
+    env: childEnv({ PORT: '0', LOG_LEVEL: 'info', ...env }),
+  });
+  const logs: LogLine[] = [];
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the server did not start within 30 s: ${stderr}`));
+    }, 30_000);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`the server exited (${code}) before listening: ${stderr}`));
+    });
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      let entry: LogLine;
+      try {
+        entry = JSON.parse(line) as LogLine;
+      } catch {
+        return;
+      }
+      logs.push(entry);
+      if (entry.msg === 'listening') {
+        clearTimeout(timer);
+        resolve({
+          url: entry.url as string,
+          child,
+          logs,
+          stderr: () => stderr,
+          exited,
+          stop: () => {
+            child.kill('SIGTERM');
+            return exited;
+          },
+        });
+      }
+    });
+  });
+}
+
+/** A temp directory for DATA_DIR; `remove` deletes it. */
+export async function tempDataDir(): Promise<{ dir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'kmg-server-'));
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}

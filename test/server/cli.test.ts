@@ -1,0 +1,112 @@
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import test from 'ava';
+import { SCOPES } from '../../lib/auth/scopes.js';
+import { createKey, runCli, tempDataDir } from '../helpers/server-process.js';
+
+const dirs: Array<{ remove(): Promise<void> }> = [];
+test.after.always(() => Promise.all(dirs.map((dir) => dir.remove())));
+
+async function dataDir() {
+  const temp = await tempDataDir();
+  dirs.push(temp);
+  return { DATA_DIR: join(temp.dir, 'data') };
+}
+
+test('keys create --json prints one document with the key, every scope and no allowlist by default', async (t) => {
+  const env = await dataDir();
+  const result = await runCli(['keys', 'create', '--account', 'acme', '--json'], env);
+  t.is(result.code, 0, result.stderr);
+  const created = JSON.parse(result.stdout) as Record<string, unknown>;
+  t.deepEqual(Object.keys(created).sort(), ['account', 'id', 'key', 'models', 'scopes']);
+  t.regex(created.key as string, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
+  t.regex(created.id as string, /^key_/);
+  t.is(created.account, 'acme');
+  t.deepEqual(created.scopes, [...SCOPES]);
+  t.is(created.models, null);
+  t.true(existsSync(join(env.DATA_DIR, 'gateway.sqlite')), 'the data dir and database are created on first run');
+});
+
+test('keys create takes scopes, models and an expiry; list shows them and never the key', async (t) => {
+  const env = await dataDir();
+  const created = await createKey(env, [
+    '--account', 'acme', '--scope', 'files:read', '--scope', 'models:read', '--model', 'echo-1', '--expires', '2099-01-01T00:00:00Z',
+  ]);
+  t.deepEqual(created.scopes, ['files:read', 'models:read']);
+  t.deepEqual(created.models, ['echo-1']);
+  await createKey(env, ['--account', 'other']);
+
+  const listed = await runCli(['keys', 'list', '--account', 'acme', '--json'], env);
+  t.is(listed.code, 0, listed.stderr);
+  t.false(listed.stdout.includes(created.key));
+  t.like(JSON.parse(listed.stdout), [
+    { id: created.id, account: 'acme', scopes: ['files:read', 'models:read'], models: ['echo-1'], expires_at: 4_070_908_800, revoked_at: null },
+  ]);
+  t.is((JSON.parse(listed.stdout) as unknown[]).length, 1);
+  const all = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout) as unknown[];
+  t.is(all.length, 2);
+});
+
+test('keys create without --json shows the key exactly once, on a line of its own', async (t) => {
+  const env = await dataDir();
+  const result = await runCli(['keys', 'create', '--account', 'acme'], env);
+  t.is(result.code, 0, result.stderr);
+  const keys = result.stdout.split('\n').filter((line) => /^kmg_sk_/.test(line));
+  t.is(keys.length, 1);
+  t.is(result.stdout.split(keys[0] as string).length, 2);
+});
+
+test('the key prefix comes from the config file', async (t) => {
+  const env = await dataDir();
+  const config = join(env.DATA_DIR, '..', 'gateway.json');
+  await writeFile(config, JSON.stringify({ keyPrefix: 'acme' }));
+  const created = await createKey({ ...env, GATEWAY_CONFIG: config }, ['--account', 'a']);
+  t.regex(created.key, /^acme_sk_/);
+});
+
+test('keys revoke marks the key revoked; an unknown id fails with one line', async (t) => {
+  const env = await dataDir();
+  const created = await createKey(env, ['--account', 'acme']);
+  const revoked = await runCli(['keys', 'revoke', created.id, '--json'], env);
+  t.is(revoked.code, 0, revoked.stderr);
+  t.deepEqual(JSON.parse(revoked.stdout), { id: created.id, revoked: true });
+  const [listed] = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout) as Array<{ revoked_at: number | null }>;
+  t.is(typeof listed?.revoked_at, 'number');
+
+  const unknown = await runCli(['keys', 'revoke', 'key_nope'], env);
+  t.is(unknown.code, 1);
+  t.is(unknown.stderr, "koa-model-gateway: no key with id 'key_nope'\n");
+});
+
+test('migrate --json reports the database it migrated', async (t) => {
+  const env = await dataDir();
+  const result = await runCli(['migrate', '--json'], env);
+  t.is(result.code, 0, result.stderr);
+  t.deepEqual(JSON.parse(result.stdout), { database: `sqlite:${join(env.DATA_DIR, 'gateway.sqlite')}`, migrated: true });
+});
+
+const usageErrors: Array<[string, string[], RegExp]> = [
+  ['no account', ['keys', 'create'], /--account/],
+  ['an unknown scope', ['keys', 'create', '--account', 'a', '--scope', 'files:everything'], /unknown scope 'files:everything'/],
+  ['an expiry that is not a time', ['keys', 'create', '--account', 'a', '--expires', 'tomorrow'], /--expires/],
+  ['an expiry in the past', ['keys', 'create', '--account', 'a', '--expires', '2001-01-01T00:00:00Z'], /future/],
+  ['an unknown option', ['keys', 'list', '--acount', 'a'], /--acount/],
+  ['an unknown command', ['serv'], /unknown command 'serv'/],
+  ['revoke without an id', ['keys', 'revoke'], /key id/],
+];
+for (const [name, args, message] of usageErrors) {
+  test(`${name} is a usage error: exit 2 and one line`, async (t) => {
+    const result = await runCli(args, await dataDir());
+    t.is(result.code, 2);
+    t.regex(result.stderr, message);
+    t.regex(result.stderr, /^koa-model-gateway: [^\n]+\n$/);
+    t.is(result.stdout, '');
+  });
+}
+
+test('--help prints the usage', async (t) => {
+  const result = await runCli(['--help'], await dataDir());
+  t.is(result.code, 0);
+  t.regex(result.stdout, /keys create --account <id>/);
+});
