@@ -1,3 +1,5 @@
 export * from './errors/index.js';
 export * from './auth/index.js';
 export * from './files/index.js';
+export * from './quota/index.js';
+export * from './models/index.js';
