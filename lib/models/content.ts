@@ -4,20 +4,16 @@ export type JsonObject = Record<string, unknown>;
 export const isObject = (value: unknown): value is JsonObject =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-function mapMessageContent(body: JsonObject, map: (block: unknown) => unknown): JsonObject {
-  if (!Array.isArray(body.messages)) return body;
-  const messages = body.messages.map((message: unknown) =>
-    isObject(message) && Array.isArray(message.content) ? { ...message, content: message.content.map(map) } : message,
-  );
-  return { ...body, messages };
-}
-
 /**
  * The Chat Completions body with every content part of every message passed through `map`
  * (string contents have no parts). The input is left as it was.
  */
 export function mapChatContentParts(body: JsonObject, map: (part: unknown) => unknown): JsonObject {
-  return mapMessageContent(body, map);
+  if (!Array.isArray(body.messages)) return body;
+  const messages = body.messages.map((message: unknown) =>
+    isObject(message) && Array.isArray(message.content) ? { ...message, content: message.content.map(map) } : message,
+  );
+  return { ...body, messages };
 }
 
 /**
@@ -29,5 +25,6 @@ export function mapMessagesContentBlocks(body: JsonObject, map: (block: unknown)
     isObject(block) && block.type === 'tool_result' && Array.isArray(block.content)
       ? { ...block, content: block.content.map(mapBlock) }
       : map(block);
-  return mapMessageContent(body, mapBlock);
+  // Both formats keep a message's blocks in `messages[].content`.
+  return mapChatContentParts(body, mapBlock);
 }

@@ -149,3 +149,28 @@ test('echo refuses a body without messages as an upstream would: 400 with its me
   t.is(messages.status, 400);
   t.like(await messages.json(), { type: 'error', error: { type: 'invalid_request_error', message: 'messages: Field required' } });
 });
+
+test('messages: a document inside a tool_result is resolved too', async (t) => {
+  const key = await gateway.keyFor();
+  const pdf = makePdf(5);
+  const fileId = await gateway.storePdf(pdf, { filename: 'tool-output.pdf' });
+  const response = await gateway.post(
+    '/v1/messages',
+    {
+      model: 'echo-1',
+      max_tokens: 100,
+      messages: [
+        { role: 'user', content: 'Fetch the report.' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'fetch', input: {} }] },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'document', source: { type: 'file', file_id: fileId } }] }],
+        },
+      ],
+    },
+    { 'x-api-key': key },
+  );
+  t.is(response.status, 200);
+  const body = (await response.json()) as { content: Array<{ text: string }> };
+  t.true(body.content[0]?.text.endsWith(`Document 1: tool-output.pdf, ${pdf.length} bytes, 5 pages.`));
+});
