@@ -17,6 +17,22 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, ...env };
 }
 
+// Each CLI run is a Node process compiling TypeScript: a few at a time keeps a small machine responsive.
+const MAX_CLI_RUNS = 3;
+let cliRuns = 0;
+const waiting: Array<() => void> = [];
+
+async function cliSlot<T>(run: () => Promise<T>): Promise<T> {
+  if (cliRuns >= MAX_CLI_RUNS) await new Promise<void>((resolve) => waiting.push(resolve));
+  cliRuns += 1;
+  try {
+    return await run();
+  } finally {
+    cliRuns -= 1;
+    waiting.shift()?.();
+  }
+}
+
 export interface CliResult {
   code: number | null;
   stdout: string;
@@ -25,7 +41,7 @@ export interface CliResult {
 
 /** Runs `koa-model-gateway <args>` to completion. */
 export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
+  return cliSlot(() => new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: childEnv(env) });
     let stdout = '';
     let stderr = '';
@@ -33,7 +49,7 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.once('error', reject);
     child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  }));
 }
 
 export interface CreatedKey {

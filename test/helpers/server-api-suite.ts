@@ -1,0 +1,393 @@
+import type { TestFn } from 'ava';
+import OpenAI, { toFile } from 'openai';
+import { makePdf } from './models-pdf.js';
+import { createKey, runCli, startServer, type CreatedKey, type ServerProcess } from './server-process.js';
+
+/** How a deployment is brought up for the suite: the server's environment, and how to clean up. */
+export interface SuiteDeployment {
+  env: Record<string, string>;
+  cleanup(): Promise<void>;
+}
+
+export type KeyStyle = 'bearer' | 'x-api-key';
+export const KEY_STYLES: readonly KeyStyle[] = ['bearer', 'x-api-key'];
+
+const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
+
+interface Keys {
+  all: CreatedKey;
+  other: CreatedKey;
+  readOnly: CreatedKey;
+  echoOneOnly: CreatedKey;
+}
+
+interface Context {
+  server: ServerProcess;
+  deployment: SuiteDeployment;
+  keys: Keys;
+}
+
+function authHeaders(key: string | undefined, style: KeyStyle = 'bearer'): Record<string, string> {
+  if (key === undefined) return {};
+  return style === 'bearer' ? { authorization: `Bearer ${key}` } : { 'x-api-key': key };
+}
+
+const shapeA = (type: string, code: string, message: string) => ({ error: { message, type, param: null, code } });
+
+/**
+ * The whole API of api.md against a reference server started as a user starts it (the CLI's
+ * `serve` in a child process, keys made with `keys create --json`), for one deployment.
+ */
+export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Promise<SuiteDeployment>): void {
+  const test = anyTest as TestFn<Context>;
+  const state = {} as Context;
+
+  test.before(async () => {
+    state.deployment = await deploy();
+    const env = state.deployment.env;
+    const account = `acme-${Math.random().toString(36).slice(2)}`;
+    const [all, other, readOnly, echoOneOnly] = await Promise.all([
+      createKey(env, ['--account', account]),
+      createKey(env, ['--account', `${account}-other`]),
+      createKey(env, ['--account', account, '--scope', 'files:read', '--scope', 'models:read']),
+      createKey(env, ['--account', account, '--model', 'echo-1']),
+    ]);
+    state.keys = { all, other, readOnly, echoOneOnly };
+    state.server = await startServer(env);
+  });
+
+  test.after.always(async () => {
+    await state.server?.stop();
+    await state.deployment?.cleanup();
+  });
+
+  const call = (method: string, path: string, init: { key?: string; style?: KeyStyle; body?: RequestInit['body']; headers?: Record<string, string> } = {}) =>
+    fetch(`${state.server.url}${path}`, {
+      method,
+      headers: { ...authHeaders(init.key, init.style), ...init.headers },
+      ...(init.body === undefined ? {} : { body: init.body }),
+    });
+
+  const upload = (key: string, style: KeyStyle, pdf: Buffer, filename: string, expiresAfter?: number) => {
+    const form = new FormData();
+    form.set('purpose', 'user_data');
+    if (expiresAfter !== undefined) {
+      form.set('expires_after[anchor]', 'created_at');
+      form.set('expires_after[seconds]', String(expiresAfter));
+    }
+    form.set('file', new Blob([pdf], { type: 'application/pdf' }), filename);
+    return call('POST', '/v1/files', { key, style, body: form });
+  };
+
+  const json = (body: unknown) => JSON.stringify(body);
+  const jsonHeaders = { 'content-type': 'application/json' };
+
+  test(`${name}: /healthz and /readyz answer without a key`, async (t) => {
+    const health = await call('GET', '/healthz');
+    t.is(health.status, 200);
+    t.deepEqual(await health.json(), { status: 'ok' });
+    const ready = await call('GET', '/readyz');
+    t.is(ready.status, 200);
+    t.like(await ready.json(), { status: 'ok', checks: { database: 'ok', blobs: 'ok' } });
+  });
+
+  for (const style of KEY_STYLES) {
+    test(`${name}: upload, list, retrieve, download and delete a PDF with ${style}`, async (t) => {
+      const key = state.keys.all.key;
+      const pdf = makePdf(2, 100);
+      const created = await upload(key, style, pdf, 'report.pdf', 3600);
+      t.is(created.status, 200);
+      t.regex(created.headers.get('x-request-id') ?? '', REQUEST_ID);
+      const file = (await created.json()) as Record<string, unknown>;
+      t.like(file, { object: 'file', bytes: pdf.length, filename: 'report.pdf', purpose: 'user_data', status: 'processed' });
+      t.regex(file.id as string, /^file-[A-Za-z0-9_-]{32}$/);
+      t.is(file.expires_at, (file.created_at as number) + 3600);
+
+      const listed = await call('GET', '/v1/files?order=desc&limit=10000', { key, style });
+      t.is(listed.status, 200);
+      const list = (await listed.json()) as { object: string; data: Array<{ id: string }>; first_id: string; has_more: boolean };
+      t.is(list.object, 'list');
+      t.true(list.data.some((entry) => entry.id === file.id));
+
+      const retrieved = await call('GET', `/v1/files/${file.id}`, { key, style });
+      t.deepEqual(await retrieved.json(), file);
+
+      const content = await call('GET', `/v1/files/${file.id}/content`, { key, style });
+      t.is(content.status, 200);
+      t.is(content.headers.get('content-type'), 'application/pdf');
+      t.is(content.headers.get('cache-control'), 'private, no-store');
+      t.is(content.headers.get('x-content-type-options'), 'nosniff');
+      t.is(content.headers.get('content-security-policy'), 'sandbox');
+      t.is(content.headers.get('content-length'), String(pdf.length));
+      t.regex(content.headers.get('content-disposition') ?? '', /^attachment; filename="report\.pdf"/);
+      t.deepEqual(Buffer.from(await content.arrayBuffer()), pdf);
+
+      const deleted = await call('DELETE', `/v1/files/${file.id}`, { key, style });
+      t.deepEqual(await deleted.json(), { id: file.id, object: 'file', deleted: true });
+      const gone = await call('GET', `/v1/files/${file.id}`, { key, style });
+      t.is(gone.status, 404);
+      t.deepEqual(await gone.json(), shapeA('invalid_request_error', 'file_not_found', 'File not found'));
+    });
+
+    test(`${name}: models, chat completions and messages, with a stored PDF attached, with ${style}`, async (t) => {
+      const key = state.keys.all.key;
+      const models = await call('GET', '/v1/models', { key, style });
+      t.is(models.status, 200);
+      t.deepEqual(await models.json(), {
+        object: 'list',
+        data: [
+          { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'local' },
+          { id: 'echo-2', object: 'model', created: 1_744_000_000, owned_by: 'local' },
+        ],
+      });
+
+      const pdf = makePdf(3);
+      const file = (await (await upload(key, style, pdf, 'slides.pdf')).json()) as { id: string };
+      const chat = await call('POST', '/v1/chat/completions', {
+        key,
+        style,
+        headers: jsonHeaders,
+        body: json({
+          model: 'echo-1',
+          messages: [{ role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'file', file: { file_id: file.id } }] }],
+        }),
+      });
+      t.is(chat.status, 200);
+      t.regex(chat.headers.get('x-request-id') ?? '', REQUEST_ID);
+      const completion = (await chat.json()) as { object: string; choices: Array<{ message: { content: string } }> };
+      t.is(completion.object, 'chat.completion');
+      t.regex(completion.choices[0]?.message.content ?? '', new RegExp(`slides\\.pdf, ${pdf.length} bytes, 3 pages`));
+
+      const message = await call('POST', '/v1/messages', {
+        key,
+        style,
+        headers: { ...jsonHeaders, 'anthropic-version': '2023-06-01' },
+        body: json({
+          model: 'echo-2',
+          max_tokens: 100,
+          messages: [
+            { role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: file.id } }, { type: 'text', text: 'Summarise.' }] },
+          ],
+        }),
+      });
+      t.is(message.status, 200);
+      t.regex(message.headers.get('request-id') ?? '', REQUEST_ID);
+      const answer = (await message.json()) as { type: string; content: Array<{ text: string }> };
+      t.is(answer.type, 'message');
+      t.regex(answer.content[0]?.text ?? '', new RegExp(`slides\\.pdf, ${pdf.length} bytes, 3 pages`));
+    });
+  }
+
+  test(`${name}: x-api-key wins over Authorization, even a valid one`, async (t) => {
+    const both = await call('GET', '/v1/models', {
+      headers: { 'x-api-key': 'kmg_sk_unknown', authorization: `Bearer ${state.keys.all.key}` },
+    });
+    t.is(both.status, 401);
+    const blank = await call('GET', '/v1/models', { headers: { 'x-api-key': '  ', authorization: `Bearer ${state.keys.all.key}` } });
+    t.is(blank.status, 200);
+  });
+
+  test(`${name}: without an accepted key every /v1 route answers 401, known or not`, async (t) => {
+    const revoked = await createKey(state.deployment.env, ['--account', 'gone']);
+    t.is((await call('GET', '/v1/models', { key: revoked.key })).status, 200);
+    t.is((await runCli(['keys', 'revoke', revoked.id], state.deployment.env)).code, 0);
+
+    const routes: Array<[string, string]> = [
+      ['POST', '/v1/files'],
+      ['GET', '/v1/files'],
+      ['GET', '/v1/files/file-00000000000000000000000000000000'],
+      ['GET', '/v1/files/not-an-id/content'],
+      ['DELETE', '/v1/files/file-00000000000000000000000000000000'],
+      ['GET', '/v1/models'],
+      ['POST', '/v1/chat/completions'],
+      ['GET', '/v1/no-such-route'],
+      ['PUT', '/v1/models'],
+      ['GET', '/v1'],
+    ];
+    const credentials: Array<[string, Record<string, string>]> = [
+      ['no key', {}],
+      ['a malformed Authorization', { authorization: `Basic ${state.keys.all.key}` }],
+      ['an unknown key', { 'x-api-key': 'kmg_sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }],
+      ['a revoked key', { 'x-api-key': revoked.key }],
+    ];
+    for (const [what, headers] of credentials) {
+      for (const [method, path] of routes) {
+        const response = await call(method, path, { headers });
+        t.is(response.status, 401, `${method} ${path} with ${what}`);
+        t.deepEqual(await response.json(), shapeA('authentication_error', 'invalid_api_key', 'Invalid API key'));
+        t.regex(response.headers.get('x-request-id') ?? '', REQUEST_ID);
+      }
+      const messages = await call('POST', '/v1/messages', { headers });
+      t.is(messages.status, 401);
+      const body = (await messages.json()) as { request_id: string };
+      t.deepEqual(body, { type: 'error', error: { type: 'authentication_error', message: 'Invalid API key' }, request_id: body.request_id });
+      t.is(messages.headers.get('request-id'), body.request_id);
+      t.regex(body.request_id, REQUEST_ID);
+    }
+  });
+
+  test(`${name}: unknown routes are 404 unknown_url, wrong methods 405 method_not_allowed`, async (t) => {
+    const key = state.keys.all.key;
+    const unknown = await call('GET', '/v1/no-such-route', { key });
+    t.is(unknown.status, 404);
+    t.deepEqual(await unknown.json(), shapeA('invalid_request_error', 'unknown_url', 'Unknown request URL: GET /v1/no-such-route'));
+    const outside = await call('GET', '/no-such-page');
+    t.is(outside.status, 404);
+    t.like(await outside.json(), { error: { code: 'unknown_url' } });
+    for (const [method, path] of [
+      ['PUT', '/v1/models'],
+      ['PATCH', '/v1/files'],
+      ['POST', '/v1/files/file-00000000000000000000000000000000'],
+      ['GET', '/v1/chat/completions'],
+    ] as const) {
+      const response = await call(method, path, { key });
+      t.is(response.status, 405, `${method} ${path}`);
+      t.like(await response.json(), { error: { type: 'invalid_request_error', code: 'method_not_allowed', param: null } });
+    }
+  });
+
+  test(`${name}: a key without the scope gets 403 Forbidden in the endpoint's shape`, async (t) => {
+    const key = state.keys.readOnly.key;
+    const forbidden = shapeA('permission_error', 'forbidden', 'Forbidden');
+    const created = await upload(key, 'bearer', makePdf(1), 'a.pdf');
+    t.is(created.status, 403);
+    t.deepEqual(await created.json(), forbidden);
+    const deleted = await call('DELETE', '/v1/files/file-00000000000000000000000000000000', { key });
+    t.is(deleted.status, 403);
+    const chat = await call('POST', '/v1/chat/completions', { key, headers: jsonHeaders, body: json({ model: 'echo-1', messages: [] }) });
+    t.deepEqual(await chat.json(), forbidden);
+    const messages = await call('POST', '/v1/messages', { key, style: 'x-api-key', headers: jsonHeaders, body: json({ model: 'echo-1' }) });
+    t.is(messages.status, 403);
+    t.like(await messages.json(), { type: 'error', error: { type: 'permission_error', message: 'Forbidden' } });
+    t.is((await call('GET', '/v1/files', { key })).status, 200);
+  });
+
+  test(`${name}: a key with an allowlist sees only its models`, async (t) => {
+    const key = state.keys.echoOneOnly.key;
+    const models = (await (await call('GET', '/v1/models', { key })).json()) as { data: Array<{ id: string }> };
+    t.deepEqual(
+      models.data.map((model) => model.id),
+      ['echo-1'],
+    );
+    const userText = [{ role: 'user', content: 'hi' }];
+    const chat = await call('POST', '/v1/chat/completions', { key, headers: jsonHeaders, body: json({ model: 'echo-2', messages: userText }) });
+    t.is(chat.status, 403);
+    t.deepEqual(await chat.json(), shapeA('permission_error', 'forbidden', "Model 'echo-2' is not allowed for this API key"));
+    const messages = await call('POST', '/v1/messages', {
+      key,
+      headers: jsonHeaders,
+      body: json({ model: 'echo-2', max_tokens: 5, messages: userText }),
+    });
+    t.is(messages.status, 404);
+    t.like(await messages.json(), { type: 'error', error: { type: 'not_found_error', message: 'Model not found' } });
+  });
+
+  test(`${name}: another account's file is the same 404 as one that never existed`, async (t) => {
+    const file = (await (await upload(state.keys.all.key, 'bearer', makePdf(1), 'mine.pdf')).json()) as { id: string };
+    const key = state.keys.other.key;
+    const never = 'file-0000000000AAAAAAAAAAAAAAAAAAAAAA';
+    for (const [method, suffix] of [
+      ['GET', ''],
+      ['GET', '/content'],
+      ['DELETE', ''],
+    ] as const) {
+      const foreign = await call(method, `/v1/files/${file.id}${suffix}`, { key });
+      const missing = await call(method, `/v1/files/${never}${suffix}`, { key });
+      t.is(foreign.status, 404);
+      t.is(await foreign.text(), await missing.text());
+    }
+    const list = (await (await call('GET', '/v1/files', { key })).json()) as { data: unknown[] };
+    t.deepEqual(list.data, []);
+    t.is((await call('GET', `/v1/files/${file.id}`, { key: state.keys.all.key })).status, 200);
+  });
+
+  test(`${name}: the official openai SDK manages files and lists models`, async (t) => {
+    const client = new OpenAI({ apiKey: state.keys.all.key, baseURL: `${state.server.url}/v1`, maxRetries: 0 });
+    const pdf = makePdf(1, 500);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const file = await client.files.create({
+        file: await toFile(pdf, `sdk-${i}.pdf`, { type: 'application/pdf' }),
+        purpose: 'user_data',
+        expires_after: { anchor: 'created_at', seconds: 7200 },
+      });
+      t.is(file.bytes, pdf.length);
+      t.is(file.expires_at, file.created_at + 7200);
+      ids.push(file.id);
+    }
+    const seen: string[] = [];
+    for await (const file of client.files.list({ limit: 2, order: 'asc' })) seen.push(file.id);
+    // Creation order; files of the same second in id order.
+    t.deepEqual(
+      seen.filter((id) => ids.includes(id)),
+      [...ids].sort(),
+    );
+    t.is((await client.files.retrieve(ids[0] as string)).filename, 'sdk-0.pdf');
+    t.deepEqual(Buffer.from(await (await client.files.content(ids[1] as string)).arrayBuffer()), pdf);
+    t.true((await client.files.delete(ids[2] as string)).deleted);
+
+    const notFound = await t.throwsAsync(client.files.retrieve(ids[2] as string), { instanceOf: OpenAI.NotFoundError });
+    t.is(notFound?.code, 'file_not_found');
+    t.regex(notFound?.requestID ?? '', REQUEST_ID);
+    const invalid = await t.throwsAsync(client.files.retrieve('file-nope'), { instanceOf: OpenAI.BadRequestError });
+    t.is(invalid?.code, 'invalid_file_id');
+
+    const models = [];
+    for await (const model of client.models.list()) models.push(model.id);
+    t.deepEqual(models, ['echo-1', 'echo-2']);
+
+    const denied = new OpenAI({ apiKey: state.keys.readOnly.key, baseURL: `${state.server.url}/v1`, maxRetries: 0 });
+    const forbidden = await t.throwsAsync(denied.files.create({ file: await toFile(pdf, 'x.pdf'), purpose: 'user_data' }), {
+      instanceOf: OpenAI.PermissionDeniedError,
+    });
+    t.is(forbidden?.code, 'forbidden');
+    const anonymous = new OpenAI({ apiKey: 'kmg_sk_wrong', baseURL: `${state.server.url}/v1`, maxRetries: 0 });
+    const unauthenticated = await t.throwsAsync(anonymous.models.list(), { instanceOf: OpenAI.AuthenticationError });
+    t.is(unauthenticated?.code, 'invalid_api_key');
+  });
+
+  test(`${name}: security headers on every response`, async (t) => {
+    const key = state.keys.all.key;
+    const responses = [
+      await call('GET', '/healthz'),
+      await call('GET', '/v1/models', { key }),
+      await call('GET', '/v1/models'),
+      await call('GET', '/v1/no-such-route', { key }),
+      await call('POST', '/v1/messages', { key, headers: jsonHeaders, body: '{' }),
+    ];
+    for (const response of responses) {
+      t.is(response.headers.get('x-content-type-options'), 'nosniff', response.url);
+      t.truthy(response.headers.get('content-security-policy'));
+      t.is(response.headers.get('x-frame-options'), 'DENY');
+    }
+  });
+
+  test(`${name}: JSON bodies are limited`, async (t) => {
+    const big = json({ model: 'echo-1', messages: [{ role: 'user', content: 'x'.repeat(11 * 1024 * 1024) }] });
+    const response = await call('POST', '/v1/chat/completions', { key: state.keys.all.key, headers: jsonHeaders, body: big });
+    t.is(response.status, 413);
+    t.like(await response.json(), { error: { code: 'request_too_large' } });
+  });
+
+  test(`${name}: one log line per request, with its request id, key id and account, never the key`, async (t) => {
+    const key = state.keys.all;
+    const response = await call('GET', '/v1/files', { key: key.key, style: 'x-api-key' });
+    const requestId = response.headers.get('x-request-id');
+    await response.arrayBuffer();
+    const line = await waitFor(() => state.server.logs.find((entry) => entry.requestId === requestId));
+    t.like(line, { msg: 'request', keyId: key.id, account: key.account, method: 'GET', route: '/v1/files', path: '/v1/files', status: 200 });
+    t.is(typeof line.durationMs, 'number');
+    const all = JSON.stringify(state.server.logs);
+    for (const { key: secret } of Object.values(state.keys)) t.false(all.includes(secret));
+  });
+}
+
+/** The value once `find` returns one; the server writes a request's log line when the response is over. */
+async function waitFor<T>(find: () => T | undefined): Promise<T> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const found = find();
+    if (found !== undefined) return found;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error('not found within 5 s');
+}
