@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { open, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { Writable } from 'node:stream';
 import type { Context, Middleware } from 'koa';
 import formidable, { errors as formidableErrors, multipart, type File, type Part } from 'formidable';
 import { errors, GatewayError } from '../errors/gateway-error.js';
+import { lingeringClose } from './lingering-close.js';
 import type { ValidatedUpload } from './upload-state.js';
 
 export interface PdfUploadOptions {
@@ -26,10 +27,11 @@ const MIN_EXPIRY_SECONDS = 3600;
 const MAX_EXPIRY_SECONDS = 2_592_000;
 
 /**
- * The same error, closing the connection: the rest of the request body is never read, so the
- * connection cannot carry another request.
+ * The same error, closing the connection (lingering): the rest of the request body is never
+ * parsed, so the connection cannot carry another request.
  */
-function closing(err: GatewayError): GatewayError {
+function closing(ctx: Context, err: GatewayError): GatewayError {
+  lingeringClose(ctx);
   return new GatewayError(err.status, err.type, err.code, err.message, { ...err.headers, Connection: 'close' });
 }
 
@@ -41,25 +43,27 @@ function hasCode(err: unknown): err is { code: unknown } {
  * formidable's errors carry an `httpCode` Koa never reads: each gets its row here. Every one of
  * them leaves the body unread, so the answer closes the connection.
  */
-function fromFormidable(err: unknown): unknown {
-  if (err instanceof GatewayError) return closing(err);
-  if (!hasCode(err)) return err;
-  switch (err.code) {
+function fromFormidable(ctx: Context, err: unknown): unknown {
+  if (err instanceof GatewayError) return closing(ctx, err);
+  const code = hasCode(err) ? err.code : undefined;
+  switch (code) {
     case formidableErrors.biggerThanTotalMaxFileSize:
     case formidableErrors.biggerThanMaxFileSize:
-      return closing(errors.fileTooLarge());
+      return closing(ctx, errors.fileTooLarge());
     case formidableErrors.maxFilesExceeded:
-      return closing(errors.missingFile());
+      return closing(ctx, errors.missingFile());
     case formidableErrors.maxFieldsExceeded:
     case formidableErrors.maxFieldsSizeExceeded:
-      return closing(errors.requestTooLarge());
+      return closing(ctx, errors.requestTooLarge());
     case formidableErrors.missingMultipartBoundary:
-      return closing(errors.invalidContentType('multipart/form-data with a boundary'));
+      return closing(ctx, errors.invalidContentType('multipart/form-data with a boundary'));
     case formidableErrors.malformedMultipart:
     case formidableErrors.unknownTransferEncoding:
     case formidableErrors.filenameNotString:
-      return closing(errors.invalidRequest('The multipart body could not be parsed'));
+      return closing(ctx, errors.invalidRequest('The multipart body could not be parsed'));
     default:
+      // Unexpected (a disk error, an abort): answered as it is, the connection still closed.
+      lingeringClose(ctx);
       return err;
   }
 }
@@ -99,9 +103,11 @@ async function startsLikePdf(path: string): Promise<boolean> {
 /** Waits until the stream's file is closed (an open still in flight would recreate it), then removes it. */
 async function removeTempFile(stream: WriteStream): Promise<void> {
   if (!stream.closed) {
-    const closed = once(stream, 'close');
-    stream.destroy();
-    await closed;
+    // 'close' also follows an 'error', which once() would reject on.
+    await new Promise<void>((resolve) => {
+      stream.once('close', () => resolve());
+      stream.destroy();
+    });
   }
   await unlink(stream.path).catch((err: unknown) => {
     if (!hasCode(err) || err.code !== 'ENOENT') throw err;
@@ -142,11 +148,15 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
   const maxBodyBytes = maxFileBytes + ENVELOPE_BYTES;
 
   async function parse(ctx: Context, tempFiles: WriteStream[]): Promise<[formidable.Fields, formidable.Files]> {
+    let failed = false;
     const form = formidable({
       enabledPlugins: [multipart],
       uploadDir: tempDir,
       filename: () => `kmg-upload-${randomUUID()}`,
       fileWriteStreamHandler: (file) => {
+        // After a failure formidable still parses what it had buffered: nothing more reaches the
+        // disk, where the cleanup (already run) would miss it.
+        if (failed) return new Writable({ write: (_chunk, _encoding, done) => done() });
         // formidable always passes the file; its types do not say so.
         const stream = createWriteStream((file as unknown as File).filepath, { flags: 'wx' });
         tempFiles.push(stream);
@@ -161,6 +171,9 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       maxFieldsSize: ENVELOPE_BYTES,
       allowEmptyFiles: true,
       minFileSize: 0,
+    });
+    form.once('error', () => {
+      failed = true;
     });
     // A part with a file name is a file even when the client sent no Content-Type for it
     // (formidable would read it into memory as a field).
@@ -177,12 +190,12 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
   }
 
   return async function pdfUpload(ctx, next) {
-    if (ctx.get('Content-Encoding') !== '') throw closing(errors.unsupportedContentEncoding());
+    if (ctx.get('Content-Encoding') !== '') throw closing(ctx, errors.unsupportedContentEncoding());
     if (ctx.request.type.trim().toLowerCase() !== 'multipart/form-data') {
-      throw closing(errors.invalidContentType('multipart/form-data'));
+      throw closing(ctx, errors.invalidContentType('multipart/form-data'));
     }
     const declared = ctx.request.length;
-    if (declared !== undefined && declared > maxBodyBytes) throw closing(errors.fileTooLarge());
+    if (declared !== undefined && declared > maxBodyBytes) throw closing(ctx, errors.fileTooLarge());
 
     const tempFiles: WriteStream[] = [];
     try {
@@ -190,7 +203,7 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       try {
         parsed = await parse(ctx, tempFiles);
       } catch (err) {
-        throw fromFormidable(err);
+        throw fromFormidable(ctx, err);
       }
       const { file, ...upload } = validate(...parsed);
       if (!(await startsLikePdf(file.filepath))) throw errors.invalidFileFormat();

@@ -1,0 +1,331 @@
+import { request as httpRequest } from 'node:http';
+import test, { type ExecutionContext } from 'ava';
+import { errors, type GatewayError } from '../../lib/errors/gateway-error.js';
+import { pdfUpload } from '../../lib/files/pdf-upload.js';
+import { filesApp, type FilesApp } from '../helpers/files-app.js';
+import { multipart, pdfOf, uploadParts, type Part } from '../helpers/multipart.js';
+import { rawRequest, type RawResponse } from '../helpers/raw-request.js';
+
+// Small uploads keep this file fast; the real 26,214,400-byte boundary has a test file of its own.
+const LIMIT = 100_000;
+const ENVELOPE = 64 * 1024;
+
+/** A fresh app per test: the temp dir checks must not see another test's upload. */
+async function withApp(t: ExecutionContext, limits = { maxFileBytes: LIMIT }): Promise<FilesApp> {
+  const app = await filesApp({ limits });
+  t.teardown(() => app.close());
+  return app;
+}
+
+interface UploadOptions {
+  key?: string;
+  chunked?: boolean;
+  headers?: Record<string, string>;
+}
+
+function upload(app: FilesApp, parts: Part[], options: UploadOptions = {}): Promise<RawResponse> {
+  const { body, contentType } = multipart(parts);
+  return rawRequest(`${app.url}/v1/files`, {
+    headers: { authorization: `Bearer ${options.key ?? app.keys.a}`, 'content-type': contentType, ...options.headers },
+    body,
+    chunked: options.chunked ?? false,
+  });
+}
+
+const json = (res: RawResponse): unknown => JSON.parse(res.body.toString('utf8'));
+
+/** The response is `expected` in Shape A, with a request id, and the upload left nothing behind. */
+async function isError(t: ExecutionContext, app: FilesApp, res: RawResponse, expected: GatewayError): Promise<void> {
+  t.is(res.status, expected.status);
+  t.deepEqual(json(res), { error: { message: expected.message, type: expected.type, param: null, code: expected.code } });
+  t.regex(String(res.headers['x-request-id']), /^req_[A-Za-z0-9]{32}$/);
+  t.deepEqual(await app.tempFiles(), []);
+  t.deepEqual(await app.files.list('acct-a', { order: 'asc', limit: 10 }, app.clock.now), { files: [], hasMore: false });
+}
+
+/** Endless chunks after `head`: only a server that answers mid-body lets the request finish. */
+function* endless(head: Buffer): Iterable<Buffer> {
+  yield head;
+  for (;;) yield Buffer.alloc(64 * 1024, 0x20);
+}
+
+test('a valid upload is answered with the file object and leaves no temp file', async (t) => {
+  const app = await withApp(t);
+  const pdf = pdfOf(5000);
+  const res = await upload(app, uploadParts(pdf, 'Q3 report.pdf'));
+  t.is(res.status, 200);
+  const body = json(res) as Record<string, unknown>;
+  t.deepEqual(Object.keys(body), ['id', 'object', 'bytes', 'created_at', 'filename', 'purpose', 'status']);
+  t.like(body, { object: 'file', bytes: 5000, created_at: app.clock.now, filename: 'Q3 report.pdf', purpose: 'user_data', status: 'processed' });
+  t.regex(String(body.id), /^file-[A-Za-z0-9_-]{32}$/);
+  const stored = await app.blobs.get(String(body.id));
+  t.truthy(stored);
+  const chunks: Buffer[] = [];
+  for await (const chunk of stored ?? []) chunks.push(chunk as Buffer);
+  t.true(Buffer.concat(chunks).equals(pdf));
+  t.deepEqual(await app.tempFiles(), []);
+});
+
+test('exactly maxFileBytes is accepted and one byte more is 413, with and without Content-Length', async (t) => {
+  const app = await withApp(t);
+  for (const chunked of [false, true]) {
+    const accepted = await upload(app, uploadParts(pdfOf(LIMIT)), { chunked });
+    t.is(accepted.status, 200, `exact size, chunked: ${chunked}`);
+    t.is((json(accepted) as { bytes: number }).bytes, LIMIT);
+    const refused = await upload(app, uploadParts(pdfOf(LIMIT + 1)), { chunked });
+    t.is(refused.status, 413, `one byte over, chunked: ${chunked}`);
+    t.deepEqual(json(refused), { error: { message: 'File is too large', type: 'invalid_request_error', param: null, code: 'file_too_large' } });
+    t.is(refused.headers.connection, 'close');
+  }
+  t.deepEqual(await app.tempFiles(), []);
+});
+
+test('a Content-Length over the limit is 413 before the body is read, promptly, closing the connection', async (t) => {
+  const app = await withApp(t);
+  const { contentType } = multipart([]);
+  const res = await rawRequest(`${app.url}/v1/files`, {
+    headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType, 'content-length': String(10 * 1024 ** 3) },
+    body: endless(Buffer.alloc(0)),
+  });
+  await isError(t, app, res, errors.fileTooLarge());
+  t.is(res.headers.connection, 'close');
+});
+
+test('a chunked body growing past the limit is cut off mid-stream with 413, closing the connection', async (t) => {
+  const app = await withApp(t);
+  const { body, contentType } = multipart(uploadParts(pdfOf(1000)));
+  const head = body.subarray(0, body.indexOf('%PDF-') + 5);
+  const res = await rawRequest(`${app.url}/v1/files`, {
+    headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType },
+    body: endless(head),
+  });
+  await isError(t, app, res, errors.fileTooLarge());
+  t.is(res.headers.connection, 'close');
+});
+
+test('a chunked body growing past the limit outside the file part is cut off too', async (t) => {
+  const app = await withApp(t);
+  const { body, contentType } = multipart([{ name: 'purpose', value: 'user_data' }, { name: 'upload', value: 'x', filename: 'other.pdf', contentType: 'application/pdf' }]);
+  const head = body.subarray(0, body.lastIndexOf('x'));
+  const res = await rawRequest(`${app.url}/v1/files`, {
+    headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType },
+    body: endless(head),
+  });
+  await isError(t, app, res, errors.fileTooLarge());
+  t.true(res.bytesSent > LIMIT + ENVELOPE);
+});
+
+test('a Content-Encoding is refused with 415 whatever it is, never decompressed', async (t) => {
+  const app = await withApp(t);
+  for (const encoding of ['gzip', 'br', 'identity']) {
+    const res = await upload(app, uploadParts(pdfOf(1000)), { headers: { 'content-encoding': encoding } });
+    await isError(t, app, res, errors.unsupportedContentEncoding());
+    t.is(res.headers.connection, 'close');
+  }
+});
+
+test('a body that is not multipart/form-data is 400 invalid_content_type', async (t) => {
+  const app = await withApp(t);
+  const auth = { authorization: `Bearer ${app.keys.a}` };
+  const bodies: Array<[Record<string, string>, Buffer]> = [
+    [{ 'content-type': 'application/json' }, Buffer.from('{"purpose":"user_data"}')],
+    [{ 'content-type': 'application/x-www-form-urlencoded' }, Buffer.from('purpose=user_data')],
+    [{ 'content-type': 'application/pdf' }, pdfOf(100)],
+    [{}, pdfOf(100)],
+    [{ 'content-type': 'multipart/mixed; boundary=abc' }, Buffer.from('--abc--\r\n')],
+  ];
+  for (const [headers, body] of bodies) {
+    const res = await rawRequest(`${app.url}/v1/files`, { headers: { ...auth, ...headers }, body });
+    await isError(t, app, res, errors.invalidContentType('multipart/form-data'));
+  }
+  const noBoundary = await rawRequest(`${app.url}/v1/files`, {
+    headers: { ...auth, 'content-type': 'multipart/form-data' },
+    body: multipart(uploadParts(pdfOf(100))).body,
+  });
+  await isError(t, app, noBoundary, errors.invalidContentType('multipart/form-data with a boundary'));
+});
+
+test('checks run in order: encoding, then content type, then declared length', async (t) => {
+  const app = await withApp(t);
+  const send = (headers: Record<string, string>) =>
+    rawRequest(`${app.url}/v1/files`, { headers: { authorization: `Bearer ${app.keys.a}`, ...headers }, body: endless(Buffer.alloc(0)) });
+  const huge = String(10 * 1024 ** 3);
+  await isError(t, app, await send({ 'content-encoding': 'gzip', 'content-type': 'application/json', 'content-length': huge }), errors.unsupportedContentEncoding());
+  await isError(t, app, await send({ 'content-type': 'application/json', 'content-length': huge }), errors.invalidContentType('multipart/form-data'));
+});
+
+test('scope comes before validation: a key without files:write gets 403 even for an oversized upload', async (t) => {
+  const app = await withApp(t);
+  for (const key of [app.keys.readOnly, app.keys.noFiles]) {
+    const res = await upload(app, uploadParts(pdfOf(LIMIT + 1)), { key });
+    await isError(t, app, res, errors.forbidden());
+  }
+});
+
+test('exactly one file part is required: none, two, or a plain field are 400 missing_file', async (t) => {
+  const app = await withApp(t);
+  const pdf = pdfOf(1000);
+  const cases: Part[][] = [
+    [{ name: 'purpose', value: 'user_data' }],
+    uploadParts(pdf, 'a.pdf', [{ name: 'file', value: pdf, filename: 'b.pdf', contentType: 'application/pdf' }]),
+    [{ name: 'purpose', value: 'user_data' }, { name: 'file', value: pdf }],
+    [{ name: 'purpose', value: 'user_data' }, { name: 'document', value: pdf, filename: 'a.pdf', contentType: 'application/pdf' }],
+  ];
+  for (const parts of cases) await isError(t, app, await upload(app, parts), errors.missingFile());
+});
+
+test('a file part without a Content-Type is still the file', async (t) => {
+  const app = await withApp(t);
+  const res = await upload(app, [{ name: 'purpose', value: 'user_data' }, { name: 'file', value: pdfOf(1000), filename: 'plain.pdf' }]);
+  t.is(res.status, 200);
+  t.like(json(res), { filename: 'plain.pdf', bytes: 1000 });
+});
+
+test('purpose must be user_data, given once', async (t) => {
+  const app = await withApp(t);
+  const file: Part = { name: 'file', value: pdfOf(1000), filename: 'a.pdf', contentType: 'application/pdf' };
+  const cases: Part[][] = [
+    [file],
+    [{ name: 'purpose', value: 'assistants' }, file],
+    [{ name: 'purpose', value: 'USER_DATA' }, file],
+    [{ name: 'purpose', value: 'user_data' }, { name: 'purpose', value: 'user_data' }, file],
+  ];
+  for (const parts of cases) await isError(t, app, await upload(app, parts), errors.invalidPurpose());
+});
+
+test('the file name must end in lower-case .pdf, be 1..255 bytes and hold no control characters', async (t) => {
+  const app = await withApp(t);
+  const names = [
+    'report.txt',
+    'report.PDF',
+    'report.pdf.exe',
+    '',
+    'dir/',
+    `${'a'.repeat(252)}.pdf`, // 256 bytes
+    `${'é'.repeat(126)}.pdf`, // 256 bytes in UTF-8
+    'tab\there.pdf',
+    'line&#0010;break.pdf', // formidable decodes &#NNNN; in file names: a newline
+    'del\x7f.pdf',
+  ];
+  for (const name of names) {
+    const res = await upload(app, uploadParts(pdfOf(1000), name));
+    t.is(res.status, 400, JSON.stringify(name));
+    await isError(t, app, res, errors.invalidFileName());
+  }
+});
+
+test('file names are kept as sent when sane, and directory parts are never honoured', async (t) => {
+  const app = await withApp(t);
+  const cases: Array<[string, string]> = [
+    [`${'a'.repeat(251)}.pdf`, `${'a'.repeat(251)}.pdf`],
+    ['résumé 履歴書.pdf', 'résumé 履歴書.pdf'],
+    ['.pdf', '.pdf'],
+    ["it's; a=\"b\".pdf", "it's; a=\"b\".pdf"],
+    ['../../etc/passwd.pdf', 'passwd.pdf'],
+    ['/abs/path/x.pdf', 'x.pdf'],
+    ['C:\\Users\\me\\y.pdf', 'y.pdf'],
+    ['..\\..\\z.pdf', 'z.pdf'],
+  ];
+  for (const [sent, kept] of cases) {
+    const res = await upload(app, uploadParts(pdfOf(1000), sent));
+    t.is(res.status, 200, sent);
+    t.is((json(res) as { filename: string }).filename, kept);
+  }
+});
+
+test('the bytes must hold %PDF- within the first 1,024 bytes', async (t) => {
+  const app = await withApp(t);
+  const at = (offset: number) => {
+    const bytes = Buffer.alloc(2000, 0x20);
+    bytes.write('%PDF-', offset);
+    return bytes;
+  };
+  for (const bytes of [at(1020), Buffer.alloc(0), Buffer.from('%PDF'), Buffer.from('PK\x03\x04 not a pdf'), Buffer.from('%pdf-1.7')]) {
+    await isError(t, app, await upload(app, uploadParts(bytes)), errors.invalidFileFormat());
+  }
+  const accepted = await upload(app, uploadParts(at(1019)));
+  t.is(accepted.status, 200);
+});
+
+test('expires_after: both parts or neither, anchor created_at, seconds an integer from 3600 to 2592000', async (t) => {
+  const app = await withApp(t);
+  const expiry = (anchor?: string, seconds?: string): Part[] => [
+    ...(anchor === undefined ? [] : [{ name: 'expires_after[anchor]', value: anchor }]),
+    ...(seconds === undefined ? [] : [{ name: 'expires_after[seconds]', value: seconds }]),
+  ];
+  const invalid: Part[][] = [
+    expiry('created_at'),
+    expiry(undefined, '3600'),
+    expiry('last_active_at', '3600'),
+    expiry('created_at', '3599'),
+    expiry('created_at', '2592001'),
+    expiry('created_at', '3600.5'),
+    expiry('created_at', '1e4'),
+    expiry('created_at', '-3600'),
+    expiry('created_at', ' 3600'),
+    expiry('created_at', ''),
+    [...expiry('created_at', '3600'), ...expiry(undefined, '7200')],
+  ];
+  for (const extra of invalid) {
+    await isError(t, app, await upload(app, uploadParts(pdfOf(1000), 'a.pdf', extra)), errors.invalidExpiresAfter());
+  }
+  for (const seconds of [3600, 2_592_000]) {
+    const res = await upload(app, uploadParts(pdfOf(1000), 'a.pdf', expiry('created_at', String(seconds))));
+    t.is(res.status, 200);
+    t.like(json(res), { expires_at: app.clock.now + seconds });
+  }
+});
+
+test('fields beyond the envelope are 413 request_too_large, before the file is read', async (t) => {
+  const app = await withApp(t);
+  const manyFields = Array.from({ length: 17 }, (_, i): Part => ({ name: `extra${i}`, value: 'x' }));
+  await isError(t, app, await upload(app, uploadParts(pdfOf(1000), 'a.pdf', manyFields)), errors.requestTooLarge());
+  const bigField: Part = { name: 'note', value: 'x'.repeat(ENVELOPE + 1) };
+  await isError(t, app, await upload(app, uploadParts(pdfOf(1000), 'a.pdf', [bigField])), errors.requestTooLarge());
+  const ignored = await upload(app, uploadParts(pdfOf(1000), 'a.pdf', [{ name: 'note', value: 'kept out' }]));
+  t.is(ignored.status, 200);
+});
+
+test('a malformed multipart body is 400 and leaves nothing behind', async (t) => {
+  const app = await withApp(t);
+  const { body, contentType } = multipart(uploadParts(pdfOf(1000)));
+  const truncated = body.subarray(0, body.length - 10);
+  const res = await rawRequest(`${app.url}/v1/files`, {
+    headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType },
+    body: truncated,
+  });
+  await isError(t, app, res, errors.invalidRequest('The multipart body could not be parsed'));
+});
+
+test('a client that aborts mid-upload leaves the temp dir and the blob store as they were', async (t) => {
+  const app = await withApp(t);
+  const before = await upload(app, uploadParts(pdfOf(1000)));
+  t.is(before.status, 200);
+  const blobsBefore: string[] = [];
+  for await (const blob of app.blobs.list()) blobsBefore.push(blob.id);
+
+  const { body, contentType } = multipart(uploadParts(pdfOf(LIMIT)));
+  const req = httpRequest(`${app.url}/v1/files`, {
+    method: 'POST',
+    agent: false,
+    headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType, 'content-length': String(body.length) },
+  });
+  req.on('error', () => undefined);
+  req.write(body.subarray(0, body.length / 2));
+  // Abort only once the server is streaming the file to disk.
+  while ((await app.tempFiles()).length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  req.destroy();
+  await app.idle();
+
+  t.deepEqual(await app.tempFiles(), []);
+  const blobsAfter: string[] = [];
+  for await (const blob of app.blobs.list()) blobsAfter.push(blob.id);
+  t.deepEqual(blobsAfter, blobsBefore);
+  t.is((await app.files.usage('acct-a', app.clock.now)).files, 1);
+});
+
+test('bad options are refused when the middleware is made', (t) => {
+  t.throws(() => pdfUpload({ maxFileBytes: 0 }), { instanceOf: TypeError, message: /maxFileBytes/ });
+  t.throws(() => pdfUpload({ maxFileBytes: 1.5 }), { instanceOf: TypeError });
+  t.throws(() => pdfUpload({ tempDir: '' }), { instanceOf: TypeError, message: /tempDir/ });
+});

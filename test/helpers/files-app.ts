@@ -1,0 +1,101 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Koa from 'koa';
+import { apiKey } from '../../lib/auth/api-key.js';
+import { createApiKey } from '../../lib/auth/keys.js';
+import type { Scope } from '../../lib/auth/scopes.js';
+import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import type { BlobStore } from '../../lib/files/blob-store.js';
+import type { FileStore } from '../../lib/files/file-store.js';
+import { filesRouter, type FileLimits } from '../../lib/files/files-router.js';
+import type { CreationLimiter } from '../../lib/quota/creation-limiter.js';
+import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
+import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
+import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
+import { listen } from './http.js';
+
+const FILE_SCOPES: Scope[] = ['files:write', 'files:read', 'files:delete'];
+
+export interface FilesAppOptions {
+  files?: FileStore;
+  blobs?: BlobStore;
+  limits?: Partial<FileLimits>;
+  limiter?: CreationLimiter;
+}
+
+export interface FilesApp {
+  url: string;
+  files: FileStore;
+  blobs: BlobStore;
+  /** The upload temp dir of this app alone. */
+  tempDir: string;
+  /** Keys: `a` and `a2` (account A, every files scope), `b` (account B), `readOnly`, `writeOnly`, `noFiles` (account A). */
+  keys: Record<'a' | 'a2' | 'b' | 'readOnly' | 'writeOnly' | 'noFiles', string>;
+  /** The app's clock, in Unix seconds: starts at the real time and moves only when told. */
+  clock: { now: number };
+  /** What is left in the temp dir. */
+  tempFiles(): Promise<string[]>;
+  /** Resolves once the server has finished every request it started (an aborted one included). */
+  idle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A composed app over real HTTP: openAIErrors + apiKey(MemoryKeyStore) + filesRouter, on the
+ * stores given (memory by default), with a controllable clock and a temp dir of its own.
+ */
+export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp> {
+  const files = options.files ?? new MemoryFileStore();
+  const blobs = options.blobs ?? new MemoryBlobStore();
+  const tempDir = await mkdtemp(join(tmpdir(), 'kmg-upload-test-'));
+  const clock = { now: Math.floor(Date.now() / 1000) };
+  const keyStore = new MemoryKeyStore();
+  const key = async (account: string, scopes: Scope[]) =>
+    (await createApiKey(keyStore, { prefix: 'kmg', account, scopes })).key;
+  const keys = {
+    a: await key('acct-a', FILE_SCOPES),
+    a2: await key('acct-a', FILE_SCOPES),
+    b: await key('acct-b', FILE_SCOPES),
+    readOnly: await key('acct-a', ['files:read']),
+    writeOnly: await key('acct-a', ['files:write']),
+    noFiles: await key('acct-a', ['models:read', 'chat:completions']),
+  };
+  const router = filesRouter({
+    files,
+    blobs,
+    tempDir,
+    now: () => clock.now,
+    ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.limiter ? { limiter: options.limiter } : {}),
+  });
+  let inFlight = 0;
+  const waiting: (() => void)[] = [];
+  const app = new Koa();
+  app.silent = true;
+  app.use(async function countRequests(_ctx, next) {
+    inFlight += 1;
+    try {
+      await next();
+    } finally {
+      inFlight -= 1;
+      if (inFlight === 0) for (const resolve of waiting.splice(0)) resolve();
+    }
+  });
+  app.use(openAIErrors()).use(apiKey({ store: keyStore })).use(router.routes()).use(router.allowedMethods({ throw: true }));
+  const server = await listen(app);
+  return {
+    url: server.url,
+    files,
+    blobs,
+    tempDir,
+    keys,
+    clock,
+    tempFiles: () => readdir(tempDir),
+    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise((resolve) => waiting.push(resolve))),
+    async close() {
+      await server.close();
+      await rm(tempDir, { recursive: true, force: true });
+    },
+  };
+}
