@@ -22,6 +22,11 @@ export function anthropicErrorType(status: number): string {
   }
 }
 
+/** The Shape B body of `err`: `{ type: "error", error: { type, message }, request_id }`. */
+export function shapeBBody(err: GatewayError, requestId: string) {
+  return { type: 'error', error: { type: anthropicErrorType(err.status), message: err.message }, request_id: requestId };
+}
+
 /**
  * Shape B (Anthropic-style) errors: `{ type: "error", error: { type, message }, request_id }`,
  * and a `request-id` header equal to `request_id` on every response.
@@ -31,11 +36,7 @@ export function anthropicErrors(): Middleware {
   return errorFormatter(
     {
       header: 'request-id',
-      render: (err: GatewayError, requestId) => ({
-        type: 'error',
-        error: { type: anthropicErrorType(err.status), message: err.message },
-        request_id: requestId,
-      }),
+      render: shapeBBody,
     },
     'anthropicErrors',
   );

@@ -1,5 +1,11 @@
 import type { Middleware } from 'koa';
 import { errorFormatter } from './error-formatter.js';
+import type { GatewayError } from './gateway-error.js';
+
+/** The Shape A body of `err`: `{ error: { message, type, param: null, code } }`. */
+export function shapeABody(err: GatewayError) {
+  return { error: { message: err.message, type: err.type, param: null, code: err.code } };
+}
 
 /**
  * Shape A (OpenAI-style) errors: `{ error: { message, type, param: null, code } }`, and an
@@ -10,7 +16,7 @@ export function openAIErrors(): Middleware {
   return errorFormatter(
     {
       header: 'X-Request-Id',
-      render: (err) => ({ error: { message: err.message, type: err.type, param: null, code: err.code } }),
+      render: shapeABody,
     },
     'openAIErrors',
   );

@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
 import { modelAccess } from '../auth/model-access.js';
 import { errors, type GatewayError } from '../errors/gateway-error.js';
+import { newRequestId } from '../errors/request-id.js';
 import type { BlobStore } from '../files/blob-store.js';
 import { isFileId } from '../files/file-id.js';
 import type { FileStore } from '../files/file-store.js';
@@ -68,7 +69,7 @@ export interface EndpointFormat {
   /** Client headers passed to the provider, lower-case. */
   forwardHeaders: readonly string[];
   /** A failure after the stream has started, as an event of this format. */
-  errorEvent: (err: GatewayError, requestId: string | undefined) => string;
+  errorEvent: (err: GatewayError, requestId: string) => string;
 }
 
 const DEFAULTS = { timeoutMs: 300_000, bodyLimit: 10 * 1024 * 1024, maxAttachedBytes: 32 * 1024 * 1024 };
@@ -208,7 +209,7 @@ async function streamEvents(ctx: Context, format: EndpointFormat, call: Upstream
     if (call.clientGone) return;
     const err = call.failure(thrown);
     ctx.app.emit('error', err, ctx);
-    res.write(format.errorEvent(err, ctx.state.requestId));
+    res.write(format.errorEvent(err, ctx.state.requestId ?? newRequestId()));
   }
   res.end();
 }

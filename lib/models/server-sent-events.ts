@@ -1,5 +1,6 @@
-import { anthropicErrorType } from '../errors/anthropic-errors.js';
+import { shapeBBody } from '../errors/anthropic-errors.js';
 import type { GatewayError } from '../errors/gateway-error.js';
+import { shapeABody } from '../errors/openai-errors.js';
 
 const EVENT_ENDS = ['\n\n', '\r\n\r\n', '\r\r'];
 
@@ -32,22 +33,21 @@ export async function* wholeEvents(chunks: AsyncIterable<Uint8Array>): AsyncGene
 }
 
 // Once a stream has started, its status and headers are sent and the error formatters cannot
-// answer any more: a failure is told in the stream, with the same fields as the formatters'
-// bodies, in the event form each SDK turns into its APIError.
+// answer any more: a failure is told in the stream, with the formatters' own bodies, in the
+// event form each SDK turns into its APIError.
 
 /**
  * A Shape A error as a Chat Completions stream event: `data: {"error":{...}}`.
  * @example res.write(openAIErrorEvent(errors.upstreamError()))
  */
 export function openAIErrorEvent(err: GatewayError): string {
-  return `data: ${JSON.stringify({ error: { message: err.message, type: err.type, param: null, code: err.code } })}\n\n`;
+  return `data: ${JSON.stringify(shapeABody(err))}\n\n`;
 }
 
 /**
  * A Shape B error as a Messages stream event: `event: error` with `{"type":"error","error":{...}}`.
  * @example res.write(anthropicErrorEvent(errors.upstreamTimeout(), ctx.state.requestId))
  */
-export function anthropicErrorEvent(err: GatewayError, requestId: string | undefined): string {
-  const body = { type: 'error', error: { type: anthropicErrorType(err.status), message: err.message }, ...(requestId === undefined ? {} : { request_id: requestId }) };
-  return `event: error\ndata: ${JSON.stringify(body)}\n\n`;
+export function anthropicErrorEvent(err: GatewayError, requestId: string): string {
+  return `event: error\ndata: ${JSON.stringify(shapeBBody(err, requestId))}\n\n`;
 }
