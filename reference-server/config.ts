@@ -57,6 +57,8 @@ export interface ServerConfig {
   database: DatabaseSettings;
   redisUrl: string | null;
   logLevel: string;
+  /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
+  shutdownGraceSeconds: number;
   gateway: GatewayConfig;
   /** The environment, for provider credentials (`apiKeyEnv`). */
   env: Readonly<Record<string, string | undefined>>;
@@ -76,11 +78,11 @@ function positiveInteger(value: unknown, where: string, allowZero = false): numb
   return value;
 }
 
-function readPort(raw: string | undefined): number {
-  if (raw === undefined || raw === '') return 8080;
-  const port = Number(raw);
-  if (!/^\d+$/.test(raw) || port > 65_535) throw new ConfigError(`PORT must be an integer from 0 to 65535, got '${raw}'`);
-  return port;
+function readInteger(name: string, raw: string | undefined, fallback: number, max: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value > max) throw new ConfigError(`${name} must be an integer from 0 to ${max}, got '${raw}'`);
+  return value;
 }
 
 /**
@@ -192,7 +194,8 @@ export function parseGatewayConfig(input: unknown, source: string, env: ServerCo
 
 /**
  * The server's configuration from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL,
- * FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL). Throws a `ConfigError` naming the bad setting.
+ * FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL, SHUTDOWN_GRACE_SECONDS). Throws a `ConfigError` naming the
+ * bad setting.
  */
 export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): ServerConfig {
   const dataDir = resolve(env.DATA_DIR || './data');
@@ -210,13 +213,14 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       : parseGatewayConfig(readConfigFile(configPath), `GATEWAY_CONFIG (${configPath})`, env);
   return {
     host: env.HOST || '127.0.0.1',
-    port: readPort(env.PORT),
+    port: readInteger('PORT', env.PORT, 8080, 65_535),
     dataDir,
     filesDir,
     uploadsDir: join(dataDir, 'uploads'),
     database: parseDatabaseUrl(env.DATABASE_URL, dataDir),
     redisUrl,
     logLevel,
+    shutdownGraceSeconds: readInteger('SHUTDOWN_GRACE_SECONDS', env.SHUTDOWN_GRACE_SECONDS, 30, 86_400),
     gateway,
     env,
   };

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { setTimeout as delay } from 'node:timers/promises';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -9,29 +10,26 @@ import { sweep } from '../lib/files/sweep.js';
 import { openDeployment } from './deployment.js';
 import { startSweeper } from './sweeper.js';
 
-export interface ServeOptions {
-  /** How long in-flight requests may take to finish after SIGTERM/SIGINT. Default: 30 s. */
-  shutdownGraceMs?: number;
-}
-
 /**
  * Serves the API until SIGTERM or SIGINT, then shuts down gracefully: stops accepting
- * connections, lets in-flight requests finish (up to `shutdownGraceMs`), then closes the pools.
- * Resolves once everything is closed.
+ * connections, lets in-flight requests finish (up to `config.shutdownGraceSeconds`; then their
+ * connections are closed), then closes the pools. Resolves once everything is closed.
  */
-export async function serve(config: ServerConfig, logger: Logger, options: ServeOptions = {}): Promise<void> {
-  const shutdownGraceMs = options.shutdownGraceMs ?? 30_000;
+export async function serve(config: ServerConfig, logger: Logger): Promise<void> {
   const deployment = await openDeployment(config, logger);
   const handle = createApp(deployment, logger).callback();
 
   const inFlight = new Set<ServerResponse>();
+  // The middleware chains still running: an aborted upload removes its temp file in its own time.
+  const handlers = new Set<Promise<void>>();
   let draining = false;
   const server = createServer((req, res) => {
     // A response that ends after shutdown began tells the client not to reuse the connection.
     if (draining) res.shouldKeepAlive = false;
     inFlight.add(res);
     res.once('close', () => inFlight.delete(res));
-    void handle(req, res);
+    const handled = handle(req, res).finally(() => handlers.delete(handled));
+    handlers.add(handled);
   });
   server.listen(config.port, config.host);
   try {
@@ -68,9 +66,11 @@ export async function serve(config: ServerConfig, logger: Logger, options: Serve
   const deadline = setTimeout(() => {
     logger.warn({ inFlight: inFlight.size }, 'shutdown grace period over: closing remaining connections');
     server.closeAllConnections();
-  }, shutdownGraceMs);
+  }, config.shutdownGraceSeconds * 1000);
   await closed;
   clearTimeout(deadline);
+  // Handlers whose connection was cut end quickly; one that does not may not hold the exit up.
+  await Promise.race([Promise.allSettled(handlers), delay(5000, undefined, { ref: false })]);
   await sweepStopped;
   await deployment.close();
   logger.info('stopped');

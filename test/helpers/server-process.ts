@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 /** The checkout's root: the CLI runs from there, as a user runs it. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = ['--import', 'tsx', 'reference-server/cli.ts'];
-const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL'];
+const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS'];
 
 /** The test process's environment without any gateway setting, plus `env`. */
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {

@@ -1,7 +1,10 @@
+import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import test from 'ava';
-import { runCli, tempDataDir } from '../helpers/server-process.js';
+import { createKey, runCli, startServer, tempDataDir } from '../helpers/server-process.js';
 
 const dirs: Array<{ remove(): Promise<void> }> = [];
 test.after.always(() => Promise.all(dirs.map((dir) => dir.remove())));
@@ -30,6 +33,31 @@ const badConfigs: Array<[string, (dir: string) => Promise<Record<string, string>
   ['a port that is not a number', async () => ({ PORT: 'http' }), /PORT must be an integer/],
   ['an unknown log level', async () => ({ LOG_LEVEL: 'loud' }), /LOG_LEVEL must be one of/],
   ['a REDIS_URL that is not one', async () => ({ REDIS_URL: 'localhost:6379' }), /REDIS_URL must start with redis:\/\//],
+  ['a Redis that does not answer', async () => ({ REDIS_URL: 'redis://:secret@127.0.0.1:1' }), /cannot reach Redis at 127\.0\.0\.1:1/],
+  [
+    'an unknown provider kind',
+    async (dir) => ({ GATEWAY_CONFIG: await configFile(dir, { providers: [{ id: 'x', kind: 'openia' }], models: [] }) }),
+    /providers\[0\]: unknown kind "openia" \(expected openai, anthropic, echo\)/,
+  ],
+  [
+    'a model of a provider that is not configured',
+    async (dir) => ({
+      GATEWAY_CONFIG: await configFile(dir, { models: [{ id: 'm', provider: 'nowhere', upstreamModel: 'm', created: 0 }] }),
+    }),
+    /models\[0\] \('m'\): unknown provider 'nowhere'/,
+  ],
+  [
+    "a provider credential variable that is not set",
+    async (dir) => ({
+      GATEWAY_CONFIG: await configFile(dir, { providers: [{ id: 'openai', kind: 'openai', apiKeyEnv: 'KMG_TEST_UNSET_KEY' }], models: [] }),
+    }),
+    /providers\[0\]: the environment variable KMG_TEST_UNSET_KEY \(apiKeyEnv\) is not set/,
+  ],
+  [
+    'a credential written into the config file',
+    async (dir) => ({ GATEWAY_CONFIG: await configFile(dir, { providers: [{ id: 'o', kind: 'openai', apiKey: 'secret' }], models: [] }) }),
+    /put the credential in an environment variable and name it in 'apiKeyEnv'/,
+  ],
 ];
 
 for (const [name, makeEnv, line] of badConfigs) {
@@ -42,3 +70,54 @@ for (const [name, makeEnv, line] of badConfigs) {
     t.false(result.stderr.includes('secret'), 'no password in the message');
   });
 }
+
+test('serve on a port in use exits non-zero with one clear line', async (t) => {
+  const dir = await dataDir();
+  const blocker = createServer();
+  blocker.listen(0, '127.0.0.1');
+  await once(blocker, 'listening');
+  const { port } = blocker.address() as AddressInfo;
+  try {
+    const result = await runCli(['serve'], { DATA_DIR: dir, PORT: String(port) });
+    t.is(result.code, 1);
+    t.is(result.stderr, `koa-model-gateway: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`);
+  } finally {
+    blocker.close();
+  }
+});
+
+test('a provider credential is read from the variable apiKeyEnv names, and sent upstream', async (t) => {
+  const dir = await dataDir();
+  const received: Array<string | undefined> = [];
+  const upstream = createHttpServer((req, res) => {
+    received.push(req.headers.authorization);
+    req.resume();
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ id: 'c', object: 'chat.completion', created: 1, model: 'up', choices: [] }));
+  });
+  upstream.listen(0, '127.0.0.1');
+  await once(upstream, 'listening');
+  const { port } = upstream.address() as AddressInfo;
+  const config = await configFile(dir, {
+    providers: [{ id: 'openai', kind: 'openai', baseURL: `http://127.0.0.1:${port}/v1`, apiKeyEnv: 'KMG_TEST_OPENAI_KEY' }],
+    models: [{ id: 'gpt', provider: 'openai', upstreamModel: 'gpt-4.1-mini', created: 1 }],
+  });
+  const env = { DATA_DIR: dir, GATEWAY_CONFIG: config, KMG_TEST_OPENAI_KEY: 'sk-upstream' };
+  const { key } = await createKey(env, ['--account', 'a']);
+  const server = await startServer(env);
+  try {
+    const headers = { authorization: `Bearer ${key}` };
+    const models = await fetch(`${server.url}/v1/models`, { headers });
+    t.deepEqual(await models.json(), { object: 'list', data: [{ id: 'gpt', object: 'model', created: 1, owned_by: 'openai' }] });
+    const chat = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    t.is(chat.status, 200);
+    t.deepEqual(received, ['Bearer sk-upstream']);
+  } finally {
+    await server.stop();
+    upstream.close();
+  }
+});

@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import test from 'ava';
+import { makePdf } from '../helpers/models-pdf.js';
+import { throwawayPostgres } from '../helpers/server-database.js';
+import { createKey, startServer, tempDataDir, type ServerProcess } from '../helpers/server-process.js';
+import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+test.after.always(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+async function deployment(config: unknown, env: Record<string, string> = {}) {
+  const data = await tempDataDir();
+  cleanups.push(data.remove);
+  const configPath = join(data.dir, 'gateway.json');
+  await writeFile(configPath, JSON.stringify(config));
+  return { DATA_DIR: data.dir, GATEWAY_CONFIG: configPath, ...env };
+}
+
+async function serve(env: Record<string, string>): Promise<ServerProcess> {
+  const server = await startServer(env);
+  cleanups.push(() => server.stop());
+  return server;
+}
+
+function upload(server: ServerProcess, key: string, pdf: Buffer) {
+  const form = new FormData();
+  form.set('purpose', 'user_data');
+  form.set('file', new Blob([pdf], { type: 'application/pdf' }), 'a.pdf');
+  return fetch(`${server.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+}
+
+async function errorOf(response: Response) {
+  return ((await response.json()) as { error: { code: string } }).error.code;
+}
+
+const account = () => `acct-${randomBytes(4).toString('hex')}`;
+
+test('the limits of the config file replace the spec defaults', async (t) => {
+  const env = await deployment({ limits: { createsPerMinute: 2, maxFiles: 1, maxFileBytes: 4096 } });
+  const [stocked, rated] = await Promise.all([createKey(env, ['--account', account()]), createKey(env, ['--account', account()])]);
+  const server = await serve(env);
+  const pdf = makePdf(1);
+
+  const tooLarge = await upload(server, stocked.key, makePdf(1, 5000));
+  t.is(tooLarge.status, 413);
+  t.is(await errorOf(tooLarge), 'file_too_large');
+
+  t.is((await upload(server, stocked.key, pdf)).status, 200);
+  const full = await upload(server, stocked.key, pdf);
+  t.is(full.status, 429);
+  t.is(full.headers.get('x-should-retry'), 'false');
+  t.is(await errorOf(full), 'storage_quota_exceeded');
+
+  // A delete frees the stock but gives no creation back: the third creation of the minute is refused.
+  for (let i = 0; i < 2; i++) {
+    const file = (await (await upload(server, rated.key, pdf)).json()) as { id: string };
+    await fetch(`${server.url}/v1/files/${file.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${rated.key}` } });
+  }
+  const third = await upload(server, rated.key, pdf);
+  t.is(third.status, 429);
+  t.is(await errorOf(third), 'rate_limit_exceeded');
+  const retryAfter = Number(third.headers.get('retry-after'));
+  t.true(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60);
+});
+
+withRedis(withPostgres(test))('two servers on one PostgreSQL and Redis share the creation limits', async (t) => {
+  const database = await throwawayPostgres();
+  cleanups.push(database.drop);
+  const env = await deployment({ limits: { createsPerMinute: 3 } }, { DATABASE_URL: database.url, REDIS_URL });
+  const { key } = await createKey(env, ['--account', account()]);
+  const servers = await Promise.all([serve(env), serve(env)]);
+  const pdf = makePdf(1);
+
+  const statuses = [];
+  for (let i = 0; i < 4; i++) statuses.push((await upload(servers[i % 2] as ServerProcess, key, pdf)).status);
+  t.deepEqual(statuses, [200, 200, 200, 429]);
+  // Both see the same files.
+  const lists = await Promise.all(
+    servers.map(async (server) => ((await (await fetch(`${server.url}/v1/files`, { headers: { 'x-api-key': key } })).json()) as { data: unknown[] }).data.length),
+  );
+  t.deepEqual(lists, [3, 3]);
+});
