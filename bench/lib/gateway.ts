@@ -1,0 +1,138 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import { newFileId } from '../../lib/files/file-id.js';
+import { freePort, runScript, startService, type Service } from './processes.js';
+import { SERVER_CORE } from './system.js';
+
+/** PostgreSQL and Redis the benches use; a throwaway database is created beside the one named here. */
+export const POSTGRES_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export type DatabaseKind = 'sqlite' | 'postgres';
+
+export interface DeploymentOptions {
+  database: DatabaseKind;
+  /** Limits on Redis instead of in memory. */
+  redis?: boolean;
+  /** Over the spec's limits (e.g. to let one account upload 20 files at once). */
+  limits?: Record<string, number>;
+}
+
+/**
+ * The data of one reference-server deployment: a temp DATA_DIR, and for PostgreSQL a database of
+ * its own, dropped by `destroy`. Servers started on it share it, as processes of one deployment do.
+ */
+export interface Deployment {
+  env: Record<string, string>;
+  /** Knex on the deployment's database, for seeding. Opened on first use. */
+  knex(): Knex;
+  /** `keys create --account <account> --json` through the CLI, as a user creates a key. */
+  createKey(account: string): Promise<{ id: string; key: string }>;
+  /** `koa-model-gateway serve`, pinned to the server core; resolves once /healthz answers. With BENCH_PROFILE, profiled. */
+  serve(options?: { preloads?: string[]; nodeFlags?: string[]; env?: Record<string, string> }): Promise<Service>;
+  destroy(): Promise<void>;
+}
+
+/** With BENCH_PROFILE=<dir>, every gateway writes a CPU profile there when it stops (`node --cpu-prof`). */
+function profileFlags(): string[] {
+  const dir = process.env.BENCH_PROFILE;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
+}
+
+function databaseUrl(name: string): string {
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Creates the deployment's data: the data dir, the config file, the PostgreSQL database. */
+export async function createDeployment(options: DeploymentOptions): Promise<Deployment> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'kmg-bench-'));
+  const configPath = join(dataDir, 'gateway.json');
+  // No sweep while measuring: it would add work that is not the request's.
+  await writeFile(configPath, JSON.stringify({ limits: options.limits ?? {}, sweep: { intervalSeconds: 0 } }));
+  const env: Record<string, string> = { DATA_DIR: dataDir, GATEWAY_CONFIG: configPath, LOG_LEVEL: 'info' };
+
+  let admin: Knex | undefined;
+  let databaseName: string | undefined;
+  if (options.database === 'postgres') {
+    databaseName = `kmg_bench_${randomBytes(6).toString('hex')}`;
+    admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
+    await admin.raw('create database ??', [databaseName]);
+    env.DATABASE_URL = databaseUrl(databaseName);
+  }
+  if (options.redis) env.REDIS_URL = REDIS_URL;
+
+  let knex: Knex | undefined;
+  const services: Service[] = [];
+  return {
+    env,
+    knex() {
+      knex ??=
+        options.database === 'postgres'
+          ? knexFactory({ client: 'pg', connection: env.DATABASE_URL as string, pool: { min: 0, max: 2 } })
+          : knexFactory({ client: 'better-sqlite3', connection: { filename: join(dataDir, 'gateway.sqlite') }, useNullAsDefault: true });
+      return knex;
+    },
+    async createKey(account) {
+      const out = await runScript('reference-server/cli.ts', ['keys', 'create', '--account', account, '--json'], env);
+      return JSON.parse(out) as { id: string; key: string };
+    },
+    async serve(serveOptions = {}) {
+      const port = await freePort();
+      const service = await startService({
+        name: `gateway (${options.database}${options.redis ? ', redis' : ''})`,
+        script: 'reference-server/cli.ts',
+        args: ['serve'],
+        env: { ...env, ...serveOptions.env, PORT: String(port), HOST: '127.0.0.1' },
+        core: SERVER_CORE,
+        port,
+        readyPath: '/healthz',
+        ...(serveOptions.preloads ? { preloads: serveOptions.preloads } : {}),
+        nodeFlags: [...profileFlags(), ...(serveOptions.nodeFlags ?? [])],
+      });
+      services.push(service);
+      return service;
+    },
+    async destroy() {
+      await Promise.all(services.map((service) => service.stop()));
+      await knex?.destroy();
+      if (admin && databaseName) {
+        await admin.raw('drop database if exists ?? with (force)', [databaseName]);
+        await admin.destroy();
+      }
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The bare Koa baseline (bench/servers/bare-koa.ts), pinned to the server core. */
+export async function startBareKoa(uploadDir = ''): Promise<Service> {
+  const port = await freePort();
+  return startService({
+    name: 'bare Koa',
+    script: 'bench/servers/bare-koa.ts',
+    env: { PORT: String(port), UPLOAD_DIR: uploadDir },
+    core: SERVER_CORE,
+    port,
+    readyPath: '/healthz',
+  });
+}
+
+/**
+ * Puts `count` file records of `account` straight into the deployment's database, as
+ * KnexFileStore writes them (table kmg_files), one second apart, newest now. Far faster than
+ * uploading them, and the listing reads only these rows. Returns the ids, oldest first.
+ */
+export async function seedFiles(knex: Knex, account: string, count: number): Promise<string[]> {
+  const now = Math.floor(Date.now() / 1000);
+  const rows = Array.from({ length: count }, (_, index) => {
+    const createdAt = now - count + index + 1;
+    return { id: newFileId(createdAt), account, filename: `document-${index}.pdf`, bytes: 1_000_000 + index, created_at: createdAt, expires_at: null };
+  });
+  await knex.batchInsert('kmg_files', rows, 500);
+  return rows.map((row) => row.id);
+}

@@ -1,0 +1,81 @@
+import { execFileSync } from 'node:child_process';
+import { availableParallelism, cpus } from 'node:os';
+import { readFileSync } from 'node:fs';
+
+/** Kernel clock ticks per second: the unit of utime and stime in /proc/PID/stat. */
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+function hasTaskset(): boolean {
+  try {
+    execFileSync('taskset', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether the servers and the load generator get a core each: needs taskset and two cores.
+ * BENCH_PIN=0 turns pinning off.
+ */
+export const PINNING = process.env.BENCH_PIN !== '0' && availableParallelism() >= 2 && hasTaskset();
+
+/** The core the measured server runs on, and the one the load generator runs on. */
+export const SERVER_CORE = 0;
+export const LOAD_CORE = 1;
+
+/** `command` prefixed with taskset to run on `core`, when pinning. */
+export function pinned(core: number, command: string[]): string[] {
+  return PINNING ? ['taskset', '-c', String(core), ...command] : command;
+}
+
+/** Moves this process, every thread of it, to `core` (autocannon runs in this process). */
+export function pinSelf(core: number): void {
+  if (PINNING) execFileSync('taskset', ['-a', '-cp', String(core), String(process.pid)], { stdio: 'ignore' });
+}
+
+/** CPU time (user + system) `pid` has used so far, every thread, in microseconds. */
+export function cpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name may hold spaces: fields are counted from after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime: fields 14 and 15
+  return (ticks * 1e6) / CLOCK_TICKS;
+}
+
+/** Resident memory of `pid` now and at its peak (VmRSS, VmHWM), in bytes. */
+export function memory(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN) * 1024;
+  return { rss: kib('VmRSS'), peak: kib('VmHWM') };
+}
+
+/** Samples `pid`'s resident memory every `intervalMs` until stopped; returns the largest seen. */
+export function sampleRss(pid: number, intervalMs = 20): { stop(): number } {
+  let max = memory(pid).rss;
+  const timer = setInterval(() => {
+    try {
+      max = Math.max(max, memory(pid).rss);
+    } catch {
+      // the process has ended: keep what was seen
+    }
+  }, intervalMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      return max;
+    },
+  };
+}
+
+/** The machine, for the report. */
+export function machine(): { cpu: string; cores: number; node: string; kernel: string; date: string } {
+  const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
+  return {
+    cpu: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? 'unknown',
+    cores: cpus().length, // not availableParallelism(): that counts only the cores this process is pinned to
+    node: process.version,
+    kernel: readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim(),
+    date: new Date().toISOString(),
+  };
+}

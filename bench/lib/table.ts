@@ -1,0 +1,36 @@
+/** One column of a printed table: its heading and how a row shows in it. */
+export interface Column<Row> {
+  heading: string;
+  cell: (row: Row) => string;
+  /** Numbers read best right-aligned. Default: left. */
+  align?: 'left' | 'right';
+}
+
+/** A Markdown table (readable as is in a terminal, and pasted as is into BENCHMARKS.md). */
+export function table<Row>(rows: readonly Row[], columns: readonly Column<Row>[]): string {
+  const cells = rows.map((row) => columns.map((column) => column.cell(row)));
+  const widths = columns.map((column, index) => Math.max(column.heading.length, 3, ...cells.map((line) => (line[index] ?? '').length)));
+  const pad = (text: string, index: number) => {
+    const width = widths[index] ?? 0;
+    return columns[index]?.align === 'right' ? text.padStart(width) : text.padEnd(width);
+  };
+  const line = (values: string[]) => `| ${values.map(pad).join(' | ')} |`;
+  const rule = `| ${widths.map((width, index) => (columns[index]?.align === 'right' ? `${'-'.repeat(width - 1)}:` : '-'.repeat(width))).join(' | ')} |`;
+  return [line(columns.map((column) => column.heading)), rule, ...cells.map(line)].join('\n');
+}
+
+/** A number with a fixed count of decimals and thousands separators. */
+export function num(value: number, decimals = 0): string {
+  if (!Number.isFinite(value)) return 'n/a';
+  return value.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+}
+
+/** `value / base` as `0.53x`. */
+export function ratio(value: number, base: number): string {
+  return base > 0 && Number.isFinite(value) ? `${(value / base).toFixed(2)}x` : 'n/a';
+}
+
+/** Bytes as MiB. */
+export function mib(bytes: number): string {
+  return `${num(bytes / 1_048_576, 1)} MiB`;
+}

@@ -1,0 +1,135 @@
+/**
+ * Overhead: what authentication and bookkeeping cost per request. Bare Koa answering a fixed
+ * file object, against the reference server answering an authenticated GET /v1/files/{id} on
+ * SQLite (the embedded default) and PostgreSQL, and against the 401 path (no key; an unknown key).
+ * Servers on core 0, autocannon on core 1; cases interleaved over BENCH_ROUNDS rounds, medians shown.
+ * Run: node --import tsx bench/overhead.ts
+ */
+import { createDeployment, seedFiles, startBareKoa, type Deployment } from './lib/gateway.js';
+import { DURATION, load, median, type LoadResult } from './lib/load.js';
+import { isMain, type Service } from './lib/processes.js';
+import { LOAD_CORE, PINNING, machine, pinSelf } from './lib/system.js';
+import { num, ratio, table } from './lib/table.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const CONNECTIONS = 50;
+const ACCOUNT = 'acct_bench';
+
+interface Case {
+  name: string;
+  service: Service;
+  path: string;
+  headers: Record<string, string>;
+  expectStatus: number;
+}
+
+interface Row {
+  name: string;
+  result: LoadResult;
+}
+
+/** The median of every figure over the rounds. */
+function summarise(runs: LoadResult[]): LoadResult {
+  const pick = (figure: (run: LoadResult) => number) => median(runs.map(figure));
+  return {
+    requestsPerSecond: pick((run) => run.requestsPerSecond),
+    p50: pick((run) => run.p50),
+    p99: pick((run) => run.p99),
+    max: pick((run) => run.max),
+    cpuMicrosPerRequest: pick((run) => run.cpuMicrosPerRequest),
+    requests: runs.reduce((sum, run) => sum + run.requests, 0),
+    failures: runs.reduce((sum, run) => sum + run.failures, 0),
+    statuses: runs[0]?.statuses ?? {},
+  };
+}
+
+async function gatewayWithOneFile(deployment: Deployment): Promise<{ service: Service; key: string; fileId: string }> {
+  const { key } = await deployment.createKey(ACCOUNT);
+  const [fileId] = await seedFiles(deployment.knex(), ACCOUNT, 1);
+  const service = await deployment.serve();
+  return { service, key, fileId: fileId as string };
+}
+
+export async function overhead(): Promise<string> {
+  pinSelf(LOAD_CORE);
+  const deployments: Deployment[] = [];
+  const services: Service[] = [];
+  try {
+    const bare = await startBareKoa();
+    services.push(bare);
+    const sqlite = await createDeployment({ database: 'sqlite' });
+    deployments.push(sqlite);
+    const postgres = await createDeployment({ database: 'postgres' });
+    deployments.push(postgres);
+    const onSqlite = await gatewayWithOneFile(sqlite);
+    const onPostgres = await gatewayWithOneFile(postgres);
+
+    const cases: Case[] = [
+      { name: 'bare Koa, fixed file object', service: bare, path: `/v1/files/${onSqlite.fileId}`, headers: {}, expectStatus: 200 },
+      {
+        name: 'gateway SQLite, GET /v1/files/{id}',
+        service: onSqlite.service,
+        path: `/v1/files/${onSqlite.fileId}`,
+        headers: { authorization: `Bearer ${onSqlite.key}` },
+        expectStatus: 200,
+      },
+      {
+        name: 'gateway PostgreSQL, GET /v1/files/{id}',
+        service: onPostgres.service,
+        path: `/v1/files/${onPostgres.fileId}`,
+        headers: { authorization: `Bearer ${onPostgres.key}` },
+        expectStatus: 200,
+      },
+      { name: 'gateway SQLite, 401 no key', service: onSqlite.service, path: `/v1/files/${onSqlite.fileId}`, headers: {}, expectStatus: 401 },
+      {
+        name: 'gateway SQLite, 401 unknown key',
+        service: onSqlite.service,
+        path: `/v1/files/${onSqlite.fileId}`,
+        headers: { authorization: `Bearer kmg_sk_${'x'.repeat(43)}` },
+        expectStatus: 401,
+      },
+    ];
+
+    const runs = new Map<string, LoadResult[]>(cases.map((c) => [c.name, []]));
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const c of cases) {
+        process.stderr.write(`overhead: round ${round}/${ROUNDS}: ${c.name}\n`);
+        const result = await load({ url: `${c.service.url}${c.path}`, headers: c.headers, connections: CONNECTIONS, expectStatus: c.expectStatus, pid: c.service.pid });
+        runs.get(c.name)?.push(result);
+      }
+    }
+    const rows: Row[] = cases.map((c) => ({ name: c.name, result: summarise(runs.get(c.name) ?? []) }));
+    const base = rows[0]?.result as LoadResult;
+    const byName = (name: string) => rows.find((row) => row.name === name)?.result;
+    const report = table(rows, [
+      { heading: 'case', cell: (row) => row.name },
+      { heading: 'req/s', cell: (row) => num(row.result.requestsPerSecond), align: 'right' },
+      { heading: 'vs bare', cell: (row) => ratio(row.result.requestsPerSecond, base.requestsPerSecond), align: 'right' },
+      { heading: 'p50 ms', cell: (row) => num(row.result.p50, 1), align: 'right' },
+      { heading: 'p99 ms', cell: (row) => num(row.result.p99, 1), align: 'right' },
+      { heading: 'server CPU µs/req', cell: (row) => num(row.result.cpuMicrosPerRequest, 0), align: 'right' },
+      { heading: 'CPU vs bare', cell: (row) => ratio(row.result.cpuMicrosPerRequest, base.cpuMicrosPerRequest), align: 'right' },
+      { heading: 'unexpected', cell: (row) => num(row.result.failures), align: 'right' },
+    ]);
+    const verdict = (name: string, target: number) => {
+      const result = byName(name);
+      const value = result ? result.requestsPerSecond / base.requestsPerSecond : Number.NaN;
+      return `${name}: ${value.toFixed(2)}x bare Koa req/s (target >= ${target}x): ${value >= target ? 'met' : 'NOT met'}`;
+    };
+    const m = machine();
+    return [
+      `## Overhead (${CONNECTIONS} connections, ${DURATION} s per run, median of ${ROUNDS} interleaved rounds, ${PINNING ? 'server on core 0, load on core 1' : 'not pinned'})`,
+      `${m.cores} cores (${m.cpu}), Node ${m.node}, ${m.date}`,
+      '',
+      report,
+      '',
+      verdict('gateway SQLite, GET /v1/files/{id}', 0.5),
+      verdict('gateway SQLite, 401 no key', 0.8),
+    ].join('\n');
+  } finally {
+    await Promise.all(services.map((service) => service.stop()));
+    for (const deployment of deployments) await deployment.destroy();
+  }
+}
+
+if (isMain(import.meta.url)) console.log(await overhead());
