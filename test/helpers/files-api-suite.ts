@@ -1,16 +1,10 @@
 import type { ExecutionContext, TestFn } from 'ava';
 import contentDisposition from 'content-disposition';
 import type { BlobStore } from '../../lib/files/blob-store.js';
-import type { FileStore } from '../../lib/files/file-store.js';
 import type { FileLimits } from '../../lib/files/files-router.js';
 import { filesApp, type FilesApp } from './files-app.js';
+import type { Stores } from './file-stores.js';
 import { multipart, pdfOf, uploadParts, type Part } from './multipart.js';
-
-export interface Stores {
-  files: FileStore;
-  blobs: BlobStore;
-  close(): Promise<void>;
-}
 
 interface Response {
   status: number;
