@@ -1,0 +1,82 @@
+/**
+ * A KeyStore of your own: keys from an environment variable instead of a database. Only
+ * `findByHash` matters to `apiKey()`; the keys are hashed once at start-up and compared by hash.
+ *
+ *   GATEWAY_KEYS="acme=kmg_sk_first-secret-key,globex=kmg_sk_second-secret-key" \
+ *     node --import tsx examples/env-key-store.ts
+ *
+ * Each entry is `<account>=<key>`; every key gets the `models:read` and `chat:completions` scopes.
+ * In your own project, import from 'koa-model-gateway'.
+ */
+import Router from '@koa/router';
+import Koa from 'koa';
+import {
+  apiKey,
+  chatCompletions,
+  hashApiKey,
+  listModels,
+  openAIErrors,
+  requireScope,
+  type ApiKeyRecord,
+  type KeyStore,
+  type NewApiKey,
+} from '../lib/index.js';
+
+class EnvKeyStore implements KeyStore {
+  readonly #byHash = new Map<string, ApiKeyRecord>();
+
+  constructor(list: string) {
+    for (const [index, entry] of list.split(',').entries()) {
+      const [account, key] = entry.trim().split('=');
+      if (!account || !key) throw new TypeError(`GATEWAY_KEYS entry ${index + 1} is not <account>=<key>`);
+      const hash = hashApiKey(key);
+      this.#byHash.set(hash, {
+        id: `env_${index + 1}`,
+        account,
+        hash,
+        scopes: ['models:read', 'chat:completions'],
+        models: null,
+        createdAt: 0,
+        expiresAt: null,
+        revokedAt: null,
+      });
+    }
+  }
+
+  async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    return this.#byHash.get(hash);
+  }
+
+  async list(filter: { account?: string } = {}): Promise<ApiKeyRecord[]> {
+    return [...this.#byHash.values()].filter((key) => filter.account === undefined || key.account === filter.account);
+  }
+
+  // The environment is the source of truth: keys are added and removed there, then the process restarted.
+  async create(_key: NewApiKey): Promise<ApiKeyRecord> {
+    throw new Error('EnvKeyStore is read-only: add the key to GATEWAY_KEYS');
+  }
+
+  async revoke(_id: string): Promise<boolean> {
+    throw new Error('EnvKeyStore is read-only: remove the key from GATEWAY_KEYS');
+  }
+}
+
+const keys = new EnvKeyStore(process.env.GATEWAY_KEYS ?? '');
+const catalog = [{ id: 'echo-1', provider: 'local', upstreamModel: 'echo-1', created: 1_744_000_000 }];
+const providers = [{ id: 'local', kind: 'echo' as const }];
+
+const router = new Router();
+router.get('/v1/models', requireScope('models:read'), listModels({ catalog }));
+router.post('/v1/chat/completions', requireScope('chat:completions'), chatCompletions({ catalog, providers }));
+
+const app = new Koa();
+app.use(openAIErrors());
+app.use(apiKey({ store: keys }));
+app.use(router.routes());
+app.use(router.allowedMethods({ throw: true }));
+
+const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 3000;
+  console.log(`Listening on http://127.0.0.1:${port}`);
+});

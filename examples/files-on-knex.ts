@@ -1,0 +1,46 @@
+/**
+ * A files-only service: the five files endpoints, metadata and keys in a database through Knex
+ * (SQLite here; PostgreSQL with `client: 'pg'`), bytes in a directory. No models, no rate limits.
+ *
+ *   node --import tsx examples/files-on-knex.ts
+ *
+ * FILES_DB (default ./files-example.sqlite) and FILES_DIR (default ./files-example) say where.
+ * In your own project, import from 'koa-model-gateway', '.../stores/knex' and '.../stores/fs'.
+ */
+import Koa from 'koa';
+import knexFactory from 'knex';
+import { apiKey, createApiKey, filesRouter, openAIErrors, sweep } from '../lib/index.js';
+import { FsBlobStore } from '../lib/stores/fs/index.js';
+import { KnexFileStore, KnexKeyStore, migrate } from '../lib/stores/knex/index.js';
+
+const knex = knexFactory({
+  client: 'better-sqlite3',
+  connection: { filename: process.env.FILES_DB ?? './files-example.sqlite' },
+  useNullAsDefault: true,
+});
+await migrate(knex);
+const keys = new KnexKeyStore(knex);
+const files = new KnexFileStore(knex);
+const blobs = new FsBlobStore({ directory: process.env.FILES_DIR ?? './files-example' });
+
+const endpoints = filesRouter({ files, blobs });
+const app = new Koa();
+app.use(openAIErrors());
+app.use(apiKey({ store: keys }));
+app.use(endpoints.routes());
+app.use(endpoints.allowedMethods({ throw: true }));
+
+// Expired files and orphaned bytes are removed every ten minutes.
+setInterval(() => void sweep({ files, blobs }).catch((err: unknown) => console.error('sweep failed', err)), 600_000).unref();
+
+const { key } = await createApiKey(keys, {
+  prefix: 'kmg',
+  account: 'demo',
+  scopes: ['files:write', 'files:read', 'files:delete'],
+});
+const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 3000;
+  console.log(`Listening on http://127.0.0.1:${port}`);
+  console.log(`API key: ${key}`);
+});

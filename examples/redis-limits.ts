@@ -1,0 +1,47 @@
+/**
+ * File creation limits kept in Redis, so that every process of a deployment counts against the
+ * same per-account minute and UTC-day budgets. Run it twice, on two ports: the limits are shared.
+ * While Redis is away, uploads get 503 (fail closed); `insurance: 'memory'` would fall back to
+ * per-process limits instead. Files and keys stay in memory here, to keep the example short.
+ *
+ *   REDIS_URL=redis://127.0.0.1:6379 node --import tsx examples/redis-limits.ts
+ *
+ * The demo key belongs to account DEMO_ACCOUNT (default `demo`): a second process prints a key of
+ * its own for the same account. In your own project, import from 'koa-model-gateway',
+ * '.../stores/memory' and '.../stores/redis'.
+ */
+import Koa from 'koa';
+import { apiKey, createApiKey, filesRouter, openAIErrors } from '../lib/index.js';
+import { MemoryBlobStore, MemoryFileStore, MemoryKeyStore } from '../lib/stores/memory/index.js';
+import { RedisCreationLimiter, createRedisClient } from '../lib/stores/redis/index.js';
+
+// Fails fast: resolves once Redis is ready, and commands fail at once while it is away.
+const redis = await createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+redis.on('error', (err: Error) => console.error(`redis: ${err.message}`));
+const limiter = new RedisCreationLimiter({
+  client: redis,
+  createsPerMinute: 10,
+  createsPerDay: 1000,
+  bytesPerDay: 1_073_741_824,
+});
+
+const keys = new MemoryKeyStore();
+const endpoints = filesRouter({ files: new MemoryFileStore(), blobs: new MemoryBlobStore(), limiter });
+const app = new Koa();
+app.use(openAIErrors());
+app.use(apiKey({ store: keys }));
+app.use(endpoints.routes());
+app.use(endpoints.allowedMethods({ throw: true }));
+
+const { key } = await createApiKey(keys, {
+  prefix: 'kmg',
+  account: process.env.DEMO_ACCOUNT ?? 'demo',
+  scopes: ['files:write', 'files:read', 'files:delete'],
+});
+const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 3000;
+  console.log(`Listening on http://127.0.0.1:${port}`);
+  console.log(`API key: ${key}`);
+});
+process.once('SIGTERM', () => server.close(() => void redis.quit()));

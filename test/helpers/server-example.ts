@@ -1,0 +1,49 @@
+import { spawn } from 'node:child_process';
+import { ROOT } from './server-process.js';
+
+export interface RunningExample {
+  url: string;
+  /** The `API key:` the example printed, when it prints one. */
+  key: string | undefined;
+  stop(): Promise<void>;
+}
+
+/**
+ * `node --import tsx examples/<file>` on a random port, as its README runs it; resolves once it
+ * prints `Listening on <url>` (and its `API key:` line, when `printsKey`).
+ */
+export function startExample(file: string, env: Record<string, string> = {}, printsKey = true): Promise<RunningExample> {
+  const child = spawn(process.execPath, ['--import', 'tsx', `examples/${file}`], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', ...env },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`examples/${file} did not start within 30 s: ${stderr}`));
+    }, 30_000);
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`examples/${file} exited before listening: ${stderr}`));
+    });
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+      const url = /^Listening on (\S+)$/m.exec(stdout)?.[1];
+      const key = /^API key: (\S+)$/m.exec(stdout)?.[1];
+      if (url === undefined || (printsKey && key === undefined)) return;
+      clearTimeout(timer);
+      resolve({
+        url,
+        key,
+        stop: () => {
+          child.kill('SIGTERM');
+          return exited;
+        },
+      });
+    });
+  });
+}
