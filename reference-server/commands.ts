@@ -3,11 +3,10 @@ import type { Knex } from 'knex';
 import type { ApiKeyRecord } from '../lib/auth/key-store.js';
 import { createApiKey } from '../lib/auth/keys.js';
 import { SCOPES, isScope, type Scope } from '../lib/auth/scopes.js';
-import { sweep } from '../lib/files/sweep.js';
 import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
 import { loadConfig, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase } from './database.js';
-import { openStores } from './deployment.js';
+import { openStores, sweepDeployment } from './deployment.js';
 import { createLogger } from './logger.js';
 import { serve } from './server.js';
 
@@ -96,6 +95,9 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const models = values.model ? [...new Set(values.model)] : null;
   const expiresAt = parseExpiry(values.expires);
   const config = loadConfig(io.env);
+  const catalog = new Set(config.gateway.models.map((model) => model.id));
+  // Allowed, since the catalog may grow, but most likely a typo.
+  for (const model of models ?? []) if (!catalog.has(model)) io.err(`koa-model-gateway: warning: model '${model}' is not in the catalog`);
   const { key, record } = await withDatabase(config, (knex) =>
     createApiKey(new KnexKeyStore(knex), { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt }),
   );
@@ -184,17 +186,17 @@ async function migrateCommand(args: string[], io: CommandIo): Promise<number> {
 async function sweepCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(args, {}, 0);
   const config = loadConfig(io.env);
-  const { knex, files, blobs } = await openStores(config);
+  const stores = await openStores(config);
   let result;
   try {
-    result = await sweep({ files, blobs, orphanGraceSeconds: config.gateway.sweep.orphanGraceSeconds });
+    result = await sweepDeployment(config, stores);
   } finally {
-    await knex.destroy();
+    await stores.knex.destroy();
   }
   io.out(
     values.json
       ? JSON.stringify(result)
-      : `Removed ${result.expired} expired file(s) and ${result.orphans} orphaned blob(s)`,
+      : `Removed ${result.expired} expired file(s), ${result.orphans} orphaned blob(s) and ${result.staleUploads} stale upload(s)`,
   );
   return 0;
 }

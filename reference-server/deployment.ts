@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { KeyStore } from '../lib/auth/key-store.js';
 import type { BlobStore } from '../lib/files/blob-store.js';
 import type { FileStore } from '../lib/files/file-store.js';
+import { sweep } from '../lib/files/sweep.js';
 import type { CreationLimiter } from '../lib/quota/creation-limiter.js';
 import { MemoryCreationLimiter } from '../lib/quota/memory-creation-limiter.js';
 import { FsBlobStore } from '../lib/stores/fs/blob-store.js';
@@ -17,6 +18,8 @@ import { ConfigError } from './config-error.js';
 import type { ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
+import { removeStaleUploads } from './stale-uploads.js';
+import type { SweepReport } from './sweeper.js';
 
 /** Every backing service of one server process, opened from the configuration. */
 export interface Deployment {
@@ -50,6 +53,12 @@ export async function openStores(config: ServerConfig, log?: DatabaseLog) {
     files: new KnexFileStore(knex),
     blobs: new FsBlobStore({ directory: config.filesDir }),
   };
+}
+
+/** One sweep of this deployment: expired files and orphaned blobs (lib's `sweep`), and stale upload temp files. */
+export async function sweepDeployment(config: ServerConfig, stores: { files: FileStore; blobs: BlobStore }): Promise<SweepReport> {
+  const result = await sweep({ ...stores, orphanGraceSeconds: config.gateway.sweep.orphanGraceSeconds });
+  return { ...result, staleUploads: await removeStaleUploads(config.uploadsDir) };
 }
 
 /** The Redis client for the limits; unreachable at start-up is a start-up failure. */

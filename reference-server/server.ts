@@ -6,8 +6,7 @@ import type { Logger } from 'pino';
 import { createApp } from './app.js';
 import { ConfigError } from './config-error.js';
 import type { ServerConfig } from './config.js';
-import { sweep } from '../lib/files/sweep.js';
-import { openDeployment } from './deployment.js';
+import { openDeployment, sweepDeployment } from './deployment.js';
 import { startSweeper } from './sweeper.js';
 
 /**
@@ -42,11 +41,8 @@ export async function serve(config: ServerConfig, logger: Logger): Promise<void>
   const host = address.includes(':') ? `[${address}]` : address;
   logger.info({ url: `http://${host}:${port}`, database: config.database.client, redis: config.redisUrl !== null }, 'listening');
 
-  const { intervalSeconds, orphanGraceSeconds } = config.gateway.sweep;
-  const sweeper =
-    intervalSeconds > 0
-      ? startSweeper(() => sweep({ files: deployment.files, blobs: deployment.blobs, orphanGraceSeconds }), intervalSeconds, logger)
-      : undefined;
+  const { intervalSeconds } = config.gateway.sweep;
+  const sweeper = intervalSeconds > 0 ? startSweeper(() => sweepDeployment(config, deployment), intervalSeconds, logger) : undefined;
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));

@@ -1,6 +1,11 @@
 import type { Logger } from 'pino';
 import type { SweepResult } from '../lib/files/sweep.js';
 
+/** What one run removed: expired files, orphaned blobs, and temp files of uploads cut short by a crash. */
+export interface SweepReport extends SweepResult {
+  staleUploads: number;
+}
+
 export interface Sweeper {
   /** Stops the timer and waits for a sweep in progress to end. */
   stop(): Promise<void>;
@@ -10,15 +15,15 @@ export interface Sweeper {
  * Runs `sweep` every `intervalSeconds` on an unref'd timer (it never keeps the process alive),
  * one run at a time. Failures are logged and the next run tries again. Several processes may
  * each run one: `sweep()` is safe to run concurrently.
- * @example const sweeper = startSweeper(() => sweep({ files, blobs }), 300, logger)
+ * @example const sweeper = startSweeper(() => sweepDeployment(config, stores), 300, logger)
  */
-export function startSweeper(sweep: () => Promise<SweepResult>, intervalSeconds: number, logger: Logger): Sweeper {
+export function startSweeper(sweep: () => Promise<SweepReport>, intervalSeconds: number, logger: Logger): Sweeper {
   let running: Promise<void> | undefined;
   const run = () => {
     if (running) return;
     running = sweep()
       .then((result) => {
-        const removed = result.expired + result.orphans > 0;
+        const removed = result.expired + result.orphans + result.staleUploads > 0;
         logger[removed ? 'info' : 'debug']({ ...result }, 'sweep');
       })
       .catch((err: unknown) => logger.warn({ err }, 'sweep failed; trying again at the next interval'))

@@ -48,6 +48,14 @@ test('keys create takes scopes, models and an expiry; list shows them and never 
   t.is(all.length, 2);
 });
 
+test('keys create warns about an allowlisted model that is not in the catalog, and creates the key', async (t) => {
+  const env = await dataDir();
+  const result = await runCli(['keys', 'create', '--account', 'acme', '--model', 'echo-1', '--model', 'ecoh-2', '--json'], env);
+  t.is(result.code, 0);
+  t.is(result.stderr, "koa-model-gateway: warning: model 'ecoh-2' is not in the catalog\n");
+  t.deepEqual((JSON.parse(result.stdout) as { models: string[] }).models, ['echo-1', 'ecoh-2']);
+});
+
 test('keys create without --json shows the key exactly once, on a line of its own', async (t) => {
   const env = await dataDir();
   const result = await runCli(['keys', 'create', '--account', 'acme'], env);

@@ -1,4 +1,4 @@
-import { readdir, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import test from 'ava';
@@ -52,8 +52,14 @@ async function embeddedData() {
   };
 }
 
-test('sweep removes expired files and old orphaned blobs, and nothing else', async (t) => {
+test('sweep removes expired files, old orphaned blobs and stale upload temp files, and nothing else', async (t) => {
   const data = await embeddedData();
+  const uploads = join(data.env.DATA_DIR, 'uploads');
+  await mkdir(uploads, { recursive: true });
+  await writeFile(join(uploads, 'left-by-a-crash'), 'partial upload');
+  const yesterday = new Date(Date.now() - 25 * HOUR * 1000);
+  await utimes(join(uploads, 'left-by-a-crash'), yesterday, yesterday);
+  await writeFile(join(uploads, 'in-progress'), 'partial upload');
   const expired = await data.file(2 * HOUR, HOUR);
   const live = await data.file(2 * HOUR, 3 * HOUR);
   const forever = await data.file(2 * HOUR, null);
@@ -62,13 +68,14 @@ test('sweep removes expired files and old orphaned blobs, and nothing else', asy
 
   const result = await runCli(['sweep', '--json'], data.env);
   t.is(result.code, 0, result.stderr);
-  t.deepEqual(JSON.parse(result.stdout), { expired: 1, orphans: 1 });
+  t.deepEqual(JSON.parse(result.stdout), { expired: 1, orphans: 1, staleUploads: 1 });
+  t.deepEqual(await readdir(uploads), ['in-progress']);
   const left = await readdir(data.filesDir);
   t.deepEqual(left.sort(), [live, forever, youngOrphan].sort());
   t.false(left.includes(expired) || left.includes(oldOrphan));
 
   const again = await runCli(['sweep'], data.env);
-  t.is(again.stdout, 'Removed 0 expired file(s) and 0 orphaned blob(s)\n');
+  t.is(again.stdout, 'Removed 0 expired file(s), 0 orphaned blob(s) and 0 stale upload(s)\n');
 });
 
 test('the server sweeps on its own interval', async (t) => {
