@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { DEFAULT_FILE_LIMITS } from '../lib/files/files-router.js';
 import { validateCatalog, type CatalogModel, type ProviderConfig } from '../lib/models/catalog.js';
+import { DEFAULT_CREATION_LIMITS } from '../lib/quota/creation-limits.js';
 import { ConfigError } from './config-error.js';
 import { DEFAULT_GATEWAY_CONFIG } from './default-config.js';
 
@@ -14,14 +16,7 @@ export interface Limits {
   bytesPerDay: number;
 }
 
-export const SPEC_LIMITS: Limits = {
-  maxFileBytes: 26_214_400,
-  maxFiles: 1000,
-  maxStoredBytes: 100_000_000,
-  createsPerMinute: 10,
-  createsPerDay: 1000,
-  bytesPerDay: 1_073_741_824,
-};
+export const SPEC_LIMITS: Readonly<Limits> = { ...DEFAULT_FILE_LIMITS, ...DEFAULT_CREATION_LIMITS };
 
 /** The expiry/orphan sweep inside the server. */
 export interface SweepSettings {
@@ -60,9 +55,9 @@ export interface ServerConfig {
   /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
   shutdownGraceSeconds: number;
   gateway: GatewayConfig;
-  /** The environment, for provider credentials (`apiKeyEnv`). */
-  env: Readonly<Record<string, string | undefined>>;
 }
+
+type Environment = Readonly<Record<string, string | undefined>>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const CONFIG_KEYS = new Set(['keyPrefix', 'limits', 'sweep', 'providers', 'models']);
@@ -136,7 +131,7 @@ function readConfigFile(path: string): unknown {
  * A provider of the file as lib/models takes it: the credential is read from the environment
  * variable named by `apiKeyEnv`, so that no secret sits in the config file.
  */
-function providerFromFile(entry: unknown, index: number, source: string, env: ServerConfig['env']): unknown {
+function providerFromFile(entry: unknown, index: number, source: string, env: Environment): unknown {
   if (!isObject(entry)) return entry; // validateCatalog names the problem
   const where = `${source}: providers[${index}]`;
   for (const key of Object.keys(entry)) {
@@ -151,8 +146,12 @@ function providerFromFile(entry: unknown, index: number, source: string, env: Se
   return { ...provider, apiKey };
 }
 
-/** The config file over the built-in default: each top-level key replaces the default's, `limits` and `sweep` per field. */
-export function parseGatewayConfig(input: unknown, source: string, env: ServerConfig['env'] = {}): GatewayConfig {
+/**
+ * The config file over the built-in default: `keyPrefix` replaces the default's, `limits` and
+ * `sweep` per field; `providers` and `models` go together, so a file with either one replaces the
+ * default catalog whole.
+ */
+export function parseGatewayConfig(input: unknown, source: string, env: Environment = {}): GatewayConfig {
   if (!isObject(input)) throw new ConfigError(`${source} must be a JSON object`);
   for (const key of Object.keys(input)) {
     if (!CONFIG_KEYS.has(key)) throw new ConfigError(`${source}: unknown setting '${key}'`);
@@ -160,12 +159,10 @@ export function parseGatewayConfig(input: unknown, source: string, env: ServerCo
   const defaults = structuredClone(DEFAULT_GATEWAY_CONFIG);
   const limits = { ...SPEC_LIMITS };
 
-  if (input.keyPrefix !== undefined) {
-    if (typeof input.keyPrefix !== 'string' || !/^[A-Za-z0-9]{1,32}$/.test(input.keyPrefix)) {
-      throw new ConfigError(`${source}: keyPrefix must be 1 to 32 letters and digits`);
-    }
+  const keyPrefix = input.keyPrefix ?? defaults.keyPrefix;
+  if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9]{1,32}$/.test(keyPrefix)) {
+    throw new ConfigError(`${source}: keyPrefix must be 1 to 32 letters and digits`);
   }
-  const keyPrefix = (input.keyPrefix as string | undefined) ?? defaults.keyPrefix;
   for (const [section, target] of [
     ['limits', limits],
     ['sweep', defaults.sweep],
@@ -178,11 +175,12 @@ export function parseGatewayConfig(input: unknown, source: string, env: ServerCo
       (target as unknown as Record<string, number>)[name] = positiveInteger(setting, `${source}: ${section}.${name}`, section === 'sweep');
     }
   }
-  const providers = input.providers ?? defaults.providers;
+  const ownCatalog = input.providers !== undefined || input.models !== undefined;
+  const providers = ownCatalog ? (input.providers ?? []) : defaults.providers;
   if (!Array.isArray(providers)) throw new ConfigError(`${source}: providers must be an array`);
   try {
     const catalog = validateCatalog(
-      input.models ?? defaults.models,
+      ownCatalog ? (input.models ?? []) : defaults.models,
       providers.map((entry, index) => providerFromFile(entry, index, source, env)),
     );
     return { keyPrefix, limits, sweep: defaults.sweep, ...catalog };
@@ -197,7 +195,7 @@ export function parseGatewayConfig(input: unknown, source: string, env: ServerCo
  * FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL, SHUTDOWN_GRACE_SECONDS). Throws a `ConfigError` naming the
  * bad setting.
  */
-export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): ServerConfig {
+export function loadConfig(env: Environment = process.env): ServerConfig {
   const dataDir = resolve(env.DATA_DIR || './data');
   const filesDir = env.FILES_DIR ? resolve(env.FILES_DIR) : join(dataDir, 'files');
   const logLevel = env.LOG_LEVEL || 'info';
@@ -222,6 +220,5 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     logLevel,
     shutdownGraceSeconds: readInteger('SHUTDOWN_GRACE_SECONDS', env.SHUTDOWN_GRACE_SECONDS, 30, 86_400),
     gateway,
-    env,
   };
 }
