@@ -1,3 +1,4 @@
+import Anthropic from '@anthropic-ai/sdk';
 import type { TestFn } from 'ava';
 import OpenAI, { toFile } from 'openai';
 import { makePdf } from './models-pdf.js';
@@ -344,6 +345,44 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     const anonymous = new OpenAI({ apiKey: 'kmg_sk_wrong', baseURL: `${state.server.url}/v1`, maxRetries: 0 });
     const unauthenticated = await t.throwsAsync(anonymous.models.list(), { instanceOf: OpenAI.AuthenticationError });
     t.is(unauthenticated?.code, 'invalid_api_key');
+  });
+
+  test(`${name}: the official SDKs ask the models through the server, streaming included`, async (t) => {
+    const openai = new OpenAI({ apiKey: state.keys.all.key, baseURL: `${state.server.url}/v1`, maxRetries: 0 });
+    const pdf = makePdf(2);
+    const file = await openai.files.create({ file: await toFile(pdf, 'lease.pdf'), purpose: 'user_data' });
+    let streamed = '';
+    const chunks = await openai.chat.completions.create({
+      model: 'echo-1',
+      stream: true,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Terms?' }, { type: 'file', file: { file_id: file.id } }] }],
+    });
+    for await (const chunk of chunks) streamed += chunk.choices[0]?.delta.content ?? '';
+    t.regex(streamed, new RegExp(`lease\\.pdf, ${pdf.length} bytes, 2 pages`));
+
+    // The Anthropic SDK sends x-api-key.
+    const anthropic = new Anthropic({ apiKey: state.keys.all.key, baseURL: state.server.url, maxRetries: 0 });
+    const message = await anthropic.messages.create({
+      model: 'echo-2',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: file.id } }, { type: 'text', text: 'Terms?' }] }],
+    });
+    t.regex(message.content[0]?.type === 'text' ? message.content[0].text : '', /lease\.pdf/);
+    const stream = anthropic.messages.stream({ model: 'echo-2', max_tokens: 100, messages: [{ role: 'user', content: 'stream please' }] });
+    t.is((await stream.finalMessage()).stop_reason, 'end_turn');
+
+    const cases: Array<[string, string, new (...args: never[]) => InstanceType<typeof Anthropic.APIError>]> = [
+      ['kmg_sk_not-a-key', 'echo-1', Anthropic.AuthenticationError],
+      [state.keys.readOnly.key, 'echo-1', Anthropic.PermissionDeniedError],
+      [state.keys.echoOneOnly.key, 'echo-2', Anthropic.NotFoundError],
+    ];
+    for (const [apiKey, model, errorClass] of cases) {
+      const client = new Anthropic({ apiKey, baseURL: state.server.url, maxRetries: 0 });
+      const error = await t.throwsAsync(client.messages.create({ model, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }), {
+        instanceOf: errorClass,
+      });
+      t.regex(error?.requestID ?? '', REQUEST_ID);
+    }
   });
 
   test(`${name}: security headers on every response`, async (t) => {
