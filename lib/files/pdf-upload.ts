@@ -61,8 +61,11 @@ function fromFormidable(ctx: Context, err: unknown): unknown {
     case formidableErrors.unknownTransferEncoding:
     case formidableErrors.filenameNotString:
       return closing(ctx, errors.invalidRequest('The multipart body could not be parsed'));
+    case formidableErrors.aborted:
+      // Nobody is left to answer; a 4xx keeps a client's abort out of the server's error log.
+      return errors.invalidRequest('The client aborted the upload');
     default:
-      // Unexpected (a disk error, an abort): answered as it is, the connection still closed.
+      // Unexpected (a disk error): answered as it is, the connection still closed.
       lingeringClose(ctx);
       return err;
   }

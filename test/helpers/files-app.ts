@@ -38,6 +38,8 @@ export interface FilesApp {
   tempFiles(): Promise<string[]>;
   /** Resolves once the server has finished every request it started (an aborted one included). */
   idle(): Promise<void>;
+  /** What the app reported on `app.on('error')`: unexpected errors only. */
+  serverErrors: unknown[];
   close(): Promise<void>;
 }
 
@@ -71,8 +73,9 @@ export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp>
   });
   let inFlight = 0;
   const waiting: (() => void)[] = [];
+  const serverErrors: unknown[] = [];
   const app = new Koa();
-  app.silent = true;
+  app.on('error', (err: unknown) => serverErrors.push(err));
   app.use(async function countRequests(_ctx, next) {
     inFlight += 1;
     try {
@@ -92,6 +95,7 @@ export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp>
     keys,
     clock,
     tempFiles: () => readdir(tempDir),
+    serverErrors,
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise((resolve) => waiting.push(resolve))),
     async close() {
       await server.close();
