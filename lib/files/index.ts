@@ -5,6 +5,5 @@ export type { ValidatedUpload } from './upload-state.js';
 export { pdfUpload, type PdfUploadOptions } from './pdf-upload.js';
 export { filesRouter, DEFAULT_FILE_LIMITS, type FileLimits, type FilesRouterOptions } from './files-router.js';
 export { fileObject, type FileObject } from './file-object.js';
-export { listQuery, MAX_LIST_LIMIT } from './list-query.js';
 export { sendPdf } from './download.js';
 export { sweep, type SweepOptions, type SweepResult } from './sweep.js';
