@@ -35,13 +35,10 @@ function messagesShape(): Middleware {
 function modelsRouter(deployment: Deployment): Router {
   const { files, blobs } = deployment;
   const { models: catalog, providers } = deployment.config.gateway;
-  // Whole seconds, as filesRouter uses: KnexFileStore on PostgreSQL refuses a fractional `now`
-  // (a bigint comparison), which the models handlers' default clock would give it.
-  const now = () => Math.floor(Date.now() / 1000);
   const router = new Router();
   router.get('/v1/models', requireScope('models:read'), listModels({ catalog }));
-  router.post('/v1/chat/completions', requireScope('chat:completions'), chatCompletions({ catalog, providers, files, blobs, now }));
-  router.post('/v1/messages', requireScope('messages:create'), messages({ catalog, providers, files, blobs, now }));
+  router.post('/v1/chat/completions', requireScope('chat:completions'), chatCompletions({ catalog, providers, files, blobs }));
+  router.post('/v1/messages', requireScope('messages:create'), messages({ catalog, providers, files, blobs }));
   return router;
 }
 

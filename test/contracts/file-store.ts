@@ -166,6 +166,17 @@ export function fileStoreContract(
     t.deepEqual(byteOrder(await store.existing([file.id])), [file.id], 'the record stays until the sweep');
   });
 
+  test(`${name}: a fractional now (a Date.now() / 1000 clock) works and expires at the same instant`, async (t) => {
+    const store = await makeStore();
+    const file = record('acme', { bytes: 500, expiresAt: NOW + 100 });
+    t.true(await store.create(file, ROOMY, NOW + 0.25));
+    t.deepEqual(await store.get('acme', file.id, NOW + 99.999), file);
+    t.deepEqual(await store.usage('acme', NOW + 99.5), { files: 1, bytes: 500 });
+    t.is((await store.list('acme', { order: 'asc', limit: 10 }, NOW + 99.5)).files.length, 1);
+    t.is(await store.get('acme', file.id, NOW + 100.5), undefined);
+    t.deepEqual(await store.removeExpired(NOW + 100.5, 10), [file]);
+  });
+
   test(`${name}: delete removes a live file of the account once`, async (t) => {
     const store = await makeStore();
     const file = record('acme', { bytes: 700 });

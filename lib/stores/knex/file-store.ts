@@ -42,8 +42,13 @@ function toRow(file: FileRecord): FileRow {
   };
 }
 
-/** Restricts a query to files that have not expired at `now`. */
-const live = (now: number) => (query: Knex.QueryBuilder) => query.whereNull('expires_at').orWhere('expires_at', '>', now);
+/**
+ * Restricts a query to files that have not expired at `now`. Expiry times are whole seconds, so
+ * flooring a fractional `now` (a `Date.now() / 1000` clock) changes no answer, and PostgreSQL's
+ * bigint column refuses fractions.
+ */
+const live = (now: number) => (query: Knex.QueryBuilder) =>
+  query.whereNull('expires_at').orWhere('expires_at', '>', Math.floor(now));
 
 async function usageOf(knex: Knex | Knex.Transaction, account: string, now: number): Promise<Usage> {
   const row = (await knex(FILES)
@@ -112,7 +117,7 @@ export class KnexFileStore implements FileStore {
   async removeExpired(now: number, max: number): Promise<FileRecord[]> {
     // Knex cannot read DELETE ... RETURNING on SQLite: select, then delete what was selected. Two
     // sweeps at the same moment may both return a record; deleting its blob twice is harmless.
-    const rows: FileRow[] = await this.#knex<FileRow>(FILES).where('expires_at', '<=', now).limit(max);
+    const rows: FileRow[] = await this.#knex<FileRow>(FILES).where('expires_at', '<=', Math.floor(now)).limit(max);
     await this.#deleteIds(rows.map((row) => row.id));
     return rows.map(toRecord);
   }
