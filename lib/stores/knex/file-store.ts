@@ -1,8 +1,10 @@
 import type { Knex } from 'knex';
 import type { FileRecord, FileStore, ListQuery, StockLimits, Usage } from '../../files/file-store.js';
+import { preparedRead } from './prepared-read.js';
 
 const FILES = 'kmg_files';
 const ACCOUNTS = 'kmg_file_accounts';
+const COLUMNS = ['id', 'account', 'filename', 'bytes', 'created_at', 'expires_at'];
 // Well under the bind-parameter limits of PostgreSQL (65,535) and SQLite (32,766).
 const IDS_PER_QUERY = 1000;
 
@@ -71,9 +73,17 @@ async function usageOf(knex: Knex | Knex.Transaction, account: string, now: numb
  */
 export class KnexFileStore implements FileStore {
   readonly #knex: Knex;
+  // Every retrieve and download reads one file: prepared once per connection (see prepared-read.ts).
+  readonly #byId: (account: string, id: string, now: number) => Promise<FileRow | undefined>;
 
   constructor(knex: Knex) {
     this.#knex = knex;
+    this.#byId = preparedRead(
+      knex,
+      'kmg_file_by_id',
+      `select ${COLUMNS.join(', ')} from ${FILES} where account = ? and id = ? and (expires_at is null or expires_at > ?)`,
+      (account: string, id: string, now: number) => knex<FileRow>(FILES).where({ account, id }).where(live(now)).first(COLUMNS),
+    );
   }
 
   async create(file: FileRecord, limits: StockLimits, now: number): Promise<boolean> {
@@ -90,7 +100,7 @@ export class KnexFileStore implements FileStore {
   }
 
   async get(account: string, id: string, now: number): Promise<FileRecord | undefined> {
-    const row = await this.#knex<FileRow>(FILES).where({ account, id }).where(live(now)).first();
+    const row = await this.#byId(account, id, Math.floor(now));
     return row && toRecord(row);
   }
 

@@ -2,8 +2,10 @@ import type { Knex } from 'knex';
 import type { ApiKeyRecord, KeyStore, NewApiKey } from '../../auth/key-store.js';
 import type { Scope } from '../../auth/scopes.js';
 import { randomAlphanumeric } from '../../errors/request-id.js';
+import { preparedRead } from './prepared-read.js';
 
 const TABLE = 'kmg_api_keys';
+const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at'];
 
 interface KeyRow {
   id: string;
@@ -38,13 +40,18 @@ function toRecord(row: KeyRow): ApiKeyRecord {
  */
 export class KnexKeyStore implements KeyStore {
   readonly #knex: Knex;
+  // Every request looks its key up: prepared once per connection (see prepared-read.ts).
+  readonly #byHash: (hash: string) => Promise<KeyRow | undefined>;
 
   constructor(knex: Knex) {
     this.#knex = knex;
+    this.#byHash = preparedRead(knex, 'kmg_key_by_hash', `select ${COLUMNS.join(', ')} from ${TABLE} where hash = ?`, (hash: string) =>
+      knex<KeyRow>(TABLE).where({ hash }).first(COLUMNS),
+    );
   }
 
   async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    const row = await this.#knex<KeyRow>(TABLE).where({ hash }).first();
+    const row = await this.#byHash(hash);
     return row && toRecord(row);
   }
 
