@@ -2,6 +2,12 @@
 import { ConfigError } from './config-error.js';
 import { UsageError, runCommand } from './commands.js';
 
+// A reader that stops early (`keys list | head`) closes the pipe: that ends the output, not in a crash.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(process.exitCode ?? 0);
+});
+
 // The one entry point: every failure ends as one line on stderr and a non-zero exit code.
 try {
   process.exitCode = await runCommand(process.argv.slice(2), {

@@ -1,9 +1,10 @@
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { SCOPES } from '../../lib/auth/scopes.js';
-import { createKey, runCli, tempDataDir } from '../helpers/server-process.js';
+import { ROOT, createKey, runCli, tempDataDir } from '../helpers/server-process.js';
 
 const dirs: Array<{ remove(): Promise<void> }> = [];
 test.after.always(() => Promise.all(dirs.map((dir) => dir.remove())));
@@ -117,4 +118,19 @@ test('--help prints the usage', async (t) => {
   const result = await runCli(['--help'], await dataDir());
   t.is(result.code, 0);
   t.regex(result.stdout, /keys create --account <id>/);
+});
+
+test('keys list into a reader that stops early (| head) ends quietly, not in a crash', async (t) => {
+  const env = await dataDir();
+  await createKey(env, ['--account', 'acme']);
+  const child = spawn(process.execPath, ['--import', 'tsx', 'reference-server/cli.ts', 'keys', 'list'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+  });
+  child.stdout.destroy(); // the reader is gone before the CLI writes its first line
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const code = await new Promise((resolve) => child.once('close', resolve));
+  t.is(stderr, '');
+  t.is(code, 0);
 });
