@@ -1,7 +1,7 @@
 /**
  * Peak memory of a server receiving 20 parallel 25 MiB PDF uploads.
  *
- *   npx tsx bench/upload-memory.ts [uploads=20] [bytes=26214400]
+ *   npx tsx bench/upload-memory.ts [uploads=20] [bytes=26214400] [--node-flag ...]
  *
  * Starts the files API (openAIErrors + apiKey + filesRouter on KnexFileStore/SQLite and
  * FsBlobStore) in a child process, sends the uploads at once from this one, each from its own
@@ -9,7 +9,9 @@
  * and the throughput. The target is a peak under 128 MiB.
  *
  * The server runs as JavaScript compiled by tsc, as in production: under tsx, its loader thread
- * alone adds some 30 MiB to the process.
+ * alone adds some 30 MiB to the process. Arguments starting with `--` are Node flags for the
+ * server, e.g. `--max-semi-space-size=1`: most of the peak is garbage (socket and file buffers)
+ * that a smaller young generation frees sooner.
  */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -125,9 +127,9 @@ function nextMessage(child: ChildProcess): Promise<ToParent> {
 }
 
 /** The client side: starts the server, uploads, reports. */
-async function run(uploads: number, bytes: number): Promise<void> {
+async function run(uploads: number, bytes: number, nodeFlags: string[]): Promise<void> {
   const child = fork(await compileServer(), ['serve', String(uploads)], {
-    execArgv: [],
+    execArgv: nodeFlags,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   let sampledPeak = 0;
@@ -156,6 +158,7 @@ async function run(uploads: number, bytes: number): Promise<void> {
   const failed = statuses.filter((status) => status !== 200);
   const mib = (value: number) => `${(value / MiB).toFixed(1)} MiB`;
   console.log(`${uploads} parallel uploads of ${bytes.toLocaleString('en')} bytes: ${failed.length === 0 ? 'all 200' : `non-200: ${failed.join(', ')}`}`);
+  if (nodeFlags.length > 0) console.log(`server Node flags: ${nodeFlags.join(' ')}`);
   console.log(`server RSS idle:         ${mib(baseline)}`);
   console.log(`server RSS peak sampled: ${mib(sampledPeak)} (every ${SAMPLE_MS} ms)`);
   console.log(`server RSS peak (maxRSS): ${mib(peak.peak.maxRss)}`);
@@ -166,5 +169,7 @@ async function run(uploads: number, bytes: number): Promise<void> {
 if (process.argv[2] === 'serve') {
   await serve(Number(process.argv[3]));
 } else {
-  await run(Number(process.argv[2] ?? 20), Number(process.argv[3] ?? 26_214_400));
+  const args = process.argv.slice(2);
+  const [uploads = '20', bytes = '26214400'] = args.filter((arg) => !arg.startsWith('--'));
+  await run(Number(uploads), Number(bytes), args.filter((arg) => arg.startsWith('--')));
 }
