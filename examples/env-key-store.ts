@@ -73,7 +73,7 @@ const app = new Koa();
 app.use(openAIErrors());
 app.use(apiKey({ store: keys }));
 app.use(router.routes());
-app.use(router.allowedMethods({ throw: true }));
+app.use(router.allowedMethods());
 
 const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {
   const address = server.address();

@@ -28,7 +28,7 @@ const app = new Koa();
 app.use(openAIErrors());
 app.use(apiKey({ store: keys }));
 app.use(endpoints.routes());
-app.use(endpoints.allowedMethods({ throw: true }));
+app.use(endpoints.allowedMethods());
 
 // Expired files and orphaned bytes are removed every ten minutes.
 setInterval(() => void sweep({ files, blobs }).catch((err: unknown) => console.error('sweep failed', err)), 600_000).unref();

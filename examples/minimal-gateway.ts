@@ -45,7 +45,7 @@ const fileEndpoints = filesRouter({ files, blobs, limiter: new MemoryCreationLim
 const models = new Router();
 models.get('/v1/models', requireScope('models:read'), listModels({ catalog }));
 models.post('/v1/chat/completions', requireScope('chat:completions'), chatCompletions({ catalog, providers, files, blobs }));
-for (const router of [fileEndpoints, models]) app.use(router.routes()).use(router.allowedMethods({ throw: true }));
+for (const router of [fileEndpoints, models]) app.use(router.routes()).use(router.allowedMethods());
 
 const { key } = await createApiKey(keys, { prefix: 'kmg', account: 'demo', scopes: [...SCOPES] });
 const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {

@@ -31,7 +31,7 @@ const app = new Koa();
 app.use(openAIErrors());
 app.use(apiKey({ store: keys }));
 app.use(endpoints.routes());
-app.use(endpoints.allowedMethods({ throw: true }));
+app.use(endpoints.allowedMethods());
 
 const { key } = await createApiKey(keys, {
   prefix: 'kmg',

@@ -68,13 +68,13 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   app.use(securityHeaders());
   app.use(openAIErrors());
   app.use(health.routes());
-  app.use(health.allowedMethods({ throw: true }));
+  app.use(health.allowedMethods());
   app.use(messagesShape());
   // Every /v1 request is authenticated first, whether or not its route exists.
   app.use(underV1(apiKey({ store: deployment.keys })));
   for (const router of [files, models]) {
     app.use(router.routes());
-    app.use(router.allowedMethods({ throw: true }));
+    app.use(router.allowedMethods());
   }
   return app;
 }

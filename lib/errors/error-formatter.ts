@@ -29,14 +29,21 @@ export function errorFormatter(shape: ErrorShape, name: string): Middleware {
     ctx.set(shape.header, requestId);
     try {
       await next();
-      // Koa leaves an unmatched request as an empty 404.
-      if (ctx.status === 404 && ctx.body == null) throw errors.unknownUrl(ctx.method, ctx.path);
+      // Koa leaves an unmatched request as an empty 404, and a router's allowedMethods() a wrong
+      // method as an empty 405 (501 for a method no route knows) with its Allow header.
+      if (ctx.body == null) {
+        if (ctx.status === 404) throw errors.unknownUrl(ctx.method, ctx.path);
+        if (ctx.status === 405 || ctx.status === 501) throw errors.methodNotAllowed(ctx.method);
+      }
     } catch (thrown) {
       const err = toGatewayError(thrown, ctx.method, ctx.path);
       if (err.status >= 500) ctx.app.emit('error', thrown, ctx);
       if (ctx.headerSent || !ctx.writable) return;
-      // As Koa's own ctx.onerror: headers set on the way down do not belong to the error response.
+      // As Koa's own ctx.onerror: headers set on the way down do not belong to the error response,
+      // except the Allow that HTTP requires on a 405.
+      const allow = err.status === 405 ? ctx.response.get('Allow') : '';
       for (const header of ctx.res.getHeaderNames()) ctx.res.removeHeader(header);
+      if (allow) ctx.set('Allow', allow);
       ctx.set(shape.header, requestId);
       ctx.set(err.headers);
       ctx.status = err.status;

@@ -61,11 +61,11 @@ function fileIdParam(ctx: Context): string {
 /**
  * The five files endpoints of api.md section 4, each behind its scope: upload, list, retrieve,
  * download and delete. Mount it behind `openAIErrors()` and `apiKey()`, and use its
- * `allowedMethods({ throw: true })` so a wrong method is a 405 in the API's error shape.
+ * `allowedMethods()` so a wrong method is a 405 in the API's error shape.
  * Checks run in decisions.md's order: scope, validation, existence, quotas.
  * @example
  * const files = filesRouter({ files: new MemoryFileStore(), blobs: new MemoryBlobStore(), limiter });
- * app.use(openAIErrors()).use(apiKey({ store: keys })).use(files.routes()).use(files.allowedMethods({ throw: true }));
+ * app.use(openAIErrors()).use(apiKey({ store: keys })).use(files.routes()).use(files.allowedMethods());
  */
 export function filesRouter(options: FilesRouterOptions): Router {
   const { files, blobs, limiter } = options;

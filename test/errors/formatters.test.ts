@@ -1,6 +1,7 @@
 import test from 'ava';
 import Koa from 'koa';
 import type { Middleware } from 'koa';
+import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import { anthropicErrors } from '../../lib/errors/anthropic-errors.js';
 import { errors, StoreUnavailableError } from '../../lib/errors/gateway-error.js';
@@ -222,4 +223,37 @@ test('SQLite failing to open its file or to get the write lock is 503, not 500',
     });
     t.is(res.status, 503, code);
   }
+});
+
+/** Sends `method` to /v1/thing on an app whose router has GET and DELETE there. */
+async function routed(method: string) {
+  const router = new Router();
+  router.get('/v1/thing', (ctx) => (ctx.body = {}));
+  router.delete('/v1/thing', (ctx) => (ctx.body = {}));
+  const app = new Koa();
+  app.use(openAIErrors());
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  const server = await listen(app);
+  try {
+    const res = await fetch(`${server.url}/v1/thing`, { method });
+    return { res, body: (await res.json()) as { error: Record<string, unknown> } };
+  } finally {
+    await server.close();
+  }
+}
+
+test("a router's 405 (allowedMethods()) gets our body and keeps the Allow header HTTP requires", async (t) => {
+  const { res, body } = await routed('PUT');
+  t.is(res.status, 405);
+  t.is(res.headers.get('allow'), 'HEAD, GET, DELETE');
+  t.deepEqual(body, {
+    error: { message: 'Method PUT is not allowed on this URL', type: 'invalid_request_error', param: null, code: 'method_not_allowed' },
+  });
+});
+
+test('a method no route knows (501 from allowedMethods()) is answered as 405 too', async (t) => {
+  const { res, body } = await routed('PROPFIND');
+  t.is(res.status, 405);
+  t.is(body.error.code, 'method_not_allowed');
 });

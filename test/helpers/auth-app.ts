@@ -40,7 +40,7 @@ export function authApp(store = new MemoryKeyStore()) {
     ]);
   }
   app.use(router.routes());
-  app.use(router.allowedMethods({ throw: true }));
+  app.use(router.allowedMethods());
   const keyFor = (scopes: Scope[] = [...SCOPES], extra: { models?: string[] | null; expiresAt?: number | null; account?: string } = {}) =>
     createApiKey(store, { prefix: 'kmg', account: extra.account ?? 'acme', scopes, models: extra.models ?? null, expiresAt: extra.expiresAt ?? null });
   return { app, store, keyFor };

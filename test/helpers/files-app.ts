@@ -85,7 +85,7 @@ export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp>
       if (inFlight === 0) for (const resolve of waiting.splice(0)) resolve();
     }
   });
-  app.use(openAIErrors()).use(apiKey({ store: keyStore })).use(router.routes()).use(router.allowedMethods({ throw: true }));
+  app.use(openAIErrors()).use(apiKey({ store: keyStore })).use(router.routes()).use(router.allowedMethods());
   const server = await listen(app);
   return {
     url: server.url,

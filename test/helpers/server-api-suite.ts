@@ -235,14 +235,16 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     const outside = await call('GET', '/no-such-page');
     t.is(outside.status, 404);
     t.like(await outside.json(), { error: { code: 'unknown_url' } });
-    for (const [method, path] of [
-      ['PUT', '/v1/models'],
-      ['PATCH', '/v1/files'],
-      ['POST', '/v1/files/file-00000000000000000000000000000000'],
-      ['GET', '/v1/chat/completions'],
+    for (const [method, path, allowed] of [
+      ['PUT', '/v1/models', 'GET, HEAD'],
+      ['PATCH', '/v1/files', 'GET, HEAD, POST'],
+      ['POST', '/v1/files/file-00000000000000000000000000000000', 'DELETE, GET, HEAD'],
+      ['GET', '/v1/chat/completions', 'POST'],
     ] as const) {
       const response = await call(method, path, { key });
       t.is(response.status, 405, `${method} ${path}`);
+      const allow = (response.headers.get('allow') ?? '').split(', ').sort().join(', ');
+      t.is(allow, allowed, `Allow on ${method} ${path}`);
       t.like(await response.json(), { error: { type: 'invalid_request_error', code: 'method_not_allowed', param: null } });
     }
   });
