@@ -20,10 +20,3 @@ async function knexStore(open: () => Promise<TestDatabase>) {
 keyStoreContract(test, 'memory', async () => new MemoryKeyStore());
 keyStoreContract(test, 'sqlite', () => knexStore(sqliteDatabase));
 keyStoreContract(withPostgres(test), 'postgres', () => knexStore(postgresDatabase));
-
-test('migrate can run again on a migrated database', async (t) => {
-  const db = await sqliteDatabase();
-  databases.push(db);
-  await migrate(db.knex);
-  await t.notThrowsAsync(migrate(db.knex));
-});

@@ -58,11 +58,62 @@ const migrationSource: Knex.MigrationSource<Migration> = {
   getMigration: async (migration) => migration,
 };
 
+const TABLE = 'kmg_migrations';
+const LOCK_TABLE = `${TABLE}_lock`;
+/** How long a process waits for another one's migration before giving up. */
+const LOCK_WAIT_MS = 30_000;
+
+/**
+ * Knex makes its bookkeeping tables check-then-create, so processes starting together on a fresh
+ * database race: both create a table, or both insert a lock row, after which Knex's lock can never
+ * be taken. Made here first, idempotently, with the one lock row under a fixed key.
+ */
+async function ensureBookkeeping(knex: Knex): Promise<void> {
+  if (!(await knex.schema.hasTable(TABLE))) {
+    await knex.schema.createTable(TABLE, (table) => {
+      table.increments();
+      table.string('name');
+      table.integer('batch');
+      table.timestamp('migration_time');
+    });
+  }
+  if (!(await knex.schema.hasTable(LOCK_TABLE))) {
+    await knex.schema.createTable(LOCK_TABLE, (table) => {
+      table.increments('index').primary();
+      table.integer('is_locked');
+    });
+  }
+  await knex(LOCK_TABLE).insert({ index: 1, is_locked: 0 }).onConflict('index').ignore();
+}
+
+/** Runs `step` again while `racing(err)` says another process is in the way, up to LOCK_WAIT_MS. */
+async function retryWhileRacing(step: () => Promise<unknown>, racing: (err: unknown) => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      await step();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline || !(await racing(err))) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100));
+    }
+  }
+}
+
 /**
  * Brings the database to the latest schema of the Knex stores. Safe to call at every start and
- * from several processes at once (Knex takes a migration lock).
+ * from several processes at once: one migrates while the others wait for it.
  * @example await migrate(knex)
  */
 export async function migrate(knex: Knex): Promise<void> {
-  await knex.migrate.latest({ migrationSource, tableName: 'kmg_migrations' });
+  // A failed create is a lost race when the tables are there now.
+  await retryWhileRacing(
+    () => ensureBookkeeping(knex),
+    async () => (await knex.schema.hasTable(TABLE)) && (await knex.schema.hasTable(LOCK_TABLE)),
+  );
+  // Knex does not wait for a lock another process holds: it fails at once.
+  await retryWhileRacing(
+    () => knex.migrate.latest({ migrationSource, tableName: TABLE }),
+    async (err) => err instanceof Error && err.message.includes('Migration table is already locked'),
+  );
 }
