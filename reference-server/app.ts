@@ -52,7 +52,10 @@ function modelsRouter(deployment: Deployment): Router {
 export function createApp(deployment: Deployment, logger: Logger): Koa {
   const app = new Koa();
   app.on('error', (err: unknown, ctx?: Koa.Context) => {
-    logger.error({ err, requestId: ctx?.state.requestId ?? null }, 'request failed');
+    const requestId = ctx?.state.requestId ?? null;
+    // A client that hangs up mid-request is no server failure: its request line says 499.
+    if (ctx?.req.socket.destroyed && !ctx.res.writableFinished) logger.debug({ err, requestId }, 'client went away');
+    else logger.error({ err, requestId }, 'request failed');
   });
   const health = healthRouter({ checks: deployment.checks });
   const { limits } = deployment.config.gateway;

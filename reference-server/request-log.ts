@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 
 /**
  * One log line per request, written when the response is finished or the client has gone:
- * request id, key id and account (never the key), method, route, path, status and duration, and
- * the model and provider of a model request.
+ * request id, key id and account (never the key), method, route, path, status (499 when the
+ * client left first) and duration, and the model and provider of a model request.
  * Put it first, so that the status is the one the error formatters wrote.
  * @example app.use(requestLog(logger))
  */
@@ -23,7 +23,8 @@ export function requestLog(logger: Logger): Middleware {
           method: ctx.method,
           route: typeof route === 'string' ? route : null,
           path: ctx.path,
-          status: ctx.res.statusCode,
+          // nginx's 499: the client closed the request before its answer was complete.
+          status: ctx.res.writableFinished ? ctx.res.statusCode : 499,
           ...(model ? { model: model.model, provider: model.provider, stream: model.stream } : {}),
           durationMs: Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100,
           ...(ctx.res.writableFinished ? {} : { aborted: true }),
