@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../catalog.js';
 import type { Provider } from '../provider.js';
+import { postJson } from './post-json.js';
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 /** Sent when the client sends no `anthropic-version` of its own. */
@@ -16,20 +17,14 @@ export function anthropicProvider(config: Pick<ProviderConfig, 'id' | 'baseURL' 
   const credentials: Record<string, string> = config.apiKey === undefined ? {} : { 'x-api-key': config.apiKey };
   return {
     id: config.id,
-    messages: ({ body, headers, signal }) => {
-      const beta = headers['anthropic-beta'];
-      return fetch(url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: body.stream === true ? 'text/event-stream' : 'application/json',
-          'anthropic-version': headers['anthropic-version'] ?? DEFAULT_ANTHROPIC_VERSION,
-          ...(beta === undefined ? {} : { 'anthropic-beta': beta }),
-          ...credentials,
-        },
-        body: JSON.stringify(body),
-        signal,
-      });
+    messages: (request) => {
+      const beta = request.headers['anthropic-beta'];
+      const headers = {
+        'anthropic-version': request.headers['anthropic-version'] ?? DEFAULT_ANTHROPIC_VERSION,
+        ...(beta === undefined ? {} : { 'anthropic-beta': beta }),
+        ...credentials,
+      };
+      return postJson(url, headers, request);
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../catalog.js';
 import type { Provider } from '../provider.js';
+import { postJson } from './post-json.js';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
@@ -14,16 +15,6 @@ export function openAIProvider(config: Pick<ProviderConfig, 'id' | 'baseURL' | '
   const credentials: Record<string, string> = config.apiKey === undefined ? {} : { authorization: `Bearer ${config.apiKey}` };
   return {
     id: config.id,
-    chatCompletions: ({ body, signal }) =>
-      fetch(url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: body.stream === true ? 'text/event-stream' : 'application/json',
-          ...credentials,
-        },
-        body: JSON.stringify(body),
-        signal,
-      }),
+    chatCompletions: (request) => postJson(url, credentials, request),
   };
 }
