@@ -1,6 +1,6 @@
 import { errors } from '../errors/gateway-error.js';
 import type { BlobStore } from '../files/blob-store.js';
-import type { FileStore } from '../files/file-store.js';
+import type { FileRecord, FileStore } from '../files/file-store.js';
 import type { JsonObject } from './content.js';
 
 /** A stored PDF, ready to be sent upstream. */
@@ -20,7 +20,8 @@ export interface FileStores {
  * An unknown, expired or foreign id, or one whose bytes are gone (deleted meanwhile), is 404
  * `File not found`, as is any id when the gateway has no file stores. Sizes are checked against
  * `maxBytes` from the metadata, before any bytes are read; an id attached twice counts twice,
- * since it is sent twice.
+ * since it is sent twice. Ids are looked up one at a time and the first that fails ends the
+ * request: a body naming thousands of ids costs no more store reads than the account has files.
  */
 export async function loadAttachments(
   stores: FileStores | undefined,
@@ -32,17 +33,19 @@ export async function loadAttachments(
   const loaded = new Map<string, AttachedFile>();
   if (ids.length === 0) return loaded;
   if (stores === undefined) throw errors.fileNotFound();
-  const unique = [...new Set(ids)];
-  const records = await Promise.all(unique.map((id) => stores.files.get(account, id, now)));
-  const sizes = new Map<string, number>();
-  for (const record of records) {
-    if (record === undefined) throw errors.fileNotFound();
-    sizes.set(record.id, record.bytes);
+  const records = new Map<string, FileRecord>();
+  let total = 0;
+  for (const id of ids) {
+    let record = records.get(id);
+    if (record === undefined) {
+      record = await stores.files.get(account, id, now);
+      if (record === undefined) throw errors.fileNotFound();
+      records.set(id, record);
+    }
+    total += record.bytes;
+    if (total > maxBytes) throw errors.invalidRequest(`The attached files may total at most ${maxBytes} bytes`);
   }
-  const total = ids.reduce((sum, id) => sum + (sizes.get(id) ?? 0), 0);
-  if (total > maxBytes) throw errors.invalidRequest(`The attached files may total at most ${maxBytes} bytes`);
-  for (const record of records) {
-    if (record === undefined) continue;
+  for (const record of records.values()) {
     const blob = await stores.blobs.get(record.id);
     if (blob === undefined) throw errors.fileNotFound();
     const chunks: Buffer[] = await blob.toArray();
