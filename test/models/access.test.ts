@@ -178,3 +178,18 @@ test('without the endpoint scope the handler is never reached: 403 Forbidden', a
   const key = await gateway.keyFor(['models:read', 'files:read']);
   t.deepEqual(await answer(await chat(key, { model: 'echo-1', messages: userText })), shapeA(403, 'permission_error', 'forbidden', 'Forbidden'));
 });
+
+test('a body nesting arrays and objects more than 128 levels deep is 400, brackets inside strings not counted', async (t) => {
+  const key = await gateway.keyFor();
+  // The body object is level 1: 127 arrays inside it reach 128.
+  const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+  const body = (levels: number, text = 'hi') => `{"model":"echo-1","messages":[{"role":"user","content":${JSON.stringify(text)}}],"metadata":${nested(levels)}}`;
+  const send = (raw: string) => fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: raw });
+  t.is((await send(body(127, `\\"${'['.repeat(300)}"\\`))).status, 200);
+  t.deepEqual(
+    await answer(await send(body(128))),
+    shapeA(400, 'invalid_request_error', 'invalid_request', 'Request body must not nest arrays and objects more than 128 levels deep'),
+  );
+  const deep = await gateway.post('/v1/messages', { model: 'echo-1', max_tokens: 5, messages: userText, metadata: JSON.parse(nested(200)) as unknown }, { 'x-api-key': key });
+  t.like(await shapeB(deep), { status: 400, body: { error: { type: 'invalid_request_error' } } });
+});
