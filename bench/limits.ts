@@ -65,12 +65,20 @@ async function direct(name: string, limiter: CreationLimiter, release: boolean, 
   };
 }
 
+async function redisClient(): Promise<Redis> {
+  try {
+    const client = await createRedisClient(REDIS_URL);
+    client.on('error', () => undefined);
+    return client;
+  } catch (err) {
+    throw new Error(`bench: no Redis at ${REDIS_URL} (set BENCH_REDIS_URL): ${(err as Error).message}`, { cause: err });
+  }
+}
+
 async function directRows(): Promise<DirectRow[]> {
   const memory = new MemoryCreationLimiter(HIGH);
-  const client = await createRedisClient(REDIS_URL);
-  client.on('error', () => undefined);
-  const info = await createRedisClient(REDIS_URL);
-  info.on('error', () => undefined);
+  const client = await redisClient();
+  const info = await redisClient();
   try {
     const onRedis = new RedisCreationLimiter({ client, keyPrefix: `kmg-bench:${process.pid}`, ...HIGH });
     const rows: DirectRow[] = [];
@@ -129,10 +137,9 @@ export async function limits(): Promise<string> {
     }
   }
   const base = uploads[0]?.result as LoadResult;
-  const m = machine();
   return [
     `## Limits (${PINNING ? 'bench and load on core 1, server on core 0' : 'not pinned'})`,
-    `${m.cores} cores (${m.cpu}), Node ${m.node}, ${m.date}`,
+    machine(),
     '',
     `CreationLimiter called directly, ${num(OPERATIONS)} operations over ${num(ACCOUNTS)} accounts:`,
     '',

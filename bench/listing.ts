@@ -83,7 +83,9 @@ interface Row {
   bytes: number;
   probeIdle: { p50: number; max: number };
   probeBusy: { p50: number; p99: number; max: number };
-  loopMax: number;
+  /** The server's longest event-loop delay with nothing but the probe running: this machine's noise. */
+  loopIdleMax: number;
+  loop: { p99: number; max: number };
 }
 
 async function measure(kind: DatabaseKind, deployment: Deployment): Promise<Row> {
@@ -103,11 +105,13 @@ async function measure(kind: DatabaseKind, deployment: Deployment): Promise<Row>
     }
     for (let index = 1; index < WARMUP_LISTINGS; index++) await timedGet(agent, url, headers);
 
-    const idleProbe = probe(service.url);
-    await sleep(1000);
-    const idle = percentiles(await idleProbe.stop());
-
+    // The noise floor: the same figures with nothing but the probe running.
     await loopDelay(service, loopFile); // starts the server's figures over
+    const idleProbe = probe(service.url);
+    await sleep(2000);
+    const idle = percentiles(await idleProbe.stop());
+    const idleLoop = await loopDelay(service, loopFile);
+
     const busyProbe = probe(service.url);
     const cpuBefore = cpuMicros(service.pid);
     const latencies: number[] = [];
@@ -124,7 +128,8 @@ async function measure(kind: DatabaseKind, deployment: Deployment): Promise<Row>
       bytes: first.bytes,
       probeIdle: idle,
       probeBusy: busy,
-      loopMax: loop.max,
+      loopIdleMax: idleLoop.max,
+      loop,
     };
   } finally {
     agent.destroy();
@@ -144,10 +149,9 @@ export async function listing(): Promise<string> {
       await deployment.destroy();
     }
   }
-  const m = machine();
   return [
     `## Listing (GET /v1/files?limit=${FILES} on an account of ${num(FILES)} files, ${LISTINGS} requests one at a time; GET /healthz every ${PROBE_INTERVAL_MS} ms beside them; ${PINNING ? 'server on core 0, clients on core 1' : 'not pinned'})`,
-    `${m.cores} cores (${m.cpu}), Node ${m.node}, ${m.date}`,
+    machine(),
     '',
     table(rows, [
       { heading: 'case', cell: (row) => row.name },
@@ -155,14 +159,15 @@ export async function listing(): Promise<string> {
       { heading: 'p99 ms', cell: (row) => num(row.p99, 1), align: 'right' },
       { heading: 'server CPU ms/listing', cell: (row) => num(row.cpuMillis, 1), align: 'right' },
       { heading: 'body', cell: (row) => `${num(row.bytes / 1e6, 2)} MB`, align: 'right' },
-      { heading: 'healthz idle p50/max ms', cell: (row) => `${num(row.probeIdle.p50, 1)} / ${num(row.probeIdle.max, 1)}`, align: 'right' },
       { heading: 'healthz during p50/p99/max ms', cell: (row) => `${num(row.probeBusy.p50, 1)} / ${num(row.probeBusy.p99, 1)} / ${num(row.probeBusy.max, 1)}`, align: 'right' },
-      { heading: 'server event-loop delay max ms', cell: (row) => num(row.loopMax, 1), align: 'right' },
+      { heading: 'event-loop delay p99/max ms', cell: (row) => `${num(row.loop.p99, 1)} / ${num(row.loop.max, 1)}`, align: 'right' },
+      { heading: 'idle: healthz max / loop max ms', cell: (row) => `${num(row.probeIdle.max, 1)} / ${num(row.loopIdleMax, 1)}`, align: 'right' },
     ]),
     '',
     ...rows.map((row) => {
-      const met = row.p50 < 50 && row.probeBusy.max < 50 && row.loopMax < 50;
-      return `${row.name}: p50 ${num(row.p50, 1)} ms (target < 50), longest block ${num(Math.max(row.probeBusy.max, row.loopMax), 1)} ms (target < 50): ${met ? 'met' : 'NOT met'}`;
+      const met = row.p50 < 50 && row.loop.p99 < 50 && row.loop.max < 50;
+      const noisy = row.loop.max >= 50 && row.loopIdleMax >= 50 ? ' (the idle server saw as long a delay: machine noise)' : '';
+      return `${row.name}: p50 ${num(row.p50, 1)} ms (target < 50), event loop blocked at most ${num(row.loop.max, 1)} ms, p99 ${num(row.loop.p99, 1)} ms (target < 50): ${met ? 'met' : `NOT met${noisy}`}`;
     }),
   ].join('\n');
 }

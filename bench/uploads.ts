@@ -128,11 +128,10 @@ export async function uploads(): Promise<string> {
       };
     });
     const base = rows[0] as (typeof rows)[number];
-    const m = machine();
     const gatewayRows = rows.slice(2);
     return [
       `## Uploads (${PARALLEL} parallel uploads of a ${mib(MAX_PDF_BYTES)} PDF, median of ${ROUNDS} interleaved rounds, ${PINNING ? 'server on core 0, clients on core 1' : 'not pinned'})`,
-      `${m.cores} cores (${m.cpu}), Node ${m.node}, ${m.date}`,
+      machine(),
       '',
       table(rows, [
         { heading: 'case', cell: (row) => row.name },

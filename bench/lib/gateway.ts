@@ -60,8 +60,14 @@ export async function createDeployment(options: DeploymentOptions): Promise<Depl
   let databaseName: string | undefined;
   if (options.database === 'postgres') {
     databaseName = `kmg_bench_${randomBytes(6).toString('hex')}`;
-    admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
-    await admin.raw('create database ??', [databaseName]);
+    admin = knexFactory({ client: 'pg', connection: { connectionString: POSTGRES_URL, connectionTimeoutMillis: 5000 }, pool: { min: 0, max: 1 } });
+    try {
+      await admin.raw('create database ??', [databaseName]);
+    } catch (err) {
+      await admin.destroy();
+      await rm(dataDir, { recursive: true, force: true });
+      throw new Error(`bench: cannot create a database with ${POSTGRES_URL} (set BENCH_DATABASE_URL): ${(err as Error).message}`, { cause: err });
+    }
     env.DATABASE_URL = databaseUrl(databaseName);
   }
   if (options.redis) env.REDIS_URL = REDIS_URL;

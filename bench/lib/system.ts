@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { availableParallelism, cpus } from 'node:os';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { readFileSync } from 'node:fs';
 
 /** Kernel clock ticks per second: the unit of utime and stime in /proc/PID/stat. */
@@ -68,14 +68,12 @@ export function sampleRss(pid: number, intervalMs = 20): { stop(): number } {
   };
 }
 
-/** The machine, for the report. */
-export function machine(): { cpu: string; cores: number; node: string; kernel: string; date: string } {
+/** The machine, for the report: one line with the cores, Node, the date and how busy the machine was. */
+export function machine(): string {
   const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
-  return {
-    cpu: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? 'unknown',
-    cores: cpus().length, // not availableParallelism(): that counts only the cores this process is pinned to
-    node: process.version,
-    kernel: readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim(),
-    date: new Date().toISOString(),
-  };
+  const cpu = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? 'unknown CPU';
+  // Not availableParallelism(): that counts only the cores this process is pinned to.
+  const cores = cpus().length;
+  const load = loadavg().map((value) => value.toFixed(1)).join(' ');
+  return `${cores} cores (${cpu}), Node ${process.version}, Linux ${readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim()}, ${new Date().toISOString()}, load average ${load}`;
 }
