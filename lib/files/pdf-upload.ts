@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { open, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -23,6 +24,8 @@ const MAX_FIELDS = 16;
 const PDF_HEADER = Buffer.from('%PDF-');
 const PDF_HEADER_WINDOW = 1024;
 const MAX_FILENAME_BYTES = 255;
+/** All the header bytes of one part: room for a 255-byte file name in any encoding, many times over. */
+const MAX_PART_HEADER_BYTES = 16 * 1024;
 const MIN_EXPIRY_SECONDS = 3600;
 const MAX_EXPIRY_SECONDS = 2_592_000;
 
@@ -69,6 +72,35 @@ function fromFormidable(ctx: Context, err: unknown): unknown {
       lingeringClose(ctx);
       return err;
   }
+}
+
+/** What formidable's multipart parser emits: one event per piece of the body. */
+interface ParserEvent {
+  name: string;
+  start?: number;
+  end?: number;
+}
+
+/**
+ * Caps the header bytes of every part. formidable gathers a part's headers without limit, then
+ * runs a backtracking regular expression over them whose time grows with the square of their
+ * length (a 300 KB header holds the event loop for seconds). This listener runs before formidable's
+ * own: once a part goes over, `onOver` fails the form and every later event is renamed to one
+ * formidable ignores, so no header longer than the cap ever reaches that expression.
+ */
+function capPartHeaders(parser: EventEmitter, onOver: () => void): void {
+  let headerBytes = 0;
+  let over = false;
+  parser.prependListener('data', (event: ParserEvent) => {
+    if (!over) {
+      if (event.name === 'partBegin') headerBytes = 0;
+      if (event.name === 'headerField' || event.name === 'headerValue') headerBytes += (event.end ?? 0) - (event.start ?? 0);
+      if (headerBytes <= MAX_PART_HEADER_BYTES) return;
+      over = true;
+      onOver();
+    }
+    event.name = 'dropped';
+  });
 }
 
 /** The base name only: directory parts a client sends are never honoured. */
@@ -186,8 +218,15 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
     };
     // The whole body, envelope included, is counted per chunk: a throw here lands in formidable's
     // own error path (its 'data' handler catches it), which stops parsing and rejects parse().
+    // The parser exists from the first chunk on, and gets that chunk only after this event.
+    let capped = false;
     form.on('progress', (received) => {
       if (received > maxBodyBytes) throw errors.fileTooLarge();
+      const parser = (form as unknown as { _parser: EventEmitter | null })._parser;
+      if (capped || parser === null) return;
+      capped = true;
+      // Parser events may arrive after a pause, outside formidable's try/catch: fail, never throw.
+      capPartHeaders(parser, () => (form as unknown as { _error(err: unknown): void })._error(errors.requestTooLarge()));
     });
     return form.parse(ctx.req);
   }

@@ -287,6 +287,30 @@ test('fields beyond the envelope are 413 request_too_large, before the file is r
   t.is(ignored.status, 200);
 });
 
+test('a part whose headers go over 16 KiB is 413 request_too_large, before formidable reads them', async (t) => {
+  // formidable's file-name expression takes time growing with the square of the header: this
+  // header alone held the event loop for seconds.
+  t.timeout(20_000);
+  const app = await withApp(t, { maxFileBytes: 1_000_000 });
+  const send = (fileHeaders: string) => {
+    const boundary = 'kmgBoundary';
+    const body = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n` +
+        `--${boundary}\r\n${fileHeaders}\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.7\n\r\n--${boundary}--\r\n`,
+    );
+    return rawRequest(`${app.url}/v1/files`, {
+      headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      body,
+    });
+  };
+  const disposition = 'Content-Disposition: form-data; name="file"; filename="a.pdf"';
+  const roomy = await send(`${disposition}\r\nX-Padding: ${'x'.repeat(15 * 1024)}`);
+  t.is(roomy.status, 200);
+  await app.files.delete('acct-a', (JSON.parse(roomy.body.toString()) as { id: string }).id, app.clock.now);
+  await isError(t, app, await send(`${disposition}\r\nX-Padding: ${'x'.repeat(16 * 1024)}`), errors.requestTooLarge());
+  await isError(t, app, await send(`Content-Disposition: form-data; name="file"; filename=${'"filename='.repeat(32_000)}x`), errors.requestTooLarge());
+});
+
 test('a malformed multipart body is 400 and leaves nothing behind', async (t) => {
   const app = await withApp(t);
   const { body, contentType } = multipart(uploadParts(pdfOf(1000)));
