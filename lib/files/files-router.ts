@@ -120,7 +120,9 @@ export function filesRouter(options: FilesRouterOptions): Router {
     createFile,
   ];
 
-  const router = new Router();
+  // Paths match exactly as api.md writes them: a router that also took `/V1/files` or
+  // `/v1/files/` would serve paths that middleware mounted by prefix (authentication) never saw.
+  const router = new Router({ sensitive: true, strict: true });
   router.post('/v1/files', ...upload);
 
   router.get('/v1/files', requireScope('files:read'), async function listFiles(ctx) {

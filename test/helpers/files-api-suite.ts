@@ -337,5 +337,10 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     const unknown = await api.get(app.keys.a, `/v1/files/${id}/content/more`);
     t.is(unknown.status, 404);
     t.deepEqual(unknown.json, shapeA(`Unknown request URL: GET /v1/files/${id}/content/more`, 'unknown_url'));
+    // Paths match exactly: in a gateway that authenticates by prefix, these never saw the key check.
+    for (const path of ['/V1/files', '/v1/files/', `/v1/Files/${id}`, `/v1/files/${id}/`]) {
+      const res = await api.get(app.keys.a, path);
+      t.deepEqual({ status: res.status, json: res.json }, { status: 404, json: shapeA(`Unknown request URL: GET ${path}`, 'unknown_url') }, path);
+    }
   });
 }
