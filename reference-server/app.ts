@@ -35,7 +35,8 @@ function messagesShape(): Middleware {
 function modelsRouter(deployment: Deployment): Router {
   const { files, blobs } = deployment;
   const { models: catalog, providers } = deployment.config.gateway;
-  const router = new Router();
+  // Exact paths, as underV1() and messagesShape() compare them: `/V1/models` is no route here.
+  const router = new Router({ sensitive: true, strict: true });
   router.get('/v1/models', requireScope('models:read'), listModels({ catalog }));
   router.post('/v1/chat/completions', requireScope('chat:completions'), chatCompletions({ catalog, providers, files, blobs }));
   router.post('/v1/messages', requireScope('messages:create'), messages({ catalog, providers, files, blobs }));

@@ -32,7 +32,7 @@ async function probe(check: ReadinessCheck, timeoutMs: number): Promise<boolean>
 export function healthRouter(options: HealthOptions): Router {
   const { checks } = options;
   const timeoutMs = options.timeoutMs ?? 2000;
-  const router = new Router();
+  const router = new Router({ sensitive: true, strict: true });
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
