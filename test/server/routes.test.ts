@@ -9,7 +9,7 @@ test('paths match exactly: /V1/... is an unknown URL, never a route that skipped
   const { key } = await createKey(env, ['--account', 'acme']);
   const server = await startServer(env);
   t.teardown(() => server.stop());
-  for (const [method, path] of [['GET', '/V1/models'], ['GET', '/V1/files'], ['POST', '/V1/chat/completions'], ['GET', '/HEALTHZ']]) {
+  for (const [method, path] of [['GET', '/V1/models'], ['GET', '/V1/files'], ['POST', '/V1/chat/completions'], ['GET', '/HEALTHZ']] as const) {
     const response = await fetch(`${server.url}${path}`, { method });
     t.deepEqual(
       { status: response.status, body: await response.json() },
