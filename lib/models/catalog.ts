@@ -102,6 +102,8 @@ function validateProvider(entry: unknown, index: number): void {
     if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
       fail(`${where}: 'baseURL' must be an http:// or https:// URL`);
     }
+    // fetch refuses such a URL on every request; the message does not repeat it, password and all.
+    if (url !== null && (url.username !== '' || url.password !== '')) fail(`${where}: 'baseURL' must not hold credentials: put them in 'apiKey'`);
   }
 }
 

@@ -20,6 +20,7 @@ const cases: Array<[string, unknown, unknown, string]> = [
   ['created not an integer', [{ ...model, created: '2024' }], [provider], "koa-model-gateway: models[0]: 'created' must be a non-negative integer (Unix seconds)"],
   ['a typo in a setting', [model], [{ id: 'p', kind: 'openai', baseUrl: 'https://x' }], "koa-model-gateway: providers[0]: unknown setting 'baseUrl' (expected id, kind, baseURL, apiKey)"],
   ['baseURL not http(s)', [model], [{ id: 'p', kind: 'openai', baseURL: 'ftp://x' }], "koa-model-gateway: providers[0]: 'baseURL' must be an http:// or https:// URL"],
+  ['credentials in baseURL', [model], [{ id: 'p', kind: 'openai', baseURL: 'https://user:secret@x' }], "koa-model-gateway: providers[0]: 'baseURL' must not hold credentials: put them in 'apiKey'"],
   ['baseURL on echo', [model], [{ id: 'p', kind: 'echo', baseURL: 'https://x' }], 'koa-model-gateway: providers[0]: an echo provider has no baseURL'],
   ['empty apiKey', [model], [{ id: 'p', kind: 'anthropic', apiKey: '' }], "koa-model-gateway: providers[0]: 'apiKey' must be a non-empty string"],
 ];
