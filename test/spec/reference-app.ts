@@ -1,0 +1,79 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { createApiKey } from '../../lib/auth/keys.js';
+import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
+import { createApp } from '../../reference-server/app.js';
+import { loadConfig, type ServerConfig } from '../../reference-server/config.js';
+import { openDeployment, type Deployment } from '../../reference-server/deployment.js';
+import { listen } from '../helpers/http.js';
+
+export interface LogLine {
+  msg: string;
+  level: number;
+  [field: string]: unknown;
+}
+
+export interface ReferenceApp {
+  url: string;
+  config: ServerConfig;
+  deployment: Deployment;
+  /** Every JSON line the app's logger wrote so far. */
+  logs: LogLine[];
+  /** A new key of `account` (default: every scope, no allowlist). */
+  keyFor(scopes?: readonly Scope[], extra?: { account?: string; models?: string[] | null }): Promise<string>;
+  /** The first log line `find` accepts, once the app has written it (a request's line follows its response). */
+  logLine(find: (line: LogLine) => boolean): Promise<LogLine>;
+  close(): Promise<void>;
+}
+
+/**
+ * The reference server's own app (createApp on openDeployment, as `serve` builds it) in this
+ * process: the embedded default deployment (SQLite, files on disk, limits in memory) in a temp
+ * DATA_DIR, with the default echo catalog and the spec's limits, and its log lines collected.
+ * Cheaper than a child process, and the same composition.
+ */
+export async function referenceApp(): Promise<ReferenceApp> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'kmg-spec-'));
+  const config = loadConfig({ DATA_DIR: dataDir });
+  const logs: LogLine[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line !== '') logs.push(JSON.parse(line) as LogLine);
+      done();
+    },
+  });
+  const logger = pino({ level: 'info' }, sink);
+  const deployment = await openDeployment(config, logger);
+  const server = await listen(createApp(deployment, logger));
+  return {
+    url: server.url,
+    config,
+    deployment,
+    logs,
+    keyFor: async (scopes = SCOPES, extra = {}) =>
+      (
+        await createApiKey(deployment.keys, {
+          prefix: config.gateway.keyPrefix,
+          account: extra.account ?? 'acme',
+          scopes: [...scopes],
+          models: extra.models ?? null,
+        })
+      ).key,
+    async logLine(find) {
+      for (let attempt = 0; attempt < 200; attempt++) {
+        const found = logs.find(find);
+        if (found) return found;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      throw new Error('no such log line within 5 s');
+    },
+    async close() {
+      await server.close();
+      await deployment.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
