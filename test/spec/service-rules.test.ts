@@ -270,3 +270,16 @@ test('decisions.md Files: created_at is the whole Unix second of the creation, a
   const list = (await (await call('GET', '/v1/files', { key })).json()) as { data: unknown[] };
   t.deepEqual(list.data, [file]);
 });
+
+test('api.md section 5: a key with an allowlist lists, and calls on both endpoints, exactly the models on it', async (t) => {
+  const key = await app.keyFor(SCOPES, { account: 'allowlist', models: ['echo-2'] });
+  const models = (await (await call('GET', '/v1/models', { key })).json()) as { data: Array<{ id: string }> };
+  t.deepEqual(
+    models.data.map((model) => model.id),
+    ['echo-2'],
+  );
+  t.is((await call('POST', '/v1/chat/completions', { key, ...chatBody({ model: 'echo-2' }) })).status, 200);
+  t.is((await call('POST', '/v1/messages', { key, ...messagesBody({ model: 'echo-2' }) })).status, 200);
+  t.is((await call('POST', '/v1/chat/completions', { key, ...chatBody({ model: 'echo-1' }) })).status, 403);
+  t.is((await call('POST', '/v1/messages', { key, ...messagesBody({ model: 'echo-1' }) })).status, 404);
+});
