@@ -36,6 +36,7 @@ export interface ApiKeyOptions {
  */
 export function apiKey(options: ApiKeyOptions): Middleware {
   const { store } = options;
+  if (typeof store?.findByHash !== 'function') throw new TypeError('koa-model-gateway: apiKey() needs a KeyStore as `store`');
   const getKey = options.getKey ?? ((ctx: Context) => extractApiKey(ctx.headers));
   const now = options.now ?? (() => Date.now() / 1000);
   return async function apiKey(ctx, next) {

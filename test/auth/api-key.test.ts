@@ -1,6 +1,8 @@
 import test from 'ava';
+import { apiKey, type ApiKeyOptions } from '../../lib/auth/api-key.js';
 import { generateApiKey, hashApiKey } from '../../lib/auth/keys.js';
-import { SCOPES } from '../../lib/auth/scopes.js';
+import { requireScope } from '../../lib/auth/require-scope.js';
+import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
 import { authApp, OPERATIONS } from '../helpers/auth-app.js';
 import { listen, type Listening } from '../helpers/http.js';
 
@@ -40,6 +42,11 @@ test('generated keys are <prefix>_sk_ and 256 random bits, stored only as their 
 
 test('a bad key prefix is refused at creation, not at request time', (t) => {
   t.throws(() => generateApiKey('kmg_sk'), { message: /koa-model-gateway/ });
+});
+
+test('apiKey() without a store and requireScope() with an unknown scope are refused when made, not at request time', (t) => {
+  t.throws(() => apiKey({} as ApiKeyOptions), { instanceOf: TypeError, message: 'koa-model-gateway: apiKey() needs a KeyStore as `store`' });
+  t.throws(() => requireScope('files:wirte' as Scope), { instanceOf: TypeError, message: /^koa-model-gateway: requireScope\(\): unknown scope "files:wirte"/ });
 });
 
 const rejected: Array<[string, Record<string, string>]> = [
