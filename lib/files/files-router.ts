@@ -69,6 +69,8 @@ function fileIdParam(ctx: Context): string {
  */
 export function filesRouter(options: FilesRouterOptions): Router {
   const { files, blobs, limiter } = options;
+  if (typeof files?.get !== 'function') throw new TypeError('koa-model-gateway: filesRouter() needs a FileStore as `files`');
+  if (typeof blobs?.get !== 'function') throw new TypeError('koa-model-gateway: filesRouter() needs a BlobStore as `blobs`');
   const limits: FileLimits = { ...DEFAULT_FILE_LIMITS, ...options.limits };
   for (const name of Object.keys(DEFAULT_FILE_LIMITS) as (keyof FileLimits)[]) checkLimit(limits, name);
   const clock = options.now ?? (() => Date.now() / 1000);
