@@ -9,9 +9,8 @@ export {
 export { createProvider, type Provider, type ProviderRequest } from './provider.js';
 export { openAIProvider } from './providers/openai.js';
 export { anthropicProvider } from './providers/anthropic.js';
-export { echoProvider, countPdfPages } from './providers/echo.js';
+export { echoProvider } from './providers/echo.js';
 export { listModels, type ListModelsOptions } from './list-models.js';
 export { chatCompletions } from './chat-completions.js';
 export { messages } from './messages.js';
 export type { ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';
-export { openAIErrorEvent, anthropicErrorEvent } from './server-sent-events.js';
