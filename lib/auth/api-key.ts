@@ -51,7 +51,10 @@ export function apiKey(options: ApiKeyOptions): Middleware {
   };
 }
 
-/** The verified key, for handlers behind `apiKey()`. */
+/**
+ * The verified key, for handlers behind `apiKey()`.
+ * @example router.get('/v1/whoami', (ctx) => { ctx.body = { account: verifiedKey(ctx).account } })
+ */
 export function verifiedKey(ctx: Context): VerifiedKey {
   const key = ctx.state.apiKey;
   if (!key) throw new Error('koa-model-gateway: apiKey() must run before this middleware');

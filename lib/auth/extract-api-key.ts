@@ -7,6 +7,7 @@ const BEARER = /^bearer ([^\s]+)$/i;
  * The API key of a request, per api.md section 5: an `x-api-key` that is present and not blank
  * wins and `Authorization` is then ignored; otherwise `Authorization: Bearer <key>`. Returns
  * `undefined` for no key or a malformed `Authorization` value.
+ * @example apiKey({ store, getKey: (ctx) => extractApiKey(ctx.headers) ?? ctx.cookies.get('api_key') })
  */
 export function extractApiKey(headers: IncomingHttpHeaders): string | undefined {
   const apiKey = headers['x-api-key'];

@@ -5,7 +5,10 @@ import type { Scope } from './scopes.js';
 /** 32 bytes: 256 bits of entropy in every secret. */
 const SECRET_BYTES = 32;
 
-/** SHA-256 of the whole key, hex: the only form in which a key is stored. */
+/**
+ * SHA-256 of the whole key, hex: the only form in which a key is stored.
+ * @example const record = await store.findByHash(hashApiKey(presentedKey))
+ */
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }

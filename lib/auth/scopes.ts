@@ -1,4 +1,7 @@
-/** Every scope of api.md section 5, one per operation group. */
+/**
+ * Every scope of api.md section 5, one per operation group.
+ * @example await createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: [...SCOPES] })
+ */
 export const SCOPES = [
   'chat:completions',
   'messages:create',
@@ -10,6 +13,10 @@ export const SCOPES = [
 
 export type Scope = (typeof SCOPES)[number];
 
+/**
+ * True for one of `SCOPES`: for scopes read from configuration or a command line.
+ * @example const scopes = input.split(',').filter(isScope)
+ */
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
 }

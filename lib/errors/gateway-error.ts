@@ -9,7 +9,9 @@ export type ErrorType =
 /**
  * The one error type of the gateway. Handlers and middleware throw it; only the formatters
  * (`openAIErrors`, `anthropicErrors`) turn it into a body. `expose` and `headers` follow Koa's
- * convention, so headers such as `retry-after` survive the error path.
+ * convention, so headers such as `retry-after` survive the error path. Prefer the `errors.*`
+ * constructors, one per row of the API's error table.
+ * @example throw new GatewayError(409, 'invalid_request_error', 'conflict', 'The file is being processed')
  */
 export class GatewayError extends Error {
   override readonly name = 'GatewayError';
@@ -28,7 +30,10 @@ export class GatewayError extends Error {
   }
 }
 
-/** Thrown by stores when their backend (database, Redis, disk) cannot be reached: answered 503. */
+/**
+ * Thrown by stores when their backend (database, Redis, disk) cannot be reached: answered 503.
+ * @example if (!client.connected) throw new StoreUnavailableError('S3 is unreachable', { cause: err })
+ */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
   constructor(message = 'store unavailable', options?: ErrorOptions) {

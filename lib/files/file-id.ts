@@ -8,8 +8,12 @@ const SORTED_ALPHABET = '-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopq
 const TIME_CHARS = 6; // 64^6 seconds: until the year 4147
 const RANDOM_CHARS = 26; // 156 bits from the CSPRNG
 
-export const FILE_ID_PATTERN = /^file-[A-Za-z0-9_-]{32}$/;
+const FILE_ID_PATTERN = /^file-[A-Za-z0-9_-]{32}$/;
 
+/**
+ * True for a well-formed file id (`file-` + 32 of `[A-Za-z0-9_-]`), whether or not it exists.
+ * @example if (!isFileId(ctx.params.file_id)) throw errors.invalidFileId()
+ */
 export function isFileId(value: string): boolean {
   return FILE_ID_PATTERN.test(value);
 }
@@ -18,6 +22,7 @@ export function isFileId(value: string): boolean {
  * A new file id, `file-` + 32 of `[A-Za-z0-9_-]`: the creation second, then 156 random bits.
  * Byte order of ids is creation order with ties broken by id, so a list cursor is just an id
  * comparison: it needs no lookup and works for deleted or foreign ids alike.
+ * @example const record = { id: newFileId(createdAt), account, filename, bytes, createdAt, expiresAt: null }
  */
 export function newFileId(createdAt: number): string {
   let time = '';

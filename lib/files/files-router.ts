@@ -24,6 +24,10 @@ export interface FileLimits {
   maxStoredBytes: number;
 }
 
+/**
+ * The file limits of api.md section 8: 25 MiB per file, 1,000 files and 100,000,000 bytes kept per account.
+ * @example filesRouter({ files, blobs, limits: { ...DEFAULT_FILE_LIMITS, maxFiles: 5000 } })
+ */
 export const DEFAULT_FILE_LIMITS: Readonly<FileLimits> = {
   maxFileBytes: 26_214_400,
   maxFiles: 1000,

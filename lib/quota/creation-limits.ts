@@ -29,6 +29,10 @@ export interface CreationUsage {
 /** The limit that refused a reservation, in the order they are checked. */
 export type CreationRefusal = 'createsPerDay' | 'bytesPerDay' | 'createsPerMinute';
 
+/**
+ * The creation rates of api.md section 8: 10 per minute, 1,000 and 1 GiB per UTC day, per account.
+ * @example new MemoryCreationLimiter({ ...DEFAULT_CREATION_LIMITS, createsPerMinute: 30 })
+ */
 export const DEFAULT_CREATION_LIMITS = {
   createsPerMinute: 10,
   createsPerDay: 1000,
