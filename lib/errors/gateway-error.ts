@@ -67,6 +67,8 @@ export const errors = {
   requestTooLarge: () => invalid(413, 'request_too_large', 'Request body is too large'),
   invalidContentType: (expected: string) =>
     invalid(400, 'invalid_content_type', `Request body must be ${expected}`),
+  /** A body parser refused the body's charset or encoding. */
+  unsupportedMediaType: () => invalid(415, 'unsupported_media_type', 'Unsupported request body encoding'),
   unsupportedContentEncoding: () =>
     invalid(415, 'unsupported_content_encoding', 'Uploads must be sent uncompressed, without a Content-Encoding'),
   missingFile: () => invalid(400, 'missing_file', "Exactly one 'file' part is required"),

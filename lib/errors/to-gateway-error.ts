@@ -67,7 +67,7 @@ export function toGatewayError(err: unknown, method: string, path: string): Gate
     case 413:
       return errors.requestTooLarge();
     case 415:
-      return new GatewayError(415, 'invalid_request_error', 'unsupported_media_type', 'Unsupported request body encoding');
+      return errors.unsupportedMediaType();
     default:
       return status >= 500 ? errors.internal() : errors.invalidRequest('The request was not accepted');
   }

@@ -148,6 +148,18 @@ test("a parser's 413 maps to request_too_large", async (t) => {
   t.is(JSON.parse(text).error.code, 'request_too_large');
 });
 
+test("a parser's 415 (an unknown Content-Encoding) maps to unsupported_media_type", async (t) => {
+  const { res, text } = await respond(openAIErrors(), koaBody(), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'content-encoding': 'klingon' },
+    body: '{}',
+  });
+  t.deepEqual({ status: res.status, body: JSON.parse(text) as unknown }, {
+    status: 415,
+    body: { error: { message: 'Unsupported request body encoding', type: 'invalid_request_error', param: null, code: 'unsupported_media_type' } },
+  });
+});
+
 test('an unmatched request is 404 unknown_url naming the method and path', async (t) => {
   const { res, text } = await respond(openAIErrors(), async (_ctx, next) => next(), { method: 'DELETE', path: '/v1/nope' });
   t.is(res.status, 404);
@@ -182,6 +194,7 @@ const rows: Array<[string, Error & { status?: number; type?: string; code?: stri
   ['bad file id', errors.invalidFileId(), 400, 'invalid_request_error', 'invalid_file_id', 'Invalid file ID'],
   ['too large', errors.fileTooLarge(), 413, 'invalid_request_error', 'file_too_large', 'File is too large'],
   ['content type', errors.invalidContentType('multipart/form-data'), 400, 'invalid_request_error', 'invalid_content_type', /multipart\/form-data/],
+  ['media type', errors.unsupportedMediaType(), 415, 'invalid_request_error', 'unsupported_media_type', 'Unsupported request body encoding'],
   ['encoding', errors.unsupportedContentEncoding(), 415, 'invalid_request_error', 'unsupported_content_encoding', /uncompressed/],
   ['missing file', errors.missingFile(), 400, 'invalid_request_error', 'missing_file', /file/],
   ['purpose', errors.invalidPurpose(), 400, 'invalid_request_error', 'invalid_purpose', /user_data/],
