@@ -1,3 +1,5 @@
+import { isObject } from './content.js';
+
 /**
  * The kinds of upstream provider the gateway can talk to.
  * @example console.log(`kind: one of ${PROVIDER_KINDS.join(', ')}`)
@@ -38,9 +40,6 @@ export interface CatalogModel {
 
 const MODEL_KEYS = new Set(['id', 'provider', 'upstreamModel', 'created', 'owned_by']);
 const PROVIDER_KEYS = new Set(['id', 'kind', 'baseURL', 'apiKey']);
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const fail = (message: string): never => {
   throw new TypeError(`koa-model-gateway: ${message}`);
