@@ -22,11 +22,14 @@ function underV1(middleware: Middleware): Middleware {
   };
 }
 
-/** Shape B errors for POST /v1/messages, inside the Shape A formatter that serves everything else. */
+/**
+ * Shape B errors for /v1/messages, whatever the method (every response there carries request-id),
+ * inside the Shape A formatter that serves everything else.
+ */
 function messagesShape(): Middleware {
   const shapeB = anthropicErrors();
   return async function messagesShape(ctx, next) {
-    if (ctx.method === 'POST' && ctx.path === '/v1/messages') await shapeB(ctx, next);
+    if (ctx.path === '/v1/messages') await shapeB(ctx, next);
     else await next();
   };
 }
