@@ -16,7 +16,7 @@ export interface Limits {
   bytesPerDay: number;
 }
 
-export const SPEC_LIMITS: Readonly<Limits> = { ...DEFAULT_FILE_LIMITS, ...DEFAULT_CREATION_LIMITS };
+const SPEC_LIMITS: Readonly<Limits> = { ...DEFAULT_FILE_LIMITS, ...DEFAULT_CREATION_LIMITS };
 
 /** The expiry/orphan sweep inside the server. */
 export interface SweepSettings {
