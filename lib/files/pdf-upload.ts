@@ -21,6 +21,11 @@ export interface PdfUploadOptions {
 const ENVELOPE_BYTES = 64 * 1024;
 /** `purpose` and the two `expires_after` parts, with room for a few a client adds. */
 const MAX_FIELDS = 16;
+/**
+ * Parts of any kind: the fields, the file, and file parts under other names, which formidable
+ * skips without counting them anywhere (hundreds of thousands of tiny ones cost seconds of CPU).
+ */
+const MAX_PARTS = 32;
 const PDF_HEADER = Buffer.from('%PDF-');
 const PDF_HEADER_WINDOW = 1024;
 const MAX_FILENAME_BYTES = 255;
@@ -210,9 +215,14 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
     form.once('error', () => {
       failed = true;
     });
-    // A part with a file name is a file even when the client sent no Content-Type for it
-    // (formidable would read it into memory as a field).
+    // Parser events may arrive after a pause, outside formidable's try/catch: fail, never throw.
+    const fail = (err: GatewayError) => (form as unknown as { _error(err: unknown): void })._error(err);
+    let parts = 0;
     form.onPart = (part: Part) => {
+      parts += 1;
+      if (parts > MAX_PARTS) return fail(errors.requestTooLarge());
+      // A part with a file name is a file even when the client sent no Content-Type for it
+      // (formidable would read it into memory as a field).
       if (part.originalFilename !== null && !part.mimetype) part.mimetype = 'application/octet-stream';
       return form._handlePart(part);
     };
@@ -225,8 +235,7 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       const parser = (form as unknown as { _parser: EventEmitter | null })._parser;
       if (capped || parser === null) return;
       capped = true;
-      // Parser events may arrive after a pause, outside formidable's try/catch: fail, never throw.
-      capPartHeaders(parser, () => (form as unknown as { _error(err: unknown): void })._error(errors.requestTooLarge()));
+      capPartHeaders(parser, () => fail(errors.requestTooLarge()));
     });
     return form.parse(ctx.req);
   }

@@ -311,6 +311,15 @@ test('a part whose headers go over 16 KiB is 413 request_too_large, before formi
   await isError(t, app, await send(`Content-Disposition: form-data; name="file"; filename=${'"filename='.repeat(32_000)}x`), errors.requestTooLarge());
 });
 
+test('more than 32 parts in all, file parts under other names included, is 413 request_too_large', async (t) => {
+  const app = await withApp(t);
+  const ignored = (count: number) => Array.from({ length: count }, (_, i): Part => ({ name: `other${i}`, value: 'y', filename: 'a.pdf' }));
+  // purpose and file make 32 with 30 others.
+  t.is((await upload(app, uploadParts(pdfOf(1000), 'a.pdf', ignored(30)))).status, 200);
+  await app.files.delete('acct-a', (await app.files.list('acct-a', { order: 'asc', limit: 1 }, app.clock.now)).files[0]?.id ?? '', app.clock.now);
+  await isError(t, app, await upload(app, uploadParts(pdfOf(1000), 'a.pdf', ignored(31))), errors.requestTooLarge());
+});
+
 test('a malformed multipart body is 400 and leaves nothing behind', async (t) => {
   const app = await withApp(t);
   const { body, contentType } = multipart(uploadParts(pdfOf(1000)));
