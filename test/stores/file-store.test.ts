@@ -77,7 +77,8 @@ async function createInProcesses(config: Knex.Config, batches: FileRecord[][], l
       child.once('exit', () => reject(new Error(`worker exited early: ${output}`)));
     });
     const done = new Promise<(boolean | string)[]>((resolve, reject) => {
-      child.once('exit', (code) => {
+      // 'close', not 'exit': the process may exit before its last output has been read.
+      child.once('close', (code) => {
         if (code !== 0) reject(new Error(`worker exited with ${code}: ${output}`));
         else resolve(JSON.parse(output.slice('ready\n'.length)) as (boolean | string)[]);
       });
