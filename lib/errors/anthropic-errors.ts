@@ -3,7 +3,7 @@ import { errorFormatter } from './error-formatter.js';
 import type { GatewayError } from './gateway-error.js';
 
 /** Anthropic's error type names, decided by status alone. */
-export function anthropicErrorType(status: number): string {
+function anthropicErrorType(status: number): string {
   switch (status) {
     case 401:
       return 'authentication_error';

@@ -10,7 +10,7 @@ declare module 'koa' {
   }
 }
 
-export interface ErrorShape {
+interface ErrorShape {
   /** The response header that carries the request id. */
   header: string;
   render(err: GatewayError, requestId: string): unknown;

@@ -28,7 +28,7 @@ interface ErrorLike {
 }
 
 /** True when `err` (or its cause) says that a store's backend could not be reached. */
-export function isUnreachable(err: unknown, depth = 0): boolean {
+function isUnreachable(err: unknown, depth = 0): boolean {
   if (err instanceof StoreUnavailableError) return true;
   if (typeof err !== 'object' || err === null || depth > 4) return false;
   const e = err as ErrorLike;

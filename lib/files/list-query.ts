@@ -4,7 +4,7 @@ import { isFileId } from './file-id.js';
 import type { ListQuery } from './file-store.js';
 
 /** api.md section 8: the default and the largest page of GET /v1/files. */
-export const MAX_LIST_LIMIT = 10_000;
+const MAX_LIST_LIMIT = 10_000;
 
 /** The parameter's value; given more than once, it is invalid. */
 function single(params: ParsedUrlQuery, name: string, invalid: () => GatewayError): string | undefined {

@@ -4,7 +4,7 @@ import type { FileRecord, FileStore } from '../files/file-store.js';
 import type { JsonObject } from './content.js';
 
 /** A stored PDF, ready to be sent upstream. */
-export interface AttachedFile {
+interface AttachedFile {
   filename: string;
   /** The PDF's bytes, base64. */
   data: string;

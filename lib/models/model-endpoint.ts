@@ -51,7 +51,7 @@ declare module 'koa' {
   }
 }
 
-export type ModelEndpointName = 'chatCompletions' | 'messages';
+type ModelEndpointName = 'chatCompletions' | 'messages';
 
 /** What differs between the two endpoints. */
 export interface EndpointFormat {

@@ -76,7 +76,7 @@ export function creationWindows(now: number): CreationWindows {
 }
 
 /** Whole seconds from `now` to `endsAt`, rounded up so that a client waiting that long is allowed; at least 1. */
-export function secondsUntil(endsAt: number, now: number): number {
+function secondsUntil(endsAt: number, now: number): number {
   return Math.max(1, Math.ceil((endsAt - now) / 1000));
 }
 

@@ -36,7 +36,8 @@ export class MemoryFileStore implements FileStore {
   }
 
   async delete(account: string, id: string, now: number): Promise<boolean> {
-    return this.#live(account, id, now) !== undefined && this.#byId.delete(id);
+    if (this.#live(account, id, now) === undefined) return false;
+    return this.#byId.delete(id);
   }
 
   async usage(account: string, now: number): Promise<Usage> {
