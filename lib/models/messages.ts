@@ -4,6 +4,8 @@ import { isObject, mapMessagesContentBlocks } from './content.js';
 import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
 import { anthropicErrorEvent } from './server-sent-events.js';
 
+const FILES_IN_DOCUMENTS_ONLY = "Files are attached as {\"type\":\"document\",\"source\":{\"type\":\"file\",\"file_id\"}} blocks only";
+
 const MESSAGES: EndpointFormat = {
   endpoint: 'messages',
   // No modelNotAllowed: a model outside the allowlist is told apart from an unknown one by nothing.
@@ -12,12 +14,16 @@ const MESSAGES: EndpointFormat = {
     errors.invalidRequest(`The model '${model}' is served through /v1/chat/completions only: its provider does not speak Messages`),
   fileReferences: {
     // {"type":"document","source":{"type":"file","file_id":"file-..."}}, also inside a tool_result.
+    // Any other block naming a file (an image with a file source, a container_upload) would be
+    // resolved upstream in the operator's own workspace, with the operator's key: refused.
     map: (body, replace) =>
-      mapMessagesContentBlocks(body, (block) =>
-        isObject(block) && block.type === 'document' && isObject(block.source) && block.source.type === 'file'
-          ? replace(block.source.file_id, block)
-          : block,
-      ),
+      mapMessagesContentBlocks(body, (block) => {
+        if (!isObject(block)) return block;
+        const fileSource = isObject(block.source) && block.source.type === 'file';
+        if (block.type === 'document' && fileSource && isObject(block.source)) return replace(block.source.file_id, block);
+        if (fileSource || 'file_id' in block) throw errors.invalidRequest(FILES_IN_DOCUMENTS_ONLY);
+        return block;
+      }),
     // The stored name becomes the document's title unless the client gave one.
     inline: (block, file) => ({
       ...block,

@@ -193,3 +193,22 @@ test('a body nesting arrays and objects more than 128 levels deep is 400, bracke
   const deep = await gateway.post('/v1/messages', { model: 'echo-1', max_tokens: 5, messages: userText, metadata: JSON.parse(nested(200)) as unknown }, { 'x-api-key': key });
   t.like(await shapeB(deep), { status: 400, body: { error: { type: 'invalid_request_error' } } });
 });
+
+test("messages: a file named anywhere but a document block is refused, never resolved in the operator's upstream workspace", async (t) => {
+  const key = await gateway.keyFor();
+  const blocks = [
+    { type: 'image', source: { type: 'file', file_id: 'file_011CNha8iCJcU1wXNR6q4V8w' } },
+    { type: 'container_upload', file_id: 'file_011CNha8iCJcU1wXNR6q4V8w' },
+    { type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'image', source: { type: 'file', file_id: 'file_x' } }] },
+  ];
+  for (const block of blocks) {
+    for (const model of ['echo-1', 'claude-test']) {
+      const response = await messages(key, { model, max_tokens: 10, messages: [{ role: 'user', content: [block] }] });
+      const body = (await response.json()) as { type: string; error: { type: string; message: string } };
+      t.is(response.status, 400, `${block.type} on ${model}`);
+      t.is(body.error.type, 'invalid_request_error');
+      t.regex(body.error.message, /document/);
+    }
+  }
+  t.is(gateway.reported.length, 0);
+});
