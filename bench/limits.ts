@@ -106,7 +106,8 @@ interface UploadRow {
 }
 
 async function uploadRow(name: string, deployment: Deployment): Promise<UploadRow> {
-  const { key } = await deployment.createKey('acct_limits');
+  // Its own per run: the limits on Redis count per account and per UTC day, in a Redis others share.
+  const { key } = await deployment.createKey(`acct_limits_${process.pid}_${Date.now()}`);
   const service = await deployment.serve();
   const pdf = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(1024 - 16, 0x20), Buffer.from('\n%%EOF\n')]);
   const { body, contentType } = multipartBody(pdf);
