@@ -86,6 +86,11 @@ async function ensureBookkeeping(knex: Knex): Promise<void> {
   await knex(LOCK_TABLE).insert({ index: 1, is_locked: 0 }).onConflict('index').ignore();
 }
 
+// PostgreSQL's unique_violation (its catalog's pg_type row) and duplicate_table; SQLite's message.
+const DUPLICATE_CODES = new Set(['23505', '42P07']);
+const isDuplicate = (err: unknown) =>
+  err instanceof Error && (DUPLICATE_CODES.has(String((err as { code?: unknown }).code)) || err.message.includes('already exists'));
+
 /** Runs `step` again while `racing(err)` says another process is in the way, up to LOCK_WAIT_MS. */
 async function retryWhileRacing(step: () => Promise<unknown>, racing: (err: unknown) => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + LOCK_WAIT_MS;
@@ -106,10 +111,11 @@ async function retryWhileRacing(step: () => Promise<unknown>, racing: (err: unkn
  * @example await migrate(knex)
  */
 export async function migrate(knex: Knex): Promise<void> {
-  // A failed create is a lost race when the tables are there now.
+  // A failed create lost a race when it says so, or when the tables are there now (on PostgreSQL
+  // the winner's table may still be uncommitted, and invisible, when the loser fails).
   await retryWhileRacing(
     () => ensureBookkeeping(knex),
-    async () => (await knex.schema.hasTable(TABLE)) && (await knex.schema.hasTable(LOCK_TABLE)),
+    async (err) => isDuplicate(err) || ((await knex.schema.hasTable(TABLE)) && (await knex.schema.hasTable(LOCK_TABLE))),
   );
   // Knex does not wait for a lock another process holds: it fails at once.
   await retryWhileRacing(
