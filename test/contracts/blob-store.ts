@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { PassThrough, Readable } from 'node:stream';
-import type { TestFn } from 'ava';
+import type { ExecutionContext, TestFn } from 'ava';
 import type { BlobStore } from '../../lib/files/blob-store.js';
 import { newFileId } from '../../lib/files/file-id.js';
 
@@ -144,5 +147,83 @@ export function blobStoreContract(test: TestFn, name: string, makeStore: () => P
     for await (const blob of store.list()) listed.push(blob);
     t.deepEqual(listed.map((blob) => blob.id).sort(), written.sort());
     for (const blob of listed) t.true(blob.createdAt >= before && blob.createdAt <= after, `${blob.createdAt}`);
+  });
+}
+
+/** A finished file holding `bytes`, in a directory of its own removed after the test. */
+async function sourceFile(t: ExecutionContext, bytes: Buffer): Promise<string> {
+  const directory = await mkdtemp(join(tmpdir(), 'kmg-putfile-'));
+  t.teardown(() => rm(directory, { recursive: true, force: true }));
+  const path = join(directory, 'upload');
+  await writeFile(path, bytes);
+  return path;
+}
+
+/** A BlobStore that has the optional `putFile`. */
+export type BlobStoreWithPutFile = BlobStore & Required<Pick<BlobStore, 'putFile'>>;
+
+/**
+ * The behaviour of `putFile`, taking over a finished file such as an upload's temp file; run once
+ * per implementation that has it, beside `blobStoreContract`.
+ */
+export function putFileContract(test: TestFn, name: string, makeStore: () => Promise<BlobStoreWithPutFile>): void {
+  test(`${name}: putFile returns the byte count, and the blob keeps the bytes once the source is gone`, async (t) => {
+    const store = await makeStore();
+    const id = newFileId(Date.now() / 1000);
+    const bytes = randomBytes(1024 * 1024 + 5);
+    const path = await sourceFile(t, bytes);
+    t.is(await store.putFile(id, path), bytes.length);
+    await rm(path, { force: true });
+    t.true(await store.has(id));
+    const stream = await store.get(id);
+    t.true(stream !== undefined && (await readAll(stream)).equals(bytes));
+    t.deepEqual(await ids(store), [id]);
+  });
+
+  test(`${name}: putFile of an empty file is an empty blob`, async (t) => {
+    const store = await makeStore();
+    const id = newFileId(Date.now() / 1000);
+    t.is(await store.putFile(id, await sourceFile(t, Buffer.alloc(0))), 0);
+    const stream = await store.get(id);
+    t.is(stream && (await readAll(stream)).length, 0);
+  });
+
+  test(`${name}: putFile of a missing file rejects and leaves nothing behind`, async (t) => {
+    const store = await makeStore();
+    const id = newFileId(Date.now() / 1000);
+    const path = await sourceFile(t, randomBytes(10));
+    await rm(path);
+    await t.throwsAsync(store.putFile(id, path), { any: true });
+    t.false(await store.has(id));
+    t.is(await store.get(id), undefined);
+    t.deepEqual(await ids(store), []);
+  });
+
+  test(`${name}: putFile refuses what is not a file id, leaving the source and the store as they were`, async (t) => {
+    const store = await makeStore();
+    const bytes = randomBytes(100);
+    const path = await sourceFile(t, bytes);
+    for (const id of ['../escaped', '/etc/passwd', 'file-../../escaped', '']) {
+      await t.throwsAsync(store.putFile(id, path), { any: true }, id);
+    }
+    t.deepEqual(await ids(store), []);
+    const left = await store.putFile(newFileId(Date.now() / 1000), path);
+    t.is(left, bytes.length, 'the source was not consumed by a refused id');
+  });
+
+  test(`${name}: parallel putFiles each keep their own bytes`, async (t) => {
+    const store = await makeStore();
+    const blobs = await Promise.all(
+      Array.from({ length: 10 }, async (_, i) => {
+        const bytes = randomBytes(1000 * i + 1);
+        return { id: newFileId(Date.now() / 1000), bytes, path: await sourceFile(t, bytes) };
+      }),
+    );
+    const counts = await Promise.all(blobs.map((blob) => store.putFile(blob.id, blob.path)));
+    t.deepEqual(counts, blobs.map((blob) => blob.bytes.length));
+    for (const blob of blobs) {
+      const stream = await store.get(blob.id);
+      t.true(stream !== undefined && (await readAll(stream)).equals(blob.bytes), blob.id);
+    }
   });
 }
