@@ -103,7 +103,8 @@ export function filesRouter(options: FilesRouterOptions): Router {
     };
     // Bytes first, then the record: a crash in between leaves an orphan blob for sweep(), never a
     // record without bytes.
-    await blobs.put(record.id, createReadStream(upload.path));
+    // A move where the store can (the temp file is finished and pdfUpload() tolerates its absence), else a copy.
+    await (blobs.putFile ? blobs.putFile(record.id, upload.path) : blobs.put(record.id, createReadStream(upload.path)));
     let created: boolean;
     try {
       created = await files.create(record, stock, createdAt);

@@ -1,6 +1,9 @@
 /** A PDF upload that passed every check, on `ctx.state.upload`, for the middleware after `pdfUpload()`. */
 export interface ValidatedUpload {
-  /** The temp file holding the bytes; removed by `pdfUpload()` once the request is done. */
+  /**
+   * The temp file holding the bytes, finished; removed by `pdfUpload()` once the request is done,
+   * unless a later middleware moved it away (`BlobStore.putFile`).
+   */
   path: string;
   /** The sanitised file name: a base name ending in `.pdf`. */
   filename: string;

@@ -1,0 +1,79 @@
+import { mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import type { FileRecord, StockLimits } from '../../lib/files/file-store.js';
+import { FsBlobStore, type FsBlobStoreOptions } from '../../lib/stores/fs/blob-store.js';
+import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
+import { filesApp, type FilesAppOptions } from '../helpers/files-app.js';
+import { multipart, pdfOf, uploadParts } from '../helpers/multipart.js';
+
+/** The files API on an FsBlobStore in a directory of its own. */
+async function setup(t: ExecutionContext, options: FilesAppOptions = {}, blobOptions: Partial<FsBlobStoreOptions> = {}) {
+  const directory = await mkdtemp(join(tmpdir(), 'kmg-upload-move-'));
+  const app = await filesApp({ ...options, blobs: new FsBlobStore({ directory, ...blobOptions }) });
+  t.teardown(async () => {
+    await app.close();
+    await rm(directory, { recursive: true, force: true });
+  });
+  return { app, blobDirectory: directory };
+}
+
+async function upload(app: Awaited<ReturnType<typeof filesApp>>, pdf: Buffer) {
+  const { body, contentType } = multipart(uploadParts(pdf));
+  const res = await fetch(`${app.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType }, body });
+  return { status: res.status, body: (await res.json()) as { id?: string; error?: { code: string } } };
+}
+
+test('an upload on the filesystem store moves its temp file into place, with exactly the bytes sent', async (t) => {
+  const moved: string[] = [];
+  const { app, blobDirectory } = await setup(t, {}, {
+    rename: async (from, to) => {
+      moved.push(dirname(from));
+      await rename(from, to);
+    },
+  });
+  const pdf = pdfOf(300_000, 0x41);
+  const created = await upload(app, pdf);
+  t.is(created.status, 200);
+  t.deepEqual(await readdir(blobDirectory), [created.body.id]);
+  t.true((await readFile(join(blobDirectory, created.body.id ?? ''))).equals(pdf));
+  t.deepEqual(await app.tempFiles(), []);
+  t.deepEqual(moved, [app.tempDir]);
+  t.deepEqual(app.serverErrors, []);
+});
+
+test('blobs on another filesystem than the uploads (EXDEV): the bytes are copied, no temp file is left', async (t) => {
+  const exdev = async () => {
+    throw Object.assign(new Error('EXDEV: cross-device link not permitted'), { code: 'EXDEV' });
+  };
+  const { app, blobDirectory } = await setup(t, {}, { rename: exdev });
+  const pdf = pdfOf(300_000, 0x42);
+  const created = await upload(app, pdf);
+  t.is(created.status, 200);
+  t.deepEqual(await readdir(blobDirectory), [created.body.id]);
+  t.true((await readFile(join(blobDirectory, created.body.id ?? ''))).equals(pdf));
+  t.deepEqual(await app.tempFiles(), []);
+});
+
+test('an upload refused by the kept limits after its bytes were moved leaves no blob', async (t) => {
+  const { app, blobDirectory } = await setup(t, { limits: { maxFiles: 1 } });
+  const first = await upload(app, pdfOf(1000));
+  t.is(first.status, 200);
+  t.is((await upload(app, pdfOf(1000))).body.error?.code, 'storage_quota_exceeded');
+  t.deepEqual(await readdir(blobDirectory), [first.body.id]);
+  t.deepEqual(await app.tempFiles(), []);
+});
+
+test('an upload whose metadata insert fails after its bytes were moved leaves no blob', async (t) => {
+  class FailingFileStore extends MemoryFileStore {
+    override async create(_file: FileRecord, _limits: StockLimits, _now: number): Promise<boolean> {
+      throw new Error('database went away');
+    }
+  }
+  const { app, blobDirectory } = await setup(t, { files: new FailingFileStore() });
+  t.is((await upload(app, pdfOf(1000))).status, 500);
+  t.deepEqual(await readdir(blobDirectory), []);
+  t.deepEqual(await app.tempFiles(), []);
+});
