@@ -1,4 +1,5 @@
 import test from 'ava';
+import { cachedKeyStore } from '../../lib/auth/cached-key-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
@@ -20,3 +21,5 @@ async function knexStore(open: () => Promise<TestDatabase>) {
 keyStoreContract(test, 'memory', async () => new MemoryKeyStore());
 keyStoreContract(test, 'sqlite', () => knexStore(sqliteDatabase));
 keyStoreContract(withPostgres(test), 'postgres', () => knexStore(postgresDatabase));
+keyStoreContract(test, 'memory behind cachedKeyStore', async () => cachedKeyStore(new MemoryKeyStore()));
+keyStoreContract(test, 'sqlite behind cachedKeyStore', async () => cachedKeyStore(await knexStore(sqliteDatabase)));
