@@ -29,6 +29,11 @@ export interface SweepSettings {
 /** What the `GATEWAY_CONFIG` file holds, after defaults. */
 export interface GatewayConfig {
   keyPrefix: string;
+  /**
+   * How long the server reuses the answer of a key lookup (`cachedKeyStore`), in seconds; 0 turns
+   * the cache off. A key revoked by the CLI or another process is refused after at most this long.
+   */
+  keyCacheSeconds: number;
   limits: Limits;
   sweep: SweepSettings;
   /** Upstream providers, credentials read from the environment variables the file names. */
@@ -60,7 +65,7 @@ export interface ServerConfig {
 type Environment = Readonly<Record<string, string | undefined>>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-const CONFIG_KEYS = new Set(['keyPrefix', 'limits', 'sweep', 'providers', 'models']);
+const CONFIG_KEYS = new Set(['keyPrefix', 'keyCacheSeconds', 'limits', 'sweep', 'providers', 'models']);
 const PROVIDER_KEYS = new Set(['id', 'kind', 'baseURL', 'apiKeyEnv']);
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -147,7 +152,7 @@ function providerFromFile(entry: unknown, index: number, source: string, env: En
 }
 
 /**
- * The config file over the built-in default: `keyPrefix` replaces the default's, `limits` and
+ * The config file over the built-in default: `keyPrefix` and `keyCacheSeconds` replace the default's, `limits` and
  * `sweep` per field; `providers` and `models` go together, so a file with either one replaces the
  * default catalog whole.
  */
@@ -162,6 +167,10 @@ export function parseGatewayConfig(input: unknown, source: string, env: Environm
   const keyPrefix = input.keyPrefix ?? defaults.keyPrefix;
   if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9]{1,32}$/.test(keyPrefix)) {
     throw new ConfigError(`${source}: keyPrefix must be 1 to 32 letters and digits`);
+  }
+  const keyCacheSeconds = input.keyCacheSeconds === undefined ? defaults.keyCacheSeconds : input.keyCacheSeconds;
+  if (typeof keyCacheSeconds !== 'number' || !Number.isSafeInteger(keyCacheSeconds) || keyCacheSeconds < 0 || keyCacheSeconds > 3600) {
+    throw new ConfigError(`${source}: keyCacheSeconds must be an integer from 0 to 3600`);
   }
   for (const [section, target] of [
     ['limits', limits],
@@ -183,7 +192,7 @@ export function parseGatewayConfig(input: unknown, source: string, env: Environm
       ownCatalog ? (input.models ?? []) : defaults.models,
       providers.map((entry, index) => providerFromFile(entry, index, source, env)),
     );
-    return { keyPrefix, limits, sweep: defaults.sweep, ...catalog };
+    return { keyPrefix, keyCacheSeconds, limits, sweep: defaults.sweep, ...catalog };
   } catch (err) {
     if (!(err instanceof TypeError)) throw err;
     throw new ConfigError(`${source}: ${err.message.replace(/^koa-model-gateway: /, '')}`);

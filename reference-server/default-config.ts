@@ -4,6 +4,8 @@
  */
 export const DEFAULT_GATEWAY_CONFIG = {
   keyPrefix: 'kmg',
+  /** How long the server reuses a key lookup; also the longest a `keys revoke` takes to be seen. 0: no cache. */
+  keyCacheSeconds: 5,
   sweep: { intervalSeconds: 300, orphanGraceSeconds: 3600 },
   providers: [{ id: 'local', kind: 'echo' }],
   models: [

@@ -3,6 +3,7 @@ import { access, mkdir } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import { cachedKeyStore } from '../lib/auth/cached-key-store.js';
 import type { KeyStore } from '../lib/auth/key-store.js';
 import type { BlobStore } from '../lib/files/blob-store.js';
 import type { FileStore } from '../lib/files/file-store.js';
@@ -86,7 +87,8 @@ async function openRedis(url: string, logger: Logger): Promise<Redis> {
 }
 
 /**
- * Opens the database (migrated), the files directory and, with REDIS_URL, Redis. A backing
+ * Opens the database (migrated), the files directory and, with REDIS_URL, Redis; the key store is
+ * behind a `cachedKeyStore` of `keyCacheSeconds`. A backing
  * service that cannot be reached is a `ConfigError`: the server does not start without it.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
@@ -109,9 +111,12 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     blobs: () => access(config.filesDir, constants.R_OK | constants.W_OK),
   };
   if (redis) checks.redis = () => (redis as Redis).ping();
+  const { keyCacheSeconds } = config.gateway;
   return {
     config,
     ...stores,
+    // Only the serving process caches: the CLI reads and revokes in the database directly.
+    keys: keyCacheSeconds > 0 ? cachedKeyStore(stores.keys, { ttlMs: keyCacheSeconds * 1000 }) : stores.keys,
     limiter: redis ? new RedisCreationLimiter({ client: redis, ...rates }) : new MemoryCreationLimiter(rates),
     redis,
     checks,

@@ -27,6 +27,7 @@ test('the defaults: 127.0.0.1:8080, everything under ./data, SQLite, limits in m
   });
   t.deepEqual(config.gateway.limits, SPEC_LIMITS);
   t.is(config.gateway.keyPrefix, 'kmg');
+  t.is(config.gateway.keyCacheSeconds, 5, 'a revoked key is refused within 5 s by default');
   t.deepEqual(config.gateway.providers, [{ id: 'local', kind: 'echo' }]);
   t.deepEqual(
     config.gateway.models.map((model) => model.id),
@@ -74,6 +75,14 @@ test('the config file: limits per field, providers and models together, credenti
   t.throws(() => parseGatewayConfig({ keyPrefix: 'a_b' }, 'test'), { message: /keyPrefix must be 1 to 32 letters and digits/ });
   t.throws(() => parseGatewayConfig({ sweep: { intervalSeconds: -1 } }, 'test'), { message: /sweep\.intervalSeconds must be a non-negative integer/ });
   t.is(parseGatewayConfig({ sweep: { intervalSeconds: 0 } }, 'test').sweep.intervalSeconds, 0);
+});
+
+test('keyCacheSeconds: 0 turns the key cache off; it must be a whole number of seconds up to an hour', (t) => {
+  t.is(parseGatewayConfig({ keyCacheSeconds: 0 }, 'test').keyCacheSeconds, 0);
+  t.is(parseGatewayConfig({ keyCacheSeconds: 30 }, 'test').keyCacheSeconds, 30);
+  for (const keyCacheSeconds of [-1, 1.5, '5', 3601, null]) {
+    t.throws(() => parseGatewayConfig({ keyCacheSeconds }, 'test'), { message: /keyCacheSeconds must be an integer from 0 to 3600/ });
+  }
 });
 
 test('environment values that make no sense are refused', (t) => {
