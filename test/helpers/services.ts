@@ -45,8 +45,13 @@ const redisDown = await reachable(async () => {
 // Stands in for `test` when a service is down: every property and every call is a no-op.
 const absent: unknown = new Proxy(() => undefined, { get: () => absent });
 
+// Each test file runs in a process of its own: a missing service is announced once per file.
+const announced = new Set<string>();
+
 function gate<T>(test: TestFn<T>, service: string, envVar: string, url: string, down: string | undefined): TestFn<T> {
   if (down === undefined) return test;
+  if (announced.has(service)) return absent as TestFn<T>;
+  announced.add(service);
   if (IN_CI) {
     test(`${service} is reachable at ${url}`, (t) => t.fail(`${service} unreachable in CI: ${down}`));
   } else {
