@@ -15,6 +15,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'anthropicErrors',
     'anthropicProvider',
     'apiKey',
+    'cachedKeyStore',
     'chatCompletions',
     'createApiKey',
     'createProvider',

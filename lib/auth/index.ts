@@ -5,3 +5,4 @@ export { extractApiKey } from './extract-api-key.js';
 export { apiKey, verifiedKey, type ApiKeyOptions, type VerifiedKey } from './api-key.js';
 export { requireScope } from './require-scope.js';
 export { modelAccess, visibleModels, type ModelAccess } from './model-access.js';
+export { cachedKeyStore, type CachedKeyStoreOptions } from './cached-key-store.js';
