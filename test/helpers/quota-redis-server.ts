@@ -60,11 +60,3 @@ export async function ownRedis(): Promise<OwnRedis> {
   };
 }
 
-/** True for programs on PATH. */
-export async function onPath(program: string): Promise<boolean> {
-  const probe = spawn(program, ['--version'], { stdio: 'ignore' });
-  return new Promise((resolve) => {
-    probe.once('error', () => resolve(false));
-    probe.once('exit', (code) => resolve(code === 0));
-  });
-}

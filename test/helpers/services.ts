@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -45,31 +46,42 @@ const redisDown = await reachable(async () => {
 // Stands in for `test` when a service is down: every property and every call is a no-op.
 const absent: unknown = new Proxy(() => undefined, { get: () => absent });
 
-// Each test file runs in a process of its own: a missing service is announced once per file.
+// Each test file runs in a process of its own: a missing dependency is announced once per file.
 const announced = new Set<string>();
 
-function gate<T>(test: TestFn<T>, service: string, envVar: string, url: string, down: string | undefined): TestFn<T> {
-  if (down === undefined) return test;
-  if (announced.has(service)) return absent as TestFn<T>;
-  announced.add(service);
+/** `test` when nothing is `missing`; else one skipped line (a failure under CI) and a no-op stand-in. */
+function gate<T>(test: TestFn<T>, what: string, missing: string | undefined, hint: string): TestFn<T> {
+  if (missing === undefined) return test;
+  if (announced.has(what)) return absent as TestFn<T>;
+  announced.add(what);
   if (IN_CI) {
-    test(`${service} is reachable at ${url}`, (t) => t.fail(`${service} unreachable in CI: ${down}`));
+    test(`${what} is available`, (t) => t.fail(`${what} missing in CI: ${missing}`));
   } else {
     // One line in the report, and the file still declares a test, as AVA requires.
     const skipped = test.skip;
-    skipped(`${service} tests skipped: nothing answers at ${url} (set ${envVar} to point at one)`, () => undefined);
+    skipped(`${what} tests skipped: ${missing} (${hint})`, () => undefined);
   }
   return absent as TestFn<T>;
 }
 
 /** `test`, or a no-op stand-in (after one line saying why) when PostgreSQL is not reachable. */
 export function withPostgres<T>(test: TestFn<T>): TestFn<T> {
-  return gate(test, 'PostgreSQL', 'TEST_DATABASE_URL', POSTGRES_URL, postgresDown);
+  return gate(test, 'PostgreSQL', postgresDown && `nothing answers at ${POSTGRES_URL}`, 'set TEST_DATABASE_URL to point at one');
 }
 
 /** `test`, or a no-op stand-in (after one line saying why) when Redis is not reachable. */
 export function withRedis<T>(test: TestFn<T>): TestFn<T> {
-  return gate(test, 'Redis', 'TEST_REDIS_URL', REDIS_URL, redisDown);
+  return gate(test, 'Redis', redisDown && `nothing answers at ${REDIS_URL}`, 'set TEST_REDIS_URL to point at one');
+}
+
+/** `test`, or a no-op stand-in (after one line saying why) when `program` is not on PATH. */
+export async function withProgram<T>(test: TestFn<T>, program: string): Promise<TestFn<T>> {
+  const found = await new Promise<boolean>((resolve) => {
+    const probe = spawn(program, ['--version'], { stdio: 'ignore' });
+    probe.once('error', () => resolve(false));
+    probe.once('exit', (code) => resolve(code === 0));
+  });
+  return gate(test, program, found ? undefined : 'not found on PATH', `install ${program} to run them`);
 }
 
 export interface TestDatabase {

@@ -6,30 +6,22 @@ import { toGatewayError } from '../../lib/errors/to-gateway-error.js';
 import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisCreationLimiter, type RedisCreationLimiterOptions } from '../../lib/stores/redis/creation-limiter.js';
 import { assertRefused, newAccount, testClock } from '../helpers/quota-contract.js';
-import { onPath, ownRedis, type OwnRedis } from '../helpers/quota-redis-server.js';
+import { ownRedis, type OwnRedis } from '../helpers/quota-redis-server.js';
+import { withProgram } from '../helpers/services.js';
 
 // Each test runs a redis-server of its own, to stop and start again; the shared one is left alone.
-const test = anyTest as TestFn<{ server: OwnRedis; redis: Redis }>;
-const available = await onPath('redis-server');
-// As withRedis(): one line saying why when redis-server is missing, a failure in CI.
-const outageTest: typeof test | ((...args: unknown[]) => void) = available ? test : () => undefined;
-if (!available && (process.env.CI === 'true' || process.env.CI === '1')) {
-  test('redis-server is on PATH', (t) => t.fail('redis-server not found on PATH in CI'));
-} else if (!available) {
-  test.skip('Redis outage tests skipped: no redis-server on PATH', () => undefined);
-} else {
-  test.beforeEach(async (t) => {
-    const server = await ownRedis();
-    const redis = await createRedisClient(server.url);
-    redis.on('error', () => undefined); // the outages are deliberate
-    t.context = { server, redis };
-  });
-  test.afterEach.always(async (t) => {
-    t.context.redis?.disconnect();
-    t.context.server?.resume();
-    await t.context.server?.kill();
-  });
-}
+const test = await withProgram(anyTest as TestFn<{ server: OwnRedis; redis: Redis }>, 'redis-server');
+test.beforeEach(async (t) => {
+  const server = await ownRedis();
+  const redis = await createRedisClient(server.url);
+  redis.on('error', () => undefined); // the outages are deliberate
+  t.context = { server, redis };
+});
+test.afterEach.always(async (t) => {
+  t.context.redis?.disconnect();
+  t.context.server?.resume();
+  await t.context.server?.kill();
+});
 
 const zero = { createsThisMinute: 0, createsToday: 0, bytesToday: 0 };
 
@@ -49,7 +41,7 @@ async function timed(start: () => Promise<unknown>): Promise<{ ms: number; outco
   return { ms: performance.now() - started, outcome };
 }
 
-outageTest('Redis killed: reserve fails closed with a 503 within a second, and nothing is left inconsistent when it returns', async (t) => {
+test('Redis killed: reserve fails closed with a 503 within a second, and nothing is left inconsistent when it returns', async (t) => {
   const { server, redis } = t.context;
   const limiter = makeLimiter(redis);
   const account = newAccount();
@@ -73,7 +65,7 @@ outageTest('Redis killed: reserve fails closed with a 503 within a second, and n
   t.deepEqual(await limiter.usage(account), { createsThisMinute: 1, createsToday: 1, bytesToday: 40 });
 });
 
-outageTest('Redis not answering: reserve fails closed within the timeout, and the late answer is given back', async (t) => {
+test('Redis not answering: reserve fails closed within the timeout, and the late answer is given back', async (t) => {
   const { server, redis } = t.context;
   const limiter = makeLimiter(redis);
   const account = newAccount();
@@ -90,7 +82,7 @@ outageTest('Redis not answering: reserve fails closed within the timeout, and th
   t.deepEqual(await limiter.usage(account), { createsThisMinute: 1, createsToday: 1, bytesToday: 10 });
 });
 
-outageTest("insurance: 'memory' fails open per process, with the same limits, and goes back to Redis when it returns", async (t) => {
+test("insurance: 'memory' fails open per process, with the same limits, and goes back to Redis when it returns", async (t) => {
   const { server, redis } = t.context;
   const limiter = makeLimiter(redis, { insurance: 'memory', createsPerMinute: 3 });
   const account = newAccount();
@@ -110,7 +102,7 @@ outageTest("insurance: 'memory' fails open per process, with the same limits, an
   t.deepEqual(await limiter.usage(account), { createsThisMinute: 1, createsToday: 1, bytesToday: 5 });
 });
 
-outageTest('createRedisClient gives up with StoreUnavailableError when Redis is not there at start-up', async (t) => {
+test('createRedisClient gives up with StoreUnavailableError when Redis is not there at start-up', async (t) => {
   const { server } = t.context;
   await server.kill();
   await t.throwsAsync(createRedisClient(server.url, { readyTimeoutMs: 300 }), {
