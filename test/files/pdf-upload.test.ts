@@ -1,8 +1,7 @@
-import { request as httpRequest } from 'node:http';
 import test, { type ExecutionContext } from 'ava';
 import { errors, type GatewayError } from '../../lib/errors/gateway-error.js';
 import { pdfUpload } from '../../lib/files/pdf-upload.js';
-import { filesApp, type FilesApp } from '../helpers/files-app.js';
+import { abortUploadMidway, filesApp, type FilesApp } from '../helpers/files-app.js';
 import { multipart, pdfOf, uploadParts, type Part } from '../helpers/multipart.js';
 import { rawRequest, type RawResponse } from '../helpers/raw-request.js';
 
@@ -338,18 +337,7 @@ test('a client that aborts mid-upload leaves the temp dir and the blob store as 
   const blobsBefore: string[] = [];
   for await (const blob of app.blobs.list()) blobsBefore.push(blob.id);
 
-  const { body, contentType } = multipart(uploadParts(pdfOf(LIMIT)));
-  const req = httpRequest(`${app.url}/v1/files`, {
-    method: 'POST',
-    agent: false,
-    headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType, 'content-length': String(body.length) },
-  });
-  req.on('error', () => undefined);
-  req.write(body.subarray(0, body.length / 2));
-  // Abort only once the server is streaming the file to disk.
-  while ((await app.tempFiles()).length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-  req.destroy();
-  await app.idle();
+  await abortUploadMidway(app, pdfOf(LIMIT));
 
   t.deepEqual(await app.tempFiles(), []);
   const blobsAfter: string[] = [];

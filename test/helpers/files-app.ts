@@ -1,4 +1,5 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Koa from 'koa';
@@ -14,6 +15,7 @@ import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { listen } from './http.js';
+import { multipart, uploadParts } from './multipart.js';
 
 const FILE_SCOPES: Scope[] = ['files:write', 'files:read', 'files:delete'];
 
@@ -102,4 +104,22 @@ export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp>
       await rm(tempDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Sends half of an upload of `pdf` as account a, waits until the server is streaming it to disk,
+ * then drops the connection, and resolves once the server has finished with the request.
+ */
+export async function abortUploadMidway(app: FilesApp, pdf: Buffer): Promise<void> {
+  const { body, contentType } = multipart(uploadParts(pdf));
+  const req = httpRequest(`${app.url}/v1/files`, {
+    method: 'POST',
+    agent: false,
+    headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType, 'content-length': String(body.length) },
+  });
+  req.on('error', () => undefined);
+  req.write(body.subarray(0, body.length / 2));
+  while ((await app.tempFiles()).length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  req.destroy();
+  await app.idle();
 }

@@ -1,11 +1,10 @@
-import { request as httpRequest } from 'node:http';
 import test, { type ExecutionContext } from 'ava';
 import { isFileId, newFileId } from '../../lib/files/file-id.js';
 import type { FileRecord } from '../../lib/files/file-store.js';
 import { DEFAULT_FILE_LIMITS } from '../../lib/files/files-router.js';
 import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
 import { loadConfig } from '../../reference-server/config.js';
-import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
+import { abortUploadMidway, filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
 import { multipart, pdfOf, uploadParts, type Part } from '../helpers/multipart.js';
 
 // Rules of api.md sections 2, 3, 4 and 8 and decisions.md "Limits" and "Files" that no other test
@@ -156,18 +155,7 @@ test('decisions.md Limits: the bytes created per day are the PDF bytes, not the 
 test('decisions.md Limits: an upload the client aborts spends nothing from any limit', async (t) => {
   const limiter = new MemoryCreationLimiter({ clock: () => Date.UTC(2030, 0, 15, 12, 0, 0) });
   const app = await files(t, { limiter });
-  const { body, contentType } = multipart(uploadParts(pdfOf(1_000_000)));
-  const req = httpRequest(`${app.url}/v1/files`, {
-    method: 'POST',
-    agent: false,
-    headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType, 'content-length': String(body.length) },
-  });
-  req.on('error', () => undefined);
-  req.write(body.subarray(0, body.length / 2));
-  // Abort only once the server is streaming the file to disk.
-  while ((await app.tempFiles()).length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-  req.destroy();
-  await app.idle();
+  await abortUploadMidway(app, pdfOf(1_000_000));
   t.deepEqual(await limiter.usage('acct-a'), { createsThisMinute: 0, createsToday: 0, bytesToday: 0 });
   t.deepEqual(await app.files.usage('acct-a', app.clock.now), { files: 0, bytes: 0 });
   t.is((await upload(app, app.keys.a, pdfOf(100))).status, 200);
