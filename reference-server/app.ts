@@ -16,9 +16,9 @@ import { securityHeaders } from './security-headers.js';
 
 /** Runs `middleware` for /v1 and everything under it. */
 function underV1(middleware: Middleware): Middleware {
-  return async function underV1(ctx, next) {
-    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) await middleware(ctx, next);
-    else await next();
+  return function underV1(ctx, next) {
+    const { path } = ctx.request;
+    return path === '/v1' || path.startsWith('/v1/') ? middleware(ctx, next) : next();
   };
 }
 
@@ -28,9 +28,8 @@ function underV1(middleware: Middleware): Middleware {
  */
 function messagesShape(): Middleware {
   const shapeB = anthropicErrors();
-  return async function messagesShape(ctx, next) {
-    if (ctx.path === '/v1/messages') await shapeB(ctx, next);
-    else await next();
+  return function messagesShape(ctx, next) {
+    return ctx.request.path === '/v1/messages' ? shapeB(ctx, next) : next();
   };
 }
 
@@ -74,12 +73,11 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   app.use(requestLog(logger));
   app.use(securityHeaders());
   app.use(openAIErrors());
-  app.use(health.routes());
-  app.use(health.allowedMethods());
   app.use(messagesShape());
   // Every /v1 request is authenticated first, whether or not its route exists.
   app.use(underV1(apiKey({ store: deployment.keys })));
-  for (const router of [files, models]) {
+  // The API's routers first: a probe of /healthz may pass a router more, an API request may not.
+  for (const router of [files, models, health]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

@@ -41,13 +41,14 @@ export function apiKey(options: ApiKeyOptions): Middleware {
   const now = options.now ?? (() => Date.now() / 1000);
   return async function apiKey(ctx, next) {
     const key = getKey(ctx);
-    if (key === undefined) throw errors.invalidApiKey();
+    // Refusals are returned, not thrown: floods of bad keys land here (see GatewayError).
+    if (key === undefined) return Promise.reject(errors.invalidApiKey());
     const record = await store.findByHash(hashApiKey(key));
     if (!record || record.revokedAt !== null || (record.expiresAt !== null && now() >= record.expiresAt)) {
-      throw errors.invalidApiKey();
+      return Promise.reject(errors.invalidApiKey());
     }
     ctx.state.apiKey = { id: record.id, account: record.account, scopes: record.scopes, models: record.models };
-    await next();
+    return next();
   };
 }
 

@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { errors, type GatewayError } from './gateway-error.js';
 import { newRequestId } from './request-id.js';
@@ -20,36 +21,58 @@ interface ErrorShape {
  * The one place where error bodies are written. Shared by both shapes: assigns the request id,
  * maps whatever was thrown, and reports unexpected errors on `app.on('error')` with the request
  * id on `ctx.state`, as Koa does.
+ *
+ * An error response keeps the headers that were set before the formatter ran (security headers,
+ * CORS) with the values they had then; the headers set after it, on the way to the failure, are
+ * dropped, as Koa's own `ctx.onerror` drops them.
  */
 export function errorFormatter(shape: ErrorShape, name: string): Middleware {
   const handler = async (ctx: Context, next: () => Promise<unknown>) => {
     // A formatter nested inside another (a Shape B route in a Shape A app) keeps the outer id.
     const requestId = ctx.state.requestId ?? newRequestId();
     ctx.state.requestId = requestId;
-    ctx.set(shape.header, requestId);
+    ctx.res.setHeader(shape.header, requestId);
+    const outerHeaders = ctx.res.getHeaders();
+    let thrown: unknown;
+    let failed = false;
     try {
       await next();
+    } catch (err) {
+      thrown = err;
+      failed = true;
+    }
+    if (!failed) {
       // Koa leaves an unmatched request as an empty 404, and a router's allowedMethods() a wrong
       // method as an empty 405 (501 for a method no route knows) with its Allow header.
-      if (ctx.body == null) {
-        if (ctx.status === 404) throw errors.unknownUrl(ctx.method, ctx.path);
-        if (ctx.status === 405 || ctx.status === 501) throw errors.methodNotAllowed(ctx.method);
-      }
-    } catch (thrown) {
-      const err = toGatewayError(thrown, ctx.method, ctx.path);
-      if (err.status >= 500) ctx.app.emit('error', thrown, ctx);
-      if (ctx.headerSent || !ctx.writable) return;
-      // As Koa's own ctx.onerror: headers set on the way down do not belong to the error response,
-      // except the Allow that HTTP requires on a 405.
-      const allow = err.status === 405 ? ctx.response.get('Allow') : '';
-      for (const header of ctx.res.getHeaderNames()) ctx.res.removeHeader(header);
-      if (allow) ctx.set('Allow', allow);
-      ctx.set(shape.header, requestId);
-      ctx.set(err.headers);
-      ctx.status = err.status;
-      ctx.body = shape.render(err, requestId);
+      if (ctx.body != null) return;
+      if (ctx.status === 404) thrown = errors.unknownUrl(ctx.method, ctx.path);
+      else if (ctx.status === 405 || ctx.status === 501) thrown = errors.methodNotAllowed(ctx.method);
+      else return;
     }
+    const { request, response } = ctx;
+    const err = toGatewayError(thrown, request.method, request.path);
+    if (err.status >= 500) ctx.app.emit('error', thrown, ctx);
+    if (response.headerSent || !response.writable) return;
+    // HTTP requires the Allow of a 405, whoever set it.
+    const allow = err.status === 405 ? response.get('Allow') : '';
+    resetHeaders(ctx, outerHeaders);
+    if (allow) response.set('Allow', allow);
+    response.set(err.headers);
+    // Through ctx.response, not ctx's delegating setters: those cost a megamorphic store each.
+    response.status = err.status;
+    response.body = shape.render(err, requestId);
   };
   Object.defineProperty(handler, 'name', { value: name });
   return handler;
+}
+
+/** Puts the response headers back to `headers`, a `getHeaders()` taken earlier. */
+function resetHeaders(ctx: Context, headers: OutgoingHttpHeaders): void {
+  const { res } = ctx;
+  for (const name of res.getHeaderNames()) {
+    if (!Object.hasOwn(headers, name)) res.removeHeader(name);
+  }
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined && res.getHeader(name) !== value) res.setHeader(name, value);
+  }
 }

@@ -12,6 +12,11 @@ export type ErrorType =
  * convention, so headers such as `retry-after` survive the error path. Prefer the `errors.*`
  * constructors, one per row of the API's error table. It carries no stack trace (`stack` is the
  * name and message only): it is an answer, not a fault.
+ *
+ * Middleware on a path that floods can reach (a bad key, an unknown URL) return
+ * `Promise.reject(err)` rather than `throw err`: under Node, V8 walks the stack to build an
+ * uncaught-exception message for every `throw`, caught or not, and that walk cost more than the
+ * rest of a refusal. Awaiting the rejected promise does not walk again.
  * @example throw new GatewayError(409, 'invalid_request_error', 'conflict', 'The file is being processed')
  */
 export class GatewayError extends Error {

@@ -10,13 +10,19 @@ const POOL_BYTES = 4096;
 let pool: Buffer | undefined;
 let poolOffset = POOL_BYTES;
 
-function nextRandomByte(): number {
-  if (pool === undefined || poolOffset === POOL_BYTES) {
+/** The pool with at least `count` unused bytes from `poolOffset` on. */
+function poolWith(count: number): Buffer {
+  if (pool === undefined || poolOffset + count > POOL_BYTES) {
     pool = randomBytes(POOL_BYTES);
     poolOffset = 0;
   }
-  const byte = pool[poolOffset] as number;
-  pool[poolOffset] = 0;
+  return pool;
+}
+
+function nextRandomByte(): number {
+  const bytes = poolWith(1);
+  const byte = bytes[poolOffset] as number;
+  bytes[poolOffset] = 0;
   poolOffset += 1;
   return byte;
 }
@@ -34,10 +40,17 @@ export function randomAlphanumeric(length: number): string {
   return out;
 }
 
+const REQUEST_ID_BYTES = 16;
+
 /**
- * A request id: `req_` + 32 alphanumerics.
+ * A request id: `req_` + 32 lowercase hex digits (128 bits), as OpenAI's own request ids.
  * @example ctx.set('x-request-id', newRequestId())
  */
 export function newRequestId(): string {
-  return `req_${randomAlphanumeric(32)}`;
+  const bytes = poolWith(REQUEST_ID_BYTES);
+  const end = poolOffset + REQUEST_ID_BYTES;
+  const id = `req_${bytes.toString('hex', poolOffset, end)}`;
+  bytes.fill(0, poolOffset, end);
+  poolOffset = end;
+  return id;
 }

@@ -95,6 +95,34 @@ test('headers that belong to the error survive; headers set before it do not', a
   t.regex(res.headers.get('x-request-id') ?? '', ID);
 });
 
+test('an error response keeps the headers set before the formatter, with the values they had then', async (t) => {
+  const app = new Koa();
+  app.use((ctx, next) => {
+    ctx.set('Access-Control-Allow-Origin', 'https://app.example');
+    ctx.set('Content-Security-Policy', "default-src 'none'");
+    return next();
+  });
+  app.use(openAIErrors());
+  app.use((ctx) => {
+    // A download that fails after it set its own headers.
+    ctx.set('Content-Security-Policy', 'sandbox');
+    ctx.set('Content-Disposition', 'attachment; filename="x.pdf"');
+    throw errors.fileNotFound();
+  });
+  const server = await listen(app);
+  try {
+    const res = await fetch(`${server.url}/v1/files/x/content`);
+    t.is(res.status, 404);
+    t.is(res.headers.get('access-control-allow-origin'), 'https://app.example');
+    t.is(res.headers.get('content-security-policy'), "default-src 'none'");
+    t.is(res.headers.get('content-disposition'), null);
+    t.regex(res.headers.get('x-request-id') ?? '', ID);
+    t.regex(res.headers.get('content-type') ?? '', /^application\/json/);
+  } finally {
+    await server.close();
+  }
+});
+
 test('anything unexpected is a 500 without detail, reported on app "error" with the request id', async (t) => {
   const { res, text, reported } = await respond(openAIErrors(), () => {
     throw new Error('secret detail: password=hunter2 at /srv/app/db.ts');
