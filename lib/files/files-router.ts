@@ -85,8 +85,8 @@ export function filesRouter(options: FilesRouterOptions): Router {
   /** The caller's live file named by the route, 404 when it is missing, expired or another account's. */
   async function ownFile(ctx: Context): Promise<FileRecord> {
     const record = await files.get(verifiedKey(ctx).account, fileIdParam(ctx), now());
-    if (!record) throw errors.fileNotFound();
-    return record;
+    // Returned, not thrown: probing for ids is a flood (see GatewayError).
+    return record ?? Promise.reject(errors.fileNotFound());
   }
 
   const createFile: Middleware = async function createFile(ctx) {
@@ -145,7 +145,8 @@ export function filesRouter(options: FilesRouterOptions): Router {
   });
 
   router.get('/v1/files/:file_id', requireScope('files:read'), async function retrieveFile(ctx) {
-    ctx.body = fileObject(await ownFile(ctx));
+    // ctx.response, not ctx's delegating setter: that costs a megamorphic store per request.
+    ctx.response.body = fileObject(await ownFile(ctx));
   });
 
   router.get('/v1/files/:file_id/content', requireScope('files:read'), async function downloadFile(ctx) {
