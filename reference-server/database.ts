@@ -45,10 +45,15 @@ export function openDatabase(settings: DatabaseSettings, log: DatabaseLog = () =
     useNullAsDefault: true,
     pool: {
       // WAL lets readers run beside the writer; busy_timeout makes the server and the CLI wait
-      // for each other's write transactions instead of failing with SQLITE_BUSY.
+      // for each other's write transactions instead of failing with SQLITE_BUSY. With WAL,
+      // synchronous = NORMAL syncs at checkpoints instead of at every commit: a commit survives
+      // a crash of the process, and only a power loss may undo the last ones (a file record then
+      // gone leaves an orphan blob, which the sweep removes). A commit's fsync would otherwise
+      // stop the event loop, every upload with it, for the whole flush.
       afterCreate(connection: SqliteConnection, done: (err: Error | null, connection: SqliteConnection) => void) {
         try {
           connection.pragma('journal_mode = WAL');
+          connection.pragma('synchronous = NORMAL');
           connection.pragma('busy_timeout = 5000');
           done(null, connection);
         } catch (err) {

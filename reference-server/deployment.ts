@@ -9,12 +9,11 @@ import type { BlobStore } from '../lib/files/blob-store.js';
 import type { FileStore } from '../lib/files/file-store.js';
 import { sweep } from '../lib/files/sweep.js';
 import type { CreationLimiter } from '../lib/quota/creation-limiter.js';
+import type { CreationLimitsOptions } from '../lib/quota/creation-limits.js';
 import { MemoryCreationLimiter } from '../lib/quota/memory-creation-limiter.js';
 import { FsBlobStore } from '../lib/stores/fs/blob-store.js';
 import { KnexFileStore } from '../lib/stores/knex/file-store.js';
 import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
-import { createRedisClient } from '../lib/stores/redis/client.js';
-import { RedisCreationLimiter } from '../lib/stores/redis/creation-limiter.js';
 import { ConfigError } from './config-error.js';
 import type { ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
@@ -64,6 +63,8 @@ export async function sweepDeployment(config: ServerConfig, stores: { files: Fil
 
 /** The Redis client for the limits; unreachable at start-up is a start-up failure. */
 async function openRedis(url: string, logger: Logger): Promise<Redis> {
+  // Loaded only when configured: ioredis alone adds about 20 MiB to the embedded default's RSS.
+  const { createRedisClient } = await import('../lib/stores/redis/client.js');
   let redis: Redis;
   try {
     redis = await createRedisClient(url);
@@ -84,6 +85,13 @@ async function openRedis(url: string, logger: Logger): Promise<Redis> {
     down = false;
   });
   return redis;
+}
+
+/** The creation limits on Redis when there is one, else in this process's memory. */
+async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions): Promise<CreationLimiter> {
+  if (!redis) return new MemoryCreationLimiter(rates);
+  const { RedisCreationLimiter } = await import('../lib/stores/redis/creation-limiter.js');
+  return new RedisCreationLimiter({ client: redis, ...rates });
 }
 
 /**
@@ -111,13 +119,14 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     blobs: () => access(config.filesDir, constants.R_OK | constants.W_OK),
   };
   if (redis) checks.redis = () => (redis as Redis).ping();
+  const limiter = await creationLimiter(redis, rates);
   const { keyCacheSeconds } = config.gateway;
   return {
     config,
     ...stores,
     // Only the serving process caches: the CLI reads and revokes in the database directly.
     keys: keyCacheSeconds > 0 ? cachedKeyStore(stores.keys, { ttlMs: keyCacheSeconds * 1000 }) : stores.keys,
-    limiter: redis ? new RedisCreationLimiter({ client: redis, ...rates }) : new MemoryCreationLimiter(rates),
+    limiter,
     redis,
     checks,
     async close() {
