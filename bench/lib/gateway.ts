@@ -42,6 +42,11 @@ function profileFlags(): string[] {
   return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
 }
 
+/** BENCH_GATEWAY_FLAGS: Node flags for every gateway (not bare Koa), space-separated. */
+function gatewayFlags(): string[] {
+  return (process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter(Boolean);
+}
+
 function databaseUrl(name: string): string {
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${name}`;
@@ -98,7 +103,7 @@ export async function createDeployment(options: DeploymentOptions): Promise<Depl
         port,
         readyPath: '/healthz',
         ...(serveOptions.preloads ? { preloads: serveOptions.preloads } : {}),
-        nodeFlags: [...profileFlags(), ...(serveOptions.nodeFlags ?? [])],
+        nodeFlags: [...profileFlags(), ...gatewayFlags(), ...(serveOptions.nodeFlags ?? [])],
       });
       services.push(service);
       return service;
