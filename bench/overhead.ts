@@ -37,6 +37,7 @@ function summarise(runs: LoadResult[]): LoadResult {
     p99: pick((run) => run.p99),
     max: pick((run) => run.max),
     cpuMicrosPerRequest: pick((run) => run.cpuMicrosPerRequest),
+    instructionsPerRequest: pick((run) => run.instructionsPerRequest),
     requests: runs.reduce((sum, run) => sum + run.requests, 0),
     failures: runs.reduce((sum, run) => sum + run.failures, 0),
     statuses: runs[0]?.statuses ?? {},
@@ -109,6 +110,8 @@ export async function overhead(): Promise<string> {
       { heading: 'p99 ms', cell: (row) => num(row.result.p99, 1), align: 'right' },
       { heading: 'server CPU µs/req', cell: (row) => num(row.result.cpuMicrosPerRequest, 0), align: 'right' },
       { heading: 'CPU vs bare', cell: (row) => ratio(row.result.cpuMicrosPerRequest, base.cpuMicrosPerRequest), align: 'right' },
+      // perf stat's count: the steadiest figure on a shared machine ("-" without perf).
+      { heading: 'server k instructions/req', cell: (row) => (Number.isNaN(row.result.instructionsPerRequest) ? '-' : num(row.result.instructionsPerRequest / 1000)), align: 'right' },
       // Under 100 %: the load generator, not the server, set the pace.
       { heading: 'server core busy', cell: (row) => `${num((row.result.cpuMicrosPerRequest * row.result.requestsPerSecond) / 1e4)} %`, align: 'right' },
       { heading: 'unexpected', cell: (row) => num(row.result.failures), align: 'right' },

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { cpuMicros } from './system.js';
+import { countInstructions, cpuMicros } from './system.js';
 
 interface AutocannonOptions {
   url: string;
@@ -46,6 +46,8 @@ export interface LoadResult {
   max: number;
   /** Server CPU time (user + system, every thread) per completed request, in microseconds. */
   cpuMicrosPerRequest: number;
+  /** Server instructions per completed request (`perf stat`); NaN without perf. */
+  instructionsPerRequest: number;
   requests: number;
   /** Responses with another status than expected, errors and timeouts. */
   failures: number;
@@ -67,11 +69,13 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
     ...(options.body ? { body: options.body } : {}),
   };
   if (WARMUP > 0) await autocannon({ ...base, duration: WARMUP });
+  const instructions = countInstructions(options.pid);
   const cpuBefore = cpuMicros(options.pid);
   const started = process.hrtime.bigint();
   const result = await autocannon({ ...base, duration: DURATION });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const cpu = cpuMicros(options.pid) - cpuBefore;
+  const executed = await instructions.stop();
   const counts = statuses(result);
   const completed = result.requests.total;
   const expected = counts[String(options.expectStatus)] ?? 0;
@@ -81,6 +85,7 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
     p99: result.latency.p99,
     max: result.latency.max,
     cpuMicrosPerRequest: completed > 0 ? cpu / completed : Number.NaN,
+    instructionsPerRequest: completed > 0 ? executed / completed : Number.NaN,
     requests: completed,
     failures: completed - expected + result.errors + result.timeouts,
     statuses: counts,

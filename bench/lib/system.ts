@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { readFileSync } from 'node:fs';
 
@@ -41,6 +42,35 @@ export function cpuMicros(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime: fields 14 and 15
   return (ticks * 1e6) / CLOCK_TICKS;
+}
+
+function hasPerfInstructions(): boolean {
+  // perf stat reports on stderr: "<count>,,instructions,..." or "<not supported>,,instructions".
+  const result = spawnSync('perf', ['stat', '-x,', '-e', 'instructions', 'true'], { encoding: 'utf8' });
+  return /^\d+,/m.test(result.stderr ?? '');
+}
+
+/** Whether `perf stat` can count instructions here (linux-perf installed, counters exposed). */
+export const PERF = process.env.BENCH_PERF !== '0' && hasPerfInstructions();
+
+/**
+ * Counts the instructions `pid` executes (every thread, user and kernel) until stopped, with
+ * `perf stat`: unlike CPU time, the count barely moves when other work shares the machine.
+ * Without perf, stop() resolves to NaN.
+ */
+export function countInstructions(pid: number): { stop(): Promise<number> } {
+  if (!PERF) return { stop: async () => Number.NaN };
+  const perf = spawn('perf', ['stat', '-x,', '-e', 'instructions', '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let report = '';
+  perf.stderr.on('data', (chunk: Buffer) => (report += chunk.toString()));
+  return {
+    async stop() {
+      const exited = once(perf, 'exit');
+      perf.kill('SIGINT');
+      await exited;
+      return Number(/^(\d+),/m.exec(report)?.[1] ?? Number.NaN);
+    },
+  };
 }
 
 /** Resident memory of `pid` now and at its peak (VmRSS, VmHWM), in bytes. */
