@@ -1,4 +1,4 @@
-import type { OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { errors, type GatewayError } from './gateway-error.js';
 import { newRequestId } from './request-id.js';
@@ -55,7 +55,7 @@ export function errorFormatter(shape: ErrorShape, name: string): Middleware {
     if (response.headerSent || !response.writable) return;
     // HTTP requires the Allow of a 405, whoever set it.
     const allow = err.status === 405 ? response.get('Allow') : '';
-    resetHeaders(ctx, outerHeaders);
+    resetHeaders(ctx.res, outerHeaders);
     if (allow) response.set('Allow', allow);
     response.set(err.headers);
     // Through ctx.response, not ctx's delegating setters: those cost a megamorphic store each.
@@ -67,8 +67,7 @@ export function errorFormatter(shape: ErrorShape, name: string): Middleware {
 }
 
 /** Puts the response headers back to `headers`, a `getHeaders()` taken earlier. */
-function resetHeaders(ctx: Context, headers: OutgoingHttpHeaders): void {
-  const { res } = ctx;
+function resetHeaders(res: ServerResponse, headers: OutgoingHttpHeaders): void {
   for (const name of res.getHeaderNames()) {
     if (!Object.hasOwn(headers, name)) res.removeHeader(name);
   }

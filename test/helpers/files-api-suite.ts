@@ -79,6 +79,19 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     return { app, api: client(app) };
   }
 
+  /** Retrieve, download and delete of `id` all answer 404 File not found. */
+  async function assertGone(t: ExecutionContext, api: ReturnType<typeof client>, key: string, id: string) {
+    const answers = {
+      retrieve: await api.get(key, `/v1/files/${id}`),
+      download: await api.get(key, `/v1/files/${id}/content`),
+      delete: await api.del(key, `/v1/files/${id}`),
+    };
+    for (const [what, res] of Object.entries(answers)) {
+      t.is(res.status, 404, what);
+      t.deepEqual(res.json, NOT_FOUND, what);
+    }
+  }
+
   test(`${name}: upload, retrieve, download and delete a file, which is then gone from every endpoint`, async (t) => {
     const { app, api } = await setup(t);
     const pdf = pdfOf(4321, 0x41);
@@ -114,14 +127,7 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     t.deepEqual(deleted.json, { id: created.id, object: 'file', deleted: true });
     t.deepEqual(await blobIds(app.blobs), []);
 
-    for (const res of [
-      await api.get(app.keys.a, `/v1/files/${created.id}`),
-      await api.get(app.keys.a, `/v1/files/${created.id}/content`),
-      await api.del(app.keys.a, `/v1/files/${created.id}`),
-    ]) {
-      t.is(res.status, 404);
-      t.deepEqual(res.json, NOT_FOUND);
-    }
+    await assertGone(t, api, app.keys.a, created.id);
     const list = await api.get(app.keys.a, '/v1/files');
     t.deepEqual(list.json, { object: 'list', data: [], first_id: null, last_id: null, has_more: false });
   });
@@ -208,14 +214,7 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     app.clock.now += 3599;
     t.is((await api.get(app.keys.a, `/v1/files/${created.id}`)).status, 200);
     app.clock.now += 1;
-    for (const res of [
-      await api.get(app.keys.a, `/v1/files/${created.id}`),
-      await api.get(app.keys.a, `/v1/files/${created.id}/content`),
-      await api.del(app.keys.a, `/v1/files/${created.id}`),
-    ]) {
-      t.is(res.status, 404);
-      t.deepEqual(res.json, NOT_FOUND);
-    }
+    await assertGone(t, api, app.keys.a, created.id);
     t.deepEqual((await api.get(app.keys.a, '/v1/files')).json, { object: 'list', data: [], first_id: null, last_id: null, has_more: false });
     t.is((await api.upload(app.keys.a, pdfOf(1000))).status, 200, 'the expired file no longer counts');
   });

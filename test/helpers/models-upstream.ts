@@ -2,6 +2,20 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+/** A complete Anthropic Messages answer saying `text`, as the upstream sends it. */
+export function anthropicMessage(text: string) {
+  return {
+    id: 'msg_upstream',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-sonnet-4-5-20250929',
+    content: [{ type: 'text', text }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: 10, output_tokens: 4 },
+  };
+}
+
 /**
  * A real upstream on a loopback port that answers every request with an event stream it never
  * ends by itself: `requests` resolves each request as it arrives, so a test can write events and

@@ -38,3 +38,15 @@ export function uploadParts(pdf: Buffer, name = 'report.pdf', extra: Part[] = []
     { name: 'file', value: pdf, filename: name, contentType: 'application/pdf' },
   ];
 }
+
+/** An upload as fetch sends it: `purpose`, `expires_after` when given, and `file` (a PDF named `filename`). */
+export function uploadForm(pdf: Buffer, filename = 'report.pdf', expiresAfter?: number): FormData {
+  const form = new FormData();
+  form.set('purpose', 'user_data');
+  if (expiresAfter !== undefined) {
+    form.set('expires_after[anchor]', 'created_at');
+    form.set('expires_after[seconds]', String(expiresAfter));
+  }
+  form.set('file', new Blob([pdf], { type: 'application/pdf' }), filename);
+  return form;
+}

@@ -2,6 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import type { TestFn } from 'ava';
 import OpenAI, { toFile } from 'openai';
 import { makePdf } from './models-pdf.js';
+import { uploadForm } from './multipart.js';
 import { createKey, runCli, startServer, type CreatedKey, type ServerProcess } from './server-process.js';
 
 /** How a deployment is brought up for the suite: the server's environment, and how to clean up. */
@@ -69,16 +70,8 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
       ...(init.body === undefined ? {} : { body: init.body }),
     });
 
-  const upload = (key: string, style: KeyStyle, pdf: Buffer, filename: string, expiresAfter?: number) => {
-    const form = new FormData();
-    form.set('purpose', 'user_data');
-    if (expiresAfter !== undefined) {
-      form.set('expires_after[anchor]', 'created_at');
-      form.set('expires_after[seconds]', String(expiresAfter));
-    }
-    form.set('file', new Blob([pdf], { type: 'application/pdf' }), filename);
-    return call('POST', '/v1/files', { key, style, body: form });
-  };
+  const upload = (key: string, style: KeyStyle, pdf: Buffer, filename: string, expiresAfter?: number) =>
+    call('POST', '/v1/files', { key, style, body: uploadForm(pdf, filename, expiresAfter) });
 
   const json = (body: unknown) => JSON.stringify(body);
   const jsonHeaders = { 'content-type': 'application/json' };

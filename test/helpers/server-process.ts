@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { ExecutionContext } from 'ava';
 
 /** The checkout's root: the CLI runs from there, as a user runs it. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -133,4 +134,18 @@ export function startServer(env: Record<string, string>): Promise<ServerProcess>
 export async function tempDataDir(): Promise<{ dir: string; remove(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'kmg-server-'));
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * A server on a fresh data dir, with one key of `account` made through the CLI; the server is
+ * stopped and the directory removed when the test ends.
+ */
+export async function serverWithKey(t: ExecutionContext, account: string): Promise<{ env: { DATA_DIR: string }; key: string; server: ServerProcess }> {
+  const temp = await tempDataDir();
+  t.teardown(() => temp.remove());
+  const env = { DATA_DIR: join(temp.dir, 'data') };
+  const { key } = await createKey(env, ['--account', account]);
+  const server = await startServer(env);
+  t.teardown(() => server.stop());
+  return { env, key, server };
 }

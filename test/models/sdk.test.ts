@@ -5,6 +5,7 @@ import nock from 'nock';
 import OpenAI from 'openai';
 import { ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
+import { anthropicMessage } from '../helpers/models-upstream.js';
 
 // The official SDKs as clients of the composed gateway; nock stands in for the upstreams and is
 // process-global, so every test is serial and only our own loopback server is reachable.
@@ -138,16 +139,7 @@ test.serial('anthropic SDK: against an Anthropic upstream, whole and streamed', 
   const client = anthropic(await gateway.keyFor());
   nock(ANTHROPIC_UPSTREAM)
     .post('/v1/messages')
-    .reply(200, {
-      id: 'msg_1',
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-sonnet-4-5-20250929',
-      content: [{ type: 'text', text: 'Hi from upstream' }],
-      stop_reason: 'end_turn',
-      stop_sequence: null,
-      usage: { input_tokens: 1, output_tokens: 3 },
-    });
+    .reply(200, anthropicMessage('Hi from upstream'));
   const message = await client.messages.create({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
   t.deepEqual(message.content, [{ type: 'text', text: 'Hi from upstream' }]);
 

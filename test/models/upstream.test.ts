@@ -10,6 +10,7 @@ import {
   modelsApp,
 } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
+import { anthropicMessage } from '../helpers/models-upstream.js';
 
 // nock is process-global: every test here is serial, and only our own loopback server is reachable.
 nock.disableNetConnect();
@@ -46,16 +47,7 @@ const openAIAnswer = {
   choices: [{ index: 0, message: { role: 'assistant', content: 'It is a report.', refusal: null }, logprobs: null, finish_reason: 'stop' }],
   usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14 },
 };
-const anthropicAnswer = {
-  id: 'msg_upstream',
-  type: 'message',
-  role: 'assistant',
-  model: 'claude-sonnet-4-5-20250929',
-  content: [{ type: 'text', text: 'It is a contract.' }],
-  stop_reason: 'end_turn',
-  stop_sequence: null,
-  usage: { input_tokens: 10, output_tokens: 4 },
-};
+const anthropicAnswer = anthropicMessage('It is a contract.');
 
 /** Every header value the upstream got, to look for the gateway key in any of them. */
 const headerValues = (received: Received) => Object.values(received.headers).flat().join('\n');

@@ -2,16 +2,7 @@ import { resolve } from 'node:path';
 import test from 'ava';
 import { ConfigError } from '../../reference-server/config-error.js';
 import { loadConfig, parseDatabaseUrl, parseGatewayConfig } from '../../reference-server/config.js';
-
-// api.md section 8, written out here so that a changed default fails the test.
-const SPEC_LIMITS = {
-  maxFileBytes: 26_214_400,
-  maxFiles: 1000,
-  maxStoredBytes: 100_000_000,
-  createsPerMinute: 10,
-  createsPerDay: 1000,
-  bytesPerDay: 1_073_741_824,
-};
+import { SPEC_LIMITS } from '../helpers/spec-limits.js';
 
 test('the defaults: 127.0.0.1:8080, everything under ./data, SQLite, limits in memory, the echo catalog', (t) => {
   const config = loadConfig({});

@@ -2,19 +2,14 @@ import { connect } from 'node:net';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import { createKey, startServer, tempDataDir, type LogLine } from '../helpers/server-process.js';
+import { serverWithKey, type LogLine } from '../helpers/server-process.js';
 
 const until = async (condition: () => boolean) => {
   for (let waited = 0; !condition() && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
 };
 
 test('an upload the client abandons is logged as a 499 request, not as a server failure, and leaves nothing', async (t) => {
-  const temp = await tempDataDir();
-  t.teardown(() => temp.remove());
-  const env = { DATA_DIR: join(temp.dir, 'data') };
-  const { key } = await createKey(env, ['--account', 'acme']);
-  const server = await startServer(env);
-  t.teardown(() => server.stop());
+  const { env, key, server } = await serverWithKey(t, 'acme');
   const { port } = new URL(server.url);
 
   const socket = connect(Number(port), '127.0.0.1');

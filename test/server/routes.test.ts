@@ -1,14 +1,8 @@
-import { join } from 'node:path';
 import test from 'ava';
-import { createKey, startServer, tempDataDir } from '../helpers/server-process.js';
+import { serverWithKey } from '../helpers/server-process.js';
 
 test('paths match exactly: /V1/... is an unknown URL, never a route that skipped authentication', async (t) => {
-  const temp = await tempDataDir();
-  t.teardown(() => temp.remove());
-  const env = { DATA_DIR: join(temp.dir, 'data') };
-  const { key } = await createKey(env, ['--account', 'acme']);
-  const server = await startServer(env);
-  t.teardown(() => server.stop());
+  const { key, server } = await serverWithKey(t, 'acme');
   for (const [method, path] of [['GET', '/V1/models'], ['GET', '/V1/files'], ['POST', '/V1/chat/completions'], ['GET', '/HEALTHZ']] as const) {
     const response = await fetch(`${server.url}${path}`, { method });
     t.deepEqual(

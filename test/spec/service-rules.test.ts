@@ -3,6 +3,7 @@ import test from 'ava';
 import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
+import { uploadForm } from '../helpers/multipart.js';
 import { rawRequest } from '../helpers/raw-request.js';
 import { referenceApp } from './reference-app.js';
 
@@ -29,17 +30,6 @@ const call = (method: string, path: string, options: CallOptions = {}) =>
     headers: { ...(options.key === undefined ? {} : { authorization: `Bearer ${options.key}` }), ...options.headers },
     ...(options.body === undefined ? {} : { body: options.body }),
   });
-
-const uploadForm = (pdf: Buffer, filename = 'report.pdf', expiresAfter?: number) => {
-  const form = new FormData();
-  form.set('purpose', 'user_data');
-  if (expiresAfter !== undefined) {
-    form.set('expires_after[anchor]', 'created_at');
-    form.set('expires_after[seconds]', String(expiresAfter));
-  }
-  form.set('file', new Blob([pdf], { type: 'application/pdf' }), filename);
-  return form;
-};
 
 const upload = (key: string, pdf = makePdf(1), filename = 'report.pdf', expiresAfter?: number) =>
   call('POST', '/v1/files', { key, body: uploadForm(pdf, filename, expiresAfter) });
