@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { ApiKeyRecord, KeyStore } from './key-store.js';
 import type { Scope } from './scopes.js';
 
@@ -6,11 +6,12 @@ import type { Scope } from './scopes.js';
 const SECRET_BYTES = 32;
 
 /**
- * SHA-256 of the whole key, hex: the only form in which a key is stored.
+ * SHA-256 of the whole key, hex: the only form in which a key is stored. One-shot `hash()`, not
+ * a `Hash` object: every authenticated request pays for it.
  * @example const record = await store.findByHash(hashApiKey(presentedKey))
  */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 /**

@@ -40,6 +40,11 @@ test('generated keys are <prefix>_sk_ and 256 random bits, stored only as their 
   t.is(record.hash, hashApiKey(created));
 });
 
+test('the stored hash is SHA-256 hex: keys stored by earlier versions still match', (t) => {
+  // FIPS 180-2's test vector.
+  t.is(hashApiKey('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+});
+
 test('a bad key prefix is refused at creation, not at request time', (t) => {
   t.throws(() => generateApiKey('kmg_sk'), { message: /koa-model-gateway/ });
 });
