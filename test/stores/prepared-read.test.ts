@@ -1,5 +1,7 @@
+import { readdir, readlink } from 'node:fs/promises';
+import { join } from 'node:path';
 import test from 'ava';
-import type { Knex } from 'knex';
+import knexFactory, { type Knex } from 'knex';
 import { preparedRead } from '../../lib/stores/knex/prepared-read.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
 
@@ -64,3 +66,61 @@ for (const [name, open, gate] of [
     });
   });
 }
+
+/** A SQLite file in WAL mode, set as a deployment sets it: in the pool's `afterCreate`. */
+async function walTable(): Promise<{ knex: Knex; filename: string }> {
+  const db = await sqliteDatabase();
+  await db.knex.destroy();
+  const filename = (db.config.connection as { filename: string }).filename;
+  const knex = knexFactory({
+    ...db.config,
+    // Through the pool, a read inside the transaction below would wait for its own connection.
+    acquireConnectionTimeout: 2000,
+    pool: {
+      afterCreate(connection: { pragma(source: string): unknown }, done: (err: Error | null, connection: unknown) => void) {
+        connection.pragma('journal_mode = WAL');
+        done(null, connection);
+      },
+    },
+  });
+  databases.push({
+    ...db,
+    knex,
+    async destroy() {
+      await knex.destroy();
+      await db.destroy();
+    },
+  });
+  await knex.schema.createTable('things', (t) => {
+    t.string('id').primary();
+    t.string('name').notNullable();
+  });
+  await knex('things').insert({ id: 'a', name: 'first' });
+  return { knex, filename };
+}
+
+test('sqlite in WAL mode: a read runs beside a transaction in progress and sees only what is committed', async (t) => {
+  const { knex } = await walTable();
+  const read = byId(knex);
+  t.deepEqual(await read('a'), { id: 'a', name: 'first' });
+  await knex.transaction(async (trx) => {
+    await trx('things').insert({ id: 'c', name: 'uncommitted' });
+    t.is(await read('c'), undefined);
+  });
+  t.deepEqual(await read('c'), { id: 'c', name: 'uncommitted' });
+});
+
+/** The file descriptors of this process open on `filename`. */
+async function openOn(filename: string): Promise<number> {
+  const fds = await readdir('/proc/self/fd');
+  const targets = await Promise.all(fds.map((fd) => readlink(join('/proc/self/fd', fd)).catch(() => '')));
+  return targets.filter((target) => target === filename).length;
+}
+
+(process.platform === 'linux' ? test : test.skip)('sqlite in WAL mode: the reading connection is closed with the pool', async (t) => {
+  const { knex, filename } = await walTable();
+  await byId(knex)('a');
+  t.is(await openOn(filename), 2, "the pool's connection and the reader");
+  await knex.destroy();
+  t.is(await openOn(filename), 0);
+});
