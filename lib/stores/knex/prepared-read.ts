@@ -65,7 +65,11 @@ function walReader(client: KnexClient, onPool: OnPoolConnection): () => Promise<
 
   return () => {
     if (!client.pool) return Promise.resolve(undefined);
-    reader ??= open();
+    // A failure (the database unreachable) fails this read only: the next one tries again.
+    reader ??= open().catch((err: unknown) => {
+      reader = undefined;
+      throw err;
+    });
     return reader;
   };
 }
