@@ -1,7 +1,6 @@
 import { mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import type { FileRecord, StockLimits } from '../../lib/files/file-store.js';
 import { FsBlobStore, type FsBlobStoreOptions } from '../../lib/stores/fs/blob-store.js';
@@ -20,10 +19,21 @@ async function setup(t: ExecutionContext, options: FilesAppOptions = {}, blobOpt
   return { app, blobDirectory: directory };
 }
 
-async function upload(app: Awaited<ReturnType<typeof filesApp>>, pdf: Buffer) {
+type FilesApp = Awaited<ReturnType<typeof filesApp>>;
+
+async function upload(app: FilesApp, pdf: Buffer) {
   const { body, contentType } = multipart(uploadParts(pdf));
   const res = await fetch(`${app.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType }, body });
   return { status: res.status, body: (await res.json()) as { id?: string; error?: { code: string } } };
+}
+
+/** `pdf` uploaded: the blob directory holds exactly its bytes under the new id, and no temp file is left. */
+async function assertStored(t: ExecutionContext, app: FilesApp, blobDirectory: string, pdf: Buffer): Promise<void> {
+  const created = await upload(app, pdf);
+  t.is(created.status, 200);
+  t.deepEqual(await readdir(blobDirectory), [created.body.id]);
+  t.true((await readFile(join(blobDirectory, created.body.id ?? ''))).equals(pdf));
+  t.deepEqual(await app.tempFiles(), []);
 }
 
 test('an upload on the filesystem store moves its temp file into place, with exactly the bytes sent', async (t) => {
@@ -34,12 +44,7 @@ test('an upload on the filesystem store moves its temp file into place, with exa
       await rename(from, to);
     },
   });
-  const pdf = pdfOf(300_000, 0x41);
-  const created = await upload(app, pdf);
-  t.is(created.status, 200);
-  t.deepEqual(await readdir(blobDirectory), [created.body.id]);
-  t.true((await readFile(join(blobDirectory, created.body.id ?? ''))).equals(pdf));
-  t.deepEqual(await app.tempFiles(), []);
+  await assertStored(t, app, blobDirectory, pdfOf(300_000, 0x41));
   t.deepEqual(moved, [app.tempDir]);
   t.deepEqual(app.serverErrors, []);
 });
@@ -49,12 +54,7 @@ test('blobs on another filesystem than the uploads (EXDEV): the bytes are copied
     throw Object.assign(new Error('EXDEV: cross-device link not permitted'), { code: 'EXDEV' });
   };
   const { app, blobDirectory } = await setup(t, {}, { rename: exdev });
-  const pdf = pdfOf(300_000, 0x42);
-  const created = await upload(app, pdf);
-  t.is(created.status, 200);
-  t.deepEqual(await readdir(blobDirectory), [created.body.id]);
-  t.true((await readFile(join(blobDirectory, created.body.id ?? ''))).equals(pdf));
-  t.deepEqual(await app.tempFiles(), []);
+  await assertStored(t, app, blobDirectory, pdfOf(300_000, 0x42));
 });
 
 test('an upload refused by the kept limits after its bytes were moved leaves no blob', async (t) => {

@@ -109,10 +109,10 @@ export async function postgresDatabase(): Promise<TestDatabase> {
   };
 }
 
-/** A SQLite file in a temp directory of its own; removed by `destroy`. */
-export async function sqliteDatabase(): Promise<TestDatabase> {
+/** A SQLite file in a temp directory of its own, with Knex settings `extra` (e.g. a pool); removed by `destroy`. */
+export async function sqliteDatabase(extra: Partial<Knex.Config> = {}): Promise<TestDatabase> {
   const dir = await mkdtemp(join(tmpdir(), 'kmg-sqlite-'));
-  const config: Knex.Config = { client: 'better-sqlite3', connection: { filename: join(dir, 'test.db') }, useNullAsDefault: true };
+  const config: Knex.Config = { ...extra, client: 'better-sqlite3', connection: { filename: join(dir, 'test.db') }, useNullAsDefault: true };
   const knex = knexFactory(config);
   return {
     knex,

@@ -1,7 +1,7 @@
 import { readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import knexFactory, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import { preparedRead } from '../../lib/stores/knex/prepared-read.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
 
@@ -68,13 +68,9 @@ for (const [name, open, gate] of [
 }
 
 /** A SQLite file in WAL mode, set as a deployment sets it: in the pool's `afterCreate`. */
-async function walTable(): Promise<{ knex: Knex; filename: string }> {
-  const db = await sqliteDatabase();
-  await db.knex.destroy();
-  const filename = (db.config.connection as { filename: string }).filename;
-  const knex = knexFactory({
-    ...db.config,
-    // Through the pool, a read inside the transaction below would wait for its own connection.
+const walDatabase = () =>
+  sqliteDatabase({
+    // Through the pool, a read inside a transaction would wait for its own connection: fail fast.
     acquireConnectionTimeout: 2000,
     pool: {
       afterCreate(connection: { pragma(source: string): unknown }, done: (err: Error | null, connection: unknown) => void) {
@@ -83,24 +79,9 @@ async function walTable(): Promise<{ knex: Knex; filename: string }> {
       },
     },
   });
-  databases.push({
-    ...db,
-    knex,
-    async destroy() {
-      await knex.destroy();
-      await db.destroy();
-    },
-  });
-  await knex.schema.createTable('things', (t) => {
-    t.string('id').primary();
-    t.string('name').notNullable();
-  });
-  await knex('things').insert({ id: 'a', name: 'first' });
-  return { knex, filename };
-}
 
 test('sqlite in WAL mode: a read runs beside a transaction in progress and sees only what is committed', async (t) => {
-  const { knex } = await walTable();
+  const knex = await table(walDatabase);
   const read = byId(knex);
   t.deepEqual(await read('a'), { id: 'a', name: 'first' });
   await knex.transaction(async (trx) => {
@@ -118,7 +99,8 @@ async function openOn(filename: string): Promise<number> {
 }
 
 (process.platform === 'linux' ? test : test.skip)('sqlite in WAL mode: the reading connection is closed with the pool', async (t) => {
-  const { knex, filename } = await walTable();
+  const knex = await table(walDatabase);
+  const { filename } = knex.client.config.connection as { filename: string };
   await byId(knex)('a');
   t.is(await openOn(filename), 2, "the pool's connection and the reader");
   await knex.destroy();
