@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { EventEmitter } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { open, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { Writable } from 'node:stream';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Busboy, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
 import type { Context, Middleware } from 'koa';
-import formidable, { errors as formidableErrors, multipart, type File, type Part } from 'formidable';
 import { errors, GatewayError } from '../errors/gateway-error.js';
 import { lingeringClose } from './lingering-close.js';
 import type { ValidatedUpload } from './upload-state.js';
@@ -17,19 +17,16 @@ export interface PdfUploadOptions {
   tempDir?: string;
 }
 
-/** Room for the boundaries, part headers and small fields around the PDF. */
+/** Room for the boundaries, part headers and small fields around the PDF; also the most all fields may hold together. */
 const ENVELOPE_BYTES = 64 * 1024;
 /** `purpose` and the two `expires_after` parts, with room for a few a client adds. */
 const MAX_FIELDS = 16;
-/**
- * Parts of any kind: the fields, the file, and file parts under other names, which formidable
- * skips without counting them anywhere (hundreds of thousands of tiny ones cost seconds of CPU).
- */
+/** Parts of any kind: the fields, the file, and file parts under other names (skipped, but counted). */
 const MAX_PARTS = 32;
 const PDF_HEADER = Buffer.from('%PDF-');
 const PDF_HEADER_WINDOW = 1024;
 const MAX_FILENAME_BYTES = 255;
-/** All the header bytes of one part: room for a 255-byte file name in any encoding, many times over. */
+/** All the header bytes of one part: room for a 255-byte file name in any encoding, many times over. What is beyond is dropped. */
 const MAX_PART_HEADER_BYTES = 16 * 1024;
 const MIN_EXPIRY_SECONDS = 3600;
 const MAX_EXPIRY_SECONDS = 2_592_000;
@@ -47,65 +44,10 @@ function hasCode(err: unknown): err is { code: unknown } {
   return typeof err === 'object' && err !== null && 'code' in err;
 }
 
-/**
- * formidable's errors carry an `httpCode` Koa never reads: each gets its row here. Every one of
- * them leaves the body unread, so the answer closes the connection.
- */
-function fromFormidable(ctx: Context, err: unknown): unknown {
-  if (err instanceof GatewayError) return closing(ctx, err);
-  const code = hasCode(err) ? err.code : undefined;
-  switch (code) {
-    case formidableErrors.biggerThanTotalMaxFileSize:
-    case formidableErrors.biggerThanMaxFileSize:
-      return closing(ctx, errors.fileTooLarge());
-    case formidableErrors.maxFilesExceeded:
-      return closing(ctx, errors.missingFile());
-    case formidableErrors.maxFieldsExceeded:
-    case formidableErrors.maxFieldsSizeExceeded:
-      return closing(ctx, errors.requestTooLarge());
-    case formidableErrors.missingMultipartBoundary:
-      return closing(ctx, errors.invalidContentType('multipart/form-data with a boundary'));
-    case formidableErrors.malformedMultipart:
-    case formidableErrors.unknownTransferEncoding:
-    case formidableErrors.filenameNotString:
-      return closing(ctx, errors.invalidRequest('The multipart body could not be parsed'));
-    case formidableErrors.aborted:
-      // Nobody is left to answer; a 4xx keeps a client's abort out of the server's error log.
-      return errors.invalidRequest('The client aborted the upload');
-    default:
-      // Unexpected (a disk error): answered as it is, the connection still closed.
-      lingeringClose(ctx);
-      return err;
-  }
-}
-
-/** What formidable's multipart parser emits: one event per piece of the body. */
-interface ParserEvent {
-  name: string;
-  start?: number;
-  end?: number;
-}
-
-/**
- * Caps the header bytes of every part. formidable gathers a part's headers without limit, then
- * runs a backtracking regular expression over them whose time grows with the square of their
- * length (a 300 KB header holds the event loop for seconds). This listener runs before formidable's
- * own: once a part goes over, `onOver` fails the form and every later event is renamed to one
- * formidable ignores, so no header longer than the cap ever reaches that expression.
- */
-function capPartHeaders(parser: EventEmitter, onOver: () => void): void {
-  let headerBytes = 0;
-  let over = false;
-  parser.prependListener('data', (event: ParserEvent) => {
-    if (!over) {
-      if (event.name === 'partBegin') headerBytes = 0;
-      if (event.name === 'headerField' || event.name === 'headerValue') headerBytes += (event.end ?? 0) - (event.start ?? 0);
-      if (headerBytes <= MAX_PART_HEADER_BYTES) return;
-      over = true;
-      onOver();
-    }
-    event.name = 'dropped';
-  });
+/** What the multipart body held: its fields by name, and the `file` part, streamed to disk. */
+interface ParsedForm {
+  fields: Map<string, string[]>;
+  file?: { path: string; filename: string; bytes: number };
 }
 
 /** The base name only: directory parts a client sends are never honoured. */
@@ -154,15 +96,19 @@ async function removeTempFile(stream: WriteStream): Promise<void> {
   });
 }
 
-function validate(fields: formidable.Fields, files: formidable.Files): Omit<ValidatedUpload, 'path'> & { file: File } {
-  const parts = files.file ?? [];
-  const [file] = parts;
-  if (file === undefined || parts.length !== 1) throw errors.missingFile();
-  if (fields.purpose?.length !== 1 || fields.purpose[0] !== 'user_data') throw errors.invalidPurpose();
-  const expires = expiresAfterSeconds(fields['expires_after[anchor]'], fields['expires_after[seconds]']);
-  const filename = baseName(file.originalFilename ?? '');
+/** The file name as sent: browsers and fetch send a `"` in it as `%22`. Only the base name is kept. */
+function fileNameOf(sent: string): string {
+  return baseName(sent.replaceAll('%22', '"'));
+}
+
+function validate({ fields, file }: ParsedForm): ValidatedUpload {
+  if (file === undefined) throw errors.missingFile();
+  const purpose = fields.get('purpose');
+  if (purpose?.length !== 1 || purpose[0] !== 'user_data') throw errors.invalidPurpose();
+  const expires = expiresAfterSeconds(fields.get('expires_after[anchor]'), fields.get('expires_after[seconds]'));
+  const filename = fileNameOf(file.filename);
   if (!isSaneFilename(filename)) throw errors.invalidFileName();
-  return { file, filename, bytes: file.size, expiresAfterSeconds: expires };
+  return { path: file.path, filename, bytes: file.bytes, expiresAfterSeconds: expires };
 }
 
 /**
@@ -187,57 +133,103 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
   }
   const maxBodyBytes = maxFileBytes + ENVELOPE_BYTES;
 
-  async function parse(ctx: Context, tempFiles: WriteStream[]): Promise<[formidable.Fields, formidable.Files]> {
-    let failed = false;
-    const form = formidable({
-      enabledPlugins: [multipart],
-      uploadDir: tempDir,
-      filename: () => `kmg-upload-${randomUUID()}`,
-      fileWriteStreamHandler: (file) => {
-        // After a failure formidable still parses what it had buffered: nothing more reaches the
-        // disk, where the cleanup (already run) would miss it.
-        if (failed) return new Writable({ write: (_chunk, _encoding, done) => done() });
-        // formidable always passes the file; its types do not say so.
-        const stream = createWriteStream((file as unknown as File).filepath, { flags: 'wx' });
-        tempFiles.push(stream);
-        return stream;
-      },
-      filter: (part) => part.name === 'file',
-      maxFiles: 1,
-      maxFileSize: maxFileBytes,
-      // maxFileSize is checked only when a part ends; the total is checked on every chunk.
-      maxTotalFileSize: maxFileBytes,
-      maxFields: MAX_FIELDS,
-      maxFieldsSize: ENVELOPE_BYTES,
-      allowEmptyFiles: true,
-      minFileSize: 0,
+  /**
+   * Streams the body through busboy: the fields into memory, the one `file` part to a temp file
+   * (on `tempFiles` from its creation on, for the cleanup). Rejects with the answer to give; every
+   * refusal that leaves the body unread closes the connection.
+   */
+  function parse(ctx: Context, tempFiles: WriteStream[]): Promise<ParsedForm> {
+    const { req } = ctx;
+    let busboy: BusboyInstance;
+    try {
+      busboy = Busboy({
+        headers: req.headers as BusboyHeaders,
+        // A part with a file name is a file, whatever its Content-Type; one without is a field.
+        isPartAFile: (_name, _type, filename) => filename !== undefined,
+        // fileNameOf() keeps the base name, of Windows paths too.
+        preservePath: true,
+        limits: {
+          fileSize: maxFileBytes,
+          fields: MAX_FIELDS,
+          fieldSize: ENVELOPE_BYTES,
+          parts: MAX_PARTS,
+          headerSize: MAX_PART_HEADER_BYTES,
+        },
+      });
+    } catch {
+      // The Content-Type names no boundary.
+      return Promise.reject(closing(ctx, errors.invalidContentType('multipart/form-data with a boundary')));
+    }
+    return new Promise((resolve, reject) => {
+      const form: ParsedForm = { fields: new Map() };
+      let settled = false;
+      let fieldBytes = 0;
+      let bodyBytes = 0;
+      let written = Promise.resolve();
+      const fail = (err: unknown) => {
+        if (settled) return;
+        settled = true;
+        req.unpipe(busboy);
+        reject(err);
+      };
+      const refuse = (err: GatewayError) => {
+        if (!settled) fail(closing(ctx, err));
+      };
+
+      // The whole body, envelope included, is counted per chunk: the one that crosses the limit is the last parsed.
+      req.on('data', (chunk: Buffer) => {
+        bodyBytes += chunk.length;
+        if (bodyBytes > maxBodyBytes) refuse(errors.fileTooLarge());
+      });
+      // Nobody is left to answer; a 4xx keeps a client's abort out of the server's error log.
+      req.once('close', () => {
+        if (!req.complete) fail(errors.invalidRequest('The client aborted the upload'));
+      });
+
+      busboy.on('field', (name, value, _nameTruncated, valueTruncated) => {
+        fieldBytes += Buffer.byteLength(value);
+        if (valueTruncated || fieldBytes > ENVELOPE_BYTES) return refuse(errors.requestTooLarge());
+        const values = form.fields.get(name);
+        if (values) values.push(value);
+        else form.fields.set(name, [value]);
+      });
+      busboy.on('fieldsLimit', () => refuse(errors.requestTooLarge()));
+      busboy.on('partsLimit', () => refuse(errors.requestTooLarge()));
+      busboy.on('file', (name, stream, filename) => {
+        if (settled || name !== 'file') return void stream.resume();
+        if (form.file) {
+          stream.resume();
+          return refuse(errors.missingFile());
+        }
+        const path = join(tempDir, `kmg-upload-${randomUUID()}`);
+        const out = createWriteStream(path, { flags: 'wx' });
+        tempFiles.push(out);
+        const file = { path, filename, bytes: 0 };
+        form.file = file;
+        stream.once('limit', () => refuse(errors.fileTooLarge()));
+        written = pipeline(stream, out).then(
+          () => {
+            file.bytes = out.bytesWritten;
+          },
+          (err: unknown) => {
+            if (settled) return;
+            // A disk error is answered as it is (500); a part cut short is the body's fault.
+            if (!out.errored) return refuse(errors.invalidRequest('The multipart body could not be parsed'));
+            lingeringClose(ctx);
+            fail(err);
+          },
+        );
+      });
+      busboy.once('error', () => refuse(errors.invalidRequest('The multipart body could not be parsed')));
+      busboy.once('finish', () => {
+        void written.then(() => {
+          if (settled) return;
+          settled = true;
+          resolve(form);
+        });
+      });
+      req.pipe(busboy);
     });
-    form.once('error', () => {
-      failed = true;
-    });
-    // Parser events may arrive after a pause, outside formidable's try/catch: fail, never throw.
-    const fail = (err: GatewayError) => (form as unknown as { _error(err: unknown): void })._error(err);
-    let parts = 0;
-    form.onPart = (part: Part) => {
-      parts += 1;
-      if (parts > MAX_PARTS) return fail(errors.requestTooLarge());
-      // A part with a file name is a file even when the client sent no Content-Type for it
-      // (formidable would read it into memory as a field).
-      if (part.originalFilename !== null && !part.mimetype) part.mimetype = 'application/octet-stream';
-      return form._handlePart(part);
-    };
-    // The whole body, envelope included, is counted per chunk: a throw here lands in formidable's
-    // own error path (its 'data' handler catches it), which stops parsing and rejects parse().
-    // The parser exists from the first chunk on, and gets that chunk only after this event.
-    let capped = false;
-    form.on('progress', (received) => {
-      if (received > maxBodyBytes) throw errors.fileTooLarge();
-      const parser = (form as unknown as { _parser: EventEmitter | null })._parser;
-      if (capped || parser === null) return;
-      capped = true;
-      capPartHeaders(parser, () => fail(errors.requestTooLarge()));
-    });
-    return form.parse(ctx.req);
   }
 
   return async function pdfUpload(ctx, next) {
@@ -250,15 +242,9 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
 
     const tempFiles: WriteStream[] = [];
     try {
-      let parsed: [formidable.Fields, formidable.Files];
-      try {
-        parsed = await parse(ctx, tempFiles);
-      } catch (err) {
-        throw fromFormidable(ctx, err);
-      }
-      const { file, ...upload } = validate(...parsed);
-      if (!(await startsLikePdf(file.filepath))) throw errors.invalidFileFormat();
-      ctx.state.upload = { path: file.filepath, ...upload };
+      const upload = validate(await parse(ctx, tempFiles));
+      if (!(await startsLikePdf(upload.path))) throw errors.invalidFileFormat();
+      ctx.state.upload = upload;
       await next();
     } finally {
       await Promise.all(tempFiles.map(removeTempFile));

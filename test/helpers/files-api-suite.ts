@@ -306,7 +306,7 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
 
   test(`${name}: the download name is quoted safely, with filename* for non-ASCII names`, async (t) => {
     const { app, api } = await setup(t);
-    // Names as a browser or undici sends them: '"' as %22, which formidable decodes.
+    // Names as a browser or undici sends them: '"' as %22, which pdfUpload() decodes.
     const cases: Array<[string, string, string]> = [
       ['plain.pdf', 'plain.pdf', 'attachment; filename="plain.pdf"'],
       ['say %22hi%22; x=y.pdf', 'say "hi"; x=y.pdf', 'attachment; filename="say \\"hi\\"; x=y.pdf"'],
