@@ -166,14 +166,16 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       let fieldBytes = 0;
       let bodyBytes = 0;
       let written = Promise.resolve();
-      const fail = (err: unknown) => {
-        if (settled) return;
+      /** Stops parsing, once: false if it had already stopped. */
+      const stop = () => {
+        if (settled) return false;
         settled = true;
+        // This pauses the request: lingeringClose() must come after it to read the rest.
         req.unpipe(busboy);
-        reject(err);
+        return true;
       };
       const refuse = (err: GatewayError) => {
-        if (!settled) fail(closing(ctx, err));
+        if (stop()) reject(closing(ctx, err));
       };
 
       // The whole body, envelope included, is counted per chunk: the one that crosses the limit is the last parsed.
@@ -183,7 +185,7 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       });
       // Nobody is left to answer; a 4xx keeps a client's abort out of the server's error log.
       req.once('close', () => {
-        if (!req.complete) fail(errors.invalidRequest('The client aborted the upload'));
+        if (!req.complete && stop()) reject(errors.invalidRequest('The client aborted the upload'));
       });
 
       busboy.on('field', (name, value, _nameTruncated, valueTruncated) => {
@@ -212,20 +214,18 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
             file.bytes = out.bytesWritten;
           },
           (err: unknown) => {
-            if (settled) return;
             // A disk error is answered as it is (500); a part cut short is the body's fault.
             if (!out.errored) return refuse(errors.invalidRequest('The multipart body could not be parsed'));
+            if (!stop()) return;
             lingeringClose(ctx);
-            fail(err);
+            reject(err);
           },
         );
       });
       busboy.once('error', () => refuse(errors.invalidRequest('The multipart body could not be parsed')));
       busboy.once('finish', () => {
         void written.then(() => {
-          if (settled) return;
-          settled = true;
-          resolve(form);
+          if (stop()) resolve(form);
         });
       });
       req.pipe(busboy);

@@ -1,4 +1,5 @@
 import { mkdir, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { errors, type GatewayError } from '../../lib/errors/gateway-error.js';
 import { pdfUpload } from '../../lib/files/pdf-upload.js';
@@ -114,6 +115,30 @@ test('a chunked body growing past the limit outside the file part is cut off too
   });
   await isError(t, app, res, errors.fileTooLarge());
   t.true(res.bytesSent > LIMIT + ENVELOPE);
+});
+
+test('after a refusal mid-body the rest of the body is read and dropped: a client that writes it all reads the answer', async (t) => {
+  // As curl does with a file: every byte is written before the answer is read (node:http would
+  // give up writing once answered). A server that stopped reading would block it, then reset.
+  t.timeout(20_000);
+  const app = await withApp(t);
+  const { body, contentType } = multipart(uploadParts(pdfOf(LIMIT)));
+  const head = body.subarray(0, body.indexOf('%PDF-') + 5);
+  // The body is ASCII here: a string's length is its byte count.
+  const chunk = (data: string) => `${data.length.toString(16)}\r\n${data}\r\n`;
+  const socket = connect(Number(new URL(app.url).port), '127.0.0.1');
+  let answer = '';
+  socket.on('data', (data: Buffer) => (answer += data.toString('latin1')));
+  const closed = new Promise<boolean>((resolve) => socket.once('close', resolve));
+  socket.on('error', () => {});
+  socket.write(`POST /v1/files HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${app.keys.a}\r\nContent-Type: ${contentType}\r\nTransfer-Encoding: chunked\r\n\r\n`);
+  socket.write(chunk(head.toString('ascii')));
+  for (let sent = 0; sent < 16 * 1024 ** 2; sent += 64 * 1024) socket.write(chunk(' '.repeat(64 * 1024)));
+  socket.end('0\r\n\r\n');
+  t.false(await closed, 'the connection ends cleanly, with every byte written');
+  t.regex(answer, /^HTTP\/1\.1 413 /);
+  t.true(answer.includes('"code":"file_too_large"'));
+  t.deepEqual(await app.tempFiles(), []);
 });
 
 test('a Content-Encoding is refused with 415 whatever it is, never decompressed', async (t) => {
