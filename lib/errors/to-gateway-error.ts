@@ -46,8 +46,9 @@ function httpStatusOf(err: ErrorLike): number | undefined {
 }
 
 /**
- * Maps anything thrown to a GatewayError. Third-party HTTP errors (co-body, the router) get the matching row with our own wording, never theirs; unreachable stores are 503;
- * everything else is a 500 with no detail.
+ * Maps anything thrown to a GatewayError. Third-party HTTP errors (co-body, the router) get the
+ * matching row with our own wording, never theirs; unreachable stores are 503; everything else is
+ * a 500 with no detail.
  */
 export function toGatewayError(err: unknown, method: string, path: string): GatewayError {
   if (err instanceof GatewayError) return err;

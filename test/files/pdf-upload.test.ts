@@ -130,7 +130,7 @@ test('after a refusal mid-body the rest of the body is read and dropped: a clien
   let answer = '';
   socket.on('data', (data: Buffer) => (answer += data.toString('latin1')));
   const closed = new Promise<boolean>((resolve) => socket.once('close', resolve));
-  socket.on('error', () => {});
+  socket.on('error', () => {}); // seen as close's hadError
   socket.write(`POST /v1/files HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${app.keys.a}\r\nContent-Type: ${contentType}\r\nTransfer-Encoding: chunked\r\n\r\n`);
   socket.write(chunk(head.toString('ascii')));
   for (let sent = 0; sent < 16 * 1024 ** 2; sent += 64 * 1024) socket.write(chunk(' '.repeat(64 * 1024)));
