@@ -336,9 +336,9 @@ test("a part's headers are read up to 16 KiB: what lies beyond is dropped, and a
   await app.files.delete('acct-a', (JSON.parse(roomy.body.toString()) as { id: string }).id, app.clock.now);
   // The disposition after 16 KiB of padding is never read: the part has none, so it is no file.
   await isError(t, app, await send(`X-Padding: ${'x'.repeat(16 * 1024)}\r\n${disposition}`), errors.missingFile());
+  // A 320 KB file name is cut with the rest of the header: what is left is no sane name.
   const huge = await send(`Content-Disposition: form-data; name="file"; filename=${'"filename='.repeat(32_000)}x`);
-  t.is(huge.status, 400);
-  t.deepEqual(await app.tempFiles(), []);
+  await isError(t, app, huge, errors.invalidFileName());
 });
 
 test('more than 32 parts in all, file parts under other names included, is 413 request_too_large', async (t) => {
