@@ -1,7 +1,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { availableParallelism, cpus, loadavg } from 'node:os';
-import { readFileSync } from 'node:fs';
+import { openSync, readFileSync, writeSync } from 'node:fs';
 
 /** Kernel clock ticks per second: the unit of utime and stime in /proc/PID/stat. */
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -33,6 +33,32 @@ export function pinned(core: number, command: string[]): string[] {
 /** Moves this process, every thread of it, to `core` (autocannon runs in this process). */
 export function pinSelf(core: number): void {
   if (PINNING) execFileSync('taskset', ['-a', '-cp', String(core), String(process.pid)], { stdio: 'ignore' });
+}
+
+/** What `keepIdleCoresPolling()` achieved, for the report; `undefined` until it is called. */
+let idleCores: string | undefined;
+
+/**
+ * Keeps idle cores polling instead of halting while this process lives: a PM QoS request for a
+ * wake-up latency of 0 µs, held as long as /dev/cpu_dma_latency stays open (what tuned's
+ * latency-performance profile does). Without it, on a VM, every response that wakes the idle
+ * load generator costs the server a wake-up IPI and a VM exit, and a slower server, whose client
+ * is more often asleep, pays more of them: per request 1 µs for bare Koa, 5 µs for the 401 and
+ * 10 µs for the retrieve (perf, see BENCHMARKS.md). Needs root; BENCH_IDLE_POLL=0 turns it off.
+ */
+export function keepIdleCoresPolling(): void {
+  if (idleCores !== undefined) return;
+  if (process.env.BENCH_IDLE_POLL === '0') {
+    idleCores = 'idle cores halt (BENCH_IDLE_POLL=0)';
+    return;
+  }
+  try {
+    // Never closed: the request lasts until this process exits.
+    writeSync(openSync('/dev/cpu_dma_latency', 'w'), Buffer.from(Int32Array.of(0).buffer));
+    idleCores = 'idle cores poll (cpu_dma_latency 0)';
+  } catch (err) {
+    idleCores = `idle cores may halt (cpu_dma_latency: ${(err as NodeJS.ErrnoException).code ?? String(err)})`;
+  }
 }
 
 /** CPU time (user + system) `pid` has used so far, every thread, in microseconds. */
@@ -105,5 +131,6 @@ export function machine(): string {
   // Not availableParallelism(): that counts only the cores this process is pinned to.
   const cores = cpus().length;
   const load = loadavg().map((value) => value.toFixed(1)).join(' ');
-  return `${cores} cores (${cpu}), Node ${process.version}, Linux ${readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim()}, ${new Date().toISOString()}, load average ${load}`;
+  const idle = idleCores ? `, ${idleCores}` : '';
+  return `${cores} cores (${cpu}), Node ${process.version}, Linux ${readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim()}, ${new Date().toISOString()}, load average ${load}${idle}`;
 }
