@@ -2,7 +2,7 @@
  * Every scenario, one after the other, each printing its table (`npm run bench`).
  * Options (environment): BENCH_DURATION, BENCH_WARMUP, BENCH_ROUNDS (overhead), BENCH_UPLOADS,
  * BENCH_UPLOAD_ROUNDS, BENCH_LISTINGS, BENCH_LIMIT_OPERATIONS, BENCH_RUNTIME=tsx, BENCH_PIN=0,
- * BENCH_PROFILE=<dir>, BENCH_DATABASE_URL, BENCH_REDIS_URL. See BENCHMARKS.md.
+ * BENCH_IDLE_POLL=0, BENCH_PROFILE=<dir>, BENCH_DATABASE_URL, BENCH_REDIS_URL. See BENCHMARKS.md.
  * Run: node --import tsx bench/all.ts [overhead|uploads|listing|limits]...
  */
 import { limits } from './limits.js';

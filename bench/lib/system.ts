@@ -49,7 +49,7 @@ let idleCores: string | undefined;
 export function keepIdleCoresPolling(): void {
   if (idleCores !== undefined) return;
   if (process.env.BENCH_IDLE_POLL === '0') {
-    idleCores = 'idle cores halt (BENCH_IDLE_POLL=0)';
+    idleCores = 'idle cores left as the machine sets them (BENCH_IDLE_POLL=0)';
     return;
   }
   try {
