@@ -14,7 +14,7 @@ import { RedisCreationLimiter } from '../lib/stores/redis/creation-limiter.js';
 import { createDeployment, REDIS_URL, type Deployment } from './lib/gateway.js';
 import { DURATION, load, type LoadResult } from './lib/load.js';
 import { isMain } from './lib/processes.js';
-import { LOAD_CORE, machine, PINNING, keepIdleCoresPolling, pinSelf } from './lib/system.js';
+import { becomeLoadGenerator, machine, PINNING } from './lib/system.js';
 import { num, ratio, table } from './lib/table.js';
 import { multipartBody } from './lib/upload.js';
 
@@ -125,8 +125,7 @@ async function uploadRow(name: string, deployment: Deployment): Promise<UploadRo
 }
 
 export async function limits(): Promise<string> {
-  pinSelf(LOAD_CORE);
-  keepIdleCoresPolling();
+  becomeLoadGenerator();
   const directResults = await directRows();
   const uploads: UploadRow[] = [];
   const raised = { maxFiles: 1_000_000_000, maxStoredBytes: 1_000_000_000_000, ...HIGH };

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createDeployment, seedFiles, type DatabaseKind, type Deployment } from './lib/gateway.js';
 import { percentiles } from './lib/load.js';
 import { isMain, type Service } from './lib/processes.js';
-import { cpuMicros, LOAD_CORE, machine, PINNING, keepIdleCoresPolling, pinSelf } from './lib/system.js';
+import { becomeLoadGenerator, cpuMicros, machine, PINNING } from './lib/system.js';
 import { num, table } from './lib/table.js';
 
 const FILES = 10_000;
@@ -138,8 +138,7 @@ async function measure(kind: DatabaseKind, deployment: Deployment): Promise<Row>
 }
 
 export async function listing(): Promise<string> {
-  pinSelf(LOAD_CORE);
-  keepIdleCoresPolling();
+  becomeLoadGenerator();
   const rows: Row[] = [];
   for (const kind of ['sqlite', 'postgres'] as const) {
     const deployment = await createDeployment({ database: kind });

@@ -8,7 +8,7 @@
 import { createDeployment, seedFiles, startBareKoa, type Deployment } from './lib/gateway.js';
 import { DURATION, load, median, type LoadResult } from './lib/load.js';
 import { isMain, type Service } from './lib/processes.js';
-import { LOAD_CORE, PINNING, machine, keepIdleCoresPolling, pinSelf } from './lib/system.js';
+import { becomeLoadGenerator, machine, PINNING } from './lib/system.js';
 import { num, ratio, table } from './lib/table.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -52,8 +52,7 @@ async function gatewayWithOneFile(deployment: Deployment): Promise<{ service: Se
 }
 
 export async function overhead(): Promise<string> {
-  pinSelf(LOAD_CORE);
-  keepIdleCoresPolling();
+  becomeLoadGenerator();
   const deployments: Deployment[] = [];
   const services: Service[] = [];
   try {

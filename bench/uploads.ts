@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createDeployment, startBareKoa, type Deployment } from './lib/gateway.js';
 import { median } from './lib/load.js';
 import { isMain, type Service } from './lib/processes.js';
-import { cpuMicros, LOAD_CORE, machine, memory, PINNING, keepIdleCoresPolling, pinSelf, sampleRss } from './lib/system.js';
+import { becomeLoadGenerator, cpuMicros, machine, memory, PINNING, sampleRss } from './lib/system.js';
 import { mib, num, ratio, table } from './lib/table.js';
 import { MAX_PDF_BYTES, uploadPdf, writePdf } from './lib/upload.js';
 
@@ -83,8 +83,7 @@ async function gatewayTarget(deployment: Deployment, name: string): Promise<Targ
 }
 
 export async function uploads(): Promise<string> {
-  pinSelf(LOAD_CORE);
-  keepIdleCoresPolling();
+  becomeLoadGenerator();
   const work = await mkdtemp(join(tmpdir(), 'kmg-bench-uploads-'));
   const services: Service[] = [];
   const deployments: Deployment[] = [];

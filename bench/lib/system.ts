@@ -23,16 +23,11 @@ export const PINNING = process.env.BENCH_PIN !== '0' && availableParallelism() >
 
 /** The core the measured server runs on, and the one the load generator runs on. */
 export const SERVER_CORE = 0;
-export const LOAD_CORE = 1;
+const LOAD_CORE = 1;
 
 /** `command` prefixed with taskset to run on `core`, when pinning. */
 export function pinned(core: number, command: string[]): string[] {
   return PINNING ? ['taskset', '-c', String(core), ...command] : command;
-}
-
-/** Moves this process, every thread of it, to `core` (autocannon runs in this process). */
-export function pinSelf(core: number): void {
-  if (PINNING) execFileSync('taskset', ['-a', '-cp', String(core), String(process.pid)], { stdio: 'ignore' });
 }
 
 /** What `keepIdleCoresPolling()` achieved, for the report; `undefined` until it is called. */
@@ -46,7 +41,7 @@ let idleCores: string | undefined;
  * is more often asleep, pays more of them: per request 1 µs for bare Koa, 5 µs for the 401 and
  * 10 µs for the retrieve (perf, see BENCHMARKS.md). Needs root; BENCH_IDLE_POLL=0 turns it off.
  */
-export function keepIdleCoresPolling(): void {
+function keepIdleCoresPolling(): void {
   if (idleCores !== undefined) return;
   if (process.env.BENCH_IDLE_POLL === '0') {
     idleCores = 'idle cores left as the machine sets them (BENCH_IDLE_POLL=0)';
@@ -59,6 +54,15 @@ export function keepIdleCoresPolling(): void {
   } catch (err) {
     idleCores = `idle cores may halt (cpu_dma_latency: ${(err as NodeJS.ErrnoException).code ?? String(err)})`;
   }
+}
+
+/**
+ * Makes this process the load generator, as every scenario starts: every thread of it moved to
+ * the load core (autocannon runs in this process), idle cores kept polling while it lives.
+ */
+export function becomeLoadGenerator(): void {
+  if (PINNING) execFileSync('taskset', ['-a', '-cp', String(LOAD_CORE), String(process.pid)], { stdio: 'ignore' });
+  keepIdleCoresPolling();
 }
 
 /** CPU time (user + system) `pid` has used so far, every thread, in microseconds. */
