@@ -17,7 +17,10 @@ export interface PdfUploadOptions {
   tempDir?: string;
 }
 
-/** Room for the boundaries, part headers and small fields around the PDF; also the most all fields may hold together. */
+/**
+ * Room for the boundaries, part headers and small fields around the PDF; also the most all fields
+ * may hold together.
+ */
 const ENVELOPE_BYTES = 64 * 1024;
 /** `purpose` and the two `expires_after` parts, with room for a few a client adds. */
 const MAX_FIELDS = 16;
@@ -26,7 +29,10 @@ const MAX_PARTS = 32;
 const PDF_HEADER = Buffer.from('%PDF-');
 const PDF_HEADER_WINDOW = 1024;
 const MAX_FILENAME_BYTES = 255;
-/** All the header bytes of one part: room for a 255-byte file name in any encoding, many times over. What is beyond is dropped. */
+/**
+ * All the header bytes of one part: room for a 255-byte file name in any encoding, many times
+ * over. What is beyond is dropped.
+ */
 const MAX_PART_HEADER_BYTES = 16 * 1024;
 const MIN_EXPIRY_SECONDS = 3600;
 const MAX_EXPIRY_SECONDS = 2_592_000;
@@ -178,7 +184,8 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
         if (stop()) reject(closing(ctx, err));
       };
 
-      // The whole body, envelope included, is counted per chunk: the one that crosses the limit is the last parsed.
+      // The whole body, envelope included, is counted per chunk: the one that crosses the limit is
+      // the last parsed.
       req.on('data', (chunk: Buffer) => {
         bodyBytes += chunk.length;
         if (bodyBytes > maxBodyBytes) refuse(errors.fileTooLarge());
