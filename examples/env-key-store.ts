@@ -19,6 +19,7 @@ import {
   requireScope,
   type ApiKeyRecord,
   type KeyStore,
+  type KeyUpdate,
   type NewApiKey,
 } from '../lib/index.js';
 
@@ -47,6 +48,10 @@ class EnvKeyStore implements KeyStore {
     return this.#byHash.get(hash);
   }
 
+  async get(id: string): Promise<ApiKeyRecord | undefined> {
+    return [...this.#byHash.values()].find((key) => key.id === id);
+  }
+
   async list(filter: { account?: string } = {}): Promise<ApiKeyRecord[]> {
     return [...this.#byHash.values()].filter((key) => filter.account === undefined || key.account === filter.account);
   }
@@ -58,6 +63,10 @@ class EnvKeyStore implements KeyStore {
 
   async revoke(_id: string): Promise<boolean> {
     throw new Error('EnvKeyStore is read-only: remove the key from GATEWAY_KEYS');
+  }
+
+  async update(_id: string, _update: KeyUpdate): Promise<ApiKeyRecord | undefined> {
+    throw new Error('EnvKeyStore is read-only: change the key in GATEWAY_KEYS');
   }
 }
 

@@ -1,11 +1,18 @@
+import type { KeyChanges } from './key-changes.js';
 import type { ApiKeyRecord, KeyStore, NewApiKey } from './key-store.js';
 
 export interface CachedKeyStoreOptions {
   /**
    * How long an answer of `findByHash` is reused, in milliseconds; also the longest a revocation
-   * made outside this wrapper (the CLI, another process) can go unnoticed. Default: 5000.
+   * made outside this wrapper (the CLI, another process) can go unnoticed when `changes` does not
+   * tell of it. Default: 5000.
    */
   ttlMs?: number;
+  /**
+   * Where other processes announce revocations and changes (see `announceKeyChanges`): a key
+   * announced there is forgotten at once. Default: none, only `ttlMs` bounds the delay.
+   */
+  changes?: KeyChanges;
   /** How many hashes are remembered at most; the oldest entry goes first. Default: 10,000. */
   maxEntries?: number;
   /** The clock, in milliseconds. Default: `Date.now`. */
@@ -21,18 +28,21 @@ const copy = (record: ApiKeyRecord): ApiKeyRecord => ({
   ...record,
   scopes: [...record.scopes],
   models: record.models === null ? null : [...record.models],
+  ...(record.limits === undefined ? {} : { limits: { ...record.limits } }),
 });
 
 /**
  * A `KeyStore` that remembers the answers of `findByHash`, found and not found, per hash for
  * `ttlMs`, so that a request does not read the database for a key it read a moment ago.
- * `create`, `list` and `revoke` go to the wrapped store; `revoke` through the wrapper forgets
- * the key at once, and `create` forgets a remembered "not found" for its hash.
+ * `create`, `get`, `list`, `revoke` and `update` go to the wrapped store; `revoke` and `update`
+ * through the wrapper forget the key at once, and `create` forgets a remembered "not found" for
+ * its hash.
  *
  * Revocation delay: a key revoked elsewhere (the `keys revoke` command, another server process,
- * the database directly) is still accepted by this process for up to `ttlMs`. Expiry stays exact:
- * `apiKey()` checks `expiresAt` and `revokedAt` on the record at every request.
- * @example app.use(apiKey({ store: cachedKeyStore(new KnexKeyStore(knex), { ttlMs: 5000 }) }))
+ * the database directly) is still accepted by this process for up to `ttlMs`, unless `changes`
+ * tells of it sooner. Expiry stays exact: `apiKey()` checks `expiresAt` and `revokedAt` on the
+ * record at every request.
+ * @example app.use(apiKey({ store: cachedKeyStore(new KnexKeyStore(knex), { ttlMs: 5000, changes }) }))
  */
 export function cachedKeyStore(store: KeyStore, options: CachedKeyStoreOptions = {}): KeyStore {
   if (typeof store?.findByHash !== 'function') throw new TypeError('koa-model-gateway: cachedKeyStore() needs a KeyStore');
@@ -43,9 +53,18 @@ export function cachedKeyStore(store: KeyStore, options: CachedKeyStoreOptions =
   }
   // Insertion order is age order: every entry is (re)inserted when it is read from the store.
   const entries = new Map<string, Entry>();
-  // Bumped by every create and revoke: a lookup that started before one is not remembered,
-  // so it cannot bring back the answer the change just forgot.
+  // Bumped by every create, revoke and change: a lookup that started before one is not
+  // remembered, so it cannot bring back the answer the change just forgot.
   let generation = 0;
+
+  function forget(id?: string): void {
+    generation += 1;
+    if (id === undefined) return entries.clear();
+    for (const [hash, entry] of entries) {
+      if (entry.record?.id === id) entries.delete(hash);
+    }
+  }
+  options.changes?.subscribe(forget);
 
   function remember(hash: string, record: ApiKeyRecord | undefined): void {
     entries.delete(hash);
@@ -68,14 +87,17 @@ export function cachedKeyStore(store: KeyStore, options: CachedKeyStoreOptions =
       entries.delete(key.hash);
       return created;
     },
+    get: (id) => store.get(id),
     list: (filter) => store.list(filter),
     async revoke(id) {
       const revoked = await store.revoke(id);
-      generation += 1;
-      for (const [hash, entry] of entries) {
-        if (entry.record?.id === id) entries.delete(hash);
-      }
+      forget(id);
       return revoked;
+    },
+    async update(id, update) {
+      const updated = await store.update(id, update);
+      forget(id);
+      return updated;
     },
   };
 }

@@ -13,17 +13,32 @@ export interface ApiKeyRecord {
   createdAt: number;
   expiresAt: number | null;
   revokedAt: number | null;
+  /** The key's own limits on model calls; absent: the gateway's defaults. */
+  limits?: { requestsPerMinute?: number; tokensPerMinute?: number; tokensPerDay?: number };
 }
 
-export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt'>;
+export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits'>;
+
+/** What `KeyStore.update` may change; a field left out stays as it is. */
+export interface KeyUpdate {
+  scopes?: Scope[];
+  models?: string[] | null;
+  /** `null` removes the key's own limits. */
+  limits?: NonNullable<ApiKeyRecord['limits']> | null;
+  expiresAt?: number | null;
+}
 
 /** Where API keys live. Implementations: memory, Knex (PostgreSQL, SQLite). */
 export interface KeyStore {
   /** The key with this hash, revoked and expired ones included; `undefined` when there is none. */
   findByHash(hash: string): Promise<ApiKeyRecord | undefined>;
   create(key: NewApiKey): Promise<ApiKeyRecord>;
+  /** The key with this id, revoked and expired ones included. */
+  get(id: string): Promise<ApiKeyRecord | undefined>;
   /** Keys in creation order, optionally of one account. */
   list(filter?: { account?: string }): Promise<ApiKeyRecord[]>;
   /** Marks the key revoked; false when no key has this id. Revoking twice keeps the first time. */
   revoke(id: string): Promise<boolean>;
+  /** Applies `update` and returns the key as it now is; `undefined` when no key has this id. */
+  update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined>;
 }

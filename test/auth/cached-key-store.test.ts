@@ -2,9 +2,11 @@ import test from 'ava';
 import Koa from 'koa';
 import { apiKey } from '../../lib/auth/api-key.js';
 import { cachedKeyStore } from '../../lib/auth/cached-key-store.js';
+import { announceKeyChanges } from '../../lib/auth/key-changes.js';
 import type { KeyStore } from '../../lib/auth/key-store.js';
 import { createApiKey, generateApiKey, hashApiKey } from '../../lib/auth/keys.js';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import { MemoryKeyChanges } from '../../lib/stores/memory/key-changes.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { listen } from '../helpers/http.js';
 
@@ -19,7 +21,9 @@ function setup(options: { ttlMs?: number; maxEntries?: number } = {}) {
     },
     create: (key) => inner.create(key),
     list: (filter) => inner.list(filter),
+    get: (id) => inner.get(id),
     revoke: (id) => inner.revoke(id),
+    update: (id, update) => inner.update(id, update),
   };
   const clock = { ms: 1_000_000 };
   const cached = cachedKeyStore(counted, { ...options, now: () => clock.ms });
@@ -86,7 +90,9 @@ test('a lookup in flight while the key is revoked through the cache is not remem
     },
     create: (key) => inner.create(key),
     list: (filter) => inner.list(filter),
+    get: (id) => inner.get(id),
     revoke: (id) => inner.revoke(id),
+    update: (id, update) => inner.update(id, update),
   };
   const cached = cachedKeyStore(slow, { ttlMs: 60_000 });
   const inFlight = cached.findByHash(record.hash);
@@ -98,6 +104,42 @@ test('a lookup in flight while the key is revoked through the cache is not remem
   await new Promise((resolve) => setImmediate(resolve));
   release();
   t.is(typeof (await next)?.revokedAt, 'number');
+});
+
+test('an update through the cache takes effect at once', async (t) => {
+  const { cached, newKey } = setup({ ttlMs: 60_000 });
+  const { record } = await newKey();
+  await cached.findByHash(record.hash);
+  await cached.update(record.id, { scopes: ['models:read'], limits: { requestsPerMinute: 5 } });
+  t.like(await cached.findByHash(record.hash), { scopes: ['models:read'], limits: { requestsPerMinute: 5 } });
+});
+
+test('with changes, a key revoked or changed in another process is forgotten at once, long before the ttl', async (t) => {
+  const changes = new MemoryKeyChanges();
+  const { inner, clock, newKey } = setup();
+  const cached = cachedKeyStore(inner, { ttlMs: 60_000, changes, now: () => clock.ms });
+  // Another process: its own writes to the shared store, announced on the shared feed.
+  const elsewhere = announceKeyChanges(inner, changes);
+  const [{ record: revoked }, { record: kept }] = [await newKey(inner), await newKey(inner)];
+  await cached.findByHash(revoked.hash);
+  await cached.findByHash(kept.hash);
+  await elsewhere.revoke(revoked.id);
+  t.is(typeof (await cached.findByHash(revoked.hash))?.revokedAt, 'number');
+  await elsewhere.update(kept.id, { models: ['echo-1'] });
+  t.deepEqual((await cached.findByHash(kept.hash))?.models, ['echo-1']);
+});
+
+test('with changes, an announcement without an id (changes may have been missed) forgets every key', async (t) => {
+  let announce: (id?: string) => void = () => {};
+  const changes = { publish: async () => {}, subscribe: (listener: (id?: string) => void) => ((announce = listener), () => {}) };
+  const { inner, clock, newKey } = setup();
+  const { record } = await newKey(inner);
+  const cached = cachedKeyStore(inner, { ttlMs: 60_000, changes, now: () => clock.ms });
+  await cached.findByHash(record.hash);
+  await inner.revoke(record.id);
+  t.is((await cached.findByHash(record.hash))?.revokedAt, null);
+  announce();
+  t.is(typeof (await cached.findByHash(record.hash))?.revokedAt, 'number');
 });
 
 test('at most maxEntries hashes are remembered, the oldest forgotten first', async (t) => {

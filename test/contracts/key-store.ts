@@ -74,4 +74,34 @@ export function keyStoreContract(test: TestFn, name: string, makeStore: () => Pr
     found?.scopes.push('files:delete');
     t.deepEqual((await store.findByHash(created.hash))?.scopes, ['files:read', 'files:write']);
   });
+
+  test(`${name}: limits are kept as given, and a key created without them has none`, async (t) => {
+    const store = await makeStore();
+    const limited = await store.create(newKey('acme', { limits: { requestsPerMinute: 60, tokensPerDay: 1_000_000 } }));
+    const open = await store.create(newKey('acme'));
+    t.deepEqual((await store.findByHash(limited.hash))?.limits, { requestsPerMinute: 60, tokensPerDay: 1_000_000 });
+    t.false(Object.hasOwn((await store.findByHash(open.hash)) ?? {}, 'limits'));
+  });
+
+  test(`${name}: get finds a key by id, revoked ones included`, async (t) => {
+    const store = await makeStore();
+    const created = await store.create(newKey('acme'));
+    await store.revoke(created.id);
+    t.deepEqual(await store.get(created.id), await store.findByHash(created.hash));
+    t.is(await store.get('key_doesnotexist'), undefined);
+  });
+
+  test(`${name}: update changes what it names, keeps the rest, and null clears limits, models and expiry`, async (t) => {
+    const store = await makeStore();
+    const created = await store.create(newKey('acme', { models: ['echo-1'], expiresAt: 2_000_000_000, limits: { tokensPerMinute: 10 } }));
+    const updated = await store.update(created.id, { scopes: ['models:read'], limits: { requestsPerMinute: 5 } });
+    t.deepEqual(updated, { ...created, scopes: ['models:read'], limits: { requestsPerMinute: 5 } });
+    t.deepEqual(await store.findByHash(created.hash), updated);
+    const cleared = await store.update(created.id, { models: null, expiresAt: null, limits: null });
+    const unlimited = { ...created };
+    delete unlimited.limits;
+    t.deepEqual(cleared, { ...unlimited, scopes: ['models:read'], models: null, expiresAt: null });
+    t.deepEqual(await store.update(created.id, {}), cleared);
+    t.is(await store.update('key_doesnotexist', { scopes: ['models:read'] }), undefined);
+  });
 }

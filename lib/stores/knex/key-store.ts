@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
-import type { ApiKeyRecord, KeyStore, NewApiKey } from '../../auth/key-store.js';
+import type { ApiKeyRecord, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import type { Scope } from '../../auth/scopes.js';
 import { randomAlphanumeric } from '../../errors/request-id.js';
 import { preparedRead } from './prepared-read.js';
 
 const TABLE = 'kmg_api_keys';
-const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at'];
+const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', 'limits'];
 
 interface KeyRow {
   id: string;
@@ -16,6 +16,8 @@ interface KeyRow {
   created_at: number | string;
   expires_at: number | string | null;
   revoked_at: number | string | null;
+  /** JSON object; null: the gateway's defaults. */
+  limits: string | null;
 }
 
 // pg returns bigint columns as strings.
@@ -31,8 +33,11 @@ function toRecord(row: KeyRow): ApiKeyRecord {
     createdAt: Number(row.created_at),
     expiresAt: seconds(row.expires_at),
     revokedAt: seconds(row.revoked_at),
+    ...(row.limits === null ? {} : { limits: JSON.parse(row.limits) as NonNullable<ApiKeyRecord['limits']> }),
   };
 }
+
+const limitsColumn = (limits: ApiKeyRecord['limits'] | null) => (limits == null ? null : JSON.stringify(limits));
 
 /**
  * KeyStore on Knex (PostgreSQL or SQLite). Run `migrate(knex)` first.
@@ -71,8 +76,14 @@ export class KnexKeyStore implements KeyStore {
       created_at: record.createdAt,
       expires_at: record.expiresAt,
       revoked_at: null,
+      limits: limitsColumn(record.limits),
     });
     return record;
+  }
+
+  async get(id: string): Promise<ApiKeyRecord | undefined> {
+    const row = await this.#knex<KeyRow>(TABLE).where({ id }).first();
+    return row && toRecord(row);
   }
 
   async list(filter: { account?: string } = {}): Promise<ApiKeyRecord[]> {
@@ -86,5 +97,15 @@ export class KnexKeyStore implements KeyStore {
     const changed = await this.#knex<KeyRow>(TABLE).where({ id }).update({ revoked_at: now }).whereNull('revoked_at');
     if (changed > 0) return true;
     return (await this.#knex<KeyRow>(TABLE).where({ id }).first('id')) !== undefined;
+  }
+
+  async update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined> {
+    const columns: Partial<KeyRow> = {};
+    if (update.scopes !== undefined) columns.scopes = JSON.stringify(update.scopes);
+    if (update.models !== undefined) columns.models = update.models === null ? null : JSON.stringify(update.models);
+    if (update.expiresAt !== undefined) columns.expires_at = update.expiresAt;
+    if (update.limits !== undefined) columns.limits = limitsColumn(update.limits);
+    if (Object.keys(columns).length > 0) await this.#knex<KeyRow>(TABLE).where({ id }).update(columns);
+    return this.get(id);
   }
 }

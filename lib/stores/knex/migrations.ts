@@ -50,6 +50,61 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTable('kmg_files');
     },
   },
+  {
+    name: '003_admin_tokens_and_sessions',
+    async up(knex) {
+      // Apart from kmg_api_keys: a lookup by hash in one table can never find a credential of the other kind.
+      await knex.schema.createTable('kmg_admin_tokens', (table) => {
+        table.increments('seq').primary(); // creation order
+        table.string('id', 64).notNullable().unique();
+        table.string('hash', 64).notNullable().unique();
+        table.string('name', 255);
+        table.bigInteger('created_at').notNullable();
+        table.bigInteger('revoked_at');
+      });
+      await knex.schema.createTable('kmg_admin_sessions', (table) => {
+        table.string('hash', 64).primary(); // SHA-256 of the cookie's value
+        table.string('token_id', 64).notNullable().index();
+        table.string('csrf_token', 64).notNullable();
+        table.bigInteger('created_at').notNullable();
+        table.bigInteger('expires_at').notNullable().index();
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('kmg_admin_sessions');
+      await knex.schema.dropTable('kmg_admin_tokens');
+    },
+  },
+  {
+    name: '004_key_version',
+    async up(knex) {
+      // One row, counted up at every revocation or change of a key: what KnexKeyChanges polls.
+      await knex.schema.createTable('kmg_key_version', (table) => {
+        table.integer('id').primary();
+        table.bigInteger('version').notNullable();
+      });
+      await knex('kmg_key_version').insert({ id: 1, version: 0 });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('kmg_key_version');
+    },
+  },
+  {
+    // The per-key model limits (`ApiKeyRecord.limits`) as one JSON column. Guarded: another
+    // migration of the same column may have run first.
+    name: '005_api_key_limits',
+    async up(knex) {
+      if (await knex.schema.hasColumn('kmg_api_keys', 'limits')) return;
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.text('limits'); // JSON object, null: the gateway's defaults
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumn('limits');
+      });
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {

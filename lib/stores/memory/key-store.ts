@@ -1,5 +1,13 @@
-import type { ApiKeyRecord, KeyStore, NewApiKey } from '../../auth/key-store.js';
+import type { ApiKeyRecord, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import { randomAlphanumeric } from '../../errors/request-id.js';
+
+/** `update` applied to `record` in place: a `null` limits removes them. */
+function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
+  const { limits, ...rest } = structuredClone(update);
+  Object.assign(record, rest);
+  if (limits === null) delete record.limits;
+  else if (limits !== undefined) record.limits = limits;
+}
 
 /**
  * KeyStore in process memory: for tests, examples and single-process gateways.
@@ -25,6 +33,11 @@ export class MemoryKeyStore implements KeyStore {
     return structuredClone(record);
   }
 
+  async get(id: string): Promise<ApiKeyRecord | undefined> {
+    const record = this.#byId(id);
+    return record && structuredClone(record);
+  }
+
   async list(filter: { account?: string } = {}): Promise<ApiKeyRecord[]> {
     return [...this.#byHash.values()]
       .filter((record) => filter.account === undefined || record.account === filter.account)
@@ -32,9 +45,20 @@ export class MemoryKeyStore implements KeyStore {
   }
 
   async revoke(id: string): Promise<boolean> {
-    const record = [...this.#byHash.values()].find((candidate) => candidate.id === id);
+    const record = this.#byId(id);
     if (!record) return false;
     record.revokedAt ??= Math.floor(Date.now() / 1000);
     return true;
+  }
+
+  async update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined> {
+    const record = this.#byId(id);
+    if (!record) return undefined;
+    applyKeyUpdate(record, update);
+    return structuredClone(record);
+  }
+
+  #byId(id: string): ApiKeyRecord | undefined {
+    return [...this.#byHash.values()].find((candidate) => candidate.id === id);
   }
 }
