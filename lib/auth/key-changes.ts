@@ -11,8 +11,9 @@ export interface KeyChanges {
   publish(id: string): Promise<void>;
   /**
    * Calls `listener` with the id of each changed key, or with no id when changes may have been
-   * missed or the feed does not carry ids: then anything may have changed. Returns a function
-   * that stops the calls.
+   * missed or the feed does not carry ids: then anything may have changed. Once listening has
+   * begun, `listener` is called without an id, since nothing says what changed before.
+   * Returns a function that stops the calls.
    */
   subscribe(listener: (id?: string) => void): () => void;
 }

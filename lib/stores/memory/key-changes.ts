@@ -15,6 +15,9 @@ export class MemoryKeyChanges implements KeyChanges {
     // A wrapper of its own, so that one listener subscribed twice is called twice and unsubscribed once.
     const own = (id?: string) => listener(id);
     this.#listeners.add(own);
+    queueMicrotask(() => {
+      if (this.#listeners.has(own)) own();
+    });
     return () => this.#listeners.delete(own);
   }
 }
