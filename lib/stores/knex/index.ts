@@ -2,3 +2,5 @@ export { migrate } from './migrations.js';
 export { KnexKeyStore } from './key-store.js';
 export { KnexFileStore } from './file-store.js';
 export { KnexKeyChanges, type KnexKeyChangesOptions } from './key-changes.js';
+export { KnexAdminTokenStore } from './admin-token-store.js';
+export { KnexAdminSessionStore } from './admin-session-store.js';

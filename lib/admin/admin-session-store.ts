@@ -1,0 +1,23 @@
+/** A dashboard session: what a session cookie stands for, kept on the server. */
+export interface AdminSession {
+  /** SHA-256 (hex) of the cookie's value: the value itself is never stored. */
+  hash: string;
+  /** The admin token the session was opened with: revoking it ends the session. */
+  tokenId: string;
+  /** Sent back in `X-CSRF-Token` on every request of the session that changes something. */
+  csrfToken: string;
+  /** Unix seconds. */
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** Where dashboard sessions live. Implementations: memory, Knex (PostgreSQL, SQLite). */
+export interface AdminSessionStore {
+  create(session: AdminSession): Promise<void>;
+  /** The session with this hash, unless it has expired at `now` (Unix seconds). */
+  get(hash: string, now: number): Promise<AdminSession | undefined>;
+  /** Ends the session; nothing happens when there is none. */
+  delete(hash: string): Promise<void>;
+  /** Removes every session expired at `now`; returns how many. */
+  removeExpired(now: number): Promise<number>;
+}

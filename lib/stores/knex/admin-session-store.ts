@@ -1,0 +1,55 @@
+import type { Knex } from 'knex';
+import type { AdminSession, AdminSessionStore } from '../../admin/admin-session-store.js';
+
+const TABLE = 'kmg_admin_sessions';
+
+interface SessionRow {
+  hash: string;
+  token_id: string;
+  csrf_token: string;
+  created_at: number | string;
+  expires_at: number | string;
+}
+
+/**
+ * AdminSessionStore on Knex (PostgreSQL or SQLite): sessions outlive a restart and are shared
+ * by every server process. Run `migrate(knex)` first.
+ * @example adminSessions({ tokens, sessions: new KnexAdminSessionStore(knex) })
+ */
+export class KnexAdminSessionStore implements AdminSessionStore {
+  readonly #knex: Knex;
+
+  constructor(knex: Knex) {
+    this.#knex = knex;
+  }
+
+  async create(session: AdminSession): Promise<void> {
+    await this.#knex<SessionRow>(TABLE).insert({
+      hash: session.hash,
+      token_id: session.tokenId,
+      csrf_token: session.csrfToken,
+      created_at: session.createdAt,
+      expires_at: session.expiresAt,
+    });
+  }
+
+  async get(hash: string, now: number): Promise<AdminSession | undefined> {
+    const row = await this.#knex<SessionRow>(TABLE).where({ hash }).where('expires_at', '>', now).first();
+    if (!row) return undefined;
+    return {
+      hash: row.hash,
+      tokenId: row.token_id,
+      csrfToken: row.csrf_token,
+      createdAt: Number(row.created_at),
+      expiresAt: Number(row.expires_at),
+    };
+  }
+
+  async delete(hash: string): Promise<void> {
+    await this.#knex<SessionRow>(TABLE).where({ hash }).delete();
+  }
+
+  async removeExpired(now: number): Promise<number> {
+    return this.#knex<SessionRow>(TABLE).where('expires_at', '<=', now).delete();
+  }
+}

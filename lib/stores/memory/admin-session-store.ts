@@ -1,0 +1,31 @@
+import type { AdminSession, AdminSessionStore } from '../../admin/admin-session-store.js';
+
+/**
+ * AdminSessionStore in process memory: sessions end with the process.
+ * @example adminSessions({ tokens, sessions: new MemoryAdminSessionStore() })
+ */
+export class MemoryAdminSessionStore implements AdminSessionStore {
+  readonly #byHash = new Map<string, AdminSession>();
+
+  async create(session: AdminSession): Promise<void> {
+    if (this.#byHash.has(session.hash)) throw new Error('koa-model-gateway: a session with this hash exists');
+    this.#byHash.set(session.hash, { ...session });
+  }
+
+  async get(hash: string, now: number): Promise<AdminSession | undefined> {
+    const session = this.#byHash.get(hash);
+    return session && now < session.expiresAt ? { ...session } : undefined;
+  }
+
+  async delete(hash: string): Promise<void> {
+    this.#byHash.delete(hash);
+  }
+
+  async removeExpired(now: number): Promise<number> {
+    let removed = 0;
+    for (const [hash, session] of this.#byHash) {
+      if (now >= session.expiresAt) removed += Number(this.#byHash.delete(hash));
+    }
+    return removed;
+  }
+}

@@ -1,0 +1,36 @@
+import type { TestFn } from 'ava';
+import type { AdminSession, AdminSessionStore } from '../../lib/admin/admin-session-store.js';
+
+const session = (hash: string, expiresAt: number): AdminSession => ({
+  hash,
+  tokenId: 'adm_000000000000000000000001',
+  csrfToken: `csrf-${hash.slice(0, 8)}`,
+  createdAt: expiresAt - 3600,
+  expiresAt,
+});
+
+/** The behaviour every AdminSessionStore must have; run once per implementation. */
+export function adminSessionStoreContract(test: TestFn, name: string, makeStore: () => Promise<AdminSessionStore>): void {
+  test(`${name}: a session is found by its hash until the second it expires`, async (t) => {
+    const store = await makeStore();
+    await store.create(session('a'.repeat(64), 2_000_000_000));
+    t.deepEqual(await store.get('a'.repeat(64), 1_999_999_999), session('a'.repeat(64), 2_000_000_000));
+    t.is(await store.get('a'.repeat(64), 2_000_000_000), undefined);
+    t.is(await store.get('b'.repeat(64), 1_000_000_000), undefined);
+  });
+
+  test(`${name}: delete ends one session, removeExpired every expired one`, async (t) => {
+    const store = await makeStore();
+    for (const [hash, expiresAt] of [['1', 100], ['2', 200], ['3', 300], ['4', 400]] as const) {
+      await store.create(session(hash.repeat(64), expiresAt));
+    }
+    await store.delete('4'.repeat(64));
+    await store.delete('5'.repeat(64));
+    t.is(await store.get('4'.repeat(64), 0), undefined);
+    t.is(await store.removeExpired(200), 2);
+    t.is(await store.removeExpired(200), 0);
+    // Gone, not merely hidden: get() at an earlier time finds nothing either.
+    t.is(await store.get('1'.repeat(64), 0), undefined);
+    t.truthy(await store.get('3'.repeat(64), 0));
+  });
+}
