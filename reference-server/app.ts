@@ -9,16 +9,18 @@ import { filesRouter } from '../lib/files/files-router.js';
 import { chatCompletions } from '../lib/models/chat-completions.js';
 import { listModels } from '../lib/models/list-models.js';
 import { messages } from '../lib/models/messages.js';
+import { adminApi } from './admin.js';
+import { dashboardRouter } from './dashboard.js';
 import type { Deployment } from './deployment.js';
 import { healthRouter } from './health.js';
 import { requestLog } from './request-log.js';
 import { securityHeaders } from './security-headers.js';
 
-/** Runs `middleware` for /v1 and everything under it. */
-function underV1(middleware: Middleware): Middleware {
-  return function underV1(ctx, next) {
+/** Runs `middleware` for `prefix` (`/v1`) and everything under it. */
+function under(prefix: string, middleware: Middleware): Middleware {
+  return function under(ctx, next) {
     const { path } = ctx.request;
-    return path === '/v1' || path.startsWith('/v1/') ? middleware(ctx, next) : next();
+    return path === prefix || path.startsWith(`${prefix}/`) ? middleware(ctx, next) : next();
   };
 }
 
@@ -37,7 +39,7 @@ function messagesShape(): Middleware {
 function modelsRouter(deployment: Deployment): Router {
   const { files, blobs } = deployment;
   const { models: catalog, providers } = deployment.config.gateway;
-  // Exact paths, as underV1() and messagesShape() compare them: `/V1/models` is no route here.
+  // Exact paths, as under() and messagesShape() compare them: `/V1/models` is no route here.
   const router = new Router({ sensitive: true, strict: true });
   router.get('/v1/models', requireScope('models:read'), listModels({ catalog }));
   router.post('/v1/chat/completions', requireScope('chat:completions'), chatCompletions({ catalog, providers, files, blobs }));
@@ -70,14 +72,17 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     tempDir: deployment.config.uploadsDir,
   });
   const models = modelsRouter(deployment);
+  const admin = adminApi(deployment, logger);
   app.use(requestLog(logger));
   app.use(securityHeaders());
   app.use(openAIErrors());
   app.use(messagesShape());
-  // Every /v1 request is authenticated first, whether or not its route exists.
-  app.use(underV1(apiKey({ store: deployment.keys })));
+  // Every /v1 and /admin/v1 request is authenticated first, whether or not its route exists;
+  // each with its own credentials, neither of which opens the other.
+  app.use(under('/v1', apiKey({ store: deployment.keys })));
+  app.use(under('/admin/v1', admin.auth));
   // The API's routers first: a probe of /healthz may pass a router more, an API request may not.
-  for (const router of [files, models, health]) {
+  for (const router of [files, models, ...admin.routers, dashboardRouter(logger), health]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

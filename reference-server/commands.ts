@@ -1,12 +1,15 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Knex } from 'knex';
+import { createAdminToken } from '../lib/admin/admin-tokens.js';
+import type { KeyChanges } from '../lib/auth/key-changes.js';
 import type { ApiKeyRecord } from '../lib/auth/key-store.js';
 import { createApiKey } from '../lib/auth/keys.js';
 import { SCOPES, isScope, type Scope } from '../lib/auth/scopes.js';
+import { KnexAdminTokenStore } from '../lib/stores/knex/admin-token-store.js';
 import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
 import { loadConfig, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase } from './database.js';
-import { openStores, sweepDeployment } from './deployment.js';
+import { openKeyChanges, openStores, sweepDeployment } from './deployment.js';
 import { createLogger } from './logger.js';
 import { serve } from './server.js';
 
@@ -18,7 +21,10 @@ Commands:
   keys create --account <id> [--scope <scope>]... [--model <model>]... [--expires <iso-time>]
                                         create a key and print it, once (no --scope: every scope)
   keys list [--account <id>]            list keys (never the keys themselves)
-  keys revoke <key-id>                  revoke a key
+  keys revoke <key-id>                  revoke a key; every server refuses it within a second
+  admin-tokens create [--name <text>]   create an admin token (admin API, dashboard) and print it, once
+  admin-tokens list                     list admin tokens (never the tokens themselves)
+  admin-tokens revoke <token-id>        revoke an admin token and end its dashboard sessions
   sweep                                 remove expired files and orphaned blobs now
 
 Options:
@@ -50,7 +56,7 @@ function parse<O extends Options>(args: string[], options: O, positionals: numbe
     throw new UsageError((err as Error).message);
   }
   if (parsed.positionals.length !== positionals) {
-    throw new UsageError(positionals === 0 ? `unexpected argument '${parsed.positionals[0]}'` : 'expected exactly one key id');
+    throw new UsageError(positionals === 0 ? `unexpected argument '${parsed.positionals[0]}'` : 'expected exactly one id');
   }
   return parsed;
 }
@@ -161,13 +167,97 @@ async function keysList(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
+/**
+ * Revokes the key and announces it where the servers listen (Redis with REDIS_URL, else the
+ * database). A revocation that could not be announced still stands: the servers then refuse the
+ * key once their cache of it expires (`keyCacheSeconds`).
+ */
 async function keysRevoke(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parse(args, {}, 1);
   const id = positionals[0] as string;
   const config = loadConfig(io.env);
-  const revoked = await withDatabase(config, (knex) => new KnexKeyStore(knex).revoke(id));
+  const revoked = await withDatabase(config, async (knex) => {
+    const store = new KnexKeyStore(knex);
+    if (!(await store.revoke(id))) return false;
+    try {
+      await withKeyChanges(config, knex, (changes) => changes.publish(id));
+    } catch (err) {
+      const seconds = config.gateway.keyCacheSeconds;
+      io.err(`koa-model-gateway: warning: revoked, but the servers were not told (${(err as Error).message}): they refuse the key within ${seconds} s`);
+    }
+    return true;
+  });
   if (!revoked) {
     io.err(`koa-model-gateway: no key with id '${id}'`);
+    return 1;
+  }
+  io.out(values.json ? JSON.stringify({ id, revoked: true }) : `Revoked ${id}`);
+  return 0;
+}
+
+/** The deployment's KeyChanges, open for `use`: on Redis when REDIS_URL is set, else on the database. */
+async function withKeyChanges<T>(config: ServerConfig, knex: Knex, use: (changes: KeyChanges) => Promise<T>): Promise<T> {
+  let redis = null;
+  if (config.redisUrl !== null) {
+    const { createRedisClient } = await import('../lib/stores/redis/client.js');
+    redis = await createRedisClient(config.redisUrl);
+  }
+  const changes = await openKeyChanges(knex, redis);
+  try {
+    return await use(changes);
+  } finally {
+    await changes.close();
+    await redis?.quit().catch(() => redis?.disconnect());
+  }
+}
+
+async function adminTokensCreate(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parse(args, { name: { type: 'string' } }, 0);
+  const name = values.name?.trim() || null;
+  if (name !== null && name.length > 255) throw new UsageError('--name must be at most 255 characters');
+  const config = loadConfig(io.env);
+  const { token, record } = await withDatabase(config, (knex) =>
+    createAdminToken(new KnexAdminTokenStore(knex), { prefix: config.gateway.keyPrefix, name }),
+  );
+  if (values.json) {
+    io.out(JSON.stringify({ id: record.id, token }));
+  } else {
+    io.out(
+      [
+        `Created admin token ${record.id}${name === null ? '' : ` (${name})`}`,
+        '',
+        token,
+        '',
+        'This is the only time the token is shown: store it now. It opens /admin/v1 and the dashboard at /dashboard.',
+      ].join('\n'),
+    );
+  }
+  return 0;
+}
+
+async function adminTokensList(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parse(args, {}, 0);
+  const config = loadConfig(io.env);
+  const records = await withDatabase(config, (knex) => new KnexAdminTokenStore(knex).list());
+  if (values.json) {
+    io.out(JSON.stringify(records.map((record) => ({ id: record.id, name: record.name, created_at: record.createdAt, revoked_at: record.revokedAt }))));
+    return 0;
+  }
+  if (records.length === 0) io.out('No admin tokens.');
+  for (const record of records) {
+    const status = record.revokedAt === null ? 'active' : 'revoked';
+    io.out(`${record.id}  ${status}  created ${iso(record.createdAt)}  ${record.name ?? ''}`.trimEnd());
+  }
+  return 0;
+}
+
+async function adminTokensRevoke(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parse(args, {}, 1);
+  const id = positionals[0] as string;
+  const config = loadConfig(io.env);
+  const revoked = await withDatabase(config, (knex) => new KnexAdminTokenStore(knex).revoke(id));
+  if (!revoked) {
+    io.err(`koa-model-gateway: no admin token with id '${id}'`);
     return 1;
   }
   io.out(values.json ? JSON.stringify({ id, revoked: true }) : `Revoked ${id}`);
@@ -231,6 +321,15 @@ export async function runCommand(argv: string[], io: CommandIo): Promise<number>
       if (sub === 'list') return keysList(keyArgs, io);
       if (sub === 'revoke') return keysRevoke(keyArgs, io);
       throw new UsageError(sub === undefined ? 'keys needs a subcommand: create, list or revoke' : `unknown keys subcommand '${sub}'`);
+    }
+    case 'admin-tokens': {
+      const [sub, ...tokenArgs] = rest;
+      if (sub === 'create') return adminTokensCreate(tokenArgs, io);
+      if (sub === 'list') return adminTokensList(tokenArgs, io);
+      if (sub === 'revoke') return adminTokensRevoke(tokenArgs, io);
+      throw new UsageError(
+        sub === undefined ? 'admin-tokens needs a subcommand: create, list or revoke' : `unknown admin-tokens subcommand '${sub}'`,
+      );
     }
     default:
       throw new UsageError(`unknown command '${command}'`);

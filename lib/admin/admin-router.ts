@@ -1,0 +1,198 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { KeyStore } from '../auth/key-store.js';
+import { generateApiKey } from '../auth/keys.js';
+import { SCOPES } from '../auth/scopes.js';
+import type { FileStore } from '../files/file-store.js';
+import { DEFAULT_FILE_LIMITS } from '../files/files-router.js';
+import { readJsonBody } from '../models/json-body.js';
+import { DEFAULT_CREATION_LIMITS, type CreationUsage } from '../quota/creation-limits.js';
+import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
+import { adminErrors } from './admin-errors.js';
+import { accountName, keyFieldSchemas, parseFields } from './key-fields.js';
+import { keyObject, keyStatus } from './key-object.js';
+
+/** What the admin API changed, and with which admin token: for the log of every change. */
+export interface AdminChange {
+  action: 'key.created' | 'key.updated' | 'key.revoked' | 'key.rotated' | 'session.opened' | 'session.closed';
+  adminTokenId: string;
+  keyId?: string;
+  account?: string;
+  /** `key.updated`: the fields the request set. */
+  fields?: string[];
+  /** `key.rotated`: the new key. */
+  replacementId?: string;
+}
+
+/** The limits an account's figures are shown against (api.md section 8 by default). */
+export interface AccountLimits {
+  maxFiles: number;
+  maxStoredBytes: number;
+  maxFileBytes: number;
+  createsPerMinute: number;
+  createsPerDay: number;
+  bytesPerDay: number;
+}
+
+export interface AdminRouterOptions {
+  /** Where keys are written: wrap it in `announceKeyChanges()` so that every process hears of a change. */
+  keys: KeyStore;
+  /** For the files and bytes an account keeps. */
+  files: Pick<FileStore, 'usage'>;
+  /** For today's creations: `MemoryCreationLimiter` and `RedisCreationLimiter` have `usage()`. Default: none (`null` figures). */
+  limiter?: { usage(account: string): Promise<CreationUsage> };
+  /** The model catalog: a key's allowlist may name only these. */
+  catalog: ReadonlyArray<{ id: string }>;
+  /** The prefix of new keys (`<prefix>_sk_…`). Default `'kmg'`. */
+  keyPrefix?: string;
+  /** Default: api.md section 8. */
+  limits?: Partial<AccountLimits>;
+  /** Called after each change is made, for the log; `ctx.state.requestId` names the request. */
+  onChange?: (change: AdminChange, ctx: Context) => void;
+  /** The clock, in Unix seconds. Default: `Date.now() / 1000`. */
+  now?: () => number;
+}
+
+/** Request bodies are a few fields; an allowlist of every model of a large catalog fits. */
+const BODY_LIMIT = 65_536;
+
+/**
+ * The admin API under `/admin/v1`, to mount behind `adminAuth()`:
+ * - `GET /catalog`: the scopes and models a key may be given;
+ * - `POST /keys` `{ account, scopes?, models?, expires_at?, limits? }` → 201, the key with its
+ *   secret `key`, the only time it is shown; `GET /keys?account=` → `{ object: "list", data }`;
+ * - `GET` and `PATCH /keys/{id}` (`scopes`, `models`, `expires_at`, `limits`);
+ *   `POST /keys/{id}/revoke`; `POST /keys/{id}/rotate` `{ grace_seconds }` → 201, a new key with
+ *   the old one's account, scopes, models, limits and expiry; the old key expires after the grace;
+ * - `GET /accounts/{account}`: files and bytes kept, creations and bytes today, and the limits.
+ * Every body is validated (400 naming the field); every change is reported to `onChange`.
+ * @example app.use(adminRouter({ keys, files, limiter, catalog }).routes())
+ */
+export function adminRouter(options: AdminRouterOptions): Router {
+  const { keys, files, limiter, onChange } = options;
+  if (typeof keys?.update !== 'function') throw new TypeError('koa-model-gateway: adminRouter() needs a KeyStore as `keys`');
+  if (typeof files?.usage !== 'function') throw new TypeError('koa-model-gateway: adminRouter() needs a FileStore as `files`');
+  if (!Array.isArray(options.catalog)) throw new TypeError('koa-model-gateway: adminRouter() needs the model catalog as `catalog`');
+  const keyPrefix = options.keyPrefix ?? 'kmg';
+  generateApiKey(keyPrefix); // throws now for a prefix that keys cannot have
+  const limits: AccountLimits = {
+    maxFiles: DEFAULT_FILE_LIMITS.maxFiles,
+    maxStoredBytes: DEFAULT_FILE_LIMITS.maxStoredBytes,
+    maxFileBytes: DEFAULT_FILE_LIMITS.maxFileBytes,
+    ...DEFAULT_CREATION_LIMITS,
+    ...options.limits,
+  };
+  const now = options.now ?? (() => Date.now() / 1000);
+  const models = options.catalog.map((model) => model.id);
+  const schemas = keyFieldSchemas(new Set(models), now);
+
+  const report = (ctx: Context, change: Omit<AdminChange, 'adminTokenId'>) =>
+    onChange?.({ ...change, adminTokenId: verifiedAdmin(ctx).tokenId }, ctx);
+  const body = (ctx: Context) => readJsonBody(ctx.req, BODY_LIMIT);
+  async function existing(id: string) {
+    const record = await keys.get(id);
+    if (!record) throw adminErrors.keyNotFound();
+    return record;
+  }
+
+  const router = new Router({ prefix: ADMIN_API_PATH, sensitive: true, strict: true });
+
+  router.get('/catalog', (ctx) => {
+    ctx.body = { object: 'catalog', scopes: SCOPES, models };
+  });
+
+  router.post('/keys', async (ctx) => {
+    const fields = parseFields(schemas.create, await body(ctx));
+    const { key, hash } = generateApiKey(keyPrefix);
+    const record = await keys.create({
+      account: fields.account,
+      hash,
+      scopes: fields.scopes ?? [...SCOPES],
+      models: fields.models ?? null,
+      expiresAt: fields.expires_at ?? null,
+      ...(fields.limits ? { limits: fields.limits } : {}),
+    });
+    report(ctx, { action: 'key.created', keyId: record.id, account: record.account });
+    ctx.status = 201;
+    ctx.body = { ...keyObject(record, now()), key };
+  });
+
+  router.get('/keys', async (ctx) => {
+    const { account } = ctx.query;
+    const filter = account === undefined ? {} : { account: parseFields(accountName, account, 'account') };
+    const at = now();
+    ctx.body = { object: 'list', data: (await keys.list(filter)).map((record) => keyObject(record, at)) };
+  });
+
+  router.get('/keys/:id', async (ctx) => {
+    ctx.body = keyObject(await existing(ctx.params.id as string), now());
+  });
+
+  router.patch('/keys/:id', async (ctx) => {
+    const fields = parseFields(schemas.update, await body(ctx));
+    const id = ctx.params.id as string;
+    const record = await keys.update(id, {
+      ...(fields.scopes === undefined ? {} : { scopes: fields.scopes }),
+      ...(fields.models === undefined ? {} : { models: fields.models }),
+      ...(fields.expires_at === undefined ? {} : { expiresAt: fields.expires_at }),
+      ...(fields.limits === undefined ? {} : { limits: fields.limits }),
+    });
+    if (!record) throw adminErrors.keyNotFound();
+    report(ctx, { action: 'key.updated', keyId: record.id, account: record.account, fields: Object.keys(fields) });
+    ctx.body = keyObject(record, now());
+  });
+
+  router.post('/keys/:id/revoke', async (ctx) => {
+    const id = ctx.params.id as string;
+    if (!(await keys.revoke(id))) throw adminErrors.keyNotFound();
+    const record = await existing(id);
+    report(ctx, { action: 'key.revoked', keyId: record.id, account: record.account });
+    ctx.body = keyObject(record, now());
+  });
+
+  router.post('/keys/:id/rotate', async (ctx) => {
+    const { grace_seconds: grace } = parseFields(schemas.rotate, await body(ctx));
+    const old = await existing(ctx.params.id as string);
+    const at = now();
+    if (keyStatus(old, at) !== 'active') throw adminErrors.keyNotActive();
+    const { key, hash } = generateApiKey(keyPrefix);
+    // The new key first: should the second step fail, the old key still works and nothing is lost.
+    const created = await keys.create({
+      account: old.account,
+      hash,
+      scopes: old.scopes,
+      models: old.models,
+      expiresAt: old.expiresAt,
+      ...(old.limits ? { limits: old.limits } : {}),
+    });
+    const graceEnds = Math.floor(at) + grace;
+    const expiresAt = old.expiresAt === null ? graceEnds : Math.min(old.expiresAt, graceEnds);
+    await keys.update(old.id, { expiresAt });
+    report(ctx, { action: 'key.rotated', keyId: old.id, account: old.account, replacementId: created.id });
+    ctx.status = 201;
+    ctx.body = { ...keyObject(created, at), key, replaces: { id: old.id, expires_at: expiresAt } };
+  });
+
+  router.get('/accounts/:account', async (ctx) => {
+    const account = parseFields(accountName, ctx.params.account, 'account');
+    const [kept, today] = await Promise.all([files.usage(account, now()), limiter?.usage(account)]);
+    ctx.body = {
+      object: 'account',
+      account,
+      files: kept.files,
+      bytes: kept.bytes,
+      creations_today: today?.createsToday ?? null,
+      bytes_today: today?.bytesToday ?? null,
+      limits: {
+        max_files: limits.maxFiles,
+        max_stored_bytes: limits.maxStoredBytes,
+        max_file_bytes: limits.maxFileBytes,
+        creates_per_minute: limits.createsPerMinute,
+        creates_per_day: limits.createsPerDay,
+        bytes_per_day: limits.bytesPerDay,
+      },
+    };
+  });
+
+  return router;
+}

@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import type { ApiKeyRecord } from '../auth/key-store.js';
+import { SCOPES, isScope, type Scope } from '../auth/scopes.js';
+import { adminErrors } from './admin-errors.js';
+
+/** 9999-12-31T23:59:59Z: later times do not survive a round trip through a date. */
+const LATEST_EXPIRY = 253_402_300_799;
+/** The longest grace a rotation gives the old key: 30 days, as the longest file expiry. */
+export const MAX_GRACE_SECONDS = 2_592_000;
+
+type KeyLimits = NonNullable<ApiKeyRecord['limits']>;
+
+const ACCOUNT = 'must be a string of 1 to 255 characters without control characters';
+const SCOPE_LIST = `must be a non-empty array of scopes (${SCOPES.join(', ')})`;
+const MODEL_LIST = 'must be an array of model ids, or null for every model';
+const EXPIRY = 'must be a Unix time in seconds, in the future, or null for no expiry';
+const LIMIT = 'must be a positive integer, or null for the default';
+const LIMITS = 'must be an object of requests_per_minute, tokens_per_minute and tokens_per_day, or null';
+const GRACE = `must be an integer number of seconds from 0 to ${MAX_GRACE_SECONDS}`;
+
+const unique = <T>(values: T[]) => [...new Set(values)];
+
+/** The limits as the key record keeps them (camelCase, unset ones absent); `null` when none is set. */
+function toKeyLimits(input: Record<string, number | null | undefined> | null): KeyLimits | null {
+  if (input === null) return null;
+  const limits: KeyLimits = {};
+  if (input.requests_per_minute != null) limits.requestsPerMinute = input.requests_per_minute;
+  if (input.tokens_per_minute != null) limits.tokensPerMinute = input.tokens_per_minute;
+  if (input.tokens_per_day != null) limits.tokensPerDay = input.tokens_per_day;
+  return Object.keys(limits).length === 0 ? null : limits;
+}
+
+/** An account name: the same rule for a new key's `account` and the accounts route. */
+export const accountName = z
+  .string({ error: ACCOUNT })
+  .trim()
+  .min(1, { error: ACCOUNT })
+  .max(255, { error: ACCOUNT })
+  .regex(/^\P{Cc}*$/u, { error: ACCOUNT });
+
+/**
+ * The zod schemas of the admin API's request bodies, checking models against `catalog` and
+ * expiry against `now` (Unix seconds) at the time of parsing.
+ */
+export function keyFieldSchemas(catalog: ReadonlySet<string>, now: () => number) {
+  const scopes = z
+    .array(z.string({ error: SCOPE_LIST }), { error: SCOPE_LIST })
+    .min(1, { error: SCOPE_LIST })
+    .superRefine((values, ctx) => {
+      const unknown = values.find((value) => !isScope(value));
+      if (unknown !== undefined) ctx.addIssue({ code: 'custom', message: `unknown scope '${unknown}' (scopes: ${SCOPES.join(', ')})` });
+    })
+    .transform((values) => unique(values as Scope[]));
+  const models = z
+    .array(z.string({ error: MODEL_LIST }), { error: MODEL_LIST })
+    .superRefine((values, ctx) => {
+      const unknown = values.find((value) => !catalog.has(value));
+      if (unknown !== undefined) ctx.addIssue({ code: 'custom', message: `unknown model '${unknown}'` });
+    })
+    .transform(unique)
+    .nullable();
+  const expiresAt = z
+    .int({ error: EXPIRY })
+    .nullable()
+    .refine((value) => value === null || (value > now() && value <= LATEST_EXPIRY), { error: EXPIRY });
+  const limit = z.int({ error: LIMIT }).positive({ error: LIMIT }).nullable().optional();
+  const limits = z
+    .strictObject({ requests_per_minute: limit, tokens_per_minute: limit, tokens_per_day: limit }, { error: LIMITS })
+    .nullable()
+    .transform(toKeyLimits);
+  const changes = { scopes: scopes.optional(), models: models.optional(), expires_at: expiresAt.optional(), limits: limits.optional() };
+  return {
+    create: z.strictObject({ account: accountName, ...changes }),
+    update: z.strictObject(changes),
+    rotate: z.strictObject({ grace_seconds: z.int({ error: GRACE }).min(0, { error: GRACE }).max(MAX_GRACE_SECONDS, { error: GRACE }) }),
+  };
+}
+
+/**
+ * `input` parsed by `schema`, or the 400 that names the first field at fault; `field` names
+ * `input` itself when it is one field (a query or path parameter) rather than a body.
+ * @example const body = parseFields(schemas.create, await readJsonBody(ctx.req, limit))
+ */
+export function parseFields<S extends z.ZodType>(schema: S, input: unknown, field?: string): z.output<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0] as z.core.$ZodIssue;
+  const path = [...(field === undefined ? [] : [field]), ...issue.path.map(String)];
+  if (issue.code === 'unrecognized_keys') throw adminErrors.unknownField([...path, issue.keys[0]].join('.'));
+  // A required field that is missing is an issue on the field, not on the object.
+  if (path.length === 0) throw adminErrors.invalidField('body', issue.message);
+  throw adminErrors.invalidField(path.join('.'), issue.message);
+}

@@ -1,0 +1,39 @@
+import type { ApiKeyRecord } from '../auth/key-store.js';
+
+/** Whether a key is accepted now: `revoked` and `expired` keys are refused with 401. */
+export type KeyStatus = 'active' | 'revoked' | 'expired';
+
+/** The key's status at `now` (Unix seconds), as `apiKey()` decides it. */
+export function keyStatus(record: ApiKeyRecord, now: number): KeyStatus {
+  if (record.revokedAt !== null) return 'revoked';
+  if (record.expiresAt !== null && now >= record.expiresAt) return 'expired';
+  return 'active';
+}
+
+/**
+ * A key as the admin API shows it: never its secret, nor its hash. `limits` in snake_case, each
+ * `null` when unset, and `limits: null` when the key has none of its own.
+ * @example ctx.body = keyObject(await keys.get(id), Date.now() / 1000)
+ */
+export function keyObject(record: ApiKeyRecord, now: number) {
+  const { limits } = record;
+  return {
+    object: 'api_key' as const,
+    id: record.id,
+    account: record.account,
+    status: keyStatus(record, now),
+    scopes: record.scopes,
+    models: record.models,
+    limits:
+      limits === undefined
+        ? null
+        : {
+            requests_per_minute: limits.requestsPerMinute ?? null,
+            tokens_per_minute: limits.tokensPerMinute ?? null,
+            tokens_per_day: limits.tokensPerDay ?? null,
+          },
+    created_at: record.createdAt,
+    expires_at: record.expiresAt,
+    revoked_at: record.revokedAt,
+  };
+}

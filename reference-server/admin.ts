@@ -1,0 +1,24 @@
+import type Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import type { Logger } from 'pino';
+import { adminAuth } from '../lib/admin/admin-auth.js';
+import { adminRouter, type AdminChange } from '../lib/admin/admin-router.js';
+import { adminSessions } from '../lib/admin/admin-sessions.js';
+import type { Deployment } from './deployment.js';
+
+/**
+ * The admin API of the reference server: admin tokens or dashboard sessions (`adminAuth`), the
+ * keys and accounts routes and the session routes, every change logged with the admin token's id.
+ */
+export function adminApi(deployment: Deployment, logger: Logger): { auth: Middleware; routers: Router[] } {
+  const { keys, files, limiter, adminTokens, adminSessions: sessions } = deployment;
+  const { keyPrefix, limits, models } = deployment.config.gateway;
+  const onChange = (change: AdminChange, ctx: Context) => logger.info({ requestId: ctx.state.requestId, ...change }, 'admin change');
+  return {
+    auth: adminAuth({ tokens: adminTokens, sessions }),
+    routers: [
+      adminRouter({ keys, files, limiter, catalog: models, keyPrefix, limits, onChange }),
+      adminSessions({ sessions, onChange }),
+    ],
+  };
+}
