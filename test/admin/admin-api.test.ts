@@ -1,0 +1,258 @@
+import { hash } from 'node:crypto';
+import test from 'ava';
+import { createAdminToken } from '../../lib/admin/admin-tokens.js';
+import { makePdf } from '../helpers/models-pdf.js';
+import { uploadForm } from '../helpers/multipart.js';
+import { referenceApp } from '../spec/reference-app.js';
+
+// The admin API's rules on the reference server's own app (SQLite, in this process).
+
+const app = await referenceApp();
+test.after.always(() => app.close());
+const { prefix, tokens } = { prefix: app.config.gateway.keyPrefix, tokens: app.deployment.adminTokens };
+const { token: ADMIN, record: adminRecord } = await createAdminToken(tokens, { prefix, name: 'tests' });
+
+const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
+
+interface KeyBody {
+  object: string;
+  id: string;
+  key?: string;
+  account: string;
+  status: string;
+  scopes: string[];
+  models: string[] | null;
+  limits: { requests_per_minute: number | null; tokens_per_minute: number | null; tokens_per_day: number | null } | null;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+const call = (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>
+  fetch(`${app.url}${path}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  });
+const admin = (method: string, path: string, body?: unknown) => call(method, `/admin/v1${path}`, { authorization: `Bearer ${ADMIN}` }, body);
+
+async function createKey(body: Record<string, unknown>): Promise<KeyBody & { key: string }> {
+  const response = await admin('POST', '/keys', body);
+  if (response.status !== 201) throw new Error(`create failed: ${response.status} ${await response.text()}`);
+  return (await response.json()) as KeyBody & { key: string };
+}
+
+const models = async (key: string) => {
+  const response = await call('GET', '/v1/models', { authorization: `Bearer ${key}` });
+  return { status: response.status, ids: response.status === 200 ? ((await response.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id) : [] };
+};
+
+test('admin routes, known or not, refuse every credential but a live admin token: 401 in Shape A with X-Request-Id', async (t) => {
+  const apiKey = await app.keyFor();
+  const { token: revoked, record } = await createAdminToken(tokens, { prefix });
+  await tokens.revoke(record.id);
+  const refusals: Array<[string, Record<string, string>]> = [
+    ['no credential', {}],
+    ['a Basic credential', { authorization: `Basic ${Buffer.from(`admin:${ADMIN}`).toString('base64')}` }],
+    ['the token without its scheme', { authorization: ADMIN }],
+    ['a valid API key as the bearer', { authorization: `Bearer ${apiKey}` }],
+    ['a valid API key in x-api-key', { 'x-api-key': apiKey }],
+    ['the admin token in x-api-key', { 'x-api-key': ADMIN }],
+    ['an unknown admin token', { authorization: `Bearer ${prefix}_admin_${'A'.repeat(43)}` }],
+    ['a revoked admin token', { authorization: `Bearer ${revoked}` }],
+  ];
+  for (const path of ['/admin/v1/keys', '/admin/v1/no-such-route']) {
+    for (const [what, headers] of refusals) {
+      const response = await call('GET', path, headers);
+      t.is(response.status, 401, `${what} on ${path}`);
+      t.regex(response.headers.get('x-request-id') ?? '', REQUEST_ID);
+      t.deepEqual(await response.json(), {
+        error: { message: 'Invalid admin token', type: 'authentication_error', param: null, code: 'invalid_admin_token' },
+      });
+    }
+  }
+  t.is((await admin('GET', '/no-such-route')).status, 404, 'with the token, an unknown route is only then unknown');
+});
+
+test('an admin token never opens a /v1 route: 401 invalid_api_key, in either header', async (t) => {
+  for (const headers of [{ authorization: `Bearer ${ADMIN}` }, { 'x-api-key': ADMIN }]) {
+    for (const path of ['/v1/models', '/v1/files']) {
+      const response = await call('GET', path, headers);
+      t.is(response.status, 401);
+      t.is(((await response.json()) as { error: { code: string } }).error.code, 'invalid_api_key');
+    }
+  }
+});
+
+test('POST /keys: 201 with the secret this once; it works at once, is stored as its SHA-256 only and no other answer shows it', async (t) => {
+  const created = await createKey({ account: 'secret-once' });
+  t.regex(created.key, new RegExp(`^${prefix}_sk_[A-Za-z0-9_-]{43}$`));
+  t.like(created, { object: 'api_key', account: 'secret-once', status: 'active', models: null, limits: null, expires_at: null, revoked_at: null });
+  t.deepEqual(created.scopes, ['chat:completions', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete']);
+  t.is((await models(created.key)).status, 200);
+
+  const stored = await app.deployment.knex('kmg_api_keys').where({ id: created.id }).first();
+  t.is(stored.hash, hash('sha256', created.key, 'hex'));
+  t.false(JSON.stringify(stored).includes(created.key.slice(-43)));
+  const answers = [
+    await admin('GET', `/keys/${created.id}`),
+    await admin('GET', '/keys?account=secret-once'),
+    await admin('GET', '/keys'),
+    await admin('PATCH', `/keys/${created.id}`, { scopes: ['models:read'] }),
+    await admin('POST', `/keys/${created.id}/revoke`),
+  ];
+  for (const answer of answers) {
+    t.is(answer.status, 200);
+    const text = await answer.text();
+    t.false(text.includes(created.key.slice(-43)));
+    t.false(text.includes('"key"'));
+  }
+});
+
+test('every change is validated: 400 naming the field, and nothing is created or changed', async (t) => {
+  const existing = await createKey({ account: 'validation', scopes: ['models:read'] });
+  const past = Math.floor(Date.now() / 1000) - 1;
+  const cases: Array<[string, string, unknown, string, RegExp]> = [
+    ['POST', '/keys', { account: 'validation', scopes: ['files:everything'] }, 'invalid_scopes', /'scopes': unknown scope 'files:everything'/],
+    ['POST', '/keys', { account: 'validation', scopes: [] }, 'invalid_scopes', /'scopes'/],
+    ['POST', '/keys', { account: 'validation', scopes: 'models:read' }, 'invalid_scopes', /'scopes'/],
+    ['POST', '/keys', { account: 'validation', models: ['gpt-none'] }, 'invalid_models', /'models': unknown model 'gpt-none'/],
+    ['POST', '/keys', { account: 'validation', expires_at: past }, 'invalid_expires_at', /'expires_at'.*future/],
+    ['POST', '/keys', { account: 'validation', expires_at: '2030-01-01' }, 'invalid_expires_at', /'expires_at'/],
+    ['POST', '/keys', { account: 'validation', expires_at: 2_000_000_000.5 }, 'invalid_expires_at', /'expires_at'/],
+    ['POST', '/keys', { account: 'validation', limits: { tokens_per_day: 0 } }, 'invalid_limits', /'limits.tokens_per_day'/],
+    ['POST', '/keys', { account: 'validation', limits: { tokens_per_hour: 5 } }, 'unknown_field', /'limits.tokens_per_hour'/],
+    ['POST', '/keys', { account: 'validation', limits: [] }, 'invalid_limits', /'limits'/],
+    ['POST', '/keys', { account: 'validation', owner: 'me' }, 'unknown_field', /'owner'/],
+    ['POST', '/keys', {}, 'invalid_account', /'account'/],
+    ['POST', '/keys', { account: '  ' }, 'invalid_account', /'account'/],
+    ['POST', '/keys', { account: 'a\u0000b' }, 'invalid_account', /'account'/],
+    ['POST', '/keys', { account: 'a'.repeat(256) }, 'invalid_account', /'account'/],
+    ['POST', '/keys', '{"account":', 'invalid_json', /JSON/],
+    ['GET', '/keys?account=', undefined, 'invalid_account', /'account'/],
+    ['PATCH', `/keys/${existing.id}`, { scopes: ['nope'] }, 'invalid_scopes', /'scopes'/],
+    ['PATCH', `/keys/${existing.id}`, { models: ['gpt-none'] }, 'invalid_models', /'models'/],
+    ['PATCH', `/keys/${existing.id}`, { expires_at: past }, 'invalid_expires_at', /'expires_at'/],
+    ['PATCH', `/keys/${existing.id}`, { limits: { requests_per_minute: -1 } }, 'invalid_limits', /'limits.requests_per_minute'/],
+    ['PATCH', `/keys/${existing.id}`, { account: 'elsewhere' }, 'unknown_field', /'account'/],
+    ['POST', `/keys/${existing.id}/rotate`, {}, 'invalid_grace_seconds', /'grace_seconds'/],
+    ['POST', `/keys/${existing.id}/rotate`, { grace_seconds: -1 }, 'invalid_grace_seconds', /'grace_seconds'/],
+    ['POST', `/keys/${existing.id}/rotate`, { grace_seconds: 2_592_001 }, 'invalid_grace_seconds', /'grace_seconds'/],
+  ];
+  for (const [method, path, body, code, message] of cases) {
+    const response = await admin(method, path, body);
+    const what = `${method} ${path} ${JSON.stringify(body)}`;
+    t.is(response.status, 400, what);
+    const { error } = (await response.json()) as { error: { code: string; message: string; type: string } };
+    t.is(error.code, code, what);
+    t.is(error.type, 'invalid_request_error');
+    t.regex(error.message, message, what);
+  }
+  const keys = (await (await admin('GET', '/keys?account=validation')).json()) as { data: KeyBody[] };
+  t.is(keys.data.length, 1);
+  t.like(keys.data[0], { scopes: ['models:read'], models: null, limits: null, expires_at: null });
+});
+
+test('PATCH changes scopes, models, limits and expiry; the key obeys at once, and null clears', async (t) => {
+  const { id, key } = await createKey({ account: 'patched' });
+  t.deepEqual((await models(key)).ids, ['echo-1', 'echo-2']);
+  const expiresAt = Math.floor(Date.now() / 1000) + 86_400;
+  const patched = await admin('PATCH', `/keys/${id}`, { models: ['echo-2'], limits: { requests_per_minute: 30 }, expires_at: expiresAt });
+  t.is(patched.status, 200);
+  t.like(await patched.json(), {
+    id,
+    models: ['echo-2'],
+    limits: { requests_per_minute: 30, tokens_per_minute: null, tokens_per_day: null },
+    expires_at: expiresAt,
+  });
+  t.deepEqual((await models(key)).ids, ['echo-2']);
+  await admin('PATCH', `/keys/${id}`, { scopes: ['files:read'] });
+  t.is((await models(key)).status, 403);
+  const cleared = await admin('PATCH', `/keys/${id}`, { scopes: ['models:read'], models: null, limits: null, expires_at: null });
+  t.like(await cleared.json(), { models: null, limits: null, expires_at: null });
+  t.deepEqual((await models(key)).ids, ['echo-1', 'echo-2']);
+  t.is((await admin('PATCH', '/keys/key_doesnotexist', { scopes: ['models:read'] })).status, 404);
+});
+
+test('revoke: the key is refused at once; revoking again keeps the first time; an unknown id is 404', async (t) => {
+  const { id, key } = await createKey({ account: 'revoked' });
+  const revoked = await admin('POST', `/keys/${id}/revoke`);
+  t.is(revoked.status, 200);
+  const body = (await revoked.json()) as KeyBody;
+  t.is(body.status, 'revoked');
+  t.is(typeof body.revoked_at, 'number');
+  t.is((await models(key)).status, 401);
+  t.is(((await (await admin('POST', `/keys/${id}/revoke`)).json()) as KeyBody).revoked_at, body.revoked_at);
+  const unknown = await admin('POST', '/keys/key_doesnotexist/revoke');
+  t.is(unknown.status, 404);
+  t.is(((await unknown.json()) as { error: { code: string } }).error.code, 'key_not_found');
+  t.is((await admin('GET', '/keys/key_doesnotexist')).status, 404);
+});
+
+test('GET /keys?account= lists that account only, in creation order; without it, every key', async (t) => {
+  const first = await createKey({ account: 'listed' });
+  await createKey({ account: 'listed-other' });
+  const second = await createKey({ account: 'listed' });
+  const listed = (await (await admin('GET', '/keys?account=listed')).json()) as { object: string; data: KeyBody[] };
+  t.is(listed.object, 'list');
+  t.deepEqual(listed.data.map((key) => key.id), [first.id, second.id]);
+  const all = (await (await admin('GET', '/keys')).json()) as { data: KeyBody[] };
+  t.true(['listed', 'listed-other'].every((account) => all.data.some((key) => key.account === account)));
+});
+
+test('GET /accounts/{account}: files and bytes kept and created today, beside the limits', async (t) => {
+  const account = 'figures/with space';
+  const { key } = await createKey({ account });
+  let total = 0;
+  for (const pages of [1, 3]) {
+    const pdf = makePdf(pages);
+    total += pdf.length;
+    const uploaded = await fetch(`${app.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: uploadForm(pdf, 'a.pdf') });
+    t.is(uploaded.status, 200);
+  }
+  const response = await admin('GET', `/accounts/${encodeURIComponent(account)}`);
+  t.is(response.status, 200);
+  t.deepEqual(await response.json(), {
+    object: 'account',
+    account,
+    files: 2,
+    bytes: total,
+    creations_today: 2,
+    bytes_today: total,
+    limits: {
+      max_files: 1000,
+      max_stored_bytes: 100_000_000,
+      max_file_bytes: 26_214_400,
+      creates_per_minute: 10,
+      creates_per_day: 1000,
+      bytes_per_day: 1_073_741_824,
+    },
+  });
+  t.like(await (await admin('GET', '/accounts/nobody-yet')).json(), { files: 0, bytes: 0, creations_today: 0, bytes_today: 0 });
+});
+
+test('every change is logged with the admin token id and the request id', async (t) => {
+  const created = await admin('POST', '/keys', { account: 'logged' });
+  const { id } = (await created.json()) as KeyBody;
+  const requestId = created.headers.get('x-request-id');
+  await admin('PATCH', `/keys/${id}`, { scopes: ['models:read'] });
+  await admin('POST', `/keys/${id}/rotate`, { grace_seconds: 0 });
+  const line = await app.logLine((entry) => entry.msg === 'admin change' && entry.requestId === requestId);
+  t.like(line, { action: 'key.created', keyId: id, account: 'logged', adminTokenId: adminRecord.id });
+  t.like(await app.logLine((entry) => entry.msg === 'admin change' && entry.action === 'key.updated' && entry.keyId === id), {
+    adminTokenId: adminRecord.id,
+    fields: ['scopes'],
+  });
+  t.like(await app.logLine((entry) => entry.msg === 'admin change' && entry.action === 'key.rotated' && entry.keyId === id), {
+    adminTokenId: adminRecord.id,
+  });
+  t.false(app.logs.some((entry) => JSON.stringify(entry).includes(ADMIN)), 'never the token');
+});
+
+test('GET /catalog: the scopes and models a key may be given', async (t) => {
+  t.deepEqual(await (await admin('GET', '/catalog')).json(), {
+    object: 'catalog',
+    scopes: ['chat:completions', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete'],
+    models: ['echo-1', 'echo-2'],
+  });
+});
