@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { SCOPES } from '../../lib/auth/scopes.js';
@@ -88,6 +89,29 @@ test('keys revoke marks the key revoked; an unknown id fails with one line', asy
   t.is(unknown.stderr, "koa-model-gateway: no key with id 'key_nope'\n");
 });
 
+test('admin-tokens create --json prints { id, token } once, stored as its SHA-256 only; list shows it, revoke revokes it', async (t) => {
+  const env = await dataDir();
+  const created = await runCli(['admin-tokens', 'create', '--name', 'ops laptop', '--json'], env);
+  t.is(created.code, 0, created.stderr);
+  const { id, token, ...rest } = JSON.parse(created.stdout) as { id: string; token: string };
+  t.deepEqual(rest, {});
+  t.regex(id, /^adm_[A-Za-z0-9]{24}$/);
+  t.regex(token, /^kmg_admin_[A-Za-z0-9_-]{43}$/);
+  // The database file and its write-ahead log, whichever holds the row now.
+  const database = Buffer.concat(
+    await Promise.all(['gateway.sqlite', 'gateway.sqlite-wal'].map((name) => readFile(join(env.DATA_DIR, name)).catch(() => Buffer.alloc(0)))),
+  );
+  t.false(database.includes(token.slice(-43)), 'the secret is nowhere in the database');
+  t.true(database.includes(createHash('sha256').update(token).digest('hex')));
+
+  const revoked = await runCli(['admin-tokens', 'revoke', id, '--json'], env);
+  t.deepEqual(JSON.parse(revoked.stdout), { id, revoked: true });
+  const listed = await runCli(['admin-tokens', 'list', '--json'], env);
+  t.false(listed.stdout.includes(token));
+  t.like(JSON.parse(listed.stdout), [{ id, name: 'ops laptop' }]);
+  t.is(typeof (JSON.parse(listed.stdout) as Array<{ revoked_at: number }>)[0]?.revoked_at, 'number');
+});
+
 test('migrate --json reports the database it migrated', async (t) => {
   const env = await dataDir();
   const result = await runCli(['migrate', '--json'], env);
@@ -102,7 +126,8 @@ const usageErrors: Array<[string, string[], RegExp]> = [
   ['an expiry in the past', ['keys', 'create', '--account', 'a', '--expires', '2001-01-01T00:00:00Z'], /future/],
   ['an unknown option', ['keys', 'list', '--acount', 'a'], /--acount/],
   ['an unknown command', ['serv'], /unknown command 'serv'/],
-  ['revoke without an id', ['keys', 'revoke'], /key id/],
+  ['revoke without an id', ['keys', 'revoke'], /exactly one id/],
+  ['an unknown admin-tokens subcommand', ['admin-tokens', 'show'], /unknown admin-tokens subcommand 'show'/],
 ];
 for (const [name, args, message] of usageErrors) {
   test(`${name} is a usage error: exit 2 and one line`, async (t) => {

@@ -1,0 +1,97 @@
+import { join } from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { throwawayPostgres } from '../helpers/server-database.js';
+import { runCli, startServer, tempDataDir, type ServerProcess } from '../helpers/server-process.js';
+import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
+
+// A key revoked or rotated in one server process, or by the CLI, is refused by every process
+// within a second, while each process keeps its key cache (keyCacheSeconds: 5 by default, so a
+// cache that is not told would accept the key for up to five seconds more).
+
+const LIMIT_MS = 1000;
+
+interface Deployment {
+  env: Record<string, string>;
+  cleanup(): Promise<void>;
+}
+
+const status = async (server: ServerProcess, key: string) =>
+  (await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status;
+
+/** How long after `since` each server first refused `key`; fails the test past LIMIT_MS. */
+async function refusedWithin(t: ExecutionContext, servers: ServerProcess[], key: string, since: number): Promise<void> {
+  await Promise.all(
+    servers.map(async (server, index) => {
+      for (;;) {
+        if ((await status(server, key)) === 401) return;
+        if (performance.now() - since > LIMIT_MS) return t.fail(`server ${index + 1} still accepted the key ${LIMIT_MS} ms after`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }),
+  );
+  t.pass();
+}
+
+async function twoServers(t: ExecutionContext, deployment: Deployment) {
+  t.teardown(() => deployment.cleanup());
+  const created = await runCli(['admin-tokens', 'create', '--json'], deployment.env);
+  if (created.code !== 0) throw new Error(`admin-tokens create failed: ${created.stderr}`);
+  const { token } = JSON.parse(created.stdout) as { token: string };
+  const servers = await Promise.all([startServer(deployment.env), startServer(deployment.env)]);
+  t.teardown(() => Promise.all(servers.map((server) => server.stop())));
+  const admin = async (server: ServerProcess, method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${server.url}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}` },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as { id: string; key: string };
+  };
+  /** A new key, already accepted (and so cached) by both servers. */
+  const cachedKey = async () => {
+    const created = await admin(servers[1] as ServerProcess, 'POST', '/keys', { account: 'acme' });
+    for (const server of servers) t.is(await status(server, created.key), 200);
+    return created;
+  };
+  return { servers, admin, cachedKey };
+}
+
+async function revocationAcrossProcesses(t: ExecutionContext, deployment: Deployment) {
+  const { servers, admin, cachedKey } = await twoServers(t, deployment);
+  const [first] = servers as [ServerProcess, ServerProcess];
+
+  const revoked = await cachedKey();
+  await admin(first, 'POST', `/keys/${revoked.id}/revoke`);
+  await refusedWithin(t, servers, revoked.key, performance.now());
+
+  const rotated = await cachedKey();
+  const replacement = await admin(first, 'POST', `/keys/${rotated.id}/rotate`, { grace_seconds: 0 });
+  await refusedWithin(t, servers, rotated.key, performance.now());
+  for (const server of servers) t.is(await status(server, replacement.key), 200);
+
+  const byCli = await cachedKey();
+  const cli = await runCli(['keys', 'revoke', byCli.id], deployment.env);
+  t.is(cli.code, 0, cli.stderr);
+  t.is(cli.stderr, '');
+  await refusedWithin(t, servers, byCli.key, performance.now());
+}
+
+test('SQLite: two server processes refuse a key revoked or rotated in one of them, or by the CLI, within a second', async (t) => {
+  const data = await tempDataDir();
+  await revocationAcrossProcesses(t, { env: { DATA_DIR: join(data.dir, 'data') }, cleanup: () => data.remove() });
+});
+
+withRedis(withPostgres(test))(
+  'PostgreSQL + Redis: two server processes refuse a key revoked or rotated in one of them, or by the CLI, within a second',
+  async (t) => {
+    const [data, database] = await Promise.all([tempDataDir(), throwawayPostgres()]);
+    await revocationAcrossProcesses(t, {
+      env: { DATA_DIR: data.dir, DATABASE_URL: database.url, REDIS_URL },
+      async cleanup() {
+        await database.drop();
+        await data.remove();
+      },
+    });
+  },
+);
