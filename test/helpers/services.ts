@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -82,6 +83,14 @@ export async function withProgram<T>(test: TestFn<T>, program: string): Promise<
     probe.once('exit', (code) => resolve(code === 0));
   });
   return gate(test, program, found ? undefined : 'not found on PATH', `install ${program} to run them`);
+}
+
+/** Debian's Chromium, which the browser tests drive through playwright-core. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+/** `test`, or a no-op stand-in (after one line saying why) when Debian's Chromium is not installed. */
+export function withChromium<T>(test: TestFn<T>): TestFn<T> {
+  return gate(test, 'Chromium', existsSync(CHROMIUM) ? undefined : `${CHROMIUM} not found`, 'apt-get install -y chromium to run them');
 }
 
 export interface TestDatabase {

@@ -1,0 +1,117 @@
+// The admin API as the page uses it: same origin, the session cookie (HttpOnly, so never read
+// here) and the session's CSRF token on every request that changes something.
+
+export interface Session {
+  admin_token_id: string;
+  csrf_token: string;
+  expires_at: number;
+}
+
+export interface KeyLimits {
+  requests_per_minute: number | null;
+  tokens_per_minute: number | null;
+  tokens_per_day: number | null;
+}
+
+export interface ApiKey {
+  id: string;
+  account: string;
+  status: 'active' | 'revoked' | 'expired';
+  scopes: string[];
+  models: string[] | null;
+  limits: KeyLimits | null;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+/** A key as created or rotated: the secret `key`, shown this once. */
+export interface NewKey extends ApiKey {
+  key: string;
+}
+
+export interface Catalog {
+  scopes: string[];
+  models: string[];
+}
+
+export interface Account {
+  account: string;
+  files: number;
+  bytes: number;
+  creations_today: number | null;
+  bytes_today: number | null;
+  limits: {
+    max_files: number;
+    max_stored_bytes: number;
+    max_file_bytes: number;
+    creates_per_minute: number;
+    creates_per_day: number;
+    bytes_per_day: number;
+  };
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+let csrfToken = '';
+let onSignedOut: () => void = () => {};
+
+/** The session the page works in: its CSRF token goes with every change. */
+export function useSession(session: Session | null): void {
+  csrfToken = session?.csrf_token ?? '';
+}
+
+/** Called when any answer says the session is over (401). */
+export function whenSignedOut(listener: () => void): void {
+  onSignedOut = listener;
+}
+
+async function request<T>(method: string, path: string, options: { body?: unknown; token?: string } = {}): Promise<T> {
+  const headers: Record<string, string> = {};
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  else if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
+  let response: Response;
+  try {
+    response = await fetch(`/admin/v1${path}`, {
+      method,
+      headers,
+      credentials: 'same-origin',
+      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+    });
+  } catch {
+    throw new ApiError(0, 'network_error', 'The server did not answer. Check that it is running, then try again.');
+  }
+  if (response.status === 204) return undefined as T;
+  const data = (await response.json().catch(() => null)) as { error?: { code?: string; message?: string } } | null;
+  if (!response.ok) {
+    // Only a session the page had can end: the first look for one, or a log-in, is no news.
+    if (response.status === 401 && csrfToken !== '' && options.token === undefined) onSignedOut();
+    throw new ApiError(response.status, data?.error?.code ?? 'error', data?.error?.message ?? `The server answered ${response.status}`);
+  }
+  return data as T;
+}
+
+const query = (account: string) => (account === '' ? '' : `?account=${encodeURIComponent(account)}`);
+
+export const api = {
+  /** Opens a session with the admin token: the token is sent this once and kept nowhere. */
+  logIn: (token: string) => request<Session>('POST', '/sessions', { token }),
+  currentSession: () => request<Session>('GET', '/sessions/current'),
+  logOut: () => request<void>('DELETE', '/sessions/current'),
+  catalog: () => request<Catalog>('GET', '/catalog'),
+  keys: (account: string) => request<{ data: ApiKey[] }>('GET', `/keys${query(account)}`).then((list) => list.data),
+  createKey: (body: Record<string, unknown>) => request<NewKey>('POST', '/keys', { body }),
+  revokeKey: (id: string) => request<ApiKey>('POST', `/keys/${encodeURIComponent(id)}/revoke`),
+  rotateKey: (id: string, graceSeconds: number) =>
+    request<NewKey>('POST', `/keys/${encodeURIComponent(id)}/rotate`, { body: { grace_seconds: graceSeconds } }),
+  account: (account: string) => request<Account>('GET', `/accounts/${encodeURIComponent(account)}`),
+};

@@ -1,0 +1,74 @@
+import { useEffect, useState } from 'preact/hooks';
+import { AccountsPage } from './accounts-page.tsx';
+import { api, useSession, whenSignedOut, type Session } from './api.ts';
+import { KeysPage } from './keys-page.tsx';
+import { LogIn } from './log-in.tsx';
+
+type Route = { page: 'keys' } | { page: 'accounts'; account: string };
+
+function readRoute(): Route {
+  const [page, ...rest] = location.hash.replace(/^#\/?/, '').split('/');
+  if (page === 'accounts') return { page: 'accounts', account: decodeURIComponent(rest.join('/')) };
+  return { page: 'keys' };
+}
+
+/** Where the page for `account` is: the account is part of the address, so it can be shared and reloaded. */
+export const accountHref = (account: string) => `#/accounts/${encodeURIComponent(account)}`;
+
+export function App() {
+  const [session, setSession] = useState<Session | null | undefined>(undefined);
+  const [ended, setEnded] = useState(false);
+  const [route, setRoute] = useState(readRoute);
+
+  useEffect(() => {
+    const onHash = () => setRoute(readRoute());
+    addEventListener('hashchange', onHash);
+    whenSignedOut(() => {
+      setEnded(true);
+      setSession(null);
+    });
+    api.currentSession().then(setSession, () => setSession(null));
+    return () => removeEventListener('hashchange', onHash);
+  }, []);
+  useSession(session ?? null);
+
+  if (session === undefined) return <p class="boot" aria-busy="true">Loading the dashboard…</p>;
+  if (session === null) {
+    return (
+      <LogIn
+        ended={ended}
+        onLoggedIn={(opened) => {
+          setEnded(false);
+          setSession(opened);
+        }}
+      />
+    );
+  }
+
+  const logOut = async () => {
+    await api.logOut().catch(() => undefined);
+    setSession(null);
+  };
+  return (
+    <>
+      <header class="topbar">
+        <span class="brand">koa-model-gateway</span>
+        <nav aria-label="Dashboard">
+          <a href="#/keys" aria-current={route.page === 'keys' ? 'page' : undefined}>
+            Keys
+          </a>
+          <a href="#/accounts/" aria-current={route.page === 'accounts' ? 'page' : undefined}>
+            Accounts
+          </a>
+        </nav>
+        <span class="who">
+          Signed in with <code>{session.admin_token_id}</code>
+        </span>
+        <button type="button" class="secondary" onClick={logOut}>
+          Log out
+        </button>
+      </header>
+      <main>{route.page === 'keys' ? <KeysPage /> : <AccountsPage account={route.account} />}</main>
+    </>
+  );
+}

@@ -1,0 +1,148 @@
+import { useState } from 'preact/hooks';
+import { api, ApiError, type Catalog, type NewKey } from './api.ts';
+
+const LIMITS = [
+  ['requests_per_minute', 'Requests per minute'],
+  ['tokens_per_minute', 'Tokens per minute'],
+  ['tokens_per_day', 'Tokens per day'],
+] as const;
+
+type LimitName = (typeof LIMITS)[number][0];
+
+/** The request body of the form's state: only what was set, as the admin API takes it. */
+function keyRequest(form: {
+  account: string;
+  scopes: string[];
+  everyModel: boolean;
+  models: string[];
+  limits: Record<LimitName, string>;
+  expires: string;
+}) {
+  const limits = Object.fromEntries(LIMITS.filter(([name]) => form.limits[name] !== '').map(([name]) => [name, Number(form.limits[name])]));
+  return {
+    account: form.account,
+    scopes: form.scopes,
+    models: form.everyModel ? null : form.models,
+    ...(Object.keys(limits).length > 0 ? { limits } : {}),
+    // datetime-local is the viewer's local time; the API takes Unix seconds.
+    ...(form.expires === '' ? {} : { expires_at: Math.floor(new Date(form.expires).getTime() / 1000) }),
+  };
+}
+
+const toggled = (list: string[], value: string, on: boolean) => (on ? [...list, value] : list.filter((item) => item !== value));
+
+/** Create a key: account, scopes, models, limits and expiry; the server checks every field. */
+export function KeyForm({ catalog, account, onCreated, onCancel }: {
+  catalog: Catalog;
+  account: string;
+  onCreated: (created: NewKey) => void;
+  onCancel: () => void;
+}) {
+  const [form, setForm] = useState({
+    account,
+    scopes: catalog.scopes,
+    everyModel: true,
+    models: [] as string[],
+    limits: { requests_per_minute: '', tokens_per_minute: '', tokens_per_day: '' } as Record<LimitName, string>,
+    expires: '',
+  });
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const set = (changes: Partial<typeof form>) => setForm({ ...form, ...changes });
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      onCreated(await api.createKey(keyRequest(form)));
+    } catch (err) {
+      setError(err instanceof ApiError ? err.message : 'The key could not be created.');
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form class="card" onSubmit={submit} aria-labelledby="new-key-title">
+      <h2 id="new-key-title">New key</h2>
+      <div class="grid">
+        <div>
+          <label for="new-account">Account</label>
+          <input id="new-account" required maxLength={255} value={form.account} onInput={(event) => set({ account: event.currentTarget.value })} />
+        </div>
+        <div>
+          <label for="new-expires">Expires (your local time; empty: never)</label>
+          <input id="new-expires" type="datetime-local" value={form.expires} onInput={(event) => set({ expires: event.currentTarget.value })} />
+        </div>
+      </div>
+      <fieldset>
+        <legend>Scopes</legend>
+        {catalog.scopes.map((scope) => (
+          <label class="check" key={scope}>
+            <input
+              type="checkbox"
+              checked={form.scopes.includes(scope)}
+              onChange={(event) => set({ scopes: toggled(form.scopes, scope, event.currentTarget.checked) })}
+            />
+            <code>{scope}</code>
+          </label>
+        ))}
+      </fieldset>
+      <fieldset>
+        <legend>Models</legend>
+        <label class="check">
+          <input type="radio" name="models" checked={form.everyModel} onChange={() => set({ everyModel: true })} />
+          Every model
+        </label>
+        <label class="check">
+          <input type="radio" name="models" checked={!form.everyModel} onChange={() => set({ everyModel: false })} />
+          Only these:
+        </label>
+        {catalog.models.map((model) => (
+          <label class="check" key={model}>
+            <input
+              type="checkbox"
+              disabled={form.everyModel}
+              checked={!form.everyModel && form.models.includes(model)}
+              onChange={(event) => set({ models: toggled(form.models, model, event.currentTarget.checked) })}
+            />
+            <code>{model}</code>
+          </label>
+        ))}
+      </fieldset>
+      <fieldset>
+        <legend>Limits on model calls (empty: the gateway's defaults)</legend>
+        <div class="grid three">
+          {LIMITS.map(([name, label]) => (
+            <div key={name}>
+              <label for={`limit-${name}`}>{label}</label>
+              <input
+                id={`limit-${name}`}
+                type="number"
+                min={1}
+                step={1}
+                inputMode="numeric"
+                value={form.limits[name]}
+                onInput={(event) => set({ limits: { ...form.limits, [name]: event.currentTarget.value } })}
+              />
+            </div>
+          ))}
+        </div>
+      </fieldset>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <div class="actions">
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Creating…' : 'Create key'}
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,248 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, type ApiKey, type Catalog, type NewKey } from './api.ts';
+import { accountHref } from './app.tsx';
+import { formatCount, formatTime } from './format.ts';
+import { KeyForm } from './key-form.tsx';
+import { Modal } from './modal.tsx';
+import { SecretDialog } from './secret.tsx';
+
+type Loaded<T> = { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; data: T };
+
+const GRACE_PERIODS = [
+  [0, 'None: the old key stops at once'],
+  [3600, '1 hour'],
+  [86_400, '1 day'],
+  [604_800, '7 days'],
+] as const;
+
+const message = (err: unknown) => (err instanceof ApiError ? err.message : 'Something went wrong.');
+
+function limitsText(key: ApiKey): string {
+  if (key.limits === null) return 'defaults';
+  const { requests_per_minute: rpm, tokens_per_minute: tpm, tokens_per_day: tpd } = key.limits;
+  return [rpm && `${formatCount(rpm)} req/min`, tpm && `${formatCount(tpm)} tok/min`, tpd && `${formatCount(tpd)} tok/day`]
+    .filter(Boolean)
+    .join(', ');
+}
+
+function Status({ status }: { status: ApiKey['status'] }) {
+  return <span class={`badge ${status}`}>{status}</span>;
+}
+
+/** Keys, listed by account: create (secret shown once), revoke, rotate. */
+export function KeysPage() {
+  const [filter, setFilter] = useState('');
+  const [account, setAccount] = useState('');
+  const [keys, setKeys] = useState<Loaded<ApiKey[]>>({ state: 'loading' });
+  const [catalog, setCatalog] = useState<Catalog | null>(null);
+  const [creating, setCreating] = useState(false);
+  const [secret, setSecret] = useState<{ created: NewKey; title: string } | null>(null);
+  const [revoking, setRevoking] = useState<ApiKey | null>(null);
+  const [rotating, setRotating] = useState<ApiKey | null>(null);
+  const [grace, setGrace] = useState(3600);
+  const [actionError, setActionError] = useState<string | null>(null);
+
+  const load = (which = account) => {
+    setKeys({ state: 'loading' });
+    api.keys(which).then(
+      (data) => setKeys({ state: 'ready', data }),
+      (err: unknown) => setKeys({ state: 'error', message: message(err) }),
+    );
+  };
+  useEffect(() => {
+    load();
+    api.catalog().then(setCatalog, () => setCatalog(null));
+  }, []);
+
+  const show = (event: Event) => {
+    event.preventDefault();
+    setAccount(filter.trim());
+    load(filter.trim());
+  };
+  const closeRevoke = () => {
+    setRevoking(null);
+    setActionError(null);
+  };
+  const closeRotate = () => {
+    setRotating(null);
+    setActionError(null);
+  };
+  const revoke = async (key: ApiKey) => {
+    setActionError(null);
+    try {
+      await api.revokeKey(key.id);
+      closeRevoke();
+      load();
+    } catch (err) {
+      setActionError(message(err));
+    }
+  };
+  const rotate = async (key: ApiKey) => {
+    setActionError(null);
+    try {
+      const created = await api.rotateKey(key.id, grace);
+      closeRotate();
+      setSecret({ created, title: 'Key rotated' });
+      load();
+    } catch (err) {
+      setActionError(message(err));
+    }
+  };
+
+  return (
+    <>
+      <section class="card" aria-labelledby="keys-title">
+        <div class="heading">
+          <h1 id="keys-title">Keys</h1>
+          <button type="button" onClick={() => setCreating(true)} disabled={creating || catalog === null}>
+            New key
+          </button>
+        </div>
+        <form class="toolbar" onSubmit={show} role="search">
+          <label for="filter">Account</label>
+          <input id="filter" placeholder="All accounts" value={filter} onInput={(event) => setFilter(event.currentTarget.value)} />
+          <button type="submit" class="secondary">
+            Show keys
+          </button>
+        </form>
+        {keys.state === 'loading' && (
+          <p class="muted" aria-busy="true">
+            Loading keys…
+          </p>
+        )}
+        {keys.state === 'error' && (
+          <p class="error" role="alert">
+            The keys could not be loaded: {keys.message}{' '}
+            <button type="button" class="link" onClick={() => load()}>
+              Try again
+            </button>
+          </p>
+        )}
+        {keys.state === 'ready' && keys.data.length === 0 && (
+          <p class="empty">{account === '' ? 'No keys yet. Create one with New key.' : <>No keys for account <strong>{account}</strong> yet.</>}</p>
+        )}
+        {keys.state === 'ready' && keys.data.length > 0 && (
+          <div class="table-wrap">
+            <table>
+              <caption class="visually-hidden">{account === '' ? 'Every key' : `Keys of account ${account}`}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Account</th>
+                  <th scope="col">Key</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Scopes</th>
+                  <th scope="col">Models</th>
+                  <th scope="col">Limits</th>
+                  <th scope="col">Created (UTC)</th>
+                  <th scope="col">Expires (UTC)</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {keys.data.map((key) => (
+                  <tr key={key.id}>
+                    <td>
+                      <a href={accountHref(key.account)}>{key.account}</a>
+                    </td>
+                    <td>
+                      <code>{key.id}</code>
+                    </td>
+                    <td>
+                      <Status status={key.status} />
+                    </td>
+                    <td class="scopes">{key.scopes.length === (catalog?.scopes.length ?? -1) ? 'every scope' : key.scopes.join(', ')}</td>
+                    <td>{key.models === null ? 'every model' : key.models.join(', ') || 'none'}</td>
+                    <td>{limitsText(key)}</td>
+                    <td class="time">{formatTime(key.created_at)}</td>
+                    <td class="time">{formatTime(key.expires_at)}</td>
+                    <td class="row-actions">
+                      {key.status === 'active' && (
+                        <>
+                          <button type="button" class="secondary" onClick={() => setRotating(key)} aria-label={`Rotate ${key.id}`}>
+                            Rotate
+                          </button>
+                          <button type="button" class="danger" onClick={() => setRevoking(key)} aria-label={`Revoke ${key.id}`}>
+                            Revoke
+                          </button>
+                        </>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+
+      {creating && catalog && (
+        <KeyForm
+          catalog={catalog}
+          account={account}
+          onCancel={() => setCreating(false)}
+          onCreated={(created) => {
+            setCreating(false);
+            setSecret({ created, title: 'Key created' });
+            load();
+          }}
+        />
+      )}
+
+      {secret && <SecretDialog created={secret.created} title={secret.title} onClose={() => setSecret(null)} />}
+
+      {revoking && (
+        <Modal title="Revoke this key?" onClose={closeRevoke}>
+          <p>
+            <code>{revoking.id}</code> of account <strong>{revoking.account}</strong> will be refused at once, by every server. This cannot
+            be undone.
+          </p>
+          {actionError && (
+            <p class="error" role="alert">
+              {actionError}
+            </p>
+          )}
+          <div class="actions">
+            <button type="button" class="secondary" onClick={closeRevoke}>
+              Cancel
+            </button>
+            <button type="button" class="danger" onClick={() => revoke(revoking)}>
+              Revoke key
+            </button>
+          </div>
+        </Modal>
+      )}
+
+      {rotating && (
+        <Modal title="Rotate this key" onClose={closeRotate}>
+          <p>
+            A new key replaces <code>{rotating.id}</code>, with the same account, scopes, models, limits and expiry. The old key keeps
+            working for the grace period, then stops.
+          </p>
+          <label for="grace">Grace period</label>
+          <select id="grace" value={grace} onChange={(event) => setGrace(Number(event.currentTarget.value))}>
+            {GRACE_PERIODS.map(([seconds, label]) => (
+              <option key={seconds} value={seconds}>
+                {label}
+              </option>
+            ))}
+          </select>
+          {actionError && (
+            <p class="error" role="alert">
+              {actionError}
+            </p>
+          )}
+          <div class="actions">
+            <button type="button" class="secondary" onClick={closeRotate}>
+              Cancel
+            </button>
+            <button type="button" onClick={() => rotate(rotating)}>
+              Rotate key
+            </button>
+          </div>
+        </Modal>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,61 @@
+import { useState } from 'preact/hooks';
+import { api, ApiError, type Session } from './api.ts';
+
+/** The admin token goes to the server once, to open a session; the page keeps it nowhere. */
+export function LogIn({ ended, onLoggedIn }: { ended: boolean; onLoggedIn: (session: Session) => void }) {
+  const [token, setToken] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const session = await api.logIn(token.trim());
+      setToken('');
+      onLoggedIn(session);
+    } catch (err) {
+      setError(err instanceof ApiError && err.status === 401 ? 'That admin token was not accepted.' : (err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <main class="login">
+      <form class="card" onSubmit={submit} aria-labelledby="login-title">
+        <h1 id="login-title">koa-model-gateway</h1>
+        <p class="muted">Log in with an admin token to manage keys and see accounts.</p>
+        {ended && (
+          <p class="notice" role="status">
+            Your session has ended. Log in again to go on.
+          </p>
+        )}
+        <label for="token">Admin token</label>
+        <input
+          id="token"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          required
+          value={token}
+          onInput={(event) => setToken(event.currentTarget.value)}
+          aria-describedby="token-help"
+        />
+        <p id="token-help" class="hint">
+          Create one on the server with
+          <code class="command">npm run -s gateway -- admin-tokens create</code>
+        </p>
+        {error && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
+        <button type="submit" disabled={busy || token.trim() === ''}>
+          {busy ? 'Logging in…' : 'Log in'}
+        </button>
+      </form>
+    </main>
+  );
+}

@@ -1,0 +1,143 @@
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import OpenAI, { AuthenticationError, toFile } from 'openai';
+import { chromium } from 'playwright-core';
+import { createAdminToken } from '../../lib/admin/admin-tokens.js';
+import { makePdf } from '../helpers/models-pdf.js';
+import { ROOT } from '../helpers/server-process.js';
+import { CHROMIUM, withChromium } from '../helpers/services.js';
+import { referenceApp } from '../spec/reference-app.js';
+
+// The dashboard end to end, in Debian's Chromium, against the reference server's own app: log in
+// with an admin token, create a key and use it with the openai SDK, revoke it in the page and see
+// the next call refused. A screenshot of each page goes to test-artifacts/.
+
+const ARTIFACTS = join(ROOT, 'test-artifacts');
+const HOSTILE = '<img src=x onerror=alert(1)>';
+
+withChromium(test)('the dashboard: log in, create a key, use it, revoke it in the page, and the next call is refused', async (t) => {
+  const app = await referenceApp();
+  t.teardown(() => app.close());
+  const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix });
+  const profile = await mkdtemp(join(tmpdir(), 'kmg-chromium-'));
+  t.teardown(() => rm(profile, { recursive: true, force: true }));
+  await mkdir(ARTIFACTS, { recursive: true });
+
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-quic',
+      '--no-first-run',
+    ],
+    viewport: { width: 1280, height: 800 },
+  });
+  t.teardown(() => browser.close());
+  await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
+  const page = browser.pages()[0] ?? (await browser.newPage());
+  page.setDefaultTimeout(10_000);
+  const scripts: string[] = [];
+  page.on('dialog', (dialog) => {
+    scripts.push(dialog.message());
+    void dialog.dismiss();
+  });
+  const pageErrors: string[] = [];
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+  const shoot = async (name: string) => {
+    await page.mouse.move(0, 0); // no hover state in the picture
+    await page.screenshot({ path: join(ARTIFACTS, `dashboard-${name}.png`), fullPage: true });
+  };
+
+  // Log in, with the keyboard alone.
+  await page.goto(`${app.url}/dashboard`);
+  await page.getByLabel('Admin token').focus();
+  await shoot('login');
+  await page.keyboard.type('kmg_admin_wrong');
+  await page.keyboard.press('Enter');
+  await page.getByRole('alert').filter({ hasText: 'That admin token was not accepted.' }).waitFor();
+  await page.getByLabel('Admin token').fill(token);
+  await page.keyboard.press('Enter');
+  await page.getByText('No keys yet. Create one with New key.').waitFor();
+  t.false(await page.evaluate<boolean>("document.cookie.includes('kmg_admin_session')"), 'the session cookie is HttpOnly');
+  t.is(await page.evaluate<number>('localStorage.length + sessionStorage.length'), 0, 'nothing in web storage');
+
+  // Create a key in the page: its secret is shown once, with a copy button.
+  await page.getByRole('button', { name: 'New key' }).click();
+  await page.getByLabel('Account').last().fill('acme');
+  await page.getByLabel('Requests per minute').fill('120');
+  await shoot('new-key');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const secret = page.getByLabel('Secret key');
+  const key = await secret.inputValue();
+  t.regex(key, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
+  await page.getByRole('button', { name: 'Copy' }).click();
+  await page.getByText('Copied to the clipboard.').waitFor();
+  t.is(await page.evaluate<string>('navigator.clipboard.readText()'), key);
+  await shoot('key-created');
+  await page.keyboard.press('Escape');
+  await secret.waitFor({ state: 'detached' });
+  t.false((await page.content()).includes(key), 'once closed, the secret is nowhere in the page');
+
+  // The key works from the openai SDK, and a stored string is shown as text, never as markup.
+  const openai = new OpenAI({ apiKey: key, baseURL: `${app.url}/v1`, maxRetries: 0 });
+  t.deepEqual((await openai.models.list()).data.map((model) => model.id), ['echo-1', 'echo-2']);
+  await openai.files.create({ file: await toFile(makePdf(2), 'report.pdf', { type: 'application/pdf' }), purpose: 'user_data' });
+  const created = await fetch(`${app.url}/admin/v1/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+    body: JSON.stringify({ account: HOSTILE, scopes: ['models:read'], models: ['echo-1'] }),
+  });
+  t.is(created.status, 201);
+  await page.getByRole('button', { name: 'Show keys' }).click();
+  await page.getByRole('link', { name: HOSTILE }).waitFor();
+  await shoot('keys');
+
+  // Revoke in the page; the next call with the key is refused within a second.
+  const row = page.getByRole('row').filter({ hasText: 'acme' });
+  await row.getByRole('button', { name: /^Revoke / }).click();
+  await page.getByRole('dialog', { name: 'Revoke this key?' }).getByRole('button', { name: 'Revoke key' }).click();
+  await row.getByText('revoked').waitFor();
+  const revokedAt = performance.now();
+  for (;;) {
+    const refused = await openai.models.list().then(
+      () => false,
+      (err: unknown) => err instanceof AuthenticationError,
+    );
+    if (refused) break;
+    if (performance.now() - revokedAt > 1000) return t.fail('the key was still accepted a second after it was revoked in the page');
+  }
+
+  // Rotate the other key in the page: a new secret, once.
+  await page.getByRole('row').filter({ hasText: HOSTILE }).getByRole('button', { name: /^Rotate / }).click();
+  const rotation = page.getByRole('dialog', { name: 'Rotate this key' });
+  await rotation.getByLabel('Grace period').selectOption('0');
+  await rotation.getByRole('button', { name: 'Rotate key' }).click();
+  t.regex(await page.getByLabel('Secret key').inputValue(), /^kmg_sk_/);
+  await page.getByRole('button', { name: 'Done' }).click();
+
+  // The account's figures against its limits.
+  await page.getByRole('link', { name: 'acme' }).first().click();
+  await page.getByRole('heading', { name: 'Account acme' }).waitFor();
+  t.is(await page.getByLabel('Files kept').getAttribute('value'), '1');
+  t.is(await page.getByLabel('Files created today (UTC)').getAttribute('value'), '1');
+  await shoot('account');
+  await page.goto(`${app.url}/dashboard#/accounts/${encodeURIComponent(HOSTILE)}`);
+  await page.getByRole('heading', { name: `Account ${HOSTILE}` }).waitFor();
+  t.is(await page.locator('main img').count(), 0);
+
+  // Log out: the session is over on the server too.
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await page.getByLabel('Admin token').waitFor();
+  await page.reload();
+  await page.getByLabel('Admin token').waitFor();
+  t.deepEqual(scripts, [], 'no stored string ran as a script');
+  t.deepEqual(pageErrors, []);
+});
