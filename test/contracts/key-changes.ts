@@ -9,19 +9,19 @@ export interface KeyChangesPair {
   carriesIds: boolean;
 }
 
-/** What a listener has heard so far, and a promise of its next call. */
-function recorder() {
+/** A listener that records what it hears, and `calls(n)`: a promise that it has been called n times. */
+export function recorder() {
   const heard: Array<string | undefined> = [];
   let wake: () => void = () => {};
   const listener = (id?: string) => {
     heard.push(id);
     wake();
   };
-  /** Resolves once the listener has been called `count` times in all; fails the test after 2 s. */
+  /** Resolves once the listener has been called `count` times in all, or already has; rejects after 5 s. */
   const calls = (count: number) =>
     new Promise<void>((resolve, reject) => {
       if (heard.length >= count) return resolve();
-      const timer = setTimeout(() => reject(new Error(`heard ${heard.length} of ${count} calls within 2 s`)), 2000);
+      const timer = setTimeout(() => reject(new Error(`heard ${heard.length} of ${count} calls within 5 s`)), 5000);
       wake = () => {
         if (heard.length < count) return;
         clearTimeout(timer);
