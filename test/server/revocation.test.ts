@@ -1,5 +1,8 @@
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import knexFactory, { type Knex } from 'knex';
+import { createAdminToken } from '../../lib/admin/admin-tokens.js';
+import { KnexAdminTokenStore } from '../../lib/stores/knex/admin-token-store.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { runCli, startServer, tempDataDir, type ServerProcess } from '../helpers/server-process.js';
 import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
@@ -12,7 +15,19 @@ const LIMIT_MS = 1000;
 
 interface Deployment {
   env: Record<string, string>;
+  /** Knex settings for the servers' database, to make the admin token there. */
+  database: Knex.Config;
   cleanup(): Promise<void>;
+}
+
+/** An admin token made in the servers' database (the CLI's own command is tested in cli.test.ts). */
+async function adminToken(database: Knex.Config): Promise<string> {
+  const knex = knexFactory(database);
+  try {
+    return (await createAdminToken(new KnexAdminTokenStore(knex), { prefix: 'kmg' })).token;
+  } finally {
+    await knex.destroy();
+  }
 }
 
 const status = async (server: ServerProcess, key: string) =>
@@ -34,11 +49,9 @@ async function refusedWithin(t: ExecutionContext, servers: ServerProcess[], key:
 
 async function twoServers(t: ExecutionContext, deployment: Deployment) {
   t.teardown(() => deployment.cleanup());
-  const created = await runCli(['admin-tokens', 'create', '--json'], deployment.env);
-  if (created.code !== 0) throw new Error(`admin-tokens create failed: ${created.stderr}`);
-  const { token } = JSON.parse(created.stdout) as { token: string };
   const servers = await Promise.all([startServer(deployment.env), startServer(deployment.env)]);
   t.teardown(() => Promise.all(servers.map((server) => server.stop())));
+  const token = await adminToken(deployment.database);
   const admin = async (server: ServerProcess, method: string, path: string, body?: unknown) => {
     const response = await fetch(`${server.url}/admin/v1${path}`, {
       method,
@@ -79,7 +92,12 @@ async function revocationAcrossProcesses(t: ExecutionContext, deployment: Deploy
 
 test('SQLite: two server processes refuse a key revoked or rotated in one of them, or by the CLI, within a second', async (t) => {
   const data = await tempDataDir();
-  await revocationAcrossProcesses(t, { env: { DATA_DIR: join(data.dir, 'data') }, cleanup: () => data.remove() });
+  const dataDir = join(data.dir, 'data');
+  await revocationAcrossProcesses(t, {
+    env: { DATA_DIR: dataDir },
+    database: { client: 'better-sqlite3', connection: { filename: join(dataDir, 'gateway.sqlite') }, useNullAsDefault: true },
+    cleanup: () => data.remove(),
+  });
 });
 
 withRedis(withPostgres(test))(
@@ -88,6 +106,7 @@ withRedis(withPostgres(test))(
     const [data, database] = await Promise.all([tempDataDir(), throwawayPostgres()]);
     await revocationAcrossProcesses(t, {
       env: { DATA_DIR: data.dir, DATABASE_URL: database.url, REDIS_URL },
+      database: { client: 'pg', connection: database.url },
       async cleanup() {
         await database.drop();
         await data.remove();
