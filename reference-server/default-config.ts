@@ -4,7 +4,7 @@
  */
 export const DEFAULT_GATEWAY_CONFIG = {
   keyPrefix: 'kmg',
-  /** How long the server reuses a key lookup; also the longest a `keys revoke` takes to be seen. 0: no cache. */
+  /** How long the server reuses a key lookup (revocations announced by the admin API and the CLI are seen at once). 0: no cache. */
   keyCacheSeconds: 5,
   sweep: { intervalSeconds: 300, orphanGraceSeconds: 3600 },
   providers: [{ id: 'local', kind: 'echo' }],

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type Account } from './api.ts';
 import { accountHref } from './app.tsx';
 import { formatBytes, formatCount, formatShare } from './format.ts';
+import { ErrorAlert } from './ui.tsx';
 
 type Loaded<T> = { state: 'idle' } | { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; data: T };
 
@@ -114,11 +115,7 @@ export function AccountsPage({ account }: { account: string }) {
             Loading the account…
           </p>
         )}
-        {figures.state === 'error' && (
-          <p class="error" role="alert">
-            The account could not be loaded: {figures.message}
-          </p>
-        )}
+        {figures.state === 'error' && <ErrorAlert message={`The account could not be loaded: ${figures.message}`} />}
       </section>
       {figures.state === 'ready' && <AccountFigures account={figures.data} />}
     </>

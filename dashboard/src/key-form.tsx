@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, type Catalog, type NewKey } from './api.ts';
+import { Actions, ErrorAlert } from './ui.tsx';
 
 const LIMITS = [
   ['requests_per_minute', 'Requests per minute'],
@@ -130,19 +131,12 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
           ))}
         </div>
       </fieldset>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      <div class="actions">
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
+      <ErrorAlert message={error} />
+      <Actions onCancel={onCancel}>
         <button type="submit" disabled={busy}>
           {busy ? 'Creating…' : 'Create key'}
         </button>
-      </div>
+      </Actions>
     </form>
   );
 }

@@ -5,6 +5,7 @@ import { formatCount, formatTime } from './format.ts';
 import { KeyForm } from './key-form.tsx';
 import { Modal } from './modal.tsx';
 import { SecretDialog } from './secret.tsx';
+import { Actions, ErrorAlert } from './ui.tsx';
 
 type Loaded<T> = { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; data: T };
 
@@ -198,19 +199,12 @@ export function KeysPage() {
             <code>{revoking.id}</code> of account <strong>{revoking.account}</strong> will be refused at once, by every server. This cannot
             be undone.
           </p>
-          {actionError && (
-            <p class="error" role="alert">
-              {actionError}
-            </p>
-          )}
-          <div class="actions">
-            <button type="button" class="secondary" onClick={closeRevoke}>
-              Cancel
-            </button>
+          <ErrorAlert message={actionError} />
+          <Actions onCancel={closeRevoke}>
             <button type="button" class="danger" onClick={() => revoke(revoking)}>
               Revoke key
             </button>
-          </div>
+          </Actions>
         </Modal>
       )}
 
@@ -228,19 +222,12 @@ export function KeysPage() {
               </option>
             ))}
           </select>
-          {actionError && (
-            <p class="error" role="alert">
-              {actionError}
-            </p>
-          )}
-          <div class="actions">
-            <button type="button" class="secondary" onClick={closeRotate}>
-              Cancel
-            </button>
+          <ErrorAlert message={actionError} />
+          <Actions onCancel={closeRotate}>
             <button type="button" onClick={() => rotate(rotating)}>
               Rotate key
             </button>
-          </div>
+          </Actions>
         </Modal>
       )}
     </>

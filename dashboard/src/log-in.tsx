@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, type Session } from './api.ts';
+import { ErrorAlert } from './ui.tsx';
 
 /** The admin token goes to the server once, to open a session; the page keeps it nowhere. */
 export function LogIn({ ended, onLoggedIn }: { ended: boolean; onLoggedIn: (session: Session) => void }) {
@@ -47,11 +48,7 @@ export function LogIn({ ended, onLoggedIn }: { ended: boolean; onLoggedIn: (sess
           Create one on the server with
           <code class="command">npm run -s gateway -- admin-tokens create</code>
         </p>
-        {error && (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorAlert message={error} />
         <button type="submit" disabled={busy || token.trim() === ''}>
           {busy ? 'Logging in…' : 'Log in'}
         </button>

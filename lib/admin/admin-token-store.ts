@@ -1,3 +1,5 @@
+import { randomAlphanumeric } from '../errors/request-id.js';
+
 /** A stored admin token. The plaintext is never part of it. */
 export interface AdminTokenRecord {
   /** `adm_` + 24 letters and digits. */
@@ -12,6 +14,17 @@ export interface AdminTokenRecord {
 }
 
 export type NewAdminToken = Pick<AdminTokenRecord, 'hash' | 'name'>;
+
+/** The record a store keeps for `token`: a new id, created now, not revoked. */
+export function newAdminTokenRecord(token: NewAdminToken): AdminTokenRecord {
+  return {
+    id: `adm_${randomAlphanumeric(24)}`,
+    hash: token.hash,
+    name: token.name,
+    createdAt: Math.floor(Date.now() / 1000),
+    revokedAt: null,
+  };
+}
 
 /**
  * Where admin tokens live: apart from API keys, so that a lookup of one kind can never find a

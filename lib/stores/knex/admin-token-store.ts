@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
-import type { AdminTokenRecord, AdminTokenStore, NewAdminToken } from '../../admin/admin-token-store.js';
-import { randomAlphanumeric } from '../../errors/request-id.js';
+import { newAdminTokenRecord, type AdminTokenRecord, type AdminTokenStore, type NewAdminToken } from '../../admin/admin-token-store.js';
 
 const TABLE = 'kmg_admin_tokens';
 
@@ -43,13 +42,7 @@ export class KnexAdminTokenStore implements AdminTokenStore {
   }
 
   async create(token: NewAdminToken): Promise<AdminTokenRecord> {
-    const record: AdminTokenRecord = {
-      id: `adm_${randomAlphanumeric(24)}`,
-      hash: token.hash,
-      name: token.name,
-      createdAt: Math.floor(Date.now() / 1000),
-      revokedAt: null,
-    };
+    const record = newAdminTokenRecord(token);
     await this.#knex<TokenRow>(TABLE).insert({
       id: record.id,
       hash: record.hash,

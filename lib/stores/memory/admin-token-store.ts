@@ -1,5 +1,4 @@
-import type { AdminTokenRecord, AdminTokenStore, NewAdminToken } from '../../admin/admin-token-store.js';
-import { randomAlphanumeric } from '../../errors/request-id.js';
+import { newAdminTokenRecord, type AdminTokenRecord, type AdminTokenStore, type NewAdminToken } from '../../admin/admin-token-store.js';
 
 /**
  * AdminTokenStore in process memory: for tests and single-process gateways.
@@ -20,13 +19,7 @@ export class MemoryAdminTokenStore implements AdminTokenStore {
 
   async create(token: NewAdminToken): Promise<AdminTokenRecord> {
     if (this.#byHash.has(token.hash)) throw new Error('koa-model-gateway: a token with this hash exists');
-    const record: AdminTokenRecord = {
-      id: `adm_${randomAlphanumeric(24)}`,
-      hash: token.hash,
-      name: token.name,
-      createdAt: Math.floor(Date.now() / 1000),
-      revokedAt: null,
-    };
+    const record = newAdminTokenRecord(token);
     this.#byHash.set(token.hash, record);
     return { ...record };
   }
