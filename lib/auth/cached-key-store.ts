@@ -89,15 +89,21 @@ export function cachedKeyStore(store: KeyStore, options: CachedKeyStoreOptions =
     },
     get: (id) => store.get(id),
     list: (filter) => store.list(filter),
+    // Forgotten even when the store rejects: the change may have been made (and only its
+    // announcement failed).
     async revoke(id) {
-      const revoked = await store.revoke(id);
-      forget(id);
-      return revoked;
+      try {
+        return await store.revoke(id);
+      } finally {
+        forget(id);
+      }
     },
     async update(id, update) {
-      const updated = await store.update(id, update);
-      forget(id);
-      return updated;
+      try {
+        return await store.update(id, update);
+      } finally {
+        forget(id);
+      }
     },
   };
 }
