@@ -114,6 +114,16 @@ test('an update through the cache takes effect at once', async (t) => {
   t.like(await cached.findByHash(record.hash), { scopes: ['models:read'], limits: { requestsPerMinute: 5 } });
 });
 
+test('a revocation that is made but whose announcement fails still takes effect in this process at once', async (t) => {
+  const { inner, newKey } = setup();
+  const failing = { publish: () => Promise.reject(new Error('Redis is away')), subscribe: () => () => {} };
+  const cached = cachedKeyStore(announceKeyChanges(inner, failing), { ttlMs: 60_000 });
+  const { record } = await newKey(inner);
+  await cached.findByHash(record.hash);
+  await t.throwsAsync(cached.revoke(record.id), { message: 'Redis is away' });
+  t.is(typeof (await cached.findByHash(record.hash))?.revokedAt, 'number');
+});
+
 test('with changes, a key revoked or changed in another process is forgotten at once, long before the ttl', async (t) => {
   const changes = new MemoryKeyChanges();
   const { inner, clock, newKey } = setup();
