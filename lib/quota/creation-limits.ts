@@ -1,4 +1,5 @@
 import { errors, type GatewayError } from '../errors/gateway-error.js';
+import { secondsUntil, type ClockWindows } from './clock-windows.js';
 
 /** The rate limits on file creation, per account. Defaults are api.md section 8. */
 export interface CreationLimitsOptions {
@@ -51,40 +52,11 @@ export function resolveCreationLimits(options: CreationLimitsOptions = {}): Crea
   return limits;
 }
 
-const MINUTE_MS = 60_000;
-const DAY_MS = 86_400_000;
-
-export interface CreationWindows {
-  /** The clock minute: its index since the epoch names its counter. */
-  minute: { id: string; endsAt: number };
-  /** The UTC day: its date (`2025-01-31`) names its counters. */
-  day: { id: string; endsAt: number };
-}
-
-/**
- * The minute and day that `now` falls in. Counters are named after their window rather than
- * expiring from their first use, so a late release finds exactly the window it spent in (or
- * nothing), never the next one. Unix time has no leap seconds: every UTC day is 86,400,000 ms.
- */
-export function creationWindows(now: number): CreationWindows {
-  const minute = Math.floor(now / MINUTE_MS);
-  const day = Math.floor(now / DAY_MS);
-  return {
-    minute: { id: String(minute), endsAt: (minute + 1) * MINUTE_MS },
-    day: { id: new Date(day * DAY_MS).toISOString().slice(0, 10), endsAt: (day + 1) * DAY_MS },
-  };
-}
-
-/** Whole seconds from `now` to `endsAt`, rounded up so that a client waiting that long is allowed; at least 1. */
-function secondsUntil(endsAt: number, now: number): number {
-  return Math.max(1, Math.ceil((endsAt - now) / 1000));
-}
-
 /**
  * The 429 for a refusal (decisions.md, "Limits and the three 429 codes"): the minute limit
  * says when the next minute starts, the day limits when the next UTC day starts.
  */
-export function refusalError(refusal: CreationRefusal, windows: CreationWindows, now: number): GatewayError {
+export function refusalError(refusal: CreationRefusal, windows: ClockWindows, now: number): GatewayError {
   switch (refusal) {
     case 'createsPerMinute':
       return errors.createRateExceeded(secondsUntil(windows.minute.endsAt, now));

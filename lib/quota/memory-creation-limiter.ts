@@ -1,8 +1,8 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { clockWindows } from './clock-windows.js';
 import type { CreationLimiter, CreationReservation } from './creation-limiter.js';
 import {
   assertByteCount,
-  creationWindows,
   refusalError,
   resolveCreationLimits,
   type CreationLimits,
@@ -62,7 +62,7 @@ export class MemoryCreationLimiter implements CreationLimiter {
           if (!(refused instanceof RateLimiterRes)) throw refused;
           // rate-limiter-flexible counts a refused consume too: give back this one and those before it.
           await Promise.all(spends.slice(0, index + 1).map((done) => this.#giveBack(done)));
-          throw refusalError(spend.counter.refusal, creationWindows(now), now);
+          throw refusalError(spend.counter.refusal, clockWindows(now), now);
         }
       }
     });
@@ -97,7 +97,7 @@ export class MemoryCreationLimiter implements CreationLimiter {
   }
 
   #spends(account: string, bytes: number, now: number): Spend[] {
-    const windows = creationWindows(now);
+    const windows = clockWindows(now);
     return this.#counters.map((counter) => {
       const window = counter.refusal === 'createsPerMinute' ? windows.minute : windows.day;
       return {

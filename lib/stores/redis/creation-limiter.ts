@@ -4,15 +4,14 @@ import { randomAlphanumeric } from '../../errors/request-id.js';
 import type { CreationLimiter, CreationReservation } from '../../quota/creation-limiter.js';
 import {
   assertByteCount,
-  creationWindows,
   refusalError,
   resolveCreationLimits,
   type CreationLimits,
   type CreationLimitsOptions,
   type CreationRefusal,
   type CreationUsage,
-  type CreationWindows,
 } from '../../quota/creation-limits.js';
+import { clockWindows, type ClockWindows } from '../../quota/clock-windows.js';
 import { MemoryCreationLimiter } from '../../quota/memory-creation-limiter.js';
 
 export interface RedisCreationLimiterOptions extends CreationLimitsOptions {
@@ -111,7 +110,7 @@ export class RedisCreationLimiter implements CreationLimiter {
   async reserve(account: string, bytes: number): Promise<CreationReservation> {
     assertByteCount(bytes);
     const now = this.limits.clock();
-    const windows = creationWindows(now);
+    const windows = clockWindows(now);
     const keys = this.#keys(account, windows);
     const { createsPerMinute, createsPerDay, bytesPerDay } = this.limits;
     const lifetimes = [windows.minute.endsAt, windows.day.endsAt].map((endsAt) => Math.ceil(endsAt - now + GRACE_MS));
@@ -143,7 +142,7 @@ export class RedisCreationLimiter implements CreationLimiter {
 
   /** The account's counters in the current minute and UTC day. */
   async usage(account: string): Promise<CreationUsage> {
-    const [minute, day] = this.#keys(account, creationWindows(this.limits.clock()));
+    const [minute, day] = this.#keys(account, clockWindows(this.limits.clock()));
     const replies = await this.#answer(this.#client.multi().get(minute).hmget(day, 'creates', 'bytes').exec());
     const [[, creates], [, [createsToday, bytesToday]]] = replies as [[null, string | null], [null, (string | null)[]]];
     return { createsThisMinute: Number(creates ?? 0), createsToday: Number(createsToday ?? 0), bytesToday: Number(bytesToday ?? 0) };
@@ -153,7 +152,7 @@ export class RedisCreationLimiter implements CreationLimiter {
     await this.#answer(this.#client.eval(RELEASE, 2, ...keys, -bytes, epoch));
   }
 
-  #keys(account: string, windows: CreationWindows): Keys {
+  #keys(account: string, windows: ClockWindows): Keys {
     // The braces are a Redis Cluster hash tag: both keys of an account live on one node, as a
     // script needs. Encoding keeps any account id from reaching into another's keys.
     const base = `${this.#keyPrefix}:{${encodeURIComponent(account)}}`;
