@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { ApiKeyRecord } from '../lib/auth/key-store.js';
 import { createApiKey } from '../lib/auth/keys.js';
 import { SCOPES, isScope, type Scope } from '../lib/auth/scopes.js';
+import type { ModelLimits } from '../lib/quota/model-limits.js';
 import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
 import { loadConfig, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase } from './database.js';
@@ -16,7 +17,9 @@ Commands:
   serve                                 serve the API until SIGTERM/SIGINT
   migrate                               bring the database to the latest schema
   keys create --account <id> [--scope <scope>]... [--model <model>]... [--expires <iso-time>]
-                                        create a key and print it, once (no --scope: every scope)
+              [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>]
+                                        create a key and print it, once (no --scope: every scope;
+                                        a limit left out: the deployment's default)
   keys list [--account <id>]            list keys (never the keys themselves)
   keys revoke <key-id>                  revoke a key
   sweep                                 remove expired files and orphaned blobs now
@@ -47,7 +50,8 @@ function parse<O extends Options>(args: string[], options: O, positionals: numbe
   try {
     parsed = parseArgs({ args, options: { ...options, json: { type: 'boolean' } }, allowPositionals: positionals > 0, strict: true });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    // node:util's messages can run to several lines ('--tpm -5' explains how to pass a dash): one is enough.
+    throw new UsageError((err as Error).message.split('\n')[0]);
   }
   if (parsed.positionals.length !== positionals) {
     throw new UsageError(positionals === 0 ? `unexpected argument '${parsed.positionals[0]}'` : 'expected exactly one key id');
@@ -66,6 +70,38 @@ async function withDatabase<T>(config: ServerConfig, use: (knex: Knex) => Promis
 
 const iso = (seconds: number | null) => (seconds === null ? 'never' : new Date(seconds * 1000).toISOString());
 
+const LIMIT_OPTIONS = { rpm: 'requestsPerMinute', tpm: 'tokensPerMinute', 'tokens-per-day': 'tokensPerDay' } as const;
+
+function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS, string>>): ModelLimits {
+  const limits: ModelLimits = {};
+  for (const [option, name] of Object.entries(LIMIT_OPTIONS)) {
+    const value = values[option as keyof typeof LIMIT_OPTIONS];
+    if (value === undefined) continue;
+    if (!/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(Number(value))) {
+      throw new UsageError(`--${option} must be a positive integer, got '${value}'`);
+    }
+    limits[name] = Number(value);
+  }
+  return limits;
+}
+
+function limitsJson(limits: ModelLimits = {}) {
+  return {
+    requests_per_minute: limits.requestsPerMinute ?? null,
+    tokens_per_minute: limits.tokensPerMinute ?? null,
+    tokens_per_day: limits.tokensPerDay ?? null,
+  };
+}
+
+function limitsText(limits: ModelLimits = {}): string {
+  const parts = [
+    limits.requestsPerMinute && `${limits.requestsPerMinute} requests/min`,
+    limits.tokensPerMinute && `${limits.tokensPerMinute} tokens/min`,
+    limits.tokensPerDay && `${limits.tokensPerDay} tokens/day`,
+  ].filter(Boolean);
+  return parts.length > 0 ? parts.join(', ') : 'default';
+}
+
 function parseExpiry(value: string | undefined): number | null {
   if (value === undefined) return null;
   const ms = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : Number.NaN;
@@ -82,6 +118,9 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       scope: { type: 'string', multiple: true },
       model: { type: 'string', multiple: true },
       expires: { type: 'string' },
+      rpm: { type: 'string' },
+      tpm: { type: 'string' },
+      'tokens-per-day': { type: 'string' },
     },
     0,
   );
@@ -94,15 +133,16 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   }
   const models = values.model ? [...new Set(values.model)] : null;
   const expiresAt = parseExpiry(values.expires);
+  const limits = parseLimits(values);
   const config = loadConfig(io.env);
   const catalog = new Set(config.gateway.models.map((model) => model.id));
   // Allowed, since the catalog may grow, but most likely a typo.
   for (const model of models ?? []) if (!catalog.has(model)) io.err(`koa-model-gateway: warning: model '${model}' is not in the catalog`);
   const { key, record } = await withDatabase(config, (knex) =>
-    createApiKey(new KnexKeyStore(knex), { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt }),
+    createApiKey(new KnexKeyStore(knex), { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt, limits }),
   );
   if (values.json) {
-    io.out(JSON.stringify({ id: record.id, key, account, scopes, models }));
+    io.out(JSON.stringify({ id: record.id, key, account, scopes, models, limits: limitsJson(record.limits) }));
   } else {
     io.out(
       [
@@ -110,6 +150,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
         `  scopes:  ${scopes.join(', ')}`,
         `  models:  ${models === null ? 'every model' : models.join(', ')}`,
         `  expires: ${iso(expiresAt)}`,
+        `  limits:  ${limitsText(record.limits)}`,
         '',
         key,
         '',
@@ -129,6 +170,7 @@ function keyJson(record: ApiKeyRecord) {
     created_at: record.createdAt,
     expires_at: record.expiresAt,
     revoked_at: record.revokedAt,
+    limits: limitsJson(record.limits),
   };
 }
 
@@ -155,7 +197,7 @@ async function keysList(args: string[], io: CommandIo): Promise<number> {
   for (const record of records) {
     const models = record.models === null ? 'every model' : record.models.join(',') || '(none)';
     io.out(
-      `${record.id}  ${record.account}  ${keyStatus(record, now)}  created ${iso(record.createdAt)}  expires ${iso(record.expiresAt)}  scopes ${record.scopes.join(',')}  models ${models}`,
+      `${record.id}  ${record.account}  ${keyStatus(record, now)}  created ${iso(record.createdAt)}  expires ${iso(record.expiresAt)}  scopes ${record.scopes.join(',')}  models ${models}  limits ${limitsText(record.limits)}`,
     );
   }
   return 0;

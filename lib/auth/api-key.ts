@@ -3,6 +3,7 @@ import { errors } from '../errors/gateway-error.js';
 import { extractApiKey } from './extract-api-key.js';
 import type { KeyStore } from './key-store.js';
 import { hashApiKey } from './keys.js';
+import type { ModelLimits } from '../quota/model-limits.js';
 import type { Scope } from './scopes.js';
 
 /** What `apiKey()` puts on `ctx.state.apiKey`. */
@@ -12,6 +13,8 @@ export interface VerifiedKey {
   scopes: readonly Scope[];
   /** The model allowlist; `null` means every model. */
   models: readonly string[] | null;
+  /** The key's own limits on model calls; absent when it has none (the deployment's defaults apply). */
+  limits?: Readonly<ModelLimits>;
 }
 
 declare module 'koa' {
@@ -47,7 +50,13 @@ export function apiKey(options: ApiKeyOptions): Middleware {
     if (!record || record.revokedAt !== null || (record.expiresAt !== null && now() >= record.expiresAt)) {
       return Promise.reject(errors.invalidApiKey());
     }
-    ctx.state.apiKey = { id: record.id, account: record.account, scopes: record.scopes, models: record.models };
+    ctx.state.apiKey = {
+      id: record.id,
+      account: record.account,
+      scopes: record.scopes,
+      models: record.models,
+      ...(record.limits && { limits: record.limits }),
+    };
     return next();
   };
 }

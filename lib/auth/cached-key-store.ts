@@ -21,6 +21,7 @@ const copy = (record: ApiKeyRecord): ApiKeyRecord => ({
   ...record,
   scopes: [...record.scopes],
   models: record.models === null ? null : [...record.models],
+  ...(record.limits && { limits: { ...record.limits } }),
 });
 
 /**

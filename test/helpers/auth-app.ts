@@ -6,6 +6,7 @@ import { requireScope } from '../../lib/auth/require-scope.js';
 import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
 import { anthropicErrors } from '../../lib/errors/anthropic-errors.js';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 
 /** Every operation of api.md's scope table, as method, path and the scope that guards it. */
@@ -41,7 +42,17 @@ export function authApp(store = new MemoryKeyStore()) {
   }
   app.use(router.routes());
   app.use(router.allowedMethods());
-  const keyFor = (scopes: Scope[] = [...SCOPES], extra: { models?: string[] | null; expiresAt?: number | null; account?: string } = {}) =>
-    createApiKey(store, { prefix: 'kmg', account: extra.account ?? 'acme', scopes, models: extra.models ?? null, expiresAt: extra.expiresAt ?? null });
+  const keyFor = (
+    scopes: Scope[] = [...SCOPES],
+    extra: { models?: string[] | null; expiresAt?: number | null; account?: string; limits?: ModelLimits } = {},
+  ) =>
+    createApiKey(store, {
+      prefix: 'kmg',
+      account: extra.account ?? 'acme',
+      scopes,
+      models: extra.models ?? null,
+      expiresAt: extra.expiresAt ?? null,
+      ...(extra.limits && { limits: extra.limits }),
+    });
   return { app, store, keyFor };
 }

@@ -20,7 +20,7 @@ test('keys create --json prints one document with the key, every scope and no al
   const result = await runCli(['keys', 'create', '--account', 'acme', '--json'], env);
   t.is(result.code, 0, result.stderr);
   const created = JSON.parse(result.stdout) as Record<string, unknown>;
-  t.deepEqual(Object.keys(created).sort(), ['account', 'id', 'key', 'models', 'scopes']);
+  t.deepEqual(Object.keys(created).sort(), ['account', 'id', 'key', 'limits', 'models', 'scopes']);
   t.regex(created.key as string, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
   t.regex(created.id as string, /^key_/);
   t.is(created.account, 'acme');

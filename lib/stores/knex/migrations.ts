@@ -50,6 +50,22 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTable('kmg_files');
     },
   },
+  {
+    // A key's own limits on model calls; null: the deployment's default.
+    name: '003_key_limits',
+    async up(knex) {
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.bigInteger('limit_requests_per_minute');
+        table.bigInteger('limit_tokens_per_minute');
+        table.bigInteger('limit_tokens_per_day');
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumns('limit_requests_per_minute', 'limit_tokens_per_minute', 'limit_tokens_per_day');
+      });
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {
