@@ -66,6 +66,37 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    // One row per model call (KnexUsageStore), written in batches, read by the usage reports.
+    name: '004_usage',
+    async up(knex) {
+      await knex.schema.createTable('kmg_usage', (table) => {
+        table.bigIncrements('seq').primary(); // insertion order
+        table.bigInteger('time').notNullable(); // Unix ms
+        table.string('day', 10).notNullable(); // UTC date of `time`, for grouping
+        table.string('request_id', 64).notNullable();
+        table.string('key_id', 64).notNullable();
+        table.string('account', 255).notNullable();
+        table.string('endpoint', 255).notNullable();
+        table.string('model', 255);
+        table.string('provider', 255);
+        table.integer('status').notNullable();
+        table.boolean('stream').notNullable();
+        table.bigInteger('input_tokens').notNullable();
+        table.bigInteger('output_tokens').notNullable();
+        table.integer('attachments').notNullable();
+        table.double('latency_ms').notNullable();
+        table.double('upstream_first_byte_ms');
+        table.double('upstream_ms');
+        table.index(['account', 'time']);
+        table.index(['key_id', 'time']);
+        table.index(['time']);
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('kmg_usage');
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {
