@@ -5,6 +5,9 @@ import { createApiKey } from '../lib/auth/keys.js';
 import { SCOPES, isScope, type Scope } from '../lib/auth/scopes.js';
 import type { ModelLimits } from '../lib/quota/model-limits.js';
 import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
+import { KnexUsageStore } from '../lib/stores/knex/usage-store.js';
+import type { UsageGrouping } from '../lib/usage/usage-store.js';
+import { usageReport, type UsageQuery, type UsageTotals } from '../lib/usage/usage-report.js';
 import { loadConfig, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase } from './database.js';
 import { openStores, sweepDeployment } from './deployment.js';
@@ -23,6 +26,9 @@ Commands:
   keys list [--account <id>]            list keys (never the keys themselves)
   keys revoke <key-id>                  revoke a key
   sweep                                 remove expired files and orphaned blobs now
+  usage [--account <id>] [--key <key-id>] [--since <iso-time>] [--by day|model|key]
+                                        requests and tokens of model calls: totals, and rows
+                                        per UTC day (default), model or key
 
 Options:
   --json                                print one JSON document
@@ -102,10 +108,16 @@ function limitsText(limits: ModelLimits = {}): string {
   return parts.length > 0 ? parts.join(', ') : 'default';
 }
 
+/** Unix ms of an ISO 8601 time (a date alone is its UTC midnight). */
+function parseTime(option: string, value: string): number {
+  const ms = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms)) throw new UsageError(`${option} must be an ISO 8601 time such as 2030-01-31T00:00:00Z, got '${value}'`);
+  return ms;
+}
+
 function parseExpiry(value: string | undefined): number | null {
   if (value === undefined) return null;
-  const ms = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(ms)) throw new UsageError(`--expires must be an ISO 8601 time such as 2030-01-31T00:00:00Z, got '${value}'`);
+  const ms = parseTime('--expires', value);
   if (ms <= Date.now()) throw new UsageError('--expires must be in the future');
   return Math.floor(ms / 1000);
 }
@@ -243,6 +255,44 @@ async function sweepCommand(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
+const GROUPINGS: readonly string[] = ['day', 'model', 'key'] satisfies UsageGrouping[];
+
+const totalsJson = (totals: UsageTotals) => ({
+  requests: totals.requests,
+  input_tokens: totals.inputTokens,
+  output_tokens: totals.outputTokens,
+});
+
+async function usageCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parse(
+    args,
+    { account: { type: 'string' }, key: { type: 'string' }, since: { type: 'string' }, by: { type: 'string' } },
+    0,
+  );
+  const by = values.by ?? 'day';
+  if (!GROUPINGS.includes(by)) throw new UsageError(`--by must be day, model or key, got '${by}'`);
+  const query: UsageQuery = { by: by as UsageGrouping };
+  if (values.account !== undefined) query.account = values.account;
+  if (values.key !== undefined) query.keyId = values.key;
+  if (values.since !== undefined) query.since = parseTime('--since', values.since);
+  const config = loadConfig(io.env);
+  const report = await withDatabase(config, (knex) => usageReport(new KnexUsageStore(knex), query));
+  if (values.json) {
+    io.out(JSON.stringify({ by, totals: totalsJson(report.totals), rows: report.rows.map((row) => ({ [by]: row.group, ...totalsJson(row) })) }));
+    return 0;
+  }
+  const lines = [
+    [by, 'requests', 'input_tokens', 'output_tokens'],
+    ...report.rows.map((row) => [row.group ?? '(no model)', row.requests, row.inputTokens, row.outputTokens]),
+    ['total', report.totals.requests, report.totals.inputTokens, report.totals.outputTokens],
+  ].map((cells) => cells.map(String));
+  const widths = lines[0]!.map((_, column) => Math.max(...lines.map((cells) => cells[column]!.length)));
+  for (const cells of lines) {
+    io.out(cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]!) : cell.padStart(widths[column]!))).join('  '));
+  }
+  return 0;
+}
+
 async function serveCommand(args: string[], io: CommandIo): Promise<number> {
   parse(args, {}, 0);
   const config = loadConfig(io.env);
@@ -267,6 +317,8 @@ export async function runCommand(argv: string[], io: CommandIo): Promise<number>
       return migrateCommand(rest, io);
     case 'sweep':
       return sweepCommand(rest, io);
+    case 'usage':
+      return usageCommand(rest, io);
     case 'keys': {
       const [sub, ...keyArgs] = rest;
       if (sub === 'create') return keysCreate(keyArgs, io);

@@ -39,6 +39,8 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'requireScope',
     'sendPdf',
     'sweep',
+    'usageRecorder',
+    'usageReport',
     'validateCatalog',
     'validateModels',
     'verifiedKey',
