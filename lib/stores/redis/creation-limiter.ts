@@ -1,5 +1,4 @@
 import type { Redis } from 'ioredis';
-import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import { randomAlphanumeric } from '../../errors/request-id.js';
 import type { CreationLimiter, CreationReservation } from '../../quota/creation-limiter.js';
 import {
@@ -13,28 +12,9 @@ import {
 } from '../../quota/creation-limits.js';
 import { clockWindows, type ClockWindows } from '../../quota/clock-windows.js';
 import { MemoryCreationLimiter } from '../../quota/memory-creation-limiter.js';
+import { answerWithin, partyKey, resolveRedisLimiterOptions, type RedisLimiterOptions } from './redis-limiter.js';
 
-export interface RedisCreationLimiterOptions extends CreationLimitsOptions {
-  /**
-   * An ioredis client created with `enableOfflineQueue: false`, as `createRedisClient()` makes
-   * one: with the offline queue on, a call made while Redis is away waits for it to return
-   * instead of failing.
-   */
-  client: Redis;
-  /** Prefix of every key this limiter writes. Default `'kmg:creations'`. */
-  keyPrefix?: string;
-  /**
-   * When Redis cannot be reached (or does not answer within `timeoutMs`):
-   * - `'none'` (default): fail closed. `reserve` throws `StoreUnavailableError` (a 503
-   *   `service_unavailable`): no file is created that the shared limits have not counted.
-   * - `'memory'`: fail open per process. Reservations fall back to an in-memory limiter with the
-   *   same limits (rate-limiter-flexible's insurance strategy): each process then allows the full
-   *   limits on its own, and what it counts is not copied to Redis when Redis returns.
-   */
-  insurance?: 'none' | 'memory';
-  /** How long a call to Redis may take before it counts as unreachable, in ms. Default 500. */
-  timeoutMs?: number;
-}
+export interface RedisCreationLimiterOptions extends CreationLimitsOptions, RedisLimiterOptions {}
 
 // Counters outlive their window by this much: a process whose clock lags a little still finds
 // the count, and a release just after the window ends still finds what it spent.
@@ -92,19 +72,13 @@ export class RedisCreationLimiter implements CreationLimiter {
   readonly #insurance: MemoryCreationLimiter | undefined;
 
   constructor(options: RedisCreationLimiterOptions) {
-    const { client, keyPrefix = 'kmg:creations', insurance = 'none', timeoutMs = 500, ...limits } = options;
+    const { client, keyPrefix, insurance, timeoutMs, ...limits } = options;
     this.limits = resolveCreationLimits(limits);
-    if (typeof client?.eval !== 'function') throw new TypeError('koa-model-gateway: client must be an ioredis client');
-    if (client.options.enableOfflineQueue !== false) {
-      throw new TypeError('koa-model-gateway: the Redis client needs enableOfflineQueue: false (use createRedisClient())');
-    }
-    if (typeof keyPrefix !== 'string' || keyPrefix === '') throw new TypeError('koa-model-gateway: keyPrefix must be a non-empty string');
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new TypeError('koa-model-gateway: timeoutMs must be a positive number');
-    if (insurance !== 'none' && insurance !== 'memory') throw new TypeError("koa-model-gateway: insurance must be 'none' or 'memory'");
-    this.#client = client;
-    this.#keyPrefix = keyPrefix;
-    this.#timeoutMs = timeoutMs;
-    this.#insurance = insurance === 'memory' ? new MemoryCreationLimiter(this.limits) : undefined;
+    const redis = resolveRedisLimiterOptions({ client, keyPrefix, insurance, timeoutMs }, 'kmg:creations');
+    this.#client = redis.client;
+    this.#keyPrefix = redis.keyPrefix;
+    this.#timeoutMs = redis.timeoutMs;
+    this.#insurance = redis.insurance === 'memory' ? new MemoryCreationLimiter(this.limits) : undefined;
   }
 
   async reserve(account: string, bytes: number): Promise<CreationReservation> {
@@ -153,24 +127,11 @@ export class RedisCreationLimiter implements CreationLimiter {
   }
 
   #keys(account: string, windows: ClockWindows): Keys {
-    // The braces are a Redis Cluster hash tag: both keys of an account live on one node, as a
-    // script needs. Encoding keeps any account id from reaching into another's keys.
-    const base = `${this.#keyPrefix}:{${encodeURIComponent(account)}}`;
+    const base = partyKey(this.#keyPrefix, account);
     return [`${base}:minute:${windows.minute.id}`, `${base}:day:${windows.day.id}`];
   }
 
-  /** Redis's answer, or `StoreUnavailableError` when it fails or takes longer than `timeoutMs`. */
-  async #answer<T>(call: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${this.#timeoutMs} ms`)), this.#timeoutMs);
-    });
-    try {
-      return await Promise.race([call, timeout]);
-    } catch (err) {
-      throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err });
-    } finally {
-      clearTimeout(timer);
-    }
+  #answer<T>(call: Promise<T>): Promise<T> {
+    return answerWithin(call, this.#timeoutMs);
   }
 }
