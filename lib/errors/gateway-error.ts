@@ -106,6 +106,9 @@ export const errors = {
     rateLimited('rate_limit_exceeded', 'Create rate exceeded', { 'retry-after': String(retryAfterSeconds) }),
   ingestionQuotaExceeded: (retryAfterSeconds: number) =>
     rateLimited('ingestion_quota_exceeded', 'Ingestion quota exceeded', { 'retry-after': String(retryAfterSeconds) }),
+  /** A key's limits on model calls refused the call: `limit` names the one, as `tokens per day`. */
+  modelRateExceeded: (limit: 'requests per minute' | 'tokens per minute' | 'tokens per day', headers: Record<string, string>) =>
+    rateLimited('rate_limit_exceeded', `Rate limit exceeded: ${limit}`, headers),
   storageQuotaExceeded: () =>
     rateLimited('storage_quota_exceeded', 'Storage quota exceeded', { 'x-should-retry': 'false' }),
   internal: () => server(500, 'internal_error', 'Internal server error'),
