@@ -1,23 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { Redis } from 'ioredis';
-import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisCreationLimiter, type RedisCreationLimiterOptions } from '../../lib/stores/redis/creation-limiter.js';
 import { creationLimiterContract, newAccount, testClock } from '../helpers/quota-contract.js';
+import { redisClients } from '../helpers/redis-clients.js';
 import { REDIS_URL, withRedis } from '../helpers/services.js';
 
-const clients: Redis[] = [];
-test.after.always(() => {
-  for (const client of clients) client.disconnect();
-});
-
-async function client(): Promise<Redis> {
-  const redis = await createRedisClient(REDIS_URL);
-  clients.push(redis);
-  return redis;
-}
-
-const keyPrefix = () => `kmg-test:${randomBytes(6).toString('hex')}`;
+const { client, keyPrefix } = redisClients(test);
 
 async function limiter(options: Omit<RedisCreationLimiterOptions, 'client'> = {}): Promise<RedisCreationLimiter> {
   return new RedisCreationLimiter({ client: await client(), keyPrefix: keyPrefix(), ...options });
