@@ -1,9 +1,9 @@
 import type { Context, Middleware } from 'koa';
 import { errors } from '../errors/gateway-error.js';
+import type { ModelLimits } from '../quota/model-limits.js';
 import { extractApiKey } from './extract-api-key.js';
 import type { KeyStore } from './key-store.js';
 import { hashApiKey } from './keys.js';
-import type { ModelLimits } from '../quota/model-limits.js';
 import type { Scope } from './scopes.js';
 
 /** What `apiKey()` puts on `ctx.state.apiKey`. */

@@ -42,7 +42,12 @@ export function httpMetrics(options: HttpMetricsOptions): Middleware {
     // 'close' follows the end of every response, finished or cut short.
     ctx.res.once('close', () => {
       const seconds = (performance.now() - started) / 1000;
-      metrics.observeRequest({ route: route(ctx), status: ctx.res.statusCode, seconds, upstreamSeconds: (upstreamMs(ctx) ?? 0) / 1000 });
+      try {
+        metrics.observeRequest({ route: route(ctx), status: ctx.res.statusCode, seconds, upstreamSeconds: (upstreamMs(ctx) ?? 0) / 1000 });
+      } catch (err) {
+        // A throwing hook in an event listener would take the process down: report it instead.
+        ctx.app.emit('error', err, ctx);
+      }
     });
     await next();
   };

@@ -223,6 +223,27 @@ test('the metrics listener answers GET /metrics only: other paths 404, other met
   t.is(post.headers.get('allow'), 'GET, HEAD');
 });
 
+test('a route hook that throws is reported on app.on("error"), and the process goes on', async (t) => {
+  const metrics = createGatewayMetrics();
+  const app = new Koa();
+  const reported = new Promise<unknown>((resolve) => app.on('error', resolve));
+  app.use(
+    httpMetrics({
+      metrics,
+      route: () => {
+        throw new Error('bad route hook');
+      },
+    }),
+  );
+  app.use((ctx) => {
+    ctx.body = 'ok';
+  });
+  const server = await listen(app);
+  t.teardown(() => server.close());
+  t.is(await (await fetch(server.url)).text(), 'ok');
+  t.like(await reported, { message: 'bad route hook' });
+});
+
 test('options are checked when the middleware is made', (t) => {
   t.throws(() => httpMetrics({ metrics: {} as GatewayMetrics }), { instanceOf: TypeError });
   t.throws(() => serveMetrics({ metrics: createGatewayMetrics(), path: 'metrics' }), { instanceOf: TypeError });
