@@ -8,15 +8,13 @@
  * Each entry is `<account>=<key>`; every key gets the `models:read` and `chat:completions` scopes.
  * In your own project, import from 'koa-model-gateway'.
  */
-import Router from '@koa/router';
 import Koa from 'koa';
 import {
   apiKey,
-  chatCompletions,
+  echoProvider,
+  gatewayErrors,
   hashApiKey,
-  listModels,
-  openAIErrors,
-  requireScope,
+  modelsRouter,
   type ApiKeyRecord,
   type KeyStore,
   type NewApiKey,
@@ -62,18 +60,13 @@ class EnvKeyStore implements KeyStore {
 }
 
 const keys = new EnvKeyStore(process.env.GATEWAY_KEYS ?? '');
-const catalog = [{ id: 'echo-1', provider: 'local', upstreamModel: 'echo-1', created: 1_744_000_000 }];
-const providers = [{ id: 'local', kind: 'echo' as const }];
-
-const router = new Router();
-router.get('/v1/models', requireScope('models:read'), listModels({ catalog }));
-router.post('/v1/chat/completions', requireScope('chat:completions'), chatCompletions({ catalog, providers }));
+const models = modelsRouter({ catalog: [{ id: 'echo-1', provider: 'echo' }], providers: [echoProvider({ id: 'echo' })] });
 
 const app = new Koa();
-app.use(openAIErrors());
+app.use(gatewayErrors());
 app.use(apiKey({ store: keys }));
-app.use(router.routes());
-app.use(router.allowedMethods());
+app.use(models.routes());
+app.use(models.allowedMethods());
 
 const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {
   const address = server.address();

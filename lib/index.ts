@@ -3,3 +3,4 @@ export * from './auth/index.js';
 export * from './files/index.js';
 export * from './quota/index.js';
 export * from './models/index.js';
+export { underPath } from './under-path.js';
