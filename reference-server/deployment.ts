@@ -7,6 +7,7 @@ import { cachedKeyStore } from '../lib/auth/cached-key-store.js';
 import type { KeyStore } from '../lib/auth/key-store.js';
 import type { BlobStore } from '../lib/files/blob-store.js';
 import type { FileStore } from '../lib/files/file-store.js';
+import type { Provider } from '../lib/models/provider.js';
 import { sweep } from '../lib/files/sweep.js';
 import type { CreationLimiter } from '../lib/quota/creation-limiter.js';
 import type { CreationLimitsOptions } from '../lib/quota/creation-limits.js';
@@ -15,7 +16,7 @@ import { FsBlobStore } from '../lib/stores/fs/blob-store.js';
 import { KnexFileStore } from '../lib/stores/knex/file-store.js';
 import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
 import { ConfigError } from './config-error.js';
-import type { ServerConfig } from './config.js';
+import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
 import { removeStaleUploads } from './stale-uploads.js';
@@ -29,6 +30,8 @@ export interface Deployment {
   files: FileStore;
   blobs: BlobStore;
   limiter: CreationLimiter;
+  /** The model providers, their credentials read from the environment. */
+  providers: Provider[];
   /** Set when REDIS_URL is. */
   redis: Redis | null;
   /** What `/readyz` asks. */
@@ -95,11 +98,13 @@ async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions
 }
 
 /**
- * Opens the database (migrated), the files directory and, with REDIS_URL, Redis; the key store is
- * behind a `cachedKeyStore` of `keyCacheSeconds`. A backing
- * service that cannot be reached is a `ConfigError`: the server does not start without it.
+ * Makes the providers (their credentials read from the environment), then opens the database
+ * (migrated), the files directory and, with REDIS_URL, Redis; the key store is behind a
+ * `cachedKeyStore` of `keyCacheSeconds`. A credential that is not set, or a backing service that
+ * cannot be reached, is a `ConfigError`: the server does not start without it.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
+  const providers = configuredProviders(config);
   const stores = await openStores(config, (level, message) => logger[level]({ component: 'knex' }, message));
   const { knex } = stores;
   const rates = {
@@ -127,6 +132,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     // Only the serving process caches: the CLI reads and revokes in the database directly.
     keys: keyCacheSeconds > 0 ? cachedKeyStore(stores.keys, { ttlMs: keyCacheSeconds * 1000 }) : stores.keys,
     limiter,
+    providers,
     redis,
     checks,
     async close() {

@@ -4,6 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { SCOPES } from '../../lib/auth/scopes.js';
+import { runCommand } from '../../reference-server/commands.js';
 import { ROOT, createKey, runCli, tempDataDir } from '../helpers/server-process.js';
 
 const dirs: Array<{ remove(): Promise<void> }> = [];
@@ -72,6 +73,20 @@ test('the key prefix comes from the config file', async (t) => {
   await writeFile(config, JSON.stringify({ keyPrefix: 'acme' }));
   const created = await createKey({ ...env, GATEWAY_CONFIG: config }, ['--account', 'a']);
   t.regex(created.key, /^acme_sk_/);
+});
+
+test("the key commands run without the providers' credential variables set", async (t) => {
+  const env = await dataDir();
+  const config = join(env.DATA_DIR, '..', 'gateway.json');
+  await writeFile(config, JSON.stringify({ providers: [{ id: 'openai', kind: 'openai', apiKeyEnv: 'KMG_TEST_UNSET_KEY' }], models: [{ id: 'gpt', provider: 'openai' }] }));
+  const out: string[] = [];
+  const err: string[] = [];
+  const io = { env: { ...env, GATEWAY_CONFIG: config }, out: (text: string) => out.push(text), err: (text: string) => err.push(text) };
+  t.is(await runCommand(['keys', 'create', '--account', 'a', '--model', 'gpt', '--json'], io), 0);
+  const { id } = JSON.parse(out[0] ?? '') as { id: string };
+  t.is(await runCommand(['keys', 'list', '--json'], io), 0);
+  t.is(await runCommand(['keys', 'revoke', id], io), 0);
+  t.deepEqual(err, []);
 });
 
 test('keys revoke marks the key revoked; an unknown id fails with one line', async (t) => {
