@@ -18,7 +18,7 @@ import {
   type ApiKeyRecord,
   type KeyStore,
   type NewApiKey,
-} from '../lib/index.js';
+} from 'koa-model-gateway';
 
 class EnvKeyStore implements KeyStore {
   readonly #byHash = new Map<string, ApiKeyRecord>();

@@ -9,9 +9,9 @@
  */
 import Koa from 'koa';
 import knexFactory from 'knex';
-import { apiKey, createApiKey, filesRouter, openAIErrors, sweep } from '../lib/index.js';
-import { FsBlobStore } from '../lib/stores/fs/index.js';
-import { KnexFileStore, KnexKeyStore, migrate } from '../lib/stores/knex/index.js';
+import { apiKey, createApiKey, filesRouter, openAIErrors, sweep } from 'koa-model-gateway';
+import { FsBlobStore } from 'koa-model-gateway/stores/fs';
+import { KnexFileStore, KnexKeyStore, migrate } from 'koa-model-gateway/stores/knex';
 
 const knex = knexFactory({
   client: 'better-sqlite3',

@@ -17,8 +17,8 @@ import {
   modelsRouter,
   MemoryCreationLimiter,
   underPath,
-} from '../lib/index.js';
-import { MemoryBlobStore, MemoryFileStore, MemoryKeyStore } from '../lib/stores/memory/index.js';
+} from 'koa-model-gateway';
+import { MemoryBlobStore, MemoryFileStore, MemoryKeyStore } from 'koa-model-gateway/stores/memory';
 
 const keys = new MemoryKeyStore();
 const files = new MemoryFileStore();

@@ -11,9 +11,9 @@
  * '.../stores/memory' and '.../stores/redis'.
  */
 import Koa from 'koa';
-import { apiKey, createApiKey, filesRouter, openAIErrors } from '../lib/index.js';
-import { MemoryBlobStore, MemoryFileStore, MemoryKeyStore } from '../lib/stores/memory/index.js';
-import { RedisCreationLimiter, createRedisClient } from '../lib/stores/redis/index.js';
+import { apiKey, createApiKey, filesRouter, openAIErrors } from 'koa-model-gateway';
+import { MemoryBlobStore, MemoryFileStore, MemoryKeyStore } from 'koa-model-gateway/stores/memory';
+import { RedisCreationLimiter, createRedisClient } from 'koa-model-gateway/stores/redis';
 
 // Fails fast: resolves once Redis is ready, and commands fail at once while it is away.
 const redis = await createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');

@@ -1,10 +1,6 @@
 import Koa from 'koa';
 import type { Logger } from 'pino';
-import { apiKey } from '../lib/auth/api-key.js';
-import { gatewayErrors } from '../lib/errors/gateway-errors.js';
-import { filesRouter } from '../lib/files/files-router.js';
-import { modelsRouter } from '../lib/models/models-router.js';
-import { underPath } from '../lib/under-path.js';
+import { apiKey, filesRouter, gatewayErrors, modelsRouter, underPath } from 'koa-model-gateway';
 import type { Deployment } from './deployment.js';
 import { healthRouter } from './health.js';
 import { requestLog } from './request-log.js';

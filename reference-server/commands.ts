@@ -1,9 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Knex } from 'knex';
-import type { ApiKeyRecord } from '../lib/auth/key-store.js';
-import { createApiKey } from '../lib/auth/keys.js';
-import { SCOPES, isScope, type Scope } from '../lib/auth/scopes.js';
-import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
+import { SCOPES, createApiKey, isScope, type ApiKeyRecord, type Scope } from 'koa-model-gateway';
+import { KnexKeyStore } from 'koa-model-gateway/stores/knex';
 import { loadConfig, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase } from './database.js';
 import { openStores, sweepDeployment } from './deployment.js';

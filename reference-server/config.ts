@@ -1,12 +1,23 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { DEFAULT_FILE_LIMITS } from '../lib/files/files-router.js';
-import { catalogModelSchema, checkCatalog } from '../lib/models/catalog.js';
-import type { Provider } from '../lib/models/provider.js';
-import { createProvider, providerRegistry, type ProviderConfig, type ProviderKind } from '../lib/models/providers/registry.js';
-import { DEFAULT_CREATION_LIMITS } from '../lib/quota/creation-limits.js';
-import { nonNegativeInteger, positiveInteger, settingsMessage, settingsObject } from '../lib/settings/schemas.js';
+import {
+  DEFAULT_CREATION_LIMITS,
+  DEFAULT_FILE_LIMITS,
+  createProvider,
+  providerRegistry,
+  type Provider,
+  type ProviderConfig,
+  type ProviderKind,
+} from 'koa-model-gateway';
+import {
+  catalogModelSchema,
+  checkCatalog,
+  nonNegativeInteger,
+  positiveInteger,
+  settingsMessage,
+  settingsObject,
+} from 'koa-model-gateway/settings';
 import { ConfigError } from './config-error.js';
 import { BUILTIN_PROVIDER, DEFAULT_GATEWAY_CONFIG } from './default-config.js';
 

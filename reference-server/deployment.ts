@@ -3,18 +3,19 @@ import { access, mkdir } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { cachedKeyStore } from '../lib/auth/cached-key-store.js';
-import type { KeyStore } from '../lib/auth/key-store.js';
-import type { BlobStore } from '../lib/files/blob-store.js';
-import type { FileStore } from '../lib/files/file-store.js';
-import type { Provider } from '../lib/models/provider.js';
-import { sweep } from '../lib/files/sweep.js';
-import type { CreationLimiter } from '../lib/quota/creation-limiter.js';
-import type { CreationLimitsOptions } from '../lib/quota/creation-limits.js';
-import { MemoryCreationLimiter } from '../lib/quota/memory-creation-limiter.js';
-import { FsBlobStore } from '../lib/stores/fs/blob-store.js';
-import { KnexFileStore } from '../lib/stores/knex/file-store.js';
-import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
+import {
+  MemoryCreationLimiter,
+  cachedKeyStore,
+  sweep,
+  type BlobStore,
+  type CreationLimiter,
+  type CreationLimitsOptions,
+  type FileStore,
+  type KeyStore,
+  type Provider,
+} from 'koa-model-gateway';
+import { FsBlobStore } from 'koa-model-gateway/stores/fs';
+import { KnexFileStore, KnexKeyStore } from 'koa-model-gateway/stores/knex';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
@@ -67,7 +68,7 @@ export async function sweepDeployment(config: ServerConfig, stores: { files: Fil
 /** The Redis client for the limits; unreachable at start-up is a start-up failure. */
 async function openRedis(url: string, logger: Logger): Promise<Redis> {
   // Loaded only when configured: ioredis adds 9 to 12 MiB to a server's idle RSS (BENCHMARKS.md).
-  const { createRedisClient } = await import('../lib/stores/redis/client.js');
+  const { createRedisClient } = await import('koa-model-gateway/stores/redis');
   let redis: Redis;
   try {
     redis = await createRedisClient(url);
@@ -93,7 +94,7 @@ async function openRedis(url: string, logger: Logger): Promise<Redis> {
 /** The creation limits on Redis when there is one, else in this process's memory. */
 async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions): Promise<CreationLimiter> {
   if (!redis) return new MemoryCreationLimiter(rates);
-  const { RedisCreationLimiter } = await import('../lib/stores/redis/creation-limiter.js');
+  const { RedisCreationLimiter } = await import('koa-model-gateway/stores/redis');
   return new RedisCreationLimiter({ client: redis, ...rates });
 }
 

@@ -130,8 +130,8 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
       t.deepEqual(await models.json(), {
         object: 'list',
         data: [
-          { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'local' },
-          { id: 'echo-2', object: 'model', created: 1_744_000_000, owned_by: 'local' },
+          { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'echo' },
+          { id: 'echo-2', object: 'model', created: 1_744_000_000, owned_by: 'echo' },
         ],
       });
 
