@@ -130,9 +130,9 @@ function keyJson(record: ApiKeyRecord) {
   };
 }
 
-function keyStatus(record: ApiKeyRecord, now: number): string {
+function keyStatus(record: ApiKeyRecord, nowSeconds: number): string {
   if (record.revokedAt !== null) return 'revoked';
-  if (record.expiresAt !== null && now >= record.expiresAt) return 'expired';
+  if (record.expiresAt !== null && nowSeconds >= record.expiresAt) return 'expired';
   return 'active';
 }
 
@@ -149,11 +149,11 @@ async function keysList(args: string[], io: CommandIo): Promise<number> {
     io.out('No keys.');
     return 0;
   }
-  const now = Date.now() / 1000;
+  const nowSeconds = Date.now() / 1000;
   for (const record of records) {
     const models = record.models === null ? 'every model' : record.models.join(',') || '(none)';
     io.out(
-      `${record.id}  ${record.account}  ${keyStatus(record, now)}  created ${iso(record.createdAt)}  expires ${iso(record.expiresAt)}  scopes ${record.scopes.join(',')}  models ${models}`,
+      `${record.id}  ${record.account}  ${keyStatus(record, nowSeconds)}  created ${iso(record.createdAt)}  expires ${iso(record.expiresAt)}  scopes ${record.scopes.join(',')}  models ${models}`,
     );
   }
   return 0;

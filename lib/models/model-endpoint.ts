@@ -34,8 +34,8 @@ export interface ModelEndpointOptions {
   bodyLimit?: number;
   /** Largest total of the files attached to one request, in bytes. Default 32 MiB (33,554,432), both providers' request limit. */
   maxAttachedBytes?: number;
-  /** The clock, in Unix seconds, for file expiry. Default: `Date.now() / 1000`. */
-  now?: () => number;
+  /** The clock for file expiry, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 /** What a model handler puts on `ctx.state.modelRequest`, for the request log. */
@@ -96,7 +96,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     throw new TypeError(`koa-model-gateway: ${where}: files and blobs go together: give both or neither`);
   }
   const stores: FileStores | undefined = options.files && options.blobs && { files: options.files, blobs: options.blobs };
-  const now = options.now ?? (() => Date.now() / 1000);
+  const nowMs = options.nowMs ?? Date.now;
   const byId = new Map(providers.map((provider) => [provider.id, provider]));
   const routes = new Map<string, { model: ResolvedModel; provider: Provider }>();
   for (const model of catalog) {
@@ -130,7 +130,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const send = route.provider[format.endpoint]?.bind(route.provider);
     if (send === undefined) throw format.unsupported(requested);
 
-    const attached = await loadAttachments(stores, key.account, checkedIds, now(), maxAttachedBytes);
+    const attached = await loadAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
     const upstreamBody = {
       ...format.fileReferences.map(body, (fileId, block) => {
         const file = attached.get(fileId as string);

@@ -26,7 +26,7 @@ test.afterEach.always(async (t) => {
 const zero = { createsThisMinute: 0, createsToday: 0, bytesToday: 0 };
 
 function makeLimiter(redis: Redis, options: Omit<RedisCreationLimiterOptions, 'client'> = {}) {
-  return new RedisCreationLimiter({ client: redis, clock: testClock('2030-01-15T12:00:00.000Z').clock, ...options });
+  return new RedisCreationLimiter({ client: redis, nowMs: testClock('2030-01-15T12:00:00.000Z').nowMs, ...options });
 }
 
 async function reconnected(redis: Redis): Promise<void> {
