@@ -5,8 +5,11 @@
  */
 export const DEFAULT_GATEWAY_CONFIG = {
   keyPrefix: 'kmg',
-  /** How long the server reuses a key lookup; also the longest a `keys revoke` takes to be seen. 0: no cache. */
-  keyCacheSeconds: 5,
+  /**
+   * How long the server reuses a key lookup; also the longest a `keys revoke` takes to be seen:
+   * 1, as decisions.md wants revocation to take effect in every process within a second. 0: no cache.
+   */
+  keyCacheSeconds: 1,
   sweep: { intervalSeconds: 300, orphanGraceSeconds: 3600 },
   models: [
     { id: 'echo-1', provider: 'echo', created: 1_744_000_000 },

@@ -20,7 +20,7 @@ test('the defaults: 127.0.0.1:8080, everything under ./data, SQLite, limits in m
   });
   t.deepEqual(config.gateway.limits, SPEC_LIMITS);
   t.is(config.gateway.keyPrefix, 'kmg');
-  t.is(config.gateway.keyCacheSeconds, 5, 'a revoked key is refused within 5 s by default');
+  t.is(config.gateway.keyCacheSeconds, 1, 'a revoked key is refused within 1 s by default (decisions.md)');
   t.deepEqual(config.gateway.providers, [{ id: 'echo', kind: 'echo' }]);
   t.deepEqual(
     config.gateway.models.map((model) => model.id),
