@@ -3,10 +3,9 @@
  * `findByHash` matters to `apiKey()`; the keys are hashed once at start-up and compared by hash.
  *
  *   GATEWAY_KEYS="acme=kmg_sk_first-secret-key,globex=kmg_sk_second-secret-key" \
- *     node --import tsx examples/env-key-store.ts
+ *     node --conditions=@koa-model-gateway/source --import tsx examples/env-key-store.ts
  *
  * Each entry is `<account>=<key>`; every key gets the `models:read` and `chat:completions` scopes.
- * In your own project, import from 'koa-model-gateway'.
  */
 import Koa from 'koa';
 import {

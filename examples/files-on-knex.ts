@@ -2,10 +2,9 @@
  * A files-only service: the five files endpoints, metadata and keys in a database through Knex
  * (SQLite here; PostgreSQL with `client: 'pg'`), bytes in a directory. No models, no rate limits.
  *
- *   node --import tsx examples/files-on-knex.ts
+ *   node --conditions=@koa-model-gateway/source --import tsx examples/files-on-knex.ts
  *
  * FILES_DB (default ./files-example.sqlite) and FILES_DIR (default ./files-example) say where.
- * In your own project, import from 'koa-model-gateway', '.../stores/knex' and '.../stores/fs'.
  */
 import Koa from 'koa';
 import knexFactory from 'knex';

@@ -2,9 +2,8 @@
  * A whole gateway in one file, every store in memory: files, models, chat completions and
  * messages, answered by the offline echo provider. Restarting forgets everything.
  *
- *   node --import tsx examples/minimal-gateway.ts
+ *   node --conditions=@koa-model-gateway/source --import tsx examples/minimal-gateway.ts
  *
- * In your own project, import from 'koa-model-gateway' and 'koa-model-gateway/stores/memory'.
  */
 import Koa from 'koa';
 import {
