@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import type { Context } from 'koa';
+import { z } from 'zod';
 import { verifiedKey } from '../auth/api-key.js';
 import { modelAccess } from '../auth/model-access.js';
 import { errors, type GatewayError } from '../errors/gateway-error.js';
@@ -7,9 +8,8 @@ import { newRequestId } from '../errors/request-id.js';
 import type { BlobStore } from '../files/blob-store.js';
 import { isFileId } from '../files/file-id.js';
 import type { FileStore } from '../files/file-store.js';
-import { loadAttachments, type FileReferences, type FileStores } from './attachments.js';
-import { z } from 'zod';
 import { parseOptions, positiveInteger } from '../settings/schemas.js';
+import { loadAttachments, type FileReferences, type FileStores } from './attachments.js';
 import { endpointCatalogOptions, type CatalogModel, type ResolvedModel } from './catalog.js';
 import { readJsonBody } from './json-body.js';
 import type { Provider } from './provider.js';
