@@ -4,3 +4,4 @@ export * from './files/index.js';
 export * from './quota/index.js';
 export * from './models/index.js';
 export * from './usage/index.js';
+export { underPath } from './under-path.js';

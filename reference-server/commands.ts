@@ -1,13 +1,18 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Knex } from 'knex';
-import type { ApiKeyRecord } from '../lib/auth/key-store.js';
-import { createApiKey } from '../lib/auth/keys.js';
-import { SCOPES, isScope, type Scope } from '../lib/auth/scopes.js';
-import type { ModelLimits } from '../lib/quota/model-limits.js';
-import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
-import { KnexUsageStore } from '../lib/stores/knex/usage-store.js';
-import type { UsageGrouping } from '../lib/usage/usage-store.js';
-import { usageReport, type UsageQuery, type UsageTotals } from '../lib/usage/usage-report.js';
+import {
+  SCOPES,
+  createApiKey,
+  isScope,
+  usageReport,
+  type ApiKeyRecord,
+  type ModelLimits,
+  type Scope,
+  type UsageGrouping,
+  type UsageQuery,
+  type UsageTotals,
+} from 'koa-model-gateway';
+import { KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { loadConfig, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase } from './database.js';
 import { openStores, sweepDeployment } from './deployment.js';
@@ -186,9 +191,9 @@ function keyJson(record: ApiKeyRecord) {
   };
 }
 
-function keyStatus(record: ApiKeyRecord, now: number): string {
+function keyStatus(record: ApiKeyRecord, nowSeconds: number): string {
   if (record.revokedAt !== null) return 'revoked';
-  if (record.expiresAt !== null && now >= record.expiresAt) return 'expired';
+  if (record.expiresAt !== null && nowSeconds >= record.expiresAt) return 'expired';
   return 'active';
 }
 
@@ -205,11 +210,11 @@ async function keysList(args: string[], io: CommandIo): Promise<number> {
     io.out('No keys.');
     return 0;
   }
-  const now = Date.now() / 1000;
+  const nowSeconds = Date.now() / 1000;
   for (const record of records) {
     const models = record.models === null ? 'every model' : record.models.join(',') || '(none)';
     io.out(
-      `${record.id}  ${record.account}  ${keyStatus(record, now)}  created ${iso(record.createdAt)}  expires ${iso(record.expiresAt)}  scopes ${record.scopes.join(',')}  models ${models}  limits ${limitsText(record.limits)}`,
+      `${record.id}  ${record.account}  ${keyStatus(record, nowSeconds)}  created ${iso(record.createdAt)}  expires ${iso(record.expiresAt)}  scopes ${record.scopes.join(',')}  models ${models}  limits ${limitsText(record.limits)}`,
     );
   }
   return 0;

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import { migrate } from '../lib/stores/knex/migrations.js';
+import { migrate } from 'koa-model-gateway/stores/knex';
 import { ConfigError } from './config-error.js';
 import type { DatabaseSettings } from './config.js';
 

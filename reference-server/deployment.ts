@@ -3,19 +3,21 @@ import { access, mkdir } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { cachedKeyStore } from '../lib/auth/cached-key-store.js';
-import type { KeyStore } from '../lib/auth/key-store.js';
-import type { BlobStore } from '../lib/files/blob-store.js';
-import type { FileStore } from '../lib/files/file-store.js';
-import { sweep } from '../lib/files/sweep.js';
-import type { CreationLimiter } from '../lib/quota/creation-limiter.js';
-import type { CreationLimitsOptions } from '../lib/quota/creation-limits.js';
-import { MemoryCreationLimiter } from '../lib/quota/memory-creation-limiter.js';
-import { FsBlobStore } from '../lib/stores/fs/blob-store.js';
-import { KnexFileStore } from '../lib/stores/knex/file-store.js';
-import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
+import {
+  MemoryCreationLimiter,
+  cachedKeyStore,
+  sweep,
+  type BlobStore,
+  type CreationLimiter,
+  type CreationLimitsOptions,
+  type FileStore,
+  type KeyStore,
+  type Provider,
+} from 'koa-model-gateway';
+import { FsBlobStore } from 'koa-model-gateway/stores/fs';
+import { KnexFileStore, KnexKeyStore } from 'koa-model-gateway/stores/knex';
 import { ConfigError } from './config-error.js';
-import type { ServerConfig } from './config.js';
+import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
 import { removeStaleUploads } from './stale-uploads.js';
@@ -29,6 +31,8 @@ export interface Deployment {
   files: FileStore;
   blobs: BlobStore;
   limiter: CreationLimiter;
+  /** The model providers, their credentials read from the environment. */
+  providers: Provider[];
   /** Set when REDIS_URL is. */
   redis: Redis | null;
   /** What `/readyz` asks. */
@@ -64,7 +68,7 @@ export async function sweepDeployment(config: ServerConfig, stores: { files: Fil
 /** The Redis client for the limits; unreachable at start-up is a start-up failure. */
 async function openRedis(url: string, logger: Logger): Promise<Redis> {
   // Loaded only when configured: ioredis adds 9 to 12 MiB to a server's idle RSS (BENCHMARKS.md).
-  const { createRedisClient } = await import('../lib/stores/redis/client.js');
+  const { createRedisClient } = await import('koa-model-gateway/stores/redis');
   let redis: Redis;
   try {
     redis = await createRedisClient(url);
@@ -90,16 +94,18 @@ async function openRedis(url: string, logger: Logger): Promise<Redis> {
 /** The creation limits on Redis when there is one, else in this process's memory. */
 async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions): Promise<CreationLimiter> {
   if (!redis) return new MemoryCreationLimiter(rates);
-  const { RedisCreationLimiter } = await import('../lib/stores/redis/creation-limiter.js');
+  const { RedisCreationLimiter } = await import('koa-model-gateway/stores/redis');
   return new RedisCreationLimiter({ client: redis, ...rates });
 }
 
 /**
- * Opens the database (migrated), the files directory and, with REDIS_URL, Redis; the key store is
- * behind a `cachedKeyStore` of `keyCacheSeconds`. A backing
- * service that cannot be reached is a `ConfigError`: the server does not start without it.
+ * Makes the providers (their credentials read from the environment), then opens the database
+ * (migrated), the files directory and, with REDIS_URL, Redis; the key store is behind a
+ * `cachedKeyStore` of `keyCacheSeconds`. A credential that is not set, or a backing service that
+ * cannot be reached, is a `ConfigError`: the server does not start without it.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
+  const providers = configuredProviders(config);
   const stores = await openStores(config, (level, message) => logger[level]({ component: 'knex' }, message));
   const { knex } = stores;
   const rates = {
@@ -127,6 +133,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     // Only the serving process caches: the CLI reads and revokes in the database directly.
     keys: keyCacheSeconds > 0 ? cachedKeyStore(stores.keys, { ttlMs: keyCacheSeconds * 1000 }) : stores.keys,
     limiter,
+    providers,
     redis,
     checks,
     async close() {

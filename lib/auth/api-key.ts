@@ -28,8 +28,8 @@ export interface ApiKeyOptions {
   store: KeyStore;
   /** Where the key is read from. Default: `extractApiKey(ctx.headers)` (x-api-key, then Bearer). */
   getKey?: (ctx: Context) => string | undefined;
-  /** The clock, in Unix seconds, for expiry. Default: `Date.now() / 1000`. */
-  now?: () => number;
+  /** The clock for expiry, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 /**
@@ -41,13 +41,13 @@ export function apiKey(options: ApiKeyOptions): Middleware {
   const { store } = options;
   if (typeof store?.findByHash !== 'function') throw new TypeError('koa-model-gateway: apiKey() needs a KeyStore as `store`');
   const getKey = options.getKey ?? ((ctx: Context) => extractApiKey(ctx.headers));
-  const now = options.now ?? (() => Date.now() / 1000);
+  const nowMs = options.nowMs ?? Date.now;
   return async function apiKey(ctx, next) {
     const key = getKey(ctx);
     // Refusals are returned, not thrown: floods of bad keys land here (see GatewayError).
     if (key === undefined) return Promise.reject(errors.invalidApiKey());
     const record = await store.findByHash(hashApiKey(key));
-    if (!record || record.revokedAt !== null || (record.expiresAt !== null && now() >= record.expiresAt)) {
+    if (!record || record.revokedAt !== null || (record.expiresAt !== null && nowMs() >= record.expiresAt * 1000)) {
       return Promise.reject(errors.invalidApiKey());
     }
     ctx.state.apiKey = {

@@ -45,8 +45,8 @@ export interface FilesRouterOptions {
   limiter?: CreationLimiter;
   /** Where uploads are streamed while their request lasts. Default: `os.tmpdir()`. */
   tempDir?: string;
-  /** The clock, in Unix seconds. Default: `Date.now() / 1000`. */
-  now?: () => number;
+  /** The clock, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 function checkLimit(limits: FileLimits, name: keyof FileLimits): void {
@@ -77,9 +77,9 @@ export function filesRouter(options: FilesRouterOptions): Router {
   if (typeof blobs?.get !== 'function') throw new TypeError('koa-model-gateway: filesRouter() needs a BlobStore as `blobs`');
   const limits: FileLimits = { ...DEFAULT_FILE_LIMITS, ...options.limits };
   for (const name of Object.keys(DEFAULT_FILE_LIMITS) as (keyof FileLimits)[]) checkLimit(limits, name);
-  const clock = options.now ?? (() => Date.now() / 1000);
+  const nowMs = options.nowMs ?? Date.now;
   // Stored times are whole seconds; `now >= expires_at` is the same test on the floor of now.
-  const now = () => Math.floor(clock());
+  const now = () => Math.floor(nowMs() / 1000);
   const stock = { maxFiles: limits.maxFiles, maxBytes: limits.maxStoredBytes };
 
   /** The caller's live file named by the route, 404 when it is missing, expired or another account's. */

@@ -9,15 +9,15 @@ export interface CreationLimitsOptions {
   createsPerDay?: number;
   /** Bytes created per UTC day. Default 1,073,741,824 (1 GiB). */
   bytesPerDay?: number;
-  /** The clock, in Unix milliseconds, that places a creation in its minute and day. Default `Date.now`. */
-  clock?: () => number;
+  /** The clock that places a creation in its minute and day, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 export interface CreationLimits {
   createsPerMinute: number;
   createsPerDay: number;
   bytesPerDay: number;
-  clock: () => number;
+  nowMs: () => number;
 }
 
 /** An account's counters in the current minute and UTC day. */
@@ -42,13 +42,13 @@ export const DEFAULT_CREATION_LIMITS = {
 
 /** Validates limit options once, at start-up, and fills in the defaults. */
 export function resolveCreationLimits(options: CreationLimitsOptions = {}): CreationLimits {
-  const limits = { ...DEFAULT_CREATION_LIMITS, clock: Date.now, ...options };
+  const limits = { ...DEFAULT_CREATION_LIMITS, nowMs: Date.now, ...options };
   for (const name of ['createsPerMinute', 'createsPerDay', 'bytesPerDay'] as const) {
     if (!Number.isSafeInteger(limits[name]) || limits[name] < 1) {
       throw new TypeError(`koa-model-gateway: ${name} must be a positive integer`);
     }
   }
-  if (typeof limits.clock !== 'function') throw new TypeError('koa-model-gateway: clock must be a function');
+  if (typeof limits.nowMs !== 'function') throw new TypeError('koa-model-gateway: nowMs must be a function');
   return limits;
 }
 
@@ -56,14 +56,14 @@ export function resolveCreationLimits(options: CreationLimitsOptions = {}): Crea
  * The 429 for a refusal (decisions.md, "Limits and the three 429 codes"): the minute limit
  * says when the next minute starts, the day limits when the next UTC day starts.
  */
-export function refusalError(refusal: CreationRefusal, windows: ClockWindows, now: number): GatewayError {
+export function refusalError(refusal: CreationRefusal, windows: ClockWindows, nowMs: number): GatewayError {
   switch (refusal) {
     case 'createsPerMinute':
-      return errors.createRateExceeded(secondsUntil(windows.minute.endsAt, now));
+      return errors.createRateExceeded(secondsUntil(windows.minute.endsAt, nowMs));
     case 'createsPerDay':
-      return errors.createRateExceeded(secondsUntil(windows.day.endsAt, now));
+      return errors.createRateExceeded(secondsUntil(windows.day.endsAt, nowMs));
     case 'bytesPerDay':
-      return errors.ingestionQuotaExceeded(secondsUntil(windows.day.endsAt, now));
+      return errors.ingestionQuotaExceeded(secondsUntil(windows.day.endsAt, nowMs));
   }
 }
 

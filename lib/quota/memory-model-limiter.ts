@@ -12,7 +12,7 @@ import {
 
 export interface MemoryModelLimiterOptions {
   /** The clock, in Unix milliseconds, that places a call in its minute and day. Default `Date.now`. */
-  clock?: () => number;
+  nowMs?: () => number;
 }
 
 interface Counters extends ModelUsage {
@@ -27,17 +27,17 @@ interface Counters extends ModelUsage {
  * @example const limiter = new MemoryModelLimiter()
  */
 export class MemoryModelLimiter implements ModelLimiter {
-  readonly #clock: () => number;
+  readonly #nowMs: () => number;
   readonly #counters = new Map<string, Counters>();
 
   constructor(options: MemoryModelLimiterOptions = {}) {
-    const { clock = Date.now } = options;
-    if (typeof clock !== 'function') throw new TypeError('koa-model-gateway: clock must be a function');
-    this.#clock = clock;
+    const { nowMs = Date.now } = options;
+    if (typeof nowMs !== 'function') throw new TypeError('koa-model-gateway: nowMs must be a function');
+    this.#nowMs = nowMs;
   }
 
   async consume(keyId: string, limits: ModelLimits): Promise<ModelLimitDecision> {
-    const now = this.#clock();
+    const now = this.#nowMs();
     if (!hasModelLimits(limits)) return { allowed: true, at: now };
     const counters = this.#current(keyId, now);
     const decision = decide(limits, counters, now);
@@ -48,14 +48,14 @@ export class MemoryModelLimiter implements ModelLimiter {
   async addTokens(keyId: string, limits: ModelLimits, tokens: number): Promise<void> {
     assertTokenCount(tokens);
     if (!hasTokenLimits(limits) || tokens === 0) return;
-    const counters = this.#current(keyId, this.#clock());
+    const counters = this.#current(keyId, this.#nowMs());
     counters.tokensThisMinute += tokens;
     counters.tokensToday += tokens;
   }
 
   async usage(keyId: string): Promise<ModelUsage> {
     if (!this.#counters.has(keyId)) return { requestsThisMinute: 0, tokensThisMinute: 0, tokensToday: 0 };
-    const { requestsThisMinute, tokensThisMinute, tokensToday } = this.#current(keyId, this.#clock());
+    const { requestsThisMinute, tokensThisMinute, tokensToday } = this.#current(keyId, this.#nowMs());
     return { requestsThisMinute, tokensThisMinute, tokensToday };
   }
 

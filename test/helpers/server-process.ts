@@ -8,7 +8,12 @@ import type { ExecutionContext } from 'ava';
 
 /** The checkout's root: the CLI runs from there, as a user runs it. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = ['--import', 'tsx', 'reference-server/cli.ts'];
+/**
+ * Node's flags for running the TypeScript sources: tsx, and the export condition under which the
+ * package's own name (`koa-model-gateway`, as reference-server/ imports it) resolves to lib/'s sources.
+ */
+export const TSX = ['--conditions=@koa-model-gateway/source', '--import', 'tsx'];
+const CLI = [...TSX, 'reference-server/cli.ts'];
 const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS'];
 
 /** The test process's environment without any gateway setting, plus `env`. */

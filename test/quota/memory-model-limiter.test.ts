@@ -2,4 +2,4 @@ import test from 'ava';
 import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
 import { modelLimiterContract } from '../contracts/model-limiter.js';
 
-modelLimiterContract(test, 'memory', async (clock) => new MemoryModelLimiter({ clock }));
+modelLimiterContract(test, 'memory', async (clock) => new MemoryModelLimiter({ nowMs: clock }));

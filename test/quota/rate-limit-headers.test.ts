@@ -26,7 +26,7 @@ test("reset durations are written as OpenAI writes them (Go's duration text)", (
 
 /** A decision of a fresh limiter after `calls` calls and `tokens` tokens, at 12:00:15.300. */
 async function decisionAfter(limits: ModelLimits, calls: number, tokens = 0): Promise<ModelLimitDecision> {
-  const limiter = new MemoryModelLimiter({ clock: testClock('2030-01-15T12:00:15.300Z').clock });
+  const limiter = new MemoryModelLimiter({ nowMs: testClock('2030-01-15T12:00:15.300Z').nowMs });
   for (let i = 0; i < calls; i += 1) await limiter.consume('key_1', limits);
   await limiter.addTokens('key_1', limits, tokens);
   return limiter.consume('key_1', limits);

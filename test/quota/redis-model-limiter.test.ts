@@ -10,11 +10,11 @@ const { client, keyPrefix } = redisClients(test);
 
 const redisTest = withRedis(test);
 
-modelLimiterContract(redisTest, 'redis', async (clock) => new RedisModelLimiter({ client: await client(), keyPrefix: keyPrefix(), clock }));
+modelLimiterContract(redisTest, 'redis', async (clock) => new RedisModelLimiter({ client: await client(), keyPrefix: keyPrefix(), nowMs: clock }));
 
 redisTest('two processes sharing Redis: 50 parallel calls with 10 requests per minute, exactly 10 pass', async (t) => {
   const time = testClock('2030-01-15T12:00:00.000Z');
-  const shared = { keyPrefix: keyPrefix(), clock: time.clock };
+  const shared = { keyPrefix: keyPrefix(), nowMs: time.nowMs };
   // Two clients, as two server processes would have.
   const processes = [new RedisModelLimiter({ client: await client(), ...shared }), new RedisModelLimiter({ client: await client(), ...shared })];
   const keyId = newKeyId();
@@ -29,7 +29,7 @@ redisTest('two processes sharing Redis: 50 parallel calls with 10 requests per m
 
 redisTest('tokens added by one process refuse the calls of another', async (t) => {
   const time = testClock('2030-01-15T12:00:00.000Z');
-  const shared = { keyPrefix: keyPrefix(), clock: time.clock };
+  const shared = { keyPrefix: keyPrefix(), nowMs: time.nowMs };
   const [one, two] = [new RedisModelLimiter({ client: await client(), ...shared }), new RedisModelLimiter({ client: await client(), ...shared })];
   const keyId = newKeyId();
   await one.addTokens(keyId, { tokensPerDay: 100 }, 100);
@@ -40,12 +40,12 @@ redisTest('keys are named per key id and window, and expire a minute after their
   const time = testClock('2030-01-15T12:00:30.000Z');
   const redis = await client();
   const prefix = keyPrefix();
-  const limiter = new RedisModelLimiter({ client: redis, keyPrefix: prefix, clock: time.clock });
+  const limiter = new RedisModelLimiter({ client: redis, keyPrefix: prefix, nowMs: time.nowMs });
   const limits = { requestsPerMinute: 5, tokensPerMinute: 100, tokensPerDay: 1000 };
   await limiter.consume('key:{odd}', limits);
   await limiter.addTokens('key:{odd}', limits, 7);
   const base = `${prefix}:{key%3A%7Bodd%7D}`;
-  const minute = Math.floor(time.now / 60_000);
+  const minute = Math.floor(time.ms / 60_000);
   const [requests, tokens, day] = [`${base}:requests:${minute}`, `${base}:tokens:${minute}`, `${base}:tokens:2030-01-15`];
   t.deepEqual((await redis.keys(`${prefix}:*`)).sort(), [requests, tokens, day].sort());
   for (const key of [requests, tokens]) {
@@ -59,7 +59,7 @@ redisTest('keys are named per key id and window, and expire a minute after their
 test('Redis options are checked at start-up', (t) => {
   const redis = new Redis(REDIS_URL, { lazyConnect: true, enableOfflineQueue: false });
   const queued = new Redis(REDIS_URL, { lazyConnect: true });
-  for (const bad of [{ keyPrefix: '' }, { timeoutMs: 0 }, { insurance: 'disk' as 'memory' }, { clock: 5 as unknown as () => number }]) {
+  for (const bad of [{ keyPrefix: '' }, { timeoutMs: 0 }, { insurance: 'disk' as 'memory' }, { nowMs: 5 as unknown as () => number }]) {
     t.throws(() => new RedisModelLimiter({ client: redis, ...bad }), { instanceOf: TypeError, message: /^koa-model-gateway: / });
   }
   t.throws(() => new RedisModelLimiter({ client: queued }), { instanceOf: TypeError, message: /enableOfflineQueue: false/ });

@@ -27,7 +27,7 @@ test.afterEach.always(async (t) => {
 const zero = { createsThisMinute: 0, createsToday: 0, bytesToday: 0 };
 
 function makeLimiter(redis: Redis, options: Omit<RedisCreationLimiterOptions, 'client'> = {}) {
-  return new RedisCreationLimiter({ client: redis, clock: testClock('2030-01-15T12:00:00.000Z').clock, ...options });
+  return new RedisCreationLimiter({ client: redis, nowMs: testClock('2030-01-15T12:00:00.000Z').nowMs, ...options });
 }
 
 async function reconnected(redis: Redis): Promise<void> {
@@ -130,7 +130,7 @@ test('model limits, Redis killed: consume and addTokens fail closed with a 503 w
 
 test("model limits, insurance: 'memory': the process counts on its own while Redis is away", async (t) => {
   const { server, redis } = t.context;
-  const limiter = new RedisModelLimiter({ client: redis, insurance: 'memory', clock: testClock('2030-01-15T12:00:00.000Z').clock });
+  const limiter = new RedisModelLimiter({ client: redis, insurance: 'memory', nowMs: testClock('2030-01-15T12:00:00.000Z').nowMs });
   const limits = { requestsPerMinute: 2, tokensPerDay: 100 };
   const keyId = newAccount();
   t.true((await limiter.consume(keyId, limits)).allowed);

@@ -83,11 +83,11 @@ export class RedisCreationLimiter implements CreationLimiter {
 
   async reserve(account: string, bytes: number): Promise<CreationReservation> {
     assertByteCount(bytes);
-    const now = this.limits.clock();
-    const windows = clockWindows(now);
+    const nowMs = this.limits.nowMs();
+    const windows = clockWindows(nowMs);
     const keys = this.#keys(account, windows);
     const { createsPerMinute, createsPerDay, bytesPerDay } = this.limits;
-    const lifetimes = [windows.minute.endsAt, windows.day.endsAt].map((endsAt) => Math.ceil(endsAt - now + GRACE_MS));
+    const lifetimes = [windows.minute.endsAt, windows.day.endsAt].map((endsAt) => Math.ceil(endsAt - nowMs + GRACE_MS));
     const call = this.#client.eval(RESERVE, 2, ...keys, bytes, createsPerMinute, createsPerDay, bytesPerDay, ...lifetimes, randomAlphanumeric(16));
     let answer: unknown;
     try {
@@ -101,7 +101,7 @@ export class RedisCreationLimiter implements CreationLimiter {
       throw err;
     }
     const [status, detail] = answer as [string, string];
-    if (status === 'refused') throw refusalError(detail as CreationRefusal, windows, now);
+    if (status === 'refused') throw refusalError(detail as CreationRefusal, windows, nowMs);
     let released: Promise<void> | undefined;
     return {
       release: () => {
@@ -116,7 +116,7 @@ export class RedisCreationLimiter implements CreationLimiter {
 
   /** The account's counters in the current minute and UTC day. */
   async usage(account: string): Promise<CreationUsage> {
-    const [minute, day] = this.#keys(account, clockWindows(this.limits.clock()));
+    const [minute, day] = this.#keys(account, clockWindows(this.limits.nowMs()));
     const replies = await this.#answer(this.#client.multi().get(minute).hmget(day, 'creates', 'bytes').exec());
     const [[, creates], [, [createsToday, bytesToday]]] = replies as [[null, string | null], [null, (string | null)[]]];
     return { createsThisMinute: Number(creates ?? 0), createsToday: Number(createsToday ?? 0), bytesToday: Number(bytesToday ?? 0) };

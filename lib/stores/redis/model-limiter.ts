@@ -60,25 +60,25 @@ type Keys = [requestsThisMinute: string, tokensThisMinute: string, tokensToday: 
  * @example const limiter = new RedisModelLimiter({ client: await createRedisClient(process.env.REDIS_URL) })
  */
 export class RedisModelLimiter implements ModelLimiter {
-  readonly #clock: () => number;
+  readonly #nowMs: () => number;
   readonly #client: Redis;
   readonly #keyPrefix: string;
   readonly #timeoutMs: number;
   readonly #insurance: MemoryModelLimiter | undefined;
 
   constructor(options: RedisModelLimiterOptions) {
-    const { client, keyPrefix, insurance, timeoutMs, clock = Date.now } = options;
+    const { client, keyPrefix, insurance, timeoutMs, nowMs = Date.now } = options;
     const redis = resolveRedisLimiterOptions({ client, keyPrefix, insurance, timeoutMs }, 'kmg:models');
-    if (typeof clock !== 'function') throw new TypeError('koa-model-gateway: clock must be a function');
-    this.#clock = clock;
+    if (typeof nowMs !== 'function') throw new TypeError('koa-model-gateway: nowMs must be a function');
+    this.#nowMs = nowMs;
     this.#client = redis.client;
     this.#keyPrefix = redis.keyPrefix;
     this.#timeoutMs = redis.timeoutMs;
-    this.#insurance = redis.insurance === 'memory' ? new MemoryModelLimiter({ clock }) : undefined;
+    this.#insurance = redis.insurance === 'memory' ? new MemoryModelLimiter({ nowMs }) : undefined;
   }
 
   async consume(keyId: string, limits: ModelLimits): Promise<ModelLimitDecision> {
-    const now = this.#clock();
+    const now = this.#nowMs();
     if (!hasModelLimits(limits)) return { allowed: true, at: now };
     const windows = clockWindows(now);
     const { requestsPerMinute = 0, tokensPerMinute = 0, tokensPerDay = 0 } = limits;
@@ -99,7 +99,7 @@ export class RedisModelLimiter implements ModelLimiter {
   async addTokens(keyId: string, limits: ModelLimits, tokens: number): Promise<void> {
     assertTokenCount(tokens);
     if (!hasTokenLimits(limits) || tokens === 0) return;
-    const now = this.#clock();
+    const now = this.#nowMs();
     const windows = clockWindows(now);
     const [, minuteKey, dayKey] = this.#keys(keyId, windows);
     const lifetimes = [windows.minute.endsAt, windows.day.endsAt].map((endsAt) => Math.ceil(endsAt - now + GRACE_MS));
@@ -112,7 +112,7 @@ export class RedisModelLimiter implements ModelLimiter {
   }
 
   async usage(keyId: string): Promise<ModelUsage> {
-    const counts = await this.#answer(this.#client.mget(...this.#keys(keyId, clockWindows(this.#clock()))));
+    const counts = await this.#answer(this.#client.mget(...this.#keys(keyId, clockWindows(this.#nowMs()))));
     const [requestsThisMinute, tokensThisMinute, tokensToday] = counts.map((count) => Number(count ?? 0)) as [number, number, number];
     return { requestsThisMinute, tokensThisMinute, tokensToday };
   }
