@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
-import { randomAlphanumeric } from '../../errors/request-id.js';
+import { randomAlphanumeric } from '../../random.js';
 import type { CreationLimiter, CreationReservation } from '../../quota/creation-limiter.js';
 import {
   assertByteCount,
