@@ -41,11 +41,10 @@ export function apiKey(options: ApiKeyOptions): Middleware {
   const now = options.now ?? (() => Date.now() / 1000);
   return async function apiKey(ctx, next) {
     const key = getKey(ctx);
-    // Refusals are returned, not thrown: floods of bad keys land here (see GatewayError).
-    if (key === undefined) return Promise.reject(errors.invalidApiKey());
+    if (key === undefined) throw errors.invalidApiKey();
     const record = await store.findByHash(hashApiKey(key));
     if (!record || record.revokedAt !== null || (record.expiresAt !== null && now() >= record.expiresAt)) {
-      return Promise.reject(errors.invalidApiKey());
+      throw errors.invalidApiKey();
     }
     ctx.state.apiKey = { id: record.id, account: record.account, scopes: record.scopes, models: record.models };
     return next();
