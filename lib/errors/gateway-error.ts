@@ -43,12 +43,15 @@ Object.defineProperty(GatewayError.prototype, 'name', { value: 'GatewayError', c
 
 /**
  * Thrown by stores when their backend (database, Redis, disk) cannot be reached: answered 503.
- * @example if (!client.connected) throw new StoreUnavailableError('S3 is unreachable', { cause: err })
+ * `store` names the backend in the server's log.
+ * @example if (!client.connected) throw new StoreUnavailableError('S3 is unreachable', { cause: err, store: 's3' })
  */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
-  constructor(message = 'store unavailable', options?: ErrorOptions) {
+  readonly store: string | undefined;
+  constructor(message = 'store unavailable', options: ErrorOptions & { store?: string } = {}) {
     super(message, options);
+    this.store = options.store;
   }
 }
 

@@ -164,12 +164,12 @@ export class RedisCreationLimiter implements CreationLimiter {
   async #answer<T>(call: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${this.#timeoutMs} ms`)), this.#timeoutMs);
+      timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${this.#timeoutMs} ms`, { store: 'redis' })), this.#timeoutMs);
     });
     try {
       return await Promise.race([call, timeout]);
     } catch (err) {
-      throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err });
+      throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err, store: 'redis' });
     } finally {
       clearTimeout(timer);
     }
