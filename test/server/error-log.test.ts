@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import test, { type ExecutionContext } from 'ava';
 import { Redis } from 'ioredis';
@@ -84,6 +84,17 @@ test('a database that refuses connections is 503 and its line names the code and
   const line = assertCompact(t, written);
   t.like(line, { msg: 'store unavailable', requestId, status: 503, kind: 'service_unavailable' });
   t.regex(String(line.cause), new RegExp(`ECONNREFUSED: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}`));
+});
+
+test('a host that refuses on each of its addresses (an AggregateError with no message) is named by its first', async (t) => {
+  const port = await closedPort();
+  const { written } = await logged(async () => {
+    // Two addresses for one name, as a dual-stack `localhost` resolves: Node tries each, then gives up with all.
+    const addresses = [{ address: '127.0.0.2', family: 4 }, { address: '127.0.0.1', family: 4 }];
+    const socket = connect({ port, host: 'db.internal', autoSelectFamily: true, lookup: (_host, _options, done) => done(null, addresses) });
+    await once(socket, 'connect');
+  });
+  t.like(assertCompact(t, written), { status: 503, cause: `ECONNREFUSED: connect ECONNREFUSED 127.0.0.2:${port}` });
 });
 
 test('an upstream failure (502) and a silent upstream (504) are short lines naming the provider', async (t) => {
