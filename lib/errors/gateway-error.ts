@@ -37,9 +37,12 @@ export class GatewayError implements Error {
     this.code = code;
     this.headers = headers;
   }
+
+  static {
+    Object.setPrototypeOf(this.prototype, Error.prototype);
+    Object.defineProperty(this.prototype, 'name', { value: 'GatewayError', configurable: true, writable: true });
+  }
 }
-Object.setPrototypeOf(GatewayError.prototype, Error.prototype);
-Object.defineProperty(GatewayError.prototype, 'name', { value: 'GatewayError', configurable: true, writable: true });
 
 /**
  * Thrown by stores when their backend (database, Redis, disk) cannot be reached: answered 503.
