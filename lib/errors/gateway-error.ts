@@ -12,11 +12,11 @@ export type ErrorType =
  * convention, so headers such as `retry-after` survive the error path. Prefer the `errors.*`
  * constructors, one per row of the API's error table.
  *
- * It is an answer, not a fault: it is made without the `Error` constructor, so it captures no
- * stack trace (`stack` is undefined; under Koa's chain of async middleware the capture cost a
- * sixth of a refused request). Its prototype inherits from `Error.prototype`, so
- * `instanceof Error` holds and loggers print it as an error, but `util.types.isNativeError()` is
- * false (AVA's `t.throws()` needs `any: true`). What failed behind a 502, 503 or 504 is on `cause`.
+ * It is an answer, not a fault: it is made without the `Error` constructor, so a refusal pays for
+ * no stack capture (`stack` is undefined; BENCHMARKS.md). Its prototype inherits from
+ * `Error.prototype`, so `instanceof Error` holds and loggers print it as an error, but
+ * `util.types.isNativeError()` is false (AVA's `t.throws()` needs `any: true`). What failed
+ * behind a 502, 503 or 504 is on `cause`.
  * @example throw new GatewayError(409, 'invalid_request_error', 'conflict', 'The file is being processed')
  */
 export class GatewayError implements Error {
