@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { apiKey, filesRouter, gatewayErrors, modelsRouter, underPath } from 'koa-model-gateway';
 import type { Deployment } from './deployment.js';
 import { healthRouter } from './health.js';
+import { logAppError } from './logger.js';
 import { requestLog } from './request-log.js';
 import { securityHeaders } from './security-headers.js';
 
@@ -15,12 +16,7 @@ import { securityHeaders } from './security-headers.js';
  */
 export function createApp(deployment: Deployment, logger: Logger): Koa {
   const app = new Koa();
-  app.on('error', (err: unknown, ctx?: Koa.Context) => {
-    const requestId = ctx?.state.requestId ?? null;
-    // A client that hangs up mid-request is no server failure: its request line says 499.
-    if (ctx?.req.socket.destroyed && !ctx.res.writableFinished) logger.debug({ err, requestId }, 'client went away');
-    else logger.error({ err, requestId }, 'request failed');
-  });
+  app.on('error', logAppError(logger));
   const health = healthRouter({ checks: deployment.checks });
   const { limits } = deployment.config.gateway;
   const files = filesRouter({

@@ -85,8 +85,8 @@ export function filesRouter(options: FilesRouterOptions): Router {
   /** The caller's live file named by the route, 404 when it is missing, expired or another account's. */
   async function ownFile(ctx: Context): Promise<FileRecord> {
     const record = await files.get(verifiedKey(ctx).account, fileIdParam(ctx), now());
-    // Returned, not thrown: probing for ids is a flood (see GatewayError).
-    return record ?? Promise.reject(errors.fileNotFound());
+    if (!record) throw errors.fileNotFound();
+    return record;
   }
 
   const createFile: Middleware = async function createFile(ctx) {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { ApiKeyRecord, KeyStore, NewApiKey } from '../../auth/key-store.js';
 import type { Scope } from '../../auth/scopes.js';
-import { randomAlphanumeric } from '../../errors/request-id.js';
+import { randomAlphanumeric } from '../../random.js';
 import { hasModelLimits, type ModelLimits } from '../../quota/model-limits.js';
 import { preparedRead } from './prepared-read.js';
 

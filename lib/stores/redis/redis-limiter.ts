@@ -55,12 +55,12 @@ export function partyKey(keyPrefix: string, party: string): string {
 export async function answerWithin<T>(call: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`, { store: 'redis' })), timeoutMs);
   });
   try {
     return await Promise.race([call, timeout]);
   } catch (err) {
-    throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err });
+    throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err, store: 'redis' });
   } finally {
     clearTimeout(timer);
   }
