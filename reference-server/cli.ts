@@ -8,8 +8,8 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   process.exit(process.exitCode ?? 0);
 });
 
-// Checked before the commands load, since they import both at once (the driver is checked once the
-// configuration names it).
+// Checked before the commands are loaded, since they import knex and pino (the database driver and
+// ioredis are checked once the configuration asks for them).
 const missing = missingPackages(['knex', 'pino']);
 if (missing.length > 0) {
   process.stderr.write(
