@@ -20,6 +20,7 @@ import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
+import { missingPackages } from './peers.js';
 import { removeStaleUploads } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 
@@ -68,6 +69,7 @@ export async function sweepDeployment(config: ServerConfig, stores: { files: Fil
 /** The Redis client for the limits; unreachable at start-up is a start-up failure. */
 async function openRedis(url: string, logger: Logger): Promise<Redis> {
   // Loaded only when configured: ioredis adds 9 to 12 MiB to a server's idle RSS (BENCHMARKS.md).
+  if (missingPackages(['ioredis']).length > 0) throw new ConfigError('REDIS_URL needs ioredis, not installed: npm install ioredis');
   const { createRedisClient } = await import('koa-model-gateway/stores/redis');
   let redis: Redis;
   try {
