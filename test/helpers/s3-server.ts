@@ -92,18 +92,20 @@ export async function startS3Server(): Promise<S3TestServer> {
 }
 
 /**
- * One S3 server for the test file, stopped after its tests; `test` runs only if it started.
+ * One S3 server for the test file, stopped after its tests; `test` runs only if it started. Call
+ * it before declaring any test: AVA takes no test declared after a top-level await.
  * Elsewhere than CI a server that does not start skips the file's S3 tests with one line; with
  * CI=true it fails them.
  */
 export async function withS3<T>(test: TestFn<T>): Promise<{ test: TestFn<T>; s3: S3TestServer }> {
+  let s3: S3TestServer;
   try {
-    const s3 = await startS3Server();
-    test.after.always(() => s3.stop());
-    return { test, s3 };
+    s3 = await startS3Server();
   } catch (err) {
-    const missing = `the S3 server (s3rver) did not start: ${err instanceof Error ? err.message : String(err)}`;
+    const missing = `the S3 server (s3rver) did not start: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}`;
     // The tests never run, so nothing reads this.
     return { test: gate(test, 'S3', missing, 'npm install puts s3rver in node_modules'), s3: undefined as never };
   }
+  test.after.always(() => s3.stop());
+  return { test, s3 };
 }
