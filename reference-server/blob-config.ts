@@ -103,7 +103,7 @@ export function parseS3Settings(env: Environment): S3Settings | null {
 }
 
 /** Where the settings point, for messages: never a credential. */
-export const describeBucket = (settings: S3Settings) => `s3://${settings.bucket}/${settings.prefix}${settings.endpoint ? ` at ${settings.endpoint}` : ''}`;
+const describeBucket = (settings: S3Settings) => `s3://${settings.bucket}/${settings.prefix}${settings.endpoint ? ` at ${settings.endpoint}` : ''}`;
 
 /**
  * The S3BlobStore of the settings, once its bucket answers; `close` destroys its client. The SDK
@@ -121,8 +121,8 @@ async function openS3BlobStore(settings: S3Settings): Promise<{ blobs: S3BlobSto
       connectionTimeout: 5000,
       // A download holds its connection while the client reads: the SDK's 50 would queue every
       // request behind 50 slow readers.
-      httpAgent: { keepAlive: true, maxSockets: 1024 },
-      httpsAgent: { keepAlive: true, maxSockets: 1024 },
+      httpAgent: { maxSockets: 1024 },
+      httpsAgent: { maxSockets: 1024 },
     },
   });
   const blobs = new S3BlobStore({ client, bucket: settings.bucket, prefix: settings.prefix });

@@ -109,8 +109,8 @@ async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions
 }
 
 /**
- * Opens the database (migrated), the files directory or bucket and, with REDIS_URL, Redis; the key store is
- * behind a `cachedKeyStore` of `keyCacheSeconds`. A backing
+ * Opens the database (migrated), the files directory or bucket and, with REDIS_URL, Redis; the key
+ * store is behind a `cachedKeyStore` of `keyCacheSeconds`. A backing
  * service that cannot be reached is a `ConfigError`: the server does not start without it.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
