@@ -106,6 +106,12 @@ export async function withS3<T>(test: TestFn<T>): Promise<{ test: TestFn<T>; s3:
     // The tests never run, so nothing reads this.
     return { test: gate(test, 'S3', missing, 'npm install puts s3rver in node_modules'), s3: undefined as never };
   }
-  test.after.always(() => s3.stop());
+  try {
+    test.after.always(() => s3.stop());
+  } catch (err) {
+    // A hook declared too late (after a test): no server or temp directory is left behind.
+    await s3.stop();
+    throw err;
+  }
   return { test, s3 };
 }
