@@ -39,8 +39,9 @@ Options:
   --json                                print one JSON document
   --help                                print this text
 
-Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL,
-  SHUTDOWN_GRACE_SECONDS
+Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR, BLOB_URL (with AWS_REGION,
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_ENDPOINT, S3_FORCE_PATH_STYLE), GATEWAY_CONFIG,
+  LOG_LEVEL, SHUTDOWN_GRACE_SECONDS
 Scopes: ${SCOPES.join(', ')}`;
 
 /** A command line that does not say what to do: printed with a pointer to --help, exit code 2. */
@@ -250,7 +251,7 @@ async function sweepCommand(args: string[], io: CommandIo): Promise<number> {
   try {
     result = await sweepDeployment(config, stores);
   } finally {
-    await stores.knex.destroy();
+    await stores.close();
   }
   io.out(
     values.json

@@ -1,5 +1,4 @@
-import { constants } from 'node:fs';
-import { access, mkdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
@@ -14,8 +13,8 @@ import {
   type KeyStore,
   type Provider,
 } from 'koa-model-gateway';
-import { FsBlobStore } from 'koa-model-gateway/stores/fs';
 import { KnexFileStore, KnexKeyStore } from 'koa-model-gateway/stores/knex';
+import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
@@ -42,9 +41,12 @@ export interface Deployment {
   close(): Promise<void>;
 }
 
-/** The stores on the database and the files directory: what the server and the `sweep` command share. */
+/**
+ * The stores on the database and the files directory or bucket: what the server and the `sweep`
+ * command share. `close` closes the database pool and the blob store's client.
+ */
 export async function openStores(config: ServerConfig, log?: DatabaseLog) {
-  for (const dir of [config.filesDir, config.uploadsDir]) {
+  for (const dir of config.s3 ? [config.uploadsDir] : [config.filesDir, config.uploadsDir]) {
     try {
       await mkdir(dir, { recursive: true });
     } catch (err) {
@@ -52,11 +54,23 @@ export async function openStores(config: ServerConfig, log?: DatabaseLog) {
     }
   }
   const knex = await openMigratedDatabase(config.database, log);
+  let blobs;
+  try {
+    blobs = await openBlobStore(config);
+  } catch (err) {
+    await knex.destroy();
+    throw err;
+  }
   return {
     knex,
     keys: new KnexKeyStore(knex),
     files: new KnexFileStore(knex),
-    blobs: new FsBlobStore({ directory: config.filesDir }),
+    blobs: blobs.blobs,
+    blobsReady: blobs.ready,
+    async close() {
+      blobs.close();
+      await knex.destroy();
+    },
   };
 }
 
@@ -102,7 +116,7 @@ async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions
 
 /**
  * Makes the providers (their credentials read from the environment), then opens the database
- * (migrated), the files directory and, with REDIS_URL, Redis; the key store is behind a
+ * (migrated), the files directory or bucket and, with REDIS_URL, Redis; the key store is behind a
  * `cachedKeyStore` of `keyCacheSeconds`. A credential that is not set, or a backing service that
  * cannot be reached, is a `ConfigError`: the server does not start without it.
  */
@@ -119,12 +133,12 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
   try {
     if (config.redisUrl !== null) redis = await openRedis(config.redisUrl, logger);
   } catch (err) {
-    await knex.destroy();
+    await stores.close();
     throw err;
   }
   const checks: Record<string, ReadinessCheck> = {
     database: () => knex.raw('select 1'),
-    blobs: () => access(config.filesDir, constants.R_OK | constants.W_OK),
+    blobs: stores.blobsReady,
   };
   if (redis) checks.redis = () => (redis as Redis).ping();
   const limiter = await creationLimiter(redis, rates);
@@ -140,7 +154,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     checks,
     async close() {
       await redis?.quit().catch(() => redis?.disconnect());
-      await knex.destroy();
+      await stores.close();
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { pino, type Logger } from 'pino';
-import { GatewayError, StoreUnavailableError } from '../lib/errors/gateway-error.js';
+import { GatewayError, StoreUnavailableError } from 'koa-model-gateway';
 
 /**
  * The server's logger: JSON lines on stdout. Request headers are never logged, so no key can

@@ -92,9 +92,11 @@ export function filesRouter(options: FilesRouterOptions): Router {
   const createFile: Middleware = async function createFile(ctx) {
     const upload = ctx.state.upload;
     if (!upload) throw new Error('koa-model-gateway: pdfUpload() must run before createFile');
-    const createdAt = now();
+    const at = nowMs() / 1000;
+    const createdAt = Math.floor(at);
     const record: FileRecord = {
-      id: newFileId(createdAt),
+      // The id carries the milliseconds too, so files created within one second list in order.
+      id: newFileId(at),
       account: verifiedKey(ctx).account,
       filename: upload.filename,
       bytes: upload.bytes,
