@@ -1,9 +1,7 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { adminAuth } from '../lib/admin/admin-auth.js';
-import { adminRouter, type AdminChange } from '../lib/admin/admin-router.js';
-import { adminSessions } from '../lib/admin/admin-sessions.js';
+import { adminAuth, adminRouter, adminSessions, type AdminChange } from 'koa-model-gateway';
 import type { Deployment } from './deployment.js';
 
 /**

@@ -1,29 +1,30 @@
-import { constants } from 'node:fs';
-import { access, mkdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import type { AdminSessionStore } from '../lib/admin/admin-session-store.js';
-import type { AdminTokenStore } from '../lib/admin/admin-token-store.js';
-import { cachedKeyStore } from '../lib/auth/cached-key-store.js';
-import { announceKeyChanges, type KeyChanges } from '../lib/auth/key-changes.js';
-import type { KeyStore } from '../lib/auth/key-store.js';
-import type { BlobStore } from '../lib/files/blob-store.js';
-import type { FileStore } from '../lib/files/file-store.js';
-import { sweep } from '../lib/files/sweep.js';
-import type { CreationLimiter } from '../lib/quota/creation-limiter.js';
-import type { CreationLimitsOptions, CreationUsage } from '../lib/quota/creation-limits.js';
-import { MemoryCreationLimiter } from '../lib/quota/memory-creation-limiter.js';
-import { FsBlobStore } from '../lib/stores/fs/blob-store.js';
-import { KnexAdminSessionStore } from '../lib/stores/knex/admin-session-store.js';
-import { KnexAdminTokenStore } from '../lib/stores/knex/admin-token-store.js';
-import { KnexFileStore } from '../lib/stores/knex/file-store.js';
-import { KnexKeyChanges } from '../lib/stores/knex/key-changes.js';
-import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
+import {
+  MemoryCreationLimiter,
+  announceKeyChanges,
+  cachedKeyStore,
+  sweep,
+  type AdminSessionStore,
+  type AdminTokenStore,
+  type BlobStore,
+  type CreationLimiter,
+  type CreationLimitsOptions,
+  type CreationUsage,
+  type FileStore,
+  type KeyChanges,
+  type KeyStore,
+  type Provider,
+} from 'koa-model-gateway';
+import { KnexAdminSessionStore, KnexAdminTokenStore, KnexFileStore, KnexKeyChanges, KnexKeyStore } from 'koa-model-gateway/stores/knex';
+import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
-import type { ServerConfig } from './config.js';
+import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
+import { missingPackages } from './peers.js';
 import { removeStaleUploads } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 
@@ -31,13 +32,15 @@ import type { SweepReport } from './sweeper.js';
 export interface Deployment {
   config: ServerConfig;
   knex: Knex;
-  /** Cached, and announcing every revocation and change on `keyChanges`. */
   keys: KeyStore;
   files: FileStore;
   blobs: BlobStore;
   adminTokens: AdminTokenStore;
   adminSessions: AdminSessionStore;
+  /** `usage` gives the admin API an account's figures. */
   limiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
+  /** The model providers, their credentials read from the environment. */
+  providers: Provider[];
   /** Set when REDIS_URL is. */
   redis: Redis | null;
   /** What `/readyz` asks. */
@@ -46,9 +49,12 @@ export interface Deployment {
   close(): Promise<void>;
 }
 
-/** The stores on the database and the files directory: what the server and the `sweep` command share. */
+/**
+ * The stores on the database and the files directory or bucket: what the server and the `sweep`
+ * command share. `close` closes the database pool and the blob store's client.
+ */
 export async function openStores(config: ServerConfig, log?: DatabaseLog) {
-  for (const dir of [config.filesDir, config.uploadsDir]) {
+  for (const dir of config.s3 ? [config.uploadsDir] : [config.filesDir, config.uploadsDir]) {
     try {
       await mkdir(dir, { recursive: true });
     } catch (err) {
@@ -56,13 +62,25 @@ export async function openStores(config: ServerConfig, log?: DatabaseLog) {
     }
   }
   const knex = await openMigratedDatabase(config.database, log);
+  let blobs;
+  try {
+    blobs = await openBlobStore(config);
+  } catch (err) {
+    await knex.destroy();
+    throw err;
+  }
   return {
     knex,
     keys: new KnexKeyStore(knex),
     files: new KnexFileStore(knex),
-    blobs: new FsBlobStore({ directory: config.filesDir }),
+    blobs: blobs.blobs,
+    blobsReady: blobs.ready,
     adminTokens: new KnexAdminTokenStore(knex),
     adminSessions: new KnexAdminSessionStore(knex),
+    async close() {
+      blobs.close();
+      await knex.destroy();
+    },
   };
 }
 
@@ -72,7 +90,7 @@ export async function openStores(config: ServerConfig, log?: DatabaseLog) {
  */
 export async function openKeyChanges(knex: Knex, redis: Redis | null): Promise<KeyChanges & { close(): unknown }> {
   if (!redis) return new KnexKeyChanges(knex);
-  const { RedisKeyChanges } = await import('../lib/stores/redis/key-changes.js');
+  const { RedisKeyChanges } = await import('koa-model-gateway/stores/redis');
   return new RedisKeyChanges({ client: redis });
 }
 
@@ -85,7 +103,8 @@ export async function sweepDeployment(config: ServerConfig, stores: { files: Fil
 /** The Redis client for the limits; unreachable at start-up is a start-up failure. */
 async function openRedis(url: string, logger: Logger): Promise<Redis> {
   // Loaded only when configured: ioredis adds 9 to 12 MiB to a server's idle RSS (BENCHMARKS.md).
-  const { createRedisClient } = await import('../lib/stores/redis/client.js');
+  if (missingPackages(['ioredis']).length > 0) throw new ConfigError('REDIS_URL needs ioredis, not installed: npm install ioredis');
+  const { createRedisClient } = await import('koa-model-gateway/stores/redis');
   let redis: Redis;
   try {
     redis = await createRedisClient(url);
@@ -111,17 +130,19 @@ async function openRedis(url: string, logger: Logger): Promise<Redis> {
 /** The creation limits on Redis when there is one, else in this process's memory. */
 async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions): Promise<Deployment['limiter']> {
   if (!redis) return new MemoryCreationLimiter(rates);
-  const { RedisCreationLimiter } = await import('../lib/stores/redis/creation-limiter.js');
+  const { RedisCreationLimiter } = await import('koa-model-gateway/stores/redis');
   return new RedisCreationLimiter({ client: redis, ...rates });
 }
 
 /**
- * Opens the database (migrated), the files directory and, with REDIS_URL, Redis; the key store is
- * behind a `cachedKeyStore` of `keyCacheSeconds` that forgets a key as soon as any process
- * announces a change to it (`openKeyChanges`). A backing service that cannot be reached is a
- * `ConfigError`: the server does not start without it.
+ * Makes the providers (their credentials read from the environment), then opens the database
+ * (migrated), the files directory or bucket and, with REDIS_URL, Redis; the key store is behind a
+ * `cachedKeyStore` of `keyCacheSeconds` that forgets a key as soon as any process announces a
+ * change to it (`openKeyChanges`). A credential that is not set, or a backing service that cannot
+ * be reached, is a `ConfigError`: the server does not start without it.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
+  const providers = configuredProviders(config);
   const stores = await openStores(config, (level, message) => logger[level]({ component: 'knex' }, message));
   const { knex } = stores;
   const rates = {
@@ -133,12 +154,12 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
   try {
     if (config.redisUrl !== null) redis = await openRedis(config.redisUrl, logger);
   } catch (err) {
-    await knex.destroy();
+    await stores.close();
     throw err;
   }
   const checks: Record<string, ReadinessCheck> = {
     database: () => knex.raw('select 1'),
-    blobs: () => access(config.filesDir, constants.R_OK | constants.W_OK),
+    blobs: stores.blobsReady,
   };
   if (redis) checks.redis = () => (redis as Redis).ping();
   const limiter = await creationLimiter(redis, rates);
@@ -151,12 +172,13 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     // Only the serving process caches: the CLI reads and writes the database directly, and announces.
     keys: keyCacheSeconds > 0 ? cachedKeyStore(keys, { ttlMs: keyCacheSeconds * 1000, changes: keyChanges }) : keys,
     limiter,
+    providers,
     redis,
     checks,
     async close() {
       await keyChanges.close();
       await redis?.quit().catch(() => redis?.disconnect());
-      await knex.destroy();
+      await stores.close();
     },
   };
 }

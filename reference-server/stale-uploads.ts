@@ -9,13 +9,13 @@ const STALE_SECONDS = 86_400;
  * process removes its own). Safe beside running servers: their uploads are younger than a day.
  * Returns how many were removed.
  */
-export async function removeStaleUploads(dir: string, now = Date.now()): Promise<number> {
+export async function removeStaleUploads(dir: string, nowMs = Date.now()): Promise<number> {
   let removed = 0;
   for await (const entry of await opendir(dir)) {
     if (!entry.isFile()) continue;
     const path = join(dir, entry.name);
     const info = await stat(path).catch(() => undefined);
-    if (info && info.mtimeMs < now - STALE_SECONDS * 1000) {
+    if (info && info.mtimeMs < nowMs - STALE_SECONDS * 1000) {
       await rm(path, { force: true });
       removed += 1;
     }

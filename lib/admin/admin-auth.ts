@@ -29,8 +29,8 @@ export interface AdminAuthOptions {
   tokens: AdminTokenStore;
   /** Dashboard sessions; without them only `Authorization: Bearer <admin token>` is accepted. */
   sessions?: AdminSessionStore;
-  /** The clock, in Unix seconds, for session expiry. Default: `Date.now() / 1000`. */
-  now?: () => number;
+  /** The clock for session expiry, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 // Scheme case-insensitive, exactly one space, one token with no spaces in it (as for API keys).
@@ -67,12 +67,12 @@ export function adminAuth(options: AdminAuthOptions): Middleware {
   if (sessions !== undefined && typeof sessions.get !== 'function') {
     throw new TypeError('koa-model-gateway: adminAuth() `sessions` must be an AdminSessionStore');
   }
-  const now = options.now ?? (() => Date.now() / 1000);
+  const nowMs = options.nowMs ?? Date.now;
 
   async function fromSession(ctx: Context, store: AdminSessionStore): Promise<VerifiedAdmin | undefined> {
     const cookie = parseCookies(ctx.get('Cookie'))[ADMIN_SESSION_COOKIE];
     if (!cookie) return undefined;
-    const session = await store.get(hashSessionCookie(cookie), now());
+    const session = await store.get(hashSessionCookie(cookie), nowMs() / 1000);
     const token = session && live(await tokens.get(session.tokenId));
     return token && session && { tokenId: token.id, session };
   }
@@ -87,11 +87,10 @@ export function adminAuth(options: AdminAuthOptions): Middleware {
     } else {
       admin = await fromSession(ctx, sessions);
       if (admin && !SAFE_METHODS.has(ctx.method) && !sameSecret(ctx.get('X-CSRF-Token'), admin.session?.csrfToken ?? '')) {
-        return Promise.reject(adminErrors.invalidCsrfToken());
+        throw adminErrors.invalidCsrfToken();
       }
     }
-    // Refusals are returned, not thrown, as apiKey() does: floods of bad credentials land here.
-    if (!admin) return Promise.reject(adminErrors.invalidAdminToken());
+    if (!admin) throw adminErrors.invalidAdminToken();
     ctx.state.admin = admin;
     return next();
   };

@@ -49,8 +49,8 @@ export interface AdminRouterOptions {
   limits?: Partial<AccountLimits>;
   /** Called after each change is made, for the log; `ctx.state.requestId` names the request. */
   onChange?: (change: AdminChange, ctx: Context) => void;
-  /** The clock, in Unix seconds. Default: `Date.now() / 1000`. */
-  now?: () => number;
+  /** The clock, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 /** Request bodies are a few fields; an allowlist of every model of a large catalog fits. */
@@ -82,7 +82,8 @@ export function adminRouter(options: AdminRouterOptions): Router {
     ...DEFAULT_CREATION_LIMITS,
     ...options.limits,
   };
-  const now = options.now ?? (() => Date.now() / 1000);
+  const nowMs = options.nowMs ?? Date.now;
+  const now = () => nowMs() / 1000;
   const models = options.catalog.map((model) => model.id);
   const schemas = keyFieldSchemas(new Set(models), now);
 

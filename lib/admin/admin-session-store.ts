@@ -14,10 +14,10 @@ export interface AdminSession {
 /** Where dashboard sessions live. Implementations: memory, Knex (PostgreSQL, SQLite). */
 export interface AdminSessionStore {
   create(session: AdminSession): Promise<void>;
-  /** The session with this hash, unless it has expired at `now` (Unix seconds). */
-  get(hash: string, now: number): Promise<AdminSession | undefined>;
+  /** The session with this hash, unless it has expired at `nowSeconds` (Unix seconds). */
+  get(hash: string, nowSeconds: number): Promise<AdminSession | undefined>;
   /** Ends the session; nothing happens when there is none. */
   delete(hash: string): Promise<void>;
-  /** Removes every session expired at `now`; returns how many. */
-  removeExpired(now: number): Promise<number>;
+  /** Removes every session expired at `nowSeconds`; returns how many. */
+  removeExpired(nowSeconds: number): Promise<number>;
 }

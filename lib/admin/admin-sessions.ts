@@ -20,8 +20,8 @@ export interface AdminSessionsOptions {
   secure?: (ctx: Context) => boolean;
   /** Called after a session is opened or closed, for the log. */
   onChange?: (change: AdminChange, ctx: Context) => void;
-  /** The clock, in Unix seconds. Default: `Date.now() / 1000`. */
-  now?: () => number;
+  /** The clock, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 const overTls = (ctx: Context) => ctx.secure || ctx.get('X-Forwarded-Proto').split(',')[0]?.trim() === 'https';
@@ -48,7 +48,7 @@ export function adminSessions(options: AdminSessionsOptions): Router {
   const ttlSeconds = options.ttlSeconds ?? 28_800;
   if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < 1) throw new TypeError('koa-model-gateway: adminSessions() ttlSeconds must be a positive integer');
   const secure = options.secure ?? overTls;
-  const now = options.now ?? (() => Date.now() / 1000);
+  const nowMs = options.nowMs ?? Date.now;
 
   const cookie = (ctx: Context, value: string, maxAge: number) =>
     ctx.append(
@@ -66,7 +66,7 @@ export function adminSessions(options: AdminSessionsOptions): Router {
   router.post('/sessions', async (ctx) => {
     const admin = verifiedAdmin(ctx);
     if (admin.session) throw adminErrors.tokenRequired();
-    const at = Math.floor(now());
+    const at = Math.floor(nowMs() / 1000);
     await sessions.removeExpired(at);
     const value = secret();
     const session: AdminSession = {

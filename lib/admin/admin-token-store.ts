@@ -1,4 +1,4 @@
-import { randomAlphanumeric } from '../errors/request-id.js';
+import { randomAlphanumeric } from '../random.js';
 
 /** A stored admin token. The plaintext is never part of it. */
 export interface AdminTokenRecord {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import type { ApiKeyRecord } from '../auth/key-store.js';
 import { SCOPES, isScope, type Scope } from '../auth/scopes.js';
+import type { ModelLimits } from '../quota/model-limits.js';
+import { positiveInteger } from '../settings/schemas.js';
 import { adminErrors } from './admin-errors.js';
 
 /** 9999-12-31T23:59:59Z: later times do not survive a round trip through a date. */
@@ -8,22 +9,19 @@ const LATEST_EXPIRY = 253_402_300_799;
 /** The longest grace a rotation gives the old key: 30 days, as the longest file expiry. */
 export const MAX_GRACE_SECONDS = 2_592_000;
 
-type KeyLimits = NonNullable<ApiKeyRecord['limits']>;
-
 const ACCOUNT = 'must be a string of 1 to 255 characters without control characters';
 const SCOPE_LIST = `must be a non-empty array of scopes (${SCOPES.join(', ')})`;
 const MODEL_LIST = 'must be an array of model ids, or null for every model';
 const EXPIRY = 'must be a Unix time in seconds, in the future, or null for no expiry';
-const LIMIT = 'must be a positive integer, or null for the default';
 const LIMITS = 'must be an object of requests_per_minute, tokens_per_minute and tokens_per_day, or null';
 const GRACE = `must be an integer number of seconds from 0 to ${MAX_GRACE_SECONDS}`;
 
 const unique = <T>(values: T[]) => [...new Set(values)];
 
 /** The limits as the key record keeps them (camelCase, unset ones absent); `null` when none is set. */
-function toKeyLimits(input: Record<string, number | null | undefined> | null): KeyLimits | null {
+function toKeyLimits(input: Record<string, number | null | undefined> | null): ModelLimits | null {
   if (input === null) return null;
-  const limits: KeyLimits = {};
+  const limits: ModelLimits = {};
   if (input.requests_per_minute != null) limits.requestsPerMinute = input.requests_per_minute;
   if (input.tokens_per_minute != null) limits.tokensPerMinute = input.tokens_per_minute;
   if (input.tokens_per_day != null) limits.tokensPerDay = input.tokens_per_day;
@@ -40,9 +38,9 @@ export const accountName = z
 
 /**
  * The zod schemas of the admin API's request bodies, checking models against `catalog` and
- * expiry against `now` (Unix seconds) at the time of parsing.
+ * expiry against `nowSeconds()` (Unix seconds) at the time of parsing.
  */
-export function keyFieldSchemas(catalog: ReadonlySet<string>, now: () => number) {
+export function keyFieldSchemas(catalog: ReadonlySet<string>, nowSeconds: () => number) {
   const scopes = z
     .array(z.string({ error: SCOPE_LIST }), { error: SCOPE_LIST })
     .min(1, { error: SCOPE_LIST })
@@ -62,8 +60,9 @@ export function keyFieldSchemas(catalog: ReadonlySet<string>, now: () => number)
   const expiresAt = z
     .int({ error: EXPIRY })
     .nullable()
-    .refine((value) => value === null || (value > now() && value <= LATEST_EXPIRY), { error: EXPIRY });
-  const limit = z.int({ error: LIMIT }).positive({ error: LIMIT }).nullable().optional();
+    .refine((value) => value === null || (value > nowSeconds() && value <= LATEST_EXPIRY), { error: EXPIRY });
+  // null: the deployment's default.
+  const limit = positiveInteger.nullable().optional();
   const limits = z
     .strictObject({ requests_per_minute: limit, tokens_per_minute: limit, tokens_per_day: limit }, { error: LIMITS })
     .nullable()

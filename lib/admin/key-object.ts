@@ -3,10 +3,10 @@ import type { ApiKeyRecord } from '../auth/key-store.js';
 /** Whether a key is accepted now: `revoked` and `expired` keys are refused with 401. */
 export type KeyStatus = 'active' | 'revoked' | 'expired';
 
-/** The key's status at `now` (Unix seconds), as `apiKey()` decides it. */
-export function keyStatus(record: ApiKeyRecord, now: number): KeyStatus {
+/** The key's status at `nowSeconds` (Unix seconds), as `apiKey()` decides it. */
+export function keyStatus(record: ApiKeyRecord, nowSeconds: number): KeyStatus {
   if (record.revokedAt !== null) return 'revoked';
-  if (record.expiresAt !== null && now >= record.expiresAt) return 'expired';
+  if (record.expiresAt !== null && nowSeconds >= record.expiresAt) return 'expired';
   return 'active';
 }
 
@@ -15,13 +15,13 @@ export function keyStatus(record: ApiKeyRecord, now: number): KeyStatus {
  * `null` when unset, and `limits: null` when the key has none of its own.
  * @example ctx.body = keyObject(await keys.get(id), Date.now() / 1000)
  */
-export function keyObject(record: ApiKeyRecord, now: number) {
+export function keyObject(record: ApiKeyRecord, nowSeconds: number) {
   const { limits } = record;
   return {
     object: 'api_key' as const,
     id: record.id,
     account: record.account,
-    status: keyStatus(record, now),
+    status: keyStatus(record, nowSeconds),
     scopes: record.scopes,
     models: record.models,
     limits:

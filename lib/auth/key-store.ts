@@ -1,3 +1,4 @@
+import type { ModelLimits } from '../quota/model-limits.js';
 import type { Scope } from './scopes.js';
 
 /** A stored API key. The plaintext is never part of it. */
@@ -9,12 +10,15 @@ export interface ApiKeyRecord {
   scopes: Scope[];
   /** The model allowlist; `null` means every model of the catalog. */
   models: string[] | null;
+  /**
+   * The key's own limits on model calls, over the deployment's defaults; absent when it has none.
+   * Stores keep only positive integers (`checkModelLimits`).
+   */
+  limits?: ModelLimits;
   /** Unix seconds. */
   createdAt: number;
   expiresAt: number | null;
   revokedAt: number | null;
-  /** The key's own limits on model calls; absent: the gateway's defaults. */
-  limits?: { requestsPerMinute?: number; tokensPerMinute?: number; tokensPerDay?: number };
 }
 
 export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits'>;
@@ -24,7 +28,7 @@ export interface KeyUpdate {
   scopes?: Scope[];
   models?: string[] | null;
   /** `null` removes the key's own limits. */
-  limits?: NonNullable<ApiKeyRecord['limits']> | null;
+  limits?: ModelLimits | null;
   expiresAt?: number | null;
 }
 

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
 import { visibleModels } from '../auth/model-access.js';
-import { validateModels, type CatalogModel } from './catalog.js';
+import { listCatalogOptions, type CatalogModel } from './catalog.js';
 
 export interface ListModelsOptions {
   catalog: readonly CatalogModel[];
@@ -14,7 +14,7 @@ export interface ListModelsOptions {
  * @example router.get('/v1/models', requireScope('models:read'), listModels({ catalog }))
  */
 export function listModels(options: ListModelsOptions): Middleware {
-  const catalog = validateModels(options.catalog);
+  const catalog = listCatalogOptions(options, 'listModels()');
   return async function listModels(ctx) {
     ctx.body = {
       object: 'list',

@@ -26,7 +26,7 @@ function setup(options: { ttlMs?: number; maxEntries?: number } = {}) {
     update: (id, update) => inner.update(id, update),
   };
   const clock = { ms: 1_000_000 };
-  const cached = cachedKeyStore(counted, { ...options, now: () => clock.ms });
+  const cached = cachedKeyStore(counted, { ...options, nowMs: () => clock.ms });
   const newKey = (store: KeyStore = cached, expiresAt: number | null = null) =>
     createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: ['files:read'], models: null, expiresAt });
   return { inner, cached, clock, newKey, lookups: () => lookups };
@@ -127,7 +127,7 @@ test('a revocation that is made but whose announcement fails still takes effect 
 test('with changes, a key revoked or changed in another process is forgotten at once, long before the ttl', async (t) => {
   const changes = new MemoryKeyChanges();
   const { inner, clock, newKey } = setup();
-  const cached = cachedKeyStore(inner, { ttlMs: 60_000, changes, now: () => clock.ms });
+  const cached = cachedKeyStore(inner, { ttlMs: 60_000, changes, nowMs: () => clock.ms });
   // Another process: its own writes to the shared store, announced on the shared feed.
   const elsewhere = announceKeyChanges(inner, changes);
   const [{ record: revoked }, { record: kept }] = [await newKey(inner), await newKey(inner)];
@@ -144,7 +144,7 @@ test('with changes, an announcement without an id (changes may have been missed)
   const changes = { publish: async () => {}, subscribe: (listener: (id?: string) => void) => ((announce = listener), () => {}) };
   const { inner, clock, newKey } = setup();
   const { record } = await newKey(inner);
-  const cached = cachedKeyStore(inner, { ttlMs: 60_000, changes, now: () => clock.ms });
+  const cached = cachedKeyStore(inner, { ttlMs: 60_000, changes, nowMs: () => clock.ms });
   await cached.findByHash(record.hash);
   await inner.revoke(record.id);
   t.is((await cached.findByHash(record.hash))?.revokedAt, null);
@@ -176,7 +176,7 @@ test('behind apiKey(), a cached key still stops working the second it expires', 
   const clock = { seconds: 1_800_000_000 };
   const gateway = new Koa();
   gateway.use(openAIErrors());
-  gateway.use(apiKey({ store, now: () => clock.seconds }));
+  gateway.use(apiKey({ store, nowMs: () => clock.seconds * 1000 }));
   gateway.use((ctx) => {
     ctx.body = 'ok';
   });

@@ -18,19 +18,19 @@ import { listen } from './http.js';
  */
 export async function adminApp(options: Pick<AdminSessionsOptions, 'ttlSeconds' | 'secure'> = {}) {
   const clock = { seconds: Math.floor(Date.now() / 1000) };
-  const now = () => clock.seconds;
+  const nowMs = () => clock.seconds * 1000;
   const keys = new MemoryKeyStore();
   const tokens = new MemoryAdminTokenStore();
   const sessions = new MemoryAdminSessionStore();
   const changes: AdminChange[] = [];
   const onChange = (change: AdminChange) => changes.push(change);
-  const admin = adminRouter({ keys, files: new MemoryFileStore(), catalog: [{ id: 'echo-1' }, { id: 'echo-2' }], onChange, now });
-  const session = adminSessions({ sessions, onChange, now, ...options });
+  const admin = adminRouter({ keys, files: new MemoryFileStore(), catalog: [{ id: 'echo-1' }, { id: 'echo-2' }], onChange, nowMs });
+  const session = adminSessions({ sessions, onChange, nowMs, ...options });
 
   const app = new Koa();
   app.use(openAIErrors());
-  const v1 = apiKey({ store: keys, now });
-  const auth = adminAuth({ tokens, sessions, now });
+  const v1 = apiKey({ store: keys, nowMs });
+  const auth = adminAuth({ tokens, sessions, nowMs });
   app.use((ctx, next) => (ctx.path.startsWith('/admin/') ? auth(ctx, next) : next()));
   app.use(admin.routes());
   app.use(session.routes());

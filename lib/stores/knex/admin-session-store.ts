@@ -33,8 +33,8 @@ export class KnexAdminSessionStore implements AdminSessionStore {
     });
   }
 
-  async get(hash: string, now: number): Promise<AdminSession | undefined> {
-    const row = await this.#knex<SessionRow>(TABLE).where({ hash }).where('expires_at', '>', now).first();
+  async get(hash: string, nowSeconds: number): Promise<AdminSession | undefined> {
+    const row = await this.#knex<SessionRow>(TABLE).where({ hash }).where('expires_at', '>', nowSeconds).first();
     if (!row) return undefined;
     return {
       hash: row.hash,
@@ -49,7 +49,7 @@ export class KnexAdminSessionStore implements AdminSessionStore {
     await this.#knex<SessionRow>(TABLE).where({ hash }).delete();
   }
 
-  async removeExpired(now: number): Promise<number> {
-    return this.#knex<SessionRow>(TABLE).where('expires_at', '<=', now).delete();
+  async removeExpired(nowSeconds: number): Promise<number> {
+    return this.#knex<SessionRow>(TABLE).where('expires_at', '<=', nowSeconds).delete();
   }
 }

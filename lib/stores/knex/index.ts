@@ -4,3 +4,4 @@ export { KnexFileStore } from './file-store.js';
 export { KnexKeyChanges, type KnexKeyChangesOptions } from './key-changes.js';
 export { KnexAdminTokenStore } from './admin-token-store.js';
 export { KnexAdminSessionStore } from './admin-session-store.js';
+export { KnexUsageStore } from './usage-store.js';

@@ -1,11 +1,17 @@
 import type { Knex } from 'knex';
 import type { ApiKeyRecord, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import type { Scope } from '../../auth/scopes.js';
-import { randomAlphanumeric } from '../../errors/request-id.js';
+import { randomAlphanumeric } from '../../random.js';
+import { hasModelLimits, type ModelLimits } from '../../quota/model-limits.js';
 import { preparedRead } from './prepared-read.js';
 
 const TABLE = 'kmg_api_keys';
-const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', 'limits'];
+const LIMIT_COLUMNS = {
+  requestsPerMinute: 'limit_requests_per_minute',
+  tokensPerMinute: 'limit_tokens_per_minute',
+  tokensPerDay: 'limit_tokens_per_day',
+} as const satisfies Record<keyof ModelLimits, string>;
+const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS)];
 
 interface KeyRow {
   id: string;
@@ -16,14 +22,29 @@ interface KeyRow {
   created_at: number | string;
   expires_at: number | string | null;
   revoked_at: number | string | null;
-  /** JSON object; null: the gateway's defaults. */
-  limits: string | null;
+  limit_requests_per_minute: number | string | null;
+  limit_tokens_per_minute: number | string | null;
+  limit_tokens_per_day: number | string | null;
 }
 
 // pg returns bigint columns as strings.
-const seconds = (value: number | string | null) => (value === null ? null : Number(value));
+const integer = (value: number | string | null) => (value === null ? null : Number(value));
+
+function toLimits(row: KeyRow): ModelLimits | undefined {
+  const limits: ModelLimits = {};
+  for (const [name, column] of Object.entries(LIMIT_COLUMNS)) {
+    const value = integer(row[column]);
+    if (value !== null) limits[name as keyof ModelLimits] = value;
+  }
+  return Object.keys(limits).length > 0 ? limits : undefined;
+}
+
+function limitColumns(limits: ModelLimits | null | undefined) {
+  return Object.fromEntries(Object.entries(LIMIT_COLUMNS).map(([name, column]) => [column, limits?.[name as keyof ModelLimits] ?? null]));
+}
 
 function toRecord(row: KeyRow): ApiKeyRecord {
+  const limits = toLimits(row);
   return {
     id: row.id,
     account: row.account,
@@ -31,13 +52,11 @@ function toRecord(row: KeyRow): ApiKeyRecord {
     scopes: JSON.parse(row.scopes) as Scope[],
     models: row.models === null ? null : (JSON.parse(row.models) as string[]),
     createdAt: Number(row.created_at),
-    expiresAt: seconds(row.expires_at),
-    revokedAt: seconds(row.revoked_at),
-    ...(row.limits === null ? {} : { limits: JSON.parse(row.limits) as NonNullable<ApiKeyRecord['limits']> }),
+    expiresAt: integer(row.expires_at),
+    revokedAt: integer(row.revoked_at),
+    ...(limits && { limits }),
   };
 }
-
-const limitsColumn = (limits: ApiKeyRecord['limits'] | null) => (limits == null ? null : JSON.stringify(limits));
 
 /**
  * KeyStore on Knex (PostgreSQL or SQLite). Run `migrate(knex)` first.
@@ -61,8 +80,10 @@ export class KnexKeyStore implements KeyStore {
   }
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
+    const { limits, ...rest } = key;
     const record: ApiKeyRecord = {
-      ...key,
+      ...rest,
+      ...(limits && hasModelLimits(limits) && { limits: { ...limits } }),
       id: `key_${randomAlphanumeric(24)}`,
       createdAt: Math.floor(Date.now() / 1000),
       revokedAt: null,
@@ -76,7 +97,7 @@ export class KnexKeyStore implements KeyStore {
       created_at: record.createdAt,
       expires_at: record.expiresAt,
       revoked_at: null,
-      limits: limitsColumn(record.limits),
+      ...limitColumns(record.limits),
     });
     return record;
   }
@@ -104,7 +125,8 @@ export class KnexKeyStore implements KeyStore {
     if (update.scopes !== undefined) columns.scopes = JSON.stringify(update.scopes);
     if (update.models !== undefined) columns.models = update.models === null ? null : JSON.stringify(update.models);
     if (update.expiresAt !== undefined) columns.expires_at = update.expiresAt;
-    if (update.limits !== undefined) columns.limits = limitsColumn(update.limits);
+    // New limits replace the old ones whole: a limit left out is no longer the key's own.
+    if (update.limits !== undefined) Object.assign(columns, limitColumns(update.limits));
     if (Object.keys(columns).length > 0) await this.#knex<KeyRow>(TABLE).where({ id }).update(columns);
     return this.get(id);
   }

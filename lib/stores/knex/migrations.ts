@@ -51,7 +51,54 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
-    name: '003_admin_tokens_and_sessions',
+    // A key's own limits on model calls; null: the deployment's default.
+    name: '003_key_limits',
+    async up(knex) {
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.bigInteger('limit_requests_per_minute');
+        table.bigInteger('limit_tokens_per_minute');
+        table.bigInteger('limit_tokens_per_day');
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumns('limit_requests_per_minute', 'limit_tokens_per_minute', 'limit_tokens_per_day');
+      });
+    },
+  },
+  {
+    // One row per model call (KnexUsageStore), written in batches, read by the usage reports.
+    name: '004_usage',
+    async up(knex) {
+      await knex.schema.createTable('kmg_usage', (table) => {
+        table.bigIncrements('seq').primary(); // insertion order
+        table.bigInteger('time').notNullable(); // Unix ms
+        table.string('day', 10).notNullable(); // UTC date of `time`, for grouping
+        table.string('request_id', 64).notNullable();
+        table.string('key_id', 64).notNullable();
+        table.string('account', 255).notNullable();
+        table.string('endpoint', 255).notNullable();
+        table.string('model', 255);
+        table.string('provider', 255);
+        table.integer('status').notNullable();
+        table.boolean('stream').notNullable();
+        table.bigInteger('input_tokens').notNullable();
+        table.bigInteger('output_tokens').notNullable();
+        table.integer('attachments').notNullable();
+        table.double('latency_ms').notNullable();
+        table.double('upstream_first_byte_ms');
+        table.double('upstream_ms');
+        table.index(['account', 'time']);
+        table.index(['key_id', 'time']);
+        table.index(['time']);
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('kmg_usage');
+    },
+  },
+  {
+    name: '005_admin_tokens_and_sessions',
     async up(knex) {
       // Apart from kmg_api_keys: a lookup by hash in one table can never find a credential of the other kind.
       await knex.schema.createTable('kmg_admin_tokens', (table) => {
@@ -76,7 +123,7 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
-    name: '004_key_version',
+    name: '006_key_version',
     async up(knex) {
       // One row, counted up at every revocation or change of a key: what KnexKeyChanges polls.
       await knex.schema.createTable('kmg_key_version', (table) => {
@@ -87,22 +134,6 @@ const MIGRATIONS: Migration[] = [
     },
     async down(knex) {
       await knex.schema.dropTable('kmg_key_version');
-    },
-  },
-  {
-    // The per-key model limits (`ApiKeyRecord.limits`) as one JSON column. Guarded: another
-    // migration of the same column may have run first.
-    name: '005_api_key_limits',
-    async up(knex) {
-      if (await knex.schema.hasColumn('kmg_api_keys', 'limits')) return;
-      await knex.schema.alterTable('kmg_api_keys', (table) => {
-        table.text('limits'); // JSON object, null: the gateway's defaults
-      });
-    },
-    async down(knex) {
-      await knex.schema.alterTable('kmg_api_keys', (table) => {
-        table.dropColumn('limits');
-      });
     },
   },
 ];

@@ -12,19 +12,19 @@ export class MemoryAdminSessionStore implements AdminSessionStore {
     this.#byHash.set(session.hash, { ...session });
   }
 
-  async get(hash: string, now: number): Promise<AdminSession | undefined> {
+  async get(hash: string, nowSeconds: number): Promise<AdminSession | undefined> {
     const session = this.#byHash.get(hash);
-    return session && now < session.expiresAt ? { ...session } : undefined;
+    return session && nowSeconds < session.expiresAt ? { ...session } : undefined;
   }
 
   async delete(hash: string): Promise<void> {
     this.#byHash.delete(hash);
   }
 
-  async removeExpired(now: number): Promise<number> {
+  async removeExpired(nowSeconds: number): Promise<number> {
     let removed = 0;
     for (const [hash, session] of this.#byHash) {
-      if (now >= session.expiresAt) removed += Number(this.#byHash.delete(hash));
+      if (nowSeconds >= session.expiresAt) removed += Number(this.#byHash.delete(hash));
     }
     return removed;
   }

@@ -4,3 +4,4 @@ export { MemoryBlobStore } from './blob-store.js';
 export { MemoryKeyChanges } from './key-changes.js';
 export { MemoryAdminTokenStore } from './admin-token-store.js';
 export { MemoryAdminSessionStore } from './admin-session-store.js';
+export { MemoryUsageStore } from './usage-store.js';

@@ -1,11 +1,12 @@
 import type { ApiKeyRecord, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
-import { randomAlphanumeric } from '../../errors/request-id.js';
+import { randomAlphanumeric } from '../../random.js';
+import { hasModelLimits } from '../../quota/model-limits.js';
 
-/** `update` applied to `record` in place: a `null` limits removes them. */
+/** `update` applied to `record` in place: `null` or empty limits remove them. */
 function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
   const { limits, ...rest } = structuredClone(update);
   Object.assign(record, rest);
-  if (limits === null) delete record.limits;
+  if (limits === null || (limits !== undefined && !hasModelLimits(limits))) delete record.limits;
   else if (limits !== undefined) record.limits = limits;
 }
 
@@ -23,8 +24,10 @@ export class MemoryKeyStore implements KeyStore {
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
     if (this.#byHash.has(key.hash)) throw new Error('koa-model-gateway: a key with this hash exists');
+    const { limits, ...rest } = structuredClone(key);
     const record: ApiKeyRecord = {
-      ...structuredClone(key),
+      ...rest,
+      ...(limits && hasModelLimits(limits) && { limits }),
       id: `key_${randomAlphanumeric(24)}`,
       createdAt: Math.floor(Date.now() / 1000),
       revokedAt: null,

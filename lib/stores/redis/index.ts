@@ -1,3 +1,5 @@
 export { createRedisClient, type RedisClientOptions } from './client.js';
 export { RedisCreationLimiter, type RedisCreationLimiterOptions } from './creation-limiter.js';
 export { RedisKeyChanges, type RedisKeyChangesOptions } from './key-changes.js';
+export { RedisModelLimiter, type RedisModelLimiterOptions } from './model-limiter.js';
+export type { RedisLimiterOptions } from './redis-limiter.js';

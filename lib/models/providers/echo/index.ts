@@ -1,91 +1,14 @@
 import { createHash } from 'node:crypto';
-import type { ProviderConfig } from '../catalog.js';
-import { isObject, mapChatContentParts, mapMessagesContentBlocks, type JsonObject } from '../content.js';
-import type { Provider, ProviderRequest } from '../provider.js';
+import type { z } from 'zod';
+import { nonEmptyString, parseOptions, settingsObject } from '../../../settings/schemas.js';
+import { isObject, type JsonObject } from '../../content.js';
+import type { Provider, ProviderRequest } from '../../provider.js';
+import { answerLines, inputWords, receivedChat, receivedMessages, words } from './received.js';
 
-/** A document as the echo provider saw it. */
-interface ReceivedDocument {
-  name: string;
-  bytes: number;
-  pages: number;
-}
+/** The echo provider needs nothing but its `id`. */
+export const echoProviderOptions = settingsObject({ id: nonEmptyString });
 
-interface Received {
-  model: string;
-  messageCount: number;
-  lastUserText: string;
-  documents: ReceivedDocument[];
-}
-
-/**
- * The number of page objects (`/Type /Page`, not `/Pages`) in a PDF. Enough to describe a
- * document; pages hidden inside compressed object streams are not seen.
- * @example countPdfPages(await readFile('report.pdf'))
- */
-export function countPdfPages(pdf: Buffer): number {
-  return pdf.toString('latin1').match(/\/Type\s*\/Page(?![A-Za-z])/g)?.length ?? 0;
-}
-
-function describeDocument(name: string, base64: string): ReceivedDocument {
-  const bytes = Buffer.from(base64, 'base64');
-  return { name, bytes: bytes.length, pages: countPdfPages(bytes) };
-}
-
-const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
-const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
-const inputWords = (messages: unknown[]) =>
-  messages.reduce<number>((sum, message) => sum + (isObject(message) ? words(textOf(message.content)) : 0), 0);
-
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return content
-    .filter((part): part is JsonObject => isObject(part) && part.type === 'text' && typeof part.text === 'string')
-    .map((part) => part.text)
-    .join('\n');
-}
-
-function lastUserText(messages: unknown[]): string {
-  const last = messages.findLast((message) => isObject(message) && message.role === 'user');
-  return isObject(last) ? textOf(last.content) : '';
-}
-
-/** What a Chat Completions body holds; attached PDFs are `file` parts with a data URL. */
-function receivedChat(body: JsonObject, messages: unknown[]): Received {
-  const documents: ReceivedDocument[] = [];
-  mapChatContentParts(body, (part) => {
-    if (isObject(part) && part.type === 'file' && isObject(part.file) && typeof part.file.file_data === 'string') {
-      const name = typeof part.file.filename === 'string' ? part.file.filename : 'unnamed';
-      documents.push(describeDocument(name, part.file.file_data.slice(part.file.file_data.indexOf(',') + 1)));
-    }
-    return part;
-  });
-  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), documents };
-}
-
-/** What a Messages body holds; attached PDFs are `document` blocks with a base64 source. */
-function receivedMessages(body: JsonObject, messages: unknown[]): Received {
-  const documents: ReceivedDocument[] = [];
-  mapMessagesContentBlocks(body, (block) => {
-    if (isObject(block) && block.type === 'document' && isObject(block.source) && block.source.type === 'base64') {
-      const name = typeof block.title === 'string' ? block.title : 'untitled';
-      documents.push(describeDocument(name, String(block.source.data)));
-    }
-    return block;
-  });
-  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), documents };
-}
-
-/** The answer, one line per fact, so that it streams as several deltas. */
-function answerLines(received: Received): string[] {
-  const lines = [`Echo from ${received.model}: received ${plural(received.messageCount, 'message')}.`];
-  lines.push(received.lastUserText === '' ? 'The last user message has no text.' : `The last user message says: ${JSON.stringify(received.lastUserText)}`);
-  if (received.documents.length === 0) lines.push('No documents are attached.');
-  received.documents.forEach((document, index) => {
-    lines.push(`Document ${index + 1}: ${document.name}, ${plural(document.bytes, 'byte')}, ${plural(document.pages, 'page')}.`);
-  });
-  return lines.map((line, index) => (index < lines.length - 1 ? `${line}\n` : line));
-}
+export type EchoProviderOptions = z.input<typeof echoProviderOptions>;
 
 const sse = (data: unknown, event?: string) => `${event === undefined ? '' : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`;
 
@@ -182,11 +105,12 @@ function message({ body, signal }: ProviderRequest): Response {
  * An offline provider for both endpoints: it answers, deterministically and in the endpoint's own
  * format (streaming too), with what it received: the message count, the last user message and
  * each attached document's name, size and page count. Token counts are word counts.
- * @example echoProvider({ id: 'local' })
+ * @example echoProvider({ id: 'echo' })
  */
-export function echoProvider(config: Pick<ProviderConfig, 'id'>): Provider {
+export function echoProvider(options: EchoProviderOptions): Provider {
+  const { id } = parseOptions(echoProviderOptions, options, 'echoProvider()');
   return {
-    id: config.id,
+    id,
     chatCompletions: async (request) => chatCompletion(request),
     messages: async (request) => message(request),
   };

@@ -1,0 +1,31 @@
+import type { Context, Middleware } from 'koa';
+import { isUnderPath } from '../under-path.js';
+import { anthropicErrors } from './anthropic-errors.js';
+import { openAIErrors } from './openai-errors.js';
+
+export interface GatewayErrorsOptions {
+  /**
+   * Which requests are answered in Shape B (Anthropic's). Default: every path under /v1/messages,
+   * unknown ones included (`/v1/messages/count_tokens`, a `GET /v1/messages`).
+   */
+  anthropicShape?: (ctx: Context) => boolean;
+}
+
+const messagesPaths = (ctx: Context) => isUnderPath(ctx.path, '/v1/messages');
+
+/**
+ * The error shape of a whole gateway, chosen per request: Shape B with `request-id`
+ * (`anthropicErrors()`) for the Anthropic-style paths, Shape A with `X-Request-Id`
+ * (`openAIErrors()`) for everything else. Put it first in the chain, before `apiKey()`, so that
+ * even a 401 is in the path's shape.
+ * @example app.use(gatewayErrors()).use(underPath('/v1', apiKey({ store })))
+ */
+export function gatewayErrors(options: GatewayErrorsOptions = {}): Middleware {
+  const anthropicShape = options.anthropicShape ?? messagesPaths;
+  if (typeof anthropicShape !== 'function') throw new TypeError('koa-model-gateway: gatewayErrors(): anthropicShape must be a function of ctx');
+  const shapeA = openAIErrors();
+  const shapeB = anthropicErrors();
+  return function gatewayErrors(ctx, next) {
+    return anthropicShape(ctx) ? shapeB(ctx, next) : shapeA(ctx, next);
+  };
+}
