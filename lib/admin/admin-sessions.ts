@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import { serialize } from 'cookie';
 import type { Context } from 'koa';
+import { z } from 'zod';
+import { parseOptions, positiveInteger } from '../settings/schemas.js';
 import { ADMIN_API_PATH, ADMIN_SESSION_COOKIE, hashSessionCookie, verifiedAdmin } from './admin-auth.js';
 import { adminErrors } from './admin-errors.js';
 import type { AdminChange } from './admin-router.js';
@@ -24,6 +26,8 @@ export interface AdminSessionsOptions {
   nowMs?: () => number;
 }
 
+const sessionLimits = z.object({ ttlSeconds: positiveInteger.default(28_800) });
+
 const overTls = (ctx: Context) => ctx.secure || ctx.get('X-Forwarded-Proto').split(',')[0]?.trim() === 'https';
 
 const secret = () => randomBytes(32).toString('base64url');
@@ -45,8 +49,7 @@ function sessionObject(session: AdminSession) {
 export function adminSessions(options: AdminSessionsOptions): Router {
   const { sessions, onChange } = options;
   if (typeof sessions?.create !== 'function') throw new TypeError('koa-model-gateway: adminSessions() needs an AdminSessionStore as `sessions`');
-  const ttlSeconds = options.ttlSeconds ?? 28_800;
-  if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < 1) throw new TypeError('koa-model-gateway: adminSessions() ttlSeconds must be a positive integer');
+  const { ttlSeconds } = parseOptions(sessionLimits, { ttlSeconds: options.ttlSeconds }, 'adminSessions()');
   const secure = options.secure ?? overTls;
   const nowMs = options.nowMs ?? Date.now;
 
