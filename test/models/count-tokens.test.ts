@@ -2,14 +2,11 @@ import test from 'ava';
 import nock from 'nock';
 import { ANTHROPIC_PROVIDER_KEY, ANTHROPIC_UPSTREAM, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
-
-// nock is process-global: every test here is serial, and only our own loopback server is reachable.
-nock.disableNetConnect();
-nock.enableNetConnect('127.0.0.1');
+import { mockUpstreams } from '../helpers/nock.js';
 
 const gateway = await modelsApp();
 test.after.always(() => gateway.close());
-test.afterEach.always(() => nock.cleanAll());
+mockUpstreams(test);
 
 const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
 const count = (key: string, body: unknown, headers: Record<string, string> = {}) =>

@@ -3,14 +3,11 @@ import test from 'ava';
 import nock from 'nock';
 import { OPENAI_PROVIDER_KEY, OPENAI_UPSTREAM, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
-
-// nock is process-global: every test here is serial, and only our own loopback server is reachable.
-nock.disableNetConnect();
-nock.enableNetConnect('127.0.0.1');
+import { mockUpstreams } from '../helpers/nock.js';
 
 const gateway = await modelsApp();
 test.after.always(() => gateway.close());
-test.afterEach.always(() => nock.cleanAll());
+mockUpstreams(test);
 
 const create = (key: string, body: unknown) => gateway.post('/v1/responses', body, { authorization: `Bearer ${key}` });
 const shapeA = (type: string, code: string, message: string) => ({ error: { message, type, param: null, code } });
