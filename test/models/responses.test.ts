@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import test from 'ava';
 import nock from 'nock';
+import { responseObject, responseUsage } from '../../lib/models/responses.js';
 import { OPENAI_PROVIDER_KEY, OPENAI_UPSTREAM, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { mockUpstreams } from '../helpers/nock.js';
@@ -119,4 +120,28 @@ test.serial('a streamed answer passes through event by event; a failure after th
   let rest = '';
   for (let read = await reader.read(); !read.done; read = await reader.read()) rest += read.value;
   t.is(rest, `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'upstream_error', message: 'Upstream provider error', param: null, sequence_number: 0 })}\n\n`);
+});
+
+test.serial('responseObject() and responseUsage() find the model and the usage where a Responses answer keeps them, whole or streamed', async (t) => {
+  const key = await gateway.keyFor();
+  const body = { model: 'echo-1', instructions: 'Be brief.', input: 'Count my words' };
+  const whole = (await (await create(key, body)).json()) as Record<string, unknown>;
+  const response = responseObject(whole, false);
+  t.is(typeof response?.model, 'string');
+  t.deepEqual(responseUsage(response ?? {}), { inputTokens: 5, outputTokens: 18 });
+
+  const streamed = await (await create(key, { ...body, stream: true })).text();
+  const events = streamed
+    .split('\n\n')
+    .filter((event) => event !== '')
+    .map((event) => JSON.parse(event.slice(event.indexOf('data: ') + 6)) as Record<string, unknown>);
+  const found = events.flatMap((event) => {
+    const object = responseObject(event, true);
+    return object === undefined ? [] : [{ type: event.type, model: object.model, usage: responseUsage(object) }];
+  });
+  t.deepEqual(found, [
+    { type: 'response.created', model: response?.model, usage: undefined },
+    { type: 'response.in_progress', model: response?.model, usage: undefined },
+    { type: 'response.completed', model: response?.model, usage: { inputTokens: 5, outputTokens: 18 } },
+  ]);
 });
