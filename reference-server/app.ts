@@ -4,6 +4,7 @@ import { apiKey, filesRouter, gatewayErrors, modelsRouter, underPath } from 'koa
 import type { Deployment } from './deployment.js';
 import { healthRouter } from './health.js';
 import { logAppError } from './logger.js';
+import { openApiRouter } from './openapi.js';
 import { requestLog } from './request-log.js';
 import { securityHeaders } from './security-headers.js';
 
@@ -38,7 +39,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   // Every /v1 request is authenticated first, whether or not its route exists.
   app.use(underPath('/v1', apiKey({ store: deployment.keys })));
   // The API's routers first: a probe of /healthz may pass a router more, an API request may not.
-  for (const router of [files, models, health]) {
+  for (const router of [files, models, health, openApiRouter()]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }
