@@ -6,6 +6,7 @@ import { dashboardRouter } from './dashboard.js';
 import type { Deployment } from './deployment.js';
 import { healthRouter } from './health.js';
 import { logAppError } from './logger.js';
+import { openApiRouter } from './openapi.js';
 import { requestLog } from './request-log.js';
 import { securityHeaders } from './security-headers.js';
 
@@ -43,7 +44,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   app.use(underPath('/v1', apiKey({ store: deployment.keys })));
   app.use(underPath('/admin/v1', admin.auth));
   // The API's routers first: a probe of /healthz may pass a router more, an API request may not.
-  for (const router of [files, models, ...admin.routers, dashboardRouter(logger), health]) {
+  for (const router of [files, models, ...admin.routers, dashboardRouter(logger), health, openApiRouter()]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

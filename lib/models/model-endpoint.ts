@@ -12,11 +12,11 @@ import { parseOptions, positiveInteger } from '../settings/schemas.js';
 import { loadAttachments, type FileReferences, type FileStores } from './attachments.js';
 import { endpointCatalogOptions, type CatalogModel, type ResolvedModel } from './catalog.js';
 import { readJsonBody } from './json-body.js';
-import type { Provider } from './provider.js';
+import type { Provider, ProviderEndpoint } from './provider.js';
 import { wholeEvents } from './server-sent-events.js';
 import { UpstreamCall } from './upstream-call.js';
 
-/** Options of `chatCompletions()` and `messages()`. */
+/** Options of `chatCompletions()`, `responses()`, `messages()` and `countTokens()`. */
 export interface ModelEndpointOptions {
   /** The models clients may ask for. */
   catalog: readonly CatalogModel[];
@@ -56,11 +56,9 @@ declare module 'koa' {
   }
 }
 
-type ModelEndpointName = 'chatCompletions' | 'messages';
-
-/** What differs between the two endpoints. */
+/** What differs between the endpoints. */
 export interface EndpointFormat {
-  endpoint: ModelEndpointName;
+  endpoint: ProviderEndpoint;
   /**
    * The answer for a model outside the key's allowlist, given before the request is validated
    * further. Left out (Messages), such a model gets `modelNotFound`, at the same point as an
@@ -84,7 +82,7 @@ const endpointLimits = z.object({
 });
 
 /**
- * The request handling both endpoints share, as a function of `ctx`: parse, resolve the model
+ * The request handling every model endpoint shares, as a function of `ctx`: parse, resolve the model
  * through the one allowlist policy, resolve attached files, forward, answer. Check order as
  * decisions.md fixes it: permission (403), validation (400/413), existence (404).
  */
