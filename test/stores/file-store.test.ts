@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import type { Knex } from 'knex';
@@ -9,6 +8,7 @@ import { migrate } from '../../lib/stores/knex/migrations.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { fileStoreContract } from '../contracts/file-store.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
+import { runTogether } from '../helpers/worker-processes.js';
 
 const databases: TestDatabase[] = [];
 test.after.always(async () => {
@@ -63,31 +63,8 @@ const WORKER = fileURLToPath(new URL('../helpers/file-store-worker.ts', import.m
 
 /** Runs `create` for each batch in a process of its own, all released at the same moment. */
 async function createInProcesses(config: Knex.Config, batches: FileRecord[][], limits: StockLimits, now: number) {
-  const workers = batches.map((files) => {
-    const child = spawn(process.execPath, ['--import', 'tsx/esm', WORKER, JSON.stringify({ config, files, limits, now })], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    let output = '';
-    child.stdout.setEncoding('utf8');
-    const ready = new Promise<void>((resolve, reject) => {
-      child.stdout.on('data', (chunk: string) => {
-        output += chunk;
-        if (output.startsWith('ready\n')) resolve();
-      });
-      child.once('exit', () => reject(new Error(`worker exited early: ${output}`)));
-    });
-    const done = new Promise<(boolean | string)[]>((resolve, reject) => {
-      // 'close', not 'exit': the process may exit before its last output has been read.
-      child.once('close', (code) => {
-        if (code !== 0) reject(new Error(`worker exited with ${code}: ${output}`));
-        else resolve(JSON.parse(output.slice('ready\n'.length)) as (boolean | string)[]);
-      });
-    });
-    return { child, ready, done };
-  });
-  await Promise.all(workers.map((worker) => worker.ready));
-  for (const worker of workers) worker.child.stdin.end('go\n');
-  return (await Promise.all(workers.map((worker) => worker.done))).flat();
+  const outputs = await runTogether(WORKER, batches.map((files) => [JSON.stringify({ config, files, limits, now })]));
+  return outputs.flatMap((output) => JSON.parse(output) as (boolean | string)[]);
 }
 
 const NOW = 1_800_000_000;
