@@ -1,5 +1,4 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { Knex } from 'knex';
 import type { ApiKeyRecord } from '../lib/auth/key-store.js';
 import { createApiKey } from '../lib/auth/keys.js';
 import { SCOPES, isScope, type Scope } from '../lib/auth/scopes.js';
@@ -55,12 +54,12 @@ function parse<O extends Options>(args: string[], options: O, positionals: numbe
   return parsed;
 }
 
-async function withDatabase<T>(config: ServerConfig, use: (knex: Knex) => Promise<T>): Promise<T> {
-  const knex = await openMigratedDatabase(config.database);
+async function withKeys<T>(config: ServerConfig, use: (keys: KnexKeyStore) => Promise<T>): Promise<T> {
+  const database = await openMigratedDatabase(config.database);
   try {
-    return await use(knex);
+    return await use(new KnexKeyStore(database.knex, database.storeOptions));
   } finally {
-    await knex.destroy();
+    await database.close();
   }
 }
 
@@ -98,8 +97,8 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const catalog = new Set(config.gateway.models.map((model) => model.id));
   // Allowed, since the catalog may grow, but most likely a typo.
   for (const model of models ?? []) if (!catalog.has(model)) io.err(`koa-model-gateway: warning: model '${model}' is not in the catalog`);
-  const { key, record } = await withDatabase(config, (knex) =>
-    createApiKey(new KnexKeyStore(knex), { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt }),
+  const { key, record } = await withKeys(config, (keys) =>
+    createApiKey(keys, { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt }),
   );
   if (values.json) {
     io.out(JSON.stringify({ id: record.id, key, account, scopes, models }));
@@ -142,7 +141,7 @@ async function keysList(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(args, { account: { type: 'string' } }, 0);
   const config = loadConfig(io.env);
   const filter = values.account === undefined ? {} : { account: values.account };
-  const records = await withDatabase(config, (knex) => new KnexKeyStore(knex).list(filter));
+  const records = await withKeys(config, (keys) => keys.list(filter));
   if (values.json) {
     io.out(JSON.stringify(records.map(keyJson)));
     return 0;
@@ -165,7 +164,7 @@ async function keysRevoke(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parse(args, {}, 1);
   const id = positionals[0] as string;
   const config = loadConfig(io.env);
-  const revoked = await withDatabase(config, (knex) => new KnexKeyStore(knex).revoke(id));
+  const revoked = await withKeys(config, (keys) => keys.revoke(id));
   if (!revoked) {
     io.err(`koa-model-gateway: no key with id '${id}'`);
     return 1;
@@ -177,7 +176,7 @@ async function keysRevoke(args: string[], io: CommandIo): Promise<number> {
 async function migrateCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(args, {}, 0);
   const config = loadConfig(io.env);
-  await withDatabase(config, async () => undefined);
+  await (await openMigratedDatabase(config.database)).close();
   const database = describeDatabase(config.database);
   io.out(values.json ? JSON.stringify({ database, migrated: true }) : `${database} is at the latest schema`);
   return 0;
@@ -191,7 +190,7 @@ async function sweepCommand(args: string[], io: CommandIo): Promise<number> {
   try {
     result = await sweepDeployment(config, stores);
   } finally {
-    await stores.knex.destroy();
+    await stores.close();
   }
   io.out(
     values.json

@@ -46,12 +46,14 @@ export async function openStores(config: ServerConfig, log?: DatabaseLog) {
       throw new ConfigError(`cannot create the directory ${dir} (${(err as NodeJS.ErrnoException).code})`);
     }
   }
-  const knex = await openMigratedDatabase(config.database, log);
+  const { knex, storeOptions, close } = await openMigratedDatabase(config.database, log ? { log } : {});
   return {
     knex,
-    keys: new KnexKeyStore(knex),
-    files: new KnexFileStore(knex),
+    keys: new KnexKeyStore(knex, storeOptions),
+    files: new KnexFileStore(knex, storeOptions),
     blobs: new FsBlobStore({ directory: config.filesDir }),
+    /** Closes the database. */
+    close,
   };
 }
 
@@ -111,7 +113,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
   try {
     if (config.redisUrl !== null) redis = await openRedis(config.redisUrl, logger);
   } catch (err) {
-    await knex.destroy();
+    await stores.close();
     throw err;
   }
   const checks: Record<string, ReadinessCheck> = {
@@ -131,7 +133,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     checks,
     async close() {
       await redis?.quit().catch(() => redis?.disconnect());
-      await knex.destroy();
+      await stores.close();
     },
   };
 }

@@ -7,11 +7,14 @@ import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { fileStoreContract } from '../contracts/file-store.js';
+import { preparedReadsOn, type TestPreparedReads } from '../helpers/prepared-reads.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
 import { runTogether } from '../helpers/worker-processes.js';
 
 const databases: TestDatabase[] = [];
+const readers: TestPreparedReads[] = [];
 test.after.always(async () => {
+  await Promise.all(readers.map((reader) => reader.close()));
   await Promise.all(databases.map((db) => db.destroy()));
 });
 
@@ -24,9 +27,12 @@ async function openDatabase(open: () => Promise<TestDatabase>): Promise<TestData
 
 const knexOf = new WeakMap<FileStore, Knex>();
 
-async function knexStore(open: () => Promise<TestDatabase>): Promise<FileStore> {
-  const { knex } = await openDatabase(open);
-  const store = new KnexFileStore(knex);
+async function knexStore(open: () => Promise<TestDatabase>, { prepared = false } = {}): Promise<FileStore> {
+  const db = await openDatabase(open);
+  const { knex } = db;
+  const reader = prepared ? preparedReadsOn(db) : undefined;
+  if (reader) readers.push(reader);
+  const store = new KnexFileStore(knex, reader ? { preparedReads: reader.reads } : {});
   knexOf.set(store, knex);
   return store;
 }
@@ -49,6 +55,8 @@ async function seedRows(store: FileStore, files: FileRecord[]): Promise<void> {
 fileStoreContract(test, 'memory', async () => new MemoryFileStore());
 fileStoreContract(test, 'sqlite', () => knexStore(sqliteDatabase), { seed: seedRows });
 fileStoreContract(withPostgres(test), 'postgres', () => knexStore(postgresDatabase), { seed: seedRows });
+fileStoreContract(test, 'sqlite, prepared reads', () => knexStore(sqliteDatabase, { prepared: true }), { seed: seedRows });
+fileStoreContract(withPostgres(test), 'postgres, prepared reads', () => knexStore(postgresDatabase, { prepared: true }), { seed: seedRows });
 
 withPostgres(test)('postgres: file ids are stored in the "C" collation, so index order is byte order', async (t) => {
   const { knex } = await openDatabase(postgresDatabase);
