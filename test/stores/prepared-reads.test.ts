@@ -34,7 +34,7 @@ async function things(open: () => Promise<TestDatabase>): Promise<{ knex: Knex; 
 }
 
 const byId = (knex: Knex, reads: PreparedReads) =>
-  firstRowReader<[string], Row>(reads, (id: string) => knex<Row>('things').where({ id }).first('id', 'name'));
+  firstRowReader<[string], Row>(reads, (id: string) => knex<Row>('things').where({ id }).select('id', 'name'));
 
 for (const [name, open, gate] of [
   ['sqlite', sqliteDatabase, test],

@@ -79,13 +79,13 @@ export class KnexFileStore implements FileStore {
   readonly #knex: Knex;
   readonly #timeoutMs: number;
   // Every retrieve and download reads one file: a prepared statement where `preparedReads` is given.
-  readonly #byId: (account: string, id: string, now: number) => Promise<FileRow | undefined>;
+  readonly #byId: (account: string, id: string, now: number) => FileRow | undefined | Promise<FileRow | undefined>;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
     this.#knex = knex;
     this.#timeoutMs = storeTimeoutMs(options);
     this.#byId = firstRowReader(options.preparedReads, (account: string, id: string, now: number) =>
-      knex<FileRow>(FILES).where({ account, id }).where(live(now)).first(COLUMNS),
+      knex<FileRow>(FILES).where({ account, id }).where(live(now)).select(COLUMNS),
     );
   }
 

@@ -44,12 +44,12 @@ export class KnexKeyStore implements KeyStore {
   readonly #knex: Knex;
   readonly #timeoutMs: number;
   // Every request looks its key up: a prepared statement where `preparedReads` is given.
-  readonly #byHash: (hash: string) => Promise<KeyRow | undefined>;
+  readonly #byHash: (hash: string) => KeyRow | undefined | Promise<KeyRow | undefined>;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
     this.#knex = knex;
     this.#timeoutMs = storeTimeoutMs(options);
-    this.#byHash = firstRowReader(options.preparedReads, (hash: string) => knex<KeyRow>(TABLE).where({ hash }).first(COLUMNS));
+    this.#byHash = firstRowReader(options.preparedReads, (hash: string) => knex<KeyRow>(TABLE).where({ hash }).select(COLUMNS));
   }
 
   async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {

@@ -9,7 +9,7 @@ import type { Knex } from 'knex';
  * `postgresPreparedReads`, on the same database as the stores' Knex.
  */
 export interface PreparedReads {
-  /** A read by `sql` (in the dialect of the stores' Knex): its first row for `bindings`, or undefined. */
+  /** A read by `sql` (in the dialect of the stores' Knex): its first row for `bindings`, or undefined, or a promise of either. */
   prepare(sql: string): (bindings: readonly unknown[]) => unknown;
 }
 
@@ -63,20 +63,22 @@ export function postgresPreparedReads(pool: PgPoolLike): PreparedReads {
 }
 
 /**
- * A read of at most one row, written once as a Knex query (`build`, every parameter used once as a
- * binding). Without `reads` it runs through Knex. With `reads` it runs as the SQL text Knex
- * compiles it to (`toSQL().toNative()`), prepared once: the query is compiled a single time, with
- * markers in place of the arguments, whose places in the bindings take each call's arguments.
- * Name the columns rather than `select *`: a later migration must not change a prepared result.
+ * A read of at most one row (by a unique key), written once as a Knex select (`build`, every
+ * parameter used once as a binding). Without `reads` it runs through Knex. With `reads` it runs
+ * as the SQL text Knex compiles it to (`toSQL().toNative()`), prepared once: the query is
+ * compiled a single time, with markers in place of the arguments, whose places in the bindings
+ * take each call's arguments. Name the columns rather than `select *`: a later migration must not
+ * change a prepared result. No `first()` or `limit`: SQLite plans a bound `limit ?` at several
+ * times the cost of the lookup, and a unique key needs none.
  * @example
- * const byHash = firstRowReader(reads, (hash: string) => knex('kmg_api_keys').where({ hash }).first('id', 'account'));
+ * const byHash = firstRowReader(reads, (hash: string) => knex('kmg_api_keys').where({ hash }).select('id', 'account'));
  * const row = await byHash(hash);
  */
 export function firstRowReader<Args extends unknown[], Row>(
   reads: PreparedReads | undefined,
   build: (...args: Args) => Knex.QueryBuilder,
-): (...args: Args) => Promise<Row | undefined> {
-  if (!reads) return async (...args) => (await build(...args)) as Row | undefined;
+): (...args: Args) => Row | undefined | Promise<Row | undefined> {
+  if (!reads) return async (...args) => ((await build(...args)) as Row[])[0];
   const markers = Array.from({ length: build.length }, (_, index) => `\u0000kmg-argument-${index}\u0000`);
   const { sql, bindings } = build(...(markers as Args)).toSQL().toNative();
   const places = bindings.map((binding) => markers.indexOf(binding as string));
@@ -86,5 +88,5 @@ export function firstRowReader<Args extends unknown[], Row>(
     }
   }
   const read = reads.prepare(sql);
-  return async (...args) => read(places.map((place, index) => (place === -1 ? bindings[index] : args[place]))) as Row | undefined;
+  return (...args) => read(places.map((place, index) => (place === -1 ? bindings[index] : args[place]))) as Row | undefined | Promise<Row | undefined>;
 }

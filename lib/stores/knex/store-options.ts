@@ -33,12 +33,14 @@ const abandoned = () => undefined;
  * Runs one store call within `timeoutMs`: rejects with a `StoreUnavailableError` when the call has
  * not settled by then. The call itself cannot be stopped; it goes on, its outcome ignored, until
  * the driver's own timeouts end it. `expired()` tells it that its caller has been answered, so
- * that it can roll back instead of committing.
+ * that it can roll back instead of committing. A call that answers synchronously (a prepared read
+ * on SQLite) needs no timer: nothing could have interrupted it.
  */
-export function withinTimeout<T>(timeoutMs: number, call: (expired: () => boolean) => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
+export function withinTimeout<T>(timeoutMs: number, call: (expired: () => boolean) => T | Promise<T>): Promise<T> {
   let timedOut = false;
   const running = call(() => timedOut);
+  if (!(running instanceof Promise)) return Promise.resolve(running);
+  let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       timedOut = true;
