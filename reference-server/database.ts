@@ -42,15 +42,9 @@ function knexLog(log: DatabaseLog): Knex.Logger {
  * Each of the pool's waits ends within the stores' bound: for a pooled connection or a new one
  * (`connectionTimeoutMillis`), and for a statement on the server (`statement_timeout`, which also
  * ends the statements of calls already answered, and their locks, when the database is slow
- * rather than away). Migrations run before, on a connection of their own without that bound.
+ * rather than away; migrations lift it for their own transaction).
  */
 async function openPostgres(connectionString: string, log: DatabaseLog, timeoutMs: number): Promise<Database> {
-  const migrator = knexFactory({ log: knexLog(log), client: 'pg', connection: { connectionString, connectionTimeoutMillis: timeoutMs }, pool: { min: 0, max: 1 } });
-  try {
-    await migrate(migrator);
-  } finally {
-    await migrator.destroy();
-  }
   const pool = new pg.Pool({ connectionString, max: 10, connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, keepAlive: true });
   // A connection lost while idle: the pool drops it. One lost while Knex holds it: the query in
   // flight fails, and the pool drops it on release. Unlistened, pg's 'error' event ends the process.
@@ -58,14 +52,17 @@ async function openPostgres(connectionString: string, log: DatabaseLog, timeoutM
   pool.on('error', lost);
   pool.on('connect', (client) => client.on('error', lost));
   const knex = knexFactory({ log: knexLog(log), client: 'pg', connectionPool: pool });
-  return {
-    knex,
-    storeOptions: { preparedReads: postgresPreparedReads(pool), timeoutMs },
-    async close() {
-      await knex.destroy();
-      await pool.end();
-    },
+  const close = async () => {
+    await knex.destroy();
+    await pool.end();
   };
+  try {
+    await migrate(knex);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { knex, storeOptions: { preparedReads: postgresPreparedReads(pool), timeoutMs }, close };
 }
 
 /**

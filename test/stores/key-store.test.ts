@@ -1,6 +1,7 @@
 import test from 'ava';
 import { cachedKeyStore } from '../../lib/auth/cached-key-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
+import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { keyStoreContract } from '../contracts/key-store.js';
@@ -30,3 +31,12 @@ keyStoreContract(withPostgres(test), 'postgres', () => knexStore(postgresDatabas
 keyStoreContract(withPostgres(test), 'postgres, prepared reads', () => knexStore(postgresDatabase, { prepared: true }));
 keyStoreContract(test, 'memory behind cachedKeyStore', async () => cachedKeyStore(new MemoryKeyStore()));
 keyStoreContract(test, 'sqlite behind cachedKeyStore', async () => cachedKeyStore(await knexStore(sqliteDatabase)));
+
+test('the Knex stores refuse a timeoutMs that is not a positive integer of milliseconds, when they are made', async (t) => {
+  const db = await sqliteDatabase();
+  databases.push(db);
+  for (const timeoutMs of [0, -1, 1.5, Number.NaN]) {
+    t.throws(() => new KnexKeyStore(db.knex, { timeoutMs }), { instanceOf: TypeError, message: /timeoutMs/ });
+    t.throws(() => new KnexFileStore(db.knex, { timeoutMs }), { instanceOf: TypeError, message: /timeoutMs/ });
+  }
+});

@@ -71,8 +71,13 @@ const GATEWAY_ID = 0x6b6d6731;
  * timeout.
  */
 async function lockMigrations(trx: Knex.Transaction): Promise<void> {
-  if (trx.client.dialect === 'postgresql') await trx.raw('select pg_advisory_xact_lock(?)', [GATEWAY_ID]);
-  else await trx.raw(`pragma application_id = ${GATEWAY_ID}`);
+  if (trx.client.dialect === 'postgresql') {
+    // Migrations are not requests: no statement timeout of the pool for them, the wait included.
+    await trx.raw('set local statement_timeout = 0');
+    await trx.raw('select pg_advisory_xact_lock(?)', [GATEWAY_ID]);
+  } else {
+    await trx.raw(`pragma application_id = ${GATEWAY_ID}`);
+  }
 }
 
 /**
