@@ -4,7 +4,8 @@
  * SQLite (the embedded default) and PostgreSQL, and against the 401 path (no key; an unknown key).
  * Servers on core 0, autocannon on core 1; cases interleaved over BENCH_ROUNDS rounds, medians shown.
  * BENCH_BASELINE=<another checkout> adds its gateway cases, marked "(baseline)", each run right
- * before the same case of this checkout: a before/after comparison in one run.
+ * beside the same case of this checkout, first in odd rounds and second in even ones: a
+ * before/after comparison in one run.
  * Run: node --import tsx bench/overhead.ts
  */
 import { join } from 'node:path';
@@ -94,11 +95,20 @@ export async function overhead(): Promise<string> {
       ? await gatewayCases((await import(pathToFileURL(join(baselineDir, 'bench', 'lib', 'gateway.ts')).href)) as Gateways, deployments, ' (baseline)')
       : [];
     const bareCase: Case = { name: 'bare Koa, fixed file object', service: bare, path: ours[0]?.path ?? '/', headers: {}, expectStatus: 200 };
-    const cases: Case[] = [bareCase, ...ours.flatMap((c, i) => (baseline[i] ? [baseline[i], c] : [c]))];
+    // Each case of this checkout beside the baseline's, which runs first in odd rounds and second in even ones.
+    const inRound = (round: number): Case[] => [
+      bareCase,
+      ...ours.flatMap((c, i) => {
+        const before = baseline[i];
+        if (!before) return [c];
+        return round % 2 === 1 ? [before, c] : [c, before];
+      }),
+    ];
+    const cases = inRound(1);
 
     const runs = new Map<string, LoadResult[]>(cases.map((c) => [c.name, []]));
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const c of cases) {
+      for (const c of inRound(round)) {
         process.stderr.write(`overhead: round ${round}/${ROUNDS}: ${c.name}\n`);
         const result = await load({ url: `${c.service.url}${c.path}`, headers: c.headers, connections: CONNECTIONS, expectStatus: c.expectStatus, pid: c.service.pid });
         runs.get(c.name)?.push(result);
