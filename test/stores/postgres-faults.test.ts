@@ -7,6 +7,7 @@ import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { openMigratedDatabase, type Database } from '../../reference-server/database.js';
 import { filesApp, type FilesApp } from '../helpers/files-app.js';
 import { pdfOf, uploadForm } from '../helpers/multipart.js';
+import { until } from '../helpers/poll.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { tcpProxy, type TcpProxy } from '../helpers/server-tcp-proxy.js';
 import { POSTGRES_URL, withPostgres } from '../helpers/services.js';
@@ -34,8 +35,38 @@ const through = (url: string, proxy: TcpProxy) => {
   return proxied.toString();
 };
 
+interface Answer {
+  status: number;
+  code: string | undefined;
+  ms: number;
+}
+
+async function timed(send: () => Promise<Response>): Promise<Answer> {
+  const started = performance.now();
+  const response = await send();
+  const body = (await response.json()) as { error?: { code: string } };
+  return { status: response.status, code: body.error?.code, ms: performance.now() - started };
+}
+
+/** The requests of these tests, as account a of `app`. */
+const requests = (app: FilesApp) => {
+  const auth = { authorization: `Bearer ${app.keys.a}` };
+  return {
+    upload: () => timed(() => fetch(`${app.url}/v1/files`, { method: 'POST', headers: auth, body: uploadForm(pdfOf(1000)) })),
+    retrieve: (id: string) => timed(() => fetch(`${app.url}/v1/files/${id}`, { headers: auth })),
+    list: () => timed(() => fetch(`${app.url}/v1/files`, { headers: auth })),
+    ids: async () => {
+      const response = await fetch(`${app.url}/v1/files`, { headers: auth });
+      return ((await response.json()) as { data: Array<{ id: string }> }).data.map((file) => file.id);
+    },
+  };
+};
+
 interface Faulty {
   app: FilesApp;
+  send: ReturnType<typeof requests>;
+  /** A file of account a, uploaded while all was well. */
+  id: string;
   proxy: TcpProxy;
   database: Database;
   /** On the app's database, straight to PostgreSQL: takes locks and terminates the app's backends. */
@@ -48,7 +79,7 @@ interface Faulty {
 /**
  * The files API in this process (lib's filesRouter, keys in memory) on a KnexFileStore opened by
  * the reference server's `openMigratedDatabase`, on a database of its own reached through a proxy
- * the test controls.
+ * the test controls; one file uploaded.
  */
 async function faultyApp(): Promise<Faulty> {
   const throwaway = await throwawayPostgres();
@@ -63,34 +94,12 @@ async function faultyApp(): Promise<Faulty> {
   const direct = knexFactory({ client: 'pg', connection: throwaway.url, pool: { min: 0, max: 2 } });
   const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
   cleanups.push(() => direct.destroy(), () => admin.destroy());
-  return { app, proxy, database, direct, server: (sql) => admin.raw(sql), name: new URL(throwaway.url).pathname.slice(1) };
+  const send = requests(app);
+  if ((await send.upload()).status !== 200) throw new Error('the upload before the fault failed');
+  const [id] = await send.ids();
+  if (id === undefined) throw new Error('the file uploaded before the fault is not listed');
+  return { app, send, id, proxy, database, direct, server: (sql) => admin.raw(sql), name: new URL(throwaway.url).pathname.slice(1) };
 }
-
-interface Answer {
-  status: number;
-  code: string | undefined;
-  ms: number;
-}
-
-async function timed(send: () => Promise<Response>): Promise<Answer> {
-  const started = performance.now();
-  const response = await send();
-  const body = (await response.json()) as { error?: { code: string } };
-  return { status: response.status, code: body.error?.code, ms: performance.now() - started };
-}
-
-const requests = (f: Faulty) => {
-  const auth = { authorization: `Bearer ${f.app.keys.a}` };
-  return {
-    upload: () => timed(() => fetch(`${f.app.url}/v1/files`, { method: 'POST', headers: auth, body: uploadForm(pdfOf(1000)) })),
-    retrieve: (id: string) => timed(() => fetch(`${f.app.url}/v1/files/${id}`, { headers: auth })),
-    list: () => timed(() => fetch(`${f.app.url}/v1/files`, { headers: auth })),
-    ids: async () => {
-      const response = await fetch(`${f.app.url}/v1/files`, { headers: auth });
-      return ((await response.json()) as { data: Array<{ id: string }> }).data.map((file) => file.id);
-    },
-  };
-};
 
 const UNAVAILABLE = { status: 503, code: 'service_unavailable' };
 
@@ -100,26 +109,13 @@ const appBackends = (f: Faulty) =>
     'select pid, wait_event_type, state from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
   );
 
-/** Polls `probe` (every 20 ms, up to 10 s) until `done` accepts its value: for states with no event to wait on. */
-async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  let value = await probe();
-  for (let attempt = 0; attempt < 500 && !done(value); attempt++) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    value = await probe();
-  }
-  return value;
-}
-
 const gate = withPostgres(test);
 
 gate('PostgreSQL stalled: requests in flight answer 503 within the bound, a creation in flight never commits, and all recovers', async (t) => {
   t.timeout(10 * BOUND_MS, 'requests held while the database stalls');
   const f = await faultyApp();
-  const send = requests(f);
+  const { send, id } = f;
   const keys = new KnexKeyStore(f.database.knex, f.database.storeOptions);
-  const seeded = await send.upload();
-  t.is(seeded.status, 200);
-  const [id] = await send.ids();
 
   f.proxy.stall();
   const keyLookup = (async () => {
@@ -127,7 +123,7 @@ gate('PostgreSQL stalled: requests in flight answer 503 within the bound, a crea
     const err = await keys.findByHash('a'.repeat(64)).catch((error: unknown) => error);
     return { status: toGatewayError(err, 'GET', '/').status, ms: performance.now() - started };
   })();
-  const answers = await Promise.all([send.retrieve(id as string), send.list(), send.upload(), keyLookup]);
+  const answers = await Promise.all([send.retrieve(id), send.list(), send.upload(), keyLookup]);
   for (const answer of answers) {
     t.like(answer, { status: 503 });
     t.true(answer.ms < BOUND_MS + SLACK_MS, `answered after ${Math.round(answer.ms)} ms`);
@@ -140,33 +136,29 @@ gate('PostgreSQL stalled: requests in flight answer 503 within the bound, a crea
     () => appBackends(f),
     ({ rows }) => rows.every((row) => row.state === 'idle'),
   );
-  t.like(await send.retrieve(id as string), { status: 200 });
+  t.like(await send.retrieve(id), { status: 200 });
   t.deepEqual(await send.ids(), [id], 'the creation answered 503 was not made');
   t.like(await send.upload(), { status: 200 });
 });
 
 gate('PostgreSQL refusing connections: requests answer 503 at once, and all recovers when it listens again', async (t) => {
   const f = await faultyApp();
-  const send = requests(f);
-  t.like(await send.upload(), { status: 200 });
-  const [id] = await send.ids();
+  const { send, id } = f;
 
   await f.proxy.cut();
-  for (const answer of [await send.retrieve(id as string), await send.list(), await send.upload()]) {
+  for (const answer of [await send.retrieve(id), await send.list(), await send.upload()]) {
     t.like(answer, UNAVAILABLE);
     t.true(answer.ms < BOUND_MS, `refused, yet answered after ${Math.round(answer.ms)} ms`);
   }
 
   await f.proxy.restore();
-  t.like(await send.retrieve(id as string), { status: 200 });
+  t.like(await send.retrieve(id), { status: 200 });
   t.like(await send.upload(), { status: 200 });
 });
 
 gate('PostgreSQL terminating backends: the request in flight answers 503, idle connections are replaced, never a 500', async (t) => {
   const f = await faultyApp();
-  const send = requests(f);
-  t.like(await send.upload(), { status: 200 });
-  const [id] = await send.ids();
+  const { send, id } = f;
 
   // Hold a retrieve on a lock, then terminate the backend that waits.
   let release = () => undefined as void;
@@ -179,7 +171,7 @@ gate('PostgreSQL terminating backends: the request in flight answers 503, idle c
     await released;
   });
   await lockTaken;
-  const retrieve = send.retrieve(id as string);
+  const retrieve = send.retrieve(id);
   const { rows } = await until(
     () => appBackends(f),
     (result) => result.rows.some((row) => row.wait_event_type === 'Lock'),
@@ -193,24 +185,22 @@ gate('PostgreSQL terminating backends: the request in flight answers 503, idle c
   // Every connection of the app's pool, idle now, terminated.
   await f.direct.raw('select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
   const statuses = [];
-  for (let attempt = 0; attempt < 3; attempt++) statuses.push((await send.retrieve(id as string)).status);
+  for (let attempt = 0; attempt < 3; attempt++) statuses.push((await send.retrieve(id)).status);
   t.true(statuses.every((status) => status === 200 || status === 503), `statuses ${statuses.join(', ')}`);
   t.is(statuses.at(-1), 200);
 });
 
 gate('PostgreSQL not accepting connections to the database (55000): 503, and all recovers when it does again', async (t) => {
   const f = await faultyApp();
-  const send = requests(f);
-  t.like(await send.upload(), { status: 200 });
-  const [id] = await send.ids();
+  const { send, id } = f;
 
   await f.server(`alter database "${f.name}" allow_connections false`);
   await f.server(`select pg_terminate_backend(pid) from pg_stat_activity where datname = '${f.name}'`);
-  t.like(await send.retrieve(id as string), UNAVAILABLE);
+  t.like(await send.retrieve(id), UNAVAILABLE);
   t.like(await send.upload(), UNAVAILABLE);
 
   await f.server(`alter database "${f.name}" allow_connections true`);
-  t.like(await send.retrieve(id as string), { status: 200 });
+  t.like(await send.retrieve(id), { status: 200 });
 });
 
 // pg gives these failures a message and nothing else: the mapping knows them by their exact text,
