@@ -46,11 +46,11 @@ function knexLog(log: DatabaseLog): Knex.Logger {
  */
 async function openPostgres(connectionString: string, log: DatabaseLog, timeoutMs: number): Promise<Database> {
   const pool = new pg.Pool({ connectionString, max: 10, connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, keepAlive: true });
-  // A connection lost while idle: the pool drops it. One lost while Knex holds it: the query in
-  // flight fails, and the pool drops it on release. Unlistened, pg's 'error' event ends the process.
-  const lost = (err: Error) => log('warn', `database connection lost: ${err.message}`);
-  pool.on('error', lost);
-  pool.on('connect', (client) => client.on('error', lost));
+  // pg raises 'error' for a lost connection, and unlistened that ends the process. Lost while
+  // idle: the pool drops it and says so. Lost while Knex holds it: the query in flight fails with
+  // the cause, and the pool drops it on release.
+  pool.on('error', (err) => log('warn', `database connection lost while idle: ${err.message}`));
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const knex = knexFactory({ log: knexLog(log), client: 'pg', connectionPool: pool });
   const close = async () => {
     await knex.destroy();

@@ -23,10 +23,16 @@ const UNREACHABLE_CODES = new Set([
 const UNAVAILABLE_SQLSTATE = /^(?:08|53|57)[0-9A-Z]{3}$/;
 /**
  * pg 8 and pg-pool 3 give these failures a message and no code: the socket closed under a client,
- * a client's `connectionTimeoutMillis`, no pooled client free within the pool's
- * `connectionTimeoutMillis`. Exact texts, tested against the drivers in test/stores/postgres-faults.test.ts.
+ * a query on a client whose connection was lost before it, a client's `connectionTimeoutMillis`,
+ * no pooled client free within the pool's `connectionTimeoutMillis`. Exact texts, tested against
+ * the drivers in test/stores/postgres-faults.test.ts.
  */
-const UNREACHABLE_MESSAGES = new Set(['Connection terminated unexpectedly', 'timeout expired', 'timeout exceeded when trying to connect']);
+const UNREACHABLE_MESSAGES = new Set([
+  'Connection terminated unexpectedly',
+  'Client has encountered a connection error and is not queryable',
+  'timeout expired',
+  'timeout exceeded when trying to connect',
+]);
 /** The driver's own words: Knex puts the failed query's SQL and ' - ' before them. */
 function driverMessage(message: string): string {
   const separator = message.lastIndexOf(' - ');

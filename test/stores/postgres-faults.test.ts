@@ -160,7 +160,8 @@ gate('PostgreSQL terminating backends: the request in flight answers 503, idle c
   const f = await faultyApp();
   const { send, id } = f;
 
-  // Hold a retrieve on a lock, then terminate the backend that waits.
+  // Hold a retrieve (a prepared read on the pool) and a list (a Knex query) on a lock, then
+  // terminate the backends that wait.
   let release = () => undefined as void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let locked = () => undefined as void;
@@ -171,14 +172,14 @@ gate('PostgreSQL terminating backends: the request in flight answers 503, idle c
     await released;
   });
   await lockTaken;
-  const retrieve = send.retrieve(id);
-  const { rows } = await until(
+  const inFlight = [send.retrieve(id), send.list()];
+  const waitingOnLock = ({ rows }: Awaited<ReturnType<typeof appBackends>>) => rows.filter((row) => row.wait_event_type === 'Lock');
+  const backends = await until(
     () => appBackends(f),
-    (result) => result.rows.some((row) => row.wait_event_type === 'Lock'),
+    (result) => waitingOnLock(result).length === 2,
   );
-  const waiting = rows.find((row) => row.wait_event_type === 'Lock') as { pid: number };
-  await f.direct.raw('select pg_terminate_backend(?)', [waiting.pid]);
-  t.like(await retrieve, UNAVAILABLE);
+  for (const { pid } of waitingOnLock(backends)) await f.direct.raw('select pg_terminate_backend(?)', [pid]);
+  for (const answer of await Promise.all(inFlight)) t.like(answer, UNAVAILABLE);
   release();
   await holding;
 
@@ -188,6 +189,24 @@ gate('PostgreSQL terminating backends: the request in flight answers 503, idle c
   for (let attempt = 0; attempt < 3; attempt++) statuses.push((await send.retrieve(id)).status);
   t.true(statuses.every((status) => status === 200 || status === 503), `statuses ${statuses.join(', ')}`);
   t.is(statuses.at(-1), 200);
+
+  // One terminated between two statements of a transaction, while Knex holds it: that transaction
+  // fails (pg's 'error' event, unlistened, would end the process).
+  const between = f.database.knex.transaction(async (trx) => {
+    const { rows } = await trx.raw<{ rows: Array<{ pid: number }> }>('select pg_backend_pid() as pid');
+    const pid = rows[0]?.pid as number;
+    await f.direct.raw('select pg_terminate_backend(?)', [pid]);
+    await until(
+      () => f.direct.raw<{ rows: unknown[] }>('select 1 from pg_stat_activity where pid = ?', [pid]),
+      (result) => result.rows.length === 0,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the socket's close reaches pg
+    await trx.raw('select 1');
+  });
+  const lost = await between.catch((err: unknown) => err);
+  t.like(lost, { message: 'ROLLBACK - Client has encountered a connection error and is not queryable' });
+  t.is(toGatewayError(lost, 'POST', '/v1/files').status, 503);
+  t.like(await send.retrieve(id), { status: 200 });
 });
 
 gate('PostgreSQL not accepting connections to the database (55000): 503, and all recovers when it does again', async (t) => {
