@@ -108,7 +108,8 @@ export async function postgresDatabase(): Promise<TestDatabase> {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL });
   await admin.raw('create schema ??', [schema]);
-  const config: Knex.Config = { client: 'pg', connection: POSTGRES_URL, searchPath: [schema], pool: { min: 0, max: 10 } };
+  // Idle connections closed after a second: a file's tests each open a pool, all kept until the file ends.
+  const config: Knex.Config = { client: 'pg', connection: POSTGRES_URL, searchPath: [schema], pool: { min: 0, max: 10, idleTimeoutMillis: 1000 } };
   const knex = knexFactory(config);
   return {
     knex,

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { AdminSession, AdminSessionStore } from '../../admin/admin-session-store.js';
+import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 
 const TABLE = 'kmg_admin_sessions';
 
@@ -13,28 +14,34 @@ interface SessionRow {
 
 /**
  * AdminSessionStore on Knex (PostgreSQL or SQLite): sessions outlive a restart and are shared
- * by every server process. Run `migrate(knex)` first.
+ * by every server process. Run `migrate(knex)` first. Every call fails within `timeoutMs`
+ * (options: `KnexStoreOptions`; `preparedReads` is not used).
  * @example adminSessions({ tokens, sessions: new KnexAdminSessionStore(knex) })
  */
 export class KnexAdminSessionStore implements AdminSessionStore {
   readonly #knex: Knex;
+  readonly #timeoutMs: number;
 
-  constructor(knex: Knex) {
+  constructor(knex: Knex, options: KnexStoreOptions = {}) {
     this.#knex = knex;
+    this.#timeoutMs = storeTimeoutMs(options);
   }
 
   async create(session: AdminSession): Promise<void> {
-    await this.#knex<SessionRow>(TABLE).insert({
+    const row = {
       hash: session.hash,
       token_id: session.tokenId,
       csrf_token: session.csrfToken,
       created_at: session.createdAt,
       expires_at: session.expiresAt,
-    });
+    };
+    await withinTimeout(this.#timeoutMs, async () => this.#knex<SessionRow>(TABLE).insert(row));
   }
 
   async get(hash: string, nowSeconds: number): Promise<AdminSession | undefined> {
-    const row = await this.#knex<SessionRow>(TABLE).where({ hash }).where('expires_at', '>', nowSeconds).first();
+    const row = await withinTimeout(this.#timeoutMs, async () =>
+      this.#knex<SessionRow>(TABLE).where({ hash }).where('expires_at', '>', nowSeconds).first(),
+    );
     if (!row) return undefined;
     return {
       hash: row.hash,
@@ -46,10 +53,10 @@ export class KnexAdminSessionStore implements AdminSessionStore {
   }
 
   async delete(hash: string): Promise<void> {
-    await this.#knex<SessionRow>(TABLE).where({ hash }).delete();
+    await withinTimeout(this.#timeoutMs, async () => this.#knex<SessionRow>(TABLE).where({ hash }).delete());
   }
 
   async removeExpired(nowSeconds: number): Promise<number> {
-    return this.#knex<SessionRow>(TABLE).where('expires_at', '<=', nowSeconds).delete();
+    return withinTimeout(this.#timeoutMs, async () => this.#knex<SessionRow>(TABLE).where('expires_at', '<=', nowSeconds).delete());
   }
 }

@@ -5,3 +5,5 @@ export { KnexKeyChanges, type KnexKeyChangesOptions } from './key-changes.js';
 export { KnexAdminTokenStore } from './admin-token-store.js';
 export { KnexAdminSessionStore } from './admin-session-store.js';
 export { KnexUsageStore } from './usage-store.js';
+export { postgresPreparedReads, sqlitePreparedReads, type PgPoolLike, type PreparedReads, type SqliteDatabaseLike } from './prepared-reads.js';
+export { DEFAULT_STORE_TIMEOUT_MS, type KnexStoreOptions } from './store-options.js';
