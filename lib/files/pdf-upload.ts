@@ -3,6 +3,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { open, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Busboy, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
 import type { Context, Middleware } from 'koa';
@@ -34,6 +35,13 @@ const MAX_FILENAME_BYTES = 255;
  * over. What is beyond is dropped.
  */
 const MAX_PART_HEADER_BYTES = 16 * 1024;
+/**
+ * Once the whole body has arrived, busboy has only what it holds left to parse, in memory, in
+ * ticks: a parse that moves no byte in this long, with no write to disk pending, has stalled.
+ * @fastify/busboy 3.2.6 never finishes a body whose part that is not form-data carries more than
+ * 16 KiB in the chunk that also closes the body.
+ */
+const STALL_CHECK_MS = 500;
 const MIN_EXPIRY_SECONDS = 3600;
 const MAX_EXPIRY_SECONDS = 2_592_000;
 
@@ -63,7 +71,17 @@ function baseName(name: string): string {
 
 function isSaneFilename(name: string): boolean {
   const bytes = Buffer.byteLength(name);
-  return name.endsWith('.pdf') && bytes >= 1 && bytes <= MAX_FILENAME_BYTES && !/\p{Cc}/u.test(name);
+  // Format characters (Cf: U+202E turns `fdp.exe` around, U+200B hides) count as control characters.
+  return name.endsWith('.pdf') && bytes >= 1 && bytes <= MAX_FILENAME_BYTES && !/[\p{Cc}\p{Cf}]/u.test(name);
+}
+
+/**
+ * Reads and drops a part nobody keeps. Its error (the body ended inside it) is the body's, which
+ * busboy reports as well; unhandled, it would end the process.
+ */
+function discard(part: Readable): void {
+  part.on('error', () => undefined);
+  part.resume();
 }
 
 /** `expires_after[seconds]`, null for no expiry; throws unless both parts or neither are valid. */
@@ -176,6 +194,7 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       const stop = () => {
         if (settled) return false;
         settled = true;
+        clearInterval(stallCheck);
         // This pauses the request: lingeringClose() must come after it to read the rest.
         req.unpipe(busboy);
         return true;
@@ -183,6 +202,15 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       const refuse = (err: GatewayError) => {
         if (stop()) reject(closing(ctx, err));
       };
+      let out: WriteStream | undefined;
+      // Bounds the parse once the body is in (Node says so only through `req.complete`).
+      let movedBefore = -1;
+      const stallCheck = setInterval(() => {
+        if (!req.complete || (out !== undefined && out.writableLength > 0)) return;
+        const moved = bodyBytes + (out?.bytesWritten ?? 0);
+        if (moved === movedBefore) refuse(errors.invalidRequest('The multipart body could not be parsed'));
+        movedBefore = moved;
+      }, STALL_CHECK_MS).unref();
 
       // The whole body, envelope included, is counted per chunk: the one that crosses the limit is
       // the last parsed.
@@ -190,9 +218,12 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
         bodyBytes += chunk.length;
         if (bodyBytes > maxBodyBytes) refuse(errors.fileTooLarge());
       });
-      // Nobody is left to answer; a 4xx keeps a client's abort out of the server's error log.
+      // The body stopped before its end reached busboy: the client left, or Node's parser dropped
+      // the connection (bytes beyond the Content-Length), discarding what the request still
+      // buffered. Busboy would wait for ever. Nobody is left to answer; a 4xx keeps it out of the
+      // server's error log.
       req.once('close', () => {
-        if (!req.complete && stop()) reject(errors.invalidRequest('The client aborted the upload'));
+        if (!req.readableEnded && stop()) reject(errors.invalidRequest('The client aborted the upload'));
       });
 
       busboy.on('field', (name, value, _nameTruncated, valueTruncated) => {
@@ -205,31 +236,33 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       busboy.on('fieldsLimit', () => refuse(errors.requestTooLarge()));
       busboy.on('partsLimit', () => refuse(errors.requestTooLarge()));
       busboy.on('file', (name, stream, filename) => {
-        if (settled || name !== 'file') return void stream.resume();
+        if (settled || name !== 'file') return discard(stream);
         if (form.file) {
-          stream.resume();
+          discard(stream);
           return refuse(errors.missingFile());
         }
         const path = join(tempDir, `kmg-upload-${randomUUID()}`);
-        const out = createWriteStream(path, { flags: 'wx' });
-        tempFiles.push(out);
+        const temp = createWriteStream(path, { flags: 'wx' });
+        out = temp;
+        tempFiles.push(temp);
         const file = { path, filename, bytes: 0 };
         form.file = file;
         stream.once('limit', () => refuse(errors.fileTooLarge()));
-        written = pipeline(stream, out).then(
+        written = pipeline(stream, temp).then(
           () => {
-            file.bytes = out.bytesWritten;
+            file.bytes = temp.bytesWritten;
           },
           (err: unknown) => {
             // A disk error is answered as it is (500); a part cut short is the body's fault.
-            if (!out.errored) return refuse(errors.invalidRequest('The multipart body could not be parsed'));
+            if (!temp.errored) return refuse(errors.invalidRequest('The multipart body could not be parsed'));
             if (!stop()) return;
             lingeringClose(ctx);
             reject(err);
           },
         );
       });
-      busboy.once('error', () => refuse(errors.invalidRequest('The multipart body could not be parsed')));
+      // Busboy may report one broken body more than once.
+      busboy.on('error', () => refuse(errors.invalidRequest('The multipart body could not be parsed')));
       busboy.once('finish', () => {
         void written.then(() => {
           if (stop()) resolve(form);
