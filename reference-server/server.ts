@@ -24,7 +24,7 @@ export async function serve(config: ServerConfig, logger: Logger): Promise<void>
   let draining = false;
   const server = createServer((req, res) => {
     // A response that ends after shutdown began tells the client not to reuse the connection.
-    if (draining) res.shouldKeepAlive = false;
+    if (draining) res.setHeader('Connection', 'close');
     inFlight.add(res);
     res.once('close', () => inFlight.delete(res));
     const handled = handle(req, res).finally(() => handlers.delete(handled));
@@ -56,7 +56,7 @@ export async function serve(config: ServerConfig, logger: Logger): Promise<void>
 
   draining = true;
   const sweepStopped = sweeper?.stop();
-  for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+  for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const deadline = setTimeout(() => {

@@ -8,7 +8,6 @@ import { pipeline } from 'node:stream/promises';
 import { Busboy, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
 import type { Context, Middleware } from 'koa';
 import { errors, GatewayError } from '../errors/gateway-error.js';
-import { lingeringClose } from './lingering-close.js';
 import type { ValidatedUpload } from './upload-state.js';
 
 export interface PdfUploadOptions {
@@ -46,11 +45,11 @@ const MIN_EXPIRY_SECONDS = 3600;
 const MAX_EXPIRY_SECONDS = 2_592_000;
 
 /**
- * The same error, closing the connection (lingering): the rest of the request body is never
- * parsed, so the connection cannot carry another request.
+ * The same error, closing the connection: the rest of the request body is never parsed, so the
+ * connection cannot carry another request. The formatter reads that rest first when it is still
+ * on its way (`lingeringClose`), so that the client reads the answer.
  */
-function closing(ctx: Context, err: GatewayError): GatewayError {
-  lingeringClose(ctx);
+function closing(err: GatewayError): GatewayError {
   return new GatewayError(err.status, err.type, err.code, err.message, { ...err.headers, Connection: 'close' });
 }
 
@@ -182,7 +181,7 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       });
     } catch {
       // The Content-Type names no boundary.
-      return Promise.reject(closing(ctx, errors.invalidContentType('multipart/form-data with a boundary')));
+      return Promise.reject(closing(errors.invalidContentType('multipart/form-data with a boundary')));
     }
     return new Promise((resolve, reject) => {
       const form: ParsedForm = { fields: new Map() };
@@ -195,12 +194,12 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
         if (settled) return false;
         settled = true;
         clearInterval(stallCheck);
-        // This pauses the request: lingeringClose() must come after it to read the rest.
+        // This pauses the request; the formatter reads the rest (lingeringClose).
         req.unpipe(busboy);
         return true;
       };
       const refuse = (err: GatewayError) => {
-        if (stop()) reject(closing(ctx, err));
+        if (stop()) reject(closing(err));
       };
       let out: WriteStream | undefined;
       // Bounds the parse once the body is in (Node says so only through `req.complete`).
@@ -256,7 +255,8 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
             // A disk error is answered as it is (500); a part cut short is the body's fault.
             if (!temp.errored) return refuse(errors.invalidRequest('The multipart body could not be parsed'));
             if (!stop()) return;
-            lingeringClose(ctx);
+            // The formatter keeps it on the 500 it makes of `err`.
+            ctx.set('Connection', 'close');
             reject(err);
           },
         );
@@ -273,12 +273,12 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
   }
 
   return async function pdfUpload(ctx, next) {
-    if (ctx.get('Content-Encoding') !== '') throw closing(ctx, errors.unsupportedContentEncoding());
+    if (ctx.get('Content-Encoding') !== '') throw closing(errors.unsupportedContentEncoding());
     if (ctx.request.type.trim().toLowerCase() !== 'multipart/form-data') {
-      throw closing(ctx, errors.invalidContentType('multipart/form-data'));
+      throw closing(errors.invalidContentType('multipart/form-data'));
     }
     const declared = ctx.request.length;
-    if (declared !== undefined && declared > maxBodyBytes) throw closing(ctx, errors.fileTooLarge());
+    if (declared !== undefined && declared > maxBodyBytes) throw closing(errors.fileTooLarge());
 
     const tempFiles: WriteStream[] = [];
     try {
