@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 
 /** How long a connection is still read from, its bytes dropped, after an answer that came before the body's end. */
-const LINGER_MS = 5000;
+export const LINGER_MS = 5000;
 
 /**
  * For an answer given before the request body has arrived whole (a refused upload, a declared

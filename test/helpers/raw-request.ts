@@ -95,9 +95,10 @@ export interface RawExchange {
 
 /**
  * Writes `head` (a request line and headers, blank line included) and every chunk of `body` on a
- * raw socket before reading anything, as curl does with a file, then half-closes and collects the
- * answer until the server closes. A server that stops reading blocks the writes; one that closes
- * with unread bytes resets the connection.
+ * raw socket before reading anything, as curl does with a file, then collects the answer until
+ * the server closes (the socket closes its side when the server does; it never half-closes
+ * first, which Node answers by closing at once). A server that stops reading blocks the writes;
+ * one that closes with unread bytes resets the connection.
  */
 export function rawExchange(url: string, head: string, body: Iterable<Buffer | string>): Promise<RawExchange> {
   const { hostname, port } = new URL(url);
@@ -108,6 +109,5 @@ export function rawExchange(url: string, head: string, body: Iterable<Buffer | s
   const closed = new Promise<RawExchange>((resolve) => socket.once('close', (reset) => resolve({ answer, reset })));
   socket.write(head);
   for (const chunk of body) socket.write(chunk);
-  socket.end();
   return closed;
 }

@@ -8,6 +8,7 @@ import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
 import { createApp } from '../../reference-server/app.js';
 import { loadConfig, type ServerConfig } from '../../reference-server/config.js';
 import { openDeployment, type Deployment } from '../../reference-server/deployment.js';
+import { createHttpServer } from '../../reference-server/http-server.js';
 import { listen } from '../helpers/http.js';
 
 export interface LogLine {
@@ -30,8 +31,8 @@ export interface ReferenceApp {
 }
 
 /**
- * The reference server's own app (createApp on openDeployment, as `serve` builds it) in this
- * process: the embedded default deployment (SQLite, files on disk, limits in memory) in a temp
+ * The reference server's own app (createApp on openDeployment, in createHttpServer, as `serve`
+ * builds it) in this process: the embedded default deployment (SQLite, files on disk, limits in memory) in a temp
  * DATA_DIR, with the default echo catalog and the spec's limits, and its log lines collected.
  * Cheaper than a child process, and the same composition.
  */
@@ -47,7 +48,7 @@ export async function referenceApp(): Promise<ReferenceApp> {
   });
   const logger = pino({ level: 'info' }, sink);
   const deployment = await openDeployment(config, logger);
-  const server = await listen(createApp(deployment, logger));
+  const server = await listen(createHttpServer(createApp(deployment, logger).callback(), logger));
   return {
     url: server.url,
     config,
