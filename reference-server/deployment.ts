@@ -18,7 +18,7 @@ import { ConfigError } from './config-error.js';
 import type { ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
-import { removeStaleUploads } from './stale-uploads.js';
+import { claimUploadsDir, removeStaleUploads } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 
 /** Every backing service of one server process, opened from the configuration. */
@@ -33,7 +33,9 @@ export interface Deployment {
   redis: Redis | null;
   /** What `/readyz` asks. */
   checks: Record<string, ReadinessCheck>;
-  /** Closes the pools and clients; the process can then exit. */
+  /** This process's own directory in `config.uploadsDir`, where its uploads are streamed (`claimUploadsDir`). */
+  tempDir: string;
+  /** Closes the pools and clients and removes `tempDir`; the process can then exit. */
   close(): Promise<void>;
 }
 
@@ -55,7 +57,7 @@ export async function openStores(config: ServerConfig, log?: DatabaseLog) {
   };
 }
 
-/** One sweep of this deployment: expired files and orphaned blobs (lib's `sweep`), and stale upload temp files. */
+/** One sweep of this deployment: expired files and orphaned blobs (lib's `sweep`), and the temp files of uploads whose process died. */
 export async function sweepDeployment(config: ServerConfig, stores: { files: FileStore; blobs: BlobStore }): Promise<SweepReport> {
   const result = await sweep({ ...stores, orphanGraceSeconds: config.gateway.sweep.orphanGraceSeconds });
   return { ...result, staleUploads: await removeStaleUploads(config.uploadsDir) };
@@ -96,8 +98,9 @@ async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions
 
 /**
  * Opens the database (migrated), the files directory and, with REDIS_URL, Redis; the key store is
- * behind a `cachedKeyStore` of `keyCacheSeconds`. A backing
- * service that cannot be reached is a `ConfigError`: the server does not start without it.
+ * behind a `cachedKeyStore` of `keyCacheSeconds`. Removes what uploads of dead processes left in
+ * the uploads directory, and claims a directory of its own there. A backing service that cannot
+ * be reached is a `ConfigError`: the server does not start without it.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
   const stores = await openStores(config, (level, message) => logger[level]({ component: 'knex' }, message));
@@ -108,9 +111,14 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     bytesPerDay: config.gateway.limits.bytesPerDay,
   };
   let redis: Redis | null = null;
+  let uploads;
   try {
     if (config.redisUrl !== null) redis = await openRedis(config.redisUrl, logger);
+    const staleUploads = await removeStaleUploads(config.uploadsDir);
+    if (staleUploads > 0) logger.info({ staleUploads }, 'removed the temp files of uploads cut short by a crash');
+    uploads = await claimUploadsDir(config.uploadsDir);
   } catch (err) {
+    redis?.disconnect();
     await knex.destroy();
     throw err;
   }
@@ -129,7 +137,9 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     limiter,
     redis,
     checks,
+    tempDir: uploads.dir,
     async close() {
+      await uploads.release();
       await redis?.quit().catch(() => redis?.disconnect());
       await knex.destroy();
     },

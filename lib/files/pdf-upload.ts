@@ -42,6 +42,17 @@ const MAX_PART_HEADER_BYTES = 16 * 1024;
  */
 const STALL_CHECK_MS = 500;
 const MIN_EXPIRY_SECONDS = 3600;
+const TEMP_NAME_PREFIX = 'kmg-upload-';
+const TEMP_NAME = /^kmg-upload-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * True for the name of a temp file `pdfUpload()` streams an upload to: what a sweep of its
+ * `tempDir` may remove, and nothing else.
+ * @example if (isUploadTempName(entry.name)) await rm(join(dir, entry.name))
+ */
+export function isUploadTempName(name: string): boolean {
+  return TEMP_NAME.test(name);
+}
 const MAX_EXPIRY_SECONDS = 2_592_000;
 
 /**
@@ -240,7 +251,7 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
           discard(stream);
           return refuse(errors.missingFile());
         }
-        const path = join(tempDir, `kmg-upload-${randomUUID()}`);
+        const path = join(tempDir, `${TEMP_NAME_PREFIX}${randomUUID()}`);
         const temp = createWriteStream(path, { flags: 'wx' });
         out = temp;
         tempFiles.push(temp);
