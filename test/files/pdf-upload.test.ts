@@ -3,7 +3,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import test, { type ExecutionContext } from 'ava';
 import { errors, type GatewayError } from '../../lib/errors/gateway-error.js';
 import { pdfUpload } from '../../lib/files/pdf-upload.js';
-import { abortUploadMidway, filesApp, type FilesApp } from '../helpers/files-app.js';
+import { abortUploadMidway, droppedConnection, filesApp, type FilesApp } from '../helpers/files-app.js';
 import { multipart, pdfOf, uploadParts, type Part } from '../helpers/multipart.js';
 import { rawExchange, rawRequest, type RawResponse } from '../helpers/raw-request.js';
 
@@ -43,11 +43,6 @@ async function isError(t: ExecutionContext, app: FilesApp, res: RawResponse, exp
   t.deepEqual(await app.tempFiles(), []);
   t.deepEqual(await app.files.list('acct-a', { order: 'asc', limit: 10 }, app.clock.now), { files: [], hasMore: false });
   t.deepEqual(app.serverErrors.filter((err) => !droppedConnection(err)), []);
-}
-
-/** Koa reports a client that hangs up mid-body (an HTTP parse error on the socket): no server failure. */
-function droppedConnection(err: unknown): boolean {
-  return /^(HPE_|ECONNRESET)/.test(String((err as { code?: unknown }).code));
 }
 
 /** Endless chunks after `head`: only a server that answers mid-body lets the request finish. */

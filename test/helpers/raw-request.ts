@@ -98,9 +98,10 @@ export interface RawExchange {
  * raw socket before reading anything, as curl does with a file, then collects the answer until
  * the server closes (the socket closes its side when the server does; it never half-closes
  * first, which Node answers by closing at once). A server that stops reading blocks the writes;
- * one that closes with unread bytes resets the connection.
+ * one that closes with unread bytes resets the connection. With `abort`, the client drops the
+ * connection once it has written everything, as a client that gives up does.
  */
-export function rawExchange(url: string, head: string, body: Iterable<Buffer | string>): Promise<RawExchange> {
+export function rawExchange(url: string, head: string, body: Iterable<Buffer | string>, options: { abort?: boolean } = {}): Promise<RawExchange> {
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port), hostname);
   let answer = '';
@@ -109,5 +110,6 @@ export function rawExchange(url: string, head: string, body: Iterable<Buffer | s
   const closed = new Promise<RawExchange>((resolve) => socket.once('close', (reset) => resolve({ answer, reset })));
   socket.write(head);
   for (const chunk of body) socket.write(chunk);
+  if (options.abort === true) socket.destroy();
   return closed;
 }

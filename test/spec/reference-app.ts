@@ -25,6 +25,8 @@ export interface ReferenceApp {
   logs: LogLine[];
   /** A new key of `account` (default: every scope, no allowlist). */
   keyFor(scopes?: readonly Scope[], extra?: { account?: string; models?: string[] | null }): Promise<string>;
+  /** Resolves once the app has finished every request it started (an aborted one included). */
+  idle(): Promise<void>;
   /** The first log line `find` accepts, once the app has written it (a request's line follows its response). */
   logLine(find: (line: LogLine) => boolean): Promise<LogLine>;
   close(): Promise<void>;
@@ -32,8 +34,9 @@ export interface ReferenceApp {
 
 /**
  * The reference server's own app (createApp on openDeployment, in createHttpServer, as `serve`
- * builds it) in this process: the embedded default deployment (SQLite, files on disk, limits in memory) in a temp
- * DATA_DIR, with the default echo catalog and the spec's limits, and its log lines collected.
+ * builds it) in this process: the embedded default deployment (SQLite, files on disk, limits in
+ * memory) in a temp DATA_DIR, with the default echo catalog and the spec's limits, and its log
+ * lines collected.
  * Cheaper than a child process, and the same composition.
  */
 export async function referenceApp(): Promise<ReferenceApp> {
@@ -48,7 +51,18 @@ export async function referenceApp(): Promise<ReferenceApp> {
   });
   const logger = pino({ level: 'info' }, sink);
   const deployment = await openDeployment(config, logger);
-  const server = await listen(createHttpServer(createApp(deployment, logger).callback(), logger));
+  const handle = createApp(deployment, logger).callback();
+  let inFlight = 0;
+  const waiting: (() => void)[] = [];
+  const server = await listen(
+    createHttpServer((req, res) => {
+      inFlight += 1;
+      void handle(req, res).finally(() => {
+        inFlight -= 1;
+        if (inFlight === 0) for (const resolve of waiting.splice(0)) resolve();
+      });
+    }, logger),
+  );
   return {
     url: server.url,
     config,
@@ -63,6 +77,7 @@ export async function referenceApp(): Promise<ReferenceApp> {
           models: extra.models ?? null,
         })
       ).key,
+    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise((resolve) => waiting.push(resolve))),
     async logLine(find) {
       for (let attempt = 0; attempt < 200; attempt++) {
         const found = logs.find(find);
