@@ -18,7 +18,7 @@ import { ConfigError } from './config-error.js';
 import type { ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
-import { claimUploadsDir, removeStaleUploads } from './stale-uploads.js';
+import { claimUploadsDir, removeStaleUploads, type UploadsClaim } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 
 /** Every backing service of one server process, opened from the configuration. */
@@ -111,7 +111,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     bytesPerDay: config.gateway.limits.bytesPerDay,
   };
   let redis: Redis | null = null;
-  let uploads;
+  let uploads: UploadsClaim;
   try {
     if (config.redisUrl !== null) redis = await openRedis(config.redisUrl, logger);
     const staleUploads = await removeStaleUploads(config.uploadsDir);

@@ -5,8 +5,8 @@ import { isUploadTempName } from '../lib/files/pdf-upload.js';
 
 /**
  * How often a serving process touches its uploads directory, and how long untouched it must be
- * before a process that cannot tell whether its owner lives (another host, another PID namespace)
- * takes the owner for dead. Far longer than any stall of an event loop.
+ * before any process takes its owner for dead: the one test where the kernel cannot tell (another
+ * host, another PID namespace). Far longer than any stall of an event loop.
  */
 const HEARTBEAT_MS = 60_000;
 const STALE_CLAIM_MS = 5 * 60_000;
@@ -52,7 +52,7 @@ export interface UploadsClaim {
  * Makes this process's own directory in `uploadsDir`, named after its host (kernel boot and PID
  * namespace) and PID, and touches it every minute for as long as it serves. Any process sharing
  * `uploadsDir` can then tell a claim whose owner died (`removeStaleUploads`): at once on the same
- * host, after five minutes without a touch elsewhere.
+ * host, after five minutes without a touch anywhere.
  * @example const uploads = await claimUploadsDir(config.uploadsDir); pdfUpload({ tempDir: uploads.dir })
  */
 export async function claimUploadsDir(uploadsDir: string): Promise<UploadsClaim> {
@@ -97,8 +97,10 @@ export async function removeStaleUploads(uploadsDir: string, now = Date.now()): 
     const info = await stat(path).catch(() => undefined);
     return info !== undefined && info.mtimeMs < now - age;
   };
+  // A live owner touches its claim: one untouched for long is dead wherever it ran (on this host
+  // too, when its PID now belongs to another process).
   const ownerDied = async (claim: RegExpExecArray, path: string) =>
-    claim[1] === host && host !== 'unknown' ? !processLives(Number(claim[2])) : modifiedBefore(STALE_CLAIM_MS)(path);
+    (claim[1] === host && host !== 'unknown' && !processLives(Number(claim[2]))) || (await modifiedBefore(STALE_CLAIM_MS)(path));
 
   let removed = await removeTempFiles(uploadsDir, modifiedBefore(STALE_LOOSE_FILE_MS));
   for await (const entry of await opendir(uploadsDir)) {

@@ -42,6 +42,7 @@ const MAX_PART_HEADER_BYTES = 16 * 1024;
  */
 const STALL_CHECK_MS = 500;
 const MIN_EXPIRY_SECONDS = 3600;
+const MAX_EXPIRY_SECONDS = 2_592_000;
 const TEMP_NAME_PREFIX = 'kmg-upload-';
 const TEMP_NAME = /^kmg-upload-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -53,7 +54,6 @@ const TEMP_NAME = /^kmg-upload-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 export function isUploadTempName(name: string): boolean {
   return TEMP_NAME.test(name);
 }
-const MAX_EXPIRY_SECONDS = 2_592_000;
 
 /**
  * The same error, closing the connection: the rest of the request body is never parsed, so the
