@@ -3,24 +3,21 @@
  * `findByHash` matters to `apiKey()`; the keys are hashed once at start-up and compared by hash.
  *
  *   GATEWAY_KEYS="acme=kmg_sk_first-secret-key,globex=kmg_sk_second-secret-key" \
- *     node --import tsx examples/env-key-store.ts
+ *     node --conditions=@koa-model-gateway/source --import tsx examples/env-key-store.ts
  *
  * Each entry is `<account>=<key>`; every key gets the `models:read` and `chat:completions` scopes.
- * In your own project, import from 'koa-model-gateway'.
  */
-import Router from '@koa/router';
 import Koa from 'koa';
 import {
   apiKey,
-  chatCompletions,
+  echoProvider,
+  gatewayErrors,
   hashApiKey,
-  listModels,
-  openAIErrors,
-  requireScope,
+  modelsRouter,
   type ApiKeyRecord,
   type KeyStore,
   type NewApiKey,
-} from '../lib/index.js';
+} from 'koa-model-gateway';
 
 class EnvKeyStore implements KeyStore {
   readonly #byHash = new Map<string, ApiKeyRecord>();
@@ -62,18 +59,13 @@ class EnvKeyStore implements KeyStore {
 }
 
 const keys = new EnvKeyStore(process.env.GATEWAY_KEYS ?? '');
-const catalog = [{ id: 'echo-1', provider: 'local', upstreamModel: 'echo-1', created: 1_744_000_000 }];
-const providers = [{ id: 'local', kind: 'echo' as const }];
-
-const router = new Router();
-router.get('/v1/models', requireScope('models:read'), listModels({ catalog }));
-router.post('/v1/chat/completions', requireScope('chat:completions'), chatCompletions({ catalog, providers }));
+const models = modelsRouter({ catalog: [{ id: 'echo-1', provider: 'echo' }], providers: [echoProvider({ id: 'echo' })] });
 
 const app = new Koa();
-app.use(openAIErrors());
+app.use(gatewayErrors());
 app.use(apiKey({ store: keys }));
-app.use(router.routes());
-app.use(router.allowedMethods());
+app.use(models.routes());
+app.use(models.allowedMethods());
 
 const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {
   const address = server.address();

@@ -2,16 +2,15 @@
  * A files-only service: the five files endpoints, metadata and keys in a database through Knex
  * (SQLite here; PostgreSQL with `client: 'pg'`), bytes in a directory. No models, no rate limits.
  *
- *   node --import tsx examples/files-on-knex.ts
+ *   node --conditions=@koa-model-gateway/source --import tsx examples/files-on-knex.ts
  *
  * FILES_DB (default ./files-example.sqlite) and FILES_DIR (default ./files-example) say where.
- * In your own project, import from 'koa-model-gateway', '.../stores/knex' and '.../stores/fs'.
  */
 import Koa from 'koa';
 import knexFactory from 'knex';
-import { apiKey, createApiKey, filesRouter, openAIErrors, sweep } from '../lib/index.js';
-import { FsBlobStore } from '../lib/stores/fs/index.js';
-import { KnexFileStore, KnexKeyStore, migrate } from '../lib/stores/knex/index.js';
+import { apiKey, createApiKey, filesRouter, openAIErrors, sweep } from 'koa-model-gateway';
+import { FsBlobStore } from 'koa-model-gateway/stores/fs';
+import { KnexFileStore, KnexKeyStore, migrate } from 'koa-model-gateway/stores/knex';
 
 const knex = knexFactory({
   client: 'better-sqlite3',

@@ -4,16 +4,15 @@
  * While Redis is away, uploads get 503 (fail closed); `insurance: 'memory'` would fall back to
  * per-process limits instead. Files and keys stay in memory here, to keep the example short.
  *
- *   REDIS_URL=redis://127.0.0.1:6379 node --import tsx examples/redis-limits.ts
+ *   REDIS_URL=redis://127.0.0.1:6379 node --conditions=@koa-model-gateway/source --import tsx examples/redis-limits.ts
  *
  * The demo key belongs to account DEMO_ACCOUNT (default `demo`): a second process prints a key of
- * its own for the same account. In your own project, import from 'koa-model-gateway',
- * '.../stores/memory' and '.../stores/redis'.
+ * its own for the same account.
  */
 import Koa from 'koa';
-import { apiKey, createApiKey, filesRouter, openAIErrors } from '../lib/index.js';
-import { MemoryBlobStore, MemoryFileStore, MemoryKeyStore } from '../lib/stores/memory/index.js';
-import { RedisCreationLimiter, createRedisClient } from '../lib/stores/redis/index.js';
+import { apiKey, createApiKey, filesRouter, openAIErrors } from 'koa-model-gateway';
+import { MemoryBlobStore, MemoryFileStore, MemoryKeyStore } from 'koa-model-gateway/stores/memory';
+import { RedisCreationLimiter, createRedisClient } from 'koa-model-gateway/stores/redis';
 
 // Fails fast: resolves once Redis is ready, and commands fail at once while it is away.
 const redis = await createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');

@@ -3,3 +3,5 @@ export * from './auth/index.js';
 export * from './files/index.js';
 export * from './quota/index.js';
 export * from './models/index.js';
+export * from './usage/index.js';
+export { underPath } from './under-path.js';

@@ -1,9 +1,18 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Knex } from 'knex';
-import type { ApiKeyRecord } from '../lib/auth/key-store.js';
-import { createApiKey } from '../lib/auth/keys.js';
-import { SCOPES, isScope, type Scope } from '../lib/auth/scopes.js';
-import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
+import {
+  SCOPES,
+  createApiKey,
+  isScope,
+  usageReport,
+  type ApiKeyRecord,
+  type ModelLimits,
+  type Scope,
+  type UsageGrouping,
+  type UsageQuery,
+  type UsageTotals,
+} from 'koa-model-gateway';
+import { KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { loadConfig, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase } from './database.js';
 import { openStores, sweepDeployment } from './deployment.js';
@@ -16,17 +25,23 @@ Commands:
   serve                                 serve the API until SIGTERM/SIGINT
   migrate                               bring the database to the latest schema
   keys create --account <id> [--scope <scope>]... [--model <model>]... [--expires <iso-time>]
-                                        create a key and print it, once (no --scope: every scope)
+              [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>]
+                                        create a key and print it, once (no --scope: every scope;
+                                        a limit left out: the deployment's default)
   keys list [--account <id>]            list keys (never the keys themselves)
   keys revoke <key-id>                  revoke a key
   sweep                                 remove expired files and orphaned blobs now
+  usage [--account <id>] [--key <key-id>] [--since <iso-time>] [--by day|model|key]
+                                        requests and tokens of model calls: totals, and rows
+                                        per UTC day (default), model or key
 
 Options:
   --json                                print one JSON document
   --help                                print this text
 
-Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL,
-  SHUTDOWN_GRACE_SECONDS
+Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR, BLOB_URL (with AWS_REGION,
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_ENDPOINT, S3_FORCE_PATH_STYLE), GATEWAY_CONFIG,
+  LOG_LEVEL, SHUTDOWN_GRACE_SECONDS
 Scopes: ${SCOPES.join(', ')}`;
 
 /** A command line that does not say what to do: printed with a pointer to --help, exit code 2. */
@@ -47,7 +62,8 @@ function parse<O extends Options>(args: string[], options: O, positionals: numbe
   try {
     parsed = parseArgs({ args, options: { ...options, json: { type: 'boolean' } }, allowPositionals: positionals > 0, strict: true });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    // node:util's messages can run to several lines ('--tpm -5' explains how to pass a dash): one is enough.
+    throw new UsageError((err as Error).message.split('\n')[0]);
   }
   if (parsed.positionals.length !== positionals) {
     throw new UsageError(positionals === 0 ? `unexpected argument '${parsed.positionals[0]}'` : 'expected exactly one key id');
@@ -66,10 +82,48 @@ async function withDatabase<T>(config: ServerConfig, use: (knex: Knex) => Promis
 
 const iso = (seconds: number | null) => (seconds === null ? 'never' : new Date(seconds * 1000).toISOString());
 
+const LIMIT_OPTIONS = { rpm: 'requestsPerMinute', tpm: 'tokensPerMinute', 'tokens-per-day': 'tokensPerDay' } as const;
+
+function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS, string>>): ModelLimits {
+  const limits: ModelLimits = {};
+  for (const [option, name] of Object.entries(LIMIT_OPTIONS)) {
+    const value = values[option as keyof typeof LIMIT_OPTIONS];
+    if (value === undefined) continue;
+    if (!/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(Number(value))) {
+      throw new UsageError(`--${option} must be a positive integer, got '${value}'`);
+    }
+    limits[name] = Number(value);
+  }
+  return limits;
+}
+
+function limitsJson(limits: ModelLimits = {}) {
+  return {
+    requests_per_minute: limits.requestsPerMinute ?? null,
+    tokens_per_minute: limits.tokensPerMinute ?? null,
+    tokens_per_day: limits.tokensPerDay ?? null,
+  };
+}
+
+function limitsText(limits: ModelLimits = {}): string {
+  const parts = [
+    limits.requestsPerMinute && `${limits.requestsPerMinute} requests/min`,
+    limits.tokensPerMinute && `${limits.tokensPerMinute} tokens/min`,
+    limits.tokensPerDay && `${limits.tokensPerDay} tokens/day`,
+  ].filter(Boolean);
+  return parts.length > 0 ? parts.join(', ') : 'default';
+}
+
+/** Unix ms of an ISO 8601 time (a date alone is its UTC midnight). */
+function parseTime(option: string, value: string): number {
+  const ms = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms)) throw new UsageError(`${option} must be an ISO 8601 time such as 2030-01-31T00:00:00Z, got '${value}'`);
+  return ms;
+}
+
 function parseExpiry(value: string | undefined): number | null {
   if (value === undefined) return null;
-  const ms = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(ms)) throw new UsageError(`--expires must be an ISO 8601 time such as 2030-01-31T00:00:00Z, got '${value}'`);
+  const ms = parseTime('--expires', value);
   if (ms <= Date.now()) throw new UsageError('--expires must be in the future');
   return Math.floor(ms / 1000);
 }
@@ -82,6 +136,9 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       scope: { type: 'string', multiple: true },
       model: { type: 'string', multiple: true },
       expires: { type: 'string' },
+      rpm: { type: 'string' },
+      tpm: { type: 'string' },
+      'tokens-per-day': { type: 'string' },
     },
     0,
   );
@@ -94,15 +151,16 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   }
   const models = values.model ? [...new Set(values.model)] : null;
   const expiresAt = parseExpiry(values.expires);
+  const limits = parseLimits(values);
   const config = loadConfig(io.env);
   const catalog = new Set(config.gateway.models.map((model) => model.id));
   // Allowed, since the catalog may grow, but most likely a typo.
   for (const model of models ?? []) if (!catalog.has(model)) io.err(`koa-model-gateway: warning: model '${model}' is not in the catalog`);
   const { key, record } = await withDatabase(config, (knex) =>
-    createApiKey(new KnexKeyStore(knex), { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt }),
+    createApiKey(new KnexKeyStore(knex), { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt, limits }),
   );
   if (values.json) {
-    io.out(JSON.stringify({ id: record.id, key, account, scopes, models }));
+    io.out(JSON.stringify({ id: record.id, key, account, scopes, models, limits: limitsJson(record.limits) }));
   } else {
     io.out(
       [
@@ -110,6 +168,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
         `  scopes:  ${scopes.join(', ')}`,
         `  models:  ${models === null ? 'every model' : models.join(', ')}`,
         `  expires: ${iso(expiresAt)}`,
+        `  limits:  ${limitsText(record.limits)}`,
         '',
         key,
         '',
@@ -129,12 +188,13 @@ function keyJson(record: ApiKeyRecord) {
     created_at: record.createdAt,
     expires_at: record.expiresAt,
     revoked_at: record.revokedAt,
+    limits: limitsJson(record.limits),
   };
 }
 
-function keyStatus(record: ApiKeyRecord, now: number): string {
+function keyStatus(record: ApiKeyRecord, nowSeconds: number): string {
   if (record.revokedAt !== null) return 'revoked';
-  if (record.expiresAt !== null && now >= record.expiresAt) return 'expired';
+  if (record.expiresAt !== null && nowSeconds >= record.expiresAt) return 'expired';
   return 'active';
 }
 
@@ -151,11 +211,11 @@ async function keysList(args: string[], io: CommandIo): Promise<number> {
     io.out('No keys.');
     return 0;
   }
-  const now = Date.now() / 1000;
+  const nowSeconds = Date.now() / 1000;
   for (const record of records) {
     const models = record.models === null ? 'every model' : record.models.join(',') || '(none)';
     io.out(
-      `${record.id}  ${record.account}  ${keyStatus(record, now)}  created ${iso(record.createdAt)}  expires ${iso(record.expiresAt)}  scopes ${record.scopes.join(',')}  models ${models}`,
+      `${record.id}  ${record.account}  ${keyStatus(record, nowSeconds)}  created ${iso(record.createdAt)}  expires ${iso(record.expiresAt)}  scopes ${record.scopes.join(',')}  models ${models}  limits ${limitsText(record.limits)}`,
     );
   }
   return 0;
@@ -191,13 +251,51 @@ async function sweepCommand(args: string[], io: CommandIo): Promise<number> {
   try {
     result = await sweepDeployment(config, stores);
   } finally {
-    await stores.knex.destroy();
+    await stores.close();
   }
   io.out(
     values.json
       ? JSON.stringify(result)
       : `Removed ${result.expired} expired file(s), ${result.orphans} orphaned blob(s) and ${result.staleUploads} stale upload(s)`,
   );
+  return 0;
+}
+
+const GROUPINGS: readonly string[] = ['day', 'model', 'key'] satisfies UsageGrouping[];
+
+const totalsJson = (totals: UsageTotals) => ({
+  requests: totals.requests,
+  input_tokens: totals.inputTokens,
+  output_tokens: totals.outputTokens,
+});
+
+async function usageCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parse(
+    args,
+    { account: { type: 'string' }, key: { type: 'string' }, since: { type: 'string' }, by: { type: 'string' } },
+    0,
+  );
+  const by = values.by ?? 'day';
+  if (!GROUPINGS.includes(by)) throw new UsageError(`--by must be day, model or key, got '${by}'`);
+  const query: UsageQuery = { by: by as UsageGrouping };
+  if (values.account !== undefined) query.account = values.account;
+  if (values.key !== undefined) query.keyId = values.key;
+  if (values.since !== undefined) query.since = parseTime('--since', values.since);
+  const config = loadConfig(io.env);
+  const report = await withDatabase(config, (knex) => usageReport(new KnexUsageStore(knex), query));
+  if (values.json) {
+    io.out(JSON.stringify({ by, totals: totalsJson(report.totals), rows: report.rows.map((row) => ({ [by]: row.group, ...totalsJson(row) })) }));
+    return 0;
+  }
+  const lines = [
+    [by, 'requests', 'input_tokens', 'output_tokens'],
+    ...report.rows.map((row) => [row.group ?? '(no model)', row.requests, row.inputTokens, row.outputTokens]),
+    ['total', report.totals.requests, report.totals.inputTokens, report.totals.outputTokens],
+  ].map((cells) => cells.map(String));
+  const widths = lines[0]!.map((_, column) => Math.max(...lines.map((cells) => cells[column]!.length)));
+  for (const cells of lines) {
+    io.out(cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]!) : cell.padStart(widths[column]!))).join('  '));
+  }
   return 0;
 }
 
@@ -225,6 +323,8 @@ export async function runCommand(argv: string[], io: CommandIo): Promise<number>
       return migrateCommand(rest, io);
     case 'sweep':
       return sweepCommand(rest, io);
+    case 'usage':
+      return usageCommand(rest, io);
     case 'keys': {
       const [sub, ...keyArgs] = rest;
       if (sub === 'create') return keysCreate(keyArgs, io);

@@ -1,46 +1,104 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DEFAULT_FILE_LIMITS } from '../lib/files/files-router.js';
-import { validateCatalog, type CatalogModel, type ProviderConfig } from '../lib/models/catalog.js';
-import { DEFAULT_CREATION_LIMITS } from '../lib/quota/creation-limits.js';
+import { z } from 'zod';
+import {
+  DEFAULT_CREATION_LIMITS,
+  DEFAULT_FILE_LIMITS,
+  createProvider,
+  providerRegistry,
+  type Provider,
+  type ProviderConfig,
+  type ProviderKind,
+} from 'koa-model-gateway';
+import {
+  catalogModelSchema,
+  checkCatalog,
+  nonNegativeInteger,
+  positiveInteger,
+  settingsMessage,
+  settingsObject,
+} from 'koa-model-gateway/settings';
+import { parseS3Settings, type S3Settings } from './blob-config.js';
 import { ConfigError } from './config-error.js';
-import { DEFAULT_GATEWAY_CONFIG } from './default-config.js';
+import { BUILTIN_PROVIDER, DEFAULT_GATEWAY_CONFIG } from './default-config.js';
 
-/** The limits of api.md section 8, all overridable in the config file. */
-export interface Limits {
-  maxFileBytes: number;
-  maxFiles: number;
-  maxStoredBytes: number;
-  createsPerMinute: number;
-  createsPerDay: number;
-  bytesPerDay: number;
+type Environment = Readonly<Record<string, string | undefined>>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+const KEY_PREFIX = 'must be 1 to 32 letters and digits';
+const KEY_CACHE = 'must be an integer from 0 to 3600';
+const ENV_NAME = 'must name an environment variable (letters, digits and _)';
+
+/**
+ * A provider as the file describes it: its kind's options (lib's registry), except that the
+ * credential is never written in the file: `apiKeyEnv` names the environment variable that holds
+ * it, read only when the server starts.
+ */
+function fileProvider(kind: string, options: z.ZodObject) {
+  const { apiKey, ...shape } = options.shape;
+  if (apiKey === undefined) return settingsObject({ ...shape, kind: z.literal(kind) });
+  return settingsObject({
+    ...shape,
+    kind: z.literal(kind),
+    apiKeyEnv: z.string({ error: ENV_NAME }).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: ENV_NAME }).optional(),
+  }).extend({ apiKey: z.never({ error: "must not be in the file: put the credential in an environment variable and name it in 'apiKeyEnv'" }).optional() });
 }
 
-const SPEC_LIMITS: Readonly<Limits> = { ...DEFAULT_FILE_LIMITS, ...DEFAULT_CREATION_LIMITS };
+const KINDS = Object.keys(providerRegistry) as ProviderKind[];
 
-/** The expiry/orphan sweep inside the server. */
-export interface SweepSettings {
-  /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
-  intervalSeconds: number;
-  /** How old a blob without metadata must be before the sweep removes it. */
-  orphanGraceSeconds: number;
-}
+/** A provider of the config file, credentials not yet read. */
+export type FileProvider = { id: string; kind: ProviderKind; apiKeyEnv?: string } & Record<string, unknown>;
+
+const providerSchema = z.discriminatedUnion(
+  'kind',
+  KINDS.map((kind) => fileProvider(kind, providerRegistry[kind].options)) as unknown as [z.ZodObject, ...z.ZodObject[]],
+  { error: (issue) => (issue.code === 'invalid_union' ? `must be one of ${KINDS.join(', ')}` : 'must be an object') },
+) as unknown as z.ZodType<FileProvider>;
+
+const ARRAY = 'must be an array';
+
+/**
+ * The `GATEWAY_CONFIG` file, every key optional: `keyPrefix`, `keyCacheSeconds` and each field of
+ * `limits` and `sweep` default to the built-in values. `providers` and `models` replace the
+ * built-in echo catalog: a file with either one has exactly the models it lists. The built-in
+ * `echo` provider (offline) is always there unless the file gives a provider of that id, so a
+ * file may list only `models`.
+ */
+const gatewayConfigSchema = settingsObject({
+  keyPrefix: z.string({ error: KEY_PREFIX }).regex(/^[A-Za-z0-9]{1,32}$/, { error: KEY_PREFIX }).default(DEFAULT_GATEWAY_CONFIG.keyPrefix),
+  keyCacheSeconds: z.int({ error: KEY_CACHE }).min(0, { error: KEY_CACHE }).max(3600, { error: KEY_CACHE }).default(DEFAULT_GATEWAY_CONFIG.keyCacheSeconds),
+  limits: settingsObject({
+    maxFileBytes: positiveInteger.default(DEFAULT_FILE_LIMITS.maxFileBytes),
+    maxFiles: positiveInteger.default(DEFAULT_FILE_LIMITS.maxFiles),
+    maxStoredBytes: positiveInteger.default(DEFAULT_FILE_LIMITS.maxStoredBytes),
+    createsPerMinute: positiveInteger.default(DEFAULT_CREATION_LIMITS.createsPerMinute),
+    createsPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.createsPerDay),
+    bytesPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.bytesPerDay),
+  }).prefault({}),
+  sweep: settingsObject({
+    /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
+    intervalSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),
+    /** How old a blob without metadata must be before the sweep removes it. */
+    orphanGraceSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.orphanGraceSeconds),
+  }).prefault({}),
+  providers: z.array(providerSchema, { error: ARRAY }).optional(),
+  models: z.array(catalogModelSchema, { error: ARRAY }).optional(),
+})
+  .transform(({ providers, models, ...settings }) => {
+    const listed = providers ?? [];
+    const builtIn = listed.some((provider) => provider.id === BUILTIN_PROVIDER.id) ? [] : [{ ...BUILTIN_PROVIDER } as FileProvider];
+    const ownCatalog = providers !== undefined || models !== undefined;
+    return {
+      ...settings,
+      providers: [...listed, ...builtIn],
+      models: ownCatalog ? (models ?? []) : catalogModelSchema.array().parse(DEFAULT_GATEWAY_CONFIG.models),
+    };
+  })
+  .superRefine((config, ctx) => checkCatalog(ctx, config));
 
 /** What the `GATEWAY_CONFIG` file holds, after defaults. */
-export interface GatewayConfig {
-  keyPrefix: string;
-  /**
-   * How long the server reuses the answer of a key lookup (`cachedKeyStore`), in seconds; 0 turns
-   * the cache off. A key revoked by the CLI or another process is refused after at most this long.
-   */
-  keyCacheSeconds: number;
-  limits: Limits;
-  sweep: SweepSettings;
-  /** Upstream providers, credentials read from the environment variables the file names. */
-  providers: ProviderConfig[];
-  /** The model catalog. */
-  models: CatalogModel[];
-}
+export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 
 export type DatabaseSettings =
   | { client: 'sqlite'; filename: string }
@@ -52,6 +110,8 @@ export interface ServerConfig {
   port: number;
   dataDir: string;
   filesDir: string;
+  /** Set by BLOB_URL: the files are kept in this bucket instead of `filesDir`. */
+  s3: S3Settings | null;
   /** Where uploads are streamed before they are validated. */
   uploadsDir: string;
   database: DatabaseSettings;
@@ -60,22 +120,8 @@ export interface ServerConfig {
   /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
   shutdownGraceSeconds: number;
   gateway: GatewayConfig;
-}
-
-type Environment = Readonly<Record<string, string | undefined>>;
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-const CONFIG_KEYS = new Set(['keyPrefix', 'keyCacheSeconds', 'limits', 'sweep', 'providers', 'models']);
-const PROVIDER_KEYS = new Set(['id', 'kind', 'baseURL', 'apiKeyEnv']);
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-function positiveInteger(value: unknown, where: string, allowZero = false): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < (allowZero ? 0 : 1)) {
-    throw new ConfigError(`${where} must be ${allowZero ? 'a non-negative' : 'a positive'} integer`);
-  }
-  return value;
+  /** The environment the configuration was read from: `configuredProviders()` reads the credentials there. */
+  env: Environment;
 }
 
 function readInteger(name: string, raw: string | undefined, fallback: number, max: number): number {
@@ -133,76 +179,35 @@ function readConfigFile(path: string): unknown {
 }
 
 /**
- * A provider of the file as lib/models takes it: the credential is read from the environment
- * variable named by `apiKeyEnv`, so that no secret sits in the config file.
+ * The config file's content over the built-in defaults. `source` names the file in the one-line
+ * `ConfigError` of a bad setting: `<source>: limits.maxFiles must be a positive integer`.
+ * Credentials are not read here: `configuredProviders()` reads them, so that the key commands run without them.
  */
-function providerFromFile(entry: unknown, index: number, source: string, env: Environment): unknown {
-  if (!isObject(entry)) return entry; // validateCatalog names the problem
-  const where = `${source}: providers[${index}]`;
-  for (const key of Object.keys(entry)) {
-    if (key === 'apiKey') throw new ConfigError(`${where}: put the credential in an environment variable and name it in 'apiKeyEnv'`);
-    if (!PROVIDER_KEYS.has(key)) throw new ConfigError(`${where}: unknown setting '${key}' (expected ${[...PROVIDER_KEYS].join(', ')})`);
-  }
-  const { apiKeyEnv, ...provider } = entry;
-  if (apiKeyEnv === undefined) return provider;
-  if (typeof apiKeyEnv !== 'string' || apiKeyEnv === '') throw new ConfigError(`${where}: 'apiKeyEnv' must name an environment variable`);
-  const apiKey = env[apiKeyEnv];
-  if (!apiKey) throw new ConfigError(`${where}: the environment variable ${apiKeyEnv} (apiKeyEnv) is not set`);
-  return { ...provider, apiKey };
+export function parseGatewayConfig(input: unknown, source: string): GatewayConfig {
+  const result = gatewayConfigSchema.safeParse(input);
+  if (!result.success) throw new ConfigError(`${source}: ${settingsMessage(result.error, 'the config')}`);
+  return result.data;
 }
 
 /**
- * The config file over the built-in default: `keyPrefix` and `keyCacheSeconds` replace the default's, `limits` and
- * `sweep` per field; `providers` and `models` go together, so a file with either one replaces the
- * default catalog whole.
+ * The configured providers, made by lib's registry, each credential read from the environment
+ * variable its `apiKeyEnv` names. An unset variable is a `ConfigError`: the server does not start
+ * without it.
+ * @example const models = modelsRouter({ catalog: config.gateway.models, providers: configuredProviders(config) })
  */
-export function parseGatewayConfig(input: unknown, source: string, env: Environment = {}): GatewayConfig {
-  if (!isObject(input)) throw new ConfigError(`${source} must be a JSON object`);
-  for (const key of Object.keys(input)) {
-    if (!CONFIG_KEYS.has(key)) throw new ConfigError(`${source}: unknown setting '${key}'`);
-  }
-  const defaults = structuredClone(DEFAULT_GATEWAY_CONFIG);
-  const limits = { ...SPEC_LIMITS };
-
-  const keyPrefix = input.keyPrefix ?? defaults.keyPrefix;
-  if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9]{1,32}$/.test(keyPrefix)) {
-    throw new ConfigError(`${source}: keyPrefix must be 1 to 32 letters and digits`);
-  }
-  const keyCacheSeconds = input.keyCacheSeconds === undefined ? defaults.keyCacheSeconds : input.keyCacheSeconds;
-  if (typeof keyCacheSeconds !== 'number' || !Number.isSafeInteger(keyCacheSeconds) || keyCacheSeconds < 0 || keyCacheSeconds > 3600) {
-    throw new ConfigError(`${source}: keyCacheSeconds must be an integer from 0 to 3600`);
-  }
-  for (const [section, target] of [
-    ['limits', limits],
-    ['sweep', defaults.sweep],
-  ] as const) {
-    const value = input[section];
-    if (value === undefined) continue;
-    if (!isObject(value)) throw new ConfigError(`${source}: ${section} must be an object`);
-    for (const [name, setting] of Object.entries(value)) {
-      if (!(name in target)) throw new ConfigError(`${source}: unknown setting '${section}.${name}'`);
-      (target as unknown as Record<string, number>)[name] = positiveInteger(setting, `${source}: ${section}.${name}`, section === 'sweep');
-    }
-  }
-  const ownCatalog = input.providers !== undefined || input.models !== undefined;
-  const providers = ownCatalog ? (input.providers ?? []) : defaults.providers;
-  if (!Array.isArray(providers)) throw new ConfigError(`${source}: providers must be an array`);
-  try {
-    const catalog = validateCatalog(
-      ownCatalog ? (input.models ?? []) : defaults.models,
-      providers.map((entry, index) => providerFromFile(entry, index, source, env)),
-    );
-    return { keyPrefix, keyCacheSeconds, limits, sweep: defaults.sweep, ...catalog };
-  } catch (err) {
-    if (!(err instanceof TypeError)) throw err;
-    throw new ConfigError(`${source}: ${err.message.replace(/^koa-model-gateway: /, '')}`);
-  }
+export function configuredProviders(config: Pick<ServerConfig, 'gateway' | 'env'>): Provider[] {
+  return config.gateway.providers.map(({ apiKeyEnv, ...options }) => {
+    if (apiKeyEnv === undefined) return createProvider(options as ProviderConfig);
+    const apiKey = config.env[apiKeyEnv];
+    if (!apiKey) throw new ConfigError(`provider '${options.id}': the environment variable ${apiKeyEnv} (its apiKeyEnv) is not set`);
+    return createProvider({ ...options, apiKey } as ProviderConfig);
+  });
 }
 
 /**
  * The server's configuration from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL,
- * FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL, SHUTDOWN_GRACE_SECONDS). Throws a `ConfigError` naming the
- * bad setting.
+ * FILES_DIR, BLOB_URL and the S3 variables of `parseS3Settings`, GATEWAY_CONFIG, LOG_LEVEL,
+ * SHUTDOWN_GRACE_SECONDS). Throws a `ConfigError` naming the bad setting.
  */
 export function loadConfig(env: Environment = process.env): ServerConfig {
   const dataDir = resolve(env.DATA_DIR || './data');
@@ -215,19 +220,19 @@ export function loadConfig(env: Environment = process.env): ServerConfig {
   }
   const configPath = env.GATEWAY_CONFIG ? resolve(env.GATEWAY_CONFIG) : null;
   const gateway =
-    configPath === null
-      ? parseGatewayConfig({}, 'the default config', env)
-      : parseGatewayConfig(readConfigFile(configPath), `GATEWAY_CONFIG (${configPath})`, env);
+    configPath === null ? parseGatewayConfig({}, 'the default config') : parseGatewayConfig(readConfigFile(configPath), `GATEWAY_CONFIG (${configPath})`);
   return {
     host: env.HOST || '127.0.0.1',
     port: readInteger('PORT', env.PORT, 8080, 65_535),
     dataDir,
     filesDir,
+    s3: parseS3Settings(env),
     uploadsDir: join(dataDir, 'uploads'),
     database: parseDatabaseUrl(env.DATABASE_URL, dataDir),
     redisUrl,
     logLevel,
     shutdownGraceSeconds: readInteger('SHUTDOWN_GRACE_SECONDS', env.SHUTDOWN_GRACE_SECONDS, 30, 86_400),
     gateway,
+    env,
   };
 }

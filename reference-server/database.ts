@@ -1,9 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import { migrate } from '../lib/stores/knex/migrations.js';
+import { migrate } from 'koa-model-gateway/stores/knex';
 import { ConfigError } from './config-error.js';
 import type { DatabaseSettings } from './config.js';
+import { missingPackages } from './peers.js';
 
 interface SqliteConnection {
   pragma(source: string): unknown;
@@ -24,6 +25,11 @@ function knexLog(log: DatabaseLog): Knex.Logger {
 
 /** A Knex pool on the configured database; the SQLite file's directory is created if missing. */
 export function openDatabase(settings: DatabaseSettings, log: DatabaseLog = () => undefined): Knex {
+  // Knex loads the driver itself, and would fail with a require stack.
+  const driver = settings.client === 'pg' ? 'pg' : 'better-sqlite3';
+  if (missingPackages([driver]).length > 0) {
+    throw new ConfigError(`${describeDatabase(settings)} needs the driver ${driver}, not installed: npm install ${driver}`);
+  }
   if (settings.client === 'pg') {
     return knexFactory({
       log: knexLog(log),

@@ -1,23 +1,25 @@
-import { constants } from 'node:fs';
-import { access, mkdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { cachedKeyStore } from '../lib/auth/cached-key-store.js';
-import type { KeyStore } from '../lib/auth/key-store.js';
-import type { BlobStore } from '../lib/files/blob-store.js';
-import type { FileStore } from '../lib/files/file-store.js';
-import { sweep } from '../lib/files/sweep.js';
-import type { CreationLimiter } from '../lib/quota/creation-limiter.js';
-import type { CreationLimitsOptions } from '../lib/quota/creation-limits.js';
-import { MemoryCreationLimiter } from '../lib/quota/memory-creation-limiter.js';
-import { FsBlobStore } from '../lib/stores/fs/blob-store.js';
-import { KnexFileStore } from '../lib/stores/knex/file-store.js';
-import { KnexKeyStore } from '../lib/stores/knex/key-store.js';
+import {
+  MemoryCreationLimiter,
+  cachedKeyStore,
+  sweep,
+  type BlobStore,
+  type CreationLimiter,
+  type CreationLimitsOptions,
+  type FileStore,
+  type KeyStore,
+  type Provider,
+} from 'koa-model-gateway';
+import { KnexFileStore, KnexKeyStore } from 'koa-model-gateway/stores/knex';
+import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
-import type { ServerConfig } from './config.js';
+import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
+import { missingPackages } from './peers.js';
 import { claimUploadsDir, removeStaleUploads, type UploadsClaim } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 
@@ -29,6 +31,8 @@ export interface Deployment {
   files: FileStore;
   blobs: BlobStore;
   limiter: CreationLimiter;
+  /** The model providers, their credentials read from the environment. */
+  providers: Provider[];
   /** Set when REDIS_URL is. */
   redis: Redis | null;
   /** What `/readyz` asks. */
@@ -39,9 +43,12 @@ export interface Deployment {
   close(): Promise<void>;
 }
 
-/** The stores on the database and the files directory: what the server and the `sweep` command share. */
+/**
+ * The stores on the database and the files directory or bucket: what the server and the `sweep`
+ * command share. `close` closes the database pool and the blob store's client.
+ */
 export async function openStores(config: ServerConfig, log?: DatabaseLog) {
-  for (const dir of [config.filesDir, config.uploadsDir]) {
+  for (const dir of config.s3 ? [config.uploadsDir] : [config.filesDir, config.uploadsDir]) {
     try {
       await mkdir(dir, { recursive: true });
     } catch (err) {
@@ -49,11 +56,23 @@ export async function openStores(config: ServerConfig, log?: DatabaseLog) {
     }
   }
   const knex = await openMigratedDatabase(config.database, log);
+  let blobs;
+  try {
+    blobs = await openBlobStore(config);
+  } catch (err) {
+    await knex.destroy();
+    throw err;
+  }
   return {
     knex,
     keys: new KnexKeyStore(knex),
     files: new KnexFileStore(knex),
-    blobs: new FsBlobStore({ directory: config.filesDir }),
+    blobs: blobs.blobs,
+    blobsReady: blobs.ready,
+    async close() {
+      blobs.close();
+      await knex.destroy();
+    },
   };
 }
 
@@ -66,7 +85,8 @@ export async function sweepDeployment(config: ServerConfig, stores: { files: Fil
 /** The Redis client for the limits; unreachable at start-up is a start-up failure. */
 async function openRedis(url: string, logger: Logger): Promise<Redis> {
   // Loaded only when configured: ioredis adds 9 to 12 MiB to a server's idle RSS (BENCHMARKS.md).
-  const { createRedisClient } = await import('../lib/stores/redis/client.js');
+  if (missingPackages(['ioredis']).length > 0) throw new ConfigError('REDIS_URL needs ioredis, not installed: npm install ioredis');
+  const { createRedisClient } = await import('koa-model-gateway/stores/redis');
   let redis: Redis;
   try {
     redis = await createRedisClient(url);
@@ -92,17 +112,19 @@ async function openRedis(url: string, logger: Logger): Promise<Redis> {
 /** The creation limits on Redis when there is one, else in this process's memory. */
 async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions): Promise<CreationLimiter> {
   if (!redis) return new MemoryCreationLimiter(rates);
-  const { RedisCreationLimiter } = await import('../lib/stores/redis/creation-limiter.js');
+  const { RedisCreationLimiter } = await import('koa-model-gateway/stores/redis');
   return new RedisCreationLimiter({ client: redis, ...rates });
 }
 
 /**
- * Opens the database (migrated), the files directory and, with REDIS_URL, Redis; the key store is
- * behind a `cachedKeyStore` of `keyCacheSeconds`. Removes what uploads of dead processes left in
- * the uploads directory, and claims a directory of its own there. A backing service that cannot
- * be reached is a `ConfigError`: the server does not start without it.
+ * Makes the providers (their credentials read from the environment), then opens the database
+ * (migrated), the files directory or bucket and, with REDIS_URL, Redis; the key store is behind a
+ * `cachedKeyStore` of `keyCacheSeconds`. Removes what uploads of dead processes left in the
+ * uploads directory, and claims a directory of its own there. A credential that is not set, or a
+ * backing service that cannot be reached, is a `ConfigError`: the server does not start without it.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
+  const providers = configuredProviders(config);
   const stores = await openStores(config, (level, message) => logger[level]({ component: 'knex' }, message));
   const { knex } = stores;
   const rates = {
@@ -119,12 +141,12 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     uploads = await claimUploadsDir(config.uploadsDir);
   } catch (err) {
     redis?.disconnect();
-    await knex.destroy();
+    await stores.close();
     throw err;
   }
   const checks: Record<string, ReadinessCheck> = {
     database: () => knex.raw('select 1'),
-    blobs: () => access(config.filesDir, constants.R_OK | constants.W_OK),
+    blobs: stores.blobsReady,
   };
   if (redis) checks.redis = () => (redis as Redis).ping();
   const limiter = await creationLimiter(redis, rates);
@@ -135,13 +157,14 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     // Only the serving process caches: the CLI reads and revokes in the database directly.
     keys: keyCacheSeconds > 0 ? cachedKeyStore(stores.keys, { ttlMs: keyCacheSeconds * 1000 }) : stores.keys,
     limiter,
+    providers,
     redis,
     checks,
     tempDir: uploads.dir,
     async close() {
       await uploads.release();
       await redis?.quit().catch(() => redis?.disconnect());
-      await knex.destroy();
+      await stores.close();
     },
   };
 }

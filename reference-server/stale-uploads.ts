@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, opendir, readFile, readlink, rm, rmdir, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isUploadTempName } from '../lib/files/pdf-upload.js';
+import { isUploadTempName } from 'koa-model-gateway';
 
 /**
  * How often a serving process touches its uploads directory, and how long untouched it must be
@@ -91,11 +91,11 @@ async function removeTempFiles(dir: string, isStale: (path: string) => Promise<b
  * Safe beside live processes sharing the directory, on this host or another. Returns how many
  * temp files were removed.
  */
-export async function removeStaleUploads(uploadsDir: string, now = Date.now()): Promise<number> {
+export async function removeStaleUploads(uploadsDir: string, nowMs = Date.now()): Promise<number> {
   const host = await hostKey();
   const modifiedBefore = (age: number) => async (path: string) => {
     const info = await stat(path).catch(() => undefined);
-    return info !== undefined && info.mtimeMs < now - age;
+    return info !== undefined && info.mtimeMs < nowMs - age;
   };
   // A live owner touches its claim: one untouched for long is dead wherever it ran (on this host
   // too, when its PID now belongs to another process).

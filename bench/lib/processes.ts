@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -19,7 +19,27 @@ export const RUNTIME: 'build' | 'tsx' = process.env.BENCH_RUNTIME === 'tsx' ? 't
 // Under node_modules: ignored by git, and the compiled files still find the dependencies.
 const BUILD_DIR = join(ROOT, 'node_modules', '.cache', 'kmg-bench');
 
+/** The condition under which the package's own name resolves to its TypeScript sources (package.json "exports"). */
+const SOURCE_CONDITION = '--conditions=@koa-model-gateway/source';
+
 let built: Promise<void> | undefined;
+
+/**
+ * The build's package.json: the package's name and exports pointing into the build, so that
+ * `import 'koa-model-gateway'` in the compiled reference server finds the compiled lib/ beside it,
+ * as it finds dist/ in an installed package (node_modules is a package boundary: the checkout's
+ * package.json does not count there).
+ */
+function writeBuildManifest(): void {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; exports: Record<string, unknown> };
+  const exports = Object.fromEntries(
+    Object.entries(manifest.exports).flatMap(([path, target]) =>
+      typeof target === 'object' && target !== null && 'default' in target ? [[path, String(target.default).replace('./dist/', './')]] : [],
+    ),
+  );
+  mkdirSync(BUILD_DIR, { recursive: true });
+  writeFileSync(join(BUILD_DIR, 'package.json'), `${JSON.stringify({ name: manifest.name, type: 'module', exports }, null, 2)}\n`);
+}
 
 /**
  * Compiles what the servers run (once per process), unless they run under tsx. Type errors do
@@ -27,7 +47,9 @@ let built: Promise<void> | undefined;
  */
 export function prepareRuntime(): Promise<void> {
   // BENCH_REBUILD=0 measures the last build as it is (for trying a change in the compiled output).
-  if (RUNTIME === 'tsx' || (process.env.BENCH_REBUILD === '0' && existsSync(join(BUILD_DIR, 'reference-server', 'cli.js')))) return Promise.resolve();
+  if (RUNTIME === 'tsx') return Promise.resolve();
+  writeBuildManifest();
+  if (process.env.BENCH_REBUILD === '0' && existsSync(join(BUILD_DIR, 'reference-server', 'cli.js'))) return Promise.resolve();
   const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   built ??= promisify(execFile)(process.execPath, [tsc, '-p', 'bench/tsconfig.json', '--outDir', BUILD_DIR], { cwd: ROOT }).then(
     () => undefined,
@@ -43,7 +65,7 @@ export function prepareRuntime(): Promise<void> {
 /** The node command line running `script` (a .ts path from the root) with `preloads` and `flags`. */
 function nodeArgs(script: string, preloads: string[] = [], flags: string[] = []): string[] {
   const compiled = (path: string) => join(BUILD_DIR, path.replace(/\.ts$/, '.js'));
-  if (RUNTIME === 'tsx') return [process.execPath, ...flags, '--import', 'tsx', ...preloads.flatMap((path) => ['--import', `./${path}`]), script];
+  if (RUNTIME === 'tsx') return [process.execPath, ...flags, SOURCE_CONDITION, '--import', 'tsx', ...preloads.flatMap((path) => ['--import', `./${path}`]), script];
   return [process.execPath, ...flags, ...preloads.flatMap((path) => ['--import', pathToFileURL(compiled(path)).href]), compiled(script)];
 }
 

@@ -1,5 +1,6 @@
 import type { Context, Middleware } from 'koa';
 import { errors } from '../errors/gateway-error.js';
+import type { ModelLimits } from '../quota/model-limits.js';
 import { extractApiKey } from './extract-api-key.js';
 import type { KeyStore } from './key-store.js';
 import { hashApiKey } from './keys.js';
@@ -12,6 +13,8 @@ export interface VerifiedKey {
   scopes: readonly Scope[];
   /** The model allowlist; `null` means every model. */
   models: readonly string[] | null;
+  /** The key's own limits on model calls; absent when it has none (the deployment's defaults apply). */
+  limits?: Readonly<ModelLimits>;
 }
 
 declare module 'koa' {
@@ -25,8 +28,8 @@ export interface ApiKeyOptions {
   store: KeyStore;
   /** Where the key is read from. Default: `extractApiKey(ctx.headers)` (x-api-key, then Bearer). */
   getKey?: (ctx: Context) => string | undefined;
-  /** The clock, in Unix seconds, for expiry. Default: `Date.now() / 1000`. */
-  now?: () => number;
+  /** The clock for expiry, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 /**
@@ -38,16 +41,21 @@ export function apiKey(options: ApiKeyOptions): Middleware {
   const { store } = options;
   if (typeof store?.findByHash !== 'function') throw new TypeError('koa-model-gateway: apiKey() needs a KeyStore as `store`');
   const getKey = options.getKey ?? ((ctx: Context) => extractApiKey(ctx.headers));
-  const now = options.now ?? (() => Date.now() / 1000);
+  const nowMs = options.nowMs ?? Date.now;
   return async function apiKey(ctx, next) {
     const key = getKey(ctx);
-    // Refusals are returned, not thrown: floods of bad keys land here (see GatewayError).
-    if (key === undefined) return Promise.reject(errors.invalidApiKey());
+    if (key === undefined) throw errors.invalidApiKey();
     const record = await store.findByHash(hashApiKey(key));
-    if (!record || record.revokedAt !== null || (record.expiresAt !== null && now() >= record.expiresAt)) {
-      return Promise.reject(errors.invalidApiKey());
+    if (!record || record.revokedAt !== null || (record.expiresAt !== null && nowMs() >= record.expiresAt * 1000)) {
+      throw errors.invalidApiKey();
     }
-    ctx.state.apiKey = { id: record.id, account: record.account, scopes: record.scopes, models: record.models };
+    ctx.state.apiKey = {
+      id: record.id,
+      account: record.account,
+      scopes: record.scopes,
+      models: record.models,
+      ...(record.limits && { limits: record.limits }),
+    };
     return next();
   };
 }

@@ -8,8 +8,8 @@ export interface CachedKeyStoreOptions {
   ttlMs?: number;
   /** How many hashes are remembered at most; the oldest entry goes first. Default: 10,000. */
   maxEntries?: number;
-  /** The clock, in milliseconds. Default: `Date.now`. */
-  now?: () => number;
+  /** The clock, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 interface Entry {
@@ -21,6 +21,7 @@ const copy = (record: ApiKeyRecord): ApiKeyRecord => ({
   ...record,
   scopes: [...record.scopes],
   models: record.models === null ? null : [...record.models],
+  ...(record.limits && { limits: { ...record.limits } }),
 });
 
 /**
@@ -36,7 +37,7 @@ const copy = (record: ApiKeyRecord): ApiKeyRecord => ({
  */
 export function cachedKeyStore(store: KeyStore, options: CachedKeyStoreOptions = {}): KeyStore {
   if (typeof store?.findByHash !== 'function') throw new TypeError('koa-model-gateway: cachedKeyStore() needs a KeyStore');
-  const { ttlMs = 5000, maxEntries = 10_000, now = Date.now } = options;
+  const { ttlMs = 5000, maxEntries = 10_000, nowMs = Date.now } = options;
   if (!Number.isFinite(ttlMs) || ttlMs < 0) throw new TypeError('koa-model-gateway: cachedKeyStore() ttlMs must be a non-negative number');
   if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
     throw new TypeError('koa-model-gateway: cachedKeyStore() maxEntries must be a positive integer');
@@ -50,13 +51,13 @@ export function cachedKeyStore(store: KeyStore, options: CachedKeyStoreOptions =
   function remember(hash: string, record: ApiKeyRecord | undefined): void {
     entries.delete(hash);
     if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
-    entries.set(hash, { record, expiresAt: now() + ttlMs });
+    entries.set(hash, { record, expiresAt: nowMs() + ttlMs });
   }
 
   return {
     async findByHash(hash) {
       const entry = entries.get(hash);
-      if (entry !== undefined && now() < entry.expiresAt) return entry.record && copy(entry.record);
+      if (entry !== undefined && nowMs() < entry.expiresAt) return entry.record && copy(entry.record);
       const started = generation;
       const record = await store.findByHash(hash);
       if (started === generation) remember(hash, record && copy(record));

@@ -1,3 +1,4 @@
+import type { ModelLimits } from '../quota/model-limits.js';
 import type { Scope } from './scopes.js';
 
 /** A stored API key. The plaintext is never part of it. */
@@ -9,13 +10,18 @@ export interface ApiKeyRecord {
   scopes: Scope[];
   /** The model allowlist; `null` means every model of the catalog. */
   models: string[] | null;
+  /**
+   * The key's own limits on model calls, over the deployment's defaults; absent when it has none.
+   * Stores keep only positive integers (`checkModelLimits`).
+   */
+  limits?: ModelLimits;
   /** Unix seconds. */
   createdAt: number;
   expiresAt: number | null;
   revokedAt: number | null;
 }
 
-export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt'>;
+export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits'>;
 
 /** Where API keys live. Implementations: memory, Knex (PostgreSQL, SQLite). */
 export interface KeyStore {

@@ -1,4 +1,5 @@
 import { hash, randomBytes } from 'node:crypto';
+import { checkModelLimits, type ModelLimits } from '../quota/model-limits.js';
 import type { ApiKeyRecord, KeyStore } from './key-store.js';
 import type { Scope } from './scopes.js';
 
@@ -27,13 +28,15 @@ export function generateApiKey(prefix: string): { key: string; hash: string } {
 }
 
 /**
- * Creates a key in `store` and returns the plaintext once, with the stored record.
- * @example const { key } = await createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: [...SCOPES] })
+ * Creates a key in `store` and returns the plaintext once, with the stored record. `limits` are
+ * the key's own limits on model calls (positive integers, else a `TypeError`).
+ * @example const { key } = await createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: [...SCOPES], limits: { requestsPerMinute: 60 } })
  */
 export async function createApiKey(
   store: KeyStore,
-  options: { prefix: string; account: string; scopes: Scope[]; models?: string[] | null; expiresAt?: number | null },
+  options: { prefix: string; account: string; scopes: Scope[]; models?: string[] | null; expiresAt?: number | null; limits?: ModelLimits },
 ): Promise<{ key: string; record: ApiKeyRecord }> {
+  const limits = checkModelLimits(options.limits ?? {}, 'key limits');
   const { key, hash } = generateApiKey(options.prefix);
   const record = await store.create({
     account: options.account,
@@ -41,6 +44,7 @@ export async function createApiKey(
     scopes: options.scopes,
     models: options.models ?? null,
     expiresAt: options.expiresAt ?? null,
+    limits,
   });
   return { key, record };
 }

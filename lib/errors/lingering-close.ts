@@ -1,6 +1,10 @@
 import type { Context } from 'koa';
 
-/** How long a connection is still read from, its bytes dropped, after an answer that came before the body's end. */
+/**
+ * How long a connection is still read from, its bytes dropped, after an answer that came before
+ * the body's end.
+ * @example setTimeout(() => socket.destroy(), LINGER_MS).unref()
+ */
 export const LINGER_MS = 5000;
 
 /**

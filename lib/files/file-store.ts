@@ -28,8 +28,8 @@ export interface ListQuery {
 }
 
 /**
- * Where file metadata lives. Every read takes `now` (Unix seconds): a file with
- * `expiresAt <= now` is gone from every method at once, before any sweep.
+ * Where file metadata lives. Every read takes `nowSeconds` (Unix seconds): a file with
+ * `expiresAt <= nowSeconds` is gone from every method at once, before any sweep.
  * Implementations: memory, Knex (PostgreSQL, SQLite).
  */
 export interface FileStore {
@@ -38,15 +38,15 @@ export interface FileStore {
    * atomically with the insert so concurrent creations never push an account over.
    * Returns false (and inserts nothing) when over the limits.
    */
-  create(file: FileRecord, limits: StockLimits, now: number): Promise<boolean>;
-  get(account: string, id: string, now: number): Promise<FileRecord | undefined>;
+  create(file: FileRecord, limits: StockLimits, nowSeconds: number): Promise<boolean>;
+  get(account: string, id: string, nowSeconds: number): Promise<FileRecord | undefined>;
   /** Ordered by id (creation order); `hasMore` is true exactly when more files follow. */
-  list(account: string, query: ListQuery, now: number): Promise<{ files: FileRecord[]; hasMore: boolean }>;
+  list(account: string, query: ListQuery, nowSeconds: number): Promise<{ files: FileRecord[]; hasMore: boolean }>;
   /** Removes a live file; false when the account has no such live file. */
-  delete(account: string, id: string, now: number): Promise<boolean>;
-  usage(account: string, now: number): Promise<Usage>;
+  delete(account: string, id: string, nowSeconds: number): Promise<boolean>;
+  usage(account: string, nowSeconds: number): Promise<Usage>;
   /** Removes up to `max` expired records and returns them, so their blobs can be deleted. */
-  removeExpired(now: number, max: number): Promise<FileRecord[]>;
+  removeExpired(nowSeconds: number, max: number): Promise<FileRecord[]>;
   /** Which of `ids` have a record, expired or not (for the orphan-blob sweep). */
   existing(ids: readonly string[]): Promise<Set<string>>;
 }

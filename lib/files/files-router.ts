@@ -45,8 +45,8 @@ export interface FilesRouterOptions {
   limiter?: CreationLimiter;
   /** Where uploads are streamed while their request lasts. Default: `os.tmpdir()`. */
   tempDir?: string;
-  /** The clock, in Unix seconds. Default: `Date.now() / 1000`. */
-  now?: () => number;
+  /** The clock, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 function checkLimit(limits: FileLimits, name: keyof FileLimits): void {
@@ -77,24 +77,26 @@ export function filesRouter(options: FilesRouterOptions): Router {
   if (typeof blobs?.get !== 'function') throw new TypeError('koa-model-gateway: filesRouter() needs a BlobStore as `blobs`');
   const limits: FileLimits = { ...DEFAULT_FILE_LIMITS, ...options.limits };
   for (const name of Object.keys(DEFAULT_FILE_LIMITS) as (keyof FileLimits)[]) checkLimit(limits, name);
-  const clock = options.now ?? (() => Date.now() / 1000);
+  const nowMs = options.nowMs ?? Date.now;
   // Stored times are whole seconds; `now >= expires_at` is the same test on the floor of now.
-  const now = () => Math.floor(clock());
+  const now = () => Math.floor(nowMs() / 1000);
   const stock = { maxFiles: limits.maxFiles, maxBytes: limits.maxStoredBytes };
 
   /** The caller's live file named by the route, 404 when it is missing, expired or another account's. */
   async function ownFile(ctx: Context): Promise<FileRecord> {
     const record = await files.get(verifiedKey(ctx).account, fileIdParam(ctx), now());
-    // Returned, not thrown: probing for ids is a flood (see GatewayError).
-    return record ?? Promise.reject(errors.fileNotFound());
+    if (!record) throw errors.fileNotFound();
+    return record;
   }
 
   const createFile: Middleware = async function createFile(ctx) {
     const upload = ctx.state.upload;
     if (!upload) throw new Error('koa-model-gateway: pdfUpload() must run before createFile');
-    const createdAt = now();
+    const at = nowMs() / 1000;
+    const createdAt = Math.floor(at);
     const record: FileRecord = {
-      id: newFileId(createdAt),
+      // The id carries the milliseconds too, so files created within one second list in order.
+      id: newFileId(at),
       account: verifiedKey(ctx).account,
       filename: upload.filename,
       bytes: upload.bytes,

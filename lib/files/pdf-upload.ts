@@ -172,7 +172,7 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
    * (on `tempFiles` from its creation on, for the cleanup). Rejects with the answer to give; every
    * refusal that leaves the body unread closes the connection.
    */
-  function parse(ctx: Context, tempFiles: WriteStream[]): Promise<ParsedForm> {
+  async function parse(ctx: Context, tempFiles: WriteStream[]): Promise<ParsedForm> {
     const { req } = ctx;
     let busboy: BusboyInstance;
     try {
@@ -192,7 +192,7 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       });
     } catch {
       // The Content-Type names no boundary.
-      return Promise.reject(closing(errors.invalidContentType('multipart/form-data with a boundary')));
+      throw closing(errors.invalidContentType('multipart/form-data with a boundary'));
     }
     return new Promise((resolve, reject) => {
       const form: ParsedForm = { fields: new Map() };

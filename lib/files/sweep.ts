@@ -4,8 +4,8 @@ import type { FileStore } from './file-store.js';
 export interface SweepOptions {
   files: FileStore;
   blobs: BlobStore;
-  /** The clock, in Unix seconds. Default: `Date.now() / 1000`. */
-  now?: () => number;
+  /** The clock, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
   /**
    * How old a blob without a record must be before it is removed, in seconds: longer than any
    * upload takes between writing its bytes and inserting its record. Default: 3600.
@@ -40,7 +40,7 @@ export async function sweep(options: SweepOptions): Promise<SweepResult> {
   if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
     throw new TypeError('koa-model-gateway: sweep batchSize must be a positive integer');
   }
-  const now = Math.floor((options.now ?? (() => Date.now() / 1000))());
+  const now = Math.floor((options.nowMs ?? Date.now)() / 1000);
   const result: SweepResult = { expired: 0, orphans: 0 };
 
   for (;;) {

@@ -27,7 +27,7 @@ export async function loadAttachments(
   stores: FileStores | undefined,
   account: string,
   ids: readonly string[],
-  now: number,
+  nowSeconds: number,
   maxBytes: number,
 ): Promise<Map<string, AttachedFile>> {
   const loaded = new Map<string, AttachedFile>();
@@ -38,7 +38,7 @@ export async function loadAttachments(
   for (const id of ids) {
     let record = records.get(id);
     if (record === undefined) {
-      record = await stores.files.get(account, id, now);
+      record = await stores.files.get(account, id, nowSeconds);
       if (record === undefined) throw errors.fileNotFound();
       records.set(id, record);
     }

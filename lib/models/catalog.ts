@@ -1,128 +1,90 @@
+import { z } from 'zod';
+import { nonEmptyString, nonNegativeInteger, parseOptions, settingsObject } from '../settings/schemas.js';
 import { isObject } from './content.js';
+import type { Provider, ProviderEndpoint } from './provider.js';
 
 /**
- * The kinds of upstream provider the gateway can talk to.
- * @example console.log(`kind: one of ${PROVIDER_KINDS.join(', ')}`)
+ * One model of the catalog, as written in code or in a config file: `id` (what clients ask for
+ * and key allowlists list), `provider` (the `id` of its provider), `upstreamModel` (the name sent
+ * upstream; default: `id`), `created` (Unix seconds shown by `GET /v1/models`; default 0, the
+ * epoch, for "unknown"), `owned_by` (shown by `GET /v1/models`; default: the provider's id),
+ * `display_name` (shown in Anthropic's shape of the models; default: `id`).
+ * @example const model = catalogModelSchema.parse({ id: 'gpt-4.1-mini', provider: 'openai' })
  */
-export const PROVIDER_KINDS = ['openai', 'anthropic', 'echo'] as const;
+export const catalogModelSchema = settingsObject({
+  id: nonEmptyString,
+  provider: nonEmptyString,
+  upstreamModel: nonEmptyString.optional(),
+  created: nonNegativeInteger.optional(),
+  owned_by: nonEmptyString.optional(),
+  display_name: nonEmptyString.optional(),
+}).transform(({ upstreamModel, created, display_name: displayName, ...model }) => ({
+  ...model,
+  upstreamModel: upstreamModel ?? model.id,
+  created: created ?? 0,
+  display_name: displayName ?? model.id,
+}));
 
-export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+/** One model of the catalog, as given to `listModels()`, `retrieveModel()`, the model endpoints and `modelsRouter()`. */
+export type CatalogModel = z.input<typeof catalogModelSchema>;
 
-/** An upstream provider, as configured. */
-export interface ProviderConfig {
-  /** The name models refer to it by. */
-  id: string;
-  /**
-   * `openai`: any OpenAI-compatible API, `POST {baseURL}/chat/completions` with `Authorization: Bearer`.
-   * `anthropic`: `POST {baseURL}/v1/messages` with `x-api-key`.
-   * `echo`: offline, answers with a description of what it received.
-   */
-  kind: ProviderKind;
-  /** Default: `https://api.openai.com/v1` (openai), `https://api.anthropic.com` (anthropic); echo has none. */
-  baseURL?: string;
-  /** The provider's own credential; never the client's gateway key. Sent only when set. */
-  apiKey?: string;
-}
+/** A catalog model with its defaults filled in. */
+export type ResolvedModel = z.output<typeof catalogModelSchema>;
 
-/** One model of the catalog. */
-export interface CatalogModel {
-  /** The id clients ask for, and what key allowlists list. */
-  id: string;
-  /** The `id` of its provider. */
-  provider: string;
-  /** The model name sent upstream in place of `id`. */
-  upstreamModel: string;
-  /** Unix seconds, shown by `GET /v1/models`. */
-  created: number;
-  /** Shown by `GET /v1/models`. Default: the provider's id. */
-  owned_by?: string;
-}
-
-const MODEL_KEYS = new Set(['id', 'provider', 'upstreamModel', 'created', 'owned_by']);
-const PROVIDER_KEYS = new Set(['id', 'kind', 'baseURL', 'apiKey']);
-
-const fail = (message: string): never => {
-  throw new TypeError(`koa-model-gateway: ${message}`);
-};
-
-function nonEmptyString(entry: Record<string, unknown>, key: string, where: string): void {
-  if (typeof entry[key] !== 'string' || entry[key] === '') fail(`${where}: '${key}' must be a non-empty string`);
-}
-
-// Unknown keys are refused so that a typo (`baseUrl`, `upstream_model`) is not silently ignored.
-function knownKeys(entry: Record<string, unknown>, allowed: Set<string>, where: string): void {
-  for (const key of Object.keys(entry)) {
-    if (!allowed.has(key)) fail(`${where}: unknown setting '${key}' (expected ${[...allowed].join(', ')})`);
-  }
-}
-
-function uniqueIds(entries: ReadonlyArray<{ id: string }>, what: string): void {
+function uniqueIds(ctx: z.RefinementCtx, entries: ReadonlyArray<{ id: string }>, key: string): void {
   const seen = new Set<string>();
-  for (const { id } of entries) {
-    if (seen.has(id)) fail(`duplicate ${what} id '${id}'`);
+  entries.forEach(({ id }, index) => {
+    if (seen.has(id)) ctx.addIssue({ code: 'custom', path: [key, index, 'id'], message: `must be unique ('${id}' is taken)` });
     seen.add(id);
-  }
+  });
 }
 
 /**
- * Checks a model catalog on its own (what `listModels()` needs): every entry well-formed, ids unique.
- * Throws a `koa-model-gateway: ...` TypeError naming the bad entry.
- * @example const models = validateModels(JSON.parse(readFileSync('models.json', 'utf8')))
+ * The rules of a catalog across its entries, for a schema's `superRefine`: model ids unique,
+ * provider ids unique, and every model's provider among the providers. `keys` names the two lists
+ * in the object checked, for the messages.
+ * @example settingsObject({ models, providers }).superRefine((value, ctx) => checkCatalog(ctx, value))
  */
-export function validateModels(models: unknown): CatalogModel[] {
-  if (!Array.isArray(models)) return fail('the model catalog must be an array');
-  models.forEach((entry: unknown, index) => {
-    const where = `models[${index}]`;
-    if (!isObject(entry)) return fail(`${where} must be an object`);
-    knownKeys(entry, MODEL_KEYS, where);
-    for (const key of ['id', 'provider', 'upstreamModel']) nonEmptyString(entry, key, where);
-    if (!Number.isSafeInteger(entry.created) || (entry.created as number) < 0) {
-      fail(`${where}: 'created' must be a non-negative integer (Unix seconds)`);
+export function checkCatalog(
+  ctx: z.RefinementCtx,
+  catalog: { models: ReadonlyArray<{ id: string; provider: string }>; providers: ReadonlyArray<{ id: string }> },
+  keys: { models: string; providers: string } = { models: 'models', providers: 'providers' },
+): void {
+  uniqueIds(ctx, catalog.models, keys.models);
+  uniqueIds(ctx, catalog.providers, keys.providers);
+  const providerIds = new Set(catalog.providers.map((provider) => provider.id));
+  catalog.models.forEach((model, index) => {
+    if (!providerIds.has(model.provider)) {
+      ctx.addIssue({ code: 'custom', path: [keys.models, index, 'provider'], message: `must name a configured provider ('${model.provider}' is not one)` });
     }
-    if ('owned_by' in entry) nonEmptyString(entry, 'owned_by', where);
   });
-  uniqueIds(models as CatalogModel[], 'model');
-  // Copies: a configuration changed after the factories ran does not half-apply.
-  return (models as CatalogModel[]).map((model) => ({ ...model }));
 }
 
-function validateProvider(entry: unknown, index: number): void {
-  const where = `providers[${index}]`;
-  if (!isObject(entry)) return fail(`${where} must be an object`);
-  knownKeys(entry, PROVIDER_KEYS, where);
-  nonEmptyString(entry, 'id', where);
-  if (!(PROVIDER_KINDS as readonly unknown[]).includes(entry.kind)) {
-    fail(`${where}: unknown kind ${JSON.stringify(entry.kind)} (expected ${PROVIDER_KINDS.join(', ')})`);
-  }
-  if ('apiKey' in entry) nonEmptyString(entry, 'apiKey', where);
-  if ('baseURL' in entry) {
-    if (entry.kind === 'echo') fail(`${where}: an echo provider has no baseURL`);
-    const url = typeof entry.baseURL === 'string' && URL.canParse(entry.baseURL) ? new URL(entry.baseURL) : null;
-    if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-      fail(`${where}: 'baseURL' must be an http:// or https:// URL`);
-    }
-    // fetch refuses such a URL on every request; the message does not repeat it, password and all.
-    if (url !== null && (url.username !== '' || url.password !== '')) fail(`${where}: 'baseURL' must not hold credentials: put them in 'apiKey'`);
-  }
-}
+const ENDPOINTS = ['chatCompletions', 'responses', 'messages', 'countTokens'] as const satisfies readonly ProviderEndpoint[];
+
+const isProvider = (value: unknown): value is Provider =>
+  isObject(value) && typeof value.id === 'string' && value.id !== '' && ENDPOINTS.some((endpoint) => typeof value[endpoint] === 'function');
+
+const PROVIDER = `must be a Provider: an object with an id and at least one of the methods ${ENDPOINTS.join(', ')}`;
+const ARRAY = 'must be an array';
+
+const modelList = z.array(catalogModelSchema, { error: ARRAY });
+
+const endpointCatalog = z
+  .object({ catalog: modelList, providers: z.array(z.custom<Provider>(isProvider, { error: PROVIDER }), { error: ARRAY }) })
+  .superRefine((value, ctx) => checkCatalog(ctx, { models: value.catalog, providers: value.providers }, { models: 'catalog', providers: 'providers' }));
+
+const listCatalog = z.object({ catalog: modelList }).superRefine((value, ctx) => uniqueIds(ctx, value.catalog, 'catalog'));
 
 /**
- * Checks models and providers together: each well-formed, ids unique, every model's provider
- * configured. The handlers call it once, in their factory; call it yourself to fail at start-up
- * with the same message before building anything.
- * Throws a `koa-model-gateway: ...` TypeError naming the bad entry.
- * @example
- * const { models, providers } = validateCatalog(config.models, config.providers)
+ * The `catalog` and `providers` options of a model handler, checked and with the catalog's
+ * defaults filled in; `where` names the factory in the message of a bad one.
  */
-export function validateCatalog(models: unknown, providers: unknown): { models: CatalogModel[]; providers: ProviderConfig[] } {
-  const checkedModels = validateModels(models);
-  if (!Array.isArray(providers)) return fail('the providers must be an array');
-  providers.forEach(validateProvider);
-  const checkedProviders = (providers as ProviderConfig[]).map((provider) => ({ ...provider }));
-  uniqueIds(checkedProviders, 'provider');
-  const providerIds = new Set(checkedProviders.map((provider) => provider.id));
-  checkedModels.forEach((model, index) => {
-    if (!providerIds.has(model.provider)) fail(`models[${index}] ('${model.id}'): unknown provider '${model.provider}'`);
-  });
-  return { models: checkedModels, providers: checkedProviders };
+export function endpointCatalogOptions(options: { catalog: unknown; providers: unknown }, where: string) {
+  return parseOptions(endpointCatalog, { catalog: options.catalog, providers: options.providers }, where);
+}
+
+/** The `catalog` option of `listModels()`, checked, with its defaults filled in. */
+export function listCatalogOptions(options: { catalog: unknown }, where: string): ResolvedModel[] {
+  return parseOptions(listCatalog, { catalog: options.catalog }, where).catalog;
 }

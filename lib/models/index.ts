@@ -1,16 +1,21 @@
+export type { CatalogModel } from './catalog.js';
+export type { Provider, ProviderEndpoint, ProviderRequest } from './provider.js';
 export {
-  PROVIDER_KINDS,
-  validateCatalog,
-  validateModels,
-  type CatalogModel,
+  createProvider,
+  providerRegistry,
   type ProviderConfig,
+  type ProviderFactory,
   type ProviderKind,
-} from './catalog.js';
-export { createProvider, type Provider, type ProviderRequest } from './provider.js';
-export { openAIProvider } from './providers/openai.js';
-export { anthropicProvider } from './providers/anthropic.js';
-export { echoProvider } from './providers/echo.js';
+} from './providers/registry.js';
+export { openAIProvider } from './providers/openai/index.js';
+export { anthropicProvider } from './providers/anthropic/index.js';
+export { echoProvider, type EchoProviderOptions } from './providers/echo/index.js';
+export type { HttpProviderOptions } from './providers/http.js';
 export { listModels, type ListModelsOptions } from './list-models.js';
+export { retrieveModel, type RetrieveModelOptions } from './retrieve-model.js';
 export { chatCompletions } from './chat-completions.js';
+export { responses } from './responses.js';
 export { messages } from './messages.js';
+export { countTokens } from './count-tokens.js';
+export { modelsRouter } from './models-router.js';
 export type { ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';

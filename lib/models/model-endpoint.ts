@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import type { Context } from 'koa';
+import { z } from 'zod';
 import { verifiedKey } from '../auth/api-key.js';
 import { modelAccess } from '../auth/model-access.js';
 import { errors, type GatewayError } from '../errors/gateway-error.js';
@@ -7,19 +8,23 @@ import { newRequestId } from '../errors/request-id.js';
 import type { BlobStore } from '../files/blob-store.js';
 import { isFileId } from '../files/file-id.js';
 import type { FileStore } from '../files/file-store.js';
+import { parseOptions, positiveInteger } from '../settings/schemas.js';
 import { loadAttachments, type FileReferences, type FileStores } from './attachments.js';
-import { validateCatalog, type CatalogModel, type ProviderConfig } from './catalog.js';
+import { endpointCatalogOptions, type CatalogModel, type ResolvedModel } from './catalog.js';
 import { readJsonBody } from './json-body.js';
-import { createProvider, type Provider } from './provider.js';
+import type { Provider, ProviderEndpoint } from './provider.js';
 import { wholeEvents } from './server-sent-events.js';
 import { UpstreamCall } from './upstream-call.js';
 
-/** Options of `chatCompletions()` and `messages()`. */
+/** Options of `chatCompletions()`, `responses()`, `messages()` and `countTokens()`. */
 export interface ModelEndpointOptions {
-  /** The models clients may ask for (checked by `validateCatalog`). */
+  /** The models clients may ask for. */
   catalog: readonly CatalogModel[];
-  /** The providers the models refer to. */
-  providers: readonly ProviderConfig[];
+  /**
+   * The providers the models refer to by id: the built-in `openAIProvider()`, `anthropicProvider()`,
+   * `echoProvider()`, or any object of the `Provider` interface.
+   */
+  providers: readonly Provider[];
   /** Where attached files are looked up. Without `files` and `blobs`, every file reference is 404. */
   files?: FileStore;
   blobs?: BlobStore;
@@ -29,8 +34,8 @@ export interface ModelEndpointOptions {
   bodyLimit?: number;
   /** Largest total of the files attached to one request, in bytes. Default 32 MiB (33,554,432), both providers' request limit. */
   maxAttachedBytes?: number;
-  /** The clock, in Unix seconds, for file expiry. Default: `Date.now() / 1000`. */
-  now?: () => number;
+  /** The clock for file expiry, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 /** What a model handler puts on `ctx.state.modelRequest`, for the request log. */
@@ -51,11 +56,9 @@ declare module 'koa' {
   }
 }
 
-type ModelEndpointName = 'chatCompletions' | 'messages';
-
-/** What differs between the two endpoints. */
+/** What differs between the endpoints. */
 export interface EndpointFormat {
-  endpoint: ModelEndpointName;
+  endpoint: ProviderEndpoint;
   /**
    * The answer for a model outside the key's allowlist, given before the request is validated
    * further. Left out (Messages), such a model gets `modelNotFound`, at the same point as an
@@ -72,32 +75,30 @@ export interface EndpointFormat {
   errorEvent: (err: GatewayError, requestId: string) => string;
 }
 
-const DEFAULTS = { timeoutMs: 300_000, bodyLimit: 10 * 1024 * 1024, maxAttachedBytes: 32 * 1024 * 1024 };
-
-function positiveInteger(value: number, name: string): number {
-  if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`koa-model-gateway: '${name}' must be a positive integer`);
-  return value;
-}
+const endpointLimits = z.object({
+  timeoutMs: positiveInteger.default(300_000),
+  bodyLimit: positiveInteger.default(10 * 1024 * 1024),
+  maxAttachedBytes: positiveInteger.default(32 * 1024 * 1024),
+});
 
 /**
- * The request handling both endpoints share, as a function of `ctx`: parse, resolve the model
+ * The request handling every model endpoint shares, as a function of `ctx`: parse, resolve the model
  * through the one allowlist policy, resolve attached files, forward, answer. Check order as
  * decisions.md fixes it: permission (403), validation (400/413), existence (404).
  */
 export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOptions): (ctx: Context) => Promise<void> {
-  const { models, providers } = validateCatalog(options.catalog, options.providers);
-  const timeoutMs = positiveInteger(options.timeoutMs ?? DEFAULTS.timeoutMs, 'timeoutMs');
-  const bodyLimit = positiveInteger(options.bodyLimit ?? DEFAULTS.bodyLimit, 'bodyLimit');
-  const maxAttachedBytes = positiveInteger(options.maxAttachedBytes ?? DEFAULTS.maxAttachedBytes, 'maxAttachedBytes');
+  const where = `${format.endpoint}()`;
+  const { catalog, providers } = endpointCatalogOptions(options, where);
+  const { timeoutMs, bodyLimit, maxAttachedBytes } = parseOptions(endpointLimits, options, where);
   if ((options.files === undefined) !== (options.blobs === undefined)) {
-    throw new TypeError("koa-model-gateway: 'files' and 'blobs' go together: give both or neither");
+    throw new TypeError(`koa-model-gateway: ${where}: files and blobs go together: give both or neither`);
   }
   const stores: FileStores | undefined = options.files && options.blobs && { files: options.files, blobs: options.blobs };
-  const now = options.now ?? (() => Date.now() / 1000);
-  const adapters = new Map(providers.map((config) => [config.id, createProvider(config)]));
-  const routes = new Map<string, { model: CatalogModel; provider: Provider }>();
-  for (const model of models) {
-    const provider = adapters.get(model.provider);
+  const nowMs = options.nowMs ?? Date.now;
+  const byId = new Map(providers.map((provider) => [provider.id, provider]));
+  const routes = new Map<string, { model: ResolvedModel; provider: Provider }>();
+  for (const model of catalog) {
+    const provider = byId.get(model.provider);
     if (provider) routes.set(model.id, { model, provider });
   }
   const catalogIds = new Set(routes.keys());
@@ -127,7 +128,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const send = route.provider[format.endpoint]?.bind(route.provider);
     if (send === undefined) throw format.unsupported(requested);
 
-    const attached = await loadAttachments(stores, key.account, checkedIds, now(), maxAttachedBytes);
+    const attached = await loadAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
     const upstreamBody = {
       ...format.fileReferences.map(body, (fileId, block) => {
         const file = attached.get(fileId as string);

@@ -1,8 +1,3 @@
-import type { ProviderConfig } from './catalog.js';
-import { anthropicProvider } from './providers/anthropic.js';
-import { echoProvider } from './providers/echo.js';
-import { openAIProvider } from './providers/openai.js';
-
 /** What the handlers hand a provider. */
 export interface ProviderRequest {
   /** The body in the endpoint's own format, `model` already the upstream's name and attached files inlined. */
@@ -16,25 +11,28 @@ export interface ProviderRequest {
 /**
  * An upstream as the handlers see it: one method per endpoint format it speaks, each answering
  * with the upstream's own HTTP response (JSON, or server-sent events when `body.stream` is true).
- * A provider leaves out the endpoints it does not speak.
+ * A provider leaves out the endpoints it does not speak. Any object of this shape can be given
+ * to the model handlers: the built-in ones (`openAIProvider()`, `anthropicProvider()`,
+ * `echoProvider()`) are examples, not a closed list.
+ * @example
+ * const mine: Provider = {
+ *   id: 'in-house',
+ *   chatCompletions: ({ body, signal }) =>
+ *     fetch('http://llm.internal/v1/chat/completions', { method: 'POST', body: JSON.stringify(body), signal }),
+ * };
  */
 export interface Provider {
+  /** The name catalog models refer to it by. */
   readonly id: string;
+  /** OpenAI's Chat Completions (`POST /v1/chat/completions`). */
   chatCompletions?(request: ProviderRequest): Promise<Response>;
+  /** OpenAI's Responses (`POST /v1/responses`). */
+  responses?(request: ProviderRequest): Promise<Response>;
+  /** Anthropic's Messages (`POST /v1/messages`). */
   messages?(request: ProviderRequest): Promise<Response>;
+  /** Anthropic's token count of a Messages request (`POST /v1/messages/count_tokens`): JSON only, never a stream. */
+  countTokens?(request: ProviderRequest): Promise<Response>;
 }
 
-/**
- * The adapter for a provider configuration (checked by `validateCatalog`).
- * @example const provider = createProvider({ id: 'openai', kind: 'openai', apiKey: process.env.OPENAI_API_KEY })
- */
-export function createProvider(config: ProviderConfig): Provider {
-  switch (config.kind) {
-    case 'openai':
-      return openAIProvider(config);
-    case 'anthropic':
-      return anthropicProvider(config);
-    case 'echo':
-      return echoProvider(config);
-  }
-}
+/** The endpoint formats a provider may speak: its methods. */
+export type ProviderEndpoint = Exclude<keyof Provider, 'id'>;

@@ -1,4 +1,5 @@
 import { errors, type GatewayError } from '../errors/gateway-error.js';
+import { secondsUntil, type ClockWindows } from './clock-windows.js';
 
 /** The rate limits on file creation, per account. Defaults are api.md section 8. */
 export interface CreationLimitsOptions {
@@ -8,15 +9,15 @@ export interface CreationLimitsOptions {
   createsPerDay?: number;
   /** Bytes created per UTC day. Default 1,073,741,824 (1 GiB). */
   bytesPerDay?: number;
-  /** The clock, in Unix milliseconds, that places a creation in its minute and day. Default `Date.now`. */
-  clock?: () => number;
+  /** The clock that places a creation in its minute and day, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
 }
 
 export interface CreationLimits {
   createsPerMinute: number;
   createsPerDay: number;
   bytesPerDay: number;
-  clock: () => number;
+  nowMs: () => number;
 }
 
 /** An account's counters in the current minute and UTC day. */
@@ -41,57 +42,28 @@ export const DEFAULT_CREATION_LIMITS = {
 
 /** Validates limit options once, at start-up, and fills in the defaults. */
 export function resolveCreationLimits(options: CreationLimitsOptions = {}): CreationLimits {
-  const limits = { ...DEFAULT_CREATION_LIMITS, clock: Date.now, ...options };
+  const limits = { ...DEFAULT_CREATION_LIMITS, nowMs: Date.now, ...options };
   for (const name of ['createsPerMinute', 'createsPerDay', 'bytesPerDay'] as const) {
     if (!Number.isSafeInteger(limits[name]) || limits[name] < 1) {
       throw new TypeError(`koa-model-gateway: ${name} must be a positive integer`);
     }
   }
-  if (typeof limits.clock !== 'function') throw new TypeError('koa-model-gateway: clock must be a function');
+  if (typeof limits.nowMs !== 'function') throw new TypeError('koa-model-gateway: nowMs must be a function');
   return limits;
-}
-
-const MINUTE_MS = 60_000;
-const DAY_MS = 86_400_000;
-
-export interface CreationWindows {
-  /** The clock minute: its index since the epoch names its counter. */
-  minute: { id: string; endsAt: number };
-  /** The UTC day: its date (`2025-01-31`) names its counters. */
-  day: { id: string; endsAt: number };
-}
-
-/**
- * The minute and day that `now` falls in. Counters are named after their window rather than
- * expiring from their first use, so a late release finds exactly the window it spent in (or
- * nothing), never the next one. Unix time has no leap seconds: every UTC day is 86,400,000 ms.
- */
-export function creationWindows(now: number): CreationWindows {
-  const minute = Math.floor(now / MINUTE_MS);
-  const day = Math.floor(now / DAY_MS);
-  return {
-    minute: { id: String(minute), endsAt: (minute + 1) * MINUTE_MS },
-    day: { id: new Date(day * DAY_MS).toISOString().slice(0, 10), endsAt: (day + 1) * DAY_MS },
-  };
-}
-
-/** Whole seconds from `now` to `endsAt`, rounded up so that a client waiting that long is allowed; at least 1. */
-function secondsUntil(endsAt: number, now: number): number {
-  return Math.max(1, Math.ceil((endsAt - now) / 1000));
 }
 
 /**
  * The 429 for a refusal (decisions.md, "Limits and the three 429 codes"): the minute limit
  * says when the next minute starts, the day limits when the next UTC day starts.
  */
-export function refusalError(refusal: CreationRefusal, windows: CreationWindows, now: number): GatewayError {
+export function refusalError(refusal: CreationRefusal, windows: ClockWindows, nowMs: number): GatewayError {
   switch (refusal) {
     case 'createsPerMinute':
-      return errors.createRateExceeded(secondsUntil(windows.minute.endsAt, now));
+      return errors.createRateExceeded(secondsUntil(windows.minute.endsAt, nowMs));
     case 'createsPerDay':
-      return errors.createRateExceeded(secondsUntil(windows.day.endsAt, now));
+      return errors.createRateExceeded(secondsUntil(windows.day.endsAt, nowMs));
     case 'bytesPerDay':
-      return errors.ingestionQuotaExceeded(secondsUntil(windows.day.endsAt, now));
+      return errors.ingestionQuotaExceeded(secondsUntil(windows.day.endsAt, nowMs));
   }
 }
 

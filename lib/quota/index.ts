@@ -8,3 +8,13 @@ export {
 } from './creation-limits.js';
 export { MemoryCreationLimiter } from './memory-creation-limiter.js';
 export { fileQuota, type FileQuotaOptions } from './file-quota.js';
+export type { ModelLimiter } from './model-limiter.js';
+export {
+  checkModelLimits,
+  type LimitWindow,
+  type ModelLimitDecision,
+  type ModelLimits,
+  type ModelUsage,
+} from './model-limits.js';
+export { MemoryModelLimiter, type MemoryModelLimiterOptions } from './memory-model-limiter.js';
+export { modelLimitRefusal, rateLimitHeaders, type RateLimitHeaderStyle } from './rate-limit-headers.js';

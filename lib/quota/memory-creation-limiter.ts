@@ -1,8 +1,8 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { clockWindows } from './clock-windows.js';
 import type { CreationLimiter, CreationReservation } from './creation-limiter.js';
 import {
   assertByteCount,
-  creationWindows,
   refusalError,
   resolveCreationLimits,
   type CreationLimits,
@@ -52,8 +52,8 @@ export class MemoryCreationLimiter implements CreationLimiter {
 
   async reserve(account: string, bytes: number): Promise<CreationReservation> {
     assertByteCount(bytes);
-    const now = this.limits.clock();
-    const spends = this.#spends(account, bytes, now);
+    const nowMs = this.limits.nowMs();
+    const spends = this.#spends(account, bytes, nowMs);
     await this.#exclusive(account, async () => {
       for (const [index, spend] of spends.entries()) {
         try {
@@ -62,7 +62,7 @@ export class MemoryCreationLimiter implements CreationLimiter {
           if (!(refused instanceof RateLimiterRes)) throw refused;
           // rate-limiter-flexible counts a refused consume too: give back this one and those before it.
           await Promise.all(spends.slice(0, index + 1).map((done) => this.#giveBack(done)));
-          throw refusalError(spend.counter.refusal, creationWindows(now), now);
+          throw refusalError(spend.counter.refusal, clockWindows(nowMs), nowMs);
         }
       }
     });
@@ -79,7 +79,7 @@ export class MemoryCreationLimiter implements CreationLimiter {
 
   /** The account's counters in the current minute and UTC day, between reservations. */
   async usage(account: string): Promise<CreationUsage> {
-    const spends = this.#spends(account, 0, this.limits.clock());
+    const spends = this.#spends(account, 0, this.limits.nowMs());
     const counts = await this.#exclusive(account, () =>
       Promise.all(
         spends.map(async ({ counter, key }) => {
@@ -96,15 +96,15 @@ export class MemoryCreationLimiter implements CreationLimiter {
     };
   }
 
-  #spends(account: string, bytes: number, now: number): Spend[] {
-    const windows = creationWindows(now);
+  #spends(account: string, bytes: number, nowMs: number): Spend[] {
+    const windows = clockWindows(nowMs);
     return this.#counters.map((counter) => {
       const window = counter.refusal === 'createsPerMinute' ? windows.minute : windows.day;
       return {
         counter,
         key: `${account}:${window.id}`,
         points: counter.refusal === 'bytesPerDay' ? bytes : 1,
-        lifetime: Math.ceil((window.endsAt - now + GRACE_MS) / 1000),
+        lifetime: Math.ceil((window.endsAt - nowMs + GRACE_MS) / 1000),
       };
     });
   }

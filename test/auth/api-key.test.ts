@@ -3,6 +3,7 @@ import { apiKey, type ApiKeyOptions } from '../../lib/auth/api-key.js';
 import { generateApiKey, hashApiKey } from '../../lib/auth/keys.js';
 import { requireScope } from '../../lib/auth/require-scope.js';
 import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
+import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { authApp, OPERATIONS } from '../helpers/auth-app.js';
 import { listen, type Listening } from '../helpers/http.js';
 
@@ -106,6 +107,22 @@ test('the verified key lands on ctx.state with its account, scopes and allowlist
   const body = (await res.json()) as { key: unknown };
   t.deepEqual(body.key, { id: record.id, account: 'state', scopes: ['files:read'], models: ['echo-1'] });
   t.false(JSON.stringify(body).includes(key));
+});
+
+test("a key's own limits on model calls land on ctx.state with it", async (t) => {
+  const { key } = await keyFor(['files:read'], { limits: { requestsPerMinute: 5, tokensPerDay: 900 } });
+  const body = (await (await call('GET', '/v1/files', { authorization: `Bearer ${key}` })).json()) as { key: { limits: unknown } };
+  t.deepEqual(body.key.limits, { requestsPerMinute: 5, tokensPerDay: 900 });
+});
+
+test('createApiKey refuses limits that are not positive integers, before anything is stored', async (t) => {
+  for (const limits of [{ requestsPerMinute: 0 }, { tokensPerMinute: 2.5 }, { tokensPerDay: -1 }, { requestsPerHour: 5 }]) {
+    await t.throwsAsync(keyFor(['files:read'], { limits: limits as ModelLimits, account: 'bad-limits' }), {
+      instanceOf: TypeError,
+      message: /^koa-model-gateway: key limits: /,
+    });
+  }
+  t.deepEqual(await store.list({ account: 'bad-limits' }), []);
 });
 
 test('a revoked key is 401', async (t) => {

@@ -22,7 +22,7 @@ function setup(options: { ttlMs?: number; maxEntries?: number } = {}) {
     revoke: (id) => inner.revoke(id),
   };
   const clock = { ms: 1_000_000 };
-  const cached = cachedKeyStore(counted, { ...options, now: () => clock.ms });
+  const cached = cachedKeyStore(counted, { ...options, nowMs: () => clock.ms });
   const newKey = (store: KeyStore = cached, expiresAt: number | null = null) =>
     createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: ['files:read'], models: null, expiresAt });
   return { inner, cached, clock, newKey, lookups: () => lookups };
@@ -124,7 +124,7 @@ test('behind apiKey(), a cached key still stops working the second it expires', 
   const clock = { seconds: 1_800_000_000 };
   const gateway = new Koa();
   gateway.use(openAIErrors());
-  gateway.use(apiKey({ store, now: () => clock.seconds }));
+  gateway.use(apiKey({ store, nowMs: () => clock.seconds * 1000 }));
   gateway.use((ctx) => {
     ctx.body = 'ok';
   });

@@ -24,6 +24,30 @@ export function keyStoreContract(test: TestFn, name: string, makeStore: () => Pr
     t.like(created, input);
   });
 
+  test(`${name}: a key's own limits are kept, each one alone or together; a key without limits has none`, async (t) => {
+    const store = await makeStore();
+    const cases = [
+      { requestsPerMinute: 10, tokensPerMinute: 40_000, tokensPerDay: 5_000_000_000 },
+      { tokensPerDay: 1 },
+      { requestsPerMinute: 3 },
+    ];
+    for (const limits of cases) {
+      const created = await store.create(newKey('acme', { limits }));
+      t.deepEqual(created.limits, limits);
+      t.deepEqual((await store.findByHash(created.hash))?.limits, limits);
+    }
+    for (const input of [newKey('acme'), newKey('acme', { limits: {} })]) {
+      const created = await store.create(input);
+      t.false('limits' in created);
+      t.deepEqual(await store.findByHash(created.hash), created);
+    }
+    const listed = await store.list({ account: 'acme' });
+    t.deepEqual(
+      listed.map((key) => key.limits),
+      [...cases, undefined, undefined],
+    );
+  });
+
   test(`${name}: an unknown hash finds nothing`, async (t) => {
     const store = await makeStore();
     await store.create(newKey('acme'));
@@ -69,9 +93,10 @@ export function keyStoreContract(test: TestFn, name: string, makeStore: () => Pr
 
   test(`${name}: records handed out are copies`, async (t) => {
     const store = await makeStore();
-    const created = await store.create(newKey('acme'));
+    const created = await store.create(newKey('acme', { limits: { requestsPerMinute: 1 } }));
     const found = await store.findByHash(created.hash);
     found?.scopes.push('files:delete');
-    t.deepEqual((await store.findByHash(created.hash))?.scopes, ['files:read', 'files:write']);
+    if (found?.limits) found.limits.requestsPerMinute = 99;
+    t.like(await store.findByHash(created.hash), { scopes: ['files:read', 'files:write'], limits: { requestsPerMinute: 1 } });
   });
 }

@@ -7,7 +7,7 @@ import { multipart, pdfOf, uploadParts } from '../helpers/multipart.js';
 const MINUTE_START = Date.UTC(2030, 0, 1, 12, 0, 0);
 
 async function setup(t: ExecutionContext, limits = {}): Promise<{ app: FilesApp; limiter: MemoryCreationLimiter }> {
-  const limiter = new MemoryCreationLimiter({ createsPerMinute: 3, clock: () => MINUTE_START + 1000 });
+  const limiter = new MemoryCreationLimiter({ createsPerMinute: 3, nowMs: () => MINUTE_START + 1000 });
   const app = await filesApp({ limiter, limits: { maxFileBytes: 100_000, ...limits } });
   t.teardown(() => app.close());
   return { app, limiter };
@@ -32,7 +32,7 @@ test('rejected uploads spend nothing; the creation rate refuses with 429 and ret
   t.is(refused.headers.get('retry-after'), '59');
   t.is((await upload(app, Buffer.from('still validated first'))).status, 400, 'validation comes before the rate');
   t.deepEqual(await app.tempFiles(), []);
-  t.is((await app.files.usage('acct-a', app.clock.now)).files, 3);
+  t.is((await app.files.usage('acct-a', app.clock.seconds)).files, 3);
 });
 
 test('an upload refused by the kept limits gives its creation back', async (t) => {
@@ -50,5 +50,5 @@ test('parallel uploads by one account create exactly the allowed number', async 
   const statuses = (await Promise.all(Array.from({ length: 12 }, () => upload(app, pdfOf(1000))))).map((res) => res.status);
   t.is(statuses.filter((status) => status === 200).length, 3);
   t.is(statuses.filter((status) => status === 429).length, 9);
-  t.is((await app.files.usage('acct-a', app.clock.now)).files, 3);
+  t.is((await app.files.usage('acct-a', app.clock.seconds)).files, 3);
 });

@@ -43,7 +43,7 @@ test('the openai SDK pages through more files than one page, in both orders', as
   const ids: string[] = [];
   for (let i = 0; i < 7; i++) {
     ids.push((await openai.files.create({ file: await pdfFile(100 + i, `f${i}.pdf`), purpose: 'user_data' })).id);
-    if (i % 3 === 0) app.clock.now += 1;
+    if (i % 3 === 0) app.clock.seconds += 1;
   }
   const seen = async (order?: 'asc' | 'desc') => {
     const out: string[] = [];

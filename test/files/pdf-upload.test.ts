@@ -41,7 +41,7 @@ async function isError(t: ExecutionContext, app: FilesApp, res: RawResponse, exp
   t.deepEqual(json(res), { error: { message: expected.message, type: expected.type, param: null, code: expected.code } });
   t.regex(String(res.headers['x-request-id']), /^req_[A-Za-z0-9]{32}$/);
   t.deepEqual(await app.tempFiles(), []);
-  t.deepEqual(await app.files.list('acct-a', { order: 'asc', limit: 10 }, app.clock.now), { files: [], hasMore: false });
+  t.deepEqual(await app.files.list('acct-a', { order: 'asc', limit: 10 }, app.clock.seconds), { files: [], hasMore: false });
   t.deepEqual(app.serverErrors.filter((err) => !droppedConnection(err)), []);
 }
 
@@ -58,7 +58,7 @@ test('a valid upload is answered with the file object and leaves no temp file', 
   t.is(res.status, 200);
   const body = json(res) as Record<string, unknown>;
   t.deepEqual(Object.keys(body), ['id', 'object', 'bytes', 'created_at', 'filename', 'purpose', 'status']);
-  t.like(body, { object: 'file', bytes: 5000, created_at: app.clock.now, filename: 'Q3 report.pdf', purpose: 'user_data', status: 'processed' });
+  t.like(body, { object: 'file', bytes: 5000, created_at: app.clock.seconds, filename: 'Q3 report.pdf', purpose: 'user_data', status: 'processed' });
   t.regex(String(body.id), /^file-[A-Za-z0-9_-]{32}$/);
   const stored = await app.blobs.get(String(body.id));
   t.truthy(stored);
@@ -306,7 +306,7 @@ test('expires_after: both parts or neither, anchor created_at, seconds an intege
   for (const seconds of [3600, 2_592_000]) {
     const res = await upload(app, uploadParts(pdfOf(1000), 'a.pdf', expiry('created_at', String(seconds))));
     t.is(res.status, 200);
-    t.like(json(res), { expires_at: app.clock.now + seconds });
+    t.like(json(res), { expires_at: app.clock.seconds + seconds });
   }
 });
 
@@ -339,7 +339,7 @@ test("a part's headers are read up to 16 KiB: what lies beyond is dropped, and a
   const disposition = 'Content-Disposition: form-data; name="file"; filename="a.pdf"';
   const roomy = await send(`X-Padding: ${'x'.repeat(15 * 1024)}\r\n${disposition}`);
   t.is(roomy.status, 200);
-  await app.files.delete('acct-a', (JSON.parse(roomy.body.toString()) as { id: string }).id, app.clock.now);
+  await app.files.delete('acct-a', (JSON.parse(roomy.body.toString()) as { id: string }).id, app.clock.seconds);
   // The disposition after 16 KiB of padding is never read: the part has none, so it is no file.
   await isError(t, app, await send(`X-Padding: ${'x'.repeat(16 * 1024)}\r\n${disposition}`), errors.missingFile());
   // A 320 KB file name is cut with the rest of the header: what is left is no sane name.
@@ -352,7 +352,7 @@ test('more than 32 parts in all, file parts under other names included, is 413 r
   const ignored = (count: number) => Array.from({ length: count }, (_, i): Part => ({ name: `other${i}`, value: 'y', filename: 'a.pdf' }));
   // purpose and file make 32 with 30 others.
   t.is((await upload(app, uploadParts(pdfOf(1000), 'a.pdf', ignored(30)))).status, 200);
-  await app.files.delete('acct-a', (await app.files.list('acct-a', { order: 'asc', limit: 1 }, app.clock.now)).files[0]?.id ?? '', app.clock.now);
+  await app.files.delete('acct-a', (await app.files.list('acct-a', { order: 'asc', limit: 1 }, app.clock.seconds)).files[0]?.id ?? '', app.clock.seconds);
   await isError(t, app, await upload(app, uploadParts(pdfOf(1000), 'a.pdf', ignored(31))), errors.requestTooLarge());
 });
 
@@ -402,7 +402,7 @@ test('a Content-Length shorter than the body leaves no temp file and no open des
   }
   // A leak is one descriptor per request; a little slack for sockets still closing.
   if (before !== undefined) t.true(openDescriptors() <= before + 3, `${openDescriptors()} descriptors open, ${before} before`);
-  t.deepEqual(await app.files.list('acct-a', { order: 'asc', limit: 10 }, app.clock.now), { files: [], hasMore: false });
+  t.deepEqual(await app.files.list('acct-a', { order: 'asc', limit: 10 }, app.clock.seconds), { files: [], hasMore: false });
 });
 
 test('a part that is not form-data, with more than 16 KiB, is answered 400 rather than left hanging', async (t) => {
@@ -446,7 +446,7 @@ test('a client that aborts mid-upload leaves the temp dir and the blob store as 
   const blobsAfter: string[] = [];
   for await (const blob of app.blobs.list()) blobsAfter.push(blob.id);
   t.deepEqual(blobsAfter, blobsBefore);
-  t.is((await app.files.usage('acct-a', app.clock.now)).files, 1);
+  t.is((await app.files.usage('acct-a', app.clock.seconds)).files, 1);
   t.deepEqual(app.serverErrors.filter((err) => !droppedConnection(err)), [], 'a client abort is not a server error');
 });
 

@@ -25,6 +25,6 @@ for (const chunked of [false, true]) {
     });
     t.is(refused.headers.connection, 'close');
     t.deepEqual(await app.tempFiles(), []);
-    t.is((await app.files.usage('acct-a', app.clock.now)).files, 1);
+    t.is((await app.files.usage('acct-a', app.clock.seconds)).files, 1);
   });
 }

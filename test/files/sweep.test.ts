@@ -40,7 +40,7 @@ function sweepSuite(test: TestFn, name: string, makeStores: () => Promise<Stores
     const { stores, now, add } = await setup(t);
     const expired = [await add(now + 10), await add(now + 20), await add(now + 30)];
     const live = [await add(null), await add(now + 31)];
-    const result = await sweep({ files: stores.files, blobs: stores.blobs, now: () => now + 30, batchSize: 2 });
+    const result = await sweep({ files: stores.files, blobs: stores.blobs, nowMs: () => (now + 30) * 1000, batchSize: 2 });
     t.deepEqual(result, { expired: 3, orphans: 0 });
     t.deepEqual(await blobIds(stores), [...live].sort());
     t.deepEqual(await existing(stores, [...expired, ...live]), [...live].sort());
@@ -50,9 +50,9 @@ function sweepSuite(test: TestFn, name: string, makeStores: () => Promise<Stores
     const { stores, now, add } = await setup(t);
     const orphan = await add(null, { record: false });
     const kept = await add(null);
-    t.deepEqual(await sweep({ files: stores.files, blobs: stores.blobs, now: () => now + GRACE - 5 }), { expired: 0, orphans: 0 });
+    t.deepEqual(await sweep({ files: stores.files, blobs: stores.blobs, nowMs: () => (now + GRACE - 5) * 1000 }), { expired: 0, orphans: 0 });
     t.deepEqual(await blobIds(stores), [orphan, kept].sort(), 'a young orphan may still be an upload in progress');
-    const result = await sweep({ files: stores.files, blobs: stores.blobs, now: () => now + GRACE + 5, orphanGraceSeconds: GRACE, batchSize: 1 });
+    const result = await sweep({ files: stores.files, blobs: stores.blobs, nowMs: () => (now + GRACE + 5) * 1000, orphanGraceSeconds: GRACE, batchSize: 1 });
     t.deepEqual(result, { expired: 0, orphans: 1 });
     t.deepEqual(await blobIds(stores), [kept]);
   });
@@ -64,7 +64,7 @@ function sweepSuite(test: TestFn, name: string, makeStores: () => Promise<Stores
     const live = await Promise.all(Array.from({ length: 4 }, () => add(null)));
     const processes = [stores, stores.another(), stores.another(), stores.another()];
     const results = await Promise.all(
-      processes.map(({ files, blobs }) => sweep({ files, blobs, now: () => now + GRACE + 60, batchSize: 3 })),
+      processes.map(({ files, blobs }) => sweep({ files, blobs, nowMs: () => (now + GRACE + 60) * 1000, batchSize: 3 })),
     );
     t.true(results.reduce((sum, result) => sum + result.expired, 0) >= expired.length);
     t.deepEqual(await blobIds(stores), [...live].sort());
@@ -88,10 +88,10 @@ test('after a sweep an expired upload is gone for good, its usage already freed 
   );
   const res = await fetch(`${app.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType }, body });
   const { id } = (await res.json()) as { id: string };
-  app.clock.now += 3600;
-  t.deepEqual(await stores.files.usage('acct-a', app.clock.now), { files: 0, bytes: 0 });
+  app.clock.seconds += 3600;
+  t.deepEqual(await stores.files.usage('acct-a', app.clock.seconds), { files: 0, bytes: 0 });
   t.deepEqual(await blobIds(stores), [id], 'the bytes stay until a sweep');
-  t.deepEqual(await sweep({ files: stores.files, blobs: stores.blobs, now: () => app.clock.now }), { expired: 1, orphans: 0 });
+  t.deepEqual(await sweep({ files: stores.files, blobs: stores.blobs, nowMs: () => app.clock.seconds * 1000 }), { expired: 1, orphans: 0 });
   t.deepEqual(await blobIds(stores), []);
   t.deepEqual(await existing(stores, [id]), []);
 });

@@ -215,8 +215,8 @@ function chunked(body: Buffer, sizes: number[]): Buffer[] {
 
 /** Removes the files account a holds; returns their names. */
 async function removeFiles(): Promise<string[]> {
-  const { files } = await uploads.files.list('acct-a', { order: 'asc', limit: 100 }, uploads.clock.now);
-  for (const file of files) await uploads.files.delete('acct-a', file.id, uploads.clock.now);
+  const { files } = await uploads.files.list('acct-a', { order: 'asc', limit: 100 }, uploads.clock.seconds);
+  for (const file of files) await uploads.files.delete('acct-a', file.id, uploads.clock.seconds);
   return files.map((file) => file.filename);
 }
 

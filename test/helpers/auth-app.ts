@@ -4,9 +4,10 @@ import { apiKey } from '../../lib/auth/api-key.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { requireScope } from '../../lib/auth/require-scope.js';
 import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
-import { anthropicErrors } from '../../lib/errors/anthropic-errors.js';
-import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
+import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
+import { underPath } from '../../lib/under-path.js';
 
 /** Every operation of api.md's scope table, as method, path and the scope that guards it. */
 export const OPERATIONS: Array<{ method: string; path: string; scope: Scope }> = [
@@ -26,10 +27,8 @@ export const OPERATIONS: Array<{ method: string; path: string; scope: Scope }> =
  */
 export function authApp(store = new MemoryKeyStore()) {
   const app = new Koa();
-  const shapeA = openAIErrors();
-  const shapeB = anthropicErrors();
-  app.use((ctx, next) => (ctx.path === '/v1/messages' ? shapeB : shapeA)(ctx, next));
-  app.use(apiKey({ store }));
+  app.use(gatewayErrors());
+  app.use(underPath('/v1', apiKey({ store })));
   const router = new Router();
   for (const { method, path, scope } of OPERATIONS) {
     router.register(path.replace('file-abc', ':id'), [method], [
@@ -41,7 +40,17 @@ export function authApp(store = new MemoryKeyStore()) {
   }
   app.use(router.routes());
   app.use(router.allowedMethods());
-  const keyFor = (scopes: Scope[] = [...SCOPES], extra: { models?: string[] | null; expiresAt?: number | null; account?: string } = {}) =>
-    createApiKey(store, { prefix: 'kmg', account: extra.account ?? 'acme', scopes, models: extra.models ?? null, expiresAt: extra.expiresAt ?? null });
+  const keyFor = (
+    scopes: Scope[] = [...SCOPES],
+    extra: { models?: string[] | null; expiresAt?: number | null; account?: string; limits?: ModelLimits } = {},
+  ) =>
+    createApiKey(store, {
+      prefix: 'kmg',
+      account: extra.account ?? 'acme',
+      scopes,
+      models: extra.models ?? null,
+      expiresAt: extra.expiresAt ?? null,
+      ...(extra.limits && { limits: extra.limits }),
+    });
   return { app, store, keyFor };
 }

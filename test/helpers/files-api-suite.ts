@@ -100,7 +100,7 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
       id: created.id,
       object: 'file',
       bytes: 4321,
-      created_at: app.clock.now,
+      created_at: app.clock.seconds,
       filename: 'Annual report.pdf',
       purpose: 'user_data',
       status: 'processed',
@@ -203,7 +203,7 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
   test(`${name}: an expired file is 404 everywhere from the second it expires, and stops counting`, async (t) => {
     const { app, api } = await setup(t, { maxFiles: 1 });
     const created = await api.create(app.keys.a, pdfOf(1000), 'short.pdf', expiry(3600));
-    t.is(created.expires_at, app.clock.now + 3600);
+    t.is(created.expires_at, app.clock.seconds + 3600);
     t.deepEqual(Object.keys(created), ['id', 'object', 'bytes', 'created_at', 'filename', 'purpose', 'status', 'expires_at']);
 
     const full = await api.upload(app.keys.a, pdfOf(1000));
@@ -211,9 +211,9 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     t.deepEqual(full.json, shapeA('Storage quota exceeded', 'storage_quota_exceeded', 'rate_limit_error'));
     t.is(full.headers.get('x-should-retry'), 'false');
 
-    app.clock.now += 3599;
+    app.clock.seconds += 3599;
     t.is((await api.get(app.keys.a, `/v1/files/${created.id}`)).status, 200);
-    app.clock.now += 1;
+    app.clock.seconds += 1;
     await assertGone(t, api, app.keys.a, created.id);
     t.deepEqual((await api.get(app.keys.a, '/v1/files')).json, { object: 'list', data: [], first_id: null, last_id: null, has_more: false });
     t.is((await api.upload(app.keys.a, pdfOf(1000))).status, 200, 'the expired file no longer counts');
@@ -241,7 +241,7 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) {
       ids.push((await api.create(app.keys.a, pdfOf(100 + i), `f${i}.pdf`)).id);
-      if (i % 2 === 1) app.clock.now += 1; // some in the same second, some not
+      if (i % 2 === 1) app.clock.seconds += 1; // some in the same second, some not
     }
     await api.create(app.keys.b);
     const page = async (query: string) => (await api.get(app.keys.a, `/v1/files${query}`)).json as {

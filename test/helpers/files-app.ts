@@ -35,7 +35,7 @@ export interface FilesApp {
   /** Keys: `a` and `a2` (account A, every files scope), `b` (account B), `readOnly`, `writeOnly`, `noFiles` (account A). */
   keys: Record<'a' | 'a2' | 'b' | 'readOnly' | 'writeOnly' | 'noFiles', string>;
   /** The app's clock, in Unix seconds: starts at the real time and moves only when told. */
-  clock: { now: number };
+  clock: { seconds: number };
   /** What is left in the temp dir. */
   tempFiles(): Promise<string[]>;
   /** Resolves once the server has finished every request it started (an aborted one included). */
@@ -53,7 +53,7 @@ export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp>
   const files = options.files ?? new MemoryFileStore();
   const blobs = options.blobs ?? new MemoryBlobStore();
   const tempDir = await mkdtemp(join(tmpdir(), 'kmg-upload-test-'));
-  const clock = { now: Math.floor(Date.now() / 1000) };
+  const clock = { seconds: Math.floor(Date.now() / 1000) };
   const keyStore = new MemoryKeyStore();
   const key = async (account: string, scopes: Scope[]) =>
     (await createApiKey(keyStore, { prefix: 'kmg', account, scopes })).key;
@@ -69,7 +69,7 @@ export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp>
     files,
     blobs,
     tempDir,
-    now: () => clock.now,
+    nowMs: () => clock.seconds * 1000,
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.limiter ? { limiter: options.limiter } : {}),
   });

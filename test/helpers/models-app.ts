@@ -1,21 +1,21 @@
 import { Readable } from 'node:stream';
-import Router from '@koa/router';
 import Koa from 'koa';
 import { apiKey } from '../../lib/auth/api-key.js';
 import { createApiKey } from '../../lib/auth/keys.js';
-import { requireScope } from '../../lib/auth/require-scope.js';
 import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
-import { anthropicErrors } from '../../lib/errors/anthropic-errors.js';
-import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
 import { newFileId } from '../../lib/files/file-id.js';
-import type { CatalogModel, ProviderConfig } from '../../lib/models/catalog.js';
-import { chatCompletions } from '../../lib/models/chat-completions.js';
-import { listModels } from '../../lib/models/list-models.js';
-import { messages } from '../../lib/models/messages.js';
+import type { CatalogModel } from '../../lib/models/catalog.js';
 import type { ModelEndpointOptions } from '../../lib/models/model-endpoint.js';
+import { modelsRouter } from '../../lib/models/models-router.js';
+import type { Provider } from '../../lib/models/provider.js';
+import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { echoProvider } from '../../lib/models/providers/echo/index.js';
+import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
+import { underPath } from '../../lib/under-path.js';
 import { listen } from './http.js';
 
 export const OPENAI_UPSTREAM = 'https://openai.upstream.test';
@@ -23,10 +23,10 @@ export const ANTHROPIC_UPSTREAM = 'https://anthropic.upstream.test';
 export const OPENAI_PROVIDER_KEY = 'sk-provider-openai-secret';
 export const ANTHROPIC_PROVIDER_KEY = 'sk-ant-provider-secret';
 
-export const PROVIDERS: ProviderConfig[] = [
-  { id: 'local', kind: 'echo' },
-  { id: 'openai', kind: 'openai', baseURL: `${OPENAI_UPSTREAM}/v1`, apiKey: OPENAI_PROVIDER_KEY },
-  { id: 'anthropic', kind: 'anthropic', baseURL: ANTHROPIC_UPSTREAM, apiKey: ANTHROPIC_PROVIDER_KEY },
+export const PROVIDERS: Provider[] = [
+  echoProvider({ id: 'local' }),
+  openAIProvider({ id: 'openai', baseURL: `${OPENAI_UPSTREAM}/v1`, apiKey: OPENAI_PROVIDER_KEY }),
+  anthropicProvider({ id: 'anthropic', baseURL: ANTHROPIC_UPSTREAM, apiKey: ANTHROPIC_PROVIDER_KEY }),
 ];
 
 export const CATALOG: CatalogModel[] = [
@@ -36,24 +36,23 @@ export const CATALOG: CatalogModel[] = [
 ];
 
 /**
- * The models API composed as a gateway would: Shape A on /v1/models and /v1/chat/completions,
- * Shape B on /v1/messages, each behind apiKey() and its scope, over memory stores, on a random
- * loopback port. Errors reported on `app.on('error')` are collected in `reported`.
+ * The models API composed as a gateway would (`gatewayErrors()`, `apiKey()` under /v1,
+ * `modelsRouter()`), over memory stores, on a random loopback port. Errors reported on
+ * `app.on('error')` are collected in `reported`.
  */
 export async function modelsApp(options: Partial<ModelEndpointOptions> = {}) {
   const keys = new MemoryKeyStore();
   const files = new MemoryFileStore();
   const blobs = new MemoryBlobStore();
   const endpointOptions: ModelEndpointOptions = { catalog: CATALOG, providers: PROVIDERS, files, blobs, ...options };
-  const auth = apiKey({ store: keys });
-  const router = new Router();
-  router.get('/v1/models', openAIErrors(), auth, requireScope('models:read'), listModels({ catalog: endpointOptions.catalog }));
-  router.post('/v1/chat/completions', openAIErrors(), auth, requireScope('chat:completions'), chatCompletions(endpointOptions));
-  router.post('/v1/messages', anthropicErrors(), auth, requireScope('messages:create'), messages(endpointOptions));
+  const router = modelsRouter(endpointOptions);
   const app = new Koa();
   const reported: unknown[] = [];
   app.on('error', (err: unknown) => reported.push(err));
+  app.use(gatewayErrors());
+  app.use(underPath('/v1', apiKey({ store: keys })));
   app.use(router.routes());
+  app.use(router.allowedMethods());
   const server = await listen(app);
 
   const keyFor = async (scopes: Scope[] = [...SCOPES], extra: { models?: string[] | null; account?: string } = {}) =>

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { ROOT } from './server-process.js';
+import { ROOT, TSX } from './server-process.js';
 
 export interface RunningExample {
   url: string;
@@ -13,7 +13,7 @@ export interface RunningExample {
  * prints `Listening on <url>` (and its `API key:` line, when `printsKey`).
  */
 export function startExample(file: string, env: Record<string, string> = {}, printsKey = true): Promise<RunningExample> {
-  const child = spawn(process.execPath, ['--import', 'tsx', `examples/${file}`], {
+  const child = spawn(process.execPath, [...TSX, `examples/${file}`], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', ...env },
   });

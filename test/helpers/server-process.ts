@@ -8,13 +8,20 @@ import type { ExecutionContext } from 'ava';
 
 /** The checkout's root: the CLI runs from there, as a user runs it. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = ['--import', 'tsx', 'reference-server/cli.ts'];
+/**
+ * Node's flags for running the TypeScript sources: tsx, and the export condition under which the
+ * package's own name (`koa-model-gateway`, as reference-server/ imports it) resolves to lib/'s sources.
+ */
+export const TSX = ['--conditions=@koa-model-gateway/source', '--import', 'tsx'];
+const CLI = [...TSX, 'reference-server/cli.ts'];
 const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS'];
+// What the SDK would read from the environment, and the bucket settings.
+const S3_VARS = ['BLOB_URL', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE', 'AWS_REGION', 'AWS_DEFAULT_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'];
 
 /** The test process's environment without any gateway setting, plus `env`. */
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env };
-  for (const name of GATEWAY_VARS) delete base[name];
+  for (const name of [...GATEWAY_VARS, ...S3_VARS]) delete base[name];
   return { ...base, ...env };
 }
 

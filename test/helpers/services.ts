@@ -49,8 +49,11 @@ const absent: unknown = new Proxy(() => undefined, { get: () => absent });
 // Each test file runs in a process of its own: a missing dependency is announced once per file.
 const announced = new Set<string>();
 
-/** `test` when nothing is `missing`; else one skipped line (a failure under CI) and a no-op stand-in. */
-function gate<T>(test: TestFn<T>, what: string, missing: string | undefined, hint: string): TestFn<T> {
+/**
+ * `test` when nothing is `missing`; else one skipped line saying what is missing and the `hint`
+ * (a failure under CI) and a no-op stand-in.
+ */
+export function gate<T>(test: TestFn<T>, what: string, missing: string | undefined, hint: string): TestFn<T> {
   if (missing === undefined) return test;
   if (announced.has(what)) return absent as TestFn<T>;
   announced.add(what);

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { countPdfPages } from '../../lib/models/providers/echo.js';
+import { countPdfPages } from '../../lib/models/providers/echo/received.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 

@@ -2,6 +2,8 @@ import { once } from 'node:events';
 import { createServer, request, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
+import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { streamingUpstream } from '../helpers/models-upstream.js';
 
@@ -15,9 +17,9 @@ await new Promise((resolve) => closed.close(resolve));
 
 const gateway = await modelsApp({
   providers: [
-    { id: 'openai', kind: 'openai', baseURL: `${upstream.url}/v1`, apiKey: 'sk-provider' },
-    { id: 'anthropic', kind: 'anthropic', baseURL: upstream.url, apiKey: 'sk-provider' },
-    { id: 'gone', kind: 'openai', baseURL: `http://127.0.0.1:${closedPort}/v1`, apiKey: 'sk-provider' },
+    openAIProvider({ id: 'openai', baseURL: `${upstream.url}/v1`, apiKey: 'sk-provider' }),
+    anthropicProvider({ id: 'anthropic', baseURL: upstream.url, apiKey: 'sk-provider' }),
+    openAIProvider({ id: 'gone', baseURL: `http://127.0.0.1:${closedPort}/v1`, apiKey: 'sk-provider' }),
   ],
   catalog: [
     { id: 'gpt-test', provider: 'openai', upstreamModel: 'gpt-up', created: 1 },

@@ -2,6 +2,8 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
+import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { modelsApp } from '../helpers/models-app.js';
 
 // Real sockets, no nock: nock's fetch interceptor emulates redirects its own way.
@@ -28,8 +30,8 @@ const PROVIDER_KEY = 'sk-provider-never-elsewhere';
 const statuses = [301, 302, 307, 308];
 const gateway = await modelsApp({
   providers: statuses.flatMap((status) => [
-    { id: `openai-${status}`, kind: 'openai' as const, baseURL: `http://127.0.0.1:${redirecting.port}/${status}`, apiKey: PROVIDER_KEY },
-    { id: `anthropic-${status}`, kind: 'anthropic' as const, baseURL: `http://127.0.0.1:${redirecting.port}/${status}`, apiKey: PROVIDER_KEY },
+    openAIProvider({ id: `openai-${status}`, baseURL: `http://127.0.0.1:${redirecting.port}/${status}`, apiKey: PROVIDER_KEY }),
+    anthropicProvider({ id: `anthropic-${status}`, baseURL: `http://127.0.0.1:${redirecting.port}/${status}`, apiKey: PROVIDER_KEY }),
   ]),
   catalog: statuses.flatMap((status) => [
     { id: `gpt-${status}`, provider: `openai-${status}`, upstreamModel: 'gpt', created: 1 },

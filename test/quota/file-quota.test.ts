@@ -50,7 +50,7 @@ const rateLimitBody = (code: string, message: string) => ({ error: { message, ty
 
 test('the 11th creation in a minute is a 429 rate_limit_exceeded with retry-after, per decisions.md', async (t) => {
   const time = testClock('2030-01-15T12:00:15.300Z');
-  const app = await quotaApp(new MemoryCreationLimiter({ clock: time.clock }));
+  const app = await quotaApp(new MemoryCreationLimiter({ nowMs: time.nowMs }));
   t.teardown(app.close);
   const account = newAccount();
   for (let i = 0; i < 10; i += 1) t.is((await upload(app, account, 100)).status, 201);
@@ -64,7 +64,7 @@ test('the 11th creation in a minute is a 429 rate_limit_exceeded with retry-afte
 
 test('the byte that goes past the day is a 429 ingestion_quota_exceeded with retry-after to UTC midnight', async (t) => {
   const time = testClock('2030-01-15T23:00:00.000Z');
-  const app = await quotaApp(new MemoryCreationLimiter({ bytesPerDay: 1000, clock: time.clock }));
+  const app = await quotaApp(new MemoryCreationLimiter({ bytesPerDay: 1000, nowMs: time.nowMs }));
   t.teardown(app.close);
   const account = newAccount();
   t.is((await upload(app, account, 999)).status, 201);
@@ -77,7 +77,7 @@ test('the byte that goes past the day is a 429 ingestion_quota_exceeded with ret
 
 test('a creation refused downstream (storage quota) gives its rates back, and says not to retry', async (t) => {
   const time = testClock('2030-01-15T12:00:00.000Z');
-  const limiter = new MemoryCreationLimiter({ clock: time.clock });
+  const limiter = new MemoryCreationLimiter({ nowMs: time.nowMs });
   const app = await quotaApp(limiter);
   t.teardown(app.close);
   const account = newAccount();
@@ -92,7 +92,7 @@ test('a creation refused downstream (storage quota) gives its rates back, and sa
 
 test('a creation that fails downstream gives its rates back', async (t) => {
   const time = testClock('2030-01-15T12:00:00.000Z');
-  const limiter = new MemoryCreationLimiter({ createsPerMinute: 1, clock: time.clock });
+  const limiter = new MemoryCreationLimiter({ createsPerMinute: 1, nowMs: time.nowMs });
   const app = await quotaApp(limiter);
   t.teardown(app.close);
   const account = newAccount();

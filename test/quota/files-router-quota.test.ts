@@ -47,8 +47,8 @@ async function codes(responses: Response[]): Promise<Record<string, number>> {
   return counts;
 }
 
-const noon = () => testClock('2030-01-15T12:00:00.000Z').clock;
-const memoryLimiter = (options: CreationLimitsOptions = {}) => new MemoryCreationLimiter({ clock: noon(), ...options });
+const noon = () => testClock('2030-01-15T12:00:00.000Z').nowMs;
+const memoryLimiter = (options: CreationLimitsOptions = {}) => new MemoryCreationLimiter({ nowMs: noon(), ...options });
 
 async function redisClient(): Promise<Redis> {
   const client = await createRedisClient(REDIS_URL);
@@ -68,7 +68,7 @@ test('memory: 50 parallel uploads by one account in one minute create exactly 10
   const target = await app(t, { limiter });
   const responses = await Promise.all(Array.from({ length: 50 }, () => upload(target, pdfOf(1000))));
   t.deepEqual(await codes(responses), { created: 10, rate_limit_exceeded: 40 });
-  t.deepEqual(await target.files.usage(ACCOUNT, target.clock.now), { files: 10, bytes: 10_000 });
+  t.deepEqual(await target.files.usage(ACCOUNT, target.clock.seconds), { files: 10, bytes: 10_000 });
   t.deepEqual(await limiter.usage(ACCOUNT), { createsThisMinute: 10, createsToday: 10, bytesToday: 10_000 });
 });
 
@@ -81,10 +81,10 @@ async function twoServers(t: ExecutionContext, limits: CreationLimitsOptions, fi
   cleanups.push(() => secondPool.destroy()); // runs before the schema is dropped: cleanups run in reverse
   const keyPrefix = `kmg-test:${randomBytes(6).toString('hex')}`;
   const blobs = new MemoryBlobStore();
-  const clock = noon();
+  const nowMs = noon();
   const limiters = [
-    new RedisCreationLimiter({ client: await redisClient(), keyPrefix, clock, ...limits }),
-    new RedisCreationLimiter({ client: await redisClient(), keyPrefix, clock, ...limits }),
+    new RedisCreationLimiter({ client: await redisClient(), keyPrefix, nowMs, ...limits }),
+    new RedisCreationLimiter({ client: await redisClient(), keyPrefix, nowMs, ...limits }),
   ] as const;
   const servers = [
     await app(t, { files, blobs, limiter: limiters[0], limits: filesAppLimits }),
@@ -97,7 +97,7 @@ services('Redis + PostgreSQL, two servers: 50 parallel uploads by one account cr
   const { servers, limiters, files } = await twoServers(t, {});
   const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => upload(servers[i % 2 === 0 ? 0 : 1], pdfOf(1000))));
   t.deepEqual(await codes(responses), { created: 10, rate_limit_exceeded: 40 });
-  t.deepEqual(await files.usage(ACCOUNT, servers[0].clock.now), { files: 10, bytes: 10_000 });
+  t.deepEqual(await files.usage(ACCOUNT, servers[0].clock.seconds), { files: 10, bytes: 10_000 });
   t.deepEqual(await limiters[1].usage(ACCOUNT), { createsThisMinute: 10, createsToday: 10, bytesToday: 10_000 });
 });
 
@@ -105,7 +105,7 @@ services('Redis + PostgreSQL, two servers: parallel uploads near the stored-byte
   const { servers, limiters, files } = await twoServers(t, { createsPerMinute: 100 }, { maxStoredBytes: 10_000 });
   const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => upload(servers[i % 2 === 0 ? 0 : 1], pdfOf(1000))));
   t.deepEqual(await codes(responses), { created: 10, storage_quota_exceeded: 20 });
-  t.deepEqual(await files.usage(ACCOUNT, servers[0].clock.now), { files: 10, bytes: 10_000 });
+  t.deepEqual(await files.usage(ACCOUNT, servers[0].clock.seconds), { files: 10, bytes: 10_000 });
   // The 20 refused by the stock gave their rates back.
   t.deepEqual(await limiters[0].usage(ACCOUNT), { createsThisMinute: 10, createsToday: 10, bytesToday: 10_000 });
 });
@@ -114,12 +114,12 @@ test('an upload rejected as not a PDF leaves every counter as it was', async (t)
   const limiter = memoryLimiter();
   const target = await app(t, { limiter });
   t.is((await upload(target, pdfOf(1000))).status, 200);
-  const before = { rates: await limiter.usage(ACCOUNT), stock: await target.files.usage(ACCOUNT, target.clock.now) };
+  const before = { rates: await limiter.usage(ACCOUNT), stock: await target.files.usage(ACCOUNT, target.clock.seconds) };
   const notPdf = Buffer.from('GIF89a, not a PDF at all');
   const res = await upload(target, notPdf);
   t.is(res.status, 400);
   t.like(await res.json(), { error: { code: 'invalid_file_format' } });
-  t.deepEqual({ rates: await limiter.usage(ACCOUNT), stock: await target.files.usage(ACCOUNT, target.clock.now) }, before);
+  t.deepEqual({ rates: await limiter.usage(ACCOUNT), stock: await target.files.usage(ACCOUNT, target.clock.seconds) }, before);
 });
 
 test('storage_quota_exceeded says x-should-retry: false, and gives the rates back', async (t) => {

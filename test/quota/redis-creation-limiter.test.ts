@@ -1,23 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { Redis } from 'ioredis';
-import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisCreationLimiter, type RedisCreationLimiterOptions } from '../../lib/stores/redis/creation-limiter.js';
 import { creationLimiterContract, newAccount, testClock } from '../helpers/quota-contract.js';
+import { redisClients } from '../helpers/redis-clients.js';
 import { REDIS_URL, withRedis } from '../helpers/services.js';
 
-const clients: Redis[] = [];
-test.after.always(() => {
-  for (const client of clients) client.disconnect();
-});
-
-async function client(): Promise<Redis> {
-  const redis = await createRedisClient(REDIS_URL);
-  clients.push(redis);
-  return redis;
-}
-
-const keyPrefix = () => `kmg-test:${randomBytes(6).toString('hex')}`;
+const { client, keyPrefix } = redisClients(test);
 
 async function limiter(options: Omit<RedisCreationLimiterOptions, 'client'> = {}): Promise<RedisCreationLimiter> {
   return new RedisCreationLimiter({ client: await client(), keyPrefix: keyPrefix(), ...options });
@@ -29,7 +17,7 @@ creationLimiterContract(redisTest, 'redis', (options) => limiter(options));
 
 redisTest('two processes sharing Redis: 50 parallel reservations in one minute, exactly 10 pass', async (t) => {
   const time = testClock('2030-01-15T12:00:00.000Z');
-  const shared = { keyPrefix: keyPrefix(), clock: time.clock };
+  const shared = { keyPrefix: keyPrefix(), nowMs: time.nowMs };
   // Two clients, as two server processes would have.
   const processes = [
     new RedisCreationLimiter({ client: await client(), ...shared }),
@@ -43,7 +31,7 @@ redisTest('two processes sharing Redis: 50 parallel reservations in one minute, 
 
 redisTest('two processes sharing Redis hold the day totals exactly', async (t) => {
   const time = testClock('2030-01-15T12:00:00.000Z');
-  const shared = { keyPrefix: keyPrefix(), clock: time.clock, createsPerMinute: 1000, createsPerDay: 30, bytesPerDay: 2000 };
+  const shared = { keyPrefix: keyPrefix(), nowMs: time.nowMs, createsPerMinute: 1000, createsPerDay: 30, bytesPerDay: 2000 };
   const processes = [
     new RedisCreationLimiter({ client: await client(), ...shared }),
     new RedisCreationLimiter({ client: await client(), ...shared }),
@@ -64,7 +52,7 @@ redisTest('a reservation spent before Redis lost its data is not given back to t
   const time = testClock('2030-01-15T12:00:00.000Z');
   const redis = await client();
   const prefix = keyPrefix();
-  const limiter = new RedisCreationLimiter({ client: redis, keyPrefix: prefix, clock: time.clock });
+  const limiter = new RedisCreationLimiter({ client: redis, keyPrefix: prefix, nowMs: time.nowMs });
   const account = newAccount();
   const before = await limiter.reserve(account, 100);
   // What a restart without persistence does to these keys.
@@ -80,9 +68,9 @@ redisTest('keys are named per account, minute and UTC day, and expire a minute a
   const time = testClock('2030-01-15T12:00:30.000Z');
   const redis = await client();
   const prefix = keyPrefix();
-  const limiter = new RedisCreationLimiter({ client: redis, keyPrefix: prefix, clock: time.clock });
+  const limiter = new RedisCreationLimiter({ client: redis, keyPrefix: prefix, nowMs: time.nowMs });
   await limiter.reserve('acct:{odd}', 5);
-  const minute = `${prefix}:{acct%3A%7Bodd%7D}:minute:${Math.floor(time.now / 60_000)}`;
+  const minute = `${prefix}:{acct%3A%7Bodd%7D}:minute:${Math.floor(time.ms / 60_000)}`;
   const day = `${prefix}:{acct%3A%7Bodd%7D}:day:2030-01-15`;
   t.deepEqual((await redis.keys(`${prefix}:*`)).sort(), [day, minute].sort());
   const [minuteTtl, dayTtl] = await Promise.all([redis.pttl(minute), redis.pttl(day)]);

@@ -5,6 +5,7 @@ import { StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { toGatewayError } from '../../lib/errors/to-gateway-error.js';
 import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisCreationLimiter, type RedisCreationLimiterOptions } from '../../lib/stores/redis/creation-limiter.js';
+import { RedisModelLimiter } from '../../lib/stores/redis/model-limiter.js';
 import { assertRefused, newAccount, testClock } from '../helpers/quota-contract.js';
 import { ownRedis, type OwnRedis } from '../helpers/quota-redis-server.js';
 import { withProgram } from '../helpers/services.js';
@@ -26,7 +27,7 @@ test.afterEach.always(async (t) => {
 const zero = { createsThisMinute: 0, createsToday: 0, bytesToday: 0 };
 
 function makeLimiter(redis: Redis, options: Omit<RedisCreationLimiterOptions, 'client'> = {}) {
-  return new RedisCreationLimiter({ client: redis, clock: testClock('2030-01-15T12:00:00.000Z').clock, ...options });
+  return new RedisCreationLimiter({ client: redis, nowMs: testClock('2030-01-15T12:00:00.000Z').nowMs, ...options });
 }
 
 async function reconnected(redis: Redis): Promise<void> {
@@ -109,4 +110,34 @@ test('createRedisClient gives up with StoreUnavailableError when Redis is not th
     instanceOf: StoreUnavailableError,
     message: 'Redis was not ready within 300 ms',
   });
+});
+
+test('model limits, Redis killed: consume and addTokens fail closed with a 503 within a second', async (t) => {
+  const { server, redis } = t.context;
+  const limiter = new RedisModelLimiter({ client: redis });
+  const limits = { requestsPerMinute: 5, tokensPerDay: 100 };
+  const keyId = newAccount();
+  t.true((await limiter.consume(keyId, limits)).allowed);
+  await server.kill();
+  const refused = await timed(() => limiter.consume(keyId, limits));
+  const err = await t.throwsAsync(refused.outcome, { instanceOf: StoreUnavailableError });
+  t.true(refused.ms < 1000, `answered in ${refused.ms} ms`);
+  t.like(toGatewayError(err, 'POST', '/v1/chat/completions'), { status: 503, code: 'service_unavailable' });
+  await t.throwsAsync(limiter.addTokens(keyId, limits, 10), { instanceOf: StoreUnavailableError });
+  // Limits without any field never ask Redis.
+  t.true((await limiter.consume(keyId, {})).allowed);
+});
+
+test("model limits, insurance: 'memory': the process counts on its own while Redis is away", async (t) => {
+  const { server, redis } = t.context;
+  const limiter = new RedisModelLimiter({ client: redis, insurance: 'memory', nowMs: testClock('2030-01-15T12:00:00.000Z').nowMs });
+  const limits = { requestsPerMinute: 2, tokensPerDay: 100 };
+  const keyId = newAccount();
+  t.true((await limiter.consume(keyId, limits)).allowed);
+  await server.kill();
+  t.true((await limiter.consume(keyId, limits)).allowed);
+  t.true((await limiter.consume(keyId, limits)).allowed);
+  t.like(await limiter.consume(keyId, limits), { allowed: false, refusedBy: 'requests' });
+  await limiter.addTokens(keyId, { tokensPerDay: 100 }, 100);
+  t.like(await limiter.consume(keyId, { tokensPerDay: 100 }), { allowed: false, refusedBy: 'tokens' });
 });

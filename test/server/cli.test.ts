@@ -4,7 +4,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { SCOPES } from '../../lib/auth/scopes.js';
-import { ROOT, createKey, runCli, tempDataDir } from '../helpers/server-process.js';
+import { runCommand } from '../../reference-server/commands.js';
+import { ROOT, TSX, createKey, runCli, tempDataDir } from '../helpers/server-process.js';
 
 const dirs: Array<{ remove(): Promise<void> }> = [];
 test.after.always(() => Promise.all(dirs.map((dir) => dir.remove())));
@@ -20,7 +21,7 @@ test('keys create --json prints one document with the key, every scope and no al
   const result = await runCli(['keys', 'create', '--account', 'acme', '--json'], env);
   t.is(result.code, 0, result.stderr);
   const created = JSON.parse(result.stdout) as Record<string, unknown>;
-  t.deepEqual(Object.keys(created).sort(), ['account', 'id', 'key', 'models', 'scopes']);
+  t.deepEqual(Object.keys(created).sort(), ['account', 'id', 'key', 'limits', 'models', 'scopes']);
   t.regex(created.key as string, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
   t.regex(created.id as string, /^key_/);
   t.is(created.account, 'acme');
@@ -74,6 +75,20 @@ test('the key prefix comes from the config file', async (t) => {
   t.regex(created.key, /^acme_sk_/);
 });
 
+test("the key commands run without the providers' credential variables set", async (t) => {
+  const env = await dataDir();
+  const config = join(env.DATA_DIR, '..', 'gateway.json');
+  await writeFile(config, JSON.stringify({ providers: [{ id: 'openai', kind: 'openai', apiKeyEnv: 'KMG_TEST_UNSET_KEY' }], models: [{ id: 'gpt', provider: 'openai' }] }));
+  const out: string[] = [];
+  const err: string[] = [];
+  const io = { env: { ...env, GATEWAY_CONFIG: config }, out: (text: string) => out.push(text), err: (text: string) => err.push(text) };
+  t.is(await runCommand(['keys', 'create', '--account', 'a', '--model', 'gpt', '--json'], io), 0);
+  const { id } = JSON.parse(out[0] ?? '') as { id: string };
+  t.is(await runCommand(['keys', 'list', '--json'], io), 0);
+  t.is(await runCommand(['keys', 'revoke', id], io), 0);
+  t.deepEqual(err, []);
+});
+
 test('keys revoke marks the key revoked; an unknown id fails with one line', async (t) => {
   const env = await dataDir();
   const created = await createKey(env, ['--account', 'acme']);
@@ -123,7 +138,7 @@ test('--help prints the usage', async (t) => {
 test('keys list into a reader that stops early (| head) ends quietly, not in a crash', async (t) => {
   const env = await dataDir();
   await createKey(env, ['--account', 'acme']);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'reference-server/cli.ts', 'keys', 'list'], {
+  const child = spawn(process.execPath, [...TSX, 'reference-server/cli.ts', 'keys', 'list'], {
     cwd: ROOT,
     env: { ...process.env, ...env },
   });

@@ -1,7 +1,9 @@
-import { resolve } from 'node:path';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import test from 'ava';
 import { ConfigError } from '../../reference-server/config-error.js';
-import { loadConfig, parseDatabaseUrl, parseGatewayConfig } from '../../reference-server/config.js';
+import { configuredProviders, loadConfig, parseDatabaseUrl, parseGatewayConfig } from '../../reference-server/config.js';
 import { SPEC_LIMITS } from '../helpers/spec-limits.js';
 
 test('the defaults: 127.0.0.1:8080, everything under ./data, SQLite, limits in memory, the echo catalog', (t) => {
@@ -18,8 +20,8 @@ test('the defaults: 127.0.0.1:8080, everything under ./data, SQLite, limits in m
   });
   t.deepEqual(config.gateway.limits, SPEC_LIMITS);
   t.is(config.gateway.keyPrefix, 'kmg');
-  t.is(config.gateway.keyCacheSeconds, 5, 'a revoked key is refused within 5 s by default');
-  t.deepEqual(config.gateway.providers, [{ id: 'local', kind: 'echo' }]);
+  t.is(config.gateway.keyCacheSeconds, 1, 'a revoked key is refused within 1 s by default (decisions.md)');
+  t.deepEqual(config.gateway.providers, [{ id: 'echo', kind: 'echo' }]);
   t.deepEqual(
     config.gateway.models.map((model) => model.id),
     ['echo-1', 'echo-2'],
@@ -42,42 +44,89 @@ test('DATABASE_URL selects the database', (t) => {
   });
   t.throws(() => parseDatabaseUrl('sqlite:', '/d'), { instanceOf: ConfigError });
   t.throws(() => parseDatabaseUrl('mysql://u:pw@h/x', '/d'), { instanceOf: ConfigError, message: /got 'mysql:'/ });
+  t.throws(() => parseDatabaseUrl('postgres://user:pa ss@/x', '/d'), { instanceOf: ConfigError, message: 'DATABASE_URL is not a valid postgres:// URL' });
 });
 
-test('the config file: limits per field, providers and models together, credentials from apiKeyEnv', (t) => {
+test('the config file: limits per field, a catalog of its own, the credential named, not read', (t) => {
   const config = parseGatewayConfig(
     {
       keyPrefix: 'acme',
       limits: { maxFiles: 5 },
-      providers: [{ id: 'openai', kind: 'openai', apiKeyEnv: 'OPENAI_KEY' }],
+      providers: [{ id: 'openai', kind: 'openai', apiKeyEnv: 'KMG_UNSET_VARIABLE' }],
       models: [{ id: 'gpt', provider: 'openai', upstreamModel: 'gpt-4.1-mini', created: 1 }],
     },
     'test',
-    { OPENAI_KEY: 'sk-1' },
   );
   t.is(config.keyPrefix, 'acme');
   t.deepEqual(config.limits, { ...SPEC_LIMITS, maxFiles: 5 });
-  t.deepEqual(config.providers, [{ id: 'openai', kind: 'openai', apiKey: 'sk-1' }]);
+  t.deepEqual(config.providers, [{ id: 'openai', kind: 'openai', apiKeyEnv: 'KMG_UNSET_VARIABLE' }, { id: 'echo', kind: 'echo' }]);
   t.deepEqual(
     parseGatewayConfig({ providers: [{ id: 'openai', kind: 'openai' }] }, 'test').models,
     [],
     'a file with providers and no models has no models, not the default echo ones',
   );
-  t.throws(() => parseGatewayConfig({ keyPrefix: 'a_b' }, 'test'), { message: /keyPrefix must be 1 to 32 letters and digits/ });
-  t.throws(() => parseGatewayConfig({ sweep: { intervalSeconds: -1 } }, 'test'), { message: /sweep\.intervalSeconds must be a non-negative integer/ });
   t.is(parseGatewayConfig({ sweep: { intervalSeconds: 0 } }, 'test').sweep.intervalSeconds, 0);
 });
+
+test('a file that gives only models can use the built-in echo provider', (t) => {
+  const config = parseGatewayConfig({ models: [{ id: 'my-echo', provider: 'echo' }] }, 'test');
+  t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', created: 0, display_name: 'my-echo' }]);
+  t.deepEqual(configuredProviders({ gateway: config, env: {} }).map((provider) => provider.id), ['echo']);
+});
+
+test('provider credentials are read from the variables apiKeyEnv names only when the providers are made', (t) => {
+  const gateway = parseGatewayConfig({ providers: [{ id: 'openai', kind: 'openai', apiKeyEnv: 'OPENAI_KEY' }] }, 'test');
+  t.throws(() => configuredProviders({ gateway, env: {} }), {
+    instanceOf: ConfigError,
+    message: "provider 'openai': the environment variable OPENAI_KEY (its apiKeyEnv) is not set",
+  });
+  t.deepEqual(configuredProviders({ gateway, env: { OPENAI_KEY: 'sk-1' } }).map((provider) => provider.id), ['openai', 'echo']);
+});
+
+// Each case: the file's content and the one line that refuses it (after `test: `).
+const badFiles: Array<[unknown, string]> = [
+  [[], 'the config must be an object'],
+  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, sweep, providers, models)'],
+  [{ keyPrefix: 'a_b' }, 'keyPrefix must be 1 to 32 letters and digits'],
+  [{ limits: { maxFiles: -1 } }, 'limits.maxFiles must be a positive integer'],
+  [{ limits: { maxFile: 1 } }, 'limits.maxFile is not a setting (expected maxFileBytes, maxFiles, maxStoredBytes, createsPerMinute, createsPerDay, bytesPerDay)'],
+  [{ sweep: { intervalSeconds: -1 } }, 'sweep.intervalSeconds must be a non-negative integer'],
+  [{ providers: [{ id: 'x', kind: 'openia' }] }, 'providers[0].kind must be one of openai, anthropic, echo'],
+  [{ providers: [{ id: 'o', kind: 'openai', apiKey: 'secret' }] }, "providers[0].apiKey must not be in the file: put the credential in an environment variable and name it in 'apiKeyEnv'"],
+  [{ providers: [{ id: 'o', kind: 'openai', apiKeyEnv: 'not a name' }] }, 'providers[0].apiKeyEnv must name an environment variable (letters, digits and _)'],
+  [{ providers: [{ id: 'e', kind: 'echo', apiKeyEnv: 'KEY' }] }, 'providers[0].apiKeyEnv is not a setting (expected id, kind)'],
+  [{ models: [{ id: 'm', provider: 'nowhere' }] }, "models[0].provider must name a configured provider ('nowhere' is not one)"],
+];
+
+for (const [content, message] of badFiles) {
+  test(`the config file ${JSON.stringify(content)} is refused with one line naming the setting`, (t) => {
+    t.throws(() => parseGatewayConfig(content, 'test'), { instanceOf: ConfigError, message: `test: ${message}` });
+  });
+}
 
 test('keyCacheSeconds: 0 turns the key cache off; it must be a whole number of seconds up to an hour', (t) => {
   t.is(parseGatewayConfig({ keyCacheSeconds: 0 }, 'test').keyCacheSeconds, 0);
   t.is(parseGatewayConfig({ keyCacheSeconds: 30 }, 'test').keyCacheSeconds, 30);
   for (const keyCacheSeconds of [-1, 1.5, '5', 3601, null]) {
-    t.throws(() => parseGatewayConfig({ keyCacheSeconds }, 'test'), { message: /keyCacheSeconds must be an integer from 0 to 3600/ });
+    t.throws(() => parseGatewayConfig({ keyCacheSeconds }, 'test'), { message: 'test: keyCacheSeconds must be an integer from 0 to 3600' });
   }
 });
 
+test('GATEWAY_CONFIG: a file that cannot be read or is not JSON is one line naming it', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'kmg-config-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const missing = join(dir, 'missing.json');
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: missing }), { instanceOf: ConfigError, message: `GATEWAY_CONFIG: cannot read ${missing} (ENOENT)` });
+  const broken = join(dir, 'broken.json');
+  await writeFile(broken, '{ "keyPrefix": ');
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: broken }), { instanceOf: ConfigError, message: new RegExp(`^GATEWAY_CONFIG: ${broken} is not valid JSON`) });
+  const bad = join(dir, 'bad.json');
+  await writeFile(bad, JSON.stringify({ limits: { maxFiles: 0 } }));
+  t.throws(() => loadConfig({ GATEWAY_CONFIG: bad }), { instanceOf: ConfigError, message: `GATEWAY_CONFIG (${bad}): limits.maxFiles must be a positive integer` });
+});
+
 test('environment values that make no sense are refused', (t) => {
-  for (const env of [{ PORT: '70000' }, { PORT: '-1' }, { SHUTDOWN_GRACE_SECONDS: 'soon' }, { LOG_LEVEL: 'verbose' }, { REDIS_URL: '127.0.0.1' }]) {
+  for (const env of [{ PORT: '70000' }, { PORT: '-1' }, { PORT: 'http' }, { SHUTDOWN_GRACE_SECONDS: 'soon' }, { LOG_LEVEL: 'verbose' }, { REDIS_URL: '127.0.0.1' }]) {
     t.throws(() => loadConfig(env), { instanceOf: ConfigError }, JSON.stringify(env));
   }
 });

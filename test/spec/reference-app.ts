@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -35,13 +35,18 @@ export interface ReferenceApp {
 /**
  * The reference server's own app (createApp on openDeployment, in createHttpServer, as `serve`
  * builds it) in this process: the embedded default deployment (SQLite, files on disk, limits in
- * memory) in a temp DATA_DIR, with the default echo catalog and the spec's limits, and its log
- * lines collected.
- * Cheaper than a child process, and the same composition.
+ * memory) in a temp DATA_DIR, with the default echo catalog and the spec's limits, or the
+ * `GATEWAY_CONFIG` file `gatewayConfig` describes, and its log lines collected. Cheaper than a
+ * child process, and the same composition.
  */
-export async function referenceApp(): Promise<ReferenceApp> {
+export async function referenceApp(gatewayConfig?: Record<string, unknown>): Promise<ReferenceApp> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kmg-spec-'));
-  const config = loadConfig({ DATA_DIR: dataDir });
+  const env: Record<string, string> = { DATA_DIR: dataDir };
+  if (gatewayConfig !== undefined) {
+    env.GATEWAY_CONFIG = join(dataDir, 'config.json');
+    await writeFile(env.GATEWAY_CONFIG, JSON.stringify(gatewayConfig));
+  }
+  const config = loadConfig(env);
   const logs: LogLine[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {

@@ -25,7 +25,7 @@ async function migratedTogether(t: ExecutionContext, open: () => Promise<TestDat
   const results = await Promise.all(Array.from({ length: 4 }, () => migrateInProcess(db.config)));
   for (const { code, stderr } of results) t.is(code, 0, stderr);
   t.deepEqual(await db.knex('kmg_migrations_lock').select('index', 'is_locked'), [{ index: 1, is_locked: 0 }]);
-  t.deepEqual((await db.knex('kmg_migrations').orderBy('id').pluck('name')), ['001_api_keys', '002_files']);
+  t.deepEqual((await db.knex('kmg_migrations').orderBy('id').pluck('name')), ['001_api_keys', '002_files', '003_key_limits', '004_usage']);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
 

@@ -1,11 +1,17 @@
 import type { Knex } from 'knex';
 import type { ApiKeyRecord, KeyStore, NewApiKey } from '../../auth/key-store.js';
 import type { Scope } from '../../auth/scopes.js';
-import { randomAlphanumeric } from '../../errors/request-id.js';
+import { randomAlphanumeric } from '../../random.js';
+import { hasModelLimits, type ModelLimits } from '../../quota/model-limits.js';
 import { preparedRead } from './prepared-read.js';
 
 const TABLE = 'kmg_api_keys';
-const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at'];
+const LIMIT_COLUMNS = {
+  requestsPerMinute: 'limit_requests_per_minute',
+  tokensPerMinute: 'limit_tokens_per_minute',
+  tokensPerDay: 'limit_tokens_per_day',
+} as const satisfies Record<keyof ModelLimits, string>;
+const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS)];
 
 interface KeyRow {
   id: string;
@@ -16,12 +22,29 @@ interface KeyRow {
   created_at: number | string;
   expires_at: number | string | null;
   revoked_at: number | string | null;
+  limit_requests_per_minute: number | string | null;
+  limit_tokens_per_minute: number | string | null;
+  limit_tokens_per_day: number | string | null;
 }
 
 // pg returns bigint columns as strings.
-const seconds = (value: number | string | null) => (value === null ? null : Number(value));
+const integer = (value: number | string | null) => (value === null ? null : Number(value));
+
+function toLimits(row: KeyRow): ModelLimits | undefined {
+  const limits: ModelLimits = {};
+  for (const [name, column] of Object.entries(LIMIT_COLUMNS)) {
+    const value = integer(row[column]);
+    if (value !== null) limits[name as keyof ModelLimits] = value;
+  }
+  return Object.keys(limits).length > 0 ? limits : undefined;
+}
+
+function limitColumns(limits: ModelLimits | undefined) {
+  return Object.fromEntries(Object.entries(LIMIT_COLUMNS).map(([name, column]) => [column, limits?.[name as keyof ModelLimits] ?? null]));
+}
 
 function toRecord(row: KeyRow): ApiKeyRecord {
+  const limits = toLimits(row);
   return {
     id: row.id,
     account: row.account,
@@ -29,8 +52,9 @@ function toRecord(row: KeyRow): ApiKeyRecord {
     scopes: JSON.parse(row.scopes) as Scope[],
     models: row.models === null ? null : (JSON.parse(row.models) as string[]),
     createdAt: Number(row.created_at),
-    expiresAt: seconds(row.expires_at),
-    revokedAt: seconds(row.revoked_at),
+    expiresAt: integer(row.expires_at),
+    revokedAt: integer(row.revoked_at),
+    ...(limits && { limits }),
   };
 }
 
@@ -56,8 +80,10 @@ export class KnexKeyStore implements KeyStore {
   }
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
+    const { limits, ...rest } = key;
     const record: ApiKeyRecord = {
-      ...key,
+      ...rest,
+      ...(limits && hasModelLimits(limits) && { limits: { ...limits } }),
       id: `key_${randomAlphanumeric(24)}`,
       createdAt: Math.floor(Date.now() / 1000),
       revokedAt: null,
@@ -71,6 +97,7 @@ export class KnexKeyStore implements KeyStore {
       created_at: record.createdAt,
       expires_at: record.expiresAt,
       revoked_at: null,
+      ...limitColumns(record.limits),
     });
     return record;
   }

@@ -50,6 +50,53 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTable('kmg_files');
     },
   },
+  {
+    // A key's own limits on model calls; null: the deployment's default.
+    name: '003_key_limits',
+    async up(knex) {
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.bigInteger('limit_requests_per_minute');
+        table.bigInteger('limit_tokens_per_minute');
+        table.bigInteger('limit_tokens_per_day');
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumns('limit_requests_per_minute', 'limit_tokens_per_minute', 'limit_tokens_per_day');
+      });
+    },
+  },
+  {
+    // One row per model call (KnexUsageStore), written in batches, read by the usage reports.
+    name: '004_usage',
+    async up(knex) {
+      await knex.schema.createTable('kmg_usage', (table) => {
+        table.bigIncrements('seq').primary(); // insertion order
+        table.bigInteger('time').notNullable(); // Unix ms
+        table.string('day', 10).notNullable(); // UTC date of `time`, for grouping
+        table.string('request_id', 64).notNullable();
+        table.string('key_id', 64).notNullable();
+        table.string('account', 255).notNullable();
+        table.string('endpoint', 255).notNullable();
+        table.string('model', 255);
+        table.string('provider', 255);
+        table.integer('status').notNullable();
+        table.boolean('stream').notNullable();
+        table.bigInteger('input_tokens').notNullable();
+        table.bigInteger('output_tokens').notNullable();
+        table.integer('attachments').notNullable();
+        table.double('latency_ms').notNullable();
+        table.double('upstream_first_byte_ms');
+        table.double('upstream_ms');
+        table.index(['account', 'time']);
+        table.index(['key_id', 'time']);
+        table.index(['time']);
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('kmg_usage');
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {

@@ -1,5 +1,6 @@
 import type { ApiKeyRecord, KeyStore, NewApiKey } from '../../auth/key-store.js';
-import { randomAlphanumeric } from '../../errors/request-id.js';
+import { randomAlphanumeric } from '../../random.js';
+import { hasModelLimits } from '../../quota/model-limits.js';
 
 /**
  * KeyStore in process memory: for tests, examples and single-process gateways.
@@ -15,8 +16,10 @@ export class MemoryKeyStore implements KeyStore {
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
     if (this.#byHash.has(key.hash)) throw new Error('koa-model-gateway: a key with this hash exists');
+    const { limits, ...rest } = structuredClone(key);
     const record: ApiKeyRecord = {
-      ...structuredClone(key),
+      ...rest,
+      ...(limits && hasModelLimits(limits) && { limits }),
       id: `key_${randomAlphanumeric(24)}`,
       createdAt: Math.floor(Date.now() / 1000),
       revokedAt: null,

@@ -1,41 +1,20 @@
 import type { Redis } from 'ioredis';
-import { StoreUnavailableError } from '../../errors/gateway-error.js';
-import { randomAlphanumeric } from '../../errors/request-id.js';
+import { randomAlphanumeric } from '../../random.js';
 import type { CreationLimiter, CreationReservation } from '../../quota/creation-limiter.js';
 import {
   assertByteCount,
-  creationWindows,
   refusalError,
   resolveCreationLimits,
   type CreationLimits,
   type CreationLimitsOptions,
   type CreationRefusal,
   type CreationUsage,
-  type CreationWindows,
 } from '../../quota/creation-limits.js';
+import { clockWindows, type ClockWindows } from '../../quota/clock-windows.js';
 import { MemoryCreationLimiter } from '../../quota/memory-creation-limiter.js';
+import { answerWithin, partyKey, resolveRedisLimiterOptions, type RedisLimiterOptions } from './redis-limiter.js';
 
-export interface RedisCreationLimiterOptions extends CreationLimitsOptions {
-  /**
-   * An ioredis client created with `enableOfflineQueue: false`, as `createRedisClient()` makes
-   * one: with the offline queue on, a call made while Redis is away waits for it to return
-   * instead of failing.
-   */
-  client: Redis;
-  /** Prefix of every key this limiter writes. Default `'kmg:creations'`. */
-  keyPrefix?: string;
-  /**
-   * When Redis cannot be reached (or does not answer within `timeoutMs`):
-   * - `'none'` (default): fail closed. `reserve` throws `StoreUnavailableError` (a 503
-   *   `service_unavailable`): no file is created that the shared limits have not counted.
-   * - `'memory'`: fail open per process. Reservations fall back to an in-memory limiter with the
-   *   same limits (rate-limiter-flexible's insurance strategy): each process then allows the full
-   *   limits on its own, and what it counts is not copied to Redis when Redis returns.
-   */
-  insurance?: 'none' | 'memory';
-  /** How long a call to Redis may take before it counts as unreachable, in ms. Default 500. */
-  timeoutMs?: number;
-}
+export interface RedisCreationLimiterOptions extends CreationLimitsOptions, RedisLimiterOptions {}
 
 // Counters outlive their window by this much: a process whose clock lags a little still finds
 // the count, and a release just after the window ends still finds what it spent.
@@ -93,28 +72,22 @@ export class RedisCreationLimiter implements CreationLimiter {
   readonly #insurance: MemoryCreationLimiter | undefined;
 
   constructor(options: RedisCreationLimiterOptions) {
-    const { client, keyPrefix = 'kmg:creations', insurance = 'none', timeoutMs = 500, ...limits } = options;
+    const { client, keyPrefix, insurance, timeoutMs, ...limits } = options;
     this.limits = resolveCreationLimits(limits);
-    if (typeof client?.eval !== 'function') throw new TypeError('koa-model-gateway: client must be an ioredis client');
-    if (client.options.enableOfflineQueue !== false) {
-      throw new TypeError('koa-model-gateway: the Redis client needs enableOfflineQueue: false (use createRedisClient())');
-    }
-    if (typeof keyPrefix !== 'string' || keyPrefix === '') throw new TypeError('koa-model-gateway: keyPrefix must be a non-empty string');
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new TypeError('koa-model-gateway: timeoutMs must be a positive number');
-    if (insurance !== 'none' && insurance !== 'memory') throw new TypeError("koa-model-gateway: insurance must be 'none' or 'memory'");
-    this.#client = client;
-    this.#keyPrefix = keyPrefix;
-    this.#timeoutMs = timeoutMs;
-    this.#insurance = insurance === 'memory' ? new MemoryCreationLimiter(this.limits) : undefined;
+    const redis = resolveRedisLimiterOptions({ client, keyPrefix, insurance, timeoutMs }, 'kmg:creations');
+    this.#client = redis.client;
+    this.#keyPrefix = redis.keyPrefix;
+    this.#timeoutMs = redis.timeoutMs;
+    this.#insurance = redis.insurance === 'memory' ? new MemoryCreationLimiter(this.limits) : undefined;
   }
 
   async reserve(account: string, bytes: number): Promise<CreationReservation> {
     assertByteCount(bytes);
-    const now = this.limits.clock();
-    const windows = creationWindows(now);
+    const nowMs = this.limits.nowMs();
+    const windows = clockWindows(nowMs);
     const keys = this.#keys(account, windows);
     const { createsPerMinute, createsPerDay, bytesPerDay } = this.limits;
-    const lifetimes = [windows.minute.endsAt, windows.day.endsAt].map((endsAt) => Math.ceil(endsAt - now + GRACE_MS));
+    const lifetimes = [windows.minute.endsAt, windows.day.endsAt].map((endsAt) => Math.ceil(endsAt - nowMs + GRACE_MS));
     const call = this.#client.eval(RESERVE, 2, ...keys, bytes, createsPerMinute, createsPerDay, bytesPerDay, ...lifetimes, randomAlphanumeric(16));
     let answer: unknown;
     try {
@@ -128,7 +101,7 @@ export class RedisCreationLimiter implements CreationLimiter {
       throw err;
     }
     const [status, detail] = answer as [string, string];
-    if (status === 'refused') throw refusalError(detail as CreationRefusal, windows, now);
+    if (status === 'refused') throw refusalError(detail as CreationRefusal, windows, nowMs);
     let released: Promise<void> | undefined;
     return {
       release: () => {
@@ -143,7 +116,7 @@ export class RedisCreationLimiter implements CreationLimiter {
 
   /** The account's counters in the current minute and UTC day. */
   async usage(account: string): Promise<CreationUsage> {
-    const [minute, day] = this.#keys(account, creationWindows(this.limits.clock()));
+    const [minute, day] = this.#keys(account, clockWindows(this.limits.nowMs()));
     const replies = await this.#answer(this.#client.multi().get(minute).hmget(day, 'creates', 'bytes').exec());
     const [[, creates], [, [createsToday, bytesToday]]] = replies as [[null, string | null], [null, (string | null)[]]];
     return { createsThisMinute: Number(creates ?? 0), createsToday: Number(createsToday ?? 0), bytesToday: Number(bytesToday ?? 0) };
@@ -153,25 +126,12 @@ export class RedisCreationLimiter implements CreationLimiter {
     await this.#answer(this.#client.eval(RELEASE, 2, ...keys, -bytes, epoch));
   }
 
-  #keys(account: string, windows: CreationWindows): Keys {
-    // The braces are a Redis Cluster hash tag: both keys of an account live on one node, as a
-    // script needs. Encoding keeps any account id from reaching into another's keys.
-    const base = `${this.#keyPrefix}:{${encodeURIComponent(account)}}`;
+  #keys(account: string, windows: ClockWindows): Keys {
+    const base = partyKey(this.#keyPrefix, account);
     return [`${base}:minute:${windows.minute.id}`, `${base}:day:${windows.day.id}`];
   }
 
-  /** Redis's answer, or `StoreUnavailableError` when it fails or takes longer than `timeoutMs`. */
-  async #answer<T>(call: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${this.#timeoutMs} ms`)), this.#timeoutMs);
-    });
-    try {
-      return await Promise.race([call, timeout]);
-    } catch (err) {
-      throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err });
-    } finally {
-      clearTimeout(timer);
-    }
+  #answer<T>(call: Promise<T>): Promise<T> {
+    return answerWithin(call, this.#timeoutMs);
   }
 }

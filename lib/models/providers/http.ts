@@ -1,4 +1,22 @@
+import type { z } from 'zod';
+import { httpBaseUrl, nonEmptyString, settingsObject } from '../../settings/schemas.js';
 import type { ProviderRequest } from '../provider.js';
+
+/**
+ * The options of a provider reached over HTTP: `id`, `baseURL` (default: the provider's public
+ * API) and `apiKey`, the provider's own credential (never a client's gateway key), sent only
+ * when set.
+ */
+export const httpProviderOptions = settingsObject({
+  id: nonEmptyString,
+  baseURL: httpBaseUrl.optional(),
+  apiKey: nonEmptyString.optional(),
+});
+
+export type HttpProviderOptions = z.input<typeof httpProviderOptions>;
+
+/** `base` without its trailing slashes, then `path`. */
+export const endpointUrl = (base: string, path: string) => `${base.replace(/\/+$/, '')}${path}`;
 
 /**
  * POSTs the request's body as JSON to a provider, asking for an event stream when the body

@@ -1,0 +1,54 @@
+import { performance } from 'node:perf_hooks';
+import type { RouterContext } from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import type { GatewayMetrics } from './gateway-metrics.js';
+
+export interface HttpMetricsOptions {
+  metrics: GatewayMetrics;
+  /**
+   * The `route` label of a request: a bounded name, never the raw path. Default: the method and
+   * the pattern of the @koa/router route that answered (`GET /v1/files/:file_id`), read from its
+   * public `ctx.routerPath`; `'unmatched'` for every request no route answered (unknown URLs,
+   * wrong methods, and requests refused before the routers, such as a missing key).
+   */
+  route?: (ctx: Context) => string;
+  /**
+   * How long this request waited on an upstream provider, in ms, for `kmg_gateway_overhead_seconds`.
+   * Read when the response has ended. Default: none (the whole time is the gateway's).
+   */
+  upstreamMs?: (ctx: Context) => number | undefined;
+}
+
+function matchedRoute(ctx: Context): string {
+  const pattern = (ctx as Partial<RouterContext>).routerPath;
+  return typeof pattern === 'string' ? `${ctx.method} ${pattern}` : 'unmatched';
+}
+
+/**
+ * Records `kmg_http_requests_total`, `kmg_http_request_duration_seconds` and
+ * `kmg_gateway_overhead_seconds` for every request, when its response has ended (the last byte of
+ * a stream sent, or the client gone), with the status it was answered with. Put it first in the
+ * chain, before the error formatters, so that it sees their answers too.
+ * @example app.use(httpMetrics({ metrics, upstreamMs: (ctx) => ctx.state.upstreamMs }))
+ */
+export function httpMetrics(options: HttpMetricsOptions): Middleware {
+  const { metrics, route = matchedRoute, upstreamMs = () => undefined } = options;
+  if (typeof metrics?.observeRequest !== 'function') throw new TypeError('koa-model-gateway: httpMetrics() needs `metrics` from createGatewayMetrics()');
+  if (typeof route !== 'function' || typeof upstreamMs !== 'function') {
+    throw new TypeError('koa-model-gateway: httpMetrics() route and upstreamMs must be functions');
+  }
+  return async function httpMetrics(ctx, next) {
+    const started = performance.now();
+    // 'close' follows the end of every response, finished or cut short.
+    ctx.res.once('close', () => {
+      const seconds = (performance.now() - started) / 1000;
+      try {
+        metrics.observeRequest({ route: route(ctx), status: ctx.res.statusCode, seconds, upstreamSeconds: (upstreamMs(ctx) ?? 0) / 1000 });
+      } catch (err) {
+        // A throwing hook in an event listener would take the process down: report it instead.
+        ctx.app.emit('error', err, ctx);
+      }
+    });
+    await next();
+  };
+}

@@ -1,0 +1,199 @@
+import { createHash } from 'node:crypto';
+import type { z } from 'zod';
+import { nonEmptyString, parseOptions, settingsObject } from '../../../settings/schemas.js';
+import { isObject, type JsonObject } from '../../content.js';
+import type { Provider, ProviderRequest } from '../../provider.js';
+import { answerLines, inputWords, receivedChat, receivedMessages, receivedResponses, responsesMessages, words } from './received.js';
+
+/** The echo provider needs nothing but its `id`. */
+export const echoProviderOptions = settingsObject({ id: nonEmptyString });
+
+export type EchoProviderOptions = z.input<typeof echoProviderOptions>;
+
+const sse = (data: unknown, event?: string) => `${event === undefined ? '' : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`;
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+}
+
+/** Server-sent events, one chunk per event, so the client sees them arrive one by one. */
+function eventStream(events: string[], signal: AbortSignal): Response {
+  const encoder = new TextEncoder();
+  let next = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (signal.aborted) return controller.error(signal.reason);
+      const event = events[next++];
+      if (event === undefined) controller.close();
+      else controller.enqueue(encoder.encode(event));
+    },
+  });
+  return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' } });
+}
+
+// The same request gets the same id, so answers are reproducible.
+const digest = (body: JsonObject) => createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 24);
+
+function chatCompletion({ body, signal }: ProviderRequest): Response {
+  if (!Array.isArray(body.messages)) {
+    return json(400, { error: { message: "'messages' must be an array", type: 'invalid_request_error', param: 'messages', code: null } });
+  }
+  const lines = answerLines(receivedChat(body, body.messages));
+  const text = lines.join('');
+  const id = `chatcmpl-echo${digest(body)}`;
+  const created = Math.floor(Date.now() / 1000);
+  const model = body.model;
+  const usage = { prompt_tokens: inputWords(body.messages), completion_tokens: words(text) };
+  const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+  if (body.stream !== true) {
+    return json(200, {
+      id,
+      object: 'chat.completion',
+      created,
+      model,
+      choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+      usage: fullUsage,
+    });
+  }
+  const chunk = (delta: JsonObject, finishReason: string | null) =>
+    sse({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] });
+  const includeUsage = isObject(body.stream_options) && body.stream_options.include_usage === true;
+  const events = [
+    chunk({ role: 'assistant', content: '' }, null),
+    ...lines.map((line) => chunk({ content: line }, null)),
+    chunk({}, 'stop'),
+    ...(includeUsage ? [sse({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: fullUsage })] : []),
+    'data: [DONE]\n\n',
+  ];
+  return eventStream(events, signal);
+}
+
+function message({ body, signal }: ProviderRequest): Response {
+  if (!Array.isArray(body.messages)) {
+    return json(400, { type: 'error', error: { type: 'invalid_request_error', message: 'messages: Field required' } });
+  }
+  const lines = answerLines(receivedMessages(body, body.messages));
+  const text = lines.join('');
+  const id = `msg_echo${digest(body)}`;
+  const model = body.model;
+  const inputTokens = inputWords(body.messages);
+  if (body.stream !== true) {
+    return json(200, {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [{ type: 'text', text }],
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: inputTokens, output_tokens: words(text) },
+    });
+  }
+  const start = { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 0 } };
+  const events = [
+    sse({ type: 'message_start', message: start }, 'message_start'),
+    sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
+    ...lines.map((line) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: line } }, 'content_block_delta')),
+    sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
+    sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: words(text) } }, 'message_delta'),
+    sse({ type: 'message_stop' }, 'message_stop'),
+  ];
+  return eventStream(events, signal);
+}
+
+/**
+ * A Responses answer, as OpenAI's Responses API gives one: the response object, or its events
+ * (`response.created`, `response.in_progress`, the message's item, part and text events, then
+ * `response.completed` with the usage), each numbered by `sequence_number`.
+ */
+function response({ body, signal }: ProviderRequest): Response {
+  if (typeof body.input !== 'string' && !Array.isArray(body.input)) {
+    return json(400, { error: { message: "'input' must be a string or an array", type: 'invalid_request_error', param: 'input', code: null } });
+  }
+  const lines = answerLines(receivedResponses(body));
+  const text = lines.join('');
+  const key = digest(body);
+  const itemId = `msg_echo${key}`;
+  const inputTokens = inputWords(responsesMessages(body.input)) + (typeof body.instructions === 'string' ? words(body.instructions) : 0);
+  const outputTokens = words(text);
+  const part = (partText: string) => ({ type: 'output_text', text: partText, annotations: [], logprobs: [] });
+  const item = (status: string, content: unknown[]) => ({ id: itemId, type: 'message', status, role: 'assistant', content });
+  const responseObject = (status: string, output: unknown[], usage: JsonObject | null) => ({
+    id: `resp_echo${key}`,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    status,
+    background: false,
+    error: null,
+    incomplete_details: null,
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    model: body.model,
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: body.previous_response_id ?? null,
+    reasoning: { effort: null, summary: null },
+    store: false,
+    temperature: body.temperature ?? 1,
+    text: { format: { type: 'text' } },
+    tool_choice: 'auto',
+    tools: [],
+    top_p: body.top_p ?? 1,
+    truncation: 'disabled',
+    usage,
+    user: null,
+    metadata: {},
+  });
+  const usage = {
+    input_tokens: inputTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: outputTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: inputTokens + outputTokens,
+  };
+  const done = item('completed', [part(text)]);
+  if (body.stream !== true) return json(200, responseObject('completed', [done], usage));
+  const started = responseObject('in_progress', [], null);
+  const at = { item_id: itemId, output_index: 0, content_index: 0 };
+  const data: JsonObject[] = [
+    { type: 'response.created', response: started },
+    { type: 'response.in_progress', response: started },
+    { type: 'response.output_item.added', output_index: 0, item: item('in_progress', []) },
+    { type: 'response.content_part.added', ...at, part: part('') },
+    ...lines.map((line) => ({ type: 'response.output_text.delta', ...at, delta: line, logprobs: [] })),
+    { type: 'response.output_text.done', ...at, text, logprobs: [] },
+    { type: 'response.content_part.done', ...at, part: part(text) },
+    { type: 'response.output_item.done', output_index: 0, item: done },
+    { type: 'response.completed', response: responseObject('completed', [done], usage) },
+  ];
+  return eventStream(data.map((event, index) => sse({ ...event, sequence_number: index }, String(event.type))), signal);
+}
+
+/**
+ * Anthropic's token count of a Messages body, estimated as echo counts every token: words, of the
+ * messages and the system prompt. Like Anthropic's, it refuses `stream`: a count is never streamed.
+ */
+function tokenCount({ body }: ProviderRequest): Response {
+  const invalid = (message: string) => json(400, { type: 'error', error: { type: 'invalid_request_error', message } });
+  if (!Array.isArray(body.messages)) return invalid('messages: Field required');
+  if ('stream' in body) return invalid('stream: Extra inputs are not permitted');
+  const system = typeof body.system === 'string' ? words(body.system) : Array.isArray(body.system) ? inputWords([{ content: body.system }]) : 0;
+  return json(200, { input_tokens: inputWords(body.messages) + system });
+}
+
+/**
+ * An offline provider for every endpoint format: it answers, deterministically and in the
+ * endpoint's own format (streaming too), with what it received: the message count, the last user
+ * message and each attached document's name, size and page count. Token counts are word counts.
+ * @example echoProvider({ id: 'echo' })
+ */
+export function echoProvider(options: EchoProviderOptions): Provider {
+  const { id } = parseOptions(echoProviderOptions, options, 'echoProvider()');
+  return {
+    id,
+    chatCompletions: async (request) => chatCompletion(request),
+    responses: async (request) => response(request),
+    messages: async (request) => message(request),
+    countTokens: async (request) => tokenCount(request),
+  };
+}

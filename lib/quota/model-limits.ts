@@ -1,0 +1,137 @@
+import { clockWindows, secondsUntil, type ClockWindow } from './clock-windows.js';
+
+/**
+ * Limits on one key's model calls, whatever the endpoint. Each is optional: absent is unlimited.
+ * A deployment's defaults and a key's own limits combine field by field, the key's winning:
+ * `{ ...defaults, ...key.limits }`.
+ * @example const limits: ModelLimits = { requestsPerMinute: 60, tokensPerDay: 1_000_000 }
+ */
+export interface ModelLimits {
+  /** Calls per clock minute (UTC, :00 to :59), counted as each call is let through. */
+  requestsPerMinute?: number;
+  /** Tokens (input + output) per clock minute, counted when an answer ends. */
+  tokensPerMinute?: number;
+  /** Tokens (input + output) per UTC day, counted when an answer ends. */
+  tokensPerDay?: number;
+}
+
+const LIMIT_NAMES = ['requestsPerMinute', 'tokensPerMinute', 'tokensPerDay'] as const;
+
+/**
+ * `limits` as `ModelLimits`, or a `TypeError` naming the first field that is unknown or not a
+ * positive integer. For configuration and key creation: check once, at start-up.
+ * @example const defaults = checkModelLimits(JSON.parse(text).modelLimits ?? {}, 'modelLimits')
+ */
+export function checkModelLimits(limits: unknown, where = 'model limits'): ModelLimits {
+  if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
+    throw new TypeError(`koa-model-gateway: ${where} must be an object`);
+  }
+  const checked: ModelLimits = {};
+  for (const [name, value] of Object.entries(limits)) {
+    if (!(LIMIT_NAMES as readonly string[]).includes(name)) {
+      throw new TypeError(`koa-model-gateway: ${where}: unknown limit '${name}' (expected ${LIMIT_NAMES.join(', ')})`);
+    }
+    if (value === undefined) continue;
+    if (!Number.isSafeInteger(value) || (value as number) < 1) {
+      throw new TypeError(`koa-model-gateway: ${where}: ${name} must be a positive integer`);
+    }
+    checked[name as keyof ModelLimits] = value as number;
+  }
+  return checked;
+}
+
+/** True when `limits` limits anything: without limits a limiter answers without counting. */
+export function hasModelLimits(limits: ModelLimits): boolean {
+  return LIMIT_NAMES.some((name) => limits[name] !== undefined);
+}
+
+/** True when `limits` has a token limit: only then are a key's tokens counted. */
+export function hasTokenLimits(limits: ModelLimits): boolean {
+  return limits.tokensPerMinute !== undefined || limits.tokensPerDay !== undefined;
+}
+
+/** One dimension of a decision, as rate-limit headers report it. */
+export interface LimitWindow {
+  /** The window the figures are for. */
+  per: 'minute' | 'day';
+  limit: number;
+  /** What is left in the window after this call (requests) or before it (tokens); never negative. */
+  remaining: number;
+  /** Unix ms at which the window ends and its count starts again from zero. */
+  resetAt: number;
+}
+
+/** What a limiter answers for one call. */
+export interface ModelLimitDecision {
+  allowed: boolean;
+  /** Unix ms the decision was made at (the limiter's clock). */
+  at: number;
+  /**
+   * Set when refused: the limit that keeps the call out longest (requests when both end with
+   * the same minute).
+   */
+  refusedBy?: 'requests' | 'tokens';
+  /** Set when refused: whole seconds until the limit that refused has a new window, at least 1. */
+  retryAfterSeconds?: number;
+  /** Set when the limits have `requestsPerMinute`. */
+  requests?: LimitWindow;
+  /**
+   * Set when the limits have a token limit: the window with fewer tokens left (on a tie, the one
+   * that ends later), the one that refused when tokens refuse.
+   */
+  tokens?: LimitWindow;
+}
+
+/** A key's counters in the current windows, before the call being decided. */
+export interface ModelUsage {
+  requestsThisMinute: number;
+  tokensThisMinute: number;
+  tokensToday: number;
+}
+
+/**
+ * Whether a call passes, from the key's counters before it. The one rule of every ModelLimiter:
+ * a call passes when the minute has room for one more request and no token window is at or over
+ * its limit; a passing call counts one request, a refused one nothing.
+ */
+export function decide(limits: ModelLimits, usage: ModelUsage, now: number): ModelLimitDecision {
+  const windows = clockWindows(now);
+  const { requestsPerMinute: rpm, tokensPerMinute: tpm, tokensPerDay: tpd } = limits;
+  const full = (limit: number | undefined, used: number) => limit !== undefined && used >= limit;
+  const refusals: Array<{ by: 'requests' | 'tokens'; window: ClockWindow }> = [];
+  if (full(rpm, usage.requestsThisMinute)) refusals.push({ by: 'requests', window: windows.minute });
+  if (full(tpm, usage.tokensThisMinute)) refusals.push({ by: 'tokens', window: windows.minute });
+  if (full(tpd, usage.tokensToday)) refusals.push({ by: 'tokens', window: windows.day });
+  const allowed = refusals.length === 0;
+  const decision: ModelLimitDecision = { allowed, at: now };
+  const window = (per: LimitWindow['per'], limit: number, used: number): LimitWindow => ({
+    per,
+    limit,
+    remaining: Math.max(0, limit - used),
+    resetAt: windows[per].endsAt,
+  });
+  if (rpm !== undefined) decision.requests = window('minute', rpm, usage.requestsThisMinute + (allowed ? 1 : 0));
+  const tokenWindows = [
+    ...(tpm === undefined ? [] : [window('minute', tpm, usage.tokensThisMinute)]),
+    ...(tpd === undefined ? [] : [window('day', tpd, usage.tokensToday)]),
+  ];
+  const tightest = tokenWindows.sort((a, b) => a.remaining - b.remaining || b.resetAt - a.resetAt)[0];
+  if (tightest) decision.tokens = tightest;
+  // The first refusal that ends last: the day before the minute, requests before tokens on a tie.
+  const longest = refusals.reduce<(typeof refusals)[number] | undefined>(
+    (found, refusal) => (found === undefined || refusal.window.endsAt > found.window.endsAt ? refusal : found),
+    undefined,
+  );
+  if (longest) {
+    decision.refusedBy = longest.by;
+    decision.retryAfterSeconds = secondsUntil(longest.window.endsAt, now);
+  }
+  return decision;
+}
+
+/** Throws for a token count that cannot be one: a bug in the caller, not a client error. */
+export function assertTokenCount(tokens: number): void {
+  if (!Number.isSafeInteger(tokens) || tokens < 0) {
+    throw new TypeError(`koa-model-gateway: addTokens() needs a non-negative integer token count, got ${tokens}`);
+  }
+}

@@ -1,0 +1,10 @@
+export {
+  httpBaseUrl,
+  nonEmptyString,
+  nonNegativeInteger,
+  parseOptions,
+  positiveInteger,
+  settingsMessage,
+  settingsObject,
+} from './schemas.js';
+export { catalogModelSchema, checkCatalog, type CatalogModel, type ResolvedModel } from '../models/catalog.js';

@@ -1,0 +1,120 @@
+import type { Knex } from 'knex';
+import { usageDay, type UsageFilter, type UsageGrouping, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+
+const TABLE = 'kmg_usage';
+
+interface UsageRowDb {
+  time: number | string;
+  day: string;
+  request_id: string;
+  key_id: string;
+  account: string;
+  endpoint: string;
+  model: string | null;
+  provider: string | null;
+  status: number;
+  stream: boolean | number;
+  input_tokens: number | string;
+  output_tokens: number | string;
+  attachments: number;
+  latency_ms: number;
+  upstream_first_byte_ms: number | null;
+  upstream_ms: number | null;
+}
+
+const GROUP_COLUMN: Record<UsageGrouping, string> = { day: 'day', model: 'model', key: 'key_id' };
+
+function toRow(record: UsageRecord): UsageRowDb {
+  return {
+    time: record.time,
+    day: usageDay(record.time),
+    request_id: record.requestId,
+    key_id: record.keyId,
+    account: record.account,
+    endpoint: record.endpoint,
+    model: record.model,
+    provider: record.provider,
+    status: record.status,
+    stream: record.stream,
+    input_tokens: record.inputTokens,
+    output_tokens: record.outputTokens,
+    attachments: record.attachments,
+    latency_ms: record.latencyMs,
+    upstream_first_byte_ms: record.upstreamFirstByteMs,
+    upstream_ms: record.upstreamMs,
+  };
+}
+
+// pg returns bigint columns and sums as strings, SQLite booleans as 0 and 1.
+function toRecord(row: UsageRowDb): UsageRecord {
+  return {
+    time: Number(row.time),
+    requestId: row.request_id,
+    keyId: row.key_id,
+    account: row.account,
+    endpoint: row.endpoint,
+    model: row.model,
+    provider: row.provider,
+    status: row.status,
+    stream: Boolean(row.stream),
+    inputTokens: Number(row.input_tokens),
+    outputTokens: Number(row.output_tokens),
+    attachments: row.attachments,
+    latencyMs: row.latency_ms,
+    upstreamFirstByteMs: row.upstream_first_byte_ms,
+    upstreamMs: row.upstream_ms,
+  };
+}
+
+/**
+ * UsageStore on Knex (PostgreSQL or SQLite), in the table `kmg_usage`. Run `migrate(knex)` first.
+ * Each record's UTC day is stored beside its time, so grouping by day is the same plain GROUP BY
+ * on both databases.
+ * @example usageRecorder({ store: new KnexUsageStore(knex) })
+ */
+export class KnexUsageStore implements UsageStore {
+  readonly #knex: Knex;
+
+  constructor(knex: Knex) {
+    this.#knex = knex;
+  }
+
+  async insert(records: readonly UsageRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    // One transaction, in chunks that keep under both databases' limits on bound parameters.
+    await this.#knex.batchInsert(TABLE, records.map(toRow), 500);
+  }
+
+  async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {
+    const { limit = 1000 } = filter;
+    const rows = await this.#where(filter).orderBy([
+      { column: 'time', order: 'desc' },
+      { column: 'seq', order: 'desc' },
+    ]).limit(limit);
+    return (rows as UsageRowDb[]).map(toRecord);
+  }
+
+  async summarize(filter: UsageFilter, by: UsageGrouping): Promise<UsageRow[]> {
+    const column = GROUP_COLUMN[by];
+    const rows = (await this.#where(filter)
+      .clearSelect()
+      .select({ group: column })
+      .count({ requests: '*' })
+      .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
+      .groupBy(column)) as Array<{ group: string | null; requests: number | string; input_tokens: number | string; output_tokens: number | string }>;
+    return rows.map((row) => ({
+      group: row.group,
+      requests: Number(row.requests),
+      inputTokens: Number(row.input_tokens),
+      outputTokens: Number(row.output_tokens),
+    }));
+  }
+
+  #where(filter: UsageFilter): Knex.QueryBuilder {
+    const query = this.#knex(TABLE).select('*');
+    if (filter.account !== undefined) query.where('account', filter.account);
+    if (filter.keyId !== undefined) query.where('key_id', filter.keyId);
+    if (filter.since !== undefined) query.where('time', '>=', filter.since);
+    return query;
+  }
+}

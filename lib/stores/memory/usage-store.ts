@@ -1,0 +1,49 @@
+import { usageDay, type UsageFilter, type UsageGrouping, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+
+const matches = (record: UsageRecord, filter: UsageFilter) =>
+  (filter.account === undefined || record.account === filter.account) &&
+  (filter.keyId === undefined || record.keyId === filter.keyId) &&
+  (filter.since === undefined || record.time >= filter.since);
+
+const GROUP_OF: Record<UsageGrouping, (record: UsageRecord) => string | null> = {
+  day: (record) => usageDay(record.time),
+  model: (record) => record.model,
+  key: (record) => record.keyId,
+};
+
+/**
+ * UsageStore in process memory: for tests, examples and gateways that do not keep usage. It
+ * keeps every record until the process ends.
+ * @example usageRecorder({ store: new MemoryUsageStore() })
+ */
+export class MemoryUsageStore implements UsageStore {
+  readonly #records: UsageRecord[] = [];
+
+  async insert(records: readonly UsageRecord[]): Promise<void> {
+    this.#records.push(...records.map((record) => ({ ...record })));
+  }
+
+  async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {
+    const { limit = 1000 } = filter;
+    return this.#records
+      .filter((record) => matches(record, filter))
+      .reverse() // the sort is stable: ties stay newest first
+      .sort((a, b) => b.time - a.time)
+      .slice(0, limit)
+      .map((record) => ({ ...record }));
+  }
+
+  async summarize(filter: UsageFilter, by: UsageGrouping): Promise<UsageRow[]> {
+    const rows = new Map<string | null, UsageRow>();
+    for (const record of this.#records) {
+      if (!matches(record, filter)) continue;
+      const group = GROUP_OF[by](record);
+      const row = rows.get(group) ?? { group, requests: 0, inputTokens: 0, outputTokens: 0 };
+      row.requests += 1;
+      row.inputTokens += record.inputTokens;
+      row.outputTokens += record.outputTokens;
+      rows.set(group, row);
+    }
+    return [...rows.values()];
+  }
+}

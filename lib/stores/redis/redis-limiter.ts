@@ -1,0 +1,67 @@
+import type { Redis } from 'ioredis';
+import { StoreUnavailableError } from '../../errors/gateway-error.js';
+
+/** What every limiter on Redis is configured with. */
+export interface RedisLimiterOptions {
+  /**
+   * An ioredis client created with `enableOfflineQueue: false`, as `createRedisClient()` makes
+   * one: with the offline queue on, a call made while Redis is away waits for it to return
+   * instead of failing.
+   */
+  client: Redis;
+  /** Prefix of every key the limiter writes. Each limiter has its own default. */
+  keyPrefix?: string;
+  /**
+   * When Redis cannot be reached (or does not answer within `timeoutMs`):
+   * - `'none'` (default): fail closed. The limiter throws `StoreUnavailableError` (a 503
+   *   `service_unavailable`): nothing passes that the shared limits have not counted.
+   * - `'memory'`: fail open per process. Calls fall back to an in-memory limiter with the same
+   *   limits (rate-limiter-flexible's insurance strategy): each process then allows the full
+   *   limits on its own, and what it counts is not copied to Redis when Redis returns.
+   */
+  insurance?: 'none' | 'memory';
+  /** How long a call to Redis may take before it counts as unreachable, in ms. Default 500. */
+  timeoutMs?: number;
+}
+
+export type ResolvedRedisLimiterOptions = Required<RedisLimiterOptions>;
+
+/** Checks the Redis options of a limiter once, at start-up, and fills in the defaults. */
+export function resolveRedisLimiterOptions(
+  options: { [K in keyof RedisLimiterOptions]: RedisLimiterOptions[K] | undefined },
+  defaultPrefix: string,
+): ResolvedRedisLimiterOptions {
+  const { client, keyPrefix = defaultPrefix, insurance = 'none', timeoutMs = 500 } = options;
+  if (typeof client?.eval !== 'function') throw new TypeError('koa-model-gateway: client must be an ioredis client');
+  if (client.options.enableOfflineQueue !== false) {
+    throw new TypeError('koa-model-gateway: the Redis client needs enableOfflineQueue: false (use createRedisClient())');
+  }
+  if (typeof keyPrefix !== 'string' || keyPrefix === '') throw new TypeError('koa-model-gateway: keyPrefix must be a non-empty string');
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new TypeError('koa-model-gateway: timeoutMs must be a positive number');
+  if (insurance !== 'none' && insurance !== 'memory') throw new TypeError("koa-model-gateway: insurance must be 'none' or 'memory'");
+  return { client, keyPrefix, insurance, timeoutMs };
+}
+
+/**
+ * The keys' common part for one limited party (an account, a key id). The braces are a Redis
+ * Cluster hash tag: every key of one party lives on one node, as a script needs. Encoding keeps
+ * any id from reaching into another's keys.
+ */
+export function partyKey(keyPrefix: string, party: string): string {
+  return `${keyPrefix}:{${encodeURIComponent(party)}}`;
+}
+
+/** Redis's answer, or `StoreUnavailableError` when it fails or takes longer than `timeoutMs`. */
+export async function answerWithin<T>(call: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`, { store: 'redis' })), timeoutMs);
+  });
+  try {
+    return await Promise.race([call, timeout]);
+  } catch (err) {
+    throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err, store: 'redis' });
+  } finally {
+    clearTimeout(timer);
+  }
+}

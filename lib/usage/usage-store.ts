@@ -1,0 +1,70 @@
+/**
+ * One model call, as it is metered: written once when the call ends (its answer sent or
+ * refused), never changed.
+ */
+export interface UsageRecord {
+  /** Unix ms at which the call was received. */
+  time: number;
+  /** The request id the client got (`X-Request-Id` or `request-id`). */
+  requestId: string;
+  keyId: string;
+  account: string;
+  /** The endpoint's route, e.g. `/v1/chat/completions`, `/v1/messages`. */
+  endpoint: string;
+  /** The catalog id the client asked for; `null` when the request named none that could be read. */
+  model: string | null;
+  /** The id of the provider that serves the model; `null` when the model was not resolved. */
+  provider: string | null;
+  /** The HTTP status of the answer (429 for a call the limits refused). */
+  status: number;
+  stream: boolean;
+  /** Tokens from the upstream's own usage report; 0 when there was none. */
+  inputTokens: number;
+  outputTokens: number;
+  /** How many stored files were attached. */
+  attachments: number;
+  /** From the request's arrival to the end of the answer, in ms. */
+  latencyMs: number;
+  /** From the upstream call to its first byte, in ms; `null` when no upstream call was made. */
+  upstreamFirstByteMs: number | null;
+  /** From the upstream call to the end of its answer, in ms; `null` when no upstream call was made. */
+  upstreamMs: number | null;
+}
+
+/** Which records a read covers. Every field narrows it; none is every record. */
+export interface UsageFilter {
+  account?: string;
+  keyId?: string;
+  /** Unix ms: records at or after it. */
+  since?: number;
+}
+
+/** How summary rows are grouped: by UTC day (`2030-01-31`), by catalog model id, or by key id. */
+export type UsageGrouping = 'day' | 'model' | 'key';
+
+/** Totals of the records in one group. */
+export interface UsageRow {
+  /** The day, model id or key id of the group; `null` for records without a model. */
+  group: string | null;
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/**
+ * Where usage records live. Implementations: `MemoryUsageStore`, `KnexUsageStore` (PostgreSQL,
+ * SQLite). Written through `usageRecorder()`, which batches; read through `usageReport()`.
+ */
+export interface UsageStore {
+  /** Stores every record, or (on an error) none. */
+  insert(records: readonly UsageRecord[]): Promise<void>;
+  /** Records matching `filter`, newest first (by `time`, then the last inserted), at most `limit` (default 1,000). */
+  list(filter?: UsageFilter & { limit?: number }): Promise<UsageRecord[]>;
+  /** One row per group of the records matching `filter`, in no particular order. */
+  summarize(filter: UsageFilter, by: UsageGrouping): Promise<UsageRow[]>;
+}
+
+/** The UTC day of a record, as `summarize(…, 'day')` groups it. */
+export function usageDay(time: number): string {
+  return new Date(time).toISOString().slice(0, 10);
+}

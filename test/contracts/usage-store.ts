@@ -1,0 +1,139 @@
+import type { TestFn } from 'ava';
+import type { UsageRecord, UsageRow, UsageStore } from '../../lib/usage/usage-store.js';
+
+const T0 = Date.parse('2030-01-15T12:00:00.000Z');
+let sequence = 0;
+
+/** A record of a successful streamed call, with `overrides`; each gets its own request id. */
+export function usageRecord(overrides: Partial<UsageRecord> = {}): UsageRecord {
+  sequence += 1;
+  return {
+    time: T0,
+    requestId: `req_${String(sequence).padStart(32, '0')}`,
+    keyId: 'key_a',
+    account: 'acme',
+    endpoint: '/v1/chat/completions',
+    model: 'echo-1',
+    provider: 'local',
+    status: 200,
+    stream: true,
+    inputTokens: 10,
+    outputTokens: 5,
+    attachments: 0,
+    latencyMs: 12.5,
+    upstreamFirstByteMs: 3.25,
+    upstreamMs: 9.75,
+    ...overrides,
+  };
+}
+
+const byGroup = (rows: UsageRow[]) => [...rows].sort((a, b) => String(a.group).localeCompare(String(b.group)));
+
+/** The behaviour every UsageStore must have; run once per implementation. */
+export function usageStoreContract(test: TestFn, name: string, makeStore: () => Promise<UsageStore>): void {
+  test(`${name}: a record is read back with every field exactly as written`, async (t) => {
+    const store = await makeStore();
+    const records = [
+      usageRecord({ inputTokens: 9_000_000_000, outputTokens: 123_456, attachments: 3, latencyMs: 1234.0625 }),
+      usageRecord({
+        endpoint: '/v1/messages',
+        model: null,
+        provider: null,
+        status: 429,
+        stream: false,
+        inputTokens: 0,
+        outputTokens: 0,
+        upstreamFirstByteMs: null,
+        upstreamMs: null,
+        time: T0 + 1,
+      }),
+    ];
+    await store.insert(records);
+    t.deepEqual(await store.list(), [records[1], records[0]]);
+  });
+
+  test(`${name}: list is newest first, the last inserted first among equal times, and takes a limit`, async (t) => {
+    const store = await makeStore();
+    const [a, b, c, d] = [usageRecord({ time: T0 + 5 }), usageRecord({ time: T0 }), usageRecord({ time: T0 }), usageRecord({ time: T0 + 9 })];
+    await store.insert([a!, b!]);
+    await store.insert([c!, d!]);
+    t.deepEqual((await store.list()).map((record) => record.requestId), [d!, a!, c!, b!].map((record) => record.requestId));
+    t.deepEqual((await store.list({ limit: 2 })).map((record) => record.requestId), [d!.requestId, a!.requestId]);
+  });
+
+  test(`${name}: list and summarize filter by account, key and since (inclusive)`, async (t) => {
+    const store = await makeStore();
+    await store.insert([
+      usageRecord({ account: 'acme', keyId: 'key_a', time: T0 - 1, inputTokens: 1, outputTokens: 1 }),
+      usageRecord({ account: 'acme', keyId: 'key_a', time: T0, inputTokens: 2, outputTokens: 20 }),
+      usageRecord({ account: 'acme', keyId: 'key_b', time: T0 + 1, inputTokens: 4, outputTokens: 40 }),
+      usageRecord({ account: 'globex', keyId: 'key_c', time: T0 + 2, inputTokens: 8, outputTokens: 80 }),
+    ]);
+    const cases: Array<[Parameters<UsageStore['list']>[0], number, number]> = [
+      [{}, 4, 15],
+      [{ account: 'acme' }, 3, 7],
+      [{ keyId: 'key_a' }, 2, 3],
+      [{ since: T0 }, 3, 14],
+      [{ account: 'acme', keyId: 'key_b', since: T0 }, 1, 4],
+      [{ account: 'acme', keyId: 'key_c' }, 0, 0],
+      [{ since: T0 + 3 }, 0, 0],
+    ];
+    for (const [filter, count, input] of cases) {
+      t.is((await store.list(filter)).length, count, JSON.stringify(filter));
+      const rows = await store.summarize(filter ?? {}, 'key');
+      t.is(rows.reduce((sum, row) => sum + row.requests, 0), count, JSON.stringify(filter));
+      t.is(rows.reduce((sum, row) => sum + row.inputTokens, 0), input, JSON.stringify(filter));
+    }
+  });
+
+  test(`${name}: summarize by day counts requests and sums tokens per UTC day`, async (t) => {
+    const store = await makeStore();
+    await store.insert([
+      usageRecord({ time: Date.parse('2030-01-15T23:59:59.999Z'), inputTokens: 1, outputTokens: 2 }),
+      usageRecord({ time: Date.parse('2030-01-15T00:00:00.000Z'), inputTokens: 10, outputTokens: 20 }),
+      usageRecord({ time: Date.parse('2030-01-16T00:00:00.000Z'), inputTokens: 100, outputTokens: 200, status: 500 }),
+    ]);
+    t.deepEqual(byGroup(await store.summarize({}, 'day')), [
+      { group: '2030-01-15', requests: 2, inputTokens: 11, outputTokens: 22 },
+      { group: '2030-01-16', requests: 1, inputTokens: 100, outputTokens: 200 },
+    ]);
+  });
+
+  test(`${name}: summarize by model keeps calls without a model in a group of their own; by key, per key`, async (t) => {
+    const store = await makeStore();
+    await store.insert([
+      usageRecord({ model: 'echo-1', keyId: 'key_a', inputTokens: 3, outputTokens: 4 }),
+      usageRecord({ model: 'echo-2', keyId: 'key_a', inputTokens: 5, outputTokens: 6 }),
+      usageRecord({ model: 'echo-1', keyId: 'key_b', inputTokens: 7, outputTokens: 8 }),
+      usageRecord({ model: null, provider: null, keyId: 'key_b', status: 400, inputTokens: 0, outputTokens: 0 }),
+    ]);
+    t.deepEqual(byGroup(await store.summarize({}, 'model')), [
+      { group: 'echo-1', requests: 2, inputTokens: 10, outputTokens: 12 },
+      { group: 'echo-2', requests: 1, inputTokens: 5, outputTokens: 6 },
+      { group: null, requests: 1, inputTokens: 0, outputTokens: 0 },
+    ]);
+    t.deepEqual(byGroup(await store.summarize({ account: 'acme' }, 'key')), [
+      { group: 'key_a', requests: 2, inputTokens: 8, outputTokens: 10 },
+      { group: 'key_b', requests: 2, inputTokens: 7, outputTokens: 8 },
+    ]);
+    t.deepEqual(await store.summarize({ account: 'nobody' }, 'day'), []);
+  });
+
+  test(`${name}: a batch larger than any one statement takes is stored whole; an empty one is nothing`, async (t) => {
+    const store = await makeStore();
+    await store.insert([]);
+    await store.insert(Array.from({ length: 1201 }, (_, i) => usageRecord({ time: T0 + i, inputTokens: i })));
+    t.deepEqual(await store.summarize({}, 'day'), [{ group: '2030-01-15', requests: 1201, inputTokens: 720_600, outputTokens: 6005 }]);
+  });
+
+  test(`${name}: records read or written are copies`, async (t) => {
+    const store = await makeStore();
+    const record = usageRecord();
+    await store.insert([record]);
+    record.inputTokens = 999;
+    const [listed] = await store.list();
+    t.is(listed?.inputTokens, 10);
+    if (listed) listed.outputTokens = 999;
+    t.is((await store.list())[0]?.outputTokens, 5);
+  });
+}

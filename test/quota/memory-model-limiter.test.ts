@@ -1,0 +1,5 @@
+import test from 'ava';
+import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { modelLimiterContract } from '../contracts/model-limiter.js';
+
+modelLimiterContract(test, 'memory', async (clock) => new MemoryModelLimiter({ nowMs: clock }));

@@ -1,0 +1,134 @@
+import { join } from 'node:path';
+import test from 'ava';
+import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
+import type { UsageRecord } from '../../lib/usage/usage-store.js';
+import { UsageError, runCommand } from '../../reference-server/commands.js';
+import { loadConfig } from '../../reference-server/config.js';
+import { openMigratedDatabase } from '../../reference-server/database.js';
+import { usageRecord } from '../contracts/usage-store.js';
+import { tempDataDir } from '../helpers/server-process.js';
+
+// The CLI's commands run in this process against a data dir of their own: no tsx start-up per call.
+const dirs: Array<{ remove(): Promise<void> }> = [];
+test.after.always(() => Promise.all(dirs.map((dir) => dir.remove())));
+
+async function dataDir(): Promise<{ DATA_DIR: string }> {
+  const temp = await tempDataDir();
+  dirs.push(temp);
+  return { DATA_DIR: join(temp.dir, 'data') };
+}
+
+/** Runs one command; its output lines, joined. */
+async function run(args: string[], env: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCommand(args, { env, out: (text) => out.push(text), err: (text) => err.push(text) });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+test('keys create takes --rpm, --tpm and --tokens-per-day; list shows them, null for a limit left to the default', async (t) => {
+  const env = await dataDir();
+  const created = await run(['keys', 'create', '--account', 'acme', '--rpm', '10', '--tokens-per-day', '5000000', '--json'], env);
+  t.is(created.code, 0, created.err);
+  const limits = { requests_per_minute: 10, tokens_per_minute: null, tokens_per_day: 5_000_000 };
+  t.deepEqual(JSON.parse(created.out).limits, limits);
+  await run(['keys', 'create', '--account', 'acme', '--tpm', '40000'], env);
+  const listed = JSON.parse((await run(['keys', 'list', '--json'], env)).out) as Array<{ limits: unknown }>;
+  t.deepEqual(
+    listed.map((key) => key.limits),
+    [limits, { requests_per_minute: null, tokens_per_minute: 40_000, tokens_per_day: null }],
+  );
+  t.regex((await run(['keys', 'list'], env)).out, /limits 10 requests\/min, 5000000 tokens\/day\n.*limits 40000 tokens\/min$/);
+});
+
+for (const [option, value] of [
+  ['--rpm', '0'],
+  ['--tpm', '-5'],
+  ['--tpm', '- 5'],
+  ['--tokens-per-day', '1.5'],
+  ['--rpm', '1e3'],
+  ['--rpm', '99999999999999999999'],
+]) {
+  test(`keys create ${option}=${value} is refused with one line, and creates no key`, async (t) => {
+    const env = await dataDir();
+    await t.throwsAsync(run(['keys', 'create', '--account', 'acme', `${option}=${value}`], env), {
+      instanceOf: UsageError,
+      message: `${option} must be a positive integer, got '${value}'`,
+    });
+    t.is((await run(['keys', 'list'], env)).out, 'No keys.');
+  });
+}
+
+test('a negative limit written as a separate argument is refused with one line too', async (t) => {
+  const err = await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--rpm', '-1'], await dataDir()), { instanceOf: UsageError });
+  t.notRegex(err?.message ?? '', /\n/);
+});
+
+/** Writes `records` to the database the CLI opens for `env`, as a server would. */
+async function writeUsage(env: Record<string, string>, records: UsageRecord[]): Promise<void> {
+  const knex = await openMigratedDatabase(loadConfig(env).database);
+  try {
+    await new KnexUsageStore(knex).insert(records);
+  } finally {
+    await knex.destroy();
+  }
+}
+
+test('usage --json prints the totals and rows of the calls it covers, from the server database', async (t) => {
+  const env = await dataDir();
+  await writeUsage(env, [
+    usageRecord({ time: Date.parse('2030-01-15T10:00:00Z'), keyId: 'key_a', model: 'echo-1', inputTokens: 10, outputTokens: 1 }),
+    usageRecord({ time: Date.parse('2030-01-15T11:00:00Z'), keyId: 'key_b', model: 'echo-2', inputTokens: 20, outputTokens: 2 }),
+    usageRecord({ time: Date.parse('2030-01-16T09:00:00Z'), keyId: 'key_a', model: 'echo-1', inputTokens: 40, outputTokens: 4 }),
+    usageRecord({ time: Date.parse('2030-01-16T09:30:00Z'), keyId: 'key_c', account: 'globex', inputTokens: 80, outputTokens: 8 }),
+    usageRecord({ time: Date.parse('2030-01-16T09:45:00Z'), keyId: 'key_a', model: null, provider: null, status: 429, inputTokens: 0, outputTokens: 0 }),
+  ]);
+  const json = async (args: string[]) => {
+    const result = await run(['usage', '--json', ...args], env);
+    t.is(result.code, 0, result.err);
+    return JSON.parse(result.out) as unknown;
+  };
+  t.deepEqual(await json(['--account', 'acme']), {
+    by: 'day',
+    totals: { requests: 4, input_tokens: 70, output_tokens: 7 },
+    rows: [
+      { day: '2030-01-15', requests: 2, input_tokens: 30, output_tokens: 3 },
+      { day: '2030-01-16', requests: 2, input_tokens: 40, output_tokens: 4 },
+    ],
+  });
+  t.deepEqual(await json(['--key', 'key_a', '--by', 'model']), {
+    by: 'model',
+    totals: { requests: 3, input_tokens: 50, output_tokens: 5 },
+    rows: [
+      { model: 'echo-1', requests: 2, input_tokens: 50, output_tokens: 5 },
+      { model: null, requests: 1, input_tokens: 0, output_tokens: 0 },
+    ],
+  });
+  t.deepEqual(await json(['--since', '2030-01-16', '--by', 'key']), {
+    by: 'key',
+    totals: { requests: 3, input_tokens: 120, output_tokens: 12 },
+    rows: [
+      { key: 'key_a', requests: 2, input_tokens: 40, output_tokens: 4 },
+      { key: 'key_c', requests: 1, input_tokens: 80, output_tokens: 8 },
+    ],
+  });
+});
+
+test('usage prints a table with a total line; with nothing recorded, zeros', async (t) => {
+  const env = await dataDir();
+  t.is((await run(['usage'], env)).out, ['day    requests  input_tokens  output_tokens', 'total         0             0              0'].join('\n'));
+  await writeUsage(env, [usageRecord({ time: Date.parse('2030-01-15T10:00:00Z'), inputTokens: 1234, outputTokens: 5 })]);
+  t.is(
+    (await run(['usage', '--by', 'model'], env)).out,
+    ['model   requests  input_tokens  output_tokens', 'echo-1         1          1234              5', 'total          1          1234              5'].join('\n'),
+  );
+});
+
+for (const [args, message] of [
+  [['--by', 'month'], "--by must be day, model or key, got 'month'"],
+  [['--since', 'yesterday'], "--since must be an ISO 8601 time such as 2030-01-31T00:00:00Z, got 'yesterday'"],
+] as const) {
+  test(`usage ${args.join(' ')} is refused with one line`, async (t) => {
+    await t.throwsAsync(run(['usage', ...args], await dataDir()), { instanceOf: UsageError, message });
+  });
+}

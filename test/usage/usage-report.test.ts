@@ -1,0 +1,44 @@
+import test from 'ava';
+import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
+import { usageReport } from '../../lib/usage/usage-report.js';
+import { usageRecord } from '../contracts/usage-store.js';
+
+async function store() {
+  const usage = new MemoryUsageStore();
+  await usage.insert([
+    usageRecord({ time: Date.parse('2030-01-16T08:00:00Z'), model: 'b-model', keyId: 'key_b', inputTokens: 1, outputTokens: 2 }),
+    usageRecord({ time: Date.parse('2030-01-14T08:00:00Z'), model: null, provider: null, keyId: 'key_B', status: 400, inputTokens: 0, outputTokens: 0 }),
+    usageRecord({ time: Date.parse('2030-01-15T08:00:00Z'), model: 'a-model', keyId: 'key_a', inputTokens: 10, outputTokens: 20 }),
+    usageRecord({ time: Date.parse('2030-01-16T09:00:00Z'), model: 'a-model', keyId: 'key_a', account: 'globex', inputTokens: 100, outputTokens: 200 }),
+  ]);
+  return usage;
+}
+
+test('rows come in day order, or by id in byte order with calls without a model last; totals add every row', async (t) => {
+  const usage = await store();
+  const byDay = await usageReport(usage);
+  t.is(byDay.by, 'day');
+  t.deepEqual(byDay.rows.map((row) => row.group), ['2030-01-14', '2030-01-15', '2030-01-16']);
+  t.deepEqual(byDay.totals, { requests: 4, inputTokens: 111, outputTokens: 222 });
+  t.deepEqual((await usageReport(usage, { by: 'model' })).rows.map((row) => row.group), ['a-model', 'b-model', null]);
+  t.deepEqual((await usageReport(usage, { by: 'key' })).rows.map((row) => row.group), ['key_B', 'key_a', 'key_b']);
+});
+
+test('the filters narrow the totals as well as the rows', async (t) => {
+  const usage = await store();
+  const report = await usageReport(usage, { account: 'acme', since: Date.parse('2030-01-15T00:00:00Z'), by: 'key' });
+  t.deepEqual(report, {
+    by: 'key',
+    totals: { requests: 2, inputTokens: 11, outputTokens: 22 },
+    rows: [
+      { group: 'key_a', requests: 1, inputTokens: 10, outputTokens: 20 },
+      { group: 'key_b', requests: 1, inputTokens: 1, outputTokens: 2 },
+    ],
+  });
+});
+
+test('a query that is not one is a TypeError', async (t) => {
+  const usage = await store();
+  await t.throwsAsync(usageReport(usage, { by: 'month' as 'day' }), { instanceOf: TypeError });
+  await t.throwsAsync(usageReport(usage, { since: Number.NaN }), { instanceOf: TypeError });
+});
