@@ -55,23 +55,24 @@ export async function openStores(config: ServerConfig, log?: DatabaseLog) {
       throw new ConfigError(`cannot create the directory ${dir} (${(err as NodeJS.ErrnoException).code})`);
     }
   }
-  const knex = await openMigratedDatabase(config.database, log);
+  const database = await openMigratedDatabase(config.database, log ? { log } : {});
+  const { knex, storeOptions } = database;
   let blobs;
   try {
     blobs = await openBlobStore(config);
   } catch (err) {
-    await knex.destroy();
+    await database.close();
     throw err;
   }
   return {
     knex,
-    keys: new KnexKeyStore(knex),
-    files: new KnexFileStore(knex),
+    keys: new KnexKeyStore(knex, storeOptions),
+    files: new KnexFileStore(knex, storeOptions),
     blobs: blobs.blobs,
     blobsReady: blobs.ready,
     async close() {
       blobs.close();
-      await knex.destroy();
+      await database.close();
     },
   };
 }
