@@ -7,7 +7,7 @@
  * Portkey's gateway (fetched into a cache on first use). Per case and endpoint: req/s, latency and
  * server CPU per request at 50 connections; latency one request at a time over a keep-alive
  * connection, minus the mock's own; streams of 1,000 events relayed one at a time (time to first
- * byte, time to the last); then the peak RSS of each gateway holding 1,000 streams open.
+ * byte, time to the last). Before the rounds, the peak RSS of each gateway holding 1,000 streams open.
  * Run: node --import tsx bench/proxy.ts
  */
 import { setMaxListeners } from 'node:events';
@@ -292,7 +292,7 @@ function relay(c: Case, r: Route): Promise<StreamFigures & { failures: number }>
   });
 }
 
-/** Opens HELD_STREAMS streams at once, the mock holding each after its first event; the server's RSS meanwhile. */
+/** Opens HELD_STREAMS streams at once, the mock holding each after its opening events; the server's peak RSS until all are open and a moment after. */
 async function holdStreams(c: Case, r: Route, mock: Service): Promise<Held> {
   const idleRss = memory(c.service.pid).rss;
   await configureMock(mock, { hold: true });
@@ -315,11 +315,12 @@ async function holdStreams(c: Case, r: Route, mock: Service): Promise<Held> {
   };
   try {
     const opened = await Promise.allSettled(Array.from({ length: HELD_STREAMS }, open));
-    // A moment with every stream open, sampled.
+    // A moment with every stream open, sampled; then they are let go.
     await new Promise((resolve) => setTimeout(resolve, 500));
+    const peakRss = rss.stop();
     await configureMock(mock, { hold: false });
     await Promise.all(ends);
-    return { idleRss, peakRss: rss.stop(), opened: opened.filter((result) => result.status === 'fulfilled' && result.value).length };
+    return { idleRss, peakRss, opened: opened.filter((result) => result.status === 'fulfilled' && result.value).length };
   } finally {
     rss.stop();
     await configureMock(mock, { hold: false });
@@ -422,12 +423,13 @@ function report(rows: Row[], held: Map<CaseKind, Held>, chat: Route): string[] {
   if (heldRows.length > 0) {
     lines.push(
       '',
-      `${num(HELD_STREAMS)} ${chat.path} streams open at once, each held by the mock after its first event:`,
+      `${num(HELD_STREAMS)} ${chat.path} streams open at once, each held by the mock after its opening events (measured before the rounds):`,
       '',
       table(heldRows, [
         { heading: 'case', cell: (row) => row.name },
         { heading: 'RSS before', cell: (row) => mib(row.figures.idleRss), align: 'right' },
         { heading: 'peak RSS', cell: (row) => mib(row.figures.peakRss), align: 'right' },
+        { heading: 'KiB per stream', cell: (row) => num((row.figures.peakRss - row.figures.idleRss) / 1024 / HELD_STREAMS), align: 'right' },
         { heading: 'streams opened', cell: (row) => num(row.figures.opened), align: 'right' },
       ]),
     );
@@ -490,6 +492,16 @@ export async function proxy(): Promise<string> {
     const everythingCase = cases.find((c) => c.kind === 'postgres');
     if (everything && everythingCase) notes.push(...(await everythingOnNotes(everythingCase, everything.metricsPort)));
 
+    // Before the rounds, while each gateway holds no more than its start-up and the probe's calls:
+    // what the open streams themselves take.
+    const first = routes[0] as Route;
+    const held = new Map<CaseKind, Held>();
+    for (const c of HELD_STREAMS > 0 ? cases : []) {
+      if (c.kind === 'direct' || !c.streams.has(first.name)) continue;
+      process.stderr.write(`proxy: ${num(HELD_STREAMS)} streams held open: ${c.name}\n`);
+      held.set(c.kind, await holdStreams(c, first, mock));
+    }
+
     const runs = new Map<string, Figures[]>();
     const runsOf = (c: Case, r: Route): Figures[] => {
       const key = `${c.kind} ${r.name}`;
@@ -510,13 +522,6 @@ export async function proxy(): Promise<string> {
       }
     }
 
-    const first = routes[0] as Route;
-    const held = new Map<CaseKind, Held>();
-    for (const c of HELD_STREAMS > 0 ? cases : []) {
-      if (c.kind === 'direct' || !c.streams.has(first.name)) continue;
-      process.stderr.write(`proxy: ${num(HELD_STREAMS)} streams held open: ${c.name}\n`);
-      held.set(c.kind, await holdStreams(c, first, mock));
-    }
     if (everything) notes.push(await usageNote(everything.deployment));
 
     const direct = cases[0] as Case;

@@ -18,8 +18,8 @@ export async function startMockUpstream(streamEvents: number): Promise<Service> 
   });
 }
 
-/** Changes what the mock does from now on: deltas per stream, and whether new streams are held open after their first event. */
-export async function configureMock(mock: Service, settings: { streamEvents?: number; hold?: boolean }): Promise<void> {
+/** Whether the mock holds new streams open after their opening events; `hold: false` also ends every held one. */
+export async function configureMock(mock: Service, settings: { hold: boolean }): Promise<void> {
   const response = await fetch(`${mock.url}/mock`, { method: 'PUT', body: JSON.stringify(settings) });
   if (response.status !== 204) throw new Error(`mock upstream: PUT /mock answered ${response.status}`);
 }

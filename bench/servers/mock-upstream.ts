@@ -6,8 +6,8 @@
  * as tokens arrive), then the closing events with the usage where that provider puts it (Chat
  * Completions: a last chunk with `usage` when `stream_options.include_usage` asks for it;
  * Messages: `message_start` and `message_delta`; Responses: `response.completed`).
- * PUT /mock `{"streamEvents"?: n, "hold"?: boolean}` changes the deltas per stream, and holds new
- * streams open after their first event (`hold: true`) or ends every held stream (`hold: false`).
+ * PUT /mock `{"hold": true}` holds new streams open after their opening events; `{"hold": false}`
+ * ends every held stream (with one delta and the closing events) and stops holding.
  * GET /healthz: 200. Plain node:http, so that it costs as little as it can.
  * Run: PORT=8082 STREAM_EVENTS=1000 node --import tsx bench/servers/mock-upstream.ts
  */
@@ -15,9 +15,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { text } from 'node:stream/consumers';
 
 const port = Number(process.env.PORT ?? 8082);
-let streamEvents = Number(process.env.STREAM_EVENTS ?? 1000);
+const streamEvents = Number(process.env.STREAM_EVENTS ?? 1000);
 let hold = false;
-/** Streams held open after their first event, each ended by its function. */
+/** Streams held open after their opening events, each let go by its function. */
 const held = new Set<() => void>();
 
 const CREATED = 1_744_000_000;
@@ -138,8 +138,9 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 async function sendStream(res: ServerResponse, events: { opening: string[]; delta: string; closing(deltas: number): string[] }): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   for (const opening of events.opening) res.write(opening);
-  if (hold) await new Promise<void>((resolve) => held.add(resolve));
+  // A held stream, once let go, ends at once: it is there to be open, not to be relayed.
   const deltas = hold ? 1 : streamEvents;
+  if (hold) await new Promise<void>((resolve) => held.add(resolve));
   for (let index = 0; index < deltas && !res.destroyed; index++) {
     res.write(events.delta);
     await nextTurn();
@@ -149,9 +150,7 @@ async function sendStream(res: ServerResponse, events: { opening: string[]; delt
 }
 
 async function configure(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const settings = JSON.parse(await text(req)) as { streamEvents?: number; hold?: boolean };
-  if (settings.streamEvents !== undefined) streamEvents = settings.streamEvents;
-  if (settings.hold !== undefined) hold = settings.hold;
+  hold = (JSON.parse(await text(req)) as { hold?: unknown }).hold === true;
   if (!hold) {
     for (const release of held) release();
     held.clear();
