@@ -27,7 +27,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     blobs: deployment.blobs,
     limiter: deployment.limiter,
     limits: { maxFileBytes: limits.maxFileBytes, maxFiles: limits.maxFiles, maxStoredBytes: limits.maxStoredBytes },
-    tempDir: deployment.config.uploadsDir,
+    tempDir: deployment.tempDir,
   });
   const models = modelsRouter({
     catalog: deployment.config.gateway.models,

@@ -25,7 +25,7 @@ import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
 import { missingPackages } from './peers.js';
-import { removeStaleUploads } from './stale-uploads.js';
+import { claimUploadsDir, removeStaleUploads, type UploadsClaim } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 
 /** Every backing service of one server process, opened from the configuration. */
@@ -45,7 +45,9 @@ export interface Deployment {
   redis: Redis | null;
   /** What `/readyz` asks. */
   checks: Record<string, ReadinessCheck>;
-  /** Closes the pools and clients; the process can then exit. */
+  /** This process's own directory in `config.uploadsDir`, where its uploads are streamed (`claimUploadsDir`). */
+  tempDir: string;
+  /** Closes the pools and clients and removes `tempDir`; the process can then exit. */
   close(): Promise<void>;
 }
 
@@ -95,7 +97,7 @@ export async function openKeyChanges(knex: Knex, redis: Redis | null): Promise<K
   return new RedisKeyChanges({ client: redis });
 }
 
-/** One sweep of this deployment: expired files and orphaned blobs (lib's `sweep`), and stale upload temp files. */
+/** One sweep of this deployment: expired files and orphaned blobs (lib's `sweep`), and the temp files of uploads whose process died. */
 export async function sweepDeployment(config: ServerConfig, stores: { files: FileStore; blobs: BlobStore }): Promise<SweepReport> {
   const result = await sweep({ ...stores, orphanGraceSeconds: config.gateway.sweep.orphanGraceSeconds });
   return { ...result, staleUploads: await removeStaleUploads(config.uploadsDir) };
@@ -139,8 +141,9 @@ async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions
  * Makes the providers (their credentials read from the environment), then opens the database
  * (migrated), the files directory or bucket and, with REDIS_URL, Redis; the key store is behind a
  * `cachedKeyStore` of `keyCacheSeconds` that forgets a key as soon as any process announces a
- * change to it (`openKeyChanges`). A credential that is not set, or a backing service that cannot
- * be reached, is a `ConfigError`: the server does not start without it.
+ * change to it (`openKeyChanges`). Removes what uploads of dead processes left in the uploads
+ * directory, and claims a directory of its own there. A credential that is not set, or a backing
+ * service that cannot be reached, is a `ConfigError`: the server does not start without it.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
   const providers = configuredProviders(config);
@@ -152,9 +155,14 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     bytesPerDay: config.gateway.limits.bytesPerDay,
   };
   let redis: Redis | null = null;
+  let uploads: UploadsClaim;
   try {
     if (config.redisUrl !== null) redis = await openRedis(config.redisUrl, logger);
+    const staleUploads = await removeStaleUploads(config.uploadsDir);
+    if (staleUploads > 0) logger.info({ staleUploads }, 'removed the temp files of uploads cut short by a crash');
+    uploads = await claimUploadsDir(config.uploadsDir);
   } catch (err) {
+    redis?.disconnect();
     await stores.close();
     throw err;
   }
@@ -176,8 +184,10 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     providers,
     redis,
     checks,
+    tempDir: uploads.dir,
     async close() {
       await keyChanges.close();
+      await uploads.release();
       await redis?.quit().catch(() => redis?.disconnect());
       await stores.close();
     },

@@ -2,12 +2,14 @@ import test from 'ava';
 import * as root from '../lib/index.js';
 
 // The package root is its public API: what is here, users may depend on, so nothing internal
-// (body renderers, error mapping, request-id helpers, stream events) is exported by accident.
+// (error mapping, stream events) is exported by accident. Shape A's body, request ids and the
+// lingering time are public for answers written outside the chain (the server's protocol errors).
 test('the package root exports the middleware, stores interfaces and helpers users need, and nothing internal', (t) => {
   t.deepEqual(Object.keys(root).sort(), [
     'DEFAULT_CREATION_LIMITS',
     'DEFAULT_FILE_LIMITS',
     'GatewayError',
+    'LINGER_MS',
     'MemoryCreationLimiter',
     'MemoryModelLimiter',
     'SCOPES',
@@ -37,12 +39,14 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'hashApiKey',
     'isFileId',
     'isScope',
+    'isUploadTempName',
     'listModels',
     'messages',
     'modelAccess',
     'modelLimitRefusal',
     'modelsRouter',
     'newFileId',
+    'newRequestId',
     'openAIErrors',
     'openAIProvider',
     'pdfUpload',
@@ -52,6 +56,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'responses',
     'retrieveModel',
     'sendPdf',
+    'shapeABody',
     'sweep',
     'underPath',
     'usageRecorder',

@@ -1,6 +1,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { errors, type GatewayError } from './gateway-error.js';
+import { lingeringClose } from './lingering-close.js';
 import { newRequestId } from './request-id.js';
 import { toGatewayError } from './to-gateway-error.js';
 
@@ -24,7 +25,9 @@ interface ErrorShape {
  *
  * An error response keeps the headers that were set before the formatter ran (security headers,
  * CORS) with the values they had then; the headers set after it, on the way to the failure, are
- * dropped, as Koa's own `ctx.onerror` drops them.
+ * dropped, as Koa's own `ctx.onerror` drops them, but for a `Connection: close`. An error answered
+ * before the request body has arrived whole closes the connection once the body is read
+ * (`lingeringClose`).
  */
 export function errorFormatter(shape: ErrorShape, name: string): Middleware {
   const handler = async (ctx: Context, next: () => Promise<unknown>) => {
@@ -53,14 +56,19 @@ export function errorFormatter(shape: ErrorShape, name: string): Middleware {
     const err = toGatewayError(thrown, request.method, request.path);
     if (err.status >= 500) ctx.app.emit('error', reported(err, thrown), ctx);
     if (response.headerSent || !response.writable) return;
-    // HTTP requires the Allow of a 405, whoever set it.
+    // HTTP requires the Allow of a 405, whoever set it; a connection set to close (a shutdown)
+    // stays so.
     const allow = err.status === 405 ? response.get('Allow') : '';
+    const closing = String(ctx.res.getHeader('Connection')).toLowerCase() === 'close';
     resetHeaders(ctx.res, outerHeaders);
     if (allow) response.set('Allow', allow);
+    if (closing) response.set('Connection', 'close');
     response.set(err.headers);
     // Through ctx.response, not ctx's delegating setters: those cost a megamorphic store each.
     response.status = err.status;
     response.body = shape.render(err, requestId);
+    // An answer before the body's end: the client may still be writing it.
+    lingeringClose(ctx);
   };
   Object.defineProperty(handler, 'name', { value: name });
   return handler;

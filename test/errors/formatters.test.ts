@@ -95,6 +95,15 @@ test('headers that belong to the error survive; headers set before it do not', a
   t.regex(res.headers.get('x-request-id') ?? '', ID);
 });
 
+test('a Connection: close set on the way to the error (a shutdown under way) is kept', async (t) => {
+  const { res } = await respond(openAIErrors(), (ctx) => {
+    ctx.set('Connection', 'close');
+    throw errors.fileNotFound();
+  });
+  t.is(res.status, 404);
+  t.is(res.headers.get('connection'), 'close');
+});
+
 test('an error response keeps the headers set before the formatter, with the values they had then', async (t) => {
   const app = new Koa();
   app.use((ctx, next) => {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -135,6 +135,12 @@ export function startServer(env: Record<string, string>): Promise<ServerProcess>
       }
     });
   });
+}
+
+/** Every file under `<dataDir>/uploads`: upload temp files, in the servers' own directories and beside them. */
+export async function uploadFiles(dataDir: string): Promise<string[]> {
+  const entries = await readdir(join(dataDir, 'uploads'), { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
 }
 
 /** A temp directory for DATA_DIR; `remove` deletes it. */

@@ -106,20 +106,29 @@ export interface TestDatabase {
 /** A PostgreSQL schema of its own, so test files can run in parallel; dropped by `destroy`. */
 export async function postgresDatabase(): Promise<TestDatabase> {
   const schema = `t_${randomBytes(6).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL });
-  await admin.raw('create schema ??', [schema]);
-  // Idle connections closed after a second: a file's tests each open a pool, all kept until the file ends.
-  const config: Knex.Config = { client: 'pg', connection: POSTGRES_URL, searchPath: [schema], pool: { min: 0, max: 10, idleTimeoutMillis: 1000 } };
+  await asAdmin((admin) => admin.raw('create schema ??', [schema]));
+  // A file's tests each open a pool, all kept until the file ends: few connections each, closed
+  // after a second idle, so that parallel files stay far below the server's max_connections.
+  const config: Knex.Config = { client: 'pg', connection: POSTGRES_URL, searchPath: [schema], pool: { min: 0, max: 4, idleTimeoutMillis: 1000 } };
   const knex = knexFactory(config);
   return {
     knex,
     config,
     async destroy() {
       await knex.destroy();
-      await admin.raw('drop schema ?? cascade', [schema]);
-      await admin.destroy();
+      await asAdmin((admin) => admin.raw('drop schema ?? cascade', [schema]));
     },
   };
+}
+
+/** One statement on a connection of its own, closed at once. */
+async function asAdmin(use: (admin: Knex) => Promise<unknown>): Promise<void> {
+  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
+  try {
+    await use(admin);
+  } finally {
+    await admin.destroy();
+  }
 }
 
 /** A SQLite file in a temp directory of its own, with Knex settings `extra` (e.g. a pool); removed by `destroy`. */
