@@ -33,6 +33,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'isScope',
     'listModels',
     'messages',
+    'meterModelCalls',
     'modelAccess',
     'modelLimitRefusal',
     'modelsRouter',

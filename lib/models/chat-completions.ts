@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import { errors } from '../errors/gateway-error.js';
+import { chatCompletionsAnswer } from './chat-completions-answer.js';
 import { isObject, mapChatContentParts } from './content.js';
 import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
 import { openAIErrorEvent } from './server-sent-events.js';
@@ -20,6 +21,8 @@ const CHAT_COMPLETIONS: EndpointFormat = {
   },
   forwardHeaders: [],
   errorEvent: (err) => openAIErrorEvent(err),
+  answer: chatCompletionsAnswer,
+  rateLimitStyle: 'openai',
 };
 
 /**

@@ -14,5 +14,6 @@ export type { HttpProviderOptions } from './providers/http.js';
 export { listModels, type ListModelsOptions } from './list-models.js';
 export { chatCompletions } from './chat-completions.js';
 export { messages } from './messages.js';
-export { modelsRouter } from './models-router.js';
+export { modelsRouter, type ModelsRouterOptions } from './models-router.js';
+export { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
 export type { ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';

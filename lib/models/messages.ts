@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import { errors } from '../errors/gateway-error.js';
+import { messagesAnswer } from './messages-answer.js';
 import { isObject, mapMessagesContentBlocks } from './content.js';
 import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
 import { anthropicErrorEvent } from './server-sent-events.js';
@@ -33,6 +34,8 @@ const MESSAGES: EndpointFormat = {
   },
   forwardHeaders: ['anthropic-version', 'anthropic-beta'],
   errorEvent: (err, requestId) => anthropicErrorEvent(err, requestId),
+  answer: messagesAnswer,
+  rateLimitStyle: 'anthropic',
 };
 
 /**

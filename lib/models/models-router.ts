@@ -1,27 +1,39 @@
 import Router from '@koa/router';
 import { requireScope } from '../auth/require-scope.js';
+import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
 import { endpointCatalogOptions } from './catalog.js';
 import { chatCompletions } from './chat-completions.js';
 import { listModels } from './list-models.js';
 import { messages } from './messages.js';
+import { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
 import type { ModelEndpointOptions } from './model-endpoint.js';
+
+/** Options of `modelsRouter()`: the endpoints' own, and where their calls are metered. */
+export interface ModelsRouterOptions extends ModelEndpointOptions, Pick<MeterModelCallsOptions, 'usage' | 'metrics'> {}
 
 /**
  * The models API, each endpoint behind its scope: `GET /v1/models` (`models:read`),
  * `POST /v1/chat/completions` (`chat:completions`) and `POST /v1/messages` (`messages:create`),
- * on one catalog and one set of providers. Mount it behind `gatewayErrors()` (Shape B on
- * /v1/messages) and `underPath('/v1', apiKey(...))`, with its `allowedMethods()`, as `filesRouter()`.
- * Paths match exactly (case-sensitive, no trailing slash).
+ * on one catalog and one set of providers. Every model call is metered (`meterModelCalls()`: a
+ * usage record to `usage`, and `metrics`) and counted against the key's limits by one `limiter`
+ * shared by the endpoints (default: a `MemoryModelLimiter` of the router's own). Mount it behind
+ * `gatewayErrors()` (Shape B on /v1/messages) and `underPath('/v1', apiKey(...))`, with its
+ * `allowedMethods()`, as `filesRouter()`. Paths match exactly (case-sensitive, no trailing slash).
  * @example
  * const models = modelsRouter({ catalog: [{ id: 'echo-1', provider: 'echo' }], providers: [echoProvider({ id: 'echo' })] });
  * app.use(models.routes()).use(models.allowedMethods());
  */
-export function modelsRouter(options: ModelEndpointOptions): Router {
+export function modelsRouter(options: ModelsRouterOptions): Router {
   // Checked here too, so that a bad catalog is named as this factory's option.
   endpointCatalogOptions(options, 'modelsRouter()');
+  const { usage, metrics, ...endpointOptions } = options;
+  const endpoints: ModelEndpointOptions = { ...endpointOptions, limiter: options.limiter ?? new MemoryModelLimiter() };
+  // Nothing to meter for: no middleware.
+  const meter =
+    usage || metrics ? [meterModelCalls({ ...(usage && { usage }), ...(metrics && { metrics }), ...(options.nowMs && { nowMs: options.nowMs }) })] : [];
   const router = new Router({ sensitive: true, strict: true });
   router.get('/v1/models', requireScope('models:read'), listModels({ catalog: options.catalog }));
-  router.post('/v1/chat/completions', requireScope('chat:completions'), chatCompletions(options));
-  router.post('/v1/messages', requireScope('messages:create'), messages(options));
+  router.post('/v1/chat/completions', ...meter, requireScope('chat:completions'), chatCompletions(endpoints));
+  router.post('/v1/messages', ...meter, requireScope('messages:create'), messages(endpoints));
   return router;
 }
