@@ -7,7 +7,8 @@ import { requestLog } from './request-log.js';
 import { securityHeaders } from './security-headers.js';
 
 /**
- * The reference server's Koa app: the whole API of api.md composed from lib/ on `deployment`.
+ * The reference server's Koa app: the whole API of api.md composed from lib/ on `deployment`,
+ * every model call metered (a usage record, the metrics when they are on) and limited per key.
  * @example
  * const config = loadConfig();
  * const logger = createLogger(config.logLevel);
@@ -30,15 +31,22 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     limits: { maxFileBytes: limits.maxFileBytes, maxFiles: limits.maxFiles, maxStoredBytes: limits.maxStoredBytes },
     tempDir: deployment.config.uploadsDir,
   });
+  const { metrics } = deployment;
   const models = modelsRouter({
     catalog: deployment.config.gateway.models,
     providers: deployment.providers,
     files: deployment.files,
     blobs: deployment.blobs,
+    limiter: deployment.modelLimiter,
+    modelLimits: deployment.config.gateway.modelLimits,
+    usage: deployment.usage,
+    ...(metrics && { metrics: metrics.metrics }),
   });
+  if (metrics) app.use(metrics.requests);
   app.use(requestLog(logger));
   app.use(securityHeaders());
   app.use(gatewayErrors());
+  if (metrics) app.use(metrics.uploads);
   // Every /v1 request is authenticated first, whether or not its route exists.
   app.use(underPath('/v1', apiKey({ store: deployment.keys })));
   // The API's routers first: a probe of /healthz may pass a router more, an API request may not.

@@ -40,7 +40,7 @@ Options:
   --help                                print this text
 
 Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL,
-  SHUTDOWN_GRACE_SECONDS
+  SHUTDOWN_GRACE_SECONDS, METRICS_PORT
 Scopes: ${SCOPES.join(', ')}`;
 
 /** A command line that does not say what to do: printed with a pointer to --help, exit code 2. */

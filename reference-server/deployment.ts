@@ -5,21 +5,26 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import {
   MemoryCreationLimiter,
+  MemoryModelLimiter,
   cachedKeyStore,
   sweep,
+  usageRecorder,
   type BlobStore,
   type CreationLimiter,
   type CreationLimitsOptions,
   type FileStore,
   type KeyStore,
+  type ModelLimiter,
   type Provider,
+  type UsageRecorder,
 } from 'koa-model-gateway';
 import { FsBlobStore } from 'koa-model-gateway/stores/fs';
-import { KnexFileStore, KnexKeyStore } from 'koa-model-gateway/stores/knex';
+import { KnexFileStore, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
+import { openMetrics, type ServerMetrics } from './metrics.js';
 import { removeStaleUploads } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 
@@ -31,13 +36,19 @@ export interface Deployment {
   files: FileStore;
   blobs: BlobStore;
   limiter: CreationLimiter;
+  /** Every key's model calls, counted against its limits. */
+  modelLimiter: ModelLimiter;
+  /** One record per model call, written to the database in batches. */
+  usage: UsageRecorder;
+  /** Set when METRICS_PORT is: what the app feeds and the metrics listener serves. */
+  metrics: ServerMetrics | null;
   /** The model providers, their credentials read from the environment. */
   providers: Provider[];
   /** Set when REDIS_URL is. */
   redis: Redis | null;
   /** What `/readyz` asks. */
   checks: Record<string, ReadinessCheck>;
-  /** Closes the pools and clients; the process can then exit. */
+  /** Writes the usage records still waiting, then closes the pools and clients; the process can then exit. */
   close(): Promise<void>;
 }
 
@@ -81,7 +92,7 @@ async function openRedis(url: string, logger: Logger): Promise<Redis> {
   // ioredis reports every failed reconnect: log the transitions only.
   let down = false;
   redis.on('error', (err: Error) => {
-    if (!down) logger.warn({ err: err.message }, 'redis unreachable: file creation answers 503 until it is back');
+    if (!down) logger.warn({ err: err.message }, 'redis unreachable: file creations and model calls answer 503 until it is back');
     down = true;
   });
   redis.on('ready', () => {
@@ -98,9 +109,17 @@ async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions
   return new RedisCreationLimiter({ client: redis, ...rates });
 }
 
+/** The model-call limits on Redis when there is one, else in this process's memory. */
+async function modelLimiter(redis: Redis | null): Promise<ModelLimiter> {
+  if (!redis) return new MemoryModelLimiter();
+  const { RedisModelLimiter } = await import('koa-model-gateway/stores/redis');
+  return new RedisModelLimiter({ client: redis });
+}
+
 /**
  * Makes the providers (their credentials read from the environment), then opens the database
- * (migrated), the files directory and, with REDIS_URL, Redis; the key store is behind a
+ * (migrated), the files directory and, with REDIS_URL, Redis (the creation and model-call limits
+ * then live there), the usage recorder and, with METRICS_PORT, the metrics; the key store is behind a
  * `cachedKeyStore` of `keyCacheSeconds`. A credential that is not set, or a backing service that
  * cannot be reached, is a `ConfigError`: the server does not start without it.
  */
@@ -126,6 +145,10 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
   };
   if (redis) checks.redis = () => (redis as Redis).ping();
   const limiter = await creationLimiter(redis, rates);
+  const usage = usageRecorder({
+    store: new KnexUsageStore(knex),
+    onError: (err) => logger.warn({ err }, 'usage records'),
+  });
   const { keyCacheSeconds } = config.gateway;
   return {
     config,
@@ -133,10 +156,15 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     // Only the serving process caches: the CLI reads and revokes in the database directly.
     keys: keyCacheSeconds > 0 ? cachedKeyStore(stores.keys, { ttlMs: keyCacheSeconds * 1000 }) : stores.keys,
     limiter,
+    modelLimiter: await modelLimiter(redis),
+    usage,
+    metrics: await openMetrics(config),
     providers,
     redis,
     checks,
     async close() {
+      // After the HTTP server has closed: every call has its record by then.
+      await usage.close();
       await redis?.quit().catch(() => redis?.disconnect());
       await knex.destroy();
     },

@@ -14,7 +14,7 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
  */
 export const TSX = ['--conditions=@koa-model-gateway/source', '--import', 'tsx'];
 const CLI = [...TSX, 'reference-server/cli.ts'];
-const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS'];
+const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS', 'METRICS_PORT'];
 
 /** The test process's environment without any gateway setting, plus `env`. */
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
