@@ -182,7 +182,7 @@ services.serial('metrics scraped from the METRICS_PORT listener: requests by rou
 });
 
 services.serial('usage --json after the servers stop: every call, refused ones included, with the upstream’s usage', async (t) => {
-  const { servers, env, limitedKey, plainKey, upstream } = setup;
+  const { servers, env, limitedKey, upstream } = setup;
   // SIGTERM writes the records still waiting.
   t.deepEqual(await Promise.all(servers.map((server) => server.stop())), [0, 0]);
   const limitedCalls = upstream.calls.slice(0, 10);
