@@ -22,6 +22,7 @@ export interface HttpMetricsOptions {
   upstreamMs?: (ctx: Context) => number | undefined;
 }
 
+// A type, not a module, from lib/models: koa-model-gateway/metrics loads nothing of it.
 const modelUpstreamMs = (ctx: Context) => (ctx.state.modelRequest as ModelRequestState | undefined)?.upstreamMs ?? undefined;
 
 function matchedRoute(ctx: Context): string {

@@ -33,7 +33,9 @@ const CHAT_COMPLETIONS: EndpointFormat = {
  * provider with the provider's own credentials. A content part `{"type":"file","file":{"file_id"}}`
  * (needs `files:read` too) is sent as the stored PDF itself: `{"type":"file","file":{"filename",
  * "file_data":"data:application/pdf;base64,..."}}`. With `"stream": true` the upstream's events
- * pass through as they arrive; a failure after that is a `data: {"error":{...}}` event.
+ * pass through as they arrive; a failure after that is a `data: {"error":{...}}` event. Answers
+ * name the catalog id; the key's limits are applied after the checks above (429 with `x-ratelimit-*`).
+ * For usage records and metrics, put `meterModelCalls()` before it (`modelsRouter()` does).
  * @example
  * router.post('/v1/chat/completions', requireScope('chat:completions'),
  *   chatCompletions({ catalog, providers, files, blobs }))

@@ -46,7 +46,9 @@ const MESSAGES: EndpointFormat = {
  * `anthropic-version` and `anthropic-beta`. A block `{"type":"document","source":{"type":"file",
  * "file_id"}}` (needs `files:read` too) is sent as the stored PDF itself, a `base64`
  * `application/pdf` source titled with the file name. With `"stream": true` the upstream's events
- * pass through as they arrive; a failure after that is an `event: error`.
+ * pass through as they arrive; a failure after that is an `event: error`. Answers name the catalog
+ * id; the key's limits are applied after the checks above (429 with `anthropic-ratelimit-*`). For
+ * usage records and metrics, put `meterModelCalls()` before it (`modelsRouter()` does).
  * @example
  * router.post('/v1/messages', anthropicErrors(), apiKey({ store }), requireScope('messages:create'),
  *   messages({ catalog, providers, files, blobs }))

@@ -14,7 +14,7 @@ import { modelLimitsSchema, type ModelLimits } from '../quota/model-limits.js';
 import { modelLimitRefusal, rateLimitHeaders, type RateLimitHeaderStyle } from '../quota/rate-limit-headers.js';
 import { parseOptions, positiveInteger } from '../settings/schemas.js';
 import type { AnswerFormat, TokenUsage } from './answer.js';
-import { loadAttachments, type FileReferences, type FileStores } from './attachments.js';
+import { findAttachments, readAttachments, type FileReferences, type FileStores } from './attachments.js';
 import { endpointCatalogOptions, type CatalogModel, type ResolvedModel } from './catalog.js';
 import type { JsonObject } from './content.js';
 import { readJsonBody } from './json-body.js';
@@ -40,7 +40,7 @@ export interface ModelEndpointOptions {
   bodyLimit?: number;
   /** Largest total of the files attached to one request, in bytes. Default 32 MiB (33,554,432), both providers' request limit. */
   maxAttachedBytes?: number;
-  /** The clock for file expiry, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  /** The clock for file expiry (and, in `modelsRouter()`, the time of usage records), in milliseconds since the Unix epoch. Default: `Date.now`. */
   nowMs?: () => number;
   /**
    * Counts every key's model calls against its limits: `MemoryModelLimiter` for one process,
@@ -184,7 +184,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       upstreamMs: null,
     };
     ctx.state.modelRequest = state;
-    const attached = await loadAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
+    const files = await findAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
 
     const limits: ModelLimits = { ...modelLimits, ...key.limits };
     const decision = await limiter.consume(key.id, limits);
@@ -195,6 +195,8 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     }
     ctx.set(rateLimitHeaders(decision, format.rateLimitStyle));
 
+    // The bytes only now: a refused call reads none.
+    const attached = await readAttachments(stores, files);
     const inlined = {
       ...format.fileReferences.map(body, (fileId, block) => {
         const file = attached.get(fileId as string);
@@ -230,6 +232,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   };
 }
 
+// Async, so that a limiter that throws at once still ends in the caller's catch.
 async function countTokens(limiter: ModelLimiter, keyId: string, limits: ModelLimits, tokens: number): Promise<void> {
   await limiter.addTokens(keyId, limits, tokens);
 }

@@ -8,8 +8,8 @@ const REFUSALS = new Set([400, 413, 422, 429]);
 /**
  * One request to an upstream: the signal that aborts it, an idle timer that aborts it when the
  * upstream stays silent for `timeoutMs` (before its headers, or between two reads of its body),
- * why it ended early, and how long it took. Failures become 502/504 errors whose `cause` says what happened, for the
- * server's log only: bodies never carry the provider's address, key or answer.
+ * why it ended early, and how long it took. Failures become 502/504 errors whose `cause` says
+ * what happened, for the server's log only: bodies never carry the provider's address, key or answer.
  */
 export class UpstreamCall {
   readonly #controller = new AbortController();
