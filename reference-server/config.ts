@@ -62,10 +62,9 @@ const ARRAY = 'must be an array';
  * The `GATEWAY_CONFIG` file, every key optional: `keyPrefix`, `keyCacheSeconds` and each field of
  * `limits` and `sweep` default to the built-in values; `modelLimits` (each field optional, absent
  * is unlimited) are every key's limits on model calls, which a key's own override field by field.
- * `providers` and `models` replace the
- * built-in echo catalog: a file with either one has exactly the models it lists. The built-in
- * `echo` provider (offline) is always there unless the file gives a provider of that id, so a
- * file may list only `models`.
+ * `providers` and `models` replace the built-in echo catalog: a file with either one has exactly
+ * the models it lists. The built-in `echo` provider (offline) is always there unless the file
+ * gives a provider of that id, so a file may list only `models`.
  */
 const gatewayConfigSchema = settingsObject({
   keyPrefix: z.string({ error: KEY_PREFIX }).regex(/^[A-Za-z0-9]{1,32}$/, { error: KEY_PREFIX }).default(DEFAULT_GATEWAY_CONFIG.keyPrefix),
@@ -209,8 +208,8 @@ export function configuredProviders(config: Pick<ServerConfig, 'gateway' | 'env'
 
 /**
  * The server's configuration from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL,
- * FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL, SHUTDOWN_GRACE_SECONDS, METRICS_PORT). Throws a `ConfigError` naming the
- * bad setting.
+ * FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL, SHUTDOWN_GRACE_SECONDS, METRICS_PORT). Throws a
+ * `ConfigError` naming the bad setting.
  */
 export function loadConfig(env: Environment = process.env): ServerConfig {
   const dataDir = resolve(env.DATA_DIR || './data');

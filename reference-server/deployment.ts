@@ -119,8 +119,8 @@ async function modelLimiter(redis: Redis | null): Promise<ModelLimiter> {
 /**
  * Makes the providers (their credentials read from the environment), then opens the database
  * (migrated), the files directory and, with REDIS_URL, Redis (the creation and model-call limits
- * then live there), the usage recorder and, with METRICS_PORT, the metrics; the key store is behind a
- * `cachedKeyStore` of `keyCacheSeconds`. A credential that is not set, or a backing service that
+ * then live there), the usage recorder and, with METRICS_PORT, the metrics; the key store is
+ * behind a `cachedKeyStore` of `keyCacheSeconds`. A credential that is not set, or a backing service that
  * cannot be reached, is a `ConfigError`: the server does not start without it.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
