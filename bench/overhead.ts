@@ -3,9 +3,15 @@
  * file object, against the reference server answering an authenticated GET /v1/files/{id} on
  * SQLite (the embedded default) and PostgreSQL, and against the 401 path (no key; an unknown key).
  * Servers on core 0, autocannon on core 1; cases interleaved over BENCH_ROUNDS rounds, medians shown.
+ * BENCH_BASELINE=<another checkout> adds its gateway cases, marked "(baseline)", each run right
+ * beside the same case of this checkout, first in odd rounds and second in even ones: a
+ * before/after comparison in one run.
  * Run: node --import tsx bench/overhead.ts
  */
-import { createDeployment, seedFiles, startBareKoa, type Deployment } from './lib/gateway.js';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as thisCheckout from './lib/gateway.js';
+import { startBareKoa, type Deployment } from './lib/gateway.js';
 import { DURATION, load, median, type LoadResult } from './lib/load.js';
 import { isMain, type Service } from './lib/processes.js';
 import { becomeLoadGenerator, machine, PINNING } from './lib/system.js';
@@ -44,11 +50,36 @@ function summarise(runs: LoadResult[]): LoadResult {
   };
 }
 
-async function gatewayWithOneFile(deployment: Deployment): Promise<{ service: Service; key: string; fileId: string }> {
+type Gateways = Pick<typeof thisCheckout, 'createDeployment' | 'seedFiles'>;
+
+async function gatewayWithOneFile(gateways: Gateways, deployment: Deployment): Promise<{ service: Service; key: string; fileId: string }> {
   const { key } = await deployment.createKey(ACCOUNT);
-  const [fileId] = await seedFiles(deployment.knex(), ACCOUNT, 1);
+  const [fileId] = await gateways.seedFiles(deployment.knex(), ACCOUNT, 1);
   const service = await deployment.serve();
   return { service, key, fileId: fileId as string };
+}
+
+/** The gateway cases of one checkout (its own build, its own servers), with `suffix` after their names. */
+async function gatewayCases(gateways: Gateways, deployments: Deployment[], suffix: string): Promise<Case[]> {
+  const sqlite = await gateways.createDeployment({ database: 'sqlite' });
+  deployments.push(sqlite);
+  const postgres = await gateways.createDeployment({ database: 'postgres' });
+  deployments.push(postgres);
+  const onSqlite = await gatewayWithOneFile(gateways, sqlite);
+  const onPostgres = await gatewayWithOneFile(gateways, postgres);
+  const retrieve = (on: typeof onSqlite) => ({ path: `/v1/files/${on.fileId}`, headers: { authorization: `Bearer ${on.key}` }, expectStatus: 200 });
+  return [
+    { name: `gateway SQLite, GET /v1/files/{id}${suffix}`, service: onSqlite.service, ...retrieve(onSqlite) },
+    { name: `gateway PostgreSQL, GET /v1/files/{id}${suffix}`, service: onPostgres.service, ...retrieve(onPostgres) },
+    { name: `gateway SQLite, 401 no key${suffix}`, service: onSqlite.service, path: `/v1/files/${onSqlite.fileId}`, headers: {}, expectStatus: 401 },
+    {
+      name: `gateway SQLite, 401 unknown key${suffix}`,
+      service: onSqlite.service,
+      path: `/v1/files/${onSqlite.fileId}`,
+      headers: { authorization: `Bearer kmg_sk_${'x'.repeat(43)}` },
+      expectStatus: 401,
+    },
+  ];
 }
 
 export async function overhead(): Promise<string> {
@@ -58,42 +89,26 @@ export async function overhead(): Promise<string> {
   try {
     const bare = await startBareKoa();
     services.push(bare);
-    const sqlite = await createDeployment({ database: 'sqlite' });
-    deployments.push(sqlite);
-    const postgres = await createDeployment({ database: 'postgres' });
-    deployments.push(postgres);
-    const onSqlite = await gatewayWithOneFile(sqlite);
-    const onPostgres = await gatewayWithOneFile(postgres);
-
-    const cases: Case[] = [
-      { name: 'bare Koa, fixed file object', service: bare, path: `/v1/files/${onSqlite.fileId}`, headers: {}, expectStatus: 200 },
-      {
-        name: 'gateway SQLite, GET /v1/files/{id}',
-        service: onSqlite.service,
-        path: `/v1/files/${onSqlite.fileId}`,
-        headers: { authorization: `Bearer ${onSqlite.key}` },
-        expectStatus: 200,
-      },
-      {
-        name: 'gateway PostgreSQL, GET /v1/files/{id}',
-        service: onPostgres.service,
-        path: `/v1/files/${onPostgres.fileId}`,
-        headers: { authorization: `Bearer ${onPostgres.key}` },
-        expectStatus: 200,
-      },
-      { name: 'gateway SQLite, 401 no key', service: onSqlite.service, path: `/v1/files/${onSqlite.fileId}`, headers: {}, expectStatus: 401 },
-      {
-        name: 'gateway SQLite, 401 unknown key',
-        service: onSqlite.service,
-        path: `/v1/files/${onSqlite.fileId}`,
-        headers: { authorization: `Bearer kmg_sk_${'x'.repeat(43)}` },
-        expectStatus: 401,
-      },
+    const ours = await gatewayCases(thisCheckout, deployments, '');
+    const baselineDir = process.env.BENCH_BASELINE;
+    const baseline = baselineDir
+      ? await gatewayCases((await import(pathToFileURL(join(baselineDir, 'bench', 'lib', 'gateway.ts')).href)) as Gateways, deployments, ' (baseline)')
+      : [];
+    const bareCase: Case = { name: 'bare Koa, fixed file object', service: bare, path: ours[0]?.path ?? '/', headers: {}, expectStatus: 200 };
+    // Each case of this checkout beside the baseline's, which runs first in odd rounds and second in even ones.
+    const inRound = (round: number): Case[] => [
+      bareCase,
+      ...ours.flatMap((c, i) => {
+        const before = baseline[i];
+        if (!before) return [c];
+        return round % 2 === 1 ? [before, c] : [c, before];
+      }),
     ];
+    const cases = inRound(1);
 
     const runs = new Map<string, LoadResult[]>(cases.map((c) => [c.name, []]));
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const c of cases) {
+      for (const c of inRound(round)) {
         process.stderr.write(`overhead: round ${round}/${ROUNDS}: ${c.name}\n`);
         const result = await load({ url: `${c.service.url}${c.path}`, headers: c.headers, connections: CONNECTIONS, expectStatus: c.expectStatus, pid: c.service.pid });
         runs.get(c.name)?.push(result);

@@ -3,6 +3,8 @@ import type { Logger } from 'pino';
 import { apiKey, filesRouter, gatewayErrors, modelsRouter, underPath } from 'koa-model-gateway';
 import type { Deployment } from './deployment.js';
 import { healthRouter } from './health.js';
+import { logAppError } from './logger.js';
+import { openApiRouter } from './openapi.js';
 import { requestLog } from './request-log.js';
 import { securityHeaders } from './security-headers.js';
 
@@ -16,12 +18,7 @@ import { securityHeaders } from './security-headers.js';
  */
 export function createApp(deployment: Deployment, logger: Logger): Koa {
   const app = new Koa();
-  app.on('error', (err: unknown, ctx?: Koa.Context) => {
-    const requestId = ctx?.state.requestId ?? null;
-    // A client that hangs up mid-request is no server failure: its request line says 499.
-    if (ctx?.req.socket.destroyed && !ctx.res.writableFinished) logger.debug({ err, requestId }, 'client went away');
-    else logger.error({ err, requestId }, 'request failed');
-  });
+  app.on('error', logAppError(logger));
   const health = healthRouter({ checks: deployment.checks });
   const { limits } = deployment.config.gateway;
   const files = filesRouter({
@@ -29,7 +26,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     blobs: deployment.blobs,
     limiter: deployment.limiter,
     limits: { maxFileBytes: limits.maxFileBytes, maxFiles: limits.maxFiles, maxStoredBytes: limits.maxStoredBytes },
-    tempDir: deployment.config.uploadsDir,
+    tempDir: deployment.tempDir,
   });
   const { metrics } = deployment;
   const models = modelsRouter({
@@ -50,7 +47,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   // Every /v1 request is authenticated first, whether or not its route exists.
   app.use(underPath('/v1', apiKey({ store: deployment.keys })));
   // The API's routers first: a probe of /healthz may pass a router more, an API request may not.
-  for (const router of [files, models, health]) {
+  for (const router of [files, models, health, openApiRouter()]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

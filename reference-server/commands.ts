@@ -1,5 +1,4 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { Knex } from 'knex';
 import {
   SCOPES,
   createApiKey,
@@ -14,7 +13,7 @@ import {
 } from 'koa-model-gateway';
 import { KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { loadConfig, type ServerConfig } from './config.js';
-import { describeDatabase, openMigratedDatabase } from './database.js';
+import { describeDatabase, openMigratedDatabase, type Database } from './database.js';
 import { openStores, sweepDeployment } from './deployment.js';
 import { createLogger } from './logger.js';
 import { serve } from './server.js';
@@ -39,8 +38,9 @@ Options:
   --json                                print one JSON document
   --help                                print this text
 
-Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL,
-  SHUTDOWN_GRACE_SECONDS, METRICS_PORT
+Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR, BLOB_URL (with AWS_REGION,
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_ENDPOINT, S3_FORCE_PATH_STYLE), GATEWAY_CONFIG,
+  LOG_LEVEL, SHUTDOWN_GRACE_SECONDS, METRICS_PORT
 Scopes: ${SCOPES.join(', ')}`;
 
 /** A command line that does not say what to do: printed with a pointer to --help, exit code 2. */
@@ -70,14 +70,17 @@ function parse<O extends Options>(args: string[], options: O, positionals: numbe
   return parsed;
 }
 
-async function withDatabase<T>(config: ServerConfig, use: (knex: Knex) => Promise<T>): Promise<T> {
-  const knex = await openMigratedDatabase(config.database);
+async function withDatabase<T>(config: ServerConfig, use: (database: Database) => Promise<T>): Promise<T> {
+  const database = await openMigratedDatabase(config.database);
   try {
-    return await use(knex);
+    return await use(database);
   } finally {
-    await knex.destroy();
+    await database.close();
   }
 }
+
+const withKeys = <T>(config: ServerConfig, use: (keys: KnexKeyStore) => Promise<T>) =>
+  withDatabase(config, (database) => use(new KnexKeyStore(database.knex, database.storeOptions)));
 
 const iso = (seconds: number | null) => (seconds === null ? 'never' : new Date(seconds * 1000).toISOString());
 
@@ -155,8 +158,8 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const catalog = new Set(config.gateway.models.map((model) => model.id));
   // Allowed, since the catalog may grow, but most likely a typo.
   for (const model of models ?? []) if (!catalog.has(model)) io.err(`koa-model-gateway: warning: model '${model}' is not in the catalog`);
-  const { key, record } = await withDatabase(config, (knex) =>
-    createApiKey(new KnexKeyStore(knex), { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt, limits }),
+  const { key, record } = await withKeys(config, (keys) =>
+    createApiKey(keys, { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt, limits }),
   );
   if (values.json) {
     io.out(JSON.stringify({ id: record.id, key, account, scopes, models, limits: limitsJson(record.limits) }));
@@ -201,7 +204,7 @@ async function keysList(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(args, { account: { type: 'string' } }, 0);
   const config = loadConfig(io.env);
   const filter = values.account === undefined ? {} : { account: values.account };
-  const records = await withDatabase(config, (knex) => new KnexKeyStore(knex).list(filter));
+  const records = await withKeys(config, (keys) => keys.list(filter));
   if (values.json) {
     io.out(JSON.stringify(records.map(keyJson)));
     return 0;
@@ -224,7 +227,7 @@ async function keysRevoke(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parse(args, {}, 1);
   const id = positionals[0] as string;
   const config = loadConfig(io.env);
-  const revoked = await withDatabase(config, (knex) => new KnexKeyStore(knex).revoke(id));
+  const revoked = await withKeys(config, (keys) => keys.revoke(id));
   if (!revoked) {
     io.err(`koa-model-gateway: no key with id '${id}'`);
     return 1;
@@ -236,7 +239,7 @@ async function keysRevoke(args: string[], io: CommandIo): Promise<number> {
 async function migrateCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(args, {}, 0);
   const config = loadConfig(io.env);
-  await withDatabase(config, async () => undefined);
+  await (await openMigratedDatabase(config.database)).close();
   const database = describeDatabase(config.database);
   io.out(values.json ? JSON.stringify({ database, migrated: true }) : `${database} is at the latest schema`);
   return 0;
@@ -250,7 +253,7 @@ async function sweepCommand(args: string[], io: CommandIo): Promise<number> {
   try {
     result = await sweepDeployment(config, stores);
   } finally {
-    await stores.knex.destroy();
+    await stores.close();
   }
   io.out(
     values.json
@@ -281,7 +284,7 @@ async function usageCommand(args: string[], io: CommandIo): Promise<number> {
   if (values.key !== undefined) query.keyId = values.key;
   if (values.since !== undefined) query.since = parseTime('--since', values.since);
   const config = loadConfig(io.env);
-  const report = await withDatabase(config, (knex) => usageReport(new KnexUsageStore(knex), query));
+  const report = await withDatabase(config, ({ knex }) => usageReport(new KnexUsageStore(knex), query));
   if (values.json) {
     io.out(JSON.stringify({ by, totals: totalsJson(report.totals), rows: report.rows.map((row) => ({ [by]: row.group, ...totalsJson(row) })) }));
     return 0;

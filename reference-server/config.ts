@@ -19,6 +19,7 @@ import {
   settingsMessage,
   settingsObject,
 } from 'koa-model-gateway/settings';
+import { parseS3Settings, type S3Settings } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { BUILTIN_PROVIDER, DEFAULT_GATEWAY_CONFIG } from './default-config.js';
 
@@ -112,6 +113,8 @@ export interface ServerConfig {
   port: number;
   dataDir: string;
   filesDir: string;
+  /** Set by BLOB_URL: the files are kept in this bucket instead of `filesDir`. */
+  s3: S3Settings | null;
   /** Where uploads are streamed before they are validated. */
   uploadsDir: string;
   database: DatabaseSettings;
@@ -208,8 +211,8 @@ export function configuredProviders(config: Pick<ServerConfig, 'gateway' | 'env'
 
 /**
  * The server's configuration from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL,
- * FILES_DIR, GATEWAY_CONFIG, LOG_LEVEL, SHUTDOWN_GRACE_SECONDS, METRICS_PORT). Throws a
- * `ConfigError` naming the bad setting.
+ * FILES_DIR, BLOB_URL and the S3 variables of `parseS3Settings`, GATEWAY_CONFIG, LOG_LEVEL,
+ * SHUTDOWN_GRACE_SECONDS, METRICS_PORT). Throws a `ConfigError` naming the bad setting.
  */
 export function loadConfig(env: Environment = process.env): ServerConfig {
   const dataDir = resolve(env.DATA_DIR || './data');
@@ -228,6 +231,7 @@ export function loadConfig(env: Environment = process.env): ServerConfig {
     port: readInteger('PORT', env.PORT, 8080, 65_535),
     dataDir,
     filesDir,
+    s3: parseS3Settings(env),
     uploadsDir: join(dataDir, 'uploads'),
     database: parseDatabaseUrl(env.DATABASE_URL, dataDir),
     redisUrl,

@@ -1,16 +1,35 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type Sqlite from 'better-sqlite3';
 import knexFactory, { type Knex } from 'knex';
-import { migrate } from 'koa-model-gateway/stores/knex';
+import {
+  DEFAULT_STORE_TIMEOUT_MS,
+  migrate,
+  postgresPreparedReads,
+  sqlitePreparedReads,
+  type KnexStoreOptions,
+} from 'koa-model-gateway/stores/knex';
 import { ConfigError } from './config-error.js';
 import type { DatabaseSettings } from './config.js';
+import { missingPackages } from './peers.js';
 
-interface SqliteConnection {
-  pragma(source: string): unknown;
+/** Where Knex's and the pool's warnings go; by default nowhere, since every failure also reaches the caller. */
+export type DatabaseLog = (level: 'warn' | 'error', message: string) => void;
+
+export interface DatabaseOptions {
+  log?: DatabaseLog;
+  /** The bound of every store call, in milliseconds (the stores' `timeoutMs`). Default: 5000. */
+  timeoutMs?: number;
 }
 
-/** Where Knex's own warnings go; by default nowhere, since every failure also reaches the caller. */
-export type DatabaseLog = (level: 'warn' | 'error', message: string) => void;
+/** The open database of a server or CLI process. */
+export interface Database {
+  knex: Knex;
+  /** For `KnexKeyStore` and `KnexFileStore`: prepared reads on the driver handle beside Knex, and the timeout. */
+  storeOptions: KnexStoreOptions;
+  /** Closes Knex and the driver handles. */
+  close(): Promise<void>;
+}
 
 function knexLog(log: DatabaseLog): Knex.Logger {
   const text = (message: unknown) => (message instanceof Error ? message.message : String(message));
@@ -22,35 +41,58 @@ function knexLog(log: DatabaseLog): Knex.Logger {
   };
 }
 
-/** A Knex pool on the configured database; the SQLite file's directory is created if missing. */
-export function openDatabase(settings: DatabaseSettings, log: DatabaseLog = () => undefined): Knex {
-  if (settings.client === 'pg') {
-    return knexFactory({
-      log: knexLog(log),
-      client: 'pg',
-      connection: { connectionString: settings.connectionString, connectionTimeoutMillis: 5000 },
-      pool: { min: 0, max: 10 },
-      acquireConnectionTimeout: 10_000,
-    });
-  }
+/**
+ * PostgreSQL: one pg pool, which Knex runs on (`connectionPool`) and the prepared reads use too.
+ * Each of the pool's waits ends within the stores' bound: for a pooled connection or a new one
+ * (`connectionTimeoutMillis`), and for a statement on the server (`statement_timeout`, which also
+ * ends the statements of calls already answered, and their locks, when the database is slow
+ * rather than away; migrations lift it for their own transaction).
+ */
+async function openPostgres(connectionString: string, log: DatabaseLog, timeoutMs: number): Promise<Database> {
+  // The drivers are optional peers: only the configured one is loaded (and must be installed).
+  const { default: pg } = await import('pg');
+  const pool = new pg.Pool({ connectionString, max: 10, connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, keepAlive: true });
+  // pg raises 'error' for a lost connection, and unlistened that ends the process. Lost while
+  // idle: the pool drops it and says so. Lost while Knex holds it: the query in flight fails with
+  // the cause, and the pool drops it on release.
+  pool.on('error', (err) => log('warn', `database connection lost while idle: ${err.message}`));
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  const knex = knexFactory({ log: knexLog(log), client: 'pg', connectionPool: pool });
+  const close = async () => {
+    await knex.destroy();
+    await pool.end();
+  };
   try {
-    mkdirSync(dirname(settings.filename), { recursive: true });
+    await migrate(knex);
   } catch (err) {
-    throw new ConfigError(`cannot create the directory of ${settings.filename} (${(err as NodeJS.ErrnoException).code})`);
+    await close();
+    throw err;
   }
-  return knexFactory({
+  return { knex, storeOptions: { preparedReads: postgresPreparedReads(pool), timeoutMs }, close };
+}
+
+/**
+ * SQLite: Knex's pool of one connection, and a read-only connection of the server's own for the
+ * prepared reads. WAL lets readers run beside the writer; busy_timeout makes the server and the CLI
+ * wait for each other's write transactions instead of failing with SQLITE_BUSY. With WAL,
+ * synchronous = NORMAL syncs at checkpoints instead of at every commit: a commit survives a crash
+ * of the process, and only a power loss may undo the last ones (a file record then gone leaves an
+ * orphan blob, which the sweep removes). A commit's fsync would otherwise stop the event loop,
+ * every upload with it, for the whole flush.
+ */
+async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number): Promise<Database> {
+  try {
+    mkdirSync(dirname(filename), { recursive: true });
+  } catch (err) {
+    throw new ConfigError(`cannot create the directory of ${filename} (${(err as NodeJS.ErrnoException).code})`);
+  }
+  const knex = knexFactory({
     log: knexLog(log),
     client: 'better-sqlite3',
-    connection: { filename: settings.filename },
+    connection: { filename },
     useNullAsDefault: true,
     pool: {
-      // WAL lets readers run beside the writer; busy_timeout makes the server and the CLI wait
-      // for each other's write transactions instead of failing with SQLITE_BUSY. With WAL,
-      // synchronous = NORMAL syncs at checkpoints instead of at every commit: a commit survives
-      // a crash of the process, and only a power loss may undo the last ones (a file record then
-      // gone leaves an orphan blob, which the sweep removes). A commit's fsync would otherwise
-      // stop the event loop, every upload with it, for the whole flush.
-      afterCreate(connection: SqliteConnection, done: (err: Error | null, connection: SqliteConnection) => void) {
+      afterCreate(connection: Sqlite.Database, done: (err: Error | null, connection: Sqlite.Database) => void) {
         try {
           connection.pragma('journal_mode = WAL');
           connection.pragma('synchronous = NORMAL');
@@ -62,6 +104,25 @@ export function openDatabase(settings: DatabaseSettings, log: DatabaseLog = () =
       },
     },
   });
+  let reader: Sqlite.Database | undefined;
+  try {
+    await migrate(knex);
+    // Opened once the file exists in WAL mode; a WAL reader sees committed rows only.
+    const { default: Database } = await import('better-sqlite3');
+    reader = new Database(filename, { readonly: true, fileMustExist: true });
+  } catch (err) {
+    await knex.destroy();
+    throw err;
+  }
+  const database = reader;
+  return {
+    knex,
+    storeOptions: { preparedReads: sqlitePreparedReads(database), timeoutMs },
+    async close() {
+      await knex.destroy();
+      database.close();
+    },
+  };
 }
 
 /** Where the database is, for messages: the SQLite path or the PostgreSQL host and database, never a password. */
@@ -70,18 +131,25 @@ export function describeDatabase(settings: DatabaseSettings): string {
 }
 
 /**
- * Opens the database and brings it to the latest schema. A database that cannot be reached or
- * migrated is a start-up failure with one line saying where and why.
+ * Opens the configured database (a SQLite file's directory is created if missing) and brings it
+ * to the latest schema. A database that cannot be reached or migrated is a start-up failure with
+ * one line saying where and why.
+ * @example const { knex, storeOptions, close } = await openMigratedDatabase(config.database);
  */
-export async function openMigratedDatabase(settings: DatabaseSettings, log?: DatabaseLog): Promise<Knex> {
-  const knex = openDatabase(settings, log);
+export async function openMigratedDatabase(settings: DatabaseSettings, options: DatabaseOptions = {}): Promise<Database> {
+  const log = options.log ?? (() => undefined);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
+  // Knex loads the driver itself, and would fail with a require stack.
+  const driver = settings.client === 'pg' ? 'pg' : 'better-sqlite3';
+  if (missingPackages([driver]).length > 0) {
+    throw new ConfigError(`${describeDatabase(settings)} needs the driver ${driver}, not installed: npm install ${driver}`);
+  }
   try {
-    await migrate(knex);
+    return settings.client === 'pg' ? await openPostgres(settings.connectionString, log, timeoutMs) : await openSqlite(settings.filename, log, timeoutMs);
   } catch (err) {
-    await knex.destroy();
+    if (err instanceof ConfigError) throw err;
     // Driver messages say what is wrong (refused, no such database, authentication failed) without the password.
     const reason = ((err as Error).message ?? String(err)).split('\n')[0]?.slice(0, 200);
     throw new ConfigError(`cannot open the database at ${describeDatabase(settings)}: ${reason}`);
   }
-  return knex;
 }

@@ -1,5 +1,4 @@
-import { constants } from 'node:fs';
-import { access, mkdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
@@ -18,14 +17,15 @@ import {
   type Provider,
   type UsageRecorder,
 } from 'koa-model-gateway';
-import { FsBlobStore } from 'koa-model-gateway/stores/fs';
 import { KnexFileStore, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
+import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
 import { openMetrics, type ServerMetrics } from './metrics.js';
-import { removeStaleUploads } from './stale-uploads.js';
+import { missingPackages } from './peers.js';
+import { claimUploadsDir, removeStaleUploads, type UploadsClaim } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 
 /** Every backing service of one server process, opened from the configuration. */
@@ -48,29 +48,47 @@ export interface Deployment {
   redis: Redis | null;
   /** What `/readyz` asks. */
   checks: Record<string, ReadinessCheck>;
-  /** Writes the usage records still waiting, then closes the pools and clients; the process can then exit. */
+  /** This process's own directory in `config.uploadsDir`, where its uploads are streamed (`claimUploadsDir`). */
+  tempDir: string;
+  /** Writes the usage records still waiting, then closes the pools and clients and removes `tempDir`; the process can then exit. */
   close(): Promise<void>;
 }
 
-/** The stores on the database and the files directory: what the server and the `sweep` command share. */
+/**
+ * The stores on the database and the files directory or bucket: what the server and the `sweep`
+ * command share. `close` closes the database pool and the blob store's client.
+ */
 export async function openStores(config: ServerConfig, log?: DatabaseLog) {
-  for (const dir of [config.filesDir, config.uploadsDir]) {
+  for (const dir of config.s3 ? [config.uploadsDir] : [config.filesDir, config.uploadsDir]) {
     try {
       await mkdir(dir, { recursive: true });
     } catch (err) {
       throw new ConfigError(`cannot create the directory ${dir} (${(err as NodeJS.ErrnoException).code})`);
     }
   }
-  const knex = await openMigratedDatabase(config.database, log);
+  const database = await openMigratedDatabase(config.database, log ? { log } : {});
+  const { knex, storeOptions } = database;
+  let blobs;
+  try {
+    blobs = await openBlobStore(config);
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
   return {
     knex,
-    keys: new KnexKeyStore(knex),
-    files: new KnexFileStore(knex),
-    blobs: new FsBlobStore({ directory: config.filesDir }),
+    keys: new KnexKeyStore(knex, storeOptions),
+    files: new KnexFileStore(knex, storeOptions),
+    blobs: blobs.blobs,
+    blobsReady: blobs.ready,
+    async close() {
+      blobs.close();
+      await database.close();
+    },
   };
 }
 
-/** One sweep of this deployment: expired files and orphaned blobs (lib's `sweep`), and stale upload temp files. */
+/** One sweep of this deployment: expired files and orphaned blobs (lib's `sweep`), and the temp files of uploads whose process died. */
 export async function sweepDeployment(config: ServerConfig, stores: { files: FileStore; blobs: BlobStore }): Promise<SweepReport> {
   const result = await sweep({ ...stores, orphanGraceSeconds: config.gateway.sweep.orphanGraceSeconds });
   return { ...result, staleUploads: await removeStaleUploads(config.uploadsDir) };
@@ -79,6 +97,7 @@ export async function sweepDeployment(config: ServerConfig, stores: { files: Fil
 /** The Redis client for the limits; unreachable at start-up is a start-up failure. */
 async function openRedis(url: string, logger: Logger): Promise<Redis> {
   // Loaded only when configured: ioredis adds 9 to 12 MiB to a server's idle RSS (BENCHMARKS.md).
+  if (missingPackages(['ioredis']).length > 0) throw new ConfigError('REDIS_URL needs ioredis, not installed: npm install ioredis');
   const { createRedisClient } = await import('koa-model-gateway/stores/redis');
   let redis: Redis;
   try {
@@ -118,10 +137,11 @@ async function modelLimiter(redis: Redis | null): Promise<ModelLimiter> {
 
 /**
  * Makes the providers (their credentials read from the environment), then opens the database
- * (migrated), the files directory and, with REDIS_URL, Redis (the creation and model-call limits
- * then live there), the usage recorder and, with METRICS_PORT, the metrics; the key store is
- * behind a `cachedKeyStore` of `keyCacheSeconds`. A credential that is not set, or a backing service that
- * cannot be reached, is a `ConfigError`: the server does not start without it.
+ * (migrated), the files directory or bucket and, with REDIS_URL, Redis (the creation and model-call
+ * limits then live there), the usage recorder and, with METRICS_PORT, the metrics; the key store is
+ * behind a `cachedKeyStore` of `keyCacheSeconds`. Removes what uploads of dead processes left in the
+ * uploads directory, and claims a directory of its own there. A credential that is not set, or a
+ * backing service that cannot be reached, is a `ConfigError`: the server does not start without it.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
   const providers = configuredProviders(config);
@@ -133,15 +153,20 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     bytesPerDay: config.gateway.limits.bytesPerDay,
   };
   let redis: Redis | null = null;
+  let uploads: UploadsClaim;
   try {
     if (config.redisUrl !== null) redis = await openRedis(config.redisUrl, logger);
+    const staleUploads = await removeStaleUploads(config.uploadsDir);
+    if (staleUploads > 0) logger.info({ staleUploads }, 'removed the temp files of uploads cut short by a crash');
+    uploads = await claimUploadsDir(config.uploadsDir);
   } catch (err) {
-    await knex.destroy();
+    redis?.disconnect();
+    await stores.close();
     throw err;
   }
   const checks: Record<string, ReadinessCheck> = {
     database: () => knex.raw('select 1'),
-    blobs: () => access(config.filesDir, constants.R_OK | constants.W_OK),
+    blobs: stores.blobsReady,
   };
   if (redis) checks.redis = () => (redis as Redis).ping();
   const limiter = await creationLimiter(redis, rates);
@@ -162,11 +187,13 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     providers,
     redis,
     checks,
+    tempDir: uploads.dir,
     async close() {
       // After the HTTP server has closed: every call has its record by then.
       await usage.close();
+      await uploads.release();
       await redis?.quit().catch(() => redis?.disconnect());
-      await knex.destroy();
+      await stores.close();
     },
   };
 }

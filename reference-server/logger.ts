@@ -1,4 +1,6 @@
+import type { Context } from 'koa';
 import { pino, type Logger } from 'pino';
+import { GatewayError, StoreUnavailableError } from 'koa-model-gateway';
 
 /**
  * The server's logger: JSON lines on stdout. Request headers are never logged, so no key can
@@ -7,4 +9,79 @@ import { pino, type Logger } from 'pino';
  */
 export function createLogger(level: string): Logger {
   return pino({ level, base: { service: 'koa-model-gateway' } });
+}
+
+/** An outage's causes are cut here: its line stays short however long a driver's message. */
+const MAX_CAUSE_CHARS = 300;
+/** How far down a chain of causes the line looks. */
+const MAX_CAUSE_DEPTH = 4;
+
+interface ErrorLike {
+  name?: unknown;
+  code?: unknown;
+  message?: unknown;
+  cause?: unknown;
+  errors?: unknown;
+}
+
+/** The causes behind an outage, outermost first, as `code (or name): message` in one short string. */
+function causeLine(cause: unknown): string | undefined {
+  const parts: string[] = [];
+  for (let current = cause, depth = 0; current != null && depth < MAX_CAUSE_DEPTH; depth++) {
+    if (typeof current !== 'object') {
+      parts.push(String(current));
+      break;
+    }
+    const { name, code, message, errors } = current as ErrorLike;
+    const label = typeof code === 'string' || typeof code === 'number' ? String(code) : typeof name === 'string' ? name : 'Error';
+    // An AggregateError (a connection refused on each address of a host) says why in its first error.
+    const first: ErrorLike | undefined = Array.isArray(errors) && typeof errors[0] === 'object' ? (errors[0] as ErrorLike) : undefined;
+    const text = typeof message === 'string' && message !== '' ? message : typeof first?.message === 'string' ? first.message : '';
+    parts.push(text === '' ? label : `${label}: ${text}`);
+    current = (current as ErrorLike).cause;
+  }
+  if (parts.length === 0) return undefined;
+  const line = parts.join(' <- ');
+  return line.length > MAX_CAUSE_CHARS ? `${line.slice(0, MAX_CAUSE_CHARS - 1)}…` : line;
+}
+
+/** The backend a `StoreUnavailableError` in the chain names, if any. */
+function storeOf(cause: unknown): string | undefined {
+  for (let current = cause, depth = 0; current instanceof Error && depth < MAX_CAUSE_DEPTH; depth++) {
+    if (current instanceof StoreUnavailableError && current.store !== undefined) return current.store;
+    current = current.cause;
+  }
+  return undefined;
+}
+
+/**
+ * The app's `'error'` listener. A known outage, which the formatters report as the GatewayError
+ * they answered (503 from a store, 502 or 504 from an upstream) with its `cause`, is one short
+ * line with no stack: during an outage every request writes one. Anything else (a 500) is a bug
+ * and is logged whole, stack and all. A client that hung up mid-request is no failure of ours:
+ * its request line says 499, and this only a debug line.
+ * @example app.on('error', logAppError(logger))
+ */
+export function logAppError(logger: Logger): (err: unknown, ctx?: Context) => void {
+  return function logAppError(err, ctx) {
+    const requestId = ctx?.state.requestId;
+    if (ctx?.req.socket.destroyed && !ctx.res.writableFinished) {
+      logger.debug({ err, requestId }, 'client went away');
+    } else if (err instanceof GatewayError && err.status !== 500) {
+      const fromStore = err.status === 503;
+      logger.error(
+        {
+          requestId,
+          status: err.status,
+          kind: err.code,
+          store: fromStore ? storeOf(err.cause) : undefined,
+          provider: fromStore ? undefined : ctx?.state.modelRequest?.provider,
+          cause: causeLine(err.cause),
+        },
+        fromStore ? 'store unavailable' : 'upstream failed',
+      );
+    } else {
+      logger.error({ err, requestId }, 'request failed');
+    }
+  };
 }

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import type { RouterContext } from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 
@@ -17,7 +18,8 @@ export function requestLog(logger: Logger): Middleware {
       const { request, res, state } = ctx;
       const key = state.apiKey;
       const model = state.modelRequest;
-      const route = (ctx as { _matchedRoute?: unknown })._matchedRoute;
+      // @koa/router's documented `ctx.routerPath`: the path pattern of the route that ran.
+      const route = (ctx as Partial<RouterContext>).routerPath;
       const finished = res.writableFinished;
       // `undefined`, not `null`, for what is absent: pino skips it, where it serialises a null.
       logger.info(
@@ -26,7 +28,7 @@ export function requestLog(logger: Logger): Middleware {
           keyId: key?.id,
           account: key?.account,
           method: request.method,
-          route: typeof route === 'string' ? route : undefined,
+          route,
           path: request.path,
           // nginx's 499: the client closed the request before its answer was complete.
           status: finished ? res.statusCode : 499,

@@ -6,7 +6,7 @@ import type { Middleware } from 'koa';
  * sniff or frame. `frame-ancestors` is what X-Frame-Options was; a JSON answer that may load
  * nothing has no referrer to leak. Each header costs every request (about 1.5 µs here).
  */
-const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = [
+export const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = [
   ['X-Content-Type-Options', 'nosniff'],
   ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'"],
 ];

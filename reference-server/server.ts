@@ -1,12 +1,13 @@
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createServer, type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createApp } from './app.js';
 import { ConfigError } from './config-error.js';
 import type { ServerConfig } from './config.js';
 import { openDeployment, sweepDeployment } from './deployment.js';
+import { createHttpServer } from './http-server.js';
 import { listenMetrics } from './metrics.js';
 import { startSweeper } from './sweeper.js';
 
@@ -24,14 +25,14 @@ export async function serve(config: ServerConfig, logger: Logger): Promise<void>
   // The middleware chains still running: an aborted upload removes its temp file in its own time.
   const handlers = new Set<Promise<void>>();
   let draining = false;
-  const server = createServer((req, res) => {
+  const server = createHttpServer((req, res) => {
     // A response that ends after shutdown began tells the client not to reuse the connection.
-    if (draining) res.shouldKeepAlive = false;
+    if (draining) res.setHeader('Connection', 'close');
     inFlight.add(res);
     res.once('close', () => inFlight.delete(res));
     const handled = handle(req, res).finally(() => handlers.delete(handled));
     handlers.add(handled);
-  });
+  }, logger);
   server.listen(config.port, config.host);
   try {
     await once(server, 'listening');
@@ -65,7 +66,7 @@ export async function serve(config: ServerConfig, logger: Logger): Promise<void>
 
   draining = true;
   const sweepStopped = sweeper?.stop();
-  for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+  for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const deadline = setTimeout(() => {

@@ -2,12 +2,14 @@ import test from 'ava';
 import * as root from '../lib/index.js';
 
 // The package root is its public API: what is here, users may depend on, so nothing internal
-// (body renderers, error mapping, request-id helpers, stream events) is exported by accident.
+// (error mapping, stream events) is exported by accident. Shape A's body, request ids and the
+// lingering time are public for answers written outside the chain (the server's protocol errors).
 test('the package root exports the middleware, stores interfaces and helpers users need, and nothing internal', (t) => {
   t.deepEqual(Object.keys(root).sort(), [
     'DEFAULT_CREATION_LIMITS',
     'DEFAULT_FILE_LIMITS',
     'GatewayError',
+    'LINGER_MS',
     'MemoryCreationLimiter',
     'MemoryModelLimiter',
     'SCOPES',
@@ -18,6 +20,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'cachedKeyStore',
     'chatCompletions',
     'checkModelLimits',
+    'countTokens',
     'createApiKey',
     'createProvider',
     'echoProvider',
@@ -31,6 +34,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'hashApiKey',
     'isFileId',
     'isScope',
+    'isUploadTempName',
     'listModels',
     'messages',
     'meterModelCalls',
@@ -38,13 +42,17 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'modelLimitRefusal',
     'modelsRouter',
     'newFileId',
+    'newRequestId',
     'openAIErrors',
     'openAIProvider',
     'pdfUpload',
     'providerRegistry',
     'rateLimitHeaders',
     'requireScope',
+    'responses',
+    'retrieveModel',
     'sendPdf',
+    'shapeABody',
     'sweep',
     'underPath',
     'usageRecorder',

@@ -19,6 +19,8 @@ export interface DeploymentOptions {
   redis?: boolean;
   /** Over the spec's limits (e.g. to let one account upload 20 files at once). */
   limits?: Record<string, number>;
+  /** More keys of the GATEWAY_CONFIG file (`providers`, `models`, ...). */
+  config?: Record<string, unknown>;
 }
 
 /**
@@ -29,8 +31,10 @@ export interface Deployment {
   env: Record<string, string>;
   /** Knex on the deployment's database, for seeding. Opened on first use. */
   knex(): Knex;
-  /** `keys create --account <account> --json` through the CLI, as a user creates a key. */
-  createKey(account: string): Promise<{ id: string; key: string }>;
+  /** `keys create --account <account> --json [options]` through the CLI, as a user creates a key. */
+  createKey(account: string, options?: string[]): Promise<{ id: string; key: string }>;
+  /** Any other CLI command on the deployment (`usage --json`); resolves to its stdout. */
+  cli(args: string[]): Promise<string>;
   /** `koa-model-gateway serve`, pinned to the server core; resolves once /healthz answers. With BENCH_PROFILE, profiled. */
   serve(options?: { preloads?: string[]; nodeFlags?: string[]; env?: Record<string, string> }): Promise<Service>;
   destroy(): Promise<void>;
@@ -58,7 +62,7 @@ export async function createDeployment(options: DeploymentOptions): Promise<Depl
   const dataDir = await mkdtemp(join(tmpdir(), 'kmg-bench-'));
   const configPath = join(dataDir, 'gateway.json');
   // No sweep while measuring: it would add work that is not the request's.
-  await writeFile(configPath, JSON.stringify({ limits: options.limits ?? {}, sweep: { intervalSeconds: 0 } }));
+  await writeFile(configPath, JSON.stringify({ ...options.config, limits: options.limits ?? {}, sweep: { intervalSeconds: 0 } }));
   const env: Record<string, string> = { DATA_DIR: dataDir, GATEWAY_CONFIG: configPath, LOG_LEVEL: 'info' };
 
   let admin: Knex | undefined;
@@ -88,10 +92,11 @@ export async function createDeployment(options: DeploymentOptions): Promise<Depl
           : knexFactory({ client: 'better-sqlite3', connection: { filename: join(dataDir, 'gateway.sqlite') }, useNullAsDefault: true });
       return knex;
     },
-    async createKey(account) {
-      const out = await runScript('reference-server/cli.ts', ['keys', 'create', '--account', account, '--json'], env);
+    async createKey(account, keyOptions = []) {
+      const out = await runScript('reference-server/cli.ts', ['keys', 'create', '--account', account, '--json', ...keyOptions], env);
       return JSON.parse(out) as { id: string; key: string };
     },
+    cli: (args) => runScript('reference-server/cli.ts', args, env),
     async serve(serveOptions = {}) {
       const port = await freePort();
       const service = await startService({

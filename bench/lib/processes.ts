@@ -2,7 +2,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { pinned } from './system.js';
@@ -62,8 +62,12 @@ export function prepareRuntime(): Promise<void> {
   return built;
 }
 
-/** The node command line running `script` (a .ts path from the root) with `preloads` and `flags`. */
+/**
+ * The node command line running `script` with `preloads` and `flags`: a .ts path from the root,
+ * or an absolute path to JavaScript outside the checkout (another gateway), run as it is, without preloads.
+ */
 function nodeArgs(script: string, preloads: string[] = [], flags: string[] = []): string[] {
+  if (isAbsolute(script)) return [process.execPath, ...flags, script];
   const compiled = (path: string) => join(BUILD_DIR, path.replace(/\.ts$/, '.js'));
   if (RUNTIME === 'tsx') return [process.execPath, ...flags, SOURCE_CONDITION, '--import', 'tsx', ...preloads.flatMap((path) => ['--import', `./${path}`]), script];
   return [process.execPath, ...flags, ...preloads.flatMap((path) => ['--import', pathToFileURL(compiled(path)).href]), compiled(script)];
@@ -121,7 +125,7 @@ async function waitUntilAnswering(url: string, child: ChildProcess, stderr: () =
 
 export interface StartOptions {
   name: string;
-  /** The script, a .ts path from the checkout's root, and its arguments. */
+  /** The script, a .ts path from the checkout's root (or an absolute path to a .js file), and its arguments. */
   script: string;
   args?: string[];
   env: Record<string, string>;

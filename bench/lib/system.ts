@@ -21,9 +21,9 @@ function hasTaskset(): boolean {
  */
 export const PINNING = process.env.BENCH_PIN !== '0' && availableParallelism() >= 2 && hasTaskset();
 
-/** The core the measured server runs on, and the one the load generator runs on. */
+/** The core the measured server runs on, and the one the load generator (and a mock upstream) runs on. */
 export const SERVER_CORE = 0;
-const LOAD_CORE = 1;
+export const LOAD_CORE = 1;
 
 /** `command` prefixed with taskset to run on `core`, when pinning. */
 export function pinned(core: number, command: string[]): string[] {

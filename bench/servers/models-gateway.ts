@@ -34,14 +34,14 @@ const app = new Koa();
 let closeUsage = async () => undefined;
 if (metering) {
   // SQLite as the reference server opens it (WAL, synchronous = NORMAL).
-  const knex = await openMigratedDatabase({ client: 'sqlite', filename: join(process.env.DATA_DIR ?? '.', 'usage.sqlite') });
-  const usage = usageRecorder({ store: new KnexUsageStore(knex) });
+  const database = await openMigratedDatabase({ client: 'sqlite', filename: join(process.env.DATA_DIR ?? '.', 'usage.sqlite') });
+  const usage = usageRecorder({ store: new KnexUsageStore(database.knex) });
   const metrics = createGatewayMetrics();
   Object.assign(options, { usage, metrics });
   app.use(httpMetrics({ metrics }));
   closeUsage = async () => {
     await usage.close();
-    await knex.destroy();
+    await database.close();
   };
 }
 const models = modelsRouter(options);

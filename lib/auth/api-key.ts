@@ -44,11 +44,10 @@ export function apiKey(options: ApiKeyOptions): Middleware {
   const nowMs = options.nowMs ?? Date.now;
   return async function apiKey(ctx, next) {
     const key = getKey(ctx);
-    // Refusals are returned, not thrown: floods of bad keys land here (see GatewayError).
-    if (key === undefined) return Promise.reject(errors.invalidApiKey());
+    if (key === undefined) throw errors.invalidApiKey();
     const record = await store.findByHash(hashApiKey(key));
     if (!record || record.revokedAt !== null || (record.expiresAt !== null && nowMs() >= record.expiresAt * 1000)) {
-      return Promise.reject(errors.invalidApiKey());
+      throw errors.invalidApiKey();
     }
     ctx.state.apiKey = {
       id: record.id,

@@ -11,7 +11,7 @@ export function requireScope(scope: Scope): Middleware {
   // A misspelt scope would refuse every request with a 403 that looks like the client's fault.
   if (!isScope(scope)) throw new TypeError(`koa-model-gateway: requireScope(): unknown scope ${JSON.stringify(scope)} (scopes: ${SCOPES.join(', ')})`);
   return function requireScope(ctx, next) {
-    if (!verifiedKey(ctx).scopes.includes(scope)) return Promise.reject(errors.forbidden());
+    if (!verifiedKey(ctx).scopes.includes(scope)) throw errors.forbidden();
     return next();
   };
 }

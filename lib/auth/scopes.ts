@@ -1,9 +1,10 @@
 /**
- * Every scope of api.md section 5, one per operation group.
+ * Every scope of api.md section 5, one per operation group, and `responses:create` (decisions.md).
  * @example await createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: [...SCOPES] })
  */
 export const SCOPES = [
   'chat:completions',
+  'responses:create',
   'messages:create',
   'models:read',
   'files:write',

@@ -1,6 +1,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { errors, type GatewayError } from './gateway-error.js';
+import { lingeringClose } from './lingering-close.js';
 import { newRequestId } from './request-id.js';
 import { toGatewayError } from './to-gateway-error.js';
 
@@ -19,12 +20,14 @@ interface ErrorShape {
 
 /**
  * The one place where error bodies are written. Shared by both shapes: assigns the request id,
- * maps whatever was thrown, and reports unexpected errors on `app.on('error')` with the request
- * id on `ctx.state`, as Koa does.
+ * maps whatever was thrown, and reports every 5xx on `app.on('error')` with the request id on
+ * `ctx.state`, as Koa does: see `reported()` for what the listener receives.
  *
  * An error response keeps the headers that were set before the formatter ran (security headers,
  * CORS) with the values they had then; the headers set after it, on the way to the failure, are
- * dropped, as Koa's own `ctx.onerror` drops them.
+ * dropped, as Koa's own `ctx.onerror` drops them, but for a `Connection: close`. An error answered
+ * before the request body has arrived whole closes the connection once the body is read
+ * (`lingeringClose`).
  */
 export function errorFormatter(shape: ErrorShape, name: string): Middleware {
   const handler = async (ctx: Context, next: () => Promise<unknown>) => {
@@ -51,19 +54,36 @@ export function errorFormatter(shape: ErrorShape, name: string): Middleware {
     }
     const { request, response } = ctx;
     const err = toGatewayError(thrown, request.method, request.path);
-    if (err.status >= 500) ctx.app.emit('error', thrown, ctx);
+    if (err.status >= 500) ctx.app.emit('error', reported(err, thrown), ctx);
     if (response.headerSent || !response.writable) return;
-    // HTTP requires the Allow of a 405, whoever set it.
+    // HTTP requires the Allow of a 405, whoever set it; a connection set to close (a shutdown)
+    // stays so.
     const allow = err.status === 405 ? response.get('Allow') : '';
+    const closing = String(ctx.res.getHeader('Connection')).toLowerCase() === 'close';
     resetHeaders(ctx.res, outerHeaders);
     if (allow) response.set('Allow', allow);
+    if (closing) response.set('Connection', 'close');
     response.set(err.headers);
     // Through ctx.response, not ctx's delegating setters: those cost a megamorphic store each.
     response.status = err.status;
     response.body = shape.render(err, requestId);
+    // An answer before the body's end: the client may still be writing it.
+    lingeringClose(ctx);
   };
   Object.defineProperty(handler, 'name', { value: name });
   return handler;
+}
+
+/**
+ * What `app.on('error')` hears of a 5xx. A known outage (502, 503, 504: a store or an upstream
+ * that failed) is the GatewayError answered, with what was thrown as its `cause`, so a listener
+ * can log it briefly by `status` and `code`; anything else (a 500: a bug) is what was thrown,
+ * with its stack.
+ */
+function reported(err: GatewayError, thrown: unknown): unknown {
+  if (err.status === 500) return thrown;
+  if (err !== thrown) err.cause = thrown;
+  return err;
 }
 
 /** Puts the response headers back to `headers`, a `getHeaders()` taken earlier. */

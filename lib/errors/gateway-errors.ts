@@ -6,12 +6,14 @@ import { openAIErrors } from './openai-errors.js';
 export interface GatewayErrorsOptions {
   /**
    * Which requests are answered in Shape B (Anthropic's). Default: every path under /v1/messages,
-   * unknown ones included (`/v1/messages/count_tokens`, a `GET /v1/messages`).
+   * unknown ones included (`/v1/messages/batches`, a `GET /v1/messages`), and every path under
+   * /v1/models when the request carries `anthropic-version`, as Anthropic's SDKs send it.
    */
   anthropicShape?: (ctx: Context) => boolean;
 }
 
-const messagesPaths = (ctx: Context) => isUnderPath(ctx.path, '/v1/messages');
+const anthropicPaths = (ctx: Context) =>
+  isUnderPath(ctx.path, '/v1/messages') || (isUnderPath(ctx.path, '/v1/models') && ctx.get('anthropic-version') !== '');
 
 /**
  * The error shape of a whole gateway, chosen per request: Shape B with `request-id`
@@ -21,7 +23,7 @@ const messagesPaths = (ctx: Context) => isUnderPath(ctx.path, '/v1/messages');
  * @example app.use(gatewayErrors()).use(underPath('/v1', apiKey({ store })))
  */
 export function gatewayErrors(options: GatewayErrorsOptions = {}): Middleware {
-  const anthropicShape = options.anthropicShape ?? messagesPaths;
+  const anthropicShape = options.anthropicShape ?? anthropicPaths;
   if (typeof anthropicShape !== 'function') throw new TypeError('koa-model-gateway: gatewayErrors(): anthropicShape must be a function of ctx');
   const shapeA = openAIErrors();
   const shapeB = anthropicErrors();

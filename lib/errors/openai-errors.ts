@@ -2,7 +2,11 @@ import type { Middleware } from 'koa';
 import { errorFormatter } from './error-formatter.js';
 import type { GatewayError } from './gateway-error.js';
 
-/** The Shape A body of `err`: `{ error: { message, type, param: null, code } }`. */
+/**
+ * The Shape A body of `err`: `{ error: { message, type, param: null, code } }`, for an answer
+ * written outside the middleware chain (a protocol error, an SSE error event).
+ * @example socket.end(JSON.stringify(shapeABody(errors.invalidRequest('Malformed HTTP request'))))
+ */
 export function shapeABody(err: GatewayError) {
   return { error: { message: err.message, type: err.type, param: null, code: err.code } };
 }

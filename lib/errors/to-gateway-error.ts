@@ -10,15 +10,39 @@ const UNREACHABLE_CODES = new Set([
   'ENETUNREACH',
   'EPIPE',
   'EAI_AGAIN',
-  '57P01', // PostgreSQL: admin shutdown
-  '57P03', // PostgreSQL: cannot connect now
+  '55000', // PostgreSQL: object not in prerequisite state, as when the database does not accept connections
   'SQLITE_CANTOPEN', // the database file cannot be opened
   'SQLITE_BUSY', // another process held the write lock past the busy timeout
 ]);
+/**
+ * PostgreSQL's SQLSTATE classes for a server that cannot serve now: 08 connection exception,
+ * 53 insufficient resources (too many connections, disk full), 57 operator intervention
+ * (shutdown, a terminated backend, "cannot connect now", a statement cancelled by
+ * `statement_timeout`).
+ */
+const UNAVAILABLE_SQLSTATE = /^(?:08|53|57)[0-9A-Z]{3}$/;
+/**
+ * pg 8 and pg-pool 3 give these failures a message and no code: the socket closed under a client,
+ * a query on a client whose connection was lost before it, a client's `connectionTimeoutMillis`,
+ * no pooled client free within the pool's `connectionTimeoutMillis`. Exact texts, tested against
+ * the drivers in test/stores/postgres-faults.test.ts.
+ */
+const UNREACHABLE_MESSAGES = new Set([
+  'Connection terminated unexpectedly',
+  'Client has encountered a connection error and is not queryable',
+  'timeout expired',
+  'timeout exceeded when trying to connect',
+]);
+/** The driver's own words: Knex puts the failed query's SQL and ' - ' before them. */
+function driverMessage(message: string): string {
+  const separator = message.lastIndexOf(' - ');
+  return separator === -1 ? message : message.slice(separator + 3);
+}
 const UNREACHABLE_NAMES = new Set(['KnexTimeoutError', 'MaxRetriesPerRequestError']);
 
 interface ErrorLike {
   name?: unknown;
+  message?: unknown;
   code?: unknown;
   status?: unknown;
   statusCode?: unknown;
@@ -32,7 +56,8 @@ function isUnreachable(err: unknown, depth = 0): boolean {
   if (err instanceof StoreUnavailableError) return true;
   if (typeof err !== 'object' || err === null || depth > 4) return false;
   const e = err as ErrorLike;
-  if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) return true;
+  if (typeof e.code === 'string' && (UNREACHABLE_CODES.has(e.code) || UNAVAILABLE_SQLSTATE.test(e.code))) return true;
+  if (typeof e.message === 'string' && UNREACHABLE_MESSAGES.has(driverMessage(e.message))) return true;
   if (typeof e.name === 'string' && UNREACHABLE_NAMES.has(e.name)) return true;
   if (Array.isArray(e.errors) && e.errors.some((inner) => isUnreachable(inner, depth + 1))) return true;
   return isUnreachable(e.cause, depth + 1);

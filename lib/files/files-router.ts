@@ -85,16 +85,18 @@ export function filesRouter(options: FilesRouterOptions): Router {
   /** The caller's live file named by the route, 404 when it is missing, expired or another account's. */
   async function ownFile(ctx: Context): Promise<FileRecord> {
     const record = await files.get(verifiedKey(ctx).account, fileIdParam(ctx), now());
-    // Returned, not thrown: probing for ids is a flood (see GatewayError).
-    return record ?? Promise.reject(errors.fileNotFound());
+    if (!record) throw errors.fileNotFound();
+    return record;
   }
 
   const createFile: Middleware = async function createFile(ctx) {
     const upload = ctx.state.upload;
     if (!upload) throw new Error('koa-model-gateway: pdfUpload() must run before createFile');
-    const createdAt = now();
+    const at = nowMs() / 1000;
+    const createdAt = Math.floor(at);
     const record: FileRecord = {
-      id: newFileId(createdAt),
+      // The id carries the milliseconds too, so files created within one second list in order.
+      id: newFileId(at),
       account: verifiedKey(ctx).account,
       filename: upload.filename,
       bytes: upload.bytes,

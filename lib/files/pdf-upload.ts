@@ -3,11 +3,11 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { open, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Busboy, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
 import type { Context, Middleware } from 'koa';
 import { errors, GatewayError } from '../errors/gateway-error.js';
-import { lingeringClose } from './lingering-close.js';
 import type { ValidatedUpload } from './upload-state.js';
 
 export interface PdfUploadOptions {
@@ -34,15 +34,33 @@ const MAX_FILENAME_BYTES = 255;
  * over. What is beyond is dropped.
  */
 const MAX_PART_HEADER_BYTES = 16 * 1024;
+/**
+ * Once the whole body has arrived, busboy has only what it holds left to parse, in memory, in
+ * ticks: a parse that moves no byte in this long, with no write to disk pending, has stalled.
+ * @fastify/busboy 3.2.6 never finishes a body whose part that is not form-data carries more than
+ * 16 KiB in the chunk that also closes the body.
+ */
+const STALL_CHECK_MS = 500;
 const MIN_EXPIRY_SECONDS = 3600;
 const MAX_EXPIRY_SECONDS = 2_592_000;
+const TEMP_NAME_PREFIX = 'kmg-upload-';
+const TEMP_NAME = /^kmg-upload-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
- * The same error, closing the connection (lingering): the rest of the request body is never
- * parsed, so the connection cannot carry another request.
+ * True for the name of a temp file `pdfUpload()` streams an upload to: what a sweep of its
+ * `tempDir` may remove, and nothing else.
+ * @example if (isUploadTempName(entry.name)) await rm(join(dir, entry.name))
  */
-function closing(ctx: Context, err: GatewayError): GatewayError {
-  lingeringClose(ctx);
+export function isUploadTempName(name: string): boolean {
+  return TEMP_NAME.test(name);
+}
+
+/**
+ * The same error, closing the connection: the rest of the request body is never parsed, so the
+ * connection cannot carry another request. The formatter reads that rest first when it is still
+ * on its way (`lingeringClose`), so that the client reads the answer.
+ */
+function closing(err: GatewayError): GatewayError {
   return new GatewayError(err.status, err.type, err.code, err.message, { ...err.headers, Connection: 'close' });
 }
 
@@ -63,7 +81,17 @@ function baseName(name: string): string {
 
 function isSaneFilename(name: string): boolean {
   const bytes = Buffer.byteLength(name);
-  return name.endsWith('.pdf') && bytes >= 1 && bytes <= MAX_FILENAME_BYTES && !/\p{Cc}/u.test(name);
+  // Format characters (Cf: U+202E turns `fdp.exe` around, U+200B hides) count as control characters.
+  return name.endsWith('.pdf') && bytes >= 1 && bytes <= MAX_FILENAME_BYTES && !/[\p{Cc}\p{Cf}]/u.test(name);
+}
+
+/**
+ * Reads and drops a part nobody keeps. Its error (the body ended inside it) is the body's, which
+ * busboy reports as well; unhandled, it would end the process.
+ */
+function discard(part: Readable): void {
+  part.on('error', () => undefined);
+  part.resume();
 }
 
 /** `expires_after[seconds]`, null for no expiry; throws unless both parts or neither are valid. */
@@ -144,7 +172,7 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
    * (on `tempFiles` from its creation on, for the cleanup). Rejects with the answer to give; every
    * refusal that leaves the body unread closes the connection.
    */
-  function parse(ctx: Context, tempFiles: WriteStream[]): Promise<ParsedForm> {
+  async function parse(ctx: Context, tempFiles: WriteStream[]): Promise<ParsedForm> {
     const { req } = ctx;
     let busboy: BusboyInstance;
     try {
@@ -164,7 +192,7 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       });
     } catch {
       // The Content-Type names no boundary.
-      return Promise.reject(closing(ctx, errors.invalidContentType('multipart/form-data with a boundary')));
+      throw closing(errors.invalidContentType('multipart/form-data with a boundary'));
     }
     return new Promise((resolve, reject) => {
       const form: ParsedForm = { fields: new Map() };
@@ -176,13 +204,23 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       const stop = () => {
         if (settled) return false;
         settled = true;
-        // This pauses the request: lingeringClose() must come after it to read the rest.
+        clearInterval(stallCheck);
+        // This pauses the request; the formatter reads the rest (lingeringClose).
         req.unpipe(busboy);
         return true;
       };
       const refuse = (err: GatewayError) => {
-        if (stop()) reject(closing(ctx, err));
+        if (stop()) reject(closing(err));
       };
+      let out: WriteStream | undefined;
+      // Bounds the parse once the body is in (Node says so only through `req.complete`).
+      let movedBefore = -1;
+      const stallCheck = setInterval(() => {
+        if (!req.complete || (out !== undefined && out.writableLength > 0)) return;
+        const moved = bodyBytes + (out?.bytesWritten ?? 0);
+        if (moved === movedBefore) refuse(errors.invalidRequest('The multipart body could not be parsed'));
+        movedBefore = moved;
+      }, STALL_CHECK_MS).unref();
 
       // The whole body, envelope included, is counted per chunk: the one that crosses the limit is
       // the last parsed.
@@ -190,9 +228,12 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
         bodyBytes += chunk.length;
         if (bodyBytes > maxBodyBytes) refuse(errors.fileTooLarge());
       });
-      // Nobody is left to answer; a 4xx keeps a client's abort out of the server's error log.
+      // The body stopped before its end reached busboy: the client left, or Node's parser dropped
+      // the connection (bytes beyond the Content-Length), discarding what the request still
+      // buffered. Busboy would wait for ever. Nobody is left to answer; a 4xx keeps it out of the
+      // server's error log.
       req.once('close', () => {
-        if (!req.complete && stop()) reject(errors.invalidRequest('The client aborted the upload'));
+        if (!req.readableEnded && stop()) reject(errors.invalidRequest('The client aborted the upload'));
       });
 
       busboy.on('field', (name, value, _nameTruncated, valueTruncated) => {
@@ -205,31 +246,34 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       busboy.on('fieldsLimit', () => refuse(errors.requestTooLarge()));
       busboy.on('partsLimit', () => refuse(errors.requestTooLarge()));
       busboy.on('file', (name, stream, filename) => {
-        if (settled || name !== 'file') return void stream.resume();
+        if (settled || name !== 'file') return discard(stream);
         if (form.file) {
-          stream.resume();
+          discard(stream);
           return refuse(errors.missingFile());
         }
-        const path = join(tempDir, `kmg-upload-${randomUUID()}`);
-        const out = createWriteStream(path, { flags: 'wx' });
-        tempFiles.push(out);
+        const path = join(tempDir, `${TEMP_NAME_PREFIX}${randomUUID()}`);
+        const temp = createWriteStream(path, { flags: 'wx' });
+        out = temp;
+        tempFiles.push(temp);
         const file = { path, filename, bytes: 0 };
         form.file = file;
         stream.once('limit', () => refuse(errors.fileTooLarge()));
-        written = pipeline(stream, out).then(
+        written = pipeline(stream, temp).then(
           () => {
-            file.bytes = out.bytesWritten;
+            file.bytes = temp.bytesWritten;
           },
           (err: unknown) => {
             // A disk error is answered as it is (500); a part cut short is the body's fault.
-            if (!out.errored) return refuse(errors.invalidRequest('The multipart body could not be parsed'));
+            if (!temp.errored) return refuse(errors.invalidRequest('The multipart body could not be parsed'));
             if (!stop()) return;
-            lingeringClose(ctx);
+            // The formatter keeps it on the 500 it makes of `err`.
+            ctx.set('Connection', 'close');
             reject(err);
           },
         );
       });
-      busboy.once('error', () => refuse(errors.invalidRequest('The multipart body could not be parsed')));
+      // Busboy may report one broken body more than once.
+      busboy.on('error', () => refuse(errors.invalidRequest('The multipart body could not be parsed')));
       busboy.once('finish', () => {
         void written.then(() => {
           if (stop()) resolve(form);
@@ -240,12 +284,12 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
   }
 
   return async function pdfUpload(ctx, next) {
-    if (ctx.get('Content-Encoding') !== '') throw closing(ctx, errors.unsupportedContentEncoding());
+    if (ctx.get('Content-Encoding') !== '') throw closing(errors.unsupportedContentEncoding());
     if (ctx.request.type.trim().toLowerCase() !== 'multipart/form-data') {
-      throw closing(ctx, errors.invalidContentType('multipart/form-data'));
+      throw closing(errors.invalidContentType('multipart/form-data'));
     }
     const declared = ctx.request.length;
-    if (declared !== undefined && declared > maxBodyBytes) throw closing(ctx, errors.fileTooLarge());
+    if (declared !== undefined && declared > maxBodyBytes) throw closing(errors.fileTooLarge());
 
     const tempFiles: WriteStream[] = [];
     try {

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { nonEmptyString, nonNegativeInteger, parseOptions, settingsObject } from '../settings/schemas.js';
 import { isObject } from './content.js';
-import type { Provider } from './provider.js';
+import type { Provider, ProviderEndpoint } from './provider.js';
 
 /**
  * One model of the catalog, as written in code or in a config file: `id` (what clients ask for
  * and key allowlists list), `provider` (the `id` of its provider), `upstreamModel` (the name sent
  * upstream; default: `id`), `created` (Unix seconds shown by `GET /v1/models`; default 0, the
- * epoch, for "unknown"), `owned_by` (shown by `GET /v1/models`; default: the provider's id).
+ * epoch, for "unknown"), `owned_by` (shown by `GET /v1/models`; default: the provider's id),
+ * `display_name` (shown in Anthropic's shape of the models; default: `id`).
  * @example const model = catalogModelSchema.parse({ id: 'gpt-4.1-mini', provider: 'openai' })
  */
 export const catalogModelSchema = settingsObject({
@@ -16,9 +17,15 @@ export const catalogModelSchema = settingsObject({
   upstreamModel: nonEmptyString.optional(),
   created: nonNegativeInteger.optional(),
   owned_by: nonEmptyString.optional(),
-}).transform(({ upstreamModel, created, ...model }) => ({ ...model, upstreamModel: upstreamModel ?? model.id, created: created ?? 0 }));
+  display_name: nonEmptyString.optional(),
+}).transform(({ upstreamModel, created, display_name: displayName, ...model }) => ({
+  ...model,
+  upstreamModel: upstreamModel ?? model.id,
+  created: created ?? 0,
+  display_name: displayName ?? model.id,
+}));
 
-/** One model of the catalog, as given to `listModels()`, `chatCompletions()`, `messages()` and `modelsRouter()`. */
+/** One model of the catalog, as given to `listModels()`, `retrieveModel()`, the model endpoints and `modelsRouter()`. */
 export type CatalogModel = z.input<typeof catalogModelSchema>;
 
 /** A catalog model with its defaults filled in. */
@@ -53,13 +60,12 @@ export function checkCatalog(
   });
 }
 
-const isProvider = (value: unknown): value is Provider =>
-  isObject(value) &&
-  typeof value.id === 'string' &&
-  value.id !== '' &&
-  (typeof value.chatCompletions === 'function' || typeof value.messages === 'function');
+const ENDPOINTS = ['chatCompletions', 'responses', 'messages', 'countTokens'] as const satisfies readonly ProviderEndpoint[];
 
-const PROVIDER = 'must be a Provider: an object with an id and a chatCompletions or messages method';
+const isProvider = (value: unknown): value is Provider =>
+  isObject(value) && typeof value.id === 'string' && value.id !== '' && ENDPOINTS.some((endpoint) => typeof value[endpoint] === 'function');
+
+const PROVIDER = `must be a Provider: an object with an id and at least one of the methods ${ENDPOINTS.join(', ')}`;
 const ARRAY = 'must be an array';
 
 const modelList = z.array(catalogModelSchema, { error: ARRAY });

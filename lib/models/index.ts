@@ -1,5 +1,5 @@
 export type { CatalogModel } from './catalog.js';
-export type { Provider, ProviderRequest } from './provider.js';
+export type { Provider, ProviderEndpoint, ProviderRequest } from './provider.js';
 export {
   createProvider,
   providerRegistry,
@@ -12,8 +12,11 @@ export { anthropicProvider } from './providers/anthropic/index.js';
 export { echoProvider, type EchoProviderOptions } from './providers/echo/index.js';
 export type { HttpProviderOptions } from './providers/http.js';
 export { listModels, type ListModelsOptions } from './list-models.js';
+export { retrieveModel, type RetrieveModelOptions } from './retrieve-model.js';
 export { chatCompletions } from './chat-completions.js';
+export { responses } from './responses.js';
 export { messages } from './messages.js';
+export { countTokens } from './count-tokens.js';
 export { modelsRouter, type ModelsRouterOptions } from './models-router.js';
 export { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
 export type { ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';

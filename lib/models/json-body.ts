@@ -35,8 +35,10 @@ function nestsDeeperThan(json: string, max: number): boolean {
 
 /**
  * Reads the request body as one JSON object, whatever its Content-Type (curl's `-d` sends a form
- * type), refusing more than `limit` bytes with 413 and more than 128 levels of nesting with 400. Over the limit it stops listening and lets
- * the rest drain, rather than destroying the socket, so the client still gets the 413.
+ * type), refusing more than `limit` bytes with 413 and more than 128 levels of nesting with 400.
+ * Over the limit, declared or found, it stops listening, never destroying the socket: the
+ * formatter answers at once and closes the connection once the rest has drained
+ * (`lingeringClose`), so a client still writing gets its 413 rather than a reset.
  */
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<JsonObject> {
   if (req.readableEnded) throw new Error('koa-model-gateway: the request body was already read; mount no body parser before the model handlers');

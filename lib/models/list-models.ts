@@ -2,28 +2,24 @@ import type { Middleware } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
 import { visibleModels } from '../auth/model-access.js';
 import { listCatalogOptions, type CatalogModel } from './catalog.js';
+import { anthropicModelPage, asksAnthropicShape, openAIModel } from './model-objects.js';
 
 export interface ListModelsOptions {
   catalog: readonly CatalogModel[];
 }
 
 /**
- * `GET /v1/models`: `{ object: "list", data: [{ id, object: "model", created, owned_by }] }` in
- * catalog order, only the models on the key's allowlist when it has one. `owned_by` defaults to
- * the model's provider id. Put it behind `apiKey()` and `requireScope('models:read')`.
+ * `GET /v1/models`, only the models on the key's allowlist when it has one, in catalog order.
+ * OpenAI's shape `{ object: "list", data: [{ id, object: "model", created, owned_by }] }`, or,
+ * when the request carries `anthropic-version`, Anthropic's: `{ data: [{ type: "model", id,
+ * display_name, created_at }], has_more, first_id, last_id }`, paged by `limit`, `after_id` and
+ * `before_id`. Put it behind `apiKey()` and `requireScope('models:read')`.
  * @example router.get('/v1/models', requireScope('models:read'), listModels({ catalog }))
  */
 export function listModels(options: ListModelsOptions): Middleware {
   const catalog = listCatalogOptions(options, 'listModels()');
   return async function listModels(ctx) {
-    ctx.body = {
-      object: 'list',
-      data: visibleModels(verifiedKey(ctx), catalog).map((model) => ({
-        id: model.id,
-        object: 'model',
-        created: model.created,
-        owned_by: model.owned_by ?? model.provider,
-      })),
-    };
+    const models = visibleModels(verifiedKey(ctx), catalog);
+    ctx.body = asksAnthropicShape(ctx) ? anthropicModelPage(models, ctx) : { object: 'list', data: models.map(openAIModel) };
   };
 }

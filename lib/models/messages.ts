@@ -7,7 +7,8 @@ import { anthropicErrorEvent } from './server-sent-events.js';
 
 const FILES_IN_DOCUMENTS_ONLY = "Files are attached as {\"type\":\"document\",\"source\":{\"type\":\"file\",\"file_id\"}} blocks only";
 
-const MESSAGES: EndpointFormat = {
+/** The Messages format; `countTokens()` reads the same bodies. */
+export const MESSAGES: EndpointFormat = {
   endpoint: 'messages',
   // No modelNotAllowed: a model outside the allowlist is told apart from an unknown one by nothing.
   modelNotFound: () => errors.modelNotFound(),

@@ -18,11 +18,11 @@ import { findAttachments, readAttachments, type FileReferences, type FileStores 
 import { endpointCatalogOptions, type CatalogModel, type ResolvedModel } from './catalog.js';
 import type { JsonObject } from './content.js';
 import { readJsonBody } from './json-body.js';
-import type { Provider } from './provider.js';
+import type { Provider, ProviderEndpoint } from './provider.js';
 import { splitEvents, wholeEvents } from './server-sent-events.js';
 import { UpstreamCall } from './upstream-call.js';
 
-/** Options of `chatCompletions()` and `messages()`. */
+/** Options of `chatCompletions()`, `responses()`, `messages()` and `countTokens()`. */
 export interface ModelEndpointOptions {
   /** The models clients may ask for. */
   catalog: readonly CatalogModel[];
@@ -85,11 +85,9 @@ declare module 'koa' {
   }
 }
 
-type ModelEndpointName = 'chatCompletions' | 'messages';
-
-/** What differs between the two endpoints. */
+/** What differs between the endpoints. */
 export interface EndpointFormat {
-  endpoint: ModelEndpointName;
+  endpoint: ProviderEndpoint;
   /**
    * The answer for a model outside the key's allowlist, given before the request is validated
    * further. Left out (Messages), such a model gets `modelNotFound`, at the same point as an

@@ -27,6 +27,15 @@ export interface ProviderRequest {
 export interface Provider {
   /** The name catalog models refer to it by. */
   readonly id: string;
+  /** OpenAI's Chat Completions (`POST /v1/chat/completions`). */
   chatCompletions?(request: ProviderRequest): Promise<Response>;
+  /** OpenAI's Responses (`POST /v1/responses`). */
+  responses?(request: ProviderRequest): Promise<Response>;
+  /** Anthropic's Messages (`POST /v1/messages`). */
   messages?(request: ProviderRequest): Promise<Response>;
+  /** Anthropic's token count of a Messages request (`POST /v1/messages/count_tokens`): JSON only, never a stream. */
+  countTokens?(request: ProviderRequest): Promise<Response>;
 }
+
+/** The endpoint formats a provider may speak: its methods. */
+export type ProviderEndpoint = Exclude<keyof Provider, 'id'>;

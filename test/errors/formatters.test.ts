@@ -95,6 +95,15 @@ test('headers that belong to the error survive; headers set before it do not', a
   t.regex(res.headers.get('x-request-id') ?? '', ID);
 });
 
+test('a Connection: close set on the way to the error (a shutdown under way) is kept', async (t) => {
+  const { res } = await respond(openAIErrors(), (ctx) => {
+    ctx.set('Connection', 'close');
+    throw errors.fileNotFound();
+  });
+  t.is(res.status, 404);
+  t.is(res.headers.get('connection'), 'close');
+});
+
 test('an error response keeps the headers set before the formatter, with the values they had then', async (t) => {
   const app = new Koa();
   app.use((ctx, next) => {
@@ -142,15 +151,19 @@ const unreachable: Array<[string, () => unknown]> = [
   ['a wrapped cause', () => new Error('query failed', { cause: Object.assign(new Error('x'), { code: 'ETIMEDOUT' }) })],
 ];
 for (const [title, make] of unreachable) {
-  test(`an unreachable store (${title}) is 503 service_unavailable without detail`, async (t) => {
-    const { res, text } = await respond(openAIErrors(), () => {
-      throw make();
+  test(`an unreachable store (${title}) is 503 service_unavailable without detail, reported as the 503 caused by it`, async (t) => {
+    const thrown = make();
+    const { res, text, reported } = await respond(openAIErrors(), () => {
+      throw thrown;
     });
     t.is(res.status, 503);
     t.deepEqual(JSON.parse(text), {
       error: { message: 'Service temporarily unavailable', type: 'server_error', param: null, code: 'service_unavailable' },
     });
     t.false(text.includes('10.0.0.5'));
+    t.is(reported.length, 1);
+    t.is(reported[0]?.requestId, res.headers.get('x-request-id'));
+    t.like(reported[0]?.err, { status: 503, code: 'service_unavailable', cause: thrown });
   });
 }
 

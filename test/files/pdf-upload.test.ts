@@ -1,11 +1,11 @@
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
-import { connect } from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { errors, type GatewayError } from '../../lib/errors/gateway-error.js';
 import { pdfUpload } from '../../lib/files/pdf-upload.js';
-import { abortUploadMidway, filesApp, type FilesApp } from '../helpers/files-app.js';
+import { abortUploadMidway, droppedConnection, filesApp, type FilesApp } from '../helpers/files-app.js';
 import { multipart, pdfOf, uploadParts, type Part } from '../helpers/multipart.js';
-import { rawRequest, type RawResponse } from '../helpers/raw-request.js';
+import { rawExchange, rawRequest, type RawResponse } from '../helpers/raw-request.js';
 
 // Small uploads keep this file fast; the real 26,214,400-byte boundary has a test file of its own.
 const LIMIT = 100_000;
@@ -42,7 +42,7 @@ async function isError(t: ExecutionContext, app: FilesApp, res: RawResponse, exp
   t.regex(String(res.headers['x-request-id']), /^req_[A-Za-z0-9]{32}$/);
   t.deepEqual(await app.tempFiles(), []);
   t.deepEqual(await app.files.list('acct-a', { order: 'asc', limit: 10 }, app.clock.seconds), { files: [], hasMore: false });
-  t.deepEqual(app.serverErrors, []);
+  t.deepEqual(app.serverErrors.filter((err) => !droppedConnection(err)), []);
 }
 
 /** Endless chunks after `head`: only a server that answers mid-body lets the request finish. */
@@ -126,16 +126,17 @@ test('after a refusal mid-body the rest of the body is read and dropped: a clien
   const head = body.subarray(0, body.indexOf('%PDF-') + 5);
   // The body is ASCII here: a string's length is its byte count.
   const chunk = (data: string) => `${data.length.toString(16)}\r\n${data}\r\n`;
-  const socket = connect(Number(new URL(app.url).port), '127.0.0.1');
-  let answer = '';
-  socket.on('data', (data: Buffer) => (answer += data.toString('latin1')));
-  const closed = new Promise<boolean>((resolve) => socket.once('close', resolve));
-  socket.on('error', () => {}); // seen as close's hadError
-  socket.write(`POST /v1/files HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${app.keys.a}\r\nContent-Type: ${contentType}\r\nTransfer-Encoding: chunked\r\n\r\n`);
-  socket.write(chunk(head.toString('ascii')));
-  for (let sent = 0; sent < 16 * 1024 ** 2; sent += 64 * 1024) socket.write(chunk(' '.repeat(64 * 1024)));
-  socket.end('0\r\n\r\n');
-  t.false(await closed, 'the connection ends cleanly, with every byte written');
+  function* chunks() {
+    yield chunk(head.toString('ascii'));
+    for (let sent = 0; sent < 16 * 1024 ** 2; sent += 64 * 1024) yield chunk(' '.repeat(64 * 1024));
+    yield '0\r\n\r\n';
+  }
+  const { answer, reset } = await rawExchange(
+    app.url,
+    `POST /v1/files HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${app.keys.a}\r\nContent-Type: ${contentType}\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    chunks(),
+  );
+  t.false(reset, 'the connection ends cleanly, with every byte written');
   t.regex(answer, /^HTTP\/1\.1 413 /);
   t.true(answer.includes('"code":"file_too_large"'));
   t.deepEqual(await app.tempFiles(), []);
@@ -219,7 +220,7 @@ test('purpose must be user_data, given once', async (t) => {
   for (const parts of cases) await isError(t, app, await upload(app, parts), errors.invalidPurpose());
 });
 
-test('the file name must end in lower-case .pdf, be 1..255 bytes and hold no control characters', async (t) => {
+test('the file name must end in lower-case .pdf, be 1..255 bytes and hold no control or format characters', async (t) => {
   const app = await withApp(t);
   const names = [
     'report.txt',
@@ -232,6 +233,11 @@ test('the file name must end in lower-case .pdf, be 1..255 bytes and hold no con
     'tab\there.pdf',
     'bell\x07.pdf',
     'del\x7f.pdf',
+    // Format characters (Unicode category Cf): right-to-left override, zero-width space, BOM, isolate.
+    'invoice\u202Efdp.exe.pdf',
+    'zero\u200Bwidth.pdf',
+    '\uFEFFbom.pdf',
+    'iso\u2066late.pdf',
   ];
   for (const name of names) {
     const res = await upload(app, uploadParts(pdfOf(1000), name));
@@ -361,6 +367,59 @@ test('a malformed multipart body is 400 and leaves nothing behind', async (t) =>
   await isError(t, app, res, errors.invalidRequest('The multipart body could not be parsed'));
 });
 
+test('a body that ends inside a file part under another name is 400, with Content-Length and chunked', async (t) => {
+  // The skipped part's own error ("Part terminated early") once went unhandled and ended the process.
+  const app = await withApp(t);
+  const body = Buffer.from('--b\r\nContent-Disposition: form-data; name="other"; filename="x.pdf"\r\n\r\n%PDF-abc');
+  for (const chunked of [false, true]) {
+    const res = await rawRequest(`${app.url}/v1/files`, {
+      headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': 'multipart/form-data; boundary=b' },
+      body,
+      chunked,
+    });
+    await isError(t, app, res, errors.invalidRequest('The multipart body could not be parsed'));
+  }
+});
+
+/** The number of descriptors this process holds open (the server runs in it). */
+const openDescriptors = () => readdirSync('/proc/self/fd').length;
+
+test('a Content-Length shorter than the body leaves no temp file and no open descriptor, however often', async (t) => {
+  // Node's parser reads the bytes beyond the Content-Length as a second request, refuses it and
+  // drops the connection while the upload still holds its file part: its body never ends.
+  t.timeout(30_000);
+  const app = await withApp(t, { maxFileBytes: 1_000_000 });
+  const { body, contentType } = multipart(uploadParts(pdfOf(300_000)));
+  const head = `POST /v1/files HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${app.keys.a}\r\nContent-Type: ${contentType}\r\nContent-Length: 150000\r\n\r\n`;
+  const send = () => rawExchange(app.url, head, [body]);
+  await send();
+  await app.idle();
+  const before = existsSync('/proc/self/fd') ? openDescriptors() : undefined;
+  for (let attempt = 0; attempt < 20; attempt++) {
+    await send();
+    await app.idle();
+    t.deepEqual(await app.tempFiles(), [], `attempt ${attempt}`);
+  }
+  // A leak is one descriptor per request; a little slack for sockets still closing.
+  if (before !== undefined) t.true(openDescriptors() <= before + 3, `${openDescriptors()} descriptors open, ${before} before`);
+  t.deepEqual(await app.files.list('acct-a', { order: 'asc', limit: 10 }, app.clock.seconds), { files: [], hasMore: false });
+});
+
+test('a part that is not form-data, with more than 16 KiB, is answered 400 rather than left hanging', async (t) => {
+  // @fastify/busboy skips such a part and then never finishes a body it closes in the same chunk;
+  // the whole body has arrived, so no request timeout would ever end it.
+  const app = await withApp(t);
+  const { body: upload, contentType } = multipart(uploadParts(pdfOf(1000)));
+  const boundary = contentType.slice(contentType.indexOf('boundary=') + 'boundary='.length);
+  const closing = Buffer.from(`--${boundary}--\r\n`);
+  const parts = upload.subarray(0, upload.length - closing.length);
+  for (const headers of ['X-Note: no disposition', 'Content-Disposition: attachment; name="file"']) {
+    const body = Buffer.concat([parts, Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`), Buffer.alloc(20_000, 0x41), Buffer.from('\r\n'), closing]);
+    const res = await rawRequest(`${app.url}/v1/files`, { headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType }, body });
+    await isError(t, app, res, errors.invalidRequest('The multipart body could not be parsed'));
+  }
+});
+
 test('a disk that fails while the file is written is a 500 with no detail, reported, the connection closed', async (t) => {
   const app = await withApp(t);
   // The temp dir gone: the temp file cannot be created.
@@ -388,9 +447,7 @@ test('a client that aborts mid-upload leaves the temp dir and the blob store as 
   for await (const blob of app.blobs.list()) blobsAfter.push(blob.id);
   t.deepEqual(blobsAfter, blobsBefore);
   t.is((await app.files.usage('acct-a', app.clock.seconds)).files, 1);
-  // Koa itself reports the dropped connection (an HTTP parse error on the socket); nothing else.
-  const dropped = (err: unknown) => /^(HPE_|ECONNRESET)/.test(String((err as { code?: unknown }).code));
-  t.deepEqual(app.serverErrors.filter((err) => !dropped(err)), [], 'a client abort is not a server error');
+  t.deepEqual(app.serverErrors.filter((err) => !droppedConnection(err)), [], 'a client abort is not a server error');
 });
 
 test('bad options are refused when the middleware is made', (t) => {

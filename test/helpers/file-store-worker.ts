@@ -1,7 +1,7 @@
 /**
  * A second process on the same database, for the cross-process tests of KnexFileStore:
- * `node --import tsx/esm file-store-worker.ts '<json>'` prints `ready`, waits for a line on stdin,
- * then creates every file at once and prints one JSON line: per file, true, false or the error.
+ * run by `runTogether` (worker-processes.ts) with one JSON argument; creates every file at once
+ * and prints one JSON line: per file, true, false or the error.
  */
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';

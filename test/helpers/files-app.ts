@@ -106,6 +106,11 @@ export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp>
   };
 }
 
+/** Koa reports a client that hangs up mid-body (an HTTP parse error on its socket): no server failure. */
+export function droppedConnection(err: unknown): boolean {
+  return /^(HPE_|ECONNRESET)/.test(String((err as { code?: unknown }).code));
+}
+
 /**
  * Sends half of an upload of `pdf` as account a, waits until the server is streaming it to disk,
  * then drops the connection, and resolves once the server has finished with the request.

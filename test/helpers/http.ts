@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
 
@@ -7,8 +8,8 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-/** Serves `app` on a random loopback port. */
-export async function listen(app: Koa): Promise<Listening> {
+/** Serves `app` (a Koa app, or a server already made around one) on a random loopback port. */
+export async function listen(app: Koa | Server): Promise<Listening> {
   const server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;

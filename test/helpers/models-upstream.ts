@@ -104,10 +104,27 @@ function anthropicAnswer(res: ServerResponse, body: Record<string, unknown>, usa
   res.end(event({ type: 'message_stop' }, 'message_stop'));
 }
 
+function responsesAnswer(res: ServerResponse, body: Record<string, unknown>, usage: MockCall['usage']): void {
+  const response = (status: string, reported: unknown) => ({ id: 'resp_mock', object: 'response', created_at: 1_744_000_000, status, model: body.model, output: [], usage: reported });
+  const reported = { input_tokens: usage.input, output_tokens: usage.output, total_tokens: usage.input + usage.output };
+  if (body.stream !== true) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(response('completed', reported)));
+    return;
+  }
+  // As OpenAI streams: the response object in the response.* events, its usage in the last one.
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(event({ type: 'response.created', sequence_number: 0, response: response('in_progress', null) }, 'response.created'));
+  res.write(event({ type: 'response.in_progress', sequence_number: 1, response: response('in_progress', null) }, 'response.in_progress'));
+  res.write(event({ type: 'response.output_text.delta', sequence_number: 2, item_id: 'msg_mock', output_index: 0, content_index: 0, delta: 'Hello there' }, 'response.output_text.delta'));
+  res.end(event({ type: 'response.completed', sequence_number: 3, response: response('completed', reported) }, 'response.completed'));
+}
+
 /**
  * OpenAI's and Anthropic's APIs on a loopback port, as their providers reach them:
- * `POST /v1/chat/completions` (an `openAIProvider` with baseURL `${url}/v1`) and `POST /v1/messages`
- * (an `anthropicProvider` with baseURL `url`), JSON or streamed as the real ones answer, naming the
+ * `POST /v1/chat/completions` and `POST /v1/responses` (an `openAIProvider` with baseURL
+ * `${url}/v1`), `POST /v1/messages` and `POST /v1/messages/count_tokens` (an `anthropicProvider`
+ * with baseURL `url`), JSON or streamed as the real ones answer, naming the
  * model they were asked for. Each answer reports a usage of its own, different from call to call;
  * `calls` holds every request with the usage its answer reported.
  */
@@ -122,7 +139,9 @@ export async function mockProviders() {
       const path = req.url ?? '';
       calls.push({ path, body, usage });
       if (path === '/v1/chat/completions') openAIAnswer(res, body, usage);
+      else if (path === '/v1/responses') responsesAnswer(res, body, usage);
       else if (path === '/v1/messages') anthropicAnswer(res, body, usage);
+      else if (path === '/v1/messages/count_tokens') res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ input_tokens: usage.input }));
       else res.writeHead(404).end();
     });
   });

@@ -1,4 +1,5 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 
 export interface RawResponse {
   status: number;
@@ -83,4 +84,32 @@ export function rawRequest(url: string, options: RawRequest = {}): Promise<RawRe
     };
     pump();
   });
+}
+
+export interface RawExchange {
+  /** Everything the server sent, as latin1 text. */
+  answer: string;
+  /** True when the connection ended with an error (a reset) rather than cleanly. */
+  reset: boolean;
+}
+
+/**
+ * Writes `head` (a request line and headers, blank line included) and every chunk of `body` on a
+ * raw socket before reading anything, as curl does with a file, then collects the answer until
+ * the server closes (the socket closes its side when the server does; it never half-closes
+ * first, which Node answers by closing at once). A server that stops reading blocks the writes;
+ * one that closes with unread bytes resets the connection. With `abort`, the client drops the
+ * connection once it has written everything, as a client that gives up does.
+ */
+export function rawExchange(url: string, head: string, body: Iterable<Buffer | string>, options: { abort?: boolean } = {}): Promise<RawExchange> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let answer = '';
+  socket.on('data', (data: Buffer) => (answer += data.toString('latin1')));
+  socket.on('error', () => undefined); // seen as close's hadError
+  const closed = new Promise<RawExchange>((resolve) => socket.once('close', (reset) => resolve({ answer, reset })));
+  socket.write(head);
+  for (const chunk of body) socket.write(chunk);
+  if (options.abort === true) socket.destroy();
+  return closed;
 }

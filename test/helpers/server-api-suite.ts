@@ -3,6 +3,7 @@ import type { TestFn } from 'ava';
 import OpenAI, { toFile } from 'openai';
 import { makePdf } from './models-pdf.js';
 import { uploadForm } from './multipart.js';
+import { OPENAPI_DOCUMENT, checkedFetch } from './openapi.js';
 import { createKey, runCli, startServer, type CreatedKey, type ServerProcess } from './server-process.js';
 
 /** How a deployment is brought up for the suite: the server's environment, and how to clean up. */
@@ -38,11 +39,14 @@ const shapeA = (type: string, code: string, message: string) => ({ error: { mess
 
 /**
  * The whole API of api.md against a reference server started as a user starts it (the CLI's
- * `serve` in a child process, keys made with `keys create --json`), for one deployment.
+ * `serve` in a child process, keys made with `keys create --json`), for one deployment. Every
+ * answer, the SDKs' included, is checked against docs/openapi.json.
  */
 export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Promise<SuiteDeployment>): void {
   const test = anyTest as TestFn<Context>;
   const state = {} as Context;
+  const problems: string[] = [];
+  const checked = checkedFetch(problems);
 
   test.before(async () => {
     state.deployment = await deploy();
@@ -63,8 +67,12 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     await state.deployment?.cleanup();
   });
 
+  test.after(`${name}: every answer agrees with docs/openapi.json`, (t) => {
+    t.deepEqual(problems, []);
+  });
+
   const call = (method: string, path: string, init: { key?: string; style?: KeyStyle; body?: RequestInit['body']; headers?: Record<string, string> } = {}) =>
-    fetch(`${state.server.url}${path}`, {
+    checked(`${state.server.url}${path}`, {
       method,
       headers: { ...authHeaders(init.key, init.style), ...init.headers },
       ...(init.body === undefined ? {} : { body: init.body }),
@@ -172,6 +180,39 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     });
   }
 
+  test(`${name}: the Responses API, models by id in both shapes, and Messages token counts`, async (t) => {
+    const key = state.keys.all.key;
+    const pdf = makePdf(2);
+    const file = (await (await upload(key, 'bearer', pdf, 'deck.pdf')).json()) as { id: string };
+    const created = await call('POST', '/v1/responses', {
+      key,
+      headers: jsonHeaders,
+      body: json({ model: 'echo-2', input: [{ role: 'user', content: [{ type: 'input_text', text: 'What is it?' }, { type: 'input_file', file_id: file.id }] }] }),
+    });
+    t.is(created.status, 200);
+    const response = (await created.json()) as { object: string; output: Array<{ content: Array<{ text: string }> }> };
+    t.is(response.object, 'response');
+    t.regex(response.output[0]?.content[0]?.text ?? '', new RegExp(`deck\\.pdf, ${pdf.length} bytes, 2 pages`));
+
+    t.deepEqual(await (await call('GET', '/v1/models/echo-1', { key })).json(), { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'echo' });
+    const anthropic = await call('GET', '/v1/models/echo-1', { key, headers: { 'anthropic-version': '2023-06-01' } });
+    t.regex(anthropic.headers.get('request-id') ?? '', REQUEST_ID);
+    t.deepEqual(await anthropic.json(), { type: 'model', id: 'echo-1', display_name: 'echo-1', created_at: '2025-04-07T04:26:40Z' });
+
+    const counted = await call('POST', '/v1/messages/count_tokens', {
+      key,
+      headers: { ...jsonHeaders, 'anthropic-version': '2023-06-01' },
+      body: json({ model: 'echo-1', messages: [{ role: 'user', content: 'three words here' }] }),
+    });
+    t.deepEqual(await counted.json(), { input_tokens: 3 });
+  });
+
+  test(`${name}: GET /openapi.json is the document, without a key`, async (t) => {
+    const response = await call('GET', '/openapi.json');
+    t.is(response.status, 200);
+    t.deepEqual(await response.json(), OPENAPI_DOCUMENT);
+  });
+
   test(`${name}: x-api-key wins over Authorization, even a valid one`, async (t) => {
     const both = await call('GET', '/v1/models', {
       headers: { 'x-api-key': 'kmg_sk_unknown', authorization: `Bearer ${state.keys.all.key}` },
@@ -199,7 +240,9 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
       ['GET', '/v1/files/not-an-id/content'],
       ['DELETE', '/v1/files/file-00000000000000000000000000000000'],
       ['GET', '/v1/models'],
+      ['GET', '/v1/models/echo-1'],
       ['POST', '/v1/chat/completions'],
+      ['POST', '/v1/responses'],
       ['GET', '/v1/no-such-route'],
       ['PUT', '/v1/models'],
       ['GET', '/v1'],
@@ -258,6 +301,8 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     t.is(deleted.status, 403);
     const chat = await call('POST', '/v1/chat/completions', { key, headers: jsonHeaders, body: json({ model: 'echo-1', messages: [] }) });
     t.deepEqual(await chat.json(), forbidden);
+    const responses = await call('POST', '/v1/responses', { key, headers: jsonHeaders, body: json({ model: 'echo-1', input: 'hi' }) });
+    t.deepEqual(await responses.json(), forbidden);
     const messages = await call('POST', '/v1/messages', { key, style: 'x-api-key', headers: jsonHeaders, body: json({ model: 'echo-1' }) });
     t.is(messages.status, 403);
     t.like(await messages.json(), { type: 'error', error: { type: 'permission_error', message: 'Forbidden' } });
@@ -304,7 +349,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
   });
 
   test(`${name}: the official openai SDK manages files and lists models`, async (t) => {
-    const client = new OpenAI({ apiKey: state.keys.all.key, baseURL: `${state.server.url}/v1`, maxRetries: 0 });
+    const client = new OpenAI({ apiKey: state.keys.all.key, baseURL: `${state.server.url}/v1`, maxRetries: 0, fetch: checked });
     const pdf = makePdf(1, 500);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
@@ -338,18 +383,18 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     for await (const model of client.models.list()) models.push(model.id);
     t.deepEqual(models, ['echo-1', 'echo-2']);
 
-    const denied = new OpenAI({ apiKey: state.keys.readOnly.key, baseURL: `${state.server.url}/v1`, maxRetries: 0 });
+    const denied = new OpenAI({ apiKey: state.keys.readOnly.key, baseURL: `${state.server.url}/v1`, maxRetries: 0, fetch: checked });
     const forbidden = await t.throwsAsync(denied.files.create({ file: await toFile(pdf, 'x.pdf'), purpose: 'user_data' }), {
       instanceOf: OpenAI.PermissionDeniedError,
     });
     t.is(forbidden?.code, 'forbidden');
-    const anonymous = new OpenAI({ apiKey: 'kmg_sk_wrong', baseURL: `${state.server.url}/v1`, maxRetries: 0 });
+    const anonymous = new OpenAI({ apiKey: 'kmg_sk_wrong', baseURL: `${state.server.url}/v1`, maxRetries: 0, fetch: checked });
     const unauthenticated = await t.throwsAsync(anonymous.models.list(), { instanceOf: OpenAI.AuthenticationError });
     t.is(unauthenticated?.code, 'invalid_api_key');
   });
 
   test(`${name}: the official SDKs ask the models through the server, streaming included`, async (t) => {
-    const openai = new OpenAI({ apiKey: state.keys.all.key, baseURL: `${state.server.url}/v1`, maxRetries: 0 });
+    const openai = new OpenAI({ apiKey: state.keys.all.key, baseURL: `${state.server.url}/v1`, maxRetries: 0, fetch: checked });
     const pdf = makePdf(2);
     const file = await openai.files.create({ file: await toFile(pdf, 'lease.pdf'), purpose: 'user_data' });
     let streamed = '';
@@ -362,7 +407,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     t.regex(streamed, new RegExp(`lease\\.pdf, ${pdf.length} bytes, 2 pages`));
 
     // The Anthropic SDK sends x-api-key.
-    const anthropic = new Anthropic({ apiKey: state.keys.all.key, baseURL: state.server.url, maxRetries: 0 });
+    const anthropic = new Anthropic({ apiKey: state.keys.all.key, baseURL: state.server.url, maxRetries: 0, fetch: checked });
     const message = await anthropic.messages.create({
       model: 'echo-2',
       max_tokens: 100,
@@ -378,7 +423,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
       [state.keys.echoOneOnly.key, 'echo-2', Anthropic.NotFoundError],
     ];
     for (const [apiKey, model, errorClass] of cases) {
-      const client = new Anthropic({ apiKey, baseURL: state.server.url, maxRetries: 0 });
+      const client = new Anthropic({ apiKey, baseURL: state.server.url, maxRetries: 0, fetch: checked });
       const error = await t.throwsAsync(client.messages.create({ model, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }), {
         instanceOf: errorClass,
       });

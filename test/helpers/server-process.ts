@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -15,11 +15,13 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const TSX = ['--conditions=@koa-model-gateway/source', '--import', 'tsx'];
 const CLI = [...TSX, 'reference-server/cli.ts'];
 const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS', 'METRICS_PORT'];
+// What the SDK would read from the environment, and the bucket settings.
+const S3_VARS = ['BLOB_URL', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE', 'AWS_REGION', 'AWS_DEFAULT_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'];
 
 /** The test process's environment without any gateway setting, plus `env`. */
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env };
-  for (const name of GATEWAY_VARS) delete base[name];
+  for (const name of [...GATEWAY_VARS, ...S3_VARS]) delete base[name];
   return { ...base, ...env };
 }
 
@@ -133,6 +135,12 @@ export function startServer(env: Record<string, string>): Promise<ServerProcess>
       }
     });
   });
+}
+
+/** Every file under `<dataDir>/uploads`: upload temp files, in the servers' own directories and beside them. */
+export async function uploadFiles(dataDir: string): Promise<string[]> {
+  const entries = await readdir(join(dataDir, 'uploads'), { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
 }
 
 /** A temp directory for DATA_DIR; `remove` deletes it. */

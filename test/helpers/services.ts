@@ -49,8 +49,11 @@ const absent: unknown = new Proxy(() => undefined, { get: () => absent });
 // Each test file runs in a process of its own: a missing dependency is announced once per file.
 const announced = new Set<string>();
 
-/** `test` when nothing is `missing`; else one skipped line (a failure under CI) and a no-op stand-in. */
-function gate<T>(test: TestFn<T>, what: string, missing: string | undefined, hint: string): TestFn<T> {
+/**
+ * `test` when nothing is `missing`; else one skipped line saying what is missing and the `hint`
+ * (a failure under CI) and a no-op stand-in.
+ */
+export function gate<T>(test: TestFn<T>, what: string, missing: string | undefined, hint: string): TestFn<T> {
   if (missing === undefined) return test;
   if (announced.has(what)) return absent as TestFn<T>;
   announced.add(what);
@@ -94,19 +97,29 @@ export interface TestDatabase {
 /** A PostgreSQL schema of its own, so test files can run in parallel; dropped by `destroy`. */
 export async function postgresDatabase(): Promise<TestDatabase> {
   const schema = `t_${randomBytes(6).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL });
-  await admin.raw('create schema ??', [schema]);
-  const config: Knex.Config = { client: 'pg', connection: POSTGRES_URL, searchPath: [schema], pool: { min: 0, max: 10 } };
+  await asAdmin((admin) => admin.raw('create schema ??', [schema]));
+  // A file's tests each open a pool, all kept until the file ends: few connections each, closed
+  // after a second idle, so that parallel files stay far below the server's max_connections.
+  const config: Knex.Config = { client: 'pg', connection: POSTGRES_URL, searchPath: [schema], pool: { min: 0, max: 4, idleTimeoutMillis: 1000 } };
   const knex = knexFactory(config);
   return {
     knex,
     config,
     async destroy() {
       await knex.destroy();
-      await admin.raw('drop schema ?? cascade', [schema]);
-      await admin.destroy();
+      await asAdmin((admin) => admin.raw('drop schema ?? cascade', [schema]));
     },
   };
+}
+
+/** One statement on a connection of its own, closed at once. */
+async function asAdmin(use: (admin: Knex) => Promise<unknown>): Promise<void> {
+  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
+  try {
+    await use(admin);
+  } finally {
+    await admin.destroy();
+  }
 }
 
 /** A SQLite file in a temp directory of its own, with Knex settings `extra` (e.g. a pool); removed by `destroy`. */

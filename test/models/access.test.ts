@@ -1,6 +1,7 @@
 import test from 'ava';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
+import { rawExchange } from '../helpers/raw-request.js';
 
 // Everything here is refused before any upstream is called, or answered by the echo provider.
 const gateway = await modelsApp({ bodyLimit: 4096, maxAttachedBytes: 5000 });
@@ -160,6 +161,23 @@ test('a body over the limit sent without Content-Length is cut off with 413 too'
     duplex: 'half',
   } as RequestInit);
   t.is(response.status, 413);
+});
+
+test('a declared body over the limit with Connection: close gets its 413, in the endpoint\'s shape, not a reset', async (t) => {
+  // Answered before the body is read: a server that closed at once would reset a client still
+  // writing (curl writes the whole body first) before it reads the 413.
+  const key = await gateway.keyFor();
+  const size = 16 * 1024 ** 2;
+  function* body() {
+    for (let sent = 0; sent < size; sent += 64 * 1024) yield Buffer.alloc(64 * 1024, 0x20);
+  }
+  for (const [path, code] of [['/v1/chat/completions', '"code":"request_too_large"'], ['/v1/messages', '"type":"request_too_large"']] as const) {
+    const head = `POST ${path} HTTP/1.1\r\nHost: gateway\r\nx-api-key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\nConnection: close\r\n\r\n`;
+    const { answer, reset } = await rawExchange(gateway.url, head, body());
+    t.false(reset, `${path}: the connection ends cleanly`);
+    t.regex(answer, /^HTTP\/1\.1 413 /, path);
+    t.true(answer.includes(code), path);
+  }
 });
 
 test('a model whose provider does not speak the endpoint is 400, saying where it is served', async (t) => {

@@ -16,11 +16,11 @@ const provider = echoProvider({ id: 'p' });
 // Each case: what is wrong, the catalog and providers, and the one line the factory throws.
 const badCatalogs: Array<[string, unknown, unknown, string]> = [
   ['a catalog that is not an array', { m: model }, [provider], 'catalog must be an array'],
-  ['a provider configuration where a Provider belongs', [model], [{ id: 'p', kind: 'echo' }], 'providers[0] must be a Provider: an object with an id and a chatCompletions or messages method'],
+  ['a provider configuration where a Provider belongs', [model], [{ id: 'p', kind: 'echo' }], 'providers[0] must be a Provider: an object with an id and at least one of the methods chatCompletions, responses, messages, countTokens'],
   ['a model of a provider not given', [{ ...model, provider: 'q' }], [provider], "catalog[0].provider must name a configured provider ('q' is not one)"],
   ['two models of one id', [model, { ...model }], [provider], "catalog[1].id must be unique ('m' is taken)"],
   ['two providers of one id', [model], [provider, echoProvider({ id: 'p' })], "providers[1].id must be unique ('p' is taken)"],
-  ['a typo in a model setting', [{ ...model, upstream_model: 'x' }], [provider], 'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, created, owned_by)'],
+  ['a typo in a model setting', [{ ...model, upstream_model: 'x' }], [provider], 'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, created, owned_by, display_name)'],
   ['an empty upstreamModel', [{ ...model, upstreamModel: '' }], [provider], 'catalog[0].upstreamModel must be a non-empty string'],
   ['a created time that is not whole seconds', [{ ...model, created: '2024' }], [provider], 'catalog[0].created must be a non-negative integer'],
 ];

@@ -65,6 +65,9 @@ async function meteredGateway(t: ExecutionContext, options: Partial<ModelsRouter
     metrics,
     key,
     chat: (apiKey: string, body: Record<string, unknown>) => gateway.post('/v1/chat/completions', { model: 'gpt-mock', messages: [{ role: 'user', content: 'hi' }], ...body }, { authorization: `Bearer ${apiKey}` }),
+    responses: (apiKey: string, body: Record<string, unknown>) => gateway.post('/v1/responses', { model: 'gpt-mock', input: 'hi', ...body }, { authorization: `Bearer ${apiKey}` }),
+    countTokens: (apiKey: string, body: Record<string, unknown>) =>
+      gateway.post('/v1/messages/count_tokens', { model: 'claude-mock', messages: [{ role: 'user', content: 'hi' }], ...body }, { 'x-api-key': apiKey }),
     messages: (apiKey: string, body: Record<string, unknown>) =>
       gateway.post('/v1/messages', { model: 'claude-mock', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], ...body }, { 'x-api-key': apiKey }),
     /** The first `count` usage records, once they are there. */
@@ -183,6 +186,48 @@ test('answers name the catalog id the client asked for, never the upstream model
   t.deepEqual(
     gateway.upstream.calls.map((call) => call.body.model),
     ['gpt-upstream-1', 'claude-upstream-1', 'gpt-upstream-1', 'claude-upstream-1'],
+  );
+});
+
+test('Responses: usage from the response object, whole or from response.completed; the catalog id in the JSON answer and in every response.* event', async (t) => {
+  const gateway = await meteredGateway(t);
+  const key = await gateway.key({ requestsPerMinute: 10 });
+  const whole = await gateway.responses(key, {});
+  t.is(whole.status, 200);
+  t.is(whole.headers.get('x-ratelimit-remaining-requests'), '9');
+  t.like(await whole.json(), { object: 'response', model: 'gpt-mock' });
+  const streamed = await gateway.responses(key, { stream: true });
+  t.is(streamed.headers.get('x-ratelimit-remaining-requests'), '8');
+  const events = eventsOf(await streamed.text());
+  t.deepEqual(
+    events.map(({ name, data }) => [name, (data.response as { model?: string } | undefined)?.model]),
+    [['response.created', 'gpt-mock'], ['response.in_progress', 'gpt-mock'], ['response.output_text.delta', undefined], ['response.completed', 'gpt-mock']],
+  );
+  t.deepEqual(gateway.upstream.calls.map((call) => call.body.model), ['gpt-upstream-1', 'gpt-upstream-1']);
+  const records = await gateway.records(2);
+  t.deepEqual(
+    records.map((record) => [record.endpoint, record.model, record.stream, record.inputTokens, record.outputTokens]),
+    gateway.upstream.calls.map((call, index) => ['/v1/responses', 'gpt-mock', index === 1, call.usage.input, call.usage.output]),
+  );
+  t.is(value(await gateway.samples(), 'kmg_model_tokens_total', { model: 'gpt-mock', direction: 'output' }), sum(gateway.upstream.calls.map((call) => call.usage.output)));
+});
+
+test('count_tokens is a model call: limited in Anthropic’s style and recorded, with no tokens (its answer counts none used)', async (t) => {
+  const gateway = await meteredGateway(t);
+  const key = await gateway.key({ requestsPerMinute: 1, tokensPerMinute: 100 });
+  const counted = await gateway.countTokens(key, {});
+  t.is(counted.status, 200);
+  t.is(counted.headers.get('anthropic-ratelimit-requests-remaining'), '0');
+  t.deepEqual(await counted.json(), { input_tokens: gateway.upstream.calls[0]?.usage.input });
+  const refused = await gateway.countTokens(key, {});
+  t.is(refused.status, 429);
+  t.like(await refused.json(), { type: 'error', error: { type: 'rate_limit_error' } });
+  t.is(refused.headers.get('anthropic-ratelimit-tokens-remaining'), '100', 'the count added no tokens');
+  t.is(gateway.upstream.calls.length, 1);
+  const records = await gateway.records(2);
+  t.deepEqual(
+    records.map((record) => [record.endpoint, record.model, record.status, record.inputTokens, record.outputTokens]),
+    [['/v1/messages/count_tokens', 'claude-mock', 200, 0, 0], ['/v1/messages/count_tokens', 'claude-mock', 429, 0, 0]],
   );
 });
 

@@ -6,15 +6,13 @@ import OpenAI from 'openai';
 import { ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { anthropicMessage } from '../helpers/models-upstream.js';
+import { mockUpstreams } from '../helpers/nock.js';
 
 // The official SDKs as clients of the composed gateway; nock stands in for the upstreams and is
 // process-global, so every test is serial and only our own loopback server is reachable.
-nock.disableNetConnect();
-nock.enableNetConnect('127.0.0.1');
-
 const gateway = await modelsApp();
 test.after.always(() => gateway.close());
-test.afterEach.always(() => nock.cleanAll());
+mockUpstreams(test);
 
 const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
 const openai = (apiKey: string) => new OpenAI({ apiKey, baseURL: `${gateway.url}/v1`, maxRetries: 0 });

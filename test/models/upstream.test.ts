@@ -11,16 +11,13 @@ import {
 } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { anthropicMessage } from '../helpers/models-upstream.js';
-
-// nock is process-global: every test here is serial, and only our own loopback server is reachable.
-nock.disableNetConnect();
-nock.enableNetConnect('127.0.0.1');
+import { mockUpstreams } from '../helpers/nock.js';
 
 const gateway = await modelsApp({ timeoutMs: 20_000 });
 // The same gateway with a short upstream timeout, for the timeout cases only.
 const impatient = await modelsApp({ timeoutMs: 300 });
 test.after.always(() => Promise.all([gateway.close(), impatient.close()]));
-test.afterEach.always(() => nock.cleanAll());
+mockUpstreams(test);
 
 interface Received {
   headers: Record<string, string | string[] | undefined>;

@@ -66,11 +66,11 @@ test('a negative limit written as a separate argument is refused with one line t
 
 /** Writes `records` to the database the CLI opens for `env`, as a server would. */
 async function writeUsage(env: Record<string, string>, records: UsageRecord[]): Promise<void> {
-  const knex = await openMigratedDatabase(loadConfig(env).database);
+  const database = await openMigratedDatabase(loadConfig(env).database);
   try {
-    await new KnexUsageStore(knex).insert(records);
+    await new KnexUsageStore(database.knex).insert(records);
   } finally {
-    await knex.destroy();
+    await database.close();
   }
 }
 

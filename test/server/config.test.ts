@@ -84,7 +84,7 @@ test('METRICS_PORT: unset, no metrics listener; a port, or 0 for any free one', 
 
 test('a file that gives only models can use the built-in echo provider', (t) => {
   const config = parseGatewayConfig({ models: [{ id: 'my-echo', provider: 'echo' }] }, 'test');
-  t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', created: 0 }]);
+  t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', created: 0, display_name: 'my-echo' }]);
   t.deepEqual(configuredProviders({ gateway: config, env: {} }).map((provider) => provider.id), ['echo']);
 });
 

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { makePdf } from '../helpers/models-pdf.js';
+import { until } from '../helpers/poll.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { createKey, startServer, tempDataDir } from '../helpers/server-process.js';
 import { tcpProxy } from '../helpers/server-tcp-proxy.js';
@@ -17,15 +18,8 @@ const through = (url: string, proxy: { port: number }) => {
   return proxied.toString();
 };
 
-async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  let value = await probe();
-  // ioredis reconnects with a back-off of up to 2 s; allow far more.
-  for (let attempt = 0; attempt < 150 && !done(value); attempt++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    value = await probe();
-  }
-  return value;
-}
+// ioredis reconnects with a back-off of up to 2 s; allow far more.
+const eventually = <T>(probe: () => Promise<T>, done: (value: T) => boolean) => until(probe, done, { intervalMs: 100, attempts: 150 });
 
 withRedis(withPostgres(test))('/readyz and the API answer 503 while PostgreSQL or Redis is away, and recover', async (t) => {
   const database = await throwawayPostgres();

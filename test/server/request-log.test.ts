@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import { serverWithKey, type LogLine } from '../helpers/server-process.js';
+import { serverWithKey, uploadFiles, type LogLine } from '../helpers/server-process.js';
 
 const until = async (condition: () => boolean) => {
   for (let waited = 0; !condition() && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -26,6 +26,6 @@ test('an upload the client abandons is logged as a 499 request, not as a server 
   await until(() => server.logs.some(isUpload));
   t.like(server.logs.find(isUpload), { status: 499, aborted: true, account: 'acme' });
   t.deepEqual(server.logs.filter((line) => (line.level as number) >= 50), [], 'no error-level line');
-  t.deepEqual(await readdir(join(env.DATA_DIR, 'uploads')), []);
+  t.deepEqual(await uploadFiles(env.DATA_DIR), []);
   t.deepEqual(await readdir(join(env.DATA_DIR, 'files')), []);
 });

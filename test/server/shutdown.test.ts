@@ -4,7 +4,8 @@ import { request, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import test from 'ava';
 import { makePdf } from '../helpers/models-pdf.js';
-import { createKey, startServer, tempDataDir, type ServerProcess } from '../helpers/server-process.js';
+import { removeStaleUploads } from '../../reference-server/stale-uploads.js';
+import { createKey, startServer, tempDataDir, uploadFiles, type ServerProcess } from '../helpers/server-process.js';
 
 const dirs: Array<{ remove(): Promise<void> }> = [];
 test.after.always(() => Promise.all(dirs.map((dir) => dir.remove())));
@@ -56,15 +57,15 @@ async function serverWithKey(env: Record<string, string> = {}) {
   dirs.push(data);
   const base = { DATA_DIR: data.dir, ...env };
   const { key } = await createKey(base, ['--account', 'acme']);
-  return { env: base, key, server: await startServer(base), uploads: join(data.dir, 'uploads'), blobs: join(data.dir, 'files') };
+  return { env: base, key, server: await startServer(base), blobs: join(data.dir, 'files') };
 }
 
 test('SIGTERM during an upload: the upload finishes, new connections are refused, the process exits 0', async (t) => {
-  const { env, key, server, uploads } = await serverWithKey();
+  const { env, key, server } = await serverWithKey();
   const pdf = makePdf(1, 256 * 1024);
   const upload = splitUpload(server, key, pdf);
   // The first half is being streamed to its temp file: the request is in flight.
-  await until(async () => (await readdir(uploads)).length > 0, 'the upload to start');
+  await until(async () => (await uploadFiles(env.DATA_DIR)).length > 0, 'the upload to start');
 
   server.child.kill('SIGTERM');
   await until(() => server.logs.some((line) => line.msg === 'shutting down'), 'the shutdown to begin');
@@ -77,7 +78,7 @@ test('SIGTERM during an upload: the upload finishes, new connections are refused
   const file = JSON.parse(response.text) as { id: string; bytes: number };
   t.is(file.bytes, pdf.length);
   t.is(await server.exited, 0);
-  t.deepEqual(await readdir(uploads), [], 'no temp file is left');
+  t.deepEqual(await readdir(join(env.DATA_DIR, 'uploads')), [], 'no temp file is left, nor the server\'s uploads directory');
 
   // The file was stored: a new server on the same data serves it.
   const again = await startServer(env);
@@ -90,16 +91,16 @@ test('SIGTERM during an upload: the upload finishes, new connections are refused
 });
 
 test('SIGTERM during an upload that outlasts the grace period: the connection is cut and nothing is left behind', async (t) => {
-  const { key, server, uploads, blobs } = await serverWithKey({ SHUTDOWN_GRACE_SECONDS: '1' });
+  const { env, key, server, blobs } = await serverWithKey({ SHUTDOWN_GRACE_SECONDS: '1' });
   const upload = splitUpload(server, key, makePdf(1, 256 * 1024));
-  await until(async () => (await readdir(uploads)).length > 0, 'the upload to start');
+  await until(async () => (await uploadFiles(env.DATA_DIR)).length > 0, 'the upload to start');
 
   server.child.kill('SIGTERM');
   // The second half is never sent.
   await t.throwsAsync(upload.response);
   t.is(await server.exited, 0);
   t.truthy(server.logs.find((line) => line.msg === 'shutdown grace period over: closing remaining connections'));
-  t.deepEqual(await readdir(uploads), [], 'no temp file is left');
+  t.deepEqual(await readdir(join(env.DATA_DIR, 'uploads')), [], 'no temp file is left, nor the server\'s uploads directory');
   t.deepEqual(await readdir(blobs), [], 'no blob is left');
 });
 
@@ -112,4 +113,31 @@ test('SIGINT stops an idle server at once, closing keep-alive connections', asyn
   t.is(await server.exited, 0);
   t.truthy(server.logs.find((line) => line.msg === 'stopped'));
   await t.throwsAsync(fetch(`${server.url}/healthz`));
+});
+
+test('SIGKILL during an upload: the next start removes its temp file, and no sweep touches a live server\'s upload', async (t) => {
+  const { env, key, server } = await serverWithKey();
+  const killed = splitUpload(server, key, makePdf(1, 256 * 1024));
+  killed.response.catch(() => undefined);
+  await until(async () => (await uploadFiles(env.DATA_DIR)).length > 0, 'the upload to start');
+  const [leftover] = await uploadFiles(env.DATA_DIR);
+  server.child.kill('SIGKILL');
+  await server.exited;
+
+  const next = await startServer(env);
+  try {
+    t.deepEqual(await uploadFiles(env.DATA_DIR), [], 'the start removed the dead process\'s temp file');
+    t.truthy(next.logs.find((line) => line.msg === 'removed the temp files of uploads cut short by a crash' && line.staleUploads === 1), leftover);
+    const pdf = makePdf(1, 256 * 1024);
+    const live = splitUpload(next, key, pdf);
+    await until(async () => (await uploadFiles(env.DATA_DIR)).length > 0, 'the upload to start');
+    // A sweep from another process, as the `sweep` command runs one.
+    t.is(await removeStaleUploads(join(env.DATA_DIR, 'uploads')), 0);
+    live.finish();
+    const response = await live.response;
+    t.is(response.status, 200, response.text);
+    t.like(JSON.parse(response.text), { bytes: pdf.length });
+  } finally {
+    await next.stop();
+  }
 });

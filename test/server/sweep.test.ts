@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -56,10 +57,14 @@ test('sweep removes expired files, old orphaned blobs and stale upload temp file
   const data = await embeddedData();
   const uploads = join(data.env.DATA_DIR, 'uploads');
   await mkdir(uploads, { recursive: true });
-  await writeFile(join(uploads, 'left-by-a-crash'), 'partial upload');
+  // Loose temp files, as a version before the per-process directories left them.
+  const leftByACrash = `kmg-upload-${randomUUID()}`;
+  const inProgress = `kmg-upload-${randomUUID()}`;
   const yesterday = new Date(Date.now() - 25 * HOUR * 1000);
-  await utimes(join(uploads, 'left-by-a-crash'), yesterday, yesterday);
-  await writeFile(join(uploads, 'in-progress'), 'partial upload');
+  for (const name of [leftByACrash, inProgress, 'operator-notes.txt']) {
+    await writeFile(join(uploads, name), 'partial upload');
+    if (name !== inProgress) await utimes(join(uploads, name), yesterday, yesterday);
+  }
   const expired = await data.file(2 * HOUR, HOUR);
   const live = await data.file(2 * HOUR, 3 * HOUR);
   const forever = await data.file(2 * HOUR, null);
@@ -69,7 +74,7 @@ test('sweep removes expired files, old orphaned blobs and stale upload temp file
   const result = await runCli(['sweep', '--json'], data.env);
   t.is(result.code, 0, result.stderr);
   t.deepEqual(JSON.parse(result.stdout), { expired: 1, orphans: 1, staleUploads: 1 });
-  t.deepEqual(await readdir(uploads), ['in-progress']);
+  t.deepEqual((await readdir(uploads)).sort(), [inProgress, 'operator-notes.txt'].sort());
   const left = await readdir(data.filesDir);
   t.deepEqual(left.sort(), [live, forever, youngOrphan].sort());
   t.false(left.includes(expired) || left.includes(oldOrphan));

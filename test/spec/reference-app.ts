@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -8,6 +8,7 @@ import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
 import { createApp } from '../../reference-server/app.js';
 import { loadConfig, type ServerConfig } from '../../reference-server/config.js';
 import { openDeployment, type Deployment } from '../../reference-server/deployment.js';
+import { createHttpServer } from '../../reference-server/http-server.js';
 import { listen } from '../helpers/http.js';
 
 export interface LogLine {
@@ -24,20 +25,28 @@ export interface ReferenceApp {
   logs: LogLine[];
   /** A new key of `account` (default: every scope, no allowlist). */
   keyFor(scopes?: readonly Scope[], extra?: { account?: string; models?: string[] | null }): Promise<string>;
+  /** Resolves once the app has finished every request it started (an aborted one included). */
+  idle(): Promise<void>;
   /** The first log line `find` accepts, once the app has written it (a request's line follows its response). */
   logLine(find: (line: LogLine) => boolean): Promise<LogLine>;
   close(): Promise<void>;
 }
 
 /**
- * The reference server's own app (createApp on openDeployment, as `serve` builds it) in this
- * process: the embedded default deployment (SQLite, files on disk, limits in memory) in a temp
- * DATA_DIR, with the default echo catalog and the spec's limits, and its log lines collected.
- * Cheaper than a child process, and the same composition.
+ * The reference server's own app (createApp on openDeployment, in createHttpServer, as `serve`
+ * builds it) in this process: the embedded default deployment (SQLite, files on disk, limits in
+ * memory) in a temp DATA_DIR, with the default echo catalog and the spec's limits, or the
+ * `GATEWAY_CONFIG` file `gatewayConfig` describes, and its log lines collected. Cheaper than a
+ * child process, and the same composition.
  */
-export async function referenceApp(): Promise<ReferenceApp> {
+export async function referenceApp(gatewayConfig?: Record<string, unknown>): Promise<ReferenceApp> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kmg-spec-'));
-  const config = loadConfig({ DATA_DIR: dataDir });
+  const env: Record<string, string> = { DATA_DIR: dataDir };
+  if (gatewayConfig !== undefined) {
+    env.GATEWAY_CONFIG = join(dataDir, 'config.json');
+    await writeFile(env.GATEWAY_CONFIG, JSON.stringify(gatewayConfig));
+  }
+  const config = loadConfig(env);
   const logs: LogLine[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -47,7 +56,18 @@ export async function referenceApp(): Promise<ReferenceApp> {
   });
   const logger = pino({ level: 'info' }, sink);
   const deployment = await openDeployment(config, logger);
-  const server = await listen(createApp(deployment, logger));
+  const handle = createApp(deployment, logger).callback();
+  let inFlight = 0;
+  const waiting: (() => void)[] = [];
+  const server = await listen(
+    createHttpServer((req, res) => {
+      inFlight += 1;
+      void handle(req, res).finally(() => {
+        inFlight -= 1;
+        if (inFlight === 0) for (const resolve of waiting.splice(0)) resolve();
+      });
+    }, logger),
+  );
   return {
     url: server.url,
     config,
@@ -62,6 +82,7 @@ export async function referenceApp(): Promise<ReferenceApp> {
           models: extra.models ?? null,
         })
       ).key,
+    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise((resolve) => waiting.push(resolve))),
     async logLine(find) {
       for (let attempt = 0; attempt < 200; attempt++) {
         const found = logs.find(find);

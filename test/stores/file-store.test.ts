@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import type { Knex } from 'knex';
@@ -8,10 +7,14 @@ import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { fileStoreContract } from '../contracts/file-store.js';
+import { preparedReadsOn, type TestPreparedReads } from '../helpers/prepared-reads.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
+import { runTogether } from '../helpers/worker-processes.js';
 
 const databases: TestDatabase[] = [];
+const readers: TestPreparedReads[] = [];
 test.after.always(async () => {
+  await Promise.all(readers.map((reader) => reader.close()));
   await Promise.all(databases.map((db) => db.destroy()));
 });
 
@@ -24,9 +27,12 @@ async function openDatabase(open: () => Promise<TestDatabase>): Promise<TestData
 
 const knexOf = new WeakMap<FileStore, Knex>();
 
-async function knexStore(open: () => Promise<TestDatabase>): Promise<FileStore> {
-  const { knex } = await openDatabase(open);
-  const store = new KnexFileStore(knex);
+async function knexStore(open: () => Promise<TestDatabase>, { prepared = false } = {}): Promise<FileStore> {
+  const db = await openDatabase(open);
+  const { knex } = db;
+  const reader = prepared ? preparedReadsOn(db) : undefined;
+  if (reader) readers.push(reader);
+  const store = new KnexFileStore(knex, reader ? { preparedReads: reader.reads } : {});
   knexOf.set(store, knex);
   return store;
 }
@@ -49,6 +55,8 @@ async function seedRows(store: FileStore, files: FileRecord[]): Promise<void> {
 fileStoreContract(test, 'memory', async () => new MemoryFileStore());
 fileStoreContract(test, 'sqlite', () => knexStore(sqliteDatabase), { seed: seedRows });
 fileStoreContract(withPostgres(test), 'postgres', () => knexStore(postgresDatabase), { seed: seedRows });
+fileStoreContract(test, 'sqlite, prepared reads', () => knexStore(sqliteDatabase, { prepared: true }), { seed: seedRows });
+fileStoreContract(withPostgres(test), 'postgres, prepared reads', () => knexStore(postgresDatabase, { prepared: true }), { seed: seedRows });
 
 withPostgres(test)('postgres: file ids are stored in the "C" collation, so index order is byte order', async (t) => {
   const { knex } = await openDatabase(postgresDatabase);
@@ -63,31 +71,8 @@ const WORKER = fileURLToPath(new URL('../helpers/file-store-worker.ts', import.m
 
 /** Runs `create` for each batch in a process of its own, all released at the same moment. */
 async function createInProcesses(config: Knex.Config, batches: FileRecord[][], limits: StockLimits, now: number) {
-  const workers = batches.map((files) => {
-    const child = spawn(process.execPath, ['--import', 'tsx/esm', WORKER, JSON.stringify({ config, files, limits, now })], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    let output = '';
-    child.stdout.setEncoding('utf8');
-    const ready = new Promise<void>((resolve, reject) => {
-      child.stdout.on('data', (chunk: string) => {
-        output += chunk;
-        if (output.startsWith('ready\n')) resolve();
-      });
-      child.once('exit', () => reject(new Error(`worker exited early: ${output}`)));
-    });
-    const done = new Promise<(boolean | string)[]>((resolve, reject) => {
-      // 'close', not 'exit': the process may exit before its last output has been read.
-      child.once('close', (code) => {
-        if (code !== 0) reject(new Error(`worker exited with ${code}: ${output}`));
-        else resolve(JSON.parse(output.slice('ready\n'.length)) as (boolean | string)[]);
-      });
-    });
-    return { child, ready, done };
-  });
-  await Promise.all(workers.map((worker) => worker.ready));
-  for (const worker of workers) worker.child.stdin.end('go\n');
-  return (await Promise.all(workers.map((worker) => worker.done))).flat();
+  const outputs = await runTogether(WORKER, batches.map((files) => [JSON.stringify({ config, files, limits, now })]));
+  return outputs.flatMap((output) => JSON.parse(output) as (boolean | string)[]);
 }
 
 const NOW = 1_800_000_000;

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
+import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import type { FileRecord, FileStore, ListQuery, StockLimits, Usage } from '../../files/file-store.js';
-import { preparedRead } from './prepared-read.js';
+import { firstRowReader } from './prepared-reads.js';
+import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 
 const FILES = 'kmg_files';
 const ACCOUNTS = 'kmg_file_accounts';
@@ -45,17 +47,18 @@ function toRow(file: FileRecord): FileRow {
 }
 
 /**
- * Restricts a query to files that have not expired at `now`. Expiry times are whole seconds, so
- * flooring a fractional `now` (a `Date.now() / 1000` clock) changes no answer, and PostgreSQL's
- * bigint column refuses fractions.
+ * Expiry times are whole seconds, so flooring a fractional `now` (a `Date.now() / 1000` clock)
+ * changes no answer, and PostgreSQL's bigint column refuses fractions.
  */
-const live = (now: number) => (query: Knex.QueryBuilder) =>
-  query.whereNull('expires_at').orWhere('expires_at', '>', Math.floor(now));
+const seconds = Math.floor;
+
+/** Restricts a query to files that have not expired at `now` (whole seconds). */
+const live = (now: number) => (query: Knex.QueryBuilder) => query.whereNull('expires_at').orWhere('expires_at', '>', now);
 
 async function usageOf(knex: Knex | Knex.Transaction, account: string, now: number): Promise<Usage> {
   const row = (await knex(FILES)
     .where({ account })
-    .where(live(now))
+    .where(live(seconds(now)))
     .first(knex.raw('count(*) as files'), knex.raw('coalesce(sum(bytes), 0) as bytes'))) as
     | { files: number | string; bytes: number | string }
     | undefined;
@@ -65,80 +68,90 @@ async function usageOf(knex: Knex | Knex.Transaction, account: string, now: numb
 /**
  * FileStore on Knex (PostgreSQL or SQLite). Run `migrate(knex)` first. Creations of one account
  * run one at a time, across every process sharing the database, so the stock limits hold exactly.
- * On SQLite use one Knex instance per process (its default pool of one connection): the driver
- * waits for locks synchronously.
+ * Every call fails within `timeoutMs` (options: `KnexStoreOptions`). On SQLite use one Knex
+ * instance per process (its default pool of one connection): the driver waits for locks
+ * synchronously.
  * @example
  * const files = new KnexFileStore(knex);
  * const created = await files.create(record, { maxFiles: 1000, maxBytes: 100_000_000 }, now);
  */
 export class KnexFileStore implements FileStore {
   readonly #knex: Knex;
-  // Every retrieve and download reads one file: prepared once per connection (see prepared-read.ts).
-  readonly #byId: (account: string, id: string, now: number) => Promise<FileRow | undefined>;
+  readonly #timeoutMs: number;
+  // Every retrieve and download reads one file: a prepared statement where `preparedReads` is given.
+  readonly #byId: (account: string, id: string, now: number) => FileRow | undefined | Promise<FileRow | undefined>;
 
-  constructor(knex: Knex) {
+  constructor(knex: Knex, options: KnexStoreOptions = {}) {
     this.#knex = knex;
-    this.#byId = preparedRead(
-      knex,
-      'kmg_file_by_id',
-      `select ${COLUMNS.join(', ')} from ${FILES} where account = ? and id = ? and (expires_at is null or expires_at > ?)`,
-      (account: string, id: string, now: number) => knex<FileRow>(FILES).where({ account, id }).where(live(now)).first(COLUMNS),
+    this.#timeoutMs = storeTimeoutMs(options);
+    this.#byId = firstRowReader(options.preparedReads, (account: string, id: string, now: number) =>
+      knex<FileRow>(FILES).where({ account, id }).where(live(now)).select(COLUMNS),
     );
   }
 
   async create(file: FileRecord, limits: StockLimits, now: number): Promise<boolean> {
-    return this.#knex.transaction(async (trx) => {
-      // The first statement writes: SQLite takes its write lock right here (a deferred transaction
-      // that read first could not upgrade under contention), and PostgreSQL locks the account's
-      // row until commit. Either way the sums below cannot change until this transaction ends.
-      await trx(ACCOUNTS).insert({ account: file.account }).onConflict('account').merge();
-      const usage = await usageOf(trx, file.account, now);
-      if (usage.files + 1 > limits.maxFiles || usage.bytes + file.bytes > limits.maxBytes) return false;
-      await trx(FILES).insert(toRow(file));
-      return true;
-    });
+    return withinTimeout(this.#timeoutMs, (expired) =>
+      this.#knex.transaction(async (trx) => {
+        // The first statement writes: SQLite takes its write lock right here (a deferred transaction
+        // that read first could not upgrade under contention), and PostgreSQL locks the account's
+        // row until commit. Either way the sums below cannot change until this transaction ends.
+        await trx(ACCOUNTS).insert({ account: file.account }).onConflict('account').merge();
+        const usage = await usageOf(trx, file.account, now);
+        if (usage.files + 1 > limits.maxFiles || usage.bytes + file.bytes > limits.maxBytes) return false;
+        await trx(FILES).insert(toRow(file));
+        // Its caller was told that the creation failed: roll back rather than commit.
+        if (expired()) throw new StoreUnavailableError('the creation outlasted its timeout');
+        return true;
+      }),
+    );
   }
 
   async get(account: string, id: string, now: number): Promise<FileRecord | undefined> {
-    const row = await this.#byId(account, id, Math.floor(now));
+    const row = await withinTimeout(this.#timeoutMs, () => this.#byId(account, id, seconds(now)));
     return row && toRecord(row);
   }
 
   async list(account: string, query: ListQuery, now: number): Promise<{ files: FileRecord[]; hasMore: boolean }> {
     const select = this.#knex<FileRow>(FILES)
       .where({ account })
-      .where(live(now))
+      .where(live(seconds(now)))
       .orderBy('id', query.order)
       .limit(query.limit + 1); // one more than asked says whether more follow
     if (query.after !== undefined) select.where('id', query.order === 'asc' ? '>' : '<', query.after);
-    const rows: FileRow[] = await select;
+    const rows: FileRow[] = await withinTimeout(this.#timeoutMs, async () => select);
     return { files: rows.slice(0, query.limit).map(toRecord), hasMore: rows.length > query.limit };
   }
 
   async delete(account: string, id: string, now: number): Promise<boolean> {
-    const deleted = await this.#knex<FileRow>(FILES).where({ account, id }).where(live(now)).del();
+    const deleted = await withinTimeout(this.#timeoutMs, async () =>
+      this.#knex<FileRow>(FILES).where({ account, id }).where(live(seconds(now))).del(),
+    );
     return deleted > 0;
   }
 
   async usage(account: string, now: number): Promise<Usage> {
-    return usageOf(this.#knex, account, now);
+    return withinTimeout(this.#timeoutMs, () => usageOf(this.#knex, account, now));
   }
 
   async removeExpired(now: number, max: number): Promise<FileRecord[]> {
     // Knex cannot read DELETE ... RETURNING on SQLite: select, then delete what was selected. Two
     // sweeps at the same moment may both return a record; deleting its blob twice is harmless.
-    const rows: FileRow[] = await this.#knex<FileRow>(FILES).where('expires_at', '<=', Math.floor(now)).limit(max);
-    await this.#deleteIds(rows.map((row) => row.id));
-    return rows.map(toRecord);
+    return withinTimeout(this.#timeoutMs, async () => {
+      const rows: FileRow[] = await this.#knex<FileRow>(FILES).where('expires_at', '<=', seconds(now)).limit(max);
+      await this.#deleteIds(rows.map((row) => row.id));
+      return rows.map(toRecord);
+    });
   }
 
   async existing(ids: readonly string[]): Promise<Set<string>> {
-    const found = new Set<string>();
-    for (const chunk of chunks(ids)) {
-      const rows: Pick<FileRow, 'id'>[] = await this.#knex<FileRow>(FILES).select('id').whereIn('id', chunk);
-      for (const row of rows) found.add(row.id);
-    }
-    return found;
+    return withinTimeout(this.#timeoutMs, async () => {
+      const found = new Set<string>();
+      for (const chunk of chunks(ids)) {
+        const rows: Pick<FileRow, 'id'>[] = await this.#knex<FileRow>(FILES).select('id').whereIn('id', chunk);
+        for (const row of rows) found.add(row.id);
+      }
+      return found;
+    });
   }
 
   async #deleteIds(ids: readonly string[]): Promise<void> {

@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
 import type { ApiKeyRecord, KeyStore, NewApiKey } from '../../auth/key-store.js';
 import type { Scope } from '../../auth/scopes.js';
-import { randomAlphanumeric } from '../../errors/request-id.js';
 import { hasModelLimits, type ModelLimits } from '../../quota/model-limits.js';
-import { preparedRead } from './prepared-read.js';
+import { randomAlphanumeric } from '../../random.js';
+import { firstRowReader } from './prepared-reads.js';
+import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 
 const TABLE = 'kmg_api_keys';
 const LIMIT_COLUMNS = {
@@ -59,23 +60,24 @@ function toRecord(row: KeyRow): ApiKeyRecord {
 }
 
 /**
- * KeyStore on Knex (PostgreSQL or SQLite). Run `migrate(knex)` first.
+ * KeyStore on Knex (PostgreSQL or SQLite). Run `migrate(knex)` first. Every call fails within
+ * `timeoutMs` (options: `KnexStoreOptions`).
  * @example apiKey({ store: new KnexKeyStore(knex) })
  */
 export class KnexKeyStore implements KeyStore {
   readonly #knex: Knex;
-  // Every request looks its key up: prepared once per connection (see prepared-read.ts).
-  readonly #byHash: (hash: string) => Promise<KeyRow | undefined>;
+  readonly #timeoutMs: number;
+  // Every request looks its key up: a prepared statement where `preparedReads` is given.
+  readonly #byHash: (hash: string) => KeyRow | undefined | Promise<KeyRow | undefined>;
 
-  constructor(knex: Knex) {
+  constructor(knex: Knex, options: KnexStoreOptions = {}) {
     this.#knex = knex;
-    this.#byHash = preparedRead(knex, 'kmg_key_by_hash', `select ${COLUMNS.join(', ')} from ${TABLE} where hash = ?`, (hash: string) =>
-      knex<KeyRow>(TABLE).where({ hash }).first(COLUMNS),
-    );
+    this.#timeoutMs = storeTimeoutMs(options);
+    this.#byHash = firstRowReader(options.preparedReads, (hash: string) => knex<KeyRow>(TABLE).where({ hash }).select(COLUMNS));
   }
 
   async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    const row = await this.#byHash(hash);
+    const row = await withinTimeout(this.#timeoutMs, () => this.#byHash(hash));
     return row && toRecord(row);
   }
 
@@ -88,7 +90,7 @@ export class KnexKeyStore implements KeyStore {
       createdAt: Math.floor(Date.now() / 1000),
       revokedAt: null,
     };
-    await this.#knex<KeyRow>(TABLE).insert({
+    const row = {
       id: record.id,
       account: record.account,
       hash: record.hash,
@@ -98,20 +100,23 @@ export class KnexKeyStore implements KeyStore {
       expires_at: record.expiresAt,
       revoked_at: null,
       ...limitColumns(record.limits),
-    });
+    };
+    await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).insert(row));
     return record;
   }
 
   async list(filter: { account?: string } = {}): Promise<ApiKeyRecord[]> {
     const query = this.#knex<KeyRow>(TABLE).orderBy('seq');
     if (filter.account !== undefined) query.where({ account: filter.account });
-    return (await query).map(toRecord);
+    return (await withinTimeout(this.#timeoutMs, async () => query)).map(toRecord);
   }
 
   async revoke(id: string): Promise<boolean> {
     const now = Math.floor(Date.now() / 1000);
-    const changed = await this.#knex<KeyRow>(TABLE).where({ id }).update({ revoked_at: now }).whereNull('revoked_at');
-    if (changed > 0) return true;
-    return (await this.#knex<KeyRow>(TABLE).where({ id }).first('id')) !== undefined;
+    return withinTimeout(this.#timeoutMs, async () => {
+      const changed = await this.#knex<KeyRow>(TABLE).where({ id }).update({ revoked_at: now }).whereNull('revoked_at');
+      if (changed > 0) return true;
+      return (await this.#knex<KeyRow>(TABLE).where({ id }).first('id')) !== undefined;
+    });
   }
 }

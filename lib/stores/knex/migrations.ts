@@ -28,7 +28,7 @@ const MIGRATIONS: Migration[] = [
     async up(knex) {
       // List cursors compare ids byte by byte: PostgreSQL must sort them in the "C" collation
       // (SQLite's default BINARY collation already does).
-      const postgres = (knex.client as { dialect?: string }).dialect === 'postgresql';
+      const postgres = knex.client.dialect === 'postgresql';
       await knex.schema.createTable('kmg_files', (table) => {
         if (postgres) table.specificType('id', 'varchar(37) collate "C"').primary();
         else table.string('id', 37).primary();
@@ -106,67 +106,36 @@ const migrationSource: Knex.MigrationSource<Migration> = {
 };
 
 const TABLE = 'kmg_migrations';
-const LOCK_TABLE = `${TABLE}_lock`;
-/** How long a process waits for another one's migration before giving up. */
-const LOCK_WAIT_MS = 30_000;
+/** 'kmg1': the PostgreSQL advisory lock key of these migrations, and SQLite's `application_id` of the file. */
+const GATEWAY_ID = 0x6b6d6731;
 
 /**
- * Knex makes its bookkeeping tables check-then-create, so processes starting together on a fresh
- * database race: both create a table, or both insert a lock row, after which Knex's lock can never
- * be taken. Made here first, idempotently, with the one lock row under a fixed key.
+ * Holds the migration lock for the rest of `trx`, waiting for a process that holds it. Knex's own
+ * lock fails at once when taken, and its bookkeeping tables are made check-then-create, so
+ * processes migrating a fresh database together would race. PostgreSQL: a transaction-level
+ * advisory lock. SQLite: the database's write lock, taken by a first statement that writes (the
+ * file's `application_id`, the same every time), which waits out another writer for the busy
+ * timeout.
  */
-async function ensureBookkeeping(knex: Knex): Promise<void> {
-  if (!(await knex.schema.hasTable(TABLE))) {
-    await knex.schema.createTable(TABLE, (table) => {
-      table.increments();
-      table.string('name');
-      table.integer('batch');
-      table.timestamp('migration_time');
-    });
-  }
-  if (!(await knex.schema.hasTable(LOCK_TABLE))) {
-    await knex.schema.createTable(LOCK_TABLE, (table) => {
-      table.increments('index').primary();
-      table.integer('is_locked');
-    });
-  }
-  await knex(LOCK_TABLE).insert({ index: 1, is_locked: 0 }).onConflict('index').ignore();
-}
-
-// PostgreSQL's unique_violation (its catalog's pg_type row) and duplicate_table; SQLite's message.
-const DUPLICATE_CODES = new Set(['23505', '42P07']);
-const isDuplicate = (err: unknown) =>
-  err instanceof Error && (DUPLICATE_CODES.has(String((err as { code?: unknown }).code)) || err.message.includes('already exists'));
-
-/** Runs `step` again while `racing(err)` says another process is in the way, up to LOCK_WAIT_MS. */
-async function retryWhileRacing(step: () => Promise<unknown>, racing: (err: unknown) => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  for (;;) {
-    try {
-      await step();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline || !(await racing(err))) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100));
-    }
+async function lockMigrations(trx: Knex.Transaction): Promise<void> {
+  if (trx.client.dialect === 'postgresql') {
+    // Migrations are not requests: no statement timeout of the pool for them, the wait included.
+    await trx.raw('set local statement_timeout = 0');
+    await trx.raw('select pg_advisory_xact_lock(?)', [GATEWAY_ID]);
+  } else {
+    await trx.raw(`pragma application_id = ${GATEWAY_ID}`);
   }
 }
 
 /**
- * Brings the database to the latest schema of the Knex stores. Safe to call at every start and
- * from several processes at once: one migrates while the others wait for it.
+ * Brings the database to the latest schema of the Knex stores, through Knex's migrator with the
+ * migrations in code. Safe to call at every start and from several processes at once: one
+ * migrates while the others wait for it, then find nothing left to do.
  * @example await migrate(knex)
  */
 export async function migrate(knex: Knex): Promise<void> {
-  // A failed create lost a race when it says so, or when the tables are there now (on PostgreSQL
-  // the winner's table may still be uncommitted, and invisible, when the loser fails).
-  await retryWhileRacing(
-    () => ensureBookkeeping(knex),
-    async (err) => isDuplicate(err) || ((await knex.schema.hasTable(TABLE)) && (await knex.schema.hasTable(LOCK_TABLE))),
-  );
-  // Knex does not wait for a lock another process holds: it fails at once.
-  await retryWhileRacing(
-    () => knex.migrate.latest({ migrationSource, tableName: TABLE }),
-    async (err) => err instanceof Error && err.message.includes('Migration table is already locked'),
-  );
+  await knex.transaction(async (trx) => {
+    await lockMigrations(trx);
+    await trx.migrate.latest({ migrationSource, tableName: TABLE });
+  });
 }

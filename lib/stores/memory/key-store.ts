@@ -1,5 +1,5 @@
 import type { ApiKeyRecord, KeyStore, NewApiKey } from '../../auth/key-store.js';
-import { randomAlphanumeric } from '../../errors/request-id.js';
+import { randomAlphanumeric } from '../../random.js';
 import { hasModelLimits } from '../../quota/model-limits.js';
 
 /**

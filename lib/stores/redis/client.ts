@@ -53,7 +53,7 @@ export async function createRedisClient(url: string, options: RedisClientOptions
   } catch (err) {
     client.disconnect();
     // The URL is left out: it may hold a password.
-    throw new StoreUnavailableError(`Redis was not ready within ${readyTimeoutMs} ms`, { cause: err });
+    throw new StoreUnavailableError(`Redis was not ready within ${readyTimeoutMs} ms`, { cause: err, store: 'redis' });
   } finally {
     client.off('error', onError);
   }

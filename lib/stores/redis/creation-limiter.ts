@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { randomAlphanumeric } from '../../errors/request-id.js';
+import { randomAlphanumeric } from '../../random.js';
 import type { CreationLimiter, CreationReservation } from '../../quota/creation-limiter.js';
 import {
   assertByteCount,

@@ -58,13 +58,13 @@ export async function answerWithin<T>(call: Promise<T>, timeoutMs: number): Prom
     timer = setTimeout(() => {
       // After a stall (a starved CPU), timers run before the sockets are read: an answer that
       // came meanwhile is read in this same turn of the loop, before setImmediate's callbacks.
-      setImmediate(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`)));
+      setImmediate(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`, { store: 'redis' })));
     }, timeoutMs);
   });
   try {
     return await Promise.race([call, timeout]);
   } catch (err) {
-    throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err });
+    throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err, store: 'redis' });
   } finally {
     clearTimeout(timer);
   }

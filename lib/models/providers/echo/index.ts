@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { nonEmptyString, parseOptions, settingsObject } from '../../../settings/schemas.js';
 import { isObject, type JsonObject } from '../../content.js';
 import type { Provider, ProviderRequest } from '../../provider.js';
-import { answerLines, inputWords, receivedChat, receivedMessages, words } from './received.js';
+import { answerLines, inputWords, receivedChat, receivedMessages, receivedResponses, responsesMessages, words } from './received.js';
 
 /** The echo provider needs nothing but its `id`. */
 export const echoProviderOptions = settingsObject({ id: nonEmptyString });
@@ -102,9 +102,89 @@ function message({ body, signal }: ProviderRequest): Response {
 }
 
 /**
- * An offline provider for both endpoints: it answers, deterministically and in the endpoint's own
- * format (streaming too), with what it received: the message count, the last user message and
- * each attached document's name, size and page count. Token counts are word counts.
+ * A Responses answer, as OpenAI's Responses API gives one: the response object, or its events
+ * (`response.created`, `response.in_progress`, the message's item, part and text events, then
+ * `response.completed` with the usage), each numbered by `sequence_number`.
+ */
+function response({ body, signal }: ProviderRequest): Response {
+  if (typeof body.input !== 'string' && !Array.isArray(body.input)) {
+    return json(400, { error: { message: "'input' must be a string or an array", type: 'invalid_request_error', param: 'input', code: null } });
+  }
+  const lines = answerLines(receivedResponses(body));
+  const text = lines.join('');
+  const key = digest(body);
+  const itemId = `msg_echo${key}`;
+  const inputTokens = inputWords(responsesMessages(body.input)) + (typeof body.instructions === 'string' ? words(body.instructions) : 0);
+  const outputTokens = words(text);
+  const part = (partText: string) => ({ type: 'output_text', text: partText, annotations: [], logprobs: [] });
+  const item = (status: string, content: unknown[]) => ({ id: itemId, type: 'message', status, role: 'assistant', content });
+  const responseObject = (status: string, output: unknown[], usage: JsonObject | null) => ({
+    id: `resp_echo${key}`,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    status,
+    background: false,
+    error: null,
+    incomplete_details: null,
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    model: body.model,
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: body.previous_response_id ?? null,
+    reasoning: { effort: null, summary: null },
+    store: false,
+    temperature: body.temperature ?? 1,
+    text: { format: { type: 'text' } },
+    tool_choice: 'auto',
+    tools: [],
+    top_p: body.top_p ?? 1,
+    truncation: 'disabled',
+    usage,
+    user: null,
+    metadata: {},
+  });
+  const usage = {
+    input_tokens: inputTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: outputTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: inputTokens + outputTokens,
+  };
+  const done = item('completed', [part(text)]);
+  if (body.stream !== true) return json(200, responseObject('completed', [done], usage));
+  const started = responseObject('in_progress', [], null);
+  const at = { item_id: itemId, output_index: 0, content_index: 0 };
+  const data: JsonObject[] = [
+    { type: 'response.created', response: started },
+    { type: 'response.in_progress', response: started },
+    { type: 'response.output_item.added', output_index: 0, item: item('in_progress', []) },
+    { type: 'response.content_part.added', ...at, part: part('') },
+    ...lines.map((line) => ({ type: 'response.output_text.delta', ...at, delta: line, logprobs: [] })),
+    { type: 'response.output_text.done', ...at, text, logprobs: [] },
+    { type: 'response.content_part.done', ...at, part: part(text) },
+    { type: 'response.output_item.done', output_index: 0, item: done },
+    { type: 'response.completed', response: responseObject('completed', [done], usage) },
+  ];
+  return eventStream(data.map((event, index) => sse({ ...event, sequence_number: index }, String(event.type))), signal);
+}
+
+/**
+ * Anthropic's token count of a Messages body, estimated as echo counts every token: words, of the
+ * messages and the system prompt. Like Anthropic's, it refuses `stream`: a count is never streamed.
+ */
+function tokenCount({ body }: ProviderRequest): Response {
+  const invalid = (message: string) => json(400, { type: 'error', error: { type: 'invalid_request_error', message } });
+  if (!Array.isArray(body.messages)) return invalid('messages: Field required');
+  if ('stream' in body) return invalid('stream: Extra inputs are not permitted');
+  const system = typeof body.system === 'string' ? words(body.system) : Array.isArray(body.system) ? inputWords([{ content: body.system }]) : 0;
+  return json(200, { input_tokens: inputWords(body.messages) + system });
+}
+
+/**
+ * An offline provider for every endpoint format: it answers, deterministically and in the
+ * endpoint's own format (streaming too), with what it received: the message count, the last user
+ * message and each attached document's name, size and page count. Token counts are word counts.
  * @example echoProvider({ id: 'echo' })
  */
 export function echoProvider(options: EchoProviderOptions): Provider {
@@ -112,6 +192,8 @@ export function echoProvider(options: EchoProviderOptions): Provider {
   return {
     id,
     chatCompletions: async (request) => chatCompletion(request),
+    responses: async (request) => response(request),
     messages: async (request) => message(request),
+    countTokens: async (request) => tokenCount(request),
   };
 }

@@ -1,4 +1,4 @@
-import { isObject, mapChatContentParts, mapMessagesContentBlocks, type JsonObject } from '../../content.js';
+import { isObject, mapChatContentParts, mapMessagesContentBlocks, mapResponsesContentParts, type JsonObject } from '../../content.js';
 
 // What the echo provider reads from a request of either format, and the answer it gives about it.
 
@@ -30,6 +30,9 @@ function describeDocument(name: string, base64: string): ReceivedDocument {
   return { name, bytes: bytes.length, pages: countPdfPages(bytes) };
 }
 
+/** The base64 of a `data:` URL, as Chat Completions and Responses carry a file. */
+const dataUrlBase64 = (url: string) => url.slice(url.indexOf(',') + 1);
+
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 export const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
 export const inputWords = (messages: unknown[]) =>
@@ -39,7 +42,8 @@ function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .filter((part): part is JsonObject => isObject(part) && part.type === 'text' && typeof part.text === 'string')
+    // `text` in Chat Completions and Messages, `input_text` in Responses.
+    .filter((part): part is JsonObject => isObject(part) && (part.type === 'text' || part.type === 'input_text') && typeof part.text === 'string')
     .map((part) => part.text)
     .join('\n');
 }
@@ -55,7 +59,7 @@ export function receivedChat(body: JsonObject, messages: unknown[]): Received {
   mapChatContentParts(body, (part) => {
     if (isObject(part) && part.type === 'file' && isObject(part.file) && typeof part.file.file_data === 'string') {
       const name = typeof part.file.filename === 'string' ? part.file.filename : 'unnamed';
-      documents.push(describeDocument(name, part.file.file_data.slice(part.file.file_data.indexOf(',') + 1)));
+      documents.push(describeDocument(name, dataUrlBase64(part.file.file_data)));
     }
     return part;
   });
@@ -72,6 +76,26 @@ export function receivedMessages(body: JsonObject, messages: unknown[]): Receive
     }
     return block;
   });
+  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), documents };
+}
+
+/** The messages of a Responses `input`: a string is one user message; of a list, the items with a role. */
+export function responsesMessages(input: unknown): unknown[] {
+  if (typeof input === 'string') return [{ role: 'user', content: input }];
+  return Array.isArray(input) ? input.filter((item) => isObject(item) && typeof item.role === 'string') : [];
+}
+
+/** What a Responses body holds; attached PDFs are `input_file` parts with a data URL. */
+export function receivedResponses(body: JsonObject): Received {
+  const documents: ReceivedDocument[] = [];
+  mapResponsesContentParts(body, (part) => {
+    if (isObject(part) && part.type === 'input_file' && typeof part.file_data === 'string') {
+      const name = typeof part.filename === 'string' ? part.filename : 'unnamed';
+      documents.push(describeDocument(name, dataUrlBase64(part.file_data)));
+    }
+    return part;
+  });
+  const messages = responsesMessages(body.input);
   return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), documents };
 }
 

@@ -5,18 +5,20 @@ import { endpointUrl, httpProviderOptions, postJson, type HttpProviderOptions } 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 /**
- * Any OpenAI-compatible API: `POST {baseURL}/chat/completions` (default base
- * `https://api.openai.com/v1`) with `Authorization: Bearer <apiKey>` (left out when no `apiKey`
- * is given, for local servers that need none). It speaks Chat Completions only: its models are
- * not served on /v1/messages.
+ * Any OpenAI-compatible API: `POST {baseURL}/chat/completions` and `POST {baseURL}/responses`
+ * (default base `https://api.openai.com/v1`) with `Authorization: Bearer <apiKey>` (left out when
+ * no `apiKey` is given, for local servers that need none). It speaks Chat Completions and
+ * Responses: its models are not served on /v1/messages.
  * @example openAIProvider({ id: 'openai', apiKey: process.env.OPENAI_API_KEY })
  */
 export function openAIProvider(options: HttpProviderOptions): Provider {
   const { id, baseURL = DEFAULT_BASE_URL, apiKey } = parseOptions(httpProviderOptions, options, 'openAIProvider()');
-  const url = endpointUrl(baseURL, '/chat/completions');
+  const chatUrl = endpointUrl(baseURL, '/chat/completions');
+  const responsesUrl = endpointUrl(baseURL, '/responses');
   const credentials: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` };
   return {
     id,
-    chatCompletions: (request) => postJson(url, credentials, request),
+    chatCompletions: (request) => postJson(chatUrl, credentials, request),
+    responses: (request) => postJson(responsesUrl, credentials, request),
   };
 }

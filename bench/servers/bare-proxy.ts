@@ -1,0 +1,44 @@
+/**
+ * The floor for the model proxy: bare Koa forwarding POST /v1/chat/completions, /v1/messages and
+ * /v1/responses to UPSTREAM with one keep-alive `undici` Pool, parsing the body and rewriting
+ * `model` (MODELS, `client=upstream` pairs, comma-separated), and passing the answer back as it
+ * comes, a stream piped as a stream. No authentication, no checks, no log: the least a proxy that
+ * reads its requests does. GET /healthz: 200.
+ * Run: PORT=8083 UPSTREAM=http://127.0.0.1:8082 MODELS=bench-gpt=mock-gpt node --import tsx bench/servers/bare-proxy.ts
+ */
+import { text } from 'node:stream/consumers';
+import Koa from 'koa';
+import { Pool } from 'undici';
+
+const port = Number(process.env.PORT ?? 8083);
+const upstream = new Pool(process.env.UPSTREAM ?? 'http://127.0.0.1:8082');
+const models = new Map((process.env.MODELS ?? '').split(',').filter(Boolean).map((pair) => pair.split('=') as [string, string]));
+const PATHS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/responses']);
+
+const app = new Koa();
+app.use(async function bareProxy(ctx) {
+  if (ctx.path === '/healthz') {
+    ctx.body = { status: 'ok' };
+    return;
+  }
+  if (ctx.method !== 'POST' || !PATHS.has(ctx.path)) return;
+  const body = JSON.parse(await text(ctx.req)) as { model?: unknown };
+  const model = typeof body.model === 'string' ? models.get(body.model) : undefined;
+  if (model === undefined) ctx.throw(404, 'unknown model');
+  body.model = model;
+  const answer = await upstream.request({ path: ctx.path, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  ctx.status = answer.statusCode;
+  const type = answer.headers['content-type'];
+  if (typeof type === 'string') ctx.type = type;
+  // Koa pipes it with stream.pipeline, which reports its failures. A client that leaves makes Koa
+  // destroy it too, which aborts the upstream request and raises that abort once more, on its own.
+  answer.body.on('error', () => undefined);
+  ctx.body = answer.body;
+});
+
+const server = app.listen(port, '127.0.0.1');
+process.once('SIGTERM', () => {
+  server.close(() => process.exit(0));
+  server.closeIdleConnections();
+  void upstream.close();
+});

@@ -1,0 +1,69 @@
+import type { Middleware } from 'koa';
+import { errors, type GatewayError } from '../errors/gateway-error.js';
+import { isObject, mapResponsesContentParts, type JsonObject } from './content.js';
+import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
+import { responsesAnswer } from './responses-answer.js';
+
+export { RESPONSE_EVENTS, responseObject, responseUsage } from './responses-answer.js';
+
+const FILES_IN_INPUT_FILE_ONLY = 'Files are attached as {"type":"input_file","file_id"} parts only';
+
+/**
+ * A failure after the stream has started, as the Responses API tells one: `event: error` with
+ * `{"type":"error","code","message","param","sequence_number"}`. The gateway does not count the
+ * upstream's events, so `sequence_number` is 0; it is the stream's last event whatever its number.
+ */
+function responsesErrorEvent(err: GatewayError): string {
+  const data = { type: 'error', code: err.code, message: err.message, param: null, sequence_number: 0 };
+  return `event: error\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+const RESPONSES: EndpointFormat = {
+  endpoint: 'responses',
+  modelNotAllowed: (model) => errors.modelNotAllowed(model),
+  modelNotFound: (model) => errors.modelDoesNotExist(model),
+  unsupported: (model) =>
+    errors.invalidRequest(`The model '${model}' is not served on /v1/responses: its provider does not speak the Responses API`),
+  fileReferences: {
+    // {"type":"input_file","file_id":"file-..."}; one with file_data or file_url is the client's own
+    // and passes as it is. Any other part naming a file (an input_image with a file_id) would be
+    // resolved upstream in the operator's own account, with the operator's key: refused.
+    map: (body, replace) =>
+      mapResponsesContentParts(body, (part) => {
+        if (!isObject(part) || !('file_id' in part)) return part;
+        if (part.type === 'input_file') return replace(part.file_id, part);
+        throw errors.invalidRequest(FILES_IN_INPUT_FILE_ONLY);
+      }),
+    inline: (part, file) => {
+      const inlined: JsonObject = { ...part, filename: file.filename, file_data: `data:application/pdf;base64,${file.data}` };
+      delete inlined.file_id;
+      return inlined;
+    },
+  },
+  forwardHeaders: [],
+  errorEvent: (err) => responsesErrorEvent(err),
+  answer: responsesAnswer,
+  rateLimitStyle: 'openai',
+};
+
+/**
+ * `POST /v1/responses` in OpenAI's Responses format, Shape A errors: put it behind `openAIErrors()`,
+ * `apiKey()` and `requireScope('responses:create')`. The allowlist policy of Chat Completions
+ * (outside the list: 403 `Model '<id>' is not allowed for this API key`; not in the catalog: 404
+ * `The model '<id>' does not exist`); a model whose provider has no `responses` method is 400. An
+ * input part `{"type":"input_file","file_id"}` (needs `files:read` too) is sent as the stored PDF
+ * itself: `{"type":"input_file","filename","file_data":"data:application/pdf;base64,..."}`. With
+ * `"stream": true` the upstream's events pass through as they arrive; a failure after that is an
+ * `event: error`. Answers name the catalog id; the key's limits are applied after the checks above
+ * (429 with `x-ratelimit-*`). For usage records and metrics, put `meterModelCalls()` before it
+ * (`modelsRouter()` does).
+ * @example
+ * router.post('/v1/responses', requireScope('responses:create'),
+ *   responses({ catalog, providers, files, blobs }))
+ */
+export function responses(options: ModelEndpointOptions): Middleware {
+  const handle = modelEndpoint(RESPONSES, options);
+  return async function responses(ctx) {
+    await handle(ctx);
+  };
+}

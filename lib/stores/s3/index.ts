@@ -1,0 +1,1 @@
+export { S3BlobStore, type S3BlobStoreOptions } from './blob-store.js';

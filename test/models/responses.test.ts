@@ -1,0 +1,147 @@
+import { PassThrough } from 'node:stream';
+import test from 'ava';
+import nock from 'nock';
+import { responseObject, responseUsage } from '../../lib/models/responses.js';
+import { OPENAI_PROVIDER_KEY, OPENAI_UPSTREAM, modelsApp } from '../helpers/models-app.js';
+import { makePdf } from '../helpers/models-pdf.js';
+import { mockUpstreams } from '../helpers/nock.js';
+
+const gateway = await modelsApp();
+test.after.always(() => gateway.close());
+mockUpstreams(test);
+
+const create = (key: string, body: unknown) => gateway.post('/v1/responses', body, { authorization: `Bearer ${key}` });
+const shapeA = (type: string, code: string, message: string) => ({ error: { message, type, param: null, code } });
+const answer = async (response: Response) => [response.status, await response.json()] as const;
+const withFile = (fileId: unknown) => [{ role: 'user', content: [{ type: 'input_text', text: 'Read it.' }, { type: 'input_file', file_id: fileId }] }];
+
+const upstreamAnswer = {
+  id: 'resp_upstream',
+  object: 'response',
+  created_at: 1_744_000_000,
+  status: 'completed',
+  model: 'gpt-4o-mini-2024-07-18',
+  output: [{ id: 'msg_1', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'A report.', annotations: [] }] }],
+  usage: { input_tokens: 12, output_tokens: 2, total_tokens: 14 },
+};
+
+test.serial('the allowlist policy of Chat Completions: 403 with the exact message outside it, existing or not; 404 for an unknown model', async (t) => {
+  const restricted = await gateway.keyFor(undefined, { models: ['gpt-test'] });
+  for (const model of ['echo-1', 'no-such-model']) {
+    t.deepEqual(await answer(await create(restricted, { model, input: 'hi' })), [
+      403,
+      shapeA('permission_error', 'forbidden', `Model '${model}' is not allowed for this API key`),
+    ]);
+  }
+  t.deepEqual(await answer(await create(await gateway.keyFor(), { model: 'no-such-model', input: 'hi' })), [
+    404,
+    shapeA('invalid_request_error', 'model_not_found', "The model 'no-such-model' does not exist"),
+  ]);
+});
+
+test.serial('needs responses:create; a model whose provider does not speak Responses is 400', async (t) => {
+  t.deepEqual(await answer(await create(await gateway.keyFor(['chat:completions', 'files:read']), { model: 'echo-1', input: 'hi' })), [
+    403,
+    shapeA('permission_error', 'forbidden', 'Forbidden'),
+  ]);
+  const [status, body] = await answer(await create(await gateway.keyFor(), { model: 'claude-test', input: 'hi' }));
+  t.is(status, 400);
+  t.like(body, { error: { type: 'invalid_request_error', message: "The model 'claude-test' is not served on /v1/responses: its provider does not speak the Responses API" } });
+});
+
+test.serial('input_file by file_id: needs files:read, 400 when malformed, 404 when foreign; no other part may name a file', async (t) => {
+  const foreign = await gateway.storePdf(makePdf(1), { account: 'someone-else' });
+  t.deepEqual(await answer(await create(await gateway.keyFor(['responses:create']), { model: 'echo-1', input: withFile(foreign) })), [
+    403,
+    shapeA('permission_error', 'forbidden', 'Forbidden'),
+  ]);
+  const key = await gateway.keyFor();
+  t.deepEqual(await answer(await create(key, { model: 'echo-1', input: withFile('file-nope') })), [
+    400,
+    shapeA('invalid_request_error', 'invalid_file_id', 'Invalid file ID'),
+  ]);
+  t.deepEqual(await answer(await create(key, { model: 'echo-1', input: withFile(foreign) })), [
+    404,
+    shapeA('invalid_request_error', 'file_not_found', 'File not found'),
+  ]);
+  const image = [{ role: 'user', content: [{ type: 'input_image', file_id: foreign }] }];
+  const [status, body] = await answer(await create(key, { model: 'echo-1', input: image }));
+  t.is(status, 400);
+  t.like(body, { error: { message: 'Files are attached as {"type":"input_file","file_id"} parts only' } });
+});
+
+test.serial('an openai provider gets {baseURL}/responses with the upstream model, the PDF itself and its own key', async (t) => {
+  const received: Array<{ authorization: unknown; body: Record<string, unknown> }> = [];
+  nock(OPENAI_UPSTREAM)
+    .post('/v1/responses')
+    .reply(function (_uri, body) {
+      received.push({ authorization: this.req.headers.authorization, body: body as Record<string, unknown> });
+      return [200, upstreamAnswer];
+    });
+  const pdf = makePdf(2, 300);
+  const fileId = await gateway.storePdf(pdf, { filename: 'q3.pdf' });
+  const response = await create(await gateway.keyFor(), { model: 'gpt-test', instructions: 'Be brief.', input: withFile(fileId) });
+  t.is(response.status, 200);
+  t.regex(response.headers.get('x-request-id') ?? '', /^req_[A-Za-z0-9]{32}$/);
+  t.like(await response.json(), { id: upstreamAnswer.id, output: upstreamAnswer.output, usage: upstreamAnswer.usage });
+  t.deepEqual(received, [
+    {
+      authorization: `Bearer ${OPENAI_PROVIDER_KEY}`,
+      body: {
+        model: 'gpt-4o-mini-2024-07-18',
+        instructions: 'Be brief.',
+        input: [
+          {
+            role: 'user',
+            content: [
+              { type: 'input_text', text: 'Read it.' },
+              { type: 'input_file', filename: 'q3.pdf', file_data: `data:application/pdf;base64,${pdf.toString('base64')}` },
+            ],
+          },
+        ],
+      },
+    },
+  ]);
+});
+
+test.serial('a streamed answer passes through event by event; a failure after that is an error event', async (t) => {
+  const upstream = new PassThrough();
+  nock(OPENAI_UPSTREAM).post('/v1/responses').reply(200, () => upstream, { 'content-type': 'text/event-stream' });
+  const created = `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { ...upstreamAnswer, status: 'in_progress', output: [], usage: null } })}\n\n`;
+  upstream.write(created);
+  const response = await create(await gateway.keyFor(), { model: 'gpt-test', input: 'hi', stream: true });
+  t.is(response.status, 200);
+  t.regex(response.headers.get('content-type') ?? '', /^text\/event-stream/);
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const first = (await reader.read()).value ?? '';
+  t.true(first.startsWith('event: response.created\ndata: '));
+  t.like(JSON.parse(first.slice(first.indexOf('{'))), { type: 'response.created', sequence_number: 0, response: { id: 'resp_upstream' } });
+  upstream.destroy(new Error('connection reset'));
+  let rest = '';
+  for (let read = await reader.read(); !read.done; read = await reader.read()) rest += read.value;
+  t.is(rest, `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'upstream_error', message: 'Upstream provider error', param: null, sequence_number: 0 })}\n\n`);
+});
+
+test.serial('responseObject() and responseUsage() find the model and the usage where a Responses answer keeps them, whole or streamed', async (t) => {
+  const key = await gateway.keyFor();
+  const body = { model: 'echo-1', instructions: 'Be brief.', input: 'Count my words' };
+  const whole = (await (await create(key, body)).json()) as Record<string, unknown>;
+  const response = responseObject(whole, false);
+  t.is(typeof response?.model, 'string');
+  t.deepEqual(responseUsage(response ?? {}), { inputTokens: 5, outputTokens: 18 });
+
+  const streamed = await (await create(key, { ...body, stream: true })).text();
+  const events = streamed
+    .split('\n\n')
+    .filter((event) => event !== '')
+    .map((event) => JSON.parse(event.slice(event.indexOf('data: ') + 6)) as Record<string, unknown>);
+  const found = events.flatMap((event) => {
+    const object = responseObject(event, true);
+    return object === undefined ? [] : [{ type: event.type, model: object.model, usage: responseUsage(object) }];
+  });
+  t.deepEqual(found, [
+    { type: 'response.created', model: response?.model, usage: undefined },
+    { type: 'response.in_progress', model: response?.model, usage: undefined },
+    { type: 'response.completed', model: response?.model, usage: { inputTokens: 5, outputTokens: 18 } },
+  ]);
+});

@@ -1,0 +1,47 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
+import test from 'ava';
+import { filesRouter } from '../../lib/files/files-router.js';
+import { modelsRouter } from '../../lib/models/models-router.js';
+import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
+import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
+import { healthRouter } from '../../reference-server/health.js';
+import { openApiRouter } from '../../reference-server/openapi.js';
+import { CATALOG, PROVIDERS } from '../helpers/models-app.js';
+import { OPENAPI_DOCUMENT } from '../helpers/openapi.js';
+import { referenceApp } from '../spec/reference-app.js';
+
+const paths = OPENAPI_DOCUMENT.paths as Record<string, Record<string, unknown>>;
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
+
+/** Every operation of the document, as `METHOD /path/{param}`. */
+const documented = Object.entries(paths)
+  .flatMap(([path, item]) => Object.keys(item).filter((key) => METHODS.includes(key)).map((method) => `${method.toUpperCase()} ${path}`))
+  .sort();
+
+test('docs/openapi.json is a valid OpenAPI 3.1 document', async (t) => {
+  // The validator dereferences in place: it gets a copy.
+  const api = await SwaggerParser.validate(structuredClone(OPENAPI_DOCUMENT) as never);
+  t.is((api as { openapi: string }).openapi, '3.1.0');
+});
+
+test('every route of the reference server is in the document, and nothing else', (t) => {
+  const stores = { files: new MemoryFileStore(), blobs: new MemoryBlobStore() };
+  const routers = [filesRouter(stores), modelsRouter({ catalog: CATALOG, providers: PROVIDERS, ...stores }), healthRouter({ checks: {} }), openApiRouter()];
+  const served = routers
+    .flatMap((router) => router.stack)
+    .flatMap((layer) => {
+      const path = String(layer.path).replace(/[:*](\w+)/g, '{$1}');
+      return layer.methods.filter((method) => method !== 'HEAD').map((method) => `${method} ${path}`);
+    })
+    .sort();
+  t.deepEqual(served, documented);
+});
+
+test('GET /openapi.json serves the document without a key', async (t) => {
+  const app = await referenceApp();
+  t.teardown(() => app.close());
+  const response = await fetch(`${app.url}/openapi.json`);
+  t.is(response.status, 200);
+  t.regex(response.headers.get('content-type') ?? '', /^application\/json/);
+  t.deepEqual(await response.json(), OPENAPI_DOCUMENT);
+});

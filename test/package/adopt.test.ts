@@ -1,0 +1,90 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import test from 'ava';
+import { ROOT } from '../helpers/server-process.js';
+
+// The package as a team installs it: built, packed and installed into a new app with koa only.
+// Packages come from the npm cache when it has them (--prefer-offline), else from the registry.
+
+const run = promisify(execFile);
+const DRIVERS = ['knex', 'pg', 'better-sqlite3', 'ioredis', 'pino', 'prom-client'];
+
+const temp = await mkdtemp(join(tmpdir(), 'kmg-adopt-'));
+const packageDir = join(temp, 'package');
+const appDir = join(temp, 'app');
+test.after.always(() => rm(temp, { recursive: true, force: true }));
+
+/** The environment without what `npm test` adds: npm_config_local_prefix would install into this checkout. */
+function npmEnv(): NodeJS.ProcessEnv {
+  const keep = new Set(['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig']);
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_') || keep.has(name)));
+}
+
+const npm = (cwd: string, args: string[]) =>
+  run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error', '--no-update-notifier'], { cwd, env: npmEnv() });
+
+const APP = `
+import Koa from 'koa';
+import { apiKey, createApiKey, gatewayErrors } from 'koa-model-gateway';
+import { MemoryKeyStore } from 'koa-model-gateway/stores/memory';
+
+const store = new MemoryKeyStore();
+const { key } = await createApiKey(store, { prefix: 'app', account: 'acme', scopes: ['models:read'] });
+const app = new Koa()
+  .use(gatewayErrors())
+  .use(apiKey({ store }))
+  .use((ctx) => { ctx.body = { account: ctx.state.apiKey.account }; });
+const server = app.listen(0, '127.0.0.1');
+await new Promise((resolve) => server.once('listening', resolve));
+const url = \`http://127.0.0.1:\${server.address().port}/\`;
+const answer = async (headers) => {
+  const response = await fetch(url, { headers });
+  return { status: response.status, body: await response.json() };
+};
+const results = { withKey: await answer({ authorization: \`Bearer \${key}\` }), withoutKey: await answer({}) };
+server.close();
+process.stdout.write(JSON.stringify(results));
+`;
+
+test.before(async () => {
+  const manifest = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
+  await mkdir(appDir, { recursive: true });
+  await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(packageDir, 'dist')]);
+  await Promise.all(['package.json', 'README.md'].map((file) => copyFile(join(ROOT, file), join(packageDir, file))));
+  // --ignore-scripts: prepack would build again, into the checkout.
+  const { stdout } = await npm(packageDir, ['pack', '--json', '--ignore-scripts', '--pack-destination', appDir]);
+  const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
+  await writeFile(join(appDir, 'package.json'), JSON.stringify({ name: 'adopting-app', private: true, type: 'module' }));
+  await writeFile(join(appDir, 'app.js'), APP);
+  await npm(appDir, ['install', '--prefer-offline', '--ignore-scripts', `./${filename}`, `koa@${manifest.peerDependencies.koa}`]);
+});
+
+test('an app with koa-model-gateway and koa installs none of the drivers', (t) => {
+  t.true(existsSync(join(appDir, 'node_modules/koa-model-gateway/package.json')));
+  t.deepEqual(DRIVERS.filter((name) => existsSync(join(appDir, 'node_modules', name))), []);
+});
+
+test('apiKey() with the memory stores answers 200 with a valid key and 401 without one, with no driver installed', async (t) => {
+  const { stdout } = await run(process.execPath, ['app.js'], { cwd: appDir });
+  t.deepEqual(JSON.parse(stdout), {
+    withKey: { status: 200, body: { account: 'acme' } },
+    withoutKey: {
+      status: 401,
+      body: { error: { message: 'Invalid API key', type: 'authentication_error', param: null, code: 'invalid_api_key' } },
+    },
+  });
+});
+
+test('the installed CLI names the reference server\'s missing packages and the command that installs them', async (t) => {
+  const failure = await t.throwsAsync(run(join(appDir, 'node_modules/.bin/koa-model-gateway'), ['serve'], { cwd: appDir }));
+  const { code, stderr } = failure as Error & { code: number; stderr: string };
+  t.is(code, 1);
+  t.is(
+    stderr,
+    'koa-model-gateway: the reference server needs knex and pino, not installed: npm install knex pino better-sqlite3 (pg instead of better-sqlite3 for PostgreSQL)\n',
+  );
+});

@@ -1,0 +1,265 @@
+import test from 'ava';
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+import { toGatewayError } from '../../lib/errors/to-gateway-error.js';
+import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
+import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
+import { openMigratedDatabase, type Database } from '../../reference-server/database.js';
+import { filesApp, type FilesApp } from '../helpers/files-app.js';
+import { pdfOf, uploadForm } from '../helpers/multipart.js';
+import { until } from '../helpers/poll.js';
+import { throwawayPostgres } from '../helpers/server-database.js';
+import { tcpProxy, type TcpProxy } from '../helpers/server-tcp-proxy.js';
+import { POSTGRES_URL, withPostgres } from '../helpers/services.js';
+
+/** The bound of every store call here: short, so that the stall costs little, and far above a query's time on a busy machine. */
+const BOUND_MS = 2000;
+/**
+ * What a request may take beyond the bound on a shared, busy machine. The stall lasts until the
+ * test ends it: an answer at all while it lasts shows that nothing waited for the database.
+ */
+const SLACK_MS = 2 * BOUND_MS;
+
+const cleanups: Array<() => Promise<unknown>> = [];
+test.after.always(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+});
+
+const postgres = new URL(POSTGRES_URL);
+const startProxy = () => tcpProxy({ host: postgres.hostname, port: Number(postgres.port || 5432) });
+
+const through = (url: string, proxy: TcpProxy) => {
+  const proxied = new URL(url);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String(proxy.port);
+  return proxied.toString();
+};
+
+interface Answer {
+  status: number;
+  code: string | undefined;
+  ms: number;
+}
+
+async function timed(send: () => Promise<Response>): Promise<Answer> {
+  const started = performance.now();
+  const response = await send();
+  const body = (await response.json()) as { error?: { code: string } };
+  return { status: response.status, code: body.error?.code, ms: performance.now() - started };
+}
+
+/** The requests of these tests, as account a of `app`. */
+const requests = (app: FilesApp) => {
+  const auth = { authorization: `Bearer ${app.keys.a}` };
+  return {
+    upload: () => timed(() => fetch(`${app.url}/v1/files`, { method: 'POST', headers: auth, body: uploadForm(pdfOf(1000)) })),
+    retrieve: (id: string) => timed(() => fetch(`${app.url}/v1/files/${id}`, { headers: auth })),
+    list: () => timed(() => fetch(`${app.url}/v1/files`, { headers: auth })),
+    ids: async () => {
+      const response = await fetch(`${app.url}/v1/files`, { headers: auth });
+      return ((await response.json()) as { data: Array<{ id: string }> }).data.map((file) => file.id);
+    },
+  };
+};
+
+interface Faulty {
+  app: FilesApp;
+  send: ReturnType<typeof requests>;
+  /** A file of account a, uploaded while all was well. */
+  id: string;
+  proxy: TcpProxy;
+  database: Database;
+  /** On the app's database, straight to PostgreSQL: takes locks and terminates the app's backends. */
+  direct: Knex;
+  /** Runs `sql` on the server's maintenance database (the test database), for what concerns the app's whole database. */
+  server(sql: string): Promise<unknown>;
+  name: string;
+}
+
+/**
+ * The files API in this process (lib's filesRouter, keys in memory) on a KnexFileStore opened by
+ * the reference server's `openMigratedDatabase`, on a database of its own reached through a proxy
+ * the test controls; one file uploaded.
+ */
+async function faultyApp(): Promise<Faulty> {
+  const throwaway = await throwawayPostgres();
+  cleanups.push(throwaway.drop);
+  const proxy = await startProxy();
+  cleanups.push(proxy.close);
+  const database = await openMigratedDatabase({ client: 'pg', connectionString: through(throwaway.url, proxy), display: 'test' }, { timeoutMs: BOUND_MS });
+  // Closed in reverse: the proxy first, so that no connection stalls the pool's end.
+  cleanups.push(database.close, proxy.close);
+  const app = await filesApp({ files: new KnexFileStore(database.knex, database.storeOptions) });
+  cleanups.push(app.close);
+  const direct = knexFactory({ client: 'pg', connection: throwaway.url, pool: { min: 0, max: 2 } });
+  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
+  cleanups.push(() => direct.destroy(), () => admin.destroy());
+  const send = requests(app);
+  if ((await send.upload()).status !== 200) throw new Error('the upload before the fault failed');
+  const [id] = await send.ids();
+  if (id === undefined) throw new Error('the file uploaded before the fault is not listed');
+  return { app, send, id, proxy, database, direct, server: (sql) => admin.raw(sql), name: new URL(throwaway.url).pathname.slice(1) };
+}
+
+const UNAVAILABLE = { status: 503, code: 'service_unavailable' };
+
+/** The app's backends on its database (every one but `direct`'s own). */
+const appBackends = (f: Faulty) =>
+  f.direct.raw<{ rows: Array<{ pid: number; wait_event_type: string | null; state: string | null }> }>(
+    'select pid, wait_event_type, state from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+  );
+
+const gate = withPostgres(test);
+
+gate('PostgreSQL stalled: requests in flight answer 503 within the bound, a creation in flight never commits, and all recovers', async (t) => {
+  t.timeout(10 * BOUND_MS, 'requests held while the database stalls');
+  const f = await faultyApp();
+  const { send, id } = f;
+  const keys = new KnexKeyStore(f.database.knex, f.database.storeOptions);
+
+  f.proxy.stall();
+  const keyLookup = (async () => {
+    const started = performance.now();
+    const err = await keys.findByHash('a'.repeat(64)).catch((error: unknown) => error);
+    return { status: toGatewayError(err, 'GET', '/').status, ms: performance.now() - started };
+  })();
+  const answers = await Promise.all([send.retrieve(id), send.list(), send.upload(), keyLookup]);
+  for (const answer of answers) {
+    t.like(answer, { status: 503 });
+    t.true(answer.ms < BOUND_MS + SLACK_MS, `answered after ${Math.round(answer.ms)} ms`);
+  }
+  t.like(answers[2], UNAVAILABLE);
+
+  f.proxy.resume();
+  // The abandoned creation reaches the server now; it rolls back instead of committing.
+  await until(
+    () => appBackends(f),
+    ({ rows }) => rows.every((row) => row.state === 'idle'),
+  );
+  t.like(await send.retrieve(id), { status: 200 });
+  t.deepEqual(await send.ids(), [id], 'the creation answered 503 was not made');
+  t.like(await send.upload(), { status: 200 });
+});
+
+gate('PostgreSQL refusing connections: requests answer 503 at once, and all recovers when it listens again', async (t) => {
+  const f = await faultyApp();
+  const { send, id } = f;
+
+  await f.proxy.cut();
+  for (const answer of [await send.retrieve(id), await send.list(), await send.upload()]) {
+    t.like(answer, UNAVAILABLE);
+    t.true(answer.ms < BOUND_MS, `refused, yet answered after ${Math.round(answer.ms)} ms`);
+  }
+
+  await f.proxy.restore();
+  t.like(await send.retrieve(id), { status: 200 });
+  t.like(await send.upload(), { status: 200 });
+});
+
+gate('PostgreSQL terminating backends: the request in flight answers 503, idle connections are replaced, never a 500', async (t) => {
+  const f = await faultyApp();
+  const { send, id } = f;
+
+  // Hold a retrieve (a prepared read on the pool) and a list (a Knex query) on a lock, then
+  // terminate the backends that wait.
+  let release = () => undefined as void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let locked = () => undefined as void;
+  const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+  const holding = f.direct.transaction(async (trx) => {
+    await trx.raw('lock table kmg_files in access exclusive mode');
+    locked();
+    await released;
+  });
+  await lockTaken;
+  const inFlight = [send.retrieve(id), send.list()];
+  const waitingOnLock = ({ rows }: Awaited<ReturnType<typeof appBackends>>) => rows.filter((row) => row.wait_event_type === 'Lock');
+  const backends = await until(
+    () => appBackends(f),
+    (result) => waitingOnLock(result).length === 2,
+  );
+  for (const { pid } of waitingOnLock(backends)) await f.direct.raw('select pg_terminate_backend(?)', [pid]);
+  for (const answer of await Promise.all(inFlight)) t.like(answer, UNAVAILABLE);
+  release();
+  await holding;
+
+  // Every connection of the app's pool, idle now, terminated.
+  await f.direct.raw('select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+  const statuses = [];
+  for (let attempt = 0; attempt < 3; attempt++) statuses.push((await send.retrieve(id)).status);
+  t.true(statuses.every((status) => status === 200 || status === 503), `statuses ${statuses.join(', ')}`);
+  t.is(statuses.at(-1), 200);
+
+  // One terminated between two statements of a transaction, while Knex holds it: that transaction
+  // fails (pg's 'error' event, unlistened, would end the process).
+  const between = f.database.knex.transaction(async (trx) => {
+    const { rows } = await trx.raw<{ rows: Array<{ pid: number }> }>('select pg_backend_pid() as pid');
+    const pid = rows[0]?.pid as number;
+    await f.direct.raw('select pg_terminate_backend(?)', [pid]);
+    await until(
+      () => f.direct.raw<{ rows: unknown[] }>('select 1 from pg_stat_activity where pid = ?', [pid]),
+      (result) => result.rows.length === 0,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the socket's close reaches pg
+    await trx.raw('select 1');
+  });
+  const lost = await between.catch((err: unknown) => err);
+  t.like(lost, { message: 'ROLLBACK - Client has encountered a connection error and is not queryable' });
+  t.is(toGatewayError(lost, 'POST', '/v1/files').status, 503);
+  t.like(await send.retrieve(id), { status: 200 });
+});
+
+gate('PostgreSQL not accepting connections to the database (55000): 503, and all recovers when it does again', async (t) => {
+  const f = await faultyApp();
+  const { send, id } = f;
+
+  await f.server(`alter database "${f.name}" allow_connections false`);
+  await f.server(`select pg_terminate_backend(pid) from pg_stat_activity where datname = '${f.name}'`);
+  t.like(await send.retrieve(id), UNAVAILABLE);
+  t.like(await send.upload(), UNAVAILABLE);
+
+  await f.server(`alter database "${f.name}" allow_connections true`);
+  t.like(await send.retrieve(id), { status: 200 });
+});
+
+// pg gives these failures a message and nothing else: the mapping knows them by their exact text,
+// which these tests pin against the installed drivers.
+gate('pg failures that carry only a message are 503: a connection timeout, no pooled connection in time, a connection cut under a query', async (t) => {
+  const proxy = await startProxy();
+  cleanups.push(proxy.close);
+  const url = through(POSTGRES_URL, proxy);
+  const unavailable = (err: unknown) => toGatewayError(err, 'GET', '/v1/files').status;
+
+  proxy.stall();
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 100 });
+  const connectTimeout = await client.connect().catch((err: unknown) => err);
+  t.like(connectTimeout, { message: 'timeout expired' });
+  t.is(unavailable(connectTimeout), 503);
+  proxy.resume();
+
+  // Long enough for the first connection on a busy machine: the second waits it out.
+  const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 1000 });
+  pool.on('error', () => undefined); // its idle connection, cut below
+  cleanups.push(() => pool.end());
+  const held = await pool.connect();
+  const poolTimeout = await pool.connect().catch((err: unknown) => err);
+  held.release();
+  t.like(poolTimeout, { message: 'timeout exceeded when trying to connect' });
+  t.is(unavailable(poolTimeout), 503);
+
+  const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
+  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
+  cleanups.push(() => knex.destroy(), () => admin.destroy());
+  const { rows } = await knex.raw<{ rows: Array<{ pid: number }> }>('select pg_backend_pid() as pid');
+  const pid = rows[0]?.pid;
+  cleanups.push(() => admin.raw('select pg_terminate_backend(?)', [pid as number]));
+  const sleeping = knex.raw('select pg_sleep(30)').catch((err: unknown) => err);
+  await until(
+    () => admin.raw<{ rows: unknown[] }>("select 1 from pg_stat_activity where pid = ? and state = 'active'", [pid as number]),
+    (result) => result.rows.length > 0,
+  );
+  await proxy.cut();
+  const cutUnder = await sleeping;
+  t.like(cutUnder, { message: 'select pg_sleep(30) - Connection terminated unexpectedly' });
+  t.is(unavailable(cutUnder), 503);
+});
