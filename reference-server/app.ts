@@ -11,7 +11,8 @@ import { requestLog } from './request-log.js';
 import { securityHeaders } from './security-headers.js';
 
 /**
- * The reference server's Koa app: the whole API of api.md composed from lib/ on `deployment`.
+ * The reference server's Koa app: the whole API of api.md composed from lib/ on `deployment`,
+ * every model call metered (a usage record, the metrics when they are on) and limited per key.
  * @example
  * const config = loadConfig();
  * const logger = createLogger(config.logLevel);
@@ -29,16 +30,23 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     limits: { maxFileBytes: limits.maxFileBytes, maxFiles: limits.maxFiles, maxStoredBytes: limits.maxStoredBytes },
     tempDir: deployment.tempDir,
   });
+  const { metrics } = deployment;
   const models = modelsRouter({
     catalog: deployment.config.gateway.models,
     providers: deployment.providers,
     files: deployment.files,
     blobs: deployment.blobs,
+    limiter: deployment.modelLimiter,
+    modelLimits: deployment.config.gateway.modelLimits,
+    usage: deployment.usage,
+    ...(metrics && { metrics: metrics.metrics }),
   });
   const admin = adminApi(deployment, logger);
+  if (metrics) app.use(metrics.requests);
   app.use(requestLog(logger));
   app.use(securityHeaders());
   app.use(gatewayErrors());
+  if (metrics) app.use(metrics.uploads);
   // Every /v1 and /admin/v1 request is authenticated first, whether or not its route exists;
   // each with its own credentials, neither of which opens the other.
   app.use(underPath('/v1', apiKey({ store: deployment.keys })));

@@ -46,7 +46,7 @@ Options:
 
 Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR, BLOB_URL (with AWS_REGION,
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_ENDPOINT, S3_FORCE_PATH_STYLE), GATEWAY_CONFIG,
-  LOG_LEVEL, SHUTDOWN_GRACE_SECONDS
+  LOG_LEVEL, SHUTDOWN_GRACE_SECONDS, METRICS_PORT
 Scopes: ${SCOPES.join(', ')}`;
 
 /** A command line that does not say what to do: printed with a pointer to --help, exit code 2. */

@@ -13,6 +13,7 @@ import {
 import {
   catalogModelSchema,
   checkCatalog,
+  modelLimitsSchema,
   nonNegativeInteger,
   positiveInteger,
   settingsMessage,
@@ -60,10 +61,11 @@ const ARRAY = 'must be an array';
 
 /**
  * The `GATEWAY_CONFIG` file, every key optional: `keyPrefix`, `keyCacheSeconds` and each field of
- * `limits` and `sweep` default to the built-in values. `providers` and `models` replace the
- * built-in echo catalog: a file with either one has exactly the models it lists. The built-in
- * `echo` provider (offline) is always there unless the file gives a provider of that id, so a
- * file may list only `models`.
+ * `limits` and `sweep` default to the built-in values; `modelLimits` (each field optional, absent
+ * is unlimited) are every key's limits on model calls, which a key's own override field by field.
+ * `providers` and `models` replace the built-in echo catalog: a file with either one has exactly
+ * the models it lists. The built-in `echo` provider (offline) is always there unless the file
+ * gives a provider of that id, so a file may list only `models`.
  */
 const gatewayConfigSchema = settingsObject({
   keyPrefix: z.string({ error: KEY_PREFIX }).regex(/^[A-Za-z0-9]{1,32}$/, { error: KEY_PREFIX }).default(DEFAULT_GATEWAY_CONFIG.keyPrefix),
@@ -76,6 +78,7 @@ const gatewayConfigSchema = settingsObject({
     createsPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.createsPerDay),
     bytesPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.bytesPerDay),
   }).prefault({}),
+  modelLimits: modelLimitsSchema.prefault({}),
   sweep: settingsObject({
     /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
     intervalSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),
@@ -116,6 +119,8 @@ export interface ServerConfig {
   uploadsDir: string;
   database: DatabaseSettings;
   redisUrl: string | null;
+  /** The port of the metrics listener (`GET /metrics`, on `host`); null: no metrics listener. */
+  metricsPort: number | null;
   logLevel: string;
   /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
   shutdownGraceSeconds: number;
@@ -207,7 +212,7 @@ export function configuredProviders(config: Pick<ServerConfig, 'gateway' | 'env'
 /**
  * The server's configuration from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL,
  * FILES_DIR, BLOB_URL and the S3 variables of `parseS3Settings`, GATEWAY_CONFIG, LOG_LEVEL,
- * SHUTDOWN_GRACE_SECONDS). Throws a `ConfigError` naming the bad setting.
+ * SHUTDOWN_GRACE_SECONDS, METRICS_PORT). Throws a `ConfigError` naming the bad setting.
  */
 export function loadConfig(env: Environment = process.env): ServerConfig {
   const dataDir = resolve(env.DATA_DIR || './data');
@@ -230,6 +235,7 @@ export function loadConfig(env: Environment = process.env): ServerConfig {
     uploadsDir: join(dataDir, 'uploads'),
     database: parseDatabaseUrl(env.DATABASE_URL, dataDir),
     redisUrl,
+    metricsPort: env.METRICS_PORT ? readInteger('METRICS_PORT', env.METRICS_PORT, 0, 65_535) : null,
     logLevel,
     shutdownGraceSeconds: readInteger('SHUTDOWN_GRACE_SECONDS', env.SHUTDOWN_GRACE_SECONDS, 30, 86_400),
     gateway,

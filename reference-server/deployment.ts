@@ -4,9 +4,11 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import {
   MemoryCreationLimiter,
+  MemoryModelLimiter,
   announceKeyChanges,
   cachedKeyStore,
   sweep,
+  usageRecorder,
   type AdminSessionStore,
   type AdminTokenStore,
   type BlobStore,
@@ -16,14 +18,17 @@ import {
   type FileStore,
   type KeyChanges,
   type KeyStore,
+  type ModelLimiter,
   type Provider,
+  type UsageRecorder,
 } from 'koa-model-gateway';
-import { KnexAdminSessionStore, KnexAdminTokenStore, KnexFileStore, KnexKeyChanges, KnexKeyStore } from 'koa-model-gateway/stores/knex';
+import { KnexAdminSessionStore, KnexAdminTokenStore, KnexFileStore, KnexKeyChanges, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog } from './database.js';
 import type { ReadinessCheck } from './health.js';
+import { openMetrics, type ServerMetrics } from './metrics.js';
 import { missingPackages } from './peers.js';
 import { claimUploadsDir, removeStaleUploads, type UploadsClaim } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
@@ -39,6 +44,12 @@ export interface Deployment {
   adminSessions: AdminSessionStore;
   /** `usage` gives the admin API an account's figures. */
   limiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
+  /** Every key's model calls, counted against its limits. */
+  modelLimiter: ModelLimiter;
+  /** One record per model call, written to the database in batches. */
+  usage: UsageRecorder;
+  /** Set when METRICS_PORT is: what the app feeds and the metrics listener serves. */
+  metrics: ServerMetrics | null;
   /** The model providers, their credentials read from the environment. */
   providers: Provider[];
   /** Set when REDIS_URL is. */
@@ -47,7 +58,7 @@ export interface Deployment {
   checks: Record<string, ReadinessCheck>;
   /** This process's own directory in `config.uploadsDir`, where its uploads are streamed (`claimUploadsDir`). */
   tempDir: string;
-  /** Closes the pools and clients and removes `tempDir`; the process can then exit. */
+  /** Writes the usage records still waiting, then closes the pools and clients and removes `tempDir`; the process can then exit. */
   close(): Promise<void>;
 }
 
@@ -120,7 +131,7 @@ async function openRedis(url: string, logger: Logger): Promise<Redis> {
   // ioredis reports every failed reconnect: log the transitions only.
   let down = false;
   redis.on('error', (err: Error) => {
-    if (!down) logger.warn({ err: err.message }, 'redis unreachable: file creation answers 503 until it is back');
+    if (!down) logger.warn({ err: err.message }, 'redis unreachable: file creations and model calls answer 503 until it is back');
     down = true;
   });
   redis.on('ready', () => {
@@ -137,13 +148,21 @@ async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions
   return new RedisCreationLimiter({ client: redis, ...rates });
 }
 
+/** The model-call limits on Redis when there is one, else in this process's memory. */
+async function modelLimiter(redis: Redis | null): Promise<ModelLimiter> {
+  if (!redis) return new MemoryModelLimiter();
+  const { RedisModelLimiter } = await import('koa-model-gateway/stores/redis');
+  return new RedisModelLimiter({ client: redis });
+}
+
 /**
  * Makes the providers (their credentials read from the environment), then opens the database
- * (migrated), the files directory or bucket and, with REDIS_URL, Redis; the key store is behind a
- * `cachedKeyStore` of `keyCacheSeconds` that forgets a key as soon as any process announces a
- * change to it (`openKeyChanges`). Removes what uploads of dead processes left in the uploads
- * directory, and claims a directory of its own there. A credential that is not set, or a backing
- * service that cannot be reached, is a `ConfigError`: the server does not start without it.
+ * (migrated), the files directory or bucket and, with REDIS_URL, Redis (the creation and model-call
+ * limits then live there), the usage recorder and, with METRICS_PORT, the metrics; the key store is
+ * behind a `cachedKeyStore` of `keyCacheSeconds` that forgets a key as soon as any process
+ * announces a change to it (`openKeyChanges`). Removes what uploads of dead processes left in the
+ * uploads directory, and claims a directory of its own there. A credential that is not set, or a
+ * backing service that cannot be reached, is a `ConfigError`: the server does not start without it.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
   const providers = configuredProviders(config);
@@ -172,6 +191,10 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
   };
   if (redis) checks.redis = () => (redis as Redis).ping();
   const limiter = await creationLimiter(redis, rates);
+  const usage = usageRecorder({
+    store: new KnexUsageStore(knex),
+    onError: (err) => logger.warn({ err }, 'usage records'),
+  });
   const { keyCacheSeconds } = config.gateway;
   const keyChanges = await openKeyChanges(knex, redis);
   const keys = announceKeyChanges(stores.keys, keyChanges);
@@ -181,11 +204,16 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     // Only the serving process caches: the CLI reads and writes the database directly, and announces.
     keys: keyCacheSeconds > 0 ? cachedKeyStore(keys, { ttlMs: keyCacheSeconds * 1000, changes: keyChanges }) : keys,
     limiter,
+    modelLimiter: await modelLimiter(redis),
+    usage,
+    metrics: await openMetrics(config),
     providers,
     redis,
     checks,
     tempDir: uploads.dir,
     async close() {
+      // After the HTTP server has closed: every call has its record by then.
+      await usage.close();
       await keyChanges.close();
       await uploads.release();
       await redis?.quit().catch(() => redis?.disconnect());

@@ -8,12 +8,14 @@ import { ConfigError } from './config-error.js';
 import type { ServerConfig } from './config.js';
 import { openDeployment, sweepDeployment } from './deployment.js';
 import { createHttpServer } from './http-server.js';
+import { listenMetrics } from './metrics.js';
 import { startSweeper } from './sweeper.js';
 
 /**
  * Serves the API until SIGTERM or SIGINT, then shuts down gracefully: stops accepting
  * connections, lets in-flight requests finish (up to `config.shutdownGraceSeconds`; then their
- * connections are closed), then closes the pools. Resolves once everything is closed.
+ * connections are closed), then writes the usage records still waiting and closes the pools and
+ * the metrics listener (METRICS_PORT). Resolves once everything is closed.
  */
 export async function serve(config: ServerConfig, logger: Logger): Promise<void> {
   const deployment = await openDeployment(config, logger);
@@ -40,6 +42,13 @@ export async function serve(config: ServerConfig, logger: Logger): Promise<void>
   }
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
+  const closeMetrics = deployment.metrics
+    ? await listenMetrics(deployment.metrics, config, logger).catch(async (err: unknown) => {
+        server.close();
+        await deployment.close();
+        throw err;
+      })
+    : undefined;
   logger.info({ url: `http://${host}:${port}`, database: config.database.client, redis: config.redisUrl !== null }, 'listening');
 
   const { intervalSeconds } = config.gateway.sweep;
@@ -70,5 +79,6 @@ export async function serve(config: ServerConfig, logger: Logger): Promise<void>
   await Promise.race([Promise.allSettled(handlers), delay(5000, undefined, { ref: false })]);
   await sweepStopped;
   await deployment.close();
+  await closeMetrics?.();
   logger.info('stopped');
 }

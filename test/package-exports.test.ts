@@ -42,6 +42,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'isUploadTempName',
     'listModels',
     'messages',
+    'meterModelCalls',
     'modelAccess',
     'modelLimitRefusal',
     'modelsRouter',

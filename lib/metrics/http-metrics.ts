@@ -1,6 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { RouterContext } from '@koa/router';
 import type { Context, Middleware } from 'koa';
+import { afterResponse } from '../after-response.js';
+import type { ModelRequestState } from '../models/model-endpoint.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
 
 export interface HttpMetricsOptions {
@@ -14,10 +16,14 @@ export interface HttpMetricsOptions {
   route?: (ctx: Context) => string;
   /**
    * How long this request waited on an upstream provider, in ms, for `kmg_gateway_overhead_seconds`.
-   * Read when the response has ended. Default: none (the whole time is the gateway's).
+   * Read when the response has ended. Default: the `upstreamMs` the model endpoints put on
+   * `ctx.state.modelRequest` (none for other requests: the whole time is the gateway's).
    */
   upstreamMs?: (ctx: Context) => number | undefined;
 }
+
+// A type, not a module, from lib/models: koa-model-gateway/metrics loads nothing of it.
+const modelUpstreamMs = (ctx: Context) => (ctx.state.modelRequest as ModelRequestState | undefined)?.upstreamMs ?? undefined;
 
 function matchedRoute(ctx: Context): string {
   const pattern = (ctx as Partial<RouterContext>).routerPath;
@@ -27,28 +33,21 @@ function matchedRoute(ctx: Context): string {
 /**
  * Records `kmg_http_requests_total`, `kmg_http_request_duration_seconds` and
  * `kmg_gateway_overhead_seconds` for every request, when its response has ended (the last byte of
- * a stream sent, or the client gone), with the status it was answered with. Put it first in the
- * chain, before the error formatters, so that it sees their answers too.
- * @example app.use(httpMetrics({ metrics, upstreamMs: (ctx) => ctx.state.upstreamMs }))
+ * a stream sent, or the client gone) and the chain has returned, with the status it was answered
+ * with. Put it first in the chain, before the error formatters, so that it sees their answers too.
+ * @example app.use(httpMetrics({ metrics }))
  */
 export function httpMetrics(options: HttpMetricsOptions): Middleware {
-  const { metrics, route = matchedRoute, upstreamMs = () => undefined } = options;
+  const { metrics, route = matchedRoute, upstreamMs = modelUpstreamMs } = options;
   if (typeof metrics?.observeRequest !== 'function') throw new TypeError('koa-model-gateway: httpMetrics() needs `metrics` from createGatewayMetrics()');
   if (typeof route !== 'function' || typeof upstreamMs !== 'function') {
     throw new TypeError('koa-model-gateway: httpMetrics() route and upstreamMs must be functions');
   }
   return async function httpMetrics(ctx, next) {
     const started = performance.now();
-    // 'close' follows the end of every response, finished or cut short.
-    ctx.res.once('close', () => {
+    await afterResponse(ctx, next, () => {
       const seconds = (performance.now() - started) / 1000;
-      try {
-        metrics.observeRequest({ route: route(ctx), status: ctx.res.statusCode, seconds, upstreamSeconds: (upstreamMs(ctx) ?? 0) / 1000 });
-      } catch (err) {
-        // A throwing hook in an event listener would take the process down: report it instead.
-        ctx.app.emit('error', err, ctx);
-      }
+      metrics.observeRequest({ route: route(ctx), status: ctx.res.statusCode, seconds, upstreamSeconds: (upstreamMs(ctx) ?? 0) / 1000 });
     });
-    await next();
   };
 }

@@ -7,3 +7,4 @@ export {
 } from './gateway-metrics.js';
 export { httpMetrics, type HttpMetricsOptions } from './http-metrics.js';
 export { serveMetrics, type ServeMetricsOptions } from './serve-metrics.js';
+export { uploadMetrics, type UploadMetricsOptions } from './upload-metrics.js';

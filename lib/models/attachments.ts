@@ -16,22 +16,21 @@ export interface FileStores {
 }
 
 /**
- * The stored PDFs behind `ids` (already checked to be file ids), from the caller's account only.
- * An unknown, expired or foreign id, or one whose bytes are gone (deleted meanwhile), is 404
- * `File not found`, as is any id when the gateway has no file stores. Sizes are checked against
- * `maxBytes` from the metadata, before any bytes are read; an id attached twice counts twice,
- * since it is sent twice. Ids are looked up one at a time and the first that fails ends the
- * request: a body naming thousands of ids costs no more store reads than the account has files.
+ * The records of the stored PDFs behind `ids` (already checked to be file ids), from the caller's
+ * account only: an unknown, expired or foreign id is 404 `File not found`, as is any id when the
+ * gateway has no file stores. Sizes are checked against `maxBytes` from the metadata; an id
+ * attached twice counts twice, since it is sent twice. Ids are looked up one at a time and the
+ * first that fails ends the request: a body naming thousands of ids costs no more store reads than
+ * the account has files. No bytes are read: `readAttachments()` does that, once the call is let through.
  */
-export async function loadAttachments(
+export async function findAttachments(
   stores: FileStores | undefined,
   account: string,
   ids: readonly string[],
   nowSeconds: number,
   maxBytes: number,
-): Promise<Map<string, AttachedFile>> {
-  const loaded = new Map<string, AttachedFile>();
-  if (ids.length === 0) return loaded;
+): Promise<FileRecord[]> {
+  if (ids.length === 0) return [];
   if (stores === undefined) throw errors.fileNotFound();
   const records = new Map<string, FileRecord>();
   let total = 0;
@@ -45,8 +44,14 @@ export async function loadAttachments(
     total += record.bytes;
     if (total > maxBytes) throw errors.invalidRequest(`The attached files may total at most ${maxBytes} bytes`);
   }
-  for (const record of records.values()) {
-    const blob = await stores.blobs.get(record.id);
+  return [...records.values()];
+}
+
+/** The bytes of the files `findAttachments()` found, by id; one whose bytes are gone (deleted meanwhile) is 404. */
+export async function readAttachments(stores: FileStores | undefined, records: readonly FileRecord[]): Promise<Map<string, AttachedFile>> {
+  const loaded = new Map<string, AttachedFile>();
+  for (const record of records) {
+    const blob = await stores?.blobs.get(record.id);
     if (blob === undefined) throw errors.fileNotFound();
     const chunks: Buffer[] = await blob.toArray();
     loaded.set(record.id, { filename: record.filename, data: Buffer.concat(chunks).toString('base64') });

@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import { errors } from '../errors/gateway-error.js';
+import { chatCompletionsAnswer } from './chat-completions-answer.js';
 import { isObject, mapChatContentParts } from './content.js';
 import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
 import { openAIErrorEvent } from './server-sent-events.js';
@@ -20,6 +21,8 @@ const CHAT_COMPLETIONS: EndpointFormat = {
   },
   forwardHeaders: [],
   errorEvent: (err) => openAIErrorEvent(err),
+  answer: chatCompletionsAnswer,
+  rateLimitStyle: 'openai',
 };
 
 /**
@@ -30,7 +33,9 @@ const CHAT_COMPLETIONS: EndpointFormat = {
  * provider with the provider's own credentials. A content part `{"type":"file","file":{"file_id"}}`
  * (needs `files:read` too) is sent as the stored PDF itself: `{"type":"file","file":{"filename",
  * "file_data":"data:application/pdf;base64,..."}}`. With `"stream": true` the upstream's events
- * pass through as they arrive; a failure after that is a `data: {"error":{...}}` event.
+ * pass through as they arrive; a failure after that is a `data: {"error":{...}}` event. Answers
+ * name the catalog id; the key's limits are applied after the checks above (429 with `x-ratelimit-*`).
+ * For usage records and metrics, put `meterModelCalls()` before it (`modelsRouter()` does).
  * @example
  * router.post('/v1/chat/completions', requireScope('chat:completions'),
  *   chatCompletions({ catalog, providers, files, blobs }))

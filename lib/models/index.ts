@@ -17,5 +17,6 @@ export { chatCompletions } from './chat-completions.js';
 export { responses } from './responses.js';
 export { messages } from './messages.js';
 export { countTokens } from './count-tokens.js';
-export { modelsRouter } from './models-router.js';
+export { modelsRouter, type ModelsRouterOptions } from './models-router.js';
+export { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
 export type { ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';

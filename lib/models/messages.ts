@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import { errors } from '../errors/gateway-error.js';
+import { messagesAnswer } from './messages-answer.js';
 import { isObject, mapMessagesContentBlocks } from './content.js';
 import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
 import { anthropicErrorEvent } from './server-sent-events.js';
@@ -34,6 +35,8 @@ export const MESSAGES: EndpointFormat = {
   },
   forwardHeaders: ['anthropic-version', 'anthropic-beta'],
   errorEvent: (err, requestId) => anthropicErrorEvent(err, requestId),
+  answer: messagesAnswer,
+  rateLimitStyle: 'anthropic',
 };
 
 /**
@@ -44,7 +47,9 @@ export const MESSAGES: EndpointFormat = {
  * `anthropic-version` and `anthropic-beta`. A block `{"type":"document","source":{"type":"file",
  * "file_id"}}` (needs `files:read` too) is sent as the stored PDF itself, a `base64`
  * `application/pdf` source titled with the file name. With `"stream": true` the upstream's events
- * pass through as they arrive; a failure after that is an `event: error`.
+ * pass through as they arrive; a failure after that is an `event: error`. Answers name the catalog
+ * id; the key's limits are applied after the checks above (429 with `anthropic-ratelimit-*`). For
+ * usage records and metrics, put `meterModelCalls()` before it (`modelsRouter()` does).
  * @example
  * router.post('/v1/messages', anthropicErrors(), apiKey({ store }), requireScope('messages:create'),
  *   messages({ catalog, providers, files, blobs }))

@@ -8,12 +8,18 @@ import { newRequestId } from '../errors/request-id.js';
 import type { BlobStore } from '../files/blob-store.js';
 import { isFileId } from '../files/file-id.js';
 import type { FileStore } from '../files/file-store.js';
+import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
+import type { ModelLimiter } from '../quota/model-limiter.js';
+import { modelLimitsSchema, type ModelLimits } from '../quota/model-limits.js';
+import { modelLimitRefusal, rateLimitHeaders, type RateLimitHeaderStyle } from '../quota/rate-limit-headers.js';
 import { parseOptions, positiveInteger } from '../settings/schemas.js';
-import { loadAttachments, type FileReferences, type FileStores } from './attachments.js';
+import type { AnswerFormat, TokenUsage } from './answer.js';
+import { findAttachments, readAttachments, type FileReferences, type FileStores } from './attachments.js';
 import { endpointCatalogOptions, type CatalogModel, type ResolvedModel } from './catalog.js';
+import type { JsonObject } from './content.js';
 import { readJsonBody } from './json-body.js';
 import type { Provider, ProviderEndpoint } from './provider.js';
-import { wholeEvents } from './server-sent-events.js';
+import { splitEvents, wholeEvents } from './server-sent-events.js';
 import { UpstreamCall } from './upstream-call.js';
 
 /** Options of `chatCompletions()`, `responses()`, `messages()` and `countTokens()`. */
@@ -34,11 +40,25 @@ export interface ModelEndpointOptions {
   bodyLimit?: number;
   /** Largest total of the files attached to one request, in bytes. Default 32 MiB (33,554,432), both providers' request limit. */
   maxAttachedBytes?: number;
-  /** The clock for file expiry, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  /** The clock for file expiry (and, in `modelsRouter()`, the time of usage records), in milliseconds since the Unix epoch. Default: `Date.now`. */
   nowMs?: () => number;
+  /**
+   * Counts every key's model calls against its limits: `MemoryModelLimiter` for one process,
+   * `RedisModelLimiter` for several. Default: a `MemoryModelLimiter` of the handler's own
+   * (`modelsRouter()` makes one for all its endpoints, so that a key's limits count every call).
+   */
+  limiter?: ModelLimiter;
+  /**
+   * The limits of every key, `{ requestsPerMinute?, tokensPerMinute?, tokensPerDay? }` (positive
+   * integers), which a key's own `limits` override field by field. Default: none (unlimited).
+   */
+  modelLimits?: ModelLimits;
 }
 
-/** What a model handler puts on `ctx.state.modelRequest`, for the request log. */
+/**
+ * What a model handler puts on `ctx.state.modelRequest` once the model is resolved, and fills in
+ * as the call goes on: for the request log, the usage record and the metrics.
+ */
 export interface ModelRequestState {
   /** The catalog id the client asked for. */
   model: string;
@@ -47,6 +67,15 @@ export interface ModelRequestState {
   stream: boolean;
   /** How many stored files were attached. */
   attachments: number;
+  /** Set when the key's limits refused the call (429): which of them. */
+  limitedBy?: 'requests' | 'tokens';
+  /** Tokens of the answer, from the upstream's own usage; 0 until its answer has ended, and when it reported none. */
+  inputTokens: number;
+  outputTokens: number;
+  /** From the upstream call to the first byte of its answer, in ms; null when no upstream call was made. */
+  upstreamFirstByteMs: number | null;
+  /** From the upstream call to the end of its answer, in ms; null until it has ended, and when no upstream call was made. */
+  upstreamMs: number | null;
 }
 
 declare module 'koa' {
@@ -73,23 +102,35 @@ export interface EndpointFormat {
   forwardHeaders: readonly string[];
   /** A failure after the stream has started, as an event of this format. */
   errorEvent: (err: GatewayError, requestId: string) => string;
+  /** Where its answers carry usage and the model's name. */
+  answer: AnswerFormat;
+  /** Whose rate-limit headers its answers carry. */
+  rateLimitStyle: RateLimitHeaderStyle;
 }
 
 const endpointLimits = z.object({
   timeoutMs: positiveInteger.default(300_000),
   bodyLimit: positiveInteger.default(10 * 1024 * 1024),
   maxAttachedBytes: positiveInteger.default(32 * 1024 * 1024),
+  modelLimits: modelLimitsSchema.default({}),
+  limiter: z
+    .custom<ModelLimiter>((value) => typeof (value as Partial<ModelLimiter>)?.consume === 'function' && typeof (value as Partial<ModelLimiter>).addTokens === 'function', {
+      error: 'must be a ModelLimiter (MemoryModelLimiter, RedisModelLimiter)',
+    })
+    .optional(),
 });
 
 /**
- * The request handling every model endpoint shares, as a function of `ctx`: parse, resolve the model
- * through the one allowlist policy, resolve attached files, forward, answer. Check order as
- * decisions.md fixes it: permission (403), validation (400/413), existence (404).
+ * The request handling every model endpoint shares, as a function of `ctx`: parse, resolve the
+ * model through the one allowlist policy, resolve attached files, apply the key's limits, forward,
+ * answer naming the catalog id, count the answer's tokens. Check order as decisions.md fixes it:
+ * permission (403), validation (400/413), existence (404), limits (429); a refused call sends
+ * nothing upstream.
  */
 export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOptions): (ctx: Context) => Promise<void> {
   const where = `${format.endpoint}()`;
   const { catalog, providers } = endpointCatalogOptions(options, where);
-  const { timeoutMs, bodyLimit, maxAttachedBytes } = parseOptions(endpointLimits, options, where);
+  const { timeoutMs, bodyLimit, maxAttachedBytes, modelLimits, limiter = new MemoryModelLimiter() } = parseOptions(endpointLimits, options, where);
   if ((options.files === undefined) !== (options.blobs === undefined)) {
     throw new TypeError(`koa-model-gateway: ${where}: files and blobs go together: give both or neither`);
   }
@@ -128,51 +169,107 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const send = route.provider[format.endpoint]?.bind(route.provider);
     if (send === undefined) throw format.unsupported(requested);
 
-    const attached = await loadAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
-    const upstreamBody = {
+    const stream = body.stream === true;
+    const state: ModelRequestState = {
+      model: requested,
+      provider: route.provider.id,
+      upstreamModel: route.model.upstreamModel,
+      stream,
+      attachments: checkedIds.length,
+      inputTokens: 0,
+      outputTokens: 0,
+      upstreamFirstByteMs: null,
+      upstreamMs: null,
+    };
+    ctx.state.modelRequest = state;
+    const files = await findAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
+
+    const limits: ModelLimits = { ...modelLimits, ...key.limits };
+    const decision = await limiter.consume(key.id, limits);
+    if (!decision.allowed) {
+      if (decision.refusedBy) state.limitedBy = decision.refusedBy;
+      // Returned, not thrown: a key over its limits is a flood (see GatewayError).
+      return Promise.reject(modelLimitRefusal(decision, format.rateLimitStyle));
+    }
+    ctx.set(rateLimitHeaders(decision, format.rateLimitStyle));
+
+    // The bytes only now: a refused call reads none.
+    const attached = await readAttachments(stores, files);
+    const inlined = {
       ...format.fileReferences.map(body, (fileId, block) => {
         const file = attached.get(fileId as string);
         return file ? format.fileReferences.inline(block, file) : block;
       }),
       model: route.model.upstreamModel,
     };
-    const stream = body.stream === true;
-    ctx.state.modelRequest = {
-      model: requested,
-      provider: route.provider.id,
-      upstreamModel: route.model.upstreamModel,
-      stream,
-      attachments: checkedIds.length,
-    };
+    const upstreamBody = stream && format.answer.streamRequest ? format.answer.streamRequest(inlined) : inlined;
     const headers: Record<string, string> = {};
     for (const name of format.forwardHeaders) {
       const value = ctx.get(name);
       if (value !== '') headers[name] = value;
     }
     const call = new UpstreamCall(route.provider.id, timeoutMs);
-    await forward(ctx, format, call, stream, () => send({ body: upstreamBody, headers, signal: call.signal }));
+    let usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+    // When the upstream's answer has ended: before the client's answer does, so that whatever
+    // observes the end of the response finds the figures.
+    const ended = (answered: TokenUsage) => {
+      usage = answered;
+      call.end();
+      Object.assign(state, usage, { upstreamFirstByteMs: call.firstByteMs, upstreamMs: call.durationMs });
+    };
+    try {
+      await forward(ctx, { format, call, stream, request: body, model: requested, ended }, () =>
+        send({ body: upstreamBody, headers, signal: call.signal }),
+      );
+    } finally {
+      ended(usage);
+      const tokens = usage.inputTokens + usage.outputTokens;
+      // Not awaited: the answer does not wait for the count. A limiter that fails is reported.
+      if (tokens > 0) void countTokens(limiter, key.id, limits, tokens).catch((err: unknown) => ctx.app.emit('error', err, ctx));
+    }
   };
 }
 
+// Async, so that a limiter that throws at once still ends in the caller's catch.
+async function countTokens(limiter: ModelLimiter, keyId: string, limits: ModelLimits, tokens: number): Promise<void> {
+  await limiter.addTokens(keyId, limits, tokens);
+}
+
+/** One call as `forward()` sees it. */
+interface Forwarding {
+  format: EndpointFormat;
+  call: UpstreamCall;
+  stream: boolean;
+  /** The client's own body: what it asked for. */
+  request: JsonObject;
+  /** The catalog id the client asked for, which the answer names. */
+  model: string;
+  /** Told the answer's usage when the upstream's answer has ended, before the client's has. */
+  ended: (usage: TokenUsage) => void;
+}
+
 /** Sends the request upstream and answers the client with the result, streamed or whole. */
-async function forward(ctx: Context, format: EndpointFormat, call: UpstreamCall, stream: boolean, send: () => Promise<Response>): Promise<void> {
+async function forward(ctx: Context, forwarding: Forwarding, send: () => Promise<Response>): Promise<void> {
+  const { format, call, stream, model } = forwarding;
   const onClose = () => {
     if (!ctx.res.writableFinished) call.abandon();
   };
   ctx.res.once('close', onClose);
   try {
     const response = await send();
-    call.touch();
+    call.answered();
     if (!response.ok) throw await call.refusal(response);
     if (!stream) {
-      ctx.body = await call.json(response);
+      const answer = await call.json(response);
+      forwarding.ended(format.answer.json(answer, model));
+      ctx.body = answer;
       return;
     }
     if (!/^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '')) {
       await response.body?.cancel().catch(() => undefined);
       throw call.malformed('answered a streaming request without an event stream');
     }
-    await streamEvents(ctx, format, call, response);
+    await streamEvents(ctx, forwarding, response);
   } catch (thrown) {
     // Nobody is left to answer: end quietly, with nginx's "client closed request" for the log.
     if (call.clientGone) {
@@ -181,36 +278,44 @@ async function forward(ctx: Context, format: EndpointFormat, call: UpstreamCall,
     }
     throw call.failure(thrown);
   } finally {
-    call.pause();
+    call.end();
     ctx.res.off('close', onClose);
   }
 }
 
 /**
- * Passes the upstream's events to the client as they arrive. From here on the status and headers
- * are sent, so this writes the response itself (no buffering, no compression by Koa) and tells a
- * failure as an error event of the endpoint's format, reporting it on `app.on('error')` as the
- * formatters do.
+ * Passes the upstream's events to the client as they arrive, each through the format's reader
+ * (the catalog id in place of the upstream's model, usage read and, where the client did not ask
+ * for it, withheld). From here on the status and headers are sent, so this writes the response
+ * itself (no buffering, no compression by Koa) and tells a failure as an error event of the
+ * endpoint's format, reporting it on `app.on('error')` as the formatters do.
  */
-async function streamEvents(ctx: Context, format: EndpointFormat, call: UpstreamCall, response: Response): Promise<void> {
+async function streamEvents(ctx: Context, forwarding: Forwarding, response: Response): Promise<void> {
+  const { format, call } = forwarding;
+  const reader = format.answer.stream(forwarding.request, forwarding.model);
   ctx.status = 200;
   ctx.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
   ctx.respond = false;
   const { res } = ctx;
   res.flushHeaders();
   try {
-    for await (const events of wholeEvents(call.chunks(response))) {
-      if (res.write(events)) continue;
+    for await (const run of wholeEvents(call.chunks(response))) {
+      let events = '';
+      for (const event of splitEvents(run)) events += reader.event(event);
+      if (events === '' || res.write(events)) continue;
       // The client reads slowly: that is no silence of the upstream.
       call.pause();
       await once(res, 'drain', { signal: call.signal });
       call.touch();
     }
   } catch (thrown) {
-    if (call.clientGone) return;
-    const err = call.failure(thrown);
-    ctx.app.emit('error', err, ctx);
-    res.write(format.errorEvent(err, ctx.state.requestId ?? newRequestId()));
+    if (!call.clientGone) {
+      const err = call.failure(thrown);
+      ctx.app.emit('error', err, ctx);
+      res.write(format.errorEvent(err, ctx.state.requestId ?? newRequestId()));
+    }
   }
-  res.end();
+  // What was read counts, if the stream failed or the client left too.
+  forwarding.ended(reader.usage);
+  if (!call.clientGone) res.end();
 }

@@ -1,36 +1,49 @@
 import Router from '@koa/router';
 import { requireScope } from '../auth/require-scope.js';
+import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
 import { endpointCatalogOptions } from './catalog.js';
 import { chatCompletions } from './chat-completions.js';
 import { countTokens } from './count-tokens.js';
 import { listModels } from './list-models.js';
 import { messages } from './messages.js';
+import { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
 import type { ModelEndpointOptions } from './model-endpoint.js';
 import { responses } from './responses.js';
 import { retrieveModel } from './retrieve-model.js';
+
+/** Options of `modelsRouter()`: the endpoints' own, and where their calls are metered. */
+export interface ModelsRouterOptions extends ModelEndpointOptions, Pick<MeterModelCallsOptions, 'usage' | 'metrics'> {}
 
 /**
  * The models API, each endpoint behind its scope: `GET /v1/models` and `GET /v1/models/{model}`
  * (`models:read`), `POST /v1/chat/completions` (`chat:completions`), `POST /v1/responses`
  * (`responses:create`), `POST /v1/messages` and `POST /v1/messages/count_tokens`
- * (`messages:create`), on one catalog and one set of providers. Mount it behind
- * `gatewayErrors()` (Shape B on /v1/messages, and on /v1/models with `anthropic-version`) and
- * `underPath('/v1', apiKey(...))`, with its `allowedMethods()`, as `filesRouter()`. Paths match
- * exactly (case-sensitive, no trailing slash); a model id may hold `/`.
+ * (`messages:create`), on one catalog and one set of providers. Every model call (all but the two
+ * `GET`s) is metered (`meterModelCalls()`: a usage record to `usage`, and `metrics`) and counted
+ * against the key's limits by one `limiter` shared by the endpoints (default: a
+ * `MemoryModelLimiter` of the router's own). Mount it behind `gatewayErrors()` (Shape B on
+ * /v1/messages, and on /v1/models with `anthropic-version`) and `underPath('/v1', apiKey(...))`,
+ * with its `allowedMethods()`, as `filesRouter()`. Paths match exactly (case-sensitive, no
+ * trailing slash); a model id may hold `/`.
  * @example
  * const models = modelsRouter({ catalog: [{ id: 'echo-1', provider: 'echo' }], providers: [echoProvider({ id: 'echo' })] });
  * app.use(models.routes()).use(models.allowedMethods());
  */
-export function modelsRouter(options: ModelEndpointOptions): Router {
+export function modelsRouter(options: ModelsRouterOptions): Router {
   // Checked here too, so that a bad catalog is named as this factory's option.
   endpointCatalogOptions(options, 'modelsRouter()');
+  const { usage, metrics, ...endpointOptions } = options;
+  const endpoints: ModelEndpointOptions = { ...endpointOptions, limiter: options.limiter ?? new MemoryModelLimiter() };
+  // Nothing to meter for: no middleware.
+  const meter =
+    usage || metrics ? [meterModelCalls({ ...(usage && { usage }), ...(metrics && { metrics }), ...(options.nowMs && { nowMs: options.nowMs }) })] : [];
   const router = new Router({ sensitive: true, strict: true });
   const catalog = { catalog: options.catalog };
   router.get('/v1/models', requireScope('models:read'), listModels(catalog));
   router.get('/v1/models/*model', requireScope('models:read'), retrieveModel(catalog));
-  router.post('/v1/chat/completions', requireScope('chat:completions'), chatCompletions(options));
-  router.post('/v1/responses', requireScope('responses:create'), responses(options));
-  router.post('/v1/messages', requireScope('messages:create'), messages(options));
-  router.post('/v1/messages/count_tokens', requireScope('messages:create'), countTokens(options));
+  router.post('/v1/chat/completions', ...meter, requireScope('chat:completions'), chatCompletions(endpoints));
+  router.post('/v1/responses', ...meter, requireScope('responses:create'), responses(endpoints));
+  router.post('/v1/messages', ...meter, requireScope('messages:create'), messages(endpoints));
+  router.post('/v1/messages/count_tokens', ...meter, requireScope('messages:create'), countTokens(endpoints));
   return router;
 }

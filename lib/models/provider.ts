@@ -1,6 +1,9 @@
 /** What the handlers hand a provider. */
 export interface ProviderRequest {
-  /** The body in the endpoint's own format, `model` already the upstream's name and attached files inlined. */
+  /**
+   * The body in the endpoint's own format, `model` already the upstream's name, attached files
+   * inlined and, on a streamed Chat Completions call, `stream_options.include_usage: true`.
+   */
   body: Record<string, unknown>;
   /** Client headers meant for the upstream (`anthropic-version`, `anthropic-beta`), lower-case, when sent. */
   headers: Readonly<Record<string, string>>;

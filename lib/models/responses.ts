@@ -2,6 +2,9 @@ import type { Middleware } from 'koa';
 import { errors, type GatewayError } from '../errors/gateway-error.js';
 import { isObject, mapResponsesContentParts, type JsonObject } from './content.js';
 import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
+import { responsesAnswer } from './responses-answer.js';
+
+export { RESPONSE_EVENTS, responseObject, responseUsage } from './responses-answer.js';
 
 const FILES_IN_INPUT_FILE_ONLY = 'Files are attached as {"type":"input_file","file_id"} parts only';
 
@@ -39,42 +42,9 @@ const RESPONSES: EndpointFormat = {
   },
   forwardHeaders: [],
   errorEvent: (err) => responsesErrorEvent(err),
+  answer: responsesAnswer,
+  rateLimitStyle: 'openai',
 };
-
-/** The stream events whose `response` is the whole response object so far. */
-export const RESPONSE_EVENTS: ReadonlySet<string> = new Set([
-  'response.created',
-  'response.queued',
-  'response.in_progress',
-  'response.completed',
-  'response.incomplete',
-  'response.failed',
-]);
-
-/**
- * Where a Responses answer keeps its response object, which names the model (`model`) and, once
- * the answer is over, counts its tokens (`usage`): the JSON answer is that object; in a stream,
- * it is the `response` of the events in `RESPONSE_EVENTS`, `usage` set in the last one
- * (`response.completed`, or `response.incomplete` / `response.failed`). Undefined for any other
- * event.
- * @example const model = responseObject(JSON.parse(data), true)?.model
- */
-export function responseObject(answerOrEvent: JsonObject, streamed: boolean): JsonObject | undefined {
-  if (!streamed) return answerOrEvent;
-  const { type, response } = answerOrEvent;
-  return typeof type === 'string' && RESPONSE_EVENTS.has(type) && isObject(response) ? response : undefined;
-}
-
-/**
- * The tokens a response object counts (`usage.input_tokens`, `usage.output_tokens`), or
- * undefined while it has no usage.
- * @example const usage = responseUsage(responseObject(answer, false) ?? {})
- */
-export function responseUsage(response: JsonObject): { inputTokens: number; outputTokens: number } | undefined {
-  const { usage } = response;
-  if (!isObject(usage) || typeof usage.input_tokens !== 'number' || typeof usage.output_tokens !== 'number') return undefined;
-  return { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens };
-}
 
 /**
  * `POST /v1/responses` in OpenAI's Responses format, Shape A errors: put it behind `openAIErrors()`,
@@ -84,7 +54,9 @@ export function responseUsage(response: JsonObject): { inputTokens: number; outp
  * input part `{"type":"input_file","file_id"}` (needs `files:read` too) is sent as the stored PDF
  * itself: `{"type":"input_file","filename","file_data":"data:application/pdf;base64,..."}`. With
  * `"stream": true` the upstream's events pass through as they arrive; a failure after that is an
- * `event: error`.
+ * `event: error`. Answers name the catalog id; the key's limits are applied after the checks above
+ * (429 with `x-ratelimit-*`). For usage records and metrics, put `meterModelCalls()` before it
+ * (`modelsRouter()` does).
  * @example
  * router.post('/v1/responses', requireScope('responses:create'),
  *   responses({ catalog, providers, files, blobs }))

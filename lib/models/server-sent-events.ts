@@ -51,3 +51,52 @@ export function openAIErrorEvent(err: GatewayError): string {
 export function anthropicErrorEvent(err: GatewayError, requestId: string): string {
   return `event: error\ndata: ${JSON.stringify(shapeBBody(err, requestId))}\n\n`;
 }
+
+// A blank line ends an event; a line ends in \r\n, \n or a lone \r.
+const EVENT_END = /(?:\r\n|\r(?!\n)|\n){2}/g;
+const LINE_END = /\r\n|\r|\n/;
+
+/**
+ * The events of a run `wholeEvents()` yields, each with the blank line that ends it; what follows
+ * the last blank line (only at the end of a stream) is one more event.
+ */
+export function splitEvents(run: string): string[] {
+  const events: string[] = [];
+  let start = 0;
+  for (const match of run.matchAll(EVENT_END)) {
+    const end = match.index + match[0].length;
+    events.push(run.slice(start, end));
+    start = end;
+  }
+  if (start < run.length) events.push(run.slice(start));
+  return events;
+}
+
+/** The fields of one event a format reads: its `event:` name and its `data:` (lines joined with \n). */
+export interface EventFields {
+  name: string | undefined;
+  data: string | undefined;
+}
+
+const fieldValue = (line: string, field: string) => line.slice(line.charCodeAt(field.length) === 0x20 ? field.length + 1 : field.length);
+
+export function eventFields(event: string): EventFields {
+  let name: string | undefined;
+  let data: string | undefined;
+  for (const line of event.split(LINE_END)) {
+    if (line.startsWith('data:')) {
+      const value = fieldValue(line, 'data:');
+      data = data === undefined ? value : `${data}\n${value}`;
+    } else if (line.startsWith('event:')) {
+      name = fieldValue(line, 'event:');
+    }
+  }
+  return { name, data };
+}
+
+/** `event` with its data replaced by `data` (one line, as JSON is): its other fields kept, in order. */
+export function withData(event: string, data: string): string {
+  const kept = event.split(LINE_END).filter((line) => line !== '' && !line.startsWith('data:'));
+  kept.push(`data: ${data}`);
+  return `${kept.join('\n')}\n\n`;
+}

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { GatewayError, errors } from '../errors/gateway-error.js';
 import { isObject, type JsonObject } from './content.js';
 
@@ -7,16 +8,20 @@ const REFUSALS = new Set([400, 413, 422, 429]);
 /**
  * One request to an upstream: the signal that aborts it, an idle timer that aborts it when the
  * upstream stays silent for `timeoutMs` (before its headers, or between two reads of its body),
- * and why it ended early. Failures become 502/504 errors whose `cause` says what happened, for the
- * server's log only: bodies never carry the provider's address, key or answer.
+ * why it ended early, and how long it took. Failures become 502/504 errors whose `cause` says
+ * what happened, for the server's log only: bodies never carry the provider's address, key or answer.
  */
 export class UpstreamCall {
   readonly #controller = new AbortController();
   readonly #timeoutMs: number;
   readonly #provider: string;
+  readonly #startedAt = performance.now();
   #timer: NodeJS.Timeout | undefined;
   #timedOut = false;
   #clientGone = false;
+  #headersMs: number | null = null;
+  #firstByteMs: number | null = null;
+  #durationMs: number | null = null;
 
   constructor(provider: string, timeoutMs: number) {
     this.#provider = provider;
@@ -40,6 +45,31 @@ export class UpstreamCall {
       this.#timedOut = true;
       this.#controller.abort();
     }, this.#timeoutMs);
+  }
+
+  /** The upstream's headers arrived: its silence is measured from now. */
+  answered(): void {
+    this.#headersMs ??= performance.now() - this.#startedAt;
+    this.touch();
+  }
+
+  /** The upstream's part is over (its answer read, or the call failed): stops the timer and the clock, once. */
+  end(): void {
+    this.#durationMs ??= performance.now() - this.#startedAt;
+    this.pause();
+  }
+
+  /**
+   * Milliseconds from the call to the first byte of the upstream's answer body (its headers, for
+   * an answer whose body was not read); null while nothing has arrived.
+   */
+  get firstByteMs(): number | null {
+    return this.#firstByteMs ?? this.#headersMs;
+  }
+
+  /** Milliseconds from the call to the end of the upstream's answer, or to its failure; null until then. */
+  get durationMs(): number | null {
+    return this.#durationMs;
   }
 
   /** Stops the idle timer, while the gateway waits on something other than the upstream, or for good. */
@@ -74,7 +104,8 @@ export class UpstreamCall {
     try {
       for (;;) {
         const { done, value } = await reader.read();
-        if (done) return;
+        if (done) return this.end();
+        this.#firstByteMs ??= performance.now() - this.#startedAt;
         this.touch();
         yield value;
       }

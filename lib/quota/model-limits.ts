@@ -1,3 +1,4 @@
+import { parseOptions, positiveInteger, settingsObject } from '../settings/schemas.js';
 import { clockWindows, secondsUntil, type ClockWindow } from './clock-windows.js';
 
 /**
@@ -18,26 +19,24 @@ export interface ModelLimits {
 const LIMIT_NAMES = ['requestsPerMinute', 'tokensPerMinute', 'tokensPerDay'] as const;
 
 /**
+ * `ModelLimits` as a settings schema: each field optional, a positive integer; unknown fields
+ * refused. For options and configuration files (the reference server's `modelLimits`).
+ * @example const defaults = modelLimitsSchema.parse(config.modelLimits ?? {})
+ */
+export const modelLimitsSchema = settingsObject({
+  requestsPerMinute: positiveInteger.optional(),
+  tokensPerMinute: positiveInteger.optional(),
+  tokensPerDay: positiveInteger.optional(),
+  // Fields given as undefined are left out, as stores keep them.
+}).transform((limits): ModelLimits => Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined)));
+
+/**
  * `limits` as `ModelLimits`, or a `TypeError` naming the first field that is unknown or not a
  * positive integer. For configuration and key creation: check once, at start-up.
  * @example const defaults = checkModelLimits(JSON.parse(text).modelLimits ?? {}, 'modelLimits')
  */
 export function checkModelLimits(limits: unknown, where = 'model limits'): ModelLimits {
-  if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
-    throw new TypeError(`koa-model-gateway: ${where} must be an object`);
-  }
-  const checked: ModelLimits = {};
-  for (const [name, value] of Object.entries(limits)) {
-    if (!(LIMIT_NAMES as readonly string[]).includes(name)) {
-      throw new TypeError(`koa-model-gateway: ${where}: unknown limit '${name}' (expected ${LIMIT_NAMES.join(', ')})`);
-    }
-    if (value === undefined) continue;
-    if (!Number.isSafeInteger(value) || (value as number) < 1) {
-      throw new TypeError(`koa-model-gateway: ${where}: ${name} must be a positive integer`);
-    }
-    checked[name as keyof ModelLimits] = value as number;
-  }
-  return checked;
+  return parseOptions(modelLimitsSchema, limits, where);
 }
 
 /** True when `limits` limits anything: without limits a limiter answers without counting. */

@@ -8,3 +8,4 @@ export {
   settingsObject,
 } from './schemas.js';
 export { catalogModelSchema, checkCatalog, type CatalogModel, type ResolvedModel } from '../models/catalog.js';
+export { modelLimitsSchema } from '../quota/model-limits.js';

@@ -6,9 +6,9 @@ import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
 import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
 import { newFileId } from '../../lib/files/file-id.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';
-import type { ModelEndpointOptions } from '../../lib/models/model-endpoint.js';
-import { modelsRouter } from '../../lib/models/models-router.js';
+import { modelsRouter, type ModelsRouterOptions } from '../../lib/models/models-router.js';
 import type { Provider } from '../../lib/models/provider.js';
+import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
@@ -40,11 +40,11 @@ export const CATALOG: CatalogModel[] = [
  * `modelsRouter()`), over memory stores, on a random loopback port. Errors reported on
  * `app.on('error')` are collected in `reported`.
  */
-export async function modelsApp(options: Partial<ModelEndpointOptions> = {}) {
+export async function modelsApp(options: Partial<ModelsRouterOptions> = {}) {
   const keys = new MemoryKeyStore();
   const files = new MemoryFileStore();
   const blobs = new MemoryBlobStore();
-  const endpointOptions: ModelEndpointOptions = { catalog: CATALOG, providers: PROVIDERS, files, blobs, ...options };
+  const endpointOptions: ModelsRouterOptions = { catalog: CATALOG, providers: PROVIDERS, files, blobs, ...options };
   const router = modelsRouter(endpointOptions);
   const app = new Koa();
   const reported: unknown[] = [];
@@ -55,8 +55,8 @@ export async function modelsApp(options: Partial<ModelEndpointOptions> = {}) {
   app.use(router.allowedMethods());
   const server = await listen(app);
 
-  const keyFor = async (scopes: Scope[] = [...SCOPES], extra: { models?: string[] | null; account?: string } = {}) =>
-    (await createApiKey(keys, { prefix: 'kmg', account: extra.account ?? 'acme', scopes, models: extra.models ?? null })).key;
+  const keyFor = async (scopes: Scope[] = [...SCOPES], extra: { models?: string[] | null; account?: string; limits?: ModelLimits } = {}) =>
+    (await createApiKey(keys, { prefix: 'kmg', account: extra.account ?? 'acme', scopes, models: extra.models ?? null, limits: extra.limits ?? {} })).key;
 
   /** Stores a PDF as the files API would and returns its id. */
   const storePdf = async (bytes: Buffer, extra: { filename?: string; account?: string; expiresAt?: number | null } = {}) => {
@@ -75,9 +75,9 @@ export async function modelsApp(options: Partial<ModelEndpointOptions> = {}) {
     return id;
   };
 
-  /** POSTs `body` as JSON to `path` with `headers`. */
-  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  /** POSTs `body` as JSON to `path` with `headers`; `signal` aborts it. */
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+    fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), ...(signal && { signal }) });
 
   return { url: server.url, close: server.close, keyFor, storePdf, post, files, blobs, reported };
 }

@@ -50,3 +50,111 @@ export async function streamingUpstream() {
       }),
   };
 }
+
+/** One request a `mockProviders()` upstream received, and the usage its answer reported. */
+export interface MockCall {
+  path: string;
+  body: Record<string, unknown>;
+  /** Input tokens (for Messages, cache writes and reads included) and output tokens. */
+  usage: { input: number; output: number };
+}
+
+const event = (data: unknown, name?: string) => `${name === undefined ? '' : `event: ${name}\n`}data: ${JSON.stringify(data)}\n\n`;
+
+function openAIAnswer(res: ServerResponse, body: Record<string, unknown>, usage: MockCall['usage']): void {
+  const base = { id: 'chatcmpl-mock', created: 1_744_000_000, model: body.model };
+  const reported = { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output };
+  if (body.stream !== true) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there' }, finish_reason: 'stop' }], usage: reported }));
+    return;
+  }
+  // As OpenAI streams: with include_usage, `usage: null` on every chunk and one more chunk with the usage.
+  const options = body.stream_options as { include_usage?: boolean } | undefined;
+  const withUsage = options?.include_usage === true;
+  const chunk = (delta: unknown, finish: string | null) => ({
+    ...base,
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta, finish_reason: finish }],
+    ...(withUsage && { usage: null }),
+  });
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(event(chunk({ role: 'assistant', content: '' }, null)));
+  res.write(event(chunk({ content: 'Hello' }, null)));
+  res.write(event(chunk({ content: ' there' }, 'stop')));
+  if (withUsage) res.write(event({ ...base, object: 'chat.completion.chunk', choices: [], usage: reported }));
+  res.end('data: [DONE]\n\n');
+}
+
+function anthropicAnswer(res: ServerResponse, body: Record<string, unknown>, usage: MockCall['usage']): void {
+  // Part of the input as cache reads and writes, which count as input too.
+  const input = { input_tokens: usage.input - 3, cache_creation_input_tokens: 1, cache_read_input_tokens: 2 };
+  const message = { id: 'msg_mock', type: 'message', role: 'assistant', model: body.model, stop_sequence: null };
+  if (body.stream !== true) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ ...message, content: [{ type: 'text', text: 'Hello there' }], stop_reason: 'end_turn', usage: { ...input, output_tokens: usage.output } }));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(event({ type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...input, output_tokens: 1 } } }, 'message_start'));
+  res.write(event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'));
+  res.write(event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello there' } }, 'content_block_delta'));
+  res.write(event({ type: 'content_block_stop', index: 0 }, 'content_block_stop'));
+  res.write(event({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output } }, 'message_delta'));
+  res.end(event({ type: 'message_stop' }, 'message_stop'));
+}
+
+function responsesAnswer(res: ServerResponse, body: Record<string, unknown>, usage: MockCall['usage']): void {
+  const response = (status: string, reported: unknown) => ({ id: 'resp_mock', object: 'response', created_at: 1_744_000_000, status, model: body.model, output: [], usage: reported });
+  const reported = { input_tokens: usage.input, output_tokens: usage.output, total_tokens: usage.input + usage.output };
+  if (body.stream !== true) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(response('completed', reported)));
+    return;
+  }
+  // As OpenAI streams: the response object in the response.* events, its usage in the last one.
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(event({ type: 'response.created', sequence_number: 0, response: response('in_progress', null) }, 'response.created'));
+  res.write(event({ type: 'response.in_progress', sequence_number: 1, response: response('in_progress', null) }, 'response.in_progress'));
+  res.write(event({ type: 'response.output_text.delta', sequence_number: 2, item_id: 'msg_mock', output_index: 0, content_index: 0, delta: 'Hello there' }, 'response.output_text.delta'));
+  res.end(event({ type: 'response.completed', sequence_number: 3, response: response('completed', reported) }, 'response.completed'));
+}
+
+/**
+ * OpenAI's and Anthropic's APIs on a loopback port, as their providers reach them:
+ * `POST /v1/chat/completions` and `POST /v1/responses` (an `openAIProvider` with baseURL
+ * `${url}/v1`), `POST /v1/messages` and `POST /v1/messages/count_tokens` (an `anthropicProvider`
+ * with baseURL `url`), JSON or streamed as the real ones answer, naming the
+ * model they were asked for. Each answer reports a usage of its own, different from call to call;
+ * `calls` holds every request with the usage its answer reported.
+ */
+export async function mockProviders() {
+  const calls: MockCall[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+      const usage = { input: 11 + calls.length, output: 4 + (calls.length % 5) };
+      const path = req.url ?? '';
+      calls.push({ path, body, usage });
+      if (path === '/v1/chat/completions') openAIAnswer(res, body, usage);
+      else if (path === '/v1/responses') responsesAnswer(res, body, usage);
+      else if (path === '/v1/messages') anthropicAnswer(res, body, usage);
+      else if (path === '/v1/messages/count_tokens') res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ input_tokens: usage.input }));
+      else res.writeHead(404).end();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    calls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -14,7 +14,7 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
  */
 export const TSX = ['--conditions=@koa-model-gateway/source', '--import', 'tsx'];
 const CLI = [...TSX, 'reference-server/cli.ts'];
-const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS'];
+const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS', 'METRICS_PORT'];
 // What the SDK would read from the environment, and the bucket settings.
 const S3_VARS = ['BLOB_URL', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE', 'AWS_REGION', 'AWS_DEFAULT_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'];
 

@@ -13,29 +13,7 @@ import { serveMetrics } from '../../lib/metrics/serve-metrics.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { usageRecord } from '../contracts/usage-store.js';
 import { listen, type Listening } from '../helpers/http.js';
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** Prometheus' text format, line by line: `name{label="value",…} number`. */
-function parseMetrics(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match) throw new Error(`not a sample line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const [, name, value] of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[name!] = value!;
-    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
-  }
-  return samples;
-}
-
-const value = (samples: Sample[], name: string, labels: Record<string, string> = {}) =>
-  samples.find((sample) => sample.name === name && Object.entries(labels).every(([key, wanted]) => sample.labels[key] === wanted))?.value;
+import { parseMetrics, value, type Sample } from '../helpers/prometheus.js';
 
 /** Scrapes `GET /metrics` from a listener of its own, as Prometheus would. */
 async function scrape(metrics: GatewayMetrics): Promise<{ text: string; samples: Sample[]; contentType: string | null }> {

@@ -31,7 +31,7 @@ test.serial('a Provider object of the user is served on both endpoints like a bu
     { 'x-api-key': key },
   );
   t.is(chat.status, 200);
-  t.like(await chat.json(), { id: 'chatcmpl-1', model: 'house-v2' });
+  t.like(await chat.json(), { id: 'chatcmpl-1', model: 'house-model' });
   const [sent] = received.splice(0);
   t.is(sent?.body.model, 'house-v2', 'the model is renamed to its upstreamModel');
   t.regex(JSON.stringify(sent?.body), /"filename":"memo\.pdf","file_data":"data:application\/pdf;base64,/, 'the stored PDF is inlined');

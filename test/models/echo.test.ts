@@ -46,7 +46,7 @@ test('chat completions: echo answers in OpenAI format with each attached documen
   t.regex(response.headers.get('x-request-id') ?? '', /^req_[A-Za-z0-9]{32}$/);
   const body = (await response.json()) as { object: string; model: string; choices: Array<{ message: { role: string; content: string }; finish_reason: string }> };
   t.is(body.object, 'chat.completion');
-  t.is(body.model, 'echo-upstream-1');
+  t.is(body.model, 'echo-1');
   t.is(body.choices[0]?.message.role, 'assistant');
   t.is(body.choices[0]?.finish_reason, 'stop');
   t.is(
@@ -105,7 +105,7 @@ test('messages: echo answers in Anthropic format, titling the document with its 
   t.is(response.status, 200);
   t.regex(response.headers.get('request-id') ?? '', /^req_[A-Za-z0-9]{32}$/);
   const body = (await response.json()) as { type: string; role: string; stop_reason: string; content: Array<{ type: string; text: string }> };
-  t.like(body, { type: 'message', role: 'assistant', stop_reason: 'end_turn', model: 'echo-upstream-1' });
+  t.like(body, { type: 'message', role: 'assistant', stop_reason: 'end_turn', model: 'echo-1' });
   t.deepEqual(body.content, [
     {
       type: 'text',

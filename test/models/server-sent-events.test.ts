@@ -1,6 +1,6 @@
 import test from 'ava';
 import { errors } from '../../lib/errors/gateway-error.js';
-import { anthropicErrorEvent, openAIErrorEvent, wholeEvents } from '../../lib/models/server-sent-events.js';
+import { anthropicErrorEvent, eventFields, openAIErrorEvent, splitEvents, wholeEvents, withData } from '../../lib/models/server-sent-events.js';
 
 async function regroup(chunks: string[]): Promise<string[]> {
   const encoder = new TextEncoder();
@@ -41,4 +41,16 @@ test('error events carry the fields of the two error shapes', (t) => {
     anthropicErrorEvent(errors.upstreamError(), 'req_abc'),
     'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"Upstream provider error"},"request_id":"req_abc"}\n\n',
   );
+});
+
+test('a run of whole events splits into events, whatever their line ends; a rewritten event keeps its other fields', (t) => {
+  t.deepEqual(splitEvents('data: 1\n\nevent: a\r\ndata: 2\r\n\r\ndata: 3\r\rdata: [DONE]\n'), [
+    'data: 1\n\n',
+    'event: a\r\ndata: 2\r\n\r\n',
+    'data: 3\r\r',
+    'data: [DONE]\n',
+  ]);
+  t.deepEqual(eventFields('event:message_start\nid: 7\ndata: {"a":\ndata: 1}\n\n'), { name: 'message_start', data: '{"a":\n1}' });
+  t.deepEqual(eventFields(': a comment\n\n'), { name: undefined, data: undefined });
+  t.is(withData('event: message_start\r\nid: 7\r\ndata: {"old":1}\r\n\r\n', '{"new":2}'), 'event: message_start\nid: 7\ndata: {"new":2}\n\n');
 });

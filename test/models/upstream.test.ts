@@ -61,7 +61,7 @@ test.serial('chat completions: the upstream gets the upstream model, the PDF its
     messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'file', file: { file_id: fileId } }] }],
   });
   t.is(response.status, 200);
-  t.deepEqual(await response.json(), openAIAnswer);
+  t.deepEqual(await response.json(), { ...openAIAnswer, model: 'gpt-test' });
   const ours = response.headers.get('x-request-id') ?? '';
   t.regex(ours, /^req_[A-Za-z0-9]{32}$/);
   t.true(scope.isDone());
@@ -108,7 +108,7 @@ test.serial('messages: the upstream gets the provider key, the PDF as a base64 d
   };
   const response = await messages(key, body, { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'files-api-2025-04-14', authorization: `Bearer ${key}` });
   t.is(response.status, 200);
-  t.deepEqual(await response.json(), anthropicAnswer);
+  t.deepEqual(await response.json(), { ...anthropicAnswer, model: 'claude-test' });
   t.regex(response.headers.get('request-id') ?? '', /^req_[A-Za-z0-9]{32}$/);
 
   const [upstream] = received;
@@ -159,6 +159,9 @@ const sseAnthropic = [
   'event: message_stop\ndata: {"type":"message_stop"}\n\n',
 ];
 
+/** An upstream event as the client gets it: naming the catalog id. */
+const asClient = (event: string) => event.replace('"model":"gpt-4o-mini"', '"model":"gpt-test"').replace('"model":"claude"', '"model":"claude-test"');
+
 /** Reads `response` until `count` events (blank-line separated) have arrived. */
 async function readEvents(reader: ReadableStreamDefaultReader<Uint8Array>, count: number): Promise<string> {
   const decoder = new TextDecoder();
@@ -187,15 +190,15 @@ for (const [name, path, upstream, events, call] of [
     t.is(response.headers.get('content-encoding'), null);
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();
     // The first event arrives while the upstream has sent nothing more.
-    t.is(await readEvents(reader, 1), events[0] ?? '');
+    t.is(await readEvents(reader, 1), asClient(events[0] ?? ''));
     // An event split across writes is passed on once it is whole.
     const second = events[1] ?? '';
     body.write(second.slice(0, 20));
     body.write(second.slice(20));
-    t.is(await readEvents(reader, 1), second);
+    t.is(await readEvents(reader, 1), asClient(second));
     for (const event of events.slice(2)) body.write(event);
     body.end();
-    t.is(await readEvents(reader, events.length - 2), events.slice(2).join(''));
+    t.is(await readEvents(reader, events.length - 2), events.slice(2).map(asClient).join(''));
     t.true((await reader.read()).done);
     t.is(received[0]?.body.stream, true);
   });
@@ -209,7 +212,7 @@ test.serial('chat completions: an upstream failure mid-stream ends the stream wi
   const response = await chat(await gateway.keyFor(), { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] });
   t.is(response.status, 200);
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-  t.is(await readEvents(reader, 1), sseOpenAI[0] ?? '');
+  t.is(await readEvents(reader, 1), asClient(sseOpenAI[0] ?? ''));
   body.destroy(new Error('socket hang up at 10.1.2.3'));
   t.is(
     await readEvents(reader, 2),
@@ -229,7 +232,7 @@ test.serial('messages: an upstream going silent mid-stream ends the stream with 
   const requestId = response.headers.get('request-id');
   t.is(
     await response.text(),
-    `${sseAnthropic[0]}event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'Upstream provider timed out' }, request_id: requestId })}\n\n`,
+    `${asClient(sseAnthropic[0] ?? '')}event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'Upstream provider timed out' }, request_id: requestId })}\n\n`,
   );
   body.destroy();
 });

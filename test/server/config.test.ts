@@ -68,6 +68,20 @@ test('the config file: limits per field, a catalog of its own, the credential na
   t.is(parseGatewayConfig({ sweep: { intervalSeconds: 0 } }, 'test').sweep.intervalSeconds, 0);
 });
 
+test('modelLimits: unlimited by default; each field a positive integer, absent ones unlimited', (t) => {
+  t.deepEqual(parseGatewayConfig({}, 'test').modelLimits, {});
+  t.deepEqual(parseGatewayConfig({ modelLimits: { requestsPerMinute: 60, tokensPerDay: 1_000_000 } }, 'test').modelLimits, {
+    requestsPerMinute: 60,
+    tokensPerDay: 1_000_000,
+  });
+});
+
+test('METRICS_PORT: unset, no metrics listener; a port, or 0 for any free one', (t) => {
+  t.is(loadConfig({}).metricsPort, null);
+  t.is(loadConfig({ METRICS_PORT: '9464' }).metricsPort, 9464);
+  t.is(loadConfig({ METRICS_PORT: '0' }).metricsPort, 0);
+});
+
 test('a file that gives only models can use the built-in echo provider', (t) => {
   const config = parseGatewayConfig({ models: [{ id: 'my-echo', provider: 'echo' }] }, 'test');
   t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', created: 0, display_name: 'my-echo' }]);
@@ -86,11 +100,15 @@ test('provider credentials are read from the variables apiKeyEnv names only when
 // Each case: the file's content and the one line that refuses it (after `test: `).
 const badFiles: Array<[unknown, string]> = [
   [[], 'the config must be an object'],
-  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, sweep, providers, models)'],
+  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, sweep, providers, models)'],
   [{ keyPrefix: 'a_b' }, 'keyPrefix must be 1 to 32 letters and digits'],
   [{ limits: { maxFiles: -1 } }, 'limits.maxFiles must be a positive integer'],
   [{ limits: { maxFile: 1 } }, 'limits.maxFile is not a setting (expected maxFileBytes, maxFiles, maxStoredBytes, createsPerMinute, createsPerDay, bytesPerDay)'],
   [{ sweep: { intervalSeconds: -1 } }, 'sweep.intervalSeconds must be a non-negative integer'],
+  [{ modelLimits: { requestsPerMinute: -1 } }, 'modelLimits.requestsPerMinute must be a positive integer'],
+  [{ modelLimits: { tokensPerDay: 1.5 } }, 'modelLimits.tokensPerDay must be a positive integer'],
+  [{ modelLimits: { tokensPerMinute: '100' } }, 'modelLimits.tokensPerMinute must be a positive integer'],
+  [{ modelLimits: { rpm: 10 } }, 'modelLimits.rpm is not a setting (expected requestsPerMinute, tokensPerMinute, tokensPerDay)'],
   [{ providers: [{ id: 'x', kind: 'openia' }] }, 'providers[0].kind must be one of openai, anthropic, echo'],
   [{ providers: [{ id: 'o', kind: 'openai', apiKey: 'secret' }] }, "providers[0].apiKey must not be in the file: put the credential in an environment variable and name it in 'apiKeyEnv'"],
   [{ providers: [{ id: 'o', kind: 'openai', apiKeyEnv: 'not a name' }] }, 'providers[0].apiKeyEnv must name an environment variable (letters, digits and _)'],
@@ -126,7 +144,7 @@ test('GATEWAY_CONFIG: a file that cannot be read or is not JSON is one line nami
 });
 
 test('environment values that make no sense are refused', (t) => {
-  for (const env of [{ PORT: '70000' }, { PORT: '-1' }, { PORT: 'http' }, { SHUTDOWN_GRACE_SECONDS: 'soon' }, { LOG_LEVEL: 'verbose' }, { REDIS_URL: '127.0.0.1' }]) {
+  for (const env of [{ PORT: '70000' }, { PORT: '-1' }, { PORT: 'http' }, { SHUTDOWN_GRACE_SECONDS: 'soon' }, { LOG_LEVEL: 'verbose' }, { REDIS_URL: '127.0.0.1' }, { METRICS_PORT: '-1' }, { METRICS_PORT: '65536' }]) {
     t.throws(() => loadConfig(env), { instanceOf: ConfigError }, JSON.stringify(env));
   }
 });

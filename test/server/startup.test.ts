@@ -48,20 +48,26 @@ for (const [name, makeEnv, line] of badConfigs) {
   });
 }
 
-test('serve on a port in use exits non-zero with one clear line', async (t) => {
-  const dir = await dataDir();
-  const blocker = createServer();
-  blocker.listen(0, '127.0.0.1');
-  await once(blocker, 'listening');
-  const { port } = blocker.address() as AddressInfo;
-  try {
-    const result = await runCli(['serve'], { DATA_DIR: dir, PORT: String(port) });
-    t.is(result.code, 1);
-    t.is(result.stderr, `koa-model-gateway: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`);
-  } finally {
-    blocker.close();
-  }
-});
+// The API's port, and the metrics listener's, which opens after it: both close what they opened.
+for (const [variable, line] of [
+  ['PORT', (port: number) => `koa-model-gateway: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`],
+  ['METRICS_PORT', (port: number) => `koa-model-gateway: METRICS_PORT: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`],
+] as const) {
+  test(`serve with ${variable} in use exits non-zero with one clear line`, async (t) => {
+    const dir = await dataDir();
+    const blocker = createServer();
+    blocker.listen(0, '127.0.0.1');
+    await once(blocker, 'listening');
+    const { port } = blocker.address() as AddressInfo;
+    try {
+      const result = await runCli(['serve'], { DATA_DIR: dir, PORT: '0', [variable]: String(port) });
+      t.is(result.code, 1);
+      t.is(result.stderr, line(port));
+    } finally {
+      blocker.close();
+    }
+  });
+}
 
 test('a provider credential is read from the variable apiKeyEnv names, and sent upstream', async (t) => {
   const dir = await dataDir();

@@ -55,7 +55,11 @@ export function partyKey(keyPrefix: string, party: string): string {
 export async function answerWithin<T>(call: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`, { store: 'redis' })), timeoutMs);
+    timer = setTimeout(() => {
+      // After a stall (a starved CPU), timers run before the sockets are read: an answer that
+      // came meanwhile is read in this same turn of the loop, before setImmediate's callbacks.
+      setImmediate(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`, { store: 'redis' })));
+    }, timeoutMs);
   });
   try {
     return await Promise.race([call, timeout]);

@@ -1,0 +1,44 @@
+import { eventObject, tokenCount, type AnswerFormat, type TokenUsage } from './answer.js';
+import { isObject } from './content.js';
+import { eventFields, withData } from './server-sent-events.js';
+
+const usageOf = (usage: unknown): TokenUsage =>
+  isObject(usage) ? { inputTokens: tokenCount(usage.prompt_tokens), outputTokens: tokenCount(usage.completion_tokens) } : { inputTokens: 0, outputTokens: 0 };
+
+/**
+ * Chat Completions answers: `usage.prompt_tokens` / `completion_tokens` and `model` in a JSON
+ * answer and in every chunk of a stream. A stream reports usage only when asked
+ * (`stream_options.include_usage`): the gateway always asks, and when the client did not, it
+ * withholds the extra final chunk (`choices: []` with `usage`) and the `usage: null` of the others,
+ * so the client gets the stream it asked for.
+ */
+export const chatCompletionsAnswer: AnswerFormat = {
+  streamRequest(body) {
+    const options = body.stream_options ?? {};
+    // Something that is not an object is the upstream's to refuse, as it is.
+    if (!isObject(options)) return body;
+    return { ...body, stream_options: { ...options, include_usage: true } };
+  },
+  json(answer, model) {
+    if (typeof answer.model === 'string') answer.model = model;
+    return usageOf(answer.usage);
+  },
+  stream(request, model) {
+    const clientAsked = isObject(request.stream_options) && request.stream_options.include_usage === true;
+    const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+    return {
+      usage,
+      event(event) {
+        const chunk = eventObject(eventFields(event).data);
+        if (chunk === undefined) return event;
+        if (isObject(chunk.usage)) Object.assign(usage, usageOf(chunk.usage));
+        if (!clientAsked && 'usage' in chunk) {
+          if (Array.isArray(chunk.choices) && chunk.choices.length === 0) return '';
+          delete chunk.usage;
+        }
+        if (typeof chunk.model === 'string') chunk.model = model;
+        return withData(event, JSON.stringify(chunk));
+      },
+    };
+  },
+};

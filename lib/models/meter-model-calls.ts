@@ -1,0 +1,78 @@
+import { performance } from 'node:perf_hooks';
+import type { RouterContext } from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { afterResponse } from '../after-response.js';
+import { newRequestId } from '../errors/request-id.js';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
+import type { UsageRecorder } from '../usage/usage-recorder.js';
+import type { UsageRecord } from '../usage/usage-store.js';
+import './model-endpoint.js';
+
+export interface MeterModelCallsOptions {
+  /** Where each call's record goes: `usageRecorder()`, which writes in batches. Default: none. */
+  usage?: Pick<UsageRecorder, 'record'>;
+  /**
+   * The metrics each call feeds (upstream time, time to first byte, tokens, limit refusals):
+   * `createGatewayMetrics()` from `koa-model-gateway/metrics`. Default: none.
+   */
+  metrics?: Pick<GatewayMetrics, 'observeModelCall' | 'limitRefused'>;
+  /** The clock of the records' `time`, in milliseconds since the Unix epoch. Default: `Date.now`. */
+  nowMs?: () => number;
+}
+
+function usageRecord(ctx: Context, time: number, started: number): UsageRecord | undefined {
+  const key = ctx.state.apiKey;
+  if (key === undefined) return undefined;
+  const call = ctx.state.modelRequest;
+  const { res } = ctx;
+  const route = (ctx as Partial<RouterContext>).routerPath;
+  return {
+    time,
+    requestId: ctx.state.requestId ?? newRequestId(),
+    keyId: key.id,
+    account: key.account,
+    endpoint: typeof route === 'string' ? route : ctx.path,
+    // Set once the model is resolved: a name the client made up is never recorded.
+    model: call?.model ?? null,
+    provider: call?.provider ?? null,
+    // nginx's 499: the client closed the request before its answer was complete.
+    status: res.writableFinished ? res.statusCode : 499,
+    stream: call?.stream ?? false,
+    inputTokens: call?.inputTokens ?? 0,
+    outputTokens: call?.outputTokens ?? 0,
+    attachments: call?.attachments ?? 0,
+    latencyMs: performance.now() - started,
+    upstreamFirstByteMs: call?.upstreamFirstByteMs ?? null,
+    upstreamMs: call?.upstreamMs ?? null,
+  };
+}
+
+/**
+ * Meters every call of the model endpoint after it: one `UsageRecord` when the answer has ended
+ * (sent, refused, failed or left by the client), with the status the client got and what the
+ * handler put on `ctx.state.modelRequest` (the catalog model, its provider, the upstream's usage
+ * and timings); and the metrics of the call. Put it before `requireScope()` and the handler, after
+ * `apiKey()`, so that refusals count too; a request without a verified key is not recorded.
+ * Recording is synchronous and does no I/O: `usageRecorder()` writes in the background.
+ * @example router.post('/v1/chat/completions', meterModelCalls({ usage, metrics }), requireScope('chat:completions'), chatCompletions(options))
+ */
+export function meterModelCalls(options: MeterModelCallsOptions = {}): Middleware {
+  const { usage, metrics, nowMs = Date.now } = options;
+  if (usage !== undefined && typeof usage.record !== 'function') throw new TypeError('koa-model-gateway: meterModelCalls() usage must be a usageRecorder()');
+  if (metrics !== undefined && typeof metrics.observeModelCall !== 'function') {
+    throw new TypeError('koa-model-gateway: meterModelCalls() metrics must come from createGatewayMetrics()');
+  }
+  if (typeof nowMs !== 'function') throw new TypeError('koa-model-gateway: meterModelCalls() nowMs must be a function');
+  return async function meterModelCalls(ctx, next) {
+    const time = nowMs();
+    const started = performance.now();
+    await afterResponse(ctx, next, () => {
+      const record = usageRecord(ctx, time, started);
+      if (record === undefined) return;
+      usage?.record(record);
+      metrics?.observeModelCall(record);
+      const limitedBy = ctx.state.modelRequest?.limitedBy;
+      if (limitedBy !== undefined) metrics?.limitRefused(limitedBy);
+    });
+  };
+}

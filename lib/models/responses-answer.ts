@@ -1,0 +1,73 @@
+import { eventObject, tokenCount, type AnswerFormat, type TokenUsage } from './answer.js';
+import { isObject, type JsonObject } from './content.js';
+import { eventFields, withData } from './server-sent-events.js';
+
+/** The stream events whose `response` is the whole response object so far. */
+export const RESPONSE_EVENTS: ReadonlySet<string> = new Set([
+  'response.created',
+  'response.queued',
+  'response.in_progress',
+  'response.completed',
+  'response.incomplete',
+  'response.failed',
+]);
+
+/**
+ * Where a Responses answer keeps its response object, which names the model (`model`) and, once
+ * the answer is over, counts its tokens (`usage`): the JSON answer is that object; in a stream,
+ * it is the `response` of the events in `RESPONSE_EVENTS`, `usage` set in the last one
+ * (`response.completed`, or `response.incomplete` / `response.failed`). Undefined for any other
+ * event.
+ * @example const model = responseObject(JSON.parse(data), true)?.model
+ */
+export function responseObject(answerOrEvent: JsonObject, streamed: boolean): JsonObject | undefined {
+  if (!streamed) return answerOrEvent;
+  const { type, response } = answerOrEvent;
+  return typeof type === 'string' && RESPONSE_EVENTS.has(type) && isObject(response) ? response : undefined;
+}
+
+/**
+ * The tokens a response object counts (`usage.input_tokens`, `usage.output_tokens`), or
+ * undefined while it has no usage.
+ * @example const usage = responseUsage(responseObject(answer, false) ?? {})
+ */
+export function responseUsage(response: JsonObject): TokenUsage | undefined {
+  const { usage } = response;
+  if (!isObject(usage) || typeof usage.input_tokens !== 'number' || typeof usage.output_tokens !== 'number') return undefined;
+  return { inputTokens: tokenCount(usage.input_tokens), outputTokens: tokenCount(usage.output_tokens) };
+}
+
+function renamed(response: JsonObject, model: string): void {
+  if (typeof response.model === 'string') response.model = model;
+}
+
+/**
+ * Responses answers: the JSON answer is the response object, with `model` and `usage.input_tokens`
+ * / `output_tokens`; in a stream, the `response.*` events of `RESPONSE_EVENTS` carry the response
+ * object so far, its `usage` set in the last (`response.completed`, `response.incomplete` or
+ * `response.failed`). Only those events are parsed (an event's name is its type); the
+ * content events pass as they came. A stream reports usage without being asked.
+ */
+export const responsesAnswer: AnswerFormat = {
+  json(answer, model) {
+    renamed(answer, model);
+    return responseUsage(answer) ?? { inputTokens: 0, outputTokens: 0 };
+  },
+  stream(_request, model) {
+    const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+    return {
+      usage,
+      event(event) {
+        const { name, data } = eventFields(event);
+        if (name !== undefined && !RESPONSE_EVENTS.has(name)) return event;
+        const parsed = eventObject(data);
+        const response = parsed && responseObject(parsed, true);
+        if (parsed === undefined || response === undefined) return event;
+        const counted = responseUsage(response);
+        if (counted !== undefined) Object.assign(usage, counted);
+        renamed(response, model);
+        return withData(event, JSON.stringify(parsed));
+      },
+    };
+  },
+};

@@ -1,0 +1,218 @@
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import test from 'ava';
+import { runCommand } from '../../reference-server/commands.js';
+import { makePdf } from '../helpers/models-pdf.js';
+import { mockProviders } from '../helpers/models-upstream.js';
+import { parseMetrics, value } from '../helpers/prometheus.js';
+import { throwawayPostgres } from '../helpers/server-database.js';
+import { startServer, tempDataDir, type ServerProcess } from '../helpers/server-process.js';
+import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
+
+// Two reference server processes on one PostgreSQL database and one Redis, in front of a mock
+// OpenAI and Anthropic: the limits, the usage records and the metrics as a deployment has them.
+const services = withRedis(withPostgres(test));
+
+interface Setup {
+  env: Record<string, string>;
+  upstream: Awaited<ReturnType<typeof mockProviders>>;
+  servers: [ServerProcess, ServerProcess];
+  metricsUrl: string;
+  limitedKey: { id: string; key: string };
+  plainKey: { id: string; key: string };
+  cleanup: Array<() => Promise<unknown>>;
+}
+
+let setup: Setup;
+
+// Redis outlives a run: accounts of their own, so that no other run's counts are found there.
+const RUN = randomBytes(4).toString('hex');
+const LIMITED_ACCOUNT = `acme-limited-${RUN}`;
+const PLAIN_ACCOUNT = `acme-plain-${RUN}`;
+
+/** Runs a CLI command in this process, as `koa-model-gateway <args>`; its output parsed as JSON. */
+async function cli(env: Record<string, string>, args: string[]): Promise<unknown> {
+  const out: string[] = [];
+  const code = await runCommand([...args, '--json'], { env, out: (text) => out.push(text), err: () => undefined });
+  if (code !== 0) throw new Error(`${args.join(' ')} exited ${code}`);
+  return JSON.parse(out.join('\n'));
+}
+
+services.before(async () => {
+  const cleanup: Setup['cleanup'] = [];
+  const [upstream, data, database] = await Promise.all([mockProviders(), tempDataDir(), throwawayPostgres()]);
+  cleanup.push(() => upstream.close(), () => data.remove(), () => database.drop());
+  const config = join(data.dir, 'gateway.json');
+  await writeFile(
+    config,
+    JSON.stringify({
+      providers: [
+        { id: 'mock-openai', kind: 'openai', baseURL: `${upstream.url}/v1` },
+        { id: 'mock-anthropic', kind: 'anthropic', baseURL: upstream.url },
+      ],
+      models: [
+        { id: 'gpt-mock', provider: 'mock-openai', upstreamModel: 'gpt-upstream-1' },
+        { id: 'claude-mock', provider: 'mock-anthropic', upstreamModel: 'claude-upstream-1' },
+      ],
+      modelLimits: { tokensPerDay: 1_000_000 },
+      limits: { createsPerMinute: 1 },
+      sweep: { intervalSeconds: 0 },
+    }),
+  );
+  const env = { DATA_DIR: data.dir, DATABASE_URL: database.url, REDIS_URL, GATEWAY_CONFIG: config };
+  const limitedKey = (await cli(env, ['keys', 'create', '--account', LIMITED_ACCOUNT, '--rpm', '10'])) as Setup['limitedKey'];
+  const plainKey = (await cli(env, ['keys', 'create', '--account', PLAIN_ACCOUNT])) as Setup['plainKey'];
+  const servers = await Promise.all([startServer({ ...env, METRICS_PORT: '0' }), startServer(env)]);
+  cleanup.push(() => Promise.all(servers.map((server) => server.stop())));
+  const metricsUrl = servers[0].logs.find((line) => line.msg === 'metrics listening')?.url;
+  if (typeof metricsUrl !== 'string') throw new Error('the metrics listener did not log its address');
+  setup = { env, upstream, servers, metricsUrl, limitedKey, plainKey, cleanup };
+});
+
+services.after.always(async () => {
+  for (const step of (setup?.cleanup ?? []).reverse()) await step();
+});
+
+const chat = (server: ServerProcess, key: string, body: Record<string, unknown> = {}) =>
+  fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-mock', messages: [{ role: 'user', content: 'hi' }], ...body }),
+  });
+
+const messages = (server: ServerProcess, key: string, body: Record<string, unknown> = {}) =>
+  fetch(`${server.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'claude-mock', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], ...body }),
+  });
+
+const sum = (values: number[]) => values.reduce((total, each) => total + each, 0);
+
+// What the first server answered, for its metrics: chat 429s, and the tokens of its chat answers.
+const servedByFirst = { refusals: 0, inputTokens: 0, upstreamCalls: 0 };
+
+services.serial('50 parallel chat calls by a key with --rpm 10, across two processes: exactly 10 reach the upstream; the refused carry the headers', async (t) => {
+  const { servers, limitedKey, upstream } = setup;
+  // The two processes share the real clock, which no fake one can reach: calls that straddle a
+  // minute would be counted in two windows. Near the end of one, start with the next.
+  const leftInMinute = 60_000 - (Date.now() % 60_000);
+  if (leftInMinute < 10_000) await delay(leftInMinute + 50);
+  const answers = await Promise.all(
+    Array.from({ length: 50 }, async (_, i) => {
+      const first = i % 2 === 0;
+      const response = await chat(servers[first ? 0 : 1], limitedKey.key);
+      return { first, response, body: (await response.json()) as { usage?: { prompt_tokens: number } } };
+    }),
+  );
+  const passed = answers.filter(({ response }) => response.status === 200);
+  const refused = answers.filter(({ response }) => response.status === 429);
+  const statuses: Record<number, number> = {};
+  for (const { response } of answers) statuses[response.status] = (statuses[response.status] ?? 0) + 1;
+  t.deepEqual(statuses, { 200: 10, 429: 40 }, JSON.stringify(answers.filter(({ response }) => response.status >= 500).map(({ body }) => body)));
+  t.is(upstream.calls.length, 10);
+  for (const { response } of passed) {
+    t.is(response.headers.get('x-ratelimit-limit-requests'), '10');
+    t.is(response.headers.get('x-ratelimit-limit-tokens'), '1000000', "the config's modelLimits apply to every key");
+  }
+  t.deepEqual(passed.map(({ response }) => response.headers.get('x-ratelimit-remaining-requests')).sort((a, b) => Number(a) - Number(b)), [
+    '0', '1', '2', '3', '4', '5', '6', '7', '8', '9',
+  ]);
+  const eleventh = refused[0];
+  if (!eleventh) return;
+  t.deepEqual(eleventh.body, {
+    error: { message: 'Rate limit exceeded: requests per minute', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' },
+  });
+  const retryAfter = Number(eleventh.response.headers.get('retry-after'));
+  t.true(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `retry-after: ${retryAfter}`);
+  t.is(eleventh.response.headers.get('x-ratelimit-limit-requests'), '10');
+  t.is(eleventh.response.headers.get('x-ratelimit-remaining-requests'), '0');
+  t.regex(eleventh.response.headers.get('x-ratelimit-reset-requests') ?? '', /^(\d+ms|\d+(\.\d+)?s)$/);
+
+  servedByFirst.refusals = refused.filter(({ first }) => first).length;
+  const firstPassed = passed.filter(({ first }) => first);
+  servedByFirst.upstreamCalls = firstPassed.length;
+  servedByFirst.inputTokens = sum(firstPassed.map(({ body }) => body.usage?.prompt_tokens ?? 0));
+});
+
+// The usage of each call of the sequence below, as the upstream reported it.
+const sequence: Array<{ model: string; input: number; output: number }> = [];
+
+services.serial('metrics scraped from the METRICS_PORT listener: requests by route, upstream times, tokens, limit refusals, uploaded bytes; no key, account or file in them', async (t) => {
+  const { servers, plainKey, upstream, metricsUrl } = setup;
+  const [first] = servers;
+  for (const call of [
+    () => chat(first, plainKey.key),
+    () => chat(first, plainKey.key, { stream: true }),
+    () => messages(first, plainKey.key),
+    () => messages(first, plainKey.key, { stream: true }),
+  ]) {
+    const response = await call();
+    t.is(response.status, 200);
+    await response.text();
+    const { path, usage } = upstream.calls.at(-1) ?? { path: '', usage: { input: 0, output: 0 } };
+    sequence.push({ model: path === '/v1/messages' ? 'claude-mock' : 'gpt-mock', ...usage });
+  }
+  const pdf = makePdf(1);
+  const upload = async () => {
+    const form = new FormData();
+    form.append('purpose', 'user_data');
+    form.append('file', new Blob([pdf], { type: 'application/pdf' }), 'report.pdf');
+    return fetch(`${first.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${plainKey.key}` }, body: form });
+  };
+  const created = (await (await upload()).json()) as { id: string };
+  t.is((await upload()).status, 429, 'one creation per minute, as configured');
+
+  const response = await fetch(metricsUrl);
+  t.is(response.status, 200);
+  t.regex(response.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+  const text = await response.text();
+  const samples = parseMetrics(text);
+  const gptInput = servedByFirst.inputTokens + sum(sequence.filter(({ model }) => model === 'gpt-mock').map(({ input }) => input));
+  t.is(value(samples, 'kmg_model_tokens_total', { model: 'gpt-mock', direction: 'input' }), gptInput);
+  t.is(
+    value(samples, 'kmg_model_tokens_total', { model: 'claude-mock', direction: 'output' }),
+    sum(sequence.filter(({ model }) => model === 'claude-mock').map(({ output }) => output)),
+  );
+  t.is(value(samples, 'kmg_limit_refusals_total', { kind: 'requests' }), servedByFirst.refusals);
+  t.is(value(samples, 'kmg_http_requests_total', { route: 'POST /v1/chat/completions', status: '429' }), servedByFirst.refusals);
+  t.is(value(samples, 'kmg_http_requests_total', { route: 'POST /v1/messages', status: '200' }), 2);
+  t.is(value(samples, 'kmg_upstream_duration_seconds_count', { provider: 'mock-openai', model: 'gpt-mock' }), servedByFirst.upstreamCalls + 2);
+  t.is(value(samples, 'kmg_upstream_time_to_first_byte_seconds_count', { provider: 'mock-anthropic', model: 'claude-mock' }), 2);
+  t.is(value(samples, 'kmg_gateway_overhead_seconds_count', { route: 'POST /v1/messages' }), 2);
+  t.is(value(samples, 'kmg_uploaded_bytes_total'), pdf.length);
+  t.is(value(samples, 'kmg_limit_refusals_total', { kind: 'file_creations' }), 1);
+  t.is(value(samples, 'kmg_http_requests_total', { route: 'POST /v1/files', status: '200' }), 1);
+  for (const secret of [RUN, plainKey.id, plainKey.key, created.id, 'report.pdf']) t.false(text.includes(secret), secret);
+});
+
+services.serial('usage --json after the servers stop: every call, refused ones included, with the upstream’s usage', async (t) => {
+  const { servers, env, limitedKey, upstream } = setup;
+  // SIGTERM writes the records still waiting.
+  t.deepEqual(await Promise.all(servers.map((server) => server.stop())), [0, 0]);
+  const limitedCalls = upstream.calls.slice(0, 10);
+  t.deepEqual(await cli(env, ['usage', '--key', limitedKey.id]), {
+    by: 'day',
+    totals: {
+      requests: 50,
+      input_tokens: sum(limitedCalls.map((call) => call.usage.input)),
+      output_tokens: sum(limitedCalls.map((call) => call.usage.output)),
+    },
+    rows: [
+      {
+        day: new Date().toISOString().slice(0, 10),
+        requests: 50,
+        input_tokens: sum(limitedCalls.map((call) => call.usage.input)),
+        output_tokens: sum(limitedCalls.map((call) => call.usage.output)),
+      },
+    ],
+  });
+  const byModel = (model: string) => {
+    const calls = sequence.filter((call) => call.model === model);
+    return { model, requests: calls.length, input_tokens: sum(calls.map((call) => call.input)), output_tokens: sum(calls.map((call) => call.output)) };
+  };
+  const report = (await cli(env, ['usage', '--account', PLAIN_ACCOUNT, '--by', 'model'])) as { rows: unknown[] };
+  t.deepEqual(report.rows, [byModel('claude-mock'), byModel('gpt-mock')]);
+});
