@@ -1,8 +1,8 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { pinned } from './system.js';
@@ -32,12 +32,17 @@ let built: Promise<void> | undefined;
  */
 function writeBuildManifest(): void {
   const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; exports: Record<string, unknown> };
-  const exports = Object.fromEntries(
-    Object.entries(manifest.exports).flatMap(([path, target]) =>
-      typeof target === 'object' && target !== null && 'default' in target ? [[path, String(target.default).replace('./dist/', './')]] : [],
-    ),
-  );
   mkdirSync(BUILD_DIR, { recursive: true });
+  const exports = Object.fromEntries(
+    Object.entries(manifest.exports).flatMap(([path, target]) => {
+      if (typeof target === 'object' && target !== null && 'default' in target) return [[path, String(target.default).replace('./dist/', './')]];
+      // A file shipped as it is (the OpenAPI document): copied beside the build, at the same path.
+      if (typeof target !== 'string' || target === './package.json') return [];
+      mkdirSync(dirname(join(BUILD_DIR, target)), { recursive: true });
+      copyFileSync(join(ROOT, target), join(BUILD_DIR, target));
+      return [[path, target]];
+    }),
+  );
   writeFileSync(join(BUILD_DIR, 'package.json'), `${JSON.stringify({ name: manifest.name, type: 'module', exports }, null, 2)}\n`);
 }
 
