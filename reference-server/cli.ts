@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { ConfigError } from './config-error.js';
 import { missingPackages } from './peers.js';
 
 // A reader that stops early (`keys list | head`) closes the pipe: that ends the output, not in a crash.
@@ -18,24 +17,10 @@ if (missing.length > 0) {
   );
   process.exit(1);
 }
-const { UsageError, runCommand } = await import('./commands.js');
+const { runCommandLine } = await import('./commands.js');
 
-// The one entry point: every failure ends as one line on stderr and a non-zero exit code.
-try {
-  process.exitCode = await runCommand(process.argv.slice(2), {
-    env: process.env,
-    out: (text) => process.stdout.write(`${text}\n`),
-    err: (text) => process.stderr.write(`${text}\n`),
-  });
-} catch (err) {
-  if (err instanceof UsageError) {
-    process.stderr.write(`koa-model-gateway: ${err.message} (see koa-model-gateway --help)\n`);
-    process.exitCode = 2;
-  } else if (err instanceof ConfigError) {
-    process.stderr.write(`koa-model-gateway: ${err.message}\n`);
-    process.exitCode = 1;
-  } else {
-    process.stderr.write(`koa-model-gateway: unexpected error: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
-  }
-}
+process.exitCode = await runCommandLine(process.argv.slice(2), {
+  env: process.env,
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
+});

@@ -15,6 +15,7 @@ import {
   type UsageTotals,
 } from 'koa-model-gateway';
 import { KnexAdminTokenStore, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
+import { ConfigError } from './config-error.js';
 import { loadConfig, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase, type Database } from './database.js';
 import { openKeyChanges, openStores, sweepDeployment } from './deployment.js';
@@ -435,5 +436,22 @@ export async function runCommand(argv: string[], io: CommandIo): Promise<number>
     }
     default:
       throw new UsageError(`unknown command '${command}'`);
+  }
+}
+
+/**
+ * `runCommand` as the command line runs it: every failure ends as one line on `io.err` and a
+ * non-zero exit code (2 for a bad command line, 1 for anything else).
+ */
+export async function runCommandLine(argv: string[], io: CommandIo): Promise<number> {
+  try {
+    return await runCommand(argv, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`koa-model-gateway: ${err.message} (see koa-model-gateway --help)`);
+      return 2;
+    }
+    io.err(err instanceof ConfigError ? `koa-model-gateway: ${err.message}` : `koa-model-gateway: unexpected error: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
   }
 }

@@ -149,10 +149,10 @@ async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions
 }
 
 /** The model-call limits on Redis when there is one, else in this process's memory. */
-async function modelLimiter(redis: Redis | null): Promise<ModelLimiter> {
-  if (!redis) return new MemoryModelLimiter();
+async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<ModelLimiter> {
+  if (!redis) return new MemoryModelLimiter({ nowMs });
   const { RedisModelLimiter } = await import('koa-model-gateway/stores/redis');
-  return new RedisModelLimiter({ client: redis });
+  return new RedisModelLimiter({ client: redis, nowMs });
 }
 
 /**
@@ -164,7 +164,7 @@ async function modelLimiter(redis: Redis | null): Promise<ModelLimiter> {
  * uploads directory, and claims a directory of its own there. A credential that is not set, or a
  * backing service that cannot be reached, is a `ConfigError`: the server does not start without it.
  */
-export async function openDeployment(config: ServerConfig, logger: Logger): Promise<Deployment> {
+export async function openDeployment(config: ServerConfig, logger: Logger, { nowMs = Date.now }: { nowMs?: () => number } = {}): Promise<Deployment> {
   const providers = configuredProviders(config);
   const stores = await openStores(config, (level, message) => logger[level]({ component: 'knex' }, message));
   const { knex } = stores;
@@ -172,6 +172,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     createsPerMinute: config.gateway.limits.createsPerMinute,
     createsPerDay: config.gateway.limits.createsPerDay,
     bytesPerDay: config.gateway.limits.bytesPerDay,
+    nowMs,
   };
   let redis: Redis | null = null;
   let uploads: UploadsClaim;
@@ -204,7 +205,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger): Prom
     // Only the serving process caches: the CLI reads and writes the database directly, and announces.
     keys: keyCacheSeconds > 0 ? cachedKeyStore(keys, { ttlMs: keyCacheSeconds * 1000, changes: keyChanges }) : keys,
     limiter,
-    modelLimiter: await modelLimiter(redis),
+    modelLimiter: await modelLimiter(redis, nowMs),
     usage,
     metrics: await openMetrics(config),
     providers,

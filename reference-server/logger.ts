@@ -1,14 +1,14 @@
 import type { Context } from 'koa';
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 import { GatewayError, StoreUnavailableError } from 'koa-model-gateway';
 
 /**
- * The server's logger: JSON lines on stdout. Request headers are never logged, so no key can
- * reach a log line.
+ * The server's logger: JSON lines on stdout, or on `destination`. Request headers are never
+ * logged, so no key can reach a log line.
  * @example const logger = createLogger('info')
  */
-export function createLogger(level: string): Logger {
-  return pino({ level, base: { service: 'koa-model-gateway' } });
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino({ level, base: { service: 'koa-model-gateway' } }, destination);
 }
 
 /** An outage's causes are cut here: its line stays short however long a driver's message. */

@@ -11,14 +11,30 @@ import { createHttpServer } from './http-server.js';
 import { listenMetrics } from './metrics.js';
 import { startSweeper } from './sweeper.js';
 
+/** A gateway started by `startGateway`. */
+export interface RunningGateway {
+  /** Where the API listens, as `http://host:port`. */
+  readonly url: string;
+  /**
+   * Shuts down gracefully: stops accepting connections, lets in-flight requests finish (up to
+   * `config.shutdownGraceSeconds`; then their connections are closed), then writes the usage
+   * records still waiting and closes the pools and the metrics listener. `reason` goes into the
+   * log line that says so. Resolves once everything is closed.
+   */
+  stop(reason?: Record<string, unknown>): Promise<void>;
+}
+
+export interface GatewayOptions {
+  /** The clock the creation and model-call limits count minutes and days by. Default: `Date.now`. */
+  nowMs?: () => number;
+}
+
 /**
- * Serves the API until SIGTERM or SIGINT, then shuts down gracefully: stops accepting
- * connections, lets in-flight requests finish (up to `config.shutdownGraceSeconds`; then their
- * connections are closed), then writes the usage records still waiting and closes the pools and
- * the metrics listener (METRICS_PORT). Resolves once everything is closed.
+ * Opens the deployment `config` describes and serves the API (and, with METRICS_PORT, the
+ * metrics) until `stop()`. Resolves once it listens; a port in use is a `ConfigError`.
  */
-export async function serve(config: ServerConfig, logger: Logger): Promise<void> {
-  const deployment = await openDeployment(config, logger);
+export async function startGateway(config: ServerConfig, logger: Logger, options: GatewayOptions = {}): Promise<RunningGateway> {
+  const deployment = await openDeployment(config, logger, options);
   const handle = createApp(deployment, logger).callback();
 
   const inFlight = new Set<ServerResponse>();
@@ -41,7 +57,7 @@ export async function serve(config: ServerConfig, logger: Logger): Promise<void>
     throw new ConfigError(`cannot listen on ${config.host}:${config.port} (${(err as NodeJS.ErrnoException).code})`);
   }
   const { address, port } = server.address() as AddressInfo;
-  const host = address.includes(':') ? `[${address}]` : address;
+  const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
   const closeMetrics = deployment.metrics
     ? await listenMetrics(deployment.metrics, config, logger).catch(async (err: unknown) => {
         server.close();
@@ -49,36 +65,44 @@ export async function serve(config: ServerConfig, logger: Logger): Promise<void>
         throw err;
       })
     : undefined;
-  logger.info({ url: `http://${host}:${port}`, database: config.database.client, redis: config.redisUrl !== null }, 'listening');
+  logger.info({ url, database: config.database.client, redis: config.redisUrl !== null }, 'listening');
 
   const { intervalSeconds } = config.gateway.sweep;
   const sweeper = intervalSeconds > 0 ? startSweeper(() => sweepDeployment(config, deployment), intervalSeconds, logger) : undefined;
 
+  async function stop(reason: Record<string, unknown> = {}): Promise<void> {
+    logger.info({ ...reason, inFlight: inFlight.size }, 'shutting down');
+    draining = true;
+    const sweepStopped = sweeper?.stop();
+    for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const deadline = setTimeout(() => {
+      logger.warn({ inFlight: inFlight.size }, 'shutdown grace period over: closing remaining connections');
+      server.closeAllConnections();
+    }, config.shutdownGraceSeconds * 1000);
+    await closed;
+    clearTimeout(deadline);
+    // Handlers whose connection was cut end quickly; one that does not may not hold the exit up.
+    await Promise.race([Promise.allSettled(handlers), delay(5000, undefined, { ref: false })]);
+    await sweepStopped;
+    await deployment.close();
+    await closeMetrics?.();
+    logger.info('stopped');
+  }
+  return { url, stop };
+}
+
+/** Serves the API until SIGTERM or SIGINT, then stops it gracefully (`RunningGateway.stop`); a second signal exits at once. */
+export async function serve(config: ServerConfig, logger: Logger): Promise<void> {
+  const gateway = await startGateway(config, logger);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
   });
-  logger.info({ signal, inFlight: inFlight.size }, 'shutting down');
   // A second signal means "now".
   const forceExit = () => process.exit(1);
   process.once('SIGTERM', forceExit);
   process.once('SIGINT', forceExit);
-
-  draining = true;
-  const sweepStopped = sweeper?.stop();
-  for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
-  const deadline = setTimeout(() => {
-    logger.warn({ inFlight: inFlight.size }, 'shutdown grace period over: closing remaining connections');
-    server.closeAllConnections();
-  }, config.shutdownGraceSeconds * 1000);
-  await closed;
-  clearTimeout(deadline);
-  // Handlers whose connection was cut end quickly; one that does not may not hold the exit up.
-  await Promise.race([Promise.allSettled(handlers), delay(5000, undefined, { ref: false })]);
-  await sweepStopped;
-  await deployment.close();
-  await closeMetrics?.();
-  logger.info('stopped');
+  await gateway.stop({ signal });
 }
