@@ -152,7 +152,7 @@ const GATEWAY_ID = 0x6b6d6731;
  * Holds the migration lock for the rest of `trx`, waiting for a process that holds it. Knex's own
  * lock fails at once when taken, and its bookkeeping tables are made check-then-create, so
  * processes migrating a fresh database together would race. PostgreSQL: a transaction-level
- * advisory lock. SQLite: the database's write lock, taken by a first statement that writes (the
+ * advisory lock of the schema. SQLite: the database's write lock, taken by a first statement that writes (the
  * file's `application_id`, the same every time), which waits out another writer for the busy
  * timeout.
  */
@@ -160,7 +160,8 @@ async function lockMigrations(trx: Knex.Transaction): Promise<void> {
   if (trx.client.dialect === 'postgresql') {
     // Migrations are not requests: no statement timeout of the pool for them, the wait included.
     await trx.raw('set local statement_timeout = 0');
-    await trx.raw('select pg_advisory_xact_lock(?)', [GATEWAY_ID]);
+    // Keyed by the schema too: deployments in other schemas of the database migrate undisturbed.
+    await trx.raw('select pg_advisory_xact_lock(?, hashtext(current_schema()))', [GATEWAY_ID]);
   } else {
     await trx.raw(`pragma application_id = ${GATEWAY_ID}`);
   }
