@@ -4,7 +4,7 @@ import OpenAI, { toFile } from 'openai';
 import { makePdf } from './models-pdf.js';
 import { uploadForm } from './multipart.js';
 import { OPENAPI_DOCUMENT, checkedFetch } from './openapi.js';
-import { createKey, runCli, startServer, type CreatedKey, type ServerProcess } from './server-process.js';
+import { createKey, runCli, startServer, type CreatedKey, type RunningServer } from './server-process.js';
 
 /** How a deployment is brought up for the suite: the server's environment, and how to clean up. */
 export interface SuiteDeployment {
@@ -25,7 +25,7 @@ interface Keys {
 }
 
 interface Context {
-  server: ServerProcess;
+  server: RunningServer;
   deployment: SuiteDeployment;
   keys: Keys;
 }
@@ -52,13 +52,13 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     state.deployment = await deploy();
     const env = state.deployment.env;
     const account = `acme-${Math.random().toString(36).slice(2)}`;
-    const [all, other, readOnly, echoOneOnly] = await Promise.all([
-      createKey(env, ['--account', account]),
-      createKey(env, ['--account', `${account}-other`]),
-      createKey(env, ['--account', account, '--scope', 'files:read', '--scope', 'models:read']),
-      createKey(env, ['--account', account, '--model', 'echo-1']),
-    ]);
-    state.keys = { all, other, readOnly, echoOneOnly };
+    // One after the other, as a user types them: each command opens the database (and the first migrates it).
+    state.keys = {
+      all: await createKey(env, ['--account', account]),
+      other: await createKey(env, ['--account', `${account}-other`]),
+      readOnly: await createKey(env, ['--account', account, '--scope', 'files:read', '--scope', 'models:read']),
+      echoOneOnly: await createKey(env, ['--account', account, '--model', 'echo-1']),
+    };
     state.server = await startServer(env);
   });
 

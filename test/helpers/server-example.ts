@@ -1,5 +1,11 @@
 import { spawn } from 'node:child_process';
-import { ROOT, TSX } from './server-process.js';
+import { ROOT } from './server-process.js';
+
+/**
+ * Node's flags for running the TypeScript sources: tsx, and the export condition under which the
+ * package's own name (`koa-model-gateway`, as the examples import it) resolves to lib/'s sources.
+ */
+const TSX = ['--conditions=@koa-model-gateway/source', '--import', 'tsx'];
 
 export interface RunningExample {
   url: string;

@@ -1,19 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { ExecutionContext } from 'ava';
+import { runCommandLine } from '../../reference-server/commands.js';
+import { loadConfig } from '../../reference-server/config.js';
+import { createLogger } from '../../reference-server/logger.js';
+import { startGateway, type GatewayOptions } from '../../reference-server/server.js';
 
 /** The checkout's root: the CLI runs from there, as a user runs it. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-/**
- * Node's flags for running the TypeScript sources: tsx, and the export condition under which the
- * package's own name (`koa-model-gateway`, as reference-server/ imports it) resolves to lib/'s sources.
- */
-export const TSX = ['--conditions=@koa-model-gateway/source', '--import', 'tsx'];
-const CLI = [...TSX, 'reference-server/cli.ts'];
+/** The compiled CLI (`npm run build`), as the package ships it: what tests about processes run. */
+export const COMPILED_CLI = join(ROOT, 'dist/reference-server/cli.js');
 const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS', 'METRICS_PORT'];
 // What the SDK would read from the environment, and the bucket settings.
 const S3_VARS = ['BLOB_URL', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE', 'AWS_REGION', 'AWS_DEFAULT_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'];
@@ -25,20 +25,23 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, ...env };
 }
 
-// Each CLI run is a Node process compiling TypeScript: a few at a time keeps a small machine responsive.
-const MAX_CLI_RUNS = 3;
-let cliRuns = 0;
-const waiting: Array<() => void> = [];
+async function newestMtime(dir: string): Promise<number> {
+  const entries = await readdir(join(ROOT, dir), { recursive: true, withFileTypes: true });
+  const times = await Promise.all(entries.filter((entry) => entry.isFile()).map(async (entry) => (await stat(join(entry.parentPath, entry.name))).mtimeMs));
+  return Math.max(...times);
+}
 
-async function cliSlot<T>(run: () => Promise<T>): Promise<T> {
-  if (cliRuns >= MAX_CLI_RUNS) await new Promise<void>((resolve) => waiting.push(resolve));
-  cliRuns += 1;
-  try {
-    return await run();
-  } finally {
-    cliRuns -= 1;
-    waiting.shift()?.();
-  }
+let compiledChecked: Promise<void> | undefined;
+
+/** The compiled CLI's path, once it is known to be built from the sources as they are. */
+export async function compiledCli(): Promise<string> {
+  compiledChecked ??= (async () => {
+    const built = await stat(COMPILED_CLI).then((file) => file.mtimeMs, () => 0);
+    const sources = Math.max(await newestMtime('lib'), await newestMtime('reference-server'));
+    if (built < sources) throw new Error('dist/ is missing or older than lib/ and reference-server/: run `npm run build` (npm test does)');
+  })();
+  await compiledChecked;
+  return COMPILED_CLI;
 }
 
 export interface CliResult {
@@ -47,17 +50,12 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `koa-model-gateway <args>` to completion. */
-export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return cliSlot(() => new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: childEnv(env) });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  }));
+/** Runs `koa-model-gateway <args>` to completion, in this process, with only `env` as its environment. */
+export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCommandLine(args, { env, out: (text) => (stdout += `${text}\n`), err: (text) => (stderr += `${text}\n`) });
+  return { code, stdout, stderr };
 }
 
 export interface CreatedKey {
@@ -80,21 +78,50 @@ export interface LogLine {
   [field: string]: unknown;
 }
 
-export interface ServerProcess {
+/** A reference server that tests talk to over HTTP. */
+export interface RunningServer {
   url: string;
-  child: ChildProcess;
   /** Every JSON log line so far. */
   logs: LogLine[];
-  stderr(): string;
-  /** Resolves with the exit code when the process has ended. */
-  exited: Promise<number | null>;
-  /** SIGTERM, then the exit code. */
+  /** Graceful shutdown; resolves with the exit code (0 for a server in this process that stopped). */
   stop(): Promise<number | null>;
 }
 
-/** `koa-model-gateway serve` on a random port; resolves when it logs `listening`. */
-export function startServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [...CLI, 'serve'], {
+/**
+ * A clock for servers that count calls or creations per clock minute: real time, but started at
+ * the beginning of the current minute, so that a test shorter than a minute never straddles two.
+ * Servers that share limits share one such clock.
+ */
+export function minuteAlignedClock(): () => number {
+  const startedAt = Date.now();
+  const minuteStart = startedAt - (startedAt % 60_000);
+  return () => minuteStart + (Date.now() - startedAt);
+}
+
+/** `koa-model-gateway serve` in this process, on a random port, with only `env` as its environment. */
+export async function startServer(env: Record<string, string>, options: GatewayOptions = {}): Promise<RunningServer> {
+  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'info', ...env });
+  const logs: LogLine[] = [];
+  const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
+  const gateway = await startGateway(config, logger, options);
+  let stopped: Promise<number> | undefined;
+  return {
+    url: gateway.url,
+    logs,
+    stop: () => (stopped ??= gateway.stop().then(() => 0)),
+  };
+}
+
+export interface ServerProcess extends RunningServer {
+  child: ChildProcess;
+  stderr(): string;
+  /** Resolves with the exit code when the process has ended. */
+  exited: Promise<number | null>;
+}
+
+/** The compiled `koa-model-gateway serve` in a process of its own, on a random port; resolves when it logs `listening`. */
+export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [await compiledCli(), 'serve'], {
     cwd: ROOT,
     env: childEnv({ PORT: '0', LOG_LEVEL: 'info', ...env }),
   });
@@ -153,7 +180,7 @@ export async function tempDataDir(): Promise<{ dir: string; remove(): Promise<vo
  * A server on a fresh data dir, with one key of `account` made through the CLI; the server is
  * stopped and the directory removed when the test ends.
  */
-export async function serverWithKey(t: ExecutionContext, account: string): Promise<{ env: { DATA_DIR: string }; key: string; server: ServerProcess }> {
+export async function serverWithKey(t: ExecutionContext, account: string): Promise<{ env: { DATA_DIR: string }; key: string; server: RunningServer }> {
   const temp = await tempDataDir();
   t.teardown(() => temp.remove());
   const env = { DATA_DIR: join(temp.dir, 'data') };

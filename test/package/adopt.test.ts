@@ -1,20 +1,20 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { ROOT } from '../helpers/server-process.js';
+import { ROOT, compiledCli } from '../helpers/server-process.js';
 
-// The package as a team installs it: built, packed and installed into a new app with koa only.
-// Packages come from the npm cache when it has them (--prefer-offline), else from the registry.
+// The package as a team installs it: packed from the build (`npm run build`, as npm test runs
+// it) and installed into a new app with koa only. Packages come from the npm cache when it has
+// them (--prefer-offline), else from the registry.
 
 const run = promisify(execFile);
 const DRIVERS = ['knex', 'pg', 'better-sqlite3', 'ioredis', 'pino', 'prom-client'];
 
 const temp = await mkdtemp(join(tmpdir(), 'kmg-adopt-'));
-const packageDir = join(temp, 'package');
 const appDir = join(temp, 'app');
 test.after.always(() => rm(temp, { recursive: true, force: true }));
 
@@ -53,10 +53,9 @@ process.stdout.write(JSON.stringify(results));
 test.before(async () => {
   const manifest = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
   await mkdir(appDir, { recursive: true });
-  await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(packageDir, 'dist')]);
-  await Promise.all(['package.json', 'README.md'].map((file) => copyFile(join(ROOT, file), join(packageDir, file))));
-  // --ignore-scripts: prepack would build again, into the checkout.
-  const { stdout } = await npm(packageDir, ['pack', '--json', '--ignore-scripts', '--pack-destination', appDir]);
+  await compiledCli();
+  // --ignore-scripts: prepack would build again.
+  const { stdout } = await npm(ROOT, ['pack', '--json', '--ignore-scripts', '--pack-destination', appDir]);
   const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
   await writeFile(join(appDir, 'package.json'), JSON.stringify({ name: 'adopting-app', private: true, type: 'module' }));
   await writeFile(join(appDir, 'app.js'), APP);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { SCOPES } from '../../lib/auth/scopes.js';
 import { runCommand } from '../../reference-server/commands.js';
-import { ROOT, TSX, createKey, runCli, tempDataDir } from '../helpers/server-process.js';
+import { ROOT, compiledCli, createKey, runCli, tempDataDir } from '../helpers/server-process.js';
 
 const dirs: Array<{ remove(): Promise<void> }> = [];
 test.after.always(() => Promise.all(dirs.map((dir) => dir.remove())));
@@ -163,7 +163,7 @@ test('--help prints the usage', async (t) => {
 test('keys list into a reader that stops early (| head) ends quietly, not in a crash', async (t) => {
   const env = await dataDir();
   await createKey(env, ['--account', 'acme']);
-  const child = spawn(process.execPath, [...TSX, 'reference-server/cli.ts', 'keys', 'list'], {
+  const child = spawn(process.execPath, [await compiledCli(), 'keys', 'list'], {
     cwd: ROOT,
     env: { ...process.env, ...env },
   });

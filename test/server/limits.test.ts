@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { makePdf } from '../helpers/models-pdf.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
-import { createKey, startServer, tempDataDir, type ServerProcess } from '../helpers/server-process.js';
+import { createKey, minuteAlignedClock, startServer, tempDataDir, type RunningServer } from '../helpers/server-process.js';
 import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -20,13 +20,16 @@ async function deployment(config: unknown, env: Record<string, string> = {}) {
   return { DATA_DIR: data.dir, GATEWAY_CONFIG: configPath, ...env };
 }
 
-async function serve(env: Record<string, string>): Promise<ServerProcess> {
-  const server = await startServer(env);
+// The creation rate counts per clock minute: on a clock that starts one, no test straddles two.
+const nowMs = minuteAlignedClock();
+
+async function serve(env: Record<string, string>): Promise<RunningServer> {
+  const server = await startServer(env, { nowMs });
   cleanups.push(() => server.stop());
   return server;
 }
 
-function upload(server: ServerProcess, key: string, pdf: Buffer) {
+function upload(server: RunningServer, key: string, pdf: Buffer) {
   const form = new FormData();
   form.set('purpose', 'user_data');
   form.set('file', new Blob([pdf], { type: 'application/pdf' }), 'a.pdf');
@@ -41,7 +44,8 @@ const account = () => `acct-${randomBytes(4).toString('hex')}`;
 
 test('the limits of the config file replace the spec defaults', async (t) => {
   const env = await deployment({ limits: { createsPerMinute: 2, maxFiles: 1, maxFileBytes: 4096 } });
-  const [stocked, rated] = await Promise.all([createKey(env, ['--account', account()]), createKey(env, ['--account', account()])]);
+  const stocked = await createKey(env, ['--account', account()]);
+  const rated = await createKey(env, ['--account', account()]);
   const server = await serve(env);
   const pdf = makePdf(1);
 
@@ -76,7 +80,7 @@ withRedis(withPostgres(test))('two servers on one PostgreSQL and Redis share the
   const pdf = makePdf(1);
 
   const statuses = [];
-  for (let i = 0; i < 4; i++) statuses.push((await upload(servers[i % 2] as ServerProcess, key, pdf)).status);
+  for (let i = 0; i < 4; i++) statuses.push((await upload(servers[i % 2] as RunningServer, key, pdf)).status);
   t.deepEqual(statuses, [200, 200, 200, 429]);
   // Both see the same files.
   const lists = await Promise.all(

@@ -1,24 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import test from 'ava';
 import { runCommand } from '../../reference-server/commands.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { mockProviders } from '../helpers/models-upstream.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
-import { startServer, tempDataDir, type ServerProcess } from '../helpers/server-process.js';
+import { minuteAlignedClock, startServer, tempDataDir, type RunningServer } from '../helpers/server-process.js';
 import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
 
-// Two reference server processes on one PostgreSQL database and one Redis, in front of a mock
+// Two reference servers (each with its own pools) on one PostgreSQL database and one Redis, in front of a mock
 // OpenAI and Anthropic: the limits, the usage records and the metrics as a deployment has them.
 const services = withRedis(withPostgres(test));
 
 interface Setup {
   env: Record<string, string>;
   upstream: Awaited<ReturnType<typeof mockProviders>>;
-  servers: [ServerProcess, ServerProcess];
+  servers: [RunningServer, RunningServer];
   metricsUrl: string;
   limitedKey: { id: string; key: string };
   plainKey: { id: string; key: string };
@@ -64,7 +63,9 @@ services.before(async () => {
   const env = { DATA_DIR: data.dir, DATABASE_URL: database.url, REDIS_URL, GATEWAY_CONFIG: config };
   const limitedKey = (await cli(env, ['keys', 'create', '--account', LIMITED_ACCOUNT, '--rpm', '10'])) as Setup['limitedKey'];
   const plainKey = (await cli(env, ['keys', 'create', '--account', PLAIN_ACCOUNT])) as Setup['plainKey'];
-  const servers = await Promise.all([startServer({ ...env, METRICS_PORT: '0' }), startServer(env)]);
+  // The two servers count calls per minute of one clock, which starts a minute: no test straddles two.
+  const nowMs = minuteAlignedClock();
+  const servers = await Promise.all([startServer({ ...env, METRICS_PORT: '0' }, { nowMs }), startServer(env, { nowMs })]);
   cleanup.push(() => Promise.all(servers.map((server) => server.stop())));
   const metricsUrl = servers[0].logs.find((line) => line.msg === 'metrics listening')?.url;
   if (typeof metricsUrl !== 'string') throw new Error('the metrics listener did not log its address');
@@ -75,14 +76,14 @@ services.after.always(async () => {
   for (const step of (setup?.cleanup ?? []).reverse()) await step();
 });
 
-const chat = (server: ServerProcess, key: string, body: Record<string, unknown> = {}) =>
+const chat = (server: RunningServer, key: string, body: Record<string, unknown> = {}) =>
   fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'gpt-mock', messages: [{ role: 'user', content: 'hi' }], ...body }),
   });
 
-const messages = (server: ServerProcess, key: string, body: Record<string, unknown> = {}) =>
+const messages = (server: RunningServer, key: string, body: Record<string, unknown> = {}) =>
   fetch(`${server.url}/v1/messages`, {
     method: 'POST',
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
@@ -94,12 +95,8 @@ const sum = (values: number[]) => values.reduce((total, each) => total + each, 0
 // What the first server answered, for its metrics: chat 429s, and the tokens of its chat answers.
 const servedByFirst = { refusals: 0, inputTokens: 0, upstreamCalls: 0 };
 
-services.serial('50 parallel chat calls by a key with --rpm 10, across two processes: exactly 10 reach the upstream; the refused carry the headers', async (t) => {
+services.serial('50 parallel chat calls by a key with --rpm 10, across two servers: exactly 10 reach the upstream; the refused carry the headers', async (t) => {
   const { servers, limitedKey, upstream } = setup;
-  // The two processes share the real clock, which no fake one can reach: calls that straddle a
-  // minute would be counted in two windows. Near the end of one, start with the next.
-  const leftInMinute = 60_000 - (Date.now() % 60_000);
-  if (leftInMinute < 10_000) await delay(leftInMinute + 50);
   const answers = await Promise.all(
     Array.from({ length: 50 }, async (_, i) => {
       const first = i % 2 === 0;

@@ -66,5 +66,4 @@ withRedis(withPostgres(test))('/readyz and the API answer 503 while PostgreSQL o
   await postgres.restore();
   t.is((await eventually(ready, (value) => value.status === 200)).status, 200);
   t.is((await fetch(`${server.url}/v1/files`, { headers })).status, 200);
-  t.is(server.child.exitCode, null, 'the server kept running');
 });

@@ -11,11 +11,11 @@ import { S3BlobStore } from '../../lib/stores/s3/blob-store.js';
 import { pdfOf, uploadForm } from '../helpers/multipart.js';
 import { withS3 } from '../helpers/s3-server.js';
 import { throwawayPostgres, type ThrowawayDatabase } from '../helpers/server-database.js';
-import { createKey, runCli, startServer, tempDataDir, type ServerProcess } from '../helpers/server-process.js';
+import { createKey, minuteAlignedClock, runCli, startServer, tempDataDir, type RunningServer } from '../helpers/server-process.js';
 import { tcpProxy, type TcpProxy } from '../helpers/server-tcp-proxy.js';
 import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
 
-// The tested topology of docs/DEPLOYMENT.md: two reference server processes on one PostgreSQL,
+// The tested topology of docs/DEPLOYMENT.md: two reference servers (each with its own pools) on one PostgreSQL,
 // one Redis and one bucket. Instance B reaches the bucket through a proxy that a test cuts.
 
 interface Context {
@@ -23,7 +23,7 @@ interface Context {
   proxy: TcpProxy;
   prefix: string;
   envs: [Record<string, string>, Record<string, string>];
-  servers: [ServerProcess, ServerProcess];
+  servers: [RunningServer, RunningServer];
 }
 
 const { test: s3Test, s3 } = await withS3(anyTest);
@@ -44,10 +44,12 @@ test.before(async (t) => {
     { ...shared, DATA_DIR: dataA.dir },
     { ...shared, DATA_DIR: dataB.dir, S3_ENDPOINT: `http://127.0.0.1:${proxy.port}` },
   ];
-  // The first start migrates the database: the second would wait for its lock.
-  const first = await startServer(t.context.envs[0]);
+  // The first start migrates the database: the second would wait for its lock. The creation rate
+  // counts per clock minute: on a clock that starts one, no test straddles two.
+  const nowMs = minuteAlignedClock();
+  const first = await startServer(t.context.envs[0], { nowMs });
   cleanups.push(() => first.stop());
-  const second = await startServer(t.context.envs[1]);
+  const second = await startServer(t.context.envs[1], { nowMs });
   cleanups.push(() => second.stop());
   Object.assign(t.context, { database, proxy, prefix, servers: [first, second] });
 });
@@ -61,19 +63,9 @@ async function newAccountKey(env: Record<string, string>): Promise<string> {
   return (await createKey(env, ['--account', `s3-${randomBytes(4).toString('hex')}`])).key;
 }
 
-/**
- * The creation rate is per clock minute of the servers' real clocks: uploads counted against it
- * that straddled a minute could rightly create twice as many. Each such test takes well under
- * 15 s: one that would end in the next minute starts there instead.
- */
-async function clearOfMinuteEnd(): Promise<void> {
-  const secondsLeft = 60 - new Date().getUTCSeconds();
-  if (secondsLeft < 15) await new Promise((resolve) => setTimeout(resolve, secondsLeft * 1000));
-}
-
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 
-function upload(server: ServerProcess, key: string, pdf: Buffer): Promise<Response> {
+function upload(server: RunningServer, key: string, pdf: Buffer): Promise<Response> {
   return fetch(`${server.url}/v1/files`, { method: 'POST', headers: auth(key), body: uploadForm(pdf) });
 }
 
@@ -109,9 +101,8 @@ test.serial('a file uploaded through one instance is listed, downloaded byte for
 
 test.serial('50 parallel uploads by one account across both instances create exactly 10 files, and 10 blobs', async (t) => {
   const key = await newAccountKey(t.context.envs[0]);
-  await clearOfMinuteEnd();
   const before = await bucketIds(t.context.prefix);
-  const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => upload(t.context.servers[i % 2] as ServerProcess, key, pdfOf(2000 + i))));
+  const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => upload(t.context.servers[i % 2] as RunningServer, key, pdfOf(2000 + i))));
   const codes: Record<string, number> = {};
   const created: string[] = [];
   for (const response of responses) {
@@ -166,7 +157,6 @@ test.serial('/readyz asks the bucket: while it does not answer, 503 for readines
   const { proxy, servers, envs } = t.context;
   const [a, b] = servers;
   const key = await newAccountKey(envs[0]);
-  await clearOfMinuteEnd();
   const created = (await (await upload(a, key, pdfOf(3000))).json()) as { id: string };
   const ready = async () => {
     const response = await fetch(`${b.url}/readyz`);

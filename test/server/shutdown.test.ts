@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { makePdf } from '../helpers/models-pdf.js';
 import { removeStaleUploads } from '../../reference-server/stale-uploads.js';
-import { createKey, startServer, tempDataDir, uploadFiles, type ServerProcess } from '../helpers/server-process.js';
+import { createKey, spawnServer, startServer, tempDataDir, uploadFiles, type RunningServer } from '../helpers/server-process.js';
 
 const dirs: Array<{ remove(): Promise<void> }> = [];
 test.after.always(() => Promise.all(dirs.map((dir) => dir.remove())));
@@ -22,7 +22,7 @@ async function until(condition: () => boolean | Promise<boolean>, what: string):
  * An upload whose body is sent in two halves: the first half now, the second when the test says.
  * Resolves `response` with the status, headers and body text, or rejects when the connection is cut.
  */
-function splitUpload(server: ServerProcess, key: string, pdf: Buffer) {
+function splitUpload(server: RunningServer, key: string, pdf: Buffer) {
   const boundary = `kmg${randomBytes(8).toString('hex')}`;
   const body = Buffer.concat([
     Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n`),
@@ -57,7 +57,7 @@ async function serverWithKey(env: Record<string, string> = {}) {
   dirs.push(data);
   const base = { DATA_DIR: data.dir, ...env };
   const { key } = await createKey(base, ['--account', 'acme']);
-  return { env: base, key, server: await startServer(base), blobs: join(data.dir, 'files') };
+  return { env: base, key, server: await spawnServer(base), blobs: join(data.dir, 'files') };
 }
 
 test('SIGTERM during an upload: the upload finishes, new connections are refused, the process exits 0', async (t) => {
@@ -124,7 +124,7 @@ test('SIGKILL during an upload: the next start removes its temp file, and no swe
   server.child.kill('SIGKILL');
   await server.exited;
 
-  const next = await startServer(env);
+  const next = await spawnServer(env);
   try {
     t.deepEqual(await uploadFiles(env.DATA_DIR), [], 'the start removed the dead process\'s temp file');
     t.truthy(next.logs.find((line) => line.msg === 'removed the temp files of uploads cut short by a crash' && line.staleUploads === 1), leftover);

@@ -40,7 +40,8 @@ const badConfigs: Array<[string, (dir: string) => Promise<Record<string, string>
 for (const [name, makeEnv, line] of badConfigs) {
   test(`serve with ${name} exits non-zero with one clear line`, async (t) => {
     const dir = await dataDir();
-    const result = await runCli(['serve'], { DATA_DIR: dir, PORT: '0', ...(await makeEnv(dir)) });
+    // The log goes to this process's stdout: only the one line on stderr is the CLI's answer.
+    const result = await runCli(['serve'], { DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'silent', ...(await makeEnv(dir)) });
     t.is(result.code, 1);
     t.regex(result.stderr, /^koa-model-gateway: [^\n]+\n$/);
     t.regex(result.stderr, line);
