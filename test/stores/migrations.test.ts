@@ -61,3 +61,22 @@ test('migrate can run again on a migrated database', async (t) => {
   await migrate(db.knex);
   await t.notThrowsAsync(migrate(db.knex));
 });
+
+withPostgres(test)('postgres: a migration waiting in one schema does not hold up the migration of another', async (t) => {
+  const [held, other] = [await open('postgres'), await open('postgres')];
+  await migrate(held.knex);
+  // The held schema's migration takes its lock, then waits on its bookkeeping table.
+  const blocker = await held.knex.transaction();
+  await blocker.raw('lock table kmg_migrations in access exclusive mode');
+  const waiting = migrate(held.knex);
+  try {
+    const finished = await Promise.race([
+      migrate(other.knex).then(() => 'migrated'),
+      new Promise((resolve) => setTimeout(resolve, 10_000, 'still waiting after 10 s')),
+    ]);
+    t.is(finished, 'migrated');
+  } finally {
+    await blocker.rollback();
+    await waiting;
+  }
+});
