@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,6 +56,17 @@ export async function runCli(args: string[], env: Record<string, string>): Promi
   let stdout = '';
   let stderr = '';
   const code = await runCommandLine(args, { env, out: (text) => (stdout += `${text}\n`), err: (text) => (stderr += `${text}\n`) });
+  return { code, stdout, stderr };
+}
+
+/** Runs the compiled `koa-model-gateway <args>` in a process of its own, to completion. */
+export async function spawnCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  const child = spawn(process.execPath, [await compiledCli(), ...args], { cwd: ROOT, env: childEnv(env) });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const [code] = (await once(child, 'close')) as [number | null];
   return { code, stdout, stderr };
 }
 
