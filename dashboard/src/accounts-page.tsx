@@ -2,6 +2,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type Account } from './api.ts';
 import { accountHref } from './app.tsx';
 import { formatBytes, formatCount, formatShare } from './format.ts';
+import { useKnownAccounts } from './known-accounts.ts';
+import { usageHref } from './usage-page.tsx';
 import { ErrorAlert } from './ui.tsx';
 
 type Loaded<T> = { state: 'idle' } | { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; data: T };
@@ -33,10 +35,7 @@ function Gauge({ label, value, max, format }: { label: string; value: number | n
   );
 }
 
-/**
- * An account's figures beside its limits. Sections stack here: the usage chart (requests and
- * tokens per day) joins them as one more section once the gateway meters usage.
- */
+/** An account's figures beside its limits, and the way to its usage. */
 function AccountFigures({ account }: { account: Account }) {
   const { limits } = account;
   return (
@@ -53,6 +52,9 @@ function AccountFigures({ account }: { account: Account }) {
       <p class="hint">
         Also limited: {formatCount(limits.creates_per_minute)} file creations per minute, {formatBytes(limits.max_file_bytes)} per file.
       </p>
+      <p>
+        <a href={usageHref(account.account)}>Model calls of this account: requests and tokens per day</a>
+      </p>
     </section>
   );
 }
@@ -61,14 +63,8 @@ function AccountFigures({ account }: { account: Account }) {
 export function AccountsPage({ account }: { account: string }) {
   const [name, setName] = useState(account);
   const [figures, setFigures] = useState<Loaded<Account>>({ state: 'idle' });
-  const [known, setKnown] = useState<string[]>([]);
+  const known = useKnownAccounts();
 
-  useEffect(() => {
-    api.keys('').then(
-      (keys) => setKnown([...new Set(keys.map((key) => key.account))].sort()),
-      () => setKnown([]),
-    );
-  }, []);
   useEffect(() => {
     setName(account);
     if (account === '') return setFigures({ state: 'idle' });
