@@ -1,10 +1,10 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, ApiError, type DailyUsage, type UsageSplit } from './api.ts';
 import { formatCount } from './format.ts';
-import { useKnownAccounts } from './known-accounts.ts';
+import { AccountPicker, useKnownAccounts } from './account-picker.tsx';
 import { UsageChart } from './usage-chart.tsx';
 import { chartStacks, lastDays, seriesName } from './usage-data.ts';
-import { ErrorAlert } from './ui.tsx';
+import { LoadFailed, Loading } from './ui.tsx';
 
 type Loaded<T> = { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; data: T };
 
@@ -116,14 +116,12 @@ function UsageFigures({ shown }: { shown: Shown }) {
 
 /** Usage: requests and tokens per UTC day over a period, split by model or key, for one account or all. */
 export function UsagePage({ account }: { account: string }) {
-  const [name, setName] = useState(account);
   const [period, setPeriod] = useState<number>(PERIODS[0]);
   const [split, setSplit] = useState<UsageSplit>('model');
   const [usage, setUsage] = useState<Loaded<Shown>>({ state: 'loading' });
   const [attempt, setAttempt] = useState(0);
   const accounts = useKnownAccounts();
 
-  useEffect(() => setName(account), [account]);
   useEffect(() => {
     let current = true;
     const days = lastDays(period);
@@ -138,27 +136,11 @@ export function UsagePage({ account }: { account: string }) {
     };
   }, [account, period, split, attempt]);
 
-  const show = (event: Event) => {
-    event.preventDefault();
-    location.hash = usageHref(name.trim());
-  };
-
   return (
     <>
       <section class="card" aria-labelledby="usage-title">
         <h1 id="usage-title">Usage</h1>
-        <form class="toolbar" onSubmit={show} role="search">
-          <label for="usage-account">Account</label>
-          <input id="usage-account" placeholder="All accounts" value={name} onInput={(event) => setName(event.currentTarget.value)} list="usage-accounts" />
-          <datalist id="usage-accounts">
-            {accounts.map((known) => (
-              <option key={known} value={known} />
-            ))}
-          </datalist>
-          <button type="submit" class="secondary">
-            Show usage
-          </button>
-        </form>
+        <AccountPicker id="usage-account" account={account} known={accounts} action="Show usage" href={usageHref} everyAccount="All accounts" />
         <div class="toolbar">
           <label for="usage-period">Period</label>
           <select id="usage-period" value={period} onChange={(event) => setPeriod(Number(event.currentTarget.value))}>
@@ -181,19 +163,8 @@ export function UsagePage({ account }: { account: string }) {
           Every model call is one request, refused ones included; tokens are the provider's own count. Days are UTC; a call shows here within
           about a second.
         </p>
-        {usage.state === 'loading' && (
-          <p class="muted" aria-busy="true">
-            Loading usage…
-          </p>
-        )}
-        {usage.state === 'error' && (
-          <>
-            <ErrorAlert message={`The usage could not be loaded: ${usage.message}`} />
-            <button type="button" class="link" onClick={() => setAttempt(attempt + 1)}>
-              Try again
-            </button>
-          </>
-        )}
+        {usage.state === 'loading' && <Loading what="usage" />}
+        {usage.state === 'error' && <LoadFailed what="The usage" message={usage.message} onRetry={() => setAttempt(attempt + 1)} />}
         {usage.state === 'ready' && usage.data.figures.data.length === 0 && (
           <p class="empty">
             No model calls by {usage.data.account === '' ? 'any account' : <strong>{usage.data.account}</strong>} in the last{' '}
