@@ -6,16 +6,16 @@ import type { Deployment } from './deployment.js';
 
 /**
  * The admin API of the reference server: admin tokens or dashboard sessions (`adminAuth`), the
- * keys and accounts routes and the session routes, every change logged with the admin token's id.
+ * keys, accounts and usage routes and the session routes, every change logged with the admin token's id.
  */
 export function adminApi(deployment: Deployment, logger: Logger): { auth: Middleware; routers: Router[] } {
-  const { keys, files, limiter, adminTokens, adminSessions: sessions } = deployment;
+  const { keys, files, limiter, usageStore: usage, adminTokens, adminSessions: sessions } = deployment;
   const { keyPrefix, limits, models } = deployment.config.gateway;
   const onChange = (change: AdminChange, ctx: Context) => logger.info({ requestId: ctx.state.requestId, ...change }, 'admin change');
   return {
     auth: adminAuth({ tokens: adminTokens, sessions }),
     routers: [
-      adminRouter({ keys, files, limiter, catalog: models, keyPrefix, limits, onChange }),
+      adminRouter({ keys, files, limiter, usage, catalog: models, keyPrefix, limits, onChange }),
       adminSessions({ sessions, onChange }),
     ],
   };

@@ -21,6 +21,7 @@ import {
   type ModelLimiter,
   type Provider,
   type UsageRecorder,
+  type UsageStore,
 } from 'koa-model-gateway';
 import { KnexAdminSessionStore, KnexAdminTokenStore, KnexFileStore, KnexKeyChanges, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { openBlobStore } from './blob-config.js';
@@ -48,6 +49,8 @@ export interface Deployment {
   modelLimiter: ModelLimiter;
   /** One record per model call, written to the database in batches. */
   usage: UsageRecorder;
+  /** Where `usage` writes, and the admin API reads its reports. */
+  usageStore: UsageStore;
   /** Set when METRICS_PORT is: what the app feeds and the metrics listener serves. */
   metrics: ServerMetrics | null;
   /** The model providers, their credentials read from the environment. */
@@ -91,6 +94,7 @@ export async function openStores(config: ServerConfig, log?: DatabaseLog) {
     blobsReady: blobs.ready,
     adminTokens: new KnexAdminTokenStore(knex, storeOptions),
     adminSessions: new KnexAdminSessionStore(knex, storeOptions),
+    usageStore: new KnexUsageStore(knex, storeOptions),
     async close() {
       blobs.close();
       await database.close();
@@ -193,7 +197,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   if (redis) checks.redis = () => (redis as Redis).ping();
   const limiter = await creationLimiter(redis, rates);
   const usage = usageRecorder({
-    store: new KnexUsageStore(knex),
+    store: stores.usageStore,
     onError: (err) => logger.warn({ err }, 'usage records'),
   });
   const { keyCacheSeconds } = config.gateway;

@@ -2,7 +2,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type Account } from './api.ts';
 import { accountHref } from './app.tsx';
 import { formatBytes, formatCount, formatShare } from './format.ts';
-import { ErrorAlert } from './ui.tsx';
+import { AccountPicker, useKnownAccounts } from './account-picker.tsx';
+import { usageHref } from './usage-page.tsx';
+import { ErrorAlert, Loading } from './ui.tsx';
 
 type Loaded<T> = { state: 'idle' } | { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; data: T };
 
@@ -33,10 +35,7 @@ function Gauge({ label, value, max, format }: { label: string; value: number | n
   );
 }
 
-/**
- * An account's figures beside its limits. Sections stack here: the usage chart (requests and
- * tokens per day) joins them as one more section once the gateway meters usage.
- */
+/** An account's figures beside its limits, and the way to its usage. */
 function AccountFigures({ account }: { account: Account }) {
   const { limits } = account;
   return (
@@ -53,24 +52,19 @@ function AccountFigures({ account }: { account: Account }) {
       <p class="hint">
         Also limited: {formatCount(limits.creates_per_minute)} file creations per minute, {formatBytes(limits.max_file_bytes)} per file.
       </p>
+      <p>
+        <a href={usageHref(account.account)}>Model calls of this account: requests and tokens per day</a>
+      </p>
     </section>
   );
 }
 
 /** Accounts: pick one (from those with keys, or by name), see what it keeps and created today. */
 export function AccountsPage({ account }: { account: string }) {
-  const [name, setName] = useState(account);
   const [figures, setFigures] = useState<Loaded<Account>>({ state: 'idle' });
-  const [known, setKnown] = useState<string[]>([]);
+  const known = useKnownAccounts();
 
   useEffect(() => {
-    api.keys('').then(
-      (keys) => setKnown([...new Set(keys.map((key) => key.account))].sort()),
-      () => setKnown([]),
-    );
-  }, []);
-  useEffect(() => {
-    setName(account);
     if (account === '') return setFigures({ state: 'idle' });
     setFigures({ state: 'loading' });
     api.account(account).then(
@@ -79,27 +73,11 @@ export function AccountsPage({ account }: { account: string }) {
     );
   }, [account]);
 
-  const show = (event: Event) => {
-    event.preventDefault();
-    location.hash = accountHref(name.trim());
-  };
-
   return (
     <>
       <section class="card" aria-labelledby="accounts-title">
         <h1 id="accounts-title">Accounts</h1>
-        <form class="toolbar" onSubmit={show} role="search">
-          <label for="account">Account</label>
-          <input id="account" required value={name} onInput={(event) => setName(event.currentTarget.value)} list="known-accounts" />
-          <datalist id="known-accounts">
-            {known.map((known) => (
-              <option key={known} value={known} />
-            ))}
-          </datalist>
-          <button type="submit" class="secondary">
-            Show account
-          </button>
-        </form>
+        <AccountPicker id="account" account={account} known={known} action="Show account" href={accountHref} />
         {known.length > 0 && (
           <nav aria-label="Accounts with keys" class="chips">
             {known.map((known) => (
@@ -110,11 +88,7 @@ export function AccountsPage({ account }: { account: string }) {
           </nav>
         )}
         {figures.state === 'idle' && <p class="empty">Pick an account to see its files, bytes and today's creations against its limits.</p>}
-        {figures.state === 'loading' && (
-          <p class="muted" aria-busy="true">
-            Loading the account…
-          </p>
-        )}
+        {figures.state === 'loading' && <Loading what="the account" />}
         {figures.state === 'error' && <ErrorAlert message={`The account could not be loaded: ${figures.message}`} />}
       </section>
       {figures.state === 'ready' && <AccountFigures account={figures.data} />}

@@ -51,6 +51,29 @@ export interface Account {
   };
 }
 
+export interface UsageFigures {
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** What the usage page splits each day by. */
+export type UsageSplit = 'model' | 'key';
+
+/** One group's figures, named by its grouping: a day's, a model's (`null`: calls without one) or a key's. */
+export interface UsageGroup extends UsageFigures {
+  day?: string;
+  model?: string | null;
+  key?: string;
+}
+
+/** `GET /usage?by=day&series=…`: each day with calls, split by model or key. */
+export interface DailyUsage {
+  since: number | null;
+  totals: UsageFigures;
+  data: Array<UsageFigures & { day: string; series: UsageGroup[] }>;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -114,4 +137,10 @@ export const api = {
   rotateKey: (id: string, graceSeconds: number) =>
     request<NewKey>('POST', `/keys/${encodeURIComponent(id)}/rotate`, { body: { grace_seconds: graceSeconds } }),
   account: (account: string) => request<Account>('GET', `/accounts/${encodeURIComponent(account)}`),
+  /** Each UTC day's requests and tokens since `since` (a UTC date), split by model or key; every account when `account` is empty. */
+  dailyUsage: (account: string, since: string, split: UsageSplit) => {
+    const query = new URLSearchParams({ by: 'day', series: split, since });
+    if (account !== '') query.set('account', account);
+    return request<DailyUsage>('GET', `/usage?${query}`);
+  },
 };

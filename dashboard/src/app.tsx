@@ -3,12 +3,13 @@ import { AccountsPage } from './accounts-page.tsx';
 import { api, useSession, whenSignedOut, type Session } from './api.ts';
 import { KeysPage } from './keys-page.tsx';
 import { LogIn } from './log-in.tsx';
+import { UsagePage } from './usage-page.tsx';
 
-type Route = { page: 'keys' } | { page: 'accounts'; account: string };
+type Route = { page: 'keys' } | { page: 'accounts' | 'usage'; account: string };
 
 function readRoute(): Route {
   const [page, ...rest] = location.hash.replace(/^#\/?/, '').split('/');
-  if (page === 'accounts') return { page: 'accounts', account: decodeURIComponent(rest.join('/')) };
+  if (page === 'accounts' || page === 'usage') return { page, account: decodeURIComponent(rest.join('/')) };
   return { page: 'keys' };
 }
 
@@ -60,6 +61,9 @@ export function App() {
           <a href="#/accounts/" aria-current={route.page === 'accounts' ? 'page' : undefined}>
             Accounts
           </a>
+          <a href="#/usage/" aria-current={route.page === 'usage' ? 'page' : undefined}>
+            Usage
+          </a>
         </nav>
         <span class="who">
           Signed in with <code>{session.admin_token_id}</code>
@@ -68,7 +72,11 @@ export function App() {
           Log out
         </button>
       </header>
-      <main>{route.page === 'keys' ? <KeysPage /> : <AccountsPage account={route.account} />}</main>
+      <main>
+        {route.page === 'keys' && <KeysPage />}
+        {route.page === 'accounts' && <AccountsPage account={route.account} />}
+        {route.page === 'usage' && <UsagePage account={route.account} />}
+      </main>
     </>
   );
 }

@@ -5,7 +5,7 @@ import { formatCount, formatTime } from './format.ts';
 import { KeyForm } from './key-form.tsx';
 import { Modal } from './modal.tsx';
 import { SecretDialog } from './secret.tsx';
-import { Actions, ErrorAlert } from './ui.tsx';
+import { Actions, ErrorAlert, LoadFailed, Loading } from './ui.tsx';
 
 type Loaded<T> = { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; data: T };
 
@@ -106,19 +106,8 @@ export function KeysPage() {
             Show keys
           </button>
         </form>
-        {keys.state === 'loading' && (
-          <p class="muted" aria-busy="true">
-            Loading keys…
-          </p>
-        )}
-        {keys.state === 'error' && (
-          <p class="error" role="alert">
-            The keys could not be loaded: {keys.message}{' '}
-            <button type="button" class="link" onClick={() => load()}>
-              Try again
-            </button>
-          </p>
-        )}
+        {keys.state === 'loading' && <Loading what="keys" />}
+        {keys.state === 'error' && <LoadFailed what="The keys" message={keys.message} onRetry={() => load()} />}
         {keys.state === 'ready' && keys.data.length === 0 && (
           <p class="empty">{account === '' ? 'No keys yet. Create one with New key.' : <>No keys for account <strong>{account}</strong> yet.</>}</p>
         )}

@@ -21,3 +21,24 @@ export function Actions({ onCancel, children }: { onCancel: () => void; children
     </div>
   );
 }
+
+/** What is being loaded, told to screen readers as busy. */
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="muted" aria-busy="true">
+      Loading {what}…
+    </p>
+  );
+}
+
+/** A load that failed, read out as it appears, with a way to try again. */
+export function LoadFailed({ what, message, onRetry }: { what: string; message: string; onRetry: () => void }) {
+  return (
+    <p class="error" role="alert">
+      {what} could not be loaded: {message}{' '}
+      <button type="button" class="link" onClick={onRetry}>
+        Try again
+      </button>
+    </p>
+  );
+}

@@ -7,10 +7,13 @@ import type { FileStore } from '../files/file-store.js';
 import { DEFAULT_FILE_LIMITS } from '../files/files-router.js';
 import { readJsonBody } from '../models/json-body.js';
 import { DEFAULT_CREATION_LIMITS, type CreationUsage } from '../quota/creation-limits.js';
+import { usageReport } from '../usage/usage-report.js';
+import type { UsageStore } from '../usage/usage-store.js';
 import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
 import { adminErrors } from './admin-errors.js';
 import { accountName, keyFieldSchemas, parseFields } from './key-fields.js';
 import { keyObject, keyStatus } from './key-object.js';
+import { usageObject, usageQuerySchema } from './usage-query.js';
 
 /** What the admin API changed, and with which admin token: for the log of every change. */
 export interface AdminChange {
@@ -41,6 +44,8 @@ export interface AdminRouterOptions {
   files: Pick<FileStore, 'usage'>;
   /** For today's creations: `MemoryCreationLimiter` and `RedisCreationLimiter` have `usage()`. Default: none (`null` figures). */
   limiter?: { usage(account: string): Promise<CreationUsage> };
+  /** Where the model calls' usage records are read, for `GET /usage`. Default: none (no such route). */
+  usage?: Pick<UsageStore, 'summarize'>;
   /** The model catalog: a key's allowlist may name only these. */
   catalog: ReadonlyArray<{ id: string }>;
   /** The prefix of new keys (`<prefix>_sk_…`). Default `'kmg'`. */
@@ -64,14 +69,19 @@ const BODY_LIMIT = 65_536;
  * - `GET` and `PATCH /keys/{id}` (`scopes`, `models`, `expires_at`, `limits`);
  *   `POST /keys/{id}/revoke`; `POST /keys/{id}/rotate` `{ grace_seconds }` → 201, a new key with
  *   the old one's account, scopes, models, limits and expiry; the old key expires after the grace;
- * - `GET /accounts/{account}`: files and bytes kept, creations and bytes today, and the limits.
- * Every body is validated (400 naming the field); every change is reported to `onChange`.
- * @example app.use(adminRouter({ keys, files, limiter, catalog }).routes())
+ * - `GET /accounts/{account}`: files and bytes kept, creations and bytes today, and the limits;
+ * - with `usage`, `GET /usage?account=&key=&since=&by=day|model|key&series=day|model|key`: requests
+ *   and tokens of the model calls, grouped by UTC day, model or key, each group split by `series`.
+ * Every body and query is validated (400 naming the field); every change is reported to `onChange`.
+ * @example app.use(adminRouter({ keys, files, limiter, usage, catalog }).routes())
  */
 export function adminRouter(options: AdminRouterOptions): Router {
-  const { keys, files, limiter, onChange } = options;
+  const { keys, files, limiter, usage, onChange } = options;
   if (typeof keys?.update !== 'function') throw new TypeError('koa-model-gateway: adminRouter() needs a KeyStore as `keys`');
   if (typeof files?.usage !== 'function') throw new TypeError('koa-model-gateway: adminRouter() needs a FileStore as `files`');
+  if (usage !== undefined && typeof usage.summarize !== 'function') {
+    throw new TypeError('koa-model-gateway: adminRouter() `usage` must be a UsageStore');
+  }
   if (!Array.isArray(options.catalog)) throw new TypeError('koa-model-gateway: adminRouter() needs the model catalog as `catalog`');
   const keyPrefix = options.keyPrefix ?? 'kmg';
   generateApiKey(keyPrefix); // throws now for a prefix that keys cannot have
@@ -194,6 +204,20 @@ export function adminRouter(options: AdminRouterOptions): Router {
       },
     };
   });
+
+  if (usage) {
+    router.get('/usage', async (ctx) => {
+      const query = parseFields(usageQuerySchema, { ...ctx.query });
+      const report = await usageReport(usage, {
+        by: query.by,
+        ...(query.series === undefined ? {} : { series: query.series }),
+        ...(query.account === undefined ? {} : { account: query.account }),
+        ...(query.key === undefined ? {} : { keyId: query.key }),
+        ...(query.since === undefined ? {} : { since: query.since * 1000 }),
+      });
+      ctx.body = usageObject(query, report);
+    });
+  }
 
   return router;
 }

@@ -5,7 +5,7 @@ import { positiveInteger } from '../settings/schemas.js';
 import { adminErrors } from './admin-errors.js';
 
 /** 9999-12-31T23:59:59Z: later times do not survive a round trip through a date. */
-const LATEST_EXPIRY = 253_402_300_799;
+export const LATEST_SECONDS = 253_402_300_799;
 /** The longest grace a rotation gives the old key: 30 days, as the longest file expiry. */
 export const MAX_GRACE_SECONDS = 2_592_000;
 
@@ -60,7 +60,7 @@ export function keyFieldSchemas(catalog: ReadonlySet<string>, nowSeconds: () => 
   const expiresAt = z
     .int({ error: EXPIRY })
     .nullable()
-    .refine((value) => value === null || (value > nowSeconds() && value <= LATEST_EXPIRY), { error: EXPIRY });
+    .refine((value) => value === null || (value > nowSeconds() && value <= LATEST_SECONDS), { error: EXPIRY });
   // null: the deployment's default.
   const limit = positiveInteger.nullable().optional();
   const limits = z

@@ -1,3 +1,3 @@
 export type { UsageFilter, UsageGrouping, UsageRecord, UsageRow, UsageStore } from './usage-store.js';
 export { usageRecorder, type RecorderTimers, type UsageRecorder, type UsageRecorderOptions } from './usage-recorder.js';
-export { usageReport, type UsageQuery, type UsageReport, type UsageTotals } from './usage-report.js';
+export { usageReport, type UsageGroupTotals, type UsageQuery, type UsageReport, type UsageReportRow, type UsageTotals } from './usage-report.js';

@@ -4,6 +4,8 @@ import type { UsageFilter, UsageGrouping, UsageRow, UsageStore } from './usage-s
 export interface UsageQuery extends UsageFilter {
   /** Default `'day'`. */
   by?: UsageGrouping;
+  /** Another grouping than `by`: each row is then split into `series` by it (a day's calls by model, say). */
+  series?: UsageGrouping;
 }
 
 export interface UsageTotals {
@@ -12,43 +14,84 @@ export interface UsageTotals {
   outputTokens: number;
 }
 
+/** The figures of one group of a report: a day, a model or a key. */
+export interface UsageGroupTotals extends UsageTotals {
+  /** The day (`2030-01-31`, UTC), model id or key id; `null` for calls without a model. */
+  group: string | null;
+}
+
+/** One row of a report; with a `series` grouping, its figures split by it as well. */
+export interface UsageReportRow extends UsageGroupTotals {
+  /** Set when the query has `series`: the row's figures by that grouping, which add up to the row's. */
+  series?: UsageGroupTotals[];
+}
+
 export interface UsageReport {
   by: UsageGrouping;
+  /** The query's `series`, or `null`. */
+  series: UsageGrouping | null;
   /** Every record the query covers, whatever its group. */
   totals: UsageTotals;
-  /** One row per group: days in order, models and keys by id (calls without a model last). */
-  rows: UsageRow[];
+  /** One row per group: days in order, models and keys by id (calls without a model last); so are the series of a row. */
+  rows: UsageReportRow[];
 }
 
 const GROUPINGS: readonly UsageGrouping[] = ['day', 'model', 'key'];
 
 // Byte order, the same on every store and locale; `null` after every id.
-function compareGroups(a: UsageRow, b: UsageRow): number {
-  if (a.group === b.group) return 0;
-  if (a.group === null) return 1;
-  if (b.group === null) return -1;
-  return a.group < b.group ? -1 : 1;
+function compareGroups(a: string | null, b: string | null): number {
+  if (a === b) return 0;
+  if (a === null) return 1;
+  if (b === null) return -1;
+  return a < b ? -1 : 1;
+}
+
+const byGroup = (a: UsageGroupTotals, b: UsageGroupTotals) => compareGroups(a.group, b.group);
+
+function add(totals: UsageTotals, row: UsageTotals): void {
+  totals.requests += row.requests;
+  totals.inputTokens += row.inputTokens;
+  totals.outputTokens += row.outputTokens;
+}
+
+const figures = (row: UsageRow): UsageTotals => ({ requests: row.requests, inputTokens: row.inputTokens, outputTokens: row.outputTokens });
+
+/** The store's rows of (group, subgroup) pairs as one row per group with its series. */
+function withSeries(rows: UsageRow[]): UsageReportRow[] {
+  const groups = new Map<string | null, Required<UsageReportRow>>();
+  for (const row of rows) {
+    let group = groups.get(row.group);
+    if (group === undefined) {
+      group = { group: row.group, requests: 0, inputTokens: 0, outputTokens: 0, series: [] };
+      groups.set(row.group, group);
+    }
+    add(group, row);
+    group.series.push({ group: row.subgroup ?? null, ...figures(row) });
+  }
+  for (const group of groups.values()) group.series.sort(byGroup);
+  return [...groups.values()];
 }
 
 /**
  * Totals (requests, input and output tokens) and rows grouped by UTC day, model or key, of the
- * usage records of one account, one key and/or since a time: what `koa-model-gateway usage` prints
- * and an admin endpoint answers. Every record counts as a request, refused and failed calls included
- * (their tokens are 0). A `query` that is not one is a `TypeError`: validate client input first.
- * @example const { totals, rows } = await usageReport(new KnexUsageStore(knex), { account: 'acme', since: Date.parse('2030-01-01'), by: 'model' })
+ * usage records of one account, one key and/or since a time, each row split by a second grouping
+ * when `series` is given: what `koa-model-gateway usage` prints and `GET /admin/v1/usage` answers.
+ * Every record counts as a request, refused and failed calls included (their tokens are 0). A
+ * `query` that is not one is a `TypeError`: validate client input first.
+ * @example const { totals, rows } = await usageReport(new KnexUsageStore(knex), { account: 'acme', since: Date.parse('2030-01-01'), by: 'day', series: 'model' })
  */
-export async function usageReport(store: UsageStore, query: UsageQuery = {}): Promise<UsageReport> {
-  const { by = 'day', ...filter } = query;
+export async function usageReport(store: Pick<UsageStore, 'summarize'>, query: UsageQuery = {}): Promise<UsageReport> {
+  const { by = 'day', series, ...filter } = query;
   if (!GROUPINGS.includes(by)) throw new TypeError(`koa-model-gateway: usageReport() by must be one of ${GROUPINGS.join(', ')}`);
+  if (series !== undefined && (!GROUPINGS.includes(series) || series === by)) {
+    throw new TypeError(`koa-model-gateway: usageReport() series must be one of ${GROUPINGS.join(', ')}, other than by`);
+  }
   if (filter.since !== undefined && !Number.isFinite(filter.since)) {
     throw new TypeError('koa-model-gateway: usageReport() since must be Unix milliseconds');
   }
-  const rows = (await store.summarize(filter, by)).sort(compareGroups);
+  const stored = await store.summarize(filter, by, series);
+  const rows = (series === undefined ? stored.map((row) => ({ group: row.group, ...figures(row) })) : withSeries(stored)).sort(byGroup);
   const totals: UsageTotals = { requests: 0, inputTokens: 0, outputTokens: 0 };
-  for (const row of rows) {
-    totals.requests += row.requests;
-    totals.inputTokens += row.inputTokens;
-    totals.outputTokens += row.outputTokens;
-  }
-  return { by, totals, rows };
+  for (const row of rows) add(totals, row);
+  return { by, series: series ?? null, totals, rows };
 }

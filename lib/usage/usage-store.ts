@@ -46,6 +46,8 @@ export type UsageGrouping = 'day' | 'model' | 'key';
 export interface UsageRow {
   /** The day, model id or key id of the group; `null` for records without a model. */
   group: string | null;
+  /** Set when `summarize` was given `thenBy`: the group within `group`, e.g. the model of one day's calls. */
+  subgroup?: string | null;
   requests: number;
   inputTokens: number;
   outputTokens: number;
@@ -60,8 +62,12 @@ export interface UsageStore {
   insert(records: readonly UsageRecord[]): Promise<void>;
   /** Records matching `filter`, newest first (by `time`, then the last inserted), at most `limit` (default 1,000). */
   list(filter?: UsageFilter & { limit?: number }): Promise<UsageRecord[]>;
-  /** One row per group of the records matching `filter`, in no particular order. */
-  summarize(filter: UsageFilter, by: UsageGrouping): Promise<UsageRow[]>;
+  /**
+   * One row per group of the records matching `filter`, in no particular order; with `thenBy`
+   * (another grouping than `by`), one row per group and subgroup that has records, each with
+   * `subgroup` set: `summarize(filter, 'day', 'model')` gives each day's figures per model.
+   */
+  summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]>;
 }
 
 /** The UTC day of a record, as `summarize(…, 'day')` groups it. */

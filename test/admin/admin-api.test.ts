@@ -2,13 +2,19 @@ import { hash } from 'node:crypto';
 import test from 'ava';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { makePdf } from '../helpers/models-pdf.js';
+import { checkedFetch } from '../helpers/openapi.js';
+import { until } from '../helpers/poll.js';
 import { uploadForm } from '../helpers/multipart.js';
 import { referenceApp } from '../spec/reference-app.js';
 
-// The admin API's rules on the reference server's own app (SQLite, in this process).
+// The admin API's rules on the reference server's own app (SQLite, in this process). Every answer
+// to `call` is checked against docs/openapi.json.
 
 const app = await referenceApp();
 test.after.always(() => app.close());
+const problems: string[] = [];
+test.after('every answer agrees with docs/openapi.json', (t) => t.deepEqual(problems, []));
+const checked = checkedFetch(problems);
 const { prefix, tokens } = { prefix: app.config.gateway.keyPrefix, tokens: app.deployment.adminTokens };
 const { token: ADMIN, record: adminRecord } = await createAdminToken(tokens, { prefix, name: 'tests' });
 
@@ -29,7 +35,7 @@ interface KeyBody {
 }
 
 const call = (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>
-  fetch(`${app.url}${path}`, {
+  checked(`${app.url}${path}`, {
     method,
     headers,
     ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
@@ -61,7 +67,7 @@ test('admin routes, known or not, refuse every credential but a live admin token
     ['an unknown admin token', { authorization: `Bearer ${prefix}_admin_${'A'.repeat(43)}` }],
     ['a revoked admin token', { authorization: `Bearer ${revoked}` }],
   ];
-  for (const path of ['/admin/v1/keys', '/admin/v1/no-such-route']) {
+  for (const path of ['/admin/v1/keys', '/admin/v1/usage', '/admin/v1/no-such-route']) {
     for (const [what, headers] of refusals) {
       const response = await call('GET', path, headers);
       t.is(response.status, 401, `${what} on ${path}`);
@@ -255,4 +261,161 @@ test('GET /catalog: the scopes and models a key may be given', async (t) => {
     scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete'],
     models: ['echo-1', 'echo-2'],
   });
+});
+
+interface UsageFigures {
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+interface UsageBody {
+  object: string;
+  by: string;
+  series: string | null;
+  account: string | null;
+  key: string | null;
+  since: number | null;
+  totals: UsageFigures;
+  data: Array<UsageFigures & Record<string, unknown>>;
+}
+
+const usage = async (query: string) => {
+  const response = await admin('GET', `/usage?${query}`);
+  if (response.status !== 200) throw new Error(`usage ${query}: ${response.status} ${await response.text()}`);
+  return (await response.json()) as UsageBody;
+};
+
+/** The report of `query` once the server has written `requests` records for it (records are written in batches). */
+const usageOnceRecorded = (query: string, requests: number) =>
+  until(
+    async () => {
+      await app.deployment.usage.flush();
+      return usage(query);
+    },
+    (body) => body.totals.requests >= requests,
+  );
+
+const figures = (requests: number, input_tokens: number, output_tokens: number): UsageFigures => ({ requests, input_tokens, output_tokens });
+
+test('GET /usage: the figures of real model calls, by day, model and key, narrowed by account, key and since', async (t) => {
+  const account = 'usage-figures';
+  const [first, second, foreign] = [
+    await createKey({ account }),
+    await createKey({ account, models: ['echo-2'] }),
+    await createKey({ account: 'usage-elsewhere' }),
+  ];
+  const chat = async (key: string, model: string, content: string) => {
+    const response = await call('POST', '/v1/chat/completions', { authorization: `Bearer ${key}` }, { model, messages: [{ role: 'user', content }] });
+    if (response.status !== 200) return figures(1, 0, 0);
+    const { usage } = (await response.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+    return figures(1, usage.prompt_tokens, usage.completion_tokens);
+  };
+  const message = async (key: string, model: string, content: string) => {
+    const headers = { 'x-api-key': key, 'anthropic-version': '2023-06-01' };
+    const response = await call('POST', '/v1/messages', headers, { model, max_tokens: 64, messages: [{ role: 'user', content }] });
+    const { usage } = (await response.json()) as { usage: { input_tokens: number; output_tokens: number } };
+    return figures(1, usage.input_tokens, usage.output_tokens);
+  };
+  const sum = (...all: UsageFigures[]) => all.reduce((a, b) => figures(a.requests + b.requests, a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens));
+  const firstEcho1 = await chat(first.key, 'echo-1', 'one two three');
+  const firstEcho2 = await chat(first.key, 'echo-2', 'four five');
+  const secondEcho2 = await message(second.key, 'echo-2', 'six seven eight nine');
+  const refused = await chat(second.key, 'echo-1', 'outside the allowlist: 403, before any model is resolved');
+  const elsewhere = await chat(foreign.key, 'echo-1', 'ten');
+  t.true(firstEcho1.input_tokens > 0 && secondEcho2.output_tokens > 0, 'the echo provider reports usage');
+  t.deepEqual(refused, figures(1, 0, 0));
+
+  const byModel = await usageOnceRecorded(`account=${account}&by=model`, 4);
+  t.deepEqual(byModel, {
+    object: 'usage',
+    by: 'model',
+    series: null,
+    account,
+    key: null,
+    since: null,
+    totals: sum(firstEcho1, firstEcho2, secondEcho2, refused),
+    data: [
+      { model: 'echo-1', ...firstEcho1 },
+      { model: 'echo-2', ...sum(firstEcho2, secondEcho2) },
+      { model: null, ...refused },
+    ],
+  });
+  const [low, high] = [first, second].sort((a, b) => (a.id < b.id ? -1 : 1)) as [KeyBody, KeyBody];
+  const perKey = new Map([
+    [first.id, sum(firstEcho1, firstEcho2)],
+    [second.id, sum(secondEcho2, refused)],
+  ]);
+  t.deepEqual((await usage(`account=${account}&by=key`)).data, [
+    { key: low.id, ...perKey.get(low.id) },
+    { key: high.id, ...perKey.get(high.id) },
+  ]);
+
+  const [day] = new Set((await app.deployment.usageStore.list({ account })).map((record) => new Date(record.time).toISOString().slice(0, 10)));
+  const byDay = await usage(`account=${account}&series=model`);
+  t.like(byDay, { by: 'day', series: 'model', totals: byModel.totals });
+  t.deepEqual(byDay.data, [{ day, ...byModel.totals, series: byModel.data }]);
+  t.deepEqual((await usage(`account=${account}&by=model&series=key`)).data[1], {
+    model: 'echo-2',
+    ...sum(firstEcho2, secondEcho2),
+    series: [
+      { key: first.id, ...firstEcho2 },
+      { key: second.id, ...secondEcho2 },
+    ].sort((a, b) => (a.key < b.key ? -1 : 1)),
+  });
+
+  const keyOnly = await usage(`key=${second.id}`);
+  t.like(keyOnly, { key: second.id, account: null, totals: sum(secondEcho2, refused) });
+  const foreignKey = await usage(`account=${account}&key=${foreign.id}`);
+  t.deepEqual([foreignKey.totals, foreignKey.data], [figures(0, 0, 0), []], "a key of another account adds nothing to this one's figures");
+  t.deepEqual((await usageOnceRecorded(`key=${foreign.id}`, 1)).totals, elsewhere);
+
+  const now = Math.floor(Date.now() / 1000);
+  const future = await usage(`account=${account}&since=${now + 3600}`);
+  t.deepEqual([future.since, future.totals, future.data], [now + 3600, figures(0, 0, 0), []]);
+  t.like(await usage(`account=${account}&since=${day}`), { since: Date.parse(`${day}T00:00:00Z`) / 1000, totals: byModel.totals });
+  t.like(await usage(`account=${account}&since=0`), { since: 0, totals: byModel.totals });
+});
+
+test('GET /usage: every parameter is validated, 400 naming it; ISO 8601 dates and times are read as Unix seconds', async (t) => {
+  const cases: Array<[string, string, RegExp]> = [
+    ['by=month', 'invalid_by', /'by': must be one of day, model, key/],
+    ['by=', 'invalid_by', /'by'/],
+    ['by=day&by=model', 'invalid_by', /'by'/],
+    ['series=hour', 'invalid_series', /'series'/],
+    ['series=day', 'invalid_series', /'series'.*other than 'by'/],
+    ['by=model&series=model', 'invalid_series', /'series'/],
+    ['since=yesterday', 'invalid_since', /'since': must be Unix seconds/],
+    ['since=', 'invalid_since', /'since'/],
+    ['since=-1', 'invalid_since', /'since'/],
+    ['since=1.5', 'invalid_since', /'since'/],
+    ['since=253402300800', 'invalid_since', /'since'/],
+    ['since=2030-02-30', 'invalid_since', /'since'/],
+    ['since=2030-01-01T00:00:00', 'invalid_since', /'since'/],
+    ['since=2030-01-01T00:00:00.250Z', 'invalid_since', /'since'/],
+    ['account=', 'invalid_account', /'account'/],
+    ['account=%20%20', 'invalid_account', /'account'/],
+    ['account=a&account=b', 'invalid_account', /'account'/],
+    ['account=a%07b', 'invalid_account', /'account'/],
+    ['key=', 'invalid_key', /'key'/],
+    ['key=..%2Fkey_a', 'invalid_key', /'key'/],
+    [`key=${'k'.repeat(65)}`, 'invalid_key', /'key'/],
+    ['limit=10', 'unknown_field', /'limit'/],
+  ];
+  for (const [query, code, message] of cases) {
+    const response = await admin('GET', `/usage?${query}`);
+    t.is(response.status, 400, query);
+    t.regex(response.headers.get('x-request-id') ?? '', REQUEST_ID);
+    const { error } = (await response.json()) as { error: { code: string; message: string; type: string; param: null } };
+    t.like(error, { code, type: 'invalid_request_error', param: null }, query);
+    t.regex(error.message, message, query);
+  }
+  for (const [since, seconds] of [
+    ['1893456000', 1_893_456_000],
+    ['2030-01-01', 1_893_456_000],
+    ['2030-01-01T12:00:00Z', 1_893_499_200],
+    ['2030-01-01T12:00:00%2B02:00', 1_893_492_000],
+  ] as const) {
+    t.is((await usage(`since=${since}`)).since, seconds, since);
+  }
 });

@@ -3,6 +3,7 @@ import { adminApp } from '../helpers/admin-app.js';
 
 const app = await adminApp();
 test.after.always(() => app.close());
+test.after('every answer agrees with docs/openapi.json', (t) => t.deepEqual(app.problems, []));
 
 interface KeyBody {
   id: string;

@@ -5,6 +5,7 @@ import { adminApp } from '../helpers/admin-app.js';
 
 const app = await adminApp({ ttlSeconds: 3600 });
 test.after.always(() => app.close());
+test.after('every answer agrees with docs/openapi.json', (t) => t.deepEqual(app.problems, []));
 
 interface Session {
   cookie: string;
@@ -13,7 +14,7 @@ interface Session {
 }
 
 async function logIn(headers: Record<string, string> = {}, token = app.token): Promise<Session> {
-  const response = await fetch(`${app.url}/admin/v1/sessions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...headers } });
+  const response = await app.fetch(`${app.url}/admin/v1/sessions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...headers } });
   if (response.status !== 201) throw new Error(`log in failed: ${response.status} ${await response.text()}`);
   const setCookie = response.headers.get('set-cookie') ?? '';
   const value = parseCookies(setCookie).kmg_admin_session ?? '';
@@ -22,7 +23,7 @@ async function logIn(headers: Record<string, string> = {}, token = app.token): P
 }
 
 const withSession = (session: Session, method: string, path: string, options: { csrf?: string; body?: unknown } = {}) =>
-  fetch(`${app.url}/admin/v1${path}`, {
+  app.fetch(`${app.url}/admin/v1${path}`, {
     method,
     headers: { cookie: session.cookie, ...(options.csrf === undefined ? {} : { 'x-csrf-token': options.csrf }) },
     ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),

@@ -119,6 +119,37 @@ export function usageStoreContract(test: TestFn, name: string, makeStore: () => 
     t.deepEqual(await store.summarize({ account: 'nobody' }, 'day'), []);
   });
 
+  test(`${name}: summarize with thenBy gives one row per group and subgroup that has records, filtered as without`, async (t) => {
+    const store = await makeStore();
+    const day1 = Date.parse('2030-01-15T10:00:00.000Z');
+    const day2 = Date.parse('2030-01-16T10:00:00.000Z');
+    await store.insert([
+      usageRecord({ time: day1, model: 'echo-1', keyId: 'key_a', inputTokens: 1, outputTokens: 2 }),
+      usageRecord({ time: day1 + 1, model: 'echo-1', keyId: 'key_b', inputTokens: 10, outputTokens: 20 }),
+      usageRecord({ time: day1 + 2, model: 'echo-2', keyId: 'key_a', inputTokens: 100, outputTokens: 200 }),
+      usageRecord({ time: day2, model: null, provider: null, keyId: 'key_a', status: 400, inputTokens: 0, outputTokens: 0 }),
+      usageRecord({ time: day2 + 1, model: 'echo-1', keyId: 'key_c', account: 'globex', inputTokens: 1000, outputTokens: 2000 }),
+    ]);
+    const bySubgroup = (rows: UsageRow[]) => [...rows].sort((a, b) => `${a.group}/${a.subgroup}`.localeCompare(`${b.group}/${b.subgroup}`));
+    t.deepEqual(bySubgroup(await store.summarize({}, 'day', 'model')), [
+      { group: '2030-01-15', subgroup: 'echo-1', requests: 2, inputTokens: 11, outputTokens: 22 },
+      { group: '2030-01-15', subgroup: 'echo-2', requests: 1, inputTokens: 100, outputTokens: 200 },
+      { group: '2030-01-16', subgroup: 'echo-1', requests: 1, inputTokens: 1000, outputTokens: 2000 },
+      { group: '2030-01-16', subgroup: null, requests: 1, inputTokens: 0, outputTokens: 0 },
+    ]);
+    t.deepEqual(bySubgroup(await store.summarize({ account: 'acme', since: day1 + 1 }, 'day', 'key')), [
+      { group: '2030-01-15', subgroup: 'key_a', requests: 1, inputTokens: 100, outputTokens: 200 },
+      { group: '2030-01-15', subgroup: 'key_b', requests: 1, inputTokens: 10, outputTokens: 20 },
+      { group: '2030-01-16', subgroup: 'key_a', requests: 1, inputTokens: 0, outputTokens: 0 },
+    ]);
+    t.deepEqual(bySubgroup(await store.summarize({ keyId: 'key_a' }, 'model', 'day')), [
+      { group: 'echo-1', subgroup: '2030-01-15', requests: 1, inputTokens: 1, outputTokens: 2 },
+      { group: 'echo-2', subgroup: '2030-01-15', requests: 1, inputTokens: 100, outputTokens: 200 },
+      { group: null, subgroup: '2030-01-16', requests: 1, inputTokens: 0, outputTokens: 0 },
+    ]);
+    t.deepEqual(await store.summarize({ account: 'nobody' }, 'day', 'model'), []);
+  });
+
   test(`${name}: a batch larger than any one statement takes is stored whole; an empty one is nothing`, async (t) => {
     const store = await makeStore();
     await store.insert([]);

@@ -6,18 +6,23 @@ import OpenAI, { AuthenticationError, toFile } from 'openai';
 import { chromium } from 'playwright-core';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { makePdf } from '../helpers/models-pdf.js';
+import { until } from '../helpers/poll.js';
 import { ROOT } from '../helpers/server-process.js';
 import { CHROMIUM, withChromium } from '../helpers/services.js';
+import { usageRecord } from '../contracts/usage-store.js';
 import { referenceApp } from '../spec/reference-app.js';
 
 // The dashboard end to end, in Debian's Chromium, against the reference server's own app: log in
 // with an admin token, create a key and use it with the openai SDK, revoke it in the page and see
-// the next call refused. A screenshot of each page goes to test-artifacts/.
+// the next call refused, then see the calls on the usage page. A screenshot of each page goes to
+// test-artifacts/.
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 const HOSTILE = '<img src=x onerror=alert(1)>';
 
-withChromium(test)('the dashboard: log in, create a key, use it, revoke it in the page, and the next call is refused', async (t) => {
+const DAY_MS = 86_400_000;
+
+withChromium(test)('the dashboard: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage is shown', async (t) => {
   const app = await referenceApp();
   t.teardown(() => app.close());
   const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix });
@@ -90,12 +95,19 @@ withChromium(test)('the dashboard: log in, create a key, use it, revoke it in th
   const openai = new OpenAI({ apiKey: key, baseURL: `${app.url}/v1`, maxRetries: 0 });
   t.deepEqual((await openai.models.list()).data.map((model) => model.id), ['echo-1', 'echo-2']);
   await openai.files.create({ file: await toFile(makePdf(2), 'report.pdf', { type: 'application/pdf' }), purpose: 'user_data' });
+  const completion = await openai.chat.completions.create({ model: 'echo-1', messages: [{ role: 'user', content: 'Count these five words' }] });
+  await openai.chat.completions.create({ model: 'echo-2', messages: [{ role: 'user', content: 'And these three' }] });
   const created = await fetch(`${app.url}/admin/v1/keys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}` },
     body: JSON.stringify({ account: HOSTILE, scopes: ['models:read'], models: ['echo-1'] }),
   });
   t.is(created.status, 201);
+  const hostile = (await created.json()) as { id: string; key: string };
+  const refused = await new OpenAI({ apiKey: hostile.key, baseURL: `${app.url}/v1`, maxRetries: 0 }).chat.completions
+    .create({ model: 'echo-1', messages: [{ role: 'user', content: 'no chat:completions scope' }] })
+    .catch((err: unknown) => err);
+  t.like(refused, { status: 403 }, 'refused, and metered all the same');
   await page.getByRole('button', { name: 'Show keys' }).click();
   await page.getByRole('link', { name: HOSTILE }).waitFor();
   await shoot('keys');
@@ -132,6 +144,50 @@ withChromium(test)('the dashboard: log in, create a key, use it, revoke it in th
   await page.goto(`${app.url}/dashboard#/accounts/${encodeURIComponent(HOSTILE)}`);
   await page.getByRole('heading', { name: `Account ${HOSTILE}` }).waitFor();
   t.is(await page.locator('main img').count(), 0);
+
+  // Usage: the calls made above, beside records of the days before, as the metering writes them.
+  const { usage, usageStore } = app.deployment;
+  await until(
+    async () => {
+      await usage.flush();
+      return usageStore.list({ account: 'acme' });
+    },
+    (records) => records.length >= 2,
+  );
+  const [keyId] = new Set((await usageStore.list({ account: 'acme' })).map((record) => record.keyId));
+  const today = new Date().toISOString().slice(0, 10);
+  await usageStore.insert(
+    [6, 5, 5, 3, 2, 2, 2, 1].map((daysAgo, i) =>
+      usageRecord({ time: Date.now() - daysAgo * DAY_MS, account: 'acme', keyId: keyId as string, model: i % 3 === 0 ? 'echo-2' : 'echo-1', inputTokens: 40 + 17 * i, outputTokens: 25 + 9 * i }),
+    ),
+  );
+  await page.goto(`${app.url}/dashboard#/accounts/acme`);
+  await page.getByRole('link', { name: 'Model calls of this account: requests and tokens per day' }).click();
+  const figures = page.getByRole('table', { name: /^Requests and tokens of account acme per day and model, the last 7 days/ });
+  await figures.waitFor();
+  t.is(await page.getByRole('img', { name: /stacked bar chart/ }).count(), 2, 'two charts: requests and tokens');
+  const todayEcho1 = figures.getByRole('row').filter({ has: page.getByRole('rowheader', { name: today }) }).filter({ hasText: 'echo-1' });
+  t.deepEqual(await todayEcho1.getByRole('cell').allTextContents(), [
+    'echo-1',
+    '1',
+    String(completion.usage?.prompt_tokens),
+    String(completion.usage?.completion_tokens),
+  ]);
+  t.is(await figures.locator('tfoot td').first().textContent(), '10', 'requests: 2 calls today and 8 before');
+  await shoot('usage');
+  await page.getByLabel('Split by').selectOption('key');
+  await page.getByRole('table', { name: /per day and key/ }).getByText(keyId as string).first().waitFor();
+  await page.getByLabel('Period').selectOption('30');
+  await page.getByRole('table', { name: /the last 30 days/ }).waitFor();
+  // Another account keeps the period and the split chosen.
+  await page.goto(`${app.url}/dashboard#/usage/${encodeURIComponent(HOSTILE)}`);
+  await page.getByRole('heading', { name: `Account ${HOSTILE}, the last 30 days` }).waitFor();
+  await page.getByLabel('Split by').selectOption('model');
+  await page.getByRole('cell', { name: '(no model)' }).waitFor();
+  t.is(await page.locator('main img').count(), 0);
+  await page.getByRole('combobox', { name: 'Account' }).fill('nobody-yet');
+  await page.keyboard.press('Enter');
+  await page.getByText('No model calls by nobody-yet in the last 30 days.').waitFor();
 
   // Log out: the session is over on the server too.
   await page.getByRole('button', { name: 'Log out' }).click();

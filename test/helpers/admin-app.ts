@@ -10,11 +10,13 @@ import { MemoryAdminTokenStore } from '../../lib/stores/memory/admin-token-store
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { listen } from './http.js';
+import { checkedFetch } from './openapi.js';
 
 /**
  * The admin API composed from lib/ alone, in memory, on a clock the test moves (Unix seconds):
  * admin routes behind adminAuth() with sessions, and `GET /v1/whoami` behind apiKey() on the same
- * clock, answering with the verified key. Every reported change is kept in `changes`.
+ * clock, answering with the verified key. Every reported change is kept in `changes`. Answers to
+ * `admin` and `fetch` are checked against docs/openapi.json: what disagrees is kept in `problems`.
  */
 export async function adminApp(options: Pick<AdminSessionsOptions, 'ttlSeconds' | 'secure'> = {}) {
   const clock = { seconds: Math.floor(Date.now() / 1000) };
@@ -43,6 +45,8 @@ export async function adminApp(options: Pick<AdminSessionsOptions, 'ttlSeconds' 
   );
   const server = await listen(app);
   const { token, record } = await createAdminToken(tokens, { prefix: 'kmg' });
+  const problems: string[] = [];
+  const checked = checkedFetch(problems);
   return {
     url: server.url,
     clock,
@@ -52,9 +56,12 @@ export async function adminApp(options: Pick<AdminSessionsOptions, 'ttlSeconds' 
     changes,
     token,
     tokenId: record.id,
+    problems,
+    /** `fetch`, its answers checked against docs/openapi.json. */
+    fetch: checked,
     /** A call to the admin API with the admin token, JSON in and out. */
     admin: (method: string, path: string, body?: unknown) =>
-      fetch(`${server.url}/admin/v1${path}`, {
+      checked(`${server.url}/admin/v1${path}`, {
         method,
         headers: { authorization: `Bearer ${token}` },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),

@@ -1,9 +1,14 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import test from 'ava';
+import { adminRouter } from '../../lib/admin/admin-router.js';
+import { adminSessions } from '../../lib/admin/admin-sessions.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
+import { MemoryAdminSessionStore } from '../../lib/stores/memory/admin-session-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
+import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
+import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import { healthRouter } from '../../reference-server/health.js';
 import { openApiRouter } from '../../reference-server/openapi.js';
 import { CATALOG, PROVIDERS } from '../helpers/models-app.js';
@@ -26,7 +31,14 @@ test('docs/openapi.json is a valid OpenAPI 3.1 document', async (t) => {
 
 test('every route of the reference server is in the document, and nothing else', (t) => {
   const stores = { files: new MemoryFileStore(), blobs: new MemoryBlobStore() };
-  const routers = [filesRouter(stores), modelsRouter({ catalog: CATALOG, providers: PROVIDERS, ...stores }), healthRouter({ checks: {} }), openApiRouter()];
+  const routers = [
+    filesRouter(stores),
+    modelsRouter({ catalog: CATALOG, providers: PROVIDERS, ...stores }),
+    adminRouter({ keys: new MemoryKeyStore(), files: stores.files, usage: new MemoryUsageStore(), catalog: CATALOG }),
+    adminSessions({ sessions: new MemoryAdminSessionStore() }),
+    healthRouter({ checks: {} }),
+    openApiRouter(),
+  ];
   const served = routers
     .flatMap((router) => router.stack)
     .flatMap((layer) => {

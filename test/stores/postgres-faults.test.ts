@@ -4,6 +4,7 @@ import pg from 'pg';
 import { toGatewayError } from '../../lib/errors/to-gateway-error.js';
 import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
+import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { openMigratedDatabase, type Database } from '../../reference-server/database.js';
 import { filesApp, type FilesApp } from '../helpers/files-app.js';
 import { pdfOf, uploadForm } from '../helpers/multipart.js';
@@ -116,14 +117,21 @@ gate('PostgreSQL stalled: requests in flight answer 503 within the bound, a crea
   const f = await faultyApp();
   const { send, id } = f;
   const keys = new KnexKeyStore(f.database.knex, f.database.storeOptions);
+  const usage = new KnexUsageStore(f.database.knex, f.database.storeOptions);
 
   f.proxy.stall();
-  const keyLookup = (async () => {
+  const storeCall = async (call: () => Promise<unknown>) => {
     const started = performance.now();
-    const err = await keys.findByHash('a'.repeat(64)).catch((error: unknown) => error);
+    const err = await call().catch((error: unknown) => error);
     return { status: toGatewayError(err, 'GET', '/').status, ms: performance.now() - started };
-  })();
-  const answers = await Promise.all([send.retrieve(id), send.list(), send.upload(), keyLookup]);
+  };
+  const answers = await Promise.all([
+    send.retrieve(id),
+    send.list(),
+    send.upload(),
+    storeCall(() => keys.findByHash('a'.repeat(64))),
+    storeCall(() => usage.summarize({ account: 'a' }, 'day', 'model')), // the admin API's usage report
+  ]);
   for (const answer of answers) {
     t.like(answer, { status: 503 });
     t.true(answer.ms < BOUND_MS + SLACK_MS, `answered after ${Math.round(answer.ms)} ms`);

@@ -29,6 +29,7 @@ test('the filters narrow the totals as well as the rows', async (t) => {
   const report = await usageReport(usage, { account: 'acme', since: Date.parse('2030-01-15T00:00:00Z'), by: 'key' });
   t.deepEqual(report, {
     by: 'key',
+    series: null,
     totals: { requests: 2, inputTokens: 11, outputTokens: 22 },
     rows: [
       { group: 'key_a', requests: 1, inputTokens: 10, outputTokens: 20 },
@@ -37,8 +38,41 @@ test('the filters narrow the totals as well as the rows', async (t) => {
   });
 });
 
+test('with series, each row is split by the second grouping, in the same order, adding up to the row', async (t) => {
+  const usage = await store();
+  await usage.insert([usageRecord({ time: Date.parse('2030-01-16T10:00:00Z'), model: 'a-model', keyId: 'key_b', inputTokens: 1000, outputTokens: 2000 })]);
+  const report = await usageReport(usage, { account: 'acme', by: 'day', series: 'model' });
+  t.is(report.series, 'model');
+  t.deepEqual(report.totals, { requests: 4, inputTokens: 1011, outputTokens: 2022 });
+  t.deepEqual(report.rows, [
+    { group: '2030-01-14', requests: 1, inputTokens: 0, outputTokens: 0, series: [{ group: null, requests: 1, inputTokens: 0, outputTokens: 0 }] },
+    { group: '2030-01-15', requests: 1, inputTokens: 10, outputTokens: 20, series: [{ group: 'a-model', requests: 1, inputTokens: 10, outputTokens: 20 }] },
+    {
+      group: '2030-01-16',
+      requests: 2,
+      inputTokens: 1001,
+      outputTokens: 2002,
+      series: [
+        { group: 'a-model', requests: 1, inputTokens: 1000, outputTokens: 2000 },
+        { group: 'b-model', requests: 1, inputTokens: 1, outputTokens: 2 },
+      ],
+    },
+  ]);
+  const byKey = await usageReport(usage, { by: 'key', series: 'day' });
+  t.deepEqual(
+    byKey.rows.map((row) => [row.group, row.series?.map((entry) => entry.group)]),
+    [
+      ['key_B', ['2030-01-14']],
+      ['key_a', ['2030-01-15', '2030-01-16']],
+      ['key_b', ['2030-01-16']],
+    ],
+  );
+});
+
 test('a query that is not one is a TypeError', async (t) => {
   const usage = await store();
   await t.throwsAsync(usageReport(usage, { by: 'month' as 'day' }), { instanceOf: TypeError });
   await t.throwsAsync(usageReport(usage, { since: Number.NaN }), { instanceOf: TypeError });
+  await t.throwsAsync(usageReport(usage, { by: 'day', series: 'day' }), { instanceOf: TypeError });
+  await t.throwsAsync(usageReport(usage, { series: 'hour' as 'day' }), { instanceOf: TypeError });
 });

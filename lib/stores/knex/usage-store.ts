@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { usageDay, type UsageFilter, type UsageGrouping, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 
 const TABLE = 'kmg_usage';
 
@@ -100,14 +101,19 @@ function toRecord(row: UsageRowDb): UsageRecord {
 /**
  * UsageStore on Knex (PostgreSQL or SQLite), in the table `kmg_usage`. Run `migrate(knex)` first.
  * Each record's UTC day is stored beside its time, so grouping by day is the same plain GROUP BY
- * on both databases.
+ * on both databases. Reads (`list`, `summarize`, which answer admin requests) fail within
+ * `timeoutMs` (options: `KnexStoreOptions`; `preparedReads` is not used). `insert` is left to the
+ * driver's own limits: given up on while it could still commit, its batch would be written twice
+ * when the recorder tries it again.
  * @example usageRecorder({ store: new KnexUsageStore(knex) })
  */
 export class KnexUsageStore implements UsageStore {
   readonly #knex: Knex;
+  readonly #timeoutMs: number;
 
-  constructor(knex: Knex) {
+  constructor(knex: Knex, options: KnexStoreOptions = {}) {
     this.#knex = knex;
+    this.#timeoutMs = storeTimeoutMs(options);
   }
 
   async insert(records: readonly UsageRecord[]): Promise<void> {
@@ -125,23 +131,28 @@ export class KnexUsageStore implements UsageStore {
 
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {
     const { limit = 1000 } = filter;
-    const rows = await this.#where(filter).orderBy([
-      { column: 'time', order: 'desc' },
-      { column: 'seq', order: 'desc' },
-    ]).limit(limit);
+    const rows = await withinTimeout(this.#timeoutMs, async () =>
+      this.#where(filter).orderBy([
+        { column: 'time', order: 'desc' },
+        { column: 'seq', order: 'desc' },
+      ]).limit(limit),
+    );
     return (rows as UsageRowDb[]).map(toRecord);
   }
 
-  async summarize(filter: UsageFilter, by: UsageGrouping): Promise<UsageRow[]> {
-    const column = GROUP_COLUMN[by];
-    const rows = (await this.#where(filter)
-      .clearSelect()
-      .select({ group: column })
-      .count({ requests: '*' })
-      .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
-      .groupBy(column)) as Array<{ group: string | null; requests: number | string; input_tokens: number | string; output_tokens: number | string }>;
+  async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
+    const columns = { group: GROUP_COLUMN[by], ...(thenBy === undefined ? {} : { subgroup: GROUP_COLUMN[thenBy] }) };
+    const rows = (await withinTimeout(this.#timeoutMs, async () =>
+      this.#where(filter)
+        .clearSelect()
+        .select(columns)
+        .count({ requests: '*' })
+        .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
+        .groupBy(Object.values(columns)),
+    )) as Array<{ group: string | null; subgroup?: string | null; requests: number | string; input_tokens: number | string; output_tokens: number | string }>;
     return rows.map((row) => ({
       group: row.group,
+      ...(thenBy === undefined ? {} : { subgroup: row.subgroup ?? null }),
       requests: Number(row.requests),
       inputTokens: Number(row.input_tokens),
       outputTokens: Number(row.output_tokens),

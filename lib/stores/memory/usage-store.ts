@@ -33,16 +33,21 @@ export class MemoryUsageStore implements UsageStore {
       .map((record) => ({ ...record }));
   }
 
-  async summarize(filter: UsageFilter, by: UsageGrouping): Promise<UsageRow[]> {
-    const rows = new Map<string | null, UsageRow>();
+  async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
+    const rows = new Map<string, UsageRow>();
     for (const record of this.#records) {
       if (!matches(record, filter)) continue;
       const group = GROUP_OF[by](record);
-      const row = rows.get(group) ?? { group, requests: 0, inputTokens: 0, outputTokens: 0 };
+      const subgroup = thenBy === undefined ? undefined : GROUP_OF[thenBy](record);
+      const id = JSON.stringify([group, subgroup]);
+      let row = rows.get(id);
+      if (row === undefined) {
+        row = { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, inputTokens: 0, outputTokens: 0 };
+        rows.set(id, row);
+      }
       row.requests += 1;
       row.inputTokens += record.inputTokens;
       row.outputTokens += record.outputTokens;
-      rows.set(group, row);
     }
     return [...rows.values()];
   }
