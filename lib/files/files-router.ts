@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
 import { requireScope } from '../auth/require-scope.js';
-import { errors } from '../errors/gateway-error.js';
+import { StoreUnavailableError, errors } from '../errors/gateway-error.js';
 import type { CreationLimiter } from '../quota/creation-limiter.js';
 import { fileQuota } from '../quota/file-quota.js';
 import type { BlobStore } from './blob-store.js';
@@ -111,8 +111,10 @@ export function filesRouter(options: FilesRouterOptions): Router {
     try {
       created = await files.create(record, stock, createdAt);
     } catch (err) {
-      // Best effort: what this leaves behind is an orphan blob, which sweep() removes.
-      await blobs.delete(record.id).catch(() => undefined);
+      // An unavailable store may have committed before it failed (a timeout during COMMIT): its
+      // blob stays, and sweep() removes it as an orphan if no record came of it. Any other failure
+      // created nothing; removing its blob is best effort, sweep() again the fallback.
+      if (!(err instanceof StoreUnavailableError)) await blobs.delete(record.id).catch(() => undefined);
       throw err;
     }
     if (!created) {

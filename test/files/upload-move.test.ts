@@ -2,6 +2,7 @@ import { mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import { StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import type { FileRecord, StockLimits } from '../../lib/files/file-store.js';
 import { FsBlobStore, type FsBlobStoreOptions } from '../../lib/stores/fs/blob-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
@@ -75,5 +76,25 @@ test('an upload whose metadata insert fails after its bytes were moved leaves no
   const { app, blobDirectory } = await setup(t, { files: new FailingFileStore() });
   t.is((await upload(app, pdfOf(1000))).status, 500);
   t.deepEqual(await readdir(blobDirectory), []);
+  t.deepEqual(await app.tempFiles(), []);
+});
+
+test('an upload whose creation fails with the store unavailable keeps its blob: the record may have committed, and then it serves', async (t) => {
+  // The creation commits, then the store's answer is lost, as when a timeout strikes during COMMIT.
+  class CommitLostFileStore extends MemoryFileStore {
+    override async create(file: FileRecord, limits: StockLimits, now: number): Promise<boolean> {
+      await super.create(file, limits, now);
+      throw new StoreUnavailableError('the database did not answer within 5000 ms');
+    }
+  }
+  const files = new CommitLostFileStore();
+  const { app, blobDirectory } = await setup(t, { files });
+  const pdf = pdfOf(1000);
+  const refused = await upload(app, pdf);
+  t.is(refused.status, 503);
+  const [stored] = await readdir(blobDirectory);
+  t.deepEqual(await files.existing([stored ?? '']), new Set([stored]));
+  const content = await fetch(`${app.url}/v1/files/${stored}/content`, { headers: { authorization: `Bearer ${app.keys.a}` } });
+  t.deepEqual(Buffer.from(await content.arrayBuffer()), pdf);
   t.deepEqual(await app.tempFiles(), []);
 });
