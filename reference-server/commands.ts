@@ -5,6 +5,7 @@ import {
   createAdminToken,
   createApiKey,
   isScope,
+  keyStatus,
   usageReport,
   type ApiKeyRecord,
   type KeyChanges,
@@ -199,12 +200,6 @@ function keyJson(record: ApiKeyRecord) {
     revoked_at: record.revokedAt,
     limits: limitsJson(record.limits),
   };
-}
-
-function keyStatus(record: ApiKeyRecord, nowSeconds: number): string {
-  if (record.revokedAt !== null) return 'revoked';
-  if (record.expiresAt !== null && nowSeconds >= record.expiresAt) return 'expired';
-  return 'active';
 }
 
 async function keysList(args: string[], io: CommandIo): Promise<number> {

@@ -40,6 +40,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'isFileId',
     'isScope',
     'isUploadTempName',
+    'keyStatus',
     'listModels',
     'messages',
     'meterModelCalls',

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { KeyStore } from '../auth/key-store.js';
-import { generateApiKey } from '../auth/keys.js';
+import { generateApiKey, keyStatus } from '../auth/keys.js';
 import { SCOPES } from '../auth/scopes.js';
 import type { FileStore } from '../files/file-store.js';
 import { DEFAULT_FILE_LIMITS } from '../files/files-router.js';
@@ -12,7 +12,7 @@ import type { UsageStore } from '../usage/usage-store.js';
 import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
 import { adminErrors } from './admin-errors.js';
 import { accountName, keyFieldSchemas, parseFields } from './key-fields.js';
-import { keyObject, keyStatus } from './key-object.js';
+import { keyObject } from './key-object.js';
 import { usageObject, usageQuerySchema } from './usage-query.js';
 
 /** What the admin API changed, and with which admin token: for the log of every change. */

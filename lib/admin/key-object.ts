@@ -1,14 +1,5 @@
 import type { ApiKeyRecord } from '../auth/key-store.js';
-
-/** Whether a key is accepted now: `revoked` and `expired` keys are refused with 401. */
-export type KeyStatus = 'active' | 'revoked' | 'expired';
-
-/** The key's status at `nowSeconds` (Unix seconds), as `apiKey()` decides it. */
-export function keyStatus(record: ApiKeyRecord, nowSeconds: number): KeyStatus {
-  if (record.revokedAt !== null) return 'revoked';
-  if (record.expiresAt !== null && nowSeconds >= record.expiresAt) return 'expired';
-  return 'active';
-}
+import { keyStatus } from '../auth/keys.js';
 
 /**
  * A key as the admin API shows it: never its secret, nor its hash. `limits` in snake_case, each

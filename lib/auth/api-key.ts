@@ -3,7 +3,7 @@ import { errors } from '../errors/gateway-error.js';
 import type { ModelLimits } from '../quota/model-limits.js';
 import { extractApiKey } from './extract-api-key.js';
 import type { KeyStore } from './key-store.js';
-import { hashApiKey } from './keys.js';
+import { hashApiKey, keyStatus } from './keys.js';
 import type { Scope } from './scopes.js';
 
 /** What `apiKey()` puts on `ctx.state.apiKey`. */
@@ -46,9 +46,7 @@ export function apiKey(options: ApiKeyOptions): Middleware {
     const key = getKey(ctx);
     if (key === undefined) throw errors.invalidApiKey();
     const record = await store.findByHash(hashApiKey(key));
-    if (!record || record.revokedAt !== null || (record.expiresAt !== null && nowMs() >= record.expiresAt * 1000)) {
-      throw errors.invalidApiKey();
-    }
+    if (!record || keyStatus(record, nowMs() / 1000) !== 'active') throw errors.invalidApiKey();
     ctx.state.apiKey = {
       id: record.id,
       account: record.account,

@@ -1,5 +1,5 @@
 export { SCOPES, isScope, type Scope } from './scopes.js';
-export { createApiKey, generateApiKey, hashApiKey } from './keys.js';
+export { createApiKey, generateApiKey, hashApiKey, keyStatus, type KeyStatus } from './keys.js';
 export type { ApiKeyRecord, KeyStore, KeyUpdate, NewApiKey } from './key-store.js';
 export { announceKeyChanges, type KeyChanges } from './key-changes.js';
 export { extractApiKey } from './extract-api-key.js';

@@ -11,6 +11,16 @@ const SECRET_BYTES = 32;
  * a `Hash` object: every authenticated request pays for it.
  * @example const record = await store.findByHash(hashApiKey(presentedKey))
  */
+/** Whether a key is accepted: `revoked` and `expired` keys are refused with 401. */
+export type KeyStatus = 'active' | 'revoked' | 'expired';
+
+/** The key's status at `nowSeconds` (Unix seconds): what `apiKey()` decides by. */
+export function keyStatus(record: ApiKeyRecord, nowSeconds: number): KeyStatus {
+  if (record.revokedAt !== null) return 'revoked';
+  if (record.expiresAt !== null && nowSeconds >= record.expiresAt) return 'expired';
+  return 'active';
+}
+
 export function hashApiKey(key: string): string {
   return hash('sha256', key, 'hex');
 }
