@@ -210,6 +210,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
   test(`${name}: GET /openapi.json is the document, without a key`, async (t) => {
     const response = await call('GET', '/openapi.json');
     t.is(response.status, 200);
+    t.regex(response.headers.get('content-type') ?? '', /^application\/json/);
     t.deepEqual(await response.json(), OPENAPI_DOCUMENT);
   });
 
