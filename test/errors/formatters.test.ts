@@ -48,9 +48,26 @@ test('Shape A: successes carry X-Request-Id too, and ids differ per request', as
   t.not(first.res.headers.get('x-request-id'), second.res.headers.get('x-request-id'));
 });
 
-test('a client-sent request id is never taken as ours', async (t) => {
-  const { res } = await respond(openAIErrors(), (ctx) => (ctx.body = {}), { headers: { 'x-request-id': 'req_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } });
-  t.not(res.headers.get('x-request-id'), 'req_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
+test('a client-sent request id is never taken as ours, in either shape', async (t) => {
+  const theirs = 'req_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+  const spoof = { headers: { 'x-request-id': theirs, 'request-id': theirs } };
+  const shapeA = await respond(openAIErrors(), (ctx) => (ctx.body = {}), spoof);
+  t.regex(shapeA.res.headers.get('x-request-id') ?? '', ID);
+  t.not(shapeA.res.headers.get('x-request-id'), theirs);
+  const answers: Middleware[] = [
+    (ctx) => {
+      ctx.body = {};
+    },
+    () => {
+      throw errors.invalidApiKey();
+    },
+  ];
+  for (const handler of answers) {
+    const shapeB = await respond(anthropicErrors(), handler, spoof);
+    t.regex(shapeB.res.headers.get('request-id') ?? '', ID);
+    t.not(shapeB.res.headers.get('request-id'), theirs);
+    t.false(shapeB.text.includes(theirs));
+  }
 });
 
 test('Shape B: {type:"error",error:{type,message},request_id} with request-id equal to request_id', async (t) => {

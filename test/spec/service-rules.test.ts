@@ -1,7 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import test from 'ava';
 import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
-import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { uploadForm } from '../helpers/multipart.js';
 import { rawRequest } from '../helpers/raw-request.js';
@@ -11,9 +10,7 @@ import { referenceApp } from './reference-app.js';
 // (one per file). Each test uses an account of its own: the creation rate is per account.
 
 const app = await referenceApp();
-// Messages behind its own Shape B formatter, as lib composes it without a Shape A one around it.
-const messagesOnly = await modelsApp();
-test.after.always(() => Promise.all([app.close(), messagesOnly.close()]));
+test.after.always(() => app.close());
 
 const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
 const NEVER = 'file-000000AAAAAAAAAAAAAAAAAAAAAAAAAA';
@@ -213,18 +210,6 @@ test('decisions.md Request ids: a client-sent id is never taken as ours; the log
     app.logs.some((entry) => entry.requestId === theirs),
     'no log line carries the client-sent id',
   );
-});
-
-test('decisions.md Request ids: Messages behind its own formatter never takes a client-sent request-id either', async (t) => {
-  const theirs = 'req_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
-  const key = await messagesOnly.keyFor();
-  for (const headers of [{ 'x-api-key': key, 'request-id': theirs }, { 'request-id': theirs }]) {
-    const response = await messagesOnly.post('/v1/messages', { model: 'echo-1', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }, headers);
-    const ours = response.headers.get('request-id') ?? '';
-    t.regex(ours, REQUEST_ID);
-    t.not(ours, theirs);
-    t.false((await response.text()).includes(theirs));
-  }
 });
 
 test('decisions.md Errors: without an accepted key every /v1 route, known or not, answers 401, whatever else the request breaks', async (t) => {
