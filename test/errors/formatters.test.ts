@@ -190,10 +190,10 @@ test("a parser's HTTP errors map to our rows with our wording: invalid JSON is 4
     headers: { 'content-type': 'application/json' },
     body: '{"model": "x", <script>',
   });
-  t.is(res.status, 400);
-  const body = JSON.parse(text);
-  t.is(body.error.type, 'invalid_request_error');
-  t.false(text.includes('<script>'));
+  t.deepEqual({ status: res.status, body: JSON.parse(text) as unknown }, {
+    status: 400,
+    body: { error: { message: 'The request could not be parsed', type: 'invalid_request_error', param: null, code: 'invalid_request' } },
+  });
 });
 
 test("a parser's 413 maps to request_too_large", async (t) => {
@@ -202,8 +202,10 @@ test("a parser's 413 maps to request_too_large", async (t) => {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ padding: 'x'.repeat(100) }),
   });
-  t.is(res.status, 413);
-  t.is(JSON.parse(text).error.code, 'request_too_large');
+  t.deepEqual({ status: res.status, body: JSON.parse(text) as unknown }, {
+    status: 413,
+    body: { error: { message: 'Request body is too large', type: 'invalid_request_error', param: null, code: 'request_too_large' } },
+  });
 });
 
 test("a parser's 415 (an unknown Content-Encoding) maps to unsupported_media_type", async (t) => {
