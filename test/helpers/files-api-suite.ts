@@ -3,7 +3,7 @@ import contentDisposition from 'content-disposition';
 import type { BlobStore } from '../../lib/files/blob-store.js';
 import type { FileLimits } from '../../lib/files/files-router.js';
 import { filesApp, type FilesApp } from './files-app.js';
-import type { Stores } from './file-stores.js';
+import { memoryStores, type Stores } from './file-stores.js';
 import { multipart, pdfOf, uploadParts, type Part } from './multipart.js';
 
 interface Response {
@@ -48,7 +48,6 @@ const expiry = (seconds: number): Part[] => [
 const shapeA = (message: string, code: string, type = 'invalid_request_error') => ({ error: { message, type, param: null, code } });
 const NOT_FOUND = shapeA('File not found', 'file_not_found');
 const INVALID_ID = shapeA('Invalid file ID', 'invalid_file_id');
-const FORBIDDEN = shapeA('Forbidden', 'forbidden', 'permission_error');
 
 /** The headers of a response but its request id and date, for "byte-identical apart from the request id". */
 function sameHeaders(headers: Headers): string[] {
@@ -64,21 +63,23 @@ async function blobIds(blobs: BlobStore): Promise<string[]> {
   return ids.sort();
 }
 
+/** A files app on new stores from `makeStores`, closed with them when the test ends. */
+async function setup(t: ExecutionContext, makeStores: () => Promise<Stores>, limits?: Partial<FileLimits>) {
+  const stores = await makeStores();
+  const app = await filesApp({ files: stores.files, blobs: stores.blobs, ...(limits ? { limits } : {}) });
+  t.teardown(async () => {
+    await app.close();
+    await stores.close();
+  });
+  return { app, api: client(app) };
+}
+
 /**
  * The files API over real HTTP on a composed app (openAIErrors + apiKey + filesRouter), run once
- * per pair of stores.
+ * per pair of stores: what the stores keep, find and refuse. The scope checks and their order are
+ * test/spec/check-order's.
  */
 export function filesApiSuite(test: TestFn, name: string, makeStores: () => Promise<Stores>): void {
-  async function setup(t: ExecutionContext, limits?: Partial<FileLimits>) {
-    const stores = await makeStores();
-    const app = await filesApp({ files: stores.files, blobs: stores.blobs, ...(limits ? { limits } : {}) });
-    t.teardown(async () => {
-      await app.close();
-      await stores.close();
-    });
-    return { app, api: client(app) };
-  }
-
   /** Retrieve, download and delete of `id` all answer 404 File not found. */
   async function assertGone(t: ExecutionContext, api: ReturnType<typeof client>, key: string, id: string) {
     const answers = {
@@ -93,7 +94,7 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
   }
 
   test(`${name}: upload, retrieve, download and delete a file, which is then gone from every endpoint`, async (t) => {
-    const { app, api } = await setup(t);
+    const { app, api } = await setup(t, makeStores);
     const pdf = pdfOf(4321, 0x41);
     const created = await api.create(app.keys.a, pdf, 'Annual report.pdf');
     const expected = {
@@ -132,52 +133,8 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     t.deepEqual(list.json, { object: 'list', data: [], first_id: null, last_id: null, has_more: false });
   });
 
-  test(`${name}: a malformed file id is 400 Invalid file ID on every endpoint that takes one`, async (t) => {
-    const { app, api } = await setup(t);
-    const malformed = ['abc', 'file-short', `file-${'a'.repeat(31)}`, `file-${'a'.repeat(33)}`, `file-${'a'.repeat(31)}.`, `FILE-${'a'.repeat(32)}`, `file-${'a'.repeat(30)}%2F`];
-    for (const id of malformed) {
-      for (const res of [
-        await api.get(app.keys.a, `/v1/files/${id}`),
-        await api.get(app.keys.a, `/v1/files/${id}/content`),
-        await api.del(app.keys.a, `/v1/files/${id}`),
-      ]) {
-        t.is(res.status, 400, id);
-        t.deepEqual(res.json, INVALID_ID);
-      }
-    }
-  });
-
-  test(`${name}: each endpoint needs its scope, checked before validation and existence`, async (t) => {
-    const { app, api } = await setup(t);
-    const { id } = await api.create(app.keys.a);
-    const forbidden = async (res: Promise<Response>, what: string) => {
-      const answer = await res;
-      t.is(answer.status, 403, what);
-      t.deepEqual(answer.json, FORBIDDEN, what);
-    };
-    for (const key of [app.keys.writeOnly, app.keys.noFiles]) {
-      await forbidden(api.get(key, '/v1/files'), 'list');
-      await forbidden(api.get(key, '/v1/files?limit=0'), 'list with an invalid limit');
-      await forbidden(api.get(key, `/v1/files/${id}`), 'retrieve');
-      await forbidden(api.get(key, '/v1/files/not-an-id'), 'retrieve a malformed id');
-      await forbidden(api.get(key, `/v1/files/${NEVER}/content`), 'download a missing file');
-    }
-    for (const key of [app.keys.readOnly, app.keys.writeOnly, app.keys.noFiles]) {
-      await forbidden(api.del(key, `/v1/files/${id}`), 'delete');
-      await forbidden(api.del(key, '/v1/files/not-an-id'), 'delete a malformed id');
-    }
-    await forbidden(api.upload(app.keys.readOnly, pdfOf(100)), 'upload');
-    await forbidden(api.upload(app.keys.noFiles, Buffer.from('not a pdf'), 'x.txt'), 'upload of an invalid file');
-
-    t.is((await api.get(app.keys.readOnly, `/v1/files/${id}/content`)).status, 200);
-    t.is((await api.upload(app.keys.writeOnly, pdfOf(100))).status, 200);
-    const noKey = await api.get(undefined, `/v1/files/${id}`);
-    t.is(noKey.status, 401);
-    t.deepEqual(noKey.json, shapeA('Invalid API key', 'invalid_api_key', 'authentication_error'));
-  });
-
   test(`${name}: another account's file answers exactly as a file that never existed`, async (t) => {
-    const { app, api } = await setup(t);
+    const { app, api } = await setup(t, makeStores);
     const { id } = await api.create(app.keys.a, pdfOf(2000));
     await api.create(app.keys.b);
     const requests: Array<[string, (id: string) => Promise<Response>]> = [
@@ -201,7 +158,7 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
   });
 
   test(`${name}: an expired file is 404 everywhere from the second it expires, and stops counting`, async (t) => {
-    const { app, api } = await setup(t, { maxFiles: 1 });
+    const { app, api } = await setup(t, makeStores, { maxFiles: 1 });
     const created = await api.create(app.keys.a, pdfOf(1000), 'short.pdf', expiry(3600));
     t.is(created.expires_at, app.clock.seconds + 3600);
     t.deepEqual(Object.keys(created), ['id', 'object', 'bytes', 'created_at', 'filename', 'purpose', 'status', 'expires_at']);
@@ -220,7 +177,7 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
   });
 
   test(`${name}: the kept limits refuse with 429 and leave no bytes behind`, async (t) => {
-    const { app, api } = await setup(t, { maxStoredBytes: 2500, maxFiles: 3 });
+    const { app, api } = await setup(t, makeStores, { maxStoredBytes: 2500, maxFiles: 3 });
     await api.create(app.keys.a, pdfOf(1000));
     await api.create(app.keys.a, pdfOf(1000));
     const before = await blobIds(app.blobs);
@@ -237,7 +194,7 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
   });
 
   test(`${name}: list pages in creation order, with an after that survives deletion and exact has_more`, async (t) => {
-    const { app, api } = await setup(t);
+    const { app, api } = await setup(t, makeStores);
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) {
       ids.push((await api.create(app.keys.a, pdfOf(100 + i), `f${i}.pdf`)).id);
@@ -282,8 +239,52 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     t.is((await page('?limit=10000')).data.length, 5);
   });
 
-  test(`${name}: invalid list parameters are 400 with the parameter's code`, async (t) => {
-    const { app, api } = await setup(t);
+  test(`${name}: the download name is quoted safely, with filename* for non-ASCII names`, async (t) => {
+    const { app, api } = await setup(t, makeStores);
+    // Names as a browser or undici sends them: '"' as %22, which pdfUpload() decodes.
+    const cases: Array<[string, string, string]> = [
+      ['plain.pdf', 'plain.pdf', 'attachment; filename="plain.pdf"'],
+      ['say %22hi%22; x=y.pdf', 'say "hi"; x=y.pdf', 'attachment; filename="say \\"hi\\"; x=y.pdf"'],
+      ['back\\slash.pdf', 'slash.pdf', 'attachment; filename="slash.pdf"'],
+      ['résumé.pdf', 'résumé.pdf', "attachment; filename=\"r_sum_.pdf\"; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf"],
+      ['履歴書.pdf', '履歴書.pdf', "attachment; filename=\"___.pdf\"; filename*=UTF-8''%E5%B1%A5%E6%AD%B4%E6%9B%B8.pdf"],
+      ['100%25.pdf', '100%25.pdf', "attachment; filename=\"100%25.pdf\"; filename*=UTF-8''100%2525.pdf"],
+    ];
+    for (const [sent, stored, header] of cases) {
+      const { id, filename } = await api.create(app.keys.a, pdfOf(100), sent);
+      t.is(filename, stored);
+      const res = await api.get(app.keys.a, `/v1/files/${id}/content`);
+      t.is(res.headers.get('content-disposition'), header, sent);
+      t.is(contentDisposition.parse(header).parameters.filename, stored, 'a client reads back the stored name');
+      t.is(res.headers.get('content-type'), 'application/pdf');
+    }
+  });
+
+}
+
+/**
+ * The files API's answers that come before any store is asked (the file id's form, the list's
+ * parameters, routes and methods): the same whatever the stores, so run once, on memory stores.
+ */
+export function filesRequestSuite(test: TestFn): void {
+  test('a malformed file id is 400 Invalid file ID on every endpoint that takes one', async (t) => {
+    const { app, api } = await setup(t, memoryStores);
+    const malformed = ['abc', 'file-short', `file-${'a'.repeat(31)}`, `file-${'a'.repeat(33)}`, `file-${'a'.repeat(31)}.`, `FILE-${'a'.repeat(32)}`, `file-${'a'.repeat(30)}%2F`];
+    for (const id of malformed) {
+      for (const res of [
+        await api.get(app.keys.a, `/v1/files/${id}`),
+        await api.get(app.keys.a, `/v1/files/${id}/content`),
+        await api.del(app.keys.a, `/v1/files/${id}`),
+      ]) {
+        t.is(res.status, 400, id);
+        t.deepEqual(res.json, INVALID_ID);
+      }
+    }
+  });
+
+
+  test("invalid list parameters are 400 with the parameter's code", async (t) => {
+    const { app, api } = await setup(t, memoryStores);
     const rows: Array<[string, unknown]> = [
       ['order=ASC', shapeA("'order' must be 'asc' or 'desc'", 'invalid_order')],
       ['order=newest', shapeA("'order' must be 'asc' or 'desc'", 'invalid_order')],
@@ -304,29 +305,9 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     }
   });
 
-  test(`${name}: the download name is quoted safely, with filename* for non-ASCII names`, async (t) => {
-    const { app, api } = await setup(t);
-    // Names as a browser or undici sends them: '"' as %22, which pdfUpload() decodes.
-    const cases: Array<[string, string, string]> = [
-      ['plain.pdf', 'plain.pdf', 'attachment; filename="plain.pdf"'],
-      ['say %22hi%22; x=y.pdf', 'say "hi"; x=y.pdf', 'attachment; filename="say \\"hi\\"; x=y.pdf"'],
-      ['back\\slash.pdf', 'slash.pdf', 'attachment; filename="slash.pdf"'],
-      ['résumé.pdf', 'résumé.pdf', "attachment; filename=\"r_sum_.pdf\"; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf"],
-      ['履歴書.pdf', '履歴書.pdf', "attachment; filename=\"___.pdf\"; filename*=UTF-8''%E5%B1%A5%E6%AD%B4%E6%9B%B8.pdf"],
-      ['100%25.pdf', '100%25.pdf', "attachment; filename=\"100%25.pdf\"; filename*=UTF-8''100%2525.pdf"],
-    ];
-    for (const [sent, stored, header] of cases) {
-      const { id, filename } = await api.create(app.keys.a, pdfOf(100), sent);
-      t.is(filename, stored);
-      const res = await api.get(app.keys.a, `/v1/files/${id}/content`);
-      t.is(res.headers.get('content-disposition'), header, sent);
-      t.is(contentDisposition.parse(header).parameters.filename, stored, 'a client reads back the stored name');
-      t.is(res.headers.get('content-type'), 'application/pdf');
-    }
-  });
 
-  test(`${name}: a wrong method is 405 and an unknown path 404, in the API's error shape`, async (t) => {
-    const { app, api } = await setup(t);
+  test("a wrong method is 405 and an unknown path 404, in the API's error shape", async (t) => {
+    const { app, api } = await setup(t, memoryStores);
     const { id } = await api.create(app.keys.a);
     for (const [method, path] of [['PUT', '/v1/files'], ['PATCH', `/v1/files/${id}`], ['POST', `/v1/files/${id}/content`], ['DELETE', '/v1/files']] as const) {
       const res = await api.send(app.keys.a, method, path);

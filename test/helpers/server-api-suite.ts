@@ -4,7 +4,7 @@ import OpenAI, { toFile } from 'openai';
 import { makePdf } from './models-pdf.js';
 import { uploadForm } from './multipart.js';
 import { OPENAPI_DOCUMENT, checkedFetch } from './openapi.js';
-import { createKey, runCli, startServer, type CreatedKey, type RunningServer } from './server-process.js';
+import { createKey, startServer, type CreatedKey, type RunningServer } from './server-process.js';
 
 /** How a deployment is brought up for the suite: the server's environment, and how to clean up. */
 export interface SuiteDeployment {
@@ -19,7 +19,6 @@ const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
 
 interface Keys {
   all: CreatedKey;
-  other: CreatedKey;
   readOnly: CreatedKey;
   echoOneOnly: CreatedKey;
 }
@@ -38,9 +37,11 @@ function authHeaders(key: string | undefined, style: KeyStyle = 'bearer'): Recor
 const shapeA = (type: string, code: string, message: string) => ({ error: { message, type, param: null, code } });
 
 /**
- * The whole API of api.md against a reference server started as a user starts it (the CLI's
- * `serve` in a child process, keys made with `keys create --json`), for one deployment. Every
- * answer, the SDKs' included, is checked against docs/openapi.json.
+ * The whole API of api.md against a reference server started as `serve` starts it (in this
+ * process, keys made with `keys create --json`), for one deployment: every endpoint used as a
+ * client uses it, through the deployment's stores. Every answer, the SDKs' included, is checked
+ * against docs/openapi.json. Rules that no deployment changes (authentication, scopes, allowlists,
+ * the order of the checks) are tested once, in test/spec and at the level of lib/ that holds them.
  */
 export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Promise<SuiteDeployment>): void {
   const test = anyTest as TestFn<Context>;
@@ -55,7 +56,6 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     // One after the other, as a user types them: each command opens the database (and the first migrates it).
     state.keys = {
       all: await createKey(env, ['--account', account]),
-      other: await createKey(env, ['--account', `${account}-other`]),
       readOnly: await createKey(env, ['--account', account, '--scope', 'files:read', '--scope', 'models:read']),
       echoOneOnly: await createKey(env, ['--account', account, '--model', 'echo-1']),
     };
@@ -210,63 +210,8 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
   test(`${name}: GET /openapi.json is the document, without a key`, async (t) => {
     const response = await call('GET', '/openapi.json');
     t.is(response.status, 200);
+    t.regex(response.headers.get('content-type') ?? '', /^application\/json/);
     t.deepEqual(await response.json(), OPENAPI_DOCUMENT);
-  });
-
-  test(`${name}: x-api-key wins over Authorization, even a valid one`, async (t) => {
-    const both = await call('GET', '/v1/models', {
-      headers: { 'x-api-key': 'kmg_sk_unknown', authorization: `Bearer ${state.keys.all.key}` },
-    });
-    t.is(both.status, 401);
-    const blank = await call('GET', '/v1/models', { headers: { 'x-api-key': '  ', authorization: `Bearer ${state.keys.all.key}` } });
-    t.is(blank.status, 200);
-  });
-
-  test(`${name}: without an accepted key every /v1 route answers 401, known or not`, async (t) => {
-    const revoked = await createKey(state.deployment.env, ['--account', 'gone']);
-    t.is((await call('GET', '/v1/models', { key: revoked.key })).status, 200);
-    t.is((await runCli(['keys', 'revoke', revoked.id], state.deployment.env)).code, 0);
-    // The server reuses a key lookup for keyCacheSeconds (default 1): a revocation made by the
-    // CLI is refused within that, the documented delay. Twice that is the deadline here.
-    const deadline = Date.now() + 2_000;
-    while ((await call('GET', '/v1/models', { key: revoked.key })).status === 200 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-
-    const routes: Array<[string, string]> = [
-      ['POST', '/v1/files'],
-      ['GET', '/v1/files'],
-      ['GET', '/v1/files/file-00000000000000000000000000000000'],
-      ['GET', '/v1/files/not-an-id/content'],
-      ['DELETE', '/v1/files/file-00000000000000000000000000000000'],
-      ['GET', '/v1/models'],
-      ['GET', '/v1/models/echo-1'],
-      ['POST', '/v1/chat/completions'],
-      ['POST', '/v1/responses'],
-      ['GET', '/v1/no-such-route'],
-      ['PUT', '/v1/models'],
-      ['GET', '/v1'],
-    ];
-    const credentials: Array<[string, Record<string, string>]> = [
-      ['no key', {}],
-      ['a malformed Authorization', { authorization: `Basic ${state.keys.all.key}` }],
-      ['an unknown key', { 'x-api-key': 'kmg_sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }],
-      ['a revoked key', { 'x-api-key': revoked.key }],
-    ];
-    for (const [what, headers] of credentials) {
-      for (const [method, path] of routes) {
-        const response = await call(method, path, { headers });
-        t.is(response.status, 401, `${method} ${path} with ${what}`);
-        t.deepEqual(await response.json(), shapeA('authentication_error', 'invalid_api_key', 'Invalid API key'));
-        t.regex(response.headers.get('x-request-id') ?? '', REQUEST_ID);
-      }
-      const messages = await call('POST', '/v1/messages', { headers });
-      t.is(messages.status, 401);
-      const body = (await messages.json()) as { request_id: string };
-      t.deepEqual(body, { type: 'error', error: { type: 'authentication_error', message: 'Invalid API key' }, request_id: body.request_id });
-      t.is(messages.headers.get('request-id'), body.request_id);
-      t.regex(body.request_id, REQUEST_ID);
-    }
   });
 
   test(`${name}: unknown routes are 404 unknown_url, wrong methods 405 method_not_allowed`, async (t) => {
@@ -276,7 +221,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     t.deepEqual(await unknown.json(), shapeA('invalid_request_error', 'unknown_url', 'Unknown request URL: GET /v1/no-such-route'));
     const outside = await call('GET', '/no-such-page');
     t.is(outside.status, 404);
-    t.like(await outside.json(), { error: { code: 'unknown_url' } });
+    t.deepEqual(await outside.json(), shapeA('invalid_request_error', 'unknown_url', 'Unknown request URL: GET /no-such-page'));
     for (const [method, path, allowed] of [
       ['PUT', '/v1/models', 'GET, HEAD'],
       ['PATCH', '/v1/files', 'GET, HEAD, POST'],
@@ -287,65 +232,8 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
       t.is(response.status, 405, `${method} ${path}`);
       const allow = (response.headers.get('allow') ?? '').split(', ').sort().join(', ');
       t.is(allow, allowed, `Allow on ${method} ${path}`);
-      t.like(await response.json(), { error: { type: 'invalid_request_error', code: 'method_not_allowed', param: null } });
+      t.deepEqual(await response.json(), shapeA('invalid_request_error', 'method_not_allowed', `Method ${method} is not allowed on this URL`));
     }
-  });
-
-  test(`${name}: a key without the scope gets 403 Forbidden in the endpoint's shape`, async (t) => {
-    const key = state.keys.readOnly.key;
-    const forbidden = shapeA('permission_error', 'forbidden', 'Forbidden');
-    const created = await upload(key, 'bearer', makePdf(1), 'a.pdf');
-    t.is(created.status, 403);
-    t.deepEqual(await created.json(), forbidden);
-    const deleted = await call('DELETE', '/v1/files/file-00000000000000000000000000000000', { key });
-    t.is(deleted.status, 403);
-    const chat = await call('POST', '/v1/chat/completions', { key, headers: jsonHeaders, body: json({ model: 'echo-1', messages: [] }) });
-    t.deepEqual(await chat.json(), forbidden);
-    const responses = await call('POST', '/v1/responses', { key, headers: jsonHeaders, body: json({ model: 'echo-1', input: 'hi' }) });
-    t.deepEqual(await responses.json(), forbidden);
-    const messages = await call('POST', '/v1/messages', { key, style: 'x-api-key', headers: jsonHeaders, body: json({ model: 'echo-1' }) });
-    t.is(messages.status, 403);
-    t.like(await messages.json(), { type: 'error', error: { type: 'permission_error', message: 'Forbidden' } });
-    t.is((await call('GET', '/v1/files', { key })).status, 200);
-  });
-
-  test(`${name}: a key with an allowlist sees only its models`, async (t) => {
-    const key = state.keys.echoOneOnly.key;
-    const models = (await (await call('GET', '/v1/models', { key })).json()) as { data: Array<{ id: string }> };
-    t.deepEqual(
-      models.data.map((model) => model.id),
-      ['echo-1'],
-    );
-    const userText = [{ role: 'user', content: 'hi' }];
-    const chat = await call('POST', '/v1/chat/completions', { key, headers: jsonHeaders, body: json({ model: 'echo-2', messages: userText }) });
-    t.is(chat.status, 403);
-    t.deepEqual(await chat.json(), shapeA('permission_error', 'forbidden', "Model 'echo-2' is not allowed for this API key"));
-    const messages = await call('POST', '/v1/messages', {
-      key,
-      headers: jsonHeaders,
-      body: json({ model: 'echo-2', max_tokens: 5, messages: userText }),
-    });
-    t.is(messages.status, 404);
-    t.like(await messages.json(), { type: 'error', error: { type: 'not_found_error', message: 'Model not found' } });
-  });
-
-  test(`${name}: another account's file is the same 404 as one that never existed`, async (t) => {
-    const file = (await (await upload(state.keys.all.key, 'bearer', makePdf(1), 'mine.pdf')).json()) as { id: string };
-    const key = state.keys.other.key;
-    const never = 'file-0000000000AAAAAAAAAAAAAAAAAAAAAA';
-    for (const [method, suffix] of [
-      ['GET', ''],
-      ['GET', '/content'],
-      ['DELETE', ''],
-    ] as const) {
-      const foreign = await call(method, `/v1/files/${file.id}${suffix}`, { key });
-      const missing = await call(method, `/v1/files/${never}${suffix}`, { key });
-      t.is(foreign.status, 404);
-      t.is(await foreign.text(), await missing.text());
-    }
-    const list = (await (await call('GET', '/v1/files', { key })).json()) as { data: unknown[] };
-    t.deepEqual(list.data, []);
-    t.is((await call('GET', `/v1/files/${file.id}`, { key: state.keys.all.key })).status, 200);
   });
 
   test(`${name}: the official openai SDK manages files and lists models`, async (t) => {
@@ -444,13 +332,6 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
       t.is(response.headers.get('x-content-type-options'), 'nosniff', response.url);
       t.is(response.headers.get('content-security-policy'), "default-src 'none'; frame-ancestors 'none'", response.url);
     }
-  });
-
-  test(`${name}: JSON bodies are limited`, async (t) => {
-    const big = json({ model: 'echo-1', messages: [{ role: 'user', content: 'x'.repeat(11 * 1024 * 1024) }] });
-    const response = await call('POST', '/v1/chat/completions', { key: state.keys.all.key, headers: jsonHeaders, body: big });
-    t.is(response.status, 413);
-    t.like(await response.json(), { error: { code: 'request_too_large' } });
   });
 
   test(`${name}: one log line per request, with its request id, key id and account, never the key`, async (t) => {

@@ -13,7 +13,6 @@ import { healthRouter } from '../../reference-server/health.js';
 import { openApiRouter } from '../../reference-server/openapi.js';
 import { CATALOG, PROVIDERS } from '../helpers/models-app.js';
 import { OPENAPI_DOCUMENT } from '../helpers/openapi.js';
-import { referenceApp } from '../spec/reference-app.js';
 
 const paths = OPENAPI_DOCUMENT.paths as Record<string, Record<string, unknown>>;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
@@ -47,13 +46,4 @@ test('every route of the reference server is in the document, and nothing else',
     })
     .sort();
   t.deepEqual(served, documented);
-});
-
-test('GET /openapi.json serves the document without a key', async (t) => {
-  const app = await referenceApp();
-  t.teardown(() => app.close());
-  const response = await fetch(`${app.url}/openapi.json`);
-  t.is(response.status, 200);
-  t.regex(response.headers.get('content-type') ?? '', /^application\/json/);
-  t.deepEqual(await response.json(), OPENAPI_DOCUMENT);
 });

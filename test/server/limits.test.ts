@@ -3,21 +3,19 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { makePdf } from '../helpers/models-pdf.js';
-import { throwawayPostgres } from '../helpers/server-database.js';
 import { createKey, minuteAlignedClock, startServer, tempDataDir, type RunningServer } from '../helpers/server-process.js';
-import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 test.after.always(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function deployment(config: unknown, env: Record<string, string> = {}) {
+async function deployment(config: unknown) {
   const data = await tempDataDir();
   cleanups.push(data.remove);
   const configPath = join(data.dir, 'gateway.json');
   await writeFile(configPath, JSON.stringify(config));
-  return { DATA_DIR: data.dir, GATEWAY_CONFIG: configPath, ...env };
+  return { DATA_DIR: data.dir, GATEWAY_CONFIG: configPath };
 }
 
 // The creation rate counts per clock minute: on a clock that starts one, no test straddles two.
@@ -69,22 +67,4 @@ test('the limits of the config file replace the spec defaults', async (t) => {
   t.is(await errorOf(third), 'rate_limit_exceeded');
   const retryAfter = Number(third.headers.get('retry-after'));
   t.true(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60);
-});
-
-withRedis(withPostgres(test))('two servers on one PostgreSQL and Redis share the creation limits', async (t) => {
-  const database = await throwawayPostgres();
-  cleanups.push(database.drop);
-  const env = await deployment({ limits: { createsPerMinute: 3 } }, { DATABASE_URL: database.url, REDIS_URL });
-  const { key } = await createKey(env, ['--account', account()]);
-  const servers = await Promise.all([serve(env), serve(env)]);
-  const pdf = makePdf(1);
-
-  const statuses = [];
-  for (let i = 0; i < 4; i++) statuses.push((await upload(servers[i % 2] as RunningServer, key, pdf)).status);
-  t.deepEqual(statuses, [200, 200, 200, 429]);
-  // Both see the same files.
-  const lists = await Promise.all(
-    servers.map(async (server) => ((await (await fetch(`${server.url}/v1/files`, { headers: { 'x-api-key': key } })).json()) as { data: unknown[] }).data.length),
-  );
-  t.deepEqual(lists, [3, 3]);
 });

@@ -80,11 +80,19 @@ test('files: 401 before 403 before 400 before 404 on the file endpoints', async 
     answer(await rawRequest(`${app.url}${path}`, { method, headers: key === undefined ? {} : { authorization: `Bearer ${key}` } }));
   const missing = 'file-000000AAAAAAAAAAAAAAAAAAAAAAAAAA';
   t.is(await send(undefined, 'DELETE', '/v1/files/not-an-id'), '401 invalid_api_key');
-  t.is(await send(app.keys.readOnly, 'DELETE', '/v1/files/not-an-id'), '403 forbidden');
-  t.is(await send(app.keys.readOnly, 'DELETE', `/v1/files/${missing}`), '403 forbidden');
+  for (const key of [app.keys.writeOnly, app.keys.noFiles]) {
+    for (const path of ['/v1/files?order=sideways&after=nope', '/v1/files?limit=0', '/v1/files/not-an-id', `/v1/files/${missing}`, `/v1/files/${missing}/content`]) {
+      t.is(await send(key, 'GET', path), '403 forbidden', `GET ${path} without files:read`);
+    }
+  }
+  for (const key of [app.keys.readOnly, app.keys.writeOnly, app.keys.noFiles]) {
+    t.is(await send(key, 'DELETE', '/v1/files/not-an-id'), '403 forbidden');
+    t.is(await send(key, 'DELETE', `/v1/files/${missing}`), '403 forbidden');
+  }
   t.is(await send(app.keys.a, 'DELETE', '/v1/files/not-an-id'), '400 invalid_file_id');
   t.is(await send(app.keys.a, 'DELETE', `/v1/files/${missing}`), '404 file_not_found');
-  t.is(await send(app.keys.writeOnly, 'GET', '/v1/files?order=sideways&after=nope'), '403 forbidden');
+  t.is(await send(app.keys.a, 'GET', '/v1/files/not-an-id/content'), '400 invalid_file_id');
+  t.is(await send(app.keys.a, 'GET', `/v1/files/${missing}/content`), '404 file_not_found');
   t.is(await send(app.keys.a, 'GET', '/v1/files?order=sideways&after=nope'), '400 invalid_order');
 });
 
