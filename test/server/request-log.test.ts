@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import test from 'ava';
 import { serverWithKey, uploadFiles, type LogLine } from '../helpers/server-process.js';
 
-const until = async (condition: () => boolean) => {
-  for (let waited = 0; !condition() && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+const until = async (condition: () => boolean | Promise<boolean>) => {
+  for (let waited = 0; !(await condition()) && waited < 10_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
 };
 
 test('an upload the client abandons is logged as a 499 request, not as a server failure, and leaves nothing', async (t) => {
@@ -19,7 +19,8 @@ test('an upload the client abandons is logged as a 499 request, not as a server 
       `Content-Length: 1000000\r\n\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.pdf"\r\n` +
       `Content-Type: application/pdf\r\n\r\n%PDF-1.4 ${'x'.repeat(50_000)}`,
   );
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // Gone once the server is streaming the file part to its temp file.
+  await until(async () => (await uploadFiles(env.DATA_DIR)).length > 0);
   socket.destroy();
 
   const isUpload = (line: LogLine) => line.msg === 'request' && line.path === '/v1/files';
