@@ -169,8 +169,10 @@ export class UpstreamCall {
         resolve();
       });
       body.once('error', reject);
-      // Destroyed without an error (a provider's own stream, on abort): after 'end', this changes nothing.
-      body.once('close', () => reject(new Error('the upstream answer was closed before its end')));
+      // Destroyed without an error (a provider's own stream, on abort). Every body closes after its end too.
+      body.once('close', () => {
+        if (!body.readableEnded) reject(new Error('the upstream answer was closed before its end'));
+      });
     });
   }
 
