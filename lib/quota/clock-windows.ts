@@ -25,8 +25,20 @@ export function clockWindows(now: number): ClockWindows {
   const day = Math.floor(now / DAY_MS);
   return {
     minute: { id: String(minute), endsAt: (minute + 1) * MINUTE_MS },
-    day: { id: new Date(day * DAY_MS).toISOString().slice(0, 10), endsAt: (day + 1) * DAY_MS },
+    day: { id: dayId(day), endsAt: (day + 1) * DAY_MS },
   };
+}
+
+// The date of the last day asked for: every call of a day asks for the same one.
+let lastDay = Number.NaN;
+let lastDayId = '';
+
+function dayId(day: number): string {
+  if (day !== lastDay) {
+    lastDayId = new Date(day * DAY_MS).toISOString().slice(0, 10);
+    lastDay = day;
+  }
+  return lastDayId;
 }
 
 /** Whole seconds from `now` to `endsAt`, rounded up so that a client waiting that long is allowed; at least 1. */
