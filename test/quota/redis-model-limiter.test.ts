@@ -37,6 +37,20 @@ redisTest('tokens added by one process refuse the calls of another', async (t) =
   t.like(await two.consume(keyId, { tokensPerDay: 100 }), { allowed: false, refusedBy: 'tokens' });
 });
 
+redisTest('a Redis that forgot the scripts (restarted, SCRIPT FLUSH) is given them again: calls keep counting', async (t) => {
+  const time = testClock('2030-01-15T12:00:00.000Z');
+  const redis = await client();
+  const limiter = new RedisModelLimiter({ client: redis, keyPrefix: keyPrefix(), nowMs: time.nowMs });
+  const keyId = newKeyId();
+  const limits = { requestsPerMinute: 5, tokensPerDay: 1000 };
+  await limiter.consume(keyId, limits);
+  await redis.script('FLUSH');
+  t.like(await limiter.consume(keyId, limits), { allowed: true, requests: { remaining: 3 } });
+  await redis.script('FLUSH');
+  await limiter.addTokens(keyId, limits, 7);
+  t.like(await limiter.usage(keyId), { requestsThisMinute: 2, tokensToday: 7 });
+});
+
 redisTest('keys are named per key id and window, and expire a minute after their window', async (t) => {
   const time = testClock('2030-01-15T12:00:30.000Z');
   const redis = await client();

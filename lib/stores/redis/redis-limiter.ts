@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 
@@ -67,5 +68,29 @@ export async function answerWithin<T>(call: Promise<T>, timeoutMs: number): Prom
     throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err, store: 'redis' });
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * A Lua script run by its SHA-1 (EVALSHA), so that its text crosses to Redis only when Redis does
+ * not know it yet (a new or restarted Redis, a SCRIPT FLUSH): then once by EVAL, which loads it.
+ * @example const consume = new RedisScript(CONSUME); await consume.run(client, 1, key, limit)
+ */
+export class RedisScript {
+  readonly #lua: string;
+  readonly #sha: string;
+
+  constructor(lua: string) {
+    this.#lua = lua;
+    this.#sha = createHash('sha1').update(lua).digest('hex');
+  }
+
+  async run(client: Redis, keys: number, ...args: Array<string | number>): Promise<unknown> {
+    try {
+      return await client.evalsha(this.#sha, keys, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return client.eval(this.#lua, keys, ...args);
+    }
   }
 }
