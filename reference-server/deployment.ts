@@ -121,8 +121,7 @@ async function openRedis(url: string, logger: Logger): Promise<Redis> {
   const { createRedisClient } = await import('koa-model-gateway/stores/redis');
   let redis: Redis;
   try {
-    // Commands of the same turn of the event loop (every call's limit check) go out in one write.
-    redis = await createRedisClient(url, { enableAutoPipelining: true });
+    redis = await createRedisClient(url);
   } catch (err) {
     const cause = (err as Error).cause as NodeJS.ErrnoException | undefined;
     const reason = cause?.code ?? cause?.message ?? (err as Error).message;
