@@ -53,22 +53,24 @@ export function partyKey(keyPrefix: string, party: string): string {
 }
 
 /** Redis's answer, or `StoreUnavailableError` when it fails or takes longer than `timeoutMs`. */
-export async function answerWithin<T>(call: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+export function answerWithin<T>(call: Promise<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
       // After a stall (a starved CPU), timers run before the sockets are read: an answer that
       // came meanwhile is read in this same turn of the loop, before setImmediate's callbacks.
       setImmediate(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`, { store: 'redis' })));
     }, timeoutMs);
+    call.then(
+      (answer) => {
+        clearTimeout(timer);
+        resolve(answer);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err, store: 'redis' }));
+      },
+    );
   });
-  try {
-    return await Promise.race([call, timeout]);
-  } catch (err) {
-    throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err, store: 'redis' });
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**
