@@ -47,8 +47,20 @@ redisTest('a Redis that forgot the scripts (restarted, SCRIPT FLUSH) is given th
   await redis.script('FLUSH');
   t.like(await limiter.consume(keyId, limits), { allowed: true, requests: { remaining: 3 } });
   await redis.script('FLUSH');
-  await limiter.addTokens(keyId, limits, 7);
-  t.like(await limiter.usage(keyId), { requestsThisMinute: 2, tokensToday: 7 });
+  // Added in one turn: they go to Redis together.
+  await Promise.all([limiter.addTokens(keyId, limits, 7), limiter.addTokens(keyId, limits, 5), limiter.addTokens(newKeyId(), limits, 1)]);
+  t.like(await limiter.usage(keyId), { requestsThisMinute: 2, tokensToday: 12 });
+});
+
+redisTest('tokens added in one turn of the event loop are each counted, for their own key', async (t) => {
+  const time = testClock('2030-01-15T12:00:00.000Z');
+  const limiter = new RedisModelLimiter({ client: await client(), keyPrefix: keyPrefix(), nowMs: time.nowMs });
+  const keyIds = Array.from({ length: 20 }, () => newKeyId());
+  await Promise.all(keyIds.map((keyId, index) => limiter.addTokens(keyId, { tokensPerMinute: 1000 }, index + 1)));
+  t.deepEqual(
+    await Promise.all(keyIds.map(async (keyId) => (await limiter.usage(keyId)).tokensThisMinute)),
+    keyIds.map((_, index) => index + 1),
+  );
 });
 
 redisTest('keys are named per key id and window, and expire a minute after their window', async (t) => {

@@ -65,6 +65,7 @@ export class RedisModelLimiter implements ModelLimiter {
   readonly #keyPrefix: string;
   readonly #timeoutMs: number;
   readonly #insurance: MemoryModelLimiter | undefined;
+  readonly #addTokens: (...args: Array<string | number>) => Promise<unknown>;
 
   constructor(options: RedisModelLimiterOptions) {
     const { client, keyPrefix, insurance, timeoutMs, nowMs = Date.now } = options;
@@ -75,6 +76,8 @@ export class RedisModelLimiter implements ModelLimiter {
     this.#keyPrefix = redis.keyPrefix;
     this.#timeoutMs = redis.timeoutMs;
     this.#insurance = redis.insurance === 'memory' ? new MemoryModelLimiter({ nowMs }) : undefined;
+    // Nobody waits for the tokens of an answer that has ended: the calls of one turn go together.
+    this.#addTokens = ADD_TOKENS.batched(this.#client, 2);
   }
 
   async consume(keyId: string, limits: ModelLimits): Promise<ModelLimitDecision> {
@@ -104,7 +107,7 @@ export class RedisModelLimiter implements ModelLimiter {
     const [, minuteKey, dayKey] = this.#keys(keyId, windows);
     const lifetimes = [windows.minute.endsAt, windows.day.endsAt].map((endsAt) => Math.ceil(endsAt - now + GRACE_MS));
     try {
-      await this.#answer(ADD_TOKENS.run(this.#client, 2, minuteKey, dayKey, tokens, ...lifetimes));
+      await this.#answer(this.#addTokens(minuteKey, dayKey, tokens, ...lifetimes));
     } catch (err) {
       if (this.#insurance) return this.#insurance.addTokens(keyId, limits, tokens);
       throw err;

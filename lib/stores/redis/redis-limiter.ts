@@ -91,8 +91,44 @@ export class RedisScript {
     try {
       return await client.evalsha(this.#sha, keys, ...args);
     } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      if (!isNoScript(err)) throw err;
       return client.eval(this.#lua, keys, ...args);
     }
   }
+
+  /**
+   * A `run` for calls nobody waits on (counting what has happened): those made in one turn of
+   * the event loop go to Redis together, in one write, once the turn is over.
+   */
+  batched(client: Redis, keys: number): (...args: Array<string | number>) => Promise<unknown> {
+    let waiting: Array<{ args: Array<string | number>; resolve: (answer: unknown) => void; reject: (err: unknown) => void }> = [];
+    const flush = () => {
+      const calls = waiting;
+      waiting = [];
+      if (calls.length === 1) {
+        const [call] = calls as [(typeof calls)[number]];
+        this.run(client, keys, ...call.args).then(call.resolve, call.reject);
+        return;
+      }
+      const pipeline = client.pipeline();
+      for (const { args } of calls) pipeline.evalsha(this.#sha, keys, ...args);
+      pipeline.exec().then(
+        (results) =>
+          calls.forEach((call, index) => {
+            const [err, answer] = results?.[index] ?? [new Error('no answer in the pipeline'), undefined];
+            if (err === null) call.resolve(answer);
+            else if (isNoScript(err)) this.run(client, keys, ...call.args).then(call.resolve, call.reject);
+            else call.reject(err);
+          }),
+        (err: unknown) => calls.forEach((call) => call.reject(err)),
+      );
+    };
+    return (...args) =>
+      new Promise((resolve, reject) => {
+        if (waiting.length === 0) setImmediate(flush);
+        waiting.push({ args, resolve, reject });
+      });
+  }
 }
+
+const isNoScript = (err: unknown) => err instanceof Error && err.message.startsWith('NOSCRIPT');
