@@ -199,12 +199,25 @@ async function referenceCases(gateways: Gateways, kind: 'sqlite' | 'postgres', m
   return { c, everything: { ...started, c } };
 }
 
+/**
+ * BENCH_BASELINE's bench/lib/gateway.ts, if set. Loaded before this process pins itself to the load
+ * core: its modules decide whether to pin the servers from the cores they see when they load.
+ */
+async function baselineGateways(): Promise<Gateways | undefined> {
+  const baselineDir = process.env.BENCH_BASELINE;
+  return baselineDir ? ((await import(pathToFileURL(join(baselineDir, 'bench', 'lib', 'gateway.ts')).href)) as Gateways) : undefined;
+}
+
 /** Starts every case asked for (BENCH_PROXY_CASES), straight to the mock first, each baseline case right before its own. */
-async function startCases(mock: Service, services: Service[], deployments: Deployment[], notes: string[]): Promise<{ cases: Case[]; everything: EverythingOn[] }> {
+async function startCases(
+  mock: Service,
+  baseline: Gateways | undefined,
+  started: { services: Service[]; deployments: Deployment[] },
+  notes: string[],
+): Promise<{ cases: Case[]; everything: EverythingOn[] }> {
+  const { services, deployments } = started;
   const cases = [newCase('direct', 'straight to the mock upstream', mock, () => ({ ...json, authorization: `Bearer ${MOCK_KEY}` }))];
   const everything: EverythingOn[] = [];
-  const baselineDir = process.env.BENCH_BASELINE;
-  const baseline = baselineDir ? ((await import(pathToFileURL(join(baselineDir, 'bench', 'lib', 'gateway.ts')).href)) as Gateways) : undefined;
   for (const kind of chosen('BENCH_PROXY_CASES', CASE_KINDS)) {
     if (kind === 'bare') {
       const service = await startBareProxy(mock.url, UPSTREAM_MODELS);
@@ -528,6 +541,7 @@ function inRound(cases: Case[], round: number): Case[] {
 }
 
 export async function proxy(): Promise<string> {
+  const baseline = await baselineGateways();
   becomeLoadGenerator();
   const routes = chosen('BENCH_PROXY_ROUTES', ROUTES.map((r) => r.name)).map((name) => ROUTES.find((r) => r.name === name) as Route);
   const services: Service[] = [];
@@ -536,7 +550,7 @@ export async function proxy(): Promise<string> {
   try {
     const mock = await startMockUpstream(STREAM_EVENTS);
     services.push(mock);
-    const { cases, everything } = await startCases(mock, services, deployments, notes);
+    const { cases, everything } = await startCases(mock, baseline, { services, deployments }, notes);
     for (const c of cases) await probe(c, routes, notes);
     for (const started of everything) notes.push(...(await everythingOnNotes(started)));
 
