@@ -83,6 +83,10 @@ async function gatewayCases(gateways: Gateways, deployments: Deployment[], suffi
 }
 
 export async function overhead(): Promise<string> {
+  // Loaded before this process pins itself to the load core: the baseline's modules decide
+  // whether to pin its servers from the cores they see when they load.
+  const baselineDir = process.env.BENCH_BASELINE;
+  const baselineGateways = baselineDir ? ((await import(pathToFileURL(join(baselineDir, 'bench', 'lib', 'gateway.ts')).href)) as Gateways) : undefined;
   becomeLoadGenerator();
   const deployments: Deployment[] = [];
   const services: Service[] = [];
@@ -90,10 +94,7 @@ export async function overhead(): Promise<string> {
     const bare = await startBareKoa();
     services.push(bare);
     const ours = await gatewayCases(thisCheckout, deployments, '');
-    const baselineDir = process.env.BENCH_BASELINE;
-    const baseline = baselineDir
-      ? await gatewayCases((await import(pathToFileURL(join(baselineDir, 'bench', 'lib', 'gateway.ts')).href)) as Gateways, deployments, ' (baseline)')
-      : [];
+    const baseline = baselineGateways ? await gatewayCases(baselineGateways, deployments, ' (baseline)') : [];
     const bareCase: Case = { name: 'bare Koa, fixed file object', service: bare, path: ours[0]?.path ?? '/', headers: {}, expectStatus: 200 };
     // Each case of this checkout beside the baseline's, which runs first in odd rounds and second in even ones.
     const inRound = (round: number): Case[] => [

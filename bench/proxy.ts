@@ -8,12 +8,18 @@
  * server CPU per request at 50 connections; latency one request at a time over a keep-alive
  * connection, minus the mock's own; streams of 1,000 events relayed one at a time (time to first
  * byte, time to the last). Before the rounds, the peak RSS of each gateway holding 1,000 streams open.
+ * BENCH_BASELINE=<another checkout> adds its reference-server cases, marked "(baseline)", each run
+ * right beside the same case of this checkout, first in odd rounds and second in even ones: a
+ * before/after comparison in one run (as bench/overhead.ts).
  * Run: node --import tsx bench/proxy.ts
  */
 import { setMaxListeners } from 'node:events';
+import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
+import { pathToFileURL } from 'node:url';
 import { Client, Pool } from 'undici';
-import { createDeployment, type Deployment } from './lib/gateway.js';
+import * as thisCheckout from './lib/gateway.js';
+import type { Deployment } from './lib/gateway.js';
 import { DURATION, load, median, percentiles, WARMUP, type LoadResult } from './lib/load.js';
 import { freePort, isMain, type Service } from './lib/processes.js';
 import { configureMock, PORTKEY_VERSION, startBareProxy, startMockUpstream, startPortkey } from './lib/proxies.js';
@@ -77,6 +83,8 @@ type CaseKind = (typeof CASE_KINDS)[number] | 'direct';
 
 interface Case {
   kind: CaseKind;
+  /** A reference-server case of the BENCH_BASELINE checkout. */
+  baseline: boolean;
   name: string;
   service: Service;
   headers(route: Route): Record<string, string>;
@@ -128,7 +136,12 @@ function clientHeaders(key: string) {
     r.provider === 'anthropic' ? { ...json, 'x-api-key': key, 'anthropic-version': '2023-06-01' } : { ...json, authorization: `Bearer ${key}` };
 }
 
+/** What a checkout's bench/lib/gateway.ts gives: this one's, or BENCH_BASELINE's. */
+type Gateways = Pick<typeof thisCheckout, 'createDeployment'>;
+
 interface EverythingOn {
+  /** Its case, as the notes name it. */
+  c: Case;
   deployment: Deployment;
   service: Service;
   key: string;
@@ -141,7 +154,8 @@ interface EverythingOn {
  * the request log. A build that refuses `modelLimits` runs without it; what the build did with
  * the rest is found out from the outside once it runs (`everythingOnNotes`).
  */
-async function everythingOn(mock: Service, deployments: Deployment[], notes: string[]): Promise<EverythingOn> {
+async function everythingOn(gateways: Gateways, mock: Service, deployments: Deployment[], notes: string[]): Promise<Omit<EverythingOn, 'c'>> {
+  const { createDeployment } = gateways;
   const config = catalogConfig(mock);
   const limitOptions = ['--rpm', String(RPM), '--tpm', String(TPM)];
   let deployment = await createDeployment({ database: 'postgres', redis: true, config: { ...config, modelLimits: { requestsPerMinute: RPM, tokensPerMinute: TPM } } });
@@ -161,24 +175,60 @@ async function everythingOn(mock: Service, deployments: Deployment[], notes: str
   return { deployment, service, key, metricsPort };
 }
 
-/** Starts every case asked for (BENCH_PROXY_CASES), straight to the mock first. */
-async function startCases(mock: Service, services: Service[], deployments: Deployment[], notes: string[]): Promise<{ cases: Case[]; everything?: EverythingOn }> {
-  const newCase = (kind: CaseKind, name: string, service: Service, headers: Case['headers']): Case => ({ kind, name, service, headers, answers: new Set(), streams: new Set() });
+const newCase = (kind: CaseKind, name: string, service: Service, headers: Case['headers'], baseline = false): Case => ({
+  kind,
+  baseline,
+  name: baseline ? `${name} (baseline)` : name,
+  service,
+  headers,
+  answers: new Set(),
+  streams: new Set(),
+});
+
+/** The reference-server cases of one checkout: `kind` of it, with its own build and servers. */
+async function referenceCases(gateways: Gateways, kind: 'sqlite' | 'postgres', mock: Service, deployments: Deployment[], notes: string[]): Promise<{ c: Case; everything?: EverythingOn }> {
+  const baseline = gateways !== thisCheckout;
+  if (kind === 'sqlite') {
+    const deployment = await gateways.createDeployment({ database: 'sqlite', config: catalogConfig(mock) });
+    deployments.push(deployment);
+    const { key } = await deployment.createKey(ACCOUNT);
+    return { c: newCase(kind, 'reference server, embedded default (SQLite)', await deployment.serve(), clientHeaders(key), baseline) };
+  }
+  const started = await everythingOn(gateways, mock, deployments, notes);
+  const c = newCase(kind, 'reference server, PostgreSQL + Redis, everything on', started.service, clientHeaders(started.key), baseline);
+  return { c, everything: { ...started, c } };
+}
+
+/**
+ * BENCH_BASELINE's bench/lib/gateway.ts, if set. Loaded before this process pins itself to the load
+ * core: its modules decide whether to pin the servers from the cores they see when they load.
+ */
+async function baselineGateways(): Promise<Gateways | undefined> {
+  const baselineDir = process.env.BENCH_BASELINE;
+  return baselineDir ? ((await import(pathToFileURL(join(baselineDir, 'bench', 'lib', 'gateway.ts')).href)) as Gateways) : undefined;
+}
+
+/** Starts every case asked for (BENCH_PROXY_CASES), straight to the mock first, each baseline case right before its own. */
+async function startCases(
+  mock: Service,
+  baseline: Gateways | undefined,
+  started: { services: Service[]; deployments: Deployment[] },
+  notes: string[],
+): Promise<{ cases: Case[]; everything: EverythingOn[] }> {
+  const { services, deployments } = started;
   const cases = [newCase('direct', 'straight to the mock upstream', mock, () => ({ ...json, authorization: `Bearer ${MOCK_KEY}` }))];
-  let everything: EverythingOn | undefined;
+  const everything: EverythingOn[] = [];
   for (const kind of chosen('BENCH_PROXY_CASES', CASE_KINDS)) {
     if (kind === 'bare') {
       const service = await startBareProxy(mock.url, UPSTREAM_MODELS);
       services.push(service);
       cases.push(newCase(kind, 'bare Koa + undici Pool.request (floor)', service, () => json));
-    } else if (kind === 'sqlite') {
-      const deployment = await createDeployment({ database: 'sqlite', config: catalogConfig(mock) });
-      deployments.push(deployment);
-      const { key } = await deployment.createKey(ACCOUNT);
-      cases.push(newCase(kind, 'reference server, embedded default (SQLite)', await deployment.serve(), clientHeaders(key)));
-    } else if (kind === 'postgres') {
-      everything = await everythingOn(mock, deployments, notes);
-      cases.push(newCase(kind, 'reference server, PostgreSQL + Redis, everything on', everything.service, clientHeaders(everything.key)));
+    } else if (kind === 'sqlite' || kind === 'postgres') {
+      for (const gateways of baseline ? [baseline, thisCheckout] : [thisCheckout]) {
+        const started = await referenceCases(gateways, kind, mock, deployments, notes);
+        cases.push(started.c);
+        if (started.everything) everything.push(started.everything);
+      }
     } else {
       let service: Service;
       try {
@@ -198,7 +248,7 @@ async function startCases(mock: Service, services: Service[], deployments: Deplo
       cases.push(newCase(kind, `Portkey's gateway ${PORTKEY_VERSION} (Node)`, service, headers));
     }
   }
-  return { cases, ...(everything && { everything }) };
+  return { cases, everything };
 }
 
 // ---- the clients ------------------------------------------------------------------------------
@@ -331,7 +381,7 @@ async function holdStreams(c: Case, r: Route, mock: Service): Promise<Held> {
 // ---- what the everything-on build turned on ---------------------------------------------------
 
 /** What the everything-on server actually does, found from the outside: limit headers, a metrics listener. */
-async function everythingOnNotes(c: Case, metricsPort: number): Promise<string[]> {
+async function everythingOnNotes({ c, metricsPort }: EverythingOn): Promise<string[]> {
   const chat = ROUTES[0] as Route;
   const answer = await connected(c, (client) => call(client, chat.path, c.headers(chat), chat.json));
   const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(2000) }).then(
@@ -340,20 +390,20 @@ async function everythingOnNotes(c: Case, metricsPort: number): Promise<string[]
   );
   return [
     'x-ratelimit-limit-requests' in answer.headers
-      ? 'PostgreSQL + Redis: model limits enforced (x-ratelimit-* headers on the answers)'
-      : '**PostgreSQL + Redis: no x-ratelimit-* headers: this build does not enforce model limits yet**',
-    metrics ? 'PostgreSQL + Redis: metrics served on METRICS_PORT' : '**PostgreSQL + Redis: nothing on METRICS_PORT: this build serves no metrics yet**',
+      ? `${c.name}: model limits enforced (x-ratelimit-* headers on the answers)`
+      : `**${c.name}: no x-ratelimit-* headers: this build does not enforce model limits yet**`,
+    metrics ? `${c.name}: metrics served on METRICS_PORT` : `**${c.name}: nothing on METRICS_PORT: this build serves no metrics yet**`,
   ];
 }
 
 /** How many usage records the deployment holds (`usage --json`). */
-async function usageNote(deployment: Deployment): Promise<string> {
+async function usageNote({ c, deployment }: EverythingOn): Promise<string> {
   try {
     const report = JSON.parse(await deployment.cli(['usage', '--json'])) as { totals?: { requests?: number } };
     const requests = report.totals?.requests ?? 0;
-    return requests > 0 ? `PostgreSQL + Redis: metering on (${num(requests)} usage records written)` : '**PostgreSQL + Redis: no usage records: this build does not meter model calls yet**';
+    return requests > 0 ? `${c.name}: metering on (${num(requests)} usage records written)` : `**${c.name}: no usage records: this build does not meter model calls yet**`;
   } catch (err) {
-    return `**PostgreSQL + Redis: usage --json failed: ${String(err).split('\n')[0]}**`;
+    return `**${c.name}: usage --json failed: ${String(err).split('\n')[0]}**`;
   }
 }
 
@@ -380,8 +430,8 @@ function added(row: Row, figure: (run: Figures) => number | undefined): number {
 const micros = (ms: number) => num(ms * 1000);
 
 /** The tables; the targets and the held streams are on `chat`, the first endpoint measured. */
-function report(rows: Row[], held: Map<CaseKind, Held>, chat: Route): string[] {
-  const find = (r: Route, kind: CaseKind) => rows.find((row) => row.route === r && row.c.kind === kind);
+function report(rows: Row[], held: Map<Case, Held>, chat: Route): string[] {
+  const find = (r: Route, kind: CaseKind) => rows.find((row) => row.route === r && row.c.kind === kind && !row.c.baseline);
   const isDirect = (row: Row) => row.c.kind === 'direct';
   const serverOnly = (row: Row, text: () => string) => (isDirect(row) ? '—' : text());
   const rps = (row: Row | undefined) => (row ? pick(row.runs, (run) => run.load.requestsPerSecond) : Number.NaN);
@@ -419,7 +469,7 @@ function report(rows: Row[], held: Map<CaseKind, Held>, chat: Route): string[] {
       { heading: 'server CPU µs/stream', cell: (row) => serverOnly(row, () => num(pick(row.runs, (run) => run.stream?.cpuMicros))), align: 'right' },
     ]),
   ];
-  const heldRows = [...held].map(([kind, figures]) => ({ name: rows.find((row) => row.c.kind === kind)?.c.name ?? kind, figures }));
+  const heldRows = [...held].map(([c, figures]) => ({ name: c.name, figures }));
   if (heldRows.length > 0) {
     lines.push(
       '',
@@ -435,10 +485,8 @@ function report(rows: Row[], held: Map<CaseKind, Held>, chat: Route): string[] {
     );
   }
 
-  const targets = (['sqlite', 'postgres'] as const).flatMap((kind) => {
-    const row = find(chat, kind);
-    if (!row) return [];
-    const rss = held.get(kind);
+  const targets = rows.filter((row) => row.route === chat && (row.c.kind === 'sqlite' || row.c.kind === 'postgres')).flatMap((row) => {
+    const rss = held.get(row.c);
     const target = (name: string, value: number, text: string, met: (value: number) => boolean) => ({
       name: row.c.name,
       target: name,
@@ -478,7 +526,22 @@ function report(rows: Row[], held: Map<CaseKind, Held>, chat: Route): string[] {
 
 // ---- the run ----------------------------------------------------------------------------------
 
+/** The cases in the order of one round: each baseline case first in odd rounds, second in even ones. */
+function inRound(cases: Case[], round: number): Case[] {
+  const ordered = [...cases];
+  if (round % 2 === 1) return ordered;
+  for (let index = 0; index < ordered.length - 1; index++) {
+    const c = ordered[index] as Case;
+    if (!c.baseline) continue;
+    ordered[index] = ordered[index + 1] as Case;
+    ordered[index + 1] = c;
+    index++;
+  }
+  return ordered;
+}
+
 export async function proxy(): Promise<string> {
+  const baseline = await baselineGateways();
   becomeLoadGenerator();
   const routes = chosen('BENCH_PROXY_ROUTES', ROUTES.map((r) => r.name)).map((name) => ROUTES.find((r) => r.name === name) as Route);
   const services: Service[] = [];
@@ -487,31 +550,30 @@ export async function proxy(): Promise<string> {
   try {
     const mock = await startMockUpstream(STREAM_EVENTS);
     services.push(mock);
-    const { cases, everything } = await startCases(mock, services, deployments, notes);
+    const { cases, everything } = await startCases(mock, baseline, { services, deployments }, notes);
     for (const c of cases) await probe(c, routes, notes);
-    const everythingCase = cases.find((c) => c.kind === 'postgres');
-    if (everything && everythingCase) notes.push(...(await everythingOnNotes(everythingCase, everything.metricsPort)));
+    for (const started of everything) notes.push(...(await everythingOnNotes(started)));
 
     // Before the rounds, while each gateway holds no more than its start-up and the probe's calls:
     // what the open streams themselves take.
     const first = routes[0] as Route;
-    const held = new Map<CaseKind, Held>();
+    const held = new Map<Case, Held>();
     for (const c of HELD_STREAMS > 0 ? cases : []) {
       if (c.kind === 'direct' || !c.streams.has(first.name)) continue;
       process.stderr.write(`proxy: ${num(HELD_STREAMS)} streams held open: ${c.name}\n`);
-      held.set(c.kind, await holdStreams(c, first, mock));
+      held.set(c, await holdStreams(c, first, mock));
     }
 
     const runs = new Map<string, Figures[]>();
     const runsOf = (c: Case, r: Route): Figures[] => {
-      const key = `${c.kind} ${r.name}`;
+      const key = `${c.name} ${r.name}`;
       const list = runs.get(key) ?? [];
       runs.set(key, list);
       return list;
     };
     for (let round = 1; round <= ROUNDS; round++) {
       for (const r of routes) {
-        for (const c of cases) {
+        for (const c of inRound(cases, round)) {
           if (!c.answers.has(r.name)) continue;
           process.stderr.write(`proxy: round ${round}/${ROUNDS}: ${r.path}: ${c.name}\n`);
           const loaded = await load({ url: `${c.service.url}${r.path}`, method: 'POST', headers: c.headers(r), body: r.json, connections: CONNECTIONS, expectStatus: 200, pid: c.service.pid });
@@ -522,14 +584,15 @@ export async function proxy(): Promise<string> {
       }
     }
 
-    if (everything) notes.push(await usageNote(everything.deployment));
+    for (const started of everything) notes.push(await usageNote(started));
 
     const direct = cases[0] as Case;
     const rows: Row[] = routes.flatMap((r) => cases.filter((c) => c.answers.has(r.name)).map((c) => ({ route: r, c, runs: runsOf(c, r), direct: runsOf(direct, r) })));
     return [
       `## Proxy (${CONNECTIONS} connections, ${DURATION} s per run after ${WARMUP} s, median of ${ROUNDS} interleaved rounds; one at a time: ${num(ONE_AT_A_TIME)} requests, ${num(STREAMS)} streams per round; ${PINNING ? 'servers on core 0, load and mock upstream on core 1' : 'not pinned'})`,
       machine(),
-      'Request log on (LOG_LEVEL=info, stdout to /dev/null) in both reference-server cases.',
+      'Request log on (LOG_LEVEL=info, stdout to /dev/null) in every reference-server case.',
+      ...(process.env.BENCH_BASELINE ? [`Baseline: the reference server of ${process.env.BENCH_BASELINE}, each of its cases run beside the same case of this checkout.`] : []),
       ...notes.map((note) => `- ${note}`),
       '',
       ...report(rows, held, first),

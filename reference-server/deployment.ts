@@ -61,7 +61,7 @@ export interface Deployment {
   checks: Record<string, ReadinessCheck>;
   /** This process's own directory in `config.uploadsDir`, where its uploads are streamed (`claimUploadsDir`). */
   tempDir: string;
-  /** Writes the usage records still waiting, then closes the pools and clients and removes `tempDir`; the process can then exit. */
+  /** Writes the usage records still waiting, then closes the providers' connections, the pools and clients and removes `tempDir`; the process can then exit. */
   close(): Promise<void>;
 }
 
@@ -217,8 +217,9 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     checks,
     tempDir: uploads.dir,
     async close() {
-      // After the HTTP server has closed: every call has its record by then.
+      // After the HTTP server has closed: every call has its record by then, and no provider a call.
       await usage.close();
+      await Promise.all(providers.map((provider) => provider.close?.()));
       await keyChanges.close();
       await uploads.release();
       await redis?.quit().catch(() => redis?.disconnect());

@@ -2,10 +2,11 @@
  * A model provider that answers at once: POST /v1/chat/completions (OpenAI), /v1/messages
  * (Anthropic) and /v1/responses (OpenAI's Responses API), each with a small fixed JSON answer
  * carrying `usage`, or with `"stream": true` an event stream in the provider's own format: the
- * opening events, STREAM_EVENTS text deltas (each its own write, the loop yielding between them,
- * as tokens arrive), then the closing events with the usage where that provider puts it (Chat
- * Completions: a last chunk with `usage` when `stream_options.include_usage` asks for it;
- * Messages: `message_start` and `message_delta`; Responses: `response.completed`).
+ * opening events, a pause of FIRST_TOKEN_MS, STREAM_EVENTS text deltas (each its own write, the
+ * loop yielding between them, as tokens arrive), then the closing events with the usage where
+ * that provider puts it (Chat Completions: a last chunk with `usage` when
+ * `stream_options.include_usage` asks for it; Messages: `message_start` and `message_delta`;
+ * Responses: `response.completed`).
  * PUT /mock `{"hold": true}` holds new streams open after their opening events; `{"hold": false}`
  * ends every held stream (with one delta and the closing events) and stops holding.
  * GET /healthz: 200. Plain node:http, so that it costs as little as it can.
@@ -16,6 +17,13 @@ import { text } from 'node:stream/consumers';
 
 const port = Number(process.env.PORT ?? 8082);
 const streamEvents = Number(process.env.STREAM_EVENTS ?? 1000);
+/**
+ * As a model takes a while to its first token. Without it the deltas' writes start at once and
+ * keep the mock busy on the core it shares with the load generator, which then reads a gateway's
+ * first event only when the scheduler lets it: that, not the gateway, was most of the time to
+ * the first byte.
+ */
+const FIRST_TOKEN_MS = 5;
 let hold = false;
 /** Streams held open after their opening events, each let go by its function. */
 const held = new Set<() => void>();
@@ -141,6 +149,7 @@ async function sendStream(res: ServerResponse, events: { opening: string[]; delt
   // A held stream, once let go, ends at once: it is there to be open, not to be relayed.
   const deltas = hold ? 1 : streamEvents;
   if (hold) await new Promise<void>((resolve) => held.add(resolve));
+  else await new Promise((resolve) => setTimeout(resolve, FIRST_TOKEN_MS));
   for (let index = 0; index < deltas && !res.destroyed; index++) {
     res.write(events.delta);
     await nextTurn();

@@ -1,4 +1,4 @@
-import { once } from 'node:events';
+import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { verifiedKey } from '../auth/api-key.js';
@@ -18,9 +18,9 @@ import { findAttachments, readAttachments, type FileReferences, type FileStores 
 import { endpointCatalogOptions, type CatalogModel, type ResolvedModel } from './catalog.js';
 import type { JsonObject } from './content.js';
 import { readJsonBody } from './json-body.js';
-import type { Provider, ProviderEndpoint } from './provider.js';
-import { splitEvents, wholeEvents } from './server-sent-events.js';
-import { UpstreamCall } from './upstream-call.js';
+import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from './provider.js';
+import { EventSplitter } from './server-sent-events.js';
+import { answerHeader, discard, providerAnswer, UpstreamCall } from './upstream-call.js';
 
 /** Options of `chatCompletions()`, `responses()`, `messages()` and `countTokens()`. */
 export interface ModelEndpointOptions {
@@ -137,10 +137,10 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   const stores: FileStores | undefined = options.files && options.blobs && { files: options.files, blobs: options.blobs };
   const nowMs = options.nowMs ?? Date.now;
   const byId = new Map(providers.map((provider) => [provider.id, provider]));
-  const routes = new Map<string, { model: ResolvedModel; provider: Provider }>();
+  const routes = new Map<string, Route>();
   for (const model of catalog) {
     const provider = byId.get(model.provider);
-    if (provider) routes.set(model.id, { model, provider });
+    if (provider) routes.set(model.id, { model, provider, send: provider[format.endpoint]?.bind(provider) });
   }
   const catalogIds = new Set(routes.keys());
 
@@ -166,7 +166,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
 
     const route = access === 'allowed' ? routes.get(requested) : undefined;
     if (route === undefined) throw format.modelNotFound(requested);
-    const send = route.provider[format.endpoint]?.bind(route.provider);
+    const { send } = route;
     if (send === undefined) throw format.unsupported(requested);
 
     const stream = body.stream === true;
@@ -182,7 +182,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       upstreamMs: null,
     };
     ctx.state.modelRequest = state;
-    const files = await findAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
+    const files = checkedIds.length === 0 ? [] : await findAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
 
     const limits: ModelLimits = { ...modelLimits, ...key.limits };
     const decision = await limiter.consume(key.id, limits);
@@ -194,14 +194,14 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     ctx.set(rateLimitHeaders(decision, format.rateLimitStyle));
 
     // The bytes only now: a refused call reads none.
-    const attached = await readAttachments(stores, files);
-    const inlined = {
-      ...format.fileReferences.map(body, (fileId, block) => {
-        const file = attached.get(fileId as string);
-        return file ? format.fileReferences.inline(block, file) : block;
-      }),
-      model: route.model.upstreamModel,
-    };
+    const attached = files.length === 0 ? undefined : await readAttachments(stores, files);
+    const withFiles = attached
+      ? format.fileReferences.map(body, (fileId, block) => {
+          const file = attached.get(fileId as string);
+          return file ? format.fileReferences.inline(block, file) : block;
+        })
+      : body;
+    const inlined = { ...withFiles, model: route.model.upstreamModel };
     const upstreamBody = stream && format.answer.streamRequest ? format.answer.streamRequest(inlined) : inlined;
     const headers: Record<string, string> = {};
     for (const name of format.forwardHeaders) {
@@ -235,6 +235,15 @@ async function countTokens(limiter: ModelLimiter, keyId: string, limits: ModelLi
   await limiter.addTokens(keyId, limits, tokens);
 }
 
+/** A catalog model, its provider, and the provider's method for the endpoint's format (none if it does not speak it). */
+interface Route {
+  model: ResolvedModel;
+  provider: Provider;
+  send: ((request: ProviderRequest) => Promise<ProviderAnswer | Response>) | undefined;
+}
+
+const EVENT_STREAM = /^text\/event-stream\b/i;
+
 /** One call as `forward()` sees it. */
 interface Forwarding {
   format: EndpointFormat;
@@ -249,27 +258,27 @@ interface Forwarding {
 }
 
 /** Sends the request upstream and answers the client with the result, streamed or whole. */
-async function forward(ctx: Context, forwarding: Forwarding, send: () => Promise<Response>): Promise<void> {
+async function forward(ctx: Context, forwarding: Forwarding, send: () => Promise<ProviderAnswer | Response>): Promise<void> {
   const { format, call, stream, model } = forwarding;
   const onClose = () => {
     if (!ctx.res.writableFinished) call.abandon();
   };
   ctx.res.once('close', onClose);
   try {
-    const response = await send();
+    const answer = providerAnswer(await send());
     call.answered();
-    if (!response.ok) throw await call.refusal(response);
+    if (answer.statusCode < 200 || answer.statusCode > 299) throw await call.refusal(answer);
     if (!stream) {
-      const answer = await call.json(response);
-      forwarding.ended(format.answer.json(answer, model));
-      ctx.body = answer;
+      const json = await call.json(answer);
+      forwarding.ended(format.answer.json(json, model));
+      ctx.body = json;
       return;
     }
-    if (!/^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '')) {
-      await response.body?.cancel().catch(() => undefined);
+    if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) {
+      discard(answer.body);
       throw call.malformed('answered a streaming request without an event stream');
     }
-    await streamEvents(ctx, forwarding, response);
+    await relayEvents(ctx, forwarding, answer.body);
   } catch (thrown) {
     // Nobody is left to answer: end quietly, with nginx's "client closed request" for the log.
     if (call.clientGone) {
@@ -286,28 +295,29 @@ async function forward(ctx: Context, forwarding: Forwarding, send: () => Promise
 /**
  * Passes the upstream's events to the client as they arrive, each through the format's reader
  * (the catalog id in place of the upstream's model, usage read and, where the client did not ask
- * for it, withheld). From here on the status and headers are sent, so this writes the response
- * itself (no buffering, no compression by Koa) and tells a failure as an error event of the
- * endpoint's format, reporting it on `app.on('error')` as the formatters do.
+ * for it, withheld): one write per chunk of the upstream's, of the events it completes. From here
+ * on the status and headers are sent, so this writes the response itself (no buffering, no
+ * compression by Koa) and tells a failure as an error event of the endpoint's format, reporting
+ * it on `app.on('error')` as the formatters do.
  */
-async function streamEvents(ctx: Context, forwarding: Forwarding, response: Response): Promise<void> {
+async function relayEvents(ctx: Context, forwarding: Forwarding, body: Readable): Promise<void> {
   const { format, call } = forwarding;
   const reader = format.answer.stream(forwarding.request, forwarding.model);
+  const splitter = new EventSplitter();
   ctx.status = 200;
   ctx.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
   ctx.respond = false;
   const { res } = ctx;
   res.flushHeaders();
+  // False when the client reads slowly: the upstream's body waits for it.
+  const pass = (events: string[]) => {
+    let out = '';
+    for (const event of events) out += reader.event(event);
+    return out === '' || res.write(out);
+  };
   try {
-    for await (const run of wholeEvents(call.chunks(response))) {
-      let events = '';
-      for (const event of splitEvents(run)) events += reader.event(event);
-      if (events === '' || res.write(events)) continue;
-      // The client reads slowly: that is no silence of the upstream.
-      call.pause();
-      await once(res, 'drain', { signal: call.signal });
-      call.touch();
-    }
+    await call.read(body, (chunk) => pass(splitter.push(chunk)), res);
+    pass(splitter.end());
   } catch (thrown) {
     if (!call.clientGone) {
       const err = call.failure(thrown);

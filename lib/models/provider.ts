@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+
 /** What the handlers hand a provider. */
 export interface ProviderRequest {
   /**
@@ -12,30 +14,50 @@ export interface ProviderRequest {
 }
 
 /**
+ * The upstream's HTTP answer as Node gives it: what undici's `request()` resolves to, as it is
+ * (a `node:http` response fits too, as `{ statusCode, headers, body: res }`).
+ */
+export interface ProviderAnswer {
+  statusCode: number;
+  /** By lower-case name. */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The answer's bytes (Buffers or strings): JSON, or server-sent events when `body.stream` is true. */
+  body: Readable;
+}
+
+/**
  * An upstream as the handlers see it: one method per endpoint format it speaks, each answering
- * with the upstream's own HTTP response (JSON, or server-sent events when `body.stream` is true).
- * A provider leaves out the endpoints it does not speak. Any object of this shape can be given
- * to the model handlers: the built-in ones (`openAIProvider()`, `anthropicProvider()`,
+ * with the upstream's own HTTP answer (JSON, or server-sent events when `body.stream` is true), as
+ * a `ProviderAnswer` (Node streams, the fast way: undici's `request()` result is one) or a fetch
+ * `Response`. A provider leaves out the endpoints it does not speak. Any object of this shape can
+ * be given to the model handlers: the built-in ones (`openAIProvider()`, `anthropicProvider()`,
  * `echoProvider()`) are examples, not a closed list.
  * @example
+ * const pool = new Pool('http://llm.internal'); // from undici: one keep-alive pool for every call
  * const mine: Provider = {
  *   id: 'in-house',
  *   chatCompletions: ({ body, signal }) =>
- *     fetch('http://llm.internal/v1/chat/completions', { method: 'POST', body: JSON.stringify(body), signal }),
+ *     pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal }),
+ *   close: () => pool.close(),
  * };
  */
 export interface Provider {
   /** The name catalog models refer to it by. */
   readonly id: string;
   /** OpenAI's Chat Completions (`POST /v1/chat/completions`). */
-  chatCompletions?(request: ProviderRequest): Promise<Response>;
+  chatCompletions?(request: ProviderRequest): Promise<ProviderAnswer | Response>;
   /** OpenAI's Responses (`POST /v1/responses`). */
-  responses?(request: ProviderRequest): Promise<Response>;
+  responses?(request: ProviderRequest): Promise<ProviderAnswer | Response>;
   /** Anthropic's Messages (`POST /v1/messages`). */
-  messages?(request: ProviderRequest): Promise<Response>;
+  messages?(request: ProviderRequest): Promise<ProviderAnswer | Response>;
   /** Anthropic's token count of a Messages request (`POST /v1/messages/count_tokens`): JSON only, never a stream. */
-  countTokens?(request: ProviderRequest): Promise<Response>;
+  countTokens?(request: ProviderRequest): Promise<ProviderAnswer | Response>;
+  /**
+   * Releases what the provider holds (the built-in HTTP providers: their pool of connections), for
+   * good: a gateway calls it on shutdown, once its HTTP server has closed.
+   */
+  close?(): Promise<void>;
 }
 
 /** The endpoint formats a provider may speak: its methods. */
-export type ProviderEndpoint = Exclude<keyof Provider, 'id'>;
+export type ProviderEndpoint = Exclude<keyof Provider, 'id' | 'close'>;

@@ -1,35 +1,52 @@
+import { StringDecoder } from 'node:string_decoder';
 import { shapeBBody } from '../errors/anthropic-errors.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { shapeABody } from '../errors/openai-errors.js';
 
-const EVENT_ENDS = ['\n\n', '\r\n\r\n', '\r\r'];
-
-/** Where the last complete event of `text` ends (after its blank line), or 0 when none has. */
-function lastEventEnd(text: string): number {
-  return Math.max(...EVENT_ENDS.map((end) => {
-    const at = text.lastIndexOf(end);
-    return at === -1 ? 0 : at + end.length;
-  }));
-}
+// A blank line ends an event; a line ends in \r\n, \n or a lone \r.
+const EVENT_END = /(?:\r\n|\r(?!\n)|\n){2}/g;
+const LINE_END = /\r\n|\r|\n/;
+const CR = 0x0d;
 
 /**
- * Regroups an upstream's event-stream bytes into runs of whole events, passed on as soon as each
- * is complete. Holding back only a partial event means an error event written after a failure
- * never lands in the middle of one. Whatever is left when the upstream ends normally is passed on
- * as it is.
+ * Cuts an upstream's event-stream bytes into whole events, each with the blank line that ends it,
+ * passed on as soon as it is complete. Holding back only a partial event means an error event
+ * written after a failure never lands in the middle of one. Synchronous, one call per chunk.
+ * @example const splitter = new EventSplitter(); for (const event of splitter.push(chunk)) res.write(event)
  */
-export async function* wholeEvents(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let pending = '';
-  for await (const chunk of chunks) {
-    pending += decoder.decode(chunk, { stream: true });
-    const end = lastEventEnd(pending);
-    if (end === 0) continue;
-    yield pending.slice(0, end);
-    pending = pending.slice(end);
+export class EventSplitter {
+  readonly #decoder = new StringDecoder('utf8');
+  #pending = '';
+
+  /** The events that `chunk` completes, in order. */
+  push(chunk: Buffer | string): string[] {
+    const text = this.#pending + (typeof chunk === 'string' ? chunk : this.#decoder.write(chunk));
+    return this.#cut(text, false);
   }
-  pending += decoder.decode();
-  if (pending !== '') yield pending;
+
+  /** The events of what is left when the upstream ends normally: what follows the last blank line is one more. */
+  end(): string[] {
+    const text = this.#pending + this.#decoder.end();
+    const events = this.#cut(text, true);
+    if (this.#pending !== '') events.push(this.#pending);
+    this.#pending = '';
+    return events;
+  }
+
+  #cut(text: string, final: boolean): string[] {
+    const events: string[] = [];
+    let start = 0;
+    EVENT_END.lastIndex = 0;
+    for (let match = EVENT_END.exec(text); match !== null; match = EVENT_END.exec(text)) {
+      const end = match.index + match[0].length;
+      // A \r last may be the first half of a \r\n still on its way.
+      if (!final && end === text.length && text.charCodeAt(end - 1) === CR) break;
+      events.push(text.slice(start, end));
+      start = end;
+    }
+    this.#pending = start === 0 ? text : text.slice(start);
+    return events;
+  }
 }
 
 // Once a stream has started, its status and headers are sent and the error formatters cannot
@@ -52,38 +69,21 @@ export function anthropicErrorEvent(err: GatewayError, requestId: string): strin
   return `event: error\ndata: ${JSON.stringify(shapeBBody(err, requestId))}\n\n`;
 }
 
-// A blank line ends an event; a line ends in \r\n, \n or a lone \r.
-const EVENT_END = /(?:\r\n|\r(?!\n)|\n){2}/g;
-const LINE_END = /\r\n|\r|\n/;
-
-/**
- * The events of a run `wholeEvents()` yields, each with the blank line that ends it; what follows
- * the last blank line (only at the end of a stream) is one more event.
- */
-export function splitEvents(run: string): string[] {
-  const events: string[] = [];
-  let start = 0;
-  for (const match of run.matchAll(EVENT_END)) {
-    const end = match.index + match[0].length;
-    events.push(run.slice(start, end));
-    start = end;
-  }
-  if (start < run.length) events.push(run.slice(start));
-  return events;
-}
-
 /** The fields of one event a format reads: its `event:` name and its `data:` (lines joined with \n). */
 export interface EventFields {
   name: string | undefined;
   data: string | undefined;
 }
 
+// Most upstreams end their lines in \n alone: a plain split then.
+const linesOf = (event: string) => (event.includes('\r') ? event.split(LINE_END) : event.split('\n'));
+
 const fieldValue = (line: string, field: string) => line.slice(line.charCodeAt(field.length) === 0x20 ? field.length + 1 : field.length);
 
 export function eventFields(event: string): EventFields {
   let name: string | undefined;
   let data: string | undefined;
-  for (const line of event.split(LINE_END)) {
+  for (const line of linesOf(event)) {
     if (line.startsWith('data:')) {
       const value = fieldValue(line, 'data:');
       data = data === undefined ? value : `${data}\n${value}`;
@@ -96,7 +96,7 @@ export function eventFields(event: string): EventFields {
 
 /** `event` with its data replaced by `data` (one line, as JSON is): its other fields kept, in order. */
 export function withData(event: string, data: string): string {
-  const kept = event.split(LINE_END).filter((line) => line !== '' && !line.startsWith('data:'));
+  const kept = linesOf(event).filter((line) => line !== '' && !line.startsWith('data:'));
   kept.push(`data: ${data}`);
   return `${kept.join('\n')}\n\n`;
 }

@@ -1,9 +1,41 @@
+import type { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { GatewayError, errors } from '../errors/gateway-error.js';
 import { isObject, type JsonObject } from './content.js';
+import type { ProviderAnswer } from './provider.js';
 
 // The refusals whose status and message reach the client (decisions.md); any other status is 502.
 const REFUSALS = new Set([400, 413, 422, 429]);
+const SECONDS = /^\d+$/;
+
+/** A provider's answer as a `ProviderAnswer`: a fetch `Response` becomes one, its body a Node stream. */
+export function providerAnswer(answer: ProviderAnswer | Response): ProviderAnswer {
+  if (typeof (answer as Partial<ProviderAnswer>).statusCode === 'number') return answer as ProviderAnswer;
+  const response = answer as Response;
+  return {
+    statusCode: response.status,
+    headers: Object.fromEntries(response.headers),
+    body: response.body === null ? Readable.from([]) : Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
+  };
+}
+
+const ignore = () => undefined;
+
+/**
+ * Drops an answer's body unread. undici's bodies report being destroyed before their end as an
+ * 'error', which has nobody else to hear it here.
+ */
+export function discard(body: Readable): void {
+  body.on('error', ignore).destroy();
+}
+
+/** A header of an answer as one string: the first of a repeated one, '' when absent. */
+export function answerHeader(answer: ProviderAnswer, name: string): string {
+  const value = answer.headers[name];
+  return (Array.isArray(value) ? value[0] : value) ?? '';
+}
 
 /**
  * One request to an upstream: the signal that aborts it, an idle timer that aborts it when the
@@ -16,7 +48,11 @@ export class UpstreamCall {
   readonly #timeoutMs: number;
   readonly #provider: string;
   readonly #startedAt = performance.now();
-  #timer: NodeJS.Timeout | undefined;
+  // One timer for the whole call, restarted by each sign of life (refresh(): no new timer per read).
+  readonly #timer: NodeJS.Timeout;
+  #paused = false;
+  /** The answer being read: destroyed with the call, whether or not its provider heeds the signal. */
+  #body: Readable | undefined;
   #timedOut = false;
   #clientGone = false;
   #headersMs: number | null = null;
@@ -26,7 +62,11 @@ export class UpstreamCall {
   constructor(provider: string, timeoutMs: number) {
     this.#provider = provider;
     this.#timeoutMs = timeoutMs;
-    this.touch();
+    this.#timer = setTimeout(() => {
+      if (this.#paused) return;
+      this.#timedOut = true;
+      this.#abort();
+    }, timeoutMs);
   }
 
   get signal(): AbortSignal {
@@ -40,11 +80,8 @@ export class UpstreamCall {
 
   /** The upstream answered something: its silence is measured from now. */
   touch(): void {
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      this.#timedOut = true;
-      this.#controller.abort();
-    }, this.#timeoutMs);
+    this.#paused = false;
+    this.#timer.refresh();
   }
 
   /** The upstream's headers arrived: its silence is measured from now. */
@@ -56,7 +93,7 @@ export class UpstreamCall {
   /** The upstream's part is over (its answer read, or the call failed): stops the timer and the clock, once. */
   end(): void {
     this.#durationMs ??= performance.now() - this.#startedAt;
-    this.pause();
+    clearTimeout(this.#timer);
   }
 
   /**
@@ -72,14 +109,19 @@ export class UpstreamCall {
     return this.#durationMs;
   }
 
-  /** Stops the idle timer, while the gateway waits on something other than the upstream, or for good. */
+  /** Stops the idle timer while the gateway waits on something other than the upstream, until the next `touch()`. */
   pause(): void {
-    clearTimeout(this.#timer);
+    this.#paused = true;
   }
 
   abandon(): void {
     this.#clientGone = true;
+    this.#abort();
+  }
+
+  #abort(): void {
     this.#controller.abort();
+    if (this.#body) discard(this.#body);
   }
 
   /** What the client is told about `thrown`: a refusal as it is, a timeout 504, anything else 502. */
@@ -97,39 +139,60 @@ export class UpstreamCall {
     return err;
   }
 
-  /** The upstream's body, chunk by chunk, each read restarting the idle timer; cancelled if left early. */
-  async *chunks(response: Response): AsyncGenerator<Uint8Array> {
-    if (response.body === null) return;
-    const reader = response.body.getReader();
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return this.end();
+  /**
+   * Reads `body` to its end, chunk by chunk, each restarting the idle timer, and resolves then.
+   * `onChunk` returns false when whoever it writes to is full: the body pauses, and the idle timer
+   * with it (a slow client is no silence of the upstream), until `drained` emits 'drain'. Rejects
+   * when the body fails or is destroyed first (the call aborted).
+   */
+  read(body: Readable, onChunk: (chunk: Buffer | string) => boolean, drained?: EventEmitter): Promise<void> {
+    this.#body = body;
+    if (body.destroyed || this.#controller.signal.aborted) {
+      discard(body);
+      return Promise.reject(new Error('the upstream answer was closed before it was read'));
+    }
+    return new Promise((resolve, reject) => {
+      const resume = () => {
+        this.touch();
+        body.resume();
+      };
+      body.on('data', (chunk: Buffer | string) => {
         this.#firstByteMs ??= performance.now() - this.#startedAt;
         this.touch();
-        yield value;
-      }
-    } finally {
-      await reader.cancel().catch(() => undefined);
-    }
+        if (onChunk(chunk) || drained === undefined) return;
+        this.pause();
+        body.pause();
+        drained.once('drain', resume);
+      });
+      body.once('end', () => {
+        this.end();
+        resolve();
+      });
+      body.once('error', reject);
+      // Destroyed without an error (a provider's own stream, on abort). Every body closes after its end too.
+      body.once('close', () => {
+        if (!body.readableEnded) reject(new Error('the upstream answer was closed before its end'));
+      });
+    });
   }
 
-  async text(response: Response): Promise<string> {
-    const chunks: Uint8Array[] = [];
-    for await (const chunk of this.chunks(response)) chunks.push(chunk);
-    return Buffer.concat(chunks).toString('utf8');
+  /** The whole body, as text. */
+  async text(body: Readable): Promise<string> {
+    const chunks: Buffer[] = [];
+    await this.read(body, (chunk) => chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk) > 0);
+    return chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8');
   }
 
   /** A successful JSON answer, parsed; anything else than a JSON object is malformed. */
-  async json(response: Response): Promise<JsonObject> {
-    const text = await this.text(response);
+  async json(answer: ProviderAnswer): Promise<JsonObject> {
+    const text = await this.text(answer.body);
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      throw this.malformed(`answered HTTP ${response.status} with a body that is not JSON`);
+      throw this.malformed(`answered HTTP ${answer.statusCode} with a body that is not JSON`);
     }
-    if (!isObject(body)) throw this.malformed(`answered HTTP ${response.status} with JSON that is not an object`);
+    if (!isObject(body)) throw this.malformed(`answered HTTP ${answer.statusCode} with JSON that is not an object`);
     return body;
   }
 
@@ -139,12 +202,13 @@ export class UpstreamCall {
    * `retry-after`; any other status (including the upstream's 401 or 404, which are the gateway's
    * configuration, not the client's fault) is a 502.
    */
-  async refusal(response: Response): Promise<GatewayError> {
-    if (!REFUSALS.has(response.status)) {
-      await response.body?.cancel().catch(() => undefined);
-      return this.malformed(`answered HTTP ${response.status}`);
+  async refusal(answer: ProviderAnswer): Promise<GatewayError> {
+    const status = answer.statusCode;
+    if (!REFUSALS.has(status)) {
+      discard(answer.body);
+      return this.malformed(`answered HTTP ${status}`);
     }
-    const text = await this.text(response);
+    const text = await this.text(answer.body);
     let detail: JsonObject = {};
     try {
       const body: unknown = JSON.parse(text);
@@ -153,9 +217,9 @@ export class UpstreamCall {
       // A refusal without a JSON body still passes its status, with a message of our own.
     }
     const message = typeof detail.message === 'string' && detail.message !== '' ? detail.message : 'The upstream provider refused the request';
-    const err = errors.upstreamRefused(response.status, typeof detail.code === 'string' ? detail.code : undefined, message);
-    const retryAfter = response.headers.get('retry-after');
-    if (response.status === 429 && retryAfter !== null && /^\d+$/.test(retryAfter)) err.headers['retry-after'] = retryAfter;
+    const err = errors.upstreamRefused(status, typeof detail.code === 'string' ? detail.code : undefined, message);
+    const retryAfter = answerHeader(answer, 'retry-after');
+    if (status === 429 && SECONDS.test(retryAfter)) err.headers['retry-after'] = retryAfter;
     return err;
   }
 }

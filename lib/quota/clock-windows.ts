@@ -25,8 +25,25 @@ export function clockWindows(now: number): ClockWindows {
   const day = Math.floor(now / DAY_MS);
   return {
     minute: { id: String(minute), endsAt: (minute + 1) * MINUTE_MS },
-    day: { id: new Date(day * DAY_MS).toISOString().slice(0, 10), endsAt: (day + 1) * DAY_MS },
+    day: { id: utcDate(now), endsAt: (day + 1) * DAY_MS },
   };
+}
+
+// The date of the last day asked for: every call of a day asks for the same one.
+let lastDay = Number.NaN;
+let lastDate = '';
+
+/**
+ * The UTC date (`2025-01-31`) of a time in Unix ms, made once per day however often it is asked.
+ * @example utcDate(Date.parse('2025-01-31T23:59:59Z')) // '2025-01-31'
+ */
+export function utcDate(ms: number): string {
+  const day = Math.floor(ms / DAY_MS);
+  if (day !== lastDay) {
+    lastDate = new Date(day * DAY_MS).toISOString().slice(0, 10);
+    lastDay = day;
+  }
+  return lastDate;
 }
 
 /** Whole seconds from `now` to `endsAt`, rounded up so that a client waiting that long is allowed; at least 1. */

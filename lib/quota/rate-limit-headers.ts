@@ -28,19 +28,23 @@ function rfc3339(ms: number): string {
   return new Date(Math.ceil(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
 
-function windowHeaders(style: RateLimitHeaderStyle, name: 'requests' | 'tokens', window: LimitWindow, at: number): Record<string, string> {
-  if (style === 'openai') {
-    return {
-      [`x-ratelimit-limit-${name}`]: String(window.limit),
-      [`x-ratelimit-remaining-${name}`]: String(window.remaining),
-      [`x-ratelimit-reset-${name}`]: goDuration(window.resetAt - at),
-    };
-  }
-  return {
-    [`anthropic-ratelimit-${name}-limit`]: String(window.limit),
-    [`anthropic-ratelimit-${name}-remaining`]: String(window.remaining),
-    [`anthropic-ratelimit-${name}-reset`]: rfc3339(window.resetAt),
-  };
+// The names of the limit, remaining and reset headers, made once.
+const HEADER_NAMES: Record<RateLimitHeaderStyle, Record<'requests' | 'tokens', [string, string, string]>> = {
+  openai: {
+    requests: ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'],
+    tokens: ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
+  },
+  anthropic: {
+    requests: ['anthropic-ratelimit-requests-limit', 'anthropic-ratelimit-requests-remaining', 'anthropic-ratelimit-requests-reset'],
+    tokens: ['anthropic-ratelimit-tokens-limit', 'anthropic-ratelimit-tokens-remaining', 'anthropic-ratelimit-tokens-reset'],
+  },
+};
+
+function addWindow(headers: Record<string, string>, style: RateLimitHeaderStyle, name: 'requests' | 'tokens', window: LimitWindow, at: number): void {
+  const [limit, remaining, reset] = HEADER_NAMES[style][name];
+  headers[limit] = String(window.limit);
+  headers[remaining] = String(window.remaining);
+  headers[reset] = style === 'openai' ? goDuration(window.resetAt - at) : rfc3339(window.resetAt);
 }
 
 /**
@@ -50,10 +54,10 @@ function windowHeaders(style: RateLimitHeaderStyle, name: 'requests' | 'tokens',
  * @example ctx.set(rateLimitHeaders(await limiter.consume(key.id, limits), 'anthropic'))
  */
 export function rateLimitHeaders(decision: ModelLimitDecision, style: RateLimitHeaderStyle): Record<string, string> {
-  return {
-    ...(decision.requests && windowHeaders(style, 'requests', decision.requests, decision.at)),
-    ...(decision.tokens && windowHeaders(style, 'tokens', decision.tokens, decision.at)),
-  };
+  const headers: Record<string, string> = {};
+  if (decision.requests) addWindow(headers, style, 'requests', decision.requests, decision.at);
+  if (decision.tokens) addWindow(headers, style, 'tokens', decision.tokens, decision.at);
+  return headers;
 }
 
 /**

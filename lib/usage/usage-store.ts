@@ -1,3 +1,5 @@
+import { utcDate } from '../quota/clock-windows.js';
+
 /**
  * One model call, as it is metered: written once when the call ends (its answer sent or
  * refused), never changed.
@@ -72,5 +74,5 @@ export interface UsageStore {
 
 /** The UTC day of a record, as `summarize(…, 'day')` groups it. */
 export function usageDay(time: number): string {
-  return new Date(time).toISOString().slice(0, 10);
+  return utcDate(time);
 }

@@ -18,16 +18,23 @@ import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { underPath } from '../../lib/under-path.js';
 import { listen } from './http.js';
 
-export const OPENAI_UPSTREAM = 'https://openai.upstream.test';
-export const ANTHROPIC_UPSTREAM = 'https://anthropic.upstream.test';
 export const OPENAI_PROVIDER_KEY = 'sk-provider-openai-secret';
 export const ANTHROPIC_PROVIDER_KEY = 'sk-ant-provider-secret';
 
-export const PROVIDERS: Provider[] = [
-  echoProvider({ id: 'local' }),
-  openAIProvider({ id: 'openai', baseURL: `${OPENAI_UPSTREAM}/v1`, apiKey: OPENAI_PROVIDER_KEY }),
-  anthropicProvider({ id: 'anthropic', baseURL: ANTHROPIC_UPSTREAM, apiKey: ANTHROPIC_PROVIDER_KEY }),
-];
+/**
+ * The providers of CATALOG: echo (`local`), and OpenAI's and Anthropic's APIs at `upstream` (a
+ * `scriptedUpstream()`'s url), each with its provider key. Without `upstream`, nothing answers
+ * there: for tests whose calls never reach an upstream.
+ */
+export function catalogProviders(upstream = 'http://upstream.invalid'): Provider[] {
+  return [
+    echoProvider({ id: 'local' }),
+    openAIProvider({ id: 'openai', baseURL: `${upstream}/v1`, apiKey: OPENAI_PROVIDER_KEY }),
+    anthropicProvider({ id: 'anthropic', baseURL: upstream, apiKey: ANTHROPIC_PROVIDER_KEY }),
+  ];
+}
+
+export const PROVIDERS: Provider[] = catalogProviders();
 
 export const CATALOG: CatalogModel[] = [
   { id: 'echo-1', provider: 'local', upstreamModel: 'echo-upstream-1', created: 1_744_000_000 },

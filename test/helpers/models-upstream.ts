@@ -1,6 +1,7 @@
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Readable } from 'node:stream';
 
 /** A complete Anthropic Messages answer saying `text`, as the upstream sends it. */
 export function anthropicMessage(text: string) {
@@ -13,6 +14,78 @@ export function anthropicMessage(text: string) {
     stop_reason: 'end_turn',
     stop_sequence: null,
     usage: { input_tokens: 10, output_tokens: 4 },
+  };
+}
+
+/** A request a `scriptedUpstream()` received: its path, headers and body (parsed when JSON). */
+export interface UpstreamRequest {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Record<string, unknown>;
+}
+
+/** How a scripted upstream answers one request. */
+export type UpstreamAnswer = (res: ServerResponse, request: UpstreamRequest) => void;
+
+/** An answer of `status` with `body` (JSON, or a string as it is) and `headers`. */
+export function reply(status: number, body: unknown, headers: Record<string, string> = {}): UpstreamAnswer {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  return (res) => res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(text);
+}
+
+/**
+ * A 200 event stream of what `events` gives, as it gives it; when `events` fails, the connection
+ * is dropped mid-answer, as an upstream that breaks down.
+ */
+export function replyEvents(events: Readable): UpstreamAnswer {
+  return (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.flushHeaders();
+    events.on('error', () => res.destroy());
+    events.pipe(res);
+  };
+}
+
+/**
+ * A real upstream on a loopback port, answering as each test scripts it: `answer(path, how)`
+ * answers the next request to `path` with `how` (answers for one path are used in order).
+ * `received` holds every request; one that nothing was scripted for is answered 501.
+ */
+export async function scriptedUpstream() {
+  const scripted = new Map<string, UpstreamAnswer[]>();
+  const received: UpstreamRequest[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const request = { path: req.url ?? '', headers: req.headers, body: JSON.parse(text || '{}') as Record<string, unknown> };
+      received.push(request);
+      const how = scripted.get(request.path)?.shift();
+      if (how) how(res, request);
+      else res.writeHead(501, { 'content-type': 'application/json' }).end('{"error":{"message":"nothing scripted"}}');
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    received,
+    answer(path: string, how: UpstreamAnswer, times = 1) {
+      const queue = scripted.get(path) ?? [];
+      for (let index = 0; index < times; index++) queue.push(how);
+      scripted.set(path, queue);
+    },
+    /** Answers scripted and not used yet. */
+    get pending() {
+      return [...scripted.values()].reduce((sum, queue) => sum + queue.length, 0);
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

@@ -1,12 +1,12 @@
 import test from 'ava';
-import nock from 'nock';
-import { ANTHROPIC_PROVIDER_KEY, ANTHROPIC_UPSTREAM, modelsApp } from '../helpers/models-app.js';
+import { ANTHROPIC_PROVIDER_KEY, catalogProviders, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
-import { mockUpstreams } from '../helpers/nock.js';
+import { reply, scriptedUpstream } from '../helpers/models-upstream.js';
 
-const gateway = await modelsApp();
-test.after.always(() => gateway.close());
-mockUpstreams(test);
+// A real upstream, its answers scripted by each test: the tests run serially.
+const upstream = await scriptedUpstream();
+const gateway = await modelsApp({ providers: catalogProviders(upstream.url) });
+test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
 
 const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
 const count = (key: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -24,13 +24,8 @@ async function shapeB(t: { is(a: unknown, b: unknown): void; regex(a: string, r:
 const errorB = (type: string, message: string) => ({ type: 'error', error: { type, message }, request_id: undefined });
 
 test.serial('an anthropic provider gets {baseURL}/v1/messages/count_tokens with the upstream model, the PDF itself, its key and the client headers', async (t) => {
-  const received: Array<{ headers: Record<string, unknown>; body: unknown }> = [];
-  nock(ANTHROPIC_UPSTREAM)
-    .post('/v1/messages/count_tokens')
-    .reply(function (_uri, body) {
-      received.push({ headers: { ...this.req.headers }, body });
-      return [200, { input_tokens: 1234, request_id: undefined }];
-    });
+  const from = upstream.received.length;
+  upstream.answer('/v1/messages/count_tokens', reply(200, { input_tokens: 1234 }));
   const pdf = makePdf(1, 100);
   const fileId = await gateway.storePdf(pdf, { filename: 'brief.pdf' });
   const key = await gateway.keyFor();
@@ -40,9 +35,10 @@ test.serial('an anthropic provider gets {baseURL}/v1/messages/count_tokens with 
     { 'anthropic-beta': 'files-api-2025-04-14' },
   );
   t.deepEqual(await shapeB(t, response), [200, { input_tokens: 1234, request_id: undefined }]);
-  const [upstream] = received;
-  t.like(upstream?.headers, { 'x-api-key': ANTHROPIC_PROVIDER_KEY, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'files-api-2025-04-14' });
-  t.deepEqual(upstream?.body, {
+  const [received] = upstream.received.slice(from);
+  t.is(received?.path, '/v1/messages/count_tokens');
+  t.like(received?.headers, { 'x-api-key': ANTHROPIC_PROVIDER_KEY, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'files-api-2025-04-14' });
+  t.deepEqual(received?.body, {
     model: 'claude-sonnet-4-5-20250929',
     messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') }, title: 'brief.pdf' }] }],
   });

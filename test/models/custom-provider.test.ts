@@ -1,16 +1,18 @@
+import { Readable } from 'node:stream';
 import test from 'ava';
 import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 
-// A team's own upstream, written in the test as a user would write it: no kind, no registry, no fork.
+// A team's own upstream, written in the test as a user would write it: no kind, no registry, no
+// fork. It answers with Node streams on one endpoint, with a fetch Response on the other.
 const received: ProviderRequest[] = [];
 const inHouse: Provider = {
   id: 'in-house',
   async chatCompletions(request) {
     received.push(request);
     const answer = { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: request.body.model, choices: [] };
-    return new Response(JSON.stringify(answer), { headers: { 'content-type': 'application/json' } });
+    return { statusCode: 200, headers: { 'content-type': 'application/json' }, body: Readable.from([JSON.stringify(answer)]) };
   },
   async messages(request) {
     received.push(request);

@@ -1,13 +1,14 @@
 import { once } from 'node:events';
 import { createServer, request, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import test from 'ava';
+import type { ProviderAnswer } from '../../lib/models/provider.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { streamingUpstream } from '../helpers/models-upstream.js';
 
-// Real sockets, no nock: the upstream is a local server, or a port where nothing listens.
+// Real sockets: the upstream is a local server, or a port where nothing listens.
 const upstream = await streamingUpstream();
 const closed = createServer();
 closed.listen(0, '127.0.0.1');
@@ -69,6 +70,27 @@ test.serial('an upstream where nothing listens is 502, naming no address', async
   const response = await gateway.post('/v1/chat/completions', { model: 'gone-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${await gateway.keyFor()}` });
   t.is(response.status, 502);
   t.deepEqual(await response.json(), { error: { message: 'Upstream provider error', type: 'server_error', param: null, code: 'upstream_error' } });
-  const [reported] = gateway.reported.slice(-1) as Array<{ cause?: { cause?: { code?: string } } }>;
-  t.is(reported?.cause?.cause?.code, 'ECONNREFUSED', 'the cause reaches the log');
+  const [reported] = gateway.reported.slice(-1) as Array<{ cause?: { code?: string } }>;
+  t.is(reported?.cause?.code, 'ECONNREFUSED', 'the cause reaches the log');
+});
+
+test.serial("a provider's close() ends its keep-alive connections to the upstream", async (t) => {
+  const server = createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const sockets: Socket[] = [];
+  server.on('connection', (socket: Socket) => sockets.push(socket));
+  const provider = openAIProvider({ id: 'closing', baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
+  const answer = await provider.chatCompletions?.({ body: { model: 'm' }, headers: {}, signal: new AbortController().signal });
+  t.is((answer as ProviderAnswer | undefined)?.statusCode, 200);
+  for await (const chunk of (answer as ProviderAnswer).body) t.truthy(chunk);
+  t.is(sockets.length, 1);
+  t.false(sockets[0]?.destroyed, 'kept alive for the next call');
+  const socketClosed = once(sockets[0] as Socket, 'close');
+  await provider.close?.();
+  await socketClosed;
+  await new Promise((resolve) => server.close(resolve));
 });

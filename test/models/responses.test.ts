@@ -1,14 +1,14 @@
 import { PassThrough } from 'node:stream';
 import test from 'ava';
-import nock from 'nock';
 import { responseObject, responseUsage } from '../../lib/models/responses.js';
-import { OPENAI_PROVIDER_KEY, OPENAI_UPSTREAM, modelsApp } from '../helpers/models-app.js';
+import { OPENAI_PROVIDER_KEY, catalogProviders, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
-import { mockUpstreams } from '../helpers/nock.js';
+import { reply, replyEvents, scriptedUpstream } from '../helpers/models-upstream.js';
 
-const gateway = await modelsApp();
-test.after.always(() => gateway.close());
-mockUpstreams(test);
+// A real upstream, its answers scripted by each test: the tests run serially.
+const upstream = await scriptedUpstream();
+const gateway = await modelsApp({ providers: catalogProviders(upstream.url) });
+test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
 
 const create = (key: string, body: unknown) => gateway.post('/v1/responses', body, { authorization: `Bearer ${key}` });
 const shapeA = (type: string, code: string, message: string) => ({ error: { message, type, param: null, code } });
@@ -71,21 +71,18 @@ test.serial('input_file by file_id: needs files:read, 400 when malformed, 404 wh
 });
 
 test.serial('an openai provider gets {baseURL}/responses with the upstream model, the PDF itself and its own key', async (t) => {
-  const received: Array<{ authorization: unknown; body: Record<string, unknown> }> = [];
-  nock(OPENAI_UPSTREAM)
-    .post('/v1/responses')
-    .reply(function (_uri, body) {
-      received.push({ authorization: this.req.headers.authorization, body: body as Record<string, unknown> });
-      return [200, upstreamAnswer];
-    });
+  const from = upstream.received.length;
+  upstream.answer('/v1/responses', reply(200, upstreamAnswer));
   const pdf = makePdf(2, 300);
   const fileId = await gateway.storePdf(pdf, { filename: 'q3.pdf' });
   const response = await create(await gateway.keyFor(), { model: 'gpt-test', instructions: 'Be brief.', input: withFile(fileId) });
   t.is(response.status, 200);
   t.regex(response.headers.get('x-request-id') ?? '', /^req_[A-Za-z0-9]{32}$/);
   t.like(await response.json(), { id: upstreamAnswer.id, output: upstreamAnswer.output, usage: upstreamAnswer.usage });
+  const received = upstream.received.slice(from).map(({ path, headers, body }) => ({ path, authorization: headers.authorization, body }));
   t.deepEqual(received, [
     {
+      path: '/v1/responses',
       authorization: `Bearer ${OPENAI_PROVIDER_KEY}`,
       body: {
         model: 'gpt-4o-mini-2024-07-18',
@@ -105,10 +102,10 @@ test.serial('an openai provider gets {baseURL}/responses with the upstream model
 });
 
 test.serial('a streamed answer passes through event by event; a failure after that is an error event', async (t) => {
-  const upstream = new PassThrough();
-  nock(OPENAI_UPSTREAM).post('/v1/responses').reply(200, () => upstream, { 'content-type': 'text/event-stream' });
+  const events = new PassThrough();
+  upstream.answer('/v1/responses', replyEvents(events));
   const created = `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { ...upstreamAnswer, status: 'in_progress', output: [], usage: null } })}\n\n`;
-  upstream.write(created);
+  events.write(created);
   const response = await create(await gateway.keyFor(), { model: 'gpt-test', input: 'hi', stream: true });
   t.is(response.status, 200);
   t.regex(response.headers.get('content-type') ?? '', /^text\/event-stream/);
@@ -116,7 +113,7 @@ test.serial('a streamed answer passes through event by event; a failure after th
   const first = (await reader.read()).value ?? '';
   t.true(first.startsWith('event: response.created\ndata: '));
   t.like(JSON.parse(first.slice(first.indexOf('{'))), { type: 'response.created', sequence_number: 0, response: { id: 'resp_upstream' } });
-  upstream.destroy(new Error('connection reset'));
+  events.destroy(new Error('connection reset'));
   let rest = '';
   for (let read = await reader.read(); !read.done; read = await reader.read()) rest += read.value;
   t.is(rest, `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'upstream_error', message: 'Upstream provider error', param: null, sequence_number: 0 })}\n\n`);

@@ -1,18 +1,16 @@
 import { PassThrough } from 'node:stream';
 import Anthropic from '@anthropic-ai/sdk';
 import test from 'ava';
-import nock from 'nock';
 import OpenAI from 'openai';
-import { ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, modelsApp } from '../helpers/models-app.js';
+import { catalogProviders, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
-import { anthropicMessage } from '../helpers/models-upstream.js';
-import { mockUpstreams } from '../helpers/nock.js';
+import { anthropicMessage, reply, replyEvents, scriptedUpstream } from '../helpers/models-upstream.js';
 
-// The official SDKs as clients of the composed gateway; nock stands in for the upstreams and is
-// process-global, so every test is serial and only our own loopback server is reachable.
-const gateway = await modelsApp();
-test.after.always(() => gateway.close());
-mockUpstreams(test);
+// The official SDKs as clients of the composed gateway, in front of a real upstream whose answers
+// each test scripts: the tests run serially.
+const upstream = await scriptedUpstream();
+const gateway = await modelsApp({ providers: catalogProviders(upstream.url) });
+test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
 
 const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
 const openai = (apiKey: string) => new OpenAI({ apiKey, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
@@ -50,23 +48,22 @@ test.serial('openai SDK: streaming against echo', async (t) => {
 
 test.serial('openai SDK: against an OpenAI upstream, whole and streamed', async (t) => {
   const client = openai(await gateway.keyFor());
-  nock(OPENAI_UPSTREAM)
-    .post('/v1/chat/completions')
-    .reply(200, {
+  upstream.answer(
+    '/v1/chat/completions',
+    reply(200, {
       id: 'chatcmpl-1',
       object: 'chat.completion',
       created: 1,
       model: 'gpt-4o-mini-2024-07-18',
       choices: [{ index: 0, message: { role: 'assistant', content: 'Hi from upstream', refusal: null }, logprobs: null, finish_reason: 'stop' }],
-    });
+    }),
+  );
   const completion = await client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] });
   t.is(completion.choices[0]?.message.content, 'Hi from upstream');
 
   const chunk = (content: string) =>
     `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
-  nock(OPENAI_UPSTREAM)
-    .post('/v1/chat/completions')
-    .reply(200, [chunk('Hi '), chunk('there'), 'data: [DONE]\n\n'].join(''), { 'content-type': 'text/event-stream' });
+  upstream.answer('/v1/chat/completions', reply(200, [chunk('Hi '), chunk('there'), 'data: [DONE]\n\n'].join(''), { 'content-type': 'text/event-stream' }));
   let text = '';
   for await (const part of await client.chat.completions.create({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] })) {
     text += part.choices[0]?.delta.content ?? '';
@@ -76,7 +73,7 @@ test.serial('openai SDK: against an OpenAI upstream, whole and streamed', async 
 
 test.serial('openai SDK: a failure mid-stream surfaces as an APIError with our message', async (t) => {
   const body = new PassThrough();
-  nock(OPENAI_UPSTREAM).post('/v1/chat/completions').reply(200, () => body, { 'content-type': 'text/event-stream' });
+  upstream.answer('/v1/chat/completions', replyEvents(body));
   body.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'Hi' }, finish_reason: null }] })}\n\n`);
   const stream = await openai(await gateway.keyFor()).chat.completions.create({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] });
   const error = await t.throwsAsync(async () => {
@@ -135,16 +132,14 @@ test.serial('anthropic SDK: streaming against echo', async (t) => {
 
 test.serial('anthropic SDK: against an Anthropic upstream, whole and streamed', async (t) => {
   const client = anthropic(await gateway.keyFor());
-  nock(ANTHROPIC_UPSTREAM)
-    .post('/v1/messages')
-    .reply(200, anthropicMessage('Hi from upstream'));
+  upstream.answer('/v1/messages', reply(200, anthropicMessage('Hi from upstream')));
   const message = await client.messages.create({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
   t.deepEqual(message.content, [{ type: 'text', text: 'Hi from upstream' }]);
 
   const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
-  nock(ANTHROPIC_UPSTREAM)
-    .post('/v1/messages')
-    .reply(
+  upstream.answer(
+    '/v1/messages',
+    reply(
       200,
       [
         event('message_start', { message: { id: 'msg_2', type: 'message', role: 'assistant', model: 'claude', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 0 } } }),
@@ -156,14 +151,15 @@ test.serial('anthropic SDK: against an Anthropic upstream, whole and streamed', 
         event('message_stop', {}),
       ].join(''),
       { 'content-type': 'text/event-stream' },
-    );
+    ),
+  );
   const final = await client.messages.stream({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
   t.like(final.content[0], { type: 'text', text: 'Hi there' });
 });
 
 test.serial('anthropic SDK: a failure mid-stream surfaces as an APIError', async (t) => {
   const body = new PassThrough();
-  nock(ANTHROPIC_UPSTREAM).post('/v1/messages').reply(200, () => body, { 'content-type': 'text/event-stream' });
+  upstream.answer('/v1/messages', replyEvents(body));
   body.write(
     `event: message_start\ndata: ${JSON.stringify({ type: 'message_start', message: { id: 'msg_3', type: 'message', role: 'assistant', model: 'claude', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 0 } } })}\n\n`,
   );

@@ -1,35 +1,27 @@
 import test from 'ava';
 import { errors } from '../../lib/errors/gateway-error.js';
-import { anthropicErrorEvent, eventFields, openAIErrorEvent, splitEvents, wholeEvents, withData } from '../../lib/models/server-sent-events.js';
+import { anthropicErrorEvent, eventFields, EventSplitter, openAIErrorEvent, withData } from '../../lib/models/server-sent-events.js';
 
-async function regroup(chunks: string[]): Promise<string[]> {
-  const encoder = new TextEncoder();
-  async function* source() {
-    for (const chunk of chunks) yield encoder.encode(chunk);
-  }
-  const out: string[] = [];
-  for await (const events of wholeEvents(source())) out.push(events);
-  return out;
+/** The events each chunk completes, then those of the end. */
+function regroup(chunks: Array<string | Buffer>): string[][] {
+  const splitter = new EventSplitter();
+  return [...chunks.map((chunk) => splitter.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk)), splitter.end()];
 }
 
-test('whole events pass at once; a partial event waits for its end', async (t) => {
-  t.deepEqual(await regroup(['data: 1\n\ndata: 2\n\n']), ['data: 1\n\ndata: 2\n\n']);
-  t.deepEqual(await regroup(['data: 1\n\ndata: 2', '2\n', '\n']), ['data: 1\n\n', 'data: 22\n\n']);
-  t.deepEqual(await regroup(['event: a\r\ndata: 1\r\n\r\n', 'data: 2\r', '\n\r\n']), ['event: a\r\ndata: 1\r\n\r\n', 'data: 2\r\n\r\n']);
+test('whole events pass at once; a partial event waits for its end', (t) => {
+  t.deepEqual(regroup(['data: 1\n\ndata: 2\n\n']), [['data: 1\n\n', 'data: 2\n\n'], []]);
+  t.deepEqual(regroup(['data: 1\n\ndata: 2', '2\n', '\n']), [['data: 1\n\n'], [], ['data: 22\n\n'], []]);
+  t.deepEqual(regroup(['event: a\r\ndata: 1\r\n\r\n', 'data: 2\r', '\n\r', '\n']), [['event: a\r\ndata: 1\r\n\r\n'], [], [], ['data: 2\r\n\r\n'], []]);
 });
 
-test('a multi-byte character split across chunks is kept whole', async (t) => {
-  const bytes = new TextEncoder().encode('data: "é€"\n\n');
-  async function* source() {
-    for (const byte of bytes) yield Uint8Array.of(byte);
-  }
-  const out: string[] = [];
-  for await (const events of wholeEvents(source())) out.push(events);
-  t.deepEqual(out, ['data: "é€"\n\n']);
+test('a multi-byte character split across chunks is kept whole', (t) => {
+  const bytes = Buffer.from('data: "é€"\n\n');
+  const events = regroup([...bytes].map((byte) => Buffer.of(byte))).flat();
+  t.deepEqual(events, ['data: "é€"\n\n']);
 });
 
-test('what is left when the upstream ends normally is passed on as it is', async (t) => {
-  t.deepEqual(await regroup(['data: 1\n\ndata: [DONE]\n']), ['data: 1\n\n', 'data: [DONE]\n']);
+test('what is left when the upstream ends normally is passed on as it is', (t) => {
+  t.deepEqual(regroup(['data: 1\n\ndata: [DONE]\n']), [['data: 1\n\n'], ['data: [DONE]\n']]);
 });
 
 test('error events carry the fields of the two error shapes', (t) => {
@@ -43,12 +35,10 @@ test('error events carry the fields of the two error shapes', (t) => {
   );
 });
 
-test('a run of whole events splits into events, whatever their line ends; a rewritten event keeps its other fields', (t) => {
-  t.deepEqual(splitEvents('data: 1\n\nevent: a\r\ndata: 2\r\n\r\ndata: 3\r\rdata: [DONE]\n'), [
-    'data: 1\n\n',
-    'event: a\r\ndata: 2\r\n\r\n',
-    'data: 3\r\r',
-    'data: [DONE]\n',
+test('events split whatever their line ends; a rewritten event keeps its other fields', (t) => {
+  t.deepEqual(regroup(['data: 1\n\nevent: a\r\ndata: 2\r\n\r\ndata: 3\r\rdata: [DONE]\n']), [
+    ['data: 1\n\n', 'event: a\r\ndata: 2\r\n\r\n', 'data: 3\r\r'],
+    ['data: [DONE]\n'],
   ]);
   t.deepEqual(eventFields('event:message_start\nid: 7\ndata: {"a":\ndata: 1}\n\n'), { name: 'message_start', data: '{"a":\n1}' });
   t.deepEqual(eventFields(': a comment\n\n'), { name: undefined, data: undefined });

@@ -6,7 +6,7 @@ import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { modelsApp } from '../helpers/models-app.js';
 
-// Real sockets, no nock: nock's fetch interceptor emulates redirects its own way.
+// Real sockets: the redirecting upstream, and another server where it points.
 async function serve(handler: RequestListener) {
   const server = createServer(handler);
   server.listen(0, '127.0.0.1');

@@ -1,36 +1,19 @@
 import { PassThrough } from 'node:stream';
 import test from 'ava';
-import nock from 'nock';
 import { GatewayError } from '../../lib/errors/gateway-error.js';
-import {
-  ANTHROPIC_PROVIDER_KEY,
-  ANTHROPIC_UPSTREAM,
-  OPENAI_PROVIDER_KEY,
-  OPENAI_UPSTREAM,
-  modelsApp,
-} from '../helpers/models-app.js';
+import { ANTHROPIC_PROVIDER_KEY, OPENAI_PROVIDER_KEY, catalogProviders, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
-import { anthropicMessage } from '../helpers/models-upstream.js';
-import { mockUpstreams } from '../helpers/nock.js';
+import { anthropicMessage, reply, replyEvents, scriptedUpstream, type UpstreamRequest, type UpstreamAnswer } from '../helpers/models-upstream.js';
 
-const gateway = await modelsApp({ timeoutMs: 20_000 });
+// A real upstream, its answers scripted by each test: the tests run serially.
+const upstream = await scriptedUpstream();
+const providers = catalogProviders(upstream.url);
+const gateway = await modelsApp({ timeoutMs: 20_000, providers });
 // The same gateway with a short upstream timeout, for the timeout cases only.
-const impatient = await modelsApp({ timeoutMs: 300 });
-test.after.always(() => Promise.all([gateway.close(), impatient.close()]));
-mockUpstreams(test);
-
-interface Received {
-  headers: Record<string, string | string[] | undefined>;
-  body: Record<string, unknown>;
-}
-
-/** A nock reply callback that records what the upstream received. */
-function recording(received: Received[], status: number, answer: unknown, headers: Record<string, string> = {}) {
-  return function (this: { req: { headers: Received['headers'] } }, _uri: string, body: unknown): [number, unknown, Record<string, string>] {
-    received.push({ headers: { ...this.req.headers }, body: (typeof body === 'string' ? JSON.parse(body) : body) as Received['body'] });
-    return [status, answer, headers];
-  };
-}
+const impatient = await modelsApp({ timeoutMs: 300, providers });
+test.after.always(() => Promise.all([gateway.close(), impatient.close(), upstream.close()]));
+// Each test sees what the upstream received during it.
+test.beforeEach(() => upstream.received.splice(0));
 
 const chat = (key: string, body: unknown) => gateway.post('/v1/chat/completions', body, { authorization: `Bearer ${key}` });
 const messages = (key: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -47,11 +30,10 @@ const openAIAnswer = {
 const anthropicAnswer = anthropicMessage('It is a contract.');
 
 /** Every header value the upstream got, to look for the gateway key in any of them. */
-const headerValues = (received: Received) => Object.values(received.headers).flat().join('\n');
+const headerValues = (received: UpstreamRequest) => Object.values(received.headers).flat().join('\n');
 
 test.serial('chat completions: the upstream gets the upstream model, the PDF itself and the provider key, never the gateway key', async (t) => {
-  const received: Received[] = [];
-  const scope = nock(OPENAI_UPSTREAM).post('/v1/chat/completions').reply(recording(received, 200, openAIAnswer, { 'x-request-id': 'req_upstream' }));
+  upstream.answer('/v1/chat/completions', reply(200, openAIAnswer, { 'x-request-id': 'req_upstream' }));
   const key = await gateway.keyFor();
   const pdf = makePdf(2, 500);
   const fileId = await gateway.storePdf(pdf, { filename: 'q3 report.pdf' });
@@ -64,15 +46,15 @@ test.serial('chat completions: the upstream gets the upstream model, the PDF its
   t.deepEqual(await response.json(), { ...openAIAnswer, model: 'gpt-test' });
   const ours = response.headers.get('x-request-id') ?? '';
   t.regex(ours, /^req_[A-Za-z0-9]{32}$/);
-  t.true(scope.isDone());
 
-  const [upstream] = received;
-  if (!upstream) return t.fail('the upstream was not called');
-  t.is(upstream.headers.authorization, `Bearer ${OPENAI_PROVIDER_KEY}`);
-  t.is(upstream.headers['x-api-key'], undefined);
-  t.false(headerValues(upstream).includes(key));
-  t.false(JSON.stringify(upstream.body).includes(key));
-  t.deepEqual(upstream.body, {
+  const [received] = upstream.received;
+  if (!received) return t.fail('the upstream was not called');
+  t.is(received.path, '/v1/chat/completions');
+  t.is(received.headers.authorization, `Bearer ${OPENAI_PROVIDER_KEY}`);
+  t.is(received.headers['x-api-key'], undefined);
+  t.false(headerValues(received).includes(key));
+  t.false(JSON.stringify(received.body).includes(key));
+  t.deepEqual(received.body, {
     model: 'gpt-4o-mini-2024-07-18',
     temperature: 0.2,
     messages: [
@@ -88,8 +70,7 @@ test.serial('chat completions: the upstream gets the upstream model, the PDF its
 });
 
 test.serial('messages: the upstream gets the provider key, the PDF as a base64 document, and the client anthropic headers', async (t) => {
-  const received: Received[] = [];
-  const scope = nock(ANTHROPIC_UPSTREAM).post('/v1/messages').times(2).reply(recording(received, 200, anthropicAnswer));
+  upstream.answer('/v1/messages', reply(200, anthropicAnswer), 2);
   const key = await gateway.keyFor();
   const pdf = makePdf(4, 300);
   const fileId = await gateway.storePdf(pdf, { filename: 'contract.pdf' });
@@ -111,14 +92,14 @@ test.serial('messages: the upstream gets the provider key, the PDF as a base64 d
   t.deepEqual(await response.json(), { ...anthropicAnswer, model: 'claude-test' });
   t.regex(response.headers.get('request-id') ?? '', /^req_[A-Za-z0-9]{32}$/);
 
-  const [upstream] = received;
-  if (!upstream) return t.fail('the upstream was not called');
-  t.is(upstream.headers['x-api-key'], ANTHROPIC_PROVIDER_KEY);
-  t.is(upstream.headers.authorization, undefined);
-  t.is(upstream.headers['anthropic-version'], '2023-06-01');
-  t.is(upstream.headers['anthropic-beta'], 'files-api-2025-04-14');
-  t.false(headerValues(upstream).includes(key));
-  t.deepEqual(upstream.body, {
+  const [received] = upstream.received;
+  if (!received) return t.fail('the upstream was not called');
+  t.is(received.headers['x-api-key'], ANTHROPIC_PROVIDER_KEY);
+  t.is(received.headers.authorization, undefined);
+  t.is(received.headers['anthropic-version'], '2023-06-01');
+  t.is(received.headers['anthropic-beta'], 'files-api-2025-04-14');
+  t.false(headerValues(received).includes(key));
+  t.deepEqual(received.body, {
     model: 'claude-sonnet-4-5-20250929',
     max_tokens: 200,
     messages: [
@@ -139,9 +120,9 @@ test.serial('messages: the upstream gets the provider key, the PDF as a base64 d
 
   // Without an anthropic-version of the client's, the default one is sent; no anthropic-beta.
   await messages(key, { ...body, messages: [{ role: 'user', content: 'hi' }] });
-  t.is(received[1]?.headers['anthropic-version'], '2023-06-01');
-  t.is(received[1]?.headers['anthropic-beta'], undefined);
-  t.true(scope.isDone());
+  t.is(upstream.received[1]?.headers['anthropic-version'], '2023-06-01');
+  t.is(upstream.received[1]?.headers['anthropic-beta'], undefined);
+  t.is(upstream.pending, 0);
 });
 
 const sseOpenAI = [
@@ -174,15 +155,14 @@ async function readEvents(reader: ReadableStreamDefaultReader<Uint8Array>, count
   return text;
 }
 
-for (const [name, path, upstream, events, call] of [
-  ['chat completions', '/v1/chat/completions', OPENAI_UPSTREAM, sseOpenAI, (key: string) => chat(key, { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] })],
-  ['messages', '/v1/messages', ANTHROPIC_UPSTREAM, sseAnthropic, (key: string) => messages(key, { model: 'claude-test', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] })],
+for (const [name, path, events, call] of [
+  ['chat completions', '/v1/chat/completions', sseOpenAI, (key: string) => chat(key, { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] })],
+  ['messages', '/v1/messages', sseAnthropic, (key: string) => messages(key, { model: 'claude-test', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] })],
 ] as const) {
   test.serial(`${name}: a stream passes through event by event, each as soon as the upstream sends it`, async (t) => {
     t.timeout(20_000, 'an event held back by the gateway never arrives');
     const body = new PassThrough();
-    const received: Received[] = [];
-    nock(upstream).post(path).reply(recording(received, 200, body, { 'content-type': 'text/event-stream' }));
+    upstream.answer(path, replyEvents(body));
     body.write(events[0] ?? '');
     const response = await call(await gateway.keyFor());
     t.is(response.status, 200);
@@ -200,13 +180,13 @@ for (const [name, path, upstream, events, call] of [
     body.end();
     t.is(await readEvents(reader, events.length - 2), events.slice(2).map(asClient).join(''));
     t.true((await reader.read()).done);
-    t.is(received[0]?.body.stream, true);
+    t.is(upstream.received[0]?.body.stream, true);
   });
 }
 
 test.serial('chat completions: an upstream failure mid-stream ends the stream with an OpenAI error event', async (t) => {
   const body = new PassThrough();
-  nock(OPENAI_UPSTREAM).post('/v1/chat/completions').reply(200, () => body, { 'content-type': 'text/event-stream' });
+  upstream.answer('/v1/chat/completions', replyEvents(body));
   body.write(sseOpenAI[0] ?? '');
   const reported = gateway.reported.length;
   const response = await chat(await gateway.keyFor(), { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] });
@@ -225,7 +205,7 @@ test.serial('chat completions: an upstream failure mid-stream ends the stream wi
 
 test.serial('messages: an upstream going silent mid-stream ends the stream with an Anthropic error event (timeout)', async (t) => {
   const body = new PassThrough();
-  nock(ANTHROPIC_UPSTREAM).post('/v1/messages').reply(200, () => body, { 'content-type': 'text/event-stream' });
+  upstream.answer('/v1/messages', replyEvents(body));
   body.write(sseAnthropic[0] ?? '');
   const response = await impatient.post('/v1/messages', { model: 'claude-test', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': await impatient.keyFor() });
   t.is(response.status, 200);
@@ -238,9 +218,7 @@ test.serial('messages: an upstream going silent mid-stream ends the stream with 
 });
 
 test.serial('a streaming request answered by a failure before any event gets an ordinary error response', async (t) => {
-  nock(OPENAI_UPSTREAM)
-    .post('/v1/chat/completions')
-    .reply(429, { error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } }, { 'retry-after': '7' });
+  upstream.answer('/v1/chat/completions', reply(429, { error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } }, { 'retry-after': '7' }));
   const response = await chat(await gateway.keyFor(), { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] });
   t.is(response.status, 429);
   t.is(response.headers.get('retry-after'), '7');
@@ -250,7 +228,7 @@ test.serial('a streaming request answered by a failure before any event gets an 
 });
 
 test.serial('a streaming request answered with JSON instead of events is 502', async (t) => {
-  nock(ANTHROPIC_UPSTREAM).post('/v1/messages').reply(200, anthropicAnswer);
+  upstream.answer('/v1/messages', reply(200, anthropicAnswer));
   const response = await messages(await gateway.keyFor(), { model: 'claude-test', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] });
   t.is(response.status, 502);
   t.like(await response.json(), { type: 'error', error: { type: 'api_error', message: 'Upstream provider error' } });
@@ -261,24 +239,24 @@ const messagesBody = { model: 'claude-test', max_tokens: 5, messages: [{ role: '
 const upstreamError = { status: 502, body: { error: { message: 'Upstream provider error', type: 'server_error', param: null, code: 'upstream_error' } } };
 const upstreamErrorB = { status: 502, body: { type: 'error', error: { type: 'api_error', message: 'Upstream provider error' } } };
 
-const failures: Array<[string, (scope: nock.Interceptor) => nock.Scope]> = [
-  ['unreachable', (scope) => scope.replyWithError({ code: 'ECONNREFUSED', message: `connect ECONNREFUSED 10.1.2.3:443 ${OPENAI_PROVIDER_KEY}` })],
-  ['a 500', (scope) => scope.reply(500, { error: { message: `internal failure at 10.1.2.3 for ${OPENAI_PROVIDER_KEY}` } })],
-  ['a 503', (scope) => scope.reply(503, 'Service Unavailable')],
-  ['a 401 for the provider key', (scope) => scope.reply(401, { error: { message: 'Incorrect API key provided: sk-pro***', code: 'invalid_api_key' } })],
-  ['a 404 for the upstream model', (scope) => scope.reply(404, { error: { message: 'The model does not exist', code: 'model_not_found' } })],
-  ['a body that is not JSON', (scope) => scope.reply(200, '<html>gateway page</html>', { 'content-type': 'text/html' })],
-  ['JSON that is not an object', (scope) => scope.reply(200, '[1,2]', { 'content-type': 'application/json' })],
+const failures: Array<[string, UpstreamAnswer]> = [
+  ['the connection dropped without an answer', (res) => res.socket?.destroy()],
+  ['a 500', reply(500, { error: { message: `internal failure at 10.1.2.3 for ${OPENAI_PROVIDER_KEY}` } })],
+  ['a 503', reply(503, 'Service Unavailable', { 'content-type': 'text/plain' })],
+  ['a 401 for the provider key', reply(401, { error: { message: 'Incorrect API key provided: sk-pro***', code: 'invalid_api_key' } })],
+  ['a 404 for the upstream model', reply(404, { error: { message: 'The model does not exist', code: 'model_not_found' } })],
+  ['a body that is not JSON', reply(200, '<html>gateway page</html>', { 'content-type': 'text/html' })],
+  ['JSON that is not an object', reply(200, '[1,2]')],
 ];
 
-for (const [name, reply] of failures) {
+for (const [name, answer] of failures) {
   test.serial(`upstream failure, ${name}: 502 in each shape, naming no address, key or upstream body`, async (t) => {
     const key = await gateway.keyFor();
-    reply(nock(OPENAI_UPSTREAM).post('/v1/chat/completions'));
+    upstream.answer('/v1/chat/completions', answer);
     const openAI = await chat(key, chatBody);
     const text = await openAI.text();
     t.deepEqual({ status: openAI.status, body: JSON.parse(text) as unknown }, upstreamError);
-    reply(nock(ANTHROPIC_UPSTREAM).post('/v1/messages'));
+    upstream.answer('/v1/messages', answer);
     const anthropic = await messages(key, messagesBody);
     const body = (await anthropic.json()) as { request_id?: string };
     t.deepEqual({ status: anthropic.status, body: { ...body, request_id: undefined } }, { ...upstreamErrorB, body: { ...upstreamErrorB.body, request_id: undefined } });
@@ -288,11 +266,12 @@ for (const [name, reply] of failures) {
 
 test.serial('an upstream that does not answer within timeoutMs is 504 in each shape', async (t) => {
   const key = await impatient.keyFor();
-  nock(OPENAI_UPSTREAM).post('/v1/chat/completions').delay(5000).reply(200, openAIAnswer);
+  // It never answers.
+  upstream.answer('/v1/chat/completions', () => undefined);
   const openAI = await impatient.post('/v1/chat/completions', chatBody, { authorization: `Bearer ${key}` });
   t.is(openAI.status, 504);
   t.deepEqual(await openAI.json(), { error: { message: 'Upstream provider timed out', type: 'server_error', param: null, code: 'upstream_timeout' } });
-  nock(ANTHROPIC_UPSTREAM).post('/v1/messages').delay(5000).reply(200, anthropicAnswer);
+  upstream.answer('/v1/messages', () => undefined);
   const anthropic = await impatient.post('/v1/messages', messagesBody, { 'x-api-key': key });
   t.is(anthropic.status, 504);
   t.like(await anthropic.json(), { type: 'error', error: { type: 'api_error', message: 'Upstream provider timed out' } });
@@ -300,28 +279,32 @@ test.serial('an upstream that does not answer within timeoutMs is 504 in each sh
 
 test.serial('upstream refusals (400, 413, 422, 429) keep their status and message, in our shape', async (t) => {
   const key = await gateway.keyFor();
-  nock(OPENAI_UPSTREAM)
-    .post('/v1/chat/completions')
-    .reply(400, { error: { message: "This model's maximum context length is 128000 tokens.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } });
+  upstream.answer(
+    '/v1/chat/completions',
+    reply(400, { error: { message: "This model's maximum context length is 128000 tokens.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } }),
+  );
   const refused = await chat(key, chatBody);
   t.is(refused.status, 400);
   t.deepEqual(await refused.json(), {
     error: { message: "This model's maximum context length is 128000 tokens.", type: 'invalid_request_error', param: null, code: 'context_length_exceeded' },
   });
 
-  nock(OPENAI_UPSTREAM).post('/v1/chat/completions').reply(422, 'Unprocessable');
+  upstream.answer('/v1/chat/completions', reply(422, 'Unprocessable', { 'content-type': 'text/plain' }));
   const unprocessable = await chat(key, chatBody);
   t.is(unprocessable.status, 422);
   t.deepEqual(await unprocessable.json(), {
     error: { message: 'The upstream provider refused the request', type: 'invalid_request_error', param: null, code: 'upstream_error' },
   });
 
-  nock(ANTHROPIC_UPSTREAM).post('/v1/messages').reply(413, { type: 'error', error: { type: 'request_too_large', message: 'Request exceeds the maximum allowed number of bytes.' } });
+  upstream.answer('/v1/messages', reply(413, { type: 'error', error: { type: 'request_too_large', message: 'Request exceeds the maximum allowed number of bytes.' } }));
   const tooLarge = await messages(key, messagesBody);
   t.is(tooLarge.status, 413);
   t.like(await tooLarge.json(), { type: 'error', error: { type: 'request_too_large', message: 'Request exceeds the maximum allowed number of bytes.' } });
 
-  nock(ANTHROPIC_UPSTREAM).post('/v1/messages').reply(429, { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } }, { 'retry-after': '30' });
+  upstream.answer(
+    '/v1/messages',
+    reply(429, { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } }, { 'retry-after': '30' }),
+  );
   const limited = await messages(key, messagesBody);
   t.is(limited.status, 429);
   t.is(limited.headers.get('retry-after'), '30');

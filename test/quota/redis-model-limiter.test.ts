@@ -37,6 +37,32 @@ redisTest('tokens added by one process refuse the calls of another', async (t) =
   t.like(await two.consume(keyId, { tokensPerDay: 100 }), { allowed: false, refusedBy: 'tokens' });
 });
 
+redisTest('a Redis that forgot the scripts (restarted, SCRIPT FLUSH) is given them again: calls keep counting', async (t) => {
+  const time = testClock('2030-01-15T12:00:00.000Z');
+  const redis = await client();
+  const limiter = new RedisModelLimiter({ client: redis, keyPrefix: keyPrefix(), nowMs: time.nowMs });
+  const keyId = newKeyId();
+  const limits = { requestsPerMinute: 5, tokensPerDay: 1000 };
+  await limiter.consume(keyId, limits);
+  await redis.script('FLUSH');
+  t.like(await limiter.consume(keyId, limits), { allowed: true, requests: { remaining: 3 } });
+  await redis.script('FLUSH');
+  // Added in one turn: they go to Redis together.
+  await Promise.all([limiter.addTokens(keyId, limits, 7), limiter.addTokens(keyId, limits, 5), limiter.addTokens(newKeyId(), limits, 1)]);
+  t.like(await limiter.usage(keyId), { requestsThisMinute: 2, tokensToday: 12 });
+});
+
+redisTest('tokens added in one turn of the event loop are each counted, for their own key', async (t) => {
+  const time = testClock('2030-01-15T12:00:00.000Z');
+  const limiter = new RedisModelLimiter({ client: await client(), keyPrefix: keyPrefix(), nowMs: time.nowMs });
+  const keyIds = Array.from({ length: 20 }, () => newKeyId());
+  await Promise.all(keyIds.map((keyId, index) => limiter.addTokens(keyId, { tokensPerMinute: 1000 }, index + 1)));
+  t.deepEqual(
+    await Promise.all(keyIds.map(async (keyId) => (await limiter.usage(keyId)).tokensThisMinute)),
+    keyIds.map((_, index) => index + 1),
+  );
+});
+
 redisTest('keys are named per key id and window, and expire a minute after their window', async (t) => {
   const time = testClock('2030-01-15T12:00:30.000Z');
   const redis = await client();

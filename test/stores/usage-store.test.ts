@@ -24,7 +24,7 @@ for (const [name, gate, open] of [
   ['sqlite', test, sqliteDatabase],
   ['postgres', withPostgres(test), postgresDatabase],
 ] as const) {
-  gate(`${name}: a batch that fails in its second chunk stores nothing`, async (t) => {
+  gate(`${name}: a batch with one record the database refuses (its 651st) stores nothing`, async (t) => {
     const store = await knexStore(open);
     const batch = Array.from({ length: 700 }, () => usageRecord());
     batch[650] = { ...usageRecord(), account: null as unknown as string };

@@ -1,6 +1,7 @@
+import { Pool } from 'undici';
 import type { z } from 'zod';
 import { httpBaseUrl, nonEmptyString, settingsObject } from '../../settings/schemas.js';
-import type { ProviderRequest } from '../provider.js';
+import type { ProviderAnswer, ProviderRequest } from '../provider.js';
 
 /**
  * The options of a provider reached over HTTP: `id`, `baseURL` (default: the provider's public
@@ -15,25 +16,47 @@ export const httpProviderOptions = settingsObject({
 
 export type HttpProviderOptions = z.input<typeof httpProviderOptions>;
 
-/** `base` without its trailing slashes, then `path`. */
-export const endpointUrl = (base: string, path: string) => `${base.replace(/\/+$/, '')}${path}`;
+/** The headers of one kind of call: of a JSON answer and of a streamed one. */
+export interface CallHeaders {
+  json: Record<string, string>;
+  stream: Record<string, string>;
+}
+
+/** `headers` (the provider's own: credentials, versions) with the content type and what to accept, for either kind of call. */
+export function callHeaders(headers: Readonly<Record<string, string>>): CallHeaders {
+  const base = { 'content-type': 'application/json' };
+  return { json: { ...base, accept: 'application/json', ...headers }, stream: { ...base, accept: 'text/event-stream', ...headers } };
+}
+
+/** POSTs a request's body as JSON to one endpoint of an upstream, with `headers` as the body asks: streamed or not. */
+export type PostJson = (headers: CallHeaders, request: ProviderRequest) => Promise<ProviderAnswer>;
+
+/** One upstream API: a keep-alive connection pool to its origin. */
+export interface HttpUpstream {
+  /** The endpoint at `path`, below the base URL. */
+  endpoint(path: string): PostJson;
+  /** Closes the pool's connections; a call still under way fails (as when its upstream drops it). */
+  close(): Promise<void>;
+}
 
 /**
- * POSTs the request's body as JSON to a provider, asking for an event stream when the body
- * streams. Redirects are never followed: fetch would resend the body (attached PDFs included) and
- * every credential header but `Authorization` to whatever address the upstream names, and a 3xx
- * answer is a 502 like any other unexpected status.
+ * The upstream at `baseURL`: one undici `Pool` of keep-alive connections to its origin, made
+ * once, for every call of the provider. Redirects are never followed (undici's `request()`
+ * follows none): a 3xx answer is a 502 like any other unexpected status, so the body (attached
+ * PDFs included) and the credentials never go where the upstream names. undici's own timeouts
+ * are off: the model handlers' idle timeout (`timeoutMs`) is the one that applies.
+ * @example const chat = httpUpstream('https://api.openai.com/v1').endpoint('/chat/completions')
  */
-export function postJson(url: string, headers: Readonly<Record<string, string>>, { body, signal }: ProviderRequest): Promise<Response> {
-  return fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: body.stream === true ? 'text/event-stream' : 'application/json',
-      ...headers,
+export function httpUpstream(baseURL: string): HttpUpstream {
+  const base = new URL(baseURL);
+  const prefix = base.pathname.replace(/\/+$/, '');
+  const pool = new Pool(base.origin, { headersTimeout: 0, bodyTimeout: 0 });
+  return {
+    endpoint(path) {
+      const fullPath = `${prefix}${path}${base.search}`;
+      return (headers, { body, signal }) =>
+        pool.request({ path: fullPath, method: 'POST', headers: body.stream === true ? headers.stream : headers.json, body: JSON.stringify(body), signal });
     },
-    body: JSON.stringify(body),
-    signal,
-    redirect: 'manual',
-  });
+    close: () => pool.destroy(),
+  };
 }

@@ -23,30 +23,24 @@ interface UsageRowDb {
   upstream_ms: number | null;
 }
 
-// The columns an insert writes, in the order of `toBindings`.
+// The columns an insert writes.
 const COLUMNS = [
   'time', 'day', 'request_id', 'key_id', 'account', 'endpoint', 'model', 'provider', 'status', 'stream',
   'input_tokens', 'output_tokens', 'attachments', 'latency_ms', 'upstream_first_byte_ms', 'upstream_ms',
 ] as const satisfies ReadonlyArray<keyof UsageRowDb>;
 
-// Rows per statement: under both databases' limits on bound parameters (SQLite 32,766, PostgreSQL 65,535).
-const ROWS_PER_INSERT = 500;
-
-const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
-const insertSql = new Map<number, string>();
+const COLUMN_LIST = COLUMNS.map((column) => `"${column}"`).join(', ');
 
 /**
- * The INSERT of `rows` rows, written once per row count: Knex's insert builder cost about 30 µs
- * per record (BENCHMARKS.md, metering), more than the database's own work.
+ * One INSERT for a whole batch, its rows bound as one JSON array that the database takes apart
+ * (PostgreSQL's json_populate_recordset by the table's own column types, SQLite's json_each): a
+ * bound value per field cost the client more than the database's own work (BENCHMARKS.md, proxy).
+ * Rows are numbered (`seq`) in the array's order.
  */
-function insertStatement(rows: number): string {
-  let sql = insertSql.get(rows);
-  if (sql === undefined) {
-    sql = `insert into ${TABLE} (${COLUMNS.map((column) => `"${column}"`).join(', ')}) values ${Array.from({ length: rows }, () => ROW_PLACEHOLDERS).join(', ')}`;
-    insertSql.set(rows, sql);
-  }
-  return sql;
-}
+const INSERT_SQL: Record<string, string> = {
+  postgresql: `insert into ${TABLE} (${COLUMN_LIST}) select ${COLUMN_LIST} from json_populate_recordset(null::${TABLE}, ?)`,
+  sqlite3: `insert into ${TABLE} (${COLUMN_LIST}) select ${COLUMNS.map((column) => `json_extract(value, '$.${column}')`).join(', ')} from json_each(?)`,
+};
 
 const GROUP_COLUMN: Record<UsageGrouping, string> = { day: 'day', model: 'model', key: 'key_id' };
 
@@ -69,12 +63,6 @@ function toRow(record: UsageRecord): UsageRowDb {
     upstream_first_byte_ms: record.upstreamFirstByteMs,
     upstream_ms: record.upstreamMs,
   };
-}
-
-/** A record's values in the order of `COLUMNS`. */
-function rowBindings(record: UsageRecord): Knex.Value[] {
-  const row = toRow(record);
-  return COLUMNS.map((column) => row[column]);
 }
 
 // pg returns bigint columns and sums as strings, SQLite booleans as 0 and 1.
@@ -110,23 +98,20 @@ function toRecord(row: UsageRowDb): UsageRecord {
 export class KnexUsageStore implements UsageStore {
   readonly #knex: Knex;
   readonly #timeoutMs: number;
+  readonly #insertSql: string;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
+    const insertSql = INSERT_SQL[knex.client.dialect as string];
+    if (insertSql === undefined) throw new TypeError('koa-model-gateway: KnexUsageStore runs on PostgreSQL and SQLite');
     this.#knex = knex;
     this.#timeoutMs = storeTimeoutMs(options);
+    this.#insertSql = insertSql;
   }
 
+  /** All the records or none: one statement. */
   async insert(records: readonly UsageRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const insertChunk = (db: Knex | Knex.Transaction, chunk: readonly UsageRecord[]) => db.raw(insertStatement(chunk.length), chunk.flatMap(rowBindings));
-    // One statement is atomic by itself; more take one transaction.
-    if (records.length <= ROWS_PER_INSERT) {
-      await insertChunk(this.#knex, records);
-      return;
-    }
-    await this.#knex.transaction(async (trx) => {
-      for (let start = 0; start < records.length; start += ROWS_PER_INSERT) await insertChunk(trx, records.slice(start, start + ROWS_PER_INSERT));
-    });
+    await this.#knex.raw(this.#insertSql, [JSON.stringify(records.map(toRow))]);
   }
 
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {

@@ -11,7 +11,7 @@ import {
   type ModelLimits,
   type ModelUsage,
 } from '../../quota/model-limits.js';
-import { answerWithin, partyKey, resolveRedisLimiterOptions, type RedisLimiterOptions } from './redis-limiter.js';
+import { answerWithin, partyKey, RedisScript, resolveRedisLimiterOptions, type RedisLimiterOptions } from './redis-limiter.js';
 
 export interface RedisModelLimiterOptions extends MemoryModelLimiterOptions, RedisLimiterOptions {}
 
@@ -24,7 +24,7 @@ const GRACE_MS = 60_000;
 // full. A refused call counts nothing. Answers the counters as they were before this call.
 // KEYS: requests this minute, tokens this minute, tokens today. ARGV: requestsPerMinute,
 // tokensPerMinute, tokensPerDay (0: no such limit), the minute key's lifetime (ms).
-const CONSUME = `
+const CONSUME = new RedisScript(`
 local requests = tonumber(redis.call('GET', KEYS[1])) or 0
 local minuteTokens = tonumber(redis.call('GET', KEYS[2])) or 0
 local dayTokens = tonumber(redis.call('GET', KEYS[3])) or 0
@@ -35,16 +35,16 @@ if rpm > 0 and not full then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end
 return {requests, minuteTokens, dayTokens}
-`;
+`);
 
 // KEYS: tokens this minute, tokens today. ARGV: tokens, the minute key's lifetime, the day key's (ms).
-const ADD_TOKENS = `
+const ADD_TOKENS = new RedisScript(`
 redis.call('INCRBY', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('INCRBY', KEYS[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1
-`;
+`);
 
 type Keys = [requestsThisMinute: string, tokensThisMinute: string, tokensToday: string];
 
@@ -65,6 +65,7 @@ export class RedisModelLimiter implements ModelLimiter {
   readonly #keyPrefix: string;
   readonly #timeoutMs: number;
   readonly #insurance: MemoryModelLimiter | undefined;
+  readonly #addTokens: (...args: Array<string | number>) => Promise<unknown>;
 
   constructor(options: RedisModelLimiterOptions) {
     const { client, keyPrefix, insurance, timeoutMs, nowMs = Date.now } = options;
@@ -75,6 +76,8 @@ export class RedisModelLimiter implements ModelLimiter {
     this.#keyPrefix = redis.keyPrefix;
     this.#timeoutMs = redis.timeoutMs;
     this.#insurance = redis.insurance === 'memory' ? new MemoryModelLimiter({ nowMs }) : undefined;
+    // Nobody waits for the tokens of an answer that has ended: the calls of one turn go together.
+    this.#addTokens = ADD_TOKENS.batched(this.#client, 2);
   }
 
   async consume(keyId: string, limits: ModelLimits): Promise<ModelLimitDecision> {
@@ -86,7 +89,7 @@ export class RedisModelLimiter implements ModelLimiter {
     let counts: unknown;
     try {
       counts = await this.#answer(
-        this.#client.eval(CONSUME, 3, ...this.#keys(keyId, windows), requestsPerMinute, tokensPerMinute, tokensPerDay, lifetime),
+        CONSUME.run(this.#client, 3, ...this.#keys(keyId, windows), requestsPerMinute, tokensPerMinute, tokensPerDay, lifetime),
       );
     } catch (err) {
       if (this.#insurance) return this.#insurance.consume(keyId, limits);
@@ -104,7 +107,7 @@ export class RedisModelLimiter implements ModelLimiter {
     const [, minuteKey, dayKey] = this.#keys(keyId, windows);
     const lifetimes = [windows.minute.endsAt, windows.day.endsAt].map((endsAt) => Math.ceil(endsAt - now + GRACE_MS));
     try {
-      await this.#answer(this.#client.eval(ADD_TOKENS, 2, minuteKey, dayKey, tokens, ...lifetimes));
+      await this.#answer(this.#addTokens(minuteKey, dayKey, tokens, ...lifetimes));
     } catch (err) {
       if (this.#insurance) return this.#insurance.addTokens(keyId, limits, tokens);
       throw err;

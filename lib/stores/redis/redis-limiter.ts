@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 
@@ -52,20 +53,82 @@ export function partyKey(keyPrefix: string, party: string): string {
 }
 
 /** Redis's answer, or `StoreUnavailableError` when it fails or takes longer than `timeoutMs`. */
-export async function answerWithin<T>(call: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+export function answerWithin<T>(call: Promise<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
       // After a stall (a starved CPU), timers run before the sockets are read: an answer that
       // came meanwhile is read in this same turn of the loop, before setImmediate's callbacks.
       setImmediate(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`, { store: 'redis' })));
     }, timeoutMs);
+    call.then(
+      (answer) => {
+        clearTimeout(timer);
+        resolve(answer);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err, store: 'redis' }));
+      },
+    );
   });
-  try {
-    return await Promise.race([call, timeout]);
-  } catch (err) {
-    throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err, store: 'redis' });
-  } finally {
-    clearTimeout(timer);
+}
+
+/**
+ * A Lua script run by its SHA-1 (EVALSHA), so that its text crosses to Redis only when Redis does
+ * not know it yet (a new or restarted Redis, a SCRIPT FLUSH): then once by EVAL, which loads it.
+ * @example const consume = new RedisScript(CONSUME); await consume.run(client, 1, key, limit)
+ */
+export class RedisScript {
+  readonly #lua: string;
+  readonly #sha: string;
+
+  constructor(lua: string) {
+    this.#lua = lua;
+    this.#sha = createHash('sha1').update(lua).digest('hex');
+  }
+
+  async run(client: Redis, keys: number, ...args: Array<string | number>): Promise<unknown> {
+    try {
+      return await client.evalsha(this.#sha, keys, ...args);
+    } catch (err) {
+      if (!isNoScript(err)) throw err;
+      return client.eval(this.#lua, keys, ...args);
+    }
+  }
+
+  /**
+   * A `run` for calls nobody waits on (counting what has happened): those made in one turn of
+   * the event loop go to Redis together, in one write, once the turn is over.
+   */
+  batched(client: Redis, keys: number): (...args: Array<string | number>) => Promise<unknown> {
+    let waiting: Array<{ args: Array<string | number>; resolve: (answer: unknown) => void; reject: (err: unknown) => void }> = [];
+    const flush = () => {
+      const calls = waiting;
+      waiting = [];
+      if (calls.length === 1) {
+        const [call] = calls as [(typeof calls)[number]];
+        this.run(client, keys, ...call.args).then(call.resolve, call.reject);
+        return;
+      }
+      const pipeline = client.pipeline();
+      for (const { args } of calls) pipeline.evalsha(this.#sha, keys, ...args);
+      pipeline.exec().then(
+        (results) =>
+          calls.forEach((call, index) => {
+            const [err, answer] = results?.[index] ?? [new Error('no answer in the pipeline'), undefined];
+            if (err === null) call.resolve(answer);
+            else if (isNoScript(err)) this.run(client, keys, ...call.args).then(call.resolve, call.reject);
+            else call.reject(err);
+          }),
+        (err: unknown) => calls.forEach((call) => call.reject(err)),
+      );
+    };
+    return (...args) =>
+      new Promise((resolve, reject) => {
+        if (waiting.length === 0) setImmediate(flush);
+        waiting.push({ args, resolve, reject });
+      });
   }
 }
+
+const isNoScript = (err: unknown) => err instanceof Error && err.message.startsWith('NOSCRIPT');

@@ -1,6 +1,6 @@
 import { parseOptions } from '../../../settings/schemas.js';
 import type { Provider, ProviderRequest } from '../../provider.js';
-import { endpointUrl, httpProviderOptions, postJson, type HttpProviderOptions } from '../http.js';
+import { callHeaders, httpProviderOptions, httpUpstream, type CallHeaders, type HttpProviderOptions, type PostJson } from '../http.js';
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 /** Sent when the client sends no `anthropic-version` of its own. */
@@ -9,27 +9,28 @@ const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 /**
  * Anthropic's Messages API: `POST {baseURL}/v1/messages` and `POST {baseURL}/v1/messages/count_tokens`
  * (default base `https://api.anthropic.com`) with `x-api-key: <apiKey>` and the client's
- * `anthropic-version` (default `2023-06-01`) and `anthropic-beta`. It speaks Messages only: its
- * models are not served on /v1/chat/completions or /v1/responses.
+ * `anthropic-version` (default `2023-06-01`) and `anthropic-beta`, over one pool of keep-alive
+ * connections, which `close()` closes. It speaks Messages only: its models are not served on
+ * /v1/chat/completions or /v1/responses.
  * @example anthropicProvider({ id: 'anthropic', apiKey: process.env.ANTHROPIC_API_KEY })
  */
 export function anthropicProvider(options: HttpProviderOptions): Provider {
   const { id, baseURL = DEFAULT_BASE_URL, apiKey } = parseOptions(httpProviderOptions, options, 'anthropicProvider()');
-  const messagesUrl = endpointUrl(baseURL, '/v1/messages');
-  const countTokensUrl = endpointUrl(baseURL, '/v1/messages/count_tokens');
+  const upstream = httpUpstream(baseURL);
   const credentials: Record<string, string> = apiKey === undefined ? {} : { 'x-api-key': apiKey };
-  const post = (url: string, request: ProviderRequest) => {
-    const beta = request.headers['anthropic-beta'];
-    const headers = {
-      'anthropic-version': request.headers['anthropic-version'] ?? DEFAULT_ANTHROPIC_VERSION,
-      ...(beta === undefined ? {} : { 'anthropic-beta': beta }),
-      ...credentials,
-    };
-    return postJson(url, headers, request);
+  // Made once for the calls that ask for nothing but the default version, per call for the others.
+  const usual = callHeaders({ 'anthropic-version': DEFAULT_ANTHROPIC_VERSION, ...credentials });
+  const headersOf = ({ headers }: ProviderRequest): CallHeaders => {
+    const version = headers['anthropic-version'] ?? DEFAULT_ANTHROPIC_VERSION;
+    const beta = headers['anthropic-beta'];
+    if (version === DEFAULT_ANTHROPIC_VERSION && beta === undefined) return usual;
+    return callHeaders({ 'anthropic-version': version, ...(beta === undefined ? {} : { 'anthropic-beta': beta }), ...credentials });
   };
+  const post = (endpoint: PostJson) => (request: ProviderRequest) => endpoint(headersOf(request), request);
   return {
     id,
-    messages: (request) => post(messagesUrl, request),
-    countTokens: (request) => post(countTokensUrl, request),
+    messages: post(upstream.endpoint('/v1/messages')),
+    countTokens: post(upstream.endpoint('/v1/messages/count_tokens')),
+    close: upstream.close,
   };
 }

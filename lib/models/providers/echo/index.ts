@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
+import { addAbortSignal, Readable } from 'node:stream';
 import type { z } from 'zod';
 import { nonEmptyString, parseOptions, settingsObject } from '../../../settings/schemas.js';
 import { isObject, type JsonObject } from '../../content.js';
-import type { Provider, ProviderRequest } from '../../provider.js';
+import type { Provider, ProviderAnswer, ProviderRequest } from '../../provider.js';
 import { answerLines, inputWords, receivedChat, receivedMessages, receivedResponses, responsesMessages, words } from './received.js';
 
 /** The echo provider needs nothing but its `id`. */
@@ -12,29 +13,19 @@ export type EchoProviderOptions = z.input<typeof echoProviderOptions>;
 
 const sse = (data: unknown, event?: string) => `${event === undefined ? '' : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`;
 
-function json(status: number, body: unknown): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+function json(statusCode: number, body: unknown): ProviderAnswer {
+  return { statusCode, headers: { 'content-type': 'application/json' }, body: Readable.from([JSON.stringify(body)]) };
 }
 
-/** Server-sent events, one chunk per event, so the client sees them arrive one by one. */
-function eventStream(events: string[], signal: AbortSignal): Response {
-  const encoder = new TextEncoder();
-  let next = 0;
-  const body = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (signal.aborted) return controller.error(signal.reason);
-      const event = events[next++];
-      if (event === undefined) controller.close();
-      else controller.enqueue(encoder.encode(event));
-    },
-  });
-  return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' } });
+/** Server-sent events, one chunk per event, so the client sees them arrive one by one; ended by `signal`. */
+function eventStream(events: string[], signal: AbortSignal): ProviderAnswer {
+  return { statusCode: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' }, body: addAbortSignal(signal, Readable.from(events)) };
 }
 
 // The same request gets the same id, so answers are reproducible.
 const digest = (body: JsonObject) => createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 24);
 
-function chatCompletion({ body, signal }: ProviderRequest): Response {
+function chatCompletion({ body, signal }: ProviderRequest): ProviderAnswer {
   if (!Array.isArray(body.messages)) {
     return json(400, { error: { message: "'messages' must be an array", type: 'invalid_request_error', param: 'messages', code: null } });
   }
@@ -68,7 +59,7 @@ function chatCompletion({ body, signal }: ProviderRequest): Response {
   return eventStream(events, signal);
 }
 
-function message({ body, signal }: ProviderRequest): Response {
+function message({ body, signal }: ProviderRequest): ProviderAnswer {
   if (!Array.isArray(body.messages)) {
     return json(400, { type: 'error', error: { type: 'invalid_request_error', message: 'messages: Field required' } });
   }
@@ -106,7 +97,7 @@ function message({ body, signal }: ProviderRequest): Response {
  * (`response.created`, `response.in_progress`, the message's item, part and text events, then
  * `response.completed` with the usage), each numbered by `sequence_number`.
  */
-function response({ body, signal }: ProviderRequest): Response {
+function response({ body, signal }: ProviderRequest): ProviderAnswer {
   if (typeof body.input !== 'string' && !Array.isArray(body.input)) {
     return json(400, { error: { message: "'input' must be a string or an array", type: 'invalid_request_error', param: 'input', code: null } });
   }
@@ -173,7 +164,7 @@ function response({ body, signal }: ProviderRequest): Response {
  * Anthropic's token count of a Messages body, estimated as echo counts every token: words, of the
  * messages and the system prompt. Like Anthropic's, it refuses `stream`: a count is never streamed.
  */
-function tokenCount({ body }: ProviderRequest): Response {
+function tokenCount({ body }: ProviderRequest): ProviderAnswer {
   const invalid = (message: string) => json(400, { type: 'error', error: { type: 'invalid_request_error', message } });
   if (!Array.isArray(body.messages)) return invalid('messages: Field required');
   if ('stream' in body) return invalid('stream: Extra inputs are not permitted');
