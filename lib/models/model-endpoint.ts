@@ -188,8 +188,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const decision = await limiter.consume(key.id, limits);
     if (!decision.allowed) {
       if (decision.refusedBy) state.limitedBy = decision.refusedBy;
-      // Returned, not thrown: a key over its limits is a flood (see GatewayError).
-      return Promise.reject(modelLimitRefusal(decision, format.rateLimitStyle));
+      throw modelLimitRefusal(decision, format.rateLimitStyle);
     }
     ctx.set(rateLimitHeaders(decision, format.rateLimitStyle));
 
