@@ -91,13 +91,3 @@ test('Redis options are checked at start-up', (t) => {
   }
   t.throws(() => new RedisModelLimiter({ client: queued }), { instanceOf: TypeError, message: /enableOfflineQueue: false/ });
 });
-
-redisTest('an answer that came while the process was too busy to read it is taken, not mistaken for a timeout', async (t) => {
-  const time = testClock('2030-01-15T12:00:00.000Z');
-  const limiter = new RedisModelLimiter({ client: await client(), keyPrefix: keyPrefix(), timeoutMs: 50, nowMs: time.nowMs });
-  const decision = limiter.consume(newKeyId(), { requestsPerMinute: 5 });
-  // A starved CPU: the event loop stalls past the timeout while Redis answers.
-  const until = performance.now() + 300;
-  while (performance.now() < until);
-  t.like(await decision, { allowed: true, requests: { remaining: 4 } });
-});
