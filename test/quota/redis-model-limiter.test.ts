@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import test from 'ava';
 import { Redis } from 'ioredis';
 import { RedisModelLimiter } from '../../lib/stores/redis/model-limiter.js';
