@@ -1,5 +1,5 @@
 export type { CatalogModel } from './catalog.js';
-export type { Provider, ProviderEndpoint, ProviderRequest } from './provider.js';
+export type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from './provider.js';
 export {
   createProvider,
   providerRegistry,
