@@ -102,7 +102,7 @@ test('an upstream failure (502) and a silent upstream (504) are short lines nami
   const failed = await logged((ctx) => {
     ctx.state.modelRequest = { model: 'gpt', provider: 'openai', upstreamModel: 'gpt-4o', stream: false, attachments: 0, inputTokens: 0, outputTokens: 0, upstreamFirstByteMs: null, upstreamMs: null };
     const call = new UpstreamCall('openai', 60_000);
-    call.pause();
+    call.end();
     throw call.failure(new TypeError('fetch failed', { cause: refused }));
   });
   const line = assertCompact(t, failed.written);
