@@ -8,7 +8,7 @@ import addFormats from 'ajv-formats';
 
 type Json = Record<string, unknown>;
 
-export const OPENAPI_DOCUMENT = JSON.parse(readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8')) as Json;
+export const OPENAPI_DOCUMENT = JSON.parse(readFileSync('docs/openapi.json', 'utf8')) as Json;
 const DOCUMENT_ID = 'openapi.json';
 
 const ajv = new Ajv2020({ allErrors: true, strict: true });

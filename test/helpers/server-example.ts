@@ -1,11 +1,6 @@
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { ROOT } from './server-process.js';
-
-/**
- * Node's flags for running the TypeScript sources: tsx, and the export condition under which the
- * package's own name (`koa-model-gateway`, as the examples import it) resolves to lib/'s sources.
- */
-const TSX = ['--conditions=@koa-model-gateway/source', '--import', 'tsx'];
 
 export interface RunningExample {
   url: string;
@@ -15,11 +10,12 @@ export interface RunningExample {
 }
 
 /**
- * `node --import tsx examples/<file>` on a random port, as its README runs it; resolves once it
- * prints `Listening on <url>` (and its `API key:` line, when `printsKey`).
+ * `examples/<file>` in a process of its own, on a random port; resolves once it prints
+ * `Listening on <url>` (and its `API key:` line, when `printsKey`). It runs as `npm test` compiled
+ * it (dist/examples), importing the package by its name as the compiled package resolves it.
  */
 export function startExample(file: string, env: Record<string, string> = {}, printsKey = true): Promise<RunningExample> {
-  const child = spawn(process.execPath, [...TSX, `examples/${file}`], {
+  const child = spawn(process.execPath, [join('dist/examples', file.replace(/\.ts$/, '.js'))], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', ...env },
   });

@@ -4,15 +4,14 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import type { ExecutionContext } from 'ava';
 import { runCommandLine } from '../../reference-server/commands.js';
 import { loadConfig } from '../../reference-server/config.js';
 import { createLogger } from '../../reference-server/logger.js';
 import { startGateway, type GatewayOptions } from '../../reference-server/server.js';
 
-/** The checkout's root: the CLI runs from there, as a user runs it. */
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The checkout's root, where ava runs every test file: the CLI runs from there, as a user runs it. */
+export const ROOT = process.cwd();
 /** The compiled CLI (`npm run build`), as the package ships it: what tests about processes run. */
 export const COMPILED_CLI = join(ROOT, 'dist/reference-server/cli.js');
 const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS', 'METRICS_PORT'];
@@ -39,7 +38,7 @@ export async function compiledCli(): Promise<string> {
   compiledChecked ??= (async () => {
     const built = await stat(COMPILED_CLI).then((file) => file.mtimeMs, () => 0);
     const sources = Math.max(await newestMtime('lib'), await newestMtime('reference-server'));
-    if (built < sources) throw new Error('dist/ is missing or older than lib/ and reference-server/: run `npm run build` (npm test does)');
+    if (built < sources) throw new Error('dist/ is missing or older than lib/ and reference-server/: run `npm run build:tests` (npm test does)');
   })();
   await compiledChecked;
   return COMPILED_CLI;

@@ -1,14 +1,14 @@
 import { spawn } from 'node:child_process';
 
 /**
- * Runs `script` (TypeScript, through tsx) once per argument list, each in a process of its own.
+ * Runs `script` (compiled JavaScript) once per argument list, each in a process of its own.
  * A script prints `ready` once set up, then waits for a line on stdin: every process gets it at
  * the same moment, so that their work overlaps. Resolves with what each printed after `ready`;
  * rejects when one exits with an error.
  */
 export async function runTogether(script: string, argLists: readonly string[][]): Promise<string[]> {
   const workers = argLists.map((args) => {
-    const child = spawn(process.execPath, ['--import', 'tsx/esm', script, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [script, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
     let output = '';
     child.stdout.setEncoding('utf8');
     const ready = new Promise<void>((resolve, reject) => {

@@ -67,7 +67,7 @@ withPostgres(test)('postgres: file ids are stored in the "C" collation, so index
   t.deepEqual(result.rows, [{ collation_name: 'C' }]);
 });
 
-const WORKER = fileURLToPath(new URL('../helpers/file-store-worker.ts', import.meta.url));
+const WORKER = fileURLToPath(new URL('../helpers/file-store-worker.js', import.meta.url));
 
 /** Runs `create` for each batch in a process of its own, all released at the same moment. */
 async function createInProcesses(config: Knex.Config, batches: FileRecord[][], limits: StockLimits, now: number) {

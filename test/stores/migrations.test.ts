@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test, { type ExecutionContext } from 'ava';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
@@ -9,8 +10,8 @@ import { runTogether } from '../helpers/worker-processes.js';
 const databases: TestDatabase[] = [];
 test.after.always(() => Promise.all(databases.map((db) => db.destroy())));
 
-const WORKER = fileURLToPath(new URL('../helpers/migrate-worker.ts', import.meta.url));
-const LEGACY = new URL('../fixtures/migrated-before-knex-migrator.json', import.meta.url);
+const WORKER = fileURLToPath(new URL('../helpers/migrate-worker.js', import.meta.url));
+const LEGACY = join(process.cwd(), 'test/fixtures/migrated-before-knex-migrator.json');
 
 async function open(kind: 'sqlite' | 'postgres'): Promise<TestDatabase> {
   const db = await (kind === 'sqlite' ? sqliteDatabase() : postgresDatabase());
