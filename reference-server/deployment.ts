@@ -34,7 +34,10 @@ import { missingPackages } from './peers.js';
 import { claimUploadsDir, removeStaleUploads, type UploadsClaim } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 
-/** The usage recorder's batch on SQLite, where a whole insert runs on the event loop (the recorder's default, 100, elsewhere). */
+/**
+ * The usage recorder's batch on SQLite, where a whole insert runs on the event loop and holds every
+ * other request meanwhile (elsewhere the recorder's default, 100).
+ */
 const SQLITE_USAGE_BATCH = 20;
 
 /** Every backing service of one server process, opened from the configuration. */

@@ -98,8 +98,8 @@ export class RedisScript {
 
   /**
    * A `run` whose calls made in one turn of the event loop go to Redis together, in one write, once
-   * the turn's I/O callbacks are done (`setImmediate`): under load, one system call and one read for
-   * many requests; a call alone waits for no other.
+   * the turn's I/O callbacks are done (`setImmediate`): under load, one system call for many
+   * requests; a call alone waits for no other.
    */
   batched(client: Redis, keys: number): (...args: Array<string | number>) => Promise<unknown> {
     let waiting: Array<{ args: Array<string | number>; resolve: (answer: unknown) => void; reject: (err: unknown) => void }> = [];
