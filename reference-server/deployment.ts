@@ -34,6 +34,12 @@ import { missingPackages } from './peers.js';
 import { claimUploadsDir, removeStaleUploads, type UploadsClaim } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 
+/**
+ * The usage recorder's batch on SQLite, where a whole insert runs on the event loop and holds every
+ * other request meanwhile (elsewhere the recorder's default, 100).
+ */
+const SQLITE_USAGE_BATCH = 20;
+
 /** Every backing service of one server process, opened from the configuration. */
 export interface Deployment {
   config: ServerConfig;
@@ -198,6 +204,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   const limiter = await creationLimiter(redis, rates);
   const usage = usageRecorder({
     store: stores.usageStore,
+    ...(config.database.client === 'sqlite' ? { maxBatch: SQLITE_USAGE_BATCH } : {}),
     onError: (err) => logger.warn({ err }, 'usage records'),
   });
   const { keyCacheSeconds } = config.gateway;

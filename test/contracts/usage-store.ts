@@ -47,9 +47,11 @@ export function usageStoreContract(test: TestFn, name: string, makeStore: () => 
         upstreamMs: null,
         time: T0 + 1,
       }),
+      // Text the JSON of a batch escapes, and a double that needs all its 17 digits.
+      usageRecord({ account: 'ācme "quoted" \\ \u2028 😀', model: 'm\n\t"1"', latencyMs: 0.1 + 0.2, upstreamMs: 1 / 3, time: T0 + 2 }),
     ];
     await store.insert(records);
-    t.deepEqual(await store.list(), [records[1], records[0]]);
+    t.deepEqual(await store.list(), [records[2], records[1], records[0]]);
   });
 
   test(`${name}: list is newest first, the last inserted first among equal times, and takes a limit`, async (t) => {

@@ -97,8 +97,9 @@ export class RedisScript {
   }
 
   /**
-   * A `run` for calls nobody waits on (counting what has happened): those made in one turn of
-   * the event loop go to Redis together, in one write, once the turn is over.
+   * A `run` whose calls made in one turn of the event loop go to Redis together, in one write, once
+   * the turn's I/O callbacks are done (`setImmediate`): under load, one system call for many
+   * requests; a call alone waits for no other.
    */
   batched(client: Redis, keys: number): (...args: Array<string | number>) => Promise<unknown> {
     let waiting: Array<{ args: Array<string | number>; resolve: (answer: unknown) => void; reject: (err: unknown) => void }> = [];
