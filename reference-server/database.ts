@@ -12,6 +12,10 @@ import {
 import { ConfigError } from './config-error.js';
 import type { DatabaseSettings } from './config.js';
 import { missingPackages } from './peers.js';
+import { checkpointInWorker } from './sqlite-checkpoints.js';
+
+// SQLite's own: a commit that takes the WAL past this many pages checkpoints it.
+const SQLITE_AUTOCHECKPOINT = 1000;
 
 /** Where Knex's and the pool's warnings go; by default nowhere, since every failure also reaches the caller. */
 export type DatabaseLog = (level: 'warn' | 'error', message: string) => void;
@@ -20,6 +24,11 @@ export interface DatabaseOptions {
   log?: DatabaseLog;
   /** The bound of every store call, in milliseconds (the stores' `timeoutMs`). Default: 5000. */
   timeoutMs?: number;
+  /**
+   * On SQLite, checkpoint the WAL every this many milliseconds from a worker thread instead of in
+   * the commits that fill it (sqlite-checkpoints.ts): for a server. Default: SQLite's own.
+   */
+  walCheckpointMs?: number;
 }
 
 /** The open database of a server or CLI process. */
@@ -80,7 +89,9 @@ async function openPostgres(connectionString: string, log: DatabaseLog, timeoutM
  * orphan blob, which the sweep removes). A commit's fsync would otherwise stop the event loop,
  * every upload with it, for the whole flush.
  */
-async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number): Promise<Database> {
+async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number, walCheckpointMs: number | undefined): Promise<Database> {
+  // Pages in the WAL at which a commit checkpoints: none while a worker does it, else SQLite's default.
+  let autocheckpoint = walCheckpointMs === undefined ? SQLITE_AUTOCHECKPOINT : 0;
   try {
     mkdirSync(dirname(filename), { recursive: true });
   } catch (err) {
@@ -97,6 +108,7 @@ async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number)
           connection.pragma('journal_mode = WAL');
           connection.pragma('synchronous = NORMAL');
           connection.pragma('busy_timeout = 5000');
+          connection.pragma(`wal_autocheckpoint = ${autocheckpoint}`);
           done(null, connection);
         } catch (err) {
           done(err as Error, connection);
@@ -115,10 +127,19 @@ async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number)
     throw err;
   }
   const database = reader;
+  const checkpointer =
+    walCheckpointMs === undefined
+      ? undefined
+      : checkpointInWorker(filename, walCheckpointMs, (err) => {
+          log('warn', `the WAL checkpoint worker failed, SQLite checkpoints in commits again: ${err.message}`);
+          autocheckpoint = SQLITE_AUTOCHECKPOINT;
+          knex.raw(`pragma wal_autocheckpoint = ${autocheckpoint}`).catch((cause: Error) => log('error', `wal_autocheckpoint: ${cause.message}`));
+        });
   return {
     knex,
     storeOptions: { preparedReads: sqlitePreparedReads(database), timeoutMs },
     async close() {
+      await checkpointer?.close();
       await knex.destroy();
       database.close();
     },
@@ -145,7 +166,7 @@ export async function openMigratedDatabase(settings: DatabaseSettings, options: 
     throw new ConfigError(`${describeDatabase(settings)} needs the driver ${driver}, not installed: npm install ${driver}`);
   }
   try {
-    return settings.client === 'pg' ? await openPostgres(settings.connectionString, log, timeoutMs) : await openSqlite(settings.filename, log, timeoutMs);
+    return settings.client === 'pg' ? await openPostgres(settings.connectionString, log, timeoutMs) : await openSqlite(settings.filename, log, timeoutMs, options.walCheckpointMs);
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     // Driver messages say what is wrong (refused, no such database, authentication failed) without the password.

@@ -27,7 +27,7 @@ import { KnexAdminSessionStore, KnexAdminTokenStore, KnexFileStore, KnexKeyChang
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
-import { openMigratedDatabase, type DatabaseLog } from './database.js';
+import { openMigratedDatabase, type DatabaseOptions } from './database.js';
 import type { ReadinessCheck } from './health.js';
 import { openMetrics, type ServerMetrics } from './metrics.js';
 import { missingPackages } from './peers.js';
@@ -39,6 +39,8 @@ import type { SweepReport } from './sweeper.js';
  * other request meanwhile (elsewhere the recorder's default, 100).
  */
 const SQLITE_USAGE_BATCH = 20;
+/** How often a server's SQLite WAL is checkpointed, off the event loop. */
+const WAL_CHECKPOINT_MS = 1000;
 
 /** Every backing service of one server process, opened from the configuration. */
 export interface Deployment {
@@ -75,7 +77,7 @@ export interface Deployment {
  * The stores on the database and the files directory or bucket: what the server and the `sweep`
  * command share. `close` closes the database pool and the blob store's client.
  */
-export async function openStores(config: ServerConfig, log?: DatabaseLog) {
+export async function openStores(config: ServerConfig, options: DatabaseOptions = {}) {
   for (const dir of config.s3 ? [config.uploadsDir] : [config.filesDir, config.uploadsDir]) {
     try {
       await mkdir(dir, { recursive: true });
@@ -83,7 +85,7 @@ export async function openStores(config: ServerConfig, log?: DatabaseLog) {
       throw new ConfigError(`cannot create the directory ${dir} (${(err as NodeJS.ErrnoException).code})`);
     }
   }
-  const database = await openMigratedDatabase(config.database, log ? { log } : {});
+  const database = await openMigratedDatabase(config.database, options);
   const { knex, storeOptions } = database;
   let blobs;
   try {
@@ -176,7 +178,7 @@ async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<M
  */
 export async function openDeployment(config: ServerConfig, logger: Logger, { nowMs = Date.now }: { nowMs?: () => number } = {}): Promise<Deployment> {
   const providers = configuredProviders(config);
-  const stores = await openStores(config, (level, message) => logger[level]({ component: 'knex' }, message));
+  const stores = await openStores(config, { log: (level, message) => logger[level]({ component: 'knex' }, message), walCheckpointMs: WAL_CHECKPOINT_MS });
   const { knex } = stores;
   const rates = {
     createsPerMinute: config.gateway.limits.createsPerMinute,

@@ -1,14 +1,15 @@
-import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readlink, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
-import { openMigratedDatabase } from '../../reference-server/database.js';
+import { openMigratedDatabase, type DatabaseOptions } from '../../reference-server/database.js';
+import { checkpointInWorker } from '../../reference-server/sqlite-checkpoints.js';
 
-async function embedded() {
+async function embedded(options: DatabaseOptions = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'kmg-db-'));
   const filename = join(dir, 'gateway.sqlite');
-  const database = await openMigratedDatabase({ client: 'sqlite', filename });
+  const database = await openMigratedDatabase({ client: 'sqlite', filename }, options);
   return { filename, database, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
@@ -44,4 +45,37 @@ async function openOn(filename: string): Promise<number> {
   } finally {
     await remove();
   }
+});
+
+(process.platform === 'linux' ? test : test.skip)(
+  'with walCheckpointMs, commits leave the WAL to a worker thread, which copies it into the database and closes with the rest',
+  async (t) => {
+    const { filename, database, remove } = await embedded({ walCheckpointMs: 20 });
+    try {
+      const { knex } = database;
+      t.deepEqual(((await knex.raw('pragma wal_autocheckpoint')) as unknown[])[0], { wal_autocheckpoint: 0 }, 'no checkpoint inside a commit');
+      await knex.schema.createTable('filler', (table) => table.text('text'));
+      const before = (await stat(filename)).size;
+      // 1 MiB in the WAL: 256 pages, below SQLite's own threshold of 1,000, so only the worker copies it.
+      for (let i = 0; i < 16; i++) await knex('filler').insert({ text: 'x'.repeat(65_536) });
+      const deadline = Date.now() + 10_000;
+      while ((await stat(filename)).size < before + 1_048_576 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      t.true((await stat(filename)).size >= before + 1_048_576, 'the rows reached the database file');
+      t.is(await openOn(filename), 3, "Knex's connection, the reader and the worker's");
+      await database.close();
+      t.is(await openOn(filename), 0);
+    } finally {
+      await remove();
+    }
+  },
+);
+
+test('a checkpoint worker that fails is reported once', async (t) => {
+  const failures: Error[] = [];
+  const checkpointer = checkpointInWorker(join(tmpdir(), 'kmg-no-such-dir', 'gateway.sqlite'), 20, (err) => failures.push(err));
+  const deadline = Date.now() + 10_000;
+  while (failures.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  await checkpointer.close();
+  t.is(failures.length, 1);
+  t.regex(String(failures[0]?.message), /directory does not exist/);
 });
