@@ -11,6 +11,10 @@ const SECRET_BYTES = 32;
  * a `Hash` object: every authenticated request pays for it.
  * @example const record = await store.findByHash(hashApiKey(presentedKey))
  */
+export function hashApiKey(key: string): string {
+  return hash('sha256', key, 'hex');
+}
+
 /** Whether a key is accepted: `revoked` and `expired` keys are refused with 401. */
 export type KeyStatus = 'active' | 'revoked' | 'expired';
 
@@ -19,10 +23,6 @@ export function keyStatus(record: ApiKeyRecord, nowSeconds: number): KeyStatus {
   if (record.revokedAt !== null) return 'revoked';
   if (record.expiresAt !== null && nowSeconds >= record.expiresAt) return 'expired';
   return 'active';
-}
-
-export function hashApiKey(key: string): string {
-  return hash('sha256', key, 'hex');
 }
 
 /**
