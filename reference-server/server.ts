@@ -19,7 +19,7 @@ export interface RunningGateway {
    * Shuts down gracefully: stops accepting connections, lets in-flight requests finish (up to
    * `config.shutdownGraceSeconds`; then their connections are closed), then writes the usage
    * records still waiting and closes the pools and the metrics listener. `reason` goes into the
-   * log line that says so. Resolves once everything is closed.
+   * log line that says so. Resolves once everything is closed; a second call resolves with the first.
    */
   stop(reason?: Record<string, unknown>): Promise<void>;
 }
@@ -70,7 +70,7 @@ export async function startGateway(config: ServerConfig, logger: Logger, options
   const { intervalSeconds } = config.gateway.sweep;
   const sweeper = intervalSeconds > 0 ? startSweeper(() => sweepDeployment(config, deployment), intervalSeconds, logger) : undefined;
 
-  async function stop(reason: Record<string, unknown> = {}): Promise<void> {
+  async function shutDown(reason: Record<string, unknown>): Promise<void> {
     logger.info({ ...reason, inFlight: inFlight.size }, 'shutting down');
     draining = true;
     const sweepStopped = sweeper?.stop();
@@ -90,7 +90,8 @@ export async function startGateway(config: ServerConfig, logger: Logger, options
     await closeMetrics?.();
     logger.info('stopped');
   }
-  return { url, stop };
+  let stopped: Promise<void> | undefined;
+  return { url, stop: (reason = {}) => (stopped ??= shutDown(reason)) };
 }
 
 /** Serves the API until SIGTERM or SIGINT, then stops it gracefully (`RunningGateway.stop`); a second signal exits at once. */

@@ -115,12 +115,7 @@ export async function startServer(env: Record<string, string>, options: GatewayO
   const logs: LogLine[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
   const gateway = await startGateway(config, logger, options);
-  let stopped: Promise<number> | undefined;
-  return {
-    url: gateway.url,
-    logs,
-    stop: () => (stopped ??= gateway.stop().then(() => 0)),
-  };
+  return { url: gateway.url, logs, stop: () => gateway.stop().then(() => 0) };
 }
 
 export interface ServerProcess extends RunningServer {

@@ -141,3 +141,13 @@ test('SIGKILL during an upload: the next start removes its temp file, and no swe
     await next.stop();
   }
 });
+
+test('stop() called again while stopping shuts the server down once', async (t) => {
+  const temp = await tempDataDir();
+  dirs.push(temp);
+  const server = await startServer({ DATA_DIR: join(temp.dir, 'data') });
+  const codes = await Promise.all([server.stop(), server.stop()]);
+  t.deepEqual(codes, [0, 0]);
+  t.is(server.logs.filter((line) => line.msg === 'shutting down').length, 1);
+  t.is(server.logs.filter((line) => line.msg === 'stopped').length, 1);
+});
