@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type Sqlite from 'better-sqlite3';
 import knexFactory, { type Knex } from 'knex';
 import {
+  checkpointInWorker,
   DEFAULT_STORE_TIMEOUT_MS,
   migrate,
   postgresPreparedReads,
@@ -12,7 +13,6 @@ import {
 import { ConfigError } from './config-error.js';
 import type { DatabaseSettings } from './config.js';
 import { missingPackages } from './peers.js';
-import { checkpointInWorker } from './sqlite-checkpoints.js';
 
 // SQLite's own: a commit that takes the WAL past this many pages checkpoints it.
 const SQLITE_AUTOCHECKPOINT = 1000;
@@ -26,7 +26,7 @@ export interface DatabaseOptions {
   timeoutMs?: number;
   /**
    * On SQLite, checkpoint the WAL every this many milliseconds from a worker thread instead of in
-   * the commits that fill it (sqlite-checkpoints.ts): for a server. Default: SQLite's own.
+   * the commits that fill it (`checkpointInWorker`): for a server. Default: SQLite's own.
    */
   walCheckpointMs?: number;
 }

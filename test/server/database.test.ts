@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { openMigratedDatabase, type DatabaseOptions } from '../../reference-server/database.js';
-import { checkpointInWorker } from '../../reference-server/sqlite-checkpoints.js';
+import { checkpointInWorker } from '../../lib/stores/knex/sqlite-checkpoints.js';
 
 async function embedded(options: DatabaseOptions = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'kmg-db-'));

@@ -25,9 +25,10 @@ export interface Checkpointer {
  * with a connection of its own (`wal_checkpoint(PASSIVE)`, which neither waits for nor blocks the
  * server's reads and writes). SQLite's automatic checkpoint runs inside the commit that fills the
  * WAL: through better-sqlite3, on the event loop, milliseconds in which no request moves
- * (BENCHMARKS.md, session 8). `onFailure` is called once if the worker fails or ends on its own,
- * so that the caller can give checkpoints back to SQLite. The worker does not keep the process
- * alive.
+ * (BENCHMARKS.md, session 8). Set `wal_autocheckpoint = 0` on your own connections while it runs.
+ * `onFailure` is called once if the worker fails or ends on its own, so that the caller can give
+ * checkpoints back to SQLite (`wal_autocheckpoint = 1000`). The worker does not keep the process alive.
+ * @example const checkpointer = checkpointInWorker('data/gateway.sqlite', 1000, (err) => log.warn(err))
  */
 export function checkpointInWorker(filename: string, intervalMs: number, onFailure: (err: Error) => void): Checkpointer {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
