@@ -3,11 +3,11 @@ import { dirname } from 'node:path';
 import type Sqlite from 'better-sqlite3';
 import knexFactory, { type Knex } from 'knex';
 import {
-  checkpointInWorker,
   DEFAULT_STORE_TIMEOUT_MS,
   migrate,
   postgresPreparedReads,
   sqlitePreparedReads,
+  sqliteWriter,
   type KnexStoreOptions,
 } from 'koa-model-gateway/stores/knex';
 import { ConfigError } from './config-error.js';
@@ -25,8 +25,9 @@ export interface DatabaseOptions {
   /** The bound of every store call, in milliseconds (the stores' `timeoutMs`). Default: 5000. */
   timeoutMs?: number;
   /**
-   * On SQLite, checkpoint the WAL every this many milliseconds from a worker thread instead of in
-   * the commits that fill it (`checkpointInWorker`): for a server. Default: SQLite's own.
+   * On SQLite, write usage records and checkpoint the WAL (every this many milliseconds) from a
+   * worker thread (`sqliteWriter`) instead of on the event loop, in the commits that fill the WAL:
+   * for a server. Default: everything on Knex's connection, checkpoints SQLite's own.
    */
   walCheckpointMs?: number;
 }
@@ -34,7 +35,7 @@ export interface DatabaseOptions {
 /** The open database of a server or CLI process. */
 export interface Database {
   knex: Knex;
-  /** For `KnexKeyStore` and `KnexFileStore`: prepared reads on the driver handle beside Knex, and the timeout. */
+  /** For the Knex stores: prepared reads on the driver handle beside Knex, the usage writer (with `walCheckpointMs`), and the timeout. */
   storeOptions: KnexStoreOptions;
   /** Closes Knex and the driver handles. */
   close(): Promise<void>;
@@ -127,19 +128,22 @@ async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number,
     throw err;
   }
   const database = reader;
-  const checkpointer =
+  const writer =
     walCheckpointMs === undefined
       ? undefined
-      : checkpointInWorker(filename, walCheckpointMs, (err) => {
-          log('warn', `the WAL checkpoint worker failed, SQLite checkpoints in commits again: ${err.message}`);
-          autocheckpoint = SQLITE_AUTOCHECKPOINT;
-          knex.raw(`pragma wal_autocheckpoint = ${autocheckpoint}`).catch((cause: Error) => log('error', `wal_autocheckpoint: ${cause.message}`));
+      : sqliteWriter(filename, {
+          checkpointIntervalMs: walCheckpointMs,
+          onFailure(err) {
+            log('warn', `the SQLite writer thread failed, usage records and checkpoints go through Knex's connection again: ${err.message}`);
+            autocheckpoint = SQLITE_AUTOCHECKPOINT;
+            knex.raw(`pragma wal_autocheckpoint = ${autocheckpoint}`).catch((cause: Error) => log('error', `wal_autocheckpoint: ${cause.message}`));
+          },
         });
   return {
     knex,
-    storeOptions: { preparedReads: sqlitePreparedReads(database), timeoutMs },
+    storeOptions: { preparedReads: sqlitePreparedReads(database), ...(writer && { preparedWrites: writer }), timeoutMs },
     async close() {
-      await checkpointer?.close();
+      await writer?.close();
       await knex.destroy();
       database.close();
     },

@@ -34,12 +34,7 @@ import { missingPackages } from './peers.js';
 import { claimUploadsDir, removeStaleUploads, type UploadsClaim } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 
-/**
- * The usage recorder's batch on SQLite, where a whole insert runs on the event loop and holds every
- * other request meanwhile (elsewhere the recorder's default, 100).
- */
-const SQLITE_USAGE_BATCH = 20;
-/** How often a server's SQLite WAL is checkpointed, off the event loop. */
+/** How often a server's SQLite WAL is checkpointed by its writer thread, which writes the usage records too. */
 const WAL_CHECKPOINT_MS = 1000;
 
 /** Every backing service of one server process, opened from the configuration. */
@@ -206,7 +201,6 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   const limiter = await creationLimiter(redis, rates);
   const usage = usageRecorder({
     store: stores.usageStore,
-    ...(config.database.client === 'sqlite' ? { maxBatch: SQLITE_USAGE_BATCH } : {}),
     onError: (err) => logger.warn({ err }, 'usage records'),
   });
   const { keyCacheSeconds } = config.gateway;

@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import test from 'ava';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { openMigratedDatabase, type DatabaseOptions } from '../../reference-server/database.js';
-import { checkpointInWorker } from '../../lib/stores/knex/sqlite-checkpoints.js';
+import { sqliteWriter, SqliteWriterGoneError } from '../../lib/stores/knex/sqlite-writer.js';
+import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
+import { usageRecord } from '../contracts/usage-store.js';
 
 async function embedded(options: DatabaseOptions = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'kmg-db-'));
@@ -48,7 +50,7 @@ async function openOn(filename: string): Promise<number> {
 });
 
 (process.platform === 'linux' ? test : test.skip)(
-  'with walCheckpointMs, commits leave the WAL to a worker thread, which copies it into the database and closes with the rest',
+  'with walCheckpointMs, commits leave the WAL to a writer thread, which copies it into the database and closes with the rest',
   async (t) => {
     const { filename, database, remove } = await embedded({ walCheckpointMs: 20 });
     try {
@@ -61,7 +63,10 @@ async function openOn(filename: string): Promise<number> {
       const deadline = Date.now() + 10_000;
       while ((await stat(filename)).size < before + 1_048_576 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
       t.true((await stat(filename)).size >= before + 1_048_576, 'the rows reached the database file');
-      t.is(await openOn(filename), 3, "Knex's connection, the reader and the worker's");
+      t.is(await openOn(filename), 3, "Knex's connection, the reader and the writer's");
+      const usage = new KnexUsageStore(knex, database.storeOptions);
+      await usage.insert([usageRecord()]);
+      t.is((await usage.list()).length, 1, 'the usage store writes through the writer');
       await database.close();
       t.is(await openOn(filename), 0);
     } finally {
@@ -70,12 +75,11 @@ async function openOn(filename: string): Promise<number> {
   },
 );
 
-test('a checkpoint worker that fails is reported once', async (t) => {
+test('a writer thread that fails is reported once, and the writes sent to it fail as not run', async (t) => {
   const failures: Error[] = [];
-  const checkpointer = checkpointInWorker(join(tmpdir(), 'kmg-no-such-dir', 'gateway.sqlite'), 20, (err) => failures.push(err));
-  const deadline = Date.now() + 10_000;
-  while (failures.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-  await checkpointer.close();
+  const writer = sqliteWriter(join(tmpdir(), 'kmg-no-such-dir', 'gateway.sqlite'), { checkpointIntervalMs: 20, onFailure: (err) => failures.push(err) });
+  await t.throwsAsync(writer.prepare('insert into t values (?)')([1]), { instanceOf: SqliteWriterGoneError });
+  await writer.close();
   t.is(failures.length, 1);
   t.regex(String(failures[0]?.message), /directory does not exist/);
 });

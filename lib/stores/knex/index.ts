@@ -7,4 +7,4 @@ export { KnexAdminSessionStore } from './admin-session-store.js';
 export { KnexUsageStore } from './usage-store.js';
 export { postgresPreparedReads, sqlitePreparedReads, type PgPoolLike, type PreparedReads, type SqliteDatabaseLike } from './prepared-reads.js';
 export { DEFAULT_STORE_TIMEOUT_MS, type KnexStoreOptions } from './store-options.js';
-export { checkpointInWorker, type Checkpointer } from './sqlite-checkpoints.js';
+export { sqliteWriter, SqliteWriterGoneError, type PreparedWrites, type SqliteWriter, type SqliteWriterOptions } from './sqlite-writer.js';

@@ -1,5 +1,6 @@
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import type { PreparedReads } from './prepared-reads.js';
+import type { PreparedWrites } from './sqlite-writer.js';
 
 /** Options of the Knex stores of keys, files, admin tokens and admin sessions. */
 export interface KnexStoreOptions {
@@ -9,6 +10,12 @@ export interface KnexStoreOptions {
    * and `KnexFileStore`. Default: through Knex.
    */
   preparedReads?: PreparedReads;
+  /**
+   * `KnexUsageStore`'s batch inserts as prepared statements run off the event loop
+   * (`sqliteWriter`). Once the writer is gone (failed or closed), inserts go through Knex again.
+   * Default: through Knex.
+   */
+  preparedWrites?: PreparedWrites;
   /**
    * How long one store call may take, waiting for a connection included, in milliseconds. Past it
    * the call fails with a `StoreUnavailableError` (503 `service_unavailable`), and a creation

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { usageDay, type UsageFilter, type UsageGrouping, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+import { SqliteWriterGoneError } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 
 const TABLE = 'kmg_usage';
@@ -94,14 +95,16 @@ function toRecord(row: UsageRowDb): UsageRecord {
  * on both databases. Reads (`list`, `summarize`, which answer admin requests) fail within
  * `timeoutMs` (options: `KnexStoreOptions`; `preparedReads` is not used). `insert` is left to the
  * driver's own limits: given up on while it could still commit, its batch would be written twice
- * when the recorder tries it again. On SQLite, better-sqlite3 runs the whole insert on the event
- * loop, which no other request uses meanwhile: give the recorder a small `maxBatch` there.
+ * when the recorder tries it again. On SQLite, better-sqlite3 runs an insert through Knex on the
+ * event loop, which no other request uses meanwhile: give the store a `sqliteWriter` as
+ * `preparedWrites`, which runs it on a thread of its own, or the recorder a small `maxBatch`.
  * @example usageRecorder({ store: new KnexUsageStore(knex) })
  */
 export class KnexUsageStore implements UsageStore {
   readonly #knex: Knex;
   readonly #timeoutMs: number;
   readonly #insertSql: string;
+  readonly #preparedInsert: ((bindings: readonly unknown[]) => Promise<void>) | undefined;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
     const insertSql = INSERT_SQL[knex.client.dialect as string];
@@ -109,12 +112,22 @@ export class KnexUsageStore implements UsageStore {
     this.#knex = knex;
     this.#timeoutMs = storeTimeoutMs(options);
     this.#insertSql = insertSql;
+    this.#preparedInsert = options.preparedWrites?.prepare(insertSql);
   }
 
   /** All the records or none: one statement. */
   async insert(records: readonly UsageRecord[]): Promise<void> {
     if (records.length === 0) return;
-    await this.#knex.raw(this.#insertSql, [JSON.stringify(records.map(toRow))]);
+    const bindings = [JSON.stringify(records.map(toRow))];
+    if (this.#preparedInsert !== undefined) {
+      try {
+        return await this.#preparedInsert(bindings);
+      } catch (err) {
+        // The writer never ran it: Knex's connection will.
+        if (!(err instanceof SqliteWriterGoneError)) throw err;
+      }
+    }
+    await this.#knex.raw(this.#insertSql, bindings);
   }
 
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {
