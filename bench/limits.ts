@@ -4,6 +4,9 @@
  *    and 50 at a time, over many accounts (as many uploads of many accounts would).
  * 2. Through the server: small (1 KiB) PDF uploads, 10 connections, on the embedded default with
  *    the limits in memory against the same with the limits on Redis.
+ * 3. The model-call check on Redis (`RedisModelLimiter.consume`), one at a time, beside a PING on
+ *    the same connection: the round trip every model call waits for before it is forwarded, when
+ *    its requests per minute are exact across processes.
  * Run: node --import tsx bench/limits.ts
  */
 import type { Redis } from 'ioredis';
@@ -11,8 +14,9 @@ import type { CreationLimiter } from '../lib/quota/creation-limiter.js';
 import { MemoryCreationLimiter } from '../lib/quota/memory-creation-limiter.js';
 import { createRedisClient } from '../lib/stores/redis/client.js';
 import { RedisCreationLimiter } from '../lib/stores/redis/creation-limiter.js';
+import { RedisModelLimiter } from '../lib/stores/redis/model-limiter.js';
 import { createDeployment, REDIS_URL, type Deployment } from './lib/gateway.js';
-import { DURATION, load, type LoadResult } from './lib/load.js';
+import { DURATION, load, percentiles, type LoadResult } from './lib/load.js';
 import { isMain } from './lib/processes.js';
 import { becomeLoadGenerator, machine, PINNING } from './lib/system.js';
 import { num, ratio, table } from './lib/table.js';
@@ -100,6 +104,42 @@ async function directRows(): Promise<DirectRow[]> {
   }
 }
 
+interface RoundTripRow {
+  name: string;
+  /** Milliseconds. */
+  took: { p50: number; p99: number };
+}
+
+/** `call` one at a time, OPERATIONS times after a tenth as many unmeasured: how long each took. */
+async function oneAtATime(name: string, call: () => Promise<unknown>): Promise<RoundTripRow> {
+  for (let index = 0; index < OPERATIONS / 10; index++) await call();
+  const took: number[] = [];
+  for (let index = 0; index < OPERATIONS; index++) {
+    const started = performance.now();
+    await call();
+    took.push(performance.now() - started);
+  }
+  return { name, took: percentiles(took) };
+}
+
+async function roundTripRows(): Promise<RoundTripRow[]> {
+  const client = await redisClient();
+  const keyPrefix = `kmg-bench:${process.pid}`;
+  try {
+    const limiter = new RedisModelLimiter({ client, keyPrefix });
+    const limits = { requestsPerMinute: 1_000_000_000, tokensPerMinute: 1_000_000_000_000 };
+    process.stderr.write('limits: model-call checks one at a time\n');
+    return [
+      await oneAtATime('Redis PING', () => client.ping()),
+      await oneAtATime('RedisModelLimiter.consume (EVALSHA)', () => limiter.consume('key_bench', limits)),
+    ];
+  } finally {
+    const keys = await client.keys(`${keyPrefix}:*`);
+    if (keys.length > 0) await client.del(...keys);
+    client.disconnect();
+  }
+}
+
 interface UploadRow {
   name: string;
   result: LoadResult;
@@ -127,6 +167,7 @@ async function uploadRow(name: string, deployment: Deployment): Promise<UploadRo
 export async function limits(): Promise<string> {
   becomeLoadGenerator();
   const directResults = await directRows();
+  const roundTrips = await roundTripRows();
   const uploads: UploadRow[] = [];
   const raised = { maxFiles: 1_000_000_000, maxStoredBytes: 1_000_000_000_000, ...HIGH };
   for (const redis of [false, true]) {
@@ -149,6 +190,14 @@ export async function limits(): Promise<string> {
       { heading: 'µs/op (wall)', cell: (row) => num(row.wallMicros, 1), align: 'right' },
       { heading: 'gateway CPU µs/op', cell: (row) => num(row.cpuMicros, 1), align: 'right' },
       { heading: 'Redis server CPU µs/op', cell: (row) => (row.redisMicros === null ? '-' : num(row.redisMicros, 1)), align: 'right' },
+    ]),
+    '',
+    `The model-call check, ${num(OPERATIONS)} one at a time on one connection (the bench process on the load core):`,
+    '',
+    table(roundTrips, [
+      { heading: 'call', cell: (row) => row.name },
+      { heading: 'p50 ms', cell: (row) => num(row.took.p50, 3), align: 'right' },
+      { heading: 'p99 ms', cell: (row) => num(row.took.p99, 3), align: 'right' },
     ]),
     '',
     `Uploads of a 1 KiB PDF through the server, ${UPLOAD_CONNECTIONS} connections, ${DURATION} s:`,
