@@ -87,6 +87,8 @@ interface Case {
   baseline: boolean;
   name: string;
   service: Service;
+  /** A reference server's data: its usage records time each call from the inside. */
+  deployment?: Deployment;
   headers(route: Route): Record<string, string>;
   /** The endpoints on which it answered as expected when probed: small JSON answers, and streams. */
   answers: Set<RouteName>;
@@ -99,10 +101,20 @@ interface StreamFigures {
   cpuMicros: number;
 }
 
+/** The calls made one at a time: their latency (ms), and when they were made (ms since the epoch). */
+interface OneAtATime {
+  p50: number;
+  p99: number;
+  since: number;
+  until: number;
+  /** A reference server's own time per call, from its usage records (`latency_ms - upstream_ms`), filled in after the rounds. */
+  own?: { p50: number; p99: number };
+}
+
 /** One case on one endpoint in one round. */
 interface Figures {
   load: LoadResult;
-  one: { p50: number; p99: number };
+  one: OneAtATime;
   stream?: StreamFigures;
   failures: number;
 }
@@ -175,11 +187,12 @@ async function everythingOn(gateways: Gateways, mock: Service, deployments: Depl
   return { deployment, service, key, metricsPort };
 }
 
-const newCase = (kind: CaseKind, name: string, service: Service, headers: Case['headers'], baseline = false): Case => ({
+const newCase = (kind: CaseKind, name: string, service: Service, headers: Case['headers'], baseline = false, deployment?: Deployment): Case => ({
   kind,
   baseline,
   name: baseline ? `${name} (baseline)` : name,
   service,
+  ...(deployment && { deployment }),
   headers,
   answers: new Set(),
   streams: new Set(),
@@ -192,10 +205,10 @@ async function referenceCases(gateways: Gateways, kind: 'sqlite' | 'postgres', m
     const deployment = await gateways.createDeployment({ database: 'sqlite', config: catalogConfig(mock) });
     deployments.push(deployment);
     const { key } = await deployment.createKey(ACCOUNT);
-    return { c: newCase(kind, 'reference server, embedded default (SQLite)', await deployment.serve(), clientHeaders(key), baseline) };
+    return { c: newCase(kind, 'reference server, embedded default (SQLite)', await deployment.serve(), clientHeaders(key), baseline, deployment) };
   }
   const started = await everythingOn(gateways, mock, deployments, notes);
-  const c = newCase(kind, 'reference server, PostgreSQL + Redis, everything on', started.service, clientHeaders(started.key), baseline);
+  const c = newCase(kind, 'reference server, PostgreSQL + Redis, everything on', started.service, clientHeaders(started.key), baseline, started.deployment);
   return { c, everything: { ...started, c } };
 }
 
@@ -306,20 +319,39 @@ async function probe(c: Case, routes: Route[], notes: string[]): Promise<void> {
   if (c.kind === 'direct' && c.streams.size < routes.length) throw new Error(`bench: the mock upstream does not answer as it should: ${notes.join('; ')}`);
 }
 
-/** Requests one at a time over one keep-alive connection: latency percentiles (ms). */
-function oneAtATime(c: Case, r: Route): Promise<{ p50: number; p99: number; failures: number }> {
+/** Requests one at a time over one keep-alive connection: latency percentiles (ms), and when. */
+function oneAtATime(c: Case, r: Route): Promise<OneAtATime & { failures: number }> {
   return connected(c, async (client) => {
     const headers = c.headers(r);
     for (let index = 0; index < Math.ceil(ONE_AT_A_TIME / 10); index++) await call(client, r.path, headers, r.json);
     const samples: number[] = [];
     let failures = 0;
+    const since = Date.now();
     for (let index = 0; index < ONE_AT_A_TIME; index++) {
       const answer = await call(client, r.path, headers, r.json);
       if (answer.status !== 200) failures++;
       samples.push(answer.totalMs);
     }
-    return { ...percentiles(samples), failures };
+    const { p50, p99 } = percentiles(samples);
+    return { p50, p99, since, until: Date.now(), failures };
   });
+}
+
+/**
+ * A reference server's own time per call one at a time, from the usage records it wrote of them:
+ * from the call's arrival at the metering middleware to its end, less the upstream's part. Free of
+ * the mock's and the client's noise that the added latency carries.
+ */
+async function ownTimes(c: Case, r: Route, runs: Figures[]): Promise<void> {
+  if (c.deployment === undefined) return;
+  const knex = c.deployment.knex();
+  for (const { one } of runs) {
+    const rows = (await knex('kmg_usage')
+      .where('endpoint', r.path)
+      .whereBetween('time', [one.since, one.until])
+      .select('latency_ms', 'upstream_ms')) as Array<{ latency_ms: number; upstream_ms: number | null }>;
+    if (rows.length > 0) one.own = percentiles(rows.map((row) => row.latency_ms - (row.upstream_ms ?? 0)));
+  }
 }
 
 /** 1,000-event streams one at a time over one keep-alive connection: first byte, last byte, server CPU per stream. */
@@ -454,6 +486,8 @@ function report(rows: Row[], held: Map<Case, Held>, chat: Route): string[] {
       { heading: 'p99 µs', cell: (row) => micros(pick(row.runs, (run) => run.one.p99)), align: 'right' },
       { heading: 'added p50 µs', cell: (row) => serverOnly(row, () => micros(added(row, (run) => run.one.p50))), align: 'right' },
       { heading: 'added p99 µs', cell: (row) => serverOnly(row, () => micros(added(row, (run) => run.one.p99))), align: 'right' },
+      { heading: 'own p50 µs', cell: (row) => (row.c.deployment ? micros(pick(row.runs, (run) => run.one.own?.p50)) : '—'), align: 'right' },
+      { heading: 'own p99 µs', cell: (row) => (row.c.deployment ? micros(pick(row.runs, (run) => run.one.own?.p99)) : '—'), align: 'right' },
       { heading: 'unexpected', cell: (row) => num(row.runs.reduce((sum, run) => sum + run.failures, 0)), align: 'right' },
     ]),
     '',
@@ -585,6 +619,9 @@ export async function proxy(): Promise<string> {
     }
 
     for (const started of everything) notes.push(await usageNote(started));
+    // The records of the last calls are written within the recorder's flush interval (1 s).
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    for (const r of routes) for (const c of cases) await ownTimes(c, r, runsOf(c, r));
 
     const direct = cases[0] as Case;
     const rows: Row[] = routes.flatMap((r) => cases.filter((c) => c.answers.has(r.name)).map((c) => ({ route: r, c, runs: runsOf(c, r), direct: runsOf(direct, r) })));
