@@ -6,9 +6,11 @@
  *    the limits in memory against the same with the limits on Redis.
  * 3. The model-call check on Redis (`RedisModelLimiter.consume`), one at a time, beside a PING on
  *    the same connection: the round trip every model call waits for before it is forwarded, when
- *    its requests per minute are exact across processes.
+ *    its requests per minute are exact across processes; back to back, and with the process asleep
+ *    for a moment before each, as a server is between calls that come one at a time.
  * Run: node --import tsx bench/limits.ts
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { CreationLimiter } from '../lib/quota/creation-limiter.js';
 import { MemoryCreationLimiter } from '../lib/quota/memory-creation-limiter.js';
@@ -26,6 +28,8 @@ const OPERATIONS = Number(process.env.BENCH_LIMIT_OPERATIONS ?? 20_000);
 const ACCOUNTS = 1000;
 const HIGH = { createsPerMinute: 1_000_000_000, createsPerDay: 1_000_000_000, bytesPerDay: 1_000_000_000_000 };
 const UPLOAD_CONNECTIONS = 10;
+/** What a server sleeps between two calls' checks when its calls come one at a time, about. */
+const IDLE_BETWEEN_CHECKS_MS = 0.3;
 
 interface DirectRow {
   name: string;
@@ -110,11 +114,15 @@ interface RoundTripRow {
   took: { p50: number; p99: number };
 }
 
-/** `call` one at a time, OPERATIONS times after a tenth as many unmeasured: how long each took. */
-async function oneAtATime(name: string, call: () => Promise<unknown>): Promise<RoundTripRow> {
+/**
+ * `call` one at a time, OPERATIONS times after a tenth as many unmeasured: how long each took.
+ * With `idleMs`, the process sleeps that long before each, as a server does between its calls.
+ */
+async function oneAtATime(name: string, call: () => Promise<unknown>, idleMs = 0): Promise<RoundTripRow> {
   for (let index = 0; index < OPERATIONS / 10; index++) await call();
   const took: number[] = [];
   for (let index = 0; index < OPERATIONS; index++) {
+    if (idleMs > 0) await delay(idleMs);
     const started = performance.now();
     await call();
     took.push(performance.now() - started);
@@ -129,9 +137,11 @@ async function roundTripRows(): Promise<RoundTripRow[]> {
     const limiter = new RedisModelLimiter({ client, keyPrefix });
     const limits = { requestsPerMinute: 1_000_000_000, tokensPerMinute: 1_000_000_000_000 };
     process.stderr.write('limits: model-call checks one at a time\n');
+    const consume = () => limiter.consume('key_bench', limits);
     return [
-      await oneAtATime('Redis PING', () => client.ping()),
-      await oneAtATime('RedisModelLimiter.consume (EVALSHA)', () => limiter.consume('key_bench', limits)),
+      await oneAtATime('Redis PING, back to back', () => client.ping()),
+      await oneAtATime('RedisModelLimiter.consume (EVALSHA), back to back', consume),
+      await oneAtATime(`RedisModelLimiter.consume, ${IDLE_BETWEEN_CHECKS_MS} ms asleep before each`, consume, IDLE_BETWEEN_CHECKS_MS),
     ];
   } finally {
     const keys = await client.keys(`${keyPrefix}:*`);
