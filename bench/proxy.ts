@@ -6,8 +6,9 @@
  * PostgreSQL + Redis with everything on (metering, model limits, metrics, the request log), and
  * Portkey's gateway (fetched into a cache on first use). Per case and endpoint: req/s, latency and
  * server CPU per request at 50 connections; latency one request at a time over a keep-alive
- * connection, minus the mock's own; streams of 1,000 events relayed one at a time (time to first
- * byte, time to the last). Before the rounds, the peak RSS of each gateway holding 1,000 streams open.
+ * connection, minus the mock's own, and each reference server's own time per call from its usage
+ * records; streams of 1,000 events relayed one at a time (time to first byte, time to the last).
+ * Before the rounds, the peak RSS of each gateway holding 1,000 streams open.
  * BENCH_BASELINE=<another checkout> adds its reference-server cases, marked "(baseline)", each run
  * right beside the same case of this checkout, first in odd rounds and second in even ones: a
  * before/after comparison in one run (as bench/overhead.ts).
