@@ -1,7 +1,8 @@
 /**
  * Where a server's CPU time went: the self time of a V8 CPU profile (`node --cpu-prof`, which
  * BENCH_PROFILE=<dir> makes every gateway write when it stops), grouped by where the code lives
- * (undici inside Node, web streams, each package, lib/, ...), then the functions that cost most.
+ * (undici inside Node, web streams, each package, lib/, ...), then by what the gateway does (the log,
+ * metering, limits, metrics, ...: `byFeature`), then the functions that cost most.
  * Shares are of the busy time (every sample but idle).
  * Run: node --import tsx bench/profile.ts <file.cpuprofile> [functions shown, default 25]
  */
@@ -12,6 +13,7 @@ import { num, table } from './lib/table.js';
 interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
 }
 
 interface CpuProfile {
@@ -41,6 +43,48 @@ export function placeOf(url: string, functionName: string): string {
   return url;
 }
 
+const START_UP = 'start-up (loading and compiling modules)';
+const REST = 'the rest: HTTP in and out (Koa, router, undici), parsing and rewriting, the endpoint';
+
+/** What a gateway does besides proxying, each by the code that does it (matched on `url functionName`). */
+const FEATURES: ReadonlyArray<readonly [string, RegExp]> = [
+  [START_UP, /^node:internal\/modules|^\S* (wrapSafe|compileSourceTextModule)$/],
+  ['request log (pino)', /request-log\.js|\/pino\/|\/sonic-boom\//],
+  ['metrics (prom-client)', /\/prom-client\/|gateway-metrics\.js|http-metrics\.js/],
+  ['usage metering: records, batches, inserts', /usage-recorder\.js|stores\/knex\/usage-store\.js|meter-model-calls\.js|sqlite-writer\.js|\/knex\/|\/better-sqlite3\/|\/pg\/|\/pg-protocol\//],
+  ['model limits', /redis-limiter\.js|model-limiter\.js|\/ioredis\/|\/redis-parser\/|rate-limit-headers\.js/],
+  ['key check: hash, cache, changes', /api-key\.js|cached-key-store\.js|auth\/keys\.js|key-changes\.js/],
+  ['error formatter, request ids, security headers', /error-formatter\.js|gateway-errors\.js|request-id\.js|lib\/random\.js|security-headers\.js/],
+];
+
+// A middleware's next(): what runs below it is not the middleware's own work.
+const isNext = (url: string, functionName: string) => url.includes('/koa-compose/') || (url.includes('/koa/lib/application') && functionName === 'handleRequest');
+
+/**
+ * The busy time by feature: each sample charged to the innermost frame on its stack whose code is
+ * a feature's, looking no further than a middleware's `next()`; garbage collection and V8's own
+ * work apart; what is left is the proxying that a bare proxy does too.
+ */
+function byFeature(profile: CpuProfile, self: Map<number, number>): Map<string, number> {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const features = new Map<string, number>();
+  for (const [id, micros] of self) {
+    const { functionName } = (byId.get(id) as ProfileNode).callFrame;
+    if (functionName === '(idle)') continue;
+    let feature = functionName === '(garbage collector)' || functionName === '(program)' ? functionName : undefined;
+    for (let at: number | undefined = id; feature === undefined && at !== undefined; at = parent.get(at)) {
+      const frame = (byId.get(at) as ProfileNode).callFrame;
+      if (isNext(frame.url, frame.functionName)) break;
+      feature = FEATURES.find(([, code]) => code.test(`${frame.url} ${frame.functionName}`))?.[0];
+    }
+    feature ??= REST;
+    features.set(feature, (features.get(feature) ?? 0) + micros);
+  }
+  return features;
+}
+
 export function summarise(profile: CpuProfile, functions = 25): string {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const self = new Map<number, number>();
@@ -63,6 +107,8 @@ export function summarise(profile: CpuProfile, functions = 25): string {
   const share = (micros: number) => `${num((micros / busy) * 100, 1)} %`;
   const sorted = <T extends { micros: number }>(rows: T[]) => rows.sort((a, b) => b.micros - a.micros);
   const fetchShare = FETCH_PLACES.reduce((sum, place) => sum + (places.get(place) ?? 0), 0);
+  const features = byFeature(profile, self);
+  const running = busy - (features.get(START_UP) ?? 0);
   return [
     `Busy ${num(busy / 1000)} ms; inside Node's fetch (undici in node:internal/deps, its llhttp) and web streams: ${share(fetchShare)} of it (self time).`,
     '',
@@ -70,6 +116,12 @@ export function summarise(profile: CpuProfile, functions = 25): string {
       { heading: 'where (self time)', cell: (row) => row.place },
       { heading: 'ms', cell: (row) => num(row.micros / 1000), align: 'right' },
       { heading: 'share', cell: (row) => share(row.micros), align: 'right' },
+    ]),
+    '',
+    table(sorted([...features].map(([feature, micros]) => ({ feature, micros }))), [
+      { heading: 'by feature (innermost on the stack, up to a next())', cell: (row) => row.feature },
+      { heading: 'ms', cell: (row) => num(row.micros / 1000), align: 'right' },
+      { heading: 'share of the time after start-up', cell: (row) => (row.feature === START_UP ? '—' : `${num((row.micros / running) * 100, 1)} %`), align: 'right' },
     ]),
     '',
     table(sorted([...named].map(([name, entry]) => ({ name, ...entry }))).slice(0, functions), [
