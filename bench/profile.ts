@@ -65,8 +65,7 @@ const isNext = (url: string, functionName: string) => url.includes('/koa-compose
  * a feature's, looking no further than a middleware's `next()`; garbage collection and V8's own
  * work apart; what is left is the proxying that a bare proxy does too.
  */
-function byFeature(profile: CpuProfile, self: Map<number, number>): Map<string, number> {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+function byFeature(profile: CpuProfile, byId: Map<number, ProfileNode>, self: Map<number, number>): Map<string, number> {
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
   const features = new Map<string, number>();
@@ -107,7 +106,7 @@ export function summarise(profile: CpuProfile, functions = 25): string {
   const share = (micros: number) => `${num((micros / busy) * 100, 1)} %`;
   const sorted = <T extends { micros: number }>(rows: T[]) => rows.sort((a, b) => b.micros - a.micros);
   const fetchShare = FETCH_PLACES.reduce((sum, place) => sum + (places.get(place) ?? 0), 0);
-  const features = byFeature(profile, self);
+  const features = byFeature(profile, byId, self);
   const running = busy - (features.get(START_UP) ?? 0);
   return [
     `Busy ${num(busy / 1000)} ms; inside Node's fetch (undici in node:internal/deps, its llhttp) and web streams: ${share(fetchShare)} of it (self time).`,

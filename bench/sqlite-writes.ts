@@ -71,7 +71,7 @@ interface Row {
 
 async function measure(round: number, { name, batch, writer }: Case): Promise<Row> {
   const dir = await mkdtemp(join(tmpdir(), 'kmg-bench-sqlite-'));
-  const database = await openMigratedDatabase({ client: 'sqlite', filename: join(dir, 'gateway.sqlite') }, writer ? { walCheckpointMs: 1000 } : {});
+  const database = await openMigratedDatabase({ client: 'sqlite', filename: join(dir, 'gateway.sqlite') }, writer ? { writerCheckpointMs: 1000 } : {});
   const store = new KnexUsageStore(database.knex, database.storeOptions);
   const delays = monitorEventLoopDelay({ resolution: 1 });
   try {

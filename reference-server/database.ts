@@ -25,17 +25,17 @@ export interface DatabaseOptions {
   /** The bound of every store call, in milliseconds (the stores' `timeoutMs`). Default: 5000. */
   timeoutMs?: number;
   /**
-   * On SQLite, write usage records and checkpoint the WAL (every this many milliseconds) from a
-   * worker thread (`sqliteWriter`) instead of on the event loop, in the commits that fill the WAL:
-   * for a server. Default: everything on Knex's connection, checkpoints SQLite's own.
+   * On SQLite, a writer thread (`sqliteWriter`) for a server: it writes the usage records and
+   * checkpoints the WAL every this many milliseconds, instead of the event loop and the commits
+   * that fill the WAL. Default: none; everything on Knex's connection, SQLite's own checkpoints.
    */
-  walCheckpointMs?: number;
+  writerCheckpointMs?: number;
 }
 
 /** The open database of a server or CLI process. */
 export interface Database {
   knex: Knex;
-  /** For the Knex stores: prepared reads on the driver handle beside Knex, the usage writer (with `walCheckpointMs`), and the timeout. */
+  /** For the Knex stores: prepared reads on the driver handle beside Knex, the usage writer (with `writerCheckpointMs`), and the timeout. */
   storeOptions: KnexStoreOptions;
   /** Closes Knex and the driver handles. */
   close(): Promise<void>;
@@ -90,9 +90,9 @@ async function openPostgres(connectionString: string, log: DatabaseLog, timeoutM
  * orphan blob, which the sweep removes). A commit's fsync would otherwise stop the event loop,
  * every upload with it, for the whole flush.
  */
-async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number, walCheckpointMs: number | undefined): Promise<Database> {
+async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number, writerCheckpointMs: number | undefined): Promise<Database> {
   // Pages in the WAL at which a commit checkpoints: none while a worker does it, else SQLite's default.
-  let autocheckpoint = walCheckpointMs === undefined ? SQLITE_AUTOCHECKPOINT : 0;
+  let autocheckpoint = writerCheckpointMs === undefined ? SQLITE_AUTOCHECKPOINT : 0;
   try {
     mkdirSync(dirname(filename), { recursive: true });
   } catch (err) {
@@ -129,10 +129,10 @@ async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number,
   }
   const database = reader;
   const writer =
-    walCheckpointMs === undefined
+    writerCheckpointMs === undefined
       ? undefined
       : sqliteWriter(filename, {
-          checkpointIntervalMs: walCheckpointMs,
+          checkpointIntervalMs: writerCheckpointMs,
           onFailure(err) {
             log('warn', `the SQLite writer thread failed, usage records and checkpoints go through Knex's connection again: ${err.message}`);
             autocheckpoint = SQLITE_AUTOCHECKPOINT;
@@ -170,7 +170,7 @@ export async function openMigratedDatabase(settings: DatabaseSettings, options: 
     throw new ConfigError(`${describeDatabase(settings)} needs the driver ${driver}, not installed: npm install ${driver}`);
   }
   try {
-    return settings.client === 'pg' ? await openPostgres(settings.connectionString, log, timeoutMs) : await openSqlite(settings.filename, log, timeoutMs, options.walCheckpointMs);
+    return settings.client === 'pg' ? await openPostgres(settings.connectionString, log, timeoutMs) : await openSqlite(settings.filename, log, timeoutMs, options.writerCheckpointMs);
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     // Driver messages say what is wrong (refused, no such database, authentication failed) without the password.

@@ -173,7 +173,7 @@ async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<M
  */
 export async function openDeployment(config: ServerConfig, logger: Logger, { nowMs = Date.now }: { nowMs?: () => number } = {}): Promise<Deployment> {
   const providers = configuredProviders(config);
-  const stores = await openStores(config, { log: (level, message) => logger[level]({ component: 'knex' }, message), walCheckpointMs: WAL_CHECKPOINT_MS });
+  const stores = await openStores(config, { log: (level, message) => logger[level]({ component: 'knex' }, message), writerCheckpointMs: WAL_CHECKPOINT_MS });
   const { knex } = stores;
   const rates = {
     createsPerMinute: config.gateway.limits.createsPerMinute,

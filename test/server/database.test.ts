@@ -50,9 +50,9 @@ async function openOn(filename: string): Promise<number> {
 });
 
 (process.platform === 'linux' ? test : test.skip)(
-  'with walCheckpointMs, commits leave the WAL to a writer thread, which copies it into the database and closes with the rest',
+  'with writerCheckpointMs, commits leave the WAL to a writer thread, which copies it into the database and closes with the rest',
   async (t) => {
-    const { filename, database, remove } = await embedded({ walCheckpointMs: 20 });
+    const { filename, database, remove } = await embedded({ writerCheckpointMs: 20 });
     try {
       const { knex } = database;
       t.deepEqual(((await knex.raw('pragma wal_autocheckpoint')) as unknown[])[0], { wal_autocheckpoint: 0 }, 'no checkpoint inside a commit');

@@ -24,15 +24,25 @@ async function knexStore(open: () => Promise<TestDatabase>): Promise<KnexUsageSt
   return new KnexUsageStore(db.knex);
 }
 
-/** SQLite with the inserts run by a `sqliteWriter`: its worker thread's connection, the reads Knex's. */
-async function sqliteWriterStore(): Promise<KnexUsageStore> {
+/** A migrated SQLite database, and its file for a writer thread's connection. */
+async function migratedSqlite(): Promise<{ db: TestDatabase; filename: string }> {
   const db = await sqliteDatabase();
   databases.push(db);
   await migrate(db.knex);
-  const filename = (db.config.connection as { filename: string }).filename;
+  return { db, filename: (db.config.connection as { filename: string }).filename };
+}
+
+/** A writer thread on `filename`, closed after the tests; its failure fails them. */
+function writerOn(filename: string) {
   const writer = sqliteWriter(filename, { onFailure: (err) => writerFailures.push(err) });
   writers.push(writer);
-  return new KnexUsageStore(db.knex, { preparedWrites: writer });
+  return writer;
+}
+
+/** SQLite with the inserts run by a `sqliteWriter`: its worker thread's connection, the reads Knex's. */
+async function sqliteWriterStore(): Promise<KnexUsageStore> {
+  const { db, filename } = await migratedSqlite();
+  return new KnexUsageStore(db.knex, { preparedWrites: writerOn(filename) });
 }
 
 usageStoreContract(test, 'memory', async () => new MemoryUsageStore());
@@ -56,11 +66,9 @@ for (const [name, gate, open] of [
 }
 
 test('sqlite: once its writer thread is gone, inserts go through Knex, and none is lost', async (t) => {
-  const db = await sqliteDatabase();
-  databases.push(db);
-  await migrate(db.knex);
+  const { db, filename } = await migratedSqlite();
   const failures: Error[] = [];
-  const writer = sqliteWriter((db.config.connection as { filename: string }).filename, { onFailure: (err) => failures.push(err) });
+  const writer = sqliteWriter(filename, { onFailure: (err) => failures.push(err) });
   const store = new KnexUsageStore(db.knex, { preparedWrites: writer });
   const first = usageRecord();
   await store.insert([first]);
@@ -73,14 +81,10 @@ test('sqlite: once its writer thread is gone, inserts go through Knex, and none 
 });
 
 test('sqlite: with a writer thread, inserts run on its connection: the store needs no write access of its own', async (t) => {
-  const db = await sqliteDatabase();
-  databases.push(db);
-  await migrate(db.knex);
-  const filename = (db.config.connection as { filename: string }).filename;
+  const { filename } = await migratedSqlite();
   const readOnly = knexFactory({ client: 'better-sqlite3', connection: { filename, options: { readonly: true } }, useNullAsDefault: true });
   t.teardown(() => readOnly.destroy());
-  const writer = sqliteWriter(filename, { onFailure: (err) => writerFailures.push(err) });
-  writers.push(writer);
+  const writer = writerOn(filename);
   const record = usageRecord();
   await t.throwsAsync(new KnexUsageStore(readOnly).insert([record]), { any: true, code: 'SQLITE_READONLY' }, 'Knex alone cannot write here');
   const store = new KnexUsageStore(readOnly, { preparedWrites: writer });

@@ -90,6 +90,7 @@ export function sqliteWriter(filename: string, options: SqliteWriterOptions): Sq
   worker.on('message', ({ id, message, code }: { id: number; message?: string; code?: string }) => {
     const write = waiting.get(id);
     waiting.delete(id);
+    if (waiting.size === 0) worker.unref();
     if (message === undefined) write?.resolve();
     else write?.reject(Object.assign(new Error(message), { code }));
   });
@@ -112,12 +113,10 @@ export function sqliteWriter(filename: string, options: SqliteWriterOptions): Sq
             return;
           }
           const id = nextId++;
-          waiting.set(id, { resolve, reject });
           // While a write is under way, the worker keeps the process alive, as a query on a socket would.
-          if (waiting.size === 1) worker.ref();
+          if (waiting.size === 0) worker.ref();
+          waiting.set(id, { resolve, reject });
           worker.postMessage({ id, sql, bindings });
-        }).finally(() => {
-          if (waiting.size === 0) worker.unref();
         });
     },
     close() {
