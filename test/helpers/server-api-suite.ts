@@ -1,10 +1,12 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import type { TestFn } from 'ava';
 import OpenAI, { toFile } from 'openai';
 import { makePdf } from './models-pdf.js';
 import { uploadForm } from './multipart.js';
 import { OPENAPI_DOCUMENT, checkedFetch } from './openapi.js';
-import { createKey, startServer, type CreatedKey, type RunningServer } from './server-process.js';
+import { createKey, minuteAlignedClock, startServer, tempDataDir, type CreatedKey, type RunningServer } from './server-process.js';
 
 /** How a deployment is brought up for the suite: the server's environment, and how to clean up. */
 export interface SuiteDeployment {
@@ -372,6 +374,41 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
       t.regex(error?.requestID ?? '', REQUEST_ID);
       t.deepEqual(error?.error, { type: 'error', error: { type, message }, request_id: error?.requestID });
     }
+  });
+
+  test(`${name}: the three file 429s reach Anthropic's SDK as RateLimitError, and count uploads of both shapes together`, async (t) => {
+    // A second server on the same database, Redis and files, with small limits.
+    const temp = await tempDataDir();
+    t.teardown(() => temp.remove());
+    const env = { ...state.deployment.env, GATEWAY_CONFIG: join(temp.dir, 'gateway.json') };
+    await writeFile(env.GATEWAY_CONFIG, JSON.stringify({ limits: { maxFiles: 2, createsPerMinute: 3, bytesPerDay: 3000 } }));
+    const account = `limits-${Math.random().toString(36).slice(2)}`;
+    const [mixed, heavy] = [await createKey(env, ['--account', account]), await createKey(env, ['--account', `${account}-heavy`])];
+    const server = await startServer(env, { nowMs: minuteAlignedClock() });
+    t.teardown(() => server.stop());
+    const anthropic = (key: string) => new Anthropic({ apiKey: key, baseURL: server.url, maxRetries: 0, fetch: checked });
+    const openai = new OpenAI({ apiKey: mixed.key, baseURL: `${server.url}/v1`, maxRetries: 0, fetch: checked });
+    const pdf = (bytes: number) => Anthropic.toFile(makePdf(1, bytes), 'small.pdf', { type: 'application/pdf' });
+    const refused = async (call: Promise<unknown>, message: string) => {
+      const error = await t.throwsAsync(call, { instanceOf: Anthropic.RateLimitError });
+      t.regex(error?.requestID ?? '', REQUEST_ID);
+      t.deepEqual(error?.error, { type: 'error', error: { type: 'rate_limit_error', message }, request_id: error?.requestID });
+      return error?.headers;
+    };
+
+    const first = await openai.files.create({ file: await toFile(makePdf(1), 'openai.pdf'), purpose: 'user_data' });
+    await anthropic(mixed.key).beta.files.upload({ file: await pdf(10) });
+    const kept = await refused(anthropic(mixed.key).beta.files.upload({ file: await pdf(10) }), 'Storage quota exceeded');
+    t.is(kept?.get('x-should-retry'), 'false');
+    await t.throwsAsync(openai.files.create({ file: await toFile(makePdf(1), 'openai.pdf'), purpose: 'user_data' }), { instanceOf: OpenAI.RateLimitError });
+    t.deepEqual(await anthropic(mixed.key).beta.files.delete(first.id), { id: first.id, type: 'file_deleted' });
+    await openai.files.create({ file: await toFile(makePdf(1), 'openai.pdf'), purpose: 'user_data' });
+    const rate = await refused(anthropic(mixed.key).beta.files.upload({ file: await pdf(10) }), 'Create rate exceeded');
+    t.regex(rate?.get('retry-after') ?? '', /^[0-9]+$/);
+
+    await anthropic(heavy.key).beta.files.upload({ file: await pdf(1500) });
+    const ingestion = await refused(anthropic(heavy.key).beta.files.upload({ file: await pdf(1500) }), 'Ingestion quota exceeded');
+    t.regex(ingestion?.get('retry-after') ?? '', /^[0-9]+$/);
   });
 
   test(`${name}: security headers on every response`, async (t) => {
