@@ -4,6 +4,9 @@ import type { FileRecord, ListQuery } from './file-store.js';
 import { anthropicListQuery, listQuery } from './list-query.js';
 import { anthropicUploadFields, openAIUploadFields, type UploadFields } from './upload-fields.js';
 
+/** What a list request reads: a page of the store's list, or the live files among `ids`. */
+export type FileSelection = ListQuery | { ids: readonly string[] };
+
 /**
  * One wire format of the files API: how its upload form is read, and how files, lists and
  * deletions are written. The store, ids, rules and limits behind it are the same for every shape.
@@ -11,8 +14,8 @@ import { anthropicUploadFields, openAIUploadFields, type UploadFields } from './
 export interface FileShape {
   uploadFields: UploadFields;
   file(record: FileRecord): object;
-  /** The store's query for a list request, and the answer its page makes. */
-  list(params: ParsedUrlQuery): { query: ListQuery; answer(files: readonly FileRecord[], hasMore: boolean): object };
+  /** What a list request reads, and the answer the files read make (in the store's order for a page, newest first for `ids`). */
+  list(params: ParsedUrlQuery): { query: FileSelection; answer(files: readonly FileRecord[], hasMore: boolean): object };
   deleted(id: string): object;
 }
 
@@ -77,8 +80,8 @@ export function anthropicFileObject(record: FileRecord): AnthropicFileObject {
 /**
  * Anthropic's shape: `anthropicFileObject()`, lists newest first as
  * `{ data, first_id, last_id, has_more, next_page }` paged by `limit` and one of `after_id`,
- * `before_id` and `page` (Anthropic's SDKs page with `after_id`, or with `page` from `next_page`),
- * and `{ id, type: "file_deleted" }`. `next_page` is the cursor of the older files that follow,
+ * `before_id` and `page` (Anthropic's SDKs page with `after_id`, or with `page` from `next_page`)
+ * or filtered by `ids`, and `{ id, type: "file_deleted" }`. `next_page` is the cursor of the older files that follow,
  * null when none do or the page was asked with `before_id`.
  * @example const { query, answer } = anthropicFileShape.list(ctx.query)
  */
@@ -86,9 +89,10 @@ export const anthropicFileShape: FileShape = {
   uploadFields: anthropicUploadFields,
   file: anthropicFileObject,
   list(params) {
-    const { query, backwards } = anthropicListQuery(params);
+    const request = anthropicListQuery(params);
+    const backwards = 'backwards' in request && request.backwards;
     return {
-      query,
+      query: 'ids' in request ? { ids: request.ids } : request.query,
       answer(storeOrder, hasMore) {
         const files = backwards ? [...storeOrder].reverse() : storeOrder;
         const lastId = files.at(-1)?.id ?? null;

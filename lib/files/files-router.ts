@@ -101,6 +101,14 @@ export function filesRouter(options: FilesRouterOptions): Router {
     return record;
   }
 
+  /** The caller's live files among `ids`, newest first: the others (missing, expired, another account's) are left out. */
+  async function namedFiles(account: string, ids: readonly string[]): Promise<{ files: FileRecord[]; hasMore: false }> {
+    const at = now();
+    const found = await Promise.all(ids.map((id) => files.get(account, id, at)));
+    const live = found.filter((record): record is FileRecord => record !== undefined);
+    return { files: live.sort((a, b) => (a.id < b.id ? 1 : -1)), hasMore: false };
+  }
+
   const createFile: Middleware = async function createFile(ctx) {
     const upload = ctx.state.upload;
     if (!upload) throw new Error('koa-model-gateway: pdfUpload() must run before createFile');
@@ -154,7 +162,8 @@ export function filesRouter(options: FilesRouterOptions): Router {
 
   router.get('/v1/files', requireScope('files:read'), async function listFiles(ctx) {
     const { query, answer } = shapeOf(ctx).list(ctx.query);
-    const page = await files.list(verifiedKey(ctx).account, query, now());
+    const { account } = verifiedKey(ctx);
+    const page = 'ids' in query ? await namedFiles(account, query.ids) : await files.list(account, query, now());
     ctx.body = answer(page.files, page.hasMore);
   });
 

@@ -105,7 +105,7 @@ test('beta.files: expires_in_seconds sets expires_at within the same bounds as e
   t.is((await app.files.usage('acct-a', app.clock.seconds)).files, 0);
 });
 
-test('beta.files.list pages newest first through more than one page; after_id, before_id and beta=true as Anthropic pages', async (t) => {
+test('beta.files.list pages newest first through more than one page; after_id, before_id, ids and beta=true as Anthropic pages', async (t) => {
   const { app, anthropic } = await setup(t);
   const client = anthropic();
   const ids: string[] = [];
@@ -144,6 +144,13 @@ test('beta.files.list pages newest first through more than one page; after_id, b
   t.is((await page('')).data.length, 5, 'a default page of 20');
   t.deepEqual(await page(`page=${newestFirst[3]}`), last);
 
+  // The current API's filter: only the caller's live files among `ids`, newest first, in one page.
+  await client.beta.files.delete(ids[2] as string);
+  const foreign = await anthropic(app.keys.b).beta.files.upload({ file: await pdfFile(100) });
+  const named = await client.beta.files.list({ ids: [ids[0] as string, ids[3] as string, ids[2] as string, foreign.id, ids[0] as string] });
+  t.deepEqual(named.data.map((file) => file.id), [ids[3], ids[0]]);
+  t.false(named.hasNextPage());
+
   const bad = async (query: string, message: string) => {
     const response = await checkedFetch(t.context.problems)(`${app.url}/v1/files?${query}`, {
       headers: { 'x-api-key': app.keys.a, 'anthropic-version': '2023-06-01' },
@@ -153,6 +160,9 @@ test('beta.files.list pages newest first through more than one page; after_id, b
   };
   await bad('limit=1001', "'limit' must be an integer from 1 to 1000");
   await bad('after_id=file-nope', 'Invalid file ID');
+  await bad(`ids[]=${ids[0]}&limit=2`, "'ids' cannot be given with 'limit', 'after_id', 'before_id' or 'page'");
+  await bad(`ids[]=${ids[0]}&ids[]=file-nope`, 'Invalid file ID');
+  await bad(Array.from({ length: 101 }, (_, i) => `ids[]=file-${String(i).padStart(32, '0')}`).join('&'), "'ids' holds at most 100 file ids");
   await bad(`after_id=${ids[0]}&before_id=${ids[1]}`, "Only one of 'after_id', 'before_id' and 'page' may be given, got 'after_id' and 'before_id'");
 });
 

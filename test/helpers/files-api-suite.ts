@@ -250,7 +250,7 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     t.is((await page('?limit=10000')).data.length, 5);
   });
 
-  test(`${name}: Anthropic's shape over the same store: newest first by after_id, before_id and page; one set of kept limits`, async (t) => {
+  test(`${name}: Anthropic's shape over the same store: newest first by after_id, before_id and page, ids; one set of kept limits`, async (t) => {
     const { app, api } = await setup(t, makeStores, { maxFiles: 5 });
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
@@ -282,6 +282,10 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     t.is((await api.upload(app.keys.a, pdfOf(100))).status, 429);
     t.deepEqual((await api.anthropic.del(app.keys.a, `/v1/files/${ids[1]}`)).json, { id: ids[1], type: 'file_deleted' });
     t.is((await api.upload(app.keys.a, pdfOf(100))).status, 200);
+    const foreign = await api.create(app.keys.b);
+    const named = await page(`ids[]=${ids[0]}&ids[]=${ids[1]}&ids[]=${ids[2]}&ids[]=${foreign.id}&ids[]=${NEVER}`);
+    t.deepEqual(named.data.map((file) => file.id), [ids[2], ids[0]], "only the caller's live files, newest first");
+    t.like(named, { has_more: false, next_page: null });
 
     // An expiry from either form, gone at the same second from both shapes.
     const expiring = await api.anthropic.upload(app.keys.b, pdfOf(100), 'brief.pdf', [{ name: 'expires_in_seconds', value: '3600' }]);
