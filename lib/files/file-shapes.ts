@@ -81,18 +81,17 @@ export function anthropicFileObject(record: FileRecord): AnthropicFileObject {
  * Anthropic's shape: `anthropicFileObject()`, lists newest first as
  * `{ data, first_id, last_id, has_more, next_page }` paged by `limit` and one of `after_id`,
  * `before_id` and `page` (Anthropic's SDKs page with `after_id`, or with `page` from `next_page`)
- * or filtered by `ids`, and `{ id, type: "file_deleted" }`. `next_page` is the cursor of the older files that follow,
- * null when none do or the page was asked with `before_id`.
+ * or filtered by `ids`, and `{ id, type: "file_deleted" }`. `next_page` is the cursor of the older
+ * files that follow, null when none do or the page was asked with `before_id`.
  * @example const { query, answer } = anthropicFileShape.list(ctx.query)
  */
 export const anthropicFileShape: FileShape = {
   uploadFields: anthropicUploadFields,
   file: anthropicFileObject,
   list(params) {
-    const request = anthropicListQuery(params);
-    const backwards = 'backwards' in request && request.backwards;
+    const { query, backwards } = anthropicListQuery(params);
     return {
-      query: 'ids' in request ? { ids: request.ids } : request.query,
+      query,
       answer(storeOrder, hasMore) {
         const files = backwards ? [...storeOrder].reverse() : storeOrder;
         const lastId = files.at(-1)?.id ?? null;

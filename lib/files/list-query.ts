@@ -46,13 +46,11 @@ export function listQuery(params: ParsedUrlQuery): ListQuery {
 }
 
 /** A list request in Anthropic's shape: a page of the store's list, or the files named by `ids`. */
-export type AnthropicListQuery =
-  | {
-      query: ListQuery;
-      /** True for `before_id`: the store lists oldest first from it, the answer shows the page newest first. */
-      backwards: boolean;
-    }
-  | { ids: string[] };
+export interface AnthropicListQuery {
+  query: ListQuery | { ids: string[] };
+  /** True for `before_id`: the store lists oldest first from it, the answer shows the page newest first. */
+  backwards: boolean;
+}
 
 /** The `ids` filter as Anthropic's SDK sends it (`ids[]=`, or `ids=`), de-duplicated; undefined when absent. */
 function idsFilter(params: ParsedUrlQuery): string[] | undefined {
@@ -80,7 +78,7 @@ export function anthropicListQuery(params: ParsedUrlQuery): AnthropicListQuery {
   const ids = idsFilter(params);
   if (ids !== undefined) {
     if (rawLimit !== undefined || given.length > 0) throw errors.invalidRequest("'ids' cannot be given with 'limit', 'after_id', 'before_id' or 'page'");
-    return { ids };
+    return { query: { ids }, backwards: false };
   }
   if (given.length > 1) throw errors.invalidRequest(`Only one of 'after_id', 'before_id' and 'page' may be given, got ${given.map(([name]) => `'${name}'`).join(' and ')}`);
   const after = cursors.after_id ?? cursors.page;
