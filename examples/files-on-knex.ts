@@ -8,7 +8,7 @@
  */
 import Koa from 'koa';
 import knexFactory from 'knex';
-import { apiKey, createApiKey, filesRouter, openAIErrors, sweep } from 'koa-model-gateway';
+import { apiKey, createApiKey, filesRouter, gatewayErrors, sweep } from 'koa-model-gateway';
 import { FsBlobStore } from 'koa-model-gateway/stores/fs';
 import { KnexFileStore, KnexKeyStore, migrate } from 'koa-model-gateway/stores/knex';
 
@@ -24,7 +24,7 @@ const blobs = new FsBlobStore({ directory: process.env.FILES_DIR ?? './files-exa
 
 const endpoints = filesRouter({ files, blobs });
 const app = new Koa();
-app.use(openAIErrors());
+app.use(gatewayErrors());
 app.use(apiKey({ store: keys }));
 app.use(endpoints.routes());
 app.use(endpoints.allowedMethods());

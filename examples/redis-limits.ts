@@ -10,7 +10,7 @@
  * its own for the same account.
  */
 import Koa from 'koa';
-import { apiKey, createApiKey, filesRouter, openAIErrors } from 'koa-model-gateway';
+import { apiKey, createApiKey, filesRouter, gatewayErrors } from 'koa-model-gateway';
 import { MemoryBlobStore, MemoryFileStore, MemoryKeyStore } from 'koa-model-gateway/stores/memory';
 import { RedisCreationLimiter, createRedisClient } from 'koa-model-gateway/stores/redis';
 
@@ -27,7 +27,7 @@ const limiter = new RedisCreationLimiter({
 const keys = new MemoryKeyStore();
 const endpoints = filesRouter({ files: new MemoryFileStore(), blobs: new MemoryBlobStore(), limiter });
 const app = new Koa();
-app.use(openAIErrors());
+app.use(gatewayErrors());
 app.use(apiKey({ store: keys }));
 app.use(endpoints.routes());
 app.use(endpoints.allowedMethods());

@@ -99,6 +99,9 @@ export const errors = {
       'invalid_expires_after',
       "'expires_after[anchor]' must be 'created_at' and 'expires_after[seconds]' an integer from 3600 to 2592000, both or neither",
     ),
+  /** Anthropic's upload form: its expiry field, with the same bounds. */
+  invalidExpiresInSeconds: () =>
+    invalid(400, 'invalid_expires_after', "'expires_in_seconds' must be an integer from 3600 to 2592000"),
   invalidOrder: () => invalid(400, 'invalid_order', "'order' must be 'asc' or 'desc'"),
   invalidLimit: (max: number) => invalid(400, 'invalid_limit', `'limit' must be an integer from 1 to ${max}`),
   invalidJson: () => invalid(400, 'invalid_json', 'Request body must be valid JSON'),

@@ -7,13 +7,18 @@ export interface GatewayErrorsOptions {
   /**
    * Which requests are answered in Shape B (Anthropic's). Default: every path under /v1/messages,
    * unknown ones included (`/v1/messages/batches`, a `GET /v1/messages`), and every path under
-   * /v1/models when the request carries `anthropic-version`, as Anthropic's SDKs send it.
+   * /v1/models and /v1/files when the request carries `anthropic-version`, as Anthropic's SDKs
+   * send it.
    */
   anthropicShape?: (ctx: Context) => boolean;
 }
 
+/** The paths that have an Anthropic shape besides OpenAI's, chosen by `anthropic-version`. */
+const SHAPED_PATHS = ['/v1/models', '/v1/files'];
+
 const anthropicPaths = (ctx: Context) =>
-  isUnderPath(ctx.path, '/v1/messages') || (isUnderPath(ctx.path, '/v1/models') && ctx.get('anthropic-version') !== '');
+  isUnderPath(ctx.path, '/v1/messages') ||
+  (ctx.get('anthropic-version') !== '' && SHAPED_PATHS.some((prefix) => isUnderPath(ctx.path, prefix)));
 
 /**
  * The error shape of a whole gateway, chosen per request: Shape B with `request-id`

@@ -4,14 +4,14 @@ import type { Context, Middleware } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
 import { requireScope } from '../auth/require-scope.js';
 import { StoreUnavailableError, errors } from '../errors/gateway-error.js';
+import { asksAnthropicShape } from '../models/model-objects.js';
 import type { CreationLimiter } from '../quota/creation-limiter.js';
 import { fileQuota } from '../quota/file-quota.js';
 import type { BlobStore } from './blob-store.js';
 import { sendPdf } from './download.js';
 import { isFileId, newFileId } from './file-id.js';
-import { fileObject } from './file-object.js';
+import { anthropicFileShape, openAIFileShape, type FileShape } from './file-shapes.js';
 import type { FileRecord, FileStore } from './file-store.js';
-import { listQuery } from './list-query.js';
 import { pdfUpload } from './pdf-upload.js';
 
 /** The per-upload and per-account limits of api.md section 8. */
@@ -47,6 +47,12 @@ export interface FilesRouterOptions {
   tempDir?: string;
   /** The clock, in milliseconds since the Unix epoch. Default: `Date.now`. */
   nowMs?: () => number;
+  /**
+   * Which requests are answered in Anthropic's shapes (`anthropicFileShape`) rather than OpenAI's
+   * (`openAIFileShape`). Keep it in step with `gatewayErrors()`' own, which picks the error shape.
+   * Default: those that carry `anthropic-version`, as Anthropic's SDKs send it on every request.
+   */
+  anthropicShape?: (ctx: Context) => boolean;
 }
 
 function checkLimit(limits: FileLimits, name: keyof FileLimits): void {
@@ -64,12 +70,14 @@ function fileIdParam(ctx: Context): string {
 
 /**
  * The five files endpoints of api.md section 4, each behind its scope: upload, list, retrieve,
- * download and delete. Mount it behind `openAIErrors()` and `apiKey()`, and use its
+ * download and delete, in OpenAI's shape or, for requests that carry `anthropic-version`, in
+ * Anthropic's (`client.beta.files` of @anthropic-ai/sdk), over the same files. Mount it behind
+ * `gatewayErrors()` (Shape B errors for the same requests) and `apiKey()`, and use its
  * `allowedMethods()` so a wrong method is a 405 in the API's error shape.
  * Checks run in decisions.md's order: scope, validation, existence, quotas.
  * @example
  * const files = filesRouter({ files: new MemoryFileStore(), blobs: new MemoryBlobStore(), limiter });
- * app.use(openAIErrors()).use(apiKey({ store: keys })).use(files.routes()).use(files.allowedMethods());
+ * app.use(gatewayErrors()).use(apiKey({ store: keys })).use(files.routes()).use(files.allowedMethods());
  */
 export function filesRouter(options: FilesRouterOptions): Router {
   const { files, blobs, limiter } = options;
@@ -78,6 +86,10 @@ export function filesRouter(options: FilesRouterOptions): Router {
   const limits: FileLimits = { ...DEFAULT_FILE_LIMITS, ...options.limits };
   for (const name of Object.keys(DEFAULT_FILE_LIMITS) as (keyof FileLimits)[]) checkLimit(limits, name);
   const nowMs = options.nowMs ?? Date.now;
+  const anthropicShape = options.anthropicShape ?? asksAnthropicShape;
+  if (typeof anthropicShape !== 'function') throw new TypeError('koa-model-gateway: filesRouter() anthropicShape must be a function of ctx');
+  /** The request's shape: the one place where it is chosen. */
+  const shapeOf = (ctx: Context): FileShape => (anthropicShape(ctx) ? anthropicFileShape : openAIFileShape);
   // Stored times are whole seconds; `now >= expires_at` is the same test on the floor of now.
   const now = () => Math.floor(nowMs() / 1000);
   const stock = { maxFiles: limits.maxFiles, maxBytes: limits.maxStoredBytes };
@@ -87,6 +99,14 @@ export function filesRouter(options: FilesRouterOptions): Router {
     const record = await files.get(verifiedKey(ctx).account, fileIdParam(ctx), now());
     if (!record) throw errors.fileNotFound();
     return record;
+  }
+
+  /** The caller's live files among `ids`, newest first: the others (missing, expired, another account's) are left out. */
+  async function namedFiles(account: string, ids: readonly string[]): Promise<{ files: FileRecord[]; hasMore: false }> {
+    const at = now();
+    const found = await Promise.all(ids.map((id) => files.get(account, id, at)));
+    const live = found.filter((record): record is FileRecord => record !== undefined);
+    return { files: live.sort((a, b) => (a.id < b.id ? 1 : -1)), hasMore: false };
   }
 
   const createFile: Middleware = async function createFile(ctx) {
@@ -121,12 +141,16 @@ export function filesRouter(options: FilesRouterOptions): Router {
       await blobs.delete(record.id);
       throw errors.storageQuotaExceeded();
     }
-    ctx.body = fileObject(record);
+    ctx.body = shapeOf(ctx).file(record);
   };
 
   const upload: Middleware[] = [
     requireScope('files:write'),
-    pdfUpload({ maxFileBytes: limits.maxFileBytes, ...(options.tempDir === undefined ? {} : { tempDir: options.tempDir }) }),
+    pdfUpload({
+      maxFileBytes: limits.maxFileBytes,
+      uploadFields: (ctx) => shapeOf(ctx).uploadFields,
+      ...(options.tempDir === undefined ? {} : { tempDir: options.tempDir }),
+    }),
     ...(limiter ? [fileQuota({ limiter })] : []),
     createFile,
   ];
@@ -137,20 +161,15 @@ export function filesRouter(options: FilesRouterOptions): Router {
   router.post('/v1/files', ...upload);
 
   router.get('/v1/files', requireScope('files:read'), async function listFiles(ctx) {
-    const query = listQuery(ctx.query);
-    const page = await files.list(verifiedKey(ctx).account, query, now());
-    ctx.body = {
-      object: 'list',
-      data: page.files.map(fileObject),
-      first_id: page.files[0]?.id ?? null,
-      last_id: page.files.at(-1)?.id ?? null,
-      has_more: page.hasMore,
-    };
+    const { query, answer } = shapeOf(ctx).list(ctx.query);
+    const { account } = verifiedKey(ctx);
+    const page = 'ids' in query ? await namedFiles(account, query.ids) : await files.list(account, query, now());
+    ctx.body = answer(page.files, page.hasMore);
   });
 
   router.get('/v1/files/:file_id', requireScope('files:read'), async function retrieveFile(ctx) {
     // ctx.response, not ctx's delegating setter: that costs a megamorphic store per request.
-    ctx.response.body = fileObject(await ownFile(ctx));
+    ctx.response.body = shapeOf(ctx).file(await ownFile(ctx));
   });
 
   router.get('/v1/files/:file_id/content', requireScope('files:read'), async function downloadFile(ctx) {
@@ -167,7 +186,7 @@ export function filesRouter(options: FilesRouterOptions): Router {
     // The file is gone once its record is: bytes left behind by a failure here are an orphan
     // blob, which sweep() removes.
     await blobs.delete(id).catch(() => undefined);
-    ctx.body = { id, object: 'file', deleted: true };
+    ctx.body = shapeOf(ctx).deleted(id);
   });
 
   return router;

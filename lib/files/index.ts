@@ -5,5 +5,7 @@ export type { ValidatedUpload } from './upload-state.js';
 export { isUploadTempName, pdfUpload, type PdfUploadOptions } from './pdf-upload.js';
 export { filesRouter, DEFAULT_FILE_LIMITS, type FileLimits, type FilesRouterOptions } from './files-router.js';
 export { fileObject, type FileObject } from './file-object.js';
+export { anthropicFileObject, anthropicFileShape, openAIFileShape, type AnthropicFileObject, type FileSelection, type FileShape } from './file-shapes.js';
+export { anthropicUploadFields, openAIUploadFields, type UploadFields } from './upload-fields.js';
 export { sendPdf } from './download.js';
 export { sweep, type SweepOptions, type SweepResult } from './sweep.js';

@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { Busboy, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
 import type { Context, Middleware } from 'koa';
 import { errors, GatewayError } from '../errors/gateway-error.js';
+import { openAIUploadFields, type UploadFields } from './upload-fields.js';
 import type { ValidatedUpload } from './upload-state.js';
 
 export interface PdfUploadOptions {
@@ -15,6 +16,12 @@ export interface PdfUploadOptions {
   maxFileBytes?: number;
   /** Where the PDF is streamed while the request lasts. Default: `os.tmpdir()`. */
   tempDir?: string;
+  /**
+   * How the request's form fields other than `file` are read: `anthropicUploadFields` for
+   * Anthropic's form, or your own. Default: `openAIUploadFields` for every request (api.md's
+   * `purpose` and `expires_after`).
+   */
+  uploadFields?: (ctx: Context) => UploadFields;
 }
 
 /**
@@ -41,8 +48,6 @@ const MAX_PART_HEADER_BYTES = 16 * 1024;
  * 16 KiB in the chunk that also closes the body.
  */
 const STALL_CHECK_MS = 500;
-const MIN_EXPIRY_SECONDS = 3600;
-const MAX_EXPIRY_SECONDS = 2_592_000;
 const TEMP_NAME_PREFIX = 'kmg-upload-';
 const TEMP_NAME = /^kmg-upload-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -94,18 +99,6 @@ function discard(part: Readable): void {
   part.resume();
 }
 
-/** `expires_after[seconds]`, null for no expiry; throws unless both parts or neither are valid. */
-function expiresAfterSeconds(anchor: string[] | undefined, seconds: string[] | undefined): number | null {
-  if (anchor === undefined && seconds === undefined) return null;
-  const [anchorValue, ...moreAnchors] = anchor ?? [];
-  const [secondsValue, ...moreSeconds] = seconds ?? [];
-  if (anchorValue !== 'created_at' || moreAnchors.length > 0 || moreSeconds.length > 0) throw errors.invalidExpiresAfter();
-  if (secondsValue === undefined || !/^[0-9]{1,10}$/.test(secondsValue)) throw errors.invalidExpiresAfter();
-  const value = Number(secondsValue);
-  if (value < MIN_EXPIRY_SECONDS || value > MAX_EXPIRY_SECONDS) throw errors.invalidExpiresAfter();
-  return value;
-}
-
 async function startsLikePdf(path: string): Promise<boolean> {
   const handle = await open(path, 'r');
   try {
@@ -135,11 +128,9 @@ function fileNameOf(sent: string): string {
   return baseName(sent.replaceAll('%22', '"'));
 }
 
-function validate({ fields, file }: ParsedForm): ValidatedUpload {
+function validate({ fields, file }: ParsedForm, uploadFields: UploadFields): ValidatedUpload {
   if (file === undefined) throw errors.missingFile();
-  const purpose = fields.get('purpose');
-  if (purpose?.length !== 1 || purpose[0] !== 'user_data') throw errors.invalidPurpose();
-  const expires = expiresAfterSeconds(fields.get('expires_after[anchor]'), fields.get('expires_after[seconds]'));
+  const expires = uploadFields(fields);
   const filename = fileNameOf(file.filename);
   if (!isSaneFilename(filename)) throw errors.invalidFileName();
   return { path: file.path, filename, bytes: file.bytes, expiresAfterSeconds: expires };
@@ -159,12 +150,14 @@ function validate({ fields, file }: ParsedForm): ValidatedUpload {
 export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
   const maxFileBytes = options.maxFileBytes ?? 26_214_400;
   const tempDir = options.tempDir ?? tmpdir();
+  const uploadFields = options.uploadFields ?? (() => openAIUploadFields);
   if (!Number.isSafeInteger(maxFileBytes) || maxFileBytes < 1) {
     throw new TypeError('koa-model-gateway: pdfUpload maxFileBytes must be a positive integer');
   }
   if (typeof tempDir !== 'string' || tempDir === '') {
     throw new TypeError('koa-model-gateway: pdfUpload tempDir must be a directory path');
   }
+  if (typeof uploadFields !== 'function') throw new TypeError('koa-model-gateway: pdfUpload uploadFields must be a function of ctx');
   const maxBodyBytes = maxFileBytes + ENVELOPE_BYTES;
 
   /**
@@ -293,7 +286,7 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
 
     const tempFiles: WriteStream[] = [];
     try {
-      const upload = validate(await parse(ctx, tempFiles));
+      const upload = validate(await parse(ctx, tempFiles), uploadFields(ctx));
       if (!(await startsLikePdf(upload.path))) throw errors.invalidFileFormat();
       ctx.state.upload = upload;
       await next();

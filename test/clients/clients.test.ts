@@ -1,4 +1,6 @@
 import { once } from 'node:events';
+import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAnthropic } from '@ai-sdk/anthropic';
@@ -187,6 +189,32 @@ test('anthropic SDK: messages.countTokens, estimated by echo and forwarded to an
     instanceOf: Anthropic.NotFoundError,
   });
   t.regex(missing?.requestID ?? '', REQUEST_ID);
+});
+
+test('anthropic SDK: beta.files as the README shows it; its file reaches an Anthropic upstream and the echo model, whole and streamed', async (t) => {
+  const client = anthropicClient(t);
+  const sample = await readFile('examples/sample.pdf');
+  const doc = await client.beta.files.upload({ file: createReadStream('examples/sample.pdf'), expires_in_seconds: 86400 });
+  t.like(doc, { type: 'file', filename: 'sample.pdf', mime_type: 'application/pdf', size_bytes: sample.length, downloadable: true });
+  t.is(Date.parse(doc.expires_at ?? '') - Date.parse(doc.created_at), 86_400_000);
+
+  const content: Anthropic.MessageParam['content'] = [{ type: 'document', source: { type: 'file', file_id: doc.id } }, { type: 'text', text: 'Summarise.' }];
+  const whole = await client.messages.create({ model: 'echo-2', max_tokens: 100, messages: [{ role: 'user', content }] });
+  t.regex(whole.content[0]?.type === 'text' ? whole.content[0].text : '', new RegExp(`Document 1: sample\\.pdf, ${sample.length} bytes`));
+  const streamed = await client.messages.stream({ model: 'echo-2', max_tokens: 100, messages: [{ role: 'user', content }] }).finalMessage();
+  t.deepEqual(streamed.content, whole.content);
+  await client.messages.countTokens({ model: 'claude-mock', messages: [{ role: 'user', content }] });
+  // Tests run concurrently: the request that carried this file, found by its bytes.
+  const forwarded = upstreamRequests.find((request) => request.path === '/v1/messages/count_tokens' && JSON.stringify(request.body).includes(sample.toString('base64')));
+  t.like(forwarded?.body, { model: 'claude-upstream-2025', messages: [{ content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: sample.toString('base64') } }] }] });
+
+  const listed: string[] = [];
+  for await (const stored of client.beta.files.list({ limit: 20 })) listed.push(stored.id);
+  t.true(listed.includes(doc.id));
+  const viaOpenAI = await storedPdf(t, 'from-openai.pdf');
+  t.like(await client.beta.files.retrieveMetadata(viaOpenAI), { filename: 'from-openai.pdf', size_bytes: pdf.length });
+  t.deepEqual(Buffer.from(await (await client.beta.files.download(doc.id)).arrayBuffer()), sample);
+  t.deepEqual(await client.beta.files.delete(doc.id), { id: doc.id, type: 'file_deleted' });
 });
 
 test('AI SDK: the default OpenAI provider (Responses) with a stored PDF, generateText and streamText', async (t) => {

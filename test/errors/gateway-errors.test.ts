@@ -29,6 +29,18 @@ for (const path of ['/v1/models', '/v1/messagesx', '/v1/Messages', '/v2/messages
   });
 }
 
+for (const path of ['/v1/models', '/v1/models/echo-1', '/v1/files', '/v1/files/file-x/content']) {
+  test(`${path} answers in Shape B with anthropic-version, in Shape A without it`, async (t) => {
+    const anthropic = await fetch(`${server.url}${path}`, { headers: { 'anthropic-version': '2023-06-01' } });
+    const body = (await anthropic.json()) as { request_id: string };
+    t.deepEqual(body, { type: 'error', error: { type: 'not_found_error', message: `Unknown request URL: GET ${path}` }, request_id: body.request_id });
+    t.is(anthropic.headers.get('request-id'), body.request_id);
+    const openai = await fetch(`${server.url}${path}`);
+    t.like(await openai.json(), { error: { code: 'unknown_url', param: null } });
+    t.regex(openai.headers.get('x-request-id') ?? '', /^req_/);
+  });
+}
+
 test('anthropicShape chooses Shape B per request', async (t) => {
   const custom = new Koa();
   custom.use(gatewayErrors({ anthropicShape: (ctx) => ctx.get('anthropic-version') !== '' }));

@@ -13,10 +13,12 @@ interface Response {
   json: unknown;
 }
 
+const ANTHROPIC = { 'anthropic-version': '2023-06-01' };
+
 /** A small client for one app: every call is a real HTTP request. */
 function client(app: FilesApp) {
-  const send = async (key: string | undefined, method: string, path: string, body?: { bytes: Buffer; contentType: string }) => {
-    const headers: Record<string, string> = {};
+  const send = async (key: string | undefined, method: string, path: string, body?: { bytes: Buffer; contentType: string }, extraHeaders: Record<string, string> = {}) => {
+    const headers: Record<string, string> = { ...extraHeaders };
     if (key !== undefined) headers.authorization = `Bearer ${key}`;
     if (body) headers['content-type'] = body.contentType;
     const res = await fetch(app.url + path, { method, headers, ...(body ? { body: body.bytes } : {}) });
@@ -37,6 +39,15 @@ function client(app: FilesApp) {
     },
     get: (key: string | undefined, path: string) => send(key, 'GET', path),
     del: (key: string | undefined, path: string) => send(key, 'DELETE', path),
+    /** The same API in Anthropic's shape: `anthropic-version` on every request, no `purpose`. */
+    anthropic: {
+      upload(key: string, pdf: Buffer, name = 'report.pdf', extra: Part[] = []): Promise<Response> {
+        const { body, contentType } = multipart([...extra, { name: 'file', value: pdf, filename: name, contentType: 'application/pdf' }]);
+        return send(key, 'POST', '/v1/files?beta=true', { bytes: body, contentType }, ANTHROPIC);
+      },
+      get: (key: string, path: string) => send(key, 'GET', path, undefined, ANTHROPIC),
+      del: (key: string, path: string) => send(key, 'DELETE', path, undefined, ANTHROPIC),
+    },
   };
 }
 
@@ -75,7 +86,7 @@ async function setup(t: ExecutionContext, makeStores: () => Promise<Stores>, lim
 }
 
 /**
- * The files API over real HTTP on a composed app (openAIErrors + apiKey + filesRouter), run once
+ * The files API over real HTTP on a composed app (gatewayErrors + apiKey + filesRouter), run once
  * per pair of stores: what the stores keep, find and refuse. The scope checks and their order are
  * test/spec/check-order's.
  */
@@ -237,6 +248,53 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     const end = await page(`?order=asc&after=${asc[5]}`);
     t.deepEqual(end, { object: 'list', data: [], first_id: null, last_id: null, has_more: false });
     t.is((await page('?limit=10000')).data.length, 5);
+  });
+
+  test(`${name}: Anthropic's shape over the same store: newest first by after_id, before_id and page, ids; one set of kept limits`, async (t) => {
+    const { app, api } = await setup(t, makeStores, { maxFiles: 5 });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const upload = i % 2 === 0 ? await api.anthropic.upload(app.keys.a, pdfOf(100 + i), `f${i}.pdf`) : await api.upload(app.keys.a, pdfOf(100 + i), `f${i}.pdf`);
+      t.is(upload.status, 200);
+      ids.push((upload.json as { id: string }).id);
+      if (i === 1) app.clock.seconds += 1;
+    }
+    await api.create(app.keys.b);
+    const newest = [...ids].reverse();
+    const page = async (query: string) => (await api.anthropic.get(app.keys.a, `/v1/files?beta=true&${query}`)).json as Record<string, unknown> & { data: Array<{ id: string }> };
+    const first = await page('limit=3');
+    t.deepEqual(first.data.map((file) => file.id), newest.slice(0, 3));
+    t.like(first, { first_id: newest[0], last_id: newest[2], has_more: true, next_page: newest[2] });
+    t.deepEqual(first.data[0], { id: newest[0], type: 'file', filename: 'f3.pdf', mime_type: 'application/pdf', size_bytes: 103, created_at: new Date(app.clock.seconds * 1000).toISOString().replace('.000Z', 'Z'), downloadable: true });
+    const oldest = (await api.anthropic.get(app.keys.a, `/v1/files/${newest[3]}`)).json;
+    t.deepEqual(await page(`limit=3&page=${newest[2]}`), { data: [oldest], first_id: newest[3], last_id: newest[3], has_more: false, next_page: null });
+    t.deepEqual((await page(`limit=3&after_id=${newest[0]}`)).data.map((file) => file.id), newest.slice(1, 4));
+    const before = await page(`limit=2&before_id=${newest[3]}`);
+    t.deepEqual(before.data.map((file) => file.id), newest.slice(1, 3));
+    t.like(before, { first_id: newest[1], last_id: newest[2], has_more: true, next_page: null });
+
+    // One set of kept limits: the fifth file is the last, in either shape; a deletion in the other shape frees a place.
+    t.is((await api.anthropic.upload(app.keys.a, pdfOf(100), 'fifth.pdf')).status, 200);
+    const refused = await api.anthropic.upload(app.keys.a, pdfOf(100));
+    t.is(refused.status, 429);
+    t.deepEqual(refused.json, { type: 'error', error: { type: 'rate_limit_error', message: 'Storage quota exceeded' }, request_id: refused.headers.get('request-id') });
+    t.is(refused.headers.get('x-should-retry'), 'false');
+    t.is((await api.upload(app.keys.a, pdfOf(100))).status, 429);
+    t.deepEqual((await api.anthropic.del(app.keys.a, `/v1/files/${ids[1]}`)).json, { id: ids[1], type: 'file_deleted' });
+    t.is((await api.upload(app.keys.a, pdfOf(100))).status, 200);
+    const foreign = await api.create(app.keys.b);
+    const named = await page(`ids[]=${ids[0]}&ids[]=${ids[1]}&ids[]=${ids[2]}&ids[]=${foreign.id}&ids[]=${NEVER}`);
+    t.deepEqual(named.data.map((file) => file.id), [ids[2], ids[0]], "only the caller's live files, newest first");
+    t.like(named, { has_more: false, next_page: null });
+
+    // An expiry from either form, gone at the same second from both shapes.
+    const expiring = await api.anthropic.upload(app.keys.b, pdfOf(100), 'brief.pdf', [{ name: 'expires_in_seconds', value: '3600' }]);
+    const expiringId = (expiring.json as { id: string }).id;
+    t.like(expiring.json, { expires_at: new Date((app.clock.seconds + 3600) * 1000).toISOString().replace('.000Z', 'Z') });
+    t.like((await api.get(app.keys.b, `/v1/files/${expiringId}`)).json, { expires_at: app.clock.seconds + 3600 });
+    app.clock.seconds += 3600;
+    t.is((await api.anthropic.get(app.keys.b, `/v1/files/${expiringId}`)).status, 404);
+    await assertGone(t, api, app.keys.b, expiringId);
   });
 
   test(`${name}: the download name is quoted safely, with filename* for non-ASCII names`, async (t) => {

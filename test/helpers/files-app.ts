@@ -6,7 +6,7 @@ import Koa from 'koa';
 import { apiKey } from '../../lib/auth/api-key.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import type { Scope } from '../../lib/auth/scopes.js';
-import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
 import type { BlobStore } from '../../lib/files/blob-store.js';
 import type { FileStore } from '../../lib/files/file-store.js';
 import { filesRouter, type FileLimits } from '../../lib/files/files-router.js';
@@ -46,7 +46,7 @@ export interface FilesApp {
 }
 
 /**
- * A composed app over real HTTP: openAIErrors + apiKey(MemoryKeyStore) + filesRouter, on the
+ * A composed app over real HTTP: gatewayErrors + apiKey(MemoryKeyStore) + filesRouter, on the
  * stores given (memory by default), with a controllable clock and a temp dir of its own.
  */
 export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp> {
@@ -87,7 +87,7 @@ export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp>
       if (inFlight === 0) for (const resolve of waiting.splice(0)) resolve();
     }
   });
-  app.use(openAIErrors()).use(apiKey({ store: keyStore })).use(router.routes()).use(router.allowedMethods());
+  app.use(gatewayErrors()).use(apiKey({ store: keyStore })).use(router.routes()).use(router.allowedMethods());
   const server = await listen(app);
   return {
     url: server.url,

@@ -1,10 +1,12 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import type { TestFn } from 'ava';
 import OpenAI, { toFile } from 'openai';
 import { makePdf } from './models-pdf.js';
 import { uploadForm } from './multipart.js';
 import { OPENAPI_DOCUMENT, checkedFetch } from './openapi.js';
-import { createKey, startServer, type CreatedKey, type RunningServer } from './server-process.js';
+import { createKey, minuteAlignedClock, startServer, tempDataDir, type CreatedKey, type RunningServer } from './server-process.js';
 
 /** How a deployment is brought up for the suite: the server's environment, and how to clean up. */
 export interface SuiteDeployment {
@@ -21,6 +23,8 @@ interface Keys {
   all: CreatedKey;
   readOnly: CreatedKey;
   echoOneOnly: CreatedKey;
+  /** Every scope, on an account of its own: its file list holds only what its test made. */
+  otherAccount: CreatedKey;
 }
 
 interface Context {
@@ -58,6 +62,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
       all: await createKey(env, ['--account', account]),
       readOnly: await createKey(env, ['--account', account, '--scope', 'files:read', '--scope', 'models:read']),
       echoOneOnly: await createKey(env, ['--account', account, '--model', 'echo-1']),
+      otherAccount: await createKey(env, ['--account', `${account}-other`]),
     };
     state.server = await startServer(env);
   });
@@ -317,6 +322,93 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
       });
       t.regex(error?.requestID ?? '', REQUEST_ID);
     }
+  });
+
+  test(`${name}: Anthropic's SDK manages files in Anthropic's shape, over the same files as the openai SDK, and attaches them`, async (t) => {
+    const key = state.keys.otherAccount.key;
+    const anthropic = new Anthropic({ apiKey: key, baseURL: state.server.url, maxRetries: 0, fetch: checked });
+    const openai = new OpenAI({ apiKey: key, baseURL: `${state.server.url}/v1`, maxRetries: 0, fetch: checked });
+    const viaOpenAI = await openai.files.create({ file: await toFile(makePdf(1, 200), 'openai.pdf'), purpose: 'user_data' });
+    const pdfs = [makePdf(2, 100), makePdf(3, 100), makePdf(1, 300)];
+    const uploaded = [];
+    for (const [index, pdf] of pdfs.entries()) {
+      uploaded.push(await anthropic.beta.files.upload({ file: await Anthropic.toFile(pdf, `claude-${index}.pdf`, { type: 'application/pdf' }), ...(index === 0 ? { expires_in_seconds: 7200 } : {}) }));
+    }
+    const [first, second] = uploaded as [Anthropic.Beta.BetaFileMetadata, Anthropic.Beta.BetaFileMetadata];
+    t.like(first, { type: 'file', filename: 'claude-0.pdf', mime_type: 'application/pdf', size_bytes: pdfs[0]?.length, downloadable: true });
+    t.is(Date.parse(first.expires_at ?? '') - Date.parse(first.created_at), 7_200_000);
+    t.false('expires_at' in second);
+
+    // Newest first, two to a page: the openai SDK's file too.
+    const listed: string[] = [];
+    for await (const file of anthropic.beta.files.list({ limit: 2 })) listed.push(file.id);
+    t.deepEqual(listed, [...uploaded.map((file) => file.id)].reverse().concat(viaOpenAI.id));
+    t.like(await anthropic.beta.files.retrieveMetadata(viaOpenAI.id), { type: 'file', filename: 'openai.pdf', size_bytes: viaOpenAI.bytes });
+    t.like(await openai.files.retrieve(second.id), { object: 'file', filename: 'claude-1.pdf', bytes: pdfs[1]?.length });
+    t.deepEqual(Buffer.from(await (await anthropic.beta.files.download(second.id)).arrayBuffer()), pdfs[1]);
+
+    const documentOf = (fileId: string): Anthropic.MessageParam[] => [
+      { role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: fileId } }, { type: 'text', text: 'Summarise.' }] },
+    ];
+    const whole = await anthropic.messages.create({ model: 'echo-2', max_tokens: 100, messages: documentOf(second.id) });
+    t.regex(whole.content[0]?.type === 'text' ? whole.content[0].text : '', new RegExp(`claude-1\\.pdf, ${pdfs[1]?.length} bytes, 3 pages`));
+    const streamed = await anthropic.messages.stream({ model: 'echo-2', max_tokens: 100, messages: documentOf(viaOpenAI.id) }).finalMessage();
+    t.regex(streamed.content[0]?.type === 'text' ? streamed.content[0].text : '', /openai\.pdf, \d+ bytes, 1 pages?/);
+    const chat = await openai.chat.completions.create({
+      model: 'echo-1',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'file', file: { file_id: first.id } }] }],
+    });
+    t.regex(chat.choices[0]?.message.content ?? '', new RegExp(`claude-0\\.pdf, ${pdfs[0]?.length} bytes, 2 pages`));
+
+    t.deepEqual(await anthropic.beta.files.delete(second.id), { id: second.id, type: 'file_deleted' });
+    const foreign = await openai.files.create({ file: await toFile(makePdf(1), 'theirs.pdf'), purpose: 'user_data' });
+    const theirs = new Anthropic({ apiKey: state.keys.all.key, baseURL: state.server.url, maxRetries: 0, fetch: checked });
+    const refusals: Array<[Promise<unknown>, new (...args: never[]) => InstanceType<typeof Anthropic.APIError>, string, string]> = [
+      [anthropic.beta.files.retrieveMetadata(second.id), Anthropic.NotFoundError, 'not_found_error', 'File not found'],
+      [theirs.beta.files.download(foreign.id), Anthropic.NotFoundError, 'not_found_error', 'File not found'],
+      [anthropic.beta.files.delete('file-nope'), Anthropic.BadRequestError, 'invalid_request_error', 'Invalid file ID'],
+      [anthropic.beta.files.upload({ file: await Anthropic.toFile(Buffer.from('not a pdf'), 'fake.pdf') }), Anthropic.BadRequestError, 'invalid_request_error', 'File is not a PDF'],
+    ];
+    for (const [call, errorClass, type, message] of refusals) {
+      const error = await t.throwsAsync(call, { instanceOf: errorClass });
+      t.regex(error?.requestID ?? '', REQUEST_ID);
+      t.deepEqual(error?.error, { type: 'error', error: { type, message }, request_id: error?.requestID });
+    }
+  });
+
+  test(`${name}: the three file 429s reach Anthropic's SDK as RateLimitError, and count uploads of both shapes together`, async (t) => {
+    // A second server on the same database, Redis and files, with small limits.
+    const temp = await tempDataDir();
+    t.teardown(() => temp.remove());
+    const env = { ...state.deployment.env, GATEWAY_CONFIG: join(temp.dir, 'gateway.json') };
+    await writeFile(env.GATEWAY_CONFIG, JSON.stringify({ limits: { maxFiles: 2, createsPerMinute: 3, bytesPerDay: 3000 } }));
+    const account = `limits-${Math.random().toString(36).slice(2)}`;
+    const [mixed, heavy] = [await createKey(env, ['--account', account]), await createKey(env, ['--account', `${account}-heavy`])];
+    const server = await startServer(env, { nowMs: minuteAlignedClock() });
+    t.teardown(() => server.stop());
+    const anthropic = (key: string) => new Anthropic({ apiKey: key, baseURL: server.url, maxRetries: 0, fetch: checked });
+    const openai = new OpenAI({ apiKey: mixed.key, baseURL: `${server.url}/v1`, maxRetries: 0, fetch: checked });
+    const pdf = (bytes: number) => Anthropic.toFile(makePdf(1, bytes), 'small.pdf', { type: 'application/pdf' });
+    const refused = async (call: Promise<unknown>, message: string) => {
+      const error = await t.throwsAsync(call, { instanceOf: Anthropic.RateLimitError });
+      t.regex(error?.requestID ?? '', REQUEST_ID);
+      t.deepEqual(error?.error, { type: 'error', error: { type: 'rate_limit_error', message }, request_id: error?.requestID });
+      return error?.headers;
+    };
+
+    const first = await openai.files.create({ file: await toFile(makePdf(1), 'openai.pdf'), purpose: 'user_data' });
+    await anthropic(mixed.key).beta.files.upload({ file: await pdf(10) });
+    const kept = await refused(anthropic(mixed.key).beta.files.upload({ file: await pdf(10) }), 'Storage quota exceeded');
+    t.is(kept?.get('x-should-retry'), 'false');
+    await t.throwsAsync(openai.files.create({ file: await toFile(makePdf(1), 'openai.pdf'), purpose: 'user_data' }), { instanceOf: OpenAI.RateLimitError });
+    t.deepEqual(await anthropic(mixed.key).beta.files.delete(first.id), { id: first.id, type: 'file_deleted' });
+    await openai.files.create({ file: await toFile(makePdf(1), 'openai.pdf'), purpose: 'user_data' });
+    const rate = await refused(anthropic(mixed.key).beta.files.upload({ file: await pdf(10) }), 'Create rate exceeded');
+    t.regex(rate?.get('retry-after') ?? '', /^[0-9]+$/);
+
+    await anthropic(heavy.key).beta.files.upload({ file: await pdf(1500) });
+    const ingestion = await refused(anthropic(heavy.key).beta.files.upload({ file: await pdf(1500) }), 'Ingestion quota exceeded');
+    t.regex(ingestion?.get('retry-after') ?? '', /^[0-9]+$/);
   });
 
   test(`${name}: security headers on every response`, async (t) => {
