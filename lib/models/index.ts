@@ -6,6 +6,7 @@ export {
   type ProviderConfig,
   type ProviderFactory,
   type ProviderKind,
+  type ProviderRegistry,
 } from './providers/registry.js';
 export { openAIProvider } from './providers/openai/index.js';
 export { anthropicProvider } from './providers/anthropic/index.js';

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import test from 'ava';
+import { providerRegistry } from '../../lib/models/providers/registry.js';
 import { ConfigError } from '../../reference-server/config-error.js';
 import { configuredProviders, loadConfig, parseDatabaseUrl, parseGatewayConfig } from '../../reference-server/config.js';
 import { SPEC_LIMITS } from '../helpers/spec-limits.js';
@@ -85,16 +86,16 @@ test('METRICS_PORT: unset, no metrics listener; a port, or 0 for any free one', 
 test('a file that gives only models can use the built-in echo provider', (t) => {
   const config = parseGatewayConfig({ models: [{ id: 'my-echo', provider: 'echo' }] }, 'test');
   t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', created: 0, display_name: 'my-echo' }]);
-  t.deepEqual(configuredProviders({ gateway: config, env: {} }).map((provider) => provider.id), ['echo']);
+  t.deepEqual(configuredProviders({ gateway: config, env: {}, providerKinds: providerRegistry }).map((provider) => provider.id), ['echo']);
 });
 
 test('provider credentials are read from the variables apiKeyEnv names only when the providers are made', (t) => {
   const gateway = parseGatewayConfig({ providers: [{ id: 'openai', kind: 'openai', apiKeyEnv: 'OPENAI_KEY' }] }, 'test');
-  t.throws(() => configuredProviders({ gateway, env: {} }), {
+  t.throws(() => configuredProviders({ gateway, env: {}, providerKinds: providerRegistry }), {
     instanceOf: ConfigError,
     message: "provider 'openai': the environment variable OPENAI_KEY (its apiKeyEnv) is not set",
   });
-  t.deepEqual(configuredProviders({ gateway, env: { OPENAI_KEY: 'sk-1' } }).map((provider) => provider.id), ['openai', 'echo']);
+  t.deepEqual(configuredProviders({ gateway, env: { OPENAI_KEY: 'sk-1' }, providerKinds: providerRegistry }).map((provider) => provider.id), ['openai', 'echo']);
 });
 
 // Each case: the file's content and the one line that refuses it (after `test: `).
