@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import {
   DEFAULT_CREATION_LIMITS,
@@ -13,6 +13,7 @@ import {
   catalogModelSchema,
   checkCatalog,
   modelLimitsSchema,
+  nonEmptyString,
   nonNegativeInteger,
   positiveInteger,
   settingsMessage,
@@ -21,6 +22,7 @@ import {
 import { parseS3Settings, type S3Settings } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { BUILTIN_PROVIDER, DEFAULT_GATEWAY_CONFIG } from './default-config.js';
+import { importProviderKinds } from './provider-modules.js';
 
 type Environment = Readonly<Record<string, string | undefined>>;
 
@@ -93,6 +95,8 @@ function gatewayConfigSchema(kinds: ProviderRegistry) {
       /** How old a blob without metadata must be before the sweep removes it. */
       orphanGraceSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.orphanGraceSeconds),
     }).prefault({}),
+    /** Modules that add provider kinds (`importProviderKinds()`), read by `loadConfigWithModules()`. */
+    providerModules: z.array(nonEmptyString, { error: ARRAY }).optional(),
     providers: z.array(providerSchema(kinds), { error: ARRAY }).optional(),
     models: z.array(catalogModelSchema, { error: ARRAY }).optional(),
   })
@@ -267,4 +271,19 @@ export function loadConfig(env: Environment = process.env, { providerKinds = pro
     providerKinds,
     env,
   };
+}
+
+/**
+ * `loadConfig()` with the provider kinds of the `GATEWAY_CONFIG` file's `providerModules` (paths
+ * relative to the file, or package names) imported first: what every CLI command reads. Throws a
+ * `ConfigError` naming the bad setting or module.
+ */
+export async function loadConfigWithModules(env: Environment = process.env): Promise<ServerConfig> {
+  const configPath = env.GATEWAY_CONFIG ? resolve(env.GATEWAY_CONFIG) : null;
+  const content = configPath === null ? {} : readConfigFile(configPath);
+  const listed = typeof content === 'object' && content !== null && 'providerModules' in content ? content.providerModules : undefined;
+  // Anything else than a list of names is refused by loadConfig(), in its own words.
+  const specifiers = Array.isArray(listed) && listed.every((name) => typeof name === 'string') ? listed : [];
+  if (specifiers.length === 0 || configPath === null) return loadConfig(env);
+  return loadConfig(env, { providerKinds: await importProviderKinds(specifiers, dirname(configPath)) });
 }

@@ -1,14 +1,14 @@
 /**
  * A provider for a third API, written outside the package as your own would be: a Cohere-style
  * chat API (`POST {baseURL}/v2/chat`, its own request, answer, event and error shapes) served to
- * clients as OpenAI's Chat Completions. `cohereProvider()` is a `Provider`; `cohereKind` is the
- * same provider as a registry entry, for a configuration that names it by `kind`.
+ * clients as OpenAI's Chat Completions. `cohereProvider()` is a `Provider`; `providerKinds` holds
+ * it as a registry entry, for a configuration that names it by `kind: "cohere"`.
  * examples/cohere-provider/cohere-provider.test.ts runs it through `providerContract()`.
  */
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { z } from 'zod';
-import type { Provider, ProviderAnswer, ProviderFactory, ProviderRequest } from 'koa-model-gateway';
+import type { Provider, ProviderAnswer, ProviderRegistry, ProviderRequest } from 'koa-model-gateway';
 import { httpBaseUrl, nonEmptyString, settingsMessage, settingsObject } from 'koa-model-gateway/settings';
 
 export const cohereProviderOptions = settingsObject({
@@ -167,5 +167,9 @@ export function cohereProvider(options: CohereProviderOptions): Provider {
   };
 }
 
-/** The provider as a registry entry: `{ ...providerRegistry, cohere: cohereKind }`. */
-export const cohereKind: ProviderFactory<typeof cohereProviderOptions> = { options: cohereProviderOptions, create: cohereProvider };
+/**
+ * The provider kinds of this module, as a registry: what the reference server imports when its
+ * config file lists the module in `providerModules`, and what `createProvider()` takes as
+ * `{ ...providerRegistry, ...providerKinds }`.
+ */
+export const providerKinds = { cohere: { options: cohereProviderOptions, create: cohereProvider } } satisfies ProviderRegistry;

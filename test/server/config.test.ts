@@ -101,7 +101,7 @@ test('provider credentials are read from the variables apiKeyEnv names only when
 // Each case: the file's content and the one line that refuses it (after `test: `).
 const badFiles: Array<[unknown, string]> = [
   [[], 'the config must be an object'],
-  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, sweep, providers, models)'],
+  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, sweep, providerModules, providers, models)'],
   [{ keyPrefix: 'a_b' }, 'keyPrefix must be 1 to 32 letters and digits'],
   [{ limits: { maxFiles: -1 } }, 'limits.maxFiles must be a positive integer'],
   [{ limits: { maxFile: 1 } }, 'limits.maxFile is not a setting (expected maxFileBytes, maxFiles, maxStoredBytes, createsPerMinute, createsPerDay, bytesPerDay)'],
@@ -148,4 +148,9 @@ test('environment values that make no sense are refused', (t) => {
   for (const env of [{ PORT: '70000' }, { PORT: '-1' }, { PORT: 'http' }, { SHUTDOWN_GRACE_SECONDS: 'soon' }, { LOG_LEVEL: 'verbose' }, { REDIS_URL: '127.0.0.1' }, { METRICS_PORT: '-1' }, { METRICS_PORT: '65536' }]) {
     t.throws(() => loadConfig(env), { instanceOf: ConfigError }, JSON.stringify(env));
   }
+});
+
+test('providerModules must be a list of module names', (t) => {
+  t.throws(() => parseGatewayConfig({ providerModules: 'kmg-cohere' }, 'test'), { instanceOf: ConfigError, message: 'test: providerModules must be an array' });
+  t.throws(() => parseGatewayConfig({ providerModules: [''] }, 'test'), { instanceOf: ConfigError, message: 'test: providerModules[0] must be a non-empty string' });
 });
