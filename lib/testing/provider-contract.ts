@@ -419,6 +419,10 @@ export function providerContract(test: ContractTest, options: ProviderContractOp
   const endpoints = scripts ? (Object.keys(scripts) as ProviderEndpoint[]) : 'offline' in options ? options.offline : [];
   for (const endpoint of endpoints) {
     const script = scripts?.[endpoint];
+    // The stream test holds the last event back until the client has read the others.
+    if (script?.events !== undefined && script.events.length < 2) {
+      throw new TypeError(`koa-model-gateway: providerContract(): upstream.${endpoint}.events must hold at least two events`);
+    }
     if (script) upstreamTests(test, options, endpoint, script);
     else offlineTests(test, options, endpoint);
 

@@ -73,3 +73,11 @@ providerContract(test, {
   create: () => echoProvider({ id: 'echo' }),
   offline: ['chatCompletions', 'responses', 'messages', 'countTokens'],
 });
+
+test('providerContract() refuses a stream script it cannot hold back an event of', (t) => {
+  const upstream = { chatCompletions: { path: '/chat', answer: {}, events: ['data: [DONE]\n\n'] } };
+  t.throws(() => providerContract(() => undefined, { name: 'short', create: () => echoProvider({ id: 'echo' }), upstream }), {
+    instanceOf: TypeError,
+    message: 'koa-model-gateway: providerContract(): upstream.chatCompletions.events must hold at least two events',
+  });
+});
