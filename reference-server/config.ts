@@ -76,43 +76,41 @@ const ARRAY = 'must be an array';
  * gives a provider of that id (or `kinds` has no `echo`), so a file may list only `models`. Each
  * provider's `kind` is one of `kinds`, its options that kind's.
  */
-function gatewayConfigSchema(kinds: ProviderRegistry) {
-  return settingsObject({
-    keyPrefix: z.string({ error: KEY_PREFIX }).regex(/^[A-Za-z0-9]{1,32}$/, { error: KEY_PREFIX }).default(DEFAULT_GATEWAY_CONFIG.keyPrefix),
-    keyCacheSeconds: z.int({ error: KEY_CACHE }).min(0, { error: KEY_CACHE }).max(3600, { error: KEY_CACHE }).default(DEFAULT_GATEWAY_CONFIG.keyCacheSeconds),
-    limits: settingsObject({
-      maxFileBytes: positiveInteger.default(DEFAULT_FILE_LIMITS.maxFileBytes),
-      maxFiles: positiveInteger.default(DEFAULT_FILE_LIMITS.maxFiles),
-      maxStoredBytes: positiveInteger.default(DEFAULT_FILE_LIMITS.maxStoredBytes),
-      createsPerMinute: positiveInteger.default(DEFAULT_CREATION_LIMITS.createsPerMinute),
-      createsPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.createsPerDay),
-      bytesPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.bytesPerDay),
-    }).prefault({}),
-    modelLimits: modelLimitsSchema.prefault({}),
-    sweep: settingsObject({
-      /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
-      intervalSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),
-      /** How old a blob without metadata must be before the sweep removes it. */
-      orphanGraceSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.orphanGraceSeconds),
-    }).prefault({}),
-    /** Modules that add provider kinds (`importProviderKinds()`), read by `loadConfigWithModules()`. */
-    providerModules: z.array(nonEmptyString, { error: ARRAY }).optional(),
-    providers: z.array(providerSchema(kinds), { error: ARRAY }).optional(),
-    models: z.array(catalogModelSchema, { error: ARRAY }).optional(),
+const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
+  keyPrefix: z.string({ error: KEY_PREFIX }).regex(/^[A-Za-z0-9]{1,32}$/, { error: KEY_PREFIX }).default(DEFAULT_GATEWAY_CONFIG.keyPrefix),
+  keyCacheSeconds: z.int({ error: KEY_CACHE }).min(0, { error: KEY_CACHE }).max(3600, { error: KEY_CACHE }).default(DEFAULT_GATEWAY_CONFIG.keyCacheSeconds),
+  limits: settingsObject({
+    maxFileBytes: positiveInteger.default(DEFAULT_FILE_LIMITS.maxFileBytes),
+    maxFiles: positiveInteger.default(DEFAULT_FILE_LIMITS.maxFiles),
+    maxStoredBytes: positiveInteger.default(DEFAULT_FILE_LIMITS.maxStoredBytes),
+    createsPerMinute: positiveInteger.default(DEFAULT_CREATION_LIMITS.createsPerMinute),
+    createsPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.createsPerDay),
+    bytesPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.bytesPerDay),
+  }).prefault({}),
+  modelLimits: modelLimitsSchema.prefault({}),
+  sweep: settingsObject({
+    /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
+    intervalSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),
+    /** How old a blob without metadata must be before the sweep removes it. */
+    orphanGraceSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.orphanGraceSeconds),
+  }).prefault({}),
+  /** Modules that add provider kinds (`importProviderKinds()`), read by `loadConfigWithModules()`. */
+  providerModules: z.array(nonEmptyString, { error: ARRAY }).optional(),
+  providers: z.array(providerSchema(kinds), { error: ARRAY }).optional(),
+  models: z.array(catalogModelSchema, { error: ARRAY }).optional(),
+})
+  .transform(({ providers, models, ...settings }) => {
+    const listed = providers ?? [];
+    const echoTaken = listed.some((provider) => provider.id === BUILTIN_PROVIDER.id) || !Object.hasOwn(kinds, BUILTIN_PROVIDER.kind);
+    const builtIn: FileProvider[] = echoTaken ? [] : [{ ...BUILTIN_PROVIDER }];
+    const ownCatalog = providers !== undefined || models !== undefined;
+    return {
+      ...settings,
+      providers: [...listed, ...builtIn],
+      models: ownCatalog ? (models ?? []) : catalogModelSchema.array().parse(DEFAULT_GATEWAY_CONFIG.models),
+    };
   })
-    .transform(({ providers, models, ...settings }) => {
-      const listed = providers ?? [];
-      const echoTaken = listed.some((provider) => provider.id === BUILTIN_PROVIDER.id) || !Object.hasOwn(kinds, BUILTIN_PROVIDER.kind);
-      const builtIn: FileProvider[] = echoTaken ? [] : [{ ...BUILTIN_PROVIDER }];
-      const ownCatalog = providers !== undefined || models !== undefined;
-      return {
-        ...settings,
-        providers: [...listed, ...builtIn],
-        models: ownCatalog ? (models ?? []) : catalogModelSchema.array().parse(DEFAULT_GATEWAY_CONFIG.models),
-      };
-    })
-    .superRefine((config, ctx) => checkCatalog(ctx, config));
-}
+  .superRefine((config, ctx) => checkCatalog(ctx, config));
 
 /** What the `GATEWAY_CONFIG` file holds, after defaults. */
 export type GatewayConfig = z.output<ReturnType<typeof gatewayConfigSchema>>;
