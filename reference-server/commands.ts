@@ -17,7 +17,7 @@ import {
 } from 'koa-model-gateway';
 import { KnexAdminTokenStore, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { ConfigError } from './config-error.js';
-import { loadConfig, type ServerConfig } from './config.js';
+import { loadConfigWithModules, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase, type Database } from './database.js';
 import { openKeyChanges, openStores, sweepDeployment } from './deployment.js';
 import { createLogger } from './logger.js';
@@ -162,7 +162,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const models = values.model ? [...new Set(values.model)] : null;
   const expiresAt = parseExpiry(values.expires);
   const limits = parseLimits(values);
-  const config = loadConfig(io.env);
+  const config = await loadConfigWithModules(io.env);
   const catalog = new Set(config.gateway.models.map((model) => model.id));
   // Allowed, since the catalog may grow, but most likely a typo.
   for (const model of models ?? []) if (!catalog.has(model)) io.err(`koa-model-gateway: warning: model '${model}' is not in the catalog`);
@@ -204,7 +204,7 @@ function keyJson(record: ApiKeyRecord) {
 
 async function keysList(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(args, { account: { type: 'string' } }, 0);
-  const config = loadConfig(io.env);
+  const config = await loadConfigWithModules(io.env);
   const filter = values.account === undefined ? {} : { account: values.account };
   const records = await withKeys(config, (keys) => keys.list(filter));
   if (values.json) {
@@ -233,7 +233,7 @@ async function keysList(args: string[], io: CommandIo): Promise<number> {
 async function keysRevoke(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parse(args, {}, 1);
   const id = positionals[0] as string;
-  const config = loadConfig(io.env);
+  const config = await loadConfigWithModules(io.env);
   const revoked = await withDatabase(config, async (database) => {
     const store = new KnexKeyStore(database.knex, database.storeOptions);
     if (!(await store.revoke(id))) return false;
@@ -273,7 +273,7 @@ async function adminTokensCreate(args: string[], io: CommandIo): Promise<number>
   const { values } = parse(args, { name: { type: 'string' } }, 0);
   const name = values.name?.trim() || null;
   if (name !== null && name.length > 255) throw new UsageError('--name must be at most 255 characters');
-  const config = loadConfig(io.env);
+  const config = await loadConfigWithModules(io.env);
   const { token, record } = await withDatabase(config, ({ knex, storeOptions }) =>
     createAdminToken(new KnexAdminTokenStore(knex, storeOptions), { prefix: config.gateway.keyPrefix, name }),
   );
@@ -295,7 +295,7 @@ async function adminTokensCreate(args: string[], io: CommandIo): Promise<number>
 
 async function adminTokensList(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(args, {}, 0);
-  const config = loadConfig(io.env);
+  const config = await loadConfigWithModules(io.env);
   const records = await withDatabase(config, ({ knex, storeOptions }) => new KnexAdminTokenStore(knex, storeOptions).list());
   if (values.json) {
     io.out(JSON.stringify(records.map((record) => ({ id: record.id, name: record.name, created_at: record.createdAt, revoked_at: record.revokedAt }))));
@@ -312,7 +312,7 @@ async function adminTokensList(args: string[], io: CommandIo): Promise<number> {
 async function adminTokensRevoke(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parse(args, {}, 1);
   const id = positionals[0] as string;
-  const config = loadConfig(io.env);
+  const config = await loadConfigWithModules(io.env);
   const revoked = await withDatabase(config, ({ knex, storeOptions }) => new KnexAdminTokenStore(knex, storeOptions).revoke(id));
   if (!revoked) {
     io.err(`koa-model-gateway: no admin token with id '${id}'`);
@@ -324,7 +324,7 @@ async function adminTokensRevoke(args: string[], io: CommandIo): Promise<number>
 
 async function migrateCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(args, {}, 0);
-  const config = loadConfig(io.env);
+  const config = await loadConfigWithModules(io.env);
   await (await openMigratedDatabase(config.database)).close();
   const database = describeDatabase(config.database);
   io.out(values.json ? JSON.stringify({ database, migrated: true }) : `${database} is at the latest schema`);
@@ -333,7 +333,7 @@ async function migrateCommand(args: string[], io: CommandIo): Promise<number> {
 
 async function sweepCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(args, {}, 0);
-  const config = loadConfig(io.env);
+  const config = await loadConfigWithModules(io.env);
   const stores = await openStores(config);
   let result;
   try {
@@ -369,7 +369,7 @@ async function usageCommand(args: string[], io: CommandIo): Promise<number> {
   if (values.account !== undefined) query.account = values.account;
   if (values.key !== undefined) query.keyId = values.key;
   if (values.since !== undefined) query.since = parseTime('--since', values.since);
-  const config = loadConfig(io.env);
+  const config = await loadConfigWithModules(io.env);
   const report = await withDatabase(config, ({ knex }) => usageReport(new KnexUsageStore(knex), query));
   if (values.json) {
     io.out(JSON.stringify({ by, totals: totalsJson(report.totals), rows: report.rows.map((row) => ({ [by]: row.group, ...totalsJson(row) })) }));
@@ -389,7 +389,7 @@ async function usageCommand(args: string[], io: CommandIo): Promise<number> {
 
 async function serveCommand(args: string[], io: CommandIo): Promise<number> {
   parse(args, {}, 0);
-  const config = loadConfig(io.env);
+  const config = await loadConfigWithModules(io.env);
   await serve(config, createLogger(config.logLevel));
   return 0;
 }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import {
   DEFAULT_CREATION_LIMITS,
@@ -7,13 +7,13 @@ import {
   createProvider,
   providerRegistry,
   type Provider,
-  type ProviderConfig,
-  type ProviderKind,
+  type ProviderRegistry,
 } from 'koa-model-gateway';
 import {
   catalogModelSchema,
   checkCatalog,
   modelLimitsSchema,
+  nonEmptyString,
   nonNegativeInteger,
   positiveInteger,
   settingsMessage,
@@ -22,6 +22,7 @@ import {
 import { parseS3Settings, type S3Settings } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { BUILTIN_PROVIDER, DEFAULT_GATEWAY_CONFIG } from './default-config.js';
+import { importProviderKinds } from './provider-modules.js';
 
 type Environment = Readonly<Record<string, string | undefined>>;
 
@@ -46,16 +47,23 @@ function fileProvider(kind: string, options: z.ZodObject) {
   }).extend({ apiKey: z.never({ error: "must not be in the file: put the credential in an environment variable and name it in 'apiKeyEnv'" }).optional() });
 }
 
-const KINDS = Object.keys(providerRegistry) as ProviderKind[];
+/** What every provider of the file has, whatever its kind. */
+const fileProviderFields = z.looseObject({ id: z.string(), kind: z.string(), apiKeyEnv: z.string().optional() });
 
 /** A provider of the config file, credentials not yet read. */
-export type FileProvider = { id: string; kind: ProviderKind; apiKeyEnv?: string } & Record<string, unknown>;
+export type FileProvider = z.output<typeof fileProviderFields>;
 
-const providerSchema = z.discriminatedUnion(
-  'kind',
-  KINDS.map((kind) => fileProvider(kind, providerRegistry[kind].options)) as unknown as [z.ZodObject, ...z.ZodObject[]],
-  { error: (issue) => (issue.code === 'invalid_union' ? `must be one of ${KINDS.join(', ')}` : 'must be an object') },
-) as unknown as z.ZodType<FileProvider>;
+/** A provider of the file: one of the kinds of `kinds`, with that kind's options. */
+function providerSchema(kinds: ProviderRegistry) {
+  const names = Object.keys(kinds);
+  const [first, ...rest] = Object.entries(kinds).map(([kind, factory]) => fileProvider(kind, factory.options));
+  if (first === undefined) throw new TypeError('koa-model-gateway: the provider kinds must name at least one kind');
+  return z
+    .discriminatedUnion('kind', [first, ...rest], {
+      error: (issue) => (issue.code === 'invalid_union' ? `must be one of ${names.join(', ')}` : 'must be an object'),
+    })
+    .pipe(fileProviderFields);
+}
 
 const ARRAY = 'must be an array';
 
@@ -65,9 +73,10 @@ const ARRAY = 'must be an array';
  * is unlimited) are every key's limits on model calls, which a key's own override field by field.
  * `providers` and `models` replace the built-in echo catalog: a file with either one has exactly
  * the models it lists. The built-in `echo` provider (offline) is always there unless the file
- * gives a provider of that id, so a file may list only `models`.
+ * gives a provider of that id (or `kinds` has no `echo`), so a file may list only `models`. Each
+ * provider's `kind` is one of `kinds`, its options that kind's.
  */
-const gatewayConfigSchema = settingsObject({
+const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
   keyPrefix: z.string({ error: KEY_PREFIX }).regex(/^[A-Za-z0-9]{1,32}$/, { error: KEY_PREFIX }).default(DEFAULT_GATEWAY_CONFIG.keyPrefix),
   keyCacheSeconds: z.int({ error: KEY_CACHE }).min(0, { error: KEY_CACHE }).max(3600, { error: KEY_CACHE }).default(DEFAULT_GATEWAY_CONFIG.keyCacheSeconds),
   limits: settingsObject({
@@ -85,12 +94,15 @@ const gatewayConfigSchema = settingsObject({
     /** How old a blob without metadata must be before the sweep removes it. */
     orphanGraceSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.orphanGraceSeconds),
   }).prefault({}),
-  providers: z.array(providerSchema, { error: ARRAY }).optional(),
+  /** Modules that add provider kinds (`importProviderKinds()`), read by `loadConfigWithModules()`. */
+  providerModules: z.array(nonEmptyString, { error: ARRAY }).optional(),
+  providers: z.array(providerSchema(kinds), { error: ARRAY }).optional(),
   models: z.array(catalogModelSchema, { error: ARRAY }).optional(),
 })
   .transform(({ providers, models, ...settings }) => {
     const listed = providers ?? [];
-    const builtIn = listed.some((provider) => provider.id === BUILTIN_PROVIDER.id) ? [] : [{ ...BUILTIN_PROVIDER } as FileProvider];
+    const echoTaken = listed.some((provider) => provider.id === BUILTIN_PROVIDER.id) || !Object.hasOwn(kinds, BUILTIN_PROVIDER.kind);
+    const builtIn: FileProvider[] = echoTaken ? [] : [{ ...BUILTIN_PROVIDER }];
     const ownCatalog = providers !== undefined || models !== undefined;
     return {
       ...settings,
@@ -101,7 +113,7 @@ const gatewayConfigSchema = settingsObject({
   .superRefine((config, ctx) => checkCatalog(ctx, config));
 
 /** What the `GATEWAY_CONFIG` file holds, after defaults. */
-export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
+export type GatewayConfig = z.output<ReturnType<typeof gatewayConfigSchema>>;
 
 export type DatabaseSettings =
   | { client: 'sqlite'; filename: string }
@@ -125,6 +137,8 @@ export interface ServerConfig {
   /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
   shutdownGraceSeconds: number;
   gateway: GatewayConfig;
+  /** The provider kinds the file's providers were checked against, and are made by. */
+  providerKinds: ProviderRegistry;
   /** The environment the configuration was read from: `configuredProviders()` reads the credentials there. */
   env: Environment;
 }
@@ -187,26 +201,37 @@ function readConfigFile(path: string): unknown {
  * The config file's content over the built-in defaults. `source` names the file in the one-line
  * `ConfigError` of a bad setting: `<source>: limits.maxFiles must be a positive integer`.
  * Credentials are not read here: `configuredProviders()` reads them, so that the key commands run without them.
+ * The file's providers are of the kinds of `providerKinds` (default: lib's built-in `providerRegistry`).
  */
-export function parseGatewayConfig(input: unknown, source: string): GatewayConfig {
-  const result = gatewayConfigSchema.safeParse(input);
+export function parseGatewayConfig(input: unknown, source: string, providerKinds: ProviderRegistry = providerRegistry): GatewayConfig {
+  const result = gatewayConfigSchema(providerKinds).safeParse(input);
   if (!result.success) throw new ConfigError(`${source}: ${settingsMessage(result.error, 'the config')}`);
   return result.data;
 }
 
 /**
- * The configured providers, made by lib's registry, each credential read from the environment
- * variable its `apiKeyEnv` names. An unset variable is a `ConfigError`: the server does not start
- * without it.
+ * The configured providers, made by the configuration's provider kinds, each credential read from
+ * the environment variable its `apiKeyEnv` names. An unset variable is a `ConfigError`: the server
+ * does not start without it.
  * @example const models = modelsRouter({ catalog: config.gateway.models, providers: configuredProviders(config) })
  */
-export function configuredProviders(config: Pick<ServerConfig, 'gateway' | 'env'>): Provider[] {
+export function configuredProviders(config: Pick<ServerConfig, 'gateway' | 'env' | 'providerKinds'>): Provider[] {
   return config.gateway.providers.map(({ apiKeyEnv, ...options }) => {
-    if (apiKeyEnv === undefined) return createProvider(options as ProviderConfig);
+    if (apiKeyEnv === undefined) return createProvider(options, config.providerKinds);
     const apiKey = config.env[apiKeyEnv];
     if (!apiKey) throw new ConfigError(`provider '${options.id}': the environment variable ${apiKeyEnv} (its apiKeyEnv) is not set`);
-    return createProvider({ ...options, apiKey } as ProviderConfig);
+    return createProvider({ ...options, apiKey }, config.providerKinds);
   });
+}
+
+/** What `loadConfig()` is given besides the environment. */
+export interface LoadConfigOptions {
+  /**
+   * The provider kinds a `GATEWAY_CONFIG` file may name: extend lib's built-in ones with kinds
+   * from other packages. Default: `providerRegistry` (openai, anthropic, echo).
+   * @example loadConfig(process.env, { providerKinds: { ...providerRegistry, cohere: cohereKind } })
+   */
+  providerKinds?: ProviderRegistry;
 }
 
 /**
@@ -214,7 +239,7 @@ export function configuredProviders(config: Pick<ServerConfig, 'gateway' | 'env'
  * FILES_DIR, BLOB_URL and the S3 variables of `parseS3Settings`, GATEWAY_CONFIG, LOG_LEVEL,
  * SHUTDOWN_GRACE_SECONDS, METRICS_PORT). Throws a `ConfigError` naming the bad setting.
  */
-export function loadConfig(env: Environment = process.env): ServerConfig {
+export function loadConfig(env: Environment = process.env, { providerKinds = providerRegistry }: LoadConfigOptions = {}): ServerConfig {
   const dataDir = resolve(env.DATA_DIR || './data');
   const filesDir = env.FILES_DIR ? resolve(env.FILES_DIR) : join(dataDir, 'files');
   const logLevel = env.LOG_LEVEL || 'info';
@@ -225,7 +250,9 @@ export function loadConfig(env: Environment = process.env): ServerConfig {
   }
   const configPath = env.GATEWAY_CONFIG ? resolve(env.GATEWAY_CONFIG) : null;
   const gateway =
-    configPath === null ? parseGatewayConfig({}, 'the default config') : parseGatewayConfig(readConfigFile(configPath), `GATEWAY_CONFIG (${configPath})`);
+    configPath === null
+      ? parseGatewayConfig({}, 'the default config', providerKinds)
+      : parseGatewayConfig(readConfigFile(configPath), `GATEWAY_CONFIG (${configPath})`, providerKinds);
   return {
     host: env.HOST || '127.0.0.1',
     port: readInteger('PORT', env.PORT, 8080, 65_535),
@@ -239,6 +266,22 @@ export function loadConfig(env: Environment = process.env): ServerConfig {
     logLevel,
     shutdownGraceSeconds: readInteger('SHUTDOWN_GRACE_SECONDS', env.SHUTDOWN_GRACE_SECONDS, 30, 86_400),
     gateway,
+    providerKinds,
     env,
   };
+}
+
+/**
+ * `loadConfig()` with the provider kinds of the `GATEWAY_CONFIG` file's `providerModules` (paths
+ * relative to the file, or package names) imported first: what every CLI command reads. Throws a
+ * `ConfigError` naming the bad setting or module.
+ */
+export async function loadConfigWithModules(env: Environment = process.env): Promise<ServerConfig> {
+  const configPath = env.GATEWAY_CONFIG ? resolve(env.GATEWAY_CONFIG) : null;
+  const content = configPath === null ? {} : readConfigFile(configPath);
+  const listed = typeof content === 'object' && content !== null && 'providerModules' in content ? content.providerModules : undefined;
+  // Anything else than a list of names is refused by loadConfig(), in its own words.
+  const specifiers = Array.isArray(listed) && listed.every((name) => typeof name === 'string') ? listed : [];
+  if (specifiers.length === 0 || configPath === null) return loadConfig(env);
+  return loadConfig(env, { providerKinds: await importProviderKinds(specifiers, dirname(configPath)) });
 }

@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
 import test from 'ava';
 import * as root from '../lib/index.js';
+import type { AnswerFormat, EndpointFormat, StreamedAnswer, TokenUsage } from '../lib/index.js';
+import * as testing from '../lib/testing/index.js';
 
 // The package root is its public API: what is here, users may depend on, so nothing internal
 // (error mapping, stream events) is exported by accident. Shape A's body, request ids and the
@@ -72,4 +75,27 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'verifiedKey',
     'visibleModels',
   ]);
+});
+
+test('koa-model-gateway/testing exports the provider contract suite and nothing else', (t) => {
+  t.deepEqual(Object.keys(testing).sort(), ['providerContract']);
+});
+
+test('every export of package.json names its types before its code, koa-model-gateway/testing among them', (t) => {
+  const { exports } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, unknown> };
+  t.like(exports['./testing'], { types: './dist/lib/testing/index.d.ts', default: './dist/lib/testing/index.js' });
+  for (const [path, entry] of Object.entries(exports)) {
+    if (typeof entry === 'string') continue;
+    const conditions = Object.keys(entry as object);
+    t.true(conditions.indexOf('types') < conditions.indexOf('default'), `${path}: types before default`);
+  }
+});
+
+// Compiling is the test: a format's answer reader written outside lib/ type-checks against the root's types.
+test('the format types are exported from the root: AnswerFormat, StreamedAnswer, TokenUsage, EndpointFormat', (t) => {
+  const none: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+  const reader: StreamedAnswer = { event: (event) => event, usage: none };
+  const answer: AnswerFormat = { json: () => none, stream: () => reader };
+  const format: Pick<EndpointFormat, 'endpoint' | 'answer'> = { endpoint: 'chatCompletions', answer };
+  t.is(format.answer.stream({}, 'm').event('data: {}\n\n'), 'data: {}\n\n');
 });

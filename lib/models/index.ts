@@ -6,6 +6,7 @@ export {
   type ProviderConfig,
   type ProviderFactory,
   type ProviderKind,
+  type ProviderRegistry,
 } from './providers/registry.js';
 export { openAIProvider } from './providers/openai/index.js';
 export { anthropicProvider } from './providers/anthropic/index.js';
@@ -19,4 +20,6 @@ export { messages } from './messages.js';
 export { countTokens } from './count-tokens.js';
 export { modelsRouter, type ModelsRouterOptions } from './models-router.js';
 export { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
-export type { ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';
+export type { EndpointFormat, ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';
+export type { AnswerFormat, StreamedAnswer, TokenUsage } from './answer.js';
+export type { FileReferences } from './attachments.js';

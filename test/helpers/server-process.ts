@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ExecutionContext } from 'ava';
 import { runCommandLine } from '../../reference-server/commands.js';
-import { loadConfig } from '../../reference-server/config.js';
+import { loadConfigWithModules } from '../../reference-server/config.js';
 import { createLogger } from '../../reference-server/logger.js';
 import { startGateway, type GatewayOptions } from '../../reference-server/server.js';
 
@@ -109,9 +109,9 @@ export function minuteAlignedClock(): () => number {
   return () => minuteStart + (Date.now() - startedAt);
 }
 
-/** `koa-model-gateway serve` in this process, on a random port, with only `env` as its environment. */
+/** `koa-model-gateway serve` in this process, on a random port, with only `env` as its environment (and its config's `providerModules`). */
 export async function startServer(env: Record<string, string>, options: GatewayOptions = {}): Promise<RunningServer> {
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'info', ...env });
+  const config = await loadConfigWithModules({ PORT: '0', LOG_LEVEL: 'info', ...env });
   const logs: LogLine[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
   const gateway = await startGateway(config, logger, options);

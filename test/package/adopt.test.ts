@@ -50,6 +50,24 @@ server.close();
 process.stdout.write(JSON.stringify(results));
 `;
 
+// The provider contract as a team runs it from the installed package: with a test function of its
+// own (no ava installed), against the offline echo provider.
+const CONTRACT = `
+import { echoProvider } from 'koa-model-gateway';
+import { providerContract } from 'koa-model-gateway/testing';
+import { deepStrictEqual, equal, ok } from 'node:assert/strict';
+
+const tests = [];
+providerContract((title, run) => tests.push({ title, run }), {
+  name: 'echo',
+  create: () => echoProvider({ id: 'echo' }),
+  offline: ['chatCompletions'],
+});
+const t = { is: (a, b, m) => equal(a, b, m), deepEqual: (a, b, m) => deepStrictEqual(a, b, m), true: (a, m) => ok(a, m) };
+for (const { run } of tests) await run(t);
+process.stdout.write(JSON.stringify(tests.map(({ title }) => title)));
+`;
+
 test.before(async () => {
   const manifest = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
   await mkdir(appDir, { recursive: true });
@@ -59,6 +77,7 @@ test.before(async () => {
   const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
   await writeFile(join(appDir, 'package.json'), JSON.stringify({ name: 'adopting-app', private: true, type: 'module' }));
   await writeFile(join(appDir, 'app.js'), APP);
+  await writeFile(join(appDir, 'contract.js'), CONTRACT);
   await npm(appDir, ['install', '--prefer-offline', '--ignore-scripts', `./${filename}`, `koa@${manifest.peerDependencies.koa}`]);
 });
 
@@ -86,4 +105,13 @@ test('the installed CLI names the reference server\'s missing packages and the c
     stderr,
     'koa-model-gateway: the reference server needs knex and pino, not installed: npm install knex pino better-sqlite3 (pg instead of better-sqlite3 for PostgreSQL)\n',
   );
+});
+
+test('koa-model-gateway/testing runs its provider contract from the installed package, without ava', async (t) => {
+  t.false(existsSync(join(appDir, 'node_modules/ava')));
+  const { stdout } = await run(process.execPath, ['contract.js'], { cwd: appDir });
+  t.deepEqual(JSON.parse(stdout), [
+    "echo: chatCompletions: a JSON answer and a stream reach the client in the endpoint's format",
+    'echo: chatCompletions: a call whose signal is already aborted sends nothing upstream and settles',
+  ]);
 });

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import test from 'ava';
+import { providerRegistry } from '../../lib/models/providers/registry.js';
 import { ConfigError } from '../../reference-server/config-error.js';
 import { configuredProviders, loadConfig, parseDatabaseUrl, parseGatewayConfig } from '../../reference-server/config.js';
 import { SPEC_LIMITS } from '../helpers/spec-limits.js';
@@ -85,22 +86,22 @@ test('METRICS_PORT: unset, no metrics listener; a port, or 0 for any free one', 
 test('a file that gives only models can use the built-in echo provider', (t) => {
   const config = parseGatewayConfig({ models: [{ id: 'my-echo', provider: 'echo' }] }, 'test');
   t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', created: 0, display_name: 'my-echo' }]);
-  t.deepEqual(configuredProviders({ gateway: config, env: {} }).map((provider) => provider.id), ['echo']);
+  t.deepEqual(configuredProviders({ gateway: config, env: {}, providerKinds: providerRegistry }).map((provider) => provider.id), ['echo']);
 });
 
 test('provider credentials are read from the variables apiKeyEnv names only when the providers are made', (t) => {
   const gateway = parseGatewayConfig({ providers: [{ id: 'openai', kind: 'openai', apiKeyEnv: 'OPENAI_KEY' }] }, 'test');
-  t.throws(() => configuredProviders({ gateway, env: {} }), {
+  t.throws(() => configuredProviders({ gateway, env: {}, providerKinds: providerRegistry }), {
     instanceOf: ConfigError,
     message: "provider 'openai': the environment variable OPENAI_KEY (its apiKeyEnv) is not set",
   });
-  t.deepEqual(configuredProviders({ gateway, env: { OPENAI_KEY: 'sk-1' } }).map((provider) => provider.id), ['openai', 'echo']);
+  t.deepEqual(configuredProviders({ gateway, env: { OPENAI_KEY: 'sk-1' }, providerKinds: providerRegistry }).map((provider) => provider.id), ['openai', 'echo']);
 });
 
 // Each case: the file's content and the one line that refuses it (after `test: `).
 const badFiles: Array<[unknown, string]> = [
   [[], 'the config must be an object'],
-  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, sweep, providers, models)'],
+  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, sweep, providerModules, providers, models)'],
   [{ keyPrefix: 'a_b' }, 'keyPrefix must be 1 to 32 letters and digits'],
   [{ limits: { maxFiles: -1 } }, 'limits.maxFiles must be a positive integer'],
   [{ limits: { maxFile: 1 } }, 'limits.maxFile is not a setting (expected maxFileBytes, maxFiles, maxStoredBytes, createsPerMinute, createsPerDay, bytesPerDay)'],
@@ -147,4 +148,9 @@ test('environment values that make no sense are refused', (t) => {
   for (const env of [{ PORT: '70000' }, { PORT: '-1' }, { PORT: 'http' }, { SHUTDOWN_GRACE_SECONDS: 'soon' }, { LOG_LEVEL: 'verbose' }, { REDIS_URL: '127.0.0.1' }, { METRICS_PORT: '-1' }, { METRICS_PORT: '65536' }]) {
     t.throws(() => loadConfig(env), { instanceOf: ConfigError }, JSON.stringify(env));
   }
+});
+
+test('providerModules must be a list of module names', (t) => {
+  t.throws(() => parseGatewayConfig({ providerModules: 'kmg-cohere' }, 'test'), { instanceOf: ConfigError, message: 'test: providerModules must be an array' });
+  t.throws(() => parseGatewayConfig({ providerModules: [''] }, 'test'), { instanceOf: ConfigError, message: 'test: providerModules[0] must be a non-empty string' });
 });

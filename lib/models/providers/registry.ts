@@ -12,33 +12,46 @@ export interface ProviderFactory<Options extends z.ZodObject = z.ZodObject> {
 }
 
 /**
+ * Provider kinds by the name a configuration gives as `kind`. A registry is a plain object: extend
+ * one by spreading it, `{ ...providerRegistry, mine: { options, create } }`.
+ */
+export type ProviderRegistry = Readonly<Record<string, ProviderFactory>>;
+
+/**
  * The built-in provider kinds, by the name a configuration gives as `kind`. The reference
- * server's config file is checked against these schemas; a gateway of your own may extend the
- * registry with its kinds, or pass `Provider` objects to the handlers without one.
- * @example const provider = providerRegistry.openai.create({ id: 'openai', apiKey: process.env.OPENAI_API_KEY })
+ * server's config file is checked against these schemas unless it is given a registry of its own;
+ * a gateway of your own may extend the registry with its kinds, or pass `Provider` objects to the
+ * handlers without one.
+ * @example
+ * const provider = providerRegistry.openai.create({ id: 'openai', apiKey: process.env.OPENAI_API_KEY });
+ * const kinds = { ...providerRegistry, cohere: { options: cohereOptions, create: cohereProvider } } satisfies ProviderRegistry;
  */
 export const providerRegistry = {
   openai: { options: httpProviderOptions, create: openAIProvider },
   anthropic: { options: httpProviderOptions, create: anthropicProvider },
   echo: { options: echoProviderOptions, create: echoProvider },
-} satisfies Record<string, ProviderFactory>;
+} satisfies ProviderRegistry;
 
 export type ProviderKind = keyof typeof providerRegistry;
 
-/** A provider as a configuration describes it: its `kind` and that kind's options. */
-export type ProviderConfig = {
-  [Kind in ProviderKind]: { kind: Kind } & z.input<(typeof providerRegistry)[Kind]['options']>;
-}[ProviderKind];
+/** A provider as a configuration describes it: its `kind` (one of `Registry`'s) and that kind's options. */
+export type ProviderConfig<Registry extends ProviderRegistry = typeof providerRegistry> = {
+  [Kind in keyof Registry & string]: { kind: Kind } & z.input<Registry[Kind]['options']>;
+}[keyof Registry & string];
 
 /**
- * The provider a configuration describes, made by its kind's factory (which checks the options).
- * @example const provider = createProvider({ kind: 'openai', id: 'openai', apiKey: process.env.OPENAI_API_KEY })
+ * The provider a configuration describes, made by its kind's factory in `registry` (default: the
+ * built-in kinds), which checks the options.
+ * @example
+ * const provider = createProvider({ kind: 'openai', id: 'openai', apiKey: process.env.OPENAI_API_KEY });
+ * const mine = createProvider({ kind: 'cohere', id: 'cohere' }, { ...providerRegistry, cohere: cohereKind });
  */
-export function createProvider(config: ProviderConfig): Provider {
+export function createProvider<Registry extends ProviderRegistry = typeof providerRegistry>(config: ProviderConfig<Registry>, registry?: Registry): Provider {
+  const kinds: ProviderRegistry = registry ?? providerRegistry;
   const { kind, ...options } = config;
-  if (!Object.hasOwn(providerRegistry, kind)) {
-    throw new TypeError(`koa-model-gateway: createProvider(): kind must be one of ${Object.keys(providerRegistry).join(', ')}`);
+  const factory = Object.hasOwn(kinds, kind) ? kinds[kind] : undefined;
+  if (factory === undefined) {
+    throw new TypeError(`koa-model-gateway: createProvider(): kind must be one of ${Object.keys(kinds).join(', ')}`);
   }
-  const factory: ProviderFactory = providerRegistry[kind];
   return factory.create(options);
 }

@@ -1,0 +1,83 @@
+import test from 'ava';
+import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { echoProvider } from '../../lib/models/providers/echo/index.js';
+import { openAIProvider } from '../../lib/models/providers/openai/index.js';
+import { providerContract } from '../../lib/testing/index.js';
+
+// The built-in providers keep the contract a third-party provider runs (examples/cohere-provider/).
+
+const event = (data: unknown, name?: string) => `${name === undefined ? '' : `event: ${name}\n`}data: ${JSON.stringify(data)}\n\n`;
+
+const completion = { id: 'chatcmpl-1', created: 1, model: 'gpt-upstream' };
+const chunk = (delta: unknown, finish: string | null) => event({ ...completion, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
+const response = (status: string, usage: unknown) => ({ id: 'resp_1', object: 'response', created_at: 1, status, model: 'gpt-upstream', output: [], usage });
+const message = { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-upstream', stop_sequence: null };
+
+providerContract(test, {
+  name: 'openAIProvider',
+  create: (baseURL) => openAIProvider({ id: 'openai', baseURL: `${baseURL}/v1`, apiKey: 'sk-provider' }),
+  upstream: {
+    chatCompletions: {
+      path: '/v1/chat/completions',
+      answer: {
+        ...completion,
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 },
+      },
+      events: [
+        chunk({ role: 'assistant', content: '' }, null),
+        chunk({ content: 'Hi' }, 'stop'),
+        event({ ...completion, object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 } }),
+        'data: [DONE]\n\n',
+      ],
+      usage: { inputTokens: 9, outputTokens: 3 },
+    },
+    responses: {
+      path: '/v1/responses',
+      answer: response('completed', { input_tokens: 5, output_tokens: 2, total_tokens: 7 }),
+      events: [
+        event({ type: 'response.created', sequence_number: 0, response: response('in_progress', null) }, 'response.created'),
+        event({ type: 'response.output_text.delta', sequence_number: 1, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hi' }, 'response.output_text.delta'),
+        event({ type: 'response.completed', sequence_number: 2, response: response('completed', { input_tokens: 5, output_tokens: 2, total_tokens: 7 }) }, 'response.completed'),
+      ],
+      usage: { inputTokens: 5, outputTokens: 2 },
+    },
+  },
+});
+
+providerContract(test, {
+  name: 'anthropicProvider',
+  create: (baseURL) => anthropicProvider({ id: 'anthropic', baseURL, apiKey: 'sk-ant-provider' }),
+  upstream: {
+    messages: {
+      path: '/v1/messages',
+      answer: { ...message, content: [{ type: 'text', text: 'Hi' }], stop_reason: 'end_turn', usage: { input_tokens: 8, output_tokens: 2 } },
+      events: [
+        event({ type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 8, output_tokens: 1 } } }, 'message_start'),
+        event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
+        event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } }, 'content_block_delta'),
+        event({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
+        event({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 2 } }, 'message_delta'),
+        event({ type: 'message_stop' }, 'message_stop'),
+      ],
+      error: (_status, text) => ({ type: 'error', error: { type: 'invalid_request_error', message: text } }),
+      usage: { inputTokens: 8, outputTokens: 2 },
+    },
+    countTokens: { path: '/v1/messages/count_tokens', answer: { input_tokens: 12 } },
+  },
+});
+
+providerContract(test, {
+  name: 'echoProvider',
+  create: () => echoProvider({ id: 'echo' }),
+  offline: ['chatCompletions', 'responses', 'messages', 'countTokens'],
+});
+
+test('providerContract() refuses a stream script it cannot hold back an event of', (t) => {
+  const upstream = { chatCompletions: { path: '/chat', answer: {}, events: ['data: [DONE]\n\n'] } };
+  t.throws(() => providerContract(() => undefined, { name: 'short', create: () => echoProvider({ id: 'echo' }), upstream }), {
+    instanceOf: TypeError,
+    message: 'koa-model-gateway: providerContract(): upstream.chatCompletions.events must hold at least two events',
+  });
+});
