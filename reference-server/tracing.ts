@@ -92,7 +92,7 @@ export async function startTracing(env: Environment, logger: Logger): Promise<Se
           resolve();
         }, FLUSH_BOUND_MS);
       });
-      await Promise.race([provider.shutdown().catch((err: unknown) => logger.warn({ component: 'tracing', err }, 'tracing shutdown')), bound]);
+      await Promise.race([provider.shutdown().catch((err: unknown) => logger.warn({ component: 'tracing', detail: (err as Error).message }, 'spans not exported at shutdown')), bound]);
       clearTimeout(timer);
     },
   };
