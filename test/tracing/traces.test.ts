@@ -324,3 +324,17 @@ test.serial('a whole Messages answer: its stop reason and usage', async (t) => {
   t.like(client?.attributes, { 'gen_ai.response.id': 'msg_upstream', 'gen_ai.response.finish_reasons': ['end_turn'], 'gen_ai.usage.input_tokens': 10, 'gen_ai.usage.output_tokens': 4 });
   t.is(client?.attributes['gen_ai.request.stream'], undefined);
 });
+
+test.serial('a streamed Responses call to the echo provider: its id, status and usage from the events', async (t) => {
+  const key = await gateway.keyFor();
+  const response = await post(gateway.url, '/v1/responses', { model: 'echo-1', stream: true, input: 'one two three' }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 200);
+  await response.text();
+  const [client] = clientSpans(await requestSpans());
+  if (!client) return t.fail('no CLIENT span');
+  t.is(client.name, 'chat echo-upstream-1');
+  t.like(client.attributes, { 'gen_ai.provider.name': 'local', 'gen_ai.request.stream': true, 'gen_ai.response.finish_reasons': ['completed'] });
+  t.regex(String(client.attributes['gen_ai.response.id']), /^resp_/);
+  t.true(typeof client.attributes['gen_ai.usage.input_tokens'] === 'number' && typeof client.attributes['gen_ai.usage.output_tokens'] === 'number');
+  t.is(client.attributes['server.address'], undefined);
+});
