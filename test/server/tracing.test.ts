@@ -143,3 +143,14 @@ test('an OTLP protocol it does not speak stops the start, naming the setting', a
   const error = await t.throwsAsync(spawnServer({ DATA_DIR: join(temp.dir, 'data'), OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }));
   t.regex(error?.message ?? '', /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/protobuf or http\/json/);
 });
+
+test('OTEL_TRACES_SAMPLER=always_off: nothing is exported, the calls are answered and still logged with a trace id', async (t) => {
+  const collector = await receiver(t);
+  const { statuses, code, logs } = await tracedCall(t, { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_TRACES_SAMPLER: 'always_off' });
+  t.deepEqual(statuses, [200, 200]);
+  t.is(code, 0);
+  t.deepEqual(collector.exports, []);
+  const logged = logs.filter((line) => line.msg === 'request' && line.path === '/v1/chat/completions');
+  t.is(logged.length, 2);
+  for (const line of logged) t.regex(String(line.traceId), /^[0-9a-f]{32}$/);
+});
