@@ -1,4 +1,4 @@
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
@@ -35,7 +35,7 @@ sdk.register();
 const upstream = await scriptedUpstream();
 
 /** A gateway as the reference server composes one with tracing on, its log lines kept. */
-async function tracedGateway(recordContent = false) {
+async function tracedGateway(recordContent = false, timeoutMs = 20_000) {
   const keys = new MemoryKeyStore();
   const files = tracedStore(new MemoryFileStore(), 'FileStore');
   const blobs = tracedStore(new MemoryBlobStore(), 'BlobStore');
@@ -48,7 +48,7 @@ async function tracedGateway(recordContent = false) {
   app.use(underPath('/v1', apiKey({ store: keys })));
   const routers = [
     filesRouter({ files, blobs, limiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
-    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, limiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
+    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, limiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
   ];
   for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
   const server = await listen(app);
@@ -59,7 +59,9 @@ async function tracedGateway(recordContent = false) {
 
 const gateway = await tracedGateway();
 const recording = await tracedGateway(true);
-test.after.always(() => Promise.all([gateway.close(), recording.close(), upstream.close(), sdk.shutdown()]));
+// A short upstream timeout, for the timeout case only.
+const impatient = await tracedGateway(false, 300);
+test.after.always(() => Promise.all([gateway.close(), recording.close(), impatient.close(), upstream.close(), sdk.shutdown()]));
 test.beforeEach(() => {
   exporter.reset();
   upstream.received.splice(0);
@@ -337,4 +339,42 @@ test.serial('a streamed Responses call to the echo provider: its id, status and 
   t.regex(String(client.attributes['gen_ai.response.id']), /^resp_/);
   t.true(typeof client.attributes['gen_ai.usage.input_tokens'] === 'number' && typeof client.attributes['gen_ai.usage.output_tokens'] === 'number');
   t.is(client.attributes['server.address'], undefined);
+});
+
+test.serial('an upstream that stays silent: error.type timeout, and the 504 on the server span', async (t) => {
+  // Answers nothing, until the gateway gives up.
+  upstream.answer('/v1/chat/completions', () => undefined);
+  const key = await impatient.keyFor();
+  const response = await post(impatient.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 504);
+  const spans = await requestSpans();
+  const [client] = clientSpans(spans);
+  t.is(client?.attributes['error.type'], 'timeout');
+  t.like(serverSpan(spans).attributes, { 'http.response.status_code': 504, 'error.type': '504' });
+});
+
+test.serial('a client that leaves mid-stream: both spans say cancelled', async (t) => {
+  const events = new PassThrough();
+  upstream.answer('/v1/chat/completions', replyEvents(events));
+  const key = await gateway.keyFor();
+  const controller = new AbortController();
+  const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    signal: controller.signal,
+  });
+  events.write(`data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', model: 'gpt', choices: [{ index: 0, delta: { content: 'Hel' } }] })}\n\n`);
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  await reader.read();
+  controller.abort();
+  const spans = await until(
+    async () => exporter.getFinishedSpans(),
+    (all) => all.some((span) => span.kind === SpanKind.SERVER) && all.some((span) => span.kind === SpanKind.CLIENT),
+  );
+  events.end();
+  const [client] = clientSpans(spans);
+  t.is(client?.attributes['error.type'], 'cancelled');
+  t.is(serverSpan(spans).attributes['error.type'], 'cancelled');
+  t.is(typeof client?.attributes['gen_ai.response.time_to_first_chunk'], 'number');
 });
