@@ -123,12 +123,14 @@ export class AttemptSpan implements AttemptTrace {
   }
 
   #json(reader: AnswerReader): void {
+    let body: unknown;
     try {
-      const body: unknown = JSON.parse(Buffer.concat(this.#jsonChunks as Buffer[]).toString('utf8'));
-      if (isObject(body)) reader.json(body);
+      body = JSON.parse(Buffer.concat(this.#jsonChunks as Buffer[]).toString('utf8'));
     } catch {
-      // Not JSON: the call fails as malformed, and says so.
+      // Left undefined: malformed, as the call finds it after the span has ended.
     }
+    if (isObject(body)) reader.json(body);
+    else this.failed('malformed_answer');
   }
 
   #events(events: string[]): void {

@@ -341,6 +341,16 @@ test.serial('a streamed Responses call to the echo provider: its id, status and 
   t.is(client.attributes['server.address'], undefined);
 });
 
+test.serial('an answer that is not JSON: error.type malformed_answer', async (t) => {
+  upstream.answer('/v1/chat/completions', reply(200, 'not json at all'));
+  const key = await gateway.keyFor();
+  const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 502);
+  const [client] = clientSpans(await requestSpans());
+  t.is(client?.attributes['error.type'], 'malformed_answer');
+  t.is(client?.status.code, SpanStatusCode.ERROR);
+});
+
 test.serial('an upstream that stays silent: error.type timeout, and the 504 on the server span', async (t) => {
   // Answers nothing, until the gateway gives up.
   upstream.answer('/v1/chat/completions', () => undefined);
