@@ -94,6 +94,11 @@ export async function startTracing(env: Environment, logger: Logger): Promise<Se
       });
       await Promise.race([provider.shutdown().catch((err: unknown) => logger.warn({ component: 'tracing', detail: (err as Error).message }, 'spans not exported at shutdown')), bound]);
       clearTimeout(timer);
+      // The globals given up, so that a gateway started again in this process registers its own.
+      api.trace.disable();
+      api.context.disable();
+      api.propagation.disable();
+      api.diag.disable();
     },
   };
 }

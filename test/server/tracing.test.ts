@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { createKey, spawnServer, tempDataDir } from '../helpers/server-process.js';
+import { createKey, spawnServer, startServer, tempDataDir } from '../helpers/server-process.js';
 
 /** What a local OTLP receiver got: one entry per export request. */
 interface Export {
@@ -153,4 +153,18 @@ test('OTEL_TRACES_SAMPLER=always_off: nothing is exported, the calls are answere
   const logged = logs.filter((line) => line.msg === 'request' && line.path === '/v1/chat/completions');
   t.is(logged.length, 2);
   for (const line of logged) t.regex(String(line.traceId), /^[0-9a-f]{32}$/);
+});
+
+test('a gateway started twice in one process exports the spans of each: shutdown gives the globals up', async (t) => {
+  const collector = await receiver(t);
+  const temp = await tempDataDir();
+  t.teardown(() => temp.remove());
+  const env = { DATA_DIR: join(temp.dir, 'data'), OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
+  for (const round of [1, 2]) {
+    const server = await startServer(env);
+    t.is((await fetch(`${server.url}/healthz`)).status, 200);
+    await server.stop();
+    t.is(collector.exports.length, round, `after gateway ${round}`);
+  }
+  t.true(collector.exports.every((sent) => sent.body.includes('GET /healthz')));
 });
