@@ -93,8 +93,9 @@ function endServerSpan(ctx: Context, span: Span, method: string): void {
 
 /**
  * The SERVER span of each request, with the OpenTelemetry HTTP conventions'
- * `http.request.method`, `url.path`, `url.scheme`, `http.route`, `http.response.status_code` and
- * `error.type` (5xx), plus the API key's id and account (`kmg.key.id`, `kmg.account`: never the
+ * `http.request.method`, `url.path`, `url.scheme`, `server.address`, `server.port`,
+ * `client.address`, `network.protocol.version`, `user_agent.original`, `http.route`,
+ * `http.response.status_code` and `error.type` (5xx; `cancelled` for a client that left), plus the API key's id and account (`kmg.key.id`, `kmg.account`: never the
  * key), ended when the response has (its last byte sent, or the client gone). The request's W3C
  * `traceparent`/`tracestate` is continued; the span is the active one for the rest of the chain
  * (store spans of `tracedStore()` hang below it), and `ctx.state.tracing` lets the model
@@ -112,8 +113,19 @@ export function traceRequests(options: TraceRequestsOptions = {}): Middleware {
   return async function traceRequests(ctx, next) {
     const known = METHODS.has(ctx.method);
     const method = known ? ctx.method : 'HTTP';
-    const attributes: Attributes = { 'http.request.method': known ? ctx.method : '_OTHER', 'url.path': ctx.path, 'url.scheme': ctx.protocol };
+    const { socket } = ctx.req;
+    const attributes: Attributes = {
+      'http.request.method': known ? ctx.method : '_OTHER',
+      'url.path': ctx.path,
+      'url.scheme': ctx.protocol,
+      'server.address': ctx.hostname,
+      'network.protocol.version': ctx.req.httpVersion,
+    };
     if (!known) attributes['http.request.method_original'] = ctx.method;
+    if (socket.localPort !== undefined) attributes['server.port'] = socket.localPort;
+    if (socket.remoteAddress !== undefined) attributes['client.address'] = socket.remoteAddress;
+    const userAgent = ctx.get('user-agent');
+    if (userAgent !== '') attributes['user_agent.original'] = userAgent;
     const parent = propagation.extract(ROOT_CONTEXT, ctx.headers);
     const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes }, parent);
     const active = trace.setSpan(parent, span);

@@ -105,6 +105,11 @@ test.serial('a chat completion: the server span with the HTTP conventions and th
     'http.route': '/v1/chat/completions',
     'http.response.status_code': 200,
     'url.path': '/v1/chat/completions',
+    'url.scheme': 'http',
+    'server.address': '127.0.0.1',
+    'server.port': Number(new URL(gateway.url).port),
+    'client.address': '127.0.0.1',
+    'network.protocol.version': '1.1',
     'kmg.account': 'acme',
     'kmg.model': 'gpt-test',
   });
