@@ -23,10 +23,15 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   app.on('error', logAppError(logger));
   const health = healthRouter({ checks: deployment.checks });
   const { limits } = deployment.config.gateway;
+  const { tracing } = deployment;
+  // With traces on, each call to a store or limiter of a request is a span of its own.
+  const traced = <Store extends object>(store: Store, name: string) => (tracing ? tracing.traced(store, name) : store);
+  const fileStore = traced(deployment.files, 'FileStore');
+  const blobs = traced(deployment.blobs, 'BlobStore');
   const files = filesRouter({
-    files: deployment.files,
-    blobs: deployment.blobs,
-    limiter: deployment.limiter,
+    files: fileStore,
+    blobs,
+    limiter: traced(deployment.limiter, 'CreationLimiter'),
     limits: { maxFileBytes: limits.maxFileBytes, maxFiles: limits.maxFiles, maxStoredBytes: limits.maxStoredBytes },
     tempDir: deployment.tempDir,
   });
@@ -34,14 +39,16 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   const models = modelsRouter({
     catalog: deployment.config.gateway.models,
     providers: deployment.providers,
-    files: deployment.files,
-    blobs: deployment.blobs,
-    limiter: deployment.modelLimiter,
+    files: fileStore,
+    blobs,
+    limiter: traced(deployment.modelLimiter, 'ModelLimiter'),
     modelLimits: deployment.config.gateway.modelLimits,
     usage: deployment.usage,
     ...(metrics && { metrics: metrics.metrics }),
   });
   const admin = adminApi(deployment, logger);
+  // First: the request's span covers everything, and its trace id is there for the log line.
+  if (tracing) app.use(tracing.requests);
   if (metrics) app.use(metrics.requests);
   app.use(requestLog(logger));
   app.use(securityHeaders());
@@ -49,7 +56,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   if (metrics) app.use(metrics.uploads);
   // Every /v1 and /admin/v1 request is authenticated first, whether or not its route exists;
   // each with its own credentials, neither of which opens the other.
-  app.use(underPath('/v1', apiKey({ store: deployment.keys })));
+  app.use(underPath('/v1', apiKey({ store: traced(deployment.keys, 'KeyStore') })));
   app.use(underPath('/admin/v1', admin.auth));
   // The API's routers first: a probe of /healthz may pass a router more, an API request may not.
   for (const router of [files, models, ...admin.routers, dashboardRouter(logger), health, openApiRouter()]) {

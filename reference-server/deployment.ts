@@ -33,6 +33,7 @@ import { openMetrics, type ServerMetrics } from './metrics.js';
 import { missingPackages } from './peers.js';
 import { claimUploadsDir, removeStaleUploads, type UploadsClaim } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
+import { startTracing, type ServerTracing } from './tracing.js';
 
 /** How often a server's SQLite WAL is checkpointed by its writer thread, which writes the usage records too. */
 const WAL_CHECKPOINT_MS = 1000;
@@ -56,6 +57,8 @@ export interface Deployment {
   usageStore: UsageStore;
   /** Set when METRICS_PORT is: what the app feeds and the metrics listener serves. */
   metrics: ServerMetrics | null;
+  /** Set when the OTEL_* environment turns traces on (`startTracing`). */
+  tracing: ServerTracing | null;
   /** The model providers, their credentials read from the environment. */
   providers: Provider[];
   /** Set when REDIS_URL is. */
@@ -64,7 +67,7 @@ export interface Deployment {
   checks: Record<string, ReadinessCheck>;
   /** This process's own directory in `config.uploadsDir`, where its uploads are streamed (`claimUploadsDir`). */
   tempDir: string;
-  /** Writes the usage records still waiting, then closes the providers' connections, the pools and clients and removes `tempDir`; the process can then exit. */
+  /** Writes the usage records still waiting, then closes the providers' connections, the pools and clients and removes `tempDir`, and exports the last spans; the process can then exit. */
   close(): Promise<void>;
 }
 
@@ -165,7 +168,8 @@ async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<M
 /**
  * Makes the providers (their credentials read from the environment), then opens the database
  * (migrated), the files directory or bucket and, with REDIS_URL, Redis (the creation and model-call
- * limits then live there), the usage recorder and, with METRICS_PORT, the metrics; the key store is
+ * limits then live there), the usage recorder, with METRICS_PORT the metrics and, with
+ * OTEL_EXPORTER_OTLP_ENDPOINT, the traces (`startTracing`); the key store is
  * behind a `cachedKeyStore` of `keyCacheSeconds` that forgets a key as soon as any process
  * announces a change to it (`openKeyChanges`). Removes what uploads of dead processes left in the
  * uploads directory, and claims a directory of its own there. A credential that is not set, or a
@@ -173,7 +177,14 @@ async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<M
  */
 export async function openDeployment(config: ServerConfig, logger: Logger, { nowMs = Date.now }: { nowMs?: () => number } = {}): Promise<Deployment> {
   const providers = configuredProviders(config);
-  const stores = await openStores(config, { log: (level, message) => logger[level]({ component: 'knex' }, message), writerCheckpointMs: WAL_CHECKPOINT_MS });
+  // Before any store or client is made: a tracing setting that is wrong stops the start with nothing to close.
+  const tracing = await startTracing(config.env, logger);
+  const stores = await openStores(config, { log: (level, message) => logger[level]({ component: 'knex' }, message), writerCheckpointMs: WAL_CHECKPOINT_MS }).catch(
+    async (err: unknown) => {
+      await tracing?.shutdown();
+      throw err;
+    },
+  );
   const { knex } = stores;
   const rates = {
     createsPerMinute: config.gateway.limits.createsPerMinute,
@@ -191,6 +202,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   } catch (err) {
     redis?.disconnect();
     await stores.close();
+    await tracing?.shutdown();
     throw err;
   }
   const checks: Record<string, ReadinessCheck> = {
@@ -215,6 +227,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     modelLimiter: await modelLimiter(redis, nowMs),
     usage,
     metrics: await openMetrics(config),
+    tracing,
     providers,
     redis,
     checks,
@@ -227,6 +240,8 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
       await uploads.release();
       await redis?.quit().catch(() => redis?.disconnect());
       await stores.close();
+      // Last: the spans of every request have ended by now.
+      await tracing?.shutdown();
     },
   };
 }

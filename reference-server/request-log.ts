@@ -6,8 +6,9 @@ import type { Logger } from 'pino';
 /**
  * One log line per request, written when the response is finished or the client has gone:
  * request id, key id and account (never the key), method, route, path, status (499 when the
- * client left first) and duration, and the model and provider of a model request. A field with
- * no value (no key, no route) is left out.
+ * client left first) and duration, the model and provider of a model request, and the trace id
+ * when the request is traced (`traceRequests()`, with tracing on). A field with no value (no key,
+ * no route, no trace) is left out.
  * Put it first, so that the status is the one the error formatters wrote.
  * @example app.use(requestLog(logger))
  */
@@ -25,6 +26,7 @@ export function requestLog(logger: Logger): Middleware {
       logger.info(
         {
           requestId: state.requestId,
+          traceId: state.tracing?.traceId || undefined,
           keyId: key?.id,
           account: key?.account,
           method: request.method,

@@ -1,5 +1,6 @@
 export type { CatalogModel } from './catalog.js';
-export type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from './provider.js';
+export type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest, ProviderTelemetry } from './provider.js';
+export type { AttemptStart, AttemptTrace, RequestTracing } from './attempt-trace.js';
 export {
   createProvider,
   providerRegistry,

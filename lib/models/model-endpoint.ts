@@ -207,7 +207,8 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       const value = ctx.get(name);
       if (value !== '') headers[name] = value;
     }
-    const call = new UpstreamCall(route.provider.id, timeoutMs);
+    const trace = ctx.state.tracing?.attempt({ endpoint: format.endpoint, provider: route.provider, model: requested, body: upstreamBody, stream });
+    const call = new UpstreamCall(route.provider.id, timeoutMs, trace);
     let usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
     // When the upstream's answer has ended: before the client's answer does, so that whatever
     // observes the end of the response finds the figures.
@@ -218,7 +219,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     };
     try {
       await forward(ctx, { format, call, stream, request: body, model: requested, ended }, () =>
-        send({ body: upstreamBody, headers, signal: call.signal }),
+        send({ body: upstreamBody, headers, signal: call.signal, traceHeaders: call.traceHeaders }),
       );
     } finally {
       ended(usage);
@@ -265,7 +266,7 @@ async function forward(ctx: Context, forwarding: Forwarding, send: () => Promise
   ctx.res.once('close', onClose);
   try {
     const answer = providerAnswer(await send());
-    call.answered();
+    call.answered(answer);
     if (answer.statusCode < 200 || answer.statusCode > 299) throw await call.refusal(answer);
     if (!stream) {
       const json = await call.json(answer);

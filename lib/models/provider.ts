@@ -11,6 +11,11 @@ export interface ProviderRequest {
   headers: Readonly<Record<string, string>>;
   /** Aborted when the upstream is too slow or the client goes away. */
   signal: AbortSignal;
+  /**
+   * The W3C trace context of the call (`traceparent`, `tracestate`) when it is traced
+   * (`traceRequests()`): headers to send with the upstream request, as the built-in providers do.
+   */
+  traceHeaders?: Readonly<Record<string, string>> | undefined;
 }
 
 /**
@@ -44,6 +49,11 @@ export interface ProviderAnswer {
 export interface Provider {
   /** The name catalog models refer to it by. */
   readonly id: string;
+  /**
+   * What traces say of its calls: `gen_ai.provider.name` (`openai`, `anthropic`, ...; default:
+   * the provider's `id`) and the upstream's host and port (`server.address`, `server.port`).
+   */
+  readonly telemetry?: ProviderTelemetry;
   /** OpenAI's Chat Completions (`POST /v1/chat/completions`). */
   chatCompletions?(request: ProviderRequest): Promise<ProviderAnswer | Response>;
   /** OpenAI's Responses (`POST /v1/responses`). */
@@ -60,4 +70,13 @@ export interface Provider {
 }
 
 /** The endpoint formats a provider may speak: its methods. */
-export type ProviderEndpoint = Exclude<keyof Provider, 'id' | 'close'>;
+export type ProviderEndpoint = Exclude<keyof Provider, 'id' | 'close' | 'telemetry'>;
+
+/** A provider's `telemetry`. */
+export interface ProviderTelemetry {
+  /** The OpenTelemetry GenAI conventions' `gen_ai.provider.name`: `openai`, `anthropic`, `aws.bedrock`, ... */
+  providerName: string;
+  /** The upstream's host name or address. */
+  serverAddress?: string;
+  serverPort?: number;
+}

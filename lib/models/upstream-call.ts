@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { GatewayError, errors } from '../errors/gateway-error.js';
+import type { AttemptTrace } from './attempt-trace.js';
 import { isObject, type JsonObject } from './content.js';
 import type { ProviderAnswer } from './provider.js';
 
@@ -42,6 +43,7 @@ export function answerHeader(answer: ProviderAnswer, name: string): string {
  * upstream stays silent for `timeoutMs` (before its headers, or between two reads of its body),
  * why it ended early, and how long it took. Failures become 502/504 errors whose `cause` says
  * what happened, for the server's log only: bodies never carry the provider's address, key or answer.
+ * Given an `AttemptTrace`, it tells it the attempt's answer, chunks, failure and end.
  */
 export class UpstreamCall {
   readonly #controller = new AbortController();
@@ -58,10 +60,12 @@ export class UpstreamCall {
   #headersMs: number | null = null;
   #firstByteMs: number | null = null;
   #durationMs: number | null = null;
+  readonly #trace: AttemptTrace | undefined;
 
-  constructor(provider: string, timeoutMs: number) {
+  constructor(provider: string, timeoutMs: number, trace?: AttemptTrace) {
     this.#provider = provider;
     this.#timeoutMs = timeoutMs;
+    this.#trace = trace;
     this.#timer = setTimeout(() => {
       if (this.#paused) return;
       this.#timedOut = true;
@@ -78,6 +82,11 @@ export class UpstreamCall {
     return this.#clientGone;
   }
 
+  /** The W3C trace context headers to send upstream, when the attempt is traced. */
+  get traceHeaders(): Readonly<Record<string, string>> | undefined {
+    return this.#trace?.headers;
+  }
+
   /** The upstream answered something: its silence is measured from now. */
   touch(): void {
     this.#paused = false;
@@ -85,15 +94,18 @@ export class UpstreamCall {
   }
 
   /** The upstream's headers arrived: its silence is measured from now. */
-  answered(): void {
+  answered(answer: ProviderAnswer): void {
     this.#headersMs ??= performance.now() - this.#startedAt;
+    this.#trace?.answered(answer);
     this.touch();
   }
 
   /** The upstream's part is over (its answer read, or the call failed): stops the timer and the clock, once. */
   end(): void {
-    this.#durationMs ??= performance.now() - this.#startedAt;
+    if (this.#durationMs !== null) return;
+    this.#durationMs = performance.now() - this.#startedAt;
     clearTimeout(this.#timer);
+    this.#trace?.end();
   }
 
   /**
@@ -116,6 +128,7 @@ export class UpstreamCall {
 
   abandon(): void {
     this.#clientGone = true;
+    this.#trace?.failed('cancelled');
     this.#abort();
   }
 
@@ -126,6 +139,7 @@ export class UpstreamCall {
 
   /** What the client is told about `thrown`: a refusal as it is, a timeout 504, anything else 502. */
   failure(thrown: unknown): GatewayError {
+    this.#trace?.failed(this.#timedOut ? 'timeout' : errorType(thrown));
     if (thrown instanceof GatewayError) return thrown;
     const err = this.#timedOut ? errors.upstreamTimeout() : errors.upstreamError();
     err.cause = this.#timedOut ? `provider '${this.#provider}' was silent for ${this.#timeoutMs} ms` : thrown;
@@ -134,6 +148,7 @@ export class UpstreamCall {
 
   /** A 502 for an answer that arrived but is unusable; `detail` goes to the log, not the client. */
   malformed(detail: string): GatewayError {
+    this.#trace?.failed('malformed_answer');
     const err = errors.upstreamError();
     err.cause = `provider '${this.#provider}' ${detail}`;
     return err;
@@ -158,6 +173,7 @@ export class UpstreamCall {
       };
       body.on('data', (chunk: Buffer | string) => {
         this.#firstByteMs ??= performance.now() - this.#startedAt;
+        this.#trace?.chunk(chunk);
         this.touch();
         if (onChunk(chunk) || drained === undefined) return;
         this.pause();
@@ -222,4 +238,12 @@ export class UpstreamCall {
     if (status === 429 && SECONDS.test(retryAfter)) err.headers['retry-after'] = retryAfter;
     return err;
   }
+}
+
+/** A failure's class for a trace: a refusal's status, an error's code (ECONNREFUSED, UND_ERR_SOCKET), else its name. */
+function errorType(thrown: unknown): string {
+  if (thrown instanceof GatewayError) return String(thrown.status);
+  const { code, name } = (thrown ?? {}) as { code?: unknown; name?: unknown };
+  if (typeof code === 'string') return code;
+  return typeof name === 'string' ? name : '_OTHER';
 }

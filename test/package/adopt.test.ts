@@ -12,7 +12,7 @@ import { ROOT, compiledCli } from '../helpers/server-process.js';
 // them (--prefer-offline), else from the registry.
 
 const run = promisify(execFile);
-const DRIVERS = ['knex', 'pg', 'better-sqlite3', 'ioredis', 'pino', 'prom-client'];
+const DRIVERS = ['knex', 'pg', 'better-sqlite3', 'ioredis', 'pino', 'prom-client', '@opentelemetry/api', '@opentelemetry/sdk-trace-node'];
 
 const temp = await mkdtemp(join(tmpdir(), 'kmg-adopt-'));
 const appDir = join(temp, 'app');

@@ -1,7 +1,7 @@
 import { Pool } from 'undici';
 import type { z } from 'zod';
 import { httpBaseUrl, nonEmptyString, settingsObject } from '../../settings/schemas.js';
-import type { ProviderAnswer, ProviderRequest } from '../provider.js';
+import type { ProviderAnswer, ProviderRequest, ProviderTelemetry } from '../provider.js';
 
 /**
  * The options of a provider reached over HTTP: `id`, `baseURL` (default: the provider's public
@@ -37,6 +37,8 @@ export interface HttpUpstream {
   endpoint(path: string): PostJson;
   /** Closes the pool's connections; a call still under way fails (as when its upstream drops it). */
   close(): Promise<void>;
+  /** `providerName` with the upstream's host and port, for a provider's `telemetry`. */
+  telemetry(providerName: string): ProviderTelemetry;
 }
 
 /**
@@ -54,9 +56,14 @@ export function httpUpstream(baseURL: string): HttpUpstream {
   return {
     endpoint(path) {
       const fullPath = `${prefix}${path}${base.search}`;
-      return (headers, { body, signal }) =>
-        pool.request({ path: fullPath, method: 'POST', headers: body.stream === true ? headers.stream : headers.json, body: JSON.stringify(body), signal });
+      return (headers, { body, signal, traceHeaders }) => {
+        const sent = body.stream === true ? headers.stream : headers.json;
+        // A traced call's headers are made per call; the others are the provider's, made once.
+        const withTrace = traceHeaders === undefined ? sent : { ...sent, ...traceHeaders };
+        return pool.request({ path: fullPath, method: 'POST', headers: withTrace, body: JSON.stringify(body), signal });
+      };
     },
     close: () => pool.destroy(),
+    telemetry: (providerName) => ({ providerName, serverAddress: base.hostname, serverPort: base.port === '' ? (base.protocol === 'https:' ? 443 : 80) : Number(base.port) }),
   };
 }

@@ -29,6 +29,7 @@ export function anthropicProvider(options: HttpProviderOptions): Provider {
   const post = (endpoint: PostJson) => (request: ProviderRequest) => endpoint(headersOf(request), request);
   return {
     id,
+    telemetry: upstream.telemetry('anthropic'),
     messages: post(upstream.endpoint('/v1/messages')),
     countTokens: post(upstream.endpoint('/v1/messages/count_tokens')),
     close: upstream.close,

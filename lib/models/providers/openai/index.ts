@@ -20,6 +20,7 @@ export function openAIProvider(options: HttpProviderOptions): Provider {
   const headers = callHeaders(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` });
   return {
     id,
+    telemetry: upstream.telemetry('openai'),
     chatCompletions: (request) => chat(headers, request),
     responses: (request) => responses(headers, request),
     close: upstream.close,

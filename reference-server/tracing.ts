@@ -1,0 +1,104 @@
+import type { Middleware } from 'koa';
+import type { Logger } from 'pino';
+import { ConfigError } from './config-error.js';
+import { missingPackages } from './peers.js';
+
+type Environment = Readonly<Record<string, string | undefined>>;
+
+const PROTOCOLS = ['http/protobuf', 'http/json'];
+const SDK_PACKAGES = ['@opentelemetry/api', '@opentelemetry/sdk-trace-node', '@opentelemetry/sdk-trace-base', '@opentelemetry/resources'];
+/** What the exporter's and the SDK's own messages may repeat: one line a minute at most, with the count left out. */
+const DIAG_LINE_MS = 60_000;
+/** How long shutdown waits for the last spans to be exported: a collector that does not answer may not hold the exit up. */
+const FLUSH_BOUND_MS = 5_000;
+
+/** The server's traces, when the OTEL_* environment turns them on. */
+export interface ServerTracing {
+  /** `traceRequests()`: first in the app's chain. */
+  requests: Middleware;
+  /** `tracedStore(store, name)`. */
+  traced<Store extends object>(store: Store, name: string): Store;
+  /** Exports the spans still waiting (bounded), then stops the SDK. */
+  shutdown(): Promise<void>;
+}
+
+/** The OpenTelemetry SDK's warnings and errors as log lines, each message at most once a minute (a collector that is down fails every batch). */
+function diagLogger(logger: Logger) {
+  const last = new Map<string, { at: number; repeated: number }>();
+  const write = (message: string, args: unknown[]) => {
+    const now = Date.now();
+    const seen = last.get(message);
+    if (seen && now - seen.at < DIAG_LINE_MS) {
+      seen.repeated++;
+      return;
+    }
+    last.set(message, { at: now, repeated: 0 });
+    const detail = args.map((arg) => (arg instanceof Error ? arg.message : typeof arg === 'string' ? arg : '')).filter((text) => text !== '');
+    logger.warn({ component: 'tracing', detail: detail.length > 0 ? detail.join('; ') : undefined, repeated: seen?.repeated || undefined }, message);
+  };
+  const ignore = () => undefined;
+  return { error: (message: string, ...args: unknown[]) => write(message, args), warn: (message: string, ...args: unknown[]) => write(message, args), info: ignore, debug: ignore, verbose: ignore };
+}
+
+/**
+ * Starts OpenTelemetry tracing when `OTEL_EXPORTER_OTLP_ENDPOINT` (to which `/v1/traces` is
+ * added) or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (as it is) is set, unless `OTEL_SDK_DISABLED` is
+ * `true` or `OTEL_TRACES_EXPORTER` is `none`: the Node SDK with an OTLP exporter over HTTP,
+ * `OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL` `http/protobuf` (default) or `http/json`, behind a
+ * `BatchSpanProcessor` (a bounded queue: a collector that is down costs the requests nothing,
+ * and the spans it drops are counted in a warning). The service is `koa-model-gateway` unless
+ * `OTEL_SERVICE_NAME` or `OTEL_RESOURCE_ATTRIBUTES` say otherwise; the SDK reads its other
+ * variables itself from the process's environment (`OTEL_TRACES_SAMPLER`/`_ARG`, `OTEL_BSP_*`,
+ * `OTEL_EXPORTER_OTLP_HEADERS`, ...). Without an endpoint nothing of the SDK is loaded, and null
+ * is returned. A protocol other than these two, or an SDK package not installed, is a `ConfigError`.
+ */
+export async function startTracing(env: Environment, logger: Logger): Promise<ServerTracing | null> {
+  const tracesEndpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if ((!tracesEndpoint && !endpoint) || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.trim() === 'none') return null;
+  const url = tracesEndpoint || `${(endpoint as string).replace(/\/+$/, '')}/v1/traces`;
+  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';
+  if (!PROTOCOLS.includes(protocol)) throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got '${protocol}'`);
+  const json = protocol === 'http/json';
+  const missing = missingPackages([...SDK_PACKAGES, json ? '@opentelemetry/exporter-trace-otlp-http' : '@opentelemetry/exporter-trace-otlp-proto']);
+  if (missing.length > 0) throw new ConfigError(`tracing (OTEL_EXPORTER_OTLP_ENDPOINT) needs ${missing.join(', ')}, not installed: npm install ${missing.join(' ')}`);
+
+  const [api, { NodeTracerProvider }, { BatchSpanProcessor }, resources, { OTLPTraceExporter }, { traceRequests, tracedStore }] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-trace-node'),
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/resources'),
+    json ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),
+    import('koa-model-gateway/tracing'),
+  ]);
+  api.diag.setLogger(diagLogger(logger), api.DiagLogLevel.WARN);
+  // The environment's service name and attributes win over the default name.
+  const resource = resources
+    .defaultResource()
+    .merge(resources.resourceFromAttributes({ 'service.name': 'koa-model-gateway' }))
+    .merge(resources.detectResources({ detectors: [resources.envDetector] }));
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }))] });
+  // The global provider, W3C trace context propagation and the AsyncLocalStorage context manager.
+  provider.register();
+  logger.info({ url, protocol, sampler: env.OTEL_TRACES_SAMPLER }, 'tracing');
+  return {
+    requests: traceRequests(),
+    traced: (store, name) => tracedStore(store, name),
+    async shutdown() {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          logger.warn({ component: 'tracing' }, `spans not exported within ${FLUSH_BOUND_MS} ms of shutdown: dropped`);
+          resolve();
+        }, FLUSH_BOUND_MS);
+      });
+      await Promise.race([provider.shutdown().catch((err: unknown) => logger.warn({ component: 'tracing', detail: (err as Error).message }, 'spans not exported at shutdown')), bound]);
+      clearTimeout(timer);
+      // The globals given up, so that a gateway started again in this process registers its own.
+      api.trace.disable();
+      api.context.disable();
+      api.propagation.disable();
+      api.diag.disable();
+    },
+  };
+}

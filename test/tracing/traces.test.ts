@@ -1,0 +1,395 @@
+import { PassThrough, Readable } from 'node:stream';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import test from 'ava';
+import Koa from 'koa';
+import { pino } from 'pino';
+import { apiKey } from '../../lib/auth/api-key.js';
+import { createApiKey } from '../../lib/auth/keys.js';
+import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
+import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
+import { filesRouter } from '../../lib/files/files-router.js';
+import { modelsRouter } from '../../lib/models/models-router.js';
+import type { ModelLimits } from '../../lib/quota/model-limits.js';
+import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
+import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
+import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
+import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
+import { traceRequests } from '../../lib/tracing/trace-requests.js';
+import { tracedStore } from '../../lib/tracing/traced-store.js';
+import { underPath } from '../../lib/under-path.js';
+import { requestLog } from '../../reference-server/request-log.js';
+import { listen } from '../helpers/http.js';
+import { CATALOG, catalogProviders } from '../helpers/models-app.js';
+import { anthropicMessage, reply, replyEvents, scriptedUpstream } from '../helpers/models-upstream.js';
+import { pdfOf, uploadForm } from '../helpers/multipart.js';
+import { until } from '../helpers/poll.js';
+
+// One SDK for the file, as a deployment registers it: every span of every test, read back in memory.
+const exporter = new InMemorySpanExporter();
+const sdk = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+sdk.register();
+
+const upstream = await scriptedUpstream();
+
+/** A gateway as the reference server composes one with tracing on, its log lines kept. */
+async function tracedGateway(recordContent = false, timeoutMs = 20_000) {
+  const keys = new MemoryKeyStore();
+  const files = tracedStore(new MemoryFileStore(), 'FileStore');
+  const blobs = tracedStore(new MemoryBlobStore(), 'BlobStore');
+  const logLines: Array<Record<string, unknown>> = [];
+  const logger = pino({ base: null }, { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) });
+  const app = new Koa();
+  app.use(traceRequests({ recordContent }));
+  app.use(requestLog(logger));
+  app.use(gatewayErrors());
+  app.use(underPath('/v1', apiKey({ store: keys })));
+  const routers = [
+    filesRouter({ files, blobs, limiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
+    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, limiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
+  ];
+  for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
+  const server = await listen(app);
+  const keyFor = async (scopes: Scope[] = [...SCOPES], limits: ModelLimits = {}) =>
+    (await createApiKey(keys, { prefix: 'kmg', account: 'acme', scopes, models: null, limits })).key;
+  return { url: server.url, close: server.close, keyFor, logLines };
+}
+
+const gateway = await tracedGateway();
+const recording = await tracedGateway(true);
+// A short upstream timeout, for the timeout case only.
+const impatient = await tracedGateway(false, 300);
+test.after.always(() => Promise.all([gateway.close(), recording.close(), impatient.close(), upstream.close(), sdk.shutdown()]));
+test.beforeEach(() => {
+  exporter.reset();
+  upstream.received.splice(0);
+});
+
+/** The spans of the one request made since the test began, once its server span has ended. */
+async function requestSpans(): Promise<ReadableSpan[]> {
+  return until(
+    async () => exporter.getFinishedSpans(),
+    (spans) => spans.some((span) => span.kind === SpanKind.SERVER),
+  );
+}
+
+const serverSpan = (spans: ReadableSpan[]) => spans.find((span) => span.kind === SpanKind.SERVER) as ReadableSpan;
+const clientSpans = (spans: ReadableSpan[]) => spans.filter((span) => span.kind === SpanKind.CLIENT);
+const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
+
+const post = (url: string, path: string, body: unknown, headers: Record<string, string>) =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+
+const openAIAnswer = {
+  id: 'chatcmpl-upstream',
+  object: 'chat.completion',
+  created: 1_744_000_000,
+  model: 'gpt-4o-mini-2024-07-18',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'A secret answer.' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14, prompt_tokens_details: { cached_tokens: 6 } },
+};
+
+test.serial('a chat completion: the server span with the HTTP conventions and the key id, one CLIENT span with the GenAI conventions', async (t) => {
+  upstream.answer('/v1/chat/completions', reply(200, openAIAnswer));
+  const key = await gateway.keyFor();
+  const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', temperature: 0.2, max_tokens: 50, messages: [{ role: 'user', content: 'Tell me a secret' }] }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 200);
+  await response.json();
+  const spans = await requestSpans();
+  const server = serverSpan(spans);
+  t.is(server.name, 'POST /v1/chat/completions');
+  t.like(server.attributes, {
+    'http.request.method': 'POST',
+    'http.route': '/v1/chat/completions',
+    'http.response.status_code': 200,
+    'url.path': '/v1/chat/completions',
+    'url.scheme': 'http',
+    'server.address': '127.0.0.1',
+    'server.port': Number(new URL(gateway.url).port),
+    'client.address': '127.0.0.1',
+    'network.protocol.version': '1.1',
+    'kmg.account': 'acme',
+    'kmg.model': 'gpt-test',
+  });
+  t.regex(server.attributes['kmg.key.id'] as string, /^key_/);
+  t.is(server.attributes['error.type'], undefined);
+
+  const [client, ...more] = clientSpans(spans);
+  t.is(more.length, 0);
+  if (!client) return t.fail('no CLIENT span');
+  t.is(client.name, 'chat gpt-4o-mini-2024-07-18');
+  t.is(parentOf(client), server.spanContext().spanId);
+  t.deepEqual(client.attributes, {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': 'openai',
+    'gen_ai.request.model': 'gpt-4o-mini-2024-07-18',
+    'gen_ai.request.temperature': 0.2,
+    'gen_ai.request.max_tokens': 50,
+    'server.address': '127.0.0.1',
+    'server.port': Number(new URL(upstream.url).port),
+    'kmg.provider.id': 'openai',
+    'kmg.model': 'gpt-test',
+    'gen_ai.response.id': 'chatcmpl-upstream',
+    'gen_ai.response.model': 'gpt-4o-mini-2024-07-18',
+    'gen_ai.response.finish_reasons': ['stop'],
+    'gen_ai.usage.input_tokens': 10,
+    'gen_ai.usage.output_tokens': 4,
+    'gen_ai.usage.cache_read.input_tokens': 6,
+  });
+  t.is(client.status.code, SpanStatusCode.UNSET);
+  // The limit check is a span of the request too.
+  const consume = spans.find((span) => span.name === 'ModelLimiter.consume');
+  t.is(consume && parentOf(consume), server.spanContext().spanId);
+});
+
+test.serial("the upstream gets the attempt's traceparent; an incoming traceparent is continued", async (t) => {
+  upstream.answer('/v1/chat/completions', reply(200, openAIAnswer));
+  const key = await gateway.keyFor();
+  const incoming = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, {
+    authorization: `Bearer ${key}`,
+    traceparent: incoming,
+    tracestate: 'vendor=opaque',
+  });
+  t.is(response.status, 200);
+  await response.json();
+  const spans = await requestSpans();
+  const server = serverSpan(spans);
+  t.is(server.spanContext().traceId, '4bf92f3577b34da6a3ce929d0e0e4736');
+  t.is(parentOf(server), '00f067aa0ba902b7');
+  const [client] = clientSpans(spans);
+  if (!client) return t.fail('no CLIENT span');
+  const [received] = upstream.received;
+  t.is(received?.headers.traceparent, `00-4bf92f3577b34da6a3ce929d0e0e4736-${client.spanContext().spanId}-01`);
+  t.is(received?.headers.tracestate, 'vendor=opaque');
+});
+
+test.serial('a streamed message: the stream flag, time to first chunk, and what its events report', async (t) => {
+  const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+  upstream.answer(
+    '/v1/messages',
+    replyEvents(
+      Readable.from([
+        event('message_start', {
+          type: 'message_start',
+          message: { id: 'msg_stream', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [], usage: { input_tokens: 5, cache_read_input_tokens: 20, cache_creation_input_tokens: 3, output_tokens: 1 } },
+        }),
+        event('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+        event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Streamed secret' } }),
+        event('content_block_stop', { type: 'content_block_stop', index: 0 }),
+        event('message_delta', { type: 'message_delta', delta: { stop_reason: 'max_tokens' }, usage: { output_tokens: 7 } }),
+        event('message_stop', { type: 'message_stop' }),
+      ]),
+    ),
+  );
+  const key = await gateway.keyFor();
+  const response = await post(gateway.url, '/v1/messages', { model: 'claude-test', max_tokens: 7, stream: true, messages: [{ role: 'user', content: 'Stream a secret' }] }, { 'x-api-key': key });
+  t.is(response.status, 200);
+  t.true((await response.text()).includes('message_stop'));
+  const spans = await requestSpans();
+  const [client] = clientSpans(spans);
+  if (!client) return t.fail('no CLIENT span');
+  t.is(client.name, 'chat claude-sonnet-4-5-20250929');
+  t.like(client.attributes, {
+    'gen_ai.provider.name': 'anthropic',
+    'gen_ai.request.stream': true,
+    'gen_ai.request.max_tokens': 7,
+    'gen_ai.response.id': 'msg_stream',
+    'gen_ai.response.model': 'claude-sonnet-4-5-20250929',
+    'gen_ai.response.finish_reasons': ['max_tokens'],
+    // The conventions count cached input in the input tokens; Messages reports it apart.
+    'gen_ai.usage.input_tokens': 28,
+    'gen_ai.usage.output_tokens': 7,
+    'gen_ai.usage.cache_read.input_tokens': 20,
+    'gen_ai.usage.cache_creation.input_tokens': 3,
+  });
+  const firstChunk = client.attributes['gen_ai.response.time_to_first_chunk'];
+  t.true(typeof firstChunk === 'number' && firstChunk > 0);
+});
+
+test.serial('a call refused by the limits (429) or by its scope (403): the server span says why, and no attempt was made', async (t) => {
+  const limited = await gateway.keyFor([...SCOPES], { requestsPerMinute: 1 });
+  upstream.answer('/v1/chat/completions', reply(200, openAIAnswer));
+  const body = { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] };
+  t.is((await post(gateway.url, '/v1/chat/completions', body, { authorization: `Bearer ${limited}` })).status, 200);
+  await requestSpans();
+  exporter.reset();
+  const refused = await post(gateway.url, '/v1/chat/completions', body, { authorization: `Bearer ${limited}` });
+  t.is(refused.status, 429);
+  let spans = await requestSpans();
+  t.like(serverSpan(spans).attributes, { 'http.response.status_code': 429, 'kmg.limited_by': 'requests', 'kmg.account': 'acme' });
+  t.is(serverSpan(spans).status.code, SpanStatusCode.UNSET);
+  t.deepEqual(clientSpans(spans), []);
+
+  exporter.reset();
+  const noScope = await gateway.keyFor(['models:read']);
+  const forbidden = await post(gateway.url, '/v1/chat/completions', body, { authorization: `Bearer ${noScope}` });
+  t.is(forbidden.status, 403);
+  spans = await requestSpans();
+  t.like(serverSpan(spans).attributes, { 'http.response.status_code': 403, 'http.route': '/v1/chat/completions' });
+  t.deepEqual(clientSpans(spans), []);
+  t.is(upstream.received.length, 1);
+});
+
+test.serial('an upstream failure: error.type on the attempt span, the 502 on the server span', async (t) => {
+  upstream.answer('/v1/chat/completions', reply(500, { error: { message: 'boom' } }));
+  const key = await gateway.keyFor();
+  const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 502);
+  const spans = await requestSpans();
+  const [client] = clientSpans(spans);
+  t.is(client?.attributes['error.type'], '500');
+  t.is(client?.status.code, SpanStatusCode.ERROR);
+  t.like(serverSpan(spans).attributes, { 'http.response.status_code': 502, 'error.type': '502' });
+  t.is(serverSpan(spans).status.code, SpanStatusCode.ERROR);
+});
+
+test.serial('an upload, a list and a download: the store, blob and limit calls are spans of their requests', async (t) => {
+  const key = await gateway.keyFor();
+  const created = await fetch(`${gateway.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: uploadForm(pdfOf(2000)) });
+  t.is(created.status, 200);
+  const { id } = (await created.json()) as { id: string };
+  let spans = await requestSpans();
+  let server = serverSpan(spans);
+  t.is(server.name, 'POST /v1/files');
+  const children = (of: ReadableSpan, all: ReadableSpan[]) => all.filter((span) => parentOf(span) === of.spanContext().spanId).map((span) => span.name);
+  const uploadChildren = children(server, spans);
+  t.true(uploadChildren.includes('CreationLimiter.reserve'), uploadChildren.join());
+  t.true(uploadChildren.includes('FileStore.create'), uploadChildren.join());
+  t.true(uploadChildren.some((name) => name === 'BlobStore.put' || name === 'BlobStore.putFile'), uploadChildren.join());
+
+  exporter.reset();
+  t.is((await fetch(`${gateway.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
+  spans = await requestSpans();
+  server = serverSpan(spans);
+  t.is(server.name, 'GET /v1/files');
+  t.true(children(server, spans).includes('FileStore.list'));
+
+  exporter.reset();
+  const download = await fetch(`${gateway.url}/v1/files/${id}/content`, { headers: { authorization: `Bearer ${key}` } });
+  t.is(download.status, 200);
+  t.is((await download.arrayBuffer()).byteLength, 2000);
+  spans = await until(
+    async () => exporter.getFinishedSpans(),
+    (all) => all.some((span) => span.kind === SpanKind.SERVER) && all.some((span) => span.name === 'BlobStore.get'),
+  );
+  server = serverSpan(spans);
+  t.is(server.attributes['http.route'], '/v1/files/:file_id/content');
+  t.true(children(server, spans).includes('BlobStore.get'));
+});
+
+test.serial("the request's log line carries its trace id", async (t) => {
+  upstream.answer('/v1/chat/completions', reply(200, openAIAnswer));
+  const key = await gateway.keyFor();
+  gateway.logLines.splice(0);
+  const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  await response.json();
+  const spans = await requestSpans();
+  const lines = await until(
+    async () => gateway.logLines,
+    (all) => all.length > 0,
+  );
+  t.is(lines[0]?.traceId, serverSpan(spans).spanContext().traceId);
+});
+
+test.serial('by default no attribute holds the key or any message content; recordContent adds the messages', async (t) => {
+  upstream.answer('/v1/chat/completions', reply(200, openAIAnswer), 2);
+  const body = { model: 'gpt-test', messages: [{ role: 'system', content: 'Be brief' }, { role: 'user', content: 'Tell me a secret' }] };
+  const key = await gateway.keyFor();
+  t.is((await post(gateway.url, '/v1/chat/completions', body, { authorization: `Bearer ${key}` })).status, 200);
+  const everything = JSON.stringify((await requestSpans()).map((span) => span.attributes));
+  for (const secret of [key, 'Tell me a secret', 'Be brief', 'A secret answer.']) t.false(everything.includes(secret), secret);
+
+  exporter.reset();
+  const recordingKey = await recording.keyFor();
+  t.is((await post(recording.url, '/v1/chat/completions', body, { authorization: `Bearer ${recordingKey}` })).status, 200);
+  const [client] = clientSpans(await requestSpans());
+  t.deepEqual(JSON.parse(client?.attributes['gen_ai.input.messages'] as string), [
+    { role: 'system', parts: [{ type: 'text', content: 'Be brief' }] },
+    { role: 'user', parts: [{ type: 'text', content: 'Tell me a secret' }] },
+  ]);
+  t.deepEqual(JSON.parse(client?.attributes['gen_ai.output.messages'] as string), [
+    { role: 'assistant', parts: [{ type: 'text', content: 'A secret answer.' }], finish_reason: 'stop' },
+  ]);
+  const all = JSON.stringify((await requestSpans()).map((span) => span.attributes));
+  t.false(all.includes(recordingKey));
+});
+
+test.serial('options are checked when the factory runs', (t) => {
+  t.throws(() => traceRequests({ recordContent: 'yes' as unknown as boolean }), { message: /traceRequests\(\): recordContent must be true or false/ });
+  t.throws(() => tracedStore({}, 'X', { tracerProvider: {} as never }), { message: /tracedStore\(\): tracerProvider must be a TracerProvider/ });
+});
+
+test.serial('a whole Messages answer: its stop reason and usage', async (t) => {
+  upstream.answer('/v1/messages', reply(200, anthropicMessage('Done.')));
+  const key = await gateway.keyFor();
+  const response = await post(gateway.url, '/v1/messages', { model: 'claude-test', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key });
+  t.is(response.status, 200);
+  const [client] = clientSpans(await requestSpans());
+  t.like(client?.attributes, { 'gen_ai.response.id': 'msg_upstream', 'gen_ai.response.finish_reasons': ['end_turn'], 'gen_ai.usage.input_tokens': 10, 'gen_ai.usage.output_tokens': 4 });
+  t.is(client?.attributes['gen_ai.request.stream'], undefined);
+});
+
+test.serial('a streamed Responses call to the echo provider: its id, status and usage from the events', async (t) => {
+  const key = await gateway.keyFor();
+  const response = await post(gateway.url, '/v1/responses', { model: 'echo-1', stream: true, input: 'one two three' }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 200);
+  await response.text();
+  const [client] = clientSpans(await requestSpans());
+  if (!client) return t.fail('no CLIENT span');
+  t.is(client.name, 'chat echo-upstream-1');
+  t.like(client.attributes, { 'gen_ai.provider.name': 'local', 'gen_ai.request.stream': true, 'gen_ai.response.finish_reasons': ['completed'] });
+  t.regex(String(client.attributes['gen_ai.response.id']), /^resp_/);
+  t.true(typeof client.attributes['gen_ai.usage.input_tokens'] === 'number' && typeof client.attributes['gen_ai.usage.output_tokens'] === 'number');
+  t.is(client.attributes['server.address'], undefined);
+});
+
+test.serial('an answer that is not JSON: error.type malformed_answer', async (t) => {
+  upstream.answer('/v1/chat/completions', reply(200, 'not json at all'));
+  const key = await gateway.keyFor();
+  const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 502);
+  const [client] = clientSpans(await requestSpans());
+  t.is(client?.attributes['error.type'], 'malformed_answer');
+  t.is(client?.status.code, SpanStatusCode.ERROR);
+});
+
+test.serial('an upstream that stays silent: error.type timeout, and the 504 on the server span', async (t) => {
+  // Answers nothing, until the gateway gives up.
+  upstream.answer('/v1/chat/completions', () => undefined);
+  const key = await impatient.keyFor();
+  const response = await post(impatient.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 504);
+  const spans = await requestSpans();
+  const [client] = clientSpans(spans);
+  t.is(client?.attributes['error.type'], 'timeout');
+  t.like(serverSpan(spans).attributes, { 'http.response.status_code': 504, 'error.type': '504' });
+});
+
+test.serial('a client that leaves mid-stream: both spans say cancelled', async (t) => {
+  const events = new PassThrough();
+  upstream.answer('/v1/chat/completions', replyEvents(events));
+  const key = await gateway.keyFor();
+  const controller = new AbortController();
+  const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    signal: controller.signal,
+  });
+  events.write(`data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', model: 'gpt', choices: [{ index: 0, delta: { content: 'Hel' } }] })}\n\n`);
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  await reader.read();
+  controller.abort();
+  const spans = await until(
+    async () => exporter.getFinishedSpans(),
+    (all) => all.some((span) => span.kind === SpanKind.SERVER) && all.some((span) => span.kind === SpanKind.CLIENT),
+  );
+  events.end();
+  const [client] = clientSpans(spans);
+  t.is(client?.attributes['error.type'], 'cancelled');
+  t.is(serverSpan(spans).attributes['error.type'], 'cancelled');
+  t.is(typeof client?.attributes['gen_ai.response.time_to_first_chunk'], 'number');
+});
