@@ -56,12 +56,22 @@ function knexLog(log: DatabaseLog): Knex.Logger {
  * Each of the pool's waits ends within the stores' bound: for a pooled connection or a new one
  * (`connectionTimeoutMillis`), and for a statement on the server (`statement_timeout`, which also
  * ends the statements of calls already answered, and their locks, when the database is slow
- * rather than away; migrations lift it for their own transaction).
+ * rather than away; migrations lift it for their own transaction). A session left in a transaction
+ * by a connection that stalled (the stores destroy it at their bound, but a stalled network may
+ * not carry even the close) is ended by the server past the same bound
+ * (`idle_in_transaction_session_timeout`), so no lock outlives it.
  */
 async function openPostgres(connectionString: string, log: DatabaseLog, timeoutMs: number): Promise<Database> {
   // The drivers are optional peers: only the configured one is loaded (and must be installed).
   const { default: pg } = await import('pg');
-  const pool = new pg.Pool({ connectionString, max: 10, connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, keepAlive: true });
+  const pool = new pg.Pool({
+    connectionString,
+    max: 10,
+    connectionTimeoutMillis: timeoutMs,
+    statement_timeout: timeoutMs,
+    idle_in_transaction_session_timeout: timeoutMs,
+    keepAlive: true,
+  });
   // pg raises 'error' for a lost connection, and unlistened that ends the process. Lost while
   // idle: the pool drops it and says so. Lost while Knex holds it: the query in flight fails with
   // the cause, and the pool drops it on release.
