@@ -50,7 +50,7 @@ async function withinTimeout<T>(timeoutMs: number, send: (abortSignal: AbortSign
   try {
     return await send(deadline.signal);
   } catch (err) {
-    if (deadline.signal.aborted) throw new StoreUnavailableError(`the S3 store did not answer within ${timeoutMs} ms`, { cause: err });
+    if (deadline.signal.aborted) throw new StoreUnavailableError(`the S3 store did not answer within ${timeoutMs} ms`, { cause: err, store: 's3' });
     throw err;
   } finally {
     clearTimeout(timer);
@@ -80,7 +80,7 @@ interface SdkError {
 function unavailableOr(err: unknown): unknown {
   const { $fault, $metadata } = (err ?? {}) as SdkError;
   if ($metadata && ($metadata.httpStatusCode === undefined || $fault === 'server')) {
-    return new StoreUnavailableError('the S3 store is unavailable', { cause: err });
+    return new StoreUnavailableError('the S3 store is unavailable', { cause: err, store: 's3' });
   }
   return err;
 }
