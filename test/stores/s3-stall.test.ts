@@ -67,6 +67,30 @@ test.serial('S3BlobStore on a stopped bucket: an upload, a download and every ot
   t.is(await blobs.put(other, Readable.from([bytes])), bytes.length);
 });
 
+test.serial('a download whose bucket stops mid-body ends with an error after the client\'s socketTimeout of silence, not never', async (t) => {
+  t.timeout(20 * BOUND_MS, 'a download body held while the bucket is stopped');
+  const SILENCE_MS = 1000;
+  // As README recommends: the silence of a body is the client's to bound.
+  const client = s3.client({ requestHandler: { connectionTimeout: BOUND_MS, socketTimeout: SILENCE_MS } });
+  // The default bound for the upload before the stop: its ten parts take their time on a busy machine.
+  const blobs = new S3BlobStore({ client, bucket: s3.bucket, prefix: s3.freshPrefix() });
+  const id = newFileId(Date.now() / 1000);
+  // Far more than the loopback socket buffers hold: the bucket is still sending when it stops.
+  await blobs.put(id, Readable.from([randomBytes(48 * 1024 * 1024)]));
+  const body = (await blobs.get(id)) as Readable;
+  const reading = body[Symbol.asyncIterator]();
+  await reading.next();
+  s3.pause();
+  t.teardown(() => s3.resume());
+  const started = performance.now();
+  const ended = await (async () => {
+    for (;;) if ((await reading.next()).done) return 'complete';
+  })().catch((err: unknown) => err);
+  s3.resume();
+  t.not(ended, 'complete');
+  t.true(performance.now() - started < SILENCE_MS + SLACK_MS + BOUND_MS, `ended after ${Math.round(performance.now() - started)} ms`);
+});
+
 test.serial('the files API on a stopped bucket: uploads and downloads answer 503 within the bound, then 200 once it is back', async (t) => {
   t.timeout(10 * BOUND_MS, 'requests held while the bucket is stopped');
   const blobs = new S3BlobStore({ client: s3.client(), bucket: s3.bucket, prefix: s3.freshPrefix(), timeoutMs: BOUND_MS });
