@@ -20,7 +20,7 @@ import { securityHeaders } from './security-headers.js';
  */
 export function createApp(deployment: Deployment, logger: Logger): Koa {
   const app = new Koa();
-  app.on('error', logAppError(logger));
+  app.on('error', logAppError(logger, deployment.outages));
   const health = healthRouter({ checks: deployment.checks });
   const { limits } = deployment.config.gateway;
   const { tracing } = deployment;

@@ -102,6 +102,9 @@ export function parseS3Settings(env: Environment): S3Settings | null {
   return { bucket, prefix, region, endpoint, forcePathStyle: parseFlag('S3_FORCE_PATH_STYLE', env.S3_FORCE_PATH_STYLE), credentials };
 }
 
+/** How long an S3 connection may carry nothing, either way, before it is cut. */
+const S3_SOCKET_IDLE_MS = 30_000;
+
 /** Where the settings point, for messages: never a credential. */
 const describeBucket = (settings: S3Settings) => `s3://${settings.bucket}/${settings.prefix}${settings.endpoint ? ` at ${settings.endpoint}` : ''}`;
 
@@ -116,9 +119,13 @@ async function openS3BlobStore(settings: S3Settings): Promise<{ blobs: S3BlobSto
     forcePathStyle: settings.forcePathStyle,
     ...(settings.endpoint === null ? {} : { endpoint: settings.endpoint }),
     ...(settings.credentials === null ? {} : { credentials: settings.credentials }),
+    // Each request waits for its answer for the S3BlobStore's timeoutMs (10 s) at most.
     requestHandler: {
       // A store that does not take the connection fails the request, and the readiness probe, soon.
       connectionTimeout: 5000,
+      // A download's body stalled on the bucket's side ends instead of holding its client forever;
+      // as long as the slowest reader that the server still serves may pause.
+      socketTimeout: S3_SOCKET_IDLE_MS,
       // A download holds its connection while the client reads: the SDK's 50 would queue every
       // request behind 50 slow readers.
       httpAgent: { maxSockets: 1024 },

@@ -17,8 +17,12 @@ import { missingPackages } from './peers.js';
 // SQLite's own: a commit that takes the WAL past this many pages checkpoints it.
 const SQLITE_AUTOCHECKPOINT = 1000;
 
-/** Where Knex's and the pool's warnings go; by default nowhere, since every failure also reaches the caller. */
-export type DatabaseLog = (level: 'warn' | 'error', message: string) => void;
+/**
+ * Where Knex's and the pool's warnings go; by default nowhere, since every failure also reaches the
+ * caller. `ofConnections`: a warning about connections (Knex's and the pool's, written on every
+ * failed attempt while the database is away), not about this server's own work.
+ */
+export type DatabaseLog = (level: 'warn' | 'error', message: string, ofConnections: boolean) => void;
 
 export interface DatabaseOptions {
   log?: DatabaseLog;
@@ -44,9 +48,9 @@ export interface Database {
 function knexLog(log: DatabaseLog): Knex.Logger {
   const text = (message: unknown) => (message instanceof Error ? message.message : String(message));
   return {
-    warn: (message: unknown) => log('warn', text(message)),
-    error: (message: unknown) => log('error', text(message)),
-    deprecate: (method: string, alternative: string) => log('warn', `${method} is deprecated, use ${alternative}`),
+    warn: (message: unknown) => log('warn', text(message), true),
+    error: (message: unknown) => log('error', text(message), true),
+    deprecate: (method: string, alternative: string) => log('warn', `${method} is deprecated, use ${alternative}`, false),
     debug: () => undefined,
   };
 }
@@ -56,16 +60,26 @@ function knexLog(log: DatabaseLog): Knex.Logger {
  * Each of the pool's waits ends within the stores' bound: for a pooled connection or a new one
  * (`connectionTimeoutMillis`), and for a statement on the server (`statement_timeout`, which also
  * ends the statements of calls already answered, and their locks, when the database is slow
- * rather than away; migrations lift it for their own transaction).
+ * rather than away; migrations lift it for their own transaction). A session left in a transaction
+ * by a connection that stalled (the stores destroy it at their bound, but a stalled network may
+ * not carry even the close) is ended by the server past the same bound
+ * (`idle_in_transaction_session_timeout`), so no lock outlives it.
  */
 async function openPostgres(connectionString: string, log: DatabaseLog, timeoutMs: number): Promise<Database> {
   // The drivers are optional peers: only the configured one is loaded (and must be installed).
   const { default: pg } = await import('pg');
-  const pool = new pg.Pool({ connectionString, max: 10, connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, keepAlive: true });
+  const pool = new pg.Pool({
+    connectionString,
+    max: 10,
+    connectionTimeoutMillis: timeoutMs,
+    statement_timeout: timeoutMs,
+    idle_in_transaction_session_timeout: timeoutMs,
+    keepAlive: true,
+  });
   // pg raises 'error' for a lost connection, and unlistened that ends the process. Lost while
   // idle: the pool drops it and says so. Lost while Knex holds it: the query in flight fails with
   // the cause, and the pool drops it on release.
-  pool.on('error', (err) => log('warn', `database connection lost while idle: ${err.message}`));
+  pool.on('error', (err) => log('warn', `database connection lost while idle: ${err.message}`, true));
   pool.on('connect', (client) => client.on('error', () => undefined));
   const knex = knexFactory({ log: knexLog(log), client: 'pg', connectionPool: pool });
   const close = async () => {
@@ -134,9 +148,9 @@ async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number,
       : sqliteWriter(filename, {
           checkpointIntervalMs: writerCheckpointMs,
           onFailure(err) {
-            log('warn', `the SQLite writer thread failed, usage records and checkpoints go through Knex's connection again: ${err.message}`);
+            log('warn', `the SQLite writer thread failed, usage records and checkpoints go through Knex's connection again: ${err.message}`, false);
             autocheckpoint = SQLITE_AUTOCHECKPOINT;
-            knex.raw(`pragma wal_autocheckpoint = ${autocheckpoint}`).catch((cause: Error) => log('error', `wal_autocheckpoint: ${cause.message}`));
+            knex.raw(`pragma wal_autocheckpoint = ${autocheckpoint}`).catch((cause: Error) => log('error', `wal_autocheckpoint: ${cause.message}`, false));
           },
         });
   return {

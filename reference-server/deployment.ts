@@ -27,7 +27,8 @@ import { KnexAdminSessionStore, KnexAdminTokenStore, KnexFileStore, KnexKeyChang
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
-import { openMigratedDatabase, type DatabaseOptions } from './database.js';
+import { openMigratedDatabase, type DatabaseLog, type DatabaseOptions } from './database.js';
+import { OutageLog } from './outage-log.js';
 import type { ReadinessCheck } from './health.js';
 import { openMetrics, type ServerMetrics } from './metrics.js';
 import { missingPackages } from './peers.js';
@@ -65,6 +66,8 @@ export interface Deployment {
   redis: Redis | null;
   /** What `/readyz` asks. */
   checks: Record<string, ReadinessCheck>;
+  /** Where the stores' outages are logged (`logAppError`'s). */
+  outages: OutageLog;
   /** This process's own directory in `config.uploadsDir`, where its uploads are streamed (`claimUploadsDir`). */
   tempDir: string;
   /** Writes the usage records still waiting, then closes the providers' connections, the pools and clients and removes `tempDir`, and exports the last spans; the process can then exit. */
@@ -179,12 +182,14 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   const providers = configuredProviders(config);
   // Before any store or client is made: a tracing setting that is wrong stops the start with nothing to close.
   const tracing = await startTracing(config.env, logger);
-  const stores = await openStores(config, { log: (level, message) => logger[level]({ component: 'knex' }, message), writerCheckpointMs: WAL_CHECKPOINT_MS }).catch(
-    async (err: unknown) => {
-      await tracing?.shutdown();
-      throw err;
-    },
-  );
+  const outages = new OutageLog(logger);
+  // Knex's and the pool's warnings about connections come with every failed attempt while the database is away.
+  const log: DatabaseLog = (level, message, ofConnections) =>
+    ofConnections ? outages.warned('database', message) : logger[level]({ component: 'knex' }, message);
+  const stores = await openStores(config, { log, writerCheckpointMs: WAL_CHECKPOINT_MS }).catch(async (err: unknown) => {
+    await tracing?.shutdown();
+    throw err;
+  });
   const { knex } = stores;
   const rates = {
     createsPerMinute: config.gateway.limits.createsPerMinute,
@@ -205,11 +210,16 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     await tracing?.shutdown();
     throw err;
   }
-  const checks: Record<string, ReadinessCheck> = {
-    database: () => knex.raw('select 1'),
-    blobs: stores.blobsReady,
-  };
-  if (redis) checks.redis = () => (redis as Redis).ping();
+  const databaseReady = () => knex.raw('select 1');
+  const checks: Record<string, ReadinessCheck> = { database: databaseReady, blobs: stores.blobsReady };
+  // By the names the stores' errors give (a Knex store's none: the database's).
+  outages.watch('database', databaseReady);
+  if (config.s3) outages.watch('s3', stores.blobsReady);
+  if (redis) {
+    const redisReady = () => (redis as Redis).ping();
+    checks.redis = redisReady;
+    outages.watch('redis', redisReady);
+  }
   const limiter = await creationLimiter(redis, rates);
   const usage = usageRecorder({
     store: stores.usageStore,
@@ -232,7 +242,9 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     redis,
     checks,
     tempDir: uploads.dir,
+    outages,
     async close() {
+      outages.close();
       // After the HTTP server has closed: every call has its record by then, and no provider a call.
       await usage.close();
       await Promise.all(providers.map((provider) => provider.close?.()));

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { GatewayError, StoreUnavailableError } from 'koa-model-gateway';
+import { OutageLog } from './outage-log.js';
 
 /**
  * The server's logger: JSON lines on stdout, or on `destination`. Request headers are never
@@ -13,6 +14,11 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 
 /** An outage's causes are cut here: its line stays short however long a driver's message. */
 const MAX_CAUSE_CHARS = 300;
+/**
+ * The store an outage without a name is of: the drivers' own errors that mean "unreachable"
+ * (pg's, SQLite's) come from the database; the other stores name themselves.
+ */
+const UNNAMED_STORE = 'database';
 /** How far down a chain of causes the line looks. */
 const MAX_CAUSE_DEPTH = 4;
 
@@ -57,29 +63,22 @@ function storeOf(cause: unknown): string | undefined {
 /**
  * The app's `'error'` listener. A known outage, which the formatters report as the GatewayError
  * they answered (503 from a store, 502 or 504 from an upstream) with its `cause`, is one short
- * line with no stack: during an outage every request writes one. Anything else (a 500) is a bug
- * and is logged whole, stack and all. A client that hung up mid-request is no failure of ours:
- * its request line says 499, and this only a debug line.
- * @example app.on('error', logAppError(logger))
+ * line with no stack; a store's goes to `outages`, which writes the first of an outage and counts
+ * the rest. Anything else (a 500) is a bug and is logged whole, stack and all. A client that hung
+ * up mid-request is no failure of ours: its request line says 499, and this only a debug line.
+ * @example app.on('error', logAppError(logger, outages))
  */
-export function logAppError(logger: Logger): (err: unknown, ctx?: Context) => void {
+export function logAppError(logger: Logger, outages = new OutageLog(logger)): (err: unknown, ctx?: Context) => void {
   return function logAppError(err, ctx) {
     const requestId = ctx?.state.requestId;
     if (ctx?.req.socket.destroyed && !ctx.res.writableFinished) {
       logger.debug({ err, requestId }, 'client went away');
+    } else if (err instanceof GatewayError && err.status === 503) {
+      const fields = { requestId, status: err.status, kind: err.code, cause: causeLine(err.cause) };
+      outages.failed(storeOf(err.cause) ?? UNNAMED_STORE, fields);
     } else if (err instanceof GatewayError && err.status !== 500) {
-      const fromStore = err.status === 503;
-      logger.error(
-        {
-          requestId,
-          status: err.status,
-          kind: err.code,
-          store: fromStore ? storeOf(err.cause) : undefined,
-          provider: fromStore ? undefined : ctx?.state.modelRequest?.provider,
-          cause: causeLine(err.cause),
-        },
-        fromStore ? 'store unavailable' : 'upstream failed',
-      );
+      const fields = { requestId, status: err.status, kind: err.code, provider: ctx?.state.modelRequest?.provider, cause: causeLine(err.cause) };
+      logger.error(fields, 'upstream failed');
     } else {
       logger.error({ err, requestId }, 'request failed');
     }

@@ -30,14 +30,30 @@ async function hostKey(): Promise<string> {
   }
 }
 
-function processLives(pid: number): boolean {
+/**
+ * The state letter of `/proc/<pid>/stat` (after the command name, which may hold spaces and
+ * parentheses), or `undefined` when it cannot be read.
+ */
+async function processState(pid: number): Promise<string | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0];
+  } catch {
+    return undefined;
+  }
+}
+
+async function processLives(pid: number): Promise<boolean> {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     // EPERM: it lives, as another user.
     return (err as NodeJS.ErrnoException).code !== 'ESRCH';
   }
+  // A process killed but not yet reaped by its parent (a zombie, Z, or X as it goes) still holds
+  // its PID, and is dead all the same.
+  const state = await processState(pid);
+  return state !== 'Z' && state !== 'X';
 }
 
 /** The uploads directory of this process while it serves. */
@@ -100,7 +116,7 @@ export async function removeStaleUploads(uploadsDir: string, nowMs = Date.now())
   // A live owner touches its claim: one untouched for long is dead wherever it ran (on this host
   // too, when its PID now belongs to another process).
   const ownerDied = async (claim: RegExpExecArray, path: string) =>
-    (claim[1] === host && host !== 'unknown' && !processLives(Number(claim[2]))) || (await modifiedBefore(STALE_CLAIM_MS)(path));
+    (claim[1] === host && host !== 'unknown' && !(await processLives(Number(claim[2])))) || (await modifiedBefore(STALE_CLAIM_MS)(path));
 
   let removed = await removeTempFiles(uploadsDir, modifiedBefore(STALE_LOOSE_FILE_MS));
   for await (const entry of await opendir(uploadsDir)) {

@@ -1,8 +1,11 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import type { TestFn } from 'ava';
 import { gate } from './services.js';
@@ -24,6 +27,17 @@ type S3rverConstructor = new (options: {
 const BUCKET = 'kmg-test';
 // s3rver's one account.
 const CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+
+const freshPrefix = () => `t-${randomBytes(6).toString('hex')}/`;
+
+const serverEnv = (endpoint: string, prefix: string) => ({
+  BLOB_URL: `s3://${BUCKET}/${prefix}`,
+  S3_ENDPOINT: endpoint,
+  S3_FORCE_PATH_STYLE: '1',
+  AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+  AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
+  AWS_REGION: 'us-east-1',
+});
 
 export interface S3TestServer {
   /** `http://127.0.0.1:<port>` */
@@ -74,15 +88,8 @@ export async function startS3Server(): Promise<S3TestServer> {
       clients.push(client);
       return client;
     },
-    freshPrefix: () => `t-${randomBytes(6).toString('hex')}/`,
-    env: (prefix) => ({
-      BLOB_URL: `s3://${BUCKET}/${prefix}`,
-      S3_ENDPOINT: endpoint,
-      S3_FORCE_PATH_STYLE: '1',
-      AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
-      AWS_REGION: 'us-east-1',
-    }),
+    freshPrefix,
+    env: (prefix) => serverEnv(endpoint, prefix),
     async stop() {
       for (const client of clients) client.destroy();
       await server.close();
@@ -114,4 +121,50 @@ export async function withS3<T>(test: TestFn<T>): Promise<{ test: TestFn<T>; s3:
     throw err;
   }
   return { test, s3 };
+}
+
+export interface StoppableS3Server {
+  endpoint: string;
+  port: number;
+  bucket: string;
+  /** A client of this server; destroyed by `stop`. */
+  client(config?: Partial<S3ClientConfig>): S3Client;
+  freshPrefix(): string;
+  env(prefix: string): Record<string, string>;
+  /** SIGSTOP: the process answers nothing more, while the kernel still accepts its connections. */
+  pause(): void;
+  /** SIGCONT. */
+  resume(): void;
+  stop(): Promise<void>;
+}
+
+/** The S3 server of `startS3Server`, in a child process that a test can stop (SIGSTOP) and resume. */
+export async function stoppableS3Server(): Promise<StoppableS3Server> {
+  const child = spawn(process.execPath, [new URL('./s3-server-child.js', import.meta.url).pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = once(child, 'exit');
+  const [line] = (await Promise.race([once(createInterface({ input: child.stdout }), 'line'), exited])) as [string | undefined];
+  if (typeof line !== 'string') throw new Error('the S3 server process exited before it listened');
+  const { port } = JSON.parse(line) as { port: number };
+  const endpoint = `http://127.0.0.1:${port}`;
+  const clients: S3Client[] = [];
+  return {
+    endpoint,
+    port,
+    bucket: BUCKET,
+    client(config = {}) {
+      const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: CREDENTIALS, ...config });
+      clients.push(client);
+      return client;
+    },
+    freshPrefix,
+    env: (prefix) => serverEnv(endpoint, prefix),
+    pause: () => child.kill('SIGSTOP'),
+    resume: () => child.kill('SIGCONT'),
+    async stop() {
+      for (const client of clients) client.destroy();
+      child.kill('SIGCONT');
+      child.stdin.end();
+      await exited;
+    },
+  };
 }

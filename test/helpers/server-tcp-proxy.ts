@@ -11,7 +11,12 @@ export interface TcpProxy {
   restore(): Promise<void>;
   /** Forwards nothing more either way, and accepts connections without forwarding them: the service hangs. */
   stall(): void;
-  /** Forwards again what was held, and everything after. */
+  /**
+   * Reads and discards every byte either way, on the connections open now and on those accepted
+   * while it lasts: a network that loses what it carries. A close still goes through.
+   */
+  drop(): void;
+  /** Forwards again what was held, and everything after; connections that lost bytes are cut (their streams are broken). */
   resume(): void;
   close(): Promise<void>;
 }
@@ -30,10 +35,19 @@ function hold({ client, upstream }: Pair): void {
   upstream.pause();
 }
 
+const discard = () => undefined;
+
+function lose(pair: Pair): void {
+  hold(pair);
+  pair.client.on('data', discard).resume();
+  pair.upstream.on('data', discard).resume();
+}
+
 /** A TCP proxy to `target` that a test can cut, stall and restore, to take a backing service away from a server. */
 export async function tcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
-  let stalled = false;
+  const lossy = new Set<Pair>();
+  let mode: 'forward' | 'stall' | 'drop' = 'forward';
   const server = createServer((client) => {
     const pair = { client, upstream: createConnection(target) };
     pairs.add(pair);
@@ -42,12 +56,16 @@ export async function tcpProxy(target: { host: string; port: number }): Promise<
       // One side gone: the other goes too, as it would without the proxy.
       socket.once('close', () => {
         pairs.delete(pair);
+        lossy.delete(pair);
         pair.client.destroy();
         pair.upstream.destroy();
       });
     }
-    if (stalled) hold(pair);
-    else forward(pair);
+    if (mode === 'stall') hold(pair);
+    else if (mode === 'drop') {
+      lose(pair);
+      lossy.add(pair);
+    } else forward(pair);
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -68,12 +86,24 @@ export async function tcpProxy(target: { host: string; port: number }): Promise<
       await once(server, 'listening');
     },
     stall() {
-      stalled = true;
+      mode = 'stall';
       for (const pair of pairs) hold(pair);
     },
+    drop() {
+      mode = 'drop';
+      for (const pair of pairs) {
+        lose(pair);
+        lossy.add(pair);
+      }
+    },
     resume() {
-      stalled = false;
-      for (const pair of pairs) forward(pair);
+      mode = 'forward';
+      for (const pair of pairs) {
+        if (lossy.has(pair)) {
+          pair.client.destroy();
+          pair.upstream.destroy();
+        } else forward(pair);
+      }
     },
     close: cut,
   };

@@ -172,6 +172,8 @@ test.serial('/readyz asks the bucket: while it does not answer, 503 for readines
   t.like(await down.json(), { error: { code: 'service_unavailable', message: 'Service temporarily unavailable' } });
   const refused = await upload(b, key, pdfOf(3000));
   t.is(refused.status, 503);
+  t.is((await fetch(`${b.url}/v1/files`, { headers: auth(key) })).status, 200, 'a list reads no bytes');
+  t.is((await fetch(`${b.url}/v1/files/${created.id}`, { headers: auth(key) })).status, 200, 'nor does a retrieve');
   t.is((await fetch(`${a.url}/v1/files/${created.id}/content`, { headers: auth(key) })).status, 200, 'the other instance is unaffected');
 
   await proxy.restore();

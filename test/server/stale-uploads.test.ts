@@ -1,11 +1,13 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { createInterface } from 'node:readline';
 import test, { type ExecutionContext } from 'ava';
 import { claimUploadsDir, removeStaleUploads } from '../../reference-server/stale-uploads.js';
+import { until } from '../helpers/poll.js';
 
 const tempName = () => `kmg-upload-${randomUUID()}`;
 const MINUTE = 60_000;
@@ -49,6 +51,34 @@ test('a claim of a dead process on this host is removed at once; a live one is k
   t.deepEqual(await readdir(mine.dir), [inFlight]);
   t.is((await readdir(parent)).length, 1, 'another live process on this host keeps its claim');
   t.false((await readdir(dir)).includes(basename(dead)), 'the dead claim is gone, its directory too');
+});
+
+/**
+ * The PID of a zombie: a process that has exited and that its parent never reaps. Node reaps its
+ * own children, so the zombie is a shell's: `sleep 0` ends while its parent has become a `sleep`
+ * that waits for nothing. The parent is killed when the test ends, and the zombie reaped by init.
+ */
+async function zombiePid(t: ExecutionContext): Promise<number> {
+  const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => void parent.kill());
+  const [line] = (await once(createInterface({ input: parent.stdout }), 'line')) as [string];
+  const pid = Number(line);
+  const state = async () => {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0];
+  };
+  t.is(await until(state, (value) => value === 'Z'), 'Z', 'the child has become a zombie');
+  return pid;
+}
+
+test('a claim of a zombie process (exited, not yet reaped) on this host is removed at once', async (t) => {
+  const dir = await uploadsDir(t);
+  const mine = await claimUploadsDir(dir);
+  t.teardown(() => mine.release());
+  const zombie = await otherClaim(dir, hostOf(mine.dir), await zombiePid(t), [tempName()]);
+
+  t.is(await removeStaleUploads(dir), 1);
+  t.false((await readdir(dir)).includes(basename(zombie)));
 });
 
 test('a claim untouched for five minutes is taken for dead, wherever its owner ran', async (t) => {

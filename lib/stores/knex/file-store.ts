@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import type { FileRecord, FileStore, ListQuery, StockLimits, Usage } from '../../files/file-store.js';
 import { firstRowReader } from './prepared-reads.js';
-import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
+import { storeTimeoutMs, transactionWithinTimeout, withinTimeout, type KnexStoreOptions } from './store-options.js';
 
 const FILES = 'kmg_files';
 const ACCOUNTS = 'kmg_file_accounts';
@@ -90,20 +90,18 @@ export class KnexFileStore implements FileStore {
   }
 
   async create(file: FileRecord, limits: StockLimits, now: number): Promise<boolean> {
-    return withinTimeout(this.#timeoutMs, (expired) =>
-      this.#knex.transaction(async (trx) => {
-        // The first statement writes: SQLite takes its write lock right here (a deferred transaction
-        // that read first could not upgrade under contention), and PostgreSQL locks the account's
-        // row until commit. Either way the sums below cannot change until this transaction ends.
-        await trx(ACCOUNTS).insert({ account: file.account }).onConflict('account').merge();
-        const usage = await usageOf(trx, file.account, now);
-        if (usage.files + 1 > limits.maxFiles || usage.bytes + file.bytes > limits.maxBytes) return false;
-        await trx(FILES).insert(toRow(file));
-        // Its caller was told that the creation failed: roll back rather than commit.
-        if (expired()) throw new StoreUnavailableError('the creation outlasted its timeout');
-        return true;
-      }),
-    );
+    return transactionWithinTimeout(this.#knex, this.#timeoutMs, async (trx, expired) => {
+      // The first statement writes: SQLite takes its write lock right here (a deferred transaction
+      // that read first could not upgrade under contention), and PostgreSQL locks the account's
+      // row until commit. Either way the sums below cannot change until this transaction ends.
+      await trx(ACCOUNTS).insert({ account: file.account }).onConflict('account').merge();
+      const usage = await usageOf(trx, file.account, now);
+      if (usage.files + 1 > limits.maxFiles || usage.bytes + file.bytes > limits.maxBytes) return false;
+      await trx(FILES).insert(toRow(file));
+      // Its caller was told that the creation failed: roll back rather than commit.
+      if (expired()) throw new StoreUnavailableError('the creation outlasted its timeout');
+      return true;
+    });
   }
 
   async get(account: string, id: string, now: number): Promise<FileRecord | undefined> {

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import type { PreparedReads } from './prepared-reads.js';
 import type { PreparedWrites } from './sqlite-writer.js';
@@ -19,7 +20,8 @@ export interface KnexStoreOptions {
   /**
    * How long one store call may take, waiting for a connection included, in milliseconds. Past it
    * the call fails with a `StoreUnavailableError` (503 `service_unavailable`), and a creation
-   * still running rolls back rather than commit. Default: 5000.
+   * still running rolls back rather than commit: on PostgreSQL its connection is destroyed, which
+   * ends its session and its locks however stalled the connection is. Default: 5000.
    */
   timeoutMs?: number;
 }
@@ -37,24 +39,65 @@ export function storeTimeoutMs(options: KnexStoreOptions): number {
 
 const abandoned = () => undefined;
 
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
+
 /**
  * Runs one store call within `timeoutMs`: rejects with a `StoreUnavailableError` when the call has
- * not settled by then. The call itself cannot be stopped; it goes on, its outcome ignored, until
- * the driver's own timeouts end it. `expired()` tells it that its caller has been answered, so
- * that it can roll back instead of committing. A call that answers synchronously (a prepared read
- * on SQLite) needs no timer: nothing could have interrupted it.
+ * not settled by then. Any thenable counts as a call still running (a Knex query builder or
+ * Transaction is one, not a native Promise). The call itself cannot be stopped from here: it goes
+ * on, its outcome ignored. `expired()` tells it that its caller has been answered, so that it can
+ * roll back instead of committing, and `signal` aborts at that moment, so that it can let go of
+ * what it holds (`transactionWithinTimeout` destroys its connection). A call that answers
+ * synchronously (a prepared read on SQLite) needs no timer: nothing could have interrupted it.
  */
-export function withinTimeout<T>(timeoutMs: number, call: (expired: () => boolean) => T | Promise<T>): Promise<T> {
-  let timedOut = false;
-  const running = call(() => timedOut);
-  if (!(running instanceof Promise)) return Promise.resolve(running);
+export function withinTimeout<T>(timeoutMs: number, call: (expired: () => boolean, signal: AbortSignal) => T | PromiseLike<T>): Promise<T> {
+  const deadline = new AbortController();
+  const running = call(() => deadline.signal.aborted, deadline.signal);
+  if (!isThenable(running)) return Promise.resolve(running);
+  const settled = Promise.resolve(running);
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
+  const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      timedOut = true;
-      running.catch(abandoned);
+      settled.catch(abandoned);
+      deadline.abort();
       reject(new StoreUnavailableError(`the database did not answer within ${timeoutMs} ms`));
     }, timeoutMs);
   });
-  return Promise.race([running, deadline]).finally(() => clearTimeout(timer));
+  return Promise.race([settled, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Runs `work` in a transaction within `timeoutMs`, waiting for a connection included, like
+ * `withinTimeout`. At the deadline the transaction is given up for good: on a networked database
+ * its connection is destroyed, which rolls the transaction back on the server (its locks with it)
+ * however stalled the connection is, and the pool opens a new one. Knex could only queue a
+ * ROLLBACK behind the statement that stalls. SQLite's driver answers synchronously, so nothing
+ * there stalls between statements; `expired()` makes its `work` roll back instead.
+ * @example
+ * await transactionWithinTimeout(knex, 5000, async (trx, expired) => {
+ *   await trx('accounts').insert(row);
+ *   if (expired()) throw new StoreUnavailableError('outlasted its timeout'); // roll back
+ * });
+ */
+export function transactionWithinTimeout<T>(
+  knex: Knex,
+  timeoutMs: number,
+  work: (trx: Knex.Transaction, expired: () => boolean) => Promise<T>,
+): Promise<T> {
+  const client = knex.client as Knex.Client;
+  return withinTimeout(timeoutMs, async (expired, signal) => {
+    const connection: unknown = await client.acquireConnection();
+    const destroy = () => {
+      client.destroyRawConnection(connection).catch(abandoned);
+    };
+    if (client.dialect !== 'sqlite3') signal.addEventListener('abort', destroy, { once: true });
+    try {
+      if (expired()) throw new StoreUnavailableError('a connection came after the timeout');
+      return await knex.transaction((trx) => work(trx, expired), { connection });
+    } finally {
+      signal.removeEventListener('abort', destroy);
+      await client.releaseConnection(connection);
+    }
+  });
 }

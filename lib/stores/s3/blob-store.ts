@@ -25,9 +25,46 @@ export interface S3BlobStoreOptions {
   partSize?: number;
   /** Parts of one upload sent at once. Default 2. An upload holds about `partSize * (queueSize + 1)` bytes. */
   queueSize?: number;
+  /**
+   * How long one request to the bucket may wait for its answer, in milliseconds: a HEAD, DELETE or
+   * list page, a download until its headers, each request of an upload (its PutObject, or each
+   * part and the completion), the SDK's retries included. Past it the request is aborted and the
+   * call fails with a `StoreUnavailableError` (503 `service_unavailable`). A download's body then
+   * streams at its reader's pace: bound its silences with the client's
+   * `requestHandler: { socketTimeout }`. Default: 10000.
+   */
+  timeoutMs?: number;
 }
 
 const MIN_PART_SIZE = 5 * 1024 * 1024;
+const DEFAULT_S3_TIMEOUT_MS = 10_000;
+
+/**
+ * Runs `send` with a signal that aborts it at `timeoutMs`; the signal is lifted once `send`
+ * resolves, so that a download's body is not cut at the deadline. An abort fails as
+ * `StoreUnavailableError`.
+ */
+async function withinTimeout<T>(timeoutMs: number, send: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), timeoutMs);
+  try {
+    return await send(deadline.signal);
+  } catch (err) {
+    if (deadline.signal.aborted) throw new StoreUnavailableError(`the S3 store did not answer within ${timeoutMs} ms`, { cause: err, store: 's3' });
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * `client`, each request it sends bounded by `timeoutMs`: ours, and lib-storage's Upload's
+ * (PutObject, each part, the completion, the abort), which it sends with no signal of its own.
+ */
+function boundedClient(client: S3Client, timeoutMs: number): S3Client {
+  const send = (command: Parameters<S3Client['send']>[0]) => withinTimeout(timeoutMs, (abortSignal) => client.send(command, { abortSignal }));
+  return new Proxy(client, { get: (target, property) => (property === 'send' ? send : Reflect.get(target, property)) });
+}
 
 interface SdkError {
   name?: string;
@@ -43,7 +80,7 @@ interface SdkError {
 function unavailableOr(err: unknown): unknown {
   const { $fault, $metadata } = (err ?? {}) as SdkError;
   if ($metadata && ($metadata.httpStatusCode === undefined || $fault === 'server')) {
-    return new StoreUnavailableError('the S3 store is unavailable', { cause: err });
+    return new StoreUnavailableError('the S3 store is unavailable', { cause: err, store: 's3' });
   }
   return err;
 }
@@ -67,6 +104,7 @@ function checkId(id: string): void {
  * await blobs.ping(); // the bucket answers
  */
 export class S3BlobStore implements BlobStore {
+  // The caller's client, each request bounded by `timeoutMs`.
   readonly #client: S3Client;
   readonly #bucket: string;
   readonly #prefix: string;
@@ -74,7 +112,7 @@ export class S3BlobStore implements BlobStore {
   readonly #queueSize: number;
 
   constructor(options: S3BlobStoreOptions) {
-    const { client, bucket, prefix = '', partSize = MIN_PART_SIZE, queueSize = 2 } = options;
+    const { client, bucket, prefix = '', partSize = MIN_PART_SIZE, queueSize = 2, timeoutMs = DEFAULT_S3_TIMEOUT_MS } = options;
     if (typeof client?.send !== 'function') throw new TypeError('koa-model-gateway: S3BlobStore needs an S3Client as `client`');
     if (typeof bucket !== 'string' || bucket === '') throw new TypeError('koa-model-gateway: S3BlobStore needs a bucket');
     if (typeof prefix !== 'string') throw new TypeError('koa-model-gateway: S3BlobStore prefix must be a string');
@@ -84,7 +122,10 @@ export class S3BlobStore implements BlobStore {
     if (!Number.isSafeInteger(queueSize) || queueSize < 1) {
       throw new TypeError('koa-model-gateway: S3BlobStore queueSize must be a positive integer');
     }
-    this.#client = client;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
+      throw new TypeError('koa-model-gateway: S3BlobStore timeoutMs must be a positive integer of milliseconds');
+    }
+    this.#client = boundedClient(client, timeoutMs);
     this.#bucket = bucket;
     this.#prefix = prefix;
     this.#partSize = partSize;
