@@ -32,6 +32,25 @@ export interface KeyUpdate {
   expiresAt?: number | null;
 }
 
+/** What `KeyStore.rotate` is given. */
+export interface KeyRotation {
+  /** The new key's hash (SHA-256, hex, of the whole key). */
+  hash: string;
+  /** Unix seconds: the old key must be active (neither revoked nor expired) now. */
+  nowSeconds: number;
+  /** Unix seconds at which the old key stops working, unless it expires sooner. */
+  graceEndsAt: number;
+}
+
+/**
+ * What came of a rotation: the old key as it now is and its replacement; or why there was none:
+ * no key has the id, the key is revoked or expired, or it was rotated before (it has a
+ * replacement already, whether or not its grace has ended).
+ */
+export type KeyRotationResult =
+  | { outcome: 'rotated'; old: ApiKeyRecord; replacement: ApiKeyRecord }
+  | { outcome: 'not_found' | 'not_active' | 'replaced' };
+
 /** Where API keys live. Implementations: memory, Knex (PostgreSQL, SQLite). */
 export interface KeyStore {
   /** The key with this hash, revoked and expired ones included; `undefined` when there is none. */
@@ -45,4 +64,11 @@ export interface KeyStore {
   revoke(id: string): Promise<boolean>;
   /** Applies `update` and returns the key as it now is; `undefined` when no key has this id. */
   update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined>;
+  /**
+   * Replaces the key `id`, once: creates a key with `rotation.hash` and the old key's account,
+   * scopes, models, limits and expiry, and sets the old key's expiry to `graceEndsAt` (or keeps
+   * its own when sooner). Only an active key that was never rotated is: of rotations of one key
+   * made at the same time, in any number of processes, exactly one succeeds.
+   */
+  rotate(id: string, rotation: KeyRotation): Promise<KeyRotationResult>;
 }

@@ -79,3 +79,35 @@ test.serial('expiry is checked against the clock: a time not after now is 400, o
   t.is((await app.admin('POST', '/keys', { account: 'acme', expires_at: app.clock.seconds })).status, 400);
   t.is((await app.admin('POST', '/keys', { account: 'acme', expires_at: app.clock.seconds + 1 })).status, 201);
 });
+
+test.serial('a key in its grace period is not rotated again: 409 key_already_rotated, and its replacement keeps the original expiry', async (t) => {
+  const expiresAt = app.clock.seconds + 86_400;
+  const old = await newKey({ expires_at: expiresAt });
+  const first = await app.admin('POST', `/keys/${old.id}/rotate`, { grace_seconds: 60 });
+  t.is(first.status, 201);
+  const replacement = (await first.json()) as KeyBody;
+  const before = (await app.keys.list()).length;
+  for (const grace of [60, 0]) {
+    const again = await app.admin('POST', `/keys/${old.id}/rotate`, { grace_seconds: grace });
+    t.is(again.status, 409);
+    t.like(await again.json(), { error: { type: 'invalid_request_error', code: 'key_already_rotated', param: null } });
+  }
+  t.is((await app.keys.list()).length, before, 'no key is made');
+  t.is(await app.whoami(old.key), 200, 'the old key still works until its grace ends');
+  // The replacement is rotated in its turn, and its own replacement keeps the original expiry too.
+  const next = (await (await app.admin('POST', `/keys/${replacement.id}/rotate`, { grace_seconds: 60 })).json()) as KeyBody;
+  t.like(next, { expires_at: expiresAt, status: 'active' });
+  app.clock.seconds += 61;
+  t.is(await app.whoami(old.key), 401);
+  t.is(await app.whoami(replacement.key), 401);
+  t.is(await app.whoami(next.key), 200);
+});
+
+test.serial('ten rotations of one key at once make exactly one new key; the others are 409', async (t) => {
+  const old = await newKey({ account: 'parallel-rotation' });
+  const statuses = await Promise.all(
+    Array.from({ length: 10 }, async () => (await app.admin('POST', `/keys/${old.id}/rotate`, { grace_seconds: 60 })).status),
+  );
+  t.deepEqual(statuses.sort(), [201, 409, 409, 409, 409, 409, 409, 409, 409, 409]);
+  t.is((await app.keys.list({ account: 'parallel-rotation' })).length, 2);
+});

@@ -24,6 +24,7 @@ function setup(options: { ttlMs?: number; maxEntries?: number } = {}) {
     get: (id) => inner.get(id),
     revoke: (id) => inner.revoke(id),
     update: (id, update) => inner.update(id, update),
+    rotate: (id, rotation) => inner.rotate(id, rotation),
   };
   const clock = { ms: 1_000_000 };
   const cached = cachedKeyStore(counted, { ...options, nowMs: () => clock.ms });
@@ -93,6 +94,7 @@ test('a lookup in flight while the key is revoked through the cache is not remem
     get: (id) => inner.get(id),
     revoke: (id) => inner.revoke(id),
     update: (id, update) => inner.update(id, update),
+    rotate: (id, rotation) => inner.rotate(id, rotation),
   };
   const cached = cachedKeyStore(slow, { ttlMs: 60_000 });
   const inFlight = cached.findByHash(record.hash);

@@ -33,4 +33,14 @@ export function adminSessionStoreContract(test: TestFn, name: string, makeStore:
     t.is(await store.get('1'.repeat(64), 0), undefined);
     t.truthy(await store.get('3'.repeat(64), 0));
   });
+
+  test(`${name}: a fractional now (a Date.now() / 1000 clock) works and expires at the same instant`, async (t) => {
+    const store = await makeStore();
+    await store.create(session('c'.repeat(64), 2_000_000_000));
+    await store.create(session('d'.repeat(64), 2_000_000_100));
+    t.truthy(await store.get('c'.repeat(64), 1_999_999_999.999));
+    t.is(await store.get('c'.repeat(64), 2_000_000_000.25), undefined);
+    t.is(await store.removeExpired(2_000_000_099.5), 1);
+    t.truthy(await store.get('d'.repeat(64), 2_000_000_099.5));
+  });
 }
