@@ -6,6 +6,7 @@ import * as root from '../lib/index.js';
 // lingering time are public for answers written outside the chain (the server's protocol errors).
 test('the package root exports the middleware, stores interfaces and helpers users need, and nothing internal', (t) => {
   t.deepEqual(Object.keys(root).sort(), [
+    'ACCOUNT_NAME_RULE',
     'DEFAULT_CREATION_LIMITS',
     'DEFAULT_FILE_LIMITS',
     'GatewayError',
@@ -22,6 +23,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'anthropicProvider',
     'apiKey',
     'cachedKeyStore',
+    'canonicalAccountName',
     'chatCompletions',
     'checkModelLimits',
     'countTokens',

@@ -55,6 +55,7 @@ export type KeyRotationResult =
 export interface KeyStore {
   /** The key with this hash, revoked and expired ones included; `undefined` when there is none. */
   findByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+  /** Rejects with a `TypeError` an account name not in its canonical form (`canonicalAccountName`). */
   create(key: NewApiKey): Promise<ApiKeyRecord>;
   /** The key with this id, revoked and expired ones included. */
   get(id: string): Promise<ApiKeyRecord | undefined>;

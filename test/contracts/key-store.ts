@@ -24,6 +24,15 @@ export function keyStoreContract(test: TestFn, name: string, makeStore: () => Pr
     t.like(created, input);
   });
 
+  test(`${name}: an account name not in its canonical form (trimmed, NFC, printable, well-formed) is refused, and no key is made`, async (t) => {
+    const store = await makeStore();
+    for (const account of ['', ' acme', 'acme\n', 'ac\u202Eme', 'a\ud800b', 'a\uFFFDb', 'Cafe\u0301', 'a'.repeat(256)]) {
+      await t.throwsAsync(store.create(newKey(account)), { instanceOf: TypeError, message: /account name/ }, JSON.stringify(account));
+    }
+    t.deepEqual(await store.list(), []);
+    t.is((await store.create(newKey('Caf\u00e9 \u{1F600}'))).account, 'Caf\u00e9 \u{1F600}');
+  });
+
   test(`${name}: a key's own limits are kept, each one alone or together; a key without limits has none`, async (t) => {
     const store = await makeStore();
     const cases = [

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { assertCanonicalAccountName } from '../../auth/account-name.js';
 import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import type { Scope } from '../../auth/scopes.js';
 import { hasModelLimits, type ModelLimits } from '../../quota/model-limits.js';
@@ -110,6 +111,7 @@ export class KnexKeyStore implements KeyStore {
   }
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
+    assertCanonicalAccountName(key.account);
     const record = newRecord(key, Math.floor(Date.now() / 1000));
     await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).insert(toRow(record)));
     return record;

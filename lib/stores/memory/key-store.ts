@@ -1,3 +1,4 @@
+import { assertCanonicalAccountName } from '../../auth/account-name.js';
 import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import { keyStatus } from '../../auth/keys.js';
 import { randomAlphanumeric } from '../../random.js';
@@ -26,6 +27,7 @@ export class MemoryKeyStore implements KeyStore {
   }
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
+    assertCanonicalAccountName(key.account);
     return this.#create(key, Math.floor(Date.now() / 1000));
   }
 
