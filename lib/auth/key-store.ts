@@ -17,6 +17,7 @@ export interface ApiKeyRecord {
   limits?: ModelLimits;
   /** Unix seconds. */
   createdAt: number;
+  /** Unix seconds; stores keep whole seconds (a fraction is dropped: the key expires no later than asked). */
   expiresAt: number | null;
   revokedAt: number | null;
 }

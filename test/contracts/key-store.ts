@@ -33,6 +33,15 @@ export function keyStoreContract(test: TestFn, name: string, makeStore: () => Pr
     t.is((await store.create(newKey('Caf\u00e9 \u{1F600}'))).account, 'Caf\u00e9 \u{1F600}');
   });
 
+  test(`${name}: a fractional expiry (a Date.now() / 1000 clock) is kept as its whole second, on create and update`, async (t) => {
+    const store = await makeStore();
+    const created = await store.create(newKey('acme', { expiresAt: 2_000_000_000.75 }));
+    t.is(created.expiresAt, 2_000_000_000);
+    t.is((await store.findByHash(created.hash))?.expiresAt, 2_000_000_000);
+    t.is((await store.update(created.id, { expiresAt: 2_100_000_000.5 }))?.expiresAt, 2_100_000_000);
+    t.is((await store.get(created.id))?.expiresAt, 2_100_000_000);
+  });
+
   test(`${name}: a key's own limits are kept, each one alone or together; a key without limits has none`, async (t) => {
     const store = await makeStore();
     const cases = [

@@ -32,6 +32,9 @@ interface KeyRow {
   limit_tokens_per_day: number | string | null;
 }
 
+/** An expiry as the bigint column keeps it: a fraction of a second dropped, so the key expires no later than asked. */
+const expirySeconds = (expiresAt: number | null) => (expiresAt === null ? null : wholeSeconds(expiresAt));
+
 // pg returns bigint columns as strings.
 const integer = (value: number | string | null) => (value === null ? null : Number(value));
 
@@ -66,6 +69,7 @@ function newRecord(key: NewApiKey, createdAt: number): ApiKeyRecord {
   const { limits, ...rest } = key;
   return {
     ...rest,
+    expiresAt: expirySeconds(key.expiresAt),
     ...(limits && hasModelLimits(limits) && { limits: { ...limits } }),
     id: `key_${randomAlphanumeric(24)}`,
     createdAt,
@@ -141,7 +145,7 @@ export class KnexKeyStore implements KeyStore {
     const columns: Partial<KeyRow> = {};
     if (update.scopes !== undefined) columns.scopes = JSON.stringify(update.scopes);
     if (update.models !== undefined) columns.models = update.models === null ? null : JSON.stringify(update.models);
-    if (update.expiresAt !== undefined) columns.expires_at = update.expiresAt;
+    if (update.expiresAt !== undefined) columns.expires_at = expirySeconds(update.expiresAt);
     // New limits replace the old ones whole: a limit left out is no longer the key's own.
     if (update.limits !== undefined) Object.assign(columns, limitColumns(update.limits));
     if (Object.keys(columns).length > 0) await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).where({ id }).update(columns));

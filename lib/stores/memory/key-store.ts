@@ -8,6 +8,7 @@ import { hasModelLimits } from '../../quota/model-limits.js';
 function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
   const { limits, ...rest } = structuredClone(update);
   Object.assign(record, rest);
+  if (rest.expiresAt != null) record.expiresAt = Math.floor(rest.expiresAt);
   if (limits === null || (limits !== undefined && !hasModelLimits(limits))) delete record.limits;
   else if (limits !== undefined) record.limits = limits;
 }
@@ -73,6 +74,8 @@ export class MemoryKeyStore implements KeyStore {
     const { limits, ...rest } = structuredClone(key);
     const record: ApiKeyRecord = {
       ...rest,
+      // Whole seconds, as the Knex store keeps them: the key expires no later than asked.
+      expiresAt: rest.expiresAt === null ? null : Math.floor(rest.expiresAt),
       ...(limits && hasModelLimits(limits) && { limits }),
       id: `key_${randomAlphanumeric(24)}`,
       createdAt,
