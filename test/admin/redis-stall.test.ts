@@ -1,6 +1,9 @@
+import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
+import { runCommand } from '../../reference-server/commands.js';
 import { ownRedis } from '../helpers/quota-redis-server.js';
+import { tempDataDir } from '../helpers/server-process.js';
 import { withProgram } from '../helpers/services.js';
 import { referenceApp } from '../spec/reference-app.js';
 
@@ -57,4 +60,27 @@ test('revoke, PATCH and rotate answer while Redis stalls: the database write com
   t.is(await models(rotated.key), 401);
   const warnings = app.logs.filter((line) => line.msg.startsWith('key change made but not announced'));
   t.deepEqual(warnings.map((line) => line.keyId).sort(), [revoked.id, patched.id, rotated.id].sort());
+});
+
+test('keys revoke on the command line, Redis stalled: the revocation stands, one warning line says when the servers refuse the key, exit 0', async (t) => {
+  const redis = await ownRedis();
+  t.teardown(() => redis.kill());
+  const data = await tempDataDir();
+  t.teardown(() => data.remove());
+  const env = { DATA_DIR: join(data.dir, 'data'), REDIS_URL: redis.url };
+  const io = (lines: string[]) => ({ env, out: (text: string) => lines.push(text), err: (text: string) => lines.push(text) });
+  const created: string[] = [];
+  t.is(await runCommand(['keys', 'create', '--account', 'stalled', '--json'], io(created)), 0);
+  const { id } = JSON.parse(created[0] ?? '') as { id: string };
+
+  redis.pause();
+  t.teardown(() => redis.resume());
+  const lines: string[] = [];
+  t.is(await runCommand(['keys', 'revoke', id], io(lines)), 0);
+  t.is(lines.length, 2, lines.join('\n'));
+  t.regex(lines[0] ?? '', /^koa-model-gateway: warning: revoked, but the servers were not told \(.*\): they refuse the key within 1 s$/);
+  t.is(lines[1], `Revoked ${id}`);
+  const listed: string[] = [];
+  await runCommand(['keys', 'list', '--json'], io(listed));
+  t.is(typeof (JSON.parse(listed[0] ?? '') as Array<{ revoked_at: number | null }>)[0]?.revoked_at, 'number');
 });
