@@ -2,10 +2,10 @@ import type { Knex } from 'knex';
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
 import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import type { Scope } from '../../auth/scopes.js';
+import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import { hasModelLimits, type ModelLimits } from '../../quota/model-limits.js';
 import { randomAlphanumeric } from '../../random.js';
 import { firstRowReader } from './prepared-reads.js';
-import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { wholeSeconds } from './whole-times.js';
 
@@ -175,8 +175,8 @@ export class KnexKeyStore implements KeyStore {
         const { account, scopes, models, expiresAt, limits } = old;
         const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...(limits && { limits }) }, now), id: replacementId };
         await trx<KeyRow>(TABLE).insert(toRow(replacement));
-        old.expiresAt = expiresAt === null ? rotation.graceEndsAt : Math.min(expiresAt, rotation.graceEndsAt);
-        await trx<KeyRow>(TABLE).where({ id }).update({ expires_at: wholeSeconds(old.expiresAt) });
+        old.expiresAt = wholeSeconds(expiresAt === null ? rotation.graceEndsAt : Math.min(expiresAt, rotation.graceEndsAt));
+        await trx<KeyRow>(TABLE).where({ id }).update({ expires_at: old.expiresAt });
         // Its caller was told that the rotation failed: roll back rather than commit.
         if (expired()) throw new StoreUnavailableError('the rotation outlasted its timeout');
         return { outcome: 'rotated', old, replacement };

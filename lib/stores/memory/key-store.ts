@@ -65,7 +65,7 @@ export class MemoryKeyStore implements KeyStore {
     const { account, scopes, models, expiresAt, limits } = old;
     const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...(limits && { limits }) }, Math.floor(rotation.nowSeconds));
     this.#replaced.add(id);
-    old.expiresAt = Math.min(expiresAt ?? Infinity, rotation.graceEndsAt);
+    old.expiresAt = Math.floor(Math.min(expiresAt ?? Infinity, rotation.graceEndsAt));
     return { outcome: 'rotated', old: structuredClone(old), replacement };
   }
 
