@@ -15,6 +15,8 @@ import {
   hashApiKey,
   modelsRouter,
   type ApiKeyRecord,
+  type KeyRotation,
+  type KeyRotationResult,
   type KeyStore,
   type KeyUpdate,
   type NewApiKey,
@@ -64,6 +66,10 @@ class EnvKeyStore implements KeyStore {
 
   async update(_id: string, _update: KeyUpdate): Promise<ApiKeyRecord | undefined> {
     throw new Error('EnvKeyStore is read-only: change the key in GATEWAY_KEYS');
+  }
+
+  async rotate(_id: string, _rotation: KeyRotation): Promise<KeyRotationResult> {
+    throw new Error('EnvKeyStore is read-only: replace the key in GATEWAY_KEYS');
   }
 }
 

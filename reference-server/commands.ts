@@ -1,7 +1,9 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Knex } from 'knex';
 import {
+  ACCOUNT_NAME_RULE,
   SCOPES,
+  canonicalAccountName,
   createAdminToken,
   createApiKey,
   isScope,
@@ -138,6 +140,13 @@ function parseExpiry(value: string | undefined): number | null {
   return Math.floor(ms / 1000);
 }
 
+/** `--account`, as the admin API takes an account name (trimmed, NFC), or a usage error naming the rule. */
+function accountOption(value: string): string {
+  const account = canonicalAccountName(value);
+  if (account === undefined) throw new UsageError(`--account ${ACCOUNT_NAME_RULE}`);
+  return account;
+}
+
 async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(
     args,
@@ -152,8 +161,8 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
     },
     0,
   );
-  const account = values.account?.trim();
-  if (!account) throw new UsageError('keys create needs --account <id>');
+  if (values.account === undefined) throw new UsageError('keys create needs --account <id>');
+  const account = accountOption(values.account);
   const scopes: Scope[] = [];
   for (const scope of values.scope ?? SCOPES) {
     if (!isScope(scope)) throw new UsageError(`unknown scope '${scope}' (scopes: ${SCOPES.join(', ')})`);
@@ -205,7 +214,7 @@ function keyJson(record: ApiKeyRecord) {
 async function keysList(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(args, { account: { type: 'string' } }, 0);
   const config = await loadConfigWithModules(io.env);
-  const filter = values.account === undefined ? {} : { account: values.account };
+  const filter = values.account === undefined ? {} : { account: accountOption(values.account) };
   const records = await withKeys(config, (keys) => keys.list(filter));
   if (values.json) {
     io.out(JSON.stringify(records.map(keyJson)));
@@ -366,7 +375,7 @@ async function usageCommand(args: string[], io: CommandIo): Promise<number> {
   const by = values.by ?? 'day';
   if (!GROUPINGS.includes(by)) throw new UsageError(`--by must be day, model or key, got '${by}'`);
   const query: UsageQuery = { by: by as UsageGrouping };
-  if (values.account !== undefined) query.account = values.account;
+  if (values.account !== undefined) query.account = accountOption(values.account);
   if (values.key !== undefined) query.keyId = values.key;
   if (values.since !== undefined) query.since = parseTime('--since', values.since);
   const config = await loadConfigWithModules(io.env);

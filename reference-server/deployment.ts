@@ -227,7 +227,12 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   });
   const { keyCacheSeconds } = config.gateway;
   const keyChanges = await openKeyChanges(knex, redis);
-  const keys = announceKeyChanges(stores.keys, keyChanges);
+  // A change made but not announced (Redis away or stalled, past the limiters' timeout) still
+  // answers: the other processes refuse or see it once their cache of the key expires.
+  const keys = announceKeyChanges(stores.keys, keyChanges, {
+    onError: (err, keyId) =>
+      logger.warn({ err: (err as Error).message, keyId }, `key change made but not announced: other processes see it within keyCacheSeconds (${keyCacheSeconds} s)`),
+  });
   return {
     config,
     ...stores,

@@ -9,6 +9,7 @@ import * as testing from '../lib/testing/index.js';
 // lingering time are public for answers written outside the chain (the server's protocol errors).
 test('the package root exports the middleware, stores interfaces and helpers users need, and nothing internal', (t) => {
   t.deepEqual(Object.keys(root).sort(), [
+    'ACCOUNT_NAME_RULE',
     'DEFAULT_CREATION_LIMITS',
     'DEFAULT_FILE_LIMITS',
     'GatewayError',
@@ -28,6 +29,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'anthropicUploadFields',
     'apiKey',
     'cachedKeyStore',
+    'canonicalAccountName',
     'chatCompletions',
     'checkModelLimits',
     'countTokens',

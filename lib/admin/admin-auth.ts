@@ -72,7 +72,7 @@ export function adminAuth(options: AdminAuthOptions): Middleware {
   async function fromSession(ctx: Context, store: AdminSessionStore): Promise<VerifiedAdmin | undefined> {
     const cookie = parseCookies(ctx.get('Cookie'))[ADMIN_SESSION_COOKIE];
     if (!cookie) return undefined;
-    const session = await store.get(hashSessionCookie(cookie), nowMs() / 1000);
+    const session = await store.get(hashSessionCookie(cookie), Math.floor(nowMs() / 1000));
     const token = session && live(await tokens.get(session.tokenId));
     return token && session && { tokenId: token.id, session };
   }

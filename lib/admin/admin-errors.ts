@@ -17,6 +17,8 @@ export const adminErrors = {
   sessionNotFound: () => invalid(404, 'session_not_found', 'This request carries no session'),
   keyNotFound: () => invalid(404, 'key_not_found', 'Key not found'),
   keyNotActive: () => invalid(409, 'key_not_active', 'Only an active key can be rotated: this one is revoked or expired'),
+  /** A rotation of a key that has a replacement already: a retried or repeated rotation makes no second key. */
+  keyAlreadyRotated: () => invalid(409, 'key_already_rotated', 'This key was rotated already: rotate its replacement instead'),
   /** A request field that is missing or wrong: `field` is its path, as in `limits.tokens_per_day`. */
   invalidField: (field: string, problem: string) => invalid(400, `invalid_${field.split('.')[0]}`, `Invalid '${field}': ${problem}`),
   unknownField: (field: string) => invalid(400, 'unknown_field', `Unknown field '${field}'`),

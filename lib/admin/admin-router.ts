@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { KeyStore } from '../auth/key-store.js';
-import { generateApiKey, keyStatus } from '../auth/keys.js';
+import { generateApiKey } from '../auth/keys.js';
 import { SCOPES } from '../auth/scopes.js';
 import type { FileStore } from '../files/file-store.js';
 import { DEFAULT_FILE_LIMITS } from '../files/files-router.js';
@@ -38,7 +38,11 @@ export interface AccountLimits {
 }
 
 export interface AdminRouterOptions {
-  /** Where keys are written: wrap it in `announceKeyChanges()` so that every process hears of a change. */
+  /**
+   * Where keys are written: wrap it in `announceKeyChanges()` so that every process hears of a
+   * change, with an `onError` so that a change made but not announced still answers (a rotation's
+   * new key is shown only then).
+   */
   keys: KeyStore;
   /** For the files and bytes an account keeps. */
   files: Pick<FileStore, 'usage'>;
@@ -58,6 +62,12 @@ export interface AdminRouterOptions {
   nowMs?: () => number;
 }
 
+const ROTATION_REFUSALS = {
+  not_found: adminErrors.keyNotFound,
+  not_active: adminErrors.keyNotActive,
+  replaced: adminErrors.keyAlreadyRotated,
+} as const;
+
 /** Request bodies are a few fields; an allowlist of every model of a large catalog fits. */
 const BODY_LIMIT = 65_536;
 
@@ -68,7 +78,10 @@ const BODY_LIMIT = 65_536;
  *   secret `key`, the only time it is shown; `GET /keys?account=` → `{ object: "list", data }`;
  * - `GET` and `PATCH /keys/{id}` (`scopes`, `models`, `expires_at`, `limits`);
  *   `POST /keys/{id}/revoke`; `POST /keys/{id}/rotate` `{ grace_seconds }` → 201, a new key with
- *   the old one's account, scopes, models, limits and expiry; the old key expires after the grace;
+ *   the old one's account, scopes, models, limits and expiry; the old key expires after the grace
+ *   (or sooner, at its own expiry). Only an active key never rotated before is: 409
+ *   `key_not_active` or `key_already_rotated` otherwise, so that a retried rotation makes no
+ *   second key;
  * - `GET /accounts/{account}`: files and bytes kept, creations and bytes today, and the limits;
  * - with `usage`, `GET /usage?account=&key=&since=&by=day|model|key&series=day|model|key`: requests
  *   and tokens of the model calls, grouped by UTC day, model or key, each group split by `series`.
@@ -93,7 +106,8 @@ export function adminRouter(options: AdminRouterOptions): Router {
     ...options.limits,
   };
   const nowMs = options.nowMs ?? Date.now;
-  const now = () => nowMs() / 1000;
+  // Whole seconds, as every store keeps its times: a fraction changes no answer (expiries are whole).
+  const now = () => Math.floor(nowMs() / 1000);
   const models = options.catalog.map((model) => model.id);
   const schemas = keyFieldSchemas(new Set(models), now);
 
@@ -163,25 +177,15 @@ export function adminRouter(options: AdminRouterOptions): Router {
 
   router.post('/keys/:id/rotate', async (ctx) => {
     const { grace_seconds: grace } = parseFields(schemas.rotate, await body(ctx));
-    const old = await existing(ctx.params.id as string);
-    const at = now();
-    if (keyStatus(old, at) !== 'active') throw adminErrors.keyNotActive();
     const { key, hash } = generateApiKey(keyPrefix);
-    // The new key first: should the second step fail, the old key still works and nothing is lost.
-    const created = await keys.create({
-      account: old.account,
-      hash,
-      scopes: old.scopes,
-      models: old.models,
-      expiresAt: old.expiresAt,
-      ...(old.limits ? { limits: old.limits } : {}),
-    });
-    const graceEnds = Math.floor(at) + grace;
-    const expiresAt = old.expiresAt === null ? graceEnds : Math.min(old.expiresAt, graceEnds);
-    await keys.update(old.id, { expiresAt });
-    report(ctx, { action: 'key.rotated', keyId: old.id, account: old.account, replacementId: created.id });
+    const at = now();
+    // One step in the store: a retried or concurrent rotation of the same key makes no second key.
+    const result = await keys.rotate(ctx.params.id as string, { hash, nowSeconds: at, graceEndsAt: at + grace });
+    if (result.outcome !== 'rotated') throw ROTATION_REFUSALS[result.outcome]();
+    const { old, replacement } = result;
+    report(ctx, { action: 'key.rotated', keyId: old.id, account: old.account, replacementId: replacement.id });
     ctx.status = 201;
-    ctx.body = { ...keyObject(created, at), key, replaces: { id: old.id, expires_at: expiresAt } };
+    ctx.body = { ...keyObject(replacement, at), key, replaces: { id: old.id, expires_at: old.expiresAt } };
   });
 
   router.get('/accounts/:account', async (ctx) => {

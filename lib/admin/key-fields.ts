@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ACCOUNT_NAME_RULE, canonicalAccountName } from '../auth/account-name.js';
 import { SCOPES, isScope, type Scope } from '../auth/scopes.js';
 import type { ModelLimits } from '../quota/model-limits.js';
 import { positiveInteger } from '../settings/schemas.js';
@@ -9,7 +10,6 @@ export const LATEST_SECONDS = 253_402_300_799;
 /** The longest grace a rotation gives the old key: 30 days, as the longest file expiry. */
 export const MAX_GRACE_SECONDS = 2_592_000;
 
-const ACCOUNT = 'must be a string of 1 to 255 characters without control characters';
 const SCOPE_LIST = `must be a non-empty array of scopes (${SCOPES.join(', ')})`;
 const MODEL_LIST = 'must be an array of model ids, or null for every model';
 const EXPIRY = 'must be a Unix time in seconds, in the future, or null for no expiry';
@@ -28,13 +28,15 @@ function toKeyLimits(input: Record<string, number | null | undefined> | null): M
   return Object.keys(limits).length === 0 ? null : limits;
 }
 
-/** An account name: the same rule for a new key's `account` and the accounts route. */
-export const accountName = z
-  .string({ error: ACCOUNT })
-  .trim()
-  .min(1, { error: ACCOUNT })
-  .max(255, { error: ACCOUNT })
-  .regex(/^\P{Cc}*$/u, { error: ACCOUNT });
+/**
+ * An account name, as `canonicalAccountName` makes it (trimmed, NFC) or refuses it: the same rule
+ * for a new key's `account`, the key list's and usage's filter and the accounts route.
+ */
+export const accountName = z.string({ error: ACCOUNT_NAME_RULE }).transform((input, ctx) => {
+  const name = canonicalAccountName(input);
+  if (name === undefined) ctx.addIssue({ code: 'custom', message: ACCOUNT_NAME_RULE });
+  return name ?? z.NEVER;
+});
 
 /**
  * The zod schemas of the admin API's request bodies, checking models against `catalog` and

@@ -34,9 +34,9 @@ const copy = (record: ApiKeyRecord): ApiKeyRecord => ({
 /**
  * A `KeyStore` that remembers the answers of `findByHash`, found and not found, per hash for
  * `ttlMs`, so that a request does not read the database for a key it read a moment ago.
- * `create`, `get`, `list`, `revoke` and `update` go to the wrapped store; `revoke` and `update`
- * through the wrapper forget the key at once, and `create` forgets a remembered "not found" for
- * its hash.
+ * `create`, `get`, `list`, `revoke`, `update` and `rotate` go to the wrapped store; `revoke`,
+ * `update` and `rotate` through the wrapper forget the key at once, and `create` and `rotate`
+ * forget a remembered "not found" for the new key's hash.
  *
  * Revocation delay: a key revoked elsewhere (the `keys revoke` command, another server process,
  * the database directly) is still accepted by this process for up to `ttlMs`, unless `changes`
@@ -103,6 +103,14 @@ export function cachedKeyStore(store: KeyStore, options: CachedKeyStoreOptions =
         return await store.update(id, update);
       } finally {
         forget(id);
+      }
+    },
+    async rotate(id, rotation) {
+      try {
+        return await store.rotate(id, rotation);
+      } finally {
+        forget(id);
+        entries.delete(rotation.hash);
       }
     },
   };

@@ -1,7 +1,8 @@
 export { SCOPES, isScope, type Scope } from './scopes.js';
 export { createApiKey, generateApiKey, hashApiKey, keyStatus, type KeyStatus } from './keys.js';
-export type { ApiKeyRecord, KeyStore, KeyUpdate, NewApiKey } from './key-store.js';
-export { announceKeyChanges, type KeyChanges } from './key-changes.js';
+export { ACCOUNT_NAME_RULE, canonicalAccountName } from './account-name.js';
+export type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from './key-store.js';
+export { announceKeyChanges, type AnnounceKeyChangesOptions, type KeyChanges } from './key-changes.js';
 export { extractApiKey } from './extract-api-key.js';
 export { apiKey, verifiedKey, type ApiKeyOptions, type VerifiedKey } from './api-key.js';
 export { requireScope } from './require-scope.js';

@@ -18,15 +18,36 @@ export interface KeyChanges {
   subscribe(listener: (id?: string) => void): () => void;
 }
 
+export interface AnnounceKeyChangesOptions {
+  /**
+   * Called when a change was made but could not be announced (the feed failed or did not answer
+   * in time), with the error and the key's id; the call then resolves with its result, and the
+   * other processes notice the change when their cache of the key expires. Default: none, the
+   * call rejects with the error (the change itself is made all the same).
+   */
+  onError?: (err: unknown, id: string) => void;
+}
+
 /**
- * A KeyStore that announces on `changes` every revocation and update it makes, after the wrapped
- * store has made it: what the admin API and the CLI write through, so that every server
- * process's key cache hears of it. A failed announcement rejects; the change itself is made.
- * @example const keys = announceKeyChanges(new KnexKeyStore(knex), new KnexKeyChanges(knex))
+ * A KeyStore that announces on `changes` every revocation, update and rotation it makes, after
+ * the wrapped store has made it: what the admin API and the CLI write through, so that every
+ * server process's key cache hears of it. A failed announcement goes to `onError`, or rejects
+ * without it; the change itself is made either way.
+ * @example const keys = announceKeyChanges(new KnexKeyStore(knex), new KnexKeyChanges(knex), { onError: (err, id) => log.warn({ err, id }) })
  */
-export function announceKeyChanges(store: KeyStore, changes: KeyChanges): KeyStore {
+export function announceKeyChanges(store: KeyStore, changes: KeyChanges, options: AnnounceKeyChangesOptions = {}): KeyStore {
   if (typeof store?.findByHash !== 'function') throw new TypeError('koa-model-gateway: announceKeyChanges() needs a KeyStore');
   if (typeof changes?.publish !== 'function') throw new TypeError('koa-model-gateway: announceKeyChanges() needs KeyChanges');
+  const { onError } = options;
+  if (onError !== undefined && typeof onError !== 'function') throw new TypeError('koa-model-gateway: announceKeyChanges() onError must be a function');
+  async function announce(id: string): Promise<void> {
+    if (onError === undefined) return changes.publish(id);
+    try {
+      await changes.publish(id);
+    } catch (err) {
+      onError(err, id);
+    }
+  }
   return {
     findByHash: (hash) => store.findByHash(hash),
     get: (id) => store.get(id),
@@ -34,13 +55,18 @@ export function announceKeyChanges(store: KeyStore, changes: KeyChanges): KeySto
     list: (filter) => store.list(filter),
     async revoke(id) {
       const revoked = await store.revoke(id);
-      if (revoked) await changes.publish(id);
+      if (revoked) await announce(id);
       return revoked;
     },
     async update(id, update) {
       const updated = await store.update(id, update);
-      if (updated) await changes.publish(id);
+      if (updated) await announce(id);
       return updated;
+    },
+    async rotate(id, rotation) {
+      const result = await store.rotate(id, rotation);
+      if (result.outcome === 'rotated') await announce(id);
+      return result;
     },
   };
 }

@@ -17,6 +17,7 @@ export interface ApiKeyRecord {
   limits?: ModelLimits;
   /** Unix seconds. */
   createdAt: number;
+  /** Unix seconds; stores keep whole seconds (a fraction is dropped: the key expires no later than asked). */
   expiresAt: number | null;
   revokedAt: number | null;
 }
@@ -32,10 +33,30 @@ export interface KeyUpdate {
   expiresAt?: number | null;
 }
 
+/** What `KeyStore.rotate` is given. */
+export interface KeyRotation {
+  /** The new key's hash (SHA-256, hex, of the whole key). */
+  hash: string;
+  /** Unix seconds: the old key must be active (neither revoked nor expired) now. */
+  nowSeconds: number;
+  /** Unix seconds at which the old key stops working, unless it expires sooner. */
+  graceEndsAt: number;
+}
+
+/**
+ * What came of a rotation: the old key as it now is and its replacement; or why there was none:
+ * no key has the id, the key is revoked or expired, or it was rotated before (it has a
+ * replacement already, whether or not its grace has ended).
+ */
+export type KeyRotationResult =
+  | { outcome: 'rotated'; old: ApiKeyRecord; replacement: ApiKeyRecord }
+  | { outcome: 'not_found' | 'not_active' | 'replaced' };
+
 /** Where API keys live. Implementations: memory, Knex (PostgreSQL, SQLite). */
 export interface KeyStore {
   /** The key with this hash, revoked and expired ones included; `undefined` when there is none. */
   findByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+  /** Rejects with a `TypeError` an account name not in its canonical form (`canonicalAccountName`). */
   create(key: NewApiKey): Promise<ApiKeyRecord>;
   /** The key with this id, revoked and expired ones included. */
   get(id: string): Promise<ApiKeyRecord | undefined>;
@@ -45,4 +66,11 @@ export interface KeyStore {
   revoke(id: string): Promise<boolean>;
   /** Applies `update` and returns the key as it now is; `undefined` when no key has this id. */
   update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined>;
+  /**
+   * Replaces the key `id`, once: creates a key with `rotation.hash` and the old key's account,
+   * scopes, models, limits and expiry, and sets the old key's expiry to `graceEndsAt` (or keeps
+   * its own when sooner). Only an active key that was never rotated is: of rotations of one key
+   * made at the same time, in any number of processes, exactly one succeeds.
+   */
+  rotate(id: string, rotation: KeyRotation): Promise<KeyRotationResult>;
 }

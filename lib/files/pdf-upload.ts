@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { Busboy, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
 import type { Context, Middleware } from 'koa';
 import { errors, GatewayError } from '../errors/gateway-error.js';
+import { isPrintableText } from '../printable-text.js';
 import { openAIUploadFields, type UploadFields } from './upload-fields.js';
 import type { ValidatedUpload } from './upload-state.js';
 
@@ -86,8 +87,7 @@ function baseName(name: string): string {
 
 function isSaneFilename(name: string): boolean {
   const bytes = Buffer.byteLength(name);
-  // Format characters (Cf: U+202E turns `fdp.exe` around, U+200B hides) count as control characters.
-  return name.endsWith('.pdf') && bytes >= 1 && bytes <= MAX_FILENAME_BYTES && !/[\p{Cc}\p{Cf}]/u.test(name);
+  return name.endsWith('.pdf') && bytes >= 1 && bytes <= MAX_FILENAME_BYTES && isPrintableText(name);
 }
 
 /**

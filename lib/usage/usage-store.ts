@@ -5,7 +5,7 @@ import { utcDate } from '../quota/clock-windows.js';
  * refused), never changed.
  */
 export interface UsageRecord {
-  /** Unix ms at which the call was received. */
+  /** Unix ms at which the call was received; stores keep the whole millisecond (a fraction is dropped). */
   time: number;
   /** The request id the client got (`X-Request-Id` or `request-id`). */
   requestId: string;

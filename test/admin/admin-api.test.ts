@@ -195,6 +195,41 @@ test('revoke: the key is refused at once; revoking again keeps the first time; a
   t.is((await admin('GET', '/keys/key_doesnotexist')).status, 404);
 });
 
+test('account names follow the file names\' rule: control and format characters, lone surrogates and bytes that are not UTF-8 are 400; one name typed composed or decomposed is one account', async (t) => {
+  const refused: Array<[string, unknown]> = [
+    ['U+202E', { account: 'acme\u202Efdp.exe' }],
+    ['U+200B', { account: 'ac\u200Bme' }],
+    ['a newline inside', { account: 'ac\nme' }],
+    ['a lone surrogate', { account: 'a\ud800b' }],
+    ['U+FFFD', { account: 'a\uFFFDb' }],
+    ['256 characters', { account: 'é'.repeat(256) }],
+  ];
+  for (const [what, body] of refused) {
+    const response = await admin('POST', '/keys', body);
+    t.is(response.status, 400, what);
+    t.like(await response.json(), { error: { type: 'invalid_request_error', code: 'invalid_account', param: null } }, what);
+  }
+  // Bytes that are not UTF-8: decoded, they would become U+FFFD, and two such names one account.
+  const notUtf8 = Buffer.concat([Buffer.from('{"account":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('b"}')]);
+  const response = await fetch(`${app.url}/admin/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: notUtf8 });
+  t.is(response.status, 400);
+  t.like(await response.json(), { error: { code: 'invalid_account' } });
+  for (const [what, query] of [['a lone surrogate', '%ED%A0%80'], ['U+202E', '%E2%80%AE']]) {
+    t.is((await admin('GET', `/keys?account=a${query}`)).status, 400, what);
+  }
+  t.is((await admin('GET', '/accounts/a%E2%80%AE')).status, 400);
+
+  const decomposed = 'Cafe\u0301-names';
+  const composed = 'Caf\u00e9-names';
+  const created = await createKey({ account: decomposed });
+  t.is(created.account, composed, 'kept in NFC');
+  t.is((await createKey({ account: ` ${composed} ` })).account, composed, 'trimmed');
+  const listed = (await (await admin('GET', `/keys?account=${encodeURIComponent(decomposed)}`)).json()) as { data: KeyBody[] };
+  t.is(listed.data.length, 2, 'either spelling finds the keys');
+  t.like(await (await admin('GET', `/accounts/${encodeURIComponent(decomposed)}`)).json(), { account: composed });
+  t.is((await createKey({ account: '\u{1F600}'.repeat(255) })).account, '\u{1F600}'.repeat(255), '255 characters, not UTF-16 units');
+});
+
 test('GET /keys?account= lists that account only, in creation order; without it, every key', async (t) => {
   const first = await createKey({ account: 'listed' });
   await createKey({ account: 'listed-other' });

@@ -1,5 +1,9 @@
 import test from 'ava';
+import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { adminApp } from '../helpers/admin-app.js';
+import { throwawayPostgres } from '../helpers/server-database.js';
+import { withPostgres } from '../helpers/services.js';
+import { referenceApp } from '../spec/reference-app.js';
 
 const app = await adminApp();
 test.after.always(() => app.close());
@@ -79,3 +83,69 @@ test.serial('expiry is checked against the clock: a time not after now is 400, o
   t.is((await app.admin('POST', '/keys', { account: 'acme', expires_at: app.clock.seconds })).status, 400);
   t.is((await app.admin('POST', '/keys', { account: 'acme', expires_at: app.clock.seconds + 1 })).status, 201);
 });
+
+test.serial('a key in its grace period is not rotated again: 409 key_already_rotated, and its replacement keeps the original expiry', async (t) => {
+  const expiresAt = app.clock.seconds + 86_400;
+  const old = await newKey({ expires_at: expiresAt });
+  const first = await app.admin('POST', `/keys/${old.id}/rotate`, { grace_seconds: 60 });
+  t.is(first.status, 201);
+  const replacement = (await first.json()) as KeyBody;
+  const before = (await app.keys.list()).length;
+  for (const grace of [60, 0]) {
+    const again = await app.admin('POST', `/keys/${old.id}/rotate`, { grace_seconds: grace });
+    t.is(again.status, 409);
+    t.like(await again.json(), { error: { type: 'invalid_request_error', code: 'key_already_rotated', param: null } });
+  }
+  t.is((await app.keys.list()).length, before, 'no key is made');
+  t.is(await app.whoami(old.key), 200, 'the old key still works until its grace ends');
+  // The replacement is rotated in its turn, and its own replacement keeps the original expiry too.
+  const next = (await (await app.admin('POST', `/keys/${replacement.id}/rotate`, { grace_seconds: 60 })).json()) as KeyBody;
+  t.like(next, { expires_at: expiresAt, status: 'active' });
+  app.clock.seconds += 61;
+  t.is(await app.whoami(old.key), 401);
+  t.is(await app.whoami(replacement.key), 401);
+  t.is(await app.whoami(next.key), 200);
+});
+
+test.serial('ten rotations of one key at once make exactly one new key; the others are 409', async (t) => {
+  const old = await newKey({ account: 'parallel-rotation' });
+  const statuses = await Promise.all(
+    Array.from({ length: 10 }, async () => (await app.admin('POST', `/keys/${old.id}/rotate`, { grace_seconds: 60 })).status),
+  );
+  t.deepEqual(statuses.sort(), [201, 409, 409, 409, 409, 409, 409, 409, 409, 409]);
+  t.is((await app.keys.list({ account: 'parallel-rotation' })).length, 2);
+});
+
+// The same rules on the reference server's own stores: SQLite, and PostgreSQL.
+for (const [name, gated, database] of [
+  ['sqlite', test, async () => ({ env: {}, drop: async () => undefined })],
+  [
+    'postgres',
+    withPostgres(test),
+    async () => {
+      const db = await throwawayPostgres();
+      return { env: { DATABASE_URL: db.url }, drop: db.drop };
+    },
+  ],
+] as const) {
+  gated(`${name}: ten rotation requests at once make one key, a retry is 409 key_already_rotated, and the replacement keeps the original expiry`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const server = await referenceApp(undefined, env);
+    t.teardown(() => server.close());
+    const { token } = await createAdminToken(server.deployment.adminTokens, { prefix: server.config.gateway.keyPrefix });
+    const call = (path: string, body: unknown) =>
+      fetch(`${server.url}/admin/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+    const expiresAt = Math.floor(Date.now() / 1000) + 86_400;
+    const old = (await (await call('/keys', { account: 'rotated', expires_at: expiresAt })).json()) as KeyBody;
+    const answers = await Promise.all(Array.from({ length: 10 }, () => call(`/keys/${old.id}/rotate`, { grace_seconds: 60 })));
+    t.deepEqual(answers.map((answer) => answer.status).sort(), [201, 409, 409, 409, 409, 409, 409, 409, 409, 409]);
+    const replacement = (await answers.find((answer) => answer.status === 201)?.json()) as KeyBody;
+    t.like(replacement, { account: 'rotated', expires_at: expiresAt, status: 'active' });
+    const retry = await call(`/keys/${old.id}/rotate`, { grace_seconds: 60 });
+    t.is(retry.status, 409);
+    t.like(await retry.json(), { error: { type: 'invalid_request_error', code: 'key_already_rotated', param: null } });
+    t.is((await server.deployment.keys.list({ account: 'rotated' })).length, 2);
+    t.like(await (await call(`/keys/${replacement.id}/rotate`, { grace_seconds: 0 })).json(), { expires_at: expiresAt });
+  });
+}

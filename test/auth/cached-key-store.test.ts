@@ -24,6 +24,7 @@ function setup(options: { ttlMs?: number; maxEntries?: number } = {}) {
     get: (id) => inner.get(id),
     revoke: (id) => inner.revoke(id),
     update: (id, update) => inner.update(id, update),
+    rotate: (id, rotation) => inner.rotate(id, rotation),
   };
   const clock = { ms: 1_000_000 };
   const cached = cachedKeyStore(counted, { ...options, nowMs: () => clock.ms });
@@ -93,6 +94,7 @@ test('a lookup in flight while the key is revoked through the cache is not remem
     get: (id) => inner.get(id),
     revoke: (id) => inner.revoke(id),
     update: (id, update) => inner.update(id, update),
+    rotate: (id, rotation) => inner.rotate(id, rotation),
   };
   const cached = cachedKeyStore(slow, { ttlMs: 60_000 });
   const inFlight = cached.findByHash(record.hash);
@@ -122,6 +124,27 @@ test('a revocation that is made but whose announcement fails still takes effect 
   await cached.findByHash(record.hash);
   await t.throwsAsync(cached.revoke(record.id), { message: 'Redis is away' });
   t.is(typeof (await cached.findByHash(record.hash))?.revokedAt, 'number');
+});
+
+test('with onError, a change made but not announced answers all the same, and onError hears of it', async (t) => {
+  const { inner, newKey } = setup();
+  const away = new Error('Redis is away');
+  const failures: Array<[unknown, string]> = [];
+  const keys = announceKeyChanges(inner, { publish: () => Promise.reject(away), subscribe: () => () => {} }, { onError: (err, id) => failures.push([err, id]) });
+  const [{ record: revoked }, { record: updated }, { record: rotated }] = [await newKey(inner), await newKey(inner), await newKey(inner)];
+  t.true(await keys.revoke(revoked.id));
+  t.like(await keys.update(updated.id, { scopes: ['models:read'] }), { scopes: ['models:read'] });
+  const rotation = await keys.rotate(rotated.id, { hash: 'f'.repeat(64), nowSeconds: Date.now() / 1000, graceEndsAt: Math.floor(Date.now() / 1000) });
+  t.is(rotation.outcome, 'rotated');
+  t.deepEqual(failures, [
+    [away, revoked.id],
+    [away, updated.id],
+    [away, rotated.id],
+  ]);
+  // Nothing to announce, nothing reported.
+  t.false(await keys.revoke('key_doesnotexist'));
+  t.is((await keys.rotate(rotated.id, { hash: 'e'.repeat(64), nowSeconds: Date.now() / 1000, graceEndsAt: 0 })).outcome, 'replaced');
+  t.is(failures.length, 3);
 });
 
 test('with changes, a key revoked or changed in another process is forgotten at once, long before the ttl', async (t) => {

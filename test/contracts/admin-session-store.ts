@@ -9,14 +9,20 @@ const session = (hash: string, expiresAt: number): AdminSession => ({
   expiresAt,
 });
 
+/**
+ * The time a store is asked at: a whole second plus a fraction, as a `Date.now() / 1000` clock
+ * gives it; sessions' own times are whole seconds.
+ */
+const at = (seconds: number) => seconds + 0.375;
+
 /** The behaviour every AdminSessionStore must have; run once per implementation. */
 export function adminSessionStoreContract(test: TestFn, name: string, makeStore: () => Promise<AdminSessionStore>): void {
   test(`${name}: a session is found by its hash until the second it expires`, async (t) => {
     const store = await makeStore();
     await store.create(session('a'.repeat(64), 2_000_000_000));
-    t.deepEqual(await store.get('a'.repeat(64), 1_999_999_999), session('a'.repeat(64), 2_000_000_000));
-    t.is(await store.get('a'.repeat(64), 2_000_000_000), undefined);
-    t.is(await store.get('b'.repeat(64), 1_000_000_000), undefined);
+    t.deepEqual(await store.get('a'.repeat(64), at(1_999_999_999)), session('a'.repeat(64), 2_000_000_000));
+    t.is(await store.get('a'.repeat(64), at(2_000_000_000)), undefined);
+    t.is(await store.get('b'.repeat(64), at(1_000_000_000)), undefined);
   });
 
   test(`${name}: delete ends one session, removeExpired every expired one`, async (t) => {
@@ -26,11 +32,21 @@ export function adminSessionStoreContract(test: TestFn, name: string, makeStore:
     }
     await store.delete('4'.repeat(64));
     await store.delete('5'.repeat(64));
-    t.is(await store.get('4'.repeat(64), 0), undefined);
-    t.is(await store.removeExpired(200), 2);
-    t.is(await store.removeExpired(200), 0);
+    t.is(await store.get('4'.repeat(64), at(0)), undefined);
+    t.is(await store.removeExpired(at(200)), 2);
+    t.is(await store.removeExpired(at(200)), 0);
     // Gone, not merely hidden: get() at an earlier time finds nothing either.
-    t.is(await store.get('1'.repeat(64), 0), undefined);
-    t.truthy(await store.get('3'.repeat(64), 0));
+    t.is(await store.get('1'.repeat(64), at(0)), undefined);
+    t.truthy(await store.get('3'.repeat(64), at(0)));
+  });
+
+  test(`${name}: a fractional now (a Date.now() / 1000 clock) works and expires at the same instant`, async (t) => {
+    const store = await makeStore();
+    await store.create(session('c'.repeat(64), 2_000_000_000));
+    await store.create(session('d'.repeat(64), 2_000_000_100));
+    t.truthy(await store.get('c'.repeat(64), 1_999_999_999.999));
+    t.is(await store.get('c'.repeat(64), 2_000_000_000.25), undefined);
+    t.is(await store.removeExpired(2_000_000_099.5), 1);
+    t.truthy(await store.get('d'.repeat(64), 2_000_000_099.5));
   });
 }

@@ -24,6 +24,24 @@ export function keyStoreContract(test: TestFn, name: string, makeStore: () => Pr
     t.like(created, input);
   });
 
+  test(`${name}: an account name not in its canonical form (trimmed, NFC, printable, well-formed) is refused, and no key is made`, async (t) => {
+    const store = await makeStore();
+    for (const account of ['', ' acme', 'acme\n', 'ac\u202Eme', 'a\ud800b', 'a\uFFFDb', 'Cafe\u0301', 'a'.repeat(256)]) {
+      await t.throwsAsync(store.create(newKey(account)), { instanceOf: TypeError, message: /account name/ }, JSON.stringify(account));
+    }
+    t.deepEqual(await store.list(), []);
+    t.is((await store.create(newKey('Caf\u00e9 \u{1F600}'))).account, 'Caf\u00e9 \u{1F600}');
+  });
+
+  test(`${name}: a fractional expiry (a Date.now() / 1000 clock) is kept as its whole second, on create and update`, async (t) => {
+    const store = await makeStore();
+    const created = await store.create(newKey('acme', { expiresAt: 2_000_000_000.75 }));
+    t.is(created.expiresAt, 2_000_000_000);
+    t.is((await store.findByHash(created.hash))?.expiresAt, 2_000_000_000);
+    t.is((await store.update(created.id, { expiresAt: 2_100_000_000.5 }))?.expiresAt, 2_100_000_000);
+    t.is((await store.get(created.id))?.expiresAt, 2_100_000_000);
+  });
+
   test(`${name}: a key's own limits are kept, each one alone or together; a key without limits has none`, async (t) => {
     const store = await makeStore();
     const cases = [
@@ -123,5 +141,83 @@ export function keyStoreContract(test: TestFn, name: string, makeStore: () => Pr
     t.false('limits' in ((await store.update(created.id, { limits: {} })) ?? {}));
     t.deepEqual(await store.findByHash(created.hash), cleared);
     t.is(await store.update('key_doesnotexist', { scopes: ['models:read'] }), undefined);
+  });
+}
+
+/** `nowSeconds` as a `Date.now() / 1000` clock gives it: with a fraction, which stores must take. */
+const NOW = 1_900_000_000.625;
+
+const rotation = (graceSeconds: number, nowSeconds = NOW) => ({
+  hash: hashApiKey(`kmg_sk_${Math.random()}`),
+  nowSeconds,
+  graceEndsAt: Math.floor(nowSeconds) + graceSeconds,
+});
+
+/**
+ * What every KeyStore's `rotate` must do; run once per implementation. `makeStores` gives two
+ * views of the same keys, as two server processes sharing a database have.
+ */
+export function keyRotationContract(test: TestFn, name: string, makeStores: () => Promise<[KeyStore, KeyStore]>): void {
+  test(`${name}: rotate makes a replacement with the old key's account, scopes, models, limits and expiry, and ends the old key after the grace`, async (t) => {
+    const [store] = await makeStores();
+    const expiresAt = Math.floor(NOW) + 86_400;
+    const old = await store.create(newKey('acme', { scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 } }));
+    const input = rotation(60);
+    const result = await store.rotate(old.id, input);
+    if (result.outcome !== 'rotated') return t.fail(result.outcome);
+    t.deepEqual(result.old, { ...old, expiresAt: input.graceEndsAt });
+    t.deepEqual(await store.get(old.id), result.old);
+    t.like(result.replacement, { account: 'acme', hash: input.hash, scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 }, revokedAt: null });
+    t.is(result.replacement.createdAt, Math.floor(NOW));
+    t.not(result.replacement.id, old.id);
+    t.deepEqual(await store.findByHash(input.hash), result.replacement);
+    t.deepEqual((await store.list({ account: 'acme' })).map((key) => key.id), [old.id, result.replacement.id]);
+  });
+
+  test(`${name}: rotate keeps an expiry sooner than the grace, and the replacement keeps the original expiry`, async (t) => {
+    const [store] = await makeStores();
+    const expiresAt = Math.floor(NOW) + 30;
+    const old = await store.create(newKey('acme', { expiresAt }));
+    const result = await store.rotate(old.id, rotation(3600));
+    t.like(result, { outcome: 'rotated', old: { expiresAt }, replacement: { expiresAt } });
+  });
+
+  test(`${name}: a key rotated once, revoked, expired or unknown is not rotated, and no key is made`, async (t) => {
+    const [store] = await makeStores();
+    const rotated = await store.create(newKey('acme'));
+    const first = await store.rotate(rotated.id, rotation(60));
+    t.is(first.outcome, 'rotated');
+    const revoked = await store.create(newKey('acme'));
+    await store.revoke(revoked.id);
+    const expired = await store.create(newKey('acme', { expiresAt: Math.floor(NOW) }));
+    const before = await store.list();
+    // Still in its grace, the rotated key works, but its replacement is the one to rotate.
+    t.deepEqual(await store.rotate(rotated.id, rotation(60)), { outcome: 'replaced' });
+    t.deepEqual(await store.rotate(rotated.id, rotation(60, NOW + 3600)), { outcome: 'replaced' });
+    t.deepEqual(await store.rotate(revoked.id, rotation(60)), { outcome: 'not_active' });
+    t.deepEqual(await store.rotate(expired.id, rotation(60)), { outcome: 'not_active' });
+    t.deepEqual(await store.rotate('key_doesnotexist', rotation(60)), { outcome: 'not_found' });
+    t.deepEqual(await store.list(), before);
+    t.like(await store.get(rotated.id), { expiresAt: Math.floor(NOW) + 60 });
+  });
+
+  test(`${name}: a key is active until the second it expires, at a fractional now`, async (t) => {
+    const [store] = await makeStores();
+    const key = await store.create(newKey('acme', { expiresAt: Math.floor(NOW) + 1 }));
+    t.deepEqual(await store.rotate(key.id, rotation(60, Math.floor(NOW) + 1.25)), { outcome: 'not_active' });
+    t.is((await store.rotate(key.id, rotation(60, Math.floor(NOW) + 0.75))).outcome, 'rotated');
+  });
+
+  test(`${name}: ten rotations of one key at once, through two stores on the same data, make exactly one new key`, async (t) => {
+    const [one, two] = await makeStores();
+    const old = await one.create(newKey('parallel'));
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? one : two).rotate(old.id, rotation(60))));
+    const rotated = results.filter((result) => result.outcome === 'rotated');
+    t.is(rotated.length, 1);
+    t.deepEqual(
+      results.filter((result) => result.outcome !== 'rotated'),
+      Array.from({ length: 9 }, () => ({ outcome: 'replaced' })),
+    );
+    t.is((await two.list({ account: 'parallel' })).length, 2);
   });
 }

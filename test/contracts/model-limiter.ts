@@ -1,7 +1,7 @@
 import type { TestFn } from 'ava';
 import type { ModelLimiter } from '../../lib/quota/model-limiter.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
-import { newAccount as newKeyId, testClock } from '../helpers/quota-contract.js';
+import { contractClock, newAccount as newKeyId } from '../helpers/quota-contract.js';
 
 /** Calls `consume` `count` times one after the other; how many passed. */
 async function consumeMany(limiter: ModelLimiter, keyId: string, limits: ModelLimits, count: number): Promise<number> {
@@ -16,7 +16,7 @@ async function consumeMany(limiter: ModelLimiter, keyId: string, limits: ModelLi
  */
 export function modelLimiterContract(test: TestFn, name: string, makeLimiter: (clock: () => number) => Promise<ModelLimiter>): void {
   test(`${name}: the 10th call in a minute passes, the 11th waits for the next minute and counts nothing`, async (t) => {
-    const time = testClock('2030-01-15T12:00:15.300Z');
+    const time = contractClock('2030-01-15T12:00:15.300Z');
     const limiter = await makeLimiter(time.nowMs);
     const keyId = newKeyId();
     const limits = { requestsPerMinute: 10 };
@@ -31,7 +31,7 @@ export function modelLimiterContract(test: TestFn, name: string, makeLimiter: (c
     // 44.7 s to 12:01:00, rounded up.
     t.deepEqual(refused, {
       allowed: false,
-      at: time.ms,
+      at: time.nowMs(),
       refusedBy: 'requests',
       retryAfterSeconds: 45,
       requests: { per: 'minute', limit: 10, remaining: 0, resetAt: Date.parse('2030-01-15T12:01:00.000Z') },
@@ -42,17 +42,17 @@ export function modelLimiterContract(test: TestFn, name: string, makeLimiter: (c
   });
 
   test(`${name}: limits without any field pass every call and count nothing`, async (t) => {
-    const time = testClock('2030-01-15T12:00:00.000Z');
+    const time = contractClock('2030-01-15T12:00:00.000Z');
     const limiter = await makeLimiter(time.nowMs);
     const keyId = newKeyId();
-    for (let i = 0; i < 20; i += 1) t.deepEqual(await limiter.consume(keyId, {}), { allowed: true, at: time.ms });
+    for (let i = 0; i < 20; i += 1) t.deepEqual(await limiter.consume(keyId, {}), { allowed: true, at: time.nowMs() });
     await limiter.addTokens(keyId, {}, 1000);
     await limiter.addTokens(keyId, { requestsPerMinute: 5 }, 1000); // no token limit: not counted
     t.deepEqual(await limiter.usage(keyId), { requestsThisMinute: 0, tokensThisMinute: 0, tokensToday: 0 });
   });
 
   test(`${name}: tokens count when added; calls pass below the limit and are refused from the moment it is reached`, async (t) => {
-    const time = testClock('2030-01-15T12:00:30.000Z');
+    const time = contractClock('2030-01-15T12:00:30.000Z');
     const limiter = await makeLimiter(time.nowMs);
     const keyId = newKeyId();
     const limits = { tokensPerMinute: 1000 };
@@ -66,7 +66,7 @@ export function modelLimiterContract(test: TestFn, name: string, makeLimiter: (c
   });
 
   test(`${name}: calls in flight when the token limit fills still count, past the limit; remaining stays at 0`, async (t) => {
-    const time = testClock('2030-01-15T12:00:00.000Z');
+    const time = contractClock('2030-01-15T12:00:00.000Z');
     const limiter = await makeLimiter(time.nowMs);
     const keyId = newKeyId();
     const limits = { tokensPerMinute: 100 };
@@ -77,7 +77,7 @@ export function modelLimiterContract(test: TestFn, name: string, makeLimiter: (c
   });
 
   test(`${name}: tokens per day refuse until UTC midnight; headers report the window with fewer tokens left`, async (t) => {
-    const time = testClock('2030-01-15T18:00:00.000Z');
+    const time = contractClock('2030-01-15T18:00:00.000Z');
     const limiter = await makeLimiter(time.nowMs);
     const keyId = newKeyId();
     const limits = { tokensPerMinute: 500, tokensPerDay: 1000 };
@@ -92,7 +92,7 @@ export function modelLimiterContract(test: TestFn, name: string, makeLimiter: (c
     await limiter.addTokens(keyId, limits, 150);
     t.deepEqual(await limiter.consume(keyId, limits), {
       allowed: false,
-      at: time.ms,
+      at: time.nowMs(),
       refusedBy: 'tokens',
       retryAfterSeconds: 21_480, // 5h58m to midnight
       tokens: { per: 'day', limit: 1000, remaining: 0, resetAt: Date.parse('2030-01-16T00:00:00.000Z') },
@@ -102,7 +102,7 @@ export function modelLimiterContract(test: TestFn, name: string, makeLimiter: (c
   });
 
   test(`${name}: when several limits refuse, the one that keeps the call out longest is named; a refusal counts no request`, async (t) => {
-    const time = testClock('2030-01-15T12:00:00.000Z');
+    const time = contractClock('2030-01-15T12:00:00.000Z');
     const limiter = await makeLimiter(time.nowMs);
     const keyId = newKeyId();
     const limits = { requestsPerMinute: 2, tokensPerMinute: 10, tokensPerDay: 100 };
@@ -117,7 +117,7 @@ export function modelLimiterContract(test: TestFn, name: string, makeLimiter: (c
   });
 
   test(`${name}: tokens count in the window in which the answer ends`, async (t) => {
-    const time = testClock('2030-01-15T12:00:59.000Z');
+    const time = contractClock('2030-01-15T12:00:59.000Z');
     const limiter = await makeLimiter(time.nowMs);
     const keyId = newKeyId();
     const limits = { tokensPerMinute: 50 };
@@ -128,7 +128,7 @@ export function modelLimiterContract(test: TestFn, name: string, makeLimiter: (c
   });
 
   test(`${name}: keys have their own counters`, async (t) => {
-    const time = testClock('2030-01-15T12:00:00.000Z');
+    const time = contractClock('2030-01-15T12:00:00.000Z');
     const limiter = await makeLimiter(time.nowMs);
     const [a, b] = [newKeyId(), newKeyId()];
     const limits = { requestsPerMinute: 1, tokensPerDay: 10 };
@@ -139,7 +139,7 @@ export function modelLimiterContract(test: TestFn, name: string, makeLimiter: (c
   });
 
   test(`${name}: 50 parallel calls with 10 requests per minute: exactly 10 pass`, async (t) => {
-    const time = testClock('2030-01-15T12:00:00.000Z');
+    const time = contractClock('2030-01-15T12:00:00.000Z');
     const limiter = await makeLimiter(time.nowMs);
     const keyId = newKeyId();
     const decisions = await Promise.all(Array.from({ length: 50 }, () => limiter.consume(keyId, { requestsPerMinute: 10 })));

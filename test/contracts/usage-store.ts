@@ -88,6 +88,20 @@ export function usageStoreContract(test: TestFn, name: string, makeStore: () => 
     }
   });
 
+  test(`${name}: a fractional time (a performance clock) is kept to its millisecond, and a fractional since lets the same records through`, async (t) => {
+    const store = await makeStore();
+    const late = usageRecord({ time: Date.parse('2030-01-15T23:59:59.999Z') + 0.75 });
+    const early = usageRecord({ time: T0 + 0.25 });
+    await store.insert([early, late]);
+    t.deepEqual(await store.list(), [
+      { ...late, time: Date.parse('2030-01-15T23:59:59.999Z') },
+      { ...early, time: T0 },
+    ]);
+    t.deepEqual((await store.list({ since: T0 + 0.5 })).map((record) => record.requestId), [late.requestId]);
+    t.deepEqual((await store.list({ since: T0 - 0.5 })).length, 2);
+    t.deepEqual(await store.summarize({ since: T0 - 0.5 }, 'day'), [{ group: '2030-01-15', requests: 2, inputTokens: 20, outputTokens: 10 }]);
+  });
+
   test(`${name}: summarize by day counts requests and sums tokens per UTC day`, async (t) => {
     const store = await makeStore();
     await store.insert([

@@ -1,14 +1,16 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import test from 'ava';
+import { randomBytes } from 'node:crypto';
+import test, { type ExecutionContext } from 'ava';
 import OpenAI, { AuthenticationError, toFile } from 'openai';
 import { chromium } from 'playwright-core';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { until } from '../helpers/poll.js';
 import { ROOT } from '../helpers/server-process.js';
-import { CHROMIUM, withChromium } from '../helpers/services.js';
+import { throwawayPostgres } from '../helpers/server-database.js';
+import { CHROMIUM, REDIS_URL, withChromium, withPostgres, withRedis } from '../helpers/services.js';
 import { usageRecord } from '../contracts/usage-store.js';
 import { referenceApp } from '../spec/reference-app.js';
 
@@ -22,9 +24,33 @@ const HOSTILE = '<img src=x onerror=alert(1)>';
 
 const DAY_MS = 86_400_000;
 
-withChromium(test)('the dashboard: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage is shown', async (t) => {
-  const app = await referenceApp();
+interface Deployment {
+  /** Before each screenshot's name: none for the embedded deployment. */
+  name: string;
+  /** The account the page creates a key for. */
+  account: string;
+  /** Added to the app's environment; `cleanup` runs after the app has closed. */
+  env(): Promise<{ env: Record<string, string>; cleanup(): Promise<void> }>;
+}
+
+const embedded: Deployment = { name: '', account: 'acme', env: async () => ({ env: {}, cleanup: async () => undefined }) };
+
+// The limits on Redis are shared by every test file: an account of its own.
+const postgresRedis: Deployment = {
+  name: 'postgres-redis-',
+  account: `acme-${randomBytes(4).toString('hex')}`,
+  async env() {
+    const database = await throwawayPostgres();
+    return { env: { DATABASE_URL: database.url, REDIS_URL }, cleanup: () => database.drop() };
+  },
+};
+
+const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) => {
+  const { env, cleanup } = await deployment.env();
+  t.teardown(cleanup);
+  const app = await referenceApp(undefined, env);
   t.teardown(() => app.close());
+  const acme = deployment.account;
   const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix });
   const profile = await mkdtemp(join(tmpdir(), 'kmg-chromium-'));
   t.teardown(() => rm(profile, { recursive: true, force: true }));
@@ -56,9 +82,14 @@ withChromium(test)('the dashboard: log in, create a key, use it, revoke it in th
   });
   const pageErrors: string[] = [];
   page.on('pageerror', (err) => pageErrors.push(err.message));
+  // Every request the page makes works: none answers with a server error.
+  const serverErrors: string[] = [];
+  page.on('response', (response) => {
+    if (response.status() >= 500) serverErrors.push(`${response.status()} ${response.request().method()} ${response.url()}`);
+  });
   const shoot = async (name: string) => {
     await page.mouse.move(0, 0); // no hover state in the picture
-    await page.screenshot({ path: join(ARTIFACTS, `dashboard-${name}.png`), fullPage: true });
+    await page.screenshot({ path: join(ARTIFACTS, `dashboard-${deployment.name}${name}.png`), fullPage: true });
   };
 
   // Log in, with the keyboard alone.
@@ -76,7 +107,7 @@ withChromium(test)('the dashboard: log in, create a key, use it, revoke it in th
 
   // Create a key in the page: its secret is shown once, with a copy button.
   await page.getByRole('button', { name: 'New key' }).click();
-  await page.getByLabel('Account').last().fill('acme');
+  await page.getByLabel('Account').last().fill(acme);
   await page.getByLabel('Requests per minute').fill('120');
   await shoot('new-key');
   await page.getByRole('button', { name: 'Create key' }).click();
@@ -113,7 +144,7 @@ withChromium(test)('the dashboard: log in, create a key, use it, revoke it in th
   await shoot('keys');
 
   // Revoke in the page; the next call with the key is refused within a second.
-  const row = page.getByRole('row').filter({ hasText: 'acme' });
+  const row = page.getByRole('row').filter({ hasText: acme });
   await row.getByRole('button', { name: /^Revoke / }).click();
   await page.getByRole('dialog', { name: 'Revoke this key?' }).getByRole('button', { name: 'Revoke key' }).click();
   await row.getByText('revoked').waitFor();
@@ -136,8 +167,8 @@ withChromium(test)('the dashboard: log in, create a key, use it, revoke it in th
   await page.getByRole('button', { name: 'Done' }).click();
 
   // The account's figures against its limits.
-  await page.getByRole('link', { name: 'acme' }).first().click();
-  await page.getByRole('heading', { name: 'Account acme' }).waitFor();
+  await page.getByRole('link', { name: acme }).first().click();
+  await page.getByRole('heading', { name: `Account ${acme}` }).waitFor();
   t.is(await page.getByLabel('Files kept').getAttribute('value'), '1');
   t.is(await page.getByLabel('Files created today (UTC)').getAttribute('value'), '1');
   await shoot('account');
@@ -150,20 +181,20 @@ withChromium(test)('the dashboard: log in, create a key, use it, revoke it in th
   await until(
     async () => {
       await usage.flush();
-      return usageStore.list({ account: 'acme' });
+      return usageStore.list({ account: acme });
     },
     (records) => records.length >= 2,
   );
-  const [keyId] = new Set((await usageStore.list({ account: 'acme' })).map((record) => record.keyId));
+  const [keyId] = new Set((await usageStore.list({ account: acme })).map((record) => record.keyId));
   const today = new Date().toISOString().slice(0, 10);
   await usageStore.insert(
     [6, 5, 5, 3, 2, 2, 2, 1].map((daysAgo, i) =>
-      usageRecord({ time: Date.now() - daysAgo * DAY_MS, account: 'acme', keyId: keyId as string, model: i % 3 === 0 ? 'echo-2' : 'echo-1', inputTokens: 40 + 17 * i, outputTokens: 25 + 9 * i }),
+      usageRecord({ time: Date.now() - daysAgo * DAY_MS, account: acme, keyId: keyId as string, model: i % 3 === 0 ? 'echo-2' : 'echo-1', inputTokens: 40 + 17 * i, outputTokens: 25 + 9 * i }),
     ),
   );
-  await page.goto(`${app.url}/dashboard#/accounts/acme`);
+  await page.goto(`${app.url}/dashboard#/accounts/${acme}`);
   await page.getByRole('link', { name: 'Model calls of this account: requests and tokens per day' }).click();
-  const figures = page.getByRole('table', { name: /^Requests and tokens of account acme per day and model, the last 7 days/ });
+  const figures = page.getByRole('table', { name: `Requests and tokens of account ${acme} per day and model, the last 7 days` });
   await figures.waitFor();
   t.is(await page.getByRole('img', { name: /stacked bar chart/ }).count(), 2, 'two charts: requests and tokens');
   const todayEcho1 = figures.getByRole('row').filter({ has: page.getByRole('rowheader', { name: today }) }).filter({ hasText: 'echo-1' });
@@ -196,4 +227,11 @@ withChromium(test)('the dashboard: log in, create a key, use it, revoke it in th
   await page.getByLabel('Admin token').waitFor();
   t.deepEqual(scripts, [], 'no stored string ran as a script');
   t.deepEqual(pageErrors, []);
-});
+  t.deepEqual(serverErrors, []);
+};
+
+withChromium(test)('the dashboard: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage is shown', dashboardTest(embedded));
+withRedis(withPostgres(withChromium(test)))(
+  'the dashboard on PostgreSQL and Redis: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage is shown',
+  dashboardTest(postgresRedis),
+);

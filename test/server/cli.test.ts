@@ -136,6 +136,9 @@ test('migrate --json reports the database it migrated', async (t) => {
 
 const usageErrors: Array<[string, string[], RegExp]> = [
   ['no account', ['keys', 'create'], /--account/],
+  ['an account name with U+202E', ['keys', 'create', '--account', 'acme\u202Efdp.exe'], /--account must be 1 to 255 characters of well-formed Unicode/],
+  // A lone surrogate reaches the process as U+FFFD, as any argument that is not UTF-8 does.
+  ['an account name with a lone surrogate', ['keys', 'create', '--account', 'a\ud800b'], /--account must be/],
   ['an unknown scope', ['keys', 'create', '--account', 'a', '--scope', 'files:everything'], /unknown scope 'files:everything'/],
   ['an expiry that is not a time', ['keys', 'create', '--account', 'a', '--expires', 'tomorrow'], /--expires/],
   ['an expiry in the past', ['keys', 'create', '--account', 'a', '--expires', '2001-01-01T00:00:00Z'], /future/],

@@ -36,12 +36,13 @@ export interface ReferenceApp {
  * The reference server's own app (createApp on openDeployment, in createHttpServer, as `serve`
  * builds it) in this process: the embedded default deployment (SQLite, files on disk, limits in
  * memory) in a temp DATA_DIR, with the default echo catalog and the spec's limits, or the
- * `GATEWAY_CONFIG` file `gatewayConfig` describes, and its log lines collected. Cheaper than a
+ * `GATEWAY_CONFIG` file `gatewayConfig` describes, and its log lines collected; `extraEnv` adds to
+ * the environment (DATABASE_URL and REDIS_URL for the other deployment). Cheaper than a
  * child process, and the same composition.
  */
-export async function referenceApp(gatewayConfig?: Record<string, unknown>): Promise<ReferenceApp> {
+export async function referenceApp(gatewayConfig?: Record<string, unknown>, extraEnv: Record<string, string> = {}): Promise<ReferenceApp> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kmg-spec-'));
-  const env: Record<string, string> = { DATA_DIR: dataDir };
+  const env: Record<string, string> = { ...extraEnv, DATA_DIR: dataDir };
   if (gatewayConfig !== undefined) {
     env.GATEWAY_CONFIG = join(dataDir, 'config.json');
     await writeFile(env.GATEWAY_CONFIG, JSON.stringify(gatewayConfig));

@@ -64,3 +64,8 @@ withRedis(test)('redis: when the listening connection was cut, the listeners hea
 test('KnexKeyChanges refuses an interval that is not a positive number', (t) => {
   t.throws(() => new KnexKeyChanges({} as never, { intervalMs: 0 }), { message: /intervalMs/ });
 });
+
+test('RedisKeyChanges refuses a timeoutMs that is not a positive number', (t) => {
+  const client = { publish: () => undefined } as never;
+  for (const timeoutMs of [0, -1, Number.NaN]) t.throws(() => new RedisKeyChanges({ client, timeoutMs }), { instanceOf: TypeError, message: /timeoutMs/ });
+});

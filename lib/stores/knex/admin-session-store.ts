@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { AdminSession, AdminSessionStore } from '../../admin/admin-session-store.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
+import { wholeSeconds } from './whole-times.js';
 
 const TABLE = 'kmg_admin_sessions';
 
@@ -40,7 +41,7 @@ export class KnexAdminSessionStore implements AdminSessionStore {
 
   async get(hash: string, nowSeconds: number): Promise<AdminSession | undefined> {
     const row = await withinTimeout(this.#timeoutMs, async () =>
-      this.#knex<SessionRow>(TABLE).where({ hash }).where('expires_at', '>', nowSeconds).first(),
+      this.#knex<SessionRow>(TABLE).where({ hash }).where('expires_at', '>', wholeSeconds(nowSeconds)).first(),
     );
     if (!row) return undefined;
     return {
@@ -57,6 +58,6 @@ export class KnexAdminSessionStore implements AdminSessionStore {
   }
 
   async removeExpired(nowSeconds: number): Promise<number> {
-    return withinTimeout(this.#timeoutMs, async () => this.#knex<SessionRow>(TABLE).where('expires_at', '<=', nowSeconds).delete());
+    return withinTimeout(this.#timeoutMs, async () => this.#knex<SessionRow>(TABLE).where('expires_at', '<=', wholeSeconds(nowSeconds)).delete());
   }
 }

@@ -1,10 +1,13 @@
 import type { Knex } from 'knex';
-import type { ApiKeyRecord, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import { assertCanonicalAccountName } from '../../auth/account-name.js';
+import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import type { Scope } from '../../auth/scopes.js';
+import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import { hasModelLimits, type ModelLimits } from '../../quota/model-limits.js';
 import { randomAlphanumeric } from '../../random.js';
 import { firstRowReader } from './prepared-reads.js';
-import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
+import { storeTimeoutMs, transactionWithinTimeout, withinTimeout, type KnexStoreOptions } from './store-options.js';
+import { wholeSeconds } from './whole-times.js';
 
 const TABLE = 'kmg_api_keys';
 const LIMIT_COLUMNS = {
@@ -23,10 +26,14 @@ interface KeyRow {
   created_at: number | string;
   expires_at: number | string | null;
   revoked_at: number | string | null;
+  replaced_by?: string | null;
   limit_requests_per_minute: number | string | null;
   limit_tokens_per_minute: number | string | null;
   limit_tokens_per_day: number | string | null;
 }
+
+/** An expiry as the bigint column keeps it: a fraction of a second dropped, so the key expires no later than asked. */
+const expirySeconds = (expiresAt: number | null) => (expiresAt === null ? null : wholeSeconds(expiresAt));
 
 // pg returns bigint columns as strings.
 const integer = (value: number | string | null) => (value === null ? null : Number(value));
@@ -42,6 +49,32 @@ function toLimits(row: KeyRow): ModelLimits | undefined {
 
 function limitColumns(limits: ModelLimits | null | undefined) {
   return Object.fromEntries(Object.entries(LIMIT_COLUMNS).map(([name, column]) => [column, limits?.[name as keyof ModelLimits] ?? null]));
+}
+
+function toRow(record: ApiKeyRecord) {
+  return {
+    id: record.id,
+    account: record.account,
+    hash: record.hash,
+    scopes: JSON.stringify(record.scopes),
+    models: record.models === null ? null : JSON.stringify(record.models),
+    created_at: record.createdAt,
+    expires_at: record.expiresAt,
+    revoked_at: null,
+    ...limitColumns(record.limits),
+  };
+}
+
+function newRecord(key: NewApiKey, createdAt: number): ApiKeyRecord {
+  const { limits, ...rest } = key;
+  return {
+    ...rest,
+    expiresAt: expirySeconds(key.expiresAt),
+    ...(limits && hasModelLimits(limits) && { limits: { ...limits } }),
+    id: `key_${randomAlphanumeric(24)}`,
+    createdAt,
+    revokedAt: null,
+  };
 }
 
 function toRecord(row: KeyRow): ApiKeyRecord {
@@ -82,26 +115,9 @@ export class KnexKeyStore implements KeyStore {
   }
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
-    const { limits, ...rest } = key;
-    const record: ApiKeyRecord = {
-      ...rest,
-      ...(limits && hasModelLimits(limits) && { limits: { ...limits } }),
-      id: `key_${randomAlphanumeric(24)}`,
-      createdAt: Math.floor(Date.now() / 1000),
-      revokedAt: null,
-    };
-    const row = {
-      id: record.id,
-      account: record.account,
-      hash: record.hash,
-      scopes: JSON.stringify(record.scopes),
-      models: record.models === null ? null : JSON.stringify(record.models),
-      created_at: record.createdAt,
-      expires_at: record.expiresAt,
-      revoked_at: null,
-      ...limitColumns(record.limits),
-    };
-    await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).insert(row));
+    assertCanonicalAccountName(key.account);
+    const record = newRecord(key, Math.floor(Date.now() / 1000));
+    await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).insert(toRow(record)));
     return record;
   }
 
@@ -129,10 +145,40 @@ export class KnexKeyStore implements KeyStore {
     const columns: Partial<KeyRow> = {};
     if (update.scopes !== undefined) columns.scopes = JSON.stringify(update.scopes);
     if (update.models !== undefined) columns.models = update.models === null ? null : JSON.stringify(update.models);
-    if (update.expiresAt !== undefined) columns.expires_at = update.expiresAt;
+    if (update.expiresAt !== undefined) columns.expires_at = expirySeconds(update.expiresAt);
     // New limits replace the old ones whole: a limit left out is no longer the key's own.
     if (update.limits !== undefined) Object.assign(columns, limitColumns(update.limits));
     if (Object.keys(columns).length > 0) await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).where({ id }).update(columns));
     return this.get(id);
+  }
+
+  async rotate(id: string, rotation: KeyRotation): Promise<KeyRotationResult> {
+    const now = wholeSeconds(rotation.nowSeconds);
+    const replacementId = `key_${randomAlphanumeric(24)}`;
+    return transactionWithinTimeout(this.#knex, this.#timeoutMs, async (trx, expired): Promise<KeyRotationResult> => {
+      // The first statement claims the key, where it is active and was never rotated: of
+      // rotations running together, in any process, exactly one changes the row (PostgreSQL
+      // checks the condition again once the row's lock is free, SQLite writes one at a time).
+      const claimed = await trx<KeyRow>(TABLE)
+        .where({ id })
+        .whereNull('replaced_by')
+        .whereNull('revoked_at')
+        .where((query) => query.whereNull('expires_at').orWhere('expires_at', '>', now))
+        .update({ replaced_by: replacementId });
+      const row: KeyRow | undefined = await trx<KeyRow>(TABLE).where({ id }).first(...COLUMNS, 'replaced_by');
+      if (claimed === 0) {
+        if (!row) return { outcome: 'not_found' };
+        return { outcome: row.replaced_by === null ? 'not_active' : 'replaced' };
+      }
+      const old = toRecord(row as KeyRow);
+      const { account, scopes, models, expiresAt, limits } = old;
+      const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...(limits && { limits }) }, now), id: replacementId };
+      await trx<KeyRow>(TABLE).insert(toRow(replacement));
+      old.expiresAt = wholeSeconds(expiresAt === null ? rotation.graceEndsAt : Math.min(expiresAt, rotation.graceEndsAt));
+      await trx<KeyRow>(TABLE).where({ id }).update({ expires_at: old.expiresAt });
+      // Its caller was told that the rotation failed: roll back rather than commit.
+      if (expired()) throw new StoreUnavailableError('the rotation outlasted its timeout');
+      return { outcome: 'rotated', old, replacement };
+    });
   }
 }

@@ -136,6 +136,20 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTable('kmg_key_version');
     },
   },
+  {
+    name: '20261125_rotation_replaced_by',
+    async up(knex) {
+      // The key's replacement, set once by a rotation: only a key without one can be rotated.
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.string('replaced_by', 64);
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumn('replaced_by');
+      });
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { usageDay, type UsageFilter, type UsageGrouping, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
 import { SqliteWriterGoneError } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
+import { wholeLowerBound, wholeMs } from './whole-times.js';
 
 const TABLE = 'kmg_usage';
 
@@ -48,9 +49,10 @@ const INSERT_SQL: Record<string, string> = {
 const GROUP_COLUMN: Record<UsageGrouping, string> = { day: 'day', model: 'model', key: 'key_id' };
 
 function toRow(record: UsageRecord): UsageRowDb {
+  const time = wholeMs(record.time);
   return {
-    time: record.time,
-    day: usageDay(record.time),
+    time,
+    day: usageDay(time),
     request_id: record.requestId,
     key_id: record.keyId,
     account: record.account,
@@ -164,7 +166,7 @@ export class KnexUsageStore implements UsageStore {
     const query = this.#knex(TABLE).select('*');
     if (filter.account !== undefined) query.where('account', filter.account);
     if (filter.keyId !== undefined) query.where('key_id', filter.keyId);
-    if (filter.since !== undefined) query.where('time', '>=', filter.since);
+    if (filter.since !== undefined) query.where('time', '>=', wholeLowerBound(filter.since));
     return query;
   }
 }

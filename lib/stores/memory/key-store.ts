@@ -1,4 +1,6 @@
-import type { ApiKeyRecord, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import { assertCanonicalAccountName } from '../../auth/account-name.js';
+import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import { keyStatus } from '../../auth/keys.js';
 import { randomAlphanumeric } from '../../random.js';
 import { hasModelLimits } from '../../quota/model-limits.js';
 
@@ -6,6 +8,7 @@ import { hasModelLimits } from '../../quota/model-limits.js';
 function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
   const { limits, ...rest } = structuredClone(update);
   Object.assign(record, rest);
+  if (rest.expiresAt != null) record.expiresAt = Math.floor(rest.expiresAt);
   if (limits === null || (limits !== undefined && !hasModelLimits(limits))) delete record.limits;
   else if (limits !== undefined) record.limits = limits;
 }
@@ -16,6 +19,8 @@ function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
  */
 export class MemoryKeyStore implements KeyStore {
   readonly #byHash = new Map<string, ApiKeyRecord>();
+  /** The ids of the keys that were rotated. */
+  readonly #replaced = new Set<string>();
 
   async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
     const record = this.#byHash.get(hash);
@@ -23,17 +28,8 @@ export class MemoryKeyStore implements KeyStore {
   }
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
-    if (this.#byHash.has(key.hash)) throw new Error('koa-model-gateway: a key with this hash exists');
-    const { limits, ...rest } = structuredClone(key);
-    const record: ApiKeyRecord = {
-      ...rest,
-      ...(limits && hasModelLimits(limits) && { limits }),
-      id: `key_${randomAlphanumeric(24)}`,
-      createdAt: Math.floor(Date.now() / 1000),
-      revokedAt: null,
-    };
-    this.#byHash.set(key.hash, record);
-    return structuredClone(record);
+    assertCanonicalAccountName(key.account);
+    return this.#create(key, Math.floor(Date.now() / 1000));
   }
 
   async get(id: string): Promise<ApiKeyRecord | undefined> {
@@ -58,6 +54,34 @@ export class MemoryKeyStore implements KeyStore {
     const record = this.#byId(id);
     if (!record) return undefined;
     applyKeyUpdate(record, update);
+    return structuredClone(record);
+  }
+
+  async rotate(id: string, rotation: KeyRotation): Promise<KeyRotationResult> {
+    const old = this.#byId(id);
+    if (!old) return { outcome: 'not_found' };
+    if (this.#replaced.has(id)) return { outcome: 'replaced' };
+    if (keyStatus(old, rotation.nowSeconds) !== 'active') return { outcome: 'not_active' };
+    const { account, scopes, models, expiresAt, limits } = old;
+    const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...(limits && { limits }) }, Math.floor(rotation.nowSeconds));
+    this.#replaced.add(id);
+    old.expiresAt = Math.floor(Math.min(expiresAt ?? Infinity, rotation.graceEndsAt));
+    return { outcome: 'rotated', old: structuredClone(old), replacement };
+  }
+
+  #create(key: NewApiKey, createdAt: number): ApiKeyRecord {
+    if (this.#byHash.has(key.hash)) throw new Error('koa-model-gateway: a key with this hash exists');
+    const { limits, ...rest } = structuredClone(key);
+    const record: ApiKeyRecord = {
+      ...rest,
+      // Whole seconds, as the Knex store keeps them: the key expires no later than asked.
+      expiresAt: rest.expiresAt === null ? null : Math.floor(rest.expiresAt),
+      ...(limits && hasModelLimits(limits) && { limits }),
+      id: `key_${randomAlphanumeric(24)}`,
+      createdAt,
+      revokedAt: null,
+    };
+    this.#byHash.set(key.hash, record);
     return structuredClone(record);
   }
 

@@ -20,7 +20,8 @@ export class MemoryUsageStore implements UsageStore {
   readonly #records: UsageRecord[] = [];
 
   async insert(records: readonly UsageRecord[]): Promise<void> {
-    this.#records.push(...records.map((record) => ({ ...record })));
+    // Whole milliseconds, as the Knex store keeps them.
+    this.#records.push(...records.map((record) => ({ ...record, time: Math.floor(record.time) })));
   }
 
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {

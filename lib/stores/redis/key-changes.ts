@@ -1,12 +1,18 @@
 import type { Redis } from 'ioredis';
 import type { KeyChanges } from '../../auth/key-changes.js';
-import { StoreUnavailableError } from '../../errors/gateway-error.js';
+import { DEFAULT_REDIS_TIMEOUT_MS, answerWithin } from './redis-limiter.js';
 
 export interface RedisKeyChangesOptions {
   /** The client to publish with, as `createRedisClient()` makes one; subscribing uses a duplicate of it. */
   client: Redis;
   /** The pub/sub channel. Default `'kmg:key-changes'`. */
   channel?: string;
+  /**
+   * How long `publish` may wait for Redis, in ms, as the limiters' `timeoutMs`: past it, it
+   * rejects with a `StoreUnavailableError`, and the change reaches the other processes when their
+   * cache of the key expires. Default 500.
+   */
+  timeoutMs?: number;
 }
 
 /**
@@ -23,6 +29,7 @@ export interface RedisKeyChangesOptions {
 export class RedisKeyChanges implements KeyChanges {
   readonly #client: Redis;
   readonly #channel: string;
+  readonly #timeoutMs: number;
   readonly #listeners = new Set<(id?: string) => void>();
   #subscriber: Redis | undefined;
   /** True while the listening connection is subscribed. */
@@ -32,14 +39,12 @@ export class RedisKeyChanges implements KeyChanges {
     if (typeof options?.client?.publish !== 'function') throw new TypeError('koa-model-gateway: RedisKeyChanges needs an ioredis client');
     this.#client = options.client;
     this.#channel = options.channel ?? 'kmg:key-changes';
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
+    if (!Number.isFinite(this.#timeoutMs) || this.#timeoutMs <= 0) throw new TypeError('koa-model-gateway: RedisKeyChanges timeoutMs must be a positive number');
   }
 
   async publish(id: string): Promise<void> {
-    try {
-      await this.#client.publish(this.#channel, id);
-    } catch (err) {
-      throw new StoreUnavailableError('Redis did not take the key change', { cause: err });
-    }
+    await answerWithin(this.#client.publish(this.#channel, id), this.#timeoutMs);
   }
 
   subscribe(listener: (id?: string) => void): () => void {

@@ -2,6 +2,9 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 
+/** How long a call to Redis may take by default, in ms: the limiters' and the key changes' `timeoutMs`. */
+export const DEFAULT_REDIS_TIMEOUT_MS = 500;
+
 /** What every limiter on Redis is configured with. */
 export interface RedisLimiterOptions {
   /**
@@ -32,7 +35,7 @@ export function resolveRedisLimiterOptions(
   options: { [K in keyof RedisLimiterOptions]: RedisLimiterOptions[K] | undefined },
   defaultPrefix: string,
 ): ResolvedRedisLimiterOptions {
-  const { client, keyPrefix = defaultPrefix, insurance = 'none', timeoutMs = 500 } = options;
+  const { client, keyPrefix = defaultPrefix, insurance = 'none', timeoutMs = DEFAULT_REDIS_TIMEOUT_MS } = options;
   if (typeof client?.eval !== 'function') throw new TypeError('koa-model-gateway: client must be an ioredis client');
   if (client.options.enableOfflineQueue !== false) {
     throw new TypeError('koa-model-gateway: the Redis client needs enableOfflineQueue: false (use createRedisClient())');
