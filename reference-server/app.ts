@@ -32,7 +32,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   });
   const { metrics } = deployment;
   const models = modelsRouter({
-    catalog: deployment.config.gateway.models,
+    catalog: deployment.catalog,
     providers: deployment.providers,
     files: deployment.files,
     blobs: deployment.blobs,

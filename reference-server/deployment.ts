@@ -8,6 +8,7 @@ import {
   announceKeyChanges,
   cachedKeyStore,
   sweep,
+  priceCatalog,
   usageRecorder,
   type AdminSessionStore,
   type AdminTokenStore,
@@ -58,6 +59,8 @@ export interface Deployment {
   metrics: ServerMetrics | null;
   /** The model providers, their credentials read from the environment. */
   providers: Provider[];
+  /** The configured models, each with its price: its own, else the price table's (`priceCatalog()`); none when neither has one. */
+  catalog: ServerConfig['gateway']['models'];
   /** Set when REDIS_URL is. */
   redis: Redis | null;
   /** What `/readyz` asks. */
@@ -173,6 +176,8 @@ async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<M
  */
 export async function openDeployment(config: ServerConfig, logger: Logger, { nowMs = Date.now }: { nowMs?: () => number } = {}): Promise<Deployment> {
   const providers = configuredProviders(config);
+  const { models: catalog, unpriced } = await priceCatalog(config.gateway.models);
+  if (unpriced.length > 0) logger.warn({ models: unpriced }, 'no price known for these models: their calls cost 0 (give them a price in GATEWAY_CONFIG)');
   const stores = await openStores(config, { log: (level, message) => logger[level]({ component: 'knex' }, message), writerCheckpointMs: WAL_CHECKPOINT_MS });
   const { knex } = stores;
   const rates = {
@@ -216,6 +221,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     usage,
     metrics: await openMetrics(config),
     providers,
+    catalog,
     redis,
     checks,
     tempDir: uploads.dir,
