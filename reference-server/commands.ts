@@ -39,7 +39,7 @@ Commands:
   admin-tokens revoke <token-id>        revoke an admin token and end its dashboard sessions
   sweep                                 remove expired files and orphaned blobs now
   usage [--account <id>] [--key <key-id>] [--since <iso-time>] [--by day|model|key]
-                                        requests and tokens of model calls: totals, and rows
+                                        requests, tokens and cost (USD) of model calls: totals, and rows
                                         per UTC day (default), model or key
 
 Options:
@@ -355,6 +355,7 @@ const totalsJson = (totals: UsageTotals) => ({
   requests: totals.requests,
   input_tokens: totals.inputTokens,
   output_tokens: totals.outputTokens,
+  cost_usd: totals.costUsd,
 });
 
 async function usageCommand(args: string[], io: CommandIo): Promise<number> {
@@ -376,9 +377,9 @@ async function usageCommand(args: string[], io: CommandIo): Promise<number> {
     return 0;
   }
   const lines = [
-    [by, 'requests', 'input_tokens', 'output_tokens'],
-    ...report.rows.map((row) => [row.group ?? '(no model)', row.requests, row.inputTokens, row.outputTokens]),
-    ['total', report.totals.requests, report.totals.inputTokens, report.totals.outputTokens],
+    [by, 'requests', 'input_tokens', 'output_tokens', 'cost_usd'],
+    ...report.rows.map((row) => [row.group ?? '(no model)', row.requests, row.inputTokens, row.outputTokens, row.costUsd]),
+    ['total', report.totals.requests, report.totals.inputTokens, report.totals.outputTokens, report.totals.costUsd],
   ].map((cells) => cells.map(String));
   const widths = lines[0]!.map((_, column) => Math.max(...lines.map((cells) => cells[column]!.length)));
   for (const cells of lines) {

@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { verifiedKey } from '../auth/api-key.js';
 import { modelAccess } from '../auth/model-access.js';
+import { callCost, tokenPrice, type TokenPrice } from '../cost/price.js';
 import { errors, type GatewayError } from '../errors/gateway-error.js';
 import { newRequestId } from '../errors/request-id.js';
 import type { BlobStore } from '../files/blob-store.js';
@@ -76,6 +77,8 @@ export interface ModelRequestState {
   upstreamFirstByteMs: number | null;
   /** From the upstream call to the end of its answer, in ms; null until it has ended, and when no upstream call was made. */
   upstreamMs: number | null;
+  /** The answer's tokens at the model's price, in picodollars (`callCost()`); 0 until its answer has ended. */
+  costPicoUsd: number;
 }
 
 declare module 'koa' {
@@ -140,7 +143,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   const routes = new Map<string, Route>();
   for (const model of catalog) {
     const provider = byId.get(model.provider);
-    if (provider) routes.set(model.id, { model, provider, send: provider[format.endpoint]?.bind(provider) });
+    if (provider) routes.set(model.id, { model, provider, send: provider[format.endpoint]?.bind(provider), price: tokenPrice(model.price) });
   }
   const catalogIds = new Set(routes.keys());
 
@@ -180,6 +183,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       outputTokens: 0,
       upstreamFirstByteMs: null,
       upstreamMs: null,
+      costPicoUsd: 0,
     };
     ctx.state.modelRequest = state;
     const files = checkedIds.length === 0 ? [] : await findAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
@@ -214,7 +218,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const ended = (answered: TokenUsage) => {
       usage = answered;
       call.end();
-      Object.assign(state, usage, { upstreamFirstByteMs: call.firstByteMs, upstreamMs: call.durationMs });
+      Object.assign(state, usage, { upstreamFirstByteMs: call.firstByteMs, upstreamMs: call.durationMs, costPicoUsd: callCost(route.price, usage) });
     };
     try {
       await forward(ctx, { format, call, stream, request: body, model: requested, ended }, () =>
@@ -239,6 +243,8 @@ interface Route {
   model: ResolvedModel;
   provider: Provider;
   send: ((request: ProviderRequest) => Promise<ProviderAnswer | Response>) | undefined;
+  /** The model's price per token, made once. */
+  price: TokenPrice;
 }
 
 const EVENT_STREAM = /^text\/event-stream\b/i;
