@@ -38,6 +38,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     blobs: deployment.blobs,
     limiter: deployment.modelLimiter,
     modelLimits: deployment.config.gateway.modelLimits,
+    budgets: deployment.budgets,
     usage: deployment.usage,
     ...(metrics && { metrics: metrics.metrics }),
   });

@@ -16,6 +16,7 @@ import {
   type UsageTotals,
 } from 'koa-model-gateway';
 import { KnexAdminTokenStore, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
+import { BUDGET_OPTIONS, accountsSetLimits, parseBudget } from './budget-commands.js';
 import { ConfigError } from './config-error.js';
 import { loadConfig, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase, type Database } from './database.js';
@@ -29,11 +30,13 @@ Commands:
   serve                                 serve the API until SIGTERM/SIGINT
   migrate                               bring the database to the latest schema
   keys create --account <id> [--scope <scope>]... [--model <model>]... [--expires <iso-time>]
-              [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>]
+              [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>] [--cost-per-day <usd>] [--cost-per-month <usd>]
                                         create a key and print it, once (no --scope: every scope;
                                         a limit left out: the deployment's default)
   keys list [--account <id>]            list keys (never the keys themselves)
   keys revoke <key-id>                  revoke a key; every server refuses it within a second
+  accounts set-limits <account> [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]
+                                        set (or, with none, remove) an account's budgets, over all its keys
   admin-tokens create [--name <text>]   create an admin token (admin API, dashboard) and print it, once
   admin-tokens list                     list admin tokens (never the tokens themselves)
   admin-tokens revoke <token-id>        revoke an admin token and end its dashboard sessions
@@ -94,7 +97,7 @@ const iso = (seconds: number | null) => (seconds === null ? 'never' : new Date(s
 
 const LIMIT_OPTIONS = { rpm: 'requestsPerMinute', tpm: 'tokensPerMinute', 'tokens-per-day': 'tokensPerDay' } as const;
 
-function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS, string>>): ModelLimits {
+function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS | keyof typeof BUDGET_OPTIONS, string>>): ModelLimits {
   const limits: ModelLimits = {};
   for (const [option, name] of Object.entries(LIMIT_OPTIONS)) {
     const value = values[option as keyof typeof LIMIT_OPTIONS];
@@ -104,6 +107,10 @@ function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS, string>>
     }
     limits[name] = Number(value);
   }
+  for (const [option, name] of Object.entries(BUDGET_OPTIONS)) {
+    const value = values[option as keyof typeof BUDGET_OPTIONS];
+    if (value !== undefined) limits[name] = parseBudget(option, value);
+  }
   return limits;
 }
 
@@ -112,6 +119,8 @@ function limitsJson(limits: ModelLimits = {}) {
     requests_per_minute: limits.requestsPerMinute ?? null,
     tokens_per_minute: limits.tokensPerMinute ?? null,
     tokens_per_day: limits.tokensPerDay ?? null,
+    cost_per_day: limits.costPerDay ?? null,
+    cost_per_month: limits.costPerMonth ?? null,
   };
 }
 
@@ -120,6 +129,8 @@ function limitsText(limits: ModelLimits = {}): string {
     limits.requestsPerMinute && `${limits.requestsPerMinute} requests/min`,
     limits.tokensPerMinute && `${limits.tokensPerMinute} tokens/min`,
     limits.tokensPerDay && `${limits.tokensPerDay} tokens/day`,
+    limits.costPerDay && `${limits.costPerDay} USD/day`,
+    limits.costPerMonth && `${limits.costPerMonth} USD/month`,
   ].filter(Boolean);
   return parts.length > 0 ? parts.join(', ') : 'default';
 }
@@ -149,6 +160,8 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       rpm: { type: 'string' },
       tpm: { type: 'string' },
       'tokens-per-day': { type: 'string' },
+      'cost-per-day': { type: 'string' },
+      'cost-per-month': { type: 'string' },
     },
     0,
   );
@@ -420,6 +433,11 @@ export async function runCommand(argv: string[], io: CommandIo): Promise<number>
       if (sub === 'list') return keysList(keyArgs, io);
       if (sub === 'revoke') return keysRevoke(keyArgs, io);
       throw new UsageError(sub === undefined ? 'keys needs a subcommand: create, list or revoke' : `unknown keys subcommand '${sub}'`);
+    }
+    case 'accounts': {
+      const [sub, ...accountArgs] = rest;
+      if (sub === 'set-limits') return accountsSetLimits(accountArgs, io);
+      throw new UsageError(sub === undefined ? 'accounts needs a subcommand: set-limits' : `unknown accounts subcommand '${sub}'`);
     }
     case 'admin-tokens': {
       const [sub, ...tokenArgs] = rest;

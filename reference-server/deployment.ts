@@ -5,11 +5,15 @@ import type { Logger } from 'pino';
 import {
   MemoryCreationLimiter,
   MemoryModelLimiter,
+  MemorySpendLedger,
   announceKeyChanges,
+  cachedAccountBudgets,
   cachedKeyStore,
   sweep,
   priceCatalog,
+  spendBudgets,
   usageRecorder,
+  type AccountBudgetStore,
   type AdminSessionStore,
   type AdminTokenStore,
   type BlobStore,
@@ -21,10 +25,20 @@ import {
   type KeyStore,
   type ModelLimiter,
   type Provider,
+  type SpendBudgets,
+  type SpendLedger,
   type UsageRecorder,
   type UsageStore,
 } from 'koa-model-gateway';
-import { KnexAdminSessionStore, KnexAdminTokenStore, KnexFileStore, KnexKeyChanges, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
+import {
+  KnexAccountBudgetStore,
+  KnexAdminSessionStore,
+  KnexAdminTokenStore,
+  KnexFileStore,
+  KnexKeyChanges,
+  KnexKeyStore,
+  KnexUsageStore,
+} from 'koa-model-gateway/stores/knex';
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
@@ -51,6 +65,10 @@ export interface Deployment {
   limiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
   /** Every key's model calls, counted against its limits. */
   modelLimiter: ModelLimiter;
+  /** The accounts' budgets in money, as the admin API sets them. */
+  accountBudgets: AccountBudgetStore;
+  /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
+  budgets: SpendBudgets;
   /** One record per model call, written to the database in batches. */
   usage: UsageRecorder;
   /** Where `usage` writes, and the admin API reads its reports. */
@@ -101,6 +119,7 @@ export async function openStores(config: ServerConfig, options: DatabaseOptions 
     adminTokens: new KnexAdminTokenStore(knex, storeOptions),
     adminSessions: new KnexAdminSessionStore(knex, storeOptions),
     usageStore: new KnexUsageStore(knex, storeOptions),
+    accountBudgets: new KnexAccountBudgetStore(knex, storeOptions),
     async close() {
       blobs.close();
       await database.close();
@@ -165,6 +184,13 @@ async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<M
   return new RedisModelLimiter({ client: redis, nowMs });
 }
 
+/** Where spend is counted against the budgets: Redis when there is one, else this process's memory. */
+async function spendLedger(redis: Redis | null, nowMs: () => number): Promise<SpendLedger> {
+  if (!redis) return new MemorySpendLedger({ nowMs });
+  const { RedisSpendLedger } = await import('koa-model-gateway/stores/redis');
+  return new RedisSpendLedger({ client: redis, nowMs });
+}
+
 /**
  * Makes the providers (their credentials read from the environment), then opens the database
  * (migrated), the files directory or bucket and, with REDIS_URL, Redis (the creation and model-call
@@ -218,6 +244,8 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     keys: keyCacheSeconds > 0 ? cachedKeyStore(keys, { ttlMs: keyCacheSeconds * 1000, changes: keyChanges }) : keys,
     limiter,
     modelLimiter: await modelLimiter(redis, nowMs),
+    // An account's budgets are read at most once a second per process: a change reaches every process within that.
+    budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
     usage,
     metrics: await openMetrics(config),
     providers,

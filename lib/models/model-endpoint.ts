@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { verifiedKey } from '../auth/api-key.js';
 import { modelAccess } from '../auth/model-access.js';
+import { MemorySpendLedger, spendBudgets, type SpendBudgets } from '../cost/budgets.js';
 import { callCost, tokenPrice, type TokenPrice } from '../cost/price.js';
 import { errors, type GatewayError } from '../errors/gateway-error.js';
 import { newRequestId } from '../errors/request-id.js';
@@ -54,6 +55,13 @@ export interface ModelEndpointOptions {
    * integers), which a key's own `limits` override field by field. Default: none (unlimited).
    */
   modelLimits?: ModelLimits;
+  /**
+   * Budgets in money, checked before a call is forwarded and charged when it ends: a key's
+   * (`costPerDay`, `costPerMonth` of its limits over `modelLimits`) and its account's:
+   * `spendBudgets({ ledger, accounts })`. Default: keys' budgets on a `MemorySpendLedger` of the
+   * handler's own (`modelsRouter()` makes one for all its endpoints).
+   */
+  budgets?: SpendBudgets;
 }
 
 /**
@@ -69,7 +77,7 @@ export interface ModelRequestState {
   /** How many stored files were attached. */
   attachments: number;
   /** Set when the key's limits refused the call (429): which of them. */
-  limitedBy?: 'requests' | 'tokens';
+  limitedBy?: 'requests' | 'tokens' | 'budget';
   /** Tokens of the answer, from the upstream's own usage; 0 until its answer has ended, and when it reported none. */
   inputTokens: number;
   outputTokens: number;
@@ -139,6 +147,10 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   }
   const stores: FileStores | undefined = options.files && options.blobs && { files: options.files, blobs: options.blobs };
   const nowMs = options.nowMs ?? Date.now;
+  if (options.budgets !== undefined && typeof options.budgets.check !== 'function') {
+    throw new TypeError(`koa-model-gateway: ${where}: budgets must come from spendBudgets()`);
+  }
+  const budgets = options.budgets ?? spendBudgets({ ledger: new MemorySpendLedger({ nowMs }) });
   const byId = new Map(providers.map((provider) => [provider.id, provider]));
   const routes = new Map<string, Route>();
   for (const model of catalog) {
@@ -189,6 +201,12 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const files = checkedIds.length === 0 ? [] : await findAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
 
     const limits: ModelLimits = { ...modelLimits, ...key.limits };
+    // Before the rate limits: a call the budget refuses counts no request.
+    const budget = await budgets.check(key, limits);
+    if (budget.refusal) {
+      state.limitedBy = 'budget';
+      throw budget.refusal;
+    }
     const decision = await limiter.consume(key.id, limits);
     if (!decision.allowed) {
       if (decision.refusedBy) state.limitedBy = decision.refusedBy;
@@ -229,6 +247,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       const tokens = usage.inputTokens + usage.outputTokens;
       // Not awaited: the answer does not wait for the count. A limiter that fails is reported.
       if (tokens > 0) void countTokens(limiter, key.id, limits, tokens).catch((err: unknown) => ctx.app.emit('error', err, ctx));
+      if (state.costPicoUsd > 0) void budgets.charge(budget.parties, state.costPicoUsd).catch((err: unknown) => ctx.app.emit('error', err, ctx));
     }
   };
 }
