@@ -134,7 +134,8 @@ const PERIODS = [
  * The 429 for the first budget that `spend` (one entry per party, in order) has reached at `at`,
  * or undefined when every budget has room: Shape A `budget_exceeded` (Shape B `rate_limit_error`),
  * the message naming the budget, `retry-after` until its period ends (the latest, when several
- * are reached). A budget is reached when the spend is at or over it.
+ * are reached; on a tie, the first: the key's before the account's, the day before the month). A
+ * budget is reached when the spend is at or over it.
  * @example const refusal = budgetRefusal(parties, (await ledger.spent(parties.map((p) => p.party))).spend, Date.now())
  */
 export function budgetRefusal(parties: readonly BudgetedParty[], spend: readonly PeriodSpend[], at: number): GatewayError | undefined {
