@@ -12,6 +12,7 @@ import {
   sweep,
   priceCatalog,
   spendBudgets,
+  spendFromUsage,
   usageRecorder,
   type AccountBudgetStore,
   type AdminSessionStore,
@@ -185,8 +186,9 @@ async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<M
 }
 
 /** Where spend is counted against the budgets: Redis when there is one, else this process's memory. */
-async function spendLedger(redis: Redis | null, nowMs: () => number): Promise<SpendLedger> {
-  if (!redis) return new MemorySpendLedger({ nowMs });
+async function spendLedger(redis: Redis | null, nowMs: () => number, usage: UsageStore): Promise<SpendLedger> {
+  // What the usage records hold counts from the first call: a restart forgets nothing written.
+  if (!redis) return new MemorySpendLedger({ nowMs, spentBefore: spendFromUsage(usage) });
   const { RedisSpendLedger } = await import('koa-model-gateway/stores/redis');
   return new RedisSpendLedger({ client: redis, nowMs });
 }
@@ -245,7 +247,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     limiter,
     modelLimiter: await modelLimiter(redis, nowMs),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
-    budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
+    budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
     usage,
     metrics: await openMetrics(config),
     providers,

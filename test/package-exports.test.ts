@@ -69,6 +69,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'sendPdf',
     'shapeABody',
     'spendBudgets',
+    'spendFromUsage',
     'sweep',
     'tokenPrice',
     'underPath',

@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import { secondsUntil, utcDate } from '../quota/clock-windows.js';
+import type { UsageStore } from '../usage/usage-store.js';
 import { picoOfUsd } from './price.js';
 
 /**
@@ -60,24 +61,38 @@ export function assertCost(picoUsd: number): void {
 export interface MemorySpendLedgerOptions {
   /** The clock, in Unix ms, that places spend in its day and month. Default `Date.now`. */
   nowMs?: () => number;
+  /**
+   * What a party spent in the UTC day and month of `at` (the ledger's clock, Unix ms) before this
+   * process counted it: asked once per party, the first time its spend is read.
+   * `spendFromUsage(usageStore)` reads it from the usage records, so that a restart forgets nothing
+   * written. Default: nothing (0).
+   */
+  spentBefore?: (party: string, at: number) => Promise<PeriodSpend>;
 }
 
 /**
- * SpendLedger in process memory: for one process, and tests. Forgets at a restart, and each
- * process counts its own calls only: use `RedisSpendLedger` for several processes.
- * @example const ledger = new MemorySpendLedger()
+ * SpendLedger in process memory: for one process, and tests. Each process counts its own calls
+ * only: use `RedisSpendLedger` for several. With `spentBefore`, a party's spend starts from what
+ * the usage records hold (a restart forgets nothing written); without it, from 0.
+ * @example const ledger = new MemorySpendLedger({ spentBefore: spendFromUsage(usageStore) })
  */
 export class MemorySpendLedger implements SpendLedger {
   readonly #nowMs: () => number;
+  readonly #spentBefore: MemorySpendLedgerOptions['spentBefore'];
   readonly #counters = new Map<string, Counter>();
+  // The parties whose earlier spend is added, or being read: once each, shared by concurrent reads.
+  readonly #seeded = new Map<string, Promise<void>>();
 
   constructor(options: MemorySpendLedgerOptions = {}) {
-    const { nowMs = Date.now } = options;
+    const { nowMs = Date.now, spentBefore } = options;
     if (typeof nowMs !== 'function') throw new TypeError('koa-model-gateway: nowMs must be a function');
+    if (spentBefore !== undefined && typeof spentBefore !== 'function') throw new TypeError('koa-model-gateway: spentBefore must be a function');
     this.#nowMs = nowMs;
+    this.#spentBefore = spentBefore;
   }
 
   async spent(parties: readonly string[]): Promise<{ at: number; spend: PeriodSpend[] }> {
+    if (this.#spentBefore !== undefined) await Promise.all(parties.map((party) => this.#seed(party)));
     const at = this.#nowMs();
     return {
       at,
@@ -98,6 +113,26 @@ export class MemorySpendLedger implements SpendLedger {
     }
   }
 
+  /**
+   * Adds what the party spent before this process counted it, once. Calls are charged only after a
+   * read of their party's spend has seen it: so nothing charged here is in what is added.
+   */
+  #seed(party: string): Promise<void> {
+    let seeding = this.#seeded.get(party);
+    if (seeding === undefined) {
+      const at = this.#nowMs();
+      seeding = (this.#spentBefore as NonNullable<MemorySpendLedgerOptions['spentBefore']>)(party, at).then((before) => {
+        const counter = this.#current(party, at);
+        counter.day += before.day;
+        counter.month += before.month;
+      });
+      this.#seeded.set(party, seeding);
+      // A failed read is tried again by the next call (which fails until it succeeds: a 503).
+      seeding.catch(() => this.#seeded.delete(party));
+    }
+    return seeding;
+  }
+
   /** The party's counter, each period started again once it has ended. */
   #current(party: string, at: number): Counter {
     const { day, month } = budgetPeriods(at);
@@ -115,6 +150,30 @@ export class MemorySpendLedger implements SpendLedger {
 interface Counter extends PeriodSpend {
   dayId: string;
   monthId: string;
+}
+
+/**
+ * `spentBefore` for a `MemorySpendLedger`: a party's spend this UTC day and month as the usage
+ * records hold it (`key:<id>` by key id, `account:<name>` by account), read with one summary.
+ * @example new MemorySpendLedger({ spentBefore: spendFromUsage(new KnexUsageStore(knex)) })
+ */
+export function spendFromUsage(store: Pick<UsageStore, 'summarize'>): (party: string, at: number) => Promise<PeriodSpend> {
+  if (typeof store?.summarize !== 'function') throw new TypeError('koa-model-gateway: spendFromUsage() needs a UsageStore');
+  return async (party, at) => {
+    const { day: today, month: thisMonth } = budgetPeriods(at);
+    const since = Date.parse(`${thisMonth.id}-01T00:00:00Z`);
+    const separator = party.indexOf(':');
+    const name = party.slice(separator + 1);
+    const filter = party.startsWith('key:') ? { keyId: name, since } : { account: name, since };
+    const rows = await store.summarize(filter, 'day');
+    let month = 0n;
+    let day = 0n;
+    for (const row of rows) {
+      month += row.costPicoUsd;
+      if (row.group === today.id) day += row.costPicoUsd;
+    }
+    return { day, month };
+  };
 }
 
 /** A party whose spend a call is checked against and, once answered, counted for. */

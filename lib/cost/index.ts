@@ -5,6 +5,7 @@ export {
   budgetPeriods,
   budgetRefusal,
   spendBudgets,
+  spendFromUsage,
   type AccountBudgets,
   type Budget,
   type BudgetCheck,

@@ -1,6 +1,8 @@
 import test, { type ExecutionContext, type TestFn } from 'ava';
 import { MemoryAccountBudgetStore, cachedAccountBudgets, type AccountBudgetStore } from '../../lib/cost/account-budget-store.js';
-import { MemorySpendLedger, budgetPeriods, spendBudgets, type SpendLedger } from '../../lib/cost/budgets.js';
+import { MemorySpendLedger, budgetPeriods, spendBudgets, spendFromUsage, type SpendLedger } from '../../lib/cost/budgets.js';
+import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
+import { usageRecord } from '../contracts/usage-store.js';
 import { GatewayError } from '../../lib/errors/gateway-error.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { KnexAccountBudgetStore } from '../../lib/stores/knex/account-budget-store.js';
@@ -87,6 +89,42 @@ withRedis(test)('two processes sharing Redis see each other\'s spend', async (t)
   const party = `account:${newAccount()}`;
   await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 === 0 ? one : two).add([party], 3_750_000)));
   t.deepEqual((await one.spent([party])).spend, [{ day: 187_500_000n, month: 187_500_000n }]);
+});
+
+test('a memory ledger starts from what the usage records hold, this month and today, read once per party', async (t) => {
+  const clock = testClock('2030-02-10T12:00:00.000Z');
+  const records = new MemoryUsageStore();
+  await records.insert([
+    usageRecord({ time: Date.parse('2030-01-31T23:59:59.999Z'), keyId: 'key_a', account: 'acme', costPicoUsd: 1_000 }),
+    usageRecord({ time: Date.parse('2030-02-01T00:00:00.000Z'), keyId: 'key_a', account: 'acme', costPicoUsd: 20 }),
+    usageRecord({ time: Date.parse('2030-02-10T00:00:00.000Z'), keyId: 'key_a', account: 'acme', costPicoUsd: 300 }),
+    usageRecord({ time: Date.parse('2030-02-10T08:00:00.000Z'), keyId: 'key_b', account: 'acme', costPicoUsd: 4_000 }),
+  ]);
+  let reads = 0;
+  const fromUsage = spendFromUsage(records);
+  const ledger = new MemorySpendLedger({
+    nowMs: clock.nowMs,
+    spentBefore: (party, at) => {
+      reads += 1;
+      return fromUsage(party, at);
+    },
+  });
+  const [first] = await Promise.all([ledger.spent(['key:key_a', 'account:acme']), ledger.spent(['key:key_a'])]);
+  t.deepEqual(first.spend, [
+    { day: 300n, month: 320n },
+    { day: 4_300n, month: 4_320n },
+  ]);
+  await ledger.add(['key:key_a'], 5);
+  t.deepEqual((await ledger.spent(['key:key_a'])).spend, [{ day: 305n, month: 325n }]);
+  t.is(reads, 2, 'once per party, concurrent reads sharing it');
+});
+
+test('a memory ledger whose earlier spend cannot be read fails the read, and tries again at the next', async (t) => {
+  let failing = true;
+  const ledger = new MemorySpendLedger({ spentBefore: async () => (failing ? Promise.reject(new Error('database away')) : { day: 7n, month: 9n }) });
+  await t.throwsAsync(ledger.spent(['key:x']), { message: 'database away' });
+  failing = false;
+  t.deepEqual((await ledger.spent(['key:x'])).spend, [{ day: 7n, month: 9n }]);
 });
 
 test('without any budget, nothing is read nor charged', async (t) => {

@@ -32,6 +32,12 @@ interface Deployment {
   cleanup(): Promise<void>;
 }
 
+/** Stops `servers` and starts as many again on `env`, in place. */
+async function restart(servers: RunningServer[], env: Record<string, string>): Promise<void> {
+  await Promise.all(servers.map((server) => server.stop()));
+  servers.splice(0, servers.length, ...(await Promise.all(servers.map(() => startServer(env)))));
+}
+
 async function cli(env: Record<string, string>, args: string[]): Promise<Record<string, unknown>> {
   const out: string[] = [];
   const err: string[] = [];
@@ -71,7 +77,7 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
     const deployment = await open();
     t.teardown(() => deployment.cleanup());
     const { env, servers } = deployment;
-    const [first] = servers as [RunningServer];
+    const first = servers[0] as RunningServer;
     const probeKey = (await cli(env, ['keys', 'create', '--account', `probe-${RUN}`])).key as string;
     const probe = (await (await chat(first, probeKey)).json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
     const tokens = probe.usage.prompt_tokens + probe.usage.completion_tokens;
@@ -93,6 +99,9 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
       const seconds = Number(retryAfter);
       t.true(seconds >= 1 && seconds <= Math.ceil((midnight - Date.now()) / 1000) + 5, `retry-after ${retryAfter} runs to UTC midnight`);
     }
+    // A restart forgets nothing: the spend is on Redis, or read back from the usage records.
+    await restart(servers, env);
+    for (const server of servers) t.is((await chat(server, key.key)).status, 429);
     // Every endpoint: Messages answers in Shape B.
     for (const server of servers) {
       t.is((await chat(server, key.key)).status, 429);
