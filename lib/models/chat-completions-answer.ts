@@ -8,7 +8,7 @@ const usageOf = (usage: unknown): TokenUsage =>
     ? {
         inputTokens: tokenCount(usage.prompt_tokens),
         outputTokens: tokenCount(usage.completion_tokens),
-        cacheReadTokens: isObject(usage.prompt_tokens_details) ? tokenCount(usage.prompt_tokens_details.cached_tokens) : 0,
+        ...(isObject(usage.prompt_tokens_details) && { cacheReadTokens: tokenCount(usage.prompt_tokens_details.cached_tokens) }),
       }
     : { inputTokens: 0, outputTokens: 0 };
 

@@ -35,8 +35,12 @@ export function responseUsage(response: JsonObject): TokenUsage | undefined {
   const { usage } = response;
   if (!isObject(usage) || typeof usage.input_tokens !== 'number' || typeof usage.output_tokens !== 'number') return undefined;
   // `input_tokens` counts the cached ones too, reported apart in its details.
-  const cacheReadTokens = isObject(usage.input_tokens_details) ? tokenCount(usage.input_tokens_details.cached_tokens) : 0;
-  return { inputTokens: tokenCount(usage.input_tokens), outputTokens: tokenCount(usage.output_tokens), cacheReadTokens };
+  const details = usage.input_tokens_details;
+  return {
+    inputTokens: tokenCount(usage.input_tokens),
+    outputTokens: tokenCount(usage.output_tokens),
+    ...(isObject(details) && { cacheReadTokens: tokenCount(details.cached_tokens) }),
+  };
 }
 
 function renamed(response: JsonObject, model: string): void {
