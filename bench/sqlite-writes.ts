@@ -43,6 +43,7 @@ function record(sequence: number): UsageRecord {
     latencyMs: 0.5 + (sequence % 7) / 10,
     upstreamFirstByteMs: 0.25,
     upstreamMs: 0.4,
+    costPicoUsd: 4_500_000,
   };
 }
 

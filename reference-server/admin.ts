@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { adminAuth, adminRouter, adminSessions, type AdminChange } from 'koa-model-gateway';
+import { adminAuth, adminRouter, adminSessions, budgetsRouter, type AdminChange, type BudgetChange } from 'koa-model-gateway';
 import type { Deployment } from './deployment.js';
 
 /**
@@ -11,12 +11,13 @@ import type { Deployment } from './deployment.js';
 export function adminApi(deployment: Deployment, logger: Logger): { auth: Middleware; routers: Router[] } {
   const { keys, files, limiter, usageStore: usage, adminTokens, adminSessions: sessions } = deployment;
   const { keyPrefix, limits, models } = deployment.config.gateway;
-  const onChange = (change: AdminChange, ctx: Context) => logger.info({ requestId: ctx.state.requestId, ...change }, 'admin change');
+  const onChange = (change: AdminChange | BudgetChange, ctx: Context) => logger.info({ requestId: ctx.state.requestId, ...change }, 'admin change');
   return {
     auth: adminAuth({ tokens: adminTokens, sessions }),
     routers: [
       adminRouter({ keys, files, limiter, usage, catalog: models, keyPrefix, limits, onChange }),
       adminSessions({ sessions, onChange }),
+      budgetsRouter({ accounts: deployment.accountBudgets, usage, catalog: deployment.catalog, onChange }),
     ],
   };
 }

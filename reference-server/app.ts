@@ -37,12 +37,13 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   });
   const { metrics } = deployment;
   const models = modelsRouter({
-    catalog: deployment.config.gateway.models,
+    catalog: deployment.catalog,
     providers: deployment.providers,
     files: fileStore,
     blobs,
     limiter: traced(deployment.modelLimiter, 'ModelLimiter'),
     modelLimits: deployment.config.gateway.modelLimits,
+    budgets: deployment.budgets,
     usage: deployment.usage,
     ...(metrics && { metrics: metrics.metrics }),
   });

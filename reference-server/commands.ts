@@ -18,6 +18,7 @@ import {
   type UsageTotals,
 } from 'koa-model-gateway';
 import { KnexAdminTokenStore, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
+import { BUDGET_OPTIONS, accountsSetLimits, parseBudget } from './budget-commands.js';
 import { ConfigError } from './config-error.js';
 import { loadConfigWithModules, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase, type Database } from './database.js';
@@ -31,17 +32,19 @@ Commands:
   serve                                 serve the API until SIGTERM/SIGINT
   migrate                               bring the database to the latest schema
   keys create --account <id> [--scope <scope>]... [--model <model>]... [--expires <iso-time>]
-              [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>]
+              [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>] [--cost-per-day <usd>] [--cost-per-month <usd>]
                                         create a key and print it, once (no --scope: every scope;
                                         a limit left out: the deployment's default)
   keys list [--account <id>]            list keys (never the keys themselves)
   keys revoke <key-id>                  revoke a key; every server refuses it within a second
+  accounts set-limits <account> [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]
+                                        set (or, with none, remove) an account's budgets, over all its keys
   admin-tokens create [--name <text>]   create an admin token (admin API, dashboard) and print it, once
   admin-tokens list                     list admin tokens (never the tokens themselves)
   admin-tokens revoke <token-id>        revoke an admin token and end its dashboard sessions
   sweep                                 remove expired files and orphaned blobs now
   usage [--account <id>] [--key <key-id>] [--since <iso-time>] [--by day|model|key]
-                                        requests and tokens of model calls: totals, and rows
+                                        requests, tokens and cost (USD) of model calls: totals, and rows
                                         per UTC day (default), model or key
 
 Options:
@@ -96,7 +99,7 @@ const iso = (seconds: number | null) => (seconds === null ? 'never' : new Date(s
 
 const LIMIT_OPTIONS = { rpm: 'requestsPerMinute', tpm: 'tokensPerMinute', 'tokens-per-day': 'tokensPerDay' } as const;
 
-function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS, string>>): ModelLimits {
+function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS | keyof typeof BUDGET_OPTIONS, string>>): ModelLimits {
   const limits: ModelLimits = {};
   for (const [option, name] of Object.entries(LIMIT_OPTIONS)) {
     const value = values[option as keyof typeof LIMIT_OPTIONS];
@@ -106,6 +109,10 @@ function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS, string>>
     }
     limits[name] = Number(value);
   }
+  for (const [option, name] of Object.entries(BUDGET_OPTIONS)) {
+    const value = values[option as keyof typeof BUDGET_OPTIONS];
+    if (value !== undefined) limits[name] = parseBudget(option, value);
+  }
   return limits;
 }
 
@@ -114,6 +121,8 @@ function limitsJson(limits: ModelLimits = {}) {
     requests_per_minute: limits.requestsPerMinute ?? null,
     tokens_per_minute: limits.tokensPerMinute ?? null,
     tokens_per_day: limits.tokensPerDay ?? null,
+    cost_per_day: limits.costPerDay ?? null,
+    cost_per_month: limits.costPerMonth ?? null,
   };
 }
 
@@ -122,6 +131,8 @@ function limitsText(limits: ModelLimits = {}): string {
     limits.requestsPerMinute && `${limits.requestsPerMinute} requests/min`,
     limits.tokensPerMinute && `${limits.tokensPerMinute} tokens/min`,
     limits.tokensPerDay && `${limits.tokensPerDay} tokens/day`,
+    limits.costPerDay && `${limits.costPerDay} USD/day`,
+    limits.costPerMonth && `${limits.costPerMonth} USD/month`,
   ].filter(Boolean);
   return parts.length > 0 ? parts.join(', ') : 'default';
 }
@@ -158,6 +169,8 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       rpm: { type: 'string' },
       tpm: { type: 'string' },
       'tokens-per-day': { type: 'string' },
+      'cost-per-day': { type: 'string' },
+      'cost-per-month': { type: 'string' },
     },
     0,
   );
@@ -364,6 +377,7 @@ const totalsJson = (totals: UsageTotals) => ({
   requests: totals.requests,
   input_tokens: totals.inputTokens,
   output_tokens: totals.outputTokens,
+  cost_usd: totals.costUsd,
 });
 
 async function usageCommand(args: string[], io: CommandIo): Promise<number> {
@@ -385,9 +399,9 @@ async function usageCommand(args: string[], io: CommandIo): Promise<number> {
     return 0;
   }
   const lines = [
-    [by, 'requests', 'input_tokens', 'output_tokens'],
-    ...report.rows.map((row) => [row.group ?? '(no model)', row.requests, row.inputTokens, row.outputTokens]),
-    ['total', report.totals.requests, report.totals.inputTokens, report.totals.outputTokens],
+    [by, 'requests', 'input_tokens', 'output_tokens', 'cost_usd'],
+    ...report.rows.map((row) => [row.group ?? '(no model)', row.requests, row.inputTokens, row.outputTokens, row.costUsd]),
+    ['total', report.totals.requests, report.totals.inputTokens, report.totals.outputTokens, report.totals.costUsd],
   ].map((cells) => cells.map(String));
   const widths = lines[0]!.map((_, column) => Math.max(...lines.map((cells) => cells[column]!.length)));
   for (const cells of lines) {
@@ -428,6 +442,11 @@ export async function runCommand(argv: string[], io: CommandIo): Promise<number>
       if (sub === 'list') return keysList(keyArgs, io);
       if (sub === 'revoke') return keysRevoke(keyArgs, io);
       throw new UsageError(sub === undefined ? 'keys needs a subcommand: create, list or revoke' : `unknown keys subcommand '${sub}'`);
+    }
+    case 'accounts': {
+      const [sub, ...accountArgs] = rest;
+      if (sub === 'set-limits') return accountsSetLimits(accountArgs, io);
+      throw new UsageError(sub === undefined ? 'accounts needs a subcommand: set-limits' : `unknown accounts subcommand '${sub}'`);
     }
     case 'admin-tokens': {
       const [sub, ...tokenArgs] = rest;

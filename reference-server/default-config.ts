@@ -15,8 +15,9 @@ export const DEFAULT_GATEWAY_CONFIG = {
   keyCacheSeconds: 1,
   sweep: { intervalSeconds: 300, orphanGraceSeconds: 3600 },
   models: [
-    { id: 'echo-1', provider: 'echo', created: 1_744_000_000 },
-    { id: 'echo-2', provider: 'echo', created: 1_744_000_000 },
+    // Offline: they cost nothing.
+    { id: 'echo-1', provider: 'echo', created: 1_744_000_000, price: { input: 0, output: 0 } },
+    { id: 'echo-2', provider: 'echo', created: 1_744_000_000, price: { input: 0, output: 0 } },
   ],
 };
 

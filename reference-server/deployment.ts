@@ -5,10 +5,16 @@ import type { Logger } from 'pino';
 import {
   MemoryCreationLimiter,
   MemoryModelLimiter,
+  MemorySpendLedger,
   announceKeyChanges,
+  cachedAccountBudgets,
   cachedKeyStore,
   sweep,
+  priceCatalog,
+  spendBudgets,
+  spendFromUsage,
   usageRecorder,
+  type AccountBudgetStore,
   type AdminSessionStore,
   type AdminTokenStore,
   type BlobStore,
@@ -20,10 +26,20 @@ import {
   type KeyStore,
   type ModelLimiter,
   type Provider,
+  type SpendBudgets,
+  type SpendLedger,
   type UsageRecorder,
   type UsageStore,
 } from 'koa-model-gateway';
-import { KnexAdminSessionStore, KnexAdminTokenStore, KnexFileStore, KnexKeyChanges, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
+import {
+  KnexAccountBudgetStore,
+  KnexAdminSessionStore,
+  KnexAdminTokenStore,
+  KnexFileStore,
+  KnexKeyChanges,
+  KnexKeyStore,
+  KnexUsageStore,
+} from 'koa-model-gateway/stores/knex';
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
@@ -52,6 +68,10 @@ export interface Deployment {
   limiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
   /** Every key's model calls, counted against its limits. */
   modelLimiter: ModelLimiter;
+  /** The accounts' budgets in money, as the admin API sets them. */
+  accountBudgets: AccountBudgetStore;
+  /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
+  budgets: SpendBudgets;
   /** One record per model call, written to the database in batches. */
   usage: UsageRecorder;
   /** Where `usage` writes, and the admin API reads its reports. */
@@ -62,6 +82,8 @@ export interface Deployment {
   tracing: ServerTracing | null;
   /** The model providers, their credentials read from the environment. */
   providers: Provider[];
+  /** The configured models, each with its price: its own, else the price table's (`priceCatalog()`); none when neither has one. */
+  catalog: ServerConfig['gateway']['models'];
   /** Set when REDIS_URL is. */
   redis: Redis | null;
   /** What `/readyz` asks. */
@@ -104,6 +126,7 @@ export async function openStores(config: ServerConfig, options: DatabaseOptions 
     adminTokens: new KnexAdminTokenStore(knex, storeOptions),
     adminSessions: new KnexAdminSessionStore(knex, storeOptions),
     usageStore: new KnexUsageStore(knex, storeOptions),
+    accountBudgets: new KnexAccountBudgetStore(knex, storeOptions),
     async close() {
       blobs.close();
       await database.close();
@@ -168,6 +191,14 @@ async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<M
   return new RedisModelLimiter({ client: redis, nowMs });
 }
 
+/** Where spend is counted against the budgets: Redis when there is one, else this process's memory. */
+async function spendLedger(redis: Redis | null, nowMs: () => number, usage: UsageStore): Promise<SpendLedger> {
+  // What the usage records hold counts from the first call: a restart forgets nothing written.
+  if (!redis) return new MemorySpendLedger({ nowMs, spentBefore: spendFromUsage(usage) });
+  const { RedisSpendLedger } = await import('koa-model-gateway/stores/redis');
+  return new RedisSpendLedger({ client: redis, nowMs });
+}
+
 /**
  * Makes the providers (their credentials read from the environment), then opens the database
  * (migrated), the files directory or bucket and, with REDIS_URL, Redis (the creation and model-call
@@ -182,6 +213,8 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   const providers = configuredProviders(config);
   // Before any store or client is made: a tracing setting that is wrong stops the start with nothing to close.
   const tracing = await startTracing(config.env, logger);
+  const { models: catalog, unpriced } = await priceCatalog(config.gateway.models);
+  if (unpriced.length > 0) logger.warn({ models: unpriced }, 'no price known for these models: their calls cost 0 (give them a price in GATEWAY_CONFIG)');
   const outages = new OutageLog(logger);
   // Knex's and the pool's warnings about connections come with every failed attempt while the database is away.
   const log: DatabaseLog = (level, message, ofConnections) =>
@@ -240,10 +273,13 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     keys: keyCacheSeconds > 0 ? cachedKeyStore(keys, { ttlMs: keyCacheSeconds * 1000, changes: keyChanges }) : keys,
     limiter,
     modelLimiter: await modelLimiter(redis, nowMs),
+    // An account's budgets are read at most once a second per process: a change reaches every process within that.
+    budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
     usage,
     metrics: await openMetrics(config),
     tracing,
     providers,
+    catalog,
     redis,
     checks,
     tempDir: uploads.dir,

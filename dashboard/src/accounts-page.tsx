@@ -3,6 +3,7 @@ import { api, ApiError, type Account } from './api.ts';
 import { accountHref } from './app.tsx';
 import { formatBytes, formatCount, formatShare } from './format.ts';
 import { AccountPicker, useKnownAccounts } from './account-picker.tsx';
+import { AccountBudgets } from './budgets.tsx';
 import { usageHref } from './usage-page.tsx';
 import { ErrorAlert, Loading } from './ui.tsx';
 
@@ -92,6 +93,7 @@ export function AccountsPage({ account }: { account: string }) {
         {figures.state === 'error' && <ErrorAlert message={`The account could not be loaded: ${figures.message}`} />}
       </section>
       {figures.state === 'ready' && <AccountFigures account={figures.data} />}
+      {figures.state === 'ready' && <AccountBudgets account={figures.data.account} />}
     </>
   );
 }

@@ -11,6 +11,9 @@ export interface KeyLimits {
   requests_per_minute: number | null;
   tokens_per_minute: number | null;
   tokens_per_day: number | null;
+  /** Budgets in USD per UTC day and calendar month. */
+  cost_per_day: number | null;
+  cost_per_month: number | null;
 }
 
 export interface ApiKey {
@@ -55,6 +58,21 @@ export interface UsageFigures {
   requests: number;
   input_tokens: number;
   output_tokens: number;
+  /** What the calls cost, in USD. */
+  cost_usd: number;
+}
+
+/** `GET /accounts/{account}/limits`: an account's budgets and its spend so far, in USD. */
+export interface AccountLimits {
+  account: string;
+  costPerDay: number | null;
+  costPerMonth: number | null;
+  spent: { day: number; month: number };
+}
+
+/** `GET /usage?by=key&series=day`: each key's figures, split by day. */
+export interface KeyUsage {
+  data: Array<UsageFigures & { key: string; series: UsageGroup[] }>;
 }
 
 /** What the usage page splits each day by. */
@@ -137,6 +155,15 @@ export const api = {
   rotateKey: (id: string, graceSeconds: number) =>
     request<NewKey>('POST', `/keys/${encodeURIComponent(id)}/rotate`, { body: { grace_seconds: graceSeconds } }),
   account: (account: string) => request<Account>('GET', `/accounts/${encodeURIComponent(account)}`),
+  accountLimits: (account: string) => request<AccountLimits>('GET', `/accounts/${encodeURIComponent(account)}/limits`),
+  setAccountLimits: (account: string, body: { costPerDay: number | null; costPerMonth: number | null }) =>
+    request<AccountLimits>('PUT', `/accounts/${encodeURIComponent(account)}/limits`, { body }),
+  /** Each key's figures since `since` (a UTC date), split by UTC day: its spend this month and today. */
+  keyUsage: (account: string, since: string) => {
+    const query = new URLSearchParams({ by: 'key', series: 'day', since });
+    if (account !== '') query.set('account', account);
+    return request<KeyUsage>('GET', `/usage?${query}`);
+  },
   /** Each UTC day's requests and tokens since `since` (a UTC date), split by model or key; every account when `account` is empty. */
   dailyUsage: (account: string, since: string, split: UsageSplit) => {
     const query = new URLSearchParams({ by: 'day', series: split, since });

@@ -25,6 +25,11 @@ export function formatBytes(value: number): string {
   return `${bytes.format(scaled)} ${units[unit]}`;
 }
 
+const usd = new Intl.NumberFormat('en', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 });
+
+/** USD with cents always and up to micro-dollars when there are any: `$0.0042`, `$50.00`. */
+export const formatUsd = (value: number) => usd.format(value);
+
 /** `value` as a share of `max`, in whole percent; a share that rounds to 0 but is not 0 reads `<1%`. */
 export function formatShare(value: number, max: number): string {
   const percent = Math.round((value / max) * 100);

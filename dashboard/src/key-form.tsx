@@ -8,7 +8,13 @@ const LIMITS = [
   ['tokens_per_day', 'Tokens per day'],
 ] as const;
 
-type LimitName = (typeof LIMITS)[number][0];
+/** Budgets in USD: decimals, unlike the limits. */
+const BUDGETS = [
+  ['cost_per_day', 'Budget per UTC day (USD)'],
+  ['cost_per_month', 'Budget per UTC month (USD)'],
+] as const;
+
+type LimitName = (typeof LIMITS)[number][0] | (typeof BUDGETS)[number][0];
 
 /** The request body of the form's state: only what was set, as the admin API takes it. */
 function keyRequest(form: {
@@ -19,7 +25,7 @@ function keyRequest(form: {
   limits: Record<LimitName, string>;
   expires: string;
 }) {
-  const limits = Object.fromEntries(LIMITS.filter(([name]) => form.limits[name] !== '').map(([name]) => [name, Number(form.limits[name])]));
+  const limits = Object.fromEntries([...LIMITS, ...BUDGETS].filter(([name]) => form.limits[name] !== '').map(([name]) => [name, Number(form.limits[name])]));
   return {
     account: form.account,
     scopes: form.scopes,
@@ -44,7 +50,7 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
     scopes: catalog.scopes,
     everyModel: true,
     models: [] as string[],
-    limits: { requests_per_minute: '', tokens_per_minute: '', tokens_per_day: '' } as Record<LimitName, string>,
+    limits: { requests_per_minute: '', tokens_per_minute: '', tokens_per_day: '', cost_per_day: '', cost_per_month: '' } as Record<LimitName, string>,
     expires: '',
   });
   const [busy, setBusy] = useState(false);
@@ -124,6 +130,22 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
                 min={1}
                 step={1}
                 inputMode="numeric"
+                value={form.limits[name]}
+                onInput={(event) => set({ limits: { ...form.limits, [name]: event.currentTarget.value } })}
+              />
+            </div>
+          ))}
+        </div>
+        <div class="grid">
+          {BUDGETS.map(([name, label]) => (
+            <div key={name}>
+              <label for={`limit-${name}`}>{label}</label>
+              <input
+                id={`limit-${name}`}
+                type="number"
+                min={0}
+                step="any"
+                inputMode="decimal"
                 value={form.limits[name]}
                 onInput={(event) => set({ limits: { ...form.limits, [name]: event.currentTarget.value } })}
               />

@@ -1,7 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type ApiKey, type Catalog, type NewKey } from './api.ts';
 import { accountHref } from './app.tsx';
-import { formatCount, formatTime } from './format.ts';
+import { KeySpend, useKeySpend } from './budgets.tsx';
+import { formatCount, formatTime, formatUsd } from './format.ts';
 import { KeyForm } from './key-form.tsx';
 import { Modal } from './modal.tsx';
 import { SecretDialog } from './secret.tsx';
@@ -21,9 +22,13 @@ const message = (err: unknown) => (err instanceof ApiError ? err.message : 'Some
 function limitsText(key: ApiKey): string {
   if (key.limits === null) return 'defaults';
   const { requests_per_minute: rpm, tokens_per_minute: tpm, tokens_per_day: tpd } = key.limits;
-  return [rpm && `${formatCount(rpm)} req/min`, tpm && `${formatCount(tpm)} tok/min`, tpd && `${formatCount(tpd)} tok/day`]
+  return [rpm && `${formatCount(rpm)} req/min`, tpm && `${formatCount(tpm)} tok/min`, tpd && `${formatCount(tpd)} tok/day`, budgetText(key.limits)]
     .filter(Boolean)
     .join(', ');
+}
+
+function budgetText({ cost_per_day: day, cost_per_month: month }: NonNullable<ApiKey['limits']>): string {
+  return [day && `${formatUsd(day)}/day`, month && `${formatUsd(month)}/month`].filter(Boolean).join(', ');
 }
 
 function Status({ status }: { status: ApiKey['status'] }) {
@@ -42,6 +47,7 @@ export function KeysPage() {
   const [rotating, setRotating] = useState<ApiKey | null>(null);
   const [grace, setGrace] = useState(3600);
   const [actionError, setActionError] = useState<string | null>(null);
+  const spend = useKeySpend(account, keys);
 
   const load = (which = account) => {
     setKeys({ state: 'loading' });
@@ -123,6 +129,7 @@ export function KeysPage() {
                   <th scope="col">Scopes</th>
                   <th scope="col">Models</th>
                   <th scope="col">Limits</th>
+                  <th scope="col">Spend (UTC)</th>
                   <th scope="col">Created (UTC)</th>
                   <th scope="col">Expires (UTC)</th>
                   <th scope="col">
@@ -145,6 +152,9 @@ export function KeysPage() {
                     <td class="scopes">{key.scopes.length === (catalog?.scopes.length ?? -1) ? 'every scope' : key.scopes.join(', ')}</td>
                     <td>{key.models === null ? 'every model' : key.models.join(', ') || 'none'}</td>
                     <td>{limitsText(key)}</td>
+                    <td>
+                      <KeySpend spend={spend.get(key.id)} limits={key.limits} />
+                    </td>
                     <td class="time">{formatTime(key.created_at)}</td>
                     <td class="time">{formatTime(key.expires_at)}</td>
                     <td class="row-actions">

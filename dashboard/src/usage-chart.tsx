@@ -1,6 +1,6 @@
 import { BarController, BarElement, CategoryScale, Chart, Legend, LinearScale, Tooltip } from 'chart.js';
 import { useEffect, useRef } from 'preact/hooks';
-import { formatCount } from './format.ts';
+import { formatCount, formatUsd } from './format.ts';
 import type { Stack } from './usage-data.ts';
 
 // Only what a stacked bar chart needs: the rest of Chart.js stays out of the bundle.
@@ -14,10 +14,11 @@ const COLOURS = ['#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9', '#d55e00
  * key ids) are painted as text, never parsed as markup. The canvas is an image to assistive
  * technology; the figures themselves are in the table under the charts.
  */
-export function UsageChart({ title, days, stacks, figure }: { title: string; days: string[]; stacks: Stack[]; figure: 'requests' | 'tokens' }) {
+export function UsageChart({ title, days, stacks, figure }: { title: string; days: string[]; stacks: Stack[]; figure: 'requests' | 'tokens' | 'cost' }) {
   const canvas = useRef<HTMLCanvasElement>(null);
   useEffect(() => {
     if (!canvas.current) return;
+    const format = figure === 'cost' ? formatUsd : formatCount;
     const chart = new Chart(canvas.current, {
       type: 'bar',
       data: {
@@ -36,11 +37,11 @@ export function UsageChart({ title, days, stacks, figure }: { title: string; day
         interaction: { mode: 'index', intersect: false },
         scales: {
           x: { stacked: true, grid: { display: false } },
-          y: { stacked: true, beginAtZero: true, ticks: { precision: 0, callback: (value) => formatCount(Number(value)) } },
+          y: { stacked: true, beginAtZero: true, ticks: { ...(figure === 'cost' ? {} : { precision: 0 }), callback: (value) => format(Number(value)) } },
         },
         plugins: {
           legend: { position: 'bottom', labels: { boxWidth: 12 } },
-          tooltip: { callbacks: { label: (item) => `${item.dataset.label}: ${formatCount(Number(item.raw))}` } },
+          tooltip: { callbacks: { label: (item) => `${item.dataset.label}: ${format(Number(item.raw))}` } },
         },
       },
     });

@@ -24,6 +24,8 @@ export interface Stack {
   name: string;
   requests: number[];
   tokens: number[];
+  /** USD. */
+  cost: number[];
 }
 
 /**
@@ -40,24 +42,26 @@ export function chartStacks(usage: DailyUsage, days: string[], split: UsageSplit
       const name = seriesName(entry, split);
       let stack = stacks.get(name);
       if (stack === undefined) {
-        stack = { name, requests: days.map(() => 0), tokens: days.map(() => 0), total: 0, count: 0 };
+        stack = { name, requests: days.map(() => 0), tokens: days.map(() => 0), cost: days.map(() => 0), total: 0, count: 0 };
         stacks.set(name, stack);
       }
       const tokens = entry.input_tokens + entry.output_tokens;
       stack.requests[index] = (stack.requests[index] ?? 0) + entry.requests;
       stack.tokens[index] = (stack.tokens[index] ?? 0) + tokens;
+      stack.cost[index] = (stack.cost[index] ?? 0) + entry.cost_usd;
       stack.total += tokens;
       stack.count += entry.requests;
     }
   }
   const ranked = [...stacks.values()].sort((a, b) => b.total - a.total || b.count - a.count || (a.name < b.name ? -1 : 1));
-  if (ranked.length <= MAX_STACKS) return ranked.map(({ name, requests, tokens }) => ({ name, requests, tokens }));
+  if (ranked.length <= MAX_STACKS) return ranked.map(({ name, requests, tokens, cost }) => ({ name, requests, tokens, cost }));
   const shown = ranked.slice(0, MAX_STACKS - 1);
   const rest = ranked.slice(MAX_STACKS - 1);
   const other: Stack = {
     name: `Other (${rest.length})`,
     requests: days.map((_, i) => rest.reduce((sum, stack) => sum + (stack.requests[i] ?? 0), 0)),
     tokens: days.map((_, i) => rest.reduce((sum, stack) => sum + (stack.tokens[i] ?? 0), 0)),
+    cost: days.map((_, i) => rest.reduce((sum, stack) => sum + (stack.cost[i] ?? 0), 0)),
   };
-  return [...shown.map(({ name, requests, tokens }) => ({ name, requests, tokens })), other];
+  return [...shown.map(({ name, requests, tokens, cost }) => ({ name, requests, tokens, cost })), other];
 }

@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, ApiError, type DailyUsage, type UsageSplit } from './api.ts';
-import { formatCount } from './format.ts';
+import { formatCount, formatUsd } from './format.ts';
 import { AccountPicker, useKnownAccounts } from './account-picker.tsx';
 import { UsageChart } from './usage-chart.tsx';
 import { chartStacks, lastDays, seriesName } from './usage-data.ts';
@@ -39,6 +39,9 @@ function UsageTable({ usage, split, caption }: { usage: DailyUsage; split: Usage
             <th scope="col" class="number">
               Output tokens
             </th>
+            <th scope="col" class="number">
+              Cost (USD)
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -54,6 +57,7 @@ function UsageTable({ usage, split, caption }: { usage: DailyUsage; split: Usage
                 <td class="number">{formatCount(entry.requests)}</td>
                 <td class="number">{formatCount(entry.input_tokens)}</td>
                 <td class="number">{formatCount(entry.output_tokens)}</td>
+                <td class="number">{formatUsd(entry.cost_usd)}</td>
               </tr>
             )),
           )}
@@ -66,6 +70,7 @@ function UsageTable({ usage, split, caption }: { usage: DailyUsage; split: Usage
             <td class="number">{formatCount(usage.totals.requests)}</td>
             <td class="number">{formatCount(usage.totals.input_tokens)}</td>
             <td class="number">{formatCount(usage.totals.output_tokens)}</td>
+            <td class="number">{formatUsd(usage.totals.cost_usd)}</td>
           </tr>
         </tfoot>
       </table>
@@ -104,12 +109,17 @@ function UsageFigures({ shown }: { shown: Shown }) {
           <dt>Output tokens</dt>
           <dd>{formatCount(figures.totals.output_tokens)}</dd>
         </div>
+        <div>
+          <dt>Cost</dt>
+          <dd>{formatUsd(figures.totals.cost_usd)}</dd>
+        </div>
       </dl>
       <div class="charts">
         <UsageChart title={`Requests per day, by ${split}`} days={days} stacks={stacks} figure="requests" />
         <UsageChart title={`Tokens per day (input and output), by ${split}`} days={days} stacks={stacks} figure="tokens" />
+        <UsageChart title={`Cost per day (USD), by ${split}`} days={days} stacks={stacks} figure="cost" />
       </div>
-      <UsageTable usage={figures} split={split} caption={`Requests and tokens of ${whose(account)} per day and ${split}, ${period}`} />
+      <UsageTable usage={figures} split={split} caption={`Requests and tokens of ${whose(account)} per day and ${split}, ${period}, and their cost`} />
     </section>
   );
 }
@@ -160,8 +170,8 @@ export function UsagePage({ account }: { account: string }) {
           </select>
         </div>
         <p class="hint">
-          Every model call is one request, refused ones included; tokens are the provider's own count. Days are UTC; a call shows here within
-          about a second.
+          Every model call is one request, refused ones included; tokens are the provider's own count, and cost is those tokens at the
+          model's price. Days are UTC; a call shows here within about a second.
         </p>
         {usage.state === 'loading' && <Loading what="usage" />}
         {usage.state === 'error' && <LoadFailed what="The usage" message={usage.message} onRetry={() => setAttempt(attempt + 1)} />}

@@ -13,7 +13,8 @@ export const MAX_GRACE_SECONDS = 2_592_000;
 const SCOPE_LIST = `must be a non-empty array of scopes (${SCOPES.join(', ')})`;
 const MODEL_LIST = 'must be an array of model ids, or null for every model';
 const EXPIRY = 'must be a Unix time in seconds, in the future, or null for no expiry';
-const LIMITS = 'must be an object of requests_per_minute, tokens_per_minute and tokens_per_day, or null';
+const LIMITS = 'must be an object of requests_per_minute, tokens_per_minute, tokens_per_day, cost_per_day and cost_per_month, or null';
+const BUDGET = 'must be a positive number of USD, or null';
 const GRACE = `must be an integer number of seconds from 0 to ${MAX_GRACE_SECONDS}`;
 
 const unique = <T>(values: T[]) => [...new Set(values)];
@@ -25,8 +26,13 @@ function toKeyLimits(input: Record<string, number | null | undefined> | null): M
   if (input.requests_per_minute != null) limits.requestsPerMinute = input.requests_per_minute;
   if (input.tokens_per_minute != null) limits.tokensPerMinute = input.tokens_per_minute;
   if (input.tokens_per_day != null) limits.tokensPerDay = input.tokens_per_day;
+  if (input.cost_per_day != null) limits.costPerDay = input.cost_per_day;
+  if (input.cost_per_month != null) limits.costPerMonth = input.cost_per_month;
   return Object.keys(limits).length === 0 ? null : limits;
 }
+
+/** A budget in USD, as `modelLimitsSchema` takes it: positive, at most 1e15. */
+export const budgetUsd = z.number({ error: BUDGET }).positive({ error: BUDGET }).max(1e15, { error: BUDGET });
 
 /**
  * An account name, as `canonicalAccountName` makes it (trimmed, NFC) or refuses it: the same rule
@@ -65,8 +71,12 @@ export function keyFieldSchemas(catalog: ReadonlySet<string>, nowSeconds: () => 
     .refine((value) => value === null || (value > nowSeconds() && value <= LATEST_SECONDS), { error: EXPIRY });
   // null: the deployment's default.
   const limit = positiveInteger.nullable().optional();
+  const budget = budgetUsd.nullable().optional();
   const limits = z
-    .strictObject({ requests_per_minute: limit, tokens_per_minute: limit, tokens_per_day: limit }, { error: LIMITS })
+    .strictObject(
+      { requests_per_minute: limit, tokens_per_minute: limit, tokens_per_day: limit, cost_per_day: budget, cost_per_month: budget },
+      { error: LIMITS },
+    )
     .nullable()
     .transform(toKeyLimits);
   const changes = { scopes: scopes.optional(), models: models.optional(), expires_at: expiresAt.optional(), limits: limits.optional() };

@@ -22,6 +22,8 @@ export function keyObject(record: ApiKeyRecord, nowSeconds: number) {
             requests_per_minute: limits.requestsPerMinute ?? null,
             tokens_per_minute: limits.tokensPerMinute ?? null,
             tokens_per_day: limits.tokensPerDay ?? null,
+            cost_per_day: limits.costPerDay ?? null,
+            cost_per_month: limits.costPerMonth ?? null,
           },
     created_at: record.createdAt,
     expires_at: record.expiresAt,

@@ -47,6 +47,7 @@ const totalsJson = (totals: UsageTotals) => ({
   requests: totals.requests,
   input_tokens: totals.inputTokens,
   output_tokens: totals.outputTokens,
+  cost_usd: totals.costUsd,
 });
 
 const groupJson = (grouping: UsageGrouping, row: UsageGroupTotals) => ({ [grouping]: row.group, ...totalsJson(row) });

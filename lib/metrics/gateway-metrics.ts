@@ -1,8 +1,9 @@
 import { Counter, Histogram, Registry } from 'prom-client';
+import { usdOfPico } from '../cost/price.js';
 import type { UsageRecord } from '../usage/usage-store.js';
 
 /** Which limit refused: a key's model requests or tokens, or one of the file limits. */
-export type LimitKind = 'requests' | 'tokens' | 'file_creations' | 'file_ingestion' | 'file_storage';
+export type LimitKind = 'requests' | 'tokens' | 'budget' | 'file_creations' | 'file_ingestion' | 'file_storage';
 
 /** One HTTP request, as `httpMetrics()` observes it. */
 export interface ObservedRequest {
@@ -16,7 +17,10 @@ export interface ObservedRequest {
 }
 
 /** What a model call adds: the fields of its usage record that metrics read. */
-export type ObservedModelCall = Pick<UsageRecord, 'model' | 'provider' | 'inputTokens' | 'outputTokens' | 'upstreamFirstByteMs' | 'upstreamMs'>;
+export type ObservedModelCall = Pick<
+  UsageRecord,
+  'model' | 'provider' | 'account' | 'inputTokens' | 'outputTokens' | 'upstreamFirstByteMs' | 'upstreamMs' | 'costPicoUsd'
+>;
 
 /** The gateway's Prometheus metrics, on a registry of their own (`createGatewayMetrics()`). */
 export interface GatewayMetrics {
@@ -53,10 +57,12 @@ const FIRST_BYTE_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
  * | `kmg_upstream_duration_seconds` (histogram) | `provider`, `model` |
  * | `kmg_upstream_time_to_first_byte_seconds` (histogram) | `provider`, `model` |
  * | `kmg_model_tokens_total` (counter) | `model`, `direction` (`input`, `output`) |
+ * | `kmg_cost_usd_total` (counter): what model calls cost, in USD, at their models' prices | `model`, `account` |
  * | `kmg_limit_refusals_total` (counter) | `kind` |
  * | `kmg_uploaded_bytes_total` (counter) | |
  *
- * No label ever holds a key, an account or a file name. Node's process metrics are left out; add
+ * No label ever holds a key or a file name, and only `kmg_cost_usd_total` an account: one series
+ * per account and model, for spend by account. Node's process metrics are left out; add
  * them with prom-client's `collectDefaultMetrics({ register: metrics.registry })`.
  *
  * How the gateway feeds it: `httpMetrics({ metrics })` first in the chain; the model endpoints call
@@ -111,6 +117,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     labelNames: ['model', 'direction'] as const,
     registers,
   });
+  const cost = new Counter({
+    name: 'kmg_cost_usd_total',
+    help: "What model calls cost, in USD: the upstream's own token counts at the model's price",
+    labelNames: ['model', 'account'] as const,
+    registers,
+  });
   const refusals = new Counter({
     name: 'kmg_limit_refusals_total',
     help: 'Requests refused by a limit (429)',
@@ -133,6 +145,8 @@ export function createGatewayMetrics(): GatewayMetrics {
       if (upstreamFirstByteMs !== null) firstByte.observe({ provider, model }, upstreamFirstByteMs / 1000);
       tokens.inc({ model, direction: 'input' }, call.inputTokens);
       tokens.inc({ model, direction: 'output' }, call.outputTokens);
+      // Picodollars are exact; the counter's sum is a float, as every Prometheus counter's.
+      cost.inc({ model, account: call.account }, usdOfPico(call.costPicoUsd));
     },
     limitRefused(kind) {
       refusals.inc({ kind });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { modelPriceSchema } from '../cost/price.js';
 import { nonEmptyString, nonNegativeInteger, parseOptions, settingsObject } from '../settings/schemas.js';
 import { isObject } from './content.js';
 import type { Provider, ProviderEndpoint } from './provider.js';
@@ -8,8 +9,10 @@ import type { Provider, ProviderEndpoint } from './provider.js';
  * and key allowlists list), `provider` (the `id` of its provider), `upstreamModel` (the name sent
  * upstream; default: `id`), `created` (Unix seconds shown by `GET /v1/models`; default 0, the
  * epoch, for "unknown"), `owned_by` (shown by `GET /v1/models`; default: the provider's id),
- * `display_name` (shown in Anthropic's shape of the models; default: `id`).
- * @example const model = catalogModelSchema.parse({ id: 'gpt-4.1-mini', provider: 'openai' })
+ * `display_name` (shown in Anthropic's shape of the models; default: `id`), `price` (USD per
+ * million tokens, `{ input, output, cacheRead?, cacheWrite? }`: what its calls cost; default: none,
+ * which `priceCatalog()` looks up in a price table for `upstreamModel`, and costs 0 if not found).
+ * @example const model = catalogModelSchema.parse({ id: 'gpt-4.1-mini', provider: 'openai', price: { input: 0.4, output: 1.6, cacheRead: 0.1 } })
  */
 export const catalogModelSchema = settingsObject({
   id: nonEmptyString,
@@ -18,6 +21,7 @@ export const catalogModelSchema = settingsObject({
   created: nonNegativeInteger.optional(),
   owned_by: nonEmptyString.optional(),
   display_name: nonEmptyString.optional(),
+  price: modelPriceSchema.optional(),
 }).transform(({ upstreamModel, created, display_name: displayName, ...model }) => ({
   ...model,
   upstreamModel: upstreamModel ?? model.id,

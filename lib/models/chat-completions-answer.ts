@@ -2,8 +2,15 @@ import { eventObject, tokenCount, type AnswerFormat, type TokenUsage } from './a
 import { isObject } from './content.js';
 import { eventFields, withData } from './server-sent-events.js';
 
+// `prompt_tokens` counts the cached ones too, reported apart in its details.
 const usageOf = (usage: unknown): TokenUsage =>
-  isObject(usage) ? { inputTokens: tokenCount(usage.prompt_tokens), outputTokens: tokenCount(usage.completion_tokens) } : { inputTokens: 0, outputTokens: 0 };
+  isObject(usage)
+    ? {
+        inputTokens: tokenCount(usage.prompt_tokens),
+        outputTokens: tokenCount(usage.completion_tokens),
+        ...(isObject(usage.prompt_tokens_details) && { cacheReadTokens: tokenCount(usage.prompt_tokens_details.cached_tokens) }),
+      }
+    : { inputTokens: 0, outputTokens: 0 };
 
 /**
  * Chat Completions answers: `usage.prompt_tokens` / `completion_tokens` and `model` in a JSON

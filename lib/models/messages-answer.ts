@@ -6,8 +6,13 @@ import { eventFields, withData } from './server-sent-events.js';
 const inputOf = (usage: JsonObject) =>
   tokenCount(usage.input_tokens) + tokenCount(usage.cache_creation_input_tokens) + tokenCount(usage.cache_read_input_tokens);
 
+const cacheOf = (usage: JsonObject) => ({
+  cacheReadTokens: tokenCount(usage.cache_read_input_tokens),
+  cacheWriteTokens: tokenCount(usage.cache_creation_input_tokens),
+});
+
 const usageOf = (usage: unknown): TokenUsage =>
-  isObject(usage) ? { inputTokens: inputOf(usage), outputTokens: tokenCount(usage.output_tokens) } : { inputTokens: 0, outputTokens: 0 };
+  isObject(usage) ? { inputTokens: inputOf(usage), outputTokens: tokenCount(usage.output_tokens), ...cacheOf(usage) } : { inputTokens: 0, outputTokens: 0 };
 
 /**
  * Messages answers: `usage` (input, cache writes and reads, output) and `model` in a JSON answer;
@@ -32,7 +37,7 @@ export const messagesAnswer: AnswerFormat = {
         if (name === 'message_delta') {
           if (isObject(parsed.usage)) {
             if ('output_tokens' in parsed.usage) usage.outputTokens = tokenCount(parsed.usage.output_tokens);
-            if ('input_tokens' in parsed.usage) usage.inputTokens = inputOf(parsed.usage);
+            if ('input_tokens' in parsed.usage) Object.assign(usage, { inputTokens: inputOf(parsed.usage) }, cacheOf(parsed.usage));
           }
           return event;
         }

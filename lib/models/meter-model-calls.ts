@@ -44,6 +44,7 @@ function usageRecord(ctx: Context, time: number, started: number): UsageRecord |
     latencyMs: performance.now() - started,
     upstreamFirstByteMs: call?.upstreamFirstByteMs ?? null,
     upstreamMs: call?.upstreamMs ?? null,
+    costPicoUsd: call?.costPicoUsd ?? 0,
   };
 }
 

@@ -3,6 +3,8 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { verifiedKey } from '../auth/api-key.js';
 import { modelAccess } from '../auth/model-access.js';
+import { MemorySpendLedger, spendBudgets, type SpendBudgets } from '../cost/budgets.js';
+import { callCost, tokenPrice, type TokenPrice } from '../cost/price.js';
 import { errors, type GatewayError } from '../errors/gateway-error.js';
 import { newRequestId } from '../errors/request-id.js';
 import type { BlobStore } from '../files/blob-store.js';
@@ -53,6 +55,13 @@ export interface ModelEndpointOptions {
    * integers), which a key's own `limits` override field by field. Default: none (unlimited).
    */
   modelLimits?: ModelLimits;
+  /**
+   * Budgets in money, checked before a call is forwarded and charged when it ends: a key's
+   * (`costPerDay`, `costPerMonth` of its limits over `modelLimits`) and its account's:
+   * `spendBudgets({ ledger, accounts })`. Default: keys' budgets on a `MemorySpendLedger` of the
+   * handler's own (`modelsRouter()` makes one for all its endpoints).
+   */
+  budgets?: SpendBudgets;
 }
 
 /**
@@ -68,7 +77,7 @@ export interface ModelRequestState {
   /** How many stored files were attached. */
   attachments: number;
   /** Set when the key's limits refused the call (429): which of them. */
-  limitedBy?: 'requests' | 'tokens';
+  limitedBy?: 'requests' | 'tokens' | 'budget';
   /** Tokens of the answer, from the upstream's own usage; 0 until its answer has ended, and when it reported none. */
   inputTokens: number;
   outputTokens: number;
@@ -76,6 +85,8 @@ export interface ModelRequestState {
   upstreamFirstByteMs: number | null;
   /** From the upstream call to the end of its answer, in ms; null until it has ended, and when no upstream call was made. */
   upstreamMs: number | null;
+  /** The answer's tokens at the model's price, in picodollars (`callCost()`); 0 until its answer has ended. */
+  costPicoUsd: number;
 }
 
 declare module 'koa' {
@@ -136,11 +147,15 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   }
   const stores: FileStores | undefined = options.files && options.blobs && { files: options.files, blobs: options.blobs };
   const nowMs = options.nowMs ?? Date.now;
+  if (options.budgets !== undefined && typeof options.budgets.check !== 'function') {
+    throw new TypeError(`koa-model-gateway: ${where}: budgets must come from spendBudgets()`);
+  }
+  const budgets = options.budgets ?? spendBudgets({ ledger: new MemorySpendLedger({ nowMs }) });
   const byId = new Map(providers.map((provider) => [provider.id, provider]));
   const routes = new Map<string, Route>();
   for (const model of catalog) {
     const provider = byId.get(model.provider);
-    if (provider) routes.set(model.id, { model, provider, send: provider[format.endpoint]?.bind(provider) });
+    if (provider) routes.set(model.id, { model, provider, send: provider[format.endpoint]?.bind(provider), price: tokenPrice(model.price) });
   }
   const catalogIds = new Set(routes.keys());
 
@@ -180,11 +195,18 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       outputTokens: 0,
       upstreamFirstByteMs: null,
       upstreamMs: null,
+      costPicoUsd: 0,
     };
     ctx.state.modelRequest = state;
     const files = checkedIds.length === 0 ? [] : await findAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
 
     const limits: ModelLimits = { ...modelLimits, ...key.limits };
+    // Before the rate limits: a call the budget refuses counts no request.
+    const budget = await budgets.check(key, limits);
+    if (budget.refusal) {
+      state.limitedBy = 'budget';
+      throw budget.refusal;
+    }
     const decision = await limiter.consume(key.id, limits);
     if (!decision.allowed) {
       if (decision.refusedBy) state.limitedBy = decision.refusedBy;
@@ -215,7 +237,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const ended = (answered: TokenUsage) => {
       usage = answered;
       call.end();
-      Object.assign(state, usage, { upstreamFirstByteMs: call.firstByteMs, upstreamMs: call.durationMs });
+      Object.assign(state, usage, { upstreamFirstByteMs: call.firstByteMs, upstreamMs: call.durationMs, costPicoUsd: callCost(route.price, usage) });
     };
     try {
       await forward(ctx, { format, call, stream, request: body, model: requested, ended }, () =>
@@ -226,6 +248,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       const tokens = usage.inputTokens + usage.outputTokens;
       // Not awaited: the answer does not wait for the count. A limiter that fails is reported.
       if (tokens > 0) void countTokens(limiter, key.id, limits, tokens).catch((err: unknown) => ctx.app.emit('error', err, ctx));
+      if (state.costPicoUsd > 0) void budgets.charge(budget.parties, state.costPicoUsd).catch((err: unknown) => ctx.app.emit('error', err, ctx));
     }
   };
 }
@@ -240,6 +263,8 @@ interface Route {
   model: ResolvedModel;
   provider: Provider;
   send: ((request: ProviderRequest) => Promise<ProviderAnswer | Response>) | undefined;
+  /** The model's price per token, made once. */
+  price: TokenPrice;
 }
 
 const EVENT_STREAM = /^text\/event-stream\b/i;

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import { requireScope } from '../auth/require-scope.js';
+import { MemorySpendLedger, spendBudgets } from '../cost/budgets.js';
 import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
 import { endpointCatalogOptions } from './catalog.js';
 import { chatCompletions } from './chat-completions.js';
@@ -21,7 +22,8 @@ export interface ModelsRouterOptions extends ModelEndpointOptions, Pick<MeterMod
  * (`messages:create`), on one catalog and one set of providers. Every model call (all but the two
  * `GET`s) is metered (`meterModelCalls()`: a usage record to `usage`, and `metrics`) and counted
  * against the key's limits by one `limiter` shared by the endpoints (default: a
- * `MemoryModelLimiter` of the router's own). Mount it behind `gatewayErrors()` (Shape B on
+ * `MemoryModelLimiter` of the router's own), and against the key's and its account's budgets in
+ * money by one `budgets` (default: the keys' budgets on a `MemorySpendLedger` of the router's own). Mount it behind `gatewayErrors()` (Shape B on
  * /v1/messages, and on /v1/models with `anthropic-version`) and `underPath('/v1', apiKey(...))`,
  * with its `allowedMethods()`, as `filesRouter()`. Paths match exactly (case-sensitive, no
  * trailing slash); a model id may hold `/`.
@@ -33,7 +35,11 @@ export function modelsRouter(options: ModelsRouterOptions): Router {
   // Checked here too, so that a bad catalog is named as this factory's option.
   endpointCatalogOptions(options, 'modelsRouter()');
   const { usage, metrics, ...endpointOptions } = options;
-  const endpoints: ModelEndpointOptions = { ...endpointOptions, limiter: options.limiter ?? new MemoryModelLimiter() };
+  const endpoints: ModelEndpointOptions = {
+    ...endpointOptions,
+    limiter: options.limiter ?? new MemoryModelLimiter(),
+    budgets: options.budgets ?? spendBudgets({ ledger: new MemorySpendLedger(options.nowMs ? { nowMs: options.nowMs } : {}) }),
+  };
   // Nothing to meter for: no middleware.
   const meter =
     usage || metrics ? [meterModelCalls({ ...(usage && { usage }), ...(metrics && { metrics }), ...(options.nowMs && { nowMs: options.nowMs }) })] : [];

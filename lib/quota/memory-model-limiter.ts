@@ -3,7 +3,7 @@ import type { ModelLimiter } from './model-limiter.js';
 import {
   assertTokenCount,
   decide,
-  hasModelLimits,
+  hasRateLimits,
   hasTokenLimits,
   type ModelLimitDecision,
   type ModelLimits,
@@ -38,7 +38,7 @@ export class MemoryModelLimiter implements ModelLimiter {
 
   async consume(keyId: string, limits: ModelLimits): Promise<ModelLimitDecision> {
     const now = this.#nowMs();
-    if (!hasModelLimits(limits)) return { allowed: true, at: now };
+    if (!hasRateLimits(limits)) return { allowed: true, at: now };
     const counters = this.#current(keyId, now);
     const decision = decide(limits, counters, now);
     if (decision.allowed && limits.requestsPerMinute !== undefined) counters.requestsThisMinute += 1;

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { parseOptions, positiveInteger, settingsObject } from '../settings/schemas.js';
 import { clockWindows, secondsUntil, type ClockWindow } from './clock-windows.js';
 
@@ -14,12 +15,22 @@ export interface ModelLimits {
   tokensPerMinute?: number;
   /** Tokens (input + output) per UTC day, counted when an answer ends. */
   tokensPerDay?: number;
+  /** USD per UTC day (a positive number): the key's budget, its spend counted when an answer ends (`spendBudgets()`). */
+  costPerDay?: number;
+  /** USD per UTC calendar month (a positive number): the key's budget, as `costPerDay`. */
+  costPerMonth?: number;
 }
 
-const LIMIT_NAMES = ['requestsPerMinute', 'tokensPerMinute', 'tokensPerDay'] as const;
+const RATE_LIMIT_NAMES = ['requestsPerMinute', 'tokensPerMinute', 'tokensPerDay'] as const;
+const LIMIT_NAMES = [...RATE_LIMIT_NAMES, 'costPerDay', 'costPerMonth'] as const;
+
+const BUDGET = 'must be a positive number of USD';
+/** A budget: positive USD, at most 1e15 (the counters' picodollars stay in a 64-bit integer up to 9.2e6 USD per period; larger never refuses). */
+const usd = z.number({ error: BUDGET }).positive({ error: BUDGET }).max(1e15, { error: BUDGET });
 
 /**
- * `ModelLimits` as a settings schema: each field optional, a positive integer; unknown fields
+ * `ModelLimits` as a settings schema: each field optional, a positive integer (the budgets a
+ * positive number of USD); unknown fields
  * refused. For options and configuration files (the reference server's `modelLimits`).
  * @example const defaults = modelLimitsSchema.parse(config.modelLimits ?? {})
  */
@@ -27,6 +38,8 @@ export const modelLimitsSchema = settingsObject({
   requestsPerMinute: positiveInteger.optional(),
   tokensPerMinute: positiveInteger.optional(),
   tokensPerDay: positiveInteger.optional(),
+  costPerDay: usd.optional(),
+  costPerMonth: usd.optional(),
   // Fields given as undefined are left out, as stores keep them.
 }).transform((limits): ModelLimits => Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined)));
 
@@ -39,9 +52,14 @@ export function checkModelLimits(limits: unknown, where = 'model limits'): Model
   return parseOptions(modelLimitsSchema, limits, where);
 }
 
-/** True when `limits` limits anything: without limits a limiter answers without counting. */
+/** True when `limits` limits anything, rates or budgets: what a key store keeps. */
 export function hasModelLimits(limits: ModelLimits): boolean {
   return LIMIT_NAMES.some((name) => limits[name] !== undefined);
+}
+
+/** True when `limits` has a limit on requests or tokens: without one a ModelLimiter answers without counting. */
+export function hasRateLimits(limits: ModelLimits): boolean {
+  return RATE_LIMIT_NAMES.some((name) => limits[name] !== undefined);
 }
 
 /** True when `limits` has a token limit: only then are a key's tokens counted. */

@@ -9,3 +9,4 @@ export {
 } from './schemas.js';
 export { catalogModelSchema, checkCatalog, type CatalogModel, type ResolvedModel } from '../models/catalog.js';
 export { modelLimitsSchema } from '../quota/model-limits.js';
+export { modelPriceSchema, type ModelPrice } from '../cost/price.js';

@@ -68,6 +68,7 @@ const FIELD_CHECKS: Array<[keyof UsageRecord, (value: unknown) => boolean]> = [
   ['latencyMs', isDuration],
   ['upstreamFirstByteMs', (value) => value === null || isDuration(value)],
   ['upstreamMs', (value) => value === null || isDuration(value)],
+  ['costPicoUsd', isCount],
 ];
 
 // Checked as it is recorded: a record the store refuses would fail its whole batch at every try.
@@ -89,7 +90,7 @@ function assertUsageRecord(record: UsageRecord): void {
  *
  * How a model endpoint uses it: when the call ends (its answer sent or refused, in a `finally`),
  * `recorder.record({ time, requestId, keyId, account, endpoint, model, provider, status, stream,
- * inputTokens, outputTokens, attachments, latencyMs, upstreamFirstByteMs, upstreamMs })`; the server
+ * inputTokens, outputTokens, attachments, latencyMs, upstreamFirstByteMs, upstreamMs, costPicoUsd })`; the server
  * calls `await recorder.close()` after its HTTP server has closed.
  * @example
  * const recorder = usageRecorder({ store: new KnexUsageStore(knex), onError: (err) => logger.warn({ err }, 'usage') })

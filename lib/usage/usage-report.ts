@@ -1,3 +1,4 @@
+import { usdOfPico } from '../cost/price.js';
 import type { UsageFilter, UsageGrouping, UsageRow, UsageStore } from './usage-store.js';
 
 /** What a usage report covers and how its rows are grouped. */
@@ -12,6 +13,8 @@ export interface UsageTotals {
   requests: number;
   inputTokens: number;
   outputTokens: number;
+  /** What the calls cost, in USD: summed exactly (in picodollars), then read as the nearest number. */
+  costUsd: number;
 }
 
 /** The figures of one group of a report: a day, a model or a key. */
@@ -48,32 +51,37 @@ function compareGroups(a: string | null, b: string | null): number {
 
 const byGroup = (a: UsageGroupTotals, b: UsageGroupTotals) => compareGroups(a.group, b.group);
 
-function add(totals: UsageTotals, row: UsageTotals): void {
+/** Figures as they are summed: the cost in picodollars, exact. */
+type Sum = Omit<UsageTotals, 'costUsd'> & { costPicoUsd: bigint };
+
+const zero = (): Sum => ({ requests: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n });
+
+function add(totals: Sum, row: Sum): void {
   totals.requests += row.requests;
   totals.inputTokens += row.inputTokens;
   totals.outputTokens += row.outputTokens;
+  totals.costPicoUsd += row.costPicoUsd;
 }
 
-const figures = (row: UsageRow): UsageTotals => ({ requests: row.requests, inputTokens: row.inputTokens, outputTokens: row.outputTokens });
+const figures = (row: Sum): UsageTotals => ({ requests: row.requests, inputTokens: row.inputTokens, outputTokens: row.outputTokens, costUsd: usdOfPico(row.costPicoUsd) });
 
 /** The store's rows of (group, subgroup) pairs as one row per group with its series. */
-function withSeries(rows: UsageRow[]): UsageReportRow[] {
-  const groups = new Map<string | null, Required<UsageReportRow>>();
+function withSeries(rows: UsageRow[]): Array<UsageReportRow & { sum: Sum }> {
+  const groups = new Map<string | null, { sum: Sum; series: UsageGroupTotals[] }>();
   for (const row of rows) {
     let group = groups.get(row.group);
     if (group === undefined) {
-      group = { group: row.group, requests: 0, inputTokens: 0, outputTokens: 0, series: [] };
+      group = { sum: zero(), series: [] };
       groups.set(row.group, group);
     }
-    add(group, row);
+    add(group.sum, row);
     group.series.push({ group: row.subgroup ?? null, ...figures(row) });
   }
-  for (const group of groups.values()) group.series.sort(byGroup);
-  return [...groups.values()];
+  return [...groups].map(([group, { sum, series }]) => ({ group, ...figures(sum), series: series.sort(byGroup), sum }));
 }
 
 /**
- * Totals (requests, input and output tokens) and rows grouped by UTC day, model or key, of the
+ * Totals (requests, input and output tokens, cost in USD) and rows grouped by UTC day, model or key, of the
  * usage records of one account, one key and/or since a time, each row split by a second grouping
  * when `series` is given: what `koa-model-gateway usage` prints and `GET /admin/v1/usage` answers.
  * Every record counts as a request, refused and failed calls included (their tokens are 0). A
@@ -90,8 +98,8 @@ export async function usageReport(store: Pick<UsageStore, 'summarize'>, query: U
     throw new TypeError('koa-model-gateway: usageReport() since must be Unix milliseconds');
   }
   const stored = await store.summarize(filter, by, series);
-  const rows = (series === undefined ? stored.map((row) => ({ group: row.group, ...figures(row) })) : withSeries(stored)).sort(byGroup);
-  const totals: UsageTotals = { requests: 0, inputTokens: 0, outputTokens: 0 };
-  for (const row of rows) add(totals, row);
-  return { by, series: series ?? null, totals, rows };
+  const rows = (series === undefined ? stored.map((row) => ({ group: row.group, ...figures(row), sum: row })) : withSeries(stored)).sort(byGroup);
+  const totals = zero();
+  for (const row of rows) add(totals, row.sum);
+  return { by, series: series ?? null, totals: figures(totals), rows: rows.map(({ sum: _sum, ...row }) => row) };
 }

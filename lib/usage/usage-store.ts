@@ -31,6 +31,11 @@ export interface UsageRecord {
   upstreamFirstByteMs: number | null;
   /** From the upstream call to the end of its answer, in ms; `null` when no upstream call was made. */
   upstreamMs: number | null;
+  /**
+   * What the call cost, in picodollars (10⁻¹² USD, an exact integer): its tokens at its model's
+   * price (`callCost()`); 0 when the model has no known price or the call reached no upstream.
+   */
+  costPicoUsd: number;
 }
 
 /** Which records a read covers. Every field narrows it; none is every record. */
@@ -53,6 +58,8 @@ export interface UsageRow {
   requests: number;
   inputTokens: number;
   outputTokens: number;
+  /** The sum of the records' `costPicoUsd`: a bigint, exact however large. */
+  costPicoUsd: bigint;
 }
 
 /**

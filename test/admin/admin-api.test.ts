@@ -302,6 +302,7 @@ interface UsageFigures {
   requests: number;
   input_tokens: number;
   output_tokens: number;
+  cost_usd: number;
 }
 
 interface UsageBody {
@@ -331,7 +332,8 @@ const usageOnceRecorded = (query: string, requests: number) =>
     (body) => body.totals.requests >= requests,
   );
 
-const figures = (requests: number, input_tokens: number, output_tokens: number): UsageFigures => ({ requests, input_tokens, output_tokens });
+// The echo models are free (price 0).
+const figures = (requests: number, input_tokens: number, output_tokens: number): UsageFigures => ({ requests, input_tokens, output_tokens, cost_usd: 0 });
 
 test('GET /usage: the figures of real model calls, by day, model and key, narrowed by account, key and since', async (t) => {
   const account = 'usage-figures';

@@ -23,6 +23,7 @@ export function usageRecord(overrides: Partial<UsageRecord> = {}): UsageRecord {
     latencyMs: 12.5,
     upstreamFirstByteMs: 3.25,
     upstreamMs: 9.75,
+    costPicoUsd: 0,
     ...overrides,
   };
 }
@@ -34,7 +35,7 @@ export function usageStoreContract(test: TestFn, name: string, makeStore: () => 
   test(`${name}: a record is read back with every field exactly as written`, async (t) => {
     const store = await makeStore();
     const records = [
-      usageRecord({ inputTokens: 9_000_000_000, outputTokens: 123_456, attachments: 3, latencyMs: 1234.0625 }),
+      usageRecord({ inputTokens: 9_000_000_000, outputTokens: 123_456, attachments: 3, latencyMs: 1234.0625, costPicoUsd: 4_500_000_300_000 }),
       usageRecord({
         endpoint: '/v1/messages',
         model: null,
@@ -110,8 +111,8 @@ export function usageStoreContract(test: TestFn, name: string, makeStore: () => 
       usageRecord({ time: Date.parse('2030-01-16T00:00:00.000Z'), inputTokens: 100, outputTokens: 200, status: 500 }),
     ]);
     t.deepEqual(byGroup(await store.summarize({}, 'day')), [
-      { group: '2030-01-15', requests: 2, inputTokens: 11, outputTokens: 22 },
-      { group: '2030-01-16', requests: 1, inputTokens: 100, outputTokens: 200 },
+      { group: '2030-01-15', requests: 2, inputTokens: 11, outputTokens: 22, costPicoUsd: 0n },
+      { group: '2030-01-16', requests: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n },
     ]);
   });
 
@@ -124,13 +125,13 @@ export function usageStoreContract(test: TestFn, name: string, makeStore: () => 
       usageRecord({ model: null, provider: null, keyId: 'key_b', status: 400, inputTokens: 0, outputTokens: 0 }),
     ]);
     t.deepEqual(byGroup(await store.summarize({}, 'model')), [
-      { group: 'echo-1', requests: 2, inputTokens: 10, outputTokens: 12 },
-      { group: 'echo-2', requests: 1, inputTokens: 5, outputTokens: 6 },
-      { group: null, requests: 1, inputTokens: 0, outputTokens: 0 },
+      { group: 'echo-1', requests: 2, inputTokens: 10, outputTokens: 12, costPicoUsd: 0n },
+      { group: 'echo-2', requests: 1, inputTokens: 5, outputTokens: 6, costPicoUsd: 0n },
+      { group: null, requests: 1, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n },
     ]);
     t.deepEqual(byGroup(await store.summarize({ account: 'acme' }, 'key')), [
-      { group: 'key_a', requests: 2, inputTokens: 8, outputTokens: 10 },
-      { group: 'key_b', requests: 2, inputTokens: 7, outputTokens: 8 },
+      { group: 'key_a', requests: 2, inputTokens: 8, outputTokens: 10, costPicoUsd: 0n },
+      { group: 'key_b', requests: 2, inputTokens: 7, outputTokens: 8, costPicoUsd: 0n },
     ]);
     t.deepEqual(await store.summarize({ account: 'nobody' }, 'day'), []);
   });
@@ -148,20 +149,20 @@ export function usageStoreContract(test: TestFn, name: string, makeStore: () => 
     ]);
     const bySubgroup = (rows: UsageRow[]) => [...rows].sort((a, b) => `${a.group}/${a.subgroup}`.localeCompare(`${b.group}/${b.subgroup}`));
     t.deepEqual(bySubgroup(await store.summarize({}, 'day', 'model')), [
-      { group: '2030-01-15', subgroup: 'echo-1', requests: 2, inputTokens: 11, outputTokens: 22 },
-      { group: '2030-01-15', subgroup: 'echo-2', requests: 1, inputTokens: 100, outputTokens: 200 },
-      { group: '2030-01-16', subgroup: 'echo-1', requests: 1, inputTokens: 1000, outputTokens: 2000 },
-      { group: '2030-01-16', subgroup: null, requests: 1, inputTokens: 0, outputTokens: 0 },
+      { group: '2030-01-15', subgroup: 'echo-1', requests: 2, inputTokens: 11, outputTokens: 22, costPicoUsd: 0n },
+      { group: '2030-01-15', subgroup: 'echo-2', requests: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n },
+      { group: '2030-01-16', subgroup: 'echo-1', requests: 1, inputTokens: 1000, outputTokens: 2000, costPicoUsd: 0n },
+      { group: '2030-01-16', subgroup: null, requests: 1, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n },
     ]);
     t.deepEqual(bySubgroup(await store.summarize({ account: 'acme', since: day1 + 1 }, 'day', 'key')), [
-      { group: '2030-01-15', subgroup: 'key_a', requests: 1, inputTokens: 100, outputTokens: 200 },
-      { group: '2030-01-15', subgroup: 'key_b', requests: 1, inputTokens: 10, outputTokens: 20 },
-      { group: '2030-01-16', subgroup: 'key_a', requests: 1, inputTokens: 0, outputTokens: 0 },
+      { group: '2030-01-15', subgroup: 'key_a', requests: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n },
+      { group: '2030-01-15', subgroup: 'key_b', requests: 1, inputTokens: 10, outputTokens: 20, costPicoUsd: 0n },
+      { group: '2030-01-16', subgroup: 'key_a', requests: 1, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n },
     ]);
     t.deepEqual(bySubgroup(await store.summarize({ keyId: 'key_a' }, 'model', 'day')), [
-      { group: 'echo-1', subgroup: '2030-01-15', requests: 1, inputTokens: 1, outputTokens: 2 },
-      { group: 'echo-2', subgroup: '2030-01-15', requests: 1, inputTokens: 100, outputTokens: 200 },
-      { group: null, subgroup: '2030-01-16', requests: 1, inputTokens: 0, outputTokens: 0 },
+      { group: 'echo-1', subgroup: '2030-01-15', requests: 1, inputTokens: 1, outputTokens: 2, costPicoUsd: 0n },
+      { group: 'echo-2', subgroup: '2030-01-15', requests: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n },
+      { group: null, subgroup: '2030-01-16', requests: 1, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n },
     ]);
     t.deepEqual(await store.summarize({ account: 'nobody' }, 'day', 'model'), []);
   });
@@ -170,7 +171,24 @@ export function usageStoreContract(test: TestFn, name: string, makeStore: () => 
     const store = await makeStore();
     await store.insert([]);
     await store.insert(Array.from({ length: 1201 }, (_, i) => usageRecord({ time: T0 + i, inputTokens: i })));
-    t.deepEqual(await store.summarize({}, 'day'), [{ group: '2030-01-15', requests: 1201, inputTokens: 720_600, outputTokens: 6005 }]);
+    t.deepEqual(await store.summarize({}, 'day'), [{ group: '2030-01-15', requests: 1201, inputTokens: 720_600, outputTokens: 6005, costPicoUsd: 0n }]);
+  });
+
+  test(`${name}: costs are kept and summed exactly, in picodollars, past what a double holds`, async (t) => {
+    const store = await makeStore();
+    // 9,007 USD and a bit: more picodollars than a double counts exactly (2^53), twice.
+    const large = 9_007_199_254_740_991;
+    await store.insert([
+      usageRecord({ keyId: 'key_a', costPicoUsd: large }),
+      usageRecord({ keyId: 'key_a', costPicoUsd: large }),
+      usageRecord({ keyId: 'key_b', costPicoUsd: 300_000 }),
+      usageRecord({ keyId: 'key_b', costPicoUsd: 1 }),
+    ]);
+    t.deepEqual((await store.list({ keyId: 'key_b' })).map((record) => record.costPicoUsd), [1, 300_000]);
+    t.deepEqual(
+      byGroup(await store.summarize({}, 'key')).map((row) => [row.group, row.costPicoUsd]),
+      [['key_a', 18_014_398_509_481_982n], ['key_b', 300_001n]],
+    );
   });
 
   test(`${name}: records read or written are copies`, async (t) => {

@@ -196,13 +196,14 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await page.getByRole('link', { name: 'Model calls of this account: requests and tokens per day' }).click();
   const figures = page.getByRole('table', { name: `Requests and tokens of account ${acme} per day and model, the last 7 days` });
   await figures.waitFor();
-  t.is(await page.getByRole('img', { name: /stacked bar chart/ }).count(), 2, 'two charts: requests and tokens');
+  t.is(await page.getByRole('img', { name: /stacked bar chart/ }).count(), 3, 'three charts: requests, tokens and cost');
   const todayEcho1 = figures.getByRole('row').filter({ has: page.getByRole('rowheader', { name: today }) }).filter({ hasText: 'echo-1' });
   t.deepEqual(await todayEcho1.getByRole('cell').allTextContents(), [
     'echo-1',
     '1',
     String(completion.usage?.prompt_tokens),
     String(completion.usage?.completion_tokens),
+    '$0.00',
   ]);
   t.is(await figures.locator('tfoot td').first().textContent(), '10', 'requests: 2 calls today and 8 before');
   await shoot('usage');

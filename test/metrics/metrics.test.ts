@@ -161,10 +161,10 @@ test('a streamed response is observed when its last byte is sent, or when the cl
   streams[1]!.destroy();
 });
 
-test('model calls add upstream timings and tokens by catalog model and provider; calls that reached no upstream add nothing', async (t) => {
+test('model calls add upstream timings, tokens and cost by catalog model and provider (cost by account too); calls that reached no upstream add nothing', async (t) => {
   const metrics = createGatewayMetrics();
-  metrics.observeModelCall(usageRecord({ model: 'echo-1', provider: 'local', upstreamMs: 250, upstreamFirstByteMs: 20, inputTokens: 30, outputTokens: 7 }));
-  metrics.observeModelCall(usageRecord({ model: 'echo-1', provider: 'local', upstreamMs: 750, upstreamFirstByteMs: null, inputTokens: 10, outputTokens: 3 }));
+  metrics.observeModelCall(usageRecord({ model: 'echo-1', provider: 'local', upstreamMs: 250, upstreamFirstByteMs: 20, inputTokens: 30, outputTokens: 7, costPicoUsd: 250_000_000_000 }));
+  metrics.observeModelCall(usageRecord({ model: 'echo-1', provider: 'local', upstreamMs: 750, upstreamFirstByteMs: null, inputTokens: 10, outputTokens: 3, costPicoUsd: 500_000_000_000 }));
   metrics.observeModelCall(usageRecord({ model: 'made-up-by-client', provider: null, upstreamMs: null, upstreamFirstByteMs: null, status: 404 }));
   metrics.limitRefused('requests');
   metrics.limitRefused('requests');
@@ -183,7 +183,10 @@ test('model calls add upstream timings and tokens by catalog model and provider;
   t.is(value(samples, 'kmg_limit_refusals_total', { kind: 'file_storage' }), 1);
   t.is(value(samples, 'kmg_uploaded_bytes_total'), 1024);
   t.false(text.includes('made-up-by-client'));
-  for (const secret of ['key_a', 'acme']) t.false(text.includes(secret), secret); // the record's key and account
+  t.is(value(samples, 'kmg_cost_usd_total', { model: 'echo-1', account: 'acme' }), 0.75);
+  // The record's key never; its account only as the cost's label.
+  t.false(text.includes('key_a'));
+  t.deepEqual(text.split('\n').filter((line) => line.includes('acme')), ['kmg_cost_usd_total{model="echo-1",account="acme"} 0.75']);
 });
 
 test('each metrics object has a registry of its own; nothing lands in prom-client’s global registry', async (t) => {

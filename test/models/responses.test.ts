@@ -125,7 +125,7 @@ test.serial('responseObject() and responseUsage() find the model and the usage w
   const whole = (await (await create(key, body)).json()) as Record<string, unknown>;
   const response = responseObject(whole, false);
   t.is(typeof response?.model, 'string');
-  t.deepEqual(responseUsage(response ?? {}), { inputTokens: 5, outputTokens: 18 });
+  t.deepEqual(responseUsage(response ?? {}), { inputTokens: 5, outputTokens: 18, cacheReadTokens: 0 });
 
   const streamed = await (await create(key, { ...body, stream: true })).text();
   const events = streamed
@@ -139,6 +139,6 @@ test.serial('responseObject() and responseUsage() find the model and the usage w
   t.deepEqual(found, [
     { type: 'response.created', model: response?.model, usage: undefined },
     { type: 'response.in_progress', model: response?.model, usage: undefined },
-    { type: 'response.completed', model: response?.model, usage: { inputTokens: 5, outputTokens: 18 } },
+    { type: 'response.completed', model: response?.model, usage: { inputTokens: 5, outputTokens: 18, cacheReadTokens: 0 } },
   ]);
 });

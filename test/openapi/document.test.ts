@@ -2,6 +2,8 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import test from 'ava';
 import { adminRouter } from '../../lib/admin/admin-router.js';
 import { adminSessions } from '../../lib/admin/admin-sessions.js';
+import { budgetsRouter } from '../../lib/admin/budgets-router.js';
+import { MemoryAccountBudgetStore } from '../../lib/cost/account-budget-store.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
@@ -35,6 +37,7 @@ test('every route of the reference server is in the document, and nothing else',
     modelsRouter({ catalog: CATALOG, providers: PROVIDERS, ...stores }),
     adminRouter({ keys: new MemoryKeyStore(), files: stores.files, usage: new MemoryUsageStore(), catalog: CATALOG }),
     adminSessions({ sessions: new MemoryAdminSessionStore() }),
+    budgetsRouter({ accounts: new MemoryAccountBudgetStore(), usage: new MemoryUsageStore(), catalog: [] }),
     healthRouter({ checks: {} }),
     openApiRouter(),
   ];

@@ -26,22 +26,26 @@ async function run(args: string[], env: Record<string, string>): Promise<{ code:
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
-test('keys create takes --rpm, --tpm and --tokens-per-day; list shows them, null for a limit left to the default', async (t) => {
+test('keys create takes --rpm, --tpm, --tokens-per-day, --cost-per-day and --cost-per-month; list shows them, null for a limit left to the default', async (t) => {
   const env = await dataDir();
-  const created = await run(['keys', 'create', '--account', 'acme', '--rpm', '10', '--tokens-per-day', '5000000', '--json'], env);
+  const created = await run(['keys', 'create', '--account', 'acme', '--rpm', '10', '--tokens-per-day', '5000000', '--cost-per-month', '49.95', '--json'], env);
   t.is(created.code, 0, created.err);
-  const limits = { requests_per_minute: 10, tokens_per_minute: null, tokens_per_day: 5_000_000 };
+  const limits = { requests_per_minute: 10, tokens_per_minute: null, tokens_per_day: 5_000_000, cost_per_day: null, cost_per_month: 49.95 };
   t.deepEqual(JSON.parse(created.out).limits, limits);
   await run(['keys', 'create', '--account', 'acme', '--tpm', '40000'], env);
   const listed = JSON.parse((await run(['keys', 'list', '--json'], env)).out) as Array<{ limits: unknown }>;
   t.deepEqual(
     listed.map((key) => key.limits),
-    [limits, { requests_per_minute: null, tokens_per_minute: 40_000, tokens_per_day: null }],
+    [limits, { requests_per_minute: null, tokens_per_minute: 40_000, tokens_per_day: null, cost_per_day: null, cost_per_month: null }],
   );
-  t.regex((await run(['keys', 'list'], env)).out, /limits 10 requests\/min, 5000000 tokens\/day\n.*limits 40000 tokens\/min$/);
+  t.regex((await run(['keys', 'list'], env)).out, /limits 10 requests\/min, 5000000 tokens\/day, 49.95 USD\/month\n.*limits 40000 tokens\/min$/);
 });
 
 for (const [option, value] of [
+  ['--cost-per-day', '0'],
+  ['--cost-per-month', '-5'],
+  ['--cost-per-day', '1e3'],
+  ['--cost-per-month', 'fifty'],
   ['--rpm', '0'],
   ['--tpm', '-5'],
   ['--tpm', '- 5'],
@@ -53,11 +57,22 @@ for (const [option, value] of [
     const env = await dataDir();
     await t.throwsAsync(run(['keys', 'create', '--account', 'acme', `${option}=${value}`], env), {
       instanceOf: UsageError,
-      message: `${option} must be a positive integer, got '${value}'`,
+      message: `${option} must be ${option?.startsWith('--cost') ? 'a positive number of USD' : 'a positive integer'}, got '${value}'`,
     });
     t.is((await run(['keys', 'list'], env)).out, 'No keys.');
   });
 }
+
+test('accounts set-limits sets and removes an account\'s budgets; a bad amount or none given is refused', async (t) => {
+  const env = await dataDir();
+  const json = async (args: string[]) => JSON.parse((await run(['accounts', 'set-limits', ...args, '--json'], env)).out) as unknown;
+  t.deepEqual(await json(['acme', '--cost-per-day', '5', '--cost-per-month', '50']), { account: 'acme', costPerDay: 5, costPerMonth: 50 });
+  t.deepEqual(await json(['acme', '--cost-per-day', 'none']), { account: 'acme', costPerDay: null, costPerMonth: 50 });
+  t.is((await run(['accounts', 'set-limits', 'acme', '--cost-per-month', '60'], env)).out, 'Budgets of acme: none per day, 60 USD per month');
+  await t.throwsAsync(run(['accounts', 'set-limits', 'acme', '--cost-per-day=-1'], env), { instanceOf: UsageError, message: "--cost-per-day must be a positive number of USD, got '-1'" });
+  await t.throwsAsync(run(['accounts', 'set-limits', 'acme'], env), { instanceOf: UsageError, message: 'accounts set-limits needs --cost-per-day or --cost-per-month' });
+  await t.throwsAsync(run(['accounts', 'set-limits', '--cost-per-day', '1'], env), { instanceOf: UsageError, message: 'accounts set-limits needs exactly one account' });
+});
 
 test('a negative limit written as a separate argument is refused with one line too', async (t) => {
   const err = await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--rpm', '-1'], await dataDir()), { instanceOf: UsageError });
@@ -74,12 +89,12 @@ async function writeUsage(env: Record<string, string>, records: UsageRecord[]): 
   }
 }
 
-test('usage --json prints the totals and rows of the calls it covers, from the server database', async (t) => {
+test('usage --json prints the totals and rows (cost in USD too) of the calls it covers, from the server database', async (t) => {
   const env = await dataDir();
   await writeUsage(env, [
-    usageRecord({ time: Date.parse('2030-01-15T10:00:00Z'), keyId: 'key_a', model: 'echo-1', inputTokens: 10, outputTokens: 1 }),
+    usageRecord({ time: Date.parse('2030-01-15T10:00:00Z'), keyId: 'key_a', model: 'echo-1', inputTokens: 10, outputTokens: 1, costPicoUsd: 1_500_000 }),
     usageRecord({ time: Date.parse('2030-01-15T11:00:00Z'), keyId: 'key_b', model: 'echo-2', inputTokens: 20, outputTokens: 2 }),
-    usageRecord({ time: Date.parse('2030-01-16T09:00:00Z'), keyId: 'key_a', model: 'echo-1', inputTokens: 40, outputTokens: 4 }),
+    usageRecord({ time: Date.parse('2030-01-16T09:00:00Z'), keyId: 'key_a', model: 'echo-1', inputTokens: 40, outputTokens: 4, costPicoUsd: 250_000_000_000 }),
     usageRecord({ time: Date.parse('2030-01-16T09:30:00Z'), keyId: 'key_c', account: 'globex', inputTokens: 80, outputTokens: 8 }),
     usageRecord({ time: Date.parse('2030-01-16T09:45:00Z'), keyId: 'key_a', model: null, provider: null, status: 429, inputTokens: 0, outputTokens: 0 }),
   ]);
@@ -90,37 +105,41 @@ test('usage --json prints the totals and rows of the calls it covers, from the s
   };
   t.deepEqual(await json(['--account', 'acme']), {
     by: 'day',
-    totals: { requests: 4, input_tokens: 70, output_tokens: 7 },
+    totals: { requests: 4, input_tokens: 70, output_tokens: 7, cost_usd: 0.2500015 },
     rows: [
-      { day: '2030-01-15', requests: 2, input_tokens: 30, output_tokens: 3 },
-      { day: '2030-01-16', requests: 2, input_tokens: 40, output_tokens: 4 },
+      { day: '2030-01-15', requests: 2, input_tokens: 30, output_tokens: 3, cost_usd: 0.0000015 },
+      { day: '2030-01-16', requests: 2, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
     ],
   });
   t.deepEqual(await json(['--key', 'key_a', '--by', 'model']), {
     by: 'model',
-    totals: { requests: 3, input_tokens: 50, output_tokens: 5 },
+    totals: { requests: 3, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
     rows: [
-      { model: 'echo-1', requests: 2, input_tokens: 50, output_tokens: 5 },
-      { model: null, requests: 1, input_tokens: 0, output_tokens: 0 },
+      { model: 'echo-1', requests: 2, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
+      { model: null, requests: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0 },
     ],
   });
   t.deepEqual(await json(['--since', '2030-01-16', '--by', 'key']), {
     by: 'key',
-    totals: { requests: 3, input_tokens: 120, output_tokens: 12 },
+    totals: { requests: 3, input_tokens: 120, output_tokens: 12, cost_usd: 0.25 },
     rows: [
-      { key: 'key_a', requests: 2, input_tokens: 40, output_tokens: 4 },
-      { key: 'key_c', requests: 1, input_tokens: 80, output_tokens: 8 },
+      { key: 'key_a', requests: 2, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
+      { key: 'key_c', requests: 1, input_tokens: 80, output_tokens: 8, cost_usd: 0 },
     ],
   });
 });
 
 test('usage prints a table with a total line; with nothing recorded, zeros', async (t) => {
   const env = await dataDir();
-  t.is((await run(['usage'], env)).out, ['day    requests  input_tokens  output_tokens', 'total         0             0              0'].join('\n'));
-  await writeUsage(env, [usageRecord({ time: Date.parse('2030-01-15T10:00:00Z'), inputTokens: 1234, outputTokens: 5 })]);
+  t.is((await run(['usage'], env)).out, ['day    requests  input_tokens  output_tokens  cost_usd', 'total         0             0              0         0'].join('\n'));
+  await writeUsage(env, [usageRecord({ time: Date.parse('2030-01-15T10:00:00Z'), inputTokens: 1234, outputTokens: 5, costPicoUsd: 3_777_000_000 })]);
   t.is(
     (await run(['usage', '--by', 'model'], env)).out,
-    ['model   requests  input_tokens  output_tokens', 'echo-1         1          1234              5', 'total          1          1234              5'].join('\n'),
+    [
+      'model   requests  input_tokens  output_tokens  cost_usd',
+      'echo-1         1          1234              5  0.003777',
+      'total          1          1234              5  0.003777',
+    ].join('\n'),
   );
 });
 

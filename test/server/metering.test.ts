@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
+import { callCost, tokenPrice, usdOfPico } from '../../lib/cost/price.js';
 import { runCommand } from '../../reference-server/commands.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { mockProviders } from '../helpers/models-upstream.js';
@@ -52,8 +53,8 @@ services.before(async () => {
         { id: 'mock-anthropic', kind: 'anthropic', baseURL: upstream.url },
       ],
       models: [
-        { id: 'gpt-mock', provider: 'mock-openai', upstreamModel: 'gpt-upstream-1' },
-        { id: 'claude-mock', provider: 'mock-anthropic', upstreamModel: 'claude-upstream-1' },
+        { id: 'gpt-mock', provider: 'mock-openai', upstreamModel: 'gpt-upstream-1', price: GPT_PRICE },
+        { id: 'claude-mock', provider: 'mock-anthropic', upstreamModel: 'claude-upstream-1', price: CLAUDE_PRICE },
       ],
       modelLimits: { tokensPerDay: 1_000_000 },
       limits: { createsPerMinute: 1 },
@@ -91,6 +92,21 @@ const messages = (server: RunningServer, key: string, body: Record<string, unkno
   });
 
 const sum = (values: number[]) => values.reduce((total, each) => total + each, 0);
+
+// USD per million tokens: a micro-dollar per token at 1.
+const GPT_PRICE = { input: 2, output: 8 };
+const CLAUDE_PRICE = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 };
+/** What the calls cost in USD, from the usage the upstream reported (the mock's Messages answers: 1 cache write and 2 cache reads among the input). */
+const costOf = (model: string, calls: Array<{ input: number; output: number }>) =>
+  usdOfPico(
+    sum(
+      calls.map(({ input, output }) =>
+        model === 'claude-mock'
+          ? callCost(tokenPrice(CLAUDE_PRICE), { inputTokens: input, outputTokens: output, cacheWriteTokens: 1, cacheReadTokens: 2 })
+          : callCost(tokenPrice(GPT_PRICE), { inputTokens: input, outputTokens: output }),
+      ),
+    ),
+  );
 
 // What the first server answered, for its metrics: chat 429s, and the tokens of its chat answers.
 const servedByFirst = { refusals: 0, inputTokens: 0, upstreamCalls: 0 };
@@ -137,7 +153,7 @@ services.serial('50 parallel chat calls by a key with --rpm 10, across two serve
 // The usage of each call of the sequence below, as the upstream reported it.
 const sequence: Array<{ model: string; input: number; output: number }> = [];
 
-services.serial('metrics scraped from the METRICS_PORT listener: requests by route, upstream times, tokens, limit refusals, uploaded bytes; no key, account or file in them', async (t) => {
+services.serial('metrics scraped from the METRICS_PORT listener: requests by route, upstream times, tokens, limit refusals, uploaded bytes; cost by model and account; no key or file in them', async (t) => {
   const { servers, plainKey, upstream, metricsUrl } = setup;
   const [first] = servers;
   for (const call of [
@@ -182,7 +198,12 @@ services.serial('metrics scraped from the METRICS_PORT listener: requests by rou
   t.is(value(samples, 'kmg_uploaded_bytes_total'), pdf.length);
   t.is(value(samples, 'kmg_limit_refusals_total', { kind: 'file_creations' }), 1);
   t.is(value(samples, 'kmg_http_requests_total', { route: 'POST /v1/files', status: '200' }), 1);
-  for (const secret of [RUN, plainKey.id, plainKey.key, created.id, 'report.pdf']) t.false(text.includes(secret), secret);
+  for (const secret of [plainKey.id, plainKey.key, created.id, 'report.pdf']) t.false(text.includes(secret), secret);
+  // Streamed and whole answers alike, cache reads and writes at their prices.
+  const claudeCost = value(samples, 'kmg_cost_usd_total', { model: 'claude-mock', account: PLAIN_ACCOUNT }) ?? 0;
+  t.true(Math.abs(claudeCost - costOf('claude-mock', sequence.filter(({ model }) => model === 'claude-mock'))) < 1e-12, String(claudeCost));
+  // The account only as the cost's label.
+  t.true(text.split('\n').filter((line) => line.includes(RUN)).every((line) => line.startsWith('kmg_cost_usd_total{')));
 });
 
 services.serial('usage --json after the servers stop: every call, refused ones included, with the upstream’s usage', async (t) => {
@@ -196,6 +217,7 @@ services.serial('usage --json after the servers stop: every call, refused ones i
       requests: 50,
       input_tokens: sum(limitedCalls.map((call) => call.usage.input)),
       output_tokens: sum(limitedCalls.map((call) => call.usage.output)),
+      cost_usd: costOf('gpt-mock', limitedCalls.map((call) => call.usage)),
     },
     rows: [
       {
@@ -203,12 +225,19 @@ services.serial('usage --json after the servers stop: every call, refused ones i
         requests: 50,
         input_tokens: sum(limitedCalls.map((call) => call.usage.input)),
         output_tokens: sum(limitedCalls.map((call) => call.usage.output)),
+        cost_usd: costOf('gpt-mock', limitedCalls.map((call) => call.usage)),
       },
     ],
   });
   const byModel = (model: string) => {
     const calls = sequence.filter((call) => call.model === model);
-    return { model, requests: calls.length, input_tokens: sum(calls.map((call) => call.input)), output_tokens: sum(calls.map((call) => call.output)) };
+    return {
+      model,
+      requests: calls.length,
+      input_tokens: sum(calls.map((call) => call.input)),
+      output_tokens: sum(calls.map((call) => call.output)),
+      cost_usd: costOf(model, calls),
+    };
   };
   const report = (await cli(env, ['usage', '--account', PLAIN_ACCOUNT, '--by', 'model'])) as { rows: unknown[] };
   t.deepEqual(report.rows, [byModel('claude-mock'), byModel('gpt-mock')]);

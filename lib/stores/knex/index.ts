@@ -8,3 +8,4 @@ export { KnexUsageStore } from './usage-store.js';
 export { postgresPreparedReads, sqlitePreparedReads, type PgPoolLike, type PreparedReads, type SqliteDatabaseLike } from './prepared-reads.js';
 export { DEFAULT_STORE_TIMEOUT_MS, type KnexStoreOptions } from './store-options.js';
 export { sqliteWriter, SqliteWriterGoneError, type PreparedWrites, type SqliteWriter, type SqliteWriterOptions } from './sqlite-writer.js';
+export { KnexAccountBudgetStore } from './account-budget-store.js';

@@ -14,6 +14,8 @@ const LIMIT_COLUMNS = {
   requestsPerMinute: 'limit_requests_per_minute',
   tokensPerMinute: 'limit_tokens_per_minute',
   tokensPerDay: 'limit_tokens_per_day',
+  costPerDay: 'limit_cost_per_day',
+  costPerMonth: 'limit_cost_per_month',
 } as const satisfies Record<keyof ModelLimits, string>;
 const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS)];
 
@@ -30,6 +32,8 @@ interface KeyRow {
   limit_requests_per_minute: number | string | null;
   limit_tokens_per_minute: number | string | null;
   limit_tokens_per_day: number | string | null;
+  limit_cost_per_day: number | null;
+  limit_cost_per_month: number | null;
 }
 
 /** An expiry as the bigint column keeps it: a fraction of a second dropped, so the key expires no later than asked. */

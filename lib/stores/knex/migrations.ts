@@ -150,6 +150,35 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    name: 'cost_and_budgets',
+    async up(knex) {
+      // Picodollars (10⁻¹² USD), exact: a call's tokens at its model's price.
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.bigInteger('cost_picousd').notNullable().defaultTo(0);
+      });
+      // USD, as configured; null: the deployment's default.
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.double('limit_cost_per_day');
+        table.double('limit_cost_per_month');
+      });
+      // An account's budgets, over all its keys; a row only for an account that has one.
+      await knex.schema.createTable('kmg_account_budgets', (table) => {
+        table.string('account', 255).primary();
+        table.double('cost_per_day');
+        table.double('cost_per_month');
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('kmg_account_budgets');
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumns('limit_cost_per_day', 'limit_cost_per_month');
+      });
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.dropColumn('cost_picousd');
+      });
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {

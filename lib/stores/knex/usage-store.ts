@@ -23,12 +23,13 @@ interface UsageRowDb {
   latency_ms: number;
   upstream_first_byte_ms: number | null;
   upstream_ms: number | null;
+  cost_picousd: number | string;
 }
 
 // The columns an insert writes.
 const COLUMNS = [
   'time', 'day', 'request_id', 'key_id', 'account', 'endpoint', 'model', 'provider', 'status', 'stream',
-  'input_tokens', 'output_tokens', 'attachments', 'latency_ms', 'upstream_first_byte_ms', 'upstream_ms',
+  'input_tokens', 'output_tokens', 'attachments', 'latency_ms', 'upstream_first_byte_ms', 'upstream_ms', 'cost_picousd',
 ] as const satisfies ReadonlyArray<keyof UsageRowDb>;
 
 const COLUMN_LIST = COLUMNS.map((column) => `"${column}"`).join(', ');
@@ -67,6 +68,7 @@ function toRow(record: UsageRecord): UsageRowDb {
     latency_ms: record.latencyMs,
     upstream_first_byte_ms: record.upstreamFirstByteMs,
     upstream_ms: record.upstreamMs,
+    cost_picousd: record.costPicoUsd,
   };
 }
 
@@ -88,6 +90,7 @@ function toRecord(row: UsageRowDb): UsageRecord {
     latencyMs: row.latency_ms,
     upstreamFirstByteMs: row.upstream_first_byte_ms,
     upstreamMs: row.upstream_ms,
+    costPicoUsd: Number(row.cost_picousd),
   };
 }
 
@@ -151,14 +154,24 @@ export class KnexUsageStore implements UsageStore {
         .select(columns)
         .count({ requests: '*' })
         .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
+        // As text: both drivers give a large integer as a number that has lost its last digits.
+        .select(this.#knex.raw('cast(sum(cost_picousd) as text) as cost_picousd'))
         .groupBy(Object.values(columns)),
-    )) as Array<{ group: string | null; subgroup?: string | null; requests: number | string; input_tokens: number | string; output_tokens: number | string }>;
+    )) as Array<{
+      group: string | null;
+      subgroup?: string | null;
+      requests: number | string;
+      input_tokens: number | string;
+      output_tokens: number | string;
+      cost_picousd: string;
+    }>;
     return rows.map((row) => ({
       group: row.group,
       ...(thenBy === undefined ? {} : { subgroup: row.subgroup ?? null }),
       requests: Number(row.requests),
       inputTokens: Number(row.input_tokens),
       outputTokens: Number(row.output_tokens),
+      costPicoUsd: BigInt(row.cost_picousd),
     }));
   }
 

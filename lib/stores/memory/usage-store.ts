@@ -43,12 +43,13 @@ export class MemoryUsageStore implements UsageStore {
       const id = JSON.stringify([group, subgroup]);
       let row = rows.get(id);
       if (row === undefined) {
-        row = { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, inputTokens: 0, outputTokens: 0 };
+        row = { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
         rows.set(id, row);
       }
       row.requests += 1;
       row.inputTokens += record.inputTokens;
       row.outputTokens += record.outputTokens;
+      row.costPicoUsd += BigInt(record.costPicoUsd);
     }
     return [...rows.values()];
   }

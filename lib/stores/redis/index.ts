@@ -3,3 +3,4 @@ export { RedisCreationLimiter, type RedisCreationLimiterOptions } from './creati
 export { RedisKeyChanges, type RedisKeyChangesOptions } from './key-changes.js';
 export { RedisModelLimiter, type RedisModelLimiterOptions } from './model-limiter.js';
 export type { RedisLimiterOptions } from './redis-limiter.js';
+export { RedisSpendLedger, type RedisSpendLedgerOptions } from './spend-ledger.js';

@@ -5,7 +5,7 @@ import type { ModelLimiter } from '../../quota/model-limiter.js';
 import {
   assertTokenCount,
   decide,
-  hasModelLimits,
+  hasRateLimits,
   hasTokenLimits,
   type ModelLimitDecision,
   type ModelLimits,
@@ -84,7 +84,7 @@ export class RedisModelLimiter implements ModelLimiter {
 
   async consume(keyId: string, limits: ModelLimits): Promise<ModelLimitDecision> {
     const now = this.#nowMs();
-    if (!hasModelLimits(limits)) return { allowed: true, at: now };
+    if (!hasRateLimits(limits)) return { allowed: true, at: now };
     const windows = clockWindows(now);
     const { requestsPerMinute = 0, tokensPerMinute = 0, tokensPerDay = 0 } = limits;
     const lifetime = Math.ceil(windows.minute.endsAt - now + GRACE_MS);

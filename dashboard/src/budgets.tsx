@@ -1,0 +1,152 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, type AccountLimits, type ApiKey } from './api.ts';
+import { formatShare, formatUsd } from './format.ts';
+import { utcDay } from './usage-data.ts';
+import { ErrorAlert, Loading } from './ui.tsx';
+
+/** Spend in USD this UTC day and month. */
+export interface Spend {
+  day: number;
+  month: number;
+}
+
+/** The first day of the current UTC month, `2030-01-01`. */
+const monthStart = (nowMs = Date.now()) => `${utcDay(nowMs).slice(0, 7)}-01`;
+
+/**
+ * Each key's spend this UTC day and month, from the usage report (keys without calls: none), for
+ * `account` or every account; reloaded when `version` changes. Failing, it is an empty map: the
+ * key list shows without spend.
+ */
+export function useKeySpend(account: string, version: unknown): Map<string, Spend> {
+  const [spend, setSpend] = useState(new Map<string, Spend>());
+  useEffect(() => {
+    let current = true;
+    const today = utcDay(Date.now());
+    api.keyUsage(account, monthStart()).then(
+      (usage) => {
+        if (!current) return;
+        const byKey = new Map<string, Spend>();
+        for (const row of usage.data) byKey.set(row.key, { month: row.cost_usd, day: row.series.find((entry) => entry.day === today)?.cost_usd ?? 0 });
+        setSpend(byKey);
+      },
+      () => current && setSpend(new Map()),
+    );
+    return () => {
+      current = false;
+    };
+  }, [account, version]);
+  return spend;
+}
+
+/** Spend against a budget as text: `$1.20 of $5.00 (24%)`, or the spend alone without a budget. */
+function against(spent: number, budget: number | null): string {
+  return budget === null ? formatUsd(spent) : `${formatUsd(spent)} of ${formatUsd(budget)} (${formatShare(spent, budget)})`;
+}
+
+/** A key's spend this day and month, each against the key's budget when it has one. */
+export function KeySpend({ spend, limits }: { spend: Spend | undefined; limits: ApiKey['limits'] }) {
+  const { day, month } = spend ?? { day: 0, month: 0 };
+  return (
+    <span class="spend">
+      <span>today {against(day, limits?.cost_per_day ?? null)}</span>
+      <span>month {against(month, limits?.cost_per_month ?? null)}</span>
+    </span>
+  );
+}
+
+/** One spend against its budget: a native <meter> when there is a budget. */
+function BudgetGauge({ label, spent, budget }: { label: string; spent: number; budget: number | null }) {
+  const id = `budget-${label.toLowerCase().replace(/\W+/g, '-')}`;
+  if (budget === null) {
+    return (
+      <div class="gauge">
+        <span class="gauge-label">{label}</span>
+        <span class="gauge-figures">
+          {formatUsd(spent)} <span class="muted">(no budget)</span>
+        </span>
+      </div>
+    );
+  }
+  return (
+    <div class="gauge">
+      <label for={id} class="gauge-label">
+        {label}
+      </label>
+      <meter id={id} min={0} max={budget} low={budget * 0.75} high={budget * 0.9} optimum={0} value={Math.min(spent, budget)}>
+        {formatShare(spent, budget)}
+      </meter>
+      <span class="gauge-figures">{against(spent, budget)}</span>
+    </div>
+  );
+}
+
+const fieldValue = (usd: number | null) => (usd === null ? '' : String(usd));
+
+/** An account's budgets in money, over all its keys: its spend against them, and a form to set or remove them. */
+export function AccountBudgets({ account }: { account: string }) {
+  const [limits, setLimits] = useState<AccountLimits | null>(null);
+  const [form, setForm] = useState({ day: '', month: '' });
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const show = (loaded: AccountLimits) => {
+    setLimits(loaded);
+    setForm({ day: fieldValue(loaded.costPerDay), month: fieldValue(loaded.costPerMonth) });
+  };
+  useEffect(() => {
+    setLimits(null);
+    setError(null);
+    api.accountLimits(account).then(show, (err: unknown) => setError(err instanceof ApiError ? err.message : 'The budgets could not be loaded.'));
+  }, [account]);
+
+  const save = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      show(
+        await api.setAccountLimits(account, {
+          costPerDay: form.day === '' ? null : Number(form.day),
+          costPerMonth: form.month === '' ? null : Number(form.month),
+        }),
+      );
+    } catch (err) {
+      setError(err instanceof ApiError ? err.message : 'The budgets could not be saved.');
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section class="card" aria-labelledby="budgets-title">
+      <h2 id="budgets-title">Budgets</h2>
+      {limits === null && error === null && <Loading what="the budgets" />}
+      {limits !== null && (
+        <div class="gauges">
+          <BudgetGauge label="Spent today (UTC)" spent={limits.spent.day} budget={limits.costPerDay} />
+          <BudgetGauge label="Spent this month (UTC)" spent={limits.spent.month} budget={limits.costPerMonth} />
+        </div>
+      )}
+      <form onSubmit={save}>
+        <p class="hint">
+          An account's budgets cover all its keys: once its spend in the UTC day or month reaches one, its model calls are refused until the
+          period ends. Empty: no budget.
+        </p>
+        <div class="grid">
+          <div>
+            <label for="budget-day">Budget per UTC day (USD)</label>
+            <input id="budget-day" type="number" min={0} step="any" inputMode="decimal" value={form.day} onInput={(event) => setForm({ ...form, day: event.currentTarget.value })} />
+          </div>
+          <div>
+            <label for="budget-month">Budget per UTC month (USD)</label>
+            <input id="budget-month" type="number" min={0} step="any" inputMode="decimal" value={form.month} onInput={(event) => setForm({ ...form, month: event.currentTarget.value })} />
+          </div>
+        </div>
+        <ErrorAlert message={error} />
+        <button type="submit" disabled={busy}>
+          {busy ? 'Saving…' : 'Save budgets'}
+        </button>
+      </form>
+    </section>
+  );
+}

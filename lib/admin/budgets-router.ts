@@ -1,0 +1,97 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import type { AccountBudgetStore } from '../cost/account-budget-store.js';
+import { budgetPeriods, type Budget } from '../cost/budgets.js';
+import type { ModelPrice } from '../cost/price.js';
+import { readJsonBody } from '../models/json-body.js';
+import { usageReport } from '../usage/usage-report.js';
+import type { UsageStore } from '../usage/usage-store.js';
+import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
+import { accountName, budgetUsd, parseFields } from './key-fields.js';
+
+/** A change of an account's budgets, for the log of every change. */
+export interface BudgetChange {
+  action: 'account.limits_set';
+  adminTokenId: string;
+  account: string;
+  /** The fields the request set (a `null` among them removed its budget). */
+  fields: string[];
+}
+
+export interface BudgetsRouterOptions {
+  /** Where accounts' budgets are kept. */
+  accounts: AccountBudgetStore;
+  /** Where the spend so far is read: the usage records. */
+  usage: Pick<UsageStore, 'summarize'>;
+  /** The model catalog with its prices (`priceCatalog()`), for `GET /models`. */
+  catalog: ReadonlyArray<{ id: string; provider: string; upstreamModel?: string; price?: ModelPrice | undefined }>;
+  /** Called after each change is made, for the log; `ctx.state.requestId` names the request. */
+  onChange?: (change: BudgetChange, ctx: Context) => void;
+  /** The clock, in milliseconds since the Unix epoch, that places the spend in its UTC day and month. Default: `Date.now`. */
+  nowMs?: () => number;
+}
+
+const budgetChanges = z.strictObject({ costPerDay: budgetUsd.nullable().optional(), costPerMonth: budgetUsd.nullable().optional() });
+
+const priceObject = (price: ModelPrice | undefined) =>
+  price === undefined
+    ? null
+    : { input: price.input, output: price.output, cache_read: price.cacheRead ?? price.input, cache_write: price.cacheWrite ?? price.input };
+
+/**
+ * The admin API's routes for money, under `/admin/v1`, to mount behind `adminAuth()` beside `adminRouter()`:
+ * - `GET /models`: the catalog's models with their prices in USD per million tokens (`price: null`
+ *   for a model whose price is not known: its calls cost 0);
+ * - `GET /accounts/{account}/limits`: the account's budgets (`costPerDay`, `costPerMonth`, USD,
+ *   `null` when unset) and its spend so far this UTC day and month (`spent: { day, month }`, USD,
+ *   from the usage records: calls show within the recorder's flush interval);
+ * - `PUT /accounts/{account}/limits` `{ costPerDay?, costPerMonth? }`: a positive number sets a
+ *   budget, `null` removes it, a field left out is left as it is; answers as `GET`.
+ * An account's budgets cover all its keys (`spendBudgets({ accounts })`).
+ * @example app.use(budgetsRouter({ accounts: new KnexAccountBudgetStore(knex), usage, catalog }).routes())
+ */
+export function budgetsRouter(options: BudgetsRouterOptions): Router {
+  const { accounts, usage, catalog, onChange, nowMs = Date.now } = options;
+  if (typeof accounts?.set !== 'function') throw new TypeError('koa-model-gateway: budgetsRouter() needs an AccountBudgetStore as `accounts`');
+  if (typeof usage?.summarize !== 'function') throw new TypeError('koa-model-gateway: budgetsRouter() needs a UsageStore as `usage`');
+  if (!Array.isArray(catalog)) throw new TypeError('koa-model-gateway: budgetsRouter() needs the model catalog as `catalog`');
+  const models = catalog.map((model) => ({
+    object: 'model' as const,
+    id: model.id,
+    provider: model.provider,
+    upstream_model: model.upstreamModel ?? model.id,
+    price: priceObject(model.price),
+  }));
+
+  async function limitsObject(account: string, budget: Budget) {
+    const now = nowMs();
+    const monthStart = Date.parse(`${budgetPeriods(now).month.id}-01T00:00:00Z`);
+    const report = await usageReport(usage, { account, since: monthStart, by: 'day' });
+    const today = report.rows.find((row) => row.group === budgetPeriods(now).day.id);
+    return {
+      object: 'account_limits' as const,
+      account,
+      costPerDay: budget.costPerDay ?? null,
+      costPerMonth: budget.costPerMonth ?? null,
+      spent: { day: today?.costUsd ?? 0, month: report.totals.costUsd },
+    };
+  }
+
+  const router = new Router({ prefix: ADMIN_API_PATH, sensitive: true, strict: true });
+  router.get('/models', (ctx) => {
+    ctx.body = { object: 'list', data: models };
+  });
+  router.get('/accounts/:account/limits', async (ctx) => {
+    const account = parseFields(accountName, ctx.params.account, 'account');
+    ctx.body = await limitsObject(account, await accounts.get(account));
+  });
+  router.put('/accounts/:account/limits', async (ctx) => {
+    const account = parseFields(accountName, ctx.params.account, 'account');
+    const changes = parseFields(budgetChanges, await readJsonBody(ctx.req, 4096));
+    const budget = await accounts.set(account, changes);
+    onChange?.({ action: 'account.limits_set', adminTokenId: verifiedAdmin(ctx).tokenId, account, fields: Object.keys(changes) }, ctx);
+    ctx.body = await limitsObject(account, budget);
+  });
+  return router;
+}

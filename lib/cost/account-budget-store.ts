@@ -1,0 +1,79 @@
+import type { AccountBudgets, Budget } from './budgets.js';
+
+/** Changes to an account's budgets: a number sets one (USD), `null` removes it, absent leaves it. */
+export interface BudgetChanges {
+  costPerDay?: number | null | undefined;
+  costPerMonth?: number | null | undefined;
+}
+
+/**
+ * Where accounts' budgets are kept. Implementations: `MemoryAccountBudgetStore`,
+ * `KnexAccountBudgetStore` (PostgreSQL, SQLite).
+ */
+export interface AccountBudgetStore extends AccountBudgets {
+  /** The account's budgets; `{}` for an account without any. */
+  get(account: string): Promise<Budget>;
+  /** Applies `changes` and answers the account's budgets after them. */
+  set(account: string, changes: BudgetChanges): Promise<Budget>;
+}
+
+/** `budget` with `changes` applied: the one rule of every store. */
+export function changedBudget(budget: Budget, changes: BudgetChanges): Budget {
+  const next: Budget = { ...budget };
+  for (const field of ['costPerDay', 'costPerMonth'] as const) {
+    const value = changes[field];
+    if (value === null) delete next[field];
+    else if (value !== undefined) next[field] = value;
+  }
+  return next;
+}
+
+/**
+ * AccountBudgetStore in process memory: for tests and gateways without a database.
+ * @example const accounts = new MemoryAccountBudgetStore()
+ */
+export class MemoryAccountBudgetStore implements AccountBudgetStore {
+  readonly #budgets = new Map<string, Budget>();
+
+  async get(account: string): Promise<Budget> {
+    return { ...this.#budgets.get(account) };
+  }
+
+  async set(account: string, changes: BudgetChanges): Promise<Budget> {
+    const budget = changedBudget(this.#budgets.get(account) ?? {}, changes);
+    this.#budgets.set(account, budget);
+    return { ...budget };
+  }
+}
+
+export interface CachedAccountBudgetsOptions {
+  /** How long an account's budgets are reused, in ms: a change reaches every process within it. Default 1,000. */
+  ttlMs?: number;
+  /** Default `Date.now`. */
+  nowMs?: () => number;
+}
+
+/**
+ * The accounts' budgets read through a cache of `ttlMs`, so that a model call does not wait on the
+ * database for them: a change made in any process takes effect everywhere within `ttlMs`. Lookups
+ * of one account made while one is under way share it.
+ * @example spendBudgets({ ledger, accounts: cachedAccountBudgets(new KnexAccountBudgetStore(knex)) })
+ */
+export function cachedAccountBudgets(store: AccountBudgets, options: CachedAccountBudgetsOptions = {}): AccountBudgets {
+  const { ttlMs = 1000, nowMs = Date.now } = options;
+  if (typeof store?.get !== 'function') throw new TypeError('koa-model-gateway: cachedAccountBudgets() needs an AccountBudgetStore');
+  if (!Number.isFinite(ttlMs) || ttlMs < 0) throw new TypeError('koa-model-gateway: cachedAccountBudgets() ttlMs must be a non-negative number');
+  const cache = new Map<string, { until: number; budget: Promise<Budget> }>();
+  return {
+    get(account) {
+      const now = nowMs();
+      const cached = cache.get(account);
+      if (cached !== undefined && cached.until > now) return cached.budget;
+      const budget = store.get(account);
+      cache.set(account, { until: now + ttlMs, budget });
+      // A failed read is not kept: the next call tries again.
+      budget.catch(() => cache.delete(account));
+      return budget;
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import type { ModelPrice } from './price.js';
+
+/** A catalog model as `priceCatalog()` reads it. */
+interface PricedModel {
+  id: string;
+  provider: string;
+  upstreamModel?: string | undefined;
+  price?: ModelPrice | undefined;
+}
+
+/** What `priceCatalog()` answers. */
+export interface PricedCatalog<Model> {
+  /** The catalog, each model with its own price or, failing that, the table's; without one when neither has it. */
+  models: Model[];
+  /** The ids of the models with no known price: their calls cost 0. */
+  unpriced: string[];
+}
+
+// The table's price keys (USD per million tokens) for ours.
+const TABLE_KEYS = { input: 'input_mtok', output: 'output_mtok', cacheRead: 'cache_read_mtok', cacheWrite: 'cache_write_mtok' } as const;
+
+/** A table price as a number: a tiered price by its base tier (the price of a prompt under the first threshold). */
+function tablePrice(value: unknown): number | undefined {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'object' && value !== null && typeof (value as { base?: unknown }).base === 'number') return (value as { base: number }).base;
+  return undefined;
+}
+
+/**
+ * The catalog with every model's price: its own `price` when the catalog gives one, else the
+ * price that `@pydantic/genai-prices` (a maintained table, bundled: no download) lists for its
+ * upstream model name, under the provider of the same id if the table has it (`openai`,
+ * `anthropic`, ...), else under whichever provider the table matches the name to. Models found in
+ * neither are listed in `unpriced`: their calls cost 0. Call it once, at start-up: the table is
+ * loaded then, never on the way of a request.
+ * @example
+ * const { models, unpriced } = await priceCatalog(config.models)
+ * if (unpriced.length > 0) logger.warn({ models: unpriced }, 'models without a price cost 0')
+ * app.use(modelsRouter({ catalog: models, providers }).routes())
+ */
+export async function priceCatalog<Model extends PricedModel>(catalog: readonly Model[]): Promise<PricedCatalog<Model>> {
+  const unpriced: string[] = [];
+  // Loaded only when a model needs it: the table is a few MiB.
+  const table = catalog.some((model) => model.price === undefined) ? await import('@pydantic/genai-prices') : undefined;
+  const models = catalog.map((model) => {
+    if (model.price !== undefined || table === undefined) return model;
+    const name = model.upstreamModel ?? model.id;
+    const usage = { input_tokens: 0, output_tokens: 0 };
+    const found = table.calcPrice(usage, name, { providerId: model.provider }) ?? table.calcPrice(usage, name);
+    const input = tablePrice(found?.model_price[TABLE_KEYS.input]);
+    const output = tablePrice(found?.model_price[TABLE_KEYS.output]);
+    if (found === null || input === undefined || output === undefined) {
+      unpriced.push(model.id);
+      return model;
+    }
+    const price: ModelPrice = { input, output };
+    const cacheRead = tablePrice(found.model_price[TABLE_KEYS.cacheRead]);
+    const cacheWrite = tablePrice(found.model_price[TABLE_KEYS.cacheWrite]);
+    if (cacheRead !== undefined) price.cacheRead = cacheRead;
+    if (cacheWrite !== undefined) price.cacheWrite = cacheWrite;
+    return { ...model, price };
+  });
+  return { models, unpriced };
+}

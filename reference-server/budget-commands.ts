@@ -1,0 +1,54 @@
+import { parseArgs } from 'node:util';
+import type { BudgetChanges } from 'koa-model-gateway';
+import { KnexAccountBudgetStore } from 'koa-model-gateway/stores/knex';
+import { UsageError, type CommandIo } from './commands.js';
+import { loadConfig } from './config.js';
+import { openMigratedDatabase } from './database.js';
+
+/** The budget options of `keys create` and `accounts set-limits`, and the limit each sets. */
+export const BUDGET_OPTIONS = { 'cost-per-day': 'costPerDay', 'cost-per-month': 'costPerMonth' } as const;
+
+const DECIMAL = /^(?:\d+(?:\.\d*)?|\.\d+)$/;
+
+/** A budget in USD as an option gives it: a positive decimal number. */
+export function parseBudget(option: string, value: string): number {
+  const usd = Number(value);
+  if (!DECIMAL.test(value) || !(usd > 0) || usd > 1e15) throw new UsageError(`--${option} must be a positive number of USD, got '${value}'`);
+  return usd;
+}
+
+/** `accounts set-limits <account> [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]`: sets or removes an account's budgets. */
+export async function accountsSetLimits(args: string[], io: CommandIo): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      options: { 'cost-per-day': { type: 'string' }, 'cost-per-month': { type: 'string' }, json: { type: 'boolean' } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message.split('\n')[0] ?? 'bad arguments');
+  }
+  const { values, positionals } = parsed;
+  const account = positionals.length === 1 ? positionals[0]?.trim() : undefined;
+  if (!account) throw new UsageError('accounts set-limits needs exactly one account');
+  const changes: BudgetChanges = {};
+  for (const [option, field] of Object.entries(BUDGET_OPTIONS)) {
+    const value = values[option as keyof typeof BUDGET_OPTIONS];
+    if (value !== undefined) changes[field] = value === 'none' ? null : parseBudget(option, value);
+  }
+  if (Object.keys(changes).length === 0) throw new UsageError('accounts set-limits needs --cost-per-day or --cost-per-month');
+  const database = await openMigratedDatabase(loadConfig(io.env).database);
+  let budget;
+  try {
+    budget = await new KnexAccountBudgetStore(database.knex, database.storeOptions).set(account, changes);
+  } finally {
+    await database.close();
+  }
+  const costPerDay = budget.costPerDay ?? null;
+  const costPerMonth = budget.costPerMonth ?? null;
+  const text = (usd: number | null) => (usd === null ? 'none' : `${usd} USD`);
+  io.out(values.json ? JSON.stringify({ account, costPerDay, costPerMonth }) : `Budgets of ${account}: ${text(costPerDay)} per day, ${text(costPerMonth)} per month`);
+  return 0;
+}
