@@ -1,5 +1,5 @@
 import { join, resolve, sep } from 'node:path';
-import anyTest, { type ExecutionContext } from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { runCommand } from '../../reference-server/commands.js';
 import { describeStore } from '../../reference-server/store-description.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
@@ -9,7 +9,6 @@ import { withPostgres } from '../helpers/services.js';
 // The CLI names the store it wrote a key or an admin token to (a key made in the wrong database is
 // otherwise a 401 later), on stderr so that stdout stays what scripts read; never a password.
 
-const test = anyTest;
 const cleanups: Array<() => Promise<void>> = [];
 test.after.always(() => Promise.all(cleanups.map((cleanup) => cleanup())));
 
