@@ -25,6 +25,7 @@ import { describeDatabase, openMigratedDatabase, type Database } from './databas
 import { openKeyChanges, openStores, sweepDeployment } from './deployment.js';
 import { createLogger } from './logger.js';
 import { serve } from './server.js';
+import { describeStore, storeLine } from './store-description.js';
 
 export const USAGE = `Usage: koa-model-gateway <command> [options]
 
@@ -191,9 +192,11 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const { key, record } = await withKeys(config, (keys) =>
     createApiKey(keys, { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt, limits }),
   );
+  const store = describeStore(config.database);
   if (values.json) {
-    io.out(JSON.stringify({ id: record.id, key, account, scopes, models, limits: limitsJson(record.limits) }));
+    io.out(JSON.stringify({ id: record.id, key, account, scopes, models, limits: limitsJson(record.limits), store }));
   } else {
+    io.err(storeLine(store));
     io.out(
       [
         `Created ${record.id} for account ${account}`,
@@ -299,9 +302,11 @@ async function adminTokensCreate(args: string[], io: CommandIo): Promise<number>
   const { token, record } = await withDatabase(config, ({ knex, storeOptions }) =>
     createAdminToken(new KnexAdminTokenStore(knex, storeOptions), { prefix: config.gateway.keyPrefix, name }),
   );
+  const store = describeStore(config.database);
   if (values.json) {
-    io.out(JSON.stringify({ id: record.id, token }));
+    io.out(JSON.stringify({ id: record.id, token, store }));
   } else {
+    io.err(storeLine(store));
     io.out(
       [
         `Created admin token ${record.id}${name === null ? '' : ` (${name})`}`,

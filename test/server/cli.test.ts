@@ -22,7 +22,7 @@ test('keys create --json prints one document with the key, every scope and no al
   const result = await runCli(['keys', 'create', '--account', 'acme', '--json'], env);
   t.is(result.code, 0, result.stderr);
   const created = JSON.parse(result.stdout) as Record<string, unknown>;
-  t.deepEqual(Object.keys(created).sort(), ['account', 'id', 'key', 'limits', 'models', 'scopes']);
+  t.deepEqual(Object.keys(created).sort(), ['account', 'id', 'key', 'limits', 'models', 'scopes', 'store']);
   t.regex(created.key as string, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
   t.regex(created.id as string, /^key_/);
   t.is(created.account, 'acme');
@@ -109,7 +109,7 @@ test('admin-tokens create --json prints { id, token } once, stored as its SHA-25
   const created = await runCli(['admin-tokens', 'create', '--name', 'ops laptop', '--json'], env);
   t.is(created.code, 0, created.stderr);
   const { id, token, ...rest } = JSON.parse(created.stdout) as { id: string; token: string };
-  t.deepEqual(rest, {});
+  t.deepEqual(rest, { store: { kind: 'SQLite', location: join(env.DATA_DIR, 'gateway.sqlite') } });
   t.regex(id, /^adm_[A-Za-z0-9]{24}$/);
   t.regex(token, /^kmg_admin_[A-Za-z0-9_-]{43}$/);
   // The database file and its write-ahead log, whichever holds the row now.

@@ -5,6 +5,7 @@ import { nonEmptyString, parseOptions, settingsObject } from '../../../settings/
 import { isObject, type JsonObject } from '../../content.js';
 import type { Provider, ProviderAnswer, ProviderRequest } from '../../provider.js';
 import { answerLines, inputWords, receivedChat, receivedMessages, receivedResponses, responsesMessages, words } from './received.js';
+import { argumentPieces, chatToolCall, messagesToolCall, responsesToolCall, type EchoToolCall } from './tools.js';
 
 /** The echo provider needs nothing but its `id`. */
 export const echoProviderOptions = settingsObject({ id: nonEmptyString });
@@ -25,34 +26,50 @@ function eventStream(events: string[], signal: AbortSignal): ProviderAnswer {
 // The same request gets the same id, so answers are reproducible.
 const digest = (body: JsonObject) => createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 24);
 
+// A call's output tokens, counted as echo counts every token: in words.
+const callWords = (call: EchoToolCall) => words(`${call.name} ${call.arguments}`);
+
 function chatCompletion({ body, signal }: ProviderRequest): ProviderAnswer {
   if (!Array.isArray(body.messages)) {
     return json(400, { error: { message: "'messages' must be an array", type: 'invalid_request_error', param: 'messages', code: null } });
   }
-  const lines = answerLines(receivedChat(body, body.messages));
+  const call = chatToolCall(body);
+  const lines = call === undefined ? answerLines(receivedChat(body, body.messages)) : [];
   const text = lines.join('');
-  const id = `chatcmpl-echo${digest(body)}`;
+  const key = digest(body);
+  const id = `chatcmpl-echo${key}`;
   const created = Math.floor(Date.now() / 1000);
   const model = body.model;
-  const usage = { prompt_tokens: inputWords(body.messages), completion_tokens: words(text) };
+  const usage = { prompt_tokens: inputWords(body.messages), completion_tokens: call === undefined ? words(text) : callWords(call) };
   const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+  const callId = `call_echo${key}`;
+  const finishReason = call === undefined ? 'stop' : 'tool_calls';
   if (body.stream !== true) {
+    const toolCalls = call === undefined ? {} : { tool_calls: [{ id: callId, type: 'function', function: call }] };
+    const answer = { role: 'assistant', content: call === undefined ? text : null, ...toolCalls, refusal: null };
     return json(200, {
       id,
       object: 'chat.completion',
       created,
       model,
-      choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+      choices: [{ index: 0, message: answer, logprobs: null, finish_reason: finishReason }],
       usage: fullUsage,
     });
   }
-  const chunk = (delta: JsonObject, finishReason: string | null) =>
-    sse({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] });
+  const chunk = (delta: JsonObject, finish: string | null) =>
+    sse({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
   const includeUsage = isObject(body.stream_options) && body.stream_options.include_usage === true;
+  // As OpenAI streams a call: its id and name first, then the arguments in pieces.
+  const deltas =
+    call === undefined
+      ? [{ role: 'assistant', content: '' }, ...lines.map((line) => ({ content: line }))]
+      : [
+          { role: 'assistant', content: null, tool_calls: [{ index: 0, id: callId, type: 'function', function: { name: call.name, arguments: '' } }] },
+          ...argumentPieces(call.arguments).map((piece) => ({ tool_calls: [{ index: 0, function: { arguments: piece } }] })),
+        ];
   const events = [
-    chunk({ role: 'assistant', content: '' }, null),
-    ...lines.map((line) => chunk({ content: line }, null)),
-    chunk({}, 'stop'),
+    ...deltas.map((delta) => chunk(delta, null)),
+    chunk({}, finishReason),
     ...(includeUsage ? [sse({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: fullUsage })] : []),
     'data: [DONE]\n\n',
   ];
@@ -63,30 +80,40 @@ function message({ body, signal }: ProviderRequest): ProviderAnswer {
   if (!Array.isArray(body.messages)) {
     return json(400, { type: 'error', error: { type: 'invalid_request_error', message: 'messages: Field required' } });
   }
-  const lines = answerLines(receivedMessages(body, body.messages));
+  const call = messagesToolCall(body);
+  const lines = call === undefined ? answerLines(receivedMessages(body, body.messages)) : [];
   const text = lines.join('');
-  const id = `msg_echo${digest(body)}`;
+  const key = digest(body);
+  const id = `msg_echo${key}`;
   const model = body.model;
   const inputTokens = inputWords(body.messages);
+  const outputTokens = call === undefined ? words(text) : callWords(call);
+  const stopReason = call === undefined ? 'end_turn' : 'tool_use';
+  const toolUse = (input: unknown) => ({ type: 'tool_use', id: `toolu_echo${key}`, name: call?.name, input });
   if (body.stream !== true) {
     return json(200, {
       id,
       type: 'message',
       role: 'assistant',
       model,
-      content: [{ type: 'text', text }],
-      stop_reason: 'end_turn',
+      content: [call === undefined ? { type: 'text', text } : toolUse(JSON.parse(call.arguments))],
+      stop_reason: stopReason,
       stop_sequence: null,
-      usage: { input_tokens: inputTokens, output_tokens: words(text) },
+      usage: { input_tokens: inputTokens, output_tokens: outputTokens },
     });
   }
   const start = { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 0 } };
+  // As Anthropic streams a tool_use block: empty `input` at its start, then `input_json_delta` pieces.
+  const [block, deltas] =
+    call === undefined
+      ? [{ type: 'text', text: '' }, lines.map((line) => ({ type: 'text_delta', text: line }))]
+      : [toolUse({}), argumentPieces(call.arguments).map((piece) => ({ type: 'input_json_delta', partial_json: piece }))];
   const events = [
     sse({ type: 'message_start', message: start }, 'message_start'),
-    sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
-    ...lines.map((line) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: line } }, 'content_block_delta')),
+    sse({ type: 'content_block_start', index: 0, content_block: block }, 'content_block_start'),
+    ...deltas.map((delta) => sse({ type: 'content_block_delta', index: 0, delta }, 'content_block_delta')),
     sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
-    sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: words(text) } }, 'message_delta'),
+    sse({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } }, 'message_delta'),
     sse({ type: 'message_stop' }, 'message_stop'),
   ];
   return eventStream(events, signal);
@@ -94,21 +121,24 @@ function message({ body, signal }: ProviderRequest): ProviderAnswer {
 
 /**
  * A Responses answer, as OpenAI's Responses API gives one: the response object, or its events
- * (`response.created`, `response.in_progress`, the message's item, part and text events, then
- * `response.completed` with the usage), each numbered by `sequence_number`.
+ * (`response.created`, `response.in_progress`, the message's item, part and text events or the
+ * function call's item and argument events, then `response.completed` with the usage), each
+ * numbered by `sequence_number`.
  */
 function response({ body, signal }: ProviderRequest): ProviderAnswer {
   if (typeof body.input !== 'string' && !Array.isArray(body.input)) {
     return json(400, { error: { message: "'input' must be a string or an array", type: 'invalid_request_error', param: 'input', code: null } });
   }
-  const lines = answerLines(receivedResponses(body));
+  const call = responsesToolCall(body);
+  const lines = call === undefined ? answerLines(receivedResponses(body)) : [];
   const text = lines.join('');
   const key = digest(body);
-  const itemId = `msg_echo${key}`;
+  const itemId = call === undefined ? `msg_echo${key}` : `fc_echo${key}`;
   const inputTokens = inputWords(responsesMessages(body.input)) + (typeof body.instructions === 'string' ? words(body.instructions) : 0);
-  const outputTokens = words(text);
+  const outputTokens = call === undefined ? words(text) : callWords(call);
   const part = (partText: string) => ({ type: 'output_text', text: partText, annotations: [], logprobs: [] });
   const item = (status: string, content: unknown[]) => ({ id: itemId, type: 'message', status, role: 'assistant', content });
+  const functionCall = (status: string, args: string) => ({ id: itemId, type: 'function_call', status, call_id: `call_echo${key}`, name: call?.name, arguments: args });
   const responseObject = (status: string, output: unknown[], usage: JsonObject | null) => ({
     id: `resp_echo${key}`,
     object: 'response',
@@ -127,8 +157,8 @@ function response({ body, signal }: ProviderRequest): ProviderAnswer {
     store: false,
     temperature: body.temperature ?? 1,
     text: { format: { type: 'text' } },
-    tool_choice: 'auto',
-    tools: [],
+    tool_choice: body.tool_choice ?? 'auto',
+    tools: body.tools ?? [],
     top_p: body.top_p ?? 1,
     truncation: 'disabled',
     usage,
@@ -142,18 +172,29 @@ function response({ body, signal }: ProviderRequest): ProviderAnswer {
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: inputTokens + outputTokens,
   };
-  const done = item('completed', [part(text)]);
+  const done = call === undefined ? item('completed', [part(text)]) : functionCall('completed', call.arguments);
   if (body.stream !== true) return json(200, responseObject('completed', [done], usage));
   const started = responseObject('in_progress', [], null);
   const at = { item_id: itemId, output_index: 0, content_index: 0 };
+  // A message streams its text part; a function call its arguments, as OpenAI streams them.
+  const itemEvents: JsonObject[] =
+    call === undefined
+      ? [
+          { type: 'response.output_item.added', output_index: 0, item: item('in_progress', []) },
+          { type: 'response.content_part.added', ...at, part: part('') },
+          ...lines.map((line) => ({ type: 'response.output_text.delta', ...at, delta: line, logprobs: [] })),
+          { type: 'response.output_text.done', ...at, text, logprobs: [] },
+          { type: 'response.content_part.done', ...at, part: part(text) },
+        ]
+      : [
+          { type: 'response.output_item.added', output_index: 0, item: functionCall('in_progress', '') },
+          ...argumentPieces(call.arguments).map((delta) => ({ type: 'response.function_call_arguments.delta', item_id: itemId, output_index: 0, delta })),
+          { type: 'response.function_call_arguments.done', item_id: itemId, output_index: 0, name: call.name, arguments: call.arguments },
+        ];
   const data: JsonObject[] = [
     { type: 'response.created', response: started },
     { type: 'response.in_progress', response: started },
-    { type: 'response.output_item.added', output_index: 0, item: item('in_progress', []) },
-    { type: 'response.content_part.added', ...at, part: part('') },
-    ...lines.map((line) => ({ type: 'response.output_text.delta', ...at, delta: line, logprobs: [] })),
-    { type: 'response.output_text.done', ...at, text, logprobs: [] },
-    { type: 'response.content_part.done', ...at, part: part(text) },
+    ...itemEvents,
     { type: 'response.output_item.done', output_index: 0, item: done },
     { type: 'response.completed', response: responseObject('completed', [done], usage) },
   ];
@@ -175,7 +216,10 @@ function tokenCount({ body }: ProviderRequest): ProviderAnswer {
 /**
  * An offline provider for every endpoint format: it answers, deterministically and in the
  * endpoint's own format (streaming too), with what it received: the message count, the last user
- * message and each attached document's name, size and page count. Token counts are word counts.
+ * message, the tool result the request ends with and each attached document's name, size and page
+ * count. Offered tools (and `tool_choice` not "none"), it calls the first, or the one `tool_choice`
+ * names, with arguments made from its schema, so that a tool loop can be tried offline. Token
+ * counts are word counts.
  * @example echoProvider({ id: 'echo' })
  */
 export function echoProvider(options: EchoProviderOptions): Provider {

@@ -1,4 +1,5 @@
 import { isObject, mapChatContentParts, mapMessagesContentBlocks, mapResponsesContentParts, type JsonObject } from '../../content.js';
+import { chatToolResult, messagesToolResult, responsesToolResult } from './tools.js';
 
 // What the echo provider reads from a request of either format, and the answer it gives about it.
 
@@ -13,6 +14,8 @@ export interface Received {
   model: string;
   messageCount: number;
   lastUserText: string;
+  /** The text of the tool result the request ends with, if it ends with one. */
+  toolResultText: string | undefined;
   documents: ReceivedDocument[];
 }
 
@@ -48,6 +51,8 @@ function textOf(content: unknown): string {
     .join('\n');
 }
 
+const resultText = (content: unknown) => (content === undefined ? undefined : textOf(content));
+
 function lastUserText(messages: unknown[]): string {
   const last = messages.findLast((message) => isObject(message) && message.role === 'user');
   return isObject(last) ? textOf(last.content) : '';
@@ -63,7 +68,7 @@ export function receivedChat(body: JsonObject, messages: unknown[]): Received {
     }
     return part;
   });
-  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), documents };
+  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), toolResultText: resultText(chatToolResult(messages)), documents };
 }
 
 /** What a Messages body holds; attached PDFs are `document` blocks with a base64 source. */
@@ -76,7 +81,7 @@ export function receivedMessages(body: JsonObject, messages: unknown[]): Receive
     }
     return block;
   });
-  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), documents };
+  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), toolResultText: resultText(messagesToolResult(messages)), documents };
 }
 
 /** The messages of a Responses `input`: a string is one user message; of a list, the items with a role. */
@@ -96,13 +101,16 @@ export function receivedResponses(body: JsonObject): Received {
     return part;
   });
   const messages = responsesMessages(body.input);
-  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), documents };
+  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), toolResultText: resultText(responsesToolResult(body.input)), documents };
 }
 
 /** The answer, one line per fact, so that it streams as several deltas. */
 export function answerLines(received: Received): string[] {
   const lines = [`Echo from ${received.model}: received ${plural(received.messageCount, 'message')}.`];
   lines.push(received.lastUserText === '' ? 'The last user message has no text.' : `The last user message says: ${JSON.stringify(received.lastUserText)}`);
+  if (received.toolResultText !== undefined) {
+    lines.push(received.toolResultText === '' ? 'The tool result has no text.' : `The tool result says: ${JSON.stringify(received.toolResultText)}`);
+  }
   if (received.documents.length === 0) lines.push('No documents are attached.');
   received.documents.forEach((document, index) => {
     lines.push(`Document ${index + 1}: ${document.name}, ${plural(document.bytes, 'byte')}, ${plural(document.pages, 'page')}.`);
