@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import type { BudgetChanges } from 'koa-model-gateway';
 import { KnexAccountBudgetStore } from 'koa-model-gateway/stores/knex';
-import { UsageError, type CommandIo } from './commands.js';
-import { loadConfig } from './config.js';
+import { UsageError, accountOption, type CommandIo } from './command-line.js';
+import { loadConfigWithModules } from './config.js';
 import { openMigratedDatabase } from './database.js';
 
 /** The budget options of `keys create` and `accounts set-limits`, and the limit each sets. */
@@ -31,15 +31,16 @@ export async function accountsSetLimits(args: string[], io: CommandIo): Promise<
     throw new UsageError((err as Error).message.split('\n')[0] ?? 'bad arguments');
   }
   const { values, positionals } = parsed;
-  const account = positionals.length === 1 ? positionals[0]?.trim() : undefined;
-  if (!account) throw new UsageError('accounts set-limits needs exactly one account');
+  const [given] = positionals;
+  if (positionals.length !== 1 || given === undefined) throw new UsageError('accounts set-limits needs exactly one account');
+  const account = accountOption(given);
   const changes: BudgetChanges = {};
   for (const [option, field] of Object.entries(BUDGET_OPTIONS)) {
     const value = values[option as keyof typeof BUDGET_OPTIONS];
     if (value !== undefined) changes[field] = value === 'none' ? null : parseBudget(option, value);
   }
   if (Object.keys(changes).length === 0) throw new UsageError('accounts set-limits needs --cost-per-day or --cost-per-month');
-  const database = await openMigratedDatabase(loadConfig(io.env).database);
+  const database = await openMigratedDatabase((await loadConfigWithModules(io.env)).database);
   let budget;
   try {
     budget = await new KnexAccountBudgetStore(database.knex, database.storeOptions).set(account, changes);

@@ -1,9 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Knex } from 'knex';
 import {
-  ACCOUNT_NAME_RULE,
   SCOPES,
-  canonicalAccountName,
   createAdminToken,
   createApiKey,
   isScope,
@@ -19,6 +17,7 @@ import {
 } from 'koa-model-gateway';
 import { KnexAdminTokenStore, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { BUDGET_OPTIONS, accountsSetLimits, parseBudget } from './budget-commands.js';
+import { UsageError, accountOption, type CommandIo } from './command-line.js';
 import { ConfigError } from './config-error.js';
 import { loadConfigWithModules, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase, type Database } from './database.js';
@@ -56,17 +55,6 @@ Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR, BLOB_URL 
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_ENDPOINT, S3_FORCE_PATH_STYLE), GATEWAY_CONFIG,
   LOG_LEVEL, SHUTDOWN_GRACE_SECONDS, METRICS_PORT
 Scopes: ${SCOPES.join(', ')}`;
-
-/** A command line that does not say what to do: printed with a pointer to --help, exit code 2. */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
-
-export interface CommandIo {
-  env: Readonly<Record<string, string | undefined>>;
-  out(text: string): void;
-  err(text: string): void;
-}
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -153,12 +141,6 @@ function parseExpiry(value: string | undefined): number | null {
 }
 
 /** `--account`, as the admin API takes an account name (trimmed, NFC), or a usage error naming the rule. */
-function accountOption(value: string): string {
-  const account = canonicalAccountName(value);
-  if (account === undefined) throw new UsageError(`--account ${ACCOUNT_NAME_RULE}`);
-  return account;
-}
-
 async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const { values } = parse(
     args,
