@@ -23,7 +23,7 @@ const RESPONSES: EndpointFormat = {
   modelNotAllowed: (model) => errors.modelNotAllowed(model),
   modelNotFound: (model) => errors.modelDoesNotExist(model),
   unsupported: (model) =>
-    errors.invalidRequest(`The model '${model}' is not served on /v1/responses: its provider does not speak the Responses API`),
+    errors.invalidRequest(`The model '${model}' is not served on /v1/responses: its provider speaks no format a Responses call can be translated to`),
   fileReferences: {
     // {"type":"input_file","file_id":"file-..."}; one with file_data or file_url is the client's own
     // and passes as it is. Any other part naming a file (an input_image with a file_id) would be
