@@ -48,6 +48,8 @@ function userParts(content: unknown, param: string, target: string): Part[] {
     if (!isObject(part)) throw invalid(at, 'must be an object');
     if (part.type === 'text' && typeof part.text === 'string') return { type: 'text', text: part.text };
     if (part.type === 'image_url' && isObject(part.image_url) && typeof part.image_url.url === 'string') {
+      // Only OpenAI picks an image's resolution.
+      refuseUnknown(part.image_url, { url: any, detail: defaultOnly('auto') }, target, `${at}.image_url.`);
       const inline = parseDataUrl(part.image_url.url);
       return { type: 'image', source: inline ?? { url: part.image_url.url } };
     }
@@ -221,13 +223,15 @@ function contentParts(parts: Part[], request: ReadRequest): JsonObject[] {
   });
 }
 
+/** A tool result's text; one that reports the tool's failure says so, as the tool message has no flag for it. */
 function toolResultText(part: Extract<Part, { type: 'tool-result' }>, request: ReadRequest): string {
-  return part.content
+  const text = part.content
     .map((inner) => {
       if (inner.type !== 'text') throw untranslatable(`${request.params.messages ?? 'messages'} (a tool result's ${inner.type} content)`, NAME);
       return inner.text;
     })
     .join('\n');
+  return part.isError ? `Error: ${text}` : text;
 }
 
 function writeMessages(request: ReadRequest): JsonObject[] {

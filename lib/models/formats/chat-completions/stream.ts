@@ -6,15 +6,19 @@ import { FROM_CHAT_FINISH, TO_CHAT_FINISH } from './finish-reasons.js';
 
 /**
  * Reads a Chat Completions stream. Chunks carry no block boundaries: a text block opens with the
- * first non-empty `content` and closes at the finish; a tool call opens with the delta that gives
- * its `id` at a new `index`, and its later deltas name only that index. The finish waits for the
- * usage chunk that follows it (the call asked for one), or for the stream's end.
+ * first non-empty `content`; a tool call opens with the delta that gives its `id` at a new
+ * `index`, closing the block before it (OpenAI streams parallel calls one after the other), and
+ * its later deltas name only that index (one arriving after the next call opened still counts
+ * for its own). Whatever is open closes at the finish, which waits for the usage chunk that
+ * follows it (the call asked for one), or for the stream's end.
  */
 export class ChatStreamReader implements StreamReader {
   #started = false;
   #textOpen = false;
-  /** Tool call ids by their `index`, while open. */
+  /** Tool call ids by their `index`. */
   readonly #calls = new Map<number, string>();
+  /** The tool call open last, until the next opens or the finish. */
+  #openCall: string | undefined;
   #finish: FinishReason | undefined;
   #usage: Usage = { inputTokens: 0, outputTokens: 0 };
 
@@ -60,11 +64,9 @@ export class ChatStreamReader implements StreamReader {
     const index = typeof call.index === 'number' ? call.index : 0;
     const fn = isObject(call.function) ? call.function : {};
     if (typeof call.id === 'string' && call.id !== '' && this.#calls.get(index) !== call.id) {
-      if (this.#textOpen) {
-        this.#textOpen = false;
-        parts.push({ type: 'text-end' });
-      }
+      this.#closeAll(parts);
       this.#calls.set(index, call.id);
+      this.#openCall = call.id;
       parts.push({ type: 'tool-call-start', id: call.id, name: typeof fn.name === 'string' ? fn.name : '' });
     }
     const id = this.#calls.get(index);
@@ -74,8 +76,8 @@ export class ChatStreamReader implements StreamReader {
   #closeAll(parts: StreamPart[]): void {
     if (this.#textOpen) parts.push({ type: 'text-end' });
     this.#textOpen = false;
-    for (const id of this.#calls.values()) parts.push({ type: 'tool-call-end', id });
-    this.#calls.clear();
+    if (this.#openCall !== undefined) parts.push({ type: 'tool-call-end', id: this.#openCall });
+    this.#openCall = undefined;
   }
 
   end(): StreamPart[] {

@@ -116,9 +116,8 @@ export class MessagesStreamReader implements StreamReader {
 
 /**
  * Writes a Messages stream: `message_start` (its usage the input known so far), one content block
- * per text, reasoning or tool call, numbered in the order they open (several tool calls may be
- * open at once, each delta naming its block's index), `message_delta` with the stop reason and
- * the whole usage, `message_stop`.
+ * per text, reasoning or tool call, numbered in the order they open, each delta naming its
+ * block's index, `message_delta` with the stop reason and the whole usage, `message_stop`.
  */
 export class MessagesStreamWriter implements StreamWriter {
   #next = 0;
@@ -174,11 +173,9 @@ export class MessagesStreamWriter implements StreamWriter {
       }
       case 'tool-call-delta':
         return delta(this.#tools.get(part.id), { type: 'input_json_delta', partial_json: part.delta });
-      case 'tool-call-end': {
-        const index = this.#tools.get(part.id);
-        this.#tools.delete(part.id);
-        return stop(index);
-      }
+      case 'tool-call-end':
+        // The index stays known: a late piece of the call's arguments still names its block.
+        return stop(this.#tools.get(part.id));
       case 'finish':
         return (
           sse({ type: 'message_delta', delta: { stop_reason: TO_MESSAGES_STOP[part.finishReason], stop_sequence: part.stopSequence ?? null }, usage: writeMessagesUsage(part.usage) }, 'message_delta') +

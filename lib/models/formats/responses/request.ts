@@ -37,6 +37,8 @@ function readPart(part: unknown, at: string, target: string): Part {
       return { type: 'text', text: String(part.refusal ?? '') };
     case 'input_image': {
       if (typeof part.image_url !== 'string') throw untranslatable(`${at}.file_id`, target);
+      // Only OpenAI picks an image's resolution.
+      refuseUnknown(part, { type: any, image_url: any, detail: defaultOnly('auto') }, target, `${at}.`);
       return { type: 'image', source: parseDataUrl(part.image_url) ?? { url: part.image_url } };
     }
     case 'input_file': {
