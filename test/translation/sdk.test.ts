@@ -2,9 +2,13 @@ import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { generateText, streamText, tool } from 'ai';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
+import { z } from 'zod';
 import { makePdf } from '../helpers/models-pdf.js';
 import { checkedFetch } from '../helpers/openapi.js';
 import { referenceApp } from '../spec/reference-app.js';
@@ -335,4 +339,69 @@ test.serial('an upstream without the path (404, no API error) is a non-retryable
   const response = await openaiClient(t).responses.create({ model: 'gpt-mock', input: 'Hi' });
   t.is(response.status, 'completed');
   t.like(lastUpstream('/v1/chat/completions'), { messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }] });
+});
+
+test.serial('openai SDK chat → anthropic provider: a PDF attached by stored file id reaches Messages as a document block', async (t) => {
+  const file = await openaiClient(t).files.create({ file: await toFile(pdf, 'lease.pdf', { type: 'application/pdf' }), purpose: 'user_data' });
+  await openaiClient(t).chat.completions.create({
+    model: 'claude-mock',
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_id: file.id } }] }],
+  });
+  t.deepEqual(lastUpstream('/v1/messages')?.messages, [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Summarise.' },
+        { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') }, title: 'lease.pdf' },
+      ],
+    },
+  ]);
+});
+
+test.serial('anthropic SDK messages → openai provider: a document block by stored file id reaches Chat Completions as a file part', async (t) => {
+  const file = await openaiClient(t).files.create({ file: await toFile(pdf, 'memo.pdf', { type: 'application/pdf' }), purpose: 'user_data' });
+  await anthropicClient(t).messages.create({
+    model: 'gpt-mock',
+    max_tokens: 50,
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'document', source: { type: 'file', file_id: file.id } } as never] }],
+  });
+  t.deepEqual(lastUpstream('/v1/chat/completions')?.messages, [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Summarise.' },
+        { type: 'file', file: { filename: 'memo.pdf', file_data: `data:application/pdf;base64,${pdf.toString('base64')}` } },
+      ],
+    },
+  ]);
+});
+
+// With an execute, as a user writes a tool; one step only (the default), so the upstream is called once.
+const weather = tool({ description: 'The weather at a place', inputSchema: z.object({ location: z.string() }), execute: async ({ location }) => `18°C in ${location}` });
+
+test.serial('AI SDK: the OpenAI provider (Responses, and .chat()) on an anthropic model, with a tool', async (t) => {
+  const openai = createOpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key, fetch: t.context.fetch });
+  const generated = await generateText({ model: openai('claude-mock'), prompt: 'Weather in SF and Paris?', tools: { get_weather: weather } });
+  t.deepEqual(generated.toolCalls.map((call) => [call.toolName, call.input]), [
+    ['get_weather', { location: 'San Francisco, CA' }],
+    ['get_weather', { location: 'Paris, France' }],
+  ]);
+  t.is(generated.finishReason, 'tool-calls');
+  const streamed = streamText({ model: openai.chat('claude-mock'), prompt: 'Weather in SF and Paris?', tools: { get_weather: weather } });
+  t.deepEqual((await streamed.toolCalls).map((call) => call.input), [{ location: 'San Francisco, CA' }, { location: 'Paris, France' }]);
+  t.is(await streamed.text, "Okay, let's check the weather for San Francisco and Paris:");
+  t.like(await streamed.usage, { inputTokens: 572, outputTokens: 89 });
+});
+
+test.serial('AI SDK: the Anthropic provider on a chat-only openai model, with a tool, generateText and streamText', async (t) => {
+  const anthropic = createAnthropic({ baseURL: `${gateway.url}/v1`, apiKey: key, fetch: t.context.fetch });
+  const generated = await generateText({ model: anthropic('gpt-mock'), prompt: 'Weather in Paris and Bogotá?', tools: { get_weather: weather } });
+  t.deepEqual(generated.toolCalls.map((call) => call.input), [{ location: 'Paris, France' }, { location: 'Bogotá, Colombia' }]);
+  t.is(generated.finishReason, 'tool-calls');
+  const streamed = streamText({ model: anthropic('gpt-mock'), prompt: 'Weather in Paris and Bogotá?', tools: { get_weather: weather } });
+  t.deepEqual((await streamed.toolCalls).map((call) => [call.toolCallId, call.input]), [
+    ['call_DdmO9pD3xa9XTPNJ32zg2hcA', { location: 'Paris, France' }],
+    ['call_ABC987xyz', { location: 'Bogotá, Colombia' }],
+  ]);
+  t.is(await streamed.finishReason, 'tool-calls');
 });

@@ -98,7 +98,13 @@ function readTools(tools: unknown, target: string): Tool[] {
     const at = `tools[${index}]`;
     if (!isObject(tool)) throw invalid(at, 'must be an object');
     // Anthropic's own tools (web search, code execution...) have a type; a custom tool none, or "custom".
-    refuseUnknown(tool, { name: any, description: any, input_schema: any, type: (value) => absent(value) || value === 'custom', cache_control: any }, target, `${at}.`);
+    // Fine-grained streaming of the input is a hint: Chat Completions streams arguments in pieces anyway.
+    refuseUnknown(
+      tool,
+      { name: any, description: any, input_schema: any, type: (value) => absent(value) || value === 'custom', cache_control: any, eager_input_streaming: any },
+      target,
+      `${at}.`,
+    );
     if (typeof tool.name !== 'string') throw invalid(`${at}.name`, 'must be a string');
     return {
       name: tool.name,
