@@ -1,5 +1,4 @@
 import test from 'ava';
-import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { rawExchange } from '../helpers/raw-request.js';
@@ -182,10 +181,10 @@ test('a declared body over the limit with Connection: close gets its 413, in the
 });
 
 test('a model whose provider speaks no format the endpoint translates to is 400, saying so', async (t) => {
-  // An upstream with the Responses API only: Chat Completions and Messages calls are not translated to it.
+  // A provider of its own that only counts tokens: no format to translate a call to.
   const responsesOnly = await modelsApp({
-    catalog: [{ id: 'resp-model', provider: 'resp-only' }],
-    providers: [openAIProvider({ id: 'resp-only', baseURL: 'http://upstream.invalid/v1', endpoints: ['responses'] })],
+    catalog: [{ id: 'resp-model', provider: 'counts-only' }],
+    providers: [{ id: 'counts-only', countTokens: () => Promise.reject(new Error('not called')) }],
   });
   const key = await responsesOnly.keyFor();
   t.deepEqual(

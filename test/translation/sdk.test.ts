@@ -23,6 +23,8 @@ const fixture = (name: string) => readFile(new URL(`../../../test/fixtures/trans
 const ANTHROPIC_TOOL_STREAM = await fixture('anthropic-text-and-parallel-tool-use.sse');
 const OPENAI_TOOL_STREAM = await fixture('openai-parallel-tool-calls.sse');
 const OPENAI_TEXT_STREAM = await fixture('openai-text.sse');
+const RESPONSES_TOOL_STREAM = await fixture('openai-responses-text-and-function-calls.sse');
+const responsesToolAnswer = (JSON.parse(await fixture('chat-to-responses-tool-history-image.case.json')) as { upstreamAnswer: unknown }).upstreamAnswer;
 
 const upstreamRequests: Array<{ path: string; body: Record<string, unknown> }> = [];
 
@@ -80,6 +82,11 @@ const upstream = createServer(async (req: IncomingMessage, res) => {
     if (body.stream === true) return events(Array.isArray(body.tools) ? OPENAI_TOOL_STREAM : OPENAI_TEXT_STREAM);
     return json(openAIToolAnswer);
   }
+  // An upstream with the Responses API only, under its own path.
+  if (req.url === '/responses-only/v1/responses') {
+    if (body.stream === true) return events(RESPONSES_TOOL_STREAM);
+    return json(responsesToolAnswer);
+  }
   // The chat-only upstream has no Responses API, as vLLM's answer says.
   res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
 });
@@ -92,11 +99,13 @@ const gateway = await referenceApp({
     { id: 'chat-only', kind: 'openai', baseURL: `${upstreamUrl}/v1`, endpoints: ['chat.completions'] },
     { id: 'undeclared', kind: 'openai', baseURL: `${upstreamUrl}/v1` },
     { id: 'upstream-anthropic', kind: 'anthropic', baseURL: upstreamUrl },
+    { id: 'responses-only', kind: 'openai', baseURL: `${upstreamUrl}/responses-only/v1`, endpoints: ['responses'] },
   ],
   models: [
     { id: 'gpt-mock', provider: 'chat-only', upstreamModel: 'gpt-upstream-2025' },
     { id: 'gpt-undeclared', provider: 'undeclared', upstreamModel: 'gpt-upstream-2025' },
     { id: 'claude-mock', provider: 'upstream-anthropic', upstreamModel: 'claude-upstream-2025' },
+    { id: 'gpt-responses', provider: 'responses-only', upstreamModel: 'gpt-5' },
   ],
 });
 test.after.always(async () => {
@@ -404,4 +413,25 @@ test.serial('AI SDK: the Anthropic provider on a chat-only openai model, with a 
     ['call_ABC987xyz', { location: 'Bogotá, Colombia' }],
   ]);
   t.is(await streamed.finishReason, 'tool-calls');
+});
+
+test.serial('anthropic SDK and openai chat → a provider with the Responses API only: streamed tool calls, and a refusal', async (t) => {
+  const final = await anthropicClient(t)
+    .messages.stream({
+      model: 'gpt-responses',
+      max_tokens: 500,
+      messages: [{ role: 'user', content: 'Weather in Paris and Bogotá?' }],
+      tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { location: { type: 'string' } } } }],
+    })
+    .finalMessage();
+  t.is(final.model, 'gpt-responses');
+  t.is(final.stop_reason, 'tool_use');
+  t.deepEqual(
+    final.content.map((block) => (block.type === 'tool_use' ? block.input : block.type === 'text' ? block.text : block.type)),
+    ['Checking both.', { location: 'Paris, France' }, { location: 'Bogotá, Colombia' }],
+  );
+  t.like(lastUpstream('/responses-only/v1/responses'), { model: 'gpt-5', store: false, stream: true, max_output_tokens: 500 });
+
+  const completion = await openaiClient(t).chat.completions.create({ model: 'gpt-responses', messages: [{ role: 'user', content: 'Something bad.' }] });
+  t.like(completion.choices[0], { finish_reason: 'content_filter', message: { content: null, refusal: "I can't help with that." } });
 });

@@ -22,9 +22,9 @@ const FORMATS: Readonly<Record<FormatEndpoint, WireFormat>> = {
 
 /** For each client format, the provider formats translated to, in order of preference. */
 const TARGETS: Readonly<Record<FormatEndpoint, readonly FormatEndpoint[]>> = {
-  chatCompletions: ['messages'],
+  chatCompletions: ['messages', 'responses'],
   responses: ['chatCompletions', 'messages'],
-  messages: ['chatCompletions'],
+  messages: ['chatCompletions', 'responses'],
 };
 
 /** A call in a format its provider does not speak, carried in one it does. */

@@ -51,9 +51,13 @@ export function readChatAnswer(body: JsonObject): Answer {
   };
 }
 
-/** A neutral answer as a Chat Completions answer; reasoning, which it has no place for, is not asked for by it. */
+/**
+ * A neutral answer as a Chat Completions answer: a refusal's text in `refusal`; reasoning, which
+ * it has no place for, is not asked for by it.
+ */
 export function writeChatAnswer(answer: Answer): JsonObject {
-  const text = textOf(answer.content);
+  const refused = answer.finishReason === 'refusal';
+  const text = refused ? '' : textOf(answer.content);
   const calls = answer.content.flatMap((part) =>
     part.type === 'tool-call' ? [{ id: part.id, type: 'function', function: { name: part.name, arguments: part.input } }] : [],
   );
@@ -65,7 +69,13 @@ export function writeChatAnswer(answer: Answer): JsonObject {
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: text === '' && calls.length > 0 ? null : text, refusal: null, ...(calls.length > 0 && { tool_calls: calls }), annotations: [] },
+        message: {
+          role: 'assistant',
+          content: refused || (text === '' && calls.length > 0) ? null : text,
+          refusal: refused ? textOf(answer.content) : null,
+          ...(calls.length > 0 && { tool_calls: calls }),
+          annotations: [],
+        },
         logprobs: null,
         finish_reason: TO_CHAT_FINISH[answer.finishReason],
       },
