@@ -111,3 +111,17 @@ test.serial('a translated call is metered as a native one: its usage record has 
   t.like(records[0], { model: 'claude-test', provider: 'anthropic', status: 200, stream: false, inputTokens: 15, outputTokens: 4 });
   t.like(records[1], { model: 'claude-test', provider: 'anthropic', status: 200, stream: true, inputTokens: 8, outputTokens: 3 });
 });
+
+test.serial("a translated call carries the key's rate-limit headers in the client's style", async (t) => {
+  const limited = await gateway.keyFor(undefined, { limits: { requestsPerMinute: 50 } });
+  upstream.answer('/v1/messages', reply(200, anthropicMessage('Hi.')));
+  const openAIStyle = await gateway.post('/v1/chat/completions', { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${limited}` });
+  t.is(openAIStyle.status, 200);
+  t.is(openAIStyle.headers.get('x-ratelimit-limit-requests'), '50');
+  t.is(openAIStyle.headers.get('anthropic-ratelimit-requests-limit'), null);
+  upstream.answer('/v1/chat/completions', reply(200, { id: 'c', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1 } }));
+  const anthropicStyle = await gateway.post('/v1/messages', { model: 'gpt-test', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': limited });
+  t.is(anthropicStyle.status, 200);
+  t.is(anthropicStyle.headers.get('anthropic-ratelimit-requests-limit'), '50');
+  t.is(anthropicStyle.headers.get('x-ratelimit-limit-requests'), null);
+});
