@@ -105,6 +105,7 @@ function readMessages(messages: unknown, target: string): { system: string[]; me
         return;
       case 'assistant': {
         const parts = absent(message.content) ? [] : textParts(message.content, `${at}.content`, target);
+        if (typeof message.refusal === 'string' && message.refusal !== '') parts.push({ type: 'text', text: message.refusal });
         add('assistant', [...parts, ...toolCalls(message.tool_calls, `${at}.tool_calls`, target)]);
         return;
       }
@@ -280,8 +281,9 @@ export function writeChatRequest(request: ReadRequest): JsonObject {
         function: { name: tool.name, ...(tool.description !== undefined && { description: tool.description }), parameters: tool.parameters },
       })),
     }),
-    ...(request.toolChoice && { tool_choice: writeToolChoice(request.toolChoice) }),
-    ...(request.parallelToolCalls !== undefined && { parallel_tool_calls: request.parallelToolCalls }),
+    // Both are refused by OpenAI without tools.
+    ...(request.tools.length > 0 && request.toolChoice && { tool_choice: writeToolChoice(request.toolChoice) }),
+    ...(request.tools.length > 0 && request.parallelToolCalls !== undefined && { parallel_tool_calls: request.parallelToolCalls }),
     ...(request.maxTokens !== undefined && { max_completion_tokens: request.maxTokens }),
     ...(request.temperature !== undefined && { temperature: request.temperature }),
     ...(request.topP !== undefined && { top_p: request.topP }),

@@ -232,8 +232,10 @@ function writeMessages(request: ReadRequest): JsonObject[] {
 
 function writeToolChoice(request: ReadRequest): JsonObject | undefined {
   const { toolChoice, parallelToolCalls } = request;
+  // Messages refuses a tool_choice without tools.
+  if (request.tools.length === 0) return undefined;
   const once = parallelToolCalls === false ? { disable_parallel_tool_use: true } : {};
-  if (toolChoice === undefined) return parallelToolCalls === false && request.tools.length > 0 ? { type: 'auto', ...once } : undefined;
+  if (toolChoice === undefined) return parallelToolCalls === false ? { type: 'auto', ...once } : undefined;
   switch (toolChoice.type) {
     case 'auto':
       return { type: 'auto', ...once };
@@ -249,8 +251,8 @@ function writeToolChoice(request: ReadRequest): JsonObject | undefined {
 const EFFORT_BUDGETS = { low: 2048, medium: 8192, high: 24_576 } as const;
 
 /**
- * A neutral request as a Messages body: `max_tokens` 4,096 when the client gave none (Messages
- * requires it), consecutive turns of one role merged, tool results first in their turn, an
+ * A neutral request as a Messages body: `max_tokens` 4,096 (above the thinking budget, if any)
+ * when the client gave none (Messages requires it), consecutive turns of one role merged, tool results first in their turn, an
  * effort as a thinking budget (low 2,048, medium 8,192, high 24,576 tokens). Messages has no JSON
  * mode and its temperature stops at 1: those are refused by the client's names for them.
  */
@@ -265,7 +267,7 @@ export function writeMessagesRequest(request: ReadRequest): JsonObject {
   const toolChoice = writeToolChoice(request);
   return {
     model: request.model,
-    max_tokens: request.maxTokens ?? DEFAULT_MAX_TOKENS,
+    max_tokens: request.maxTokens ?? DEFAULT_MAX_TOKENS + (budget ?? 0),
     ...(request.system.length > 0 && { system: request.system.join('\n\n') }),
     messages: writeMessages(request),
     ...(request.tools.length > 0 && {

@@ -78,7 +78,7 @@ export function writeResponsesRequest(request: ReadRequest): JsonObject {
     ...(request.tools.length > 0 && {
       tools: request.tools.map((tool) => ({ type: 'function', name: tool.name, ...(tool.description !== undefined && { description: tool.description }), parameters: tool.parameters, strict: false })),
     }),
-    ...(request.toolChoice && { tool_choice: writeToolChoice(request.toolChoice) }),
+    ...(request.tools.length > 0 && request.toolChoice && { tool_choice: writeToolChoice(request.toolChoice) }),
     ...(request.parallelToolCalls !== undefined && { parallel_tool_calls: request.parallelToolCalls }),
     ...(request.maxTokens !== undefined && { max_output_tokens: request.maxTokens }),
     ...(request.temperature !== undefined && { temperature: request.temperature }),
