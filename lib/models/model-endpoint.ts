@@ -219,17 +219,28 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     }
     const call = new UpstreamCall(route.provider.id, timeoutMs);
     let usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+    // What a translated stream told in the provider's format, which the client's may tell only at its end.
+    let translatedUsage: TokenUsage | undefined;
+    const sendCall = translated
+      ? async (request: ProviderRequest) => {
+          const answer = await translated.send(request);
+          translatedUsage = answer.usage;
+          return answer;
+        }
+      : send;
     // When the upstream's answer has ended: before the client's answer does, so that whatever
     // observes the end of the response finds the figures.
     const ended = (answered: TokenUsage) => {
-      usage = answered;
+      usage = translatedUsage
+        ? { inputTokens: Math.max(answered.inputTokens, translatedUsage.inputTokens), outputTokens: Math.max(answered.outputTokens, translatedUsage.outputTokens) }
+        : answered;
       call.end();
       Object.assign(state, usage, { upstreamFirstByteMs: call.firstByteMs, upstreamMs: call.durationMs });
     };
     try {
       const path = UPSTREAM_PATHS[translated?.target ?? format.endpoint];
       await forward(ctx, { format, call, stream, request: body, model: requested, provider: route.provider.id, path, ended }, () =>
-        send({ body: upstreamBody, headers, signal: call.signal }),
+        sendCall({ body: upstreamBody, headers, signal: call.signal }),
       );
     } finally {
       ended(usage);

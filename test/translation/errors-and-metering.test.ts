@@ -1,8 +1,10 @@
+import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import test from 'ava';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
+import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { modelsApp, catalogProviders } from '../helpers/models-app.js';
-import { anthropicMessage, reply, replyEvents, scriptedUpstream } from '../helpers/models-upstream.js';
+import { anthropicMessage, reply, replyEvents, scriptedUpstream, streamingUpstream } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
 
 // Translated calls through the lib's models router, against a scripted upstream: upstream errors
@@ -124,4 +126,37 @@ test.serial("a translated call carries the key's rate-limit headers in the clien
   t.is(anthropicStyle.status, 200);
   t.is(anthropicStyle.headers.get('anthropic-ratelimit-requests-limit'), '50');
   t.is(anthropicStyle.headers.get('x-ratelimit-limit-requests'), null);
+});
+
+test.serial('a refused translation spends none of the key\'s limits', async (t) => {
+  const once1 = await gateway.keyFor(undefined, { limits: { requestsPerMinute: 1 } });
+  const send = (body: Record<string, unknown>) =>
+    gateway.post('/v1/chat/completions', { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }], ...body }, { authorization: `Bearer ${once1}` });
+  t.is((await send({ logprobs: true })).status, 400);
+  upstream.answer('/v1/messages', reply(200, anthropicMessage('Hi.')));
+  t.is((await send({})).status, 200);
+  t.is((await send({})).status, 429);
+});
+
+test.serial('a client that leaves a translated stream: the upstream call is closed and the call recorded as 499 with the usage read so far', async (t) => {
+  const hanging = await streamingUpstream();
+  const leaving: UsageRecord[] = [];
+  const app = await modelsApp({ providers: [anthropicProvider({ id: 'anthropic', baseURL: hanging.url })], catalog: [{ id: 'claude-test', provider: 'anthropic' }], usage: { record: (record) => leaving.push(record) } });
+  t.teardown(() => Promise.all([app.close(), hanging.close()]));
+  const controller = new AbortController();
+  const answer = await app.post(
+    '/v1/chat/completions',
+    { model: 'claude-test', stream: true, messages: [{ role: 'user', content: 'hi' }] },
+    { authorization: `Bearer ${await app.keyFor()}` },
+    controller.signal,
+  );
+  const arrival = await hanging.next();
+  arrival.res.write('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","model":"m","usage":{"input_tokens":7,"output_tokens":1}}}\n\n');
+  const reader = (answer.body as ReadableStream<Uint8Array>).getReader();
+  t.regex(new TextDecoder().decode((await reader.read()).value), /"model":"claude-test"/);
+  const closed = once(arrival.req.socket, 'close');
+  controller.abort();
+  await closed;
+  await until(async () => leaving.length, (count) => count === 1);
+  t.like(leaving[0], { status: 499, stream: true, inputTokens: 7 });
 });

@@ -1,6 +1,6 @@
 import { pipeline, Readable, Transform } from 'node:stream';
 import { GatewayError } from '../../errors/gateway-error.js';
-import { eventObject } from '../answer.js';
+import { eventObject, type TokenUsage } from '../answer.js';
 import { isObject, type JsonObject } from '../content.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from '../provider.js';
 import { countPdfPages } from '../providers/echo/received.js';
@@ -34,7 +34,15 @@ export interface Translation {
   /** Refuses (400, by name) what cannot be carried over, before anything is sent or counted. */
   check(body: JsonObject): void;
   /** Sends the translated request, and answers as the client's format would: JSON or events. */
-  send(request: ProviderRequest): Promise<ProviderAnswer>;
+  send(request: ProviderRequest): Promise<TranslatedAnswer>;
+}
+
+/**
+ * A translated answer, and the usage its stream has told so far (the input as soon as the
+ * provider's format tells it), which a client leaving before the end would not have seen in its own.
+ */
+export interface TranslatedAnswer extends ProviderAnswer {
+  readonly usage: TokenUsage;
 }
 
 const EVENT_STREAM = /^text\/event-stream\b/i;
@@ -62,16 +70,17 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
       async send(request) {
         const neutral = read(request.body);
         const answer = providerAnswer(await method.call(provider, { ...request, body: to.writeRequest(neutral) }));
+        const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
         if (answer.statusCode < 200 || answer.statusCode > 299) {
-          if (!OVERLOADED.has(answer.statusCode)) return answer;
+          if (!OVERLOADED.has(answer.statusCode)) return { ...answer, usage };
           discard(answer.body);
           const err = new GatewayError(overloaded, 'server_error', 'upstream_overloaded', 'The upstream provider is overloaded: retry later');
           err.cause = `provider '${provider.id}' answered HTTP ${answer.statusCode}`;
           throw err;
         }
-        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: through(answer.body, jsonTranslator(from, to, neutral)) };
-        if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return answer;
-        return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral)) };
+        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: through(answer.body, jsonTranslator(from, to, neutral)), usage };
+        if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return { ...answer, usage };
+        return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage)), usage };
       },
     };
   }
@@ -110,8 +119,11 @@ function jsonTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']
   });
 }
 
-/** An event stream, event by event, in the client's format: the provider's reader and the client's writer, one per stream. */
-function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request): Transform {
+/**
+ * An event stream, event by event, in the client's format: the provider's reader and the client's
+ * writer, one per stream; `usage` is kept up to date with what the provider's events tell.
+ */
+function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage): Transform {
   const splitter = new EventSplitter();
   const reader = to.streamReader();
   const writer = from.client.streamWriter(request);
@@ -121,7 +133,10 @@ function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider
       const { name, data } = eventFields(event);
       const parsed = eventObject(data);
       if (parsed === undefined) continue;
-      for (const part of reader.read(name, parsed)) out += writer.write(part);
+      for (const part of reader.read(name, parsed)) {
+        if ((part.type === 'start' || part.type === 'finish') && part.usage) Object.assign(usage, { inputTokens: part.usage.inputTokens, outputTokens: part.usage.outputTokens });
+        out += writer.write(part);
+      }
     }
     return out;
   };
@@ -193,6 +208,7 @@ function estimate(provider: Provider): Translation | undefined {
       statusCode: 200,
       headers: JSON_HEADERS,
       body: Readable.from([JSON.stringify({ input_tokens: estimateInputTokens(read(body)) })]),
+      usage: { inputTokens: 0, outputTokens: 0 },
     }),
   };
 }
