@@ -6,7 +6,9 @@ import { callHeaders, httpProviderOptions, httpUpstream } from '../http.js';
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 const ENDPOINTS = ['chat.completions', 'responses'] as const;
-const ENDPOINT_LIST = `must be a non-empty list of distinct endpoints among ${ENDPOINTS.map((name) => `'${name}'`).join(', ')}`;
+const NAMES = ENDPOINTS.map((name) => `'${name}'`).join(', ');
+const ENDPOINT_LIST = `must be a non-empty list of distinct endpoints among ${NAMES}`;
+const ENDPOINT_NAME = `must be one of ${NAMES}`;
 
 /**
  * The options of `openAIProvider()`: those of every HTTP provider, and `endpoints`, the APIs its
@@ -15,7 +17,7 @@ const ENDPOINT_LIST = `must be a non-empty list of distinct endpoints among ${EN
  */
 export const openAIProviderOptions = httpProviderOptions.extend({
   endpoints: z
-    .array(z.enum(ENDPOINTS, { error: ENDPOINT_LIST }), { error: ENDPOINT_LIST })
+    .array(z.enum(ENDPOINTS, { error: ENDPOINT_NAME }), { error: ENDPOINT_LIST })
     .min(1, { error: ENDPOINT_LIST })
     .refine((list) => new Set(list).size === list.length, { error: ENDPOINT_LIST })
     .optional(),
