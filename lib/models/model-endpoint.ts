@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { verifiedKey } from '../auth/api-key.js';
 import { modelAccess } from '../auth/model-access.js';
-import { errors, GatewayError } from '../errors/gateway-error.js';
+import { errors, type GatewayError } from '../errors/gateway-error.js';
 import { newRequestId } from '../errors/request-id.js';
 import type { BlobStore } from '../files/blob-store.js';
 import { isFileId } from '../files/file-id.js';
@@ -279,12 +279,7 @@ async function missingPath(call: UpstreamCall, answer: ProviderAnswer, { provide
     // A page of text: no API answered.
   }
   if (isObject(body) && isObject(body.error)) return call.malformed('answered HTTP 404');
-  return new GatewayError(
-    404,
-    'invalid_request_error',
-    'upstream_path_not_found',
-    `The provider '${provider}' has no POST ${path}: its upstream answered 404 Not Found there (an openai provider may declare the endpoints its upstream has)`,
-  );
+  return errors.upstreamPathNotFound(provider, path);
 }
 
 /**

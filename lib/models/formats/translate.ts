@@ -1,5 +1,5 @@
 import { pipeline, Readable, Transform } from 'node:stream';
-import { GatewayError } from '../../errors/gateway-error.js';
+import { errors } from '../../errors/gateway-error.js';
 import { eventObject, type TokenUsage } from '../answer.js';
 import { isObject, type JsonObject } from '../content.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from '../provider.js';
@@ -74,7 +74,7 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
         if (answer.statusCode < 200 || answer.statusCode > 299) {
           if (!OVERLOADED.has(answer.statusCode)) return { ...answer, usage };
           discard(answer.body);
-          const err = new GatewayError(overloaded, 'server_error', 'upstream_overloaded', 'The upstream provider is overloaded: retry later');
+          const err = errors.upstreamOverloaded(overloaded);
           err.cause = `provider '${provider.id}' answered HTTP ${answer.statusCode}`;
           throw err;
         }
