@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { ChatAnthropic } from '@langchain/anthropic';
+import { ChatOpenAI } from '@langchain/openai';
 import { generateText, streamText, tool } from 'ai';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import OpenAI, { toFile } from 'openai';
@@ -434,4 +436,18 @@ test.serial('anthropic SDK and openai chat → a provider with the Responses API
 
   const completion = await openaiClient(t).chat.completions.create({ model: 'gpt-responses', messages: [{ role: 'user', content: 'Something bad.' }] });
   t.like(completion.choices[0], { finish_reason: 'content_filter', message: { content: null, refusal: "I can't help with that." } });
+});
+
+test.serial('LangChain: ChatOpenAI (Chat Completions) on an anthropic model and ChatAnthropic on an openai model, invoke and stream', async (t) => {
+  const openai = new ChatOpenAI({ model: 'claude-mock', apiKey: key, maxRetries: 0, configuration: { baseURL: `${gateway.url}/v1`, fetch: t.context.fetch } });
+  const answer = await openai.invoke('Weather?');
+  t.is(answer.text, 'Checking both.');
+  let streamed = '';
+  for await (const chunk of await openai.stream('Weather?')) streamed += chunk.text;
+  t.is(streamed, "Okay, let's check the weather for San Francisco and Paris:");
+
+  const anthropic = new ChatAnthropic({ model: 'gpt-mock', apiKey: key, maxRetries: 0, anthropicApiUrl: gateway.url, clientOptions: { fetch: t.context.fetch } });
+  let text = '';
+  for await (const chunk of await anthropic.stream('Describe.')) text += chunk.text;
+  t.is(text, 'The report has two pages.');
 });
