@@ -121,6 +121,15 @@ export const errors = {
   serviceUnavailable: () => server(503, 'service_unavailable', 'Service temporarily unavailable'),
   upstreamError: () => server(502, 'upstream_error', 'Upstream provider error'),
   upstreamTimeout: () => server(504, 'upstream_timeout', 'Upstream provider timed out'),
+  /** The upstream has no such path (its 404 without an API error): not worth a retry. */
+  upstreamPathNotFound: (provider: string, path: string) =>
+    invalid(
+      404,
+      'upstream_path_not_found',
+      `The provider '${provider}' has no POST ${path}: its upstream answered 404 Not Found there (an openai provider may declare the endpoints its upstream has)`,
+    ),
+  /** The upstream of a translated call is overloaded: `status` is the client format's own (503, or Anthropic's 529). */
+  upstreamOverloaded: (status: 503 | 529) => server(status, 'upstream_overloaded', 'The upstream provider is overloaded: retry later'),
   /** The upstream refused the request (400, 413, 422, 429): its status and message, our shape. */
   upstreamRefused: (status: number, code: string | undefined, message: string) =>
     new GatewayError(status, status === 429 ? 'rate_limit_error' : 'invalid_request_error', code ?? 'upstream_error', message),

@@ -10,7 +10,7 @@ const CHAT_COMPLETIONS: EndpointFormat = {
   modelNotAllowed: (model) => errors.modelNotAllowed(model),
   modelNotFound: (model) => errors.modelDoesNotExist(model),
   unsupported: (model) =>
-    errors.invalidRequest(`The model '${model}' is served through /v1/messages only: its provider does not speak Chat Completions`),
+    errors.invalidRequest(`The model '${model}' is not served on /v1/chat/completions: its provider speaks no format a Chat Completions call can be translated to`),
   fileReferences: {
     // {"type":"file","file":{"file_id":"file-..."}}; a part with file_data is the client's own and passes as it is.
     map: (body, replace) =>

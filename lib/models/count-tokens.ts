@@ -8,7 +8,7 @@ const COUNT_TOKENS: EndpointFormat = {
   ...MESSAGES,
   endpoint: 'countTokens',
   unsupported: (model) =>
-    errors.invalidRequest(`The model '${model}' has no token counting: its provider does not count Messages tokens`),
+    errors.invalidRequest(`The model '${model}' has no token counting: its provider neither counts tokens nor speaks a format to estimate them for`),
 };
 
 /**

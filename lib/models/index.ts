@@ -9,7 +9,7 @@ export {
   type ProviderKind,
   type ProviderRegistry,
 } from './providers/registry.js';
-export { openAIProvider } from './providers/openai/index.js';
+export { openAIProvider, type OpenAIProviderOptions } from './providers/openai/index.js';
 export { anthropicProvider } from './providers/anthropic/index.js';
 export { echoProvider, type EchoProviderOptions } from './providers/echo/index.js';
 export type { HttpProviderOptions } from './providers/http.js';

@@ -13,7 +13,7 @@ export const MESSAGES: EndpointFormat = {
   // No modelNotAllowed: a model outside the allowlist is told apart from an unknown one by nothing.
   modelNotFound: () => errors.modelNotFound(),
   unsupported: (model) =>
-    errors.invalidRequest(`The model '${model}' is served through /v1/chat/completions only: its provider does not speak Messages`),
+    errors.invalidRequest(`The model '${model}' is not served on /v1/messages: its provider speaks no format a Messages call can be translated to`),
   fileReferences: {
     // {"type":"document","source":{"type":"file","file_id":"file-..."}}, also inside a tool_result.
     // Any other block naming a file (an image with a file source, a container_upload) would be

@@ -18,7 +18,8 @@ import { parseOptions, positiveInteger } from '../settings/schemas.js';
 import type { AnswerFormat, TokenUsage } from './answer.js';
 import { findAttachments, readAttachments, type FileReferences, type FileStores } from './attachments.js';
 import { endpointCatalogOptions, type CatalogModel, type ResolvedModel } from './catalog.js';
-import type { JsonObject } from './content.js';
+import { isObject, type JsonObject } from './content.js';
+import { translation, type Translation } from './formats/translate.js';
 import { readJsonBody } from './json-body.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from './provider.js';
 import { EventSplitter } from './server-sent-events.js';
@@ -76,6 +77,8 @@ export interface ModelRequestState {
   stream: boolean;
   /** How many stored files were attached. */
   attachments: number;
+  /** The provider's format when it does not speak the endpoint's and the call is translated. */
+  translatedTo?: ProviderEndpoint;
   /** Set when the key's limits refused the call (429): which of them. */
   limitedBy?: 'requests' | 'tokens' | 'budget';
   /** Tokens of the answer, from the upstream's own usage; 0 until its answer has ended, and when it reported none. */
@@ -106,7 +109,7 @@ export interface EndpointFormat {
    */
   modelNotAllowed?: (model: string) => GatewayError;
   modelNotFound: (model: string) => GatewayError;
-  /** The model's provider does not speak this endpoint's format. */
+  /** The model's provider does not speak this endpoint's format, nor one it can be translated to. */
   unsupported: (model: string) => GatewayError;
   fileReferences: FileReferences;
   /** Client headers passed to the provider, lower-case. */
@@ -155,7 +158,11 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   const routes = new Map<string, Route>();
   for (const model of catalog) {
     const provider = byId.get(model.provider);
-    if (provider) routes.set(model.id, { model, provider, send: provider[format.endpoint]?.bind(provider), price: tokenPrice(model.price) });
+    if (provider === undefined) continue;
+    const native = provider[format.endpoint]?.bind(provider);
+    // A provider that speaks the format is called natively; another is translated to when it can be.
+    const translated = native ? undefined : translation(format.endpoint, provider);
+    routes.set(model.id, { model, provider, send: native ?? translated?.send, translation: translated, price: tokenPrice(model.price) });
   }
   const catalogIds = new Set(routes.keys());
 
@@ -181,8 +188,10 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
 
     const route = access === 'allowed' ? routes.get(requested) : undefined;
     if (route === undefined) throw format.modelNotFound(requested);
-    const { send } = route;
+    const { send, translation: translated } = route;
     if (send === undefined) throw format.unsupported(requested);
+    // What cannot be carried over is refused here, a validation error like any other.
+    translated?.check(body);
 
     const stream = body.stream === true;
     const state: ModelRequestState = {
@@ -196,6 +205,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       upstreamFirstByteMs: null,
       upstreamMs: null,
       costPicoUsd: 0,
+      ...(translated && { translatedTo: translated.target }),
     };
     ctx.state.modelRequest = state;
     const files = checkedIds.length === 0 ? [] : await findAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
@@ -232,16 +242,33 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const trace = ctx.state.tracing?.attempt({ endpoint: format.endpoint, provider: route.provider, model: requested, body: upstreamBody, stream });
     const call = new UpstreamCall(route.provider.id, timeoutMs, trace);
     let usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+    // What a translated stream told in the provider's format, which the client's may tell only at its end.
+    let translatedUsage: TokenUsage | undefined;
+    const sendCall = translated
+      ? async (request: ProviderRequest) => {
+          const answer = await translated.send(request);
+          translatedUsage = answer.usage;
+          return answer;
+        }
+      : send;
     // When the upstream's answer has ended: before the client's answer does, so that whatever
     // observes the end of the response finds the figures.
     const ended = (answered: TokenUsage) => {
-      usage = answered;
+      usage = translatedUsage
+        ? {
+            ...translatedUsage,
+            ...answered,
+            inputTokens: Math.max(answered.inputTokens, translatedUsage.inputTokens),
+            outputTokens: Math.max(answered.outputTokens, translatedUsage.outputTokens),
+          }
+        : answered;
       call.end();
       Object.assign(state, usage, { upstreamFirstByteMs: call.firstByteMs, upstreamMs: call.durationMs, costPicoUsd: callCost(route.price, usage) });
     };
     try {
-      await forward(ctx, { format, call, stream, request: body, model: requested, ended }, () =>
-        send({ body: upstreamBody, headers, signal: call.signal, traceHeaders: call.traceHeaders }),
+      const path = UPSTREAM_PATHS[translated?.target ?? format.endpoint];
+      await forward(ctx, { format, call, stream, request: body, model: requested, provider: route.provider.id, path, ended }, () =>
+        sendCall({ body: upstreamBody, headers, signal: call.signal, traceHeaders: call.traceHeaders }),
       );
     } finally {
       ended(usage);
@@ -258,11 +285,41 @@ async function countTokens(limiter: ModelLimiter, keyId: string, limits: ModelLi
   await limiter.addTokens(keyId, limits, tokens);
 }
 
-/** A catalog model, its provider, and the provider's method for the endpoint's format (none if it does not speak it). */
+/** The API path of each format, as the error of an upstream without it names it. */
+const UPSTREAM_PATHS: Readonly<Record<ProviderEndpoint, string>> = {
+  chatCompletions: '/v1/chat/completions',
+  responses: '/v1/responses',
+  messages: '/v1/messages',
+  countTokens: '/v1/messages/count_tokens',
+};
+
+/**
+ * The error for an upstream's 404. One with an API error in its body (an unknown upstream model)
+ * is the gateway's configuration: 502, as other unexpected statuses. One without (a server that
+ * has no such path: vLLM's `{"detail":"Not Found"}`, a plain-text page) would fail as often as
+ * it is retried: a 404 naming the path, which no SDK retries.
+ */
+async function missingPath(call: UpstreamCall, answer: ProviderAnswer, { provider, path }: Forwarding): Promise<GatewayError> {
+  const text = await call.text(answer.body);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // A page of text: no API answered.
+  }
+  if (isObject(body) && isObject(body.error)) return call.malformed('answered HTTP 404');
+  return errors.upstreamPathNotFound(provider, path);
+}
+
+/**
+ * A catalog model, its provider, and how a call reaches it: the provider's method for the
+ * endpoint's format, or the translation to one it speaks (none if neither).
+ */
 interface Route {
   model: ResolvedModel;
   provider: Provider;
   send: ((request: ProviderRequest) => Promise<ProviderAnswer | Response>) | undefined;
+  translation: Translation | undefined;
   /** The model's price per token, made once. */
   price: TokenPrice;
 }
@@ -278,6 +335,9 @@ interface Forwarding {
   request: JsonObject;
   /** The catalog id the client asked for, which the answer names. */
   model: string;
+  /** The provider's id and the path of its format's API, for the error of an upstream without it. */
+  provider: string;
+  path: string;
   /** Told the answer's usage when the upstream's answer has ended, before the client's has. */
   ended: (usage: TokenUsage) => void;
 }
@@ -292,6 +352,7 @@ async function forward(ctx: Context, forwarding: Forwarding, send: () => Promise
   try {
     const answer = providerAnswer(await send());
     call.answered(answer);
+    if (answer.statusCode === 404) throw await missingPath(call, answer, forwarding);
     if (answer.statusCode < 200 || answer.statusCode > 299) throw await call.refusal(answer);
     if (!stream) {
       const json = await call.json(answer);

@@ -23,7 +23,7 @@ const RESPONSES: EndpointFormat = {
   modelNotAllowed: (model) => errors.modelNotAllowed(model),
   modelNotFound: (model) => errors.modelDoesNotExist(model),
   unsupported: (model) =>
-    errors.invalidRequest(`The model '${model}' is not served on /v1/responses: its provider does not speak the Responses API`),
+    errors.invalidRequest(`The model '${model}' is not served on /v1/responses: its provider speaks no format a Responses call can be translated to`),
   fileReferences: {
     // {"type":"input_file","file_id":"file-..."}; one with file_data or file_url is the client's own
     // and passes as it is. Any other part naming a file (an input_image with a file_id) would be
@@ -50,7 +50,7 @@ const RESPONSES: EndpointFormat = {
  * `POST /v1/responses` in OpenAI's Responses format, Shape A errors: put it behind `openAIErrors()`,
  * `apiKey()` and `requireScope('responses:create')`. The allowlist policy of Chat Completions
  * (outside the list: 403 `Model '<id>' is not allowed for this API key`; not in the catalog: 404
- * `The model '<id>' does not exist`); a model whose provider has no `responses` method is 400. An
+ * `The model '<id>' does not exist`); a model whose provider has no `responses` method is translated to a format it speaks. An
  * input part `{"type":"input_file","file_id"}` (needs `files:read` too) is sent as the stored PDF
  * itself: `{"type":"input_file","filename","file_data":"data:application/pdf;base64,..."}`. With
  * `"stream": true` the upstream's events pass through as they arrive; a failure after that is an

@@ -143,8 +143,10 @@ test('openai SDK: responses streamed from an OpenAI upstream pass through; error
   const refused = await t.throwsAsync(restricted.responses.create({ model: 'echo-1', input: 'Hi' }), { instanceOf: OpenAI.PermissionDeniedError });
   t.is(refused?.message, "403 Model 'echo-1' is not allowed for this API key");
   t.regex(refused?.requestID ?? '', REQUEST_ID);
-  const unsupported = await t.throwsAsync(client.responses.create({ model: 'claude-mock', input: 'Hi' }), { instanceOf: OpenAI.BadRequestError });
-  t.regex(unsupported?.message ?? '', /does not speak the Responses API/);
+  // A model on an anthropic provider is translated to; what cannot be carried over is refused by name.
+  const untranslatable = await t.throwsAsync(client.responses.create({ model: 'claude-mock', input: 'Hi', previous_response_id: 'resp_1' }), { instanceOf: OpenAI.BadRequestError });
+  t.regex(untranslatable?.message ?? '', /'previous_response_id'/);
+  t.regex(untranslatable?.requestID ?? '', REQUEST_ID);
 });
 
 test('openai SDK: models.retrieve, for a model the key may use and one it may not', async (t) => {

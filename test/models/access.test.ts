@@ -180,16 +180,22 @@ test('a declared body over the limit with Connection: close gets its 413, in the
   }
 });
 
-test('a model whose provider does not speak the endpoint is 400, saying where it is served', async (t) => {
-  const key = await gateway.keyFor();
-  t.deepEqual(
-    await answer(await chat(key, { model: 'claude-test', messages: userText })),
-    shapeA(400, 'invalid_request_error', 'invalid_request', "The model 'claude-test' is served through /v1/messages only: its provider does not speak Chat Completions"),
-  );
-  t.like(await shapeB(await messages(key, { model: 'gpt-test', max_tokens: 5, messages: userText })), {
-    status: 400,
-    body: { error: { type: 'invalid_request_error', message: "The model 'gpt-test' is served through /v1/chat/completions only: its provider does not speak Messages" } },
+test('a model whose provider speaks no format the endpoint translates to is 400, saying so', async (t) => {
+  // A provider of its own that only counts tokens: no format to translate a call to.
+  const responsesOnly = await modelsApp({
+    catalog: [{ id: 'resp-model', provider: 'counts-only' }],
+    providers: [{ id: 'counts-only', countTokens: () => Promise.reject(new Error('not called')) }],
   });
+  const key = await responsesOnly.keyFor();
+  t.deepEqual(
+    await answer(await responsesOnly.post('/v1/chat/completions', { model: 'resp-model', messages: userText }, { authorization: `Bearer ${key}` })),
+    shapeA(400, 'invalid_request_error', 'invalid_request', "The model 'resp-model' is not served on /v1/chat/completions: its provider speaks no format a Chat Completions call can be translated to"),
+  );
+  t.like(await shapeB(await responsesOnly.post('/v1/messages', { model: 'resp-model', max_tokens: 5, messages: userText }, { 'x-api-key': key })), {
+    status: 400,
+    body: { error: { type: 'invalid_request_error', message: "The model 'resp-model' is not served on /v1/messages: its provider speaks no format a Messages call can be translated to" } },
+  });
+  await responsesOnly.close();
 });
 
 test('without the endpoint scope the handler is never reached: 403 Forbidden', async (t) => {

@@ -39,14 +39,16 @@ test.serial('the allowlist policy of Chat Completions: 403 with the exact messag
   ]);
 });
 
-test.serial('needs responses:create; a model whose provider does not speak Responses is 400', async (t) => {
+test.serial('needs responses:create; a model whose provider speaks no format a Responses call translates to is 400', async (t) => {
   t.deepEqual(await answer(await create(await gateway.keyFor(['chat:completions', 'files:read']), { model: 'echo-1', input: 'hi' })), [
     403,
     shapeA('permission_error', 'forbidden', 'Forbidden'),
   ]);
-  const [status, body] = await answer(await create(await gateway.keyFor(), { model: 'claude-test', input: 'hi' }));
+  const counting = await modelsApp({ catalog: [{ id: 'counter', provider: 'counts-only' }], providers: [{ id: 'counts-only', countTokens: () => Promise.reject(new Error('not called')) }] });
+  const [status, body] = await answer(await counting.post('/v1/responses', { model: 'counter', input: 'hi' }, { authorization: `Bearer ${await counting.keyFor()}` }));
+  await counting.close();
   t.is(status, 400);
-  t.like(body, { error: { type: 'invalid_request_error', message: "The model 'claude-test' is not served on /v1/responses: its provider does not speak the Responses API" } });
+  t.like(body, { error: { type: 'invalid_request_error', message: "The model 'counter' is not served on /v1/responses: its provider speaks no format a Responses call can be translated to" } });
 });
 
 test.serial('input_file by file_id: needs files:read, 400 when malformed, 404 when foreign; no other part may name a file', async (t) => {

@@ -3,7 +3,7 @@ import type { Provider } from '../provider.js';
 import { anthropicProvider } from './anthropic/index.js';
 import { echoProvider, echoProviderOptions } from './echo/index.js';
 import { httpProviderOptions } from './http.js';
-import { openAIProvider } from './openai/index.js';
+import { openAIProvider, openAIProviderOptions } from './openai/index.js';
 
 /** How a provider of one kind is made from settings: the schema of its options, and its factory. */
 export interface ProviderFactory<Options extends z.ZodObject = z.ZodObject> {
@@ -27,7 +27,7 @@ export type ProviderRegistry = Readonly<Record<string, ProviderFactory>>;
  * const kinds = { ...providerRegistry, cohere: { options: cohereOptions, create: cohereProvider } } satisfies ProviderRegistry;
  */
 export const providerRegistry = {
-  openai: { options: httpProviderOptions, create: openAIProvider },
+  openai: { options: openAIProviderOptions, create: openAIProvider },
   anthropic: { options: httpProviderOptions, create: anthropicProvider },
   echo: { options: echoProviderOptions, create: echoProvider },
 } satisfies ProviderRegistry;

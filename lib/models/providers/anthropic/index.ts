@@ -10,8 +10,8 @@ const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
  * Anthropic's Messages API: `POST {baseURL}/v1/messages` and `POST {baseURL}/v1/messages/count_tokens`
  * (default base `https://api.anthropic.com`) with `x-api-key: <apiKey>` and the client's
  * `anthropic-version` (default `2023-06-01`) and `anthropic-beta`, over one pool of keep-alive
- * connections, which `close()` closes. It speaks Messages only: its models are not served on
- * /v1/chat/completions or /v1/responses.
+ * connections, which `close()` closes. It speaks Messages: calls to its models on
+ * /v1/chat/completions and /v1/responses are translated to Messages.
  * @example anthropicProvider({ id: 'anthropic', apiKey: process.env.ANTHROPIC_API_KEY })
  */
 export function anthropicProvider(options: HttpProviderOptions): Provider {

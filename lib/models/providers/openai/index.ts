@@ -1,19 +1,42 @@
+import { z } from 'zod';
 import { parseOptions } from '../../../settings/schemas.js';
 import type { Provider } from '../../provider.js';
-import { callHeaders, httpProviderOptions, httpUpstream, type HttpProviderOptions } from '../http.js';
+import { callHeaders, httpProviderOptions, httpUpstream } from '../http.js';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+
+const ENDPOINTS = ['chat.completions', 'responses'] as const;
+const NAMES = ENDPOINTS.map((name) => `'${name}'`).join(', ');
+const ENDPOINT_LIST = `must be a non-empty list of distinct endpoints among ${NAMES}`;
+const ENDPOINT_NAME = `must be one of ${NAMES}`;
+
+/**
+ * The options of `openAIProvider()`: those of every HTTP provider, and `endpoints`, the APIs its
+ * upstream has (`'chat.completions'`, `'responses'`; default both). Many OpenAI-compatible
+ * servers (vLLM, Ollama, llama.cpp) have Chat Completions only: `["chat.completions"]`.
+ */
+export const openAIProviderOptions = httpProviderOptions.extend({
+  endpoints: z
+    .array(z.enum(ENDPOINTS, { error: ENDPOINT_NAME }), { error: ENDPOINT_LIST })
+    .min(1, { error: ENDPOINT_LIST })
+    .refine((list) => new Set(list).size === list.length, { error: ENDPOINT_LIST })
+    .optional(),
+});
+
+export type OpenAIProviderOptions = z.input<typeof openAIProviderOptions>;
 
 /**
  * Any OpenAI-compatible API: `POST {baseURL}/chat/completions` and `POST {baseURL}/responses`
  * (default base `https://api.openai.com/v1`) with `Authorization: Bearer <apiKey>` (left out when
  * no `apiKey` is given, for local servers that need none), over one pool of keep-alive
- * connections, which `close()` closes. It speaks Chat Completions and Responses: its models are
- * not served on /v1/messages.
+ * connections, which `close()` closes. It speaks the `endpoints` its upstream has (default both);
+ * calls in another format (/v1/messages, and /v1/responses to an upstream without it) are
+ * translated to one of them.
  * @example openAIProvider({ id: 'openai', apiKey: process.env.OPENAI_API_KEY })
+ * @example openAIProvider({ id: 'vllm', baseURL: 'http://vllm.internal:8000/v1', endpoints: ['chat.completions'] })
  */
-export function openAIProvider(options: HttpProviderOptions): Provider {
-  const { id, baseURL = DEFAULT_BASE_URL, apiKey } = parseOptions(httpProviderOptions, options, 'openAIProvider()');
+export function openAIProvider(options: OpenAIProviderOptions): Provider {
+  const { id, baseURL = DEFAULT_BASE_URL, apiKey, endpoints = ENDPOINTS } = parseOptions(openAIProviderOptions, options, 'openAIProvider()');
   const upstream = httpUpstream(baseURL);
   const chat = upstream.endpoint('/chat/completions');
   const responses = upstream.endpoint('/responses');
@@ -21,8 +44,8 @@ export function openAIProvider(options: HttpProviderOptions): Provider {
   return {
     id,
     telemetry: upstream.telemetry('openai'),
-    chatCompletions: (request) => chat(headers, request),
-    responses: (request) => responses(headers, request),
+    ...(endpoints.includes('chat.completions') && { chatCompletions: (request) => chat(headers, request) }),
+    ...(endpoints.includes('responses') && { responses: (request) => responses(headers, request) }),
     close: upstream.close,
   };
 }

@@ -1,0 +1,284 @@
+import { isObject, type JsonObject } from '../../content.js';
+import { invalid, untranslatable, type Message, type Part, type Request, type Tool, type ToolChoice } from '../neutral.js';
+import { absent, any, argumentsObject, optionalNumber, refuseUnknown, type ReadRequest } from '../wire-format.js';
+
+const NAME = 'Messages';
+
+/** The output limit sent when the client gave none: Messages requires one. */
+export const DEFAULT_MAX_TOKENS = 4096;
+
+const KNOWN = {
+  model: any,
+  messages: any,
+  system: any,
+  max_tokens: any,
+  stream: any,
+  stop_sequences: any,
+  temperature: any,
+  top_p: any,
+  tools: any,
+  tool_choice: any,
+  thinking: any,
+  metadata: any,
+};
+
+function source(block: JsonObject, at: string, target: string): { url: string } | { mediaType: string; data: string } {
+  const { source } = block;
+  if (isObject(source) && source.type === 'base64' && typeof source.media_type === 'string' && typeof source.data === 'string') {
+    return { mediaType: source.media_type, data: source.data };
+  }
+  if (isObject(source) && source.type === 'url' && typeof source.url === 'string') return { url: source.url };
+  // A stored file not yet inlined (the handler's first look): its bytes arrive before the call.
+  if (isObject(source) && source.type === 'file') return { mediaType: 'application/pdf', data: '' };
+  throw untranslatable(`${at}.source.type`, target);
+}
+
+// Caching hints change the price, never the answer: they need no equivalent.
+const BLOCK_FIELDS = { type: any, cache_control: any };
+
+function readBlock(block: unknown, at: string, target: string): Part {
+  if (!isObject(block)) throw invalid(at, 'must be an object');
+  const fields = (known: Record<string, (value: unknown) => boolean>) => refuseUnknown(block, { ...BLOCK_FIELDS, ...known }, target, `${at}.`);
+  switch (block.type) {
+    case 'text':
+      fields({ text: any, citations: absent });
+      if (typeof block.text !== 'string') throw invalid(`${at}.text`, 'must be a string');
+      return { type: 'text', text: block.text };
+    case 'image':
+      fields({ source: any });
+      return { type: 'image', source: source(block, at, target) };
+    case 'document': {
+      fields({ source: any, title: any, context: absent, citations: absent });
+      const from = source(block, at, target);
+      if (!('data' in from)) throw untranslatable(`${at}.source.type`, target);
+      return { type: 'file', ...from, ...(typeof block.title === 'string' && { filename: block.title }) };
+    }
+    case 'tool_use':
+      fields({ id: any, name: any, input: any });
+      if (typeof block.id !== 'string' || typeof block.name !== 'string') throw invalid(at, 'must have a string id and name');
+      return { type: 'tool-call', id: block.id, name: block.name, input: JSON.stringify(block.input ?? {}) };
+    case 'tool_result': {
+      fields({ tool_use_id: any, content: any, is_error: any });
+      if (typeof block.tool_use_id !== 'string') throw invalid(`${at}.tool_use_id`, 'must be a string');
+      const content = typeof block.content === 'string'
+        ? [{ type: 'text' as const, text: block.content }]
+        : Array.isArray(block.content) ? block.content.map((inner, index) => readBlock(inner, `${at}.content[${index}]`, target)) : [];
+      return { type: 'tool-result', callId: block.tool_use_id, content, ...(block.is_error === true && { isError: true }) };
+    }
+    case 'thinking':
+      fields({ thinking: any, signature: any });
+      return { type: 'reasoning', text: String(block.thinking ?? ''), ...(typeof block.signature === 'string' && { signature: block.signature }) };
+    case 'redacted_thinking':
+      fields({ data: any });
+      return { type: 'redacted-reasoning', data: String(block.data ?? '') };
+    default:
+      throw untranslatable(`${at}.type`, target);
+  }
+}
+
+function readContent(content: unknown, at: string, target: string): Part[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  if (!Array.isArray(content)) throw invalid(at, 'must be a string or an array of content blocks');
+  return content.map((block, index) => readBlock(block, `${at}[${index}]`, target));
+}
+
+function readSystem(system: unknown, target: string): string[] {
+  if (absent(system)) return [];
+  if (typeof system === 'string') return [system];
+  return readContent(system, 'system', target).map((part) => {
+    if (part.type !== 'text') throw untranslatable('system', target);
+    return part.text;
+  });
+}
+
+function readTools(tools: unknown, target: string): Tool[] {
+  if (absent(tools)) return [];
+  if (!Array.isArray(tools)) throw invalid('tools', 'must be an array');
+  return tools.map((tool, index): Tool => {
+    const at = `tools[${index}]`;
+    if (!isObject(tool)) throw invalid(at, 'must be an object');
+    // Anthropic's own tools (web search, code execution...) have a type; a custom tool none, or "custom".
+    // Fine-grained streaming of the input is a hint: Chat Completions streams arguments in pieces anyway.
+    refuseUnknown(
+      tool,
+      { name: any, description: any, input_schema: any, type: (value) => absent(value) || value === 'custom', cache_control: any, eager_input_streaming: any },
+      target,
+      `${at}.`,
+    );
+    if (typeof tool.name !== 'string') throw invalid(`${at}.name`, 'must be a string');
+    return {
+      name: tool.name,
+      ...(typeof tool.description === 'string' && { description: tool.description }),
+      parameters: isObject(tool.input_schema) ? tool.input_schema : { type: 'object', properties: {} },
+    };
+  });
+}
+
+function readToolChoice(choice: unknown, target: string): { toolChoice?: ToolChoice; parallelToolCalls?: boolean } {
+  if (absent(choice)) return {};
+  if (!isObject(choice)) throw invalid('tool_choice', 'must be an object');
+  const parallel = choice.disable_parallel_tool_use === true ? { parallelToolCalls: false } : {};
+  switch (choice.type) {
+    case 'auto':
+      return { toolChoice: { type: 'auto' }, ...parallel };
+    case 'any':
+      return { toolChoice: { type: 'required' }, ...parallel };
+    case 'none':
+      return { toolChoice: { type: 'none' } };
+    case 'tool':
+      if (typeof choice.name !== 'string') throw invalid('tool_choice.name', 'must be a string');
+      return { toolChoice: { type: 'tool', name: choice.name }, ...parallel };
+    default:
+      throw untranslatable('tool_choice.type', target);
+  }
+}
+
+function readThinking(thinking: unknown, target: string): Request['reasoning'] {
+  if (absent(thinking) || (isObject(thinking) && thinking.type === 'disabled')) return undefined;
+  if (isObject(thinking) && thinking.type === 'enabled' && typeof thinking.budget_tokens === 'number') return { budgetTokens: thinking.budget_tokens };
+  throw untranslatable('thinking', target);
+}
+
+/** A Messages body, read; `target` names the provider's format in refusals. */
+export function readMessagesRequest(body: JsonObject, target: string): ReadRequest {
+  refuseUnknown(body, KNOWN, target);
+  if (!Array.isArray(body.messages)) throw invalid('messages', 'must be an array');
+  const messages: Message[] = body.messages.map((message, index) => {
+    const at = `messages[${index}]`;
+    if (!isObject(message) || (message.role !== 'user' && message.role !== 'assistant')) throw invalid(`${at}.role`, "must be 'user' or 'assistant'");
+    refuseUnknown(message, { role: any, content: any }, target, `${at}.`);
+    return { role: message.role, parts: readContent(message.content, `${at}.content`, target) };
+  });
+  const metadata = isObject(body.metadata) ? body.metadata : {};
+  refuseUnknown(metadata, { user_id: any }, target, 'metadata.');
+  const stop = body.stop_sequences;
+  if (!absent(stop) && (!Array.isArray(stop) || !stop.every((item) => typeof item === 'string'))) throw invalid('stop_sequences', 'must be an array of strings');
+  const maxTokens = optionalNumber(body, 'max_tokens');
+  const temperature = optionalNumber(body, 'temperature');
+  const topP = optionalNumber(body, 'top_p');
+  const reasoning = readThinking(body.thinking, target);
+  return {
+    model: String(body.model),
+    stream: body.stream === true,
+    system: readSystem(body.system, target),
+    messages,
+    tools: readTools(body.tools, target),
+    ...readToolChoice(body.tool_choice, target),
+    ...(maxTokens !== undefined && { maxTokens }),
+    ...(temperature !== undefined && { temperature }),
+    ...(topP !== undefined && { topP }),
+    ...(Array.isArray(stop) && stop.length > 0 && { stop: stop as string[] }),
+    ...(reasoning && { reasoning }),
+    ...(typeof metadata.user_id === 'string' && { user: metadata.user_id }),
+    params: {
+      maxTokens: 'max_tokens',
+      temperature: 'temperature',
+      topP: 'top_p',
+      stop: 'stop_sequences',
+      toolChoice: 'tool_choice',
+      parallelToolCalls: 'tool_choice.disable_parallel_tool_use',
+      reasoning: 'thinking',
+      user: 'metadata.user_id',
+      messages: 'messages',
+    },
+  };
+}
+
+function writeSource(source: { url: string } | { mediaType: string; data: string }): JsonObject {
+  return 'url' in source ? { type: 'url', url: source.url } : { type: 'base64', media_type: source.mediaType, data: source.data };
+}
+
+function writeBlock(part: Part, request: ReadRequest): JsonObject {
+  const where = request.params.messages ?? 'messages';
+  switch (part.type) {
+    case 'text':
+      return { type: 'text', text: part.text };
+    case 'image':
+      return { type: 'image', source: writeSource(part.source) };
+    case 'file':
+      if (part.mediaType !== 'application/pdf') throw untranslatable(`${where} (a ${part.mediaType} file)`, NAME);
+      return { type: 'document', source: writeSource(part), ...(part.filename !== undefined && { title: part.filename }) };
+    case 'tool-call':
+      return { type: 'tool_use', id: part.id, name: part.name, input: argumentsObject(part.input) };
+    case 'tool-result':
+      return {
+        type: 'tool_result',
+        tool_use_id: part.callId,
+        content: part.content.map((inner) => writeBlock(inner, request)),
+        ...(part.isError && { is_error: true }),
+      };
+    case 'reasoning':
+      // Thinking goes back only with the signature Anthropic gave it.
+      if (part.signature === undefined || part.signature === '') throw untranslatable(`${where} (reasoning without a signature)`, NAME);
+      return { type: 'thinking', thinking: part.text, signature: part.signature };
+    case 'redacted-reasoning':
+      return { type: 'redacted_thinking', data: part.data };
+  }
+}
+
+function writeMessages(request: ReadRequest): JsonObject[] {
+  const written: Array<{ role: string; content: JsonObject[] }> = [];
+  for (const message of request.messages) {
+    // Tool results first in their turn, as Messages wants them; empty texts are refused upstream.
+    const parts = [...message.parts.filter((part) => part.type === 'tool-result'), ...message.parts.filter((part) => part.type !== 'tool-result')];
+    const blocks = parts.filter((part) => part.type !== 'text' || part.text !== '').map((part) => writeBlock(part, request));
+    if (blocks.length === 0) continue;
+    const last = written.at(-1);
+    if (last?.role === message.role) last.content.push(...blocks);
+    else written.push({ role: message.role, content: blocks });
+  }
+  return written;
+}
+
+function writeToolChoice(request: ReadRequest): JsonObject | undefined {
+  const { toolChoice, parallelToolCalls } = request;
+  // Messages refuses a tool_choice without tools.
+  if (request.tools.length === 0) return undefined;
+  const once = parallelToolCalls === false ? { disable_parallel_tool_use: true } : {};
+  if (toolChoice === undefined) return parallelToolCalls === false ? { type: 'auto', ...once } : undefined;
+  switch (toolChoice.type) {
+    case 'auto':
+      return { type: 'auto', ...once };
+    case 'required':
+      return { type: 'any', ...once };
+    case 'none':
+      return { type: 'none' };
+    case 'tool':
+      return { type: 'tool', name: toolChoice.name, ...once };
+  }
+}
+
+const EFFORT_BUDGETS = { low: 2048, medium: 8192, high: 24_576 } as const;
+
+/**
+ * A neutral request as a Messages body: `max_tokens` 4,096 (above the thinking budget, if any)
+ * when the client gave none (Messages requires it), consecutive turns of one role merged, tool results first in their turn, an
+ * effort as a thinking budget (low 2,048, medium 8,192, high 24,576 tokens). Messages has no JSON
+ * mode and its temperature stops at 1: those are refused by the client's names for them.
+ */
+export function writeMessagesRequest(request: ReadRequest): JsonObject {
+  const { params } = request;
+  if (request.responseFormat) throw untranslatable(params.responseFormat ?? 'response_format', NAME);
+  if (request.temperature !== undefined && request.temperature > 1) {
+    throw untranslatable(`${params.temperature ?? 'temperature'} above 1`, NAME);
+  }
+  const { reasoning } = request;
+  const budget = reasoning?.budgetTokens ?? (reasoning?.effort && EFFORT_BUDGETS[reasoning.effort]);
+  const toolChoice = writeToolChoice(request);
+  return {
+    model: request.model,
+    max_tokens: request.maxTokens ?? DEFAULT_MAX_TOKENS + (budget ?? 0),
+    ...(request.system.length > 0 && { system: request.system.join('\n\n') }),
+    messages: writeMessages(request),
+    ...(request.tools.length > 0 && {
+      tools: request.tools.map((tool) => ({ name: tool.name, ...(tool.description !== undefined && { description: tool.description }), input_schema: tool.parameters })),
+    }),
+    ...(toolChoice && { tool_choice: toolChoice }),
+    ...(request.temperature !== undefined && { temperature: request.temperature }),
+    ...(request.topP !== undefined && { top_p: request.topP }),
+    ...(request.stop && { stop_sequences: request.stop }),
+    ...(budget !== undefined && { thinking: { type: 'enabled', budget_tokens: budget } }),
+    ...(request.user !== undefined && { metadata: { user_id: request.user } }),
+    ...(request.stream && { stream: true }),
+  };
+}

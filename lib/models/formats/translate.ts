@@ -1,0 +1,214 @@
+import { pipeline, Readable, Transform } from 'node:stream';
+import { errors } from '../../errors/gateway-error.js';
+import { eventObject, type TokenUsage } from '../answer.js';
+import { isObject, type JsonObject } from '../content.js';
+import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from '../provider.js';
+import { countPdfPages } from '../providers/echo/received.js';
+import { EventSplitter, eventFields } from '../server-sent-events.js';
+import { answerHeader, discard, providerAnswer } from '../upstream-call.js';
+import { chatCompletionsFormat } from './chat-completions/index.js';
+import { messagesFormat } from './messages/index.js';
+import type { Part, Request } from './neutral.js';
+import { responsesFormat } from './responses/index.js';
+import type { ReadRequest, WireFormat } from './wire-format.js';
+
+type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens'>;
+
+const FORMATS: Readonly<Record<FormatEndpoint, WireFormat>> = {
+  chatCompletions: chatCompletionsFormat,
+  responses: responsesFormat,
+  messages: messagesFormat,
+};
+
+/** For each client format, the provider formats translated to, in order of preference. */
+const TARGETS: Readonly<Record<FormatEndpoint, readonly FormatEndpoint[]>> = {
+  chatCompletions: ['messages', 'responses'],
+  responses: ['chatCompletions', 'messages'],
+  messages: ['chatCompletions', 'responses'],
+};
+
+/** A call in a format its provider does not speak, carried in one it does. */
+export interface Translation {
+  /** The provider's format. */
+  readonly target: ProviderEndpoint;
+  /** Refuses (400, by name) what cannot be carried over, before anything is sent or counted. */
+  check(body: JsonObject): void;
+  /** Sends the translated request, and answers as the client's format would: JSON or events. */
+  send(request: ProviderRequest): Promise<TranslatedAnswer>;
+}
+
+/**
+ * A translated answer, and the usage its stream has told so far (the input as soon as the
+ * provider's format tells it), which a client leaving before the end would not have seen in its own.
+ */
+export interface TranslatedAnswer extends ProviderAnswer {
+  readonly usage: TokenUsage;
+}
+
+const EVENT_STREAM = /^text\/event-stream\b/i;
+const JSON_HEADERS = { 'content-type': 'application/json' };
+const EVENT_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8' };
+// The statuses by which each provider says it is overloaded: Anthropic's 529, OpenAI's 503.
+const OVERLOADED = new Set([503, 529]);
+
+/**
+ * How a call in `client`'s format reaches `provider`, which does not speak it: the first format
+ * of TARGETS the provider speaks, or, for a token count, an estimate. Undefined when there is none.
+ */
+export function translation(client: ProviderEndpoint, provider: Provider): Translation | undefined {
+  if (client === 'countTokens') return estimate(provider);
+  const from = FORMATS[client];
+  for (const target of TARGETS[client]) {
+    const method = provider[target];
+    const to = FORMATS[target].provider;
+    if (method === undefined || to === undefined) continue;
+    const read = (body: JsonObject) => from.client.readRequest(body, FORMATS[target].name);
+    const overloaded = client === 'messages' ? 529 : 503;
+    return {
+      target,
+      check: (body) => void to.writeRequest(read(body)),
+      async send(request) {
+        const neutral = read(request.body);
+        const answer = providerAnswer(await method.call(provider, { ...request, body: to.writeRequest(neutral) }));
+        const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+        if (answer.statusCode < 200 || answer.statusCode > 299) {
+          if (!OVERLOADED.has(answer.statusCode)) return { ...answer, usage };
+          discard(answer.body);
+          const err = errors.upstreamOverloaded(overloaded);
+          err.cause = `provider '${provider.id}' answered HTTP ${answer.statusCode}`;
+          throw err;
+        }
+        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: through(answer.body, jsonTranslator(from, to, neutral)), usage };
+        if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return { ...answer, usage };
+        return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage)), usage };
+      },
+    };
+  }
+  return undefined;
+}
+
+/** `body` through `transform`: destroying either ends both, a failure of either fails the result. */
+function through(body: Readable, transform: Transform): Readable {
+  return pipeline(body, transform, () => undefined);
+}
+
+/** A JSON answer, whole, in the client's format; what is not a JSON object passes as it is, to be refused as malformed. */
+function jsonTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request): Transform {
+  const chunks: Buffer[] = [];
+  return new Transform({
+    transform(chunk: Buffer | string, _encoding, done) {
+      chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+      done();
+    },
+    flush(done) {
+      const text = Buffer.concat(chunks).toString('utf8');
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        done(null, text);
+        return;
+      }
+      if (!isObject(parsed)) return done(null, text);
+      try {
+        done(null, JSON.stringify(from.client.writeAnswer(to.readAnswer(parsed), request)));
+      } catch (err) {
+        done(err as Error);
+      }
+    },
+  });
+}
+
+/**
+ * An event stream, event by event, in the client's format: the provider's reader and the client's
+ * writer, one per stream; `usage` is kept up to date with what the provider's events tell.
+ */
+function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage): Transform {
+  const splitter = new EventSplitter();
+  const reader = to.streamReader();
+  const writer = from.client.streamWriter(request);
+  const translate = (events: string[]) => {
+    let out = '';
+    for (const event of events) {
+      const { name, data } = eventFields(event);
+      const parsed = eventObject(data);
+      if (parsed === undefined) continue;
+      for (const part of reader.read(name, parsed)) {
+        if ((part.type === 'start' || part.type === 'finish') && part.usage) Object.assign(usage, { inputTokens: part.usage.inputTokens, outputTokens: part.usage.outputTokens });
+        out += writer.write(part);
+      }
+    }
+    return out;
+  };
+  return new Transform({
+    transform(chunk: Buffer | string, _encoding, done) {
+      try {
+        const out = translate(splitter.push(chunk));
+        done(null, out === '' ? undefined : out);
+      } catch (err) {
+        done(err as Error);
+      }
+    },
+    flush(done) {
+      try {
+        let out = translate(splitter.end());
+        for (const part of reader.end()) out += writer.write(part);
+        done(null, out + writer.end());
+      } catch (err) {
+        done(err as Error);
+      }
+    },
+  });
+}
+
+// The estimate's rates: about four characters a token for text, as tokenizers of English average;
+// an image at Anthropic's largest (1,600 tokens), a PDF page at about what a page of text and its image cost.
+const CHARS_PER_TOKEN = 4;
+const IMAGE_TOKENS = 1600;
+const PDF_PAGE_TOKENS = 2000;
+
+function partTokens(part: Part): number {
+  switch (part.type) {
+    case 'text':
+    case 'reasoning':
+      return Math.ceil(part.text.length / CHARS_PER_TOKEN);
+    case 'tool-call':
+      return Math.ceil((part.name.length + part.input.length) / CHARS_PER_TOKEN);
+    case 'tool-result':
+      return part.content.reduce((sum, inner) => sum + partTokens(inner), 0);
+    case 'image':
+      return IMAGE_TOKENS;
+    case 'file':
+      return Math.max(1, countPdfPages(Buffer.from(part.data, 'base64'))) * PDF_PAGE_TOKENS;
+    case 'redacted-reasoning':
+      return Math.ceil(part.data.length / CHARS_PER_TOKEN);
+  }
+}
+
+/**
+ * The input tokens of a Messages request, estimated without the provider: about four characters
+ * a token of text (system prompt, messages, tool definitions), 1,600 per image, 2,000 per PDF
+ * page. An estimate, not the model's tokenizer: it may be off by a fair margin either way.
+ */
+export function estimateInputTokens(request: Request): number {
+  const text = request.system.join('\n').length + request.tools.reduce((sum, tool) => sum + JSON.stringify(tool).length, 0);
+  return Math.ceil(text / CHARS_PER_TOKEN) + request.messages.reduce((sum, message) => sum + message.parts.reduce((inner, part) => inner + partTokens(part), 0), 0);
+}
+
+/** A token count for a provider that has no counting endpoint: the estimate, when it speaks a format a Messages request can be translated to. */
+function estimate(provider: Provider): Translation | undefined {
+  const target = TARGETS.messages.find((format) => provider[format] !== undefined && FORMATS[format].provider !== undefined);
+  if (target === undefined) return undefined;
+  const to = FORMATS[target];
+  const read = (body: JsonObject): ReadRequest => messagesFormat.client.readRequest(body, to.name);
+  return {
+    target,
+    check: (body) => void to.provider?.writeRequest(read(body)),
+    send: async ({ body }) => ({
+      statusCode: 200,
+      headers: JSON_HEADERS,
+      body: Readable.from([JSON.stringify({ input_tokens: estimateInputTokens(read(body)) })]),
+      usage: { inputTokens: 0, outputTokens: 0 },
+    }),
+  };
+}

@@ -1,0 +1,83 @@
+import type { JsonObject } from '../content.js';
+import { invalid, untranslatable, type Answer, type Request, type StreamReader, type StreamWriter } from './neutral.js';
+
+/**
+ * One wire format as translation sees it: what it reads and writes as the client's format
+ * (requests in, answers and streams out) and, when a provider speaking it can be translated to,
+ * as the provider's (requests out, answers and streams in). Each reader refuses (400, by name)
+ * what the neutral representation cannot hold; each writer refuses what its own format cannot
+ * carry, by the client's name for it (`ReadRequest.params`).
+ */
+export interface WireFormat {
+  /** Its name in messages: "Chat Completions". */
+  readonly name: string;
+  readonly client: {
+    /** `target` names the provider's format in refusals. */
+    readRequest(body: JsonObject, target: string): ReadRequest;
+    writeAnswer(answer: Answer, request: Request): JsonObject;
+    streamWriter(request: Request): StreamWriter;
+  };
+  readonly provider?: {
+    writeRequest(request: ReadRequest): JsonObject;
+    readAnswer(body: JsonObject): Answer;
+    streamReader(): StreamReader;
+  };
+}
+
+/** A neutral request with the names its fields had in the client's format, for the refusals of a writer. */
+export interface ReadRequest extends Request {
+  params: Partial<Record<keyof Request, string>>;
+}
+
+/** A data URL's media type and base64 data; undefined for any other URL. */
+export function parseDataUrl(url: string): { mediaType: string; data: string } | undefined {
+  const match = /^data:([^;,]+)(?:;[^,]*)?;base64,/.exec(url);
+  return match ? { mediaType: match[1] as string, data: url.slice(match[0].length) } : undefined;
+}
+
+export const dataUrl = (mediaType: string, data: string) => `data:${mediaType};base64,${data}`;
+
+/** `body[param]` when it is a finite number, undefined when absent or null; anything else is refused by name. */
+export function optionalNumber(body: JsonObject, param: string): number | undefined {
+  const value = body[param];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(param, 'must be a number');
+  return value;
+}
+
+/** `body[param]` when it is a string, undefined when absent or null; anything else is refused by name. */
+export function optionalString(body: JsonObject, param: string): string | undefined {
+  const value = body[param];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw invalid(param, 'must be a string');
+  return value;
+}
+
+/**
+ * Refuses every field of `body` that `known` does not list, or lists with a check it fails: what
+ * a reader does not carry over is never dropped silently.
+ */
+export function refuseUnknown(body: JsonObject, known: Readonly<Record<string, (value: unknown) => boolean>>, target: string, prefix = ''): void {
+  for (const [key, value] of Object.entries(body)) {
+    const accepts = Object.hasOwn(known, key) ? known[key] : undefined;
+    if (accepts === undefined || !accepts(value)) throw untranslatable(`${prefix}${key}`, target);
+  }
+}
+
+/** Field checks for `refuseUnknown()`. */
+export const any = () => true;
+export const absent = (value: unknown) => value === null || value === undefined;
+export const falsy = (value: unknown) => absent(value) || value === false;
+/** Unset, or the value everything else behaves as anyway. */
+export const defaultOnly = (expected: unknown) => (value: unknown) => absent(value) || value === expected;
+
+/** The JSON text of a tool call's arguments as an object, as Messages and Responses items carry them. */
+export function argumentsObject(input: string): JsonObject {
+  try {
+    const value: unknown = JSON.parse(input === '' ? '{}' : input);
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as JsonObject;
+  } catch {
+    // The model wrote arguments that are not JSON: kept, as the one field they fit in.
+  }
+  return { arguments: input };
+}

@@ -1,0 +1,162 @@
+import { once } from 'node:events';
+import { Readable } from 'node:stream';
+import test from 'ava';
+import type { UsageRecord } from '../../lib/usage/usage-store.js';
+import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { modelsApp, catalogProviders } from '../helpers/models-app.js';
+import { anthropicMessage, reply, replyEvents, scriptedUpstream, streamingUpstream } from '../helpers/models-upstream.js';
+import { until } from '../helpers/poll.js';
+
+// Translated calls through the lib's models router, against a scripted upstream: upstream errors
+// in the client's shape and status, refusals before anything is sent, and the usage record of a
+// translated call counted as a native one's. The tests share the upstream: they run serially.
+
+const upstream = await scriptedUpstream();
+const records: UsageRecord[] = [];
+const gateway = await modelsApp({ timeoutMs: 20_000, providers: catalogProviders(upstream.url), usage: { record: (record) => records.push(record) } });
+test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
+test.beforeEach(() => {
+  upstream.received.splice(0);
+  records.splice(0);
+});
+
+const key = await gateway.keyFor();
+const chat = (body: Record<string, unknown>) => gateway.post('/v1/chat/completions', { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }], ...body }, { authorization: `Bearer ${key}` });
+const messages = (body: Record<string, unknown>) => gateway.post('/v1/messages', { model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], ...body }, { 'x-api-key': key });
+const responses = (body: Record<string, unknown>) => gateway.post('/v1/responses', { model: 'claude-test', input: 'hi', ...body }, { authorization: `Bearer ${key}` });
+
+test.serial("an Anthropic 529 overloaded_error reaches a Chat Completions client as a 503 its SDK retries, in OpenAI's shape", async (t) => {
+  upstream.answer('/v1/messages', reply(529, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+  const response = await chat({});
+  t.is(response.status, 503);
+  t.deepEqual(await response.json(), { error: { message: 'The upstream provider is overloaded: retry later', type: 'server_error', param: null, code: 'upstream_overloaded' } });
+});
+
+test.serial("an OpenAI 503 reaches a Messages client as a 529 overloaded_error, in Anthropic's shape", async (t) => {
+  upstream.answer('/v1/chat/completions', reply(503, { error: { message: 'The engine is currently overloaded', type: 'server_error' } }));
+  const response = await messages({});
+  t.is(response.status, 529);
+  t.like(await response.json(), { type: 'error', error: { type: 'overloaded_error', message: 'The upstream provider is overloaded: retry later' } });
+});
+
+test.serial("an upstream refusal keeps its status and message in the client's shape; a 429 its retry-after", async (t) => {
+  upstream.answer('/v1/messages', reply(400, { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 210000 tokens > 200000 maximum' } }));
+  const refused = await chat({});
+  t.is(refused.status, 400);
+  t.like(await refused.json(), { error: { message: 'prompt is too long: 210000 tokens > 200000 maximum', type: 'invalid_request_error' } });
+  upstream.answer('/v1/chat/completions', reply(429, { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } }, { 'retry-after': '7' }));
+  const limited = await messages({});
+  t.is(limited.status, 429);
+  t.is(limited.headers.get('retry-after'), '7');
+  t.like(await limited.json(), { type: 'error', error: { type: 'rate_limit_error', message: 'Rate limit reached' } });
+});
+
+test.serial("an Anthropic error event mid-stream ends a Chat Completions client's stream with an error chunk", async (t) => {
+  const events = [
+    'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}}\n\n',
+    'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}\n\n',
+    'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+  ];
+  upstream.answer('/v1/messages', replyEvents(Readable.from(events)));
+  const response = await chat({ stream: true });
+  t.is(response.status, 200);
+  const text = await response.text();
+  t.true(text.includes('"content":"Hel"'));
+  t.true(text.trimEnd().endsWith('data: {"error":{"message":"Service temporarily unavailable","type":"server_error","param":null,"code":"service_unavailable"}}'));
+});
+
+const refusals: Array<[string, () => Promise<Response>, string]> = [
+  ['logprobs to an Anthropic model', () => chat({ logprobs: true }), 'logprobs'],
+  ['n: 2 to an Anthropic model', () => chat({ n: 2 }), 'n'],
+  ['seed to an Anthropic model', () => chat({ seed: 7 }), 'seed'],
+  ['reasoning_effort to an Anthropic model (its thinking could not come back)', () => chat({ reasoning_effort: 'low' }), 'reasoning_effort'],
+  ['response_format to an Anthropic model', () => chat({ response_format: { type: 'json_object' } }), 'response_format'],
+  ['a temperature above 1 to an Anthropic model', () => chat({ temperature: 1.5 }), 'temperature above 1'],
+  ['an image detail to an Anthropic model', () => chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png', detail: 'low' } }] }] }), 'messages[0].content[0].image_url.detail'],
+  ['audio input to an Anthropic model', () => chat({ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }] }), 'messages[0].content[0].type'],
+  ['strict tools to an Anthropic model', () => chat({ tools: [{ type: 'function', function: { name: 'f', parameters: {}, strict: true } }] }), 'tools[0].function.strict'],
+  ['top_k to an OpenAI model', () => messages({ top_k: 5 }), 'top_k'],
+  ["Anthropic's web search tool to an OpenAI model", () => messages({ tools: [{ type: 'web_search_20250305', name: 'web_search' }] }), 'tools[0].type'],
+  ['a document with citations to an OpenAI model', () => messages({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' }, citations: { enabled: true } }] }] }), 'messages[0].content[0].citations'],
+  ['previous_response_id to an Anthropic model', () => responses({ previous_response_id: 'resp_1' }), 'previous_response_id'],
+  ["OpenAI's web search tool to an Anthropic model", () => responses({ tools: [{ type: 'web_search' }] }), 'tools[0].type'],
+  ['text.format to an Anthropic model', () => responses({ text: { format: { type: 'json_object' } } }), 'text.format'],
+];
+for (const [name, send, param] of refusals) {
+  test.serial(`refused before anything is sent, naming the parameter: ${name}`, async (t) => {
+    const response = await send();
+    t.is(response.status, 400);
+    const body = (await response.json()) as { error: { message: string } };
+    t.true(body.error.message.startsWith(`'${param}' cannot be sent to this model`), body.error.message);
+    t.is(upstream.received.length, 0);
+  });
+}
+
+test.serial('a translated call is metered as a native one: its usage record has the tokens of the answer, streamed or not', async (t) => {
+  upstream.answer('/v1/messages', reply(200, { ...anthropicMessage('Hi there.'), usage: { input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 4 } }));
+  t.is((await chat({})).status, 200);
+  const events = [
+    'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":8,"output_tokens":1}}}\n\n',
+    'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}\n\n',
+    'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+    'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":3}}\n\n',
+    'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+  ];
+  upstream.answer('/v1/messages', replyEvents(Readable.from(events)));
+  const streamed = await chat({ stream: true });
+  const text = await streamed.text();
+  // The client did not ask for usage: the usage chunk is withheld from it, as from a native stream.
+  t.false(text.includes('"usage"'));
+  await until(async () => records.length, (count) => count === 2);
+  t.like(records[0], { model: 'claude-test', provider: 'anthropic', status: 200, stream: false, inputTokens: 15, outputTokens: 4 });
+  t.like(records[1], { model: 'claude-test', provider: 'anthropic', status: 200, stream: true, inputTokens: 8, outputTokens: 3 });
+});
+
+test.serial("a translated call carries the key's rate-limit headers in the client's style", async (t) => {
+  const limited = await gateway.keyFor(undefined, { limits: { requestsPerMinute: 50 } });
+  upstream.answer('/v1/messages', reply(200, anthropicMessage('Hi.')));
+  const openAIStyle = await gateway.post('/v1/chat/completions', { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${limited}` });
+  t.is(openAIStyle.status, 200);
+  t.is(openAIStyle.headers.get('x-ratelimit-limit-requests'), '50');
+  t.is(openAIStyle.headers.get('anthropic-ratelimit-requests-limit'), null);
+  upstream.answer('/v1/chat/completions', reply(200, { id: 'c', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1 } }));
+  const anthropicStyle = await gateway.post('/v1/messages', { model: 'gpt-test', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': limited });
+  t.is(anthropicStyle.status, 200);
+  t.is(anthropicStyle.headers.get('anthropic-ratelimit-requests-limit'), '50');
+  t.is(anthropicStyle.headers.get('x-ratelimit-limit-requests'), null);
+});
+
+test.serial('a refused translation spends none of the key\'s limits', async (t) => {
+  const once1 = await gateway.keyFor(undefined, { limits: { requestsPerMinute: 1 } });
+  const send = (body: Record<string, unknown>) =>
+    gateway.post('/v1/chat/completions', { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }], ...body }, { authorization: `Bearer ${once1}` });
+  t.is((await send({ logprobs: true })).status, 400);
+  upstream.answer('/v1/messages', reply(200, anthropicMessage('Hi.')));
+  t.is((await send({})).status, 200);
+  t.is((await send({})).status, 429);
+});
+
+test.serial('a client that leaves a translated stream: the upstream call is closed and the call recorded as 499 with the usage read so far', async (t) => {
+  const hanging = await streamingUpstream();
+  const leaving: UsageRecord[] = [];
+  const app = await modelsApp({ providers: [anthropicProvider({ id: 'anthropic', baseURL: hanging.url })], catalog: [{ id: 'claude-test', provider: 'anthropic' }], usage: { record: (record) => leaving.push(record) } });
+  t.teardown(() => Promise.all([app.close(), hanging.close()]));
+  const controller = new AbortController();
+  const answer = await app.post(
+    '/v1/chat/completions',
+    { model: 'claude-test', stream: true, messages: [{ role: 'user', content: 'hi' }] },
+    { authorization: `Bearer ${await app.keyFor()}` },
+    controller.signal,
+  );
+  const arrival = await hanging.next();
+  arrival.res.write('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","model":"m","usage":{"input_tokens":7,"output_tokens":1}}}\n\n');
+  const reader = (answer.body as ReadableStream<Uint8Array>).getReader();
+  t.regex(new TextDecoder().decode((await reader.read()).value), /"model":"claude-test"/);
+  const closed = once(arrival.req.socket, 'close');
+  controller.abort();
+  await closed;
+  await until(async () => leaving.length, (count) => count === 1);
+  t.like(leaving[0], { status: 499, stream: true, inputTokens: 7 });
+});

@@ -1,0 +1,453 @@
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
+import Anthropic from '@anthropic-ai/sdk';
+import { ChatAnthropic } from '@langchain/anthropic';
+import { ChatOpenAI } from '@langchain/openai';
+import { generateText, streamText, tool } from 'ai';
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import OpenAI, { toFile } from 'openai';
+import { z } from 'zod';
+import { makePdf } from '../helpers/models-pdf.js';
+import { checkedFetch } from '../helpers/openapi.js';
+import { referenceApp } from '../spec/reference-app.js';
+
+// The SDKs as their users write them, against the reference server, calling models of the other
+// format: the openai SDK a model on an `anthropic` provider, @anthropic-ai/sdk one on an `openai`
+// provider that has Chat Completions only. The mock upstreams answer with the providers' recorded
+// shapes (test/fixtures/translation).
+
+const test = anyTest as TestFn<{ problems: string[]; fetch: typeof fetch }>;
+const fixture = (name: string) => readFile(new URL(`../../../test/fixtures/translation/${name}`, import.meta.url), 'utf8');
+const ANTHROPIC_TOOL_STREAM = await fixture('anthropic-text-and-parallel-tool-use.sse');
+const OPENAI_TOOL_STREAM = await fixture('openai-parallel-tool-calls.sse');
+const OPENAI_TEXT_STREAM = await fixture('openai-text.sse');
+const RESPONSES_TOOL_STREAM = await fixture('openai-responses-text-and-function-calls.sse');
+const responsesToolAnswer = (JSON.parse(await fixture('chat-to-responses-tool-history-image.case.json')) as { upstreamAnswer: unknown }).upstreamAnswer;
+
+const upstreamRequests: Array<{ path: string; body: Record<string, unknown> }> = [];
+
+const anthropicToolAnswer = {
+  id: 'msg_01Aq9w938a90dw8q',
+  type: 'message',
+  role: 'assistant',
+  model: 'claude-upstream-2025',
+  content: [
+    { type: 'text', text: 'Checking both.' },
+    { type: 'tool_use', id: 'toolu_01A', name: 'get_weather', input: { location: 'San Francisco, CA' } },
+    { type: 'tool_use', id: 'toolu_01B', name: 'get_weather', input: { location: 'Paris, France' } },
+  ],
+  stop_reason: 'tool_use',
+  stop_sequence: null,
+  usage: { input_tokens: 400, cache_creation_input_tokens: 0, cache_read_input_tokens: 72, output_tokens: 60 },
+};
+
+const openAIToolAnswer = {
+  id: 'chatcmpl-Tools1',
+  object: 'chat.completion',
+  created: 1_744_000_000,
+  model: 'gpt-upstream-2025',
+  choices: [
+    {
+      index: 0,
+      message: {
+        role: 'assistant',
+        content: null,
+        refusal: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris, France"}' } },
+          { id: 'call_2', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Bogotá, Colombia"}' } },
+        ],
+      },
+      logprobs: null,
+      finish_reason: 'tool_calls',
+    },
+  ],
+  usage: { prompt_tokens: 82, completion_tokens: 41, total_tokens: 123, prompt_tokens_details: { cached_tokens: 64 } },
+};
+
+const upstream = createServer(async (req: IncomingMessage, res) => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+  upstreamRequests.push({ path: req.url ?? '', body });
+  const events = (text: string) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(text);
+  const json = (answer: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+  if (req.url === '/v1/messages') {
+    if (body.stream === true) return events(ANTHROPIC_TOOL_STREAM);
+    return json(anthropicToolAnswer);
+  }
+  if (req.url === '/v1/chat/completions') {
+    if (body.stream === true) return events(Array.isArray(body.tools) ? OPENAI_TOOL_STREAM : OPENAI_TEXT_STREAM);
+    return json(openAIToolAnswer);
+  }
+  // An upstream with the Responses API only, under its own path.
+  if (req.url === '/responses-only/v1/responses') {
+    if (body.stream === true) return events(RESPONSES_TOOL_STREAM);
+    return json(responsesToolAnswer);
+  }
+  // The chat-only upstream has no Responses API, as vLLM's answer says.
+  res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
+});
+upstream.listen(0, '127.0.0.1');
+await once(upstream, 'listening');
+const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+
+const gateway = await referenceApp({
+  providers: [
+    { id: 'chat-only', kind: 'openai', baseURL: `${upstreamUrl}/v1`, endpoints: ['chat.completions'] },
+    { id: 'undeclared', kind: 'openai', baseURL: `${upstreamUrl}/v1` },
+    { id: 'upstream-anthropic', kind: 'anthropic', baseURL: upstreamUrl },
+    { id: 'responses-only', kind: 'openai', baseURL: `${upstreamUrl}/responses-only/v1`, endpoints: ['responses'] },
+  ],
+  models: [
+    { id: 'gpt-mock', provider: 'chat-only', upstreamModel: 'gpt-upstream-2025' },
+    { id: 'gpt-undeclared', provider: 'undeclared', upstreamModel: 'gpt-upstream-2025' },
+    { id: 'claude-mock', provider: 'upstream-anthropic', upstreamModel: 'claude-upstream-2025' },
+    { id: 'gpt-responses', provider: 'responses-only', upstreamModel: 'gpt-5' },
+  ],
+});
+test.after.always(async () => {
+  await gateway.close();
+  upstream.closeAllConnections();
+  upstream.close();
+});
+test.beforeEach((t) => {
+  t.context.problems = [];
+  t.context.fetch = checkedFetch(t.context.problems);
+});
+test.afterEach((t) => t.deepEqual(t.context.problems, [], 'every answer agrees with docs/openapi.json'));
+
+const key = await gateway.keyFor();
+const pdf = makePdf(2, 300);
+const openaiClient = (t: ExecutionContext<{ fetch: typeof fetch }>) => new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0, fetch: t.context.fetch });
+const anthropicClient = (t: ExecutionContext<{ fetch: typeof fetch }>) => new Anthropic({ apiKey: key, baseURL: gateway.url, maxRetries: 0, fetch: t.context.fetch });
+const lastUpstream = (path: string) => upstreamRequests.findLast((request) => request.path === path)?.body;
+
+const weatherTool: OpenAI.Chat.ChatCompletionTool = {
+  type: 'function',
+  function: { name: 'get_weather', description: 'The weather at a place', parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] } },
+};
+
+test.serial('openai SDK chat → anthropic provider: tools and a PDF, whole; the upstream gets a Messages request', async (t) => {
+  const completion = await openaiClient(t).chat.completions.create({
+    model: 'claude-mock',
+    max_completion_tokens: 300,
+    messages: [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: [{ type: 'text', text: 'Weather where the report says?' }, { type: 'file', file: { filename: 'report.pdf', file_data: `data:application/pdf;base64,${pdf.toString('base64')}` } }] },
+    ],
+    tools: [weatherTool],
+    tool_choice: 'required',
+  });
+  t.is(completion.model, 'claude-mock');
+  t.is(completion.id, 'msg_01Aq9w938a90dw8q');
+  const [choice] = completion.choices;
+  t.is(choice?.finish_reason, 'tool_calls');
+  t.is(choice?.message.content, 'Checking both.');
+  t.deepEqual(
+    choice?.message.tool_calls?.map((call) => (call.type === 'function' ? [call.id, call.function.name, JSON.parse(call.function.arguments)] : [])),
+    [
+      ['toolu_01A', 'get_weather', { location: 'San Francisco, CA' }],
+      ['toolu_01B', 'get_weather', { location: 'Paris, France' }],
+    ],
+  );
+  t.like(completion.usage, { prompt_tokens: 472, completion_tokens: 60, total_tokens: 532, prompt_tokens_details: { cached_tokens: 72 } });
+  t.deepEqual(lastUpstream('/v1/messages'), {
+    model: 'claude-upstream-2025',
+    max_tokens: 300,
+    system: 'Be brief.',
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Weather where the report says?' },
+          { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') }, title: 'report.pdf' },
+        ],
+      },
+    ],
+    tools: [{ name: 'get_weather', description: 'The weather at a place', input_schema: weatherTool.function.parameters }],
+    tool_choice: { type: 'any' },
+  });
+});
+
+test.serial('openai SDK chat → anthropic provider, streamed: finalChatCompletion() has the text and both tool calls', async (t) => {
+  const stream = openaiClient(t).chat.completions.stream({
+    model: 'claude-mock',
+    messages: [{ role: 'user', content: 'Weather in SF and Paris?' }],
+    tools: [weatherTool],
+    stream_options: { include_usage: true },
+  });
+  const final = await stream.finalChatCompletion();
+  t.is(final.model, 'claude-mock');
+  const [choice] = final.choices;
+  t.is(choice?.finish_reason, 'tool_calls');
+  t.is(choice?.message.content, "Okay, let's check the weather for San Francisco and Paris:");
+  t.deepEqual(
+    choice?.message.tool_calls?.map((call) => (call.type === 'function' ? [call.id, JSON.parse(call.function.arguments)] : [])),
+    [
+      ['toolu_01T1x1fJ34qAmk2tNTrN7Up6', { location: 'San Francisco, CA' }],
+      ['toolu_01CqmTX3xBLRzWV2d1RSXvB9', { location: 'Paris, France' }],
+    ],
+  );
+  t.like(final.usage, { prompt_tokens: 572, completion_tokens: 89, prompt_tokens_details: { cached_tokens: 100 } });
+  t.like(lastUpstream('/v1/messages'), { stream: true, max_tokens: 4096 });
+});
+
+test.serial('openai SDK chat → anthropic provider: a tool result goes back as a tool_result block', async (t) => {
+  await openaiClient(t).chat.completions.create({
+    model: 'claude-mock',
+    messages: [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'toolu_01B', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'toolu_01B', content: '18°C, clear' },
+    ],
+    tools: [weatherTool],
+  });
+  t.deepEqual(lastUpstream('/v1/messages')?.messages, [
+    { role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
+    { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_01B', name: 'get_weather', input: { location: 'Paris' } }] },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01B', content: [{ type: 'text', text: '18°C, clear' }] }] },
+  ]);
+});
+
+test.serial('openai SDK chat → anthropic provider: logprobs is refused by name before anything is sent', async (t) => {
+  const before = upstreamRequests.length;
+  const err = await t.throwsAsync(
+    openaiClient(t).chat.completions.create({ model: 'claude-mock', messages: [{ role: 'user', content: 'Hi' }], logprobs: true }),
+    { instanceOf: OpenAI.BadRequestError },
+  );
+  t.regex(err?.message ?? '', /'logprobs'/);
+  t.is(upstreamRequests.length, before);
+});
+
+test.serial('openai SDK responses → anthropic provider: whole and streamed, with a tool call', async (t) => {
+  const client = openaiClient(t);
+  const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', parameters: weatherTool.function.parameters ?? null, strict: false }];
+  const response = await client.responses.create({ model: 'claude-mock', instructions: 'Be brief.', input: 'Weather in SF and Paris?', tools, max_output_tokens: 500 });
+  t.is(response.model, 'claude-mock');
+  t.is(response.output_text, 'Checking both.');
+  t.deepEqual(
+    response.output.flatMap((item) => (item.type === 'function_call' ? [[item.call_id, item.arguments]] : [])),
+    [
+      ['toolu_01A', '{"location":"San Francisco, CA"}'],
+      ['toolu_01B', '{"location":"Paris, France"}'],
+    ],
+  );
+  t.like(response.usage, { input_tokens: 472, output_tokens: 60, input_tokens_details: { cached_tokens: 72 } });
+  t.like(lastUpstream('/v1/messages'), { system: 'Be brief.', max_tokens: 500, messages: [{ role: 'user', content: [{ type: 'text', text: 'Weather in SF and Paris?' }] }] });
+
+  const final = await client.responses.stream({ model: 'claude-mock', input: 'Weather in SF and Paris?', tools }).finalResponse();
+  t.is(final.status, 'completed');
+  t.is(final.output_text, "Okay, let's check the weather for San Francisco and Paris:");
+  t.deepEqual(
+    final.output.flatMap((item) => (item.type === 'function_call' ? [JSON.parse(item.arguments)] : [])),
+    [{ location: 'San Francisco, CA' }, { location: 'Paris, France' }],
+  );
+  t.like(final.usage, { input_tokens: 572, output_tokens: 89 });
+});
+
+test.serial('anthropic SDK messages → chat-only openai provider: tools, whole; the upstream gets a Chat Completions request', async (t) => {
+  const message = await anthropicClient(t).messages.create({
+    model: 'gpt-mock',
+    max_tokens: 256,
+    system: 'Be brief.',
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Weather?' }, { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') } }] }],
+    tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { location: { type: 'string' } } } }],
+    tool_choice: { type: 'auto', disable_parallel_tool_use: false },
+  });
+  t.is(message.model, 'gpt-mock');
+  t.is(message.stop_reason, 'tool_use');
+  t.deepEqual(
+    message.content.map((block) => (block.type === 'tool_use' ? [block.id, block.input] : block.type)),
+    [
+      ['call_1', { location: 'Paris, France' }],
+      ['call_2', { location: 'Bogotá, Colombia' }],
+    ],
+  );
+  t.like(message.usage, { input_tokens: 18, cache_read_input_tokens: 64, output_tokens: 41 });
+  t.deepEqual(lastUpstream('/v1/chat/completions'), {
+    model: 'gpt-upstream-2025',
+    messages: [
+      { role: 'system', content: 'Be brief.' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Weather?' },
+          { type: 'file', file: { filename: 'document.pdf', file_data: `data:application/pdf;base64,${pdf.toString('base64')}` } },
+        ],
+      },
+    ],
+    tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } }],
+    tool_choice: 'auto',
+    max_completion_tokens: 256,
+  });
+});
+
+test.serial('anthropic SDK messages → chat-only openai provider, streamed: finalMessage() has both tool calls', async (t) => {
+  const stream = anthropicClient(t).messages.stream({
+    model: 'gpt-mock',
+    max_tokens: 256,
+    messages: [{ role: 'user', content: 'Weather in Paris and Bogotá?' }],
+    tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { location: { type: 'string' } } } }],
+  });
+  const final = await stream.finalMessage();
+  t.is(final.model, 'gpt-mock');
+  t.is(final.stop_reason, 'tool_use');
+  t.deepEqual(
+    final.content.map((block) => (block.type === 'tool_use' ? [block.id, block.name, block.input] : block.type)),
+    [
+      ['call_DdmO9pD3xa9XTPNJ32zg2hcA', 'get_weather', { location: 'Paris, France' }],
+      ['call_ABC987xyz', 'get_weather', { location: 'Bogotá, Colombia' }],
+    ],
+  );
+  t.like(final.usage, { input_tokens: 18, cache_read_input_tokens: 64, output_tokens: 41 });
+  t.like(lastUpstream('/v1/chat/completions'), { stream: true, stream_options: { include_usage: true } });
+});
+
+test.serial('anthropic SDK messages → openai provider, streamed text: the stop reason is mapped (length → max_tokens)', async (t) => {
+  const final = await anthropicClient(t).messages.stream({ model: 'gpt-mock', max_tokens: 6, messages: [{ role: 'user', content: 'Describe.' }] }).finalMessage();
+  t.deepEqual(final.content, [{ type: 'text', text: 'The report has two pages.' }]);
+  t.is(final.stop_reason, 'max_tokens');
+  t.like(final.usage, { input_tokens: 20, output_tokens: 6 });
+});
+
+test.serial('anthropic SDK countTokens for a model without a counting endpoint: an estimate, no upstream call', async (t) => {
+  const before = upstreamRequests.length;
+  const counted = await anthropicClient(t).messages.countTokens({
+    model: 'gpt-mock',
+    system: 'Be brief.',
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this report?' }, { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') } }] }],
+  });
+  // Two PDF pages at 2,000 tokens each, and a few tokens of text.
+  t.true(counted.input_tokens > 4000 && counted.input_tokens < 4020, String(counted.input_tokens));
+  t.is(upstreamRequests.length, before);
+});
+
+test.serial('anthropic SDK: thinking blocks sent back to an openai model are refused by name', async (t) => {
+  const err = await t.throwsAsync(
+    anthropicClient(t).messages.create({
+      model: 'gpt-mock',
+      max_tokens: 100,
+      messages: [
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: [{ type: 'thinking', thinking: 'Hmm.', signature: 'sig' }, { type: 'text', text: 'Hello.' }] },
+        { role: 'user', content: 'Again?' },
+      ],
+    }),
+    { instanceOf: Anthropic.BadRequestError },
+  );
+  t.regex(err?.message ?? '', /messages.*reasoning/);
+});
+
+test.serial('an upstream without the path (404, no API error) is a non-retryable 404 naming it', async (t) => {
+  const err = await t.throwsAsync(openaiClient(t).responses.create({ model: 'gpt-undeclared', input: 'Hi' }), { instanceOf: OpenAI.NotFoundError });
+  t.regex(err?.message ?? '', /POST \/v1\/responses/);
+  // Declared chat-only, the same upstream is translated to instead.
+  const response = await openaiClient(t).responses.create({ model: 'gpt-mock', input: 'Hi' });
+  t.is(response.status, 'completed');
+  t.like(lastUpstream('/v1/chat/completions'), { messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }] });
+});
+
+test.serial('openai SDK chat → anthropic provider: a PDF attached by stored file id reaches Messages as a document block', async (t) => {
+  const file = await openaiClient(t).files.create({ file: await toFile(pdf, 'lease.pdf', { type: 'application/pdf' }), purpose: 'user_data' });
+  await openaiClient(t).chat.completions.create({
+    model: 'claude-mock',
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_id: file.id } }] }],
+  });
+  t.deepEqual(lastUpstream('/v1/messages')?.messages, [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Summarise.' },
+        { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') }, title: 'lease.pdf' },
+      ],
+    },
+  ]);
+});
+
+test.serial('anthropic SDK messages → openai provider: a document block by stored file id reaches Chat Completions as a file part', async (t) => {
+  const file = await openaiClient(t).files.create({ file: await toFile(pdf, 'memo.pdf', { type: 'application/pdf' }), purpose: 'user_data' });
+  await anthropicClient(t).messages.create({
+    model: 'gpt-mock',
+    max_tokens: 50,
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'document', source: { type: 'file', file_id: file.id } } as never] }],
+  });
+  t.deepEqual(lastUpstream('/v1/chat/completions')?.messages, [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Summarise.' },
+        { type: 'file', file: { filename: 'memo.pdf', file_data: `data:application/pdf;base64,${pdf.toString('base64')}` } },
+      ],
+    },
+  ]);
+});
+
+// With an execute, as a user writes a tool; one step only (the default), so the upstream is called once.
+const weather = tool({ description: 'The weather at a place', inputSchema: z.object({ location: z.string() }), execute: async ({ location }) => `18°C in ${location}` });
+
+test.serial('AI SDK: the OpenAI provider (Responses, and .chat()) on an anthropic model, with a tool', async (t) => {
+  const openai = createOpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key, fetch: t.context.fetch });
+  const generated = await generateText({ model: openai('claude-mock'), prompt: 'Weather in SF and Paris?', tools: { get_weather: weather } });
+  t.deepEqual(generated.toolCalls.map((call) => [call.toolName, call.input]), [
+    ['get_weather', { location: 'San Francisco, CA' }],
+    ['get_weather', { location: 'Paris, France' }],
+  ]);
+  t.is(generated.finishReason, 'tool-calls');
+  const streamed = streamText({ model: openai.chat('claude-mock'), prompt: 'Weather in SF and Paris?', tools: { get_weather: weather } });
+  t.deepEqual((await streamed.toolCalls).map((call) => call.input), [{ location: 'San Francisco, CA' }, { location: 'Paris, France' }]);
+  t.is(await streamed.text, "Okay, let's check the weather for San Francisco and Paris:");
+  t.like(await streamed.usage, { inputTokens: 572, outputTokens: 89 });
+});
+
+test.serial('AI SDK: the Anthropic provider on a chat-only openai model, with a tool, generateText and streamText', async (t) => {
+  const anthropic = createAnthropic({ baseURL: `${gateway.url}/v1`, apiKey: key, fetch: t.context.fetch });
+  const generated = await generateText({ model: anthropic('gpt-mock'), prompt: 'Weather in Paris and Bogotá?', tools: { get_weather: weather } });
+  t.deepEqual(generated.toolCalls.map((call) => call.input), [{ location: 'Paris, France' }, { location: 'Bogotá, Colombia' }]);
+  t.is(generated.finishReason, 'tool-calls');
+  const streamed = streamText({ model: anthropic('gpt-mock'), prompt: 'Weather in Paris and Bogotá?', tools: { get_weather: weather } });
+  t.deepEqual((await streamed.toolCalls).map((call) => [call.toolCallId, call.input]), [
+    ['call_DdmO9pD3xa9XTPNJ32zg2hcA', { location: 'Paris, France' }],
+    ['call_ABC987xyz', { location: 'Bogotá, Colombia' }],
+  ]);
+  t.is(await streamed.finishReason, 'tool-calls');
+});
+
+test.serial('anthropic SDK and openai chat → a provider with the Responses API only: streamed tool calls, and a refusal', async (t) => {
+  const final = await anthropicClient(t)
+    .messages.stream({
+      model: 'gpt-responses',
+      max_tokens: 500,
+      messages: [{ role: 'user', content: 'Weather in Paris and Bogotá?' }],
+      tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { location: { type: 'string' } } } }],
+    })
+    .finalMessage();
+  t.is(final.model, 'gpt-responses');
+  t.is(final.stop_reason, 'tool_use');
+  t.deepEqual(
+    final.content.map((block) => (block.type === 'tool_use' ? block.input : block.type === 'text' ? block.text : block.type)),
+    ['Checking both.', { location: 'Paris, France' }, { location: 'Bogotá, Colombia' }],
+  );
+  t.like(lastUpstream('/responses-only/v1/responses'), { model: 'gpt-5', store: false, stream: true, max_output_tokens: 500 });
+
+  const completion = await openaiClient(t).chat.completions.create({ model: 'gpt-responses', messages: [{ role: 'user', content: 'Something bad.' }] });
+  t.like(completion.choices[0], { finish_reason: 'content_filter', message: { content: null, refusal: "I can't help with that." } });
+});
+
+test.serial('LangChain: ChatOpenAI (Chat Completions) on an anthropic model and ChatAnthropic on an openai model, invoke and stream', async (t) => {
+  const openai = new ChatOpenAI({ model: 'claude-mock', apiKey: key, maxRetries: 0, configuration: { baseURL: `${gateway.url}/v1`, fetch: t.context.fetch } });
+  const answer = await openai.invoke('Weather?');
+  t.is(answer.text, 'Checking both.');
+  let streamed = '';
+  for await (const chunk of await openai.stream('Weather?')) streamed += chunk.text;
+  t.is(streamed, "Okay, let's check the weather for San Francisco and Paris:");
+
+  const anthropic = new ChatAnthropic({ model: 'gpt-mock', apiKey: key, maxRetries: 0, anthropicApiUrl: gateway.url, clientOptions: { fetch: t.context.fetch } });
+  let text = '';
+  for await (const chunk of await anthropic.stream('Describe.')) text += chunk.text;
+  t.is(text, 'The report has two pages.');
+});
