@@ -100,7 +100,7 @@ export function usageStoreContract(test: TestFn, name: string, makeStore: () => 
     ]);
     t.deepEqual((await store.list({ since: T0 + 0.5 })).map((record) => record.requestId), [late.requestId]);
     t.deepEqual((await store.list({ since: T0 - 0.5 })).length, 2);
-    t.deepEqual(await store.summarize({ since: T0 - 0.5 }, 'day'), [{ group: '2030-01-15', requests: 2, inputTokens: 20, outputTokens: 10 }]);
+    t.deepEqual(await store.summarize({ since: T0 - 0.5 }, 'day'), [{ group: '2030-01-15', requests: 2, inputTokens: 20, outputTokens: 10, costPicoUsd: 0n }]);
   });
 
   test(`${name}: summarize by day counts requests and sums tokens per UTC day`, async (t) => {
