@@ -504,9 +504,10 @@ function spread(values: number[], format: (value: number) => string): string {
   return format(low) === format(high) ? format(low) : `${format(low)}–${format(high)}`;
 }
 
-/** Whether a target is met: a spread counts only when every round is on the same side of it. */
+/** Whether a target is met: a spread counts only when every round is on the same side of it, and one round is no spread. */
 function verdict(values: number[], met: (value: number) => boolean): string {
   if (values.length === 0 || !values.every(Number.isFinite)) return '—';
+  if (values.length === 1) return `${met(values[0] as number) ? 'met' : 'missed'} in the one round: does not count`;
   if (values.every(met)) return 'met';
   if (!values.some(met)) return '**missed**';
   return 'does not count (the spread crosses the target)';
@@ -576,11 +577,12 @@ function report(rows: Row[], held: Map<Case, Held>, first: Route): string[] {
     .filter((row) => row.route.name === 'chat' && isReference(row.c.kind))
     .flatMap((chat) => {
       const { kind, baseline } = chat.c;
-      const target = (name: string, values: number[], format: (value: number) => string, met?: (value: number) => boolean) => ({
+      // `once`: a figure measured once, before the rounds (the held streams' RSS), not once a round.
+      const target = (name: string, values: number[], format: (value: number) => string, met?: (value: number) => boolean, once = false) => ({
         name: chat.c.name,
         target: name,
         result: spread(values, format),
-        met: met ? verdict(values, met) : '—',
+        met: !met ? '—' : once && values.length === 1 ? (met(values[0] as number) ? 'met' : '**missed**') : verdict(values, met),
       });
       const messages = find('messages', kind, baseline);
       const translated = find('translated', kind, baseline);
@@ -598,7 +600,7 @@ function report(rows: Row[], held: Map<Case, Held>, first: Route): string[] {
         target('/v1/messages: CPU per call ≤ 2.2x the floor', ratios(messages, messages && floor(messages), cpu), times, (value) => value <= 2.2),
         target('streamed chat: CPU per stream ≤ 2.2x the floor piping it', ratios(chat, floor(chat), streamCpu), times, (value) => value <= 2.2),
         target('translated call: CPU ≤ 1.5x the native chat call', ratios(translated, chat, cpu), times, (value) => value <= 1.5),
-        ...(HELD_STREAMS > 0 ? [target(`${num(HELD_STREAMS)} streams open < 256 MiB RSS`, peak, mib, (value) => value < 256 * 1_048_576)] : []),
+        ...(HELD_STREAMS > 0 ? [target(`${num(HELD_STREAMS)} streams open < 256 MiB RSS`, peak, mib, (value) => value < 256 * 1_048_576, true)] : []),
       ];
     });
   if (targets.length > 0) {
