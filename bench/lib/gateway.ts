@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { newFileId } from '../../lib/files/file-id.js';
-import { freePort, runScript, startService, type Service } from './processes.js';
+import { DIST_CLI, freePort, prepareDist, runScript, startService, type Service } from './processes.js';
 import { SERVER_CORE } from './system.js';
 
 /** PostgreSQL and Redis the benches use; a throwaway database is created beside the one named here. */
@@ -21,6 +21,11 @@ export interface DeploymentOptions {
   limits?: Record<string, number>;
   /** More keys of the GATEWAY_CONFIG file (`providers`, `models`, ...). */
   config?: Record<string, unknown>;
+  /**
+   * Run the CLI as a user does: `node dist/reference-server/cli.js` from the package's own build
+   * (`prepareDist`), its request log written to a pipe. Default: the bench's build, log to /dev/null.
+   */
+  asUser?: boolean;
 }
 
 /**
@@ -83,6 +88,8 @@ export async function createDeployment(options: DeploymentOptions): Promise<Depl
 
   let knex: Knex | undefined;
   const services: Service[] = [];
+  if (options.asUser) await prepareDist();
+  const cliScript = options.asUser ? DIST_CLI : 'reference-server/cli.ts';
   return {
     env,
     knex() {
@@ -93,16 +100,17 @@ export async function createDeployment(options: DeploymentOptions): Promise<Depl
       return knex;
     },
     async createKey(account, keyOptions = []) {
-      const out = await runScript('reference-server/cli.ts', ['keys', 'create', '--account', account, '--json', ...keyOptions], env);
+      const out = await runScript(cliScript, ['keys', 'create', '--account', account, '--json', ...keyOptions], env);
       return JSON.parse(out) as { id: string; key: string };
     },
-    cli: (args) => runScript('reference-server/cli.ts', args, env),
+    cli: (args) => runScript(cliScript, args, env),
     async serve(serveOptions = {}) {
       const port = await freePort();
       const service = await startService({
         name: `gateway (${options.database}${options.redis ? ', redis' : ''})`,
-        script: 'reference-server/cli.ts',
+        script: cliScript,
         args: ['serve'],
+        stdoutToPipe: options.asUser === true,
         env: { ...env, ...serveOptions.env, PORT: String(port), HOST: '127.0.0.1' },
         core: SERVER_CORE,
         port,

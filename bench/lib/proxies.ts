@@ -24,17 +24,26 @@ export async function configureMock(mock: Service, settings: { hold: boolean }):
   if (response.status !== 204) throw new Error(`mock upstream: PUT /mock answered ${response.status}`);
 }
 
-/** The bare Koa + undici floor (bench/servers/bare-proxy.ts) in front of `upstream`, pinned to the server core. */
-export async function startBareProxy(upstream: string, models: Record<string, string>): Promise<Service> {
+/**
+ * The bare Koa + undici floor (bench/servers/bare-proxy.ts) in front of `upstream`, pinned to the
+ * server core: `parse` reads and rewrites the answers (the floor), `pipe` passes them back unparsed.
+ */
+export async function startBareProxy(upstream: string, models: Record<string, string>, answers: 'parse' | 'pipe' = 'parse'): Promise<Service> {
   const port = await freePort();
   return startService({
-    name: 'bare Koa + undici',
+    name: `bare Koa + undici (${answers})`,
     script: 'bench/servers/bare-proxy.ts',
-    env: { PORT: String(port), UPSTREAM: upstream, MODELS: Object.entries(models).map((pair) => pair.join('=')).join(',') },
+    env: { PORT: String(port), UPSTREAM: upstream, MODELS: Object.entries(models).map((pair) => pair.join('=')).join(','), FLOOR_ANSWER: answers },
     core: SERVER_CORE,
     port,
     readyPath: '/healthz',
   });
+}
+
+/** A stand-in OTLP collector answering 200 (bench/servers/otlp-sink.ts), on the load generator's core. */
+export async function startOtlpSink(): Promise<Service> {
+  const port = await freePort();
+  return startService({ name: 'OTLP sink', script: 'bench/servers/otlp-sink.ts', env: { PORT: String(port) }, core: LOAD_CORE, port, readyPath: '/healthz' });
 }
 
 /** Portkey's gateway, the version the issue measured unless BENCH_PORTKEY_VERSION says otherwise. */
