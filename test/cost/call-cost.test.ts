@@ -26,10 +26,13 @@ const CALLS = [
   { endpoint: '/v1/chat/completions', model: 'gpt-test', body: { messages: [{ role: 'user', content: 'hi' }] }, headers: {} },
   { endpoint: '/v1/responses', model: 'gpt-test', body: { input: 'hi' }, headers: {} },
   { endpoint: '/v1/messages', model: 'claude-test', body: { max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }, headers: { 'anthropic-version': '2023-06-01' } },
+  // Translated: each model called in the other provider's format.
+  { endpoint: '/v1/chat/completions', model: 'claude-test', body: { max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }, headers: {} },
+  { endpoint: '/v1/messages', model: 'gpt-test', body: { max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }, headers: { 'anthropic-version': '2023-06-01' } },
 ] as const;
 
 for (const { endpoint, model, body, headers } of CALLS) {
-  test(`${endpoint}: a streamed call and a whole one each cost their upstream's reported tokens at the model's price`, async (t) => {
+  test(`${endpoint} on ${model}: a streamed call and a whole one each cost their upstream's reported tokens at the model's price`, async (t) => {
     const { upstream, records, app, close } = await pricedApp();
     t.teardown(close);
     const key = await app.keyFor();

@@ -8,7 +8,7 @@ import { EventSplitter, eventFields } from '../server-sent-events.js';
 import { answerHeader, discard, providerAnswer } from '../upstream-call.js';
 import { chatCompletionsFormat } from './chat-completions/index.js';
 import { messagesFormat } from './messages/index.js';
-import type { Part, Request } from './neutral.js';
+import type { Part, Request, Usage } from './neutral.js';
 import { responsesFormat } from './responses/index.js';
 import type { ReadRequest, WireFormat } from './wire-format.js';
 
@@ -78,7 +78,7 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
           err.cause = `provider '${provider.id}' answered HTTP ${answer.statusCode}`;
           throw err;
         }
-        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: through(answer.body, jsonTranslator(from, to, neutral)), usage };
+        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: through(answer.body, jsonTranslator(from, to, neutral, usage)), usage };
         if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return { ...answer, usage };
         return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage)), usage };
       },
@@ -92,8 +92,22 @@ function through(body: Readable, transform: Transform): Readable {
   return pipeline(body, transform, () => undefined);
 }
 
+/**
+ * The provider's own counts, as metering and cost read them: the client's format may have no place
+ * for some (Chat Completions has none for cache writes).
+ */
+function tokenUsage(usage: Usage): TokenUsage {
+  const { inputTokens, outputTokens, cachedInputTokens, cacheWriteTokens } = usage;
+  return {
+    inputTokens,
+    outputTokens,
+    ...(cachedInputTokens !== undefined && { cacheReadTokens: cachedInputTokens }),
+    ...(cacheWriteTokens !== undefined && { cacheWriteTokens }),
+  };
+}
+
 /** A JSON answer, whole, in the client's format; what is not a JSON object passes as it is, to be refused as malformed. */
-function jsonTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request): Transform {
+function jsonTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage): Transform {
   const chunks: Buffer[] = [];
   return new Transform({
     transform(chunk: Buffer | string, _encoding, done) {
@@ -111,7 +125,9 @@ function jsonTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']
       }
       if (!isObject(parsed)) return done(null, text);
       try {
-        done(null, JSON.stringify(from.client.writeAnswer(to.readAnswer(parsed), request)));
+        const answer = to.readAnswer(parsed);
+        Object.assign(usage, tokenUsage(answer.usage));
+        done(null, JSON.stringify(from.client.writeAnswer(answer, request)));
       } catch (err) {
         done(err as Error);
       }
@@ -134,7 +150,7 @@ function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider
       const parsed = eventObject(data);
       if (parsed === undefined) continue;
       for (const part of reader.read(name, parsed)) {
-        if ((part.type === 'start' || part.type === 'finish') && part.usage) Object.assign(usage, { inputTokens: part.usage.inputTokens, outputTokens: part.usage.outputTokens });
+        if ((part.type === 'start' || part.type === 'finish') && part.usage) Object.assign(usage, tokenUsage(part.usage));
         out += writer.write(part);
       }
     }
