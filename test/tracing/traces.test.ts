@@ -393,3 +393,29 @@ test.serial('a client that leaves mid-stream: both spans say cancelled', async (
   t.is(serverSpan(spans).attributes['error.type'], 'cancelled');
   t.is(typeof client?.attributes['gen_ai.response.time_to_first_chunk'], 'number');
 });
+
+test.serial('a translated call: one CLIENT span for the provider that answered, its upstream model and usage, and no content', async (t) => {
+  upstream.answer('/v1/messages', reply(200, anthropicMessage('A translated secret.')));
+  const key = await gateway.keyFor();
+  const response = await post(gateway.url, '/v1/chat/completions', { model: 'claude-test', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 200);
+  t.like(await response.json(), { object: 'chat.completion', model: 'claude-test' });
+  t.deepEqual(upstream.received.map((request) => request.path), ['/v1/messages']);
+  const spans = await requestSpans();
+  const [client, ...more] = clientSpans(spans);
+  t.is(more.length, 0);
+  if (!client) return t.fail('no CLIENT span');
+  t.is(parentOf(client), serverSpan(spans).spanContext().spanId);
+  t.is(client.name, 'chat claude-sonnet-4-5-20250929');
+  t.like(client.attributes, {
+    'gen_ai.provider.name': 'anthropic',
+    'gen_ai.request.model': 'claude-sonnet-4-5-20250929',
+    'gen_ai.request.max_tokens': 20,
+    'server.port': Number(new URL(upstream.url).port),
+    'kmg.model': 'claude-test',
+    'gen_ai.response.id': 'msg_upstream',
+    'gen_ai.usage.input_tokens': 10,
+    'gen_ai.usage.output_tokens': 4,
+  });
+  for (const value of Object.values(client.attributes)) t.false(String(value).includes('secret'));
+});
