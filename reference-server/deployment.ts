@@ -7,6 +7,7 @@ import {
   MemoryModelLimiter,
   announceKeyChanges,
   cachedKeyStore,
+  keyUseRecorder,
   sweep,
   usageRecorder,
   type AdminSessionStore,
@@ -18,6 +19,7 @@ import {
   type FileStore,
   type KeyChanges,
   type KeyStore,
+  type KeyUseRecorder,
   type ModelLimiter,
   type Provider,
   type UsageRecorder,
@@ -54,6 +56,8 @@ export interface Deployment {
   modelLimiter: ModelLimiter;
   /** One record per model call, written to the database in batches. */
   usage: UsageRecorder;
+  /** Each key's last use, written at most once a minute per key, off the request path. */
+  keyUses: KeyUseRecorder;
   /** Where `usage` writes, and the admin API reads its reports. */
   usageStore: UsageStore;
   /** Set when METRICS_PORT is: what the app feeds and the metrics listener serves. */
@@ -225,6 +229,10 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     store: stores.usageStore,
     onError: (err) => logger.warn({ err }, 'usage records'),
   });
+  const keyUses = keyUseRecorder({
+    store: stores.keys,
+    onError: (err) => logger.warn({ err }, 'key uses'),
+  });
   const { keyCacheSeconds } = config.gateway;
   const keyChanges = await openKeyChanges(knex, redis);
   // A change made but not announced (Redis away or stalled, past the limiters' timeout) still
@@ -241,6 +249,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     limiter,
     modelLimiter: await modelLimiter(redis, nowMs),
     usage,
+    keyUses,
     metrics: await openMetrics(config),
     tracing,
     providers,
@@ -252,6 +261,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
       outages.close();
       // After the HTTP server has closed: every call has its record by then, and no provider a call.
       await usage.close();
+      await keyUses.close();
       await Promise.all(providers.map((provider) => provider.close?.()));
       await keyChanges.close();
       await uploads.release();

@@ -15,7 +15,8 @@ const LIMIT_COLUMNS = {
   tokensPerMinute: 'limit_tokens_per_minute',
   tokensPerDay: 'limit_tokens_per_day',
 } as const satisfies Record<keyof ModelLimits, string>;
-const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS)];
+const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'last_used_at'];
+const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS), ...LINK_COLUMNS];
 
 interface KeyRow {
   id: string;
@@ -26,7 +27,11 @@ interface KeyRow {
   created_at: number | string;
   expires_at: number | string | null;
   revoked_at: number | string | null;
-  replaced_by?: string | null;
+  name: string | null;
+  hint: string | null;
+  replaced_by: string | null;
+  replaces: string | null;
+  last_used_at: number | string | null;
   limit_requests_per_minute: number | string | null;
   limit_tokens_per_minute: number | string | null;
   limit_tokens_per_day: number | string | null;
@@ -62,6 +67,9 @@ function toRow(record: ApiKeyRecord) {
     expires_at: record.expiresAt,
     revoked_at: null,
     ...limitColumns(record.limits),
+    name: record.name ?? null,
+    hint: record.hint ?? null,
+    replaces: record.replaces ?? null,
   };
 }
 
@@ -89,6 +97,11 @@ function toRecord(row: KeyRow): ApiKeyRecord {
     expiresAt: integer(row.expires_at),
     revokedAt: integer(row.revoked_at),
     ...(limits && { limits }),
+    ...(row.name !== null && { name: row.name }),
+    ...(row.hint !== null && { hint: row.hint }),
+    ...(row.replaced_by !== null && { replacedBy: row.replaced_by }),
+    ...(row.replaces !== null && { replaces: row.replaces }),
+    ...(row.last_used_at !== null && { lastUsedAt: Number(row.last_used_at) }),
   };
 }
 
@@ -148,6 +161,7 @@ export class KnexKeyStore implements KeyStore {
     if (update.expiresAt !== undefined) columns.expires_at = expirySeconds(update.expiresAt);
     // New limits replace the old ones whole: a limit left out is no longer the key's own.
     if (update.limits !== undefined) Object.assign(columns, limitColumns(update.limits));
+    if (update.name !== undefined) columns.name = update.name;
     if (Object.keys(columns).length > 0) await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).where({ id }).update(columns));
     return this.get(id);
   }
@@ -165,14 +179,15 @@ export class KnexKeyStore implements KeyStore {
         .whereNull('revoked_at')
         .where((query) => query.whereNull('expires_at').orWhere('expires_at', '>', now))
         .update({ replaced_by: replacementId });
-      const row: KeyRow | undefined = await trx<KeyRow>(TABLE).where({ id }).first(...COLUMNS, 'replaced_by');
+      const row: KeyRow | undefined = await trx<KeyRow>(TABLE).where({ id }).first(...COLUMNS);
       if (claimed === 0) {
         if (!row) return { outcome: 'not_found' };
         return { outcome: row.replaced_by === null ? 'not_active' : 'replaced' };
       }
       const old = toRecord(row as KeyRow);
-      const { account, scopes, models, expiresAt, limits } = old;
-      const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...(limits && { limits }) }, now), id: replacementId };
+      const { account, scopes, models, expiresAt, limits, name } = old;
+      const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
+      const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, now), id: replacementId, replaces: id };
       await trx<KeyRow>(TABLE).insert(toRow(replacement));
       old.expiresAt = wholeSeconds(expiresAt === null ? rotation.graceEndsAt : Math.min(expiresAt, rotation.graceEndsAt));
       await trx<KeyRow>(TABLE).where({ id }).update({ expires_at: old.expiresAt });
@@ -180,5 +195,16 @@ export class KnexKeyStore implements KeyStore {
       if (expired()) throw new StoreUnavailableError('the rotation outlasted its timeout');
       return { outcome: 'rotated', old, replacement };
     });
+  }
+
+  async touch(ids: readonly string[], atSeconds: number): Promise<void> {
+    if (ids.length === 0) return;
+    const at = wholeSeconds(atSeconds);
+    await withinTimeout(this.#timeoutMs, async () =>
+      this.#knex<KeyRow>(TABLE)
+        .whereIn('id', [...ids])
+        .where((query) => query.whereNull('last_used_at').orWhere('last_used_at', '<', at))
+        .update({ last_used_at: at }),
+    );
   }
 }
