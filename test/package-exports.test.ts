@@ -50,6 +50,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'isFileId',
     'isScope',
     'isUploadTempName',
+    'keyObject',
     'keyStatus',
     'keyUseRecorder',
     'listModels',

@@ -4,3 +4,4 @@ export { createAdminToken } from './admin-tokens.js';
 export { adminAuth, verifiedAdmin, type AdminAuthOptions, type VerifiedAdmin } from './admin-auth.js';
 export { adminRouter, type AccountLimits, type AdminChange, type AdminRouterOptions } from './admin-router.js';
 export { adminSessions, type AdminSessionsOptions } from './admin-sessions.js';
+export { keyObject } from './key-object.js';
