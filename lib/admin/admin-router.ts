@@ -74,7 +74,7 @@ const BODY_LIMIT = 65_536;
 
 /**
  * The admin API under `/admin/v1`, to mount behind `adminAuth()`:
- * - `GET /catalog`: the scopes and models a key may be given;
+ * - `GET /catalog`: the scopes and models a key may be given, and the prefix of keys;
  * - `POST /keys` `{ account, name?, scopes?, models?, expires_at?, limits? }` → 201, the key with its
  *   secret `key`, the only time it is shown; `GET /keys?account=&q=` → `{ object: "list", data }`,
  *   `q` a prefix of the account, id or name (case-insensitive);
@@ -125,7 +125,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
   const router = new Router({ prefix: ADMIN_API_PATH, sensitive: true, strict: true });
 
   router.get('/catalog', (ctx) => {
-    ctx.body = { object: 'catalog', scopes: SCOPES, models };
+    ctx.body = { object: 'catalog', scopes: SCOPES, models, key_prefix: keyPrefix };
   });
 
   router.post('/keys', async (ctx) => {
