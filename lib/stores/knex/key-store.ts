@@ -15,6 +15,8 @@ const LIMIT_COLUMNS = {
   tokensPerMinute: 'limit_tokens_per_minute',
   tokensPerDay: 'limit_tokens_per_day',
 } as const satisfies Record<keyof ModelLimits, string>;
+/** Key ids per statement of `touch`. */
+const TOUCH_SLICE = 500;
 const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'last_used_at'];
 const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS), ...LINK_COLUMNS];
 
@@ -198,13 +200,15 @@ export class KnexKeyStore implements KeyStore {
   }
 
   async touch(ids: readonly string[], atSeconds: number): Promise<void> {
-    if (ids.length === 0) return;
     const at = wholeSeconds(atSeconds);
-    await withinTimeout(this.#timeoutMs, async () =>
-      this.#knex<KeyRow>(TABLE)
-        .whereIn('id', [...ids])
-        .where((query) => query.whereNull('last_used_at').orWhere('last_used_at', '<', at))
-        .update({ last_used_at: at }),
-    );
+    await withinTimeout(this.#timeoutMs, async () => {
+      // In slices: SQLite and PostgreSQL bound the parameters of one statement.
+      for (let start = 0; start < ids.length; start += TOUCH_SLICE) {
+        await this.#knex<KeyRow>(TABLE)
+          .whereIn('id', ids.slice(start, start + TOUCH_SLICE))
+          .where((query) => query.whereNull('last_used_at').orWhere('last_used_at', '<', at))
+          .update({ last_used_at: at });
+      }
+    });
   }
 }
