@@ -28,6 +28,15 @@ export function keyStatus(record: ApiKeyRecord, nowSeconds: number): KeyStatus {
 
 /** How many of the secret's last characters a key keeps as its `hint`: enough to tell keys apart, too few to matter. */
 const HINT_LENGTH = 4;
+const HINT = new RegExp(`^[A-Za-z0-9_-]{${HINT_LENGTH}}$`);
+
+/**
+ * Throws a `TypeError` unless `hint` is absent or four characters of a secret: what a key store
+ * checks before it writes, so that no more of a secret is ever kept by mistake.
+ */
+export function assertKeyHint(hint: string | undefined): void {
+  if (hint !== undefined && !HINT.test(hint)) throw new TypeError('koa-model-gateway: a key hint is the last four characters of its secret, no more');
+}
 
 /**
  * A new key `<prefix>_sk_<secret>`, its hash and its hint (the last four characters). Show `key`

@@ -81,7 +81,22 @@ export function keyStoreContract(test: TestFn, name: string, makeStore: () => Pr
     t.deepEqual(await store.findByHash(plain.hash), plain);
   });
 
-  test(`${name}: touch sets the keys' last use, in whole seconds, never back in time; unknown ids are skipped`, async (t) => {
+  test(`${name}: a hint that is not four characters of a secret is refused (TypeError), on create and rotate, and no key is made`, async (t) => {
+    const store = await makeStore();
+    const secret = `kmg_sk_${'a'.repeat(43)}`;
+    for (const hint of ['', 'abc', 'abcde', secret, 'ab c']) {
+      await t.throwsAsync(store.create(newKey('acme', { hint })), { instanceOf: TypeError, message: /hint/ }, JSON.stringify(hint));
+    }
+    t.deepEqual(await store.list(), []);
+    const key = await store.create(newKey('acme'));
+    await t.throwsAsync(store.rotate(key.id, { hash: hashApiKey(secret), hint: secret.slice(-8), nowSeconds: Date.now() / 1000, graceEndsAt: Date.now() / 1000 + 60 }), {
+      instanceOf: TypeError,
+    });
+    t.is((await store.list()).length, 1);
+    t.like(await store.get(key.id), { expiresAt: null });
+  });
+
+    test(`${name}: touch sets the keys' last use, in whole seconds, never back in time; unknown ids are skipped`, async (t) => {
     const store = await makeStore();
     const [one, two, untouched] = [await store.create(newKey('acme')), await store.create(newKey('acme')), await store.create(newKey('acme'))];
     await store.touch([one.id, two.id, 'key_doesnotexist'], 1_900_000_000.9);

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
 import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import { assertKeyHint } from '../../auth/keys.js';
 import type { Scope } from '../../auth/scopes.js';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import { hasModelLimits, type ModelLimits } from '../../quota/model-limits.js';
@@ -131,6 +132,7 @@ export class KnexKeyStore implements KeyStore {
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
     assertCanonicalAccountName(key.account);
+    assertKeyHint(key.hint);
     const record = newRecord(key, Math.floor(Date.now() / 1000));
     await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).insert(toRow(record)));
     return record;
@@ -169,6 +171,7 @@ export class KnexKeyStore implements KeyStore {
   }
 
   async rotate(id: string, rotation: KeyRotation): Promise<KeyRotationResult> {
+    assertKeyHint(rotation.hint);
     const now = wholeSeconds(rotation.nowSeconds);
     const replacementId = `key_${randomAlphanumeric(24)}`;
     return transactionWithinTimeout(this.#knex, this.#timeoutMs, async (trx, expired): Promise<KeyRotationResult> => {

@@ -1,6 +1,6 @@
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
 import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
-import { keyStatus } from '../../auth/keys.js';
+import { assertKeyHint, keyStatus } from '../../auth/keys.js';
 import { randomAlphanumeric } from '../../random.js';
 import { hasModelLimits } from '../../quota/model-limits.js';
 
@@ -29,6 +29,7 @@ export class MemoryKeyStore implements KeyStore {
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
     assertCanonicalAccountName(key.account);
+    assertKeyHint(key.hint);
     return this.#create(key, Math.floor(Date.now() / 1000));
   }
 
@@ -58,6 +59,7 @@ export class MemoryKeyStore implements KeyStore {
   }
 
   async rotate(id: string, rotation: KeyRotation): Promise<KeyRotationResult> {
+    assertKeyHint(rotation.hint);
     const old = this.#byId(id);
     if (!old) return { outcome: 'not_found' };
     if (old.replacedBy !== undefined) return { outcome: 'replaced' };
