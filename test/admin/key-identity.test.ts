@@ -110,16 +110,23 @@ for (const [name, gated, database] of deployments) {
     t.is(empty.body.error.code, 'invalid_q');
   });
 
-  gated(`${name}: last_used_at is null until the key is used, then the time of its use`, async (t) => {
+  gated(`${name}: last_used_at is null until the key is used, then the time of its use; ten requests within the minute are one write`, async (t) => {
     const { env, drop } = await database();
     t.teardown(drop);
     const { server, admin } = await openServer(t, env);
     const created = (await admin('POST', '/keys', { account: 'acme' })).body;
+    const writes: string[] = [];
+    const onQuery = (query: { sql: string }) => {
+      if (/^update\b.*last_used_at/i.test(query.sql)) writes.push(query.sql);
+    };
+    server.deployment.knex.on('query', onQuery);
+    t.teardown(() => server.deployment.knex.off('query', onQuery));
     const before = Math.floor(Date.now() / 1000);
-    for (let i = 0; i < 5; i += 1) {
+    for (let i = 0; i < 10; i += 1) {
       t.is((await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${created.key}` } })).status, 200);
     }
     await server.deployment.keyUses.flush();
+    t.is(writes.length, 1, writes.join('\n'));
     const used = (await admin('GET', `/keys/${created.id}`)).body.last_used_at;
     t.true(used !== null && used >= before && used <= Math.floor(Date.now() / 1000), String(used));
     t.like((await admin('GET', '/keys')).body.data.find((key) => key.id === created.id), { last_used_at: used });

@@ -104,13 +104,16 @@ test('apiKey() notes each verified key and nothing else: unknown, revoked or mis
   const server = await listen(app);
   t.teardown(() => server.close());
   const statuses = [];
-  for (const header of [live.key, revoked.key, 'kmg_sk_unknown', live.key]) {
+  for (const header of [live.key, revoked.key, 'kmg_sk_unknown', ...Array.from({ length: 9 }, () => live.key)]) {
     statuses.push((await fetch(`${server.url}/`, { headers: { authorization: `Bearer ${header}` } })).status);
   }
   statuses.push((await fetch(`${server.url}/`)).status);
-  t.deepEqual(statuses, [200, 401, 401, 200, 401]);
+  t.deepEqual(statuses, [200, 401, 401, ...Array.from({ length: 9 }, () => 200), 401]);
   await uses.flush();
+  // Ten requests with the key within the minute: one write.
   t.deepEqual(writes, [{ ids: [live.record.id], atSeconds: 1_900_000_000 }]);
+  t.is((await store.get(live.record.id))?.lastUsedAt, 1_900_000_000);
+  t.false('lastUsedAt' in ((await store.get(revoked.record.id)) as object));
 });
 
 test('keyUseRecorder() refuses what is not a KeyStore or a bad interval', (t) => {
