@@ -183,7 +183,8 @@ export function KeysPage() {
       {creating && catalog && (
         <KeyForm
           catalog={catalog}
-          account={account}
+          // The text found by, when it is an account shown: a name or key id is no account for a new key.
+          account={keys.state === 'ready' && keys.data.some((key) => key.account === account) ? account : ''}
           onCancel={() => setCreating(false)}
           onCreated={(created) => {
             setCreating(false);
