@@ -71,6 +71,9 @@ class EnvKeyStore implements KeyStore {
   async rotate(_id: string, _rotation: KeyRotation): Promise<KeyRotationResult> {
     throw new Error('EnvKeyStore is read-only: replace the key in GATEWAY_KEYS');
   }
+
+  // No last-used times: the environment keeps no state.
+  async touch(_ids: readonly string[], _atSeconds: number): Promise<void> {}
 }
 
 const keys = new EnvKeyStore(process.env.GATEWAY_KEYS ?? '');

@@ -1,10 +1,13 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Knex } from 'knex';
 import {
+  KEY_NAME_RULE,
   SCOPES,
+  canonicalKeyName,
   createAdminToken,
   createApiKey,
   isScope,
+  keyObject,
   keyStatus,
   usageReport,
   type ApiKeyRecord,
@@ -31,8 +34,9 @@ export const USAGE = `Usage: koa-model-gateway <command> [options]
 Commands:
   serve                                 serve the API until SIGTERM/SIGINT
   migrate                               bring the database to the latest schema
-  keys create --account <id> [--scope <scope>]... [--model <model>]... [--expires <iso-time>]
-              [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>] [--cost-per-day <usd>] [--cost-per-month <usd>]
+  keys create --account <id> [--name <text>] [--scope <scope>]... [--model <model>]...
+              [--expires <iso-time>] [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>]
+              [--cost-per-day <usd>] [--cost-per-month <usd>]
                                         create a key and print it, once (no --scope: every scope;
                                         a limit left out: the deployment's default)
   keys list [--account <id>]            list keys (never the keys themselves)
@@ -105,16 +109,6 @@ function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS | keyof t
   return limits;
 }
 
-function limitsJson(limits: ModelLimits = {}) {
-  return {
-    requests_per_minute: limits.requestsPerMinute ?? null,
-    tokens_per_minute: limits.tokensPerMinute ?? null,
-    tokens_per_day: limits.tokensPerDay ?? null,
-    cost_per_day: limits.costPerDay ?? null,
-    cost_per_month: limits.costPerMonth ?? null,
-  };
-}
-
 function limitsText(limits: ModelLimits = {}): string {
   const parts = [
     limits.requestsPerMinute && `${limits.requestsPerMinute} requests/min`,
@@ -146,6 +140,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
     args,
     {
       account: { type: 'string' },
+      name: { type: 'string' },
       scope: { type: 'string', multiple: true },
       model: { type: 'string', multiple: true },
       expires: { type: 'string' },
@@ -159,6 +154,8 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   );
   if (values.account === undefined) throw new UsageError('keys create needs --account <id>');
   const account = accountOption(values.account);
+  const name = values.name === undefined ? null : canonicalKeyName(values.name);
+  if (name === undefined) throw new UsageError(`--name ${KEY_NAME_RULE}`);
   const scopes: Scope[] = [];
   for (const scope of values.scope ?? SCOPES) {
     if (!isScope(scope)) throw new UsageError(`unknown scope '${scope}' (scopes: ${SCOPES.join(', ')})`);
@@ -172,16 +169,16 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   // Allowed, since the catalog may grow, but most likely a typo.
   for (const model of models ?? []) if (!catalog.has(model)) io.err(`koa-model-gateway: warning: model '${model}' is not in the catalog`);
   const { key, record } = await withKeys(config, (keys) =>
-    createApiKey(keys, { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt, limits }),
+    createApiKey(keys, { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt, limits, name }),
   );
   const store = describeStore(config.database);
   if (values.json) {
-    io.out(JSON.stringify({ id: record.id, key, account, scopes, models, limits: limitsJson(record.limits), store }));
+    io.out(JSON.stringify({ ...keyObject(record, Date.now() / 1000), key, store }));
   } else {
     io.err(storeLine(store));
     io.out(
       [
-        `Created ${record.id} for account ${account}`,
+        `Created ${record.id}${name === null ? '' : ` (${name})`} for account ${account}`,
         `  scopes:  ${scopes.join(', ')}`,
         `  models:  ${models === null ? 'every model' : models.join(', ')}`,
         `  expires: ${iso(expiresAt)}`,
@@ -196,17 +193,16 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
-function keyJson(record: ApiKeyRecord) {
-  return {
-    id: record.id,
-    account: record.account,
-    scopes: record.scopes,
-    models: record.models,
-    created_at: record.createdAt,
-    expires_at: record.expiresAt,
-    revoked_at: record.revokedAt,
-    limits: limitsJson(record.limits),
-  };
+/** What tells a key apart in the list: its name, the secret's last four characters, its replacement and its last use. */
+function identityText(record: ApiKeyRecord, prefix: string): string {
+  return [
+    record.name !== undefined && `name ${JSON.stringify(record.name)}`,
+    record.hint !== undefined && `${prefix}_sk_…${record.hint}`,
+    record.replacedBy !== undefined && `replaced by ${record.replacedBy}`,
+    `last used ${record.lastUsedAt === undefined ? 'never' : iso(record.lastUsedAt)}`,
+  ]
+    .filter(Boolean)
+    .join('  ');
 }
 
 async function keysList(args: string[], io: CommandIo): Promise<number> {
@@ -214,19 +210,19 @@ async function keysList(args: string[], io: CommandIo): Promise<number> {
   const config = await loadConfigWithModules(io.env);
   const filter = values.account === undefined ? {} : { account: accountOption(values.account) };
   const records = await withKeys(config, (keys) => keys.list(filter));
+  const nowSeconds = Date.now() / 1000;
   if (values.json) {
-    io.out(JSON.stringify(records.map(keyJson)));
+    io.out(JSON.stringify(records.map((record) => keyObject(record, nowSeconds))));
     return 0;
   }
   if (records.length === 0) {
     io.out('No keys.');
     return 0;
   }
-  const nowSeconds = Date.now() / 1000;
   for (const record of records) {
     const models = record.models === null ? 'every model' : record.models.join(',') || '(none)';
     io.out(
-      `${record.id}  ${record.account}  ${keyStatus(record, nowSeconds)}  created ${iso(record.createdAt)}  expires ${iso(record.expiresAt)}  scopes ${record.scopes.join(',')}  models ${models}  limits ${limitsText(record.limits)}`,
+      `${record.id}  ${record.account}  ${keyStatus(record, nowSeconds)}  ${identityText(record, config.gateway.keyPrefix)}  created ${iso(record.createdAt)}  expires ${iso(record.expiresAt)}  scopes ${record.scopes.join(',')}  models ${models}  limits ${limitsText(record.limits)}`,
     );
   }
   return 0;

@@ -9,6 +9,7 @@ import {
   announceKeyChanges,
   cachedAccountBudgets,
   cachedKeyStore,
+  keyUseRecorder,
   sweep,
   priceCatalog,
   spendBudgets,
@@ -24,6 +25,7 @@ import {
   type FileStore,
   type KeyChanges,
   type KeyStore,
+  type KeyUseRecorder,
   type ModelLimiter,
   type Provider,
   type SpendBudgets,
@@ -74,6 +76,8 @@ export interface Deployment {
   budgets: SpendBudgets;
   /** One record per model call, written to the database in batches. */
   usage: UsageRecorder;
+  /** Each key's last use, written at most once a minute per key, off the request path. */
+  keyUses: KeyUseRecorder;
   /** Where `usage` writes, and the admin API reads its reports. */
   usageStore: UsageStore;
   /** Set when METRICS_PORT is: what the app feeds and the metrics listener serves. */
@@ -258,6 +262,10 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     store: stores.usageStore,
     onError: (err) => logger.warn({ err }, 'usage records'),
   });
+  const keyUses = keyUseRecorder({
+    store: stores.keys,
+    onError: (err) => logger.warn({ err }, 'key uses'),
+  });
   const { keyCacheSeconds } = config.gateway;
   const keyChanges = await openKeyChanges(knex, redis);
   // A change made but not announced (Redis away or stalled, past the limiters' timeout) still
@@ -276,6 +284,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
     budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
     usage,
+    keyUses,
     metrics: await openMetrics(config),
     tracing,
     providers,
@@ -288,6 +297,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
       outages.close();
       // After the HTTP server has closed: every call has its record by then, and no provider a call.
       await usage.close();
+      await keyUses.close();
       await Promise.all(providers.map((provider) => provider.close?.()));
       await keyChanges.close();
       await uploads.release();

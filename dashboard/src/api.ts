@@ -3,6 +3,8 @@
 
 export interface Session {
   admin_token_id: string;
+  /** What the token's creator called it; `null` when unnamed. */
+  admin_token_name: string | null;
   csrf_token: string;
   expires_at: number;
 }
@@ -26,6 +28,12 @@ export interface ApiKey {
   created_at: number;
   expires_at: number | null;
   revoked_at: number | null;
+  name: string | null;
+  /** The secret's last four characters. */
+  hint: string | null;
+  last_used_at: number | null;
+  replaces: { id: string } | null;
+  replaced_by: { id: string } | null;
 }
 
 /** A key as created or rotated: the secret `key`, shown this once. */
@@ -36,6 +44,8 @@ export interface NewKey extends ApiKey {
 export interface Catalog {
   scopes: string[];
   models: string[];
+  /** `kmg` of `kmg_sk_…`. */
+  key_prefix: string;
 }
 
 export interface Account {
@@ -141,7 +151,6 @@ async function request<T>(method: string, path: string, options: { body?: unknow
   return data as T;
 }
 
-const query = (account: string) => (account === '' ? '' : `?account=${encodeURIComponent(account)}`);
 
 export const api = {
   /** Opens a session with the admin token: the token is sent this once and kept nowhere. */
@@ -149,7 +158,9 @@ export const api = {
   currentSession: () => request<Session>('GET', '/sessions/current'),
   logOut: () => request<void>('DELETE', '/sessions/current'),
   catalog: () => request<Catalog>('GET', '/catalog'),
-  keys: (account: string) => request<{ data: ApiKey[] }>('GET', `/keys${query(account)}`).then((list) => list.data),
+  /** Every key, or those whose account, id or name starts with `search`. */
+  keys: (search: string) =>
+    request<{ data: ApiKey[] }>('GET', `/keys${search === '' ? '' : `?q=${encodeURIComponent(search)}`}`).then((list) => list.data),
   createKey: (body: Record<string, unknown>) => request<NewKey>('POST', '/keys', { body }),
   revokeKey: (id: string) => request<ApiKey>('POST', `/keys/${encodeURIComponent(id)}/revoke`),
   rotateKey: (id: string, graceSeconds: number) =>

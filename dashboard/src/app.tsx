@@ -66,7 +66,15 @@ export function App() {
           </a>
         </nav>
         <span class="who">
-          Signed in with <code>{session.admin_token_id}</code>
+          {session.admin_token_name === null ? (
+            <>
+              Signed in with <code>{session.admin_token_id}</code>
+            </>
+          ) : (
+            <>
+              Signed in as <strong title={session.admin_token_id}>{session.admin_token_name}</strong>
+            </>
+          )}
         </span>
         <button type="button" class="secondary" onClick={logOut}>
           Log out

@@ -19,6 +19,7 @@ type LimitName = (typeof LIMITS)[number][0] | (typeof BUDGETS)[number][0];
 /** The request body of the form's state: only what was set, as the admin API takes it. */
 function keyRequest(form: {
   account: string;
+  name: string;
   scopes: string[];
   everyModel: boolean;
   models: string[];
@@ -28,6 +29,7 @@ function keyRequest(form: {
   const limits = Object.fromEntries([...LIMITS, ...BUDGETS].filter(([name]) => form.limits[name] !== '').map(([name]) => [name, Number(form.limits[name])]));
   return {
     account: form.account,
+    ...(form.name.trim() === '' ? {} : { name: form.name }),
     scopes: form.scopes,
     models: form.everyModel ? null : form.models,
     ...(Object.keys(limits).length > 0 ? { limits } : {}),
@@ -38,7 +40,7 @@ function keyRequest(form: {
 
 const toggled = (list: string[], value: string, on: boolean) => (on ? [...list, value] : list.filter((item) => item !== value));
 
-/** Create a key: account, scopes, models, limits and expiry; the server checks every field. */
+/** Create a key: account, name, scopes, models, limits and expiry; the server checks every field. */
 export function KeyForm({ catalog, account, onCreated, onCancel }: {
   catalog: Catalog;
   account: string;
@@ -47,6 +49,7 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
 }) {
   const [form, setForm] = useState({
     account,
+    name: '',
     scopes: catalog.scopes,
     everyModel: true,
     models: [] as string[],
@@ -77,6 +80,10 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
         <div>
           <label for="new-account">Account</label>
           <input id="new-account" required maxLength={255} value={form.account} onInput={(event) => set({ account: event.currentTarget.value })} />
+        </div>
+        <div>
+          <label for="new-name">Name (optional: what the key is for)</label>
+          <input id="new-name" maxLength={100} value={form.name} onInput={(event) => set({ name: event.currentTarget.value })} />
         </div>
         <div>
           <label for="new-expires">Expires (your local time; empty: never)</label>

@@ -4,6 +4,7 @@ import { accountHref } from './app.tsx';
 import { KeySpend, useKeySpend } from './budgets.tsx';
 import { formatCount, formatTime, formatUsd } from './format.ts';
 import { KeyForm } from './key-form.tsx';
+import { KeyIdentity, RotationLinks } from './key-identity.tsx';
 import { Modal } from './modal.tsx';
 import { SecretDialog } from './secret.tsx';
 import { Actions, ErrorAlert, LoadFailed, Loading } from './ui.tsx';
@@ -61,10 +62,14 @@ export function KeysPage() {
     api.catalog().then(setCatalog, () => setCatalog(null));
   }, []);
 
+  const find = (text: string) => {
+    setFilter(text);
+    setAccount(text);
+    load(text);
+  };
   const show = (event: Event) => {
     event.preventDefault();
-    setAccount(filter.trim());
-    load(filter.trim());
+    find(filter.trim());
   };
   const closeRevoke = () => {
     setRevoking(null);
@@ -106,8 +111,13 @@ export function KeysPage() {
           </button>
         </div>
         <form class="toolbar" onSubmit={show} role="search">
-          <label for="filter">Account</label>
-          <input id="filter" placeholder="All accounts" value={filter} onInput={(event) => setFilter(event.currentTarget.value)} />
+          <label for="filter">Find</label>
+          <input
+            id="filter"
+            placeholder="Account, key id or name: its start"
+            value={filter}
+            onInput={(event) => setFilter(event.currentTarget.value)}
+          />
           <button type="submit" class="secondary">
             Show keys
           </button>
@@ -115,12 +125,12 @@ export function KeysPage() {
         {keys.state === 'loading' && <Loading what="keys" />}
         {keys.state === 'error' && <LoadFailed what="The keys" message={keys.message} onRetry={() => load()} />}
         {keys.state === 'ready' && keys.data.length === 0 && (
-          <p class="empty">{account === '' ? 'No keys yet. Create one with New key.' : <>No keys for account <strong>{account}</strong> yet.</>}</p>
+          <p class="empty">{account === '' ? 'No keys yet. Create one with New key.' : <>No key's account, id or name starts with <strong>{account}</strong>.</>}</p>
         )}
         {keys.state === 'ready' && keys.data.length > 0 && (
           <div class="table-wrap">
             <table>
-              <caption class="visually-hidden">{account === '' ? 'Every key' : `Keys of account ${account}`}</caption>
+              <caption class="visually-hidden">{account === '' ? 'Every key' : `Keys found by ${account}`}</caption>
               <thead>
                 <tr>
                   <th scope="col">Account</th>
@@ -132,6 +142,7 @@ export function KeysPage() {
                   <th scope="col">Spend (UTC)</th>
                   <th scope="col">Created (UTC)</th>
                   <th scope="col">Expires (UTC)</th>
+                  <th scope="col">Last used (UTC)</th>
                   <th scope="col">
                     <span class="visually-hidden">Actions</span>
                   </th>
@@ -144,10 +155,11 @@ export function KeysPage() {
                       <a href={accountHref(key.account)}>{key.account}</a>
                     </td>
                     <td>
-                      <code>{key.id}</code>
+                      <KeyIdentity apiKey={key} prefix={catalog?.key_prefix} />
                     </td>
                     <td>
                       <Status status={key.status} />
+                      <RotationLinks apiKey={key} onFind={find} />
                     </td>
                     <td class="scopes">{key.scopes.length === (catalog?.scopes.length ?? -1) ? 'every scope' : key.scopes.join(', ')}</td>
                     <td>{key.models === null ? 'every model' : key.models.join(', ') || 'none'}</td>
@@ -157,6 +169,7 @@ export function KeysPage() {
                     </td>
                     <td class="time">{formatTime(key.created_at)}</td>
                     <td class="time">{formatTime(key.expires_at)}</td>
+                    <td class="time">{formatTime(key.last_used_at)}</td>
                     <td class="row-actions">
                       {key.status === 'active' && (
                         <>
@@ -180,7 +193,8 @@ export function KeysPage() {
       {creating && catalog && (
         <KeyForm
           catalog={catalog}
-          account={account}
+          // The text found by, when it is an account shown: a name or key id is no account for a new key.
+          account={keys.state === 'ready' && keys.data.some((key) => key.account === account) ? account : ''}
           onCancel={() => setCreating(false)}
           onCreated={(created) => {
             setCreating(false);

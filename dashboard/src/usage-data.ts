@@ -65,3 +65,12 @@ export function chartStacks(usage: DailyUsage, days: string[], split: UsageSplit
   };
   return [...shown.map(({ name, requests, tokens, cost }) => ({ name, requests, tokens, cost })), other];
 }
+
+/**
+ * A key's label in the charts: its name with its id where it has one (two keys may share a name),
+ * else its id. Stacks of models, and "Other", keep theirs.
+ */
+export function keyLabel(id: string, names: ReadonlyMap<string, string>): string {
+  const name = names.get(id);
+  return name === undefined ? id : `${name} (${id})`;
+}

@@ -1,9 +1,9 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { api, ApiError, type DailyUsage, type UsageSplit } from './api.ts';
+import { api, ApiError, type ApiKey, type DailyUsage, type UsageSplit } from './api.ts';
 import { formatCount, formatUsd } from './format.ts';
 import { AccountPicker, useKnownAccounts } from './account-picker.tsx';
 import { UsageChart } from './usage-chart.tsx';
-import { chartStacks, lastDays, seriesName } from './usage-data.ts';
+import { chartStacks, keyLabel, lastDays, seriesName } from './usage-data.ts';
 import { LoadFailed, Loading } from './ui.tsx';
 
 type Loaded<T> = { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; data: T };
@@ -17,10 +17,12 @@ const SPLITS: ReadonlyArray<[UsageSplit, string]> = [
 /** Where the usage of `account` is; the empty name is every account. */
 export const usageHref = (account: string) => `#/usage/${encodeURIComponent(account)}`;
 
+const keyNames = (keys: ApiKey[]) => new Map(keys.flatMap((key) => (key.name === null ? [] : [[key.id, key.name] as const])));
+
 const whose = (account: string) => (account === '' ? 'every account' : `account ${account}`);
 
 /** The figures under the charts: every day with calls, one row per model or key. */
-function UsageTable({ usage, split, caption }: { usage: DailyUsage; split: UsageSplit; caption: string }) {
+function UsageTable({ usage, split, names, caption }: { usage: DailyUsage; split: UsageSplit; names: ReadonlyMap<string, string>; caption: string }) {
   const splitLabel = split === 'model' ? 'Model' : 'Key';
   return (
     <div class="table-wrap">
@@ -53,7 +55,7 @@ function UsageTable({ usage, split, caption }: { usage: DailyUsage; split: Usage
                     {row.day}
                   </th>
                 )}
-                <td>{split === 'key' ? <code>{seriesName(entry, split)}</code> : seriesName(entry, split)}</td>
+                <td>{split === 'key' ? <KeyName id={seriesName(entry, split)} names={names} /> : seriesName(entry, split)}</td>
                 <td class="number">{formatCount(entry.requests)}</td>
                 <td class="number">{formatCount(entry.input_tokens)}</td>
                 <td class="number">{formatCount(entry.output_tokens)}</td>
@@ -78,9 +80,17 @@ function UsageTable({ usage, split, caption }: { usage: DailyUsage; split: Usage
   );
 }
 
+/** A key in the figures: its name, where it has one, before its id. */
+function KeyName({ id, names }: { id: string; names: ReadonlyMap<string, string> }) {
+  const name = names.get(id);
+  return name === undefined ? <code>{id}</code> : <>{name} <code>{id}</code></>;
+}
+
 /** What one answer shows: the figures, and the choices they answer. */
 interface Shown {
   figures: DailyUsage;
+  /** The keys' names by id, when split by key. */
+  names: ReadonlyMap<string, string>;
   account: string;
   days: string[];
   split: UsageSplit;
@@ -88,8 +98,11 @@ interface Shown {
 
 /** The figures of one answer: totals, the two charts, and the table under them. */
 function UsageFigures({ shown }: { shown: Shown }) {
-  const { figures, account, days, split } = shown;
-  const stacks = useMemo(() => chartStacks(figures, days, split), [shown]);
+  const { figures, account, days, split, names } = shown;
+  const stacks = useMemo(
+    () => chartStacks(figures, days, split).map((stack) => (split === 'key' ? { ...stack, name: keyLabel(stack.name, names) } : stack)),
+    [shown],
+  );
   const period = `the last ${days.length} days`;
   return (
     <section class="card" aria-labelledby="usage-figures-title">
@@ -119,7 +132,7 @@ function UsageFigures({ shown }: { shown: Shown }) {
         <UsageChart title={`Tokens per day (input and output), by ${split}`} days={days} stacks={stacks} figure="tokens" />
         <UsageChart title={`Cost per day (USD), by ${split}`} days={days} stacks={stacks} figure="cost" />
       </div>
-      <UsageTable usage={figures} split={split} caption={`Requests and tokens of ${whose(account)} per day and ${split}, ${period}, and their cost`} />
+      <UsageTable usage={figures} split={split} names={names} caption={`Requests and tokens of ${whose(account)} per day and ${split}, ${period}, and their cost`} />
     </section>
   );
 }
@@ -136,8 +149,10 @@ export function UsagePage({ account }: { account: string }) {
     let current = true;
     const days = lastDays(period);
     setUsage({ state: 'loading' });
-    api.dailyUsage(account, days[0] as string, split).then(
-      (figures) => current && setUsage({ state: 'ready', data: { figures, account, days, split } }),
+    // Split by key, the keys' names too: a name tells more than an id.
+    const names = split === 'key' ? api.keys('').then(keyNames) : Promise.resolve(new Map<string, string>());
+    Promise.all([api.dailyUsage(account, days[0] as string, split), names]).then(
+      ([figures, names]) => current && setUsage({ state: 'ready', data: { figures, names, account, days, split } }),
       (err: unknown) => current && setUsage({ state: 'error', message: err instanceof ApiError ? err.message : 'Something went wrong.' }),
     );
     // An answer to an earlier choice must not replace the one to the latest.

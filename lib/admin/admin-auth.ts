@@ -14,6 +14,8 @@ export const ADMIN_API_PATH = '/admin/v1';
 export interface VerifiedAdmin {
   /** The admin token's id: every change is logged with it. */
   tokenId: string;
+  /** What the admin token's creator called it; `null` when unnamed. */
+  tokenName: string | null;
   /** The dashboard session the request came with, when it came with one rather than the token. */
   session?: AdminSession;
 }
@@ -74,7 +76,7 @@ export function adminAuth(options: AdminAuthOptions): Middleware {
     if (!cookie) return undefined;
     const session = await store.get(hashSessionCookie(cookie), Math.floor(nowMs() / 1000));
     const token = session && live(await tokens.get(session.tokenId));
-    return token && session && { tokenId: token.id, session };
+    return token && session && { tokenId: token.id, tokenName: token.name, session };
   }
 
   return async function adminAuth(ctx, next) {
@@ -83,7 +85,7 @@ export function adminAuth(options: AdminAuthOptions): Middleware {
     if (authorization !== '' || sessions === undefined) {
       const token = BEARER.exec(authorization)?.[1];
       const record = token !== undefined && isAdminTokenFormat(token) ? live(await tokens.findByHash(hashAdminToken(token))) : undefined;
-      admin = record && { tokenId: record.id };
+      admin = record && { tokenId: record.id, tokenName: record.name };
     } else {
       admin = await fromSession(ctx, sessions);
       if (admin && !SAFE_METHODS.has(ctx.method) && !sameSecret(ctx.get('X-CSRF-Token'), admin.session?.csrfToken ?? '')) {

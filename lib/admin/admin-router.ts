@@ -12,6 +12,7 @@ import type { UsageStore } from '../usage/usage-store.js';
 import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
 import { adminErrors } from './admin-errors.js';
 import { accountName, keyFieldSchemas, parseFields } from './key-fields.js';
+import { keyMatcher, keySearch } from './key-search.js';
 import { keyObject } from './key-object.js';
 import { usageObject, usageQuerySchema } from './usage-query.js';
 
@@ -73,10 +74,11 @@ const BODY_LIMIT = 65_536;
 
 /**
  * The admin API under `/admin/v1`, to mount behind `adminAuth()`:
- * - `GET /catalog`: the scopes and models a key may be given;
- * - `POST /keys` `{ account, scopes?, models?, expires_at?, limits? }` → 201, the key with its
- *   secret `key`, the only time it is shown; `GET /keys?account=` → `{ object: "list", data }`;
- * - `GET` and `PATCH /keys/{id}` (`scopes`, `models`, `expires_at`, `limits`);
+ * - `GET /catalog`: the scopes and models a key may be given, and the prefix of keys;
+ * - `POST /keys` `{ account, name?, scopes?, models?, expires_at?, limits? }` → 201, the key with its
+ *   secret `key`, the only time it is shown; `GET /keys?account=&q=` → `{ object: "list", data }`,
+ *   `q` a prefix of the account, id or name (case-insensitive);
+ * - `GET` and `PATCH /keys/{id}` (`scopes`, `models`, `expires_at`, `limits`, `name`);
  *   `POST /keys/{id}/revoke`; `POST /keys/{id}/rotate` `{ grace_seconds }` → 201, a new key with
  *   the old one's account, scopes, models, limits and expiry; the old key expires after the grace
  *   (or sooner, at its own expiry). Only an active key never rotated before is: 409
@@ -123,15 +125,17 @@ export function adminRouter(options: AdminRouterOptions): Router {
   const router = new Router({ prefix: ADMIN_API_PATH, sensitive: true, strict: true });
 
   router.get('/catalog', (ctx) => {
-    ctx.body = { object: 'catalog', scopes: SCOPES, models };
+    ctx.body = { object: 'catalog', scopes: SCOPES, models, key_prefix: keyPrefix };
   });
 
   router.post('/keys', async (ctx) => {
     const fields = parseFields(schemas.create, await body(ctx));
-    const { key, hash } = generateApiKey(keyPrefix);
+    const { key, hash, hint } = generateApiKey(keyPrefix);
     const record = await keys.create({
       account: fields.account,
       hash,
+      hint,
+      ...(fields.name == null ? {} : { name: fields.name }),
       scopes: fields.scopes ?? [...SCOPES],
       models: fields.models ?? null,
       expiresAt: fields.expires_at ?? null,
@@ -143,10 +147,11 @@ export function adminRouter(options: AdminRouterOptions): Router {
   });
 
   router.get('/keys', async (ctx) => {
-    const { account } = ctx.query;
+    const { account, q } = ctx.query;
     const filter = account === undefined ? {} : { account: parseFields(accountName, account, 'account') };
+    const matches = q === undefined ? () => true : keyMatcher(parseFields(keySearch, q, 'q'));
     const at = now();
-    ctx.body = { object: 'list', data: (await keys.list(filter)).map((record) => keyObject(record, at)) };
+    ctx.body = { object: 'list', data: (await keys.list(filter)).filter(matches).map((record) => keyObject(record, at)) };
   });
 
   router.get('/keys/:id', async (ctx) => {
@@ -161,6 +166,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
       ...(fields.models === undefined ? {} : { models: fields.models }),
       ...(fields.expires_at === undefined ? {} : { expiresAt: fields.expires_at }),
       ...(fields.limits === undefined ? {} : { limits: fields.limits }),
+      ...(fields.name === undefined ? {} : { name: fields.name }),
     });
     if (!record) throw adminErrors.keyNotFound();
     report(ctx, { action: 'key.updated', keyId: record.id, account: record.account, fields: Object.keys(fields) });
@@ -177,10 +183,10 @@ export function adminRouter(options: AdminRouterOptions): Router {
 
   router.post('/keys/:id/rotate', async (ctx) => {
     const { grace_seconds: grace } = parseFields(schemas.rotate, await body(ctx));
-    const { key, hash } = generateApiKey(keyPrefix);
+    const { key, hash, hint } = generateApiKey(keyPrefix);
     const at = now();
     // One step in the store: a retried or concurrent rotation of the same key makes no second key.
-    const result = await keys.rotate(ctx.params.id as string, { hash, nowSeconds: at, graceEndsAt: at + grace });
+    const result = await keys.rotate(ctx.params.id as string, { hash, hint, nowSeconds: at, graceEndsAt: at + grace });
     if (result.outcome !== 'rotated') throw ROTATION_REFUSALS[result.outcome]();
     const { old, replacement } = result;
     report(ctx, { action: 'key.rotated', keyId: old.id, account: old.account, replacementId: replacement.id });

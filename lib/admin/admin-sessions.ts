@@ -32,14 +32,20 @@ const overTls = (ctx: Context) => ctx.secure || ctx.get('X-Forwarded-Proto').spl
 
 const secret = () => randomBytes(32).toString('base64url');
 
-function sessionObject(session: AdminSession) {
-  return { object: 'admin_session', admin_token_id: session.tokenId, csrf_token: session.csrfToken, expires_at: session.expiresAt };
+function sessionObject(session: AdminSession, tokenName: string | null) {
+  return {
+    object: 'admin_session',
+    admin_token_id: session.tokenId,
+    admin_token_name: tokenName,
+    csrf_token: session.csrfToken,
+    expires_at: session.expiresAt,
+  };
 }
 
 /**
  * The dashboard's sessions, under `/admin/v1` behind `adminAuth({ tokens, sessions })`:
  * - `POST /sessions` with `Authorization: Bearer <admin token>` (the token itself, not a session)
- *   → 201 `{ admin_token_id, csrf_token, expires_at }` and a session cookie: `HttpOnly`,
+ *   → 201 `{ admin_token_id, admin_token_name, csrf_token, expires_at }` and a session cookie: `HttpOnly`,
  *   `SameSite=Strict`, `Path=/admin/v1`, `Secure` over TLS, kept on the server as a hash;
  * - `GET /sessions/current` → the same object, so that a reloaded page finds its CSRF token;
  * - `DELETE /sessions/current` → 204, the session ended and the cookie cleared (log out).
@@ -83,11 +89,11 @@ export function adminSessions(options: AdminSessionsOptions): Router {
     cookie(ctx, value, ttlSeconds);
     onChange?.({ action: 'session.opened', adminTokenId: admin.tokenId }, ctx);
     ctx.status = 201;
-    ctx.body = sessionObject(session);
+    ctx.body = sessionObject(session, admin.tokenName);
   });
 
   router.get('/sessions/current', (ctx) => {
-    ctx.body = sessionObject(current(ctx));
+    ctx.body = sessionObject(current(ctx), verifiedAdmin(ctx).tokenName);
   });
 
   router.delete('/sessions/current', async (ctx) => {

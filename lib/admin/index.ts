@@ -5,3 +5,4 @@ export { adminAuth, verifiedAdmin, type AdminAuthOptions, type VerifiedAdmin } f
 export { adminRouter, type AccountLimits, type AdminChange, type AdminRouterOptions } from './admin-router.js';
 export { adminSessions, type AdminSessionsOptions } from './admin-sessions.js';
 export { budgetsRouter, type BudgetChange, type BudgetsRouterOptions } from './budgets-router.js';
+export { keyObject } from './key-object.js';

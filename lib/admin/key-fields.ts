@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ACCOUNT_NAME_RULE, canonicalAccountName } from '../auth/account-name.js';
+import { canonicalKeyName, KEY_NAME_RULE } from '../auth/key-name.js';
 import { SCOPES, isScope, type Scope } from '../auth/scopes.js';
 import type { ModelLimits } from '../quota/model-limits.js';
 import { positiveInteger } from '../settings/schemas.js';
@@ -44,6 +45,16 @@ export const accountName = z.string({ error: ACCOUNT_NAME_RULE }).transform((inp
   return name ?? z.NEVER;
 });
 
+/** A key's name, as `canonicalKeyName` makes it (trimmed, NFC) or refuses it; `null`: no name. */
+const keyName = z
+  .string({ error: `${KEY_NAME_RULE}, or null for none` })
+  .transform((input, ctx) => {
+    const name = canonicalKeyName(input);
+    if (name === undefined) ctx.addIssue({ code: 'custom', message: `${KEY_NAME_RULE}, or null for none` });
+    return name ?? z.NEVER;
+  })
+  .nullable();
+
 /**
  * The zod schemas of the admin API's request bodies, checking models against `catalog` and
  * expiry against `nowSeconds()` (Unix seconds) at the time of parsing.
@@ -79,7 +90,7 @@ export function keyFieldSchemas(catalog: ReadonlySet<string>, nowSeconds: () => 
     )
     .nullable()
     .transform(toKeyLimits);
-  const changes = { scopes: scopes.optional(), models: models.optional(), expires_at: expiresAt.optional(), limits: limits.optional() };
+  const changes = { scopes: scopes.optional(), models: models.optional(), expires_at: expiresAt.optional(), limits: limits.optional(), name: keyName.optional() };
   return {
     create: z.strictObject({ account: accountName, ...changes }),
     update: z.strictObject(changes),

@@ -3,6 +3,7 @@ import { errors } from '../errors/gateway-error.js';
 import type { ModelLimits } from '../quota/model-limits.js';
 import { extractApiKey } from './extract-api-key.js';
 import type { KeyStore } from './key-store.js';
+import type { KeyUseRecorder } from './key-use-recorder.js';
 import { hashApiKey, keyStatus } from './keys.js';
 import type { Scope } from './scopes.js';
 
@@ -30,6 +31,8 @@ export interface ApiKeyOptions {
   getKey?: (ctx: Context) => string | undefined;
   /** The clock for expiry, in milliseconds since the Unix epoch. Default: `Date.now`. */
   nowMs?: () => number;
+  /** Notes each verified key's use, for its `lastUsedAt` (`keyUseRecorder`); the request never waits for it. Default: none. */
+  uses?: Pick<KeyUseRecorder, 'record'>;
 }
 
 /**
@@ -42,11 +45,14 @@ export function apiKey(options: ApiKeyOptions): Middleware {
   if (typeof store?.findByHash !== 'function') throw new TypeError('koa-model-gateway: apiKey() needs a KeyStore as `store`');
   const getKey = options.getKey ?? ((ctx: Context) => extractApiKey(ctx.headers));
   const nowMs = options.nowMs ?? Date.now;
+  const { uses } = options;
+  if (uses !== undefined && typeof uses.record !== 'function') throw new TypeError('koa-model-gateway: apiKey() `uses` must be a KeyUseRecorder');
   return async function apiKey(ctx, next) {
     const key = getKey(ctx);
     if (key === undefined) throw errors.invalidApiKey();
     const record = await store.findByHash(hashApiKey(key));
     if (!record || keyStatus(record, nowMs() / 1000) !== 'active') throw errors.invalidApiKey();
+    uses?.record(record.id);
     ctx.state.apiKey = {
       id: record.id,
       account: record.account,

@@ -34,7 +34,7 @@ const copy = (record: ApiKeyRecord): ApiKeyRecord => ({
 /**
  * A `KeyStore` that remembers the answers of `findByHash`, found and not found, per hash for
  * `ttlMs`, so that a request does not read the database for a key it read a moment ago.
- * `create`, `get`, `list`, `revoke`, `update` and `rotate` go to the wrapped store; `revoke`,
+ * `create`, `get`, `list`, `revoke`, `update`, `rotate` and `touch` go to the wrapped store; `revoke`,
  * `update` and `rotate` through the wrapper forget the key at once, and `create` and `rotate`
  * forget a remembered "not found" for the new key's hash.
  *
@@ -89,6 +89,8 @@ export function cachedKeyStore(store: KeyStore, options: CachedKeyStoreOptions =
     },
     get: (id) => store.get(id),
     list: (filter) => store.list(filter),
+    // A use changes nothing a request decides by: nothing to forget.
+    touch: (ids, atSeconds) => store.touch(ids, atSeconds),
     // Forgotten even when the store rejects: the change may have been made (and only its
     // announcement failed).
     async revoke(id) {

@@ -1,6 +1,7 @@
 export { SCOPES, isScope, type Scope } from './scopes.js';
 export { createApiKey, generateApiKey, hashApiKey, keyStatus, type KeyStatus } from './keys.js';
 export { ACCOUNT_NAME_RULE, canonicalAccountName } from './account-name.js';
+export { KEY_NAME_RULE, canonicalKeyName } from './key-name.js';
 export type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from './key-store.js';
 export { announceKeyChanges, type AnnounceKeyChangesOptions, type KeyChanges } from './key-changes.js';
 export { extractApiKey } from './extract-api-key.js';
@@ -8,3 +9,4 @@ export { apiKey, verifiedKey, type ApiKeyOptions, type VerifiedKey } from './api
 export { requireScope } from './require-scope.js';
 export { modelAccess, visibleModels, type ModelAccess } from './model-access.js';
 export { cachedKeyStore, type CachedKeyStoreOptions } from './cached-key-store.js';
+export { keyUseRecorder, type KeyUseRecorder, type KeyUseRecorderOptions } from './key-use-recorder.js';

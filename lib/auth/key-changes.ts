@@ -53,6 +53,7 @@ export function announceKeyChanges(store: KeyStore, changes: KeyChanges, options
     get: (id) => store.get(id),
     create: (key) => store.create(key),
     list: (filter) => store.list(filter),
+    touch: (ids, atSeconds) => store.touch(ids, atSeconds),
     async revoke(id) {
       const revoked = await store.revoke(id);
       if (revoked) await announce(id);

@@ -20,9 +20,19 @@ export interface ApiKeyRecord {
   /** Unix seconds; stores keep whole seconds (a fraction is dropped: the key expires no later than asked). */
   expiresAt: number | null;
   revokedAt: number | null;
+  /** What the operator calls the key (1 to 100 printable characters); absent when unnamed. */
+  name?: string;
+  /** The secret's last four characters, to tell keys apart (`kmg_sk_…3tKs`): never more of it. */
+  hint?: string;
+  /** The id of the key that replaced this one in a rotation. */
+  replacedBy?: string;
+  /** The id of the key this one replaced in a rotation. */
+  replaces?: string;
+  /** Unix seconds: when a request last came with the key, to the minute (`keyUseRecorder`); absent when never. */
+  lastUsedAt?: number;
 }
 
-export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits'>;
+export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits' | 'name' | 'hint'>;
 
 /** What `KeyStore.update` may change; a field left out stays as it is. */
 export interface KeyUpdate {
@@ -31,6 +41,8 @@ export interface KeyUpdate {
   /** `null` removes the key's own limits. */
   limits?: ModelLimits | null;
   expiresAt?: number | null;
+  /** `null` removes the name. */
+  name?: string | null;
 }
 
 /** What `KeyStore.rotate` is given. */
@@ -41,6 +53,8 @@ export interface KeyRotation {
   nowSeconds: number;
   /** Unix seconds at which the old key stops working, unless it expires sooner. */
   graceEndsAt: number;
+  /** The new key's `hint`: the last four characters of its secret. */
+  hint?: string;
 }
 
 /**
@@ -68,9 +82,14 @@ export interface KeyStore {
   update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined>;
   /**
    * Replaces the key `id`, once: creates a key with `rotation.hash` and the old key's account,
-   * scopes, models, limits and expiry, and sets the old key's expiry to `graceEndsAt` (or keeps
+   * scopes, models, limits, expiry and name, linked to it (`replaces`, and the old key's `replacedBy`), and sets the old key's expiry to `graceEndsAt` (or keeps
    * its own when sooner). Only an active key that was never rotated is: of rotations of one key
    * made at the same time, in any number of processes, exactly one succeeds.
    */
   rotate(id: string, rotation: KeyRotation): Promise<KeyRotationResult>;
+  /**
+   * Sets `lastUsedAt` of the keys `ids` to `atSeconds` (whole seconds), unless a later time is
+   * kept already. Unknown ids are skipped. Called in batches by `keyUseRecorder`, never per request.
+   */
+  touch(ids: readonly string[], atSeconds: number): Promise<void>;
 }

@@ -1,5 +1,6 @@
 import { hash, randomBytes } from 'node:crypto';
 import { checkModelLimits, type ModelLimits } from '../quota/model-limits.js';
+import { canonicalKeyName, KEY_NAME_RULE } from './key-name.js';
 import type { ApiKeyRecord, KeyStore } from './key-store.js';
 import type { Scope } from './scopes.js';
 
@@ -25,32 +26,59 @@ export function keyStatus(record: ApiKeyRecord, nowSeconds: number): KeyStatus {
   return 'active';
 }
 
+/** How many of the secret's last characters a key keeps as its `hint`: enough to tell keys apart, too few to matter. */
+const HINT_LENGTH = 4;
+const HINT = new RegExp(`^[A-Za-z0-9_-]{${HINT_LENGTH}}$`);
+
 /**
- * A new key `<prefix>_sk_<secret>` and its hash. Show `key` once; store only `hash`.
- * @example const { key, hash } = generateApiKey('kmg')
+ * Throws a `TypeError` unless `hint` is absent or four characters of a secret: what a key store
+ * checks before it writes, so that no more of a secret is ever kept by mistake.
  */
-export function generateApiKey(prefix: string): { key: string; hash: string } {
+export function assertKeyHint(hint: string | undefined): void {
+  if (hint !== undefined && !HINT.test(hint)) throw new TypeError('koa-model-gateway: a key hint is the last four characters of its secret, no more');
+}
+
+/**
+ * A new key `<prefix>_sk_<secret>`, its hash and its hint (the last four characters). Show `key`
+ * once; store only `hash` and `hint`.
+ * @example const { key, hash, hint } = generateApiKey('kmg')
+ */
+export function generateApiKey(prefix: string): { key: string; hash: string; hint: string } {
   if (!/^[A-Za-z0-9]+$/.test(prefix)) {
     throw new TypeError('koa-model-gateway: the key prefix must be letters and digits');
   }
   const key = `${prefix}_sk_${randomBytes(SECRET_BYTES).toString('base64url')}`;
-  return { key, hash: hashApiKey(key) };
+  return { key, hash: hashApiKey(key), hint: key.slice(-HINT_LENGTH) };
 }
 
 /**
  * Creates a key in `store` and returns the plaintext once, with the stored record. `limits` are
- * the key's own limits on model calls (positive integers, else a `TypeError`).
+ * the key's own limits on model calls (positive integers, else a `TypeError`); `name`, what the operator
+ * calls it (`canonicalKeyName`, else a `TypeError`).
  * @example const { key } = await createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: [...SCOPES], limits: { requestsPerMinute: 60 } })
  */
 export async function createApiKey(
   store: KeyStore,
-  options: { prefix: string; account: string; scopes: Scope[]; models?: string[] | null; expiresAt?: number | null; limits?: ModelLimits },
+  options: {
+    prefix: string;
+    account: string;
+    scopes: Scope[];
+    models?: string[] | null;
+    expiresAt?: number | null;
+    limits?: ModelLimits;
+    name?: string | null;
+  },
 ): Promise<{ key: string; record: ApiKeyRecord }> {
   const limits = checkModelLimits(options.limits ?? {}, 'key limits');
-  const { key, hash } = generateApiKey(options.prefix);
+  if (options.name != null && canonicalKeyName(options.name) !== options.name) {
+    throw new TypeError(`koa-model-gateway: a key name ${KEY_NAME_RULE}, trimmed and in Unicode NFC`);
+  }
+  const { key, hash, hint } = generateApiKey(options.prefix);
   const record = await store.create({
     account: options.account,
     hash,
+    hint,
+    ...(options.name != null && { name: options.name }),
     scopes: options.scopes,
     models: options.models ?? null,
     expiresAt: options.expiresAt ?? null,

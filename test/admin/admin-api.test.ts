@@ -290,11 +290,12 @@ test('every change is logged with the admin token id and the request id', async 
   t.false(app.logs.some((entry) => JSON.stringify(entry).includes(ADMIN)), 'never the token');
 });
 
-test('GET /catalog: the scopes and models a key may be given', async (t) => {
+test('GET /catalog: the scopes and models a key may be given, and the prefix of keys', async (t) => {
   t.deepEqual(await (await admin('GET', '/catalog')).json(), {
     object: 'catalog',
     scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete'],
     models: ['echo-1', 'echo-2'],
+    key_prefix: 'kmg',
   });
 });
 

@@ -84,6 +84,14 @@ test.serial('a session ends when it expires, when it logs out, and when its admi
   t.is((await withSession(revoked, 'GET', '/keys')).status, 401);
 });
 
+test.serial('the session names its admin token, by the name it was created with, or null when it has none', async (t) => {
+  t.like(await (await withSession(await logIn(), 'GET', '/sessions/current')).json(), { admin_token_id: app.tokenId, admin_token_name: null });
+  const { token, record } = await createAdminToken(app.tokens, { prefix: 'kmg', name: 'ops console' });
+  const response = await app.fetch(`${app.url}/admin/v1/sessions`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+  t.like(await response.json(), { admin_token_id: record.id, admin_token_name: 'ops console' });
+  t.like(await (await withSession(await logIn({}, token), 'GET', '/sessions/current')).json(), { admin_token_name: 'ops console' });
+});
+
 test.serial('a session cannot open another one, which would outlive it: the token itself is needed', async (t) => {
   const session = await logIn();
   const response = await withSession(session, 'POST', '/sessions', { csrf: session.csrf });

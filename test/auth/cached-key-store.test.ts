@@ -25,6 +25,7 @@ function setup(options: { ttlMs?: number; maxEntries?: number } = {}) {
     revoke: (id) => inner.revoke(id),
     update: (id, update) => inner.update(id, update),
     rotate: (id, rotation) => inner.rotate(id, rotation),
+    touch: (ids, atSeconds) => inner.touch(ids, atSeconds),
   };
   const clock = { ms: 1_000_000 };
   const cached = cachedKeyStore(counted, { ...options, nowMs: () => clock.ms });
@@ -95,6 +96,7 @@ test('a lookup in flight while the key is revoked through the cache is not remem
     revoke: (id) => inner.revoke(id),
     update: (id, update) => inner.update(id, update),
     rotate: (id, rotation) => inner.rotate(id, rotation),
+    touch: (ids, atSeconds) => inner.touch(ids, atSeconds),
   };
   const cached = cachedKeyStore(slow, { ttlMs: 60_000 });
   const inFlight = cached.findByHash(record.hash);

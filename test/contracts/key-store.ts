@@ -66,6 +66,54 @@ export function keyStoreContract(test: TestFn, name: string, makeStore: () => Pr
     );
   });
 
+  test(`${name}: a key's name and hint are kept; an update renames it, null removes the name; a key without them has neither`, async (t) => {
+    const store = await makeStore();
+    const named = await store.create(newKey('acme', { name: 'Billing \u{1F4B8}', hint: '3tKs' }));
+    t.like(named, { name: 'Billing \u{1F4B8}', hint: '3tKs' });
+    t.deepEqual(await store.findByHash(named.hash), named);
+    t.like(await store.update(named.id, { name: 'Invoices' }), { name: 'Invoices', hint: '3tKs' });
+    t.like(await store.update(named.id, { scopes: ['models:read'] }), { name: 'Invoices' });
+    const unnamed = await store.update(named.id, { name: null });
+    t.false(unnamed !== undefined && 'name' in unnamed);
+    t.is((await store.get(named.id))?.hint, '3tKs');
+    const plain = await store.create(newKey('acme'));
+    t.false('name' in plain || 'hint' in plain || 'lastUsedAt' in plain || 'replaces' in plain || 'replacedBy' in plain);
+    t.deepEqual(await store.findByHash(plain.hash), plain);
+  });
+
+  test(`${name}: a hint that is not four characters of a secret is refused (TypeError), on create and rotate, and no key is made`, async (t) => {
+    const store = await makeStore();
+    const secret = `kmg_sk_${'a'.repeat(43)}`;
+    for (const hint of ['', 'abc', 'abcde', secret, 'ab c']) {
+      await t.throwsAsync(store.create(newKey('acme', { hint })), { instanceOf: TypeError, message: /hint/ }, JSON.stringify(hint));
+    }
+    t.deepEqual(await store.list(), []);
+    const key = await store.create(newKey('acme'));
+    await t.throwsAsync(store.rotate(key.id, { hash: hashApiKey(secret), hint: secret.slice(-8), nowSeconds: Date.now() / 1000, graceEndsAt: Date.now() / 1000 + 60 }), {
+      instanceOf: TypeError,
+    });
+    t.is((await store.list()).length, 1);
+    t.like(await store.get(key.id), { expiresAt: null });
+  });
+
+    test(`${name}: touch sets the keys' last use, in whole seconds, never back in time; unknown ids are skipped`, async (t) => {
+    const store = await makeStore();
+    const [one, two, untouched] = [await store.create(newKey('acme')), await store.create(newKey('acme')), await store.create(newKey('acme'))];
+    await store.touch([one.id, two.id, 'key_doesnotexist'], 1_900_000_000.9);
+    t.is((await store.get(one.id))?.lastUsedAt, 1_900_000_000);
+    t.is((await store.findByHash(two.hash))?.lastUsedAt, 1_900_000_000);
+    await store.touch([one.id], 1_800_000_000);
+    t.is((await store.get(one.id))?.lastUsedAt, 1_900_000_000);
+    await store.touch([one.id], 1_900_000_060);
+    t.is((await store.get(one.id))?.lastUsedAt, 1_900_000_060);
+    await store.touch([], 1_900_000_120);
+    t.false('lastUsedAt' in ((await store.get(untouched.id)) as object));
+    // Ids for several statements (the Knex store writes them in slices).
+    const many = [...Array.from({ length: 1200 }, (_, i) => `key_unknown${i}`), untouched.id];
+    await store.touch(many, 1_900_000_180);
+    t.is((await store.get(untouched.id))?.lastUsedAt, 1_900_000_180);
+  });
+
   test(`${name}: an unknown hash finds nothing`, async (t) => {
     const store = await makeStore();
     await store.create(newKey('acme'));
@@ -161,13 +209,27 @@ export function keyRotationContract(test: TestFn, name: string, makeStores: () =
   test(`${name}: rotate makes a replacement with the old key's account, scopes, models, limits and expiry, and ends the old key after the grace`, async (t) => {
     const [store] = await makeStores();
     const expiresAt = Math.floor(NOW) + 86_400;
-    const old = await store.create(newKey('acme', { scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 } }));
-    const input = rotation(60);
+    const old = await store.create(
+      newKey('acme', { scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 }, name: 'billing', hint: 'oldH' }),
+    );
+    const input = { ...rotation(60), hint: 'newH' };
     const result = await store.rotate(old.id, input);
     if (result.outcome !== 'rotated') return t.fail(result.outcome);
-    t.deepEqual(result.old, { ...old, expiresAt: input.graceEndsAt });
+    t.deepEqual(result.old, { ...old, expiresAt: input.graceEndsAt, replacedBy: result.replacement.id });
     t.deepEqual(await store.get(old.id), result.old);
-    t.like(result.replacement, { account: 'acme', hash: input.hash, scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 }, revokedAt: null });
+    t.like(result.replacement, {
+      account: 'acme',
+      hash: input.hash,
+      scopes: ['models:read'],
+      models: ['echo-1'],
+      expiresAt,
+      limits: { tokensPerDay: 5 },
+      revokedAt: null,
+      name: 'billing',
+      hint: 'newH',
+      replaces: old.id,
+    });
+    t.false('replacedBy' in result.replacement);
     t.is(result.replacement.createdAt, Math.floor(NOW));
     t.not(result.replacement.id, old.id);
     t.deepEqual(await store.findByHash(input.hash), result.replacement);

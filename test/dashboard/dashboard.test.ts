@@ -51,7 +51,7 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   const app = await referenceApp(undefined, env);
   t.teardown(() => app.close());
   const acme = deployment.account;
-  const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix });
+  const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix, name: 'ops console' });
   const profile = await mkdtemp(join(tmpdir(), 'kmg-chromium-'));
   t.teardown(() => rm(profile, { recursive: true, force: true }));
   await mkdir(ARTIFACTS, { recursive: true });
@@ -102,12 +102,14 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await page.getByLabel('Admin token').fill(token);
   await page.keyboard.press('Enter');
   await page.getByText('No keys yet. Create one with New key.').waitFor();
+  t.is(await page.locator('.who').textContent(), 'Signed in as ops console', 'the header names the admin token');
   t.false(await page.evaluate<boolean>("document.cookie.includes('kmg_admin_session')"), 'the session cookie is HttpOnly');
   t.is(await page.evaluate<number>('localStorage.length + sessionStorage.length'), 0, 'nothing in web storage');
 
   // Create a key in the page: its secret is shown once, with a copy button.
   await page.getByRole('button', { name: 'New key' }).click();
   await page.getByLabel('Account').last().fill(acme);
+  await page.getByLabel(/^Name/).fill('Nightly batch');
   await page.getByLabel('Requests per minute').fill('120');
   await shoot('new-key');
   await page.getByRole('button', { name: 'Create key' }).click();
@@ -143,6 +145,24 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await page.getByRole('link', { name: HOSTILE }).waitFor();
   await shoot('keys');
 
+  // Find the named key by the start of its name: its hint and its last use show, never more of the secret.
+  await app.deployment.keyUses.flush();
+  await page.getByLabel('Find').fill('nightly');
+  await page.getByRole('button', { name: 'Show keys' }).click();
+  await page.getByRole('link', { name: HOSTILE }).waitFor({ state: 'detached' });
+  const named = page.getByRole('row').filter({ hasText: 'Nightly batch' });
+  await named.getByText(`kmg_sk_…${key.slice(-4)}`).waitFor();
+  t.not(await named.locator('td.time').last().textContent(), 'never', 'its last use shows');
+  t.false((await page.content()).includes(key.slice(-5)));
+  await shoot('keys-found');
+  await page.getByLabel('Find').fill(HOSTILE.slice(0, 4));
+  await page.getByRole('button', { name: 'Show keys' }).click();
+  await page.getByRole('link', { name: HOSTILE }).waitFor();
+  t.is(await page.getByRole('row').filter({ hasText: 'Nightly batch' }).count(), 0);
+  await page.getByLabel('Find').fill('');
+  await page.getByRole('button', { name: 'Show keys' }).click();
+  await page.getByRole('row').filter({ hasText: 'Nightly batch' }).waitFor();
+
   // Revoke in the page; the next call with the key is refused within a second.
   const row = page.getByRole('row').filter({ hasText: acme });
   await row.getByRole('button', { name: /^Revoke / }).click();
@@ -165,6 +185,18 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await rotation.getByRole('button', { name: 'Rotate key' }).click();
   t.regex(await page.getByLabel('Secret key').inputValue(), /^kmg_sk_/);
   await page.getByRole('button', { name: 'Done' }).click();
+  // The rotated key shows which key replaced it; the link finds the replacement, which shows what it replaced.
+  const replaced = page.getByRole('row').filter({ hasText: HOSTILE }).filter({ hasText: 'replaced by' });
+  const replacementId = (await replaced.locator('.rotation code').textContent()) as string;
+  t.regex(replacementId, /^key_/);
+  await shoot('keys-rotated');
+  await replaced.getByRole('button', { name: /^replaced by / }).click();
+  await page.getByRole('row').filter({ hasText: 'replaces' }).getByText(replacementId).first().waitFor();
+  t.is(await page.getByLabel('Find').inputValue(), replacementId);
+  t.is(await page.locator('tbody tr').count(), 1);
+  await page.getByLabel('Find').fill('');
+  await page.getByRole('button', { name: 'Show keys' }).click();
+  await page.getByRole('row').filter({ hasText: 'Nightly batch' }).waitFor();
 
   // The account's figures against its limits.
   await page.getByRole('link', { name: acme }).first().click();
@@ -209,6 +241,8 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await shoot('usage');
   await page.getByLabel('Split by').selectOption('key');
   await page.getByRole('table', { name: /per day and key/ }).getByText(keyId as string).first().waitFor();
+  await page.getByRole('table', { name: /per day and key/ }).getByRole('cell', { name: `Nightly batch ${keyId}` }).first().waitFor();
+  await shoot('usage-by-key');
   await page.getByLabel('Period').selectOption('30');
   await page.getByRole('table', { name: /the last 30 days/ }).waitFor();
   // Another account keeps the period and the split chosen.

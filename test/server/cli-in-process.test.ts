@@ -7,7 +7,9 @@ import { runCommand } from '../../reference-server/commands.js';
 import { loadConfig } from '../../reference-server/config.js';
 import { openMigratedDatabase } from '../../reference-server/database.js';
 import { usageRecord } from '../contracts/usage-store.js';
+import { throwawayPostgres } from '../helpers/server-database.js';
 import { tempDataDir } from '../helpers/server-process.js';
+import { withPostgres } from '../helpers/services.js';
 
 // The CLI's commands run in this process against a data dir of their own: no tsx start-up per call.
 const dirs: Array<{ remove(): Promise<void> }> = [];
@@ -74,6 +76,53 @@ test('accounts set-limits sets and removes an account\'s budgets; a bad amount o
   await t.throwsAsync(run(['accounts', 'set-limits', 'acme'], env), { instanceOf: UsageError, message: 'accounts set-limits needs --cost-per-day or --cost-per-month' });
   await t.throwsAsync(run(['accounts', 'set-limits', '--cost-per-day', '1'], env), { instanceOf: UsageError, message: 'accounts set-limits needs exactly one account' });
 });
+
+for (const [name, gated, database] of [
+  ['sqlite', test, async () => ({ env: {}, drop: async () => undefined })],
+  [
+    'postgres',
+    withPostgres(test),
+    async () => {
+      const db = await throwawayPostgres();
+      return { env: { DATABASE_URL: db.url }, drop: db.drop };
+    },
+  ],
+] as const) {
+  gated(`${name}: keys create --name names the key; list shows the name and the secret's last four characters, never more`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const all = { ...(await dataDir()), ...env };
+    const created = await run(['keys', 'create', '--account', 'acme', '--name', ' nightly batch ', '--json'], all);
+    t.is(created.code, 0, created.err);
+    const key = JSON.parse(created.out) as { id: string; key: string; name: string; hint: string; object: string; status: string; last_used_at: null };
+    t.like(key, { object: 'api_key', status: 'active', name: 'nightly batch', hint: key.key.slice(-4), last_used_at: null });
+    t.regex((await run(['keys', 'create', '--account', 'acme'], all)).out, /^Created key_\w+ for account acme\n/);
+    const text = (await run(['keys', 'create', '--account', 'acme', '--name', 'ops'], all)).out;
+    t.regex(text, /^Created key_\w+ \(ops\) for account acme\n/);
+
+    const listed = (await run(['keys', 'list'], all)).out.split('\n');
+    t.is(listed.length, 3);
+    t.true(listed[0]?.includes(`${key.id}  acme  active  name "nightly batch"  kmg_sk_…${key.hint}  last used never  created`), listed[0]);
+    t.false(listed.join('\n').includes(key.key.slice(-5)));
+    const json = JSON.parse((await run(['keys', 'list', '--json'], all)).out) as Array<{ id: string; name: string | null; hint: string }>;
+    t.deepEqual(
+      json.map((entry) => entry.name),
+      ['nightly batch', null, 'ops'],
+    );
+    t.like(json[0], { id: key.id, hint: key.hint });
+  });
+}
+
+for (const bad of ['', '   ', 'x'.repeat(101), 'tab\there', 'rtl\u202E']) {
+  test(`keys create --name ${JSON.stringify(bad)} is refused with one line, and creates no key`, async (t) => {
+    const env = await dataDir();
+    await t.throwsAsync(run(['keys', 'create', '--account', 'acme', `--name=${bad}`], env), {
+      instanceOf: UsageError,
+      message: '--name must be 1 to 100 printable characters',
+    });
+    t.is((await run(['keys', 'list'], env)).out, 'No keys.');
+  });
+}
 
 test('a negative limit written as a separate argument is refused with one line too', async (t) => {
   const err = await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--rpm', '-1'], await dataDir()), { instanceOf: UsageError });

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
 import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import { assertKeyHint } from '../../auth/keys.js';
 import type { Scope } from '../../auth/scopes.js';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import { hasModelLimits, type ModelLimits } from '../../quota/model-limits.js';
@@ -17,7 +18,10 @@ const LIMIT_COLUMNS = {
   costPerDay: 'limit_cost_per_day',
   costPerMonth: 'limit_cost_per_month',
 } as const satisfies Record<keyof ModelLimits, string>;
-const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS)];
+/** Key ids per statement of `touch`. */
+const TOUCH_SLICE = 500;
+const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'last_used_at'];
+const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS), ...LINK_COLUMNS];
 
 interface KeyRow {
   id: string;
@@ -28,7 +32,11 @@ interface KeyRow {
   created_at: number | string;
   expires_at: number | string | null;
   revoked_at: number | string | null;
-  replaced_by?: string | null;
+  name: string | null;
+  hint: string | null;
+  replaced_by: string | null;
+  replaces: string | null;
+  last_used_at: number | string | null;
   limit_requests_per_minute: number | string | null;
   limit_tokens_per_minute: number | string | null;
   limit_tokens_per_day: number | string | null;
@@ -66,6 +74,9 @@ function toRow(record: ApiKeyRecord) {
     expires_at: record.expiresAt,
     revoked_at: null,
     ...limitColumns(record.limits),
+    name: record.name ?? null,
+    hint: record.hint ?? null,
+    replaces: record.replaces ?? null,
   };
 }
 
@@ -93,6 +104,11 @@ function toRecord(row: KeyRow): ApiKeyRecord {
     expiresAt: integer(row.expires_at),
     revokedAt: integer(row.revoked_at),
     ...(limits && { limits }),
+    ...(row.name !== null && { name: row.name }),
+    ...(row.hint !== null && { hint: row.hint }),
+    ...(row.replaced_by !== null && { replacedBy: row.replaced_by }),
+    ...(row.replaces !== null && { replaces: row.replaces }),
+    ...(row.last_used_at !== null && { lastUsedAt: Number(row.last_used_at) }),
   };
 }
 
@@ -120,6 +136,7 @@ export class KnexKeyStore implements KeyStore {
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
     assertCanonicalAccountName(key.account);
+    assertKeyHint(key.hint);
     const record = newRecord(key, Math.floor(Date.now() / 1000));
     await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).insert(toRow(record)));
     return record;
@@ -152,11 +169,13 @@ export class KnexKeyStore implements KeyStore {
     if (update.expiresAt !== undefined) columns.expires_at = expirySeconds(update.expiresAt);
     // New limits replace the old ones whole: a limit left out is no longer the key's own.
     if (update.limits !== undefined) Object.assign(columns, limitColumns(update.limits));
+    if (update.name !== undefined) columns.name = update.name;
     if (Object.keys(columns).length > 0) await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).where({ id }).update(columns));
     return this.get(id);
   }
 
   async rotate(id: string, rotation: KeyRotation): Promise<KeyRotationResult> {
+    assertKeyHint(rotation.hint);
     const now = wholeSeconds(rotation.nowSeconds);
     const replacementId = `key_${randomAlphanumeric(24)}`;
     return transactionWithinTimeout(this.#knex, this.#timeoutMs, async (trx, expired): Promise<KeyRotationResult> => {
@@ -169,20 +188,34 @@ export class KnexKeyStore implements KeyStore {
         .whereNull('revoked_at')
         .where((query) => query.whereNull('expires_at').orWhere('expires_at', '>', now))
         .update({ replaced_by: replacementId });
-      const row: KeyRow | undefined = await trx<KeyRow>(TABLE).where({ id }).first(...COLUMNS, 'replaced_by');
+      const row: KeyRow | undefined = await trx<KeyRow>(TABLE).where({ id }).first(...COLUMNS);
       if (claimed === 0) {
         if (!row) return { outcome: 'not_found' };
         return { outcome: row.replaced_by === null ? 'not_active' : 'replaced' };
       }
       const old = toRecord(row as KeyRow);
-      const { account, scopes, models, expiresAt, limits } = old;
-      const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...(limits && { limits }) }, now), id: replacementId };
+      const { account, scopes, models, expiresAt, limits, name } = old;
+      const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
+      const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, now), id: replacementId, replaces: id };
       await trx<KeyRow>(TABLE).insert(toRow(replacement));
       old.expiresAt = wholeSeconds(expiresAt === null ? rotation.graceEndsAt : Math.min(expiresAt, rotation.graceEndsAt));
       await trx<KeyRow>(TABLE).where({ id }).update({ expires_at: old.expiresAt });
       // Its caller was told that the rotation failed: roll back rather than commit.
       if (expired()) throw new StoreUnavailableError('the rotation outlasted its timeout');
       return { outcome: 'rotated', old, replacement };
+    });
+  }
+
+  async touch(ids: readonly string[], atSeconds: number): Promise<void> {
+    const at = wholeSeconds(atSeconds);
+    await withinTimeout(this.#timeoutMs, async () => {
+      // In slices: SQLite and PostgreSQL bound the parameters of one statement.
+      for (let start = 0; start < ids.length; start += TOUCH_SLICE) {
+        await this.#knex<KeyRow>(TABLE)
+          .whereIn('id', ids.slice(start, start + TOUCH_SLICE))
+          .where((query) => query.whereNull('last_used_at').orWhere('last_used_at', '<', at))
+          .update({ last_used_at: at });
+      }
     });
   }
 }

@@ -179,6 +179,24 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    name: '20261125_keys_name_hint_links_last_used',
+    async up(knex) {
+      // What tells keys apart: a name, the secret's last four characters, the key a rotation
+      // replaced, and when the key was last used (written at most once a minute).
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.string('name', 100);
+        table.string('hint', 4);
+        table.string('replaces', 64);
+        table.bigInteger('last_used_at');
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumns('name', 'hint', 'replaces', 'last_used_at');
+      });
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {

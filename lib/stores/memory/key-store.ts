@@ -1,13 +1,15 @@
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
 import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
-import { keyStatus } from '../../auth/keys.js';
+import { assertKeyHint, keyStatus } from '../../auth/keys.js';
 import { randomAlphanumeric } from '../../random.js';
 import { hasModelLimits } from '../../quota/model-limits.js';
 
 /** `update` applied to `record` in place: `null` or empty limits remove them. */
 function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
-  const { limits, ...rest } = structuredClone(update);
+  const { limits, name, ...rest } = structuredClone(update);
   Object.assign(record, rest);
+  if (name === null) delete record.name;
+  else if (name !== undefined) record.name = name;
   if (rest.expiresAt != null) record.expiresAt = Math.floor(rest.expiresAt);
   if (limits === null || (limits !== undefined && !hasModelLimits(limits))) delete record.limits;
   else if (limits !== undefined) record.limits = limits;
@@ -19,8 +21,6 @@ function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
  */
 export class MemoryKeyStore implements KeyStore {
   readonly #byHash = new Map<string, ApiKeyRecord>();
-  /** The ids of the keys that were rotated. */
-  readonly #replaced = new Set<string>();
 
   async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
     const record = this.#byHash.get(hash);
@@ -29,6 +29,7 @@ export class MemoryKeyStore implements KeyStore {
 
   async create(key: NewApiKey): Promise<ApiKeyRecord> {
     assertCanonicalAccountName(key.account);
+    assertKeyHint(key.hint);
     return this.#create(key, Math.floor(Date.now() / 1000));
   }
 
@@ -58,18 +59,28 @@ export class MemoryKeyStore implements KeyStore {
   }
 
   async rotate(id: string, rotation: KeyRotation): Promise<KeyRotationResult> {
+    assertKeyHint(rotation.hint);
     const old = this.#byId(id);
     if (!old) return { outcome: 'not_found' };
-    if (this.#replaced.has(id)) return { outcome: 'replaced' };
+    if (old.replacedBy !== undefined) return { outcome: 'replaced' };
     if (keyStatus(old, rotation.nowSeconds) !== 'active') return { outcome: 'not_active' };
-    const { account, scopes, models, expiresAt, limits } = old;
-    const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...(limits && { limits }) }, Math.floor(rotation.nowSeconds));
-    this.#replaced.add(id);
+    const { account, scopes, models, expiresAt, limits, name } = old;
+    const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
+    const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), id);
+    old.replacedBy = replacement.id;
     old.expiresAt = Math.floor(Math.min(expiresAt ?? Infinity, rotation.graceEndsAt));
     return { outcome: 'rotated', old: structuredClone(old), replacement };
   }
 
-  #create(key: NewApiKey, createdAt: number): ApiKeyRecord {
+  async touch(ids: readonly string[], atSeconds: number): Promise<void> {
+    const at = Math.floor(atSeconds);
+    for (const id of ids) {
+      const record = this.#byId(id);
+      if (record && (record.lastUsedAt ?? -Infinity) < at) record.lastUsedAt = at;
+    }
+  }
+
+  #create(key: NewApiKey, createdAt: number, replaces?: string): ApiKeyRecord {
     if (this.#byHash.has(key.hash)) throw new Error('koa-model-gateway: a key with this hash exists');
     const { limits, ...rest } = structuredClone(key);
     const record: ApiKeyRecord = {
@@ -80,6 +91,7 @@ export class MemoryKeyStore implements KeyStore {
       id: `key_${randomAlphanumeric(24)}`,
       createdAt,
       revokedAt: null,
+      ...(replaces !== undefined && { replaces }),
     };
     this.#byHash.set(key.hash, record);
     return structuredClone(record);
