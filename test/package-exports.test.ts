@@ -92,8 +92,21 @@ test('the package root exports the middleware, stores interfaces and helpers use
   ]);
 });
 
-test('koa-model-gateway/testing exports the provider contract suite and nothing else', (t) => {
-  t.deepEqual(Object.keys(testing).sort(), ['providerContract']);
+test('koa-model-gateway/testing exports the provider contract suite and every store contract suite, and nothing else', (t) => {
+  t.deepEqual(Object.keys(testing).sort(), [
+    'adminSessionStoreContract',
+    'adminTokenStoreContract',
+    'blobStoreContract',
+    'creationLimiterContract',
+    'fileStoreContract',
+    'keyChangesContract',
+    'keyRotationContract',
+    'keyStoreContract',
+    'modelLimiterContract',
+    'providerContract',
+    'putFileContract',
+    'usageStoreContract',
+  ]);
 });
 
 test('every export of package.json names its types before its code, koa-model-gateway/testing among them', (t) => {

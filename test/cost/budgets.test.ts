@@ -2,12 +2,12 @@ import test, { type ExecutionContext, type TestFn } from 'ava';
 import { MemoryAccountBudgetStore, cachedAccountBudgets, type AccountBudgetStore } from '../../lib/cost/account-budget-store.js';
 import { MemorySpendLedger, budgetPeriods, spendBudgets, spendFromUsage, type SpendLedger } from '../../lib/cost/budgets.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
-import { usageRecord } from '../contracts/usage-store.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { GatewayError } from '../../lib/errors/gateway-error.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { KnexAccountBudgetStore } from '../../lib/stores/knex/account-budget-store.js';
 import { RedisSpendLedger } from '../../lib/stores/redis/spend-ledger.js';
-import { newAccount, testClock, type TestClock } from '../helpers/quota-contract.js';
+import { newAccount, testClock, type TestClock } from '../../lib/testing/creation-limiter-contract.js';
 import { redisClients } from '../helpers/redis-clients.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, withRedis, type TestDatabase } from '../helpers/services.js';
 
