@@ -3,8 +3,6 @@ import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import {
-  MemoryCreationLimiter,
-  MemoryModelLimiter,
   MemorySpendLedger,
   announceKeyChanges,
   cachedAccountBudgets,
@@ -40,6 +38,7 @@ import {
   KnexKeyStore,
   KnexUsageStore,
 } from 'koa-model-gateway/stores/knex';
+import { MemoryCreationLimiter, MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import test from 'ava';
 import * as root from '../lib/index.js';
 import type { AnswerFormat, EndpointFormat, StreamedAnswer, TokenUsage } from '../lib/index.js';
+import * as memory from '../lib/stores/memory/index.js';
 import * as testing from '../lib/testing/index.js';
 
 // The package root is its public API: what is here, users may depend on, so nothing internal
@@ -15,8 +16,6 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'GatewayError',
     'LINGER_MS',
     'MemoryAccountBudgetStore',
-    'MemoryCreationLimiter',
-    'MemoryModelLimiter',
     'MemorySpendLedger',
     'SCOPES',
     'StoreUnavailableError',
@@ -89,6 +88,20 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'verifiedAdmin',
     'verifiedKey',
     'visibleModels',
+  ]);
+});
+
+test('koa-model-gateway/stores/memory exports every memory implementation, the limiters among them', (t) => {
+  t.deepEqual(Object.keys(memory).sort(), [
+    'MemoryAdminSessionStore',
+    'MemoryAdminTokenStore',
+    'MemoryBlobStore',
+    'MemoryCreationLimiter',
+    'MemoryFileStore',
+    'MemoryKeyChanges',
+    'MemoryKeyStore',
+    'MemoryModelLimiter',
+    'MemoryUsageStore',
   ]);
 });
 
