@@ -107,6 +107,7 @@ test('koa-model-gateway/stores/memory exports every memory implementation, the l
 
 test('koa-model-gateway/testing exports the provider contract suite and every store contract suite, and nothing else', (t) => {
   t.deepEqual(Object.keys(testing).sort(), [
+    'accountBudgetStoreContract',
     'adminSessionStoreContract',
     'adminTokenStoreContract',
     'blobStoreContract',
@@ -118,6 +119,7 @@ test('koa-model-gateway/testing exports the provider contract suite and every st
     'modelLimiterContract',
     'providerContract',
     'putFileContract',
+    'spendLedgerContract',
     'usageStoreContract',
   ]);
 });

@@ -15,3 +15,5 @@ export { adminTokenStoreContract } from './admin-token-store-contract.js';
 export { adminSessionStoreContract } from './admin-session-store-contract.js';
 export { creationLimiterContract, type LimiterUnderTest } from './creation-limiter-contract.js';
 export { modelLimiterContract } from './model-limiter-contract.js';
+export { spendLedgerContract } from './spend-ledger-contract.js';
+export { accountBudgetStoreContract } from './account-budget-store-contract.js';
