@@ -14,10 +14,9 @@ import {
   filesRouter,
   gatewayErrors,
   modelsRouter,
-  MemoryCreationLimiter,
   underPath,
 } from 'koa-model-gateway';
-import { MemoryBlobStore, MemoryFileStore, MemoryKeyStore } from 'koa-model-gateway/stores/memory';
+import { MemoryBlobStore, MemoryCreationLimiter, MemoryFileStore, MemoryKeyStore } from 'koa-model-gateway/stores/memory';
 
 const keys = new MemoryKeyStore();
 const files = new MemoryFileStore();

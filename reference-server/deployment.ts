@@ -3,8 +3,6 @@ import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import {
-  MemoryCreationLimiter,
-  MemoryModelLimiter,
   MemorySpendLedger,
   announceKeyChanges,
   cachedAccountBudgets,
@@ -42,6 +40,7 @@ import {
   KnexKeyStore,
   KnexUsageStore,
 } from 'koa-model-gateway/stores/knex';
+import { MemoryCreationLimiter, MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
@@ -50,9 +49,9 @@ import { OutageLog } from './outage-log.js';
 import type { ReadinessCheck } from './health.js';
 import { openMetrics, type ServerMetrics } from './metrics.js';
 import { missingPackages } from './peers.js';
-import { claimUploadsDir, removeStaleUploads, type UploadsClaim } from './stale-uploads.js';
+import { claimUploadsDir, removeStaleUploads } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
-import { startTracing, type ServerTracing } from './tracing.js';
+import { startTracing, tracingPackages, type ServerTracing } from './tracing.js';
 
 /** How often a server's SQLite WAL is checkpointed by its writer thread, which writes the usage records too. */
 const WAL_CHECKPOINT_MS = 1000;
@@ -96,7 +95,7 @@ export interface Deployment {
   outages: OutageLog;
   /** This process's own directory in `config.uploadsDir`, where its uploads are streamed (`claimUploadsDir`). */
   tempDir: string;
-  /** Writes the usage records still waiting, then closes the providers' connections, the pools and clients and removes `tempDir`, and exports the last spans; the process can then exit. */
+  /** Writes the usage records still waiting, then releases the uploads claim (removing `tempDir`), Redis, the database, the traces (their last spans exported) and the providers' connections; the process can then exit. */
   close(): Promise<void>;
 }
 
@@ -157,7 +156,6 @@ export async function sweepDeployment(config: ServerConfig, stores: { files: Fil
 /** The Redis client for the limits; unreachable at start-up is a start-up failure. */
 async function openRedis(url: string, logger: Logger): Promise<Redis> {
   // Loaded only when configured: ioredis adds 9 to 12 MiB to a server's idle RSS (BENCHMARKS.md).
-  if (missingPackages(['ioredis']).length > 0) throw new ConfigError('REDIS_URL needs ioredis, not installed: npm install ioredis');
   const { createRedisClient } = await import('koa-model-gateway/stores/redis');
   let redis: Redis;
   try {
@@ -203,30 +201,90 @@ async function spendLedger(redis: Redis | null, nowMs: () => number, usage: Usag
   return new RedisSpendLedger({ client: redis, nowMs });
 }
 
+/** The optional packages a configuration asks for, each list by the setting that asks for it. */
+function optionalPeers(config: ServerConfig): Array<[setting: string, packages: string[]]> {
+  return [
+    ['REDIS_URL', config.redisUrl === null ? [] : ['ioredis']],
+    ['BLOB_URL (S3)', config.s3 ? ['@aws-sdk/client-s3', '@aws-sdk/lib-storage'] : []],
+    ['METRICS_PORT', config.metricsPort === null ? [] : ['prom-client']],
+    ['tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', tracingPackages(config.env)],
+  ];
+}
+
 /**
- * Makes the providers (their credentials read from the environment), then opens the database
- * (migrated), the files directory or bucket and, with REDIS_URL, Redis (the creation and model-call
- * limits then live there), the usage recorder, with METRICS_PORT the metrics and, with
- * OTEL_EXPORTER_OTLP_ENDPOINT, the traces (`startTracing`); the key store is
- * behind a `cachedKeyStore` of `keyCacheSeconds` that forgets a key as soon as any process
- * announces a change to it (`openKeyChanges`). Removes what uploads of dead processes left in the
- * uploads directory, and claims a directory of its own there. A credential that is not set, or a
- * backing service that cannot be reached, is a `ConfigError`: the server does not start without it.
+ * A `ConfigError` naming every optional package the configuration asks for that is not installed,
+ * by the setting that asks for it, and the command that installs them; nothing when all are.
+ * @example checkOptionalPeers(config) // METRICS_PORT needs prom-client, not installed: npm install prom-client
+ */
+export function checkOptionalPeers(config: ServerConfig): void {
+  const missing = optionalPeers(config)
+    .map(([setting, packages]) => [setting, missingPackages(packages)] as const)
+    .filter(([, names]) => names.length > 0);
+  if (missing.length === 0) return;
+  const needs = missing.map(([setting, names]) => `${setting} needs ${names.join(', ')}`).join('; ');
+  throw new ConfigError(`${needs}, not installed: npm install ${missing.flatMap(([, names]) => names).join(' ')}`);
+}
+
+/** What a start has opened so far, each with what releases it: released in the reverse order. */
+class Opened {
+  readonly #releases: Array<() => unknown> = [];
+
+  /** Returns `resource`, to be released by `release` before anything opened earlier. */
+  add<Resource>(resource: Resource, release: (resource: Resource) => unknown): Resource {
+    this.#releases.push(() => release(resource));
+    return resource;
+  }
+
+  /** Releases everything, last opened first, each once; rejects with the first failure, once all have been tried. */
+  async release(): Promise<void> {
+    let failure: { error: unknown } | undefined;
+    for (const release of this.#releases.splice(0).reverse()) {
+      try {
+        await release();
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+    if (failure) throw failure.error;
+  }
+}
+
+/**
+ * Checks that the optional packages the configuration asks for are installed (`checkOptionalPeers`)
+ * and makes the providers (their credentials read from the environment), before it opens anything.
+ * Then opens, with the OTEL_* environment, the traces (`startTracing`), the database (migrated),
+ * the files directory or bucket and, with REDIS_URL, Redis (the creation and model-call limits then
+ * live there), the usage recorder and, with METRICS_PORT, the metrics; the key store is behind a
+ * `cachedKeyStore` of `keyCacheSeconds` that forgets a key as soon as any process announces a
+ * change to it (`openKeyChanges`). Removes what uploads of dead processes left in the uploads
+ * directory, and claims a directory of its own there. A package not installed, a credential that is
+ * not set, or a backing service that cannot be reached, is a `ConfigError`: the server does not
+ * start without it. A step that fails releases everything the steps before it opened.
  */
 export async function openDeployment(config: ServerConfig, logger: Logger, { nowMs = Date.now }: { nowMs?: () => number } = {}): Promise<Deployment> {
+  checkOptionalPeers(config);
   const providers = configuredProviders(config);
-  // Before any store or client is made: a tracing setting that is wrong stops the start with nothing to close.
+  const opened = new Opened();
+  opened.add(providers, (made) => Promise.all(made.map((provider) => provider.close?.())));
+  try {
+    return await openServices(config, logger, nowMs, providers, opened);
+  } catch (err) {
+    await opened.release().catch((releaseError: unknown) => logger.warn({ err: releaseError }, 'releasing what the failed start had opened'));
+    throw err;
+  }
+}
+
+/** `openDeployment`'s steps once the providers are made: each adds what it opens to `opened`. */
+async function openServices(config: ServerConfig, logger: Logger, nowMs: () => number, providers: Provider[], opened: Opened): Promise<Deployment> {
   const tracing = await startTracing(config.env, logger);
+  if (tracing) opened.add(tracing, (started) => started.shutdown());
   const { models: catalog, unpriced } = await priceCatalog(config.gateway.models);
   if (unpriced.length > 0) logger.warn({ models: unpriced }, 'no price known for these models: their calls cost 0 (give them a price in GATEWAY_CONFIG)');
   const outages = new OutageLog(logger);
   // Knex's and the pool's warnings about connections come with every failed attempt while the database is away.
   const log: DatabaseLog = (level, message, ofConnections) =>
     ofConnections ? outages.warned('database', message) : logger[level]({ component: 'knex' }, message);
-  const stores = await openStores(config, { log, writerCheckpointMs: WAL_CHECKPOINT_MS }).catch(async (err: unknown) => {
-    await tracing?.shutdown();
-    throw err;
-  });
+  const stores = opened.add(await openStores(config, { log, writerCheckpointMs: WAL_CHECKPOINT_MS }), (open) => open.close());
   const { knex } = stores;
   const rates = {
     createsPerMinute: config.gateway.limits.createsPerMinute,
@@ -234,40 +292,41 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     bytesPerDay: config.gateway.limits.bytesPerDay,
     nowMs,
   };
-  let redis: Redis | null = null;
-  let uploads: UploadsClaim;
-  try {
-    if (config.redisUrl !== null) redis = await openRedis(config.redisUrl, logger);
-    const staleUploads = await removeStaleUploads(config.uploadsDir);
-    if (staleUploads > 0) logger.info({ staleUploads }, 'removed the temp files of uploads cut short by a crash');
-    uploads = await claimUploadsDir(config.uploadsDir);
-  } catch (err) {
-    redis?.disconnect();
-    await stores.close();
-    await tracing?.shutdown();
-    throw err;
-  }
+  const redis = config.redisUrl === null ? null : opened.add(await openRedis(config.redisUrl, logger), (client) => client.quit().catch(() => client.disconnect()));
+  const staleUploads = await removeStaleUploads(config.uploadsDir);
+  if (staleUploads > 0) logger.info({ staleUploads }, 'removed the temp files of uploads cut short by a crash');
+  const uploads = opened.add(await claimUploadsDir(config.uploadsDir), (claim) => claim.release());
   const databaseReady = () => knex.raw('select 1');
   const checks: Record<string, ReadinessCheck> = { database: databaseReady, blobs: stores.blobsReady };
   // By the names the stores' errors give (a Knex store's none: the database's).
   outages.watch('database', databaseReady);
   if (config.s3) outages.watch('s3', stores.blobsReady);
   if (redis) {
-    const redisReady = () => (redis as Redis).ping();
+    const redisReady = () => redis.ping();
     checks.redis = redisReady;
     outages.watch('redis', redisReady);
   }
+  // Before the database and Redis close: their closing is no outage to log.
+  opened.add(outages, (log) => log.close());
   const limiter = await creationLimiter(redis, rates);
-  const usage = usageRecorder({
-    store: stores.usageStore,
-    onError: (err) => logger.warn({ err }, 'usage records'),
-  });
-  const keyUses = keyUseRecorder({
-    store: stores.keys,
-    onError: (err) => logger.warn({ err }, 'key uses'),
-  });
+  const usage = opened.add(
+    usageRecorder({
+      store: stores.usageStore,
+      onError: (err) => logger.warn({ err }, 'usage records'),
+    }),
+    // After the HTTP server has closed: every call has its record by then.
+    (recorder) => recorder.close(),
+  );
+  const keyUses = opened.add(
+    keyUseRecorder({
+      store: stores.keys,
+      onError: (err) => logger.warn({ err }, 'key uses'),
+    }),
+    // After the HTTP server has closed: the last uses are written.
+    (recorder) => recorder.close(),
+  );
   const { keyCacheSeconds } = config.gateway;
-  const keyChanges = await openKeyChanges(knex, redis);
+  const keyChanges = opened.add(await openKeyChanges(knex, redis), (changes) => changes.close());
   // A change made but not announced (Redis away or stalled, past the limiters' timeout) still
   // answers: the other processes refuse or see it once their cache of the key expires.
   const keys = announceKeyChanges(stores.keys, keyChanges, {
@@ -293,18 +352,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     checks,
     tempDir: uploads.dir,
     outages,
-    async close() {
-      outages.close();
-      // After the HTTP server has closed: every call has its record by then, and no provider a call.
-      await usage.close();
-      await keyUses.close();
-      await Promise.all(providers.map((provider) => provider.close?.()));
-      await keyChanges.close();
-      await uploads.release();
-      await redis?.quit().catch(() => redis?.disconnect());
-      await stores.close();
-      // Last: the spans of every request have ended by now.
-      await tracing?.shutdown();
-    },
+    // In the reverse order of opening: the key changes' feed and the recorder (its last records written) first, then the uploads claim, Redis, the database and the traces; the providers' connections last.
+    close: () => opened.release(),
   };
 }

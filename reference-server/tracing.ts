@@ -40,6 +40,27 @@ function diagLogger(logger: Logger) {
   return { error: (message: string, ...args: unknown[]) => write(message, args), warn: (message: string, ...args: unknown[]) => write(message, args), info: ignore, debug: ignore, verbose: ignore };
 }
 
+/** Where and how the spans go when the OTEL_* environment turns traces on (see `startTracing`), else null. */
+function tracingSettings(env: Environment): { url: string; protocol: string; json: boolean } | null {
+  const tracesEndpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if ((!tracesEndpoint && !endpoint) || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.trim() === 'none') return null;
+  const url = tracesEndpoint || `${(endpoint as string).replace(/\/+$/, '')}/v1/traces`;
+  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';
+  if (!PROTOCOLS.includes(protocol)) throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got '${protocol}'`);
+  return { url, protocol, json: protocol === 'http/json' };
+}
+
+/**
+ * The packages the traces `env` asks for need: none when it leaves them off. A protocol other than
+ * http/protobuf and http/json is a `ConfigError`.
+ */
+export function tracingPackages(env: Environment): string[] {
+  const settings = tracingSettings(env);
+  if (!settings) return [];
+  return [...SDK_PACKAGES, settings.json ? '@opentelemetry/exporter-trace-otlp-http' : '@opentelemetry/exporter-trace-otlp-proto'];
+}
+
 /**
  * Starts OpenTelemetry tracing when `OTEL_EXPORTER_OTLP_ENDPOINT` (to which `/v1/traces` is
  * added) or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (as it is) is set, unless `OTEL_SDK_DISABLED` is
@@ -53,14 +74,10 @@ function diagLogger(logger: Logger) {
  * is returned. A protocol other than these two, or an SDK package not installed, is a `ConfigError`.
  */
 export async function startTracing(env: Environment, logger: Logger): Promise<ServerTracing | null> {
-  const tracesEndpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  if ((!tracesEndpoint && !endpoint) || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.trim() === 'none') return null;
-  const url = tracesEndpoint || `${(endpoint as string).replace(/\/+$/, '')}/v1/traces`;
-  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';
-  if (!PROTOCOLS.includes(protocol)) throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got '${protocol}'`);
-  const json = protocol === 'http/json';
-  const missing = missingPackages([...SDK_PACKAGES, json ? '@opentelemetry/exporter-trace-otlp-http' : '@opentelemetry/exporter-trace-otlp-proto']);
+  const settings = tracingSettings(env);
+  if (!settings) return null;
+  const { url, protocol, json } = settings;
+  const missing = missingPackages(tracingPackages(env));
   if (missing.length > 0) throw new ConfigError(`tracing (OTEL_EXPORTER_OTLP_ENDPOINT) needs ${missing.join(', ')}, not installed: npm install ${missing.join(' ')}`);
 
   const [api, { NodeTracerProvider }, { BatchSpanProcessor }, resources, { OTLPTraceExporter }, { traceRequests, tracedStore }] = await Promise.all([

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import test from 'ava';
 import * as root from '../lib/index.js';
 import type { AnswerFormat, EndpointFormat, StreamedAnswer, TokenUsage } from '../lib/index.js';
+import * as memory from '../lib/stores/memory/index.js';
 import * as testing from '../lib/testing/index.js';
 
 // The package root is its public API: what is here, users may depend on, so nothing internal
@@ -16,8 +17,6 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'KEY_NAME_RULE',
     'LINGER_MS',
     'MemoryAccountBudgetStore',
-    'MemoryCreationLimiter',
-    'MemoryModelLimiter',
     'MemorySpendLedger',
     'SCOPES',
     'StoreUnavailableError',
@@ -96,8 +95,37 @@ test('the package root exports the middleware, stores interfaces and helpers use
   ]);
 });
 
-test('koa-model-gateway/testing exports the provider contract suite and nothing else', (t) => {
-  t.deepEqual(Object.keys(testing).sort(), ['providerContract']);
+test('koa-model-gateway/stores/memory exports every memory implementation, the limiters among them', (t) => {
+  t.deepEqual(Object.keys(memory).sort(), [
+    'MemoryAdminSessionStore',
+    'MemoryAdminTokenStore',
+    'MemoryBlobStore',
+    'MemoryCreationLimiter',
+    'MemoryFileStore',
+    'MemoryKeyChanges',
+    'MemoryKeyStore',
+    'MemoryModelLimiter',
+    'MemoryUsageStore',
+  ]);
+});
+
+test('koa-model-gateway/testing exports the provider contract suite and every store contract suite, and nothing else', (t) => {
+  t.deepEqual(Object.keys(testing).sort(), [
+    'accountBudgetStoreContract',
+    'adminSessionStoreContract',
+    'adminTokenStoreContract',
+    'blobStoreContract',
+    'creationLimiterContract',
+    'fileStoreContract',
+    'keyChangesContract',
+    'keyRotationContract',
+    'keyStoreContract',
+    'modelLimiterContract',
+    'providerContract',
+    'putFileContract',
+    'spendLedgerContract',
+    'usageStoreContract',
+  ]);
 });
 
 test('every export of package.json names its types before its code, koa-model-gateway/testing among them', (t) => {

@@ -6,7 +6,6 @@ export {
   type CreationRefusal,
   type CreationUsage,
 } from './creation-limits.js';
-export { MemoryCreationLimiter } from './memory-creation-limiter.js';
 export { fileQuota, type FileQuotaOptions } from './file-quota.js';
 export type { ModelLimiter } from './model-limiter.js';
 export {
@@ -16,5 +15,4 @@ export {
   type ModelLimits,
   type ModelUsage,
 } from './model-limits.js';
-export { MemoryModelLimiter, type MemoryModelLimiterOptions } from './memory-model-limiter.js';
 export { modelLimitRefusal, rateLimitHeaders, type RateLimitHeaderStyle } from './rate-limit-headers.js';

@@ -33,7 +33,9 @@ interface Spend {
  * UTC day (not rolling). A reservation is decided for all three limits at once: each account's
  * reservations and releases run one at a time, so the points a refused consume counts (and the
  * points of the limits it passed) are given back before any other request of that account looks.
- * @example fileQuota({ limiter: new MemoryCreationLimiter({ createsPerMinute: 10 }) })
+ * @example
+ * import { MemoryCreationLimiter } from 'koa-model-gateway/stores/memory';
+ * fileQuota({ limiter: new MemoryCreationLimiter({ createsPerMinute: 10 }) })
  */
 export class MemoryCreationLimiter implements CreationLimiter {
   readonly limits: CreationLimits;

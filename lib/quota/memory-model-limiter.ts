@@ -24,7 +24,9 @@ interface Counters extends ModelUsage {
  * ModelLimiter in process memory: for one process (the embedded default), tests, and as the Redis
  * limiter's insurance. Exact within the process: each decision reads and counts in one
  * synchronous step. Holds one small entry per key id it has limited.
- * @example const limiter = new MemoryModelLimiter()
+ * @example
+ * import { MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
+ * modelsRouter({ catalog, providers, limiter: new MemoryModelLimiter() })
  */
 export class MemoryModelLimiter implements ModelLimiter {
   readonly #nowMs: () => number;

@@ -5,3 +5,15 @@ export {
   type ProviderContractOptions,
   type UpstreamScript,
 } from './provider-contract.js';
+export type { StoreAssertions, StoreContractTest, ThrowsAnyExpectation, ThrowsExpectation } from './store-contract-test.js';
+export { keyStoreContract, keyRotationContract } from './key-store-contract.js';
+export { keyChangesContract, type KeyChangesPair } from './key-changes-contract.js';
+export { fileStoreContract, type FileStoreContractOptions } from './file-store-contract.js';
+export { blobStoreContract, putFileContract, type BlobStoreWithPutFile } from './blob-store-contract.js';
+export { usageStoreContract } from './usage-store-contract.js';
+export { adminTokenStoreContract } from './admin-token-store-contract.js';
+export { adminSessionStoreContract } from './admin-session-store-contract.js';
+export { creationLimiterContract, type LimiterUnderTest } from './creation-limiter-contract.js';
+export { modelLimiterContract } from './model-limiter-contract.js';
+export { spendLedgerContract } from './spend-ledger-contract.js';
+export { accountBudgetStoreContract } from './account-budget-store-contract.js';

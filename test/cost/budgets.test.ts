@@ -1,18 +1,18 @@
-import test, { type ExecutionContext, type TestFn } from 'ava';
-import { MemoryAccountBudgetStore, cachedAccountBudgets, type AccountBudgetStore } from '../../lib/cost/account-budget-store.js';
+import test from 'ava';
+import { MemoryAccountBudgetStore, cachedAccountBudgets } from '../../lib/cost/account-budget-store.js';
 import { MemorySpendLedger, budgetPeriods, spendBudgets, spendFromUsage, type SpendLedger } from '../../lib/cost/budgets.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
-import { usageRecord } from '../contracts/usage-store.js';
-import { GatewayError } from '../../lib/errors/gateway-error.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { KnexAccountBudgetStore } from '../../lib/stores/knex/account-budget-store.js';
 import { RedisSpendLedger } from '../../lib/stores/redis/spend-ledger.js';
-import { newAccount, testClock, type TestClock } from '../helpers/quota-contract.js';
+import { accountBudgetStoreContract } from '../../lib/testing/account-budget-store-contract.js';
+import { newAccount, testClock } from '../../lib/testing/creation-limiter-contract.js';
+import { spendLedgerContract } from '../../lib/testing/spend-ledger-contract.js';
 import { redisClients } from '../helpers/redis-clients.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, withRedis, type TestDatabase } from '../helpers/services.js';
 
 const { client, keyPrefix } = redisClients(test);
-const USD = 1_000_000_000_000n;
 
 test('the UTC month ends at the first midnight of the next month, leap days and years included', (t) => {
   const periods = (iso: string) => budgetPeriods(Date.parse(iso));
@@ -25,62 +25,8 @@ test('the UTC month ends at the first midnight of the next month, leap days and 
   t.like(periods('2030-12-31T23:00:00Z'), { month: { id: '2030-12', endsAt: Date.parse('2031-01-01T00:00:00Z') } });
 });
 
-/** The behaviour of every SpendLedger, on its clock. */
-function ledgerContract(suite: TestFn, name: string, make: (clock: TestClock) => Promise<SpendLedger>): void {
-  suite(`${name}: spend counts per party in the UTC day and month; a new day starts the day again, a new month both`, async (t) => {
-    const clock = testClock('2030-01-31T23:00:00.000Z');
-    const ledger = await make(clock);
-    const [key, account] = [`key:${newAccount()}`, `account:${newAccount()}`];
-    await ledger.add([key, account], 300_000);
-    await ledger.add([account], 9_007_199_254_740_991);
-    t.deepEqual(await ledger.spent([key, account]), {
-      at: clock.ms,
-      spend: [
-        { day: 300_000n, month: 300_000n },
-        { day: 9_007_199_255_040_991n, month: 9_007_199_255_040_991n },
-      ],
-    });
-    // Past the month's last midnight (the clock passed in): a new day and a new month.
-    clock.ms = Date.parse('2030-02-01T00:00:00.000Z');
-    t.deepEqual((await ledger.spent([key, account])).spend, [
-      { day: 0n, month: 0n },
-      { day: 0n, month: 0n },
-    ]);
-    await ledger.add([key], 1);
-    clock.ms = Date.parse('2030-02-02T08:00:00.000Z');
-    t.deepEqual((await ledger.spent([key])).spend, [{ day: 0n, month: 1n }]);
-  });
-
-  suite(`${name}: a cost that cannot be one is a TypeError`, async (t) => {
-    const ledger = await make(testClock('2030-01-15T12:00:00.000Z'));
-    for (const bad of [-1, 1.5, Number.NaN]) await t.throwsAsync(ledger.add(['key:x'], bad), { instanceOf: TypeError });
-  });
-
-  suite(`${name}: a budget refuses once the spend reaches it, until the period ends (the month's, at the month boundary)`, async (t) => {
-    const clock = testClock('2030-01-31T23:59:00.000Z');
-    const accounts = new MemoryAccountBudgetStore();
-    const budgets = spendBudgets({ ledger: await make(clock), accounts });
-    const key = { id: newAccount(), account: newAccount() };
-    await accounts.set(key.account, { costPerMonth: 2 });
-    const first = await budgets.check(key, { costPerDay: 1 });
-    t.deepEqual(first, { parties: [`key:${key.id}`, `account:${key.account}`] });
-    await budgets.charge(first.parties, Number(USD) - 1);
-    t.is((await budgets.check(key, { costPerDay: 1 })).refusal, undefined, 'one picodollar short of the budget');
-    await budgets.charge(first.parties, 1);
-    const day = (await budgets.check(key, { costPerDay: 1 })).refusal;
-    t.true(day instanceof GatewayError);
-    t.like(day, { status: 429, type: 'rate_limit_error', code: 'budget_exceeded', message: "Budget exceeded: the key's daily budget of 1 USD is spent", headers: { 'retry-after': '60' } });
-    await budgets.charge(first.parties, Number(USD));
-    // Both reached, ending at the same midnight: the first is named, the key's before the account's.
-    t.like((await budgets.check(key, { costPerDay: 1 })).refusal, { message: "Budget exceeded: the key's daily budget of 1 USD is spent", headers: { 'retry-after': '60' } });
-    t.like((await budgets.check(key, {})).refusal, { message: "Budget exceeded: the account's monthly budget of 2 USD is spent", headers: { 'retry-after': '60' } });
-    clock.ms = Date.parse('2030-02-01T00:00:00.000Z');
-    t.is((await budgets.check(key, { costPerDay: 1 })).refusal, undefined, 'a new month, a new budget');
-  });
-}
-
-ledgerContract(test, 'memory', async (clock) => new MemorySpendLedger({ nowMs: clock.nowMs }));
-ledgerContract(withRedis(test), 'redis', async (clock) => new RedisSpendLedger({ client: await client(), keyPrefix: keyPrefix(), nowMs: clock.nowMs }));
+spendLedgerContract(test, 'memory', async (nowMs) => new MemorySpendLedger({ nowMs }));
+spendLedgerContract(withRedis(test), 'redis', async (nowMs) => new RedisSpendLedger({ client: await client(), keyPrefix: keyPrefix(), nowMs }));
 
 withRedis(test)('two processes sharing Redis see each other\'s spend', async (t) => {
   const clock = testClock('2030-01-15T12:00:00.000Z');
@@ -164,25 +110,16 @@ test("an account's budgets are read at most once per ttl; a failed read is not k
   t.deepEqual(await cached.get('acme'), { costPerDay: 7 });
 });
 
-function accountStoreContract(suite: TestFn, name: string, make: (t: ExecutionContext) => Promise<AccountBudgetStore>): void {
-  suite(`${name}: an account's budgets are set, kept field by field, removed with null; an unknown account has none`, async (t) => {
-    const store = await make(t);
-    t.deepEqual(await store.get('nobody'), {});
-    t.deepEqual(await store.set('acme', { costPerDay: 5, costPerMonth: 49.95 }), { costPerDay: 5, costPerMonth: 49.95 });
-    t.deepEqual(await store.set('acme', { costPerDay: null }), { costPerMonth: 49.95 });
-    t.deepEqual(await store.set('acme', {}), { costPerMonth: 49.95 });
-    t.deepEqual(await store.get('acme'), { costPerMonth: 49.95 });
-    t.deepEqual(await store.get('ācme "quoted"'), {});
-  });
-}
+const databases: TestDatabase[] = [];
+test.after.always(() => Promise.all(databases.map((database) => database.destroy())));
 
-const knexStore = (open: () => Promise<TestDatabase>) => async (t: ExecutionContext) => {
+const knexStore = (open: () => Promise<TestDatabase>) => async () => {
   const database = await open();
-  t.teardown(() => database.destroy());
+  databases.push(database);
   await migrate(database.knex);
   return new KnexAccountBudgetStore(database.knex);
 };
 
-accountStoreContract(test, 'memory', async () => new MemoryAccountBudgetStore());
-accountStoreContract(test, 'sqlite', knexStore(() => sqliteDatabase()));
-accountStoreContract(withPostgres(test), 'postgres', knexStore(() => postgresDatabase()));
+accountBudgetStoreContract(test, 'memory', async () => new MemoryAccountBudgetStore());
+accountBudgetStoreContract(test, 'sqlite', knexStore(() => sqliteDatabase()));
+accountBudgetStoreContract(withPostgres(test), 'postgres', knexStore(() => postgresDatabase()));

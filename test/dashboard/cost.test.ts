@@ -8,7 +8,7 @@ import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES } from '../../lib/auth/scopes.js';
 import { ROOT } from '../helpers/server-process.js';
 import { CHROMIUM, withChromium } from '../helpers/services.js';
-import { usageRecord } from '../contracts/usage-store.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { referenceApp } from '../spec/reference-app.js';
 
 // Money in the dashboard, in Debian's Chromium, against the reference server's own app: the cost

@@ -11,7 +11,7 @@ import { until } from '../helpers/poll.js';
 import { ROOT } from '../helpers/server-process.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { CHROMIUM, REDIS_URL, withChromium, withPostgres, withRedis } from '../helpers/services.js';
-import { usageRecord } from '../contracts/usage-store.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { referenceApp } from '../spec/reference-app.js';
 
 // The dashboard end to end, in Debian's Chromium, against the reference server's own app: log in

@@ -58,9 +58,9 @@ export async function runCli(args: string[], env: Record<string, string>): Promi
   return { code, stdout, stderr };
 }
 
-/** Runs the compiled `koa-model-gateway <args>` in a process of its own, to completion. */
-export async function spawnCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  const child = spawn(process.execPath, [await compiledCli(), ...args], { cwd: ROOT, env: childEnv(env) });
+/** Runs the compiled `koa-model-gateway <args>` in a process of its own, to completion; `nodeArgs` go to node before the CLI. */
+export async function spawnCli(args: string[], env: Record<string, string>, nodeArgs: string[] = []): Promise<CliResult> {
+  const child = spawn(process.execPath, [...nodeArgs, await compiledCli(), ...args], { cwd: ROOT, env: childEnv(env) });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

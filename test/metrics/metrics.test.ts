@@ -11,7 +11,7 @@ import { createGatewayMetrics, type GatewayMetrics } from '../../lib/metrics/gat
 import { httpMetrics } from '../../lib/metrics/http-metrics.js';
 import { serveMetrics } from '../../lib/metrics/serve-metrics.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
-import { usageRecord } from '../contracts/usage-store.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { listen, type Listening } from '../helpers/http.js';
 import { parseMetrics, value, type Sample } from '../helpers/prometheus.js';
 

@@ -15,7 +15,7 @@ import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { mockProviders, streamingUpstream } from '../helpers/models-upstream.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
-import { testClock } from '../helpers/quota-contract.js';
+import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 
 const CATALOG = [
   { id: 'gpt-mock', provider: 'openai', upstreamModel: 'gpt-upstream-1' },

@@ -68,6 +68,27 @@ for (const { run } of tests) await run(t);
 process.stdout.write(JSON.stringify(tests.map(({ title }) => title)));
 `;
 
+// A store contract suite as a team runs it from the installed package: a test function and a `t` of its own.
+const STORE_CONTRACT = `
+import { MemoryAdminTokenStore } from 'koa-model-gateway/stores/memory';
+import { adminTokenStoreContract } from 'koa-model-gateway/testing';
+import { deepStrictEqual, equal, match, ok } from 'node:assert/strict';
+
+const tests = [];
+adminTokenStoreContract((title, run) => tests.push({ title, run }), 'memory', async () => new MemoryAdminTokenStore());
+const t = {
+  is: (a, b, m) => equal(a, b, m),
+  deepEqual: (a, b, m) => deepStrictEqual(a, b, m),
+  true: (a, m) => equal(a, true, m),
+  false: (a, m) => equal(a, false, m),
+  regex: (a, pattern, m) => match(a, pattern, m),
+  like: (a, selector, m) => deepStrictEqual(Object.fromEntries(Object.keys(selector).map((k) => [k, a[k]])), selector, m),
+};
+for (const { run } of tests) await run(t);
+ok(tests.length > 0);
+process.stdout.write(JSON.stringify(tests.map(({ title }) => title)));
+`;
+
 test.before(async () => {
   const manifest = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
   await mkdir(appDir, { recursive: true });
@@ -78,6 +99,7 @@ test.before(async () => {
   await writeFile(join(appDir, 'package.json'), JSON.stringify({ name: 'adopting-app', private: true, type: 'module' }));
   await writeFile(join(appDir, 'app.js'), APP);
   await writeFile(join(appDir, 'contract.js'), CONTRACT);
+  await writeFile(join(appDir, 'store-contract.js'), STORE_CONTRACT);
   await npm(appDir, ['install', '--prefer-offline', '--ignore-scripts', `./${filename}`, `koa@${manifest.peerDependencies.koa}`]);
 });
 
@@ -113,5 +135,14 @@ test('koa-model-gateway/testing runs its provider contract from the installed pa
   t.deepEqual(JSON.parse(stdout), [
     "echo: chatCompletions: a JSON answer and a stream reach the client in the endpoint's format",
     'echo: chatCompletions: a call whose signal is already aborted sends nothing upstream and settles',
+  ]);
+});
+
+test('koa-model-gateway/testing runs a store contract suite from the installed package, without ava', async (t) => {
+  t.false(existsSync(join(appDir, 'node_modules/ava')));
+  const { stdout } = await run(process.execPath, ['store-contract.js'], { cwd: appDir });
+  t.deepEqual(JSON.parse(stdout), [
+    'memory: a created token is found by its hash and its id, and listed in creation order',
+    'memory: revoke marks the token once and reports unknown ids',
   ]);
 });

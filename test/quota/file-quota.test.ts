@@ -8,7 +8,7 @@ import { fileQuota } from '../../lib/quota/file-quota.js';
 import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
 import { RedisCreationLimiter } from '../../lib/stores/redis/creation-limiter.js';
 import { listen, type Listening } from '../helpers/http.js';
-import { newAccount, testClock } from '../helpers/quota-contract.js';
+import { newAccount, testClock } from '../../lib/testing/creation-limiter-contract.js';
 
 /**
  * openAIErrors + a stand-in for apiKey() and pdfUpload() (account and size from headers) +

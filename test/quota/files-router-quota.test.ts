@@ -12,7 +12,7 @@ import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisCreationLimiter } from '../../lib/stores/redis/creation-limiter.js';
 import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
 import { multipart, pdfOf, uploadParts } from '../helpers/multipart.js';
-import { testClock } from '../helpers/quota-contract.js';
+import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { REDIS_URL, postgresDatabase, withPostgres, withRedis, type TestDatabase } from '../helpers/services.js';
 
 // The quotas through the files API: the rates (fileQuota) and the stock (the FileStore) together.

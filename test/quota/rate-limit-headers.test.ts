@@ -5,7 +5,7 @@ import { openAIErrors } from '../../lib/errors/openai-errors.js';
 import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
 import type { ModelLimitDecision, ModelLimits } from '../../lib/quota/model-limits.js';
 import { goDuration, modelLimitRefusal, rateLimitHeaders, type RateLimitHeaderStyle } from '../../lib/quota/rate-limit-headers.js';
-import { testClock } from '../helpers/quota-contract.js';
+import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { listen } from '../helpers/http.js';
 
 test("reset durations are written as OpenAI writes them (Go's duration text)", (t) => {

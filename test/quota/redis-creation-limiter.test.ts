@@ -1,7 +1,7 @@
 import test from 'ava';
 import { Redis } from 'ioredis';
 import { RedisCreationLimiter, type RedisCreationLimiterOptions } from '../../lib/stores/redis/creation-limiter.js';
-import { creationLimiterContract, newAccount, testClock } from '../helpers/quota-contract.js';
+import { creationLimiterContract, newAccount, testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { redisClients } from '../helpers/redis-clients.js';
 import { REDIS_URL, withRedis } from '../helpers/services.js';
 

@@ -1,8 +1,8 @@
 import test from 'ava';
 import { Redis } from 'ioredis';
 import { RedisModelLimiter } from '../../lib/stores/redis/model-limiter.js';
-import { modelLimiterContract } from '../contracts/model-limiter.js';
-import { newAccount as newKeyId, testClock } from '../helpers/quota-contract.js';
+import { modelLimiterContract } from '../../lib/testing/model-limiter-contract.js';
+import { newAccount as newKeyId, testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { redisClients } from '../helpers/redis-clients.js';
 import { REDIS_URL, withRedis } from '../helpers/services.js';
 

@@ -6,7 +6,7 @@ import { toGatewayError } from '../../lib/errors/to-gateway-error.js';
 import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisCreationLimiter, type RedisCreationLimiterOptions } from '../../lib/stores/redis/creation-limiter.js';
 import { RedisModelLimiter } from '../../lib/stores/redis/model-limiter.js';
-import { assertRefused, newAccount, testClock } from '../helpers/quota-contract.js';
+import { assertRefused, newAccount, testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { ownRedis, type OwnRedis } from '../helpers/quota-redis-server.js';
 import { withProgram } from '../helpers/services.js';
 

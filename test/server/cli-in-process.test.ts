@@ -6,7 +6,7 @@ import { UsageError } from '../../reference-server/command-line.js';
 import { runCommand } from '../../reference-server/commands.js';
 import { loadConfig } from '../../reference-server/config.js';
 import { openMigratedDatabase } from '../../reference-server/database.js';
-import { usageRecord } from '../contracts/usage-store.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { tempDataDir } from '../helpers/server-process.js';
 import { withPostgres } from '../helpers/services.js';

@@ -6,7 +6,7 @@ import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { openMigratedDatabase, type DatabaseOptions } from '../../reference-server/database.js';
 import { sqliteWriter, SqliteWriterGoneError } from '../../lib/stores/knex/sqlite-writer.js';
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
-import { usageRecord } from '../contracts/usage-store.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 
 async function embedded(options: DatabaseOptions = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'kmg-db-'));

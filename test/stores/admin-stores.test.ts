@@ -4,8 +4,8 @@ import { KnexAdminTokenStore } from '../../lib/stores/knex/admin-token-store.js'
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { MemoryAdminSessionStore } from '../../lib/stores/memory/admin-session-store.js';
 import { MemoryAdminTokenStore } from '../../lib/stores/memory/admin-token-store.js';
-import { adminSessionStoreContract } from '../contracts/admin-session-store.js';
-import { adminTokenStoreContract } from '../contracts/admin-token-store.js';
+import { adminSessionStoreContract } from '../../lib/testing/admin-session-store-contract.js';
+import { adminTokenStoreContract } from '../../lib/testing/admin-token-store-contract.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
 
 const databases: TestDatabase[] = [];

@@ -8,7 +8,7 @@ import test from 'ava';
 import { newFileId } from '../../lib/files/file-id.js';
 import { FsBlobStore } from '../../lib/stores/fs/blob-store.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
-import { blobStoreContract, failingStream, putFileContract, readAll } from '../contracts/blob-store.js';
+import { blobStoreContract, failingStream, putFileContract, readAll } from '../../lib/testing/blob-store-contract.js';
 
 const directories: string[] = [];
 test.after.always(async () => {

@@ -6,7 +6,7 @@ import { newFileId } from '../../lib/files/file-id.js';
 import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
-import { fileStoreContract } from '../contracts/file-store.js';
+import { fileStoreContract } from '../../lib/testing/file-store-contract.js';
 import { preparedReadsOn, type TestPreparedReads } from '../helpers/prepared-reads.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
 import { runTogether } from '../helpers/worker-processes.js';

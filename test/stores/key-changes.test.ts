@@ -5,7 +5,7 @@ import { KnexKeyChanges } from '../../lib/stores/knex/key-changes.js';
 import { MemoryKeyChanges } from '../../lib/stores/memory/key-changes.js';
 import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisKeyChanges } from '../../lib/stores/redis/key-changes.js';
-import { keyChangesContract, recorder } from '../contracts/key-changes.js';
+import { keyChangesContract, recorder } from '../../lib/testing/key-changes-contract.js';
 import { REDIS_URL, postgresDatabase, sqliteDatabase, withPostgres, withRedis, type TestDatabase } from '../helpers/services.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];

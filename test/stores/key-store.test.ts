@@ -7,7 +7,7 @@ import { migrate } from '../../lib/stores/knex/migrations.js';
 import { fileURLToPath } from 'node:url';
 import knexFactory from 'knex';
 import { hashApiKey } from '../../lib/auth/keys.js';
-import { keyRotationContract, keyStoreContract } from '../contracts/key-store.js';
+import { keyRotationContract, keyStoreContract } from '../../lib/testing/key-store-contract.js';
 import { preparedReadsOn, type TestPreparedReads } from '../helpers/prepared-reads.js';
 import { runTogether } from '../helpers/worker-processes.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';

@@ -7,7 +7,7 @@ import anyTest from 'ava';
 import { StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { newFileId } from '../../lib/files/file-id.js';
 import { S3BlobStore } from '../../lib/stores/s3/blob-store.js';
-import { blobStoreContract, failingStream, readAll, streamOf } from '../contracts/blob-store.js';
+import { blobStoreContract, failingStream, readAll, streamOf } from '../../lib/testing/blob-store-contract.js';
 import { withS3 } from '../helpers/s3-server.js';
 
 const { test, s3 } = await withS3(anyTest);

@@ -4,7 +4,7 @@ import { sqliteWriter, SqliteWriterGoneError } from '../../lib/stores/knex/sqlit
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
-import { usageRecord, usageStoreContract } from '../contracts/usage-store.js';
+import { usageRecord, usageStoreContract } from '../../lib/testing/usage-store-contract.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
 
 const databases: TestDatabase[] = [];

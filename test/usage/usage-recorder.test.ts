@@ -3,7 +3,7 @@ import test from 'ava';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import { usageRecorder, type RecorderTimers, type UsageRecorderOptions } from '../../lib/usage/usage-recorder.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
-import { usageRecord } from '../contracts/usage-store.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 
 /** Timers on a clock the test moves: no test waits for real time. */
 function fakeClock() {

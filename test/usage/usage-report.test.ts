@@ -1,7 +1,7 @@
 import test from 'ava';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import { usageReport } from '../../lib/usage/usage-report.js';
-import { usageRecord } from '../contracts/usage-store.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 
 async function store() {
   const usage = new MemoryUsageStore();

@@ -5,3 +5,5 @@ export { MemoryKeyChanges } from './key-changes.js';
 export { MemoryAdminTokenStore } from './admin-token-store.js';
 export { MemoryAdminSessionStore } from './admin-session-store.js';
 export { MemoryUsageStore } from './usage-store.js';
+export { MemoryCreationLimiter } from '../../quota/memory-creation-limiter.js';
+export { MemoryModelLimiter, type MemoryModelLimiterOptions } from '../../quota/memory-model-limiter.js';

@@ -1,6 +1,6 @@
-import type { TestFn } from 'ava';
-import type { KeyStore, NewApiKey } from '../../lib/auth/key-store.js';
-import { hashApiKey } from '../../lib/auth/keys.js';
+import type { StoreContractTest } from './store-contract-test.js';
+import type { KeyStore, NewApiKey } from '../auth/key-store.js';
+import { hashApiKey } from '../auth/keys.js';
 
 const newKey = (account: string, overrides: Partial<NewApiKey> = {}): NewApiKey => ({
   account,
@@ -12,7 +12,7 @@ const newKey = (account: string, overrides: Partial<NewApiKey> = {}): NewApiKey 
 });
 
 /** The behaviour every KeyStore must have; run once per implementation. */
-export function keyStoreContract(test: TestFn, name: string, makeStore: () => Promise<KeyStore>): void {
+export function keyStoreContract(test: StoreContractTest, name: string, makeStore: () => Promise<KeyStore>): void {
   test(`${name}: a created key is found by its hash, with everything it was created with`, async (t) => {
     const store = await makeStore();
     const input = newKey('acme', { scopes: ['models:read'], models: ['echo-1', 'echo-2'], expiresAt: 2_000_000_000 });
@@ -205,7 +205,7 @@ const rotation = (graceSeconds: number, nowSeconds = NOW) => ({
  * What every KeyStore's `rotate` must do; run once per implementation. `makeStores` gives two
  * views of the same keys, as two server processes sharing a database have.
  */
-export function keyRotationContract(test: TestFn, name: string, makeStores: () => Promise<[KeyStore, KeyStore]>): void {
+export function keyRotationContract(test: StoreContractTest, name: string, makeStores: () => Promise<[KeyStore, KeyStore]>): void {
   test(`${name}: rotate makes a replacement with the old key's account, scopes, models, limits and expiry, and ends the old key after the grace`, async (t) => {
     const [store] = await makeStores();
     const expiresAt = Math.floor(NOW) + 86_400;

@@ -1,9 +1,9 @@
-import type { TestFn } from 'ava';
-import type { AdminTokenStore } from '../../lib/admin/admin-token-store.js';
-import { createAdminToken, hashAdminToken } from '../../lib/admin/admin-tokens.js';
+import type { StoreContractTest } from './store-contract-test.js';
+import type { AdminTokenStore } from '../admin/admin-token-store.js';
+import { createAdminToken, hashAdminToken } from '../admin/admin-tokens.js';
 
 /** The behaviour every AdminTokenStore must have; run once per implementation. */
-export function adminTokenStoreContract(test: TestFn, name: string, makeStore: () => Promise<AdminTokenStore>): void {
+export function adminTokenStoreContract(test: StoreContractTest, name: string, makeStore: () => Promise<AdminTokenStore>): void {
   test(`${name}: a created token is found by its hash and its id, and listed in creation order`, async (t) => {
     const store = await makeStore();
     const { token, record } = await createAdminToken(store, { prefix: 'kmg', name: 'ops' });

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { PassThrough, Readable } from 'node:stream';
-import type { ExecutionContext, TestFn } from 'ava';
-import type { BlobStore } from '../../lib/files/blob-store.js';
-import { newFileId } from '../../lib/files/file-id.js';
+import type { StoreAssertions, StoreContractTest } from './store-contract-test.js';
+import type { BlobStore } from '../files/blob-store.js';
+import { newFileId } from '../files/file-id.js';
 
 /** The stream's bytes, whole. */
 export async function readAll(stream: Readable): Promise<Buffer> {
@@ -42,7 +42,7 @@ async function ids(store: BlobStore): Promise<string[]> {
 }
 
 /** The behaviour every BlobStore must have; run once per implementation. */
-export function blobStoreContract(test: TestFn, name: string, makeStore: () => Promise<BlobStore>): void {
+export function blobStoreContract(test: StoreContractTest, name: string, makeStore: () => Promise<BlobStore>): void {
   test(`${name}: put returns the byte count and get streams exactly those bytes, every time`, async (t) => {
     const store = await makeStore();
     const id = newFileId(Date.now() / 1000);
@@ -151,7 +151,7 @@ export function blobStoreContract(test: TestFn, name: string, makeStore: () => P
 }
 
 /** A finished file holding `bytes`, in a directory of its own removed after the test. */
-async function sourceFile(t: ExecutionContext, bytes: Buffer): Promise<string> {
+async function sourceFile(t: StoreAssertions, bytes: Buffer): Promise<string> {
   const directory = await mkdtemp(join(tmpdir(), 'kmg-putfile-'));
   t.teardown(() => rm(directory, { recursive: true, force: true }));
   const path = join(directory, 'upload');
@@ -166,7 +166,7 @@ export type BlobStoreWithPutFile = BlobStore & Required<Pick<BlobStore, 'putFile
  * The behaviour of `putFile`, taking over a finished file such as an upload's temp file; run once
  * per implementation that has it, beside `blobStoreContract`.
  */
-export function putFileContract(test: TestFn, name: string, makeStore: () => Promise<BlobStoreWithPutFile>): void {
+export function putFileContract(test: StoreContractTest, name: string, makeStore: () => Promise<BlobStoreWithPutFile>): void {
   test(`${name}: putFile returns the byte count, and the blob keeps the bytes once the source is gone`, async (t) => {
     const store = await makeStore();
     const id = newFileId(Date.now() / 1000);

@@ -1,7 +1,7 @@
-import type { TestFn } from 'ava';
-import type { ModelLimiter } from '../../lib/quota/model-limiter.js';
-import type { ModelLimits } from '../../lib/quota/model-limits.js';
-import { contractClock, newAccount as newKeyId } from '../helpers/quota-contract.js';
+import type { StoreContractTest } from './store-contract-test.js';
+import type { ModelLimiter } from '../quota/model-limiter.js';
+import type { ModelLimits } from '../quota/model-limits.js';
+import { contractClock, newAccount as newKeyId } from './creation-limiter-contract.js';
 
 /** Calls `consume` `count` times one after the other; how many passed. */
 async function consumeMany(limiter: ModelLimiter, keyId: string, limits: ModelLimits, count: number): Promise<number> {
@@ -14,7 +14,7 @@ async function consumeMany(limiter: ModelLimiter, keyId: string, limits: ModelLi
  * The behaviour every ModelLimiter must have (decisions.md, "Model calls are limited per key");
  * run once per implementation. `makeLimiter` gets the clock.
  */
-export function modelLimiterContract(test: TestFn, name: string, makeLimiter: (clock: () => number) => Promise<ModelLimiter>): void {
+export function modelLimiterContract(test: StoreContractTest, name: string, makeLimiter: (clock: () => number) => Promise<ModelLimiter>): void {
   test(`${name}: the 10th call in a minute passes, the 11th waits for the next minute and counts nothing`, async (t) => {
     const time = contractClock('2030-01-15T12:00:15.300Z');
     const limiter = await makeLimiter(time.nowMs);

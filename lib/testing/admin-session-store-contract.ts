@@ -1,5 +1,5 @@
-import type { TestFn } from 'ava';
-import type { AdminSession, AdminSessionStore } from '../../lib/admin/admin-session-store.js';
+import type { StoreContractTest } from './store-contract-test.js';
+import type { AdminSession, AdminSessionStore } from '../admin/admin-session-store.js';
 
 const session = (hash: string, expiresAt: number): AdminSession => ({
   hash,
@@ -16,7 +16,7 @@ const session = (hash: string, expiresAt: number): AdminSession => ({
 const at = (seconds: number) => seconds + 0.375;
 
 /** The behaviour every AdminSessionStore must have; run once per implementation. */
-export function adminSessionStoreContract(test: TestFn, name: string, makeStore: () => Promise<AdminSessionStore>): void {
+export function adminSessionStoreContract(test: StoreContractTest, name: string, makeStore: () => Promise<AdminSessionStore>): void {
   test(`${name}: a session is found by its hash until the second it expires`, async (t) => {
     const store = await makeStore();
     await store.create(session('a'.repeat(64), 2_000_000_000));

@@ -1,5 +1,5 @@
-import type { TestFn } from 'ava';
-import type { UsageRecord, UsageRow, UsageStore } from '../../lib/usage/usage-store.js';
+import type { StoreContractTest } from './store-contract-test.js';
+import type { UsageRecord, UsageRow, UsageStore } from '../usage/usage-store.js';
 
 const T0 = Date.parse('2030-01-15T12:00:00.000Z');
 let sequence = 0;
@@ -31,7 +31,7 @@ export function usageRecord(overrides: Partial<UsageRecord> = {}): UsageRecord {
 const byGroup = (rows: UsageRow[]) => [...rows].sort((a, b) => String(a.group).localeCompare(String(b.group)));
 
 /** The behaviour every UsageStore must have; run once per implementation. */
-export function usageStoreContract(test: TestFn, name: string, makeStore: () => Promise<UsageStore>): void {
+export function usageStoreContract(test: StoreContractTest, name: string, makeStore: () => Promise<UsageStore>): void {
   test(`${name}: a record is read back with every field exactly as written`, async (t) => {
     const store = await makeStore();
     const records = [

@@ -1,5 +1,5 @@
-import type { TestFn } from 'ava';
-import type { KeyChanges } from '../../lib/auth/key-changes.js';
+import type { StoreContractTest } from './store-contract-test.js';
+import type { KeyChanges } from '../auth/key-changes.js';
 
 /** Two ends of one feed, as two processes sharing a backend hold them. */
 export interface KeyChangesPair {
@@ -32,7 +32,7 @@ export function recorder() {
 }
 
 /** The behaviour every KeyChanges must have; run once per implementation. */
-export function keyChangesContract(test: TestFn, name: string, makePair: () => Promise<KeyChangesPair>): void {
+export function keyChangesContract(test: StoreContractTest, name: string, makePair: () => Promise<KeyChangesPair>): void {
   test(`${name}: a listener is called once listening has begun, then with each change published at the other end`, async (t) => {
     const { publisher, subscriber, carriesIds } = await makePair();
     const { heard, listener, calls } = recorder();

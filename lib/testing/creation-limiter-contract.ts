@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { ExecutionContext, TestFn } from 'ava';
-import { GatewayError } from '../../lib/errors/gateway-error.js';
-import type { CreationLimiter, CreationReservation } from '../../lib/quota/creation-limiter.js';
-import type { CreationLimitsOptions, CreationUsage } from '../../lib/quota/creation-limits.js';
+import type { StoreAssertions, StoreContractTest } from './store-contract-test.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { CreationLimiter, CreationReservation } from '../quota/creation-limiter.js';
+import type { CreationLimitsOptions, CreationUsage } from '../quota/creation-limits.js';
 
 /** A limiter as the contract sees it: the interface, and its counters to check. */
 export type LimiterUnderTest = CreationLimiter & { usage(account: string): Promise<CreationUsage> };
@@ -33,7 +33,7 @@ export const newAccount = () => `acct_${randomBytes(6).toString('hex')}`;
 
 /** Asserts that `reservation` is refused with exactly this 429 code and retry-after. */
 export async function assertRefused(
-  t: ExecutionContext,
+  t: StoreAssertions,
   reservation: Promise<CreationReservation>,
   code: 'rate_limit_exceeded' | 'ingestion_quota_exceeded',
   retryAfterSeconds: number,
@@ -55,7 +55,7 @@ async function reserveMany(limiter: CreationLimiter, account: string, count: num
  * three 429 codes"); run once per implementation. `makeLimiter` gets the limits and a clock.
  */
 export function creationLimiterContract(
-  test: TestFn,
+  test: StoreContractTest,
   name: string,
   makeLimiter: (options: CreationLimitsOptions) => Promise<LimiterUnderTest>,
 ): void {

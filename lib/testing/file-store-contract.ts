@@ -1,6 +1,6 @@
-import type { TestFn } from 'ava';
-import type { FileRecord, FileStore, StockLimits } from '../../lib/files/file-store.js';
-import { newFileId } from '../../lib/files/file-id.js';
+import type { StoreContractTest } from './store-contract-test.js';
+import type { FileRecord, FileStore, StockLimits } from '../files/file-store.js';
+import { newFileId } from '../files/file-id.js';
 
 const NOW = 1_800_000_000;
 /**
@@ -39,7 +39,7 @@ async function createAll(store: FileStore, files: FileRecord[]): Promise<void> {
 
 /** The behaviour every FileStore must have; run once per implementation. */
 export function fileStoreContract(
-  test: TestFn,
+  test: StoreContractTest,
   name: string,
   makeStore: () => Promise<FileStore>,
   options: FileStoreContractOptions = {},
