@@ -57,6 +57,24 @@ export interface AuditEntry {
 
 export type NewAuditEntry = Omit<AuditEntry, 'id'>;
 
+/**
+ * The entry that records `event`, done by `actor` at `at` (Unix seconds) from `address`.
+ * @example await store.append(auditEntry({ action: 'key.revoked', keyId }, { actor: { type: 'cli', id: null, name: 'alice' }, at, address: null }))
+ */
+export function auditEntry(event: AuditEvent, context: Pick<AuditEntry, 'actor' | 'at' | 'address'>): NewAuditEntry {
+  return {
+    at: context.at,
+    action: event.action,
+    actor: context.actor,
+    keyId: event.keyId ?? null,
+    account: event.account ?? null,
+    tokenId: event.tokenId ?? null,
+    replacementId: event.replacementId ?? null,
+    fields: event.fields ?? [],
+    address: context.address,
+  };
+}
+
 /** `entry` with a new id, as a store records it. */
 export const withAuditId = (entry: NewAuditEntry): AuditEntry => ({ id: `aud_${randomAlphanumeric(24)}`, ...entry });
 

@@ -5,3 +5,17 @@ export { adminAuth, verifiedAdmin, type AdminAuthOptions, type VerifiedAdmin } f
 export { adminRouter, type AccountLimits, type AdminChange, type AdminRouterOptions } from './admin-router.js';
 export { adminSessions, type AdminSessionsOptions } from './admin-sessions.js';
 export { budgetsRouter, type BudgetChange, type BudgetsRouterOptions } from './budgets-router.js';
+export {
+  AUDIT_ACTIONS,
+  auditEntry,
+  type AuditAction,
+  type AuditActor,
+  type AuditEntry,
+  type AuditEvent,
+  type AuditFilter,
+  type AuditPage,
+  type AuditStore,
+  type NewAuditEntry,
+} from './audit-store.js';
+export { auditTrail, type AuditTrailOptions } from './audit-trail.js';
+export { auditRouter, type AuditRouterOptions } from './audit-router.js';

@@ -106,40 +106,47 @@ test('usage --json prints the totals and rows (cost in USD too) of the calls it 
   };
   t.deepEqual(await json(['--account', 'acme']), {
     by: 'day',
-    totals: { requests: 4, input_tokens: 70, output_tokens: 7, cost_usd: 0.2500015 },
+    totals: { requests: 4, answered: 3, refused: 1, input_tokens: 70, output_tokens: 7, cost_usd: 0.2500015 },
     rows: [
-      { day: '2030-01-15', requests: 2, input_tokens: 30, output_tokens: 3, cost_usd: 0.0000015 },
-      { day: '2030-01-16', requests: 2, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
+      { day: '2030-01-15', requests: 2, answered: 2, refused: 0, input_tokens: 30, output_tokens: 3, cost_usd: 0.0000015 },
+      { day: '2030-01-16', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
     ],
   });
   t.deepEqual(await json(['--key', 'key_a', '--by', 'model']), {
     by: 'model',
-    totals: { requests: 3, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
+    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
     rows: [
-      { model: 'echo-1', requests: 2, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
-      { model: null, requests: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0 },
+      { model: 'echo-1', requests: 2, answered: 2, refused: 0, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
+      { model: null, requests: 1, answered: 0, refused: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0 },
     ],
   });
   t.deepEqual(await json(['--since', '2030-01-16', '--by', 'key']), {
     by: 'key',
-    totals: { requests: 3, input_tokens: 120, output_tokens: 12, cost_usd: 0.25 },
+    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 120, output_tokens: 12, cost_usd: 0.25 },
     rows: [
-      { key: 'key_a', requests: 2, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
-      { key: 'key_c', requests: 1, input_tokens: 80, output_tokens: 8, cost_usd: 0 },
+      { key: 'key_a', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
+      { key: 'key_c', requests: 1, answered: 1, refused: 0, input_tokens: 80, output_tokens: 8, cost_usd: 0 },
     ],
   });
 });
 
-test('usage prints a table with a total line; with nothing recorded, zeros', async (t) => {
+test('usage prints a table with a total line, requests split into answered and refused; with nothing recorded, zeros', async (t) => {
   const env = await dataDir();
-  t.is((await run(['usage'], env)).out, ['day    requests  input_tokens  output_tokens  cost_usd', 'total         0             0              0         0'].join('\n'));
-  await writeUsage(env, [usageRecord({ time: Date.parse('2030-01-15T10:00:00Z'), inputTokens: 1234, outputTokens: 5, costPicoUsd: 3_777_000_000 })]);
+  t.is(
+    (await run(['usage'], env)).out,
+    ['day    requests  answered  refused  input_tokens  output_tokens  cost_usd', 'total         0         0        0             0              0         0'].join('\n'),
+  );
+  await writeUsage(env, [
+    usageRecord({ time: Date.parse('2030-01-15T10:00:00Z'), inputTokens: 1234, outputTokens: 5, costPicoUsd: 3_777_000_000 }),
+    usageRecord({ time: Date.parse('2030-01-15T10:00:01Z'), model: null, provider: null, status: 400, inputTokens: 0, outputTokens: 0 }),
+  ]);
   t.is(
     (await run(['usage', '--by', 'model'], env)).out,
     [
-      'model   requests  input_tokens  output_tokens  cost_usd',
-      'echo-1         1          1234              5  0.003777',
-      'total          1          1234              5  0.003777',
+      'model                                requests  answered  refused  input_tokens  output_tokens  cost_usd',
+      'echo-1                                      1         1        0          1234              5  0.003777',
+      '(refused before a model was chosen)         1         0        1             0              0         0',
+      'total                                       2         1        1          1234              5  0.003777',
     ].join('\n'),
   );
 });
