@@ -6,7 +6,6 @@ export { adminRouter, type AccountLimits, type AdminChange, type AdminRouterOpti
 export { adminSessions, type AdminSessionsOptions } from './admin-sessions.js';
 export { budgetsRouter, type BudgetChange, type BudgetsRouterOptions } from './budgets-router.js';
 export {
-  AUDIT_ACTIONS,
   auditEntry,
   type AuditAction,
   type AuditActor,

@@ -1,5 +1,8 @@
+import { hash } from 'node:crypto';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { KnexAuditStore } from '../../lib/stores/knex/audit-store.js';
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import { UsageError } from '../../reference-server/command-line.js';
@@ -159,3 +162,37 @@ for (const [args, message] of [
     await t.throwsAsync(run(['usage', ...args], await dataDir()), { instanceOf: UsageError, message });
   });
 }
+
+test("the CLI's changes are recorded in the audit log, by cli and the OS user, never with a key or token in them", async (t) => {
+  const env = await dataDir();
+  const key = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--rpm', '5', '--json'], env)).out) as { id: string; key: string };
+  t.is((await run(['keys', 'revoke', key.id], env)).code, 0);
+  const admin = JSON.parse((await run(['admin-tokens', 'create', '--name', 'ops', '--json'], env)).out) as { id: string; token: string };
+  t.is((await run(['admin-tokens', 'revoke', admin.id], env)).code, 0);
+  t.is((await run(['accounts', 'set-limits', 'acme', '--cost-per-day', '5'], env)).code, 0);
+  // Refused commands change nothing and record nothing.
+  t.is((await run(['keys', 'revoke', 'key_doesnotexist'], env)).code, 1);
+  t.is((await run(['admin-tokens', 'revoke', 'adm_doesnotexist'], env)).code, 1);
+
+  const database = await openMigratedDatabase(loadConfig(env).database);
+  try {
+    const { entries } = await new KnexAuditStore(database.knex).list({}, { limit: 100 });
+    t.deepEqual(
+      entries.map((entry) => [entry.action, entry.keyId ?? entry.tokenId ?? entry.account, entry.fields]),
+      [
+        ['account.limits_set', 'acme', ['costPerDay']],
+        ['admin_token.revoked', admin.id, []],
+        ['admin_token.created', admin.id, ['name']],
+        ['key.revoked', key.id, []],
+        ['key.created', key.id, ['account', 'scopes', 'models', 'expires_at', 'limits']],
+      ],
+    );
+    for (const entry of entries) t.like(entry, { actor: { type: 'cli', id: null, name: userInfo().username }, address: null });
+    t.is(entries[1]?.account, null);
+    t.is(entries[3]?.account, 'acme');
+    const rows = JSON.stringify(await database.knex('kmg_audit_log').select());
+    for (const secret of [key.key, admin.token, hash('sha256', key.key, 'hex'), hash('sha256', admin.token, 'hex')]) t.false(rows.includes(secret));
+  } finally {
+    await database.close();
+  }
+});
