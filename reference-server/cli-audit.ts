@@ -7,7 +7,8 @@ import type { Database } from './database.js';
 /** The operating system's user running the command, or `null` where there is none (a container's uid without a name). */
 function osUser(): string | null {
   try {
-    return userInfo().username || null;
+    // As long as an audit entry keeps a name.
+    return userInfo().username.slice(0, 255) || null;
   } catch {
     return null;
   }

@@ -23,6 +23,7 @@ export interface AuditTrailOptions {
   timeoutMs?: number;
   /**
    * Called when an entry could not be recorded in time (the lost action is on `ctx.state.audit`), for the log.
+   * An append that was only slow may still land after it.
    * Default: nothing (the answer goes out regardless).
    */
   onError?: (err: unknown, ctx: Context) => void;
