@@ -181,7 +181,9 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       expiresAt,
       limits,
     });
-    const fields = ['account', 'scopes', 'models', 'expires_at', ...(Object.keys(limits).length > 0 ? ['limits'] : [])];
+    // The options given, by the admin API's names for them.
+    const given = { scopes: values.scope, models: values.model, expires_at: values.expires, limits: Object.keys(limits).length > 0 || undefined };
+    const fields = ['account', ...Object.entries(given).flatMap(([field, value]) => (value === undefined ? [] : [field]))];
     await recordCliAction(database, { action: 'key.created', keyId: created.record.id, account, fields }, io);
     return created;
   });
