@@ -59,6 +59,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   // each with its own credentials, neither of which opens the other.
   app.use(underPath('/v1', apiKey({ store: traced(deployment.keys, 'KeyStore'), uses: deployment.keyUses })));
   app.use(underPath('/admin/v1', admin.auth));
+  app.use(underPath('/admin/v1', admin.audit));
   // The API's routers first: a probe of /healthz may pass a router more, an API request may not.
   for (const router of [files, models, ...admin.routers, dashboardRouter(logger), health, openApiRouter()]) {
     app.use(router.routes());

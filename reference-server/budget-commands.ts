@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { BudgetChanges } from 'koa-model-gateway';
 import { KnexAccountBudgetStore } from 'koa-model-gateway/stores/knex';
+import { recordCliAction } from './cli-audit.js';
 import { UsageError, accountOption, type CommandIo } from './command-line.js';
 import { loadConfigWithModules } from './config.js';
 import { openMigratedDatabase } from './database.js';
@@ -44,6 +45,7 @@ export async function accountsSetLimits(args: string[], io: CommandIo): Promise<
   let budget;
   try {
     budget = await new KnexAccountBudgetStore(database.knex, database.storeOptions).set(account, changes);
+    await recordCliAction(database, { action: 'account.limits_set', account, fields: Object.keys(changes) }, io);
   } finally {
     await database.close();
   }

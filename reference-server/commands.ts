@@ -21,6 +21,7 @@ import {
 import { KnexAdminTokenStore, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { BUDGET_OPTIONS, accountsSetLimits, parseBudget } from './budget-commands.js';
 import { UsageError, accountOption, type CommandIo } from './command-line.js';
+import { recordCliAction } from './cli-audit.js';
 import { ConfigError } from './config-error.js';
 import { loadConfigWithModules, type ServerConfig } from './config.js';
 import { describeDatabase, openMigratedDatabase, type Database } from './database.js';
@@ -48,8 +49,8 @@ Commands:
   admin-tokens revoke <token-id>        revoke an admin token and end its dashboard sessions
   sweep                                 remove expired files and orphaned blobs now
   usage [--account <id>] [--key <key-id>] [--since <iso-time>] [--by day|model|key]
-                                        requests, tokens and cost (USD) of model calls: totals, and rows
-                                        per UTC day (default), model or key
+                                        requests (answered: 2xx; refused: 4xx, 5xx), tokens and cost (USD)
+                                        of model calls: totals, and rows per UTC day (default), model or key
 
 Options:
   --json                                print one JSON document
@@ -168,9 +169,22 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const catalog = new Set(config.gateway.models.map((model) => model.id));
   // Allowed, since the catalog may grow, but most likely a typo.
   for (const model of models ?? []) if (!catalog.has(model)) io.err(`koa-model-gateway: warning: model '${model}' is not in the catalog`);
-  const { key, record } = await withKeys(config, (keys) =>
-    createApiKey(keys, { prefix: config.gateway.keyPrefix, account, scopes, models, expiresAt, limits, name }),
-  );
+  const { key, record } = await withDatabase(config, async (database) => {
+    const created = await createApiKey(new KnexKeyStore(database.knex, database.storeOptions), {
+      prefix: config.gateway.keyPrefix,
+      account,
+      scopes,
+      models,
+      expiresAt,
+      limits,
+      name,
+    });
+    // The options given, by the admin API's names for them.
+    const given = { name: values.name, scopes: values.scope, models: values.model, expires_at: values.expires, limits: Object.keys(limits).length > 0 || undefined };
+    const fields = ['account', ...Object.entries(given).flatMap(([field, value]) => (value === undefined ? [] : [field]))];
+    await recordCliAction(database, { action: 'key.created', keyId: created.record.id, account, fields }, io);
+    return created;
+  });
   const store = describeStore(config.database);
   if (values.json) {
     io.out(JSON.stringify({ ...keyObject(record, Date.now() / 1000), key, store }));
@@ -240,6 +254,8 @@ async function keysRevoke(args: string[], io: CommandIo): Promise<number> {
   const revoked = await withDatabase(config, async (database) => {
     const store = new KnexKeyStore(database.knex, database.storeOptions);
     if (!(await store.revoke(id))) return false;
+    const record = await store.get(id);
+    await recordCliAction(database, { action: 'key.revoked', keyId: id, ...(record && { account: record.account }) }, io);
     try {
       await withKeyChanges(config, database.knex, (changes) => changes.publish(id));
     } catch (err) {
@@ -277,9 +293,11 @@ async function adminTokensCreate(args: string[], io: CommandIo): Promise<number>
   const name = values.name?.trim() || null;
   if (name !== null && name.length > 255) throw new UsageError('--name must be at most 255 characters');
   const config = await loadConfigWithModules(io.env);
-  const { token, record } = await withDatabase(config, ({ knex, storeOptions }) =>
-    createAdminToken(new KnexAdminTokenStore(knex, storeOptions), { prefix: config.gateway.keyPrefix, name }),
-  );
+  const { token, record } = await withDatabase(config, async (database) => {
+    const created = await createAdminToken(new KnexAdminTokenStore(database.knex, database.storeOptions), { prefix: config.gateway.keyPrefix, name });
+    await recordCliAction(database, { action: 'admin_token.created', tokenId: created.record.id, fields: name === null ? [] : ['name'] }, io);
+    return created;
+  });
   const store = describeStore(config.database);
   if (values.json) {
     io.out(JSON.stringify({ id: record.id, token, store }));
@@ -318,7 +336,11 @@ async function adminTokensRevoke(args: string[], io: CommandIo): Promise<number>
   const { values, positionals } = parse(args, {}, 1);
   const id = positionals[0] as string;
   const config = await loadConfigWithModules(io.env);
-  const revoked = await withDatabase(config, ({ knex, storeOptions }) => new KnexAdminTokenStore(knex, storeOptions).revoke(id));
+  const revoked = await withDatabase(config, async (database) => {
+    if (!(await new KnexAdminTokenStore(database.knex, database.storeOptions).revoke(id))) return false;
+    await recordCliAction(database, { action: 'admin_token.revoked', tokenId: id }, io);
+    return true;
+  });
   if (!revoked) {
     io.err(`koa-model-gateway: no admin token with id '${id}'`);
     return 1;
@@ -355,9 +377,13 @@ async function sweepCommand(args: string[], io: CommandIo): Promise<number> {
 }
 
 const GROUPINGS: readonly string[] = ['day', 'model', 'key'] satisfies UsageGrouping[];
+/** The row of calls without a model: refused before one was chosen (a bad body, an unknown model, a limit). */
+const NO_MODEL = '(refused before a model was chosen)';
 
 const totalsJson = (totals: UsageTotals) => ({
   requests: totals.requests,
+  answered: totals.answered,
+  refused: totals.refused,
   input_tokens: totals.inputTokens,
   output_tokens: totals.outputTokens,
   cost_usd: totals.costUsd,
@@ -382,9 +408,9 @@ async function usageCommand(args: string[], io: CommandIo): Promise<number> {
     return 0;
   }
   const lines = [
-    [by, 'requests', 'input_tokens', 'output_tokens', 'cost_usd'],
-    ...report.rows.map((row) => [row.group ?? '(no model)', row.requests, row.inputTokens, row.outputTokens, row.costUsd]),
-    ['total', report.totals.requests, report.totals.inputTokens, report.totals.outputTokens, report.totals.costUsd],
+    [by, 'requests', 'answered', 'refused', 'input_tokens', 'output_tokens', 'cost_usd'],
+    ...report.rows.map((row) => [row.group ?? NO_MODEL, row.requests, row.answered, row.refused, row.inputTokens, row.outputTokens, row.costUsd]),
+    ['total', report.totals.requests, report.totals.answered, report.totals.refused, report.totals.inputTokens, report.totals.outputTokens, report.totals.costUsd],
   ].map((cells) => cells.map(String));
   const widths = lines[0]!.map((_, column) => Math.max(...lines.map((cells) => cells[column]!.length)));
   for (const cells of lines) {

@@ -14,6 +14,7 @@ import {
   spendFromUsage,
   usageRecorder,
   type AccountBudgetStore,
+  type AuditStore,
   type AdminSessionStore,
   type AdminTokenStore,
   type BlobStore,
@@ -33,6 +34,7 @@ import {
 } from 'koa-model-gateway';
 import {
   KnexAccountBudgetStore,
+  KnexAuditStore,
   KnexAdminSessionStore,
   KnexAdminTokenStore,
   KnexFileStore,
@@ -71,6 +73,8 @@ export interface Deployment {
   modelLimiter: ModelLimiter;
   /** The accounts' budgets in money, as the admin API sets them. */
   accountBudgets: AccountBudgetStore;
+  /** The admin actions, recorded by the admin API and the command line. */
+  audit: AuditStore;
   /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
   budgets: SpendBudgets;
   /** One record per model call, written to the database in batches. */
@@ -130,6 +134,7 @@ export async function openStores(config: ServerConfig, options: DatabaseOptions 
     adminSessions: new KnexAdminSessionStore(knex, storeOptions),
     usageStore: new KnexUsageStore(knex, storeOptions),
     accountBudgets: new KnexAccountBudgetStore(knex, storeOptions),
+    audit: new KnexAuditStore(knex, storeOptions),
     async close() {
       blobs.close();
       await database.close();

@@ -66,6 +66,10 @@ export interface Account {
 
 export interface UsageFigures {
   requests: number;
+  /** The requests answered (2xx). */
+  answered: number;
+  /** The requests refused or failed (4xx, 5xx). */
+  refused: number;
   input_tokens: number;
   output_tokens: number;
   /** What the calls cost, in USD. */
@@ -100,6 +104,27 @@ export interface DailyUsage {
   since: number | null;
   totals: UsageFigures;
   data: Array<UsageFigures & { day: string; series: UsageGroup[] }>;
+}
+
+/** One admin action of the audit log: names and ids only, never a secret. */
+export interface AuditEntry {
+  id: string;
+  at: number;
+  action: string;
+  actor: { type: 'admin_token' | 'cli'; id: string | null; name: string | null };
+  key_id: string | null;
+  account: string | null;
+  admin_token_id: string | null;
+  replacement_key_id: string | null;
+  fields: string[];
+  address: string | null;
+}
+
+/** What the audit page narrows the log to; an empty value is no filter. */
+export interface AuditFilters {
+  action: string;
+  key: string;
+  account: string;
 }
 
 export class ApiError extends Error {
@@ -180,5 +205,12 @@ export const api = {
     const query = new URLSearchParams({ by: 'day', series: split, since });
     if (account !== '') query.set('account', account);
     return request<DailyUsage>('GET', `/usage?${query}`);
+  },
+  /** A page of the audit log, newest first; `cursor` (a page's `next_cursor`) gives the older page after it. */
+  audit: (filters: AuditFilters, cursor: string | null) => {
+    const query = new URLSearchParams({ limit: '50' });
+    for (const [name, value] of Object.entries(filters)) if (value !== '') query.set(name, value);
+    if (cursor !== null) query.set('cursor', cursor);
+    return request<{ data: AuditEntry[]; next_cursor: string | null }>('GET', `/audit?${query}`);
   },
 };

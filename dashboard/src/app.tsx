@@ -1,15 +1,17 @@
 import { useEffect, useState } from 'preact/hooks';
 import { AccountsPage } from './accounts-page.tsx';
 import { api, useSession, whenSignedOut, type Session } from './api.ts';
+import { AuditPage } from './audit-page.tsx';
 import { KeysPage } from './keys-page.tsx';
 import { LogIn } from './log-in.tsx';
 import { UsagePage } from './usage-page.tsx';
 
-type Route = { page: 'keys' } | { page: 'accounts' | 'usage'; account: string };
+type Route = { page: 'keys' | 'audit' } | { page: 'accounts' | 'usage'; account: string };
 
 function readRoute(): Route {
   const [page, ...rest] = location.hash.replace(/^#\/?/, '').split('/');
   if (page === 'accounts' || page === 'usage') return { page, account: decodeURIComponent(rest.join('/')) };
+  if (page === 'audit') return { page };
   return { page: 'keys' };
 }
 
@@ -64,6 +66,9 @@ export function App() {
           <a href="#/usage/" aria-current={route.page === 'usage' ? 'page' : undefined}>
             Usage
           </a>
+          <a href="#/audit" aria-current={route.page === 'audit' ? 'page' : undefined}>
+            Audit log
+          </a>
         </nav>
         <span class="who">
           {session.admin_token_name === null ? (
@@ -84,6 +89,7 @@ export function App() {
         {route.page === 'keys' && <KeysPage />}
         {route.page === 'accounts' && <AccountsPage account={route.account} />}
         {route.page === 'usage' && <UsagePage account={route.account} />}
+        {route.page === 'audit' && <AuditPage />}
       </main>
     </>
   );

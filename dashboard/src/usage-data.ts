@@ -13,10 +13,25 @@ export function lastDays(count: number, nowMs = Date.now()): string[] {
   return Array.from({ length: count }, (_, i) => utcDay(nowMs - (count - 1 - i) * DAY_MS));
 }
 
+/** The name of the calls without a model: refused before one was chosen (a bad body, an unknown model, a limit). */
+export const NO_MODEL = '(refused before a model was chosen)';
+
 /** How a series entry is named: its model id or key id; calls refused before their model was known have none. */
 export function seriesName(entry: UsageGroup, split: UsageSplit): string {
   const name = entry[split];
-  return name === null || name === undefined ? '(no model)' : name;
+  return name === null || name === undefined ? NO_MODEL : name;
+}
+
+/** The requests of each of `days`, as two stacks: answered (2xx), then refused or failed (4xx, 5xx). */
+export function outcomeStacks(usage: DailyUsage, days: string[]): Stack[] {
+  const byDay = new Map(usage.data.map((row) => [row.day, row]));
+  const stack = (name: string, figure: 'answered' | 'refused'): Stack => ({
+    name,
+    requests: days.map((day) => byDay.get(day)?.[figure] ?? 0),
+    tokens: days.map(() => 0),
+    cost: days.map(() => 0),
+  });
+  return [stack('Answered', 'answered'), stack('Refused or failed', 'refused')];
 }
 
 /** One stack of the charts: its name and a figure per day. */

@@ -3,7 +3,7 @@ import { api, ApiError, type ApiKey, type DailyUsage, type UsageSplit } from './
 import { formatCount, formatUsd } from './format.ts';
 import { AccountPicker, useKnownAccounts } from './account-picker.tsx';
 import { UsageChart } from './usage-chart.tsx';
-import { chartStacks, keyLabel, lastDays, seriesName } from './usage-data.ts';
+import { chartStacks, keyLabel, lastDays, outcomeStacks, seriesName } from './usage-data.ts';
 import { LoadFailed, Loading } from './ui.tsx';
 
 type Loaded<T> = { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; data: T };
@@ -36,6 +36,12 @@ function UsageTable({ usage, split, names, caption }: { usage: DailyUsage; split
               Requests
             </th>
             <th scope="col" class="number">
+              Answered
+            </th>
+            <th scope="col" class="number">
+              Refused
+            </th>
+            <th scope="col" class="number">
               Input tokens
             </th>
             <th scope="col" class="number">
@@ -57,6 +63,8 @@ function UsageTable({ usage, split, names, caption }: { usage: DailyUsage; split
                 )}
                 <td>{split === 'key' ? <KeyName id={seriesName(entry, split)} names={names} /> : seriesName(entry, split)}</td>
                 <td class="number">{formatCount(entry.requests)}</td>
+                <td class="number">{formatCount(entry.answered)}</td>
+                <td class="number">{formatCount(entry.refused)}</td>
                 <td class="number">{formatCount(entry.input_tokens)}</td>
                 <td class="number">{formatCount(entry.output_tokens)}</td>
                 <td class="number">{formatUsd(entry.cost_usd)}</td>
@@ -70,6 +78,8 @@ function UsageTable({ usage, split, names, caption }: { usage: DailyUsage; split
               Total
             </th>
             <td class="number">{formatCount(usage.totals.requests)}</td>
+            <td class="number">{formatCount(usage.totals.answered)}</td>
+            <td class="number">{formatCount(usage.totals.refused)}</td>
             <td class="number">{formatCount(usage.totals.input_tokens)}</td>
             <td class="number">{formatCount(usage.totals.output_tokens)}</td>
             <td class="number">{formatUsd(usage.totals.cost_usd)}</td>
@@ -103,6 +113,7 @@ function UsageFigures({ shown }: { shown: Shown }) {
     () => chartStacks(figures, days, split).map((stack) => (split === 'key' ? { ...stack, name: keyLabel(stack.name, names) } : stack)),
     [shown],
   );
+  const outcomes = useMemo(() => outcomeStacks(figures, days), [shown]);
   const period = `the last ${days.length} days`;
   return (
     <section class="card" aria-labelledby="usage-figures-title">
@@ -113,6 +124,14 @@ function UsageFigures({ shown }: { shown: Shown }) {
         <div>
           <dt>Requests</dt>
           <dd>{formatCount(figures.totals.requests)}</dd>
+        </div>
+        <div>
+          <dt>Answered</dt>
+          <dd>{formatCount(figures.totals.answered)}</dd>
+        </div>
+        <div>
+          <dt>Refused or failed</dt>
+          <dd>{formatCount(figures.totals.refused)}</dd>
         </div>
         <div>
           <dt>Input tokens</dt>
@@ -129,6 +148,7 @@ function UsageFigures({ shown }: { shown: Shown }) {
       </dl>
       <div class="charts">
         <UsageChart title={`Requests per day, by ${split}`} days={days} stacks={stacks} figure="requests" />
+        <UsageChart title="Requests per day, answered (2xx) and refused or failed (4xx, 5xx)" days={days} stacks={outcomes} figure="requests" />
         <UsageChart title={`Tokens per day (input and output), by ${split}`} days={days} stacks={stacks} figure="tokens" />
         <UsageChart title={`Cost per day (USD), by ${split}`} days={days} stacks={stacks} figure="cost" />
       </div>
@@ -185,8 +205,9 @@ export function UsagePage({ account }: { account: string }) {
           </select>
         </div>
         <p class="hint">
-          Every model call is one request, refused ones included; tokens are the provider's own count, and cost is those tokens at the
-          model's price. Days are UTC; a call shows here within about a second.
+          Every model call is one request, refused ones included: answered is a 2xx answer, refused a 4xx or 5xx one (a call refused
+          before its model was read has no model). Tokens are the provider's own count, and cost is those tokens at the model's price.
+          Days are UTC; a call shows here within about a second.
         </p>
         {usage.state === 'loading' && <Loading what="usage" />}
         {usage.state === 'error' && <LoadFailed what="The usage" message={usage.message} onRetry={() => setAttempt(attempt + 1)} />}

@@ -22,7 +22,7 @@ export interface AdminChange {
   adminTokenId: string;
   keyId?: string;
   account?: string;
-  /** `key.updated`: the fields the request set. */
+  /** `key.created`, `key.updated`: the fields the request set. */
   fields?: string[];
   /** `key.rotated`: the new key. */
   replacementId?: string;
@@ -87,7 +87,8 @@ const BODY_LIMIT = 65_536;
  * - `GET /accounts/{account}`: files and bytes kept, creations and bytes today, and the limits;
  * - with `usage`, `GET /usage?account=&key=&since=&by=day|model|key&series=day|model|key`: requests
  *   and tokens of the model calls, grouped by UTC day, model or key, each group split by `series`.
- * Every body and query is validated (400 naming the field); every change is reported to `onChange`.
+ * Every body and query is validated (400 naming the field); every change is reported to `onChange`
+ * and stated on `ctx.state.audit` for `auditTrail()`.
  * @example app.use(adminRouter({ keys, files, limiter, usage, catalog }).routes())
  */
 export function adminRouter(options: AdminRouterOptions): Router {
@@ -113,8 +114,11 @@ export function adminRouter(options: AdminRouterOptions): Router {
   const models = options.catalog.map((model) => model.id);
   const schemas = keyFieldSchemas(new Set(models), now);
 
-  const report = (ctx: Context, change: Omit<AdminChange, 'adminTokenId'>) =>
+  // For `auditTrail()`, which records it once the answer is a success, and for the log.
+  const report = (ctx: Context, change: Omit<AdminChange, 'adminTokenId'>) => {
+    ctx.state.audit = change;
     onChange?.({ ...change, adminTokenId: verifiedAdmin(ctx).tokenId }, ctx);
+  };
   const body = (ctx: Context) => readJsonBody(ctx.req, BODY_LIMIT);
   async function existing(id: string) {
     const record = await keys.get(id);
@@ -141,7 +145,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
       expiresAt: fields.expires_at ?? null,
       ...(fields.limits ? { limits: fields.limits } : {}),
     });
-    report(ctx, { action: 'key.created', keyId: record.id, account: record.account });
+    report(ctx, { action: 'key.created', keyId: record.id, account: record.account, fields: Object.keys(fields) });
     ctx.status = 201;
     ctx.body = { ...keyObject(record, now()), key };
   });

@@ -87,6 +87,7 @@ export function adminSessions(options: AdminSessionsOptions): Router {
     };
     await sessions.create(session);
     cookie(ctx, value, ttlSeconds);
+    ctx.state.audit = { action: 'session.opened' };
     onChange?.({ action: 'session.opened', adminTokenId: admin.tokenId }, ctx);
     ctx.status = 201;
     ctx.body = sessionObject(session, admin.tokenName);
@@ -100,6 +101,7 @@ export function adminSessions(options: AdminSessionsOptions): Router {
     const session = current(ctx);
     await sessions.delete(session.hash);
     cookie(ctx, '', 0);
+    ctx.state.audit = { action: 'session.closed' };
     onChange?.({ action: 'session.closed', adminTokenId: session.tokenId }, ctx);
     ctx.status = 204;
   });

@@ -90,6 +90,7 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
     const account = parseFields(accountName, ctx.params.account, 'account');
     const changes = parseFields(budgetChanges, await readJsonBody(ctx.req, 4096));
     const budget = await accounts.set(account, changes);
+    ctx.state.audit = { action: 'account.limits_set', account, fields: Object.keys(changes) };
     onChange?.({ action: 'account.limits_set', adminTokenId: verifiedAdmin(ctx).tokenId, account, fields: Object.keys(changes) }, ctx);
     ctx.body = await limitsObject(account, budget);
   });

@@ -6,3 +6,16 @@ export { adminRouter, type AccountLimits, type AdminChange, type AdminRouterOpti
 export { adminSessions, type AdminSessionsOptions } from './admin-sessions.js';
 export { budgetsRouter, type BudgetChange, type BudgetsRouterOptions } from './budgets-router.js';
 export { keyObject } from './key-object.js';
+export {
+  auditEntry,
+  type AuditAction,
+  type AuditActor,
+  type AuditEntry,
+  type AuditEvent,
+  type AuditFilter,
+  type AuditPage,
+  type AuditStore,
+  type NewAuditEntry,
+} from './audit-store.js';
+export { auditTrail, type AuditTrailOptions } from './audit-trail.js';
+export { auditRouter, type AuditRouterOptions } from './audit-router.js';

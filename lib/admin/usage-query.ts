@@ -13,8 +13,8 @@ const SERIES = `must be one of ${GROUPINGS.join(', ')}, other than 'by'`;
 const isoDay = z.iso.date();
 const isoTime = z.iso.datetime({ offset: true, precision: 0 });
 
-/** `since` as Unix seconds: the admin API's unit of time, and ISO 8601 for people typing a URL. */
-const since = z.string({ error: SINCE }).transform((value, ctx) => {
+/** A `since` query parameter as Unix seconds: the admin API's unit of time, and ISO 8601 for people typing a URL. */
+export const sinceParameter = z.string({ error: SINCE }).transform((value, ctx) => {
   const seconds = /^\d{1,12}$/.test(value)
     ? Number(value)
     : isoDay.safeParse(value).success || isoTime.safeParse(value).success
@@ -35,7 +35,7 @@ export const usageQuerySchema = z
   .strictObject({
     account: accountName.optional(),
     key: z.string({ error: KEY }).regex(/^[\w-]{1,64}$/, { error: KEY }).optional(),
-    since: since.optional(),
+    since: sinceParameter.optional(),
     by: z.enum(GROUPINGS, { error: BY }).default('day'),
     series: z.enum(GROUPINGS, { error: SERIES }).optional(),
   })
@@ -45,6 +45,8 @@ export type UsageQueryParameters = z.output<typeof usageQuerySchema>;
 
 const totalsJson = (totals: UsageTotals) => ({
   requests: totals.requests,
+  answered: totals.answered,
+  refused: totals.refused,
   input_tokens: totals.inputTokens,
   output_tokens: totals.outputTokens,
   cost_usd: totals.costUsd,

@@ -17,3 +17,4 @@ export { creationLimiterContract, type LimiterUnderTest } from './creation-limit
 export { modelLimiterContract } from './model-limiter-contract.js';
 export { spendLedgerContract } from './spend-ledger-contract.js';
 export { accountBudgetStoreContract } from './account-budget-store-contract.js';
+export { auditStoreContract } from './audit-store-contract.js';

@@ -11,6 +11,10 @@ export interface UsageQuery extends UsageFilter {
 
 export interface UsageTotals {
   requests: number;
+  /** The requests answered (a 2xx status). */
+  answered: number;
+  /** The requests refused or failed (a 4xx or 5xx status): `requests - answered`. */
+  refused: number;
   inputTokens: number;
   outputTokens: number;
   /** What the calls cost, in USD: summed exactly (in picodollars), then read as the nearest number. */
@@ -52,18 +56,26 @@ function compareGroups(a: string | null, b: string | null): number {
 const byGroup = (a: UsageGroupTotals, b: UsageGroupTotals) => compareGroups(a.group, b.group);
 
 /** Figures as they are summed: the cost in picodollars, exact. */
-type Sum = Omit<UsageTotals, 'costUsd'> & { costPicoUsd: bigint };
+type Sum = Omit<UsageTotals, 'costUsd' | 'refused'> & { costPicoUsd: bigint };
 
-const zero = (): Sum => ({ requests: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n });
+const zero = (): Sum => ({ requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n });
 
 function add(totals: Sum, row: Sum): void {
   totals.requests += row.requests;
+  totals.answered += row.answered;
   totals.inputTokens += row.inputTokens;
   totals.outputTokens += row.outputTokens;
   totals.costPicoUsd += row.costPicoUsd;
 }
 
-const figures = (row: Sum): UsageTotals => ({ requests: row.requests, inputTokens: row.inputTokens, outputTokens: row.outputTokens, costUsd: usdOfPico(row.costPicoUsd) });
+const figures = (row: Sum): UsageTotals => ({
+  requests: row.requests,
+  answered: row.answered,
+  refused: row.requests - row.answered,
+  inputTokens: row.inputTokens,
+  outputTokens: row.outputTokens,
+  costUsd: usdOfPico(row.costPicoUsd),
+});
 
 /** The store's rows of (group, subgroup) pairs as one row per group with its series. */
 function withSeries(rows: UsageRow[]): Array<UsageReportRow & { sum: Sum }> {
@@ -84,7 +96,8 @@ function withSeries(rows: UsageRow[]): Array<UsageReportRow & { sum: Sum }> {
  * Totals (requests, input and output tokens, cost in USD) and rows grouped by UTC day, model or key, of the
  * usage records of one account, one key and/or since a time, each row split by a second grouping
  * when `series` is given: what `koa-model-gateway usage` prints and `GET /admin/v1/usage` answers.
- * Every record counts as a request, refused and failed calls included (their tokens are 0). A
+ * Every record counts as a request, refused and failed calls included (their tokens are 0), and
+ * requests are split into `answered` (a 2xx status) and `refused` (4xx, 5xx). A
  * `query` that is not one is a `TypeError`: validate client input first.
  * @example const { totals, rows } = await usageReport(new KnexUsageStore(knex), { account: 'acme', since: Date.parse('2030-01-01'), by: 'day', series: 'model' })
  */

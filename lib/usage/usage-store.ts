@@ -56,6 +56,8 @@ export interface UsageRow {
   /** Set when `summarize` was given `thenBy`: the group within `group`, e.g. the model of one day's calls. */
   subgroup?: string | null;
   requests: number;
+  /** The records with a 2xx `status`: the calls answered (the others were refused or failed). */
+  answered: number;
   inputTokens: number;
   outputTokens: number;
   /** The sum of the records' `costPicoUsd`: a bigint, exact however large. */

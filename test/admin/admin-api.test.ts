@@ -301,6 +301,8 @@ test('GET /catalog: the scopes and models a key may be given, and the prefix of 
 
 interface UsageFigures {
   requests: number;
+  answered: number;
+  refused: number;
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
@@ -334,7 +336,15 @@ const usageOnceRecorded = (query: string, requests: number) =>
   );
 
 // The echo models are free (price 0).
-const figures = (requests: number, input_tokens: number, output_tokens: number): UsageFigures => ({ requests, input_tokens, output_tokens, cost_usd: 0 });
+// `answered`: the calls with a 2xx status; the others are `refused`.
+const figures = (requests: number, input_tokens: number, output_tokens: number, answered = requests): UsageFigures => ({
+  requests,
+  answered,
+  refused: requests - answered,
+  input_tokens,
+  output_tokens,
+  cost_usd: 0,
+});
 
 test('GET /usage: the figures of real model calls, by day, model and key, narrowed by account, key and since', async (t) => {
   const account = 'usage-figures';
@@ -345,7 +355,7 @@ test('GET /usage: the figures of real model calls, by day, model and key, narrow
   ];
   const chat = async (key: string, model: string, content: string) => {
     const response = await call('POST', '/v1/chat/completions', { authorization: `Bearer ${key}` }, { model, messages: [{ role: 'user', content }] });
-    if (response.status !== 200) return figures(1, 0, 0);
+    if (response.status !== 200) return figures(1, 0, 0, 0);
     const { usage } = (await response.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
     return figures(1, usage.prompt_tokens, usage.completion_tokens);
   };
@@ -355,14 +365,15 @@ test('GET /usage: the figures of real model calls, by day, model and key, narrow
     const { usage } = (await response.json()) as { usage: { input_tokens: number; output_tokens: number } };
     return figures(1, usage.input_tokens, usage.output_tokens);
   };
-  const sum = (...all: UsageFigures[]) => all.reduce((a, b) => figures(a.requests + b.requests, a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens));
+  const sum = (...all: UsageFigures[]) =>
+    all.reduce((a, b) => figures(a.requests + b.requests, a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens, a.answered + b.answered));
   const firstEcho1 = await chat(first.key, 'echo-1', 'one two three');
   const firstEcho2 = await chat(first.key, 'echo-2', 'four five');
   const secondEcho2 = await message(second.key, 'echo-2', 'six seven eight nine');
   const refused = await chat(second.key, 'echo-1', 'outside the allowlist: 403, before any model is resolved');
   const elsewhere = await chat(foreign.key, 'echo-1', 'ten');
   t.true(firstEcho1.input_tokens > 0 && secondEcho2.output_tokens > 0, 'the echo provider reports usage');
-  t.deepEqual(refused, figures(1, 0, 0));
+  t.deepEqual(refused, figures(1, 0, 0, 0));
 
   const byModel = await usageOnceRecorded(`account=${account}&by=model`, 4);
   t.deepEqual(byModel, {

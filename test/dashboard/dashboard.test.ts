@@ -228,11 +228,13 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await page.getByRole('link', { name: 'Model calls of this account: requests and tokens per day' }).click();
   const figures = page.getByRole('table', { name: `Requests and tokens of account ${acme} per day and model, the last 7 days` });
   await figures.waitFor();
-  t.is(await page.getByRole('img', { name: /stacked bar chart/ }).count(), 3, 'three charts: requests, tokens and cost');
+  t.is(await page.getByRole('img', { name: /stacked bar chart/ }).count(), 4, 'four charts: requests by model, answered and refused, tokens and cost');
   const todayEcho1 = figures.getByRole('row').filter({ has: page.getByRole('rowheader', { name: today }) }).filter({ hasText: 'echo-1' });
   t.deepEqual(await todayEcho1.getByRole('cell').allTextContents(), [
     'echo-1',
     '1',
+    '1',
+    '0',
     String(completion.usage?.prompt_tokens),
     String(completion.usage?.completion_tokens),
     '$0.00',
@@ -249,11 +251,31 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await page.goto(`${app.url}/dashboard#/usage/${encodeURIComponent(HOSTILE)}`);
   await page.getByRole('heading', { name: `Account ${HOSTILE}, the last 30 days` }).waitFor();
   await page.getByLabel('Split by').selectOption('model');
-  await page.getByRole('cell', { name: '(no model)' }).waitFor();
+  // The call refused for its scope: refused, in the row that says why it has no model.
+  const noModel = page.getByRole('row').filter({ has: page.getByRole('cell', { name: '(refused before a model was chosen)' }) });
+  await noModel.waitFor();
+  t.deepEqual((await noModel.getByRole('cell').allTextContents()).slice(1, 4), ['1', '0', '1'], 'requests, answered, refused');
   t.is(await page.locator('main img').count(), 0);
   await page.getByRole('combobox', { name: 'Account' }).fill('nobody-yet');
   await page.keyboard.press('Enter');
   await page.getByText('No model calls by nobody-yet in the last 30 days.').waitFor();
+
+  // The audit log: the page's own changes, made by the token it logged in with; stored strings as text.
+  await page.getByRole('link', { name: 'Audit log' }).click();
+  const log = page.getByRole('table', { name: 'Admin actions, newest first' });
+  await log.getByRole('row').filter({ hasText: 'Key revoked' }).filter({ hasText: acme }).waitFor();
+  await log.getByRole('row').filter({ hasText: 'Key rotated' }).filter({ hasText: HOSTILE }).waitFor();
+  t.is(await log.getByRole('row').filter({ hasText: 'Dashboard log-in' }).count(), 1, 'the refused log-in is no action');
+  await page.getByLabel('Action').selectOption('key.created');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  const createdRows = await until(
+    async () => log.getByRole('row').filter({ hasText: 'Key' }).allTextContents(),
+    (rows) => rows.length === 2 && rows.every((row) => row.includes('Key created')),
+  );
+  t.is(createdRows.length, 2, 'the two keys created, once each, and nothing else');
+  await shoot('audit');
+  t.false((await page.content()).includes(token), 'no admin token in the audit log');
+  t.is(await page.locator('main img').count(), 0);
 
   // Log out: the session is over on the server too.
   await page.getByRole('button', { name: 'Log out' }).click();

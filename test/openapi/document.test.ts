@@ -2,12 +2,14 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import test from 'ava';
 import { adminRouter } from '../../lib/admin/admin-router.js';
 import { adminSessions } from '../../lib/admin/admin-sessions.js';
+import { auditRouter } from '../../lib/admin/audit-router.js';
 import { budgetsRouter } from '../../lib/admin/budgets-router.js';
 import { MemoryAccountBudgetStore } from '../../lib/cost/account-budget-store.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryAdminSessionStore } from '../../lib/stores/memory/admin-session-store.js';
+import { MemoryAuditStore } from '../../lib/stores/memory/audit-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
@@ -38,6 +40,7 @@ test('every route of the reference server is in the document, and nothing else',
     adminRouter({ keys: new MemoryKeyStore(), files: stores.files, usage: new MemoryUsageStore(), catalog: CATALOG }),
     adminSessions({ sessions: new MemoryAdminSessionStore() }),
     budgetsRouter({ accounts: new MemoryAccountBudgetStore(), usage: new MemoryUsageStore(), catalog: [] }),
+    auditRouter({ store: new MemoryAuditStore() }),
     healthRouter({ checks: {} }),
     openApiRouter(),
   ];

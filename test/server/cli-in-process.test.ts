@@ -1,5 +1,8 @@
+import { hash } from 'node:crypto';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { KnexAuditStore } from '../../lib/stores/knex/audit-store.js';
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import { UsageError } from '../../reference-server/command-line.js';
@@ -155,40 +158,47 @@ test('usage --json prints the totals and rows (cost in USD too) of the calls it 
   };
   t.deepEqual(await json(['--account', 'acme']), {
     by: 'day',
-    totals: { requests: 4, input_tokens: 70, output_tokens: 7, cost_usd: 0.2500015 },
+    totals: { requests: 4, answered: 3, refused: 1, input_tokens: 70, output_tokens: 7, cost_usd: 0.2500015 },
     rows: [
-      { day: '2030-01-15', requests: 2, input_tokens: 30, output_tokens: 3, cost_usd: 0.0000015 },
-      { day: '2030-01-16', requests: 2, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
+      { day: '2030-01-15', requests: 2, answered: 2, refused: 0, input_tokens: 30, output_tokens: 3, cost_usd: 0.0000015 },
+      { day: '2030-01-16', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
     ],
   });
   t.deepEqual(await json(['--key', 'key_a', '--by', 'model']), {
     by: 'model',
-    totals: { requests: 3, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
+    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
     rows: [
-      { model: 'echo-1', requests: 2, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
-      { model: null, requests: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0 },
+      { model: 'echo-1', requests: 2, answered: 2, refused: 0, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
+      { model: null, requests: 1, answered: 0, refused: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0 },
     ],
   });
   t.deepEqual(await json(['--since', '2030-01-16', '--by', 'key']), {
     by: 'key',
-    totals: { requests: 3, input_tokens: 120, output_tokens: 12, cost_usd: 0.25 },
+    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 120, output_tokens: 12, cost_usd: 0.25 },
     rows: [
-      { key: 'key_a', requests: 2, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
-      { key: 'key_c', requests: 1, input_tokens: 80, output_tokens: 8, cost_usd: 0 },
+      { key: 'key_a', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
+      { key: 'key_c', requests: 1, answered: 1, refused: 0, input_tokens: 80, output_tokens: 8, cost_usd: 0 },
     ],
   });
 });
 
-test('usage prints a table with a total line; with nothing recorded, zeros', async (t) => {
+test('usage prints a table with a total line, requests split into answered and refused; with nothing recorded, zeros', async (t) => {
   const env = await dataDir();
-  t.is((await run(['usage'], env)).out, ['day    requests  input_tokens  output_tokens  cost_usd', 'total         0             0              0         0'].join('\n'));
-  await writeUsage(env, [usageRecord({ time: Date.parse('2030-01-15T10:00:00Z'), inputTokens: 1234, outputTokens: 5, costPicoUsd: 3_777_000_000 })]);
+  t.is(
+    (await run(['usage'], env)).out,
+    ['day    requests  answered  refused  input_tokens  output_tokens  cost_usd', 'total         0         0        0             0              0         0'].join('\n'),
+  );
+  await writeUsage(env, [
+    usageRecord({ time: Date.parse('2030-01-15T10:00:00Z'), inputTokens: 1234, outputTokens: 5, costPicoUsd: 3_777_000_000 }),
+    usageRecord({ time: Date.parse('2030-01-15T10:00:01Z'), model: null, provider: null, status: 400, inputTokens: 0, outputTokens: 0 }),
+  ]);
   t.is(
     (await run(['usage', '--by', 'model'], env)).out,
     [
-      'model   requests  input_tokens  output_tokens  cost_usd',
-      'echo-1         1          1234              5  0.003777',
-      'total          1          1234              5  0.003777',
+      'model                                requests  answered  refused  input_tokens  output_tokens  cost_usd',
+      'echo-1                                      1         1        0          1234              5  0.003777',
+      '(refused before a model was chosen)         1         0        1             0              0         0',
+      'total                                       2         1        1          1234              5  0.003777',
     ].join('\n'),
   );
 });
@@ -201,3 +211,37 @@ for (const [args, message] of [
     await t.throwsAsync(run(['usage', ...args], await dataDir()), { instanceOf: UsageError, message });
   });
 }
+
+test("the CLI's changes are recorded in the audit log, by cli and the OS user, never with a key or token in them", async (t) => {
+  const env = await dataDir();
+  const key = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--scope', 'models:read', '--rpm', '5', '--json'], env)).out) as { id: string; key: string };
+  t.is((await run(['keys', 'revoke', key.id], env)).code, 0);
+  const admin = JSON.parse((await run(['admin-tokens', 'create', '--name', 'ops', '--json'], env)).out) as { id: string; token: string };
+  t.is((await run(['admin-tokens', 'revoke', admin.id], env)).code, 0);
+  t.is((await run(['accounts', 'set-limits', 'acme', '--cost-per-day', '5'], env)).code, 0);
+  // Refused commands change nothing and record nothing.
+  t.is((await run(['keys', 'revoke', 'key_doesnotexist'], env)).code, 1);
+  t.is((await run(['admin-tokens', 'revoke', 'adm_doesnotexist'], env)).code, 1);
+
+  const database = await openMigratedDatabase(loadConfig(env).database);
+  try {
+    const { entries } = await new KnexAuditStore(database.knex).list({}, { limit: 100 });
+    t.deepEqual(
+      entries.map((entry) => [entry.action, entry.keyId ?? entry.tokenId ?? entry.account, entry.fields]),
+      [
+        ['account.limits_set', 'acme', ['costPerDay']],
+        ['admin_token.revoked', admin.id, []],
+        ['admin_token.created', admin.id, ['name']],
+        ['key.revoked', key.id, []],
+        ['key.created', key.id, ['account', 'scopes', 'limits']],
+      ],
+    );
+    for (const entry of entries) t.like(entry, { actor: { type: 'cli', id: null, name: userInfo().username }, address: null });
+    t.is(entries[1]?.account, null);
+    t.is(entries[3]?.account, 'acme');
+    const rows = JSON.stringify(await database.knex('kmg_audit_log').select());
+    for (const secret of [key.key, admin.token, hash('sha256', key.key, 'hex'), hash('sha256', admin.token, 'hex')]) t.false(rows.includes(secret));
+  } finally {
+    await database.close();
+  }
+});

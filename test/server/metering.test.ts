@@ -215,6 +215,8 @@ services.serial('usage --json after the servers stop: every call, refused ones i
     by: 'day',
     totals: {
       requests: 50,
+      answered: 10,
+      refused: 40,
       input_tokens: sum(limitedCalls.map((call) => call.usage.input)),
       output_tokens: sum(limitedCalls.map((call) => call.usage.output)),
       cost_usd: costOf('gpt-mock', limitedCalls.map((call) => call.usage)),
@@ -223,6 +225,8 @@ services.serial('usage --json after the servers stop: every call, refused ones i
       {
         day: new Date().toISOString().slice(0, 10),
         requests: 50,
+        answered: 10,
+        refused: 40,
         input_tokens: sum(limitedCalls.map((call) => call.usage.input)),
         output_tokens: sum(limitedCalls.map((call) => call.usage.output)),
         cost_usd: costOf('gpt-mock', limitedCalls.map((call) => call.usage)),
@@ -234,6 +238,8 @@ services.serial('usage --json after the servers stop: every call, refused ones i
     return {
       model,
       requests: calls.length,
+      answered: calls.length,
+      refused: 0,
       input_tokens: sum(calls.map((call) => call.input)),
       output_tokens: sum(calls.map((call) => call.output)),
       cost_usd: costOf(model, calls),

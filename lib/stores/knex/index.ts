@@ -9,3 +9,4 @@ export { postgresPreparedReads, sqlitePreparedReads, type PgPoolLike, type Prepa
 export { DEFAULT_STORE_TIMEOUT_MS, type KnexStoreOptions } from './store-options.js';
 export { sqliteWriter, SqliteWriterGoneError, type PreparedWrites, type SqliteWriter, type SqliteWriterOptions } from './sqlite-writer.js';
 export { KnexAccountBudgetStore } from './account-budget-store.js';
+export { KnexAuditStore } from './audit-store.js';

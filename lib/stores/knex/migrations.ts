@@ -197,6 +197,33 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    // The admin actions (KnexAuditStore), appended, never changed; never a secret in them.
+    name: '20261125_audit_log',
+    async up(knex) {
+      await knex.schema.createTable('kmg_audit_log', (table) => {
+        table.bigIncrements('seq').primary(); // order of appending: the list's cursor
+        table.string('id', 64).notNullable().unique();
+        table.bigInteger('at').notNullable(); // Unix seconds
+        table.string('action', 64).notNullable();
+        table.string('actor_type', 16).notNullable(); // admin_token | cli
+        table.string('actor_id', 64);
+        table.string('actor_name', 255);
+        table.string('key_id', 64);
+        table.string('account', 255);
+        table.string('token_id', 64);
+        table.string('replacement_id', 64);
+        table.text('fields').notNullable(); // JSON array of field names
+        table.string('address', 64);
+        table.index(['at']);
+        table.index(['key_id']);
+        table.index(['account']);
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('kmg_audit_log');
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {

@@ -153,6 +153,7 @@ export class KnexUsageStore implements UsageStore {
         .clearSelect()
         .select(columns)
         .count({ requests: '*' })
+        .select(this.#knex.raw('sum(case when status between 200 and 299 then 1 else 0 end) as answered'))
         .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
         // As text: both drivers give a large integer as a number that has lost its last digits.
         .select(this.#knex.raw('cast(sum(cost_picousd) as text) as cost_picousd'))
@@ -161,6 +162,7 @@ export class KnexUsageStore implements UsageStore {
       group: string | null;
       subgroup?: string | null;
       requests: number | string;
+      answered: number | string;
       input_tokens: number | string;
       output_tokens: number | string;
       cost_picousd: string;
@@ -169,6 +171,7 @@ export class KnexUsageStore implements UsageStore {
       group: row.group,
       ...(thenBy === undefined ? {} : { subgroup: row.subgroup ?? null }),
       requests: Number(row.requests),
+      answered: Number(row.answered),
       inputTokens: Number(row.input_tokens),
       outputTokens: Number(row.output_tokens),
       costPicoUsd: BigInt(row.cost_picousd),

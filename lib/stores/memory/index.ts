@@ -5,5 +5,6 @@ export { MemoryKeyChanges } from './key-changes.js';
 export { MemoryAdminTokenStore } from './admin-token-store.js';
 export { MemoryAdminSessionStore } from './admin-session-store.js';
 export { MemoryUsageStore } from './usage-store.js';
+export { MemoryAuditStore } from './audit-store.js';
 export { MemoryCreationLimiter } from '../../quota/memory-creation-limiter.js';
 export { MemoryModelLimiter, type MemoryModelLimiterOptions } from '../../quota/memory-model-limiter.js';

@@ -43,10 +43,11 @@ export class MemoryUsageStore implements UsageStore {
       const id = JSON.stringify([group, subgroup]);
       let row = rows.get(id);
       if (row === undefined) {
-        row = { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
+        row = { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
         rows.set(id, row);
       }
       row.requests += 1;
+      if (record.status >= 200 && record.status <= 299) row.answered += 1;
       row.inputTokens += record.inputTokens;
       row.outputTokens += record.outputTokens;
       row.costPicoUsd += BigInt(record.costPicoUsd);
