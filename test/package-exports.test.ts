@@ -102,6 +102,7 @@ test('koa-model-gateway/stores/memory exports every memory implementation, the l
   t.deepEqual(Object.keys(memory).sort(), [
     'MemoryAdminSessionStore',
     'MemoryAdminTokenStore',
+    'MemoryAuditStore',
     'MemoryBlobStore',
     'MemoryCreationLimiter',
     'MemoryFileStore',
