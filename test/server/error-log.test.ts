@@ -100,7 +100,7 @@ test('a host that refuses on each of its addresses (an AggregateError with no me
 test('an upstream failure (502) and a silent upstream (504) are short lines naming the provider', async (t) => {
   const refused = Object.assign(new Error(`connect ECONNREFUSED 127.0.0.1:9`), { code: 'ECONNREFUSED' });
   const failed = await logged((ctx) => {
-    ctx.state.modelRequest = { model: 'gpt', provider: 'openai', upstreamModel: 'gpt-4o', stream: false, attachments: 0, inputTokens: 0, outputTokens: 0, upstreamFirstByteMs: null, upstreamMs: null, costPicoUsd: 0 };
+    ctx.state.modelRequest = { model: 'gpt', provider: 'openai', upstreamModel: 'gpt-4o', stream: false, attachments: 0, inputTokens: 0, outputTokens: 0, upstreamFirstByteMs: null, upstreamMs: null, costPicoUsd: 0, attempts: [], cooldowns: [] };
     const call = new UpstreamCall('openai', 60_000);
     call.end();
     throw call.failure(new TypeError('fetch failed', { cause: refused }));
@@ -110,7 +110,7 @@ test('an upstream failure (502) and a silent upstream (504) are short lines nami
   t.is(line.cause, 'TypeError: fetch failed <- ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9');
 
   const silent = await logged(async (ctx) => {
-    ctx.state.modelRequest = { model: 'claude', provider: 'anthropic', upstreamModel: 'claude-x', stream: true, attachments: 0, inputTokens: 0, outputTokens: 0, upstreamFirstByteMs: null, upstreamMs: null, costPicoUsd: 0 };
+    ctx.state.modelRequest = { model: 'claude', provider: 'anthropic', upstreamModel: 'claude-x', stream: true, attachments: 0, inputTokens: 0, outputTokens: 0, upstreamFirstByteMs: null, upstreamMs: null, costPicoUsd: 0, attempts: [], cooldowns: [] };
     const call = new UpstreamCall('anthropic', 1);
     await once(call.signal, 'abort');
     throw call.failure(call.signal.reason);

@@ -48,7 +48,7 @@ async function tracedGateway(recordContent = false, timeoutMs = 20_000) {
   app.use(underPath('/v1', apiKey({ store: keys })));
   const routers = [
     filesRouter({ files, blobs, limiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
-    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, limiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
+    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts: 1 }, limiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
   ];
   for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
   const server = await listen(app);
@@ -373,13 +373,15 @@ test.serial('a client that leaves mid-stream: both spans say cancelled', async (
   upstream.answer('/v1/chat/completions', replyEvents(events));
   const key = await gateway.keyFor();
   const controller = new AbortController();
-  const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+  // The answer's status and headers go with its first event.
+  const responding = fetch(`${gateway.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
     signal: controller.signal,
   });
   events.write(`data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', model: 'gpt', choices: [{ index: 0, delta: { content: 'Hel' } }] })}\n\n`);
+  const response = await responding;
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
   await reader.read();
   controller.abort();

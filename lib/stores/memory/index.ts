@@ -5,3 +5,4 @@ export { MemoryKeyChanges } from './key-changes.js';
 export { MemoryAdminTokenStore } from './admin-token-store.js';
 export { MemoryAdminSessionStore } from './admin-session-store.js';
 export { MemoryUsageStore } from './usage-store.js';
+export { MemoryCooldownStore } from '../../models/routing/cooldown-store.js';
