@@ -99,8 +99,8 @@ export interface ModelRequestState {
   upstreamMs: number | null;
   /** The answer's tokens at the model's price, in picodollars (`callCost()`); 0 until its answer has ended. */
   costPicoUsd: number;
-  /** Every upstream attempt of the call, in order: its deployment and how it ended (`ok`, `failed`: retryable, `refused`: not). */
-  attempts: Array<{ provider: string; upstreamModel: string; outcome: 'ok' | 'failed' | 'refused' }>;
+  /** Every upstream attempt of the call, in order: its deployment, its catalog model (the named one or a fallback) and how it ended (`ok`, `failed`: retryable, `refused`: not). */
+  attempts: Array<{ provider: string; model: string; upstreamModel: string; outcome: 'ok' | 'failed' | 'refused' }>;
   /** The providers of the deployments whose failure in this call made them cool down. */
   cooldowns: string[];
   /** The deployments the call found cooling down, and until when (ms since the epoch); unset when it did not look. */
@@ -334,12 +334,12 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       const forwarding: Forwarding = { format, call, stream, request: body, model: requested, provider: leg.provider.id, path, ended, delivered: false };
       try {
         await forward(ctx, forwarding, () => sendCall({ body: upstreamBody, headers, signal: call.signal, traceHeaders: call.traceHeaders }));
-        state.attempts.push({ provider: leg.provider.id, upstreamModel: leg.upstreamModel, outcome: 'ok' });
+        state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: 'ok' });
         return undefined;
       } catch (thrown) {
         const error = thrown as GatewayError;
         const failure = classify(routing, forwarding, error);
-        state.attempts.push({ provider: leg.provider.id, upstreamModel: leg.upstreamModel, outcome: failure.retryable ? 'failed' : 'refused' });
+        state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: failure.retryable ? 'failed' : 'refused' });
         return failure;
       } finally {
         ended(usage);
