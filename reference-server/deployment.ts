@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import {
+  MemoryCooldownStore,
   MemoryCreationLimiter,
   MemoryModelLimiter,
   MemorySpendLedger,
@@ -18,6 +19,7 @@ import {
   type AdminSessionStore,
   type AdminTokenStore,
   type BlobStore,
+  type CooldownStore,
   type CreationLimiter,
   type CreationLimitsOptions,
   type CreationUsage,
@@ -68,6 +70,8 @@ export interface Deployment {
   limiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
   /** Every key's model calls, counted against its limits. */
   modelLimiter: ModelLimiter;
+  /** What failed model calls taught of their deployments: shared through Redis when there is one, else in this process's memory. */
+  cooldowns: CooldownStore;
   /** The accounts' budgets in money, as the admin API sets them. */
   accountBudgets: AccountBudgetStore;
   /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
@@ -185,6 +189,12 @@ async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions
 }
 
 /** The model-call limits on Redis when there is one, else in this process's memory. */
+async function cooldownStore(redis: Redis | null): Promise<CooldownStore> {
+  if (!redis) return new MemoryCooldownStore();
+  const { RedisCooldownStore } = await import('koa-model-gateway/stores/redis');
+  return new RedisCooldownStore({ client: redis });
+}
+
 async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<ModelLimiter> {
   if (!redis) return new MemoryModelLimiter({ nowMs });
   const { RedisModelLimiter } = await import('koa-model-gateway/stores/redis');
@@ -273,6 +283,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
     keys: keyCacheSeconds > 0 ? cachedKeyStore(keys, { ttlMs: keyCacheSeconds * 1000, changes: keyChanges }) : keys,
     limiter,
     modelLimiter: await modelLimiter(redis, nowMs),
+    cooldowns: await cooldownStore(redis),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
     budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
     usage,

@@ -26,14 +26,14 @@ export const DEFAULT_RETRY_STATUSES: readonly number[] = [408, 429, 500, 502, 50
  * @example modelsRouter({ catalog, providers, routing: { maxAttempts: 4, budgetMs: 60_000, cooldown: { store: new RedisCooldownStore({ client }) } } })
  */
 export interface RoutingOptions {
-  maxAttempts?: number;
-  budgetMs?: number;
-  retryStatuses?: readonly number[];
-  backoff?: { baseMs?: number; maxMs?: number };
-  retryAfterCapMs?: number;
-  cooldown?: { failures?: number; windowSeconds?: number; seconds?: number; store?: CooldownStore };
-  random?: () => number;
-  sleep?: (ms: number) => Promise<void>;
+  maxAttempts?: number | undefined;
+  budgetMs?: number | undefined;
+  retryStatuses?: readonly number[] | undefined;
+  backoff?: { baseMs?: number | undefined; maxMs?: number | undefined } | undefined;
+  retryAfterCapMs?: number | undefined;
+  cooldown?: { failures?: number | undefined; windowSeconds?: number | undefined; seconds?: number | undefined; store?: CooldownStore | undefined } | undefined;
+  random?: (() => number) | undefined;
+  sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
 const isCooldownStore = (value: unknown): value is CooldownStore =>
@@ -41,20 +41,36 @@ const isCooldownStore = (value: unknown): value is CooldownStore =>
 
 const fn = <T>(what: string) => z.custom<T>((value) => typeof value === 'function', { error: `must be ${what}` });
 
-const routingSchema = settingsObject({
-  maxAttempts: positiveInteger.default(3),
+const cooldownSettings = {
+  failures: positiveInteger.optional(),
+  windowSeconds: positiveInteger.optional(),
+  seconds: positiveInteger.optional(),
+};
+
+const dataSettings = {
+  maxAttempts: positiveInteger.optional(),
   budgetMs: positiveInteger.optional(),
-  retryStatuses: z.array(z.int().min(400).max(599), { error: 'must be an array of HTTP error statuses' }).default([...DEFAULT_RETRY_STATUSES]),
-  backoff: settingsObject({ baseMs: positiveInteger.default(100), maxMs: positiveInteger.default(2_000) }).prefault({}),
-  retryAfterCapMs: positiveInteger.default(10_000),
+  retryStatuses: z.array(z.int().min(400).max(599), { error: 'must be an array of HTTP error statuses' }).optional(),
+  backoff: settingsObject({ baseMs: positiveInteger.optional(), maxMs: positiveInteger.optional() }).optional(),
+  retryAfterCapMs: positiveInteger.optional(),
+};
+
+/**
+ * The routing settings a config file can hold: `RoutingOptions` without the functions and the
+ * store (`{ maxAttempts, budgetMs, retryStatuses, backoff: { baseMs, maxMs }, retryAfterCapMs,
+ * cooldown: { failures, windowSeconds, seconds } }`, every field optional), for a schema of one.
+ * @example settingsObject({ routing: routingSettingsSchema.optional() })
+ */
+export const routingSettingsSchema = settingsObject({ ...dataSettings, cooldown: settingsObject(cooldownSettings).optional() });
+
+const routingSchema = settingsObject({
+  ...dataSettings,
   cooldown: settingsObject({
-    failures: positiveInteger.default(3),
-    windowSeconds: positiveInteger.default(10),
-    seconds: positiveInteger.default(30),
+    ...cooldownSettings,
     store: z.custom<CooldownStore>(isCooldownStore, { error: 'must be a CooldownStore (MemoryCooldownStore, RedisCooldownStore)' }).optional(),
-  }).prefault({}),
-  random: fn<() => number>('a function').default(() => Math.random),
-  sleep: fn<(ms: number) => Promise<void>>('a function').default(() => (ms: number) => delay(ms).then(() => undefined)),
+  }).optional(),
+  random: fn<() => number>('a function').optional(),
+  sleep: fn<(ms: number) => Promise<void>>('a function').optional(),
 });
 
 /** The routing of a handler, checked once, with its defaults. */
@@ -72,18 +88,18 @@ export interface Routing {
 
 /** The `routing` option of a model handler, checked, with its defaults filled in. */
 export function routingOptions(options: RoutingOptions | undefined, where: string): Routing {
-  const parsed = parseOptions(z.object({ routing: routingSchema.prefault({}) }), { routing: options }, where).routing;
-  const { cooldown } = parsed;
+  const parsed = parseOptions(z.object({ routing: routingSchema.optional() }), { routing: options }, where).routing ?? {};
+  const { cooldown = {}, backoff = {} } = parsed;
   return {
-    maxAttempts: parsed.maxAttempts,
+    maxAttempts: parsed.maxAttempts ?? 3,
     budgetMs: parsed.budgetMs,
-    retryStatuses: new Set(parsed.retryStatuses),
-    backoff: parsed.backoff,
-    retryAfterCapMs: parsed.retryAfterCapMs,
-    policy: { failures: cooldown.failures, windowMs: cooldown.windowSeconds * 1000, cooldownMs: cooldown.seconds * 1000 },
+    retryStatuses: new Set(parsed.retryStatuses ?? DEFAULT_RETRY_STATUSES),
+    backoff: { baseMs: backoff.baseMs ?? 100, maxMs: backoff.maxMs ?? 2_000 },
+    retryAfterCapMs: parsed.retryAfterCapMs ?? 10_000,
+    policy: { failures: cooldown.failures ?? 3, windowMs: (cooldown.windowSeconds ?? 10) * 1000, cooldownMs: (cooldown.seconds ?? 30) * 1000 },
     store: cooldown.store ?? new MemoryCooldownStore(),
-    random: parsed.random,
-    sleep: parsed.sleep,
+    random: parsed.random ?? Math.random,
+    sleep: parsed.sleep ?? ((ms: number) => delay(ms).then(() => undefined)),
   };
 }
 
