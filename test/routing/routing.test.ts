@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
+import { createGatewayMetrics, type GatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { MemoryCooldownStore } from '../../lib/models/routing/cooldown-store.js';
 import type { RoutingOptions } from '../../lib/models/routing/routing-options.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
@@ -13,6 +14,7 @@ import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { reply, scriptedUpstream, type UpstreamAnswer } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
+import { parseMetrics, value } from '../helpers/prometheus.js';
 import { REDIS_URL, withRedis } from '../helpers/services.js';
 
 const CHAT = '/v1/chat/completions';
@@ -39,7 +41,7 @@ function seeded(seed: number): () => number {
 }
 
 /** A clock that only moves when told, and a `sleep` that moves it: no test waits on a timer. */
-function testTime(start = Date.parse('2026-11-25T12:00:00Z')) {
+function testTime(start = Date.now()) {
   const time = { now: start, waits: [] as number[] };
   return {
     time,
@@ -52,7 +54,11 @@ function testTime(start = Date.parse('2026-11-25T12:00:00Z')) {
 }
 
 /** Two OpenAI deployments of `smart` ("east" first, as `random: () => 0` picks), each a scripted upstream. */
-async function twoDeployments(t: { teardown(fn: () => unknown): void }, routing: RoutingOptions = {}, extra: { usage?: UsageRecord[]; timeoutMs?: number } = {}) {
+async function twoDeployments(
+  t: { teardown(fn: () => unknown): void },
+  routing: RoutingOptions = {},
+  extra: { usage?: UsageRecord[]; timeoutMs?: number; metrics?: GatewayMetrics } = {},
+) {
   const [east, west] = await Promise.all([scriptedUpstream(), scriptedUpstream()]);
   const clock = testTime();
   const app = await modelsApp({
@@ -62,6 +68,7 @@ async function twoDeployments(t: { teardown(fn: () => unknown): void }, routing:
     routing: { random: () => 0, sleep: clock.sleep, ...routing },
     ...(extra.timeoutMs !== undefined && { timeoutMs: extra.timeoutMs }),
     ...(extra.usage && { usage: { record: (record: UsageRecord) => extra.usage?.push(record) } }),
+    ...(extra.metrics && { metrics: extra.metrics }),
   });
   t.teardown(() => Promise.all([app.close(), east.close(), west.close()]));
   const key = await app.keyFor();
@@ -99,7 +106,7 @@ test('a 503 is retried on the other deployment: the client gets its answer, and 
   t.like(await answer.json(), { model: 'smart', choices: [{ message: { content: 'from west' } }] });
   t.is(west.received[0]?.body.model, 'gpt-west');
   await until(async () => usage.length, (length) => length === 1);
-  t.like(usage[0], { provider: 'west', status: 200, inputTokens: 3, outputTokens: 2 });
+  t.like(usage[0], { provider: 'west', upstreamModel: 'gpt-west', attempts: 2, status: 200, inputTokens: 3, outputTokens: 2 });
 });
 
 test('a refused connection is retried on the other deployment', async (t) => {
@@ -211,6 +218,21 @@ test('a deployment is skipped after its third failure, and tried again once its 
   const back = await chat();
   t.is(back.headers.get('x-kmg-deployment'), 'east');
   t.is(back.headers.get('x-kmg-attempts'), '1');
+});
+
+test('attempts, cooldowns and the deployments cooling down are metrics', async (t) => {
+  const metrics = createGatewayMetrics();
+  const { east, west, chat } = await twoDeployments(t, { cooldown: { failures: 1, seconds: 3600 } }, { metrics });
+  east.answer(CHAT, overloaded);
+  west.answer(CHAT, reply(200, completion('west')));
+  await (await chat()).arrayBuffer();
+  west.answer(CHAT, reply(200, completion('west')));
+  await (await chat()).arrayBuffer();
+  const samples = await until(async () => parseMetrics(await metrics.registry.metrics()), (found) => value(found, 'kmg_upstream_attempts_total', { provider: 'west' }) === 2);
+  t.is(value(samples, 'kmg_upstream_attempts_total', { provider: 'east', model: 'smart', outcome: 'failed' }), 1);
+  t.is(value(samples, 'kmg_upstream_attempts_total', { provider: 'west', model: 'smart', outcome: 'ok' }), 2);
+  t.is(value(samples, 'kmg_deployment_cooldowns_total', { provider: 'east' }), 1);
+  t.is(value(samples, 'kmg_deployments_cooling_down'), 1);
 });
 
 test('when every deployment cools down, the one that comes back first is tried', async (t) => {

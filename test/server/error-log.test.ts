@@ -7,6 +7,7 @@ import knexFactory from 'knex';
 import Koa, { type Middleware } from 'koa';
 import { pino } from 'pino';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import { AttemptFailedError } from '../../lib/models/routing/attempt-failed.js';
 import { UpstreamCall } from '../../lib/models/upstream-call.js';
 import { RedisCreationLimiter } from '../../lib/stores/redis/creation-limiter.js';
 import { logAppError } from '../../reference-server/logger.js';
@@ -95,6 +96,16 @@ test('a host that refuses on each of its addresses (an AggregateError with no me
     await once(socket, 'connect');
   });
   t.like(assertCompact(t, written), { status: 503, cause: `ECONNREFUSED: connect ECONNREFUSED 127.0.0.2:${port}` });
+});
+
+test('a failed attempt that is retried is one short warning naming the deployment, not an error', async (t) => {
+  const retried = await logged((ctx) => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
+    ctx.app.emit('error', new AttemptFailedError('east', 'gpt-4.1', 1, 'ECONNREFUSED', { cause: refused }), ctx);
+    ctx.body = { ok: true };
+  });
+  const line = assertCompact(t, retried.written);
+  t.like(line, { level: 40, msg: 'upstream attempt failed, retrying', requestId: retried.requestId, provider: 'east', upstreamModel: 'gpt-4.1', attempt: 1, outcome: 'ECONNREFUSED' });
 });
 
 test('an upstream failure (502) and a silent upstream (504) are short lines naming the provider', async (t) => {
