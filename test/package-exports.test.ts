@@ -10,11 +10,14 @@ import * as testing from '../lib/testing/index.js';
 test('the package root exports the middleware, stores interfaces and helpers users need, and nothing internal', (t) => {
   t.deepEqual(Object.keys(root).sort(), [
     'ACCOUNT_NAME_RULE',
+    'AttemptFailedError',
     'DEFAULT_CREATION_LIMITS',
     'DEFAULT_FILE_LIMITS',
+    'DEFAULT_RETRY_STATUSES',
     'GatewayError',
     'LINGER_MS',
     'MemoryAccountBudgetStore',
+    'MemoryCooldownStore',
     'MemoryCreationLimiter',
     'MemoryModelLimiter',
     'MemorySpendLedger',

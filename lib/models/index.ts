@@ -24,6 +24,6 @@ export { meterModelCalls, type MeterModelCallsOptions } from './meter-model-call
 export type { EndpointFormat, ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';
 export type { AnswerFormat, StreamedAnswer, TokenUsage } from './answer.js';
 export type { FileReferences } from './attachments.js';
-export { routingOptions, DEFAULT_RETRY_STATUSES, type RoutingOptions } from './routing/routing-options.js';
+export { DEFAULT_RETRY_STATUSES, type RoutingOptions } from './routing/routing-options.js';
 export { MemoryCooldownStore, type CooldownPolicy, type CooldownStore } from './routing/cooldown-store.js';
 export { AttemptFailedError } from './routing/attempt-failed.js';
