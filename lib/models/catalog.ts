@@ -100,7 +100,7 @@ export function checkCatalog(
   const modelIds = new Set(catalog.models.map((model) => model.id));
   catalog.models.forEach((model, index) => {
     // A model refused by its own schema has no deployments to check.
-    if (!Array.isArray(model.deployments)) return;
+    if (!Array.isArray(model.deployments) || !Array.isArray(model.fallbacks)) return;
     model.deployments.forEach((deployment, at) => {
       if (providerIds.has(deployment.provider)) return;
       // The one-deployment shorthand is named as it was written.
