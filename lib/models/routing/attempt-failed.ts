@@ -2,6 +2,7 @@
  * A failed upstream attempt that the model handler retried (on another deployment, a fallback, or
  * after a wait), reported on `app.on('error')` so that every failed attempt leaves one log line.
  * The client never sees it: it gets the answer of a later attempt, or the last one's error.
+ * @example app.on('error', (err) => { if (err instanceof AttemptFailedError) logger.warn({ provider: err.provider, outcome: err.outcome }, 'attempt failed') })
  */
 export class AttemptFailedError extends Error {
   override readonly name = 'AttemptFailedError';
