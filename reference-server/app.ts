@@ -36,6 +36,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     tempDir: deployment.tempDir,
   });
   const { metrics } = deployment;
+  const { routing } = deployment.config.gateway;
   const models = modelsRouter({
     catalog: deployment.catalog,
     providers: deployment.providers,
@@ -44,6 +45,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     limiter: traced(deployment.modelLimiter, 'ModelLimiter'),
     modelLimits: deployment.config.gateway.modelLimits,
     budgets: deployment.budgets,
+    routing: { ...routing, cooldown: { ...routing.cooldown, store: traced(deployment.cooldowns, 'CooldownStore') } },
     usage: deployment.usage,
     ...(metrics && { metrics: metrics.metrics }),
   });

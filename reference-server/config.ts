@@ -16,6 +16,7 @@ import {
   nonEmptyString,
   nonNegativeInteger,
   positiveInteger,
+  routingSettingsSchema,
   settingsMessage,
   settingsObject,
 } from 'koa-model-gateway/settings';
@@ -88,6 +89,8 @@ const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
     bytesPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.bytesPerDay),
   }).prefault({}),
   modelLimits: modelLimitsSchema.prefault({}),
+  /** Retries, fallbacks and cooldowns of the model calls (`RoutingOptions` of the library, without its functions); with REDIS_URL, cooldowns are shared. */
+  routing: routingSettingsSchema.prefault({}),
   sweep: settingsObject({
     /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
     intervalSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),

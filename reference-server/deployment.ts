@@ -18,6 +18,7 @@ import {
   type AdminSessionStore,
   type AdminTokenStore,
   type BlobStore,
+  type CooldownStore,
   type CreationLimiter,
   type CreationLimitsOptions,
   type CreationUsage,
@@ -42,7 +43,7 @@ import {
   KnexKeyStore,
   KnexUsageStore,
 } from 'koa-model-gateway/stores/knex';
-import { MemoryCreationLimiter, MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
+import { MemoryCooldownStore, MemoryCreationLimiter, MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
@@ -71,6 +72,8 @@ export interface Deployment {
   limiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
   /** Every key's model calls, counted against its limits. */
   modelLimiter: ModelLimiter;
+  /** What failed model calls taught of their deployments: shared through Redis when there is one, else in this process's memory. */
+  cooldowns: CooldownStore;
   /** The accounts' budgets in money, as the admin API sets them. */
   accountBudgets: AccountBudgetStore;
   /** The admin actions, recorded by the admin API and the command line. */
@@ -192,6 +195,12 @@ async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions
 }
 
 /** The model-call limits on Redis when there is one, else in this process's memory. */
+async function cooldownStore(redis: Redis | null): Promise<CooldownStore> {
+  if (!redis) return new MemoryCooldownStore();
+  const { RedisCooldownStore } = await import('koa-model-gateway/stores/redis');
+  return new RedisCooldownStore({ client: redis });
+}
+
 async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<ModelLimiter> {
   if (!redis) return new MemoryModelLimiter({ nowMs });
   const { RedisModelLimiter } = await import('koa-model-gateway/stores/redis');
@@ -345,6 +354,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     keys: keyCacheSeconds > 0 ? cachedKeyStore(keys, { ttlMs: keyCacheSeconds * 1000, changes: keyChanges }) : keys,
     limiter,
     modelLimiter: await modelLimiter(redis, nowMs),
+    cooldowns: await cooldownStore(redis),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
     budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
     usage,

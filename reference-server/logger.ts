@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { GatewayError, StoreUnavailableError } from 'koa-model-gateway';
+import { AttemptFailedError, GatewayError, StoreUnavailableError } from 'koa-model-gateway';
 import { OutageLog } from './outage-log.js';
 
 /**
@@ -73,6 +73,9 @@ export function logAppError(logger: Logger, outages = new OutageLog(logger)): (e
     const requestId = ctx?.state.requestId;
     if (ctx?.req.socket.destroyed && !ctx.res.writableFinished) {
       logger.debug({ err, requestId }, 'client went away');
+    } else if (err instanceof AttemptFailedError) {
+      const fields = { requestId, provider: err.provider, upstreamModel: err.upstreamModel, attempt: err.attempt, outcome: err.outcome, cause: causeLine(err.cause) };
+      logger.warn(fields, 'upstream attempt failed, retrying');
     } else if (err instanceof GatewayError && err.status === 503) {
       const fields = { requestId, status: err.status, kind: err.code, cause: causeLine(err.cause) };
       outages.failed(storeOf(err.cause) ?? UNNAMED_STORE, fields);

@@ -11,8 +11,10 @@ import * as testing from '../lib/testing/index.js';
 test('the package root exports the middleware, stores interfaces and helpers users need, and nothing internal', (t) => {
   t.deepEqual(Object.keys(root).sort(), [
     'ACCOUNT_NAME_RULE',
+    'AttemptFailedError',
     'DEFAULT_CREATION_LIMITS',
     'DEFAULT_FILE_LIMITS',
+    'DEFAULT_RETRY_STATUSES',
     'GatewayError',
     'KEY_NAME_RULE',
     'LINGER_MS',
@@ -104,6 +106,7 @@ test('koa-model-gateway/stores/memory exports every memory implementation, the l
     'MemoryAdminTokenStore',
     'MemoryAuditStore',
     'MemoryBlobStore',
+    'MemoryCooldownStore',
     'MemoryCreationLimiter',
     'MemoryFileStore',
     'MemoryKeyChanges',
@@ -120,6 +123,7 @@ test('koa-model-gateway/testing exports the provider contract suite and every st
     'adminTokenStoreContract',
     'auditStoreContract',
     'blobStoreContract',
+    'cooldownStoreContract',
     'creationLimiterContract',
     'fileStoreContract',
     'keyChangesContract',

@@ -1,5 +1,6 @@
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { usdOfPico } from '../cost/price.js';
+import type { ModelRequestState } from '../models/model-endpoint.js';
 import type { UsageRecord } from '../usage/usage-store.js';
 
 /** Which limit refused: a key's model requests or tokens, or one of the file limits. */
@@ -22,6 +23,9 @@ export type ObservedModelCall = Pick<
   'model' | 'provider' | 'account' | 'inputTokens' | 'outputTokens' | 'upstreamFirstByteMs' | 'upstreamMs' | 'costPicoUsd'
 >;
 
+/** What a routed model call adds: its attempts, the cooldowns it began and those it found. */
+export type ObservedRouting = Pick<ModelRequestState, 'attempts' | 'cooldowns' | 'cooling'>;
+
 /** The gateway's Prometheus metrics, on a registry of their own (`createGatewayMetrics()`). */
 export interface GatewayMetrics {
   /** prom-client's registry of these metrics: `await registry.metrics()` is the text a scrape gets. */
@@ -34,6 +38,8 @@ export interface GatewayMetrics {
    */
   observeModelCall(call: ObservedModelCall): void;
   limitRefused(kind: LimitKind): void;
+  /** Each upstream attempt of a model call by outcome, the cooldowns it began, and the deployments it found cooling down. */
+  observeRouting(routing: ObservedRouting): void;
   /** Bytes of a file created by an upload. */
   uploaded(bytes: number): void;
 }
@@ -58,6 +64,9 @@ const FIRST_BYTE_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
  * | `kmg_upstream_time_to_first_byte_seconds` (histogram) | `provider`, `model` |
  * | `kmg_model_tokens_total` (counter) | `model`, `direction` (`input`, `output`) |
  * | `kmg_cost_usd_total` (counter): what model calls cost, in USD, at their models' prices | `model`, `account` |
+ * | `kmg_upstream_attempts_total` (counter): upstream attempts, `outcome` `ok`, `failed` (retryable) or `refused` | `provider`, `model`, `outcome` |
+ * | `kmg_deployment_cooldowns_total` (counter): cooldowns begun | `provider` |
+ * | `kmg_deployments_cooling_down` (gauge): deployments cooling down, as this instance's calls found them | |
  * | `kmg_limit_refusals_total` (counter) | `kind` |
  * | `kmg_uploaded_bytes_total` (counter) | |
  *
@@ -129,6 +138,30 @@ export function createGatewayMetrics(): GatewayMetrics {
     labelNames: ['kind'] as const,
     registers,
   });
+  const upstreamAttempts = new Counter({
+    name: 'kmg_upstream_attempts_total',
+    help: 'Upstream attempts of model calls, by outcome: ok, failed (retryable), refused (not retried)',
+    labelNames: ['provider', 'model', 'outcome'],
+    registers,
+  });
+  const cooldownsBegun = new Counter({
+    name: 'kmg_deployment_cooldowns_total',
+    help: 'Cooldowns begun by a deployment failing too often',
+    labelNames: ['provider'],
+    registers,
+  });
+  // When each deployment a call found cooling down comes back, as this instance last saw it.
+  const coolingUntil = new Map<string, number>();
+  new Gauge({
+    name: 'kmg_deployments_cooling_down',
+    help: 'Deployments cooling down, as the last calls of this instance found them',
+    registers,
+    collect() {
+      const now = Date.now();
+      for (const [deployment, until] of coolingUntil) if (until <= now) coolingUntil.delete(deployment);
+      this.set(coolingUntil.size);
+    },
+  });
   const uploadedBytes = new Counter({ name: 'kmg_uploaded_bytes_total', help: 'Bytes of files created by uploads', registers });
 
   return {
@@ -150,6 +183,11 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
     limitRefused(kind) {
       refusals.inc({ kind });
+    },
+    observeRouting({ attempts, cooldowns, cooling }) {
+      for (const { provider, model, outcome } of attempts) upstreamAttempts.inc({ provider, model, outcome });
+      for (const provider of cooldowns) cooldownsBegun.inc({ provider });
+      for (const { deployment, until } of cooling ?? []) coolingUntil.set(deployment, until);
     },
     uploaded(bytes) {
       uploadedBytes.inc(bytes);

@@ -1,33 +1,73 @@
 import { z } from 'zod';
 import { modelPriceSchema } from '../cost/price.js';
-import { nonEmptyString, nonNegativeInteger, parseOptions, settingsObject } from '../settings/schemas.js';
+import { nonEmptyString, nonNegativeInteger, parseOptions, positiveInteger, settingsObject } from '../settings/schemas.js';
 import { isObject } from './content.js';
 import type { Provider, ProviderEndpoint } from './provider.js';
 
 /**
+ * One deployment of a catalog model: the `id` of a provider, the name sent to it (`upstreamModel`;
+ * default: the model's `id`) and its share of the model's calls (`weight`, a positive integer;
+ * default 1).
+ */
+export const deploymentSchema = settingsObject({
+  provider: nonEmptyString,
+  upstreamModel: nonEmptyString.optional(),
+  weight: positiveInteger.optional(),
+});
+
+/**
  * One model of the catalog, as written in code or in a config file: `id` (what clients ask for
  * and key allowlists list), `provider` (the `id` of its provider), `upstreamModel` (the name sent
- * upstream; default: `id`), `created` (Unix seconds shown by `GET /v1/models`; default 0, the
- * epoch, for "unknown"), `owned_by` (shown by `GET /v1/models`; default: the provider's id),
+ * upstream; default: `id`), or instead of those two `deployments` (`[{ provider, upstreamModel?,
+ * weight? }]`: calls are spread over the healthy ones by weight, and a failed one is retried on
+ * another), `fallbacks` (ids of other catalog models tried in order when every deployment failed;
+ * a fallback needs no allowlist entry of its own, and its own fallbacks are not followed),
+ * `created` (Unix seconds shown by `GET /v1/models`; default 0, the epoch, for "unknown"),
+ * `owned_by` (shown by `GET /v1/models`; default: the first deployment's provider id),
  * `display_name` (shown in Anthropic's shape of the models; default: `id`), `price` (USD per
  * million tokens, `{ input, output, cacheRead?, cacheWrite? }`: what its calls cost; default: none,
  * which `priceCatalog()` looks up in a price table for `upstreamModel`, and costs 0 if not found).
+ * Resolved, `provider` and `upstreamModel` are those of the first deployment.
  * @example const model = catalogModelSchema.parse({ id: 'gpt-4.1-mini', provider: 'openai', price: { input: 0.4, output: 1.6, cacheRead: 0.1 } })
+ * @example const smart = catalogModelSchema.parse({ id: 'smart', deployments: [{ provider: 'openai-east', upstreamModel: 'gpt-4.1', weight: 3 }, { provider: 'openai-west', upstreamModel: 'gpt-4.1' }], fallbacks: ['claude'] })
  */
 export const catalogModelSchema = settingsObject({
   id: nonEmptyString,
-  provider: nonEmptyString,
+  provider: nonEmptyString.optional(),
   upstreamModel: nonEmptyString.optional(),
+  deployments: z.array(deploymentSchema, { error: 'must be an array' }).min(1, { error: 'must list at least one deployment' }).optional(),
+  fallbacks: z.array(nonEmptyString, { error: 'must be an array' }).optional(),
   created: nonNegativeInteger.optional(),
   owned_by: nonEmptyString.optional(),
   display_name: nonEmptyString.optional(),
   price: modelPriceSchema.optional(),
-}).transform(({ upstreamModel, created, display_name: displayName, ...model }) => ({
-  ...model,
-  upstreamModel: upstreamModel ?? model.id,
-  created: created ?? 0,
-  display_name: displayName ?? model.id,
-}));
+})
+  .superRefine((model, ctx) => {
+    if (model.deployments === undefined && model.provider === undefined) ctx.addIssue({ code: 'custom', path: ['provider'], message: 'must be given (or deployments)' });
+    // A resolved model (which names its first deployment as well) is a valid model too.
+    const first = model.deployments?.[0];
+    const same = first !== undefined && (model.provider === undefined || model.provider === first.provider) && (model.upstreamModel === undefined || model.upstreamModel === (first.upstreamModel ?? model.id));
+    if (model.deployments !== undefined && !same) {
+      ctx.addIssue({ code: 'custom', path: ['deployments'], message: 'cannot go with provider or upstreamModel (list them as a deployment)' });
+    }
+  })
+  .transform(({ provider, upstreamModel, deployments, fallbacks, created, display_name: displayName, ...model }) => {
+    const listed = (deployments ?? [{ provider: provider ?? '', upstreamModel }]).map((deployment) => ({
+      provider: deployment.provider,
+      upstreamModel: deployment.upstreamModel ?? model.id,
+      weight: deployment.weight ?? 1,
+    }));
+    const first = listed[0] as { provider: string; upstreamModel: string };
+    return {
+      ...model,
+      provider: first.provider,
+      upstreamModel: first.upstreamModel,
+      deployments: listed,
+      fallbacks: fallbacks ?? [],
+      created: created ?? 0,
+      display_name: displayName ?? model.id,
+    };
+  });
 
 /** One model of the catalog, as given to `listModels()`, `retrieveModel()`, the model endpoints and `modelsRouter()`. */
 export type CatalogModel = z.input<typeof catalogModelSchema>;
@@ -45,22 +85,32 @@ function uniqueIds(ctx: z.RefinementCtx, entries: ReadonlyArray<{ id: string }>,
 
 /**
  * The rules of a catalog across its entries, for a schema's `superRefine`: model ids unique,
- * provider ids unique, and every model's provider among the providers. `keys` names the two lists
- * in the object checked, for the messages.
+ * provider ids unique, every deployment's provider among the providers, and every fallback another
+ * model of the catalog. `keys` names the two lists in the object checked, for the messages.
  * @example settingsObject({ models, providers }).superRefine((value, ctx) => checkCatalog(ctx, value))
  */
 export function checkCatalog(
   ctx: z.RefinementCtx,
-  catalog: { models: ReadonlyArray<{ id: string; provider: string }>; providers: ReadonlyArray<{ id: string }> },
+  catalog: { models: readonly ResolvedModel[]; providers: ReadonlyArray<{ id: string }> },
   keys: { models: string; providers: string } = { models: 'models', providers: 'providers' },
 ): void {
   uniqueIds(ctx, catalog.models, keys.models);
   uniqueIds(ctx, catalog.providers, keys.providers);
   const providerIds = new Set(catalog.providers.map((provider) => provider.id));
+  const modelIds = new Set(catalog.models.map((model) => model.id));
   catalog.models.forEach((model, index) => {
-    if (!providerIds.has(model.provider)) {
-      ctx.addIssue({ code: 'custom', path: [keys.models, index, 'provider'], message: `must name a configured provider ('${model.provider}' is not one)` });
-    }
+    // A model refused by its own schema has no deployments to check.
+    if (!Array.isArray(model.deployments) || !Array.isArray(model.fallbacks)) return;
+    model.deployments.forEach((deployment, at) => {
+      if (providerIds.has(deployment.provider)) return;
+      // The one-deployment shorthand is named as it was written.
+      const path = model.deployments.length === 1 ? [keys.models, index, 'provider'] : [keys.models, index, 'deployments', at, 'provider'];
+      ctx.addIssue({ code: 'custom', path, message: `must name a configured provider ('${deployment.provider}' is not one)` });
+    });
+    model.fallbacks.forEach((fallback, at) => {
+      if (modelIds.has(fallback) && fallback !== model.id) return;
+      ctx.addIssue({ code: 'custom', path: [keys.models, index, 'fallbacks', at], message: `must name another model of the catalog ('${fallback}' is not one)` });
+    });
   });
 }
 

@@ -24,3 +24,6 @@ export { meterModelCalls, type MeterModelCallsOptions } from './meter-model-call
 export type { EndpointFormat, ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';
 export type { AnswerFormat, StreamedAnswer, TokenUsage } from './answer.js';
 export type { FileReferences } from './attachments.js';
+export { DEFAULT_RETRY_STATUSES, type RoutingOptions } from './routing/routing-options.js';
+export type { CooldownPolicy, CooldownStore } from './routing/cooldown-store.js';
+export { AttemptFailedError } from './routing/attempt-failed.js';

@@ -12,10 +12,10 @@ export interface MeterModelCallsOptions {
   /** Where each call's record goes: `usageRecorder()`, which writes in batches. Default: none. */
   usage?: Pick<UsageRecorder, 'record'>;
   /**
-   * The metrics each call feeds (upstream time, time to first byte, tokens, limit refusals):
+   * The metrics each call feeds (upstream time, time to first byte, tokens, limit refusals, attempts and cooldowns):
    * `createGatewayMetrics()` from `koa-model-gateway/metrics`. Default: none.
    */
-  metrics?: Pick<GatewayMetrics, 'observeModelCall' | 'limitRefused'>;
+  metrics?: Pick<GatewayMetrics, 'observeModelCall' | 'limitRefused'> & Partial<Pick<GatewayMetrics, 'observeRouting'>>;
   /** The clock of the records' `time`, in milliseconds since the Unix epoch. Default: `Date.now`. */
   nowMs?: () => number;
 }
@@ -35,6 +35,8 @@ function usageRecord(ctx: Context, time: number, started: number): UsageRecord |
     // Set once the model is resolved: a name the client made up is never recorded.
     model: call?.model ?? null,
     provider: call?.provider ?? null,
+    upstreamModel: call?.upstreamModel ?? null,
+    attempts: call?.attempts.length ?? 0,
     // nginx's 499: the client closed the request before its answer was complete.
     status: res.writableFinished ? res.statusCode : 499,
     stream: call?.stream ?? false,
@@ -72,6 +74,8 @@ export function meterModelCalls(options: MeterModelCallsOptions = {}): Middlewar
       if (record === undefined) return;
       usage?.record(record);
       metrics?.observeModelCall(record);
+      const call = ctx.state.modelRequest;
+      if (call !== undefined) metrics?.observeRouting?.(call);
       const limitedBy = ctx.state.modelRequest?.limitedBy;
       if (limitedBy !== undefined) metrics?.limitRefused(limitedBy);
     });

@@ -8,6 +8,7 @@ import { countTokens } from './count-tokens.js';
 import { listModels } from './list-models.js';
 import { messages } from './messages.js';
 import { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
+import { MemoryCooldownStore } from './routing/cooldown-store.js';
 import type { ModelEndpointOptions } from './model-endpoint.js';
 import { responses } from './responses.js';
 import { retrieveModel } from './retrieve-model.js';
@@ -23,7 +24,9 @@ export interface ModelsRouterOptions extends ModelEndpointOptions, Pick<MeterMod
  * `GET`s) is metered (`meterModelCalls()`: a usage record to `usage`, and `metrics`) and counted
  * against the key's limits by one `limiter` shared by the endpoints (default: a
  * `MemoryModelLimiter` of the router's own), and against the key's and its account's budgets in
- * money by one `budgets` (default: the keys' budgets on a `MemorySpendLedger` of the router's own). Mount it behind `gatewayErrors()` (Shape B on
+ * money by one `budgets` (default: the keys' budgets on a `MemorySpendLedger` of the router's own);
+ * failing deployments cool down in one `routing.cooldown.store` (default: a `MemoryCooldownStore` of
+ * the router's own). Mount it behind `gatewayErrors()` (Shape B on
  * /v1/messages, and on /v1/models with `anthropic-version`) and `underPath('/v1', apiKey(...))`,
  * with its `allowedMethods()`, as `filesRouter()`. Paths match exactly (case-sensitive, no
  * trailing slash); a model id may hold `/`.
@@ -39,6 +42,8 @@ export function modelsRouter(options: ModelsRouterOptions): Router {
     ...endpointOptions,
     limiter: options.limiter ?? new MemoryModelLimiter(),
     budgets: options.budgets ?? spendBudgets({ ledger: new MemorySpendLedger(options.nowMs ? { nowMs: options.nowMs } : {}) }),
+    // One cooldown store for every endpoint: a deployment that fails for one format is skipped by all.
+    routing: { ...options.routing, cooldown: { ...options.routing?.cooldown, store: options.routing?.cooldown?.store ?? new MemoryCooldownStore() } },
   };
   // Nothing to meter for: no middleware.
   const meter =

@@ -77,6 +77,11 @@ export class UpstreamCall {
     return this.#controller.signal;
   }
 
+  /** True once the upstream stayed silent longer than `timeoutMs` and the call was aborted for it. */
+  get timedOut(): boolean {
+    return this.#timedOut;
+  }
+
   /** True once the client went away and the upstream request was aborted for it. */
   get clientGone(): boolean {
     return this.#clientGone;

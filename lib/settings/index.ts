@@ -10,3 +10,4 @@ export {
 export { catalogModelSchema, checkCatalog, type CatalogModel, type ResolvedModel } from '../models/catalog.js';
 export { modelLimitsSchema } from '../quota/model-limits.js';
 export { modelPriceSchema, type ModelPrice } from '../cost/price.js';
+export { routingSettingsSchema } from '../models/routing/routing-options.js';

@@ -18,3 +18,4 @@ export { modelLimiterContract } from './model-limiter-contract.js';
 export { spendLedgerContract } from './spend-ledger-contract.js';
 export { accountBudgetStoreContract } from './account-budget-store-contract.js';
 export { auditStoreContract } from './audit-store-contract.js';
+export { cooldownStoreContract } from './cooldown-store-contract.js';

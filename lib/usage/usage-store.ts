@@ -15,8 +15,12 @@ export interface UsageRecord {
   endpoint: string;
   /** The catalog id the client asked for; `null` when the request named none that could be read. */
   model: string | null;
-  /** The id of the provider that serves the model; `null` when the model was not resolved. */
+  /** The id of the provider that answered (the last attempt's, when the call was routed over several); `null` when the model was not resolved. */
   provider: string | null;
+  /** The model name that provider was sent; `null` (or left out) when the model was not resolved. */
+  upstreamModel?: string | null;
+  /** Upstream attempts the call took (retries and fallbacks included); 0 (or left out) when none was made. */
+  attempts?: number;
   /** The HTTP status of the answer (429 for a call the limits refused). */
   status: number;
   stream: boolean;

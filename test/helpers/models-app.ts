@@ -44,14 +44,16 @@ export const CATALOG: CatalogModel[] = [
 
 /**
  * The models API composed as a gateway would (`gatewayErrors()`, `apiKey()` under /v1,
- * `modelsRouter()`), over memory stores, on a random loopback port. Errors reported on
+ * `modelsRouter()`), over memory stores, on a random loopback port, with one attempt per call
+ * unless `options.routing` says otherwise. Errors reported on
  * `app.on('error')` are collected in `reported`.
  */
 export async function modelsApp(options: Partial<ModelsRouterOptions> = {}) {
   const keys = new MemoryKeyStore();
   const files = new MemoryFileStore();
   const blobs = new MemoryBlobStore();
-  const endpointOptions: ModelsRouterOptions = { catalog: CATALOG, providers: PROVIDERS, files, blobs, ...options };
+  // One attempt unless a test routes: each scripted answer answers one call.
+  const endpointOptions: ModelsRouterOptions = { catalog: CATALOG, providers: PROVIDERS, files, blobs, routing: { maxAttempts: 1 }, ...options };
   const router = modelsRouter(endpointOptions);
   const app = new Koa();
   const reported: unknown[] = [];

@@ -20,8 +20,14 @@ const badCatalogs: Array<[string, unknown, unknown, string]> = [
   ['a model of a provider not given', [{ ...model, provider: 'q' }], [provider], "catalog[0].provider must name a configured provider ('q' is not one)"],
   ['two models of one id', [model, { ...model }], [provider], "catalog[1].id must be unique ('m' is taken)"],
   ['two providers of one id', [model], [provider, echoProvider({ id: 'p' })], "providers[1].id must be unique ('p' is taken)"],
-  ['a typo in a model setting', [{ ...model, upstream_model: 'x' }], [provider], 'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, created, owned_by, display_name, price)'],
+  ['a typo in a model setting', [{ ...model, upstream_model: 'x' }], [provider], 'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, deployments, fallbacks, created, owned_by, display_name, price)'],
   ['an empty upstreamModel', [{ ...model, upstreamModel: '' }], [provider], 'catalog[0].upstreamModel must be a non-empty string'],
+  ['a model with neither provider nor deployments', [{ id: 'm' }], [provider], 'catalog[0].provider must be given (or deployments)'],
+  ['a deployment of a provider not given', [{ id: 'm', deployments: [{ provider: 'p' }, { provider: 'q' }] }], [provider], "catalog[0].deployments[1].provider must name a configured provider ('q' is not one)"],
+  ['a weight that is not a positive integer', [{ id: 'm', deployments: [{ provider: 'p', weight: 0 }] }], [provider], 'catalog[0].deployments[0].weight must be a positive integer'],
+  ['no deployments', [{ id: 'm', deployments: [] }], [provider], 'catalog[0].deployments must list at least one deployment'],
+  ['a fallback that is no model of the catalog', [{ ...model, fallbacks: ['nope'] }], [provider], "catalog[0].fallbacks[0] must name another model of the catalog ('nope' is not one)"],
+  ['a model its own fallback', [{ ...model, fallbacks: ['m'] }], [provider], "catalog[0].fallbacks[0] must name another model of the catalog ('m' is not one)"],
   ['a created time that is not whole seconds', [{ ...model, created: '2024' }], [provider], 'catalog[0].created must be a non-negative integer'],
 ];
 

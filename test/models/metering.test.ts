@@ -333,7 +333,8 @@ test('a client that leaves mid-stream: the call is recorded as 499 with the usag
   t.teardown(() => hanging.close());
   const gateway = await meteredGateway(t, { providers: [anthropicProvider({ id: 'anthropic', baseURL: hanging.url }), openAIProvider({ id: 'openai' })] });
   const controller = new AbortController();
-  const answer = await gateway.post(
+  // The answer's status and headers go with its first event.
+  const answering = gateway.post(
     '/v1/messages',
     { model: 'claude-mock', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] },
     { 'x-api-key': await gateway.key() },
@@ -341,6 +342,7 @@ test('a client that leaves mid-stream: the call is recorded as 499 with the usag
   );
   const upstream = await hanging.next();
   upstream.res.write('event: message_start\ndata: {"type":"message_start","message":{"model":"claude-upstream-1","usage":{"input_tokens":7,"output_tokens":1}}}\n\n');
+  const answer = await answering;
   const reader = (answer.body as ReadableStream<Uint8Array>).getReader();
   t.regex(new TextDecoder().decode((await reader.read()).value), /"model":"claude-mock"/);
   controller.abort();

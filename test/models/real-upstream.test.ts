@@ -39,10 +39,12 @@ for (const [path, model] of [
     const key = await gateway.keyFor();
     const client = request(`${gateway.url}${path}`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' } });
     client.end(JSON.stringify({ model, max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] }));
-    const [response] = (await once(client, 'response')) as [IncomingMessage];
+    // The answer's status and headers go with its first event.
+    const responded = once(client, 'response');
     const { req, res } = await upstream.next();
     const upstreamClosed = once(res, 'close');
     res.write('data: {"n":1}\n\n');
+    const [response] = (await responded) as [IncomingMessage];
     const [first] = (await once(response, 'data')) as [Buffer];
     t.is(first.toString(), 'data: {"n":1}\n\n');
     t.false(req.destroyed);

@@ -85,7 +85,7 @@ test('METRICS_PORT: unset, no metrics listener; a port, or 0 for any free one', 
 
 test('a file that gives only models can use the built-in echo provider', (t) => {
   const config = parseGatewayConfig({ models: [{ id: 'my-echo', provider: 'echo' }] }, 'test');
-  t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', created: 0, display_name: 'my-echo' }]);
+  t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', deployments: [{ provider: 'echo', upstreamModel: 'my-echo', weight: 1 }], fallbacks: [], created: 0, display_name: 'my-echo' }]);
   t.deepEqual(configuredProviders({ gateway: config, env: {}, providerKinds: providerRegistry }).map((provider) => provider.id), ['echo']);
 });
 
@@ -101,8 +101,13 @@ test('provider credentials are read from the variables apiKeyEnv names only when
 // Each case: the file's content and the one line that refuses it (after `test: `).
 const badFiles: Array<[unknown, string]> = [
   [[], 'the config must be an object'],
-  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, sweep, providerModules, providers, models)'],
+  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, routing, sweep, providerModules, providers, models)'],
   [{ keyPrefix: 'a_b' }, 'keyPrefix must be 1 to 32 letters and digits'],
+  [{ routing: { maxAttempts: 0 } }, 'routing.maxAttempts must be a positive integer'],
+  [{ routing: { cooldown: { second: 5 } } }, 'routing.cooldown.second is not a setting (expected failures, windowSeconds, seconds)'],
+  [{ models: [{ id: 'm', provider: 'echo', fallbacks: ['nope'] }] }, "models[0].fallbacks[0] must name another model of the catalog ('nope' is not one)"],
+  [{ models: [{ id: 'm', deployments: [{ provider: 'echo' }, { provider: 'gone' }] }] }, "models[0].deployments[1].provider must name a configured provider ('gone' is not one)"],
+  [{ models: [{ id: 'm', provider: 'other', deployments: [{ provider: 'echo' }] }] }, 'models[0].deployments cannot go with provider or upstreamModel (list them as a deployment)'],
   [{ limits: { maxFiles: -1 } }, 'limits.maxFiles must be a positive integer'],
   [{ limits: { maxFile: 1 } }, 'limits.maxFile is not a setting (expected maxFileBytes, maxFiles, maxStoredBytes, createsPerMinute, createsPerDay, bytesPerDay)'],
   [{ sweep: { intervalSeconds: -1 } }, 'sweep.intervalSeconds must be a non-negative integer'],

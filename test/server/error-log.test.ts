@@ -7,6 +7,7 @@ import knexFactory from 'knex';
 import Koa, { type Middleware } from 'koa';
 import { pino } from 'pino';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import { AttemptFailedError } from '../../lib/models/routing/attempt-failed.js';
 import { UpstreamCall } from '../../lib/models/upstream-call.js';
 import { RedisCreationLimiter } from '../../lib/stores/redis/creation-limiter.js';
 import { logAppError } from '../../reference-server/logger.js';
@@ -97,10 +98,20 @@ test('a host that refuses on each of its addresses (an AggregateError with no me
   t.like(assertCompact(t, written), { status: 503, cause: `ECONNREFUSED: connect ECONNREFUSED 127.0.0.2:${port}` });
 });
 
+test('a failed attempt that is retried is one short warning naming the deployment, not an error', async (t) => {
+  const retried = await logged((ctx) => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
+    ctx.app.emit('error', new AttemptFailedError('east', 'gpt-4.1', 1, 'ECONNREFUSED', { cause: refused }), ctx);
+    ctx.body = { ok: true };
+  });
+  const line = assertCompact(t, retried.written);
+  t.like(line, { level: 40, msg: 'upstream attempt failed, retrying', requestId: retried.requestId, provider: 'east', upstreamModel: 'gpt-4.1', attempt: 1, outcome: 'ECONNREFUSED' });
+});
+
 test('an upstream failure (502) and a silent upstream (504) are short lines naming the provider', async (t) => {
   const refused = Object.assign(new Error(`connect ECONNREFUSED 127.0.0.1:9`), { code: 'ECONNREFUSED' });
   const failed = await logged((ctx) => {
-    ctx.state.modelRequest = { model: 'gpt', provider: 'openai', upstreamModel: 'gpt-4o', stream: false, attachments: 0, inputTokens: 0, outputTokens: 0, upstreamFirstByteMs: null, upstreamMs: null, costPicoUsd: 0 };
+    ctx.state.modelRequest = { model: 'gpt', provider: 'openai', upstreamModel: 'gpt-4o', stream: false, attachments: 0, inputTokens: 0, outputTokens: 0, upstreamFirstByteMs: null, upstreamMs: null, costPicoUsd: 0, attempts: [], cooldowns: [] };
     const call = new UpstreamCall('openai', 60_000);
     call.end();
     throw call.failure(new TypeError('fetch failed', { cause: refused }));
@@ -110,7 +121,7 @@ test('an upstream failure (502) and a silent upstream (504) are short lines nami
   t.is(line.cause, 'TypeError: fetch failed <- ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9');
 
   const silent = await logged(async (ctx) => {
-    ctx.state.modelRequest = { model: 'claude', provider: 'anthropic', upstreamModel: 'claude-x', stream: true, attachments: 0, inputTokens: 0, outputTokens: 0, upstreamFirstByteMs: null, upstreamMs: null, costPicoUsd: 0 };
+    ctx.state.modelRequest = { model: 'claude', provider: 'anthropic', upstreamModel: 'claude-x', stream: true, attachments: 0, inputTokens: 0, outputTokens: 0, upstreamFirstByteMs: null, upstreamMs: null, costPicoUsd: 0, attempts: [], cooldowns: [] };
     const call = new UpstreamCall('anthropic', 1);
     await once(call.signal, 'abort');
     throw call.failure(call.signal.reason);

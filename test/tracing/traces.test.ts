@@ -35,7 +35,7 @@ sdk.register();
 const upstream = await scriptedUpstream();
 
 /** A gateway as the reference server composes one with tracing on, its log lines kept. */
-async function tracedGateway(recordContent = false, timeoutMs = 20_000) {
+async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttempts = 1) {
   const keys = new MemoryKeyStore();
   const files = tracedStore(new MemoryFileStore(), 'FileStore');
   const blobs = tracedStore(new MemoryBlobStore(), 'BlobStore');
@@ -48,7 +48,7 @@ async function tracedGateway(recordContent = false, timeoutMs = 20_000) {
   app.use(underPath('/v1', apiKey({ store: keys })));
   const routers = [
     filesRouter({ files, blobs, limiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
-    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, limiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
+    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, limiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
   ];
   for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
   const server = await listen(app);
@@ -61,7 +61,9 @@ const gateway = await tracedGateway();
 const recording = await tracedGateway(true);
 // A short upstream timeout, for the timeout case only.
 const impatient = await tracedGateway(false, 300);
-test.after.always(() => Promise.all([gateway.close(), recording.close(), impatient.close(), upstream.close(), sdk.shutdown()]));
+// Two attempts per call, for the retried case only.
+const retrying = await tracedGateway(false, 20_000, 2);
+test.after.always(() => Promise.all([gateway.close(), recording.close(), impatient.close(), retrying.close(), upstream.close(), sdk.shutdown()]));
 test.beforeEach(() => {
   exporter.reset();
   upstream.received.splice(0);
@@ -368,18 +370,36 @@ test.serial('an upstream that stays silent: error.type timeout, and the 504 on t
   t.like(serverSpan(spans).attributes, { 'http.response.status_code': 504, 'error.type': '504' });
 });
 
+test.serial('a retried call: one client span per attempt, siblings under the server span', async (t) => {
+  upstream.answer('/v1/chat/completions', reply(503, { error: { message: 'overloaded' } }));
+  upstream.answer('/v1/chat/completions', reply(200, { id: 'c', object: 'chat.completion', created: 1, model: 'up', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }] }));
+  const key = await retrying.keyFor();
+  const response = await post(retrying.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 200);
+  const spans = await requestSpans();
+  const server = serverSpan(spans);
+  const [failed, answered, ...more] = clientSpans(spans).sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
+  t.is(more.length, 0);
+  t.is(failed && parentOf(failed), server.spanContext().spanId);
+  t.is(answered && parentOf(answered), server.spanContext().spanId);
+  t.is(failed?.attributes['error.type'], '503');
+  t.is(answered?.attributes['error.type'], undefined);
+});
+
 test.serial('a client that leaves mid-stream: both spans say cancelled', async (t) => {
   const events = new PassThrough();
   upstream.answer('/v1/chat/completions', replyEvents(events));
   const key = await gateway.keyFor();
   const controller = new AbortController();
-  const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+  // The answer's status and headers go with its first event.
+  const responding = fetch(`${gateway.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
     signal: controller.signal,
   });
   events.write(`data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', model: 'gpt', choices: [{ index: 0, delta: { content: 'Hel' } }] })}\n\n`);
+  const response = await responding;
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
   await reader.read();
   controller.abort();

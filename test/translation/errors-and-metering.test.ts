@@ -144,7 +144,8 @@ test.serial('a client that leaves a translated stream: the upstream call is clos
   const app = await modelsApp({ providers: [anthropicProvider({ id: 'anthropic', baseURL: hanging.url })], catalog: [{ id: 'claude-test', provider: 'anthropic' }], usage: { record: (record) => leaving.push(record) } });
   t.teardown(() => Promise.all([app.close(), hanging.close()]));
   const controller = new AbortController();
-  const answer = await app.post(
+  // The answer's status and headers go with its first event.
+  const answering = app.post(
     '/v1/chat/completions',
     { model: 'claude-test', stream: true, messages: [{ role: 'user', content: 'hi' }] },
     { authorization: `Bearer ${await app.keyFor()}` },
@@ -152,6 +153,7 @@ test.serial('a client that leaves a translated stream: the upstream call is clos
   );
   const arrival = await hanging.next();
   arrival.res.write('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","model":"m","usage":{"input_tokens":7,"output_tokens":1}}}\n\n');
+  const answer = await answering;
   const reader = (answer.body as ReadableStream<Uint8Array>).getReader();
   t.regex(new TextDecoder().decode((await reader.read()).value), /"model":"claude-test"/);
   const closed = once(arrival.req.socket, 'close');

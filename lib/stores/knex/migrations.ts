@@ -224,6 +224,21 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTable('kmg_audit_log');
     },
   },
+  {
+    name: '20261125_routing_attempts',
+    async up(knex) {
+      // What answered a routed call: the upstream model of the provider, and the attempts it took.
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.string('upstream_model', 255);
+        table.integer('attempts').notNullable().defaultTo(0);
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.dropColumns('upstream_model', 'attempts');
+      });
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {

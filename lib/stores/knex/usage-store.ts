@@ -15,6 +15,8 @@ interface UsageRowDb {
   endpoint: string;
   model: string | null;
   provider: string | null;
+  upstream_model: string | null;
+  attempts: number;
   status: number;
   stream: boolean | number;
   input_tokens: number | string;
@@ -28,7 +30,7 @@ interface UsageRowDb {
 
 // The columns an insert writes.
 const COLUMNS = [
-  'time', 'day', 'request_id', 'key_id', 'account', 'endpoint', 'model', 'provider', 'status', 'stream',
+  'time', 'day', 'request_id', 'key_id', 'account', 'endpoint', 'model', 'provider', 'upstream_model', 'attempts', 'status', 'stream',
   'input_tokens', 'output_tokens', 'attachments', 'latency_ms', 'upstream_first_byte_ms', 'upstream_ms', 'cost_picousd',
 ] as const satisfies ReadonlyArray<keyof UsageRowDb>;
 
@@ -60,6 +62,8 @@ function toRow(record: UsageRecord): UsageRowDb {
     endpoint: record.endpoint,
     model: record.model,
     provider: record.provider,
+    upstream_model: record.upstreamModel ?? null,
+    attempts: record.attempts ?? 0,
     status: record.status,
     stream: record.stream,
     input_tokens: record.inputTokens,
@@ -82,6 +86,9 @@ function toRecord(row: UsageRowDb): UsageRecord {
     endpoint: row.endpoint,
     model: row.model,
     provider: row.provider,
+    // Left out as a record without them was written: the fields are optional.
+    ...(row.upstream_model !== null && { upstreamModel: row.upstream_model }),
+    ...(row.attempts > 0 && { attempts: row.attempts }),
     status: row.status,
     stream: Boolean(row.stream),
     inputTokens: Number(row.input_tokens),

@@ -8,3 +8,4 @@ export { MemoryUsageStore } from './usage-store.js';
 export { MemoryAuditStore } from './audit-store.js';
 export { MemoryCreationLimiter } from '../../quota/memory-creation-limiter.js';
 export { MemoryModelLimiter, type MemoryModelLimiterOptions } from '../../quota/memory-model-limiter.js';
+export { MemoryCooldownStore } from '../../models/routing/cooldown-store.js';

@@ -4,3 +4,4 @@ export { RedisKeyChanges, type RedisKeyChangesOptions } from './key-changes.js';
 export { RedisModelLimiter, type RedisModelLimiterOptions } from './model-limiter.js';
 export type { RedisLimiterOptions } from './redis-limiter.js';
 export { RedisSpendLedger, type RedisSpendLedgerOptions } from './spend-ledger.js';
+export { RedisCooldownStore, type RedisCooldownStoreOptions } from './cooldown-store.js';

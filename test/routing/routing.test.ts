@@ -1,0 +1,341 @@
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import test from 'ava';
+import { createGatewayMetrics, type GatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
+import { MemoryCooldownStore } from '../../lib/models/routing/cooldown-store.js';
+import type { RoutingOptions } from '../../lib/models/routing/routing-options.js';
+import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { echoProvider } from '../../lib/models/providers/echo/index.js';
+import { openAIProvider } from '../../lib/models/providers/openai/index.js';
+import { createRedisClient } from '../../lib/stores/redis/client.js';
+import { RedisCooldownStore } from '../../lib/stores/redis/cooldown-store.js';
+import type { UsageRecord } from '../../lib/usage/usage-store.js';
+import { modelsApp } from '../helpers/models-app.js';
+import { reply, scriptedUpstream, type UpstreamAnswer } from '../helpers/models-upstream.js';
+import { until } from '../helpers/poll.js';
+import { parseMetrics, value } from '../helpers/prometheus.js';
+import { REDIS_URL, withRedis } from '../helpers/services.js';
+
+const CHAT = '/v1/chat/completions';
+const completion = (content: string) => ({
+  id: 'chatcmpl-1',
+  object: 'chat.completion',
+  created: 1,
+  model: 'up',
+  choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+});
+const ask = { model: 'smart', messages: [{ role: 'user', content: 'hi' }] };
+const overloaded = reply(503, { error: { message: 'overloaded' } });
+
+/** A seeded source of numbers in [0, 1) (mulberry32): the same sequence on every run. */
+function seeded(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let x = Math.imul(state ^ (state >>> 15), 1 | state);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** A clock that only moves when told, and a `sleep` that moves it: no test waits on a timer. */
+function testTime(start = Date.now()) {
+  const time = { now: start, waits: [] as number[] };
+  return {
+    time,
+    nowMs: () => time.now,
+    sleep: async (ms: number) => {
+      time.waits.push(ms);
+      time.now += ms;
+    },
+  };
+}
+
+/** Two OpenAI deployments of `smart` ("east" first, as `random: () => 0` picks), each a scripted upstream. */
+async function twoDeployments(
+  t: { teardown(fn: () => unknown): void },
+  routing: RoutingOptions = {},
+  extra: { usage?: UsageRecord[]; timeoutMs?: number; metrics?: GatewayMetrics } = {},
+) {
+  const [east, west] = await Promise.all([scriptedUpstream(), scriptedUpstream()]);
+  const clock = testTime();
+  const app = await modelsApp({
+    catalog: [{ id: 'smart', deployments: [{ provider: 'east', upstreamModel: 'gpt-east' }, { provider: 'west', upstreamModel: 'gpt-west' }] }],
+    providers: [openAIProvider({ id: 'east', baseURL: `${east.url}/v1` }), openAIProvider({ id: 'west', baseURL: `${west.url}/v1` })],
+    nowMs: clock.nowMs,
+    routing: { random: () => 0, sleep: clock.sleep, ...routing },
+    ...(extra.timeoutMs !== undefined && { timeoutMs: extra.timeoutMs }),
+    ...(extra.usage && { usage: { record: (record: UsageRecord) => extra.usage?.push(record) } }),
+    ...(extra.metrics && { metrics: extra.metrics }),
+  });
+  t.teardown(() => Promise.all([app.close(), east.close(), west.close()]));
+  const key = await app.keyFor();
+  const chat = (body: unknown = ask) => app.post(CHAT, body, { authorization: `Bearer ${key}` });
+  return { app, east, west, clock, chat, key };
+}
+
+test('calls are spread over the deployments by weight (3:1, within ±10% over 1,000 calls)', async (t) => {
+  const app = await modelsApp({
+    catalog: [{ id: 'smart', deployments: [{ provider: 'east', weight: 3 }, { provider: 'west', weight: 1 }] }],
+    providers: [echoProvider({ id: 'east' }), echoProvider({ id: 'west' })],
+    routing: { random: seeded(28) },
+  });
+  t.teardown(() => app.close());
+  const key = await app.keyFor();
+  const count = { east: 0, west: 0 };
+  for (let call = 0; call < 1000; call++) {
+    const answer = await app.post(CHAT, ask, { authorization: `Bearer ${key}` });
+    await answer.arrayBuffer();
+    count[answer.headers.get('x-kmg-deployment') as 'east' | 'west']++;
+  }
+  t.true(Math.abs(count.east - 750) <= 75, `east answered ${count.east} of 1,000`);
+  t.is(count.east + count.west, 1000);
+});
+
+test('a 503 is retried on the other deployment: the client gets its answer, and headers say so', async (t) => {
+  const usage: UsageRecord[] = [];
+  const { east, west, chat } = await twoDeployments(t, {}, { usage });
+  east.answer(CHAT, overloaded);
+  west.answer(CHAT, reply(200, completion('from west')));
+  const answer = await chat();
+  t.is(answer.status, 200);
+  t.is(answer.headers.get('x-kmg-attempts'), '2');
+  t.is(answer.headers.get('x-kmg-deployment'), 'west');
+  t.like(await answer.json(), { model: 'smart', choices: [{ message: { content: 'from west' } }] });
+  t.is(west.received[0]?.body.model, 'gpt-west');
+  await until(async () => usage.length, (length) => length === 1);
+  t.like(usage[0], { provider: 'west', upstreamModel: 'gpt-west', attempts: 2, status: 200, inputTokens: 3, outputTokens: 2 });
+});
+
+test('a refused connection is retried on the other deployment', async (t) => {
+  const closed = createServer();
+  closed.listen(0, '127.0.0.1');
+  await new Promise((resolve) => closed.once('listening', resolve));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise((resolve) => closed.close(resolve));
+  const west = await scriptedUpstream();
+  const app = await modelsApp({
+    catalog: [{ id: 'smart', deployments: [{ provider: 'gone' }, { provider: 'west' }] }],
+    providers: [openAIProvider({ id: 'gone', baseURL: `http://127.0.0.1:${port}/v1` }), openAIProvider({ id: 'west', baseURL: `${west.url}/v1` })],
+    routing: { random: () => 0, sleep: async () => undefined },
+  });
+  t.teardown(() => Promise.all([app.close(), west.close()]));
+  west.answer(CHAT, reply(200, completion('ok')));
+  const answer = await app.post(CHAT, ask, { authorization: `Bearer ${await app.keyFor()}` });
+  t.is(answer.status, 200);
+  t.is(answer.headers.get('x-kmg-attempts'), '2');
+});
+
+test("a 429's retry-after is waited for before the same deployment is tried again, up to the cap", async (t) => {
+  const upstream = await scriptedUpstream();
+  const clock = testTime();
+  const app = await modelsApp({
+    catalog: [{ id: 'smart', provider: 'one' }],
+    providers: [openAIProvider({ id: 'one', baseURL: `${upstream.url}/v1` })],
+    nowMs: clock.nowMs,
+    routing: { random: () => 0, sleep: clock.sleep, retryAfterCapMs: 5_000 },
+  });
+  t.teardown(() => Promise.all([app.close(), upstream.close()]));
+  upstream.answer(CHAT, reply(429, { error: { message: 'slow down' } }, { 'retry-after': '2' }));
+  upstream.answer(CHAT, reply(429, { error: { message: 'slow down' } }, { 'retry-after-ms': '60000' }));
+  upstream.answer(CHAT, reply(200, completion('at last')));
+  const answer = await app.post(CHAT, ask, { authorization: `Bearer ${await app.keyFor()}` });
+  t.is(answer.status, 200);
+  t.is(answer.headers.get('x-kmg-attempts'), '3');
+  t.deepEqual(clock.time.waits, [2_000, 5_000]);
+});
+
+test('a 400 is not retried; the last failure reaches the client with the attempt count', async (t) => {
+  const { east, west, chat } = await twoDeployments(t);
+  east.answer(CHAT, reply(400, { error: { message: 'bad request shape' } }));
+  const refused = await chat();
+  t.is(refused.status, 400);
+  t.is(refused.headers.get('x-kmg-attempts'), '1');
+  t.is(west.received.length, 0);
+
+  east.answer(CHAT, overloaded);
+  west.answer(CHAT, reply(529, { error: { message: 'overloaded' } }));
+  east.answer(CHAT, overloaded);
+  const failed = await chat();
+  t.is(failed.status, 502);
+  t.is(failed.headers.get('x-kmg-attempts'), '3');
+});
+
+test('an upstream that hangs before its headers is given up on and the call retried', async (t) => {
+  const { east, west, chat } = await twoDeployments(t, {}, { timeoutMs: 300 });
+  east.answer(CHAT, () => undefined);
+  west.answer(CHAT, reply(200, completion('ok')));
+  const answer = await chat();
+  t.is(answer.status, 200);
+  t.is(answer.headers.get('x-kmg-deployment'), 'west');
+});
+
+const chunk = (content: string) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+const diesAfter = (events: string): UpstreamAnswer => (res) => {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(events, () => setImmediate(() => res.destroy()));
+};
+
+test('a stream that fails before its first event is retried; one that fails after it ends with an error event', async (t) => {
+  const { east, west, chat } = await twoDeployments(t);
+  east.answer(CHAT, diesAfter(''));
+  west.answer(CHAT, (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(`${chunk('from west')}data: [DONE]\n\n`);
+  });
+  const retried = await chat({ ...ask, stream: true });
+  t.is(retried.status, 200);
+  t.is(retried.headers.get('x-kmg-attempts'), '2');
+  t.regex(await retried.text(), /from west/);
+
+  east.answer(CHAT, diesAfter(chunk('Hel')));
+  const broken = await chat({ ...ask, stream: true });
+  t.is(broken.status, 200);
+  t.is(broken.headers.get('x-kmg-attempts'), '1');
+  const text = await broken.text();
+  t.regex(text, /Hel/);
+  t.regex(text, /"error"/);
+  t.is(west.received.length, 1, 'nothing retried after the first event');
+});
+
+test('a deployment is skipped after its third failure, and tried again once its cooldown is over', async (t) => {
+  const { east, west, chat, clock } = await twoDeployments(t, { cooldown: { store: new MemoryCooldownStore() } });
+  for (let call = 0; call < 3; call++) {
+    east.answer(CHAT, overloaded);
+    west.answer(CHAT, reply(200, completion('west')));
+    t.is((await chat()).headers.get('x-kmg-attempts'), '2');
+  }
+  west.answer(CHAT, reply(200, completion('west')));
+  const skipping = await chat();
+  t.is(skipping.headers.get('x-kmg-attempts'), '1');
+  t.is(skipping.headers.get('x-kmg-deployment'), 'west');
+  t.is(east.received.length, 3);
+
+  clock.time.now += 30_000;
+  east.answer(CHAT, reply(200, completion('east')));
+  const back = await chat();
+  t.is(back.headers.get('x-kmg-deployment'), 'east');
+  t.is(back.headers.get('x-kmg-attempts'), '1');
+});
+
+test('attempts, cooldowns and the deployments cooling down are metrics', async (t) => {
+  const metrics = createGatewayMetrics();
+  const { east, west, chat } = await twoDeployments(t, { cooldown: { failures: 1, seconds: 3600 } }, { metrics });
+  east.answer(CHAT, overloaded);
+  west.answer(CHAT, reply(200, completion('west')));
+  await (await chat()).arrayBuffer();
+  west.answer(CHAT, reply(200, completion('west')));
+  await (await chat()).arrayBuffer();
+  const samples = await until(async () => parseMetrics(await metrics.registry.metrics()), (found) => value(found, 'kmg_upstream_attempts_total', { provider: 'west' }) === 2);
+  t.is(value(samples, 'kmg_upstream_attempts_total', { provider: 'east', model: 'smart', outcome: 'failed' }), 1);
+  t.is(value(samples, 'kmg_upstream_attempts_total', { provider: 'west', model: 'smart', outcome: 'ok' }), 2);
+  t.is(value(samples, 'kmg_deployment_cooldowns_total', { provider: 'east' }), 1);
+  t.is(value(samples, 'kmg_deployments_cooling_down'), 1);
+});
+
+test('when every deployment cools down, the one that comes back first is tried', async (t) => {
+  // random 0.5: west first, and a wait of 50 ms before east: west's cooldown ends first.
+  const { east, west, chat, clock } = await twoDeployments(t, { maxAttempts: 2, random: () => 0.5, cooldown: { failures: 1, seconds: 30 } });
+  east.answer(CHAT, overloaded);
+  west.answer(CHAT, overloaded);
+  t.is((await chat()).status, 502);
+  t.deepEqual(clock.time.waits, [50]);
+  west.answer(CHAT, reply(200, completion('west')));
+  const answer = await chat();
+  t.is(answer.status, 200);
+  t.is(answer.headers.get('x-kmg-deployment'), 'west');
+  t.is(answer.headers.get('x-kmg-attempts'), '1');
+  t.is(east.received.length, 1);
+});
+
+const redisClients: Array<{ quit(): Promise<unknown> }> = [];
+test.after.always(() => Promise.all(redisClients.map((client) => client.quit())));
+
+withRedis(test)('two gateways on one Redis: a cooldown one learned is honoured by the other', async (t) => {
+  const keyPrefix = `kmg-test:${randomBytes(6).toString('hex')}`;
+  const store = async () => {
+    const client = await createRedisClient(REDIS_URL);
+    redisClients.push(client);
+    return new RedisCooldownStore({ client, keyPrefix });
+  };
+  const [east, west] = await Promise.all([scriptedUpstream(), scriptedUpstream()]);
+  t.teardown(() => Promise.all([east.close(), west.close()]));
+  const gateway = async () => {
+    const app = await modelsApp({
+      catalog: [{ id: 'smart', deployments: [{ provider: 'east' }, { provider: 'west' }] }],
+      providers: [openAIProvider({ id: 'east', baseURL: `${east.url}/v1` }), openAIProvider({ id: 'west', baseURL: `${west.url}/v1` })],
+      routing: { random: () => 0, sleep: async () => undefined, cooldown: { failures: 1, store: await store() } },
+    });
+    t.teardown(() => app.close());
+    const key = await app.keyFor();
+    return () => app.post(CHAT, ask, { authorization: `Bearer ${key}` });
+  };
+  const [first, second] = [await gateway(), await gateway()];
+  east.answer(CHAT, overloaded);
+  west.answer(CHAT, reply(200, completion('west')));
+  t.is((await first()).headers.get('x-kmg-attempts'), '2');
+  west.answer(CHAT, reply(200, completion('west')));
+  const answer = await second();
+  t.is(answer.headers.get('x-kmg-attempts'), '1');
+  t.is(answer.headers.get('x-kmg-deployment'), 'west');
+  t.is(east.received.length, 1);
+});
+
+test("a call counts once against the key's request limit, however many attempts it took", async (t) => {
+  const { app, east, west } = await twoDeployments(t);
+  const key = await app.keyFor(undefined, { limits: { requestsPerMinute: 2 } });
+  const chat = () => app.post(CHAT, ask, { authorization: `Bearer ${key}` });
+  for (let call = 0; call < 2; call++) {
+    east.answer(CHAT, overloaded);
+    west.answer(CHAT, reply(200, completion('west')));
+    const answer = await chat();
+    t.is(answer.status, 200);
+    t.is(answer.headers.get('x-kmg-attempts'), '2');
+  }
+  t.is((await chat()).status, 429);
+});
+
+test("a fallback model of the other format answers in the client's format; it needs no allowlist entry", async (t) => {
+  const [anthropic, openai] = await Promise.all([scriptedUpstream(), scriptedUpstream()]);
+  const app = await modelsApp({
+    catalog: [
+      { id: 'claude-x', provider: 'anthropic', fallbacks: ['gpt-x'] },
+      { id: 'gpt-x', provider: 'openai', upstreamModel: 'gpt-up' },
+    ],
+    providers: [anthropicProvider({ id: 'anthropic', baseURL: anthropic.url }), openAIProvider({ id: 'openai', baseURL: `${openai.url}/v1` })],
+    routing: { random: () => 0, sleep: async () => undefined },
+  });
+  t.teardown(() => Promise.all([app.close(), anthropic.close(), openai.close()]));
+  anthropic.answer('/v1/messages', reply(529, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+  openai.answer(CHAT, reply(200, completion('from the fallback')));
+  const key = await app.keyFor(undefined, { models: ['claude-x'] });
+  const answer = await app.post('/v1/messages', { model: 'claude-x', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key, 'anthropic-version': '2023-06-01' });
+  t.is(answer.status, 200);
+  t.is(answer.headers.get('x-kmg-deployment'), 'openai');
+  t.like(await answer.json(), { type: 'message', model: 'claude-x', content: [{ type: 'text', text: 'from the fallback' }] });
+  t.is(openai.received[0]?.body.model, 'gpt-up');
+  // The allowlist applies to the model the client named: gpt-x is not callable by itself.
+  t.is((await app.post(CHAT, { ...ask, model: 'gpt-x' }, { authorization: `Bearer ${key}` })).status, 403);
+});
+
+test('the attempts and the waits between them stay within budgetMs', async (t) => {
+  const upstream = await scriptedUpstream();
+  const clock = testTime();
+  const app = await modelsApp({
+    catalog: [{ id: 'smart', provider: 'one' }],
+    providers: [openAIProvider({ id: 'one', baseURL: `${upstream.url}/v1` })],
+    nowMs: clock.nowMs,
+    routing: { maxAttempts: 10, budgetMs: 1_000, backoff: { baseMs: 200, maxMs: 10_000 }, random: () => 0.99, sleep: clock.sleep },
+  });
+  t.teardown(() => Promise.all([app.close(), upstream.close()]));
+  upstream.answer(CHAT, overloaded, 10);
+  const started = clock.time.now;
+  const answer = await app.post(CHAT, ask, { authorization: `Bearer ${await app.keyFor()}` });
+  t.is(answer.status, 502);
+  // Waits of 198 and 396 ms fit; the next (792) would not.
+  t.deepEqual(clock.time.waits, [198, 396]);
+  t.is(answer.headers.get('x-kmg-attempts'), '3');
+  t.true(clock.time.now - started <= 1_000);
+});
