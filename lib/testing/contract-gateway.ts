@@ -28,12 +28,18 @@ export interface ContractGateway {
 
 /**
  * `modelsRouter()` behind `gatewayErrors()` and `apiKey()`, over memory stores, on a loopback
- * port, serving `CATALOG_MODEL` through `provider`, the upstream's silence bounded by `timeoutMs`.
+ * port, serving `CATALOG_MODEL` through `provider` in one attempt per call, the upstream's silence bounded by `timeoutMs`.
  */
 export async function contractGateway(provider: Provider, timeoutMs: number): Promise<ContractGateway> {
   const keys = new MemoryKeyStore();
   const { key } = await createApiKey(keys, { prefix: KEY_PREFIX, account: 'contract', scopes: [...SCOPES] });
-  const router = modelsRouter({ catalog: [{ id: CATALOG_MODEL, provider: provider.id, upstreamModel: UPSTREAM_MODEL }], providers: [provider], timeoutMs });
+  // One attempt per call: the suite checks what the provider does with each, not the routing around it.
+  const router = modelsRouter({
+    catalog: [{ id: CATALOG_MODEL, provider: provider.id, upstreamModel: UPSTREAM_MODEL }],
+    providers: [provider],
+    timeoutMs,
+    routing: { maxAttempts: 1 },
+  });
   const calls: ModelRequestState[] = [];
   const app = new Koa();
   // The failures the suite provokes are reported here: kept quiet.
