@@ -7,7 +7,6 @@ import { S3BlobStore } from '../../lib/stores/s3/blob-store.js';
 import { filesApp } from '../helpers/files-app.js';
 import { pdfOf, uploadForm } from '../helpers/multipart.js';
 import { stoppableS3Server, type StoppableS3Server } from '../helpers/s3-server.js';
-import { createKey, startServer, tempDataDir } from '../helpers/server-process.js';
 
 // A bucket whose server is stopped (SIGSTOP): the kernel still accepts connections and bytes,
 // nothing answers. Every call to it ends within its bound.
@@ -79,7 +78,7 @@ test.serial('a download whose bucket stops mid-body ends with an error after the
   // upload goes through a client of its own, without the short silence bound: a busy bucket may
   // pause longer than that between its ten parts.
   const uploader = new S3BlobStore({ client: s3.client(), bucket: s3.bucket, prefix, timeoutMs: 60_000 });
-  await uploader.put(id, Readable.from([randomBytes(48 * 1024 * 1024)]));
+  await uploader.put(id, Readable.from([randomBytes(16 * 1024 * 1024)]));
   const body = (await blobs.get(id)) as Readable;
   const reading = body[Symbol.asyncIterator]();
   await reading.next();
@@ -117,30 +116,4 @@ test.serial('the files API on a stopped bucket: uploads and downloads answer 503
 
   t.is((await download()).status, 200);
   t.is((await upload()).status, 200);
-});
-
-test.serial('the reference server on a stopped bucket: an upload and a download answer 503 within the default bound (10 s)', async (t) => {
-  const DEFAULT_BOUND_MS = 10_000;
-  t.timeout(DEFAULT_BOUND_MS + 4 * SLACK_MS, 'requests held while the bucket is stopped');
-  const data = await tempDataDir();
-  t.teardown(data.remove);
-  const env = { ...s3.env(s3.freshPrefix()), DATA_DIR: data.dir };
-  const { key } = await createKey(env, ['--account', 'stalled']);
-  const server = await startServer(env);
-  t.teardown(() => server.stop());
-  const auth = { authorization: `Bearer ${key}` };
-  const upload = () => fetch(`${server.url}/v1/files`, { method: 'POST', headers: auth, body: uploadForm(pdfOf(1000)) });
-  const created = await upload();
-  t.is(created.status, 200);
-  const { id } = (await created.json()) as { id: string };
-  const download = () => fetch(`${server.url}/v1/files/${id}/content`, { headers: auth });
-
-  s3.pause();
-  const answers = await Promise.all([timed(upload), timed(download)]);
-  s3.resume();
-  for (const { value, ms } of answers) {
-    t.is(value?.status, 503);
-    t.true(ms < DEFAULT_BOUND_MS + SLACK_MS, `answered after ${Math.round(ms)} ms`);
-  }
-  t.is((await download()).status, 200);
 });
