@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { KeyStore } from '../auth/key-store.js';
-import { generateApiKey } from '../auth/keys.js';
+import { generateApiKey, keyStatus } from '../auth/keys.js';
 import { SCOPES } from '../auth/scopes.js';
 import type { FileStore } from '../files/file-store.js';
 import { DEFAULT_FILE_LIMITS } from '../files/files-router.js';
@@ -69,6 +69,9 @@ const ROTATION_REFUSALS = {
   replaced: adminErrors.keyAlreadyRotated,
 } as const;
 
+/** `GET /accounts` reads this many accounts' files at once. */
+const ACCOUNT_READS_AT_ONCE = 8;
+
 /** Request bodies are a few fields; an allowlist of every model of a large catalog fits. */
 const BODY_LIMIT = 65_536;
 
@@ -84,6 +87,8 @@ const BODY_LIMIT = 65_536;
  *   (or sooner, at its own expiry). Only an active key never rotated before is: 409
  *   `key_not_active` or `key_already_rotated` otherwise, so that a retried rotation makes no
  *   second key;
+ * - `GET /accounts` → `{ object: "list", data }`: every account that has a key, with its active keys,
+ *   files and bytes kept and (with `usage`, else `null`) this UTC month's requests and tokens;
  * - `GET /accounts/{account}`: files and bytes kept, creations and bytes today, and the limits;
  * - with `usage`, `GET /usage?account=&key=&since=&by=day|model|key&series=day|model|key`: requests
  *   and tokens of the model calls, grouped by UTC day, model or key, each group split by `series`.
@@ -196,6 +201,49 @@ export function adminRouter(options: AdminRouterOptions): Router {
     report(ctx, { action: 'key.rotated', keyId: old.id, account: old.account, replacementId: replacement.id });
     ctx.status = 201;
     ctx.body = { ...keyObject(replacement, at), key, replaces: { id: old.id, expires_at: old.expiresAt } };
+  });
+
+  router.get('/accounts', async (ctx) => {
+    const at = now();
+    const monthStart = new Date(at * 1000);
+    const since = Date.UTC(monthStart.getUTCFullYear(), monthStart.getUTCMonth(), 1);
+    // One summary by key for every account: its rows are folded into each key's account below.
+    const [records, byKey] = await Promise.all([keys.list(), usage?.summarize({ since }, 'key')]);
+    const accounts = new Map<string, { keys: number; requests: number; input: number; output: number }>();
+    const accountOfKey = new Map<string, string>();
+    for (const record of records) {
+      accountOfKey.set(record.id, record.account);
+      const entry = accounts.get(record.account) ?? { keys: 0, requests: 0, input: 0, output: 0 };
+      if (keyStatus(record, at) === 'active') entry.keys += 1;
+      accounts.set(record.account, entry);
+    }
+    for (const row of byKey ?? []) {
+      const entry = accounts.get(accountOfKey.get(row.group ?? '') ?? '');
+      if (!entry) continue;
+      entry.requests += row.requests;
+      entry.input += row.inputTokens;
+      entry.output += row.outputTokens;
+    }
+    const sorted = [...accounts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    // A few accounts' files at a time: a thousand accounts make no thousand concurrent queries.
+    const kept: Array<{ files: number; bytes: number }> = [];
+    for (let start = 0; start < sorted.length; start += ACCOUNT_READS_AT_ONCE) {
+      const batch = sorted.slice(start, start + ACCOUNT_READS_AT_ONCE);
+      kept.push(...(await Promise.all(batch.map(([account]) => files.usage(account, at)))));
+    }
+    ctx.body = {
+      object: 'list',
+      data: sorted.map(([account, entry], index) => ({
+        object: 'account_summary',
+        account,
+        keys: entry.keys,
+        files: kept[index]?.files ?? 0,
+        bytes: kept[index]?.bytes ?? 0,
+        requests_this_month: usage ? entry.requests : null,
+        input_tokens_this_month: usage ? entry.input : null,
+        output_tokens_this_month: usage ? entry.output : null,
+      })),
+    };
   });
 
   router.get('/accounts/:account', async (ctx) => {
