@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type Account } from './api.ts';
+import { api, ApiError, type Account, type AccountSummary } from './api.ts';
 import { accountHref } from './app.tsx';
 import { formatBytes, formatCount, formatShare } from './format.ts';
 import { AccountPicker, useKnownAccounts } from './account-picker.tsx';
@@ -60,7 +60,57 @@ function AccountFigures({ account }: { account: Account }) {
   );
 }
 
-/** Accounts: pick one (from those with keys, or by name), see what it keeps and created today. */
+/** Every account that has a key, one row each; its name opens its figures below. */
+function AccountList({ current }: { current: string }) {
+  const [accounts, setAccounts] = useState<Loaded<AccountSummary[]>>({ state: 'loading' });
+  useEffect(() => {
+    api.accounts().then(
+      (data) => setAccounts({ state: 'ready', data }),
+      (err: unknown) => setAccounts({ state: 'error', message: err instanceof ApiError ? err.message : 'Something went wrong.' }),
+    );
+  }, []);
+  if (accounts.state === 'loading' || accounts.state === 'idle') return <Loading what="the accounts" />;
+  if (accounts.state === 'error') return <ErrorAlert message={`The accounts could not be loaded: ${accounts.message}`} />;
+  if (accounts.data.length === 0) return <p class="empty">No account has a key yet.</p>;
+  const month = (value: number | null) => (value === null ? '—' : formatCount(value));
+  return (
+    <div class="table-wrap">
+      <table>
+        <caption class="visually-hidden">Every account with a key</caption>
+        <thead>
+          <tr>
+            <th scope="col">Account</th>
+            <th scope="col">Active keys</th>
+            <th scope="col">Files</th>
+            <th scope="col">Bytes</th>
+            <th scope="col">Requests this month (UTC)</th>
+            <th scope="col">Input tokens this month</th>
+            <th scope="col">Output tokens this month</th>
+          </tr>
+        </thead>
+        <tbody>
+          {accounts.data.map((row) => (
+            <tr key={row.account}>
+              <th scope="row">
+                <a href={accountHref(row.account)} aria-current={row.account === current ? 'page' : undefined}>
+                  {row.account}
+                </a>
+              </th>
+              <td>{formatCount(row.keys)}</td>
+              <td>{formatCount(row.files)}</td>
+              <td>{formatBytes(row.bytes)}</td>
+              <td>{month(row.requests_this_month)}</td>
+              <td>{month(row.input_tokens_this_month)}</td>
+              <td>{month(row.output_tokens_this_month)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** Accounts: every account with a key in a list; pick one there or by name, see what it keeps and created today. */
 export function AccountsPage({ account }: { account: string }) {
   const [figures, setFigures] = useState<Loaded<Account>>({ state: 'idle' });
   const known = useKnownAccounts();
@@ -79,15 +129,7 @@ export function AccountsPage({ account }: { account: string }) {
       <section class="card" aria-labelledby="accounts-title">
         <h1 id="accounts-title">Accounts</h1>
         <AccountPicker id="account" account={account} known={known} action="Show account" href={accountHref} />
-        {known.length > 0 && (
-          <nav aria-label="Accounts with keys" class="chips">
-            {known.map((known) => (
-              <a key={known} href={accountHref(known)} aria-current={known === account ? 'page' : undefined}>
-                {known}
-              </a>
-            ))}
-          </nav>
-        )}
+        <AccountList current={account} />
         {figures.state === 'idle' && <p class="empty">Pick an account to see its files, bytes and today's creations against its limits.</p>}
         {figures.state === 'loading' && <Loading what="the account" />}
         {figures.state === 'error' && <ErrorAlert message={`The account could not be loaded: ${figures.message}`} />}

@@ -64,6 +64,18 @@ export interface Account {
   };
 }
 
+/** One line of `GET /accounts`: an account with a key; the month's figures `null` when the server keeps no usage. */
+export interface AccountSummary {
+  account: string;
+  /** Its active keys. */
+  keys: number;
+  files: number;
+  bytes: number;
+  requests_this_month: number | null;
+  input_tokens_this_month: number | null;
+  output_tokens_this_month: number | null;
+}
+
 export interface UsageFigures {
   requests: number;
   /** The requests answered (2xx). */
@@ -190,6 +202,8 @@ export const api = {
   revokeKey: (id: string) => request<ApiKey>('POST', `/keys/${encodeURIComponent(id)}/revoke`),
   rotateKey: (id: string, graceSeconds: number) =>
     request<NewKey>('POST', `/keys/${encodeURIComponent(id)}/rotate`, { body: { grace_seconds: graceSeconds } }),
+  /** Every account that has a key, by name. */
+  accounts: () => request<{ data: AccountSummary[] }>('GET', '/accounts').then((list) => list.data),
   account: (account: string) => request<Account>('GET', `/accounts/${encodeURIComponent(account)}`),
   accountLimits: (account: string) => request<AccountLimits>('GET', `/accounts/${encodeURIComponent(account)}/limits`),
   setAccountLimits: (account: string, body: { costPerDay: number | null; costPerMonth: number | null }) =>

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, type Catalog, type NewKey } from './api.ts';
+import { useKnownAccounts } from './account-picker.tsx';
 import { Actions, ErrorAlert } from './ui.tsx';
 
 const LIMITS = [
@@ -58,10 +59,20 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
   });
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const known = useKnownAccounts();
+  // The new account the viewer was asked about: a typo would otherwise start an account of its own.
+  const [askedAbout, setAskedAbout] = useState<string | null>(null);
   const set = (changes: Partial<typeof form>) => setForm({ ...form, ...changes });
+  // As the server names it: trimmed, in NFC.
+  const accountName = form.account.trim().normalize('NFC');
+  const confirming = askedAbout !== null && askedAbout === accountName;
 
   const submit = async (event: Event) => {
     event.preventDefault();
+    if (!known.includes(accountName) && !confirming) {
+      setAskedAbout(accountName);
+      return;
+    }
     setBusy(true);
     setError(null);
     try {
@@ -79,7 +90,19 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
       <div class="grid">
         <div>
           <label for="new-account">Account</label>
-          <input id="new-account" required maxLength={255} value={form.account} onInput={(event) => set({ account: event.currentTarget.value })} />
+          <input
+            id="new-account"
+            required
+            maxLength={255}
+            list="new-account-known"
+            value={form.account}
+            onInput={(event) => set({ account: event.currentTarget.value })}
+          />
+          <datalist id="new-account-known">
+            {known.map((name) => (
+              <option key={name} value={name} />
+            ))}
+          </datalist>
         </div>
         <div>
           <label for="new-name">Name (optional: what the key is for)</label>
@@ -160,10 +183,15 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
           ))}
         </div>
       </fieldset>
+      {confirming && (
+        <p class="notice" role="alert">
+          <strong class="account-name">{accountName}</strong> is a new account: create it? No key has this account yet.
+        </p>
+      )}
       <ErrorAlert message={error} />
       <Actions onCancel={onCancel}>
         <button type="submit" disabled={busy}>
-          {busy ? 'Creating…' : 'Create key'}
+          {busy ? 'Creating…' : confirming ? 'Create the account and its key' : 'Create key'}
         </button>
       </Actions>
     </form>

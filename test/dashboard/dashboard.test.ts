@@ -112,7 +112,12 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await page.getByLabel(/^Name/).fill('Nightly batch');
   await page.getByLabel('Requests per minute').fill('120');
   await shoot('new-key');
+  // No key has this account yet: the form asks before it starts one (a typo would otherwise).
   await page.getByRole('button', { name: 'Create key' }).click();
+  await page.getByRole('alert').filter({ hasText: `${acme} is a new account: create it?` }).waitFor();
+  t.is(await page.getByLabel('Secret key').count(), 0, 'no key before the new account is accepted');
+  t.deepEqual(await app.deployment.keys.list(), []);
+  await page.getByRole('button', { name: 'Create the account and its key' }).click();
   const secret = page.getByLabel('Secret key');
   const key = await secret.inputValue();
   t.regex(key, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
@@ -204,7 +209,11 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   t.is(await page.getByLabel('Files kept').getAttribute('value'), '1');
   t.is(await page.getByLabel('Files created today (UTC)').getAttribute('value'), '1');
   await shoot('account');
-  await page.goto(`${app.url}/dashboard#/accounts/${encodeURIComponent(HOSTILE)}`);
+  // Every account with a key in one list: acme's key revoked (none active), its file kept.
+  const accounts = page.getByRole('table', { name: 'Every account with a key' });
+  const acmeRow = accounts.getByRole('row').filter({ has: page.getByRole('rowheader', { name: acme, exact: true }) });
+  t.deepEqual((await acmeRow.getByRole('cell').allTextContents()).slice(0, 2), ['0', '1'], 'active keys, files');
+  await accounts.getByRole('link', { name: HOSTILE, exact: true }).click();
   await page.getByRole('heading', { name: `Account ${HOSTILE}` }).waitFor();
   t.is(await page.locator('main img').count(), 0);
 
