@@ -1,6 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
+import { adminApp } from '../helpers/admin-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { uploadForm } from '../helpers/multipart.js';
 import { checkedFetch } from '../helpers/openapi.js';
@@ -102,4 +103,19 @@ test('GET /accounts needs an admin credential', async (t) => {
   const response = await checked(`${server.url}/admin/v1/accounts`);
   t.is(response.status, 401);
   await response.arrayBuffer();
+});
+
+test("without a usage store the month's figures are null; an expired key is no active key", async (t) => {
+  const app = await adminApp();
+  t.teardown(() => app.close());
+  await app.admin('POST', '/keys', { account: 'acme' });
+  const expiring = await app.admin('POST', '/keys', { account: 'acme', expires_at: app.clock.seconds + 60 });
+  t.is(expiring.status, 201);
+  await expiring.arrayBuffer();
+  app.clock.seconds += 60;
+  const listed = await app.admin('GET', '/accounts');
+  t.deepEqual(((await listed.json()) as { data: unknown[] }).data, [
+    { object: 'account_summary', account: 'acme', keys: 1, files: 0, bytes: 0, requests_this_month: null, input_tokens_this_month: null, output_tokens_this_month: null },
+  ]);
+  t.deepEqual(app.problems, []);
 });
