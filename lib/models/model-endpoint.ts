@@ -10,7 +10,7 @@ import { newRequestId } from '../errors/request-id.js';
 import type { BlobStore } from '../files/blob-store.js';
 import { isFileId } from '../files/file-id.js';
 import type { FileStore } from '../files/file-store.js';
-import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
 import type { ModelLimiter } from '../quota/model-limiter.js';
 import { modelLimitsSchema, type ModelLimits } from '../quota/model-limits.js';
 import { modelLimitRefusal, rateLimitHeaders, type RateLimitHeaderStyle } from '../quota/rate-limit-headers.js';

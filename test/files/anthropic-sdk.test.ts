@@ -1,7 +1,7 @@
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import OpenAI, { toFile as openAIFile } from 'openai';
-import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
+import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
 import { pdfOf } from '../helpers/multipart.js';
 import { checkedFetch } from '../helpers/openapi.js';

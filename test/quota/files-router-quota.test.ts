@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import knexFactory from 'knex';
 import type { FileStore } from '../../lib/files/file-store.js';
 import type { CreationLimitsOptions } from '../../lib/quota/creation-limits.js';
-import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
+import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';

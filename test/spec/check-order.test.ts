@@ -1,5 +1,5 @@
 import test, { type ExecutionContext } from 'ava';
-import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
+import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';

@@ -1,6 +1,6 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { clockWindows } from './clock-windows.js';
-import type { CreationLimiter, CreationReservation } from './creation-limiter.js';
+import { clockWindows } from '../../quota/clock-windows.js';
+import type { CreationLimiter, CreationReservation } from '../../quota/creation-limiter.js';
 import {
   assertByteCount,
   refusalError,
@@ -9,7 +9,7 @@ import {
   type CreationLimitsOptions,
   type CreationRefusal,
   type CreationUsage,
-} from './creation-limits.js';
+} from '../../quota/creation-limits.js';
 
 // Counters outlive their window by this much, so a release just after the window ends still finds them.
 const GRACE_MS = 60_000;

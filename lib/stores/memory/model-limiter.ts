@@ -1,5 +1,5 @@
-import { clockWindows } from './clock-windows.js';
-import type { ModelLimiter } from './model-limiter.js';
+import { clockWindows } from '../../quota/clock-windows.js';
+import type { ModelLimiter } from '../../quota/model-limiter.js';
 import {
   assertTokenCount,
   decide,
@@ -8,7 +8,7 @@ import {
   type ModelLimitDecision,
   type ModelLimits,
   type ModelUsage,
-} from './model-limits.js';
+} from '../../quota/model-limits.js';
 
 export interface MemoryModelLimiterOptions {
   /** The clock, in Unix milliseconds, that places a call in its minute and day. Default `Date.now`. */
