@@ -6,16 +6,10 @@
  *
  */
 import Koa from 'koa';
-import {
-  SCOPES,
-  apiKey,
-  createApiKey,
-  echoProvider,
-  filesRouter,
-  gatewayErrors,
-  modelsRouter,
-  underPath,
-} from 'koa-model-gateway';
+import { apiKey, gatewayErrors, underPath } from 'koa-model-gateway';
+import { SCOPES, createApiKey } from 'koa-model-gateway/auth';
+import { filesRouter } from 'koa-model-gateway/files';
+import { echoProvider, modelsRouter } from 'koa-model-gateway/models';
 import { MemoryBlobStore, MemoryCreationLimiter, MemoryFileStore, MemoryKeyStore } from 'koa-model-gateway/stores/memory';
 
 const keys = new MemoryKeyStore();

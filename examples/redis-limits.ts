@@ -10,7 +10,9 @@
  * its own for the same account.
  */
 import Koa from 'koa';
-import { apiKey, createApiKey, filesRouter, gatewayErrors } from 'koa-model-gateway';
+import { apiKey, gatewayErrors } from 'koa-model-gateway';
+import { createApiKey } from 'koa-model-gateway/auth';
+import { filesRouter } from 'koa-model-gateway/files';
 import { MemoryBlobStore, MemoryFileStore, MemoryKeyStore } from 'koa-model-gateway/stores/memory';
 import { RedisCreationLimiter, createRedisClient } from 'koa-model-gateway/stores/redis';
 

@@ -1,7 +1,16 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { adminAuth, adminRouter, adminSessions, auditRouter, auditTrail, budgetsRouter, type AdminChange, type BudgetChange } from 'koa-model-gateway';
+import {
+  adminAuth,
+  adminRouter,
+  adminSessions,
+  auditRouter,
+  auditTrail,
+  budgetsRouter,
+  type AdminChange,
+  type BudgetChange,
+} from 'koa-model-gateway/admin';
 import type { Deployment } from './deployment.js';
 
 /**

@@ -1,6 +1,8 @@
 import Koa from 'koa';
 import type { Logger } from 'pino';
-import { apiKey, filesRouter, gatewayErrors, modelsRouter, underPath } from 'koa-model-gateway';
+import { apiKey, gatewayErrors, underPath } from 'koa-model-gateway';
+import { filesRouter } from 'koa-model-gateway/files';
+import { modelsRouter } from 'koa-model-gateway/models';
 import { adminApi } from './admin.js';
 import { dashboardRouter } from './dashboard.js';
 import type { Deployment } from './deployment.js';

@@ -2,37 +2,22 @@ import { mkdir } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import { announceKeyChanges, cachedKeyStore, keyUseRecorder, type KeyChanges, type KeyStore, type KeyUseRecorder } from 'koa-model-gateway/auth';
+import { sweep, type BlobStore, type FileStore } from 'koa-model-gateway/files';
+import type { CreationLimiter, CreationLimitsOptions, CreationUsage, ModelLimiter } from 'koa-model-gateway/quota';
+import type { CooldownStore, Provider } from 'koa-model-gateway/models';
+import { usageRecorder, type UsageRecorder, type UsageStore } from 'koa-model-gateway/usage';
 import {
   MemorySpendLedger,
-  announceKeyChanges,
   cachedAccountBudgets,
-  cachedKeyStore,
-  keyUseRecorder,
-  sweep,
   priceCatalog,
   spendBudgets,
   spendFromUsage,
-  usageRecorder,
   type AccountBudgetStore,
-  type AuditStore,
-  type AdminSessionStore,
-  type AdminTokenStore,
-  type BlobStore,
-  type CooldownStore,
-  type CreationLimiter,
-  type CreationLimitsOptions,
-  type CreationUsage,
-  type FileStore,
-  type KeyChanges,
-  type KeyStore,
-  type KeyUseRecorder,
-  type ModelLimiter,
-  type Provider,
   type SpendBudgets,
   type SpendLedger,
-  type UsageRecorder,
-  type UsageStore,
-} from 'koa-model-gateway';
+} from 'koa-model-gateway/cost';
+import type { AuditStore, AdminSessionStore, AdminTokenStore } from 'koa-model-gateway/admin';
 import {
   KnexAccountBudgetStore,
   KnexAuditStore,

@@ -1,3 +1,7 @@
+/**
+ * `koa-model-gateway/stores/memory`: every store interface in the process's memory, the limiters
+ * among them; no dependency beyond the package's own.
+ */
 export { MemoryKeyStore } from './key-store.js';
 export { MemoryFileStore } from './file-store.js';
 export { MemoryBlobStore } from './blob-store.js';
