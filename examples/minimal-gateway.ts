@@ -21,7 +21,7 @@ const app = new Koa();
 app.use(gatewayErrors());
 // Every request under /v1 needs a key, whether or not its route exists.
 app.use(underPath('/v1', apiKey({ store: keys })));
-const fileEndpoints = filesRouter({ files, blobs, limiter: new MemoryCreationLimiter() });
+const fileEndpoints = filesRouter({ files, blobs, creationLimiter: new MemoryCreationLimiter() });
 const models = modelsRouter({
   catalog: [{ id: 'echo-1', provider: 'echo' }],
   providers: [echoProvider({ id: 'echo' })],

@@ -54,7 +54,7 @@ export interface Deployment {
   adminTokens: AdminTokenStore;
   adminSessions: AdminSessionStore;
   /** `usage` gives the admin API an account's figures. */
-  limiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
+  creationLimiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
   /** Every key's model calls, counted against its limits. */
   modelLimiter: ModelLimiter;
   /** What failed model calls taught of their deployments: shared through Redis when there is one, else in this process's memory. */
@@ -66,7 +66,7 @@ export interface Deployment {
   /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
   budgets: SpendBudgets;
   /** One record per model call, written to the database in batches. */
-  usage: UsageRecorder;
+  usageRecorder: UsageRecorder;
   /** Each key's last use, written at most once a minute per key, off the request path. */
   keyUses: KeyUseRecorder;
   /** Where `usage` writes, and the admin API reads its reports. */
@@ -173,7 +173,7 @@ async function openRedis(url: string, logger: Logger): Promise<Redis> {
 }
 
 /** The creation limits on Redis when there is one, else in this process's memory. */
-async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions): Promise<Deployment['limiter']> {
+async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions): Promise<Deployment['creationLimiter']> {
   if (!redis) return new MemoryCreationLimiter(rates);
   const { RedisCreationLimiter } = await import('koa-model-gateway/stores/redis');
   return new RedisCreationLimiter({ client: redis, ...rates });
@@ -337,12 +337,12 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     ...stores,
     // Only the serving process caches: the CLI reads and writes the database directly, and announces.
     keys: keyCacheSeconds > 0 ? cachedKeyStore(keys, { ttlMs: keyCacheSeconds * 1000, changes: keyChanges }) : keys,
-    limiter,
+    creationLimiter: limiter,
     modelLimiter: await modelLimiter(redis, nowMs),
     cooldowns: await cooldownStore(redis),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
     budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
-    usage,
+    usageRecorder: usage,
     keyUses,
     metrics: await openMetrics(config),
     tracing,

@@ -40,7 +40,7 @@ if (metering) {
   const database = await openMigratedDatabase({ client: 'sqlite', filename: join(process.env.DATA_DIR ?? '.', 'usage.sqlite') });
   const usage = usageRecorder({ store: new KnexUsageStore(database.knex) });
   const metrics = createGatewayMetrics();
-  Object.assign(options, { usage, metrics });
+  Object.assign(options, { usageRecorder: usage, metrics });
   app.use(httpMetrics({ metrics }));
   closeUsage = async () => {
     await usage.close();

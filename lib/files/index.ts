@@ -4,7 +4,7 @@
  * `sweep()`, which removes expired files and orphaned bytes.
  */
 export { isFileId, newFileId } from './file-id.js';
-export type { FileRecord, FileStore, ListQuery, StockLimits, Usage } from './file-store.js';
+export type { FileRecord, FileStore, ListQuery, StockLimits, FileUsage } from './file-store.js';
 export type { BlobInfo, BlobStore } from './blob-store.js';
 export type { ValidatedUpload } from './upload-state.js';
 export { pdfUpload, type PdfUploadOptions } from './pdf-upload.js';

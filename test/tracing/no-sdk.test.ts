@@ -27,7 +27,7 @@ test('without an SDK the middleware passes every call through, sends no trace co
   app.use(requestLog(pino({ base: null }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) })));
   app.use(gatewayErrors());
   app.use(underPath('/v1', apiKey({ store: keys })));
-  const router = modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), limiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') });
+  const router = modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), modelLimiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') });
   app.use(router.routes());
   const server = await listen(app);
   t.teardown(() => Promise.all([server.close(), upstream.close()]));

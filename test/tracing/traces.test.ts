@@ -47,8 +47,8 @@ async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttem
   app.use(gatewayErrors());
   app.use(underPath('/v1', apiKey({ store: keys })));
   const routers = [
-    filesRouter({ files, blobs, limiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
-    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, limiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
+    filesRouter({ files, blobs, creationLimiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
+    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, modelLimiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
   ];
   for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
   const server = await listen(app);

@@ -35,7 +35,7 @@ interface Spend {
  * points of the limits it passed) are given back before any other request of that account looks.
  * @example
  * import { MemoryCreationLimiter } from 'koa-model-gateway/stores/memory';
- * fileQuota({ limiter: new MemoryCreationLimiter({ createsPerMinute: 10 }) })
+ * fileQuota({ creationLimiter: new MemoryCreationLimiter({ createsPerMinute: 10 }) })
  */
 export class MemoryCreationLimiter implements CreationLimiter {
   readonly limits: CreationLimits;

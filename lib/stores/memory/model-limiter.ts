@@ -26,7 +26,7 @@ interface Counters extends ModelUsage {
  * synchronous step. Holds one small entry per key id it has limited.
  * @example
  * import { MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
- * modelsRouter({ catalog, providers, limiter: new MemoryModelLimiter() })
+ * modelsRouter({ catalog, providers, modelLimiter: new MemoryModelLimiter() })
  */
 export class MemoryModelLimiter implements ModelLimiter {
   readonly #nowMs: () => number;
