@@ -13,7 +13,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { CreationLimiter } from '../lib/quota/creation-limiter.js';
-import { MemoryCreationLimiter } from '../lib/quota/memory-creation-limiter.js';
+import { MemoryCreationLimiter } from '../lib/stores/memory/creation-limiter.js';
 import { createRedisClient } from '../lib/stores/redis/client.js';
 import { RedisCreationLimiter } from '../lib/stores/redis/creation-limiter.js';
 import { RedisModelLimiter } from '../lib/stores/redis/model-limiter.js';

@@ -8,19 +8,17 @@
  * Each entry is `<account>=<key>`; every key gets the `models:read` and `chat:completions` scopes.
  */
 import Koa from 'koa';
+import { apiKey, gatewayErrors } from 'koa-model-gateway';
 import {
-  apiKey,
-  echoProvider,
-  gatewayErrors,
   hashApiKey,
-  modelsRouter,
   type ApiKeyRecord,
   type KeyRotation,
   type KeyRotationResult,
   type KeyStore,
   type KeyUpdate,
   type NewApiKey,
-} from 'koa-model-gateway';
+} from 'koa-model-gateway/auth';
+import { echoProvider, modelsRouter } from 'koa-model-gateway/models';
 
 class EnvKeyStore implements KeyStore {
   readonly #byHash = new Map<string, ApiKeyRecord>();

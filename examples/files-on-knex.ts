@@ -8,7 +8,9 @@
  */
 import Koa from 'koa';
 import knexFactory from 'knex';
-import { apiKey, createApiKey, filesRouter, gatewayErrors, sweep } from 'koa-model-gateway';
+import { apiKey, gatewayErrors } from 'koa-model-gateway';
+import { createApiKey } from 'koa-model-gateway/auth';
+import { filesRouter, sweep } from 'koa-model-gateway/files';
 import { FsBlobStore } from 'koa-model-gateway/stores/fs';
 import { KnexFileStore, KnexKeyStore, migrate } from 'koa-model-gateway/stores/knex';
 

@@ -6,16 +6,10 @@
  *
  */
 import Koa from 'koa';
-import {
-  SCOPES,
-  apiKey,
-  createApiKey,
-  echoProvider,
-  filesRouter,
-  gatewayErrors,
-  modelsRouter,
-  underPath,
-} from 'koa-model-gateway';
+import { apiKey, gatewayErrors, underPath } from 'koa-model-gateway';
+import { SCOPES, createApiKey } from 'koa-model-gateway/auth';
+import { filesRouter } from 'koa-model-gateway/files';
+import { echoProvider, modelsRouter } from 'koa-model-gateway/models';
 import { MemoryBlobStore, MemoryCreationLimiter, MemoryFileStore, MemoryKeyStore } from 'koa-model-gateway/stores/memory';
 
 const keys = new MemoryKeyStore();
@@ -27,7 +21,7 @@ const app = new Koa();
 app.use(gatewayErrors());
 // Every request under /v1 needs a key, whether or not its route exists.
 app.use(underPath('/v1', apiKey({ store: keys })));
-const fileEndpoints = filesRouter({ files, blobs, limiter: new MemoryCreationLimiter() });
+const fileEndpoints = filesRouter({ files, blobs, creationLimiter: new MemoryCreationLimiter() });
 const models = modelsRouter({
   catalog: [{ id: 'echo-1', provider: 'echo' }],
   providers: [echoProvider({ id: 'echo' })],

@@ -10,14 +10,16 @@
  * its own for the same account.
  */
 import Koa from 'koa';
-import { apiKey, createApiKey, filesRouter, gatewayErrors } from 'koa-model-gateway';
+import { apiKey, gatewayErrors } from 'koa-model-gateway';
+import { createApiKey } from 'koa-model-gateway/auth';
+import { filesRouter } from 'koa-model-gateway/files';
 import { MemoryBlobStore, MemoryFileStore, MemoryKeyStore } from 'koa-model-gateway/stores/memory';
 import { RedisCreationLimiter, createRedisClient } from 'koa-model-gateway/stores/redis';
 
 // Fails fast: resolves once Redis is ready, and commands fail at once while it is away.
 const redis = await createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 redis.on('error', (err: Error) => console.error(`redis: ${err.message}`));
-const limiter = new RedisCreationLimiter({
+const creationLimiter = new RedisCreationLimiter({
   client: redis,
   createsPerMinute: 10,
   createsPerDay: 1000,
@@ -25,7 +27,7 @@ const limiter = new RedisCreationLimiter({
 });
 
 const keys = new MemoryKeyStore();
-const endpoints = filesRouter({ files: new MemoryFileStore(), blobs: new MemoryBlobStore(), limiter });
+const endpoints = filesRouter({ files: new MemoryFileStore(), blobs: new MemoryBlobStore(), creationLimiter });
 const app = new Koa();
 app.use(gatewayErrors());
 app.use(apiKey({ store: keys }));

@@ -1,7 +1,16 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { adminAuth, adminRouter, adminSessions, auditRouter, auditTrail, budgetsRouter, type AdminChange, type BudgetChange } from 'koa-model-gateway';
+import {
+  adminAuth,
+  adminRouter,
+  adminSessions,
+  auditRouter,
+  auditTrail,
+  budgetsRouter,
+  type AdminChange,
+  type BudgetChange,
+} from 'koa-model-gateway/admin';
 import type { Deployment } from './deployment.js';
 
 /**
@@ -10,7 +19,7 @@ import type { Deployment } from './deployment.js';
  * and recorded in the audit log (`auditTrail`; an entry that could not be recorded is logged as an error).
  */
 export function adminApi(deployment: Deployment, logger: Logger): { auth: Middleware; audit: Middleware; routers: Router[] } {
-  const { keys, files, limiter, usageStore: usage, adminTokens, adminSessions: sessions, audit } = deployment;
+  const { keys, files, creationLimiter, usageStore, adminTokens, adminSessions: sessions, audit } = deployment;
   const { keyPrefix, limits, models } = deployment.config.gateway;
   const onChange = (change: AdminChange | BudgetChange, ctx: Context) => logger.info({ requestId: ctx.state.requestId, ...change }, 'admin change');
   return {
@@ -20,9 +29,9 @@ export function adminApi(deployment: Deployment, logger: Logger): { auth: Middle
       onError: (err, ctx) => logger.error({ err, requestId: ctx.state.requestId, ...ctx.state.audit }, 'audit entry lost'),
     }),
     routers: [
-      adminRouter({ keys, files, limiter, usage, catalog: models, keyPrefix, limits, onChange }),
+      adminRouter({ keys, files, creationLimiter, usageStore, catalog: models, keyPrefix, limits, onChange }),
       adminSessions({ sessions, onChange }),
-      budgetsRouter({ accounts: deployment.accountBudgets, usage, catalog: deployment.catalog, onChange }),
+      budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange }),
       auditRouter({ store: audit }),
     ],
   };

@@ -1,6 +1,8 @@
 import Koa from 'koa';
 import type { Logger } from 'pino';
-import { apiKey, filesRouter, gatewayErrors, modelsRouter, underPath } from 'koa-model-gateway';
+import { apiKey, gatewayErrors, underPath } from 'koa-model-gateway';
+import { filesRouter } from 'koa-model-gateway/files';
+import { modelsRouter } from 'koa-model-gateway/models';
 import { adminApi } from './admin.js';
 import { dashboardRouter } from './dashboard.js';
 import type { Deployment } from './deployment.js';
@@ -31,7 +33,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   const files = filesRouter({
     files: fileStore,
     blobs,
-    limiter: traced(deployment.limiter, 'CreationLimiter'),
+    creationLimiter: traced(deployment.creationLimiter, 'CreationLimiter'),
     limits: { maxFileBytes: limits.maxFileBytes, maxFiles: limits.maxFiles, maxStoredBytes: limits.maxStoredBytes },
     tempDir: deployment.tempDir,
   });
@@ -42,11 +44,11 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     providers: deployment.providers,
     files: fileStore,
     blobs,
-    limiter: traced(deployment.modelLimiter, 'ModelLimiter'),
+    modelLimiter: traced(deployment.modelLimiter, 'ModelLimiter'),
     modelLimits: deployment.config.gateway.modelLimits,
     budgets: deployment.budgets,
     routing: { ...routing, cooldown: { ...routing.cooldown, store: traced(deployment.cooldowns, 'CooldownStore') } },
-    usage: deployment.usage,
+    usageRecorder: deployment.usageRecorder,
     ...(metrics && { metrics: metrics.metrics }),
   });
   const admin = adminApi(deployment, logger);

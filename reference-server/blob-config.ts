@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
-import type { BlobStore } from 'koa-model-gateway';
+import type { BlobStore } from 'koa-model-gateway/files';
 import { FsBlobStore } from 'koa-model-gateway/stores/fs';
 import type { S3BlobStore } from 'koa-model-gateway/stores/s3';
 import { ConfigError } from './config-error.js';

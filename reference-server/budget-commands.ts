@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { BudgetChanges } from 'koa-model-gateway';
+import type { BudgetChanges } from 'koa-model-gateway/cost';
 import { KnexAccountBudgetStore } from 'koa-model-gateway/stores/knex';
 import { recordCliAction } from './cli-audit.js';
 import { UsageError, accountOption, type CommandIo } from './command-line.js';

@@ -1,5 +1,5 @@
 import { userInfo } from 'node:os';
-import { auditEntry, type AuditEvent } from 'koa-model-gateway';
+import { auditEntry, type AuditEvent } from 'koa-model-gateway/admin';
 import { KnexAuditStore } from 'koa-model-gateway/stores/knex';
 import type { CommandIo } from './command-line.js';
 import type { Database } from './database.js';

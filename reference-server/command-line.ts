@@ -1,4 +1,5 @@
-import { ACCOUNT_NAME_RULE, canonicalAccountName } from 'koa-model-gateway';
+import { canonicalAccountName } from 'koa-model-gateway/auth';
+import { ACCOUNT_NAME_RULE } from '../lib/auth/account-name.js';
 
 /** A command line that does not say what to do: printed with a pointer to --help, exit code 2. */
 export class UsageError extends Error {

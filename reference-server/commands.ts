@@ -1,24 +1,11 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Knex } from 'knex';
-import {
-  KEY_NAME_RULE,
-  SCOPES,
-  canonicalKeyName,
-  createAdminToken,
-  createApiKey,
-  isScope,
-  keyObject,
-  keyStatus,
-  usageReport,
-  type ApiKeyRecord,
-  type KeyChanges,
-  type ModelLimits,
-  type Scope,
-  type UsageGrouping,
-  type UsageQuery,
-  type UsageTotals,
-} from 'koa-model-gateway';
+import { SCOPES, canonicalKeyName, createApiKey, isScope, keyStatus, type ApiKeyRecord, type KeyChanges, type Scope } from 'koa-model-gateway/auth';
+import type { ModelLimits } from 'koa-model-gateway/quota';
+import { usageReport, type UsageGrouping, type UsageQuery, type UsageTotals } from 'koa-model-gateway/usage';
+import { createAdminToken, keyObject } from 'koa-model-gateway/admin';
 import { KnexAdminTokenStore, KnexKeyStore, KnexUsageStore } from 'koa-model-gateway/stores/knex';
+import { KEY_NAME_RULE } from '../lib/auth/key-name.js';
 import { BUDGET_OPTIONS, accountsSetLimits, parseBudget } from './budget-commands.js';
 import { UsageError, accountOption, type CommandIo } from './command-line.js';
 import { recordCliAction } from './cli-audit.js';

@@ -1,14 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import {
-  DEFAULT_CREATION_LIMITS,
-  DEFAULT_FILE_LIMITS,
-  createProvider,
-  providerRegistry,
-  type Provider,
-  type ProviderRegistry,
-} from 'koa-model-gateway';
+import { DEFAULT_FILE_LIMITS } from 'koa-model-gateway/files';
+import { DEFAULT_CREATION_LIMITS } from 'koa-model-gateway/quota';
+import { createProvider, providerRegistry, type Provider, type ProviderRegistry } from 'koa-model-gateway/models';
 import {
   catalogModelSchema,
   checkCatalog,

@@ -2,37 +2,22 @@ import { mkdir } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import { announceKeyChanges, cachedKeyStore, keyUseRecorder, type KeyChanges, type KeyStore, type KeyUseRecorder } from 'koa-model-gateway/auth';
+import { sweep, type BlobStore, type FileStore } from 'koa-model-gateway/files';
+import type { CreationLimiter, CreationLimitsOptions, CreationUsage, ModelLimiter } from 'koa-model-gateway/quota';
+import type { CooldownStore, Provider } from 'koa-model-gateway/models';
+import { usageRecorder, type UsageRecorder, type UsageStore } from 'koa-model-gateway/usage';
 import {
   MemorySpendLedger,
-  announceKeyChanges,
   cachedAccountBudgets,
-  cachedKeyStore,
-  keyUseRecorder,
-  sweep,
   priceCatalog,
   spendBudgets,
   spendFromUsage,
-  usageRecorder,
   type AccountBudgetStore,
-  type AuditStore,
-  type AdminSessionStore,
-  type AdminTokenStore,
-  type BlobStore,
-  type CooldownStore,
-  type CreationLimiter,
-  type CreationLimitsOptions,
-  type CreationUsage,
-  type FileStore,
-  type KeyChanges,
-  type KeyStore,
-  type KeyUseRecorder,
-  type ModelLimiter,
-  type Provider,
   type SpendBudgets,
   type SpendLedger,
-  type UsageRecorder,
-  type UsageStore,
-} from 'koa-model-gateway';
+} from 'koa-model-gateway/cost';
+import type { AuditStore, AdminSessionStore, AdminTokenStore } from 'koa-model-gateway/admin';
 import {
   KnexAccountBudgetStore,
   KnexAuditStore,
@@ -69,7 +54,7 @@ export interface Deployment {
   adminTokens: AdminTokenStore;
   adminSessions: AdminSessionStore;
   /** `usage` gives the admin API an account's figures. */
-  limiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
+  creationLimiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
   /** Every key's model calls, counted against its limits. */
   modelLimiter: ModelLimiter;
   /** What failed model calls taught of their deployments: shared through Redis when there is one, else in this process's memory. */
@@ -81,7 +66,7 @@ export interface Deployment {
   /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
   budgets: SpendBudgets;
   /** One record per model call, written to the database in batches. */
-  usage: UsageRecorder;
+  usageRecorder: UsageRecorder;
   /** Each key's last use, written at most once a minute per key, off the request path. */
   keyUses: KeyUseRecorder;
   /** Where `usage` writes, and the admin API reads its reports. */
@@ -188,7 +173,7 @@ async function openRedis(url: string, logger: Logger): Promise<Redis> {
 }
 
 /** The creation limits on Redis when there is one, else in this process's memory. */
-async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions): Promise<Deployment['limiter']> {
+async function creationLimiter(redis: Redis | null, rates: CreationLimitsOptions): Promise<Deployment['creationLimiter']> {
   if (!redis) return new MemoryCreationLimiter(rates);
   const { RedisCreationLimiter } = await import('koa-model-gateway/stores/redis');
   return new RedisCreationLimiter({ client: redis, ...rates });
@@ -352,12 +337,12 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     ...stores,
     // Only the serving process caches: the CLI reads and writes the database directly, and announces.
     keys: keyCacheSeconds > 0 ? cachedKeyStore(keys, { ttlMs: keyCacheSeconds * 1000, changes: keyChanges }) : keys,
-    limiter,
+    creationLimiter: limiter,
     modelLimiter: await modelLimiter(redis, nowMs),
     cooldowns: await cooldownStore(redis),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
     budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
-    usage,
+    usageRecorder: usage,
     keyUses,
     metrics: await openMetrics(config),
     tracing,

@@ -1,7 +1,10 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { errors, GatewayError, LINGER_MS, newRequestId, shapeABody } from 'koa-model-gateway';
+import { errors, GatewayError } from 'koa-model-gateway/errors';
+import { LINGER_MS } from '../lib/errors/lingering-close.js';
+import { newRequestId } from '../lib/errors/request-id.js';
+import { shapeABody } from '../lib/errors/openai-errors.js';
 import { SECURITY_HEADERS } from './security-headers.js';
 
 /** What Node's parser refuses (its error codes), as decisions.md's rows. */

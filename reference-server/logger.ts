@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { AttemptFailedError, GatewayError, StoreUnavailableError } from 'koa-model-gateway';
+import { GatewayError, StoreUnavailableError } from 'koa-model-gateway/errors';
+import { AttemptFailedError } from 'koa-model-gateway/models';
 import { OutageLog } from './outage-log.js';
 
 /**

@@ -1,6 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { providerRegistry, type ProviderFactory, type ProviderRegistry } from 'koa-model-gateway';
+import { providerRegistry, type ProviderFactory, type ProviderRegistry } from 'koa-model-gateway/models';
 import { ConfigError } from './config-error.js';
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;

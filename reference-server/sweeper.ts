@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { SweepResult } from 'koa-model-gateway';
+import type { SweepResult } from 'koa-model-gateway/files';
 
 /** What one run removed: expired files, orphaned blobs, and temp files of uploads cut short by a crash. */
 export interface SweepReport extends SweepResult {

@@ -1,103 +1,76 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import test from 'ava';
 import * as root from '../lib/index.js';
-import type { AnswerFormat, EndpointFormat, StreamedAnswer, TokenUsage } from '../lib/index.js';
+import type { AnswerFormat, EndpointFormat, StreamedAnswer, TokenUsage } from '../lib/models/index.js';
 import * as memory from '../lib/stores/memory/index.js';
 import * as testing from '../lib/testing/index.js';
 
-// The package root is its public API: what is here, users may depend on, so nothing internal
-// (error mapping, stream events) is exported by accident. Shape A's body, request ids and the
-// lingering time are public for answers written outside the chain (the server's protocol errors).
-test('the package root exports the middleware, stores interfaces and helpers users need, and nothing internal', (t) => {
-  t.deepEqual(Object.keys(root).sort(), [
-    'ACCOUNT_NAME_RULE',
-    'AttemptFailedError',
-    'DEFAULT_CREATION_LIMITS',
-    'DEFAULT_FILE_LIMITS',
-    'DEFAULT_RETRY_STATUSES',
-    'GatewayError',
-    'KEY_NAME_RULE',
-    'LINGER_MS',
-    'MemoryAccountBudgetStore',
-    'MemorySpendLedger',
-    'SCOPES',
-    'StoreUnavailableError',
-    'adminAuth',
-    'adminRouter',
-    'adminSessions',
-    'announceKeyChanges',
-    'anthropicErrors',
-    'anthropicFileObject',
-    'anthropicFileShape',
-    'anthropicProvider',
-    'anthropicUploadFields',
-    'apiKey',
-    'auditEntry',
-    'auditRouter',
-    'auditTrail',
-    'budgetPeriods',
-    'budgetRefusal',
-    'budgetsRouter',
-    'cachedAccountBudgets',
-    'cachedKeyStore',
-    'callCost',
-    'canonicalAccountName',
-    'canonicalKeyName',
-    'chatCompletions',
-    'checkModelLimits',
-    'countTokens',
-    'createAdminToken',
-    'createApiKey',
-    'createProvider',
-    'echoProvider',
-    'errors',
-    'extractApiKey',
-    'fileObject',
-    'fileQuota',
-    'filesRouter',
-    'gatewayErrors',
-    'generateApiKey',
-    'hashApiKey',
-    'isFileId',
-    'isScope',
-    'isUploadTempName',
-    'keyObject',
-    'keyStatus',
-    'keyUseRecorder',
-    'listModels',
-    'messages',
-    'meterModelCalls',
-    'modelAccess',
-    'modelLimitRefusal',
-    'modelsRouter',
-    'newFileId',
-    'newRequestId',
-    'openAIErrors',
-    'openAIFileShape',
-    'openAIProvider',
-    'openAIUploadFields',
-    'pdfUpload',
-    'picoOfUsd',
-    'priceCatalog',
-    'providerRegistry',
-    'rateLimitHeaders',
-    'requireScope',
-    'responses',
-    'retrieveModel',
-    'sendPdf',
-    'shapeABody',
-    'spendBudgets',
-    'spendFromUsage',
-    'sweep',
-    'tokenPrice',
-    'underPath',
-    'usageRecorder',
-    'usageReport',
-    'usdOfPico',
-    'verifiedAdmin',
-    'verifiedKey',
-    'visibleModels',
-  ]);
+const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, unknown> };
+/** Each entry point with code: its path in package.json and its source file. */
+const entryPoints = Object.entries(manifest.exports).flatMap(([path, entry]) =>
+  typeof entry === 'string' ? [] : [{ path, source: (entry as Record<string, string>)['@koa-model-gateway/source'] as string }],
+);
+
+// The root is the chain every gateway starts with; each feature has an entry point of its own.
+test('the package root exports the four pieces of every chain and nothing else', (t) => {
+  t.deepEqual(Object.keys(root).sort(), ['apiKey', 'gatewayErrors', 'requireScope', 'underPath']);
+});
+
+test('package.json has an entry point per feature, per store family, and for settings and testing', (t) => {
+  t.deepEqual(
+    entryPoints.map(({ path }) => path),
+    [
+      '.',
+      './errors',
+      './auth',
+      './files',
+      './quota',
+      './models',
+      './usage',
+      './cost',
+      './admin',
+      './metrics',
+      './tracing',
+      './settings',
+      './testing',
+      './stores/memory',
+      './stores/knex',
+      './stores/redis',
+      './stores/fs',
+      './stores/s3',
+    ],
+  );
+});
+
+test('every entry point begins with a doc comment that names it', (t) => {
+  for (const { path, source } of entryPoints) {
+    const text = readFileSync(new URL(`../../${source}`, import.meta.url), 'utf8');
+    t.true(text.startsWith(`/**\n * \`koa-model-gateway${path.slice(1)}\``), path);
+  }
+});
+
+// The reference server's plumbing (its protocol errors' body and lingering, its stale-uploads
+// sweep, its CLI's messages) is imported from lib/ by path, not published.
+test('no entry point exports the reference server\'s plumbing', async (t) => {
+  const plumbing = ['LINGER_MS', 'shapeABody', 'newRequestId', 'isUploadTempName', 'ACCOUNT_NAME_RULE', 'KEY_NAME_RULE'];
+  for (const { path, source } of entryPoints) {
+    const names = Object.keys(await import(new URL(`../${source.replace(/^\.\//, '').replace(/\.ts$/, '.js')}`, import.meta.url).href));
+    t.deepEqual(names.filter((name) => plumbing.includes(name)), [], path);
+  }
+});
+
+// What an import of the root loads decides what every gateway loads: not the upload parser, the
+// routers or the providers' HTTP client.
+test('the package root loads without @koa/router, busboy, content-disposition, cookie or undici; koa-model-gateway/models needs undici', async (t) => {
+  const run = promisify(execFile);
+  const load = (file: string) =>
+    run(process.execPath, ['--import', new URL('helpers/hide-packages.js', import.meta.url).href, '--input-type=module', '-e', `await import(${JSON.stringify(new URL(file, import.meta.url).href)})`], {
+      env: { ...process.env, KMG_TEST_HIDDEN_PACKAGES: '@koa/router,@fastify/busboy,content-disposition,cookie,undici' },
+    });
+  await t.notThrowsAsync(load('../lib/index.js'));
+  await t.throwsAsync(load('../lib/models/index.js'));
 });
 
 test('koa-model-gateway/stores/memory exports every memory implementation, the limiters among them', (t) => {
@@ -138,7 +111,7 @@ test('koa-model-gateway/testing exports the provider contract suite and every st
 });
 
 test('every export of package.json names its types before its code, koa-model-gateway/testing among them', (t) => {
-  const { exports } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, unknown> };
+  const { exports } = manifest;
   t.like(exports['./testing'], { types: './dist/lib/testing/index.d.ts', default: './dist/lib/testing/index.js' });
   for (const [path, entry] of Object.entries(exports)) {
     if (typeof entry === 'string') continue;
@@ -147,8 +120,8 @@ test('every export of package.json names its types before its code, koa-model-ga
   }
 });
 
-// Compiling is the test: a format's answer reader written outside lib/ type-checks against the root's types.
-test('the format types are exported from the root: AnswerFormat, StreamedAnswer, TokenUsage, EndpointFormat', (t) => {
+// Compiling is the test: a format's answer reader written outside lib/ type-checks against the published types.
+test('the format types are exported from koa-model-gateway/models: AnswerFormat, StreamedAnswer, TokenUsage, EndpointFormat', (t) => {
   const none: TokenUsage = { inputTokens: 0, outputTokens: 0 };
   const reader: StreamedAnswer = { event: (event) => event, usage: none };
   const answer: AnswerFormat = { json: () => none, stream: () => reader };

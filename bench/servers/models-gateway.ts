@@ -12,7 +12,10 @@
  */
 import { join } from 'node:path';
 import Koa from 'koa';
-import { SCOPES, apiKey, echoProvider, gatewayErrors, hashApiKey, modelsRouter, underPath, usageRecorder, type ModelsRouterOptions } from 'koa-model-gateway';
+import { apiKey, gatewayErrors, underPath } from 'koa-model-gateway';
+import { SCOPES, hashApiKey } from 'koa-model-gateway/auth';
+import { echoProvider, modelsRouter, type ModelsRouterOptions } from 'koa-model-gateway/models';
+import { usageRecorder } from 'koa-model-gateway/usage';
 import { createGatewayMetrics, httpMetrics } from 'koa-model-gateway/metrics';
 import { KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { MemoryKeyStore } from 'koa-model-gateway/stores/memory';
@@ -37,7 +40,7 @@ if (metering) {
   const database = await openMigratedDatabase({ client: 'sqlite', filename: join(process.env.DATA_DIR ?? '.', 'usage.sqlite') });
   const usage = usageRecorder({ store: new KnexUsageStore(database.knex) });
   const metrics = createGatewayMetrics();
-  Object.assign(options, { usage, metrics });
+  Object.assign(options, { usageRecorder: usage, metrics });
   app.use(httpMetrics({ metrics }));
   closeUsage = async () => {
     await usage.close();

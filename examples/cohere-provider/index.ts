@@ -8,7 +8,7 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { z } from 'zod';
-import type { Provider, ProviderAnswer, ProviderRegistry, ProviderRequest } from 'koa-model-gateway';
+import type { Provider, ProviderAnswer, ProviderRegistry, ProviderRequest } from 'koa-model-gateway/models';
 import { httpBaseUrl, nonEmptyString, settingsMessage, settingsObject } from 'koa-model-gateway/settings';
 
 export const cohereProviderOptions = settingsObject({

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
-import type { AdminTokenRecord, AdminTokenStore, NewAdminToken } from 'koa-model-gateway';
+import type { AdminTokenRecord, AdminTokenStore, NewAdminToken } from 'koa-model-gateway/admin';
 
 const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 

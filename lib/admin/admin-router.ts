@@ -48,9 +48,9 @@ export interface AdminRouterOptions {
   /** For the files and bytes an account keeps. */
   files: Pick<FileStore, 'usage'>;
   /** For today's creations: `MemoryCreationLimiter` and `RedisCreationLimiter` have `usage()`. Default: none (`null` figures). */
-  limiter?: { usage(account: string): Promise<CreationUsage> };
+  creationLimiter?: { usage(account: string): Promise<CreationUsage> };
   /** Where the model calls' usage records are read, for `GET /usage`. Default: none (no such route). */
-  usage?: Pick<UsageStore, 'summarize'>;
+  usageStore?: Pick<UsageStore, 'summarize'>;
   /** The model catalog: a key's allowlist may name only these. */
   catalog: ReadonlyArray<{ id: string }>;
   /** The prefix of new keys (`<prefix>_sk_…`). Default `'kmg'`. */
@@ -88,20 +88,20 @@ const BODY_LIMIT = 65_536;
  *   `key_not_active` or `key_already_rotated` otherwise, so that a retried rotation makes no
  *   second key;
  * - `GET /accounts` → `{ object: "list", data }`: every account that has a key, with its active keys,
- *   files and bytes kept and (with `usage`, else `null`) this UTC month's requests and tokens;
+ *   files and bytes kept and (with `usageStore`, else `null`) this UTC month's requests and tokens;
  * - `GET /accounts/{account}`: files and bytes kept, creations and bytes today, and the limits;
- * - with `usage`, `GET /usage?account=&key=&since=&by=day|model|key&series=day|model|key`: requests
+ * - with `usageStore`, `GET /usage?account=&key=&since=&by=day|model|key&series=day|model|key`: requests
  *   and tokens of the model calls, grouped by UTC day, model or key, each group split by `series`.
  * Every body and query is validated (400 naming the field); every change is reported to `onChange`
  * and stated on `ctx.state.audit` for `auditTrail()`.
- * @example app.use(adminRouter({ keys, files, limiter, usage, catalog }).routes())
+ * @example app.use(adminRouter({ keys, files, creationLimiter, usageStore, catalog }).routes())
  */
 export function adminRouter(options: AdminRouterOptions): Router {
-  const { keys, files, limiter, usage, onChange } = options;
+  const { keys, files, creationLimiter, usageStore, onChange } = options;
   if (typeof keys?.update !== 'function') throw new TypeError('koa-model-gateway: adminRouter() needs a KeyStore as `keys`');
   if (typeof files?.usage !== 'function') throw new TypeError('koa-model-gateway: adminRouter() needs a FileStore as `files`');
-  if (usage !== undefined && typeof usage.summarize !== 'function') {
-    throw new TypeError('koa-model-gateway: adminRouter() `usage` must be a UsageStore');
+  if (usageStore !== undefined && typeof usageStore.summarize !== 'function') {
+    throw new TypeError('koa-model-gateway: adminRouter() `usageStore` must be a UsageStore');
   }
   if (!Array.isArray(options.catalog)) throw new TypeError('koa-model-gateway: adminRouter() needs the model catalog as `catalog`');
   const keyPrefix = options.keyPrefix ?? 'kmg';
@@ -208,7 +208,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
     const monthStart = new Date(at * 1000);
     const since = Date.UTC(monthStart.getUTCFullYear(), monthStart.getUTCMonth(), 1);
     // One summary by key for every account: its rows are folded into each key's account below.
-    const [records, byKey] = await Promise.all([keys.list(), usage?.summarize({ since }, 'key')]);
+    const [records, byKey] = await Promise.all([keys.list(), usageStore?.summarize({ since }, 'key')]);
     const accounts = new Map<string, { keys: number; requests: number; input: number; output: number }>();
     const accountOfKey = new Map<string, string>();
     for (const record of records) {
@@ -239,16 +239,16 @@ export function adminRouter(options: AdminRouterOptions): Router {
         keys: entry.keys,
         files: kept[index]?.files ?? 0,
         bytes: kept[index]?.bytes ?? 0,
-        requests_this_month: usage ? entry.requests : null,
-        input_tokens_this_month: usage ? entry.input : null,
-        output_tokens_this_month: usage ? entry.output : null,
+        requests_this_month: usageStore ? entry.requests : null,
+        input_tokens_this_month: usageStore ? entry.input : null,
+        output_tokens_this_month: usageStore ? entry.output : null,
       })),
     };
   });
 
   router.get('/accounts/:account', async (ctx) => {
     const account = parseFields(accountName, ctx.params.account, 'account');
-    const [kept, today] = await Promise.all([files.usage(account, now()), limiter?.usage(account)]);
+    const [kept, today] = await Promise.all([files.usage(account, now()), creationLimiter?.usage(account)]);
     ctx.body = {
       object: 'account',
       account,
@@ -267,10 +267,10 @@ export function adminRouter(options: AdminRouterOptions): Router {
     };
   });
 
-  if (usage) {
+  if (usageStore) {
     router.get('/usage', async (ctx) => {
       const query = parseFields(usageQuerySchema, { ...ctx.query });
-      const report = await usageReport(usage, {
+      const report = await usageReport(usageStore, {
         by: query.by,
         ...(query.series === undefined ? {} : { series: query.series }),
         ...(query.account === undefined ? {} : { account: query.account }),

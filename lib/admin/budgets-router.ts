@@ -23,7 +23,7 @@ export interface BudgetsRouterOptions {
   /** Where accounts' budgets are kept. */
   accounts: AccountBudgetStore;
   /** Where the spend so far is read: the usage records. */
-  usage: Pick<UsageStore, 'summarize'>;
+  usageStore: Pick<UsageStore, 'summarize'>;
   /** The model catalog with its prices (`priceCatalog()`), for `GET /models`. */
   catalog: ReadonlyArray<{ id: string; provider: string; upstreamModel?: string; price?: ModelPrice | undefined }>;
   /** Called after each change is made, for the log; `ctx.state.requestId` names the request. */
@@ -49,12 +49,12 @@ const priceObject = (price: ModelPrice | undefined) =>
  * - `PUT /accounts/{account}/limits` `{ costPerDay?, costPerMonth? }`: a positive number sets a
  *   budget, `null` removes it, a field left out is left as it is; answers as `GET`.
  * An account's budgets cover all its keys (`spendBudgets({ accounts })`).
- * @example app.use(budgetsRouter({ accounts: new KnexAccountBudgetStore(knex), usage, catalog }).routes())
+ * @example app.use(budgetsRouter({ accounts: new KnexAccountBudgetStore(knex), usageStore, catalog }).routes())
  */
 export function budgetsRouter(options: BudgetsRouterOptions): Router {
-  const { accounts, usage, catalog, onChange, nowMs = Date.now } = options;
+  const { accounts, usageStore, catalog, onChange, nowMs = Date.now } = options;
   if (typeof accounts?.set !== 'function') throw new TypeError('koa-model-gateway: budgetsRouter() needs an AccountBudgetStore as `accounts`');
-  if (typeof usage?.summarize !== 'function') throw new TypeError('koa-model-gateway: budgetsRouter() needs a UsageStore as `usage`');
+  if (typeof usageStore?.summarize !== 'function') throw new TypeError('koa-model-gateway: budgetsRouter() needs a UsageStore as `usageStore`');
   if (!Array.isArray(catalog)) throw new TypeError('koa-model-gateway: budgetsRouter() needs the model catalog as `catalog`');
   const models = catalog.map((model) => ({
     object: 'model' as const,
@@ -67,7 +67,7 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
   async function limitsObject(account: string, budget: Budget) {
     const now = nowMs();
     const monthStart = Date.parse(`${budgetPeriods(now).month.id}-01T00:00:00Z`);
-    const report = await usageReport(usage, { account, since: monthStart, by: 'day' });
+    const report = await usageReport(usageStore, { account, since: monthStart, by: 'day' });
     const today = report.rows.find((row) => row.group === budgetPeriods(now).day.id);
     return {
       object: 'account_limits' as const,

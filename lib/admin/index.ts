@@ -1,3 +1,8 @@
+/**
+ * `koa-model-gateway/admin`: the admin API under `/admin/v1` (`adminRouter()`, `budgetsRouter()`,
+ * `auditRouter()`), its authentication by admin tokens and dashboard sessions, and the audit trail;
+ * the `AdminTokenStore`, `AdminSessionStore` and `AuditStore` interfaces.
+ */
 export type { AdminTokenRecord, AdminTokenStore, NewAdminToken } from './admin-token-store.js';
 export type { AdminSession, AdminSessionStore } from './admin-session-store.js';
 export { createAdminToken } from './admin-tokens.js';

@@ -1,7 +1,13 @@
+/**
+ * `koa-model-gateway/auth`: API keys. The key check (`apiKey()`), scopes (`requireScope()`,
+ * `SCOPES`), a key's model allowlist (`modelAccess()`), making keys (`createApiKey()`), the
+ * `KeyStore` interface and what wraps one (`cachedKeyStore()`, `announceKeyChanges()`,
+ * `keyUseRecorder()`).
+ */
 export { SCOPES, isScope, type Scope } from './scopes.js';
 export { createApiKey, generateApiKey, hashApiKey, keyStatus, type KeyStatus } from './keys.js';
-export { ACCOUNT_NAME_RULE, canonicalAccountName } from './account-name.js';
-export { KEY_NAME_RULE, canonicalKeyName } from './key-name.js';
+export { canonicalAccountName } from './account-name.js';
+export { canonicalKeyName } from './key-name.js';
 export type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from './key-store.js';
 export { announceKeyChanges, type AnnounceKeyChangesOptions, type KeyChanges } from './key-changes.js';
 export { extractApiKey } from './extract-api-key.js';

@@ -1,3 +1,7 @@
+/**
+ * `koa-model-gateway/cost`: money. Prices per model (`priceCatalog()`), the cost of a call, and
+ * budgets (`spendBudgets()` on a `SpendLedger`, accounts' budgets in an `AccountBudgetStore`).
+ */
 export { callCost, picoOfUsd, tokenPrice, usdOfPico, type ModelPrice, type TokenPrice } from './price.js';
 export { priceCatalog, type PricedCatalog } from './price-table.js';
 export {

@@ -1,6 +1,9 @@
+/**
+ * `koa-model-gateway/errors`: the one error formatter (`gatewayErrors()`, in OpenAI's shape or
+ * Anthropic's by path), the typed errors every refusal is thrown as (`GatewayError`, `errors.*`,
+ * `StoreUnavailableError`) and each shape's formatter on its own.
+ */
 export { GatewayError, StoreUnavailableError, errors, type ErrorType } from './gateway-error.js';
-export { openAIErrors, shapeABody } from './openai-errors.js';
-export { newRequestId } from './request-id.js';
-export { LINGER_MS } from './lingering-close.js';
+export { openAIErrors } from './openai-errors.js';
 export { anthropicErrors } from './anthropic-errors.js';
 export { gatewayErrors, type GatewayErrorsOptions } from './gateway-errors.js';

@@ -15,7 +15,8 @@ export interface StockLimits {
   maxBytes: number;
 }
 
-export interface Usage {
+/** What an account keeps: its live files and their bytes. */
+export interface FileUsage {
   files: number;
   bytes: number;
 }
@@ -44,7 +45,7 @@ export interface FileStore {
   list(account: string, query: ListQuery, nowSeconds: number): Promise<{ files: FileRecord[]; hasMore: boolean }>;
   /** Removes a live file; false when the account has no such live file. */
   delete(account: string, id: string, nowSeconds: number): Promise<boolean>;
-  usage(account: string, nowSeconds: number): Promise<Usage>;
+  usage(account: string, nowSeconds: number): Promise<FileUsage>;
   /** Removes up to `max` expired records and returns them, so their blobs can be deleted. */
   removeExpired(nowSeconds: number, max: number): Promise<FileRecord[]>;
   /** Which of `ids` have a record, expired or not (for the orphan-blob sweep). */

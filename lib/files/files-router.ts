@@ -42,7 +42,7 @@ export interface FilesRouterOptions {
   /** Default: `DEFAULT_FILE_LIMITS` (api.md section 8). */
   limits?: Partial<FileLimits>;
   /** The creation rates (per minute, per UTC day, bytes per UTC day). Default: none enforced. */
-  limiter?: CreationLimiter;
+  creationLimiter?: CreationLimiter;
   /** Where uploads are streamed while their request lasts. Default: `os.tmpdir()`. */
   tempDir?: string;
   /** The clock, in milliseconds since the Unix epoch. Default: `Date.now`. */
@@ -76,11 +76,11 @@ function fileIdParam(ctx: Context): string {
  * `allowedMethods()` so a wrong method is a 405 in the API's error shape.
  * Checks run in decisions.md's order: scope, validation, existence, quotas.
  * @example
- * const files = filesRouter({ files: new MemoryFileStore(), blobs: new MemoryBlobStore(), limiter });
+ * const files = filesRouter({ files: new MemoryFileStore(), blobs: new MemoryBlobStore(), creationLimiter });
  * app.use(gatewayErrors()).use(apiKey({ store: keys })).use(files.routes()).use(files.allowedMethods());
  */
 export function filesRouter(options: FilesRouterOptions): Router {
-  const { files, blobs, limiter } = options;
+  const { files, blobs, creationLimiter } = options;
   if (typeof files?.get !== 'function') throw new TypeError('koa-model-gateway: filesRouter() needs a FileStore as `files`');
   if (typeof blobs?.get !== 'function') throw new TypeError('koa-model-gateway: filesRouter() needs a BlobStore as `blobs`');
   const limits: FileLimits = { ...DEFAULT_FILE_LIMITS, ...options.limits };
@@ -151,7 +151,7 @@ export function filesRouter(options: FilesRouterOptions): Router {
       uploadFields: (ctx) => shapeOf(ctx).uploadFields,
       ...(options.tempDir === undefined ? {} : { tempDir: options.tempDir }),
     }),
-    ...(limiter ? [fileQuota({ limiter })] : []),
+    ...(creationLimiter ? [fileQuota({ creationLimiter })] : []),
     createFile,
   ];
 

@@ -1,8 +1,13 @@
+/**
+ * `koa-model-gateway/files`: the files API (`filesRouter()`) and its pieces (`pdfUpload()`,
+ * `sendPdf()`, the file objects of both shapes), the `FileStore` and `BlobStore` interfaces, and
+ * `sweep()`, which removes expired files and orphaned bytes.
+ */
 export { isFileId, newFileId } from './file-id.js';
-export type { FileRecord, FileStore, ListQuery, StockLimits, Usage } from './file-store.js';
+export type { FileRecord, FileStore, ListQuery, StockLimits, FileUsage } from './file-store.js';
 export type { BlobInfo, BlobStore } from './blob-store.js';
 export type { ValidatedUpload } from './upload-state.js';
-export { isUploadTempName, pdfUpload, type PdfUploadOptions } from './pdf-upload.js';
+export { pdfUpload, type PdfUploadOptions } from './pdf-upload.js';
 export { filesRouter, DEFAULT_FILE_LIMITS, type FileLimits, type FilesRouterOptions } from './files-router.js';
 export { fileObject, type FileObject } from './file-object.js';
 export { anthropicFileObject, anthropicFileShape, openAIFileShape, type AnthropicFileObject, type FileSelection, type FileShape } from './file-shapes.js';

@@ -94,7 +94,7 @@ function isSaneFilename(name: string): boolean {
  * Reads and drops a part nobody keeps. Its error (the body ended inside it) is the body's, which
  * busboy reports as well; unhandled, it would end the process.
  */
-function discard(part: Readable): void {
+function drain(part: Readable): void {
   part.on('error', () => undefined);
   part.resume();
 }
@@ -239,9 +239,9 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
       busboy.on('fieldsLimit', () => refuse(errors.requestTooLarge()));
       busboy.on('partsLimit', () => refuse(errors.requestTooLarge()));
       busboy.on('file', (name, stream, filename) => {
-        if (settled || name !== 'file') return discard(stream);
+        if (settled || name !== 'file') return drain(stream);
         if (form.file) {
-          discard(stream);
+          drain(stream);
           return refuse(errors.missingFile());
         }
         const path = join(tempDir, `${TEMP_NAME_PREFIX}${randomUUID()}`);

@@ -1,3 +1,7 @@
+/**
+ * `koa-model-gateway/metrics`: Prometheus metrics (prom-client, an optional peer, which only this
+ * entry point loads): `createGatewayMetrics()` and the middleware that feed and serve them.
+ */
 export {
   createGatewayMetrics,
   type GatewayMetrics,

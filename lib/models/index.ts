@@ -1,3 +1,9 @@
+/**
+ * `koa-model-gateway/models`: the models API (`modelsRouter()`, or each endpoint on its own), the
+ * `Provider` interface, the built-in providers and their registry, routing and metering
+ * (`meterModelCalls()`), and the format types for code that reads answers. Importing it loads the
+ * built-in providers (undici).
+ */
 export type { CatalogModel } from './catalog.js';
 export type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest, ProviderTelemetry } from './provider.js';
 export type { AttemptStart, AttemptTrace, RequestTracing } from './attempt-trace.js';

@@ -10,7 +10,7 @@ import './model-endpoint.js';
 
 export interface MeterModelCallsOptions {
   /** Where each call's record goes: `usageRecorder()`, which writes in batches. Default: none. */
-  usage?: Pick<UsageRecorder, 'record'>;
+  usageRecorder?: Pick<UsageRecorder, 'record'>;
   /**
    * The metrics each call feeds (upstream time, time to first byte, tokens, limit refusals, attempts and cooldowns):
    * `createGatewayMetrics()` from `koa-model-gateway/metrics`. Default: none.
@@ -57,11 +57,13 @@ function usageRecord(ctx: Context, time: number, started: number): UsageRecord |
  * and timings); and the metrics of the call. Put it before `requireScope()` and the handler, after
  * `apiKey()`, so that refusals count too; a request without a verified key is not recorded.
  * Recording is synchronous and does no I/O: `usageRecorder()` writes in the background.
- * @example router.post('/v1/chat/completions', meterModelCalls({ usage, metrics }), requireScope('chat:completions'), chatCompletions(options))
+ * @example router.post('/v1/chat/completions', meterModelCalls({ usageRecorder, metrics }), requireScope('chat:completions'), chatCompletions(options))
  */
 export function meterModelCalls(options: MeterModelCallsOptions = {}): Middleware {
-  const { usage, metrics, nowMs = Date.now } = options;
-  if (usage !== undefined && typeof usage.record !== 'function') throw new TypeError('koa-model-gateway: meterModelCalls() usage must be a usageRecorder()');
+  const { usageRecorder, metrics, nowMs = Date.now } = options;
+  if (usageRecorder !== undefined && typeof usageRecorder.record !== 'function') {
+    throw new TypeError('koa-model-gateway: meterModelCalls() usageRecorder must be a usageRecorder()');
+  }
   if (metrics !== undefined && typeof metrics.observeModelCall !== 'function') {
     throw new TypeError('koa-model-gateway: meterModelCalls() metrics must come from createGatewayMetrics()');
   }
@@ -72,7 +74,7 @@ export function meterModelCalls(options: MeterModelCallsOptions = {}): Middlewar
     await afterResponse(ctx, next, () => {
       const record = usageRecord(ctx, time, started);
       if (record === undefined) return;
-      usage?.record(record);
+      usageRecorder?.record(record);
       metrics?.observeModelCall(record);
       const call = ctx.state.modelRequest;
       if (call !== undefined) metrics?.observeRouting?.(call);

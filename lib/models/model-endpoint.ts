@@ -10,7 +10,7 @@ import { newRequestId } from '../errors/request-id.js';
 import type { BlobStore } from '../files/blob-store.js';
 import { isFileId } from '../files/file-id.js';
 import type { FileStore } from '../files/file-store.js';
-import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
 import type { ModelLimiter } from '../quota/model-limiter.js';
 import { modelLimitsSchema, type ModelLimits } from '../quota/model-limits.js';
 import { modelLimitRefusal, rateLimitHeaders, type RateLimitHeaderStyle } from '../quota/rate-limit-headers.js';
@@ -52,7 +52,7 @@ export interface ModelEndpointOptions {
    * `RedisModelLimiter` for several. Default: a `MemoryModelLimiter` of the handler's own
    * (`modelsRouter()` makes one for all its endpoints, so that a key's limits count every call).
    */
-  limiter?: ModelLimiter;
+  modelLimiter?: ModelLimiter;
   /**
    * The limits of every key, `{ requestsPerMinute?, tokensPerMinute?, tokensPerDay? }` (positive
    * integers), which a key's own `limits` override field by field. Default: none (unlimited).
@@ -142,7 +142,7 @@ const endpointLimits = z.object({
   bodyLimit: positiveInteger.default(10 * 1024 * 1024),
   maxAttachedBytes: positiveInteger.default(32 * 1024 * 1024),
   modelLimits: modelLimitsSchema.default({}),
-  limiter: z
+  modelLimiter: z
     .custom<ModelLimiter>((value) => typeof (value as Partial<ModelLimiter>)?.consume === 'function' && typeof (value as Partial<ModelLimiter>).addTokens === 'function', {
       error: 'must be a ModelLimiter (MemoryModelLimiter, RedisModelLimiter)',
     })
@@ -159,7 +159,7 @@ const endpointLimits = z.object({
 export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOptions): (ctx: Context) => Promise<void> {
   const where = `${format.endpoint}()`;
   const { catalog, providers } = endpointCatalogOptions(options, where);
-  const { timeoutMs, bodyLimit, maxAttachedBytes, modelLimits, limiter = new MemoryModelLimiter() } = parseOptions(endpointLimits, options, where);
+  const { timeoutMs, bodyLimit, maxAttachedBytes, modelLimits, modelLimiter: limiter = new MemoryModelLimiter() } = parseOptions(endpointLimits, options, where);
   if ((options.files === undefined) !== (options.blobs === undefined)) {
     throw new TypeError(`koa-model-gateway: ${where}: files and blobs go together: give both or neither`);
   }
@@ -378,7 +378,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     } finally {
       const tokens = state.inputTokens + state.outputTokens;
       // Not awaited: the answer does not wait for the count. A limiter that fails is reported.
-      if (tokens > 0) void countTokens(limiter, key.id, limits, tokens).catch((err: unknown) => ctx.app.emit('error', err, ctx));
+      if (tokens > 0) void addTokens(limiter, key.id, limits, tokens).catch((err: unknown) => ctx.app.emit('error', err, ctx));
       if (state.costPicoUsd > 0) void budgets.charge(budget.parties, state.costPicoUsd).catch((err: unknown) => ctx.app.emit('error', err, ctx));
     }
   };
@@ -453,7 +453,7 @@ function errorClass(thrown: unknown): string {
 }
 
 // Async, so that a limiter that throws at once still ends in the caller's catch.
-async function countTokens(limiter: ModelLimiter, keyId: string, limits: ModelLimits, tokens: number): Promise<void> {
+async function addTokens(limiter: ModelLimiter, keyId: string, limits: ModelLimits, tokens: number): Promise<void> {
   await limiter.addTokens(keyId, limits, tokens);
 }
 

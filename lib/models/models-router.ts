@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { requireScope } from '../auth/require-scope.js';
 import { MemorySpendLedger, spendBudgets } from '../cost/budgets.js';
-import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
 import { endpointCatalogOptions } from './catalog.js';
 import { chatCompletions } from './chat-completions.js';
 import { countTokens } from './count-tokens.js';
@@ -14,15 +14,15 @@ import { responses } from './responses.js';
 import { retrieveModel } from './retrieve-model.js';
 
 /** Options of `modelsRouter()`: the endpoints' own, and where their calls are metered. */
-export interface ModelsRouterOptions extends ModelEndpointOptions, Pick<MeterModelCallsOptions, 'usage' | 'metrics'> {}
+export interface ModelsRouterOptions extends ModelEndpointOptions, Pick<MeterModelCallsOptions, 'usageRecorder' | 'metrics'> {}
 
 /**
  * The models API, each endpoint behind its scope: `GET /v1/models` and `GET /v1/models/{model}`
  * (`models:read`), `POST /v1/chat/completions` (`chat:completions`), `POST /v1/responses`
  * (`responses:create`), `POST /v1/messages` and `POST /v1/messages/count_tokens`
  * (`messages:create`), on one catalog and one set of providers. Every model call (all but the two
- * `GET`s) is metered (`meterModelCalls()`: a usage record to `usage`, and `metrics`) and counted
- * against the key's limits by one `limiter` shared by the endpoints (default: a
+ * `GET`s) is metered (`meterModelCalls()`: a usage record to `usageRecorder`, and `metrics`) and
+ * counted against the key's limits by one `modelLimiter` shared by the endpoints (default: a
  * `MemoryModelLimiter` of the router's own), and against the key's and its account's budgets in
  * money by one `budgets` (default: the keys' budgets on a `MemorySpendLedger` of the router's own);
  * failing deployments cool down in one `routing.cooldown.store` (default: a `MemoryCooldownStore` of
@@ -37,17 +37,17 @@ export interface ModelsRouterOptions extends ModelEndpointOptions, Pick<MeterMod
 export function modelsRouter(options: ModelsRouterOptions): Router {
   // Checked here too, so that a bad catalog is named as this factory's option.
   endpointCatalogOptions(options, 'modelsRouter()');
-  const { usage, metrics, ...endpointOptions } = options;
+  const { usageRecorder, metrics, ...endpointOptions } = options;
   const endpoints: ModelEndpointOptions = {
     ...endpointOptions,
-    limiter: options.limiter ?? new MemoryModelLimiter(),
+    modelLimiter: options.modelLimiter ?? new MemoryModelLimiter(),
     budgets: options.budgets ?? spendBudgets({ ledger: new MemorySpendLedger(options.nowMs ? { nowMs: options.nowMs } : {}) }),
     // One cooldown store for every endpoint: a deployment that fails for one format is skipped by all.
     routing: { ...options.routing, cooldown: { ...options.routing?.cooldown, store: options.routing?.cooldown?.store ?? new MemoryCooldownStore() } },
   };
   // Nothing to meter for: no middleware.
   const meter =
-    usage || metrics ? [meterModelCalls({ ...(usage && { usage }), ...(metrics && { metrics }), ...(options.nowMs && { nowMs: options.nowMs }) })] : [];
+    usageRecorder || metrics ? [meterModelCalls({ ...(usageRecorder && { usageRecorder }), ...(metrics && { metrics }), ...(options.nowMs && { nowMs: options.nowMs }) })] : [];
   const router = new Router({ sensitive: true, strict: true });
   const catalog = { catalog: options.catalog };
   router.get('/v1/models', requireScope('models:read'), listModels(catalog));

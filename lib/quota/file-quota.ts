@@ -5,7 +5,7 @@ import '../files/upload-state.js';
 
 export interface FileQuotaOptions {
   /** `MemoryCreationLimiter` for one process, `RedisCreationLimiter` for several. */
-  limiter: CreationLimiter;
+  creationLimiter: CreationLimiter;
 }
 
 /**
@@ -13,15 +13,15 @@ export interface FileQuotaOptions {
  * exact and a rejected upload never spends anything) and gives them back if anything downstream
  * fails: only files that are created count. Refusals are 429 `rate_limit_exceeded` or
  * `ingestion_quota_exceeded` with `retry-after`; an unreachable limiter store is a 503.
- * @example router.post('/v1/files', pdfUpload(), fileQuota({ limiter }), createFile(stores))
+ * @example router.post('/v1/files', pdfUpload(), fileQuota({ creationLimiter }), createFile(stores))
  */
 export function fileQuota(options: FileQuotaOptions): Middleware {
-  const { limiter } = options;
-  if (typeof limiter?.reserve !== 'function') throw new TypeError('koa-model-gateway: fileQuota() needs a limiter');
+  const { creationLimiter } = options;
+  if (typeof creationLimiter?.reserve !== 'function') throw new TypeError('koa-model-gateway: fileQuota() needs a CreationLimiter as `creationLimiter`');
   return async function fileQuota(ctx, next) {
     const upload = ctx.state.upload;
     if (!upload) throw new Error('koa-model-gateway: pdfUpload() must run before fileQuota()');
-    const reservation = await limiter.reserve(verifiedKey(ctx).account, upload.bytes);
+    const reservation = await creationLimiter.reserve(verifiedKey(ctx).account, upload.bytes);
     try {
       await next();
     } catch (err) {

@@ -1,3 +1,9 @@
+/**
+ * `koa-model-gateway/quota`: limits. File creations (`fileQuota()` on a `CreationLimiter`) and
+ * model calls (the `ModelLimiter` interface, `checkModelLimits()` for implementations, the 429 and
+ * rate-limit headers). The limiters themselves are stores: `koa-model-gateway/stores/memory` and
+ * `/stores/redis`.
+ */
 export type { CreationLimiter, CreationReservation } from './creation-limiter.js';
 export {
   DEFAULT_CREATION_LIMITS,

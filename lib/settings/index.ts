@@ -1,3 +1,7 @@
+/**
+ * `koa-model-gateway/settings`: the zod schemas of options and configuration, to build a
+ * configuration of your own from the same pieces and messages.
+ */
 export {
   httpBaseUrl,
   nonEmptyString,

@@ -1,3 +1,7 @@
+/**
+ * `koa-model-gateway/testing`: the contract suites, run with your test runner's `test` function:
+ * `providerContract()` for a provider, one suite per store interface for a store.
+ */
 export {
   providerContract,
   type ContractAssertions,

@@ -329,7 +329,7 @@ const usage = async (query: string) => {
 const usageOnceRecorded = (query: string, requests: number) =>
   until(
     async () => {
-      await app.deployment.usage.flush();
+      await app.deployment.usageRecorder.flush();
       return usage(query);
     },
     (body) => body.totals.requests >= requests,

@@ -15,7 +15,7 @@ test('the admin factories refuse a configuration they cannot serve, when they ar
   t.throws(() => adminRouter({ keys, catalog: [] } as never), { instanceOf: TypeError, message: /FileStore/ });
   t.throws(() => adminRouter({ keys, files } as never), { instanceOf: TypeError, message: /catalog/ });
   t.throws(() => adminRouter({ keys, files, catalog: [], keyPrefix: 'kmg_' }), { instanceOf: TypeError, message: /prefix/ });
-  t.throws(() => adminRouter({ keys, files, catalog: [], usage: {} as never }), { instanceOf: TypeError, message: /UsageStore/ });
+  t.throws(() => adminRouter({ keys, files, catalog: [], usageStore: {} as never }), { instanceOf: TypeError, message: /UsageStore/ });
   t.throws(() => adminSessions({} as never), { instanceOf: TypeError, message: /AdminSessionStore/ });
   t.throws(() => adminSessions({ sessions: new MemoryAdminSessionStore(), ttlSeconds: 0 }), { instanceOf: TypeError, message: /ttlSeconds/ });
 });
@@ -24,5 +24,5 @@ test('adminRouter() serves GET /usage only when it is given a usage store', (t) 
   const routes = (router: ReturnType<typeof adminRouter>) => router.stack.map((layer) => String(layer.path));
   const options = { keys: new MemoryKeyStore(), files: new MemoryFileStore(), catalog: [] };
   t.false(routes(adminRouter(options)).includes('/admin/v1/usage'));
-  t.true(routes(adminRouter({ ...options, usage: new MemoryUsageStore() })).includes('/admin/v1/usage'));
+  t.true(routes(adminRouter({ ...options, usageStore: new MemoryUsageStore() })).includes('/admin/v1/usage'));
 });

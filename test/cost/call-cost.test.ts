@@ -17,7 +17,7 @@ async function pricedApp() {
       { id: 'claude-test', provider: 'anthropic', upstreamModel: 'claude-sonnet-4', price: CLAUDE },
     ],
     providers: catalogProviders(upstream.url),
-    usage: { record: (record) => records.push(record) },
+    usageRecorder: { record: (record) => records.push(record) },
   });
   return { upstream, records, app, close: () => Promise.all([app.close(), upstream.close()]) };
 }

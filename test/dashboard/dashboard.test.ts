@@ -218,7 +218,7 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   t.is(await page.locator('main img').count(), 0);
 
   // Usage: the calls made above, beside records of the days before, as the metering writes them.
-  const { usage, usageStore } = app.deployment;
+  const { usageRecorder: usage, usageStore } = app.deployment;
   await until(
     async () => {
       await usage.flush();

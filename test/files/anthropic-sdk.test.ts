@@ -1,7 +1,7 @@
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import OpenAI, { toFile as openAIFile } from 'openai';
-import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
+import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
 import { pdfOf } from '../helpers/multipart.js';
 import { checkedFetch } from '../helpers/openapi.js';
@@ -196,12 +196,12 @@ test('beta.files: a non-PDF, a too-large file, a foreign id, a malformed id, no 
 });
 
 test('beta.files: each of the three 429s is a RateLimitError with its message and headers', async (t) => {
-  const perMinute = await setup(t, { limiter: new MemoryCreationLimiter({ createsPerMinute: 1, nowMs: () => FIXED_MS }) });
+  const perMinute = await setup(t, { creationLimiter: new MemoryCreationLimiter({ createsPerMinute: 1, nowMs: () => FIXED_MS }) });
   await perMinute.anthropic().beta.files.upload({ file: await pdfFile(100) });
   const rate = await shapeBError(t, perMinute.anthropic().beta.files.upload({ file: await pdfFile(100) }), Anthropic.RateLimitError, 'rate_limit_error', 'Create rate exceeded');
   t.is(rate?.headers?.get('retry-after'), '30');
 
-  const perDay = await setup(t, { limiter: new MemoryCreationLimiter({ bytesPerDay: 1500, nowMs: () => FIXED_MS }) });
+  const perDay = await setup(t, { creationLimiter: new MemoryCreationLimiter({ bytesPerDay: 1500, nowMs: () => FIXED_MS }) });
   await perDay.anthropic().beta.files.upload({ file: await pdfFile(1000) });
   const ingestion = await shapeBError(
     t,
@@ -220,7 +220,7 @@ test('beta.files: each of the three 429s is a RateLimitError with its message an
 
 test('one store for both shapes: files of either SDK are listed, read and deleted by the other, and count toward the same limits', async (t) => {
   const limiter = new MemoryCreationLimiter({ createsPerMinute: 4, nowMs: () => FIXED_MS });
-  const { anthropic, openai } = await setup(t, { limits: { maxFileBytes: LIMIT, maxFiles: 3 }, limiter });
+  const { anthropic, openai } = await setup(t, { limits: { maxFileBytes: LIMIT, maxFiles: 3 }, creationLimiter: limiter });
   const viaOpenAI = await openai().files.create({ file: await openAIFile(pdfOf(200, 0x41), 'openai.pdf'), purpose: 'user_data' });
   const viaAnthropic = await anthropic().beta.files.upload({ file: await pdfFile(300, 'anthropic.pdf', 0x43) });
 

@@ -23,7 +23,7 @@ export interface FilesAppOptions {
   files?: FileStore;
   blobs?: BlobStore;
   limits?: Partial<FileLimits>;
-  limiter?: CreationLimiter;
+  creationLimiter?: CreationLimiter;
 }
 
 export interface FilesApp {
@@ -71,7 +71,7 @@ export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp>
     tempDir,
     nowMs: () => clock.seconds * 1000,
     ...(options.limits ? { limits: options.limits } : {}),
-    ...(options.limiter ? { limiter: options.limiter } : {}),
+    ...(options.creationLimiter ? { creationLimiter: options.creationLimiter } : {}),
   });
   let inFlight = 0;
   const waiting: (() => void)[] = [];

@@ -4,7 +4,7 @@ import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { modelsRouter, type ModelsRouterOptions } from '../../lib/models/models-router.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import type { ModelLimiter } from '../../lib/quota/model-limiter.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
@@ -39,11 +39,11 @@ async function meteredGateway(t: ExecutionContext, options: Partial<ModelsRouter
       openAIProvider({ id: 'openai', baseURL: `${upstream.url}/v1` }),
       anthropicProvider({ id: 'anthropic', baseURL: upstream.url }),
     ],
-    limiter: new MemoryModelLimiter({ nowMs: testClock('2030-01-15T12:00:30.000Z').nowMs }),
+    modelLimiter: new MemoryModelLimiter({ nowMs: testClock('2030-01-15T12:00:30.000Z').nowMs }),
     metrics,
     // Every record is kept here too, so that a test can wait for one: a call is recorded when its
     // response has closed on the server, which may come after the client has read it.
-    usage: {
+    usageRecorder: {
       record(record) {
         recorder.record(record);
         records.push(record);
@@ -357,7 +357,7 @@ test('a limiter that cannot answer fails the call closed: 503, nothing sent upst
     addTokens: async () => undefined,
     usage: async () => ({ requestsThisMinute: 0, tokensThisMinute: 0, tokensToday: 0 }),
   };
-  const gateway = await meteredGateway(t, { limiter: down });
+  const gateway = await meteredGateway(t, { modelLimiter: down });
   const key = await gateway.key();
   const chat = await gateway.chat(key, {});
   t.is(chat.status, 503);
@@ -369,18 +369,18 @@ test('a limiter that cannot answer fails the call closed: 503, nothing sent upst
 test('a limiter failing to count tokens is reported; the answer is not held up', async (t) => {
   const limiter = new MemoryModelLimiter();
   limiter.addTokens = async () => Promise.reject(errors.serviceUnavailable());
-  const gateway = await meteredGateway(t, { limiter });
+  const gateway = await meteredGateway(t, { modelLimiter: limiter });
   const answer = await gateway.chat(await gateway.key({ tokensPerDay: 100 }), {});
   t.is(answer.status, 200);
   await gateway.records(1);
   t.true(gateway.reported.some((err) => err instanceof Error && err.message === 'Service temporarily unavailable'));
 });
 
-test('modelLimits and limiter are checked when the router is made', (t) => {
+test('modelLimits and modelLimiter are checked when the router is made', (t) => {
   const options = { catalog: [], providers: [] };
   t.throws(() => modelsRouter({ ...options, modelLimits: { requestsPerMinute: 0 } }), {
     message: 'koa-model-gateway: chatCompletions(): modelLimits.requestsPerMinute must be a positive integer',
   });
   t.throws(() => modelsRouter({ ...options, modelLimits: { tokensPerDay: 1.5 } }), { message: /modelLimits\.tokensPerDay must be a positive integer$/ });
-  t.throws(() => modelsRouter({ ...options, limiter: {} as ModelLimiter }), { message: /limiter must be a ModelLimiter/ });
+  t.throws(() => modelsRouter({ ...options, modelLimiter: {} as ModelLimiter }), { message: /modelLimiter must be a ModelLimiter/ });
 });

@@ -29,7 +29,8 @@ const npm = (cwd: string, args: string[]) =>
 
 const APP = `
 import Koa from 'koa';
-import { apiKey, createApiKey, gatewayErrors } from 'koa-model-gateway';
+import { apiKey, gatewayErrors } from 'koa-model-gateway';
+import { createApiKey } from 'koa-model-gateway/auth';
 import { MemoryKeyStore } from 'koa-model-gateway/stores/memory';
 
 const store = new MemoryKeyStore();
@@ -53,7 +54,7 @@ process.stdout.write(JSON.stringify(results));
 // The provider contract as a team runs it from the installed package: with a test function of its
 // own (no ava installed), against the offline echo provider.
 const CONTRACT = `
-import { echoProvider } from 'koa-model-gateway';
+import { echoProvider } from 'koa-model-gateway/models';
 import { providerContract } from 'koa-model-gateway/testing';
 import { deepStrictEqual, equal, ok } from 'node:assert/strict';
 

@@ -5,7 +5,7 @@ import { errors } from '../../lib/errors/gateway-error.js';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
 import type { CreationLimiter } from '../../lib/quota/creation-limiter.js';
 import { fileQuota } from '../../lib/quota/file-quota.js';
-import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
+import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { RedisCreationLimiter } from '../../lib/stores/redis/creation-limiter.js';
 import { listen, type Listening } from '../helpers/http.js';
 import { newAccount, testClock } from '../../lib/testing/creation-limiter-contract.js';
@@ -24,7 +24,7 @@ async function quotaApp(limiter: CreationLimiter): Promise<Listening & { appErro
     ctx.state.upload = { path: '/nowhere', filename: 'a.pdf', bytes: Number(ctx.get('x-test-bytes')), expiresAfterSeconds: null };
     await next();
   });
-  app.use(fileQuota({ limiter }));
+  app.use(fileQuota({ creationLimiter: limiter }));
   app.use(async function createFile(ctx) {
     switch (ctx.get('x-test-fail')) {
       case 'storage':
@@ -135,6 +135,6 @@ test('an unreachable Redis is a 503 service_unavailable, not a creation', async 
   t.is(response.headers.get('retry-after'), null);
 });
 
-test('fileQuota() needs a limiter', (t) => {
-  t.throws(() => fileQuota({} as Parameters<typeof fileQuota>[0]), { instanceOf: TypeError, message: /needs a limiter/ });
+test('fileQuota() needs a CreationLimiter', (t) => {
+  t.throws(() => fileQuota({} as Parameters<typeof fileQuota>[0]), { instanceOf: TypeError, message: /needs a CreationLimiter as `creationLimiter`/ });
 });

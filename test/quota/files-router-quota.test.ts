@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import knexFactory from 'knex';
 import type { FileStore } from '../../lib/files/file-store.js';
 import type { CreationLimitsOptions } from '../../lib/quota/creation-limits.js';
-import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
+import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
@@ -65,7 +65,7 @@ async function postgresFiles(): Promise<{ db: TestDatabase; files: FileStore }> 
 
 test('memory: 50 parallel uploads by one account in one minute create exactly 10 files', async (t) => {
   const limiter = memoryLimiter();
-  const target = await app(t, { limiter });
+  const target = await app(t, { creationLimiter: limiter });
   const responses = await Promise.all(Array.from({ length: 50 }, () => upload(target, pdfOf(1000))));
   t.deepEqual(await codes(responses), { created: 10, rate_limit_exceeded: 40 });
   t.deepEqual(await target.files.usage(ACCOUNT, target.clock.seconds), { files: 10, bytes: 10_000 });
@@ -87,8 +87,8 @@ async function twoServers(t: ExecutionContext, limits: CreationLimitsOptions, fi
     new RedisCreationLimiter({ client: await redisClient(), keyPrefix, nowMs, ...limits }),
   ] as const;
   const servers = [
-    await app(t, { files, blobs, limiter: limiters[0], limits: filesAppLimits }),
-    await app(t, { files: new KnexFileStore(secondPool), blobs, limiter: limiters[1], limits: filesAppLimits }),
+    await app(t, { files, blobs, creationLimiter: limiters[0], limits: filesAppLimits }),
+    await app(t, { files: new KnexFileStore(secondPool), blobs, creationLimiter: limiters[1], limits: filesAppLimits }),
   ] as const;
   return { servers, limiters, files };
 }
@@ -104,7 +104,7 @@ services('Redis + PostgreSQL, two servers: parallel uploads near the stored-byte
 
 test('an upload rejected as not a PDF leaves every counter as it was', async (t) => {
   const limiter = memoryLimiter();
-  const target = await app(t, { limiter });
+  const target = await app(t, { creationLimiter: limiter });
   t.is((await upload(target, pdfOf(1000))).status, 200);
   const before = { rates: await limiter.usage(ACCOUNT), stock: await target.files.usage(ACCOUNT, target.clock.seconds) };
   const notPdf = Buffer.from('GIF89a, not a PDF at all');
@@ -116,7 +116,7 @@ test('an upload rejected as not a PDF leaves every counter as it was', async (t)
 
 test('storage_quota_exceeded says x-should-retry: false, and gives the rates back', async (t) => {
   const limiter = memoryLimiter();
-  const target = await app(t, { limiter, limits: { maxFiles: 2 } });
+  const target = await app(t, { creationLimiter: limiter, limits: { maxFiles: 2 } });
   for (let i = 0; i < 2; i += 1) t.is((await upload(target, pdfOf(1000))).status, 200);
   const refused = await upload(target, pdfOf(1000));
   t.is(refused.status, 429);
@@ -130,7 +130,7 @@ test('storage_quota_exceeded says x-should-retry: false, and gives the rates bac
 
 test('deleting a file frees its stock at once, and does not refund the rates', async (t) => {
   const limiter = memoryLimiter({ createsPerMinute: 3 });
-  const target = await app(t, { limiter, limits: { maxFiles: 1 } });
+  const target = await app(t, { creationLimiter: limiter, limits: { maxFiles: 1 } });
   const first = (await (await upload(target, pdfOf(1000))).json()) as { id: string };
   t.is((await upload(target, pdfOf(1000))).status, 429); // the stock is full
   const deleted = await fetch(`${target.url}/v1/files/${first.id}`, {

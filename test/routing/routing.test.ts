@@ -67,7 +67,7 @@ async function twoDeployments(
     nowMs: clock.nowMs,
     routing: { random: () => 0, sleep: clock.sleep, ...routing },
     ...(extra.timeoutMs !== undefined && { timeoutMs: extra.timeoutMs }),
-    ...(extra.usage && { usage: { record: (record: UsageRecord) => extra.usage?.push(record) } }),
+    ...(extra.usage && { usageRecorder: { record: (record: UsageRecord) => extra.usage?.push(record) } }),
     ...(extra.metrics && { metrics: extra.metrics }),
   });
   t.teardown(() => Promise.all([app.close(), east.close(), west.close()]));

@@ -1,5 +1,5 @@
 import test, { type ExecutionContext } from 'ava';
-import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
+import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
@@ -47,7 +47,7 @@ const broken = {
 
 test('upload: with the creation rate spent, a key without files:write gets 403 and invalid uploads their 400/413/415, not 429', async (t) => {
   const limiter = new MemoryCreationLimiter({ createsPerMinute: 1, nowMs: () => NOON });
-  const app = await files(t, { limiter });
+  const app = await files(t, { creationLimiter: limiter });
   t.is((await upload(app, app.keys.a, uploadParts(pdfOf(100)))).status, 200);
   t.is(answer(await upload(app, app.keys.a, uploadParts(pdfOf(100)))), '429 rate_limit_exceeded', 'the rate is spent');
 

@@ -2,7 +2,7 @@ import test, { type ExecutionContext } from 'ava';
 import { newFileId } from '../../lib/files/file-id.js';
 import type { FileRecord } from '../../lib/files/file-store.js';
 import { DEFAULT_FILE_LIMITS } from '../../lib/files/files-router.js';
-import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
+import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { loadConfig } from '../../reference-server/config.js';
 import { abortUploadMidway, filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
 import { multipart, pdfOf, uploadParts, type Part } from '../helpers/multipart.js';
@@ -126,7 +126,7 @@ test('decisions.md Files: after keeps working when that file has expired, and a 
 test("decisions.md Keys: files and quotas belong to the account: every key of it shares them, another account's do not", async (t) => {
   const NOON = Date.UTC(2030, 0, 15, 12, 0, 0);
   const limiter = new MemoryCreationLimiter({ createsPerMinute: 2, nowMs: () => NOON });
-  const app = await files(t, { limiter, limits: { maxFiles: 1 } });
+  const app = await files(t, { creationLimiter: limiter, limits: { maxFiles: 1 } });
   const { body: file } = await upload(app, app.keys.a, pdfOf(100));
   t.deepEqual((await upload(app, app.keys.a2, pdfOf(100))).body, STORAGE_QUOTA, "the stock is the account's");
   t.deepEqual(((await get(app, app.keys.a2, '/v1/files')).body.data as unknown[]), [file]);
@@ -138,7 +138,7 @@ test("decisions.md Keys: files and quotas belong to the account: every key of it
 
 test('decisions.md Limits: the bytes created per day are the PDF bytes, not the multipart envelope', async (t) => {
   const limiter = new MemoryCreationLimiter({ bytesPerDay: 3000, nowMs: () => Date.UTC(2030, 0, 15, 23, 0, 0) });
-  const app = await files(t, { limiter });
+  const app = await files(t, { creationLimiter: limiter });
   for (let i = 0; i < 3; i++) t.is((await upload(app, app.keys.a, pdfOf(1000))).status, 200, `upload ${i + 1} of 1,000 bytes`);
   const refused = await upload(app, app.keys.a, pdfOf(10));
   t.is(refused.status, 429);
@@ -149,7 +149,7 @@ test('decisions.md Limits: the bytes created per day are the PDF bytes, not the 
 
 test('decisions.md Limits: an upload the client aborts spends nothing from any limit', async (t) => {
   const limiter = new MemoryCreationLimiter({ nowMs: () => Date.UTC(2030, 0, 15, 12, 0, 0) });
-  const app = await files(t, { limiter });
+  const app = await files(t, { creationLimiter: limiter });
   await abortUploadMidway(app, pdfOf(1_000_000));
   t.deepEqual(await limiter.usage('acct-a'), { createsThisMinute: 0, createsToday: 0, bytesToday: 0 });
   t.deepEqual(await app.files.usage('acct-a', app.clock.seconds), { files: 0, bytes: 0 });

@@ -6,7 +6,7 @@ import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES } from '../../lib/auth/scopes.js';
 import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { traceRequests } from '../../lib/tracing/trace-requests.js';
 import { tracedStore } from '../../lib/tracing/traced-store.js';
@@ -27,7 +27,7 @@ test('without an SDK the middleware passes every call through, sends no trace co
   app.use(requestLog(pino({ base: null }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) })));
   app.use(gatewayErrors());
   app.use(underPath('/v1', apiKey({ store: keys })));
-  const router = modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), limiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') });
+  const router = modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), modelLimiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') });
   app.use(router.routes());
   const server = await listen(app);
   t.teardown(() => Promise.all([server.close(), upstream.close()]));

@@ -12,8 +12,8 @@ import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
-import { MemoryCreationLimiter } from '../../lib/quota/memory-creation-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
+import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
@@ -47,8 +47,8 @@ async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttem
   app.use(gatewayErrors());
   app.use(underPath('/v1', apiKey({ store: keys })));
   const routers = [
-    filesRouter({ files, blobs, limiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
-    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, limiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
+    filesRouter({ files, blobs, creationLimiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
+    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, modelLimiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
   ];
   for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
   const server = await listen(app);

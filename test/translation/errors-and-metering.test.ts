@@ -13,7 +13,7 @@ import { until } from '../helpers/poll.js';
 
 const upstream = await scriptedUpstream();
 const records: UsageRecord[] = [];
-const gateway = await modelsApp({ timeoutMs: 20_000, providers: catalogProviders(upstream.url), usage: { record: (record) => records.push(record) } });
+const gateway = await modelsApp({ timeoutMs: 20_000, providers: catalogProviders(upstream.url), usageRecorder: { record: (record) => records.push(record) } });
 test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
 test.beforeEach(() => {
   upstream.received.splice(0);
@@ -141,7 +141,7 @@ test.serial('a refused translation spends none of the key\'s limits', async (t) 
 test.serial('a client that leaves a translated stream: the upstream call is closed and the call recorded as 499 with the usage read so far', async (t) => {
   const hanging = await streamingUpstream();
   const leaving: UsageRecord[] = [];
-  const app = await modelsApp({ providers: [anthropicProvider({ id: 'anthropic', baseURL: hanging.url })], catalog: [{ id: 'claude-test', provider: 'anthropic' }], usage: { record: (record) => leaving.push(record) } });
+  const app = await modelsApp({ providers: [anthropicProvider({ id: 'anthropic', baseURL: hanging.url })], catalog: [{ id: 'claude-test', provider: 'anthropic' }], usageRecorder: { record: (record) => leaving.push(record) } });
   t.teardown(() => Promise.all([app.close(), hanging.close()]));
   const controller = new AbortController();
   // The answer's status and headers go with its first event.

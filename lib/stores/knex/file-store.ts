@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
-import type { FileRecord, FileStore, ListQuery, StockLimits, Usage } from '../../files/file-store.js';
+import type { FileRecord, FileStore, ListQuery, StockLimits, FileUsage } from '../../files/file-store.js';
 import { firstRowReader } from './prepared-reads.js';
 import { storeTimeoutMs, transactionWithinTimeout, withinTimeout, type KnexStoreOptions } from './store-options.js';
 
@@ -55,7 +55,7 @@ const seconds = Math.floor;
 /** Restricts a query to files that have not expired at `now` (whole seconds). */
 const live = (now: number) => (query: Knex.QueryBuilder) => query.whereNull('expires_at').orWhere('expires_at', '>', now);
 
-async function usageOf(knex: Knex | Knex.Transaction, account: string, now: number): Promise<Usage> {
+async function usageOf(knex: Knex | Knex.Transaction, account: string, now: number): Promise<FileUsage> {
   const row = (await knex(FILES)
     .where({ account })
     .where(live(seconds(now)))
@@ -127,7 +127,7 @@ export class KnexFileStore implements FileStore {
     return deleted > 0;
   }
 
-  async usage(account: string, now: number): Promise<Usage> {
+  async usage(account: string, now: number): Promise<FileUsage> {
     return withinTimeout(this.#timeoutMs, () => usageOf(this.#knex, account, now));
   }
 

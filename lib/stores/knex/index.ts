@@ -1,3 +1,7 @@
+/**
+ * `koa-model-gateway/stores/knex`: the stores on PostgreSQL or SQLite through Knex (optional
+ * peers), with their migrations (`migrate()`).
+ */
 export { migrate } from './migrations.js';
 export { KnexKeyStore } from './key-store.js';
 export { KnexFileStore } from './file-store.js';

@@ -1,4 +1,4 @@
-import type { FileRecord, FileStore, ListQuery, StockLimits, Usage } from '../../files/file-store.js';
+import type { FileRecord, FileStore, ListQuery, StockLimits, FileUsage } from '../../files/file-store.js';
 
 const isLive = (file: FileRecord, nowSeconds: number) => file.expiresAt === null || file.expiresAt > nowSeconds;
 
@@ -40,7 +40,7 @@ export class MemoryFileStore implements FileStore {
     return this.#byId.delete(id);
   }
 
-  async usage(account: string, nowSeconds: number): Promise<Usage> {
+  async usage(account: string, nowSeconds: number): Promise<FileUsage> {
     return this.#usage(account, nowSeconds);
   }
 
@@ -64,7 +64,7 @@ export class MemoryFileStore implements FileStore {
     return file && file.account === account && isLive(file, nowSeconds) ? file : undefined;
   }
 
-  #usage(account: string, nowSeconds: number): Usage {
+  #usage(account: string, nowSeconds: number): FileUsage {
     const usage = { files: 0, bytes: 0 };
     for (const file of this.#byId.values()) {
       if (file.account !== account || !isLive(file, nowSeconds)) continue;

@@ -1,3 +1,7 @@
+/**
+ * `koa-model-gateway/stores/memory`: every store interface in the process's memory, the limiters
+ * among them; no dependency beyond the package's own.
+ */
 export { MemoryKeyStore } from './key-store.js';
 export { MemoryFileStore } from './file-store.js';
 export { MemoryBlobStore } from './blob-store.js';
@@ -6,6 +10,6 @@ export { MemoryAdminTokenStore } from './admin-token-store.js';
 export { MemoryAdminSessionStore } from './admin-session-store.js';
 export { MemoryUsageStore } from './usage-store.js';
 export { MemoryAuditStore } from './audit-store.js';
-export { MemoryCreationLimiter } from '../../quota/memory-creation-limiter.js';
-export { MemoryModelLimiter, type MemoryModelLimiterOptions } from '../../quota/memory-model-limiter.js';
+export { MemoryCreationLimiter } from './creation-limiter.js';
+export { MemoryModelLimiter, type MemoryModelLimiterOptions } from './model-limiter.js';
 export { MemoryCooldownStore } from '../../models/routing/cooldown-store.js';

@@ -11,7 +11,7 @@ import {
   type CreationUsage,
 } from '../../quota/creation-limits.js';
 import { clockWindows, type ClockWindows } from '../../quota/clock-windows.js';
-import { MemoryCreationLimiter } from '../../quota/memory-creation-limiter.js';
+import { MemoryCreationLimiter } from '../memory/creation-limiter.js';
 import { answerWithin, partyKey, resolveRedisLimiterOptions, type RedisLimiterOptions } from './redis-limiter.js';
 
 export interface RedisCreationLimiterOptions extends CreationLimitsOptions, RedisLimiterOptions {}

@@ -1,3 +1,7 @@
+/**
+ * `koa-model-gateway/stores/redis`: the stores several processes share through Redis (ioredis, an
+ * optional peer): limiters, key changes, the spend ledger, cooldowns.
+ */
 export { createRedisClient, type RedisClientOptions } from './client.js';
 export { RedisCreationLimiter, type RedisCreationLimiterOptions } from './creation-limiter.js';
 export { RedisKeyChanges, type RedisKeyChangesOptions } from './key-changes.js';

@@ -1,5 +1,5 @@
-import { clockWindows } from './clock-windows.js';
-import type { ModelLimiter } from './model-limiter.js';
+import { clockWindows } from '../../quota/clock-windows.js';
+import type { ModelLimiter } from '../../quota/model-limiter.js';
 import {
   assertTokenCount,
   decide,
@@ -8,7 +8,7 @@ import {
   type ModelLimitDecision,
   type ModelLimits,
   type ModelUsage,
-} from './model-limits.js';
+} from '../../quota/model-limits.js';
 
 export interface MemoryModelLimiterOptions {
   /** The clock, in Unix milliseconds, that places a call in its minute and day. Default `Date.now`. */
@@ -26,7 +26,7 @@ interface Counters extends ModelUsage {
  * synchronous step. Holds one small entry per key id it has limited.
  * @example
  * import { MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
- * modelsRouter({ catalog, providers, limiter: new MemoryModelLimiter() })
+ * modelsRouter({ catalog, providers, modelLimiter: new MemoryModelLimiter() })
  */
 export class MemoryModelLimiter implements ModelLimiter {
   readonly #nowMs: () => number;

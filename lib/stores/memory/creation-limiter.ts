@@ -1,6 +1,6 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { clockWindows } from './clock-windows.js';
-import type { CreationLimiter, CreationReservation } from './creation-limiter.js';
+import { clockWindows } from '../../quota/clock-windows.js';
+import type { CreationLimiter, CreationReservation } from '../../quota/creation-limiter.js';
 import {
   assertByteCount,
   refusalError,
@@ -9,7 +9,7 @@ import {
   type CreationLimitsOptions,
   type CreationRefusal,
   type CreationUsage,
-} from './creation-limits.js';
+} from '../../quota/creation-limits.js';
 
 // Counters outlive their window by this much, so a release just after the window ends still finds them.
 const GRACE_MS = 60_000;
@@ -35,7 +35,7 @@ interface Spend {
  * points of the limits it passed) are given back before any other request of that account looks.
  * @example
  * import { MemoryCreationLimiter } from 'koa-model-gateway/stores/memory';
- * fileQuota({ limiter: new MemoryCreationLimiter({ createsPerMinute: 10 }) })
+ * fileQuota({ creationLimiter: new MemoryCreationLimiter({ createsPerMinute: 10 }) })
  */
 export class MemoryCreationLimiter implements CreationLimiter {
   readonly limits: CreationLimits;
