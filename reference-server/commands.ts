@@ -13,6 +13,7 @@ import {
   type ApiKeyRecord,
   type KeyChanges,
   type ModelLimits,
+  type NewKeyObject,
   type Scope,
   type UsageGrouping,
   type UsageQuery,
@@ -187,7 +188,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   });
   const store = describeStore(config.database);
   if (values.json) {
-    io.out(JSON.stringify({ ...keyObject(record, Date.now() / 1000), key, store }));
+    io.out(JSON.stringify({ ...keyObject(record, Math.floor(Date.now() / 1000)), key, store } satisfies NewKeyObject & { store: unknown }));
   } else {
     io.err(storeLine(store));
     io.out(

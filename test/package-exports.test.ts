@@ -84,6 +84,7 @@ test('the package root exports the middleware, stores interfaces and helpers use
     'requireScope',
     'responses',
     'retrieveModel',
+    'rotateApiKey',
     'sendPdf',
     'shapeABody',
     'spendBudgets',

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { KeyStore } from '../auth/key-store.js';
-import { generateApiKey, keyStatus } from '../auth/keys.js';
+import { createApiKey, generateApiKey, keyStatus, rotateApiKey } from '../auth/keys.js';
 import { SCOPES } from '../auth/scopes.js';
 import type { FileStore } from '../files/file-store.js';
 import { DEFAULT_FILE_LIMITS } from '../files/files-router.js';
@@ -13,7 +13,7 @@ import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
 import { adminErrors } from './admin-errors.js';
 import { accountName, keyFieldSchemas, parseFields } from './key-fields.js';
 import { keyMatcher, keySearch } from './key-search.js';
-import { keyObject } from './key-object.js';
+import { keyObject, type NewKeyObject, type RotatedKeyObject } from './key-object.js';
 import { usageObject, usageQuerySchema } from './usage-query.js';
 
 /** What the admin API changed, and with which admin token: for the log of every change. */
@@ -139,12 +139,10 @@ export function adminRouter(options: AdminRouterOptions): Router {
 
   router.post('/keys', async (ctx) => {
     const fields = parseFields(schemas.create, await body(ctx));
-    const { key, hash, hint } = generateApiKey(keyPrefix);
-    const record = await keys.create({
+    const { key, record } = await createApiKey(keys, {
+      prefix: keyPrefix,
       account: fields.account,
-      hash,
-      hint,
-      ...(fields.name == null ? {} : { name: fields.name }),
+      name: fields.name ?? null,
       scopes: fields.scopes ?? [...SCOPES],
       models: fields.models ?? null,
       expiresAt: fields.expires_at ?? null,
@@ -152,7 +150,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
     });
     report(ctx, { action: 'key.created', keyId: record.id, account: record.account, fields: Object.keys(fields) });
     ctx.status = 201;
-    ctx.body = { ...keyObject(record, now()), key };
+    ctx.body = { ...keyObject(record, now()), key } satisfies NewKeyObject;
   });
 
   router.get('/keys', async (ctx) => {
@@ -192,15 +190,14 @@ export function adminRouter(options: AdminRouterOptions): Router {
 
   router.post('/keys/:id/rotate', async (ctx) => {
     const { grace_seconds: grace } = parseFields(schemas.rotate, await body(ctx));
-    const { key, hash, hint } = generateApiKey(keyPrefix);
     const at = now();
     // One step in the store: a retried or concurrent rotation of the same key makes no second key.
-    const result = await keys.rotate(ctx.params.id as string, { hash, hint, nowSeconds: at, graceEndsAt: at + grace });
+    const result = await rotateApiKey(keys, ctx.params.id as string, { prefix: keyPrefix, nowSeconds: at, graceSeconds: grace });
     if (result.outcome !== 'rotated') throw ROTATION_REFUSALS[result.outcome]();
-    const { old, replacement } = result;
+    const { key, old, replacement } = result;
     report(ctx, { action: 'key.rotated', keyId: old.id, account: old.account, replacementId: replacement.id });
     ctx.status = 201;
-    ctx.body = { ...keyObject(replacement, at), key, replaces: { id: old.id, expires_at: old.expiresAt } };
+    ctx.body = { ...keyObject(replacement, at), key, replaces: { id: old.id, expires_at: old.expiresAt } } satisfies RotatedKeyObject;
   });
 
   router.get('/accounts', async (ctx) => {

@@ -1,5 +1,5 @@
 export { SCOPES, isScope, type Scope } from './scopes.js';
-export { createApiKey, generateApiKey, hashApiKey, keyStatus, type KeyStatus } from './keys.js';
+export { createApiKey, generateApiKey, hashApiKey, keyStatus, rotateApiKey, type ApiKeyRotation, type KeyStatus } from './keys.js';
 export { ACCOUNT_NAME_RULE, canonicalAccountName } from './account-name.js';
 export { KEY_NAME_RULE, canonicalKeyName } from './key-name.js';
 export type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from './key-store.js';
