@@ -17,7 +17,7 @@ if (missing.length > 0) {
   );
   process.exit(1);
 }
-const { runCommandLine } = await import('./commands.js');
+const { runCommandLine } = await import('./commands/index.js');
 
 process.exitCode = await runCommandLine(process.argv.slice(2), {
   env: process.env,

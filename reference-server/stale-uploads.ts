@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, opendir, readFile, readlink, rm, rmdir, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isUploadTempName } from '../lib/files/pdf-upload.js';
+import { isUploadTempName } from '../lib/files/multipart-form.js';
 
 /**
  * How often a serving process touches its uploads directory, and how long untouched it must be

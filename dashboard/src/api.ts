@@ -1,3 +1,5 @@
+import type { KeyObject as ApiKey, NewKeyObject as NewKey } from '../../lib/admin/key-object.ts';
+
 // The admin API as the page uses it: same origin, the session cookie (HttpOnly, so never read
 // here) and the session's CSRF token on every request that changes something.
 
@@ -9,37 +11,8 @@ export interface Session {
   expires_at: number;
 }
 
-export interface KeyLimits {
-  requests_per_minute: number | null;
-  tokens_per_minute: number | null;
-  tokens_per_day: number | null;
-  /** Budgets in USD per UTC day and calendar month. */
-  cost_per_day: number | null;
-  cost_per_month: number | null;
-}
-
-export interface ApiKey {
-  id: string;
-  account: string;
-  status: 'active' | 'revoked' | 'expired';
-  scopes: string[];
-  models: string[] | null;
-  limits: KeyLimits | null;
-  created_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-  name: string | null;
-  /** The secret's last four characters. */
-  hint: string | null;
-  last_used_at: number | null;
-  replaces: { id: string } | null;
-  replaced_by: { id: string } | null;
-}
-
-/** A key as created or rotated: the secret `key`, shown this once. */
-export interface NewKey extends ApiKey {
-  key: string;
-}
+// A key as the admin API shows it, and as created or rotated (with the secret `key`, shown this once).
+export type { ApiKey, NewKey };
 
 export interface Catalog {
   scopes: string[];

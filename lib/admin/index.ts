@@ -10,7 +10,7 @@ export { adminAuth, verifiedAdmin, type AdminAuthOptions, type VerifiedAdmin } f
 export { adminRouter, type AccountLimits, type AdminChange, type AdminRouterOptions } from './admin-router.js';
 export { adminSessions, type AdminSessionsOptions } from './admin-sessions.js';
 export { budgetsRouter, type BudgetChange, type BudgetsRouterOptions } from './budgets-router.js';
-export { keyObject } from './key-object.js';
+export { keyObject, type KeyLimitsObject, type KeyObject, type NewKeyObject, type RotatedKeyObject } from './key-object.js';
 export {
   auditEntry,
   type AuditAction,

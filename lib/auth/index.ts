@@ -1,11 +1,11 @@
 /**
  * `koa-model-gateway/auth`: API keys. The key check (`apiKey()`), scopes (`requireScope()`,
- * `SCOPES`), a key's model allowlist (`modelAccess()`), making keys (`createApiKey()`), the
+ * `SCOPES`), a key's model allowlist (`modelAccess()`), making and rotating keys (`createApiKey()`, `rotateApiKey()`), the
  * `KeyStore` interface and what wraps one (`cachedKeyStore()`, `announceKeyChanges()`,
  * `keyUseRecorder()`).
  */
 export { SCOPES, isScope, type Scope } from './scopes.js';
-export { createApiKey, generateApiKey, hashApiKey, keyStatus, type KeyStatus } from './keys.js';
+export { createApiKey, generateApiKey, hashApiKey, keyStatus, rotateApiKey, type ApiKeyRotation, type KeyStatus } from './keys.js';
 export { canonicalAccountName } from './account-name.js';
 export { canonicalKeyName } from './key-name.js';
 export type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from './key-store.js';

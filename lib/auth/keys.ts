@@ -1,7 +1,7 @@
 import { hash, randomBytes } from 'node:crypto';
 import { checkModelLimits, type ModelLimits } from '../quota/model-limits.js';
 import { canonicalKeyName, KEY_NAME_RULE } from './key-name.js';
-import type { ApiKeyRecord, KeyStore } from './key-store.js';
+import type { ApiKeyRecord, KeyRotationResult, KeyStore } from './key-store.js';
 import type { Scope } from './scopes.js';
 
 /** 32 bytes: 256 bits of entropy in every secret. */
@@ -85,4 +85,29 @@ export async function createApiKey(
     limits,
   });
   return { key, record };
+}
+
+/** What came of `rotateApiKey()`: the store's result, with the new key's plaintext when there is one. */
+export type ApiKeyRotation =
+  | { outcome: 'rotated'; key: string; old: ApiKeyRecord; replacement: ApiKeyRecord }
+  | Exclude<KeyRotationResult, { outcome: 'rotated' }>;
+
+/**
+ * Replaces the key `id` in `store` with a new one of its account, scopes, models, limits, expiry
+ * and name (`KeyStore.rotate`, once per key), and returns the new plaintext once. The old key
+ * works `graceSeconds` more (a whole number, else a `TypeError`), or less when it expires sooner.
+ * @example const rotation = await rotateApiKey(store, id, { prefix: 'kmg', nowSeconds: Math.floor(Date.now() / 1000), graceSeconds: 3600 })
+ */
+export async function rotateApiKey(
+  store: KeyStore,
+  id: string,
+  options: { prefix: string; nowSeconds: number; graceSeconds: number },
+): Promise<ApiKeyRotation> {
+  const { nowSeconds, graceSeconds } = options;
+  if (!Number.isSafeInteger(graceSeconds) || graceSeconds < 0) {
+    throw new TypeError('koa-model-gateway: a rotation\'s grace is a whole number of seconds, 0 or more');
+  }
+  const { key, hash, hint } = generateApiKey(options.prefix);
+  const result = await store.rotate(id, { hash, hint, nowSeconds, graceEndsAt: nowSeconds + graceSeconds });
+  return result.outcome === 'rotated' ? { ...result, key } : result;
 }

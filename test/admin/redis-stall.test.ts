@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
-import { runCommand } from '../../reference-server/commands.js';
+import { runCommand } from '../../reference-server/commands/index.js';
 import { ownRedis } from '../helpers/quota-redis-server.js';
 import { spawnCli, tempDataDir } from '../helpers/server-process.js';
 import { withProgram } from '../helpers/services.js';

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { apiKey, type ApiKeyOptions } from '../../lib/auth/api-key.js';
-import { generateApiKey, hashApiKey } from '../../lib/auth/keys.js';
+import { generateApiKey, hashApiKey, rotateApiKey } from '../../lib/auth/keys.js';
 import { requireScope } from '../../lib/auth/require-scope.js';
 import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
@@ -120,6 +120,26 @@ test('createApiKey refuses limits that are not positive integers, before anythin
     });
   }
   t.deepEqual(await store.list({ account: 'bad-limits' }), []);
+});
+
+test('rotateApiKey: the new key is accepted, the old one until its grace ends; a second rotation makes no key', async (t) => {
+  const { key: oldKey, record } = await keyFor(['files:read'], { account: 'rotated' });
+  const now = Math.floor(Date.now() / 1000);
+  const rotation = await rotateApiKey(store, record.id, { prefix: 'kmg', nowSeconds: now, graceSeconds: 60 });
+  if (rotation.outcome !== 'rotated') return t.fail(rotation.outcome);
+  t.is(rotation.replacement.hash, hashApiKey(rotation.key));
+  t.is(rotation.old.expiresAt, now + 60);
+  for (const key of [rotation.key, oldKey]) t.is((await call('GET', '/v1/files', { 'x-api-key': key })).status, 200);
+  t.like(await rotateApiKey(store, record.id, { prefix: 'kmg', nowSeconds: now, graceSeconds: 60 }), { outcome: 'replaced' });
+  t.is((await store.list({ account: 'rotated' })).length, 2);
+});
+
+test('rotateApiKey refuses a grace that is not a whole number of seconds, before anything is rotated', async (t) => {
+  const { record } = await keyFor(['files:read']);
+  for (const graceSeconds of [-1, 1.5, Number.NaN]) {
+    await t.throwsAsync(rotateApiKey(store, record.id, { prefix: 'kmg', nowSeconds: 0, graceSeconds }), { instanceOf: TypeError, message: /^koa-model-gateway: / });
+  }
+  t.is((await store.get(record.id))?.replacedBy, undefined);
 });
 
 test('a revoked key is 401', async (t) => {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ExecutionContext } from 'ava';
-import { runCommandLine } from '../../reference-server/commands.js';
+import { runCommandLine } from '../../reference-server/commands/index.js';
 import { loadConfigWithModules } from '../../reference-server/config.js';
 import { createLogger } from '../../reference-server/logger.js';
 import { startGateway, type GatewayOptions } from '../../reference-server/server.js';

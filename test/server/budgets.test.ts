@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test, { type TestFn } from 'ava';
-import { runCommand } from '../../reference-server/commands.js';
+import { runCommand } from '../../reference-server/commands/index.js';
 import { until } from '../helpers/poll.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { startServer, tempDataDir, type RunningServer } from '../helpers/server-process.js';

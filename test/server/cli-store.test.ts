@@ -1,6 +1,6 @@
 import { join, resolve, sep } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { runCommand } from '../../reference-server/commands.js';
+import { runCommand } from '../../reference-server/commands/index.js';
 import { describeStore } from '../../reference-server/store-description.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { tempDataDir } from '../helpers/server-process.js';

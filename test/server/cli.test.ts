@@ -5,7 +5,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { SCOPES } from '../../lib/auth/scopes.js';
-import { runCommand } from '../../reference-server/commands.js';
+import { runCommand } from '../../reference-server/commands/index.js';
 import { ROOT, compiledCli, createKey, runCli, tempDataDir } from '../helpers/server-process.js';
 
 const dirs: Array<{ remove(): Promise<void> }> = [];

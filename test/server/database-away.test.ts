@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import { runCommand } from '../../reference-server/commands.js';
+import { runCommand } from '../../reference-server/commands/index.js';
 import { mockProviders } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
 import { throwawayPostgres } from '../helpers/server-database.js';

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import { runCommand } from '../../reference-server/commands.js';
+import { runCommand } from '../../reference-server/commands/index.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { mockProviders } from '../helpers/models-upstream.js';
 import { startServer, tempDataDir } from '../helpers/server-process.js';

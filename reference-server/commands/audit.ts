@@ -2,7 +2,7 @@ import { userInfo } from 'node:os';
 import { auditEntry, type AuditEvent } from 'koa-model-gateway/admin';
 import { KnexAuditStore } from 'koa-model-gateway/stores/knex';
 import type { CommandIo } from './command-line.js';
-import type { Database } from './database.js';
+import type { Database } from '../database.js';
 
 /** The operating system's user running the command, or `null` where there is none (a container's uid without a name). */
 function osUser(): string | null {

@@ -1,10 +1,8 @@
-import { parseArgs } from 'node:util';
 import type { BudgetChanges } from 'koa-model-gateway/cost';
 import { KnexAccountBudgetStore } from 'koa-model-gateway/stores/knex';
-import { recordCliAction } from './cli-audit.js';
-import { UsageError, accountOption, type CommandIo } from './command-line.js';
-import { loadConfigWithModules } from './config.js';
-import { openMigratedDatabase } from './database.js';
+import { loadConfigWithModules } from '../config.js';
+import { recordCliAction } from './audit.js';
+import { UsageError, accountOption, parseCommand, withDatabase, type CommandIo } from './command-line.js';
 
 /** The budget options of `keys create` and `accounts set-limits`, and the limit each sets. */
 export const BUDGET_OPTIONS = { 'cost-per-day': 'costPerDay', 'cost-per-month': 'costPerMonth' } as const;
@@ -19,39 +17,34 @@ export function parseBudget(option: string, value: string): number {
 }
 
 /** `accounts set-limits <account> [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]`: sets or removes an account's budgets. */
-export async function accountsSetLimits(args: string[], io: CommandIo): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      options: { 'cost-per-day': { type: 'string' }, 'cost-per-month': { type: 'string' }, json: { type: 'boolean' } },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message.split('\n')[0] ?? 'bad arguments');
-  }
-  const { values, positionals } = parsed;
-  const [given] = positionals;
-  if (positionals.length !== 1 || given === undefined) throw new UsageError('accounts set-limits needs exactly one account');
-  const account = accountOption(given);
+async function accountsSetLimits(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseCommand(
+    args,
+    { 'cost-per-day': { type: 'string' }, 'cost-per-month': { type: 'string' } },
+    1,
+    'accounts set-limits needs exactly one account',
+  );
+  const account = accountOption(positionals[0] as string);
   const changes: BudgetChanges = {};
   for (const [option, field] of Object.entries(BUDGET_OPTIONS)) {
     const value = values[option as keyof typeof BUDGET_OPTIONS];
     if (value !== undefined) changes[field] = value === 'none' ? null : parseBudget(option, value);
   }
   if (Object.keys(changes).length === 0) throw new UsageError('accounts set-limits needs --cost-per-day or --cost-per-month');
-  const database = await openMigratedDatabase((await loadConfigWithModules(io.env)).database);
-  let budget;
-  try {
-    budget = await new KnexAccountBudgetStore(database.knex, database.storeOptions).set(account, changes);
+  const budget = await withDatabase(await loadConfigWithModules(io.env), async (database) => {
+    const set = await new KnexAccountBudgetStore(database.knex, database.storeOptions).set(account, changes);
     await recordCliAction(database, { action: 'account.limits_set', account, fields: Object.keys(changes) }, io);
-  } finally {
-    await database.close();
-  }
+    return set;
+  });
   const costPerDay = budget.costPerDay ?? null;
   const costPerMonth = budget.costPerMonth ?? null;
   const text = (usd: number | null) => (usd === null ? 'none' : `${usd} USD`);
   io.out(values.json ? JSON.stringify({ account, costPerDay, costPerMonth }) : `Budgets of ${account}: ${text(costPerDay)} per day, ${text(costPerMonth)} per month`);
   return 0;
+}
+
+/** `accounts set-limits`: an account's budgets, over all its keys. */
+export async function accountsCommand([sub, ...args]: string[], io: CommandIo): Promise<number> {
+  if (sub === 'set-limits') return accountsSetLimits(args, io);
+  throw new UsageError(sub === undefined ? 'accounts needs a subcommand: set-limits' : `unknown accounts subcommand '${sub}'`);
 }

@@ -1,0 +1,83 @@
+import { SCOPES } from 'koa-model-gateway/auth';
+import { ConfigError } from '../config-error.js';
+import { accountsCommand } from './accounts.js';
+import { adminTokensCommand } from './admin-tokens.js';
+import { UsageError, type Command, type CommandIo } from './command-line.js';
+import { keysCommand } from './keys.js';
+import { migrateCommand, sweepCommand } from './maintenance.js';
+import { serveCommand } from './serve.js';
+import { usageCommand } from './usage.js';
+
+export const USAGE = `Usage: koa-model-gateway <command> [options]
+
+Commands:
+  serve                                 serve the API until SIGTERM/SIGINT
+  migrate                               bring the database to the latest schema
+  keys create --account <id> [--name <text>] [--scope <scope>]... [--model <model>]...
+              [--expires <iso-time>] [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>]
+              [--cost-per-day <usd>] [--cost-per-month <usd>]
+                                        create a key and print it, once (no --scope: every scope;
+                                        a limit left out: the deployment's default)
+  keys list [--account <id>]            list keys (never the keys themselves)
+  keys revoke <key-id>                  revoke a key; every server refuses it within a second
+  accounts set-limits <account> [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]
+                                        set (or, with none, remove) an account's budgets, over all its keys
+  admin-tokens create [--name <text>]   create an admin token (admin API, dashboard) and print it, once
+  admin-tokens list                     list admin tokens (never the tokens themselves)
+  admin-tokens revoke <token-id>        revoke an admin token and end its dashboard sessions
+  sweep                                 remove expired files and orphaned blobs now
+  usage [--account <id>] [--key <key-id>] [--since <iso-time>] [--by day|model|key]
+                                        requests (answered: 2xx; refused: 4xx, 5xx), tokens and cost (USD)
+                                        of model calls: totals, and rows per UTC day (default), model or key
+
+Options:
+  --json                                print one JSON document
+  --help                                print this text
+
+Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR, BLOB_URL (with AWS_REGION,
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_ENDPOINT, S3_FORCE_PATH_STYLE), GATEWAY_CONFIG,
+  LOG_LEVEL, SHUTDOWN_GRACE_SECONDS, METRICS_PORT
+Scopes: ${SCOPES.join(', ')}`;
+
+/** Each command by its name; a command with subcommands picks one itself. */
+const COMMANDS: ReadonlyMap<string, Command> = new Map([
+  ['serve', serveCommand],
+  ['migrate', migrateCommand],
+  ['sweep', sweepCommand],
+  ['usage', usageCommand],
+  ['keys', keysCommand],
+  ['accounts', accountsCommand],
+  ['admin-tokens', adminTokensCommand],
+]);
+
+/**
+ * Runs one CLI command and returns its exit code. Throws `UsageError` for a bad command line and
+ * `ConfigError` for a configuration the command cannot run with.
+ */
+export async function runCommand(argv: string[], io: CommandIo): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    io.out(USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  const run = COMMANDS.get(command);
+  if (run === undefined) throw new UsageError(`unknown command '${command}'`);
+  return run(rest, io);
+}
+
+/**
+ * `runCommand` as the command line runs it: every failure ends as one line on `io.err` and a
+ * non-zero exit code (2 for a bad command line, 1 for anything else).
+ */
+export async function runCommandLine(argv: string[], io: CommandIo): Promise<number> {
+  try {
+    return await runCommand(argv, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`koa-model-gateway: ${err.message} (see koa-model-gateway --help)`);
+      return 2;
+    }
+    io.err(err instanceof ConfigError ? `koa-model-gateway: ${err.message}` : `koa-model-gateway: unexpected error: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
+}

@@ -1,0 +1,48 @@
+import { usageReport, type UsageGrouping, type UsageQuery, type UsageTotals } from 'koa-model-gateway/usage';
+import { KnexUsageStore } from 'koa-model-gateway/stores/knex';
+import { loadConfigWithModules } from '../config.js';
+import { UsageError, accountOption, parseCommand, parseTime, withDatabase, type CommandIo } from './command-line.js';
+
+const GROUPINGS: readonly string[] = ['day', 'model', 'key'] satisfies UsageGrouping[];
+/** The row of calls without a model: refused before one was chosen (a bad body, an unknown model, a limit). */
+const NO_MODEL = '(refused before a model was chosen)';
+
+const totalsJson = (totals: UsageTotals) => ({
+  requests: totals.requests,
+  answered: totals.answered,
+  refused: totals.refused,
+  input_tokens: totals.inputTokens,
+  output_tokens: totals.outputTokens,
+  cost_usd: totals.costUsd,
+});
+
+/** `usage`: the model calls' requests, tokens and cost, in totals and rows per day, model or key. */
+export async function usageCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseCommand(
+    args,
+    { account: { type: 'string' }, key: { type: 'string' }, since: { type: 'string' }, by: { type: 'string' } },
+    0,
+  );
+  const by = values.by ?? 'day';
+  if (!GROUPINGS.includes(by)) throw new UsageError(`--by must be day, model or key, got '${by}'`);
+  const query: UsageQuery = { by: by as UsageGrouping };
+  if (values.account !== undefined) query.account = accountOption(values.account);
+  if (values.key !== undefined) query.keyId = values.key;
+  if (values.since !== undefined) query.since = parseTime('--since', values.since);
+  const config = await loadConfigWithModules(io.env);
+  const report = await withDatabase(config, ({ knex }) => usageReport(new KnexUsageStore(knex), query));
+  if (values.json) {
+    io.out(JSON.stringify({ by, totals: totalsJson(report.totals), rows: report.rows.map((row) => ({ [by]: row.group, ...totalsJson(row) })) }));
+    return 0;
+  }
+  const lines = [
+    [by, 'requests', 'answered', 'refused', 'input_tokens', 'output_tokens', 'cost_usd'],
+    ...report.rows.map((row) => [row.group ?? NO_MODEL, row.requests, row.answered, row.refused, row.inputTokens, row.outputTokens, row.costUsd]),
+    ['total', report.totals.requests, report.totals.answered, report.totals.refused, report.totals.inputTokens, report.totals.outputTokens, report.totals.costUsd],
+  ].map((cells) => cells.map(String));
+  const widths = lines[0]!.map((_, column) => Math.max(...lines.map((cells) => cells[column]!.length)));
+  for (const cells of lines) {
+    io.out(cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]!) : cell.padStart(widths[column]!))).join('  '));
+  }
+  return 0;
+}
