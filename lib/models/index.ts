@@ -15,10 +15,10 @@ export { echoProvider, type EchoProviderOptions } from './providers/echo/index.j
 export type { HttpProviderOptions } from './providers/http.js';
 export { listModels, type ListModelsOptions } from './list-models.js';
 export { retrieveModel, type RetrieveModelOptions } from './retrieve-model.js';
-export { chatCompletions } from './chat-completions.js';
-export { responses } from './responses.js';
-export { messages } from './messages.js';
-export { countTokens } from './count-tokens.js';
+export { chatCompletions } from './formats/chat-completions/endpoint.js';
+export { responses } from './formats/responses/endpoint.js';
+export { messages } from './formats/messages/endpoint.js';
+export { countTokens } from './formats/messages/count-tokens.js';
 export { modelsRouter, type ModelsRouterOptions } from './models-router.js';
 export { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
 export type { EndpointFormat, ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';

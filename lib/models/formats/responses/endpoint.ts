@@ -1,10 +1,10 @@
 import type { Middleware } from 'koa';
-import { errors, type GatewayError } from '../errors/gateway-error.js';
-import { isObject, mapResponsesContentParts, type JsonObject } from './content.js';
-import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
-import { responsesAnswer } from './responses-answer.js';
+import { errors, type GatewayError } from '../../../errors/gateway-error.js';
+import { isObject, mapResponsesContentParts, type JsonObject } from '../../content.js';
+import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from '../../model-endpoint.js';
+import { responsesAnswer } from './answer-format.js';
 
-export { RESPONSE_EVENTS, responseObject, responseUsage } from './responses-answer.js';
+export { RESPONSE_EVENTS, responseObject, responseUsage } from './answer-format.js';
 
 const FILES_IN_INPUT_FILE_ONLY = 'Files are attached as {"type":"input_file","file_id"} parts only';
 
