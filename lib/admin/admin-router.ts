@@ -5,7 +5,7 @@ import { generateApiKey, keyStatus } from '../auth/keys.js';
 import { SCOPES } from '../auth/scopes.js';
 import type { FileStore } from '../files/file-store.js';
 import { DEFAULT_FILE_LIMITS } from '../files/files-router.js';
-import { readJsonBody } from '../models/json-body.js';
+import { readJsonBody } from '../http/json-body.js';
 import { DEFAULT_CREATION_LIMITS, type CreationUsage } from '../quota/creation-limits.js';
 import { usageReport } from '../usage/usage-report.js';
 import type { UsageStore } from '../usage/usage-store.js';

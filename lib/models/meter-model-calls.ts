@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { RouterContext } from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { afterResponse } from '../after-response.js';
+import { afterResponse } from '../http/after-response.js';
 import { newRequestId } from '../errors/request-id.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';

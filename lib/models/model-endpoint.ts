@@ -20,9 +20,9 @@ import { findAttachments, readAttachments, type FileReferences, type FileStores 
 import { endpointCatalogOptions, type CatalogModel, type ResolvedModel } from './catalog.js';
 import { isObject, type JsonObject } from './content.js';
 import { translation, type Translation } from './formats/translate.js';
-import { readJsonBody } from './json-body.js';
+import { readJsonBody } from '../http/json-body.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from './provider.js';
-import { EventSplitter } from './server-sent-events.js';
+import { EventSplitter } from '../http/server-sent-events.js';
 import { AttemptFailedError } from './routing/attempt-failed.js';
 import { backoffMs, retryAfterMs as retryAfter, routingOptions, weightedOrder, type Routing, type RoutingOptions } from './routing/routing-options.js';
 import { answerHeader, discard, providerAnswer, UpstreamCall } from './upstream-call.js';

@@ -3,7 +3,7 @@ import { errors } from '../../../errors/gateway-error.js';
 import { chatCompletionsAnswer } from './answer-format.js';
 import { isObject, mapChatContentParts } from '../../content.js';
 import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from '../../model-endpoint.js';
-import { openAIErrorEvent } from '../../server-sent-events.js';
+import { openAIErrorEvent } from './error-event.js';
 
 const CHAT_COMPLETIONS: EndpointFormat = {
   endpoint: 'chatCompletions',
