@@ -1,6 +1,6 @@
 export type { CatalogModel } from './catalog.js';
 export type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest, ProviderTelemetry } from './provider.js';
-export type { AttemptStart, AttemptTrace, RequestTracing } from './attempt-trace.js';
+export type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing } from '../state.js';
 export {
   createProvider,
   providerRegistry,
@@ -21,7 +21,7 @@ export { messages } from './formats/messages/endpoint.js';
 export { countTokens } from './formats/messages/count-tokens.js';
 export { modelsRouter, type ModelsRouterOptions } from './models-router.js';
 export { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
-export type { EndpointFormat, ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';
+export type { EndpointFormat, ModelEndpointOptions } from './model-endpoint.js';
 export type { AnswerFormat, StreamedAnswer, TokenUsage } from './answer.js';
 export type { FileReferences } from './attachments.js';
 export { DEFAULT_RETRY_STATUSES, type RoutingOptions } from './routing/routing-options.js';

@@ -15,6 +15,7 @@ import type { ModelLimiter } from '../quota/model-limiter.js';
 import { modelLimitsSchema, type ModelLimits } from '../quota/model-limits.js';
 import { modelLimitRefusal, rateLimitHeaders, type RateLimitHeaderStyle } from '../quota/rate-limit-headers.js';
 import { parseOptions, positiveInteger } from '../settings/schemas.js';
+import type { ModelRequestState } from '../state.js';
 import type { AnswerFormat, TokenUsage } from './answer.js';
 import { findAttachments, readAttachments, type FileReferences, type FileStores } from './attachments.js';
 import { endpointCatalogOptions, type CatalogModel, type ResolvedModel } from './catalog.js';
@@ -74,45 +75,6 @@ export interface ModelEndpointOptions {
   routing?: RoutingOptions;
 }
 
-/**
- * What a model handler puts on `ctx.state.modelRequest` once the model is resolved, and fills in
- * as the call goes on: for the request log, the usage record and the metrics.
- */
-export interface ModelRequestState {
-  /** The catalog id the client asked for. */
-  model: string;
-  provider: string;
-  upstreamModel: string;
-  stream: boolean;
-  /** How many stored files were attached. */
-  attachments: number;
-  /** The provider's format when it does not speak the endpoint's and the call is translated. */
-  translatedTo?: ProviderEndpoint;
-  /** Set when the key's limits refused the call (429): which of them. */
-  limitedBy?: 'requests' | 'tokens' | 'budget';
-  /** Tokens of the answer, from the upstream's own usage; 0 until its answer has ended, and when it reported none. */
-  inputTokens: number;
-  outputTokens: number;
-  /** From the upstream call to the first byte of its answer, in ms; null when no upstream call was made. */
-  upstreamFirstByteMs: number | null;
-  /** From the upstream call to the end of its answer, in ms; null until it has ended, and when no upstream call was made. */
-  upstreamMs: number | null;
-  /** The answer's tokens at the model's price, in picodollars (`callCost()`); 0 until its answer has ended. */
-  costPicoUsd: number;
-  /** Every upstream attempt of the call, in order: its deployment, its catalog model (the named one or a fallback) and how it ended (`ok`, `failed`: retryable, `refused`: not). */
-  attempts: Array<{ provider: string; model: string; upstreamModel: string; outcome: 'ok' | 'failed' | 'refused' }>;
-  /** The providers of the deployments whose failure in this call made them cool down. */
-  cooldowns: string[];
-  /** The deployments the call found cooling down, and until when (ms since the epoch); unset when it did not look. */
-  cooling?: Array<{ deployment: string; until: number }>;
-}
-
-declare module 'koa' {
-  interface DefaultState {
-    /** Set by `chatCompletions()` / `messages()` once the model is resolved. */
-    modelRequest?: ModelRequestState;
-  }
-}
 
 /** What differs between the endpoints. */
 export interface EndpointFormat {

@@ -16,8 +16,7 @@ import {
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { afterResponse } from '../http/after-response.js';
-import type { AttemptStart, AttemptTrace, RequestTracing } from '../models/attempt-trace.js';
-import type { ModelRequestState } from '../models/model-endpoint.js';
+import type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing } from '../state.js';
 import { parseOptions, settingsObject } from '../settings/schemas.js';
 import { AttemptSpan } from './attempt-span.js';
 import { tracerOf, tracerProviderOption } from './tracer.js';
