@@ -4,7 +4,7 @@ import type { KeyStore } from '../auth/key-store.js';
 import { generateApiKey, keyStatus } from '../auth/keys.js';
 import { SCOPES } from '../auth/scopes.js';
 import type { FileStore } from '../files/file-store.js';
-import { DEFAULT_FILE_LIMITS } from '../files/files-router.js';
+import { DEFAULT_FILE_LIMITS } from '../files/file-limits.js';
 import { readJsonBody } from '../http/json-body.js';
 import { DEFAULT_CREATION_LIMITS, type CreationUsage } from '../quota/creation-limits.js';
 import { usageReport } from '../usage/usage-report.js';

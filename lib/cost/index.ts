@@ -1,4 +1,5 @@
-export { callCost, picoOfUsd, tokenPrice, usdOfPico, type ModelPrice, type TokenPrice } from './price.js';
+export { callCost, tokenPrice, type ModelPrice, type TokenPrice } from './price.js';
+export { picoOfUsd, usdOfPico } from '../picodollars.js';
 export { priceCatalog, type PricedCatalog } from './price-table.js';
 export {
   MemorySpendLedger,

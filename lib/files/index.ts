@@ -3,7 +3,8 @@ export type { FileRecord, FileStore, ListQuery, StockLimits, Usage } from './fil
 export type { BlobInfo, BlobStore } from './blob-store.js';
 export type { ValidatedUpload } from '../state.js';
 export { isUploadTempName, pdfUpload, type PdfUploadOptions } from './pdf-upload.js';
-export { filesRouter, DEFAULT_FILE_LIMITS, type FileLimits, type FilesRouterOptions } from './files-router.js';
+export { filesRouter, type FilesRouterOptions } from './files-router.js';
+export { DEFAULT_FILE_LIMITS, type FileLimits } from './file-limits.js';
 export { fileObject, type FileObject } from './file-object.js';
 export { anthropicFileObject, anthropicFileShape, openAIFileShape, type AnthropicFileObject, type FileSelection, type FileShape } from './file-shapes.js';
 export { anthropicUploadFields, openAIUploadFields, type UploadFields } from './upload-fields.js';

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { usdOfPico } from '../cost/price.js';
+import { usdOfPico } from '../picodollars.js';
 import type { ModelRequestState } from '../state.js';
 import type { UsageRecord } from '../usage/usage-store.js';
 

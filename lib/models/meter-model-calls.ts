@@ -6,7 +6,6 @@ import { newRequestId } from '../errors/request-id.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';
 import type { UsageRecord } from '../usage/usage-store.js';
-import './model-endpoint.js';
 
 export interface MeterModelCallsOptions {
   /** Where each call's record goes: `usageRecorder()`, which writes in batches. Default: none. */

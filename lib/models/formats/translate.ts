@@ -1,6 +1,7 @@
 import { pipeline, Readable, Transform } from 'node:stream';
 import { errors } from '../../errors/gateway-error.js';
-import { eventObject, type TokenUsage } from '../answer.js';
+import type { TokenUsage } from '../../usage/token-usage.js';
+import { eventObject } from '../answer.js';
 import { isObject, type JsonObject } from '../content.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from '../provider.js';
 import { countPdfPages } from '../providers/echo/received.js';

@@ -1,4 +1,5 @@
-import { eventObject, tokenCount, type AnswerFormat, type TokenUsage } from '../../answer.js';
+import type { TokenUsage } from '../../../usage/token-usage.js';
+import { eventObject, tokenCount, type AnswerFormat } from '../../answer.js';
 import { isObject } from '../../content.js';
 import { eventFields, withData } from '../../../http/server-sent-events.js';
 
