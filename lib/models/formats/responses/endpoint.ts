@@ -1,7 +1,8 @@
 import type { Middleware } from 'koa';
 import { errors } from '../../../errors/gateway-error.js';
 import { isObject, mapResponsesContentParts, type JsonObject } from '../../content.js';
-import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from '../../model-endpoint.js';
+import type { EndpointFormat } from '../../endpoint-format.js';
+import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
 import { responsesAnswer } from './answer-format.js';
 import { responsesErrorEvent } from './error-event.js';
 
