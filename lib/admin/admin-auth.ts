@@ -2,30 +2,15 @@ import { hash, timingSafeEqual } from 'node:crypto';
 import { parse as parseCookies } from 'cookie';
 import type { Context, Middleware } from 'koa';
 import { adminErrors } from './admin-errors.js';
-import type { AdminSession, AdminSessionStore } from './admin-session-store.js';
+import type { AdminSessionStore } from './admin-session-store.js';
 import type { AdminTokenRecord, AdminTokenStore } from './admin-token-store.js';
 import { hashAdminToken, isAdminTokenFormat } from './admin-tokens.js';
+import type { VerifiedAdmin } from '../state.js';
 
 /** The dashboard's session cookie: sent only to the admin API's paths. */
 export const ADMIN_SESSION_COOKIE = 'kmg_admin_session';
 export const ADMIN_API_PATH = '/admin/v1';
 
-/** What `adminAuth()` puts on `ctx.state.admin`. */
-export interface VerifiedAdmin {
-  /** The admin token's id: every change is logged with it. */
-  tokenId: string;
-  /** What the admin token's creator called it; `null` when unnamed. */
-  tokenName: string | null;
-  /** The dashboard session the request came with, when it came with one rather than the token. */
-  session?: AdminSession;
-}
-
-declare module 'koa' {
-  interface DefaultState {
-    /** Set by `adminAuth()`. */
-    admin?: VerifiedAdmin;
-  }
-}
 
 export interface AdminAuthOptions {
   tokens: AdminTokenStore;

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { KeyStore } from '../auth/key-store.js';
 import { generateApiKey } from '../auth/keys.js';
 import type { FileStore } from '../files/file-store.js';
-import { DEFAULT_FILE_LIMITS } from '../files/files-router.js';
+import { DEFAULT_FILE_LIMITS } from '../files/file-limits.js';
 import { DEFAULT_CREATION_LIMITS, type CreationUsage } from '../quota/creation-limits.js';
 import type { UsageStore } from '../usage/usage-store.js';
 import { listAccounts, showAccount, showUsage } from './account-routes.js';

@@ -1,14 +1,8 @@
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { parseOptions, positiveInteger } from '../settings/schemas.js';
-import { auditEntry, type AuditEvent, type AuditStore } from './audit-store.js';
+import { auditEntry, type AuditStore } from './audit-store.js';
 
-declare module 'koa' {
-  interface DefaultState {
-    /** What an admin handler did, set by the handler for `auditTrail()` to record. */
-    audit?: AuditEvent;
-  }
-}
 
 export interface AuditTrailOptions {
   /** Where the entries are appended. */

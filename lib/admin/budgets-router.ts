@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { AccountBudgetStore } from '../cost/account-budget-store.js';
 import { budgetPeriods, type Budget } from '../cost/budgets.js';
 import type { ModelPrice } from '../cost/price.js';
-import { readJsonBody } from '../models/json-body.js';
+import { readJsonBody } from '../http/json-body.js';
 import { usageReport } from '../usage/usage-report.js';
 import type { UsageStore } from '../usage/usage-store.js';
 import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';

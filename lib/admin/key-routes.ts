@@ -2,7 +2,7 @@ import type { RouterMiddleware } from '@koa/router';
 import type { Context } from 'koa';
 import { createApiKey, rotateApiKey } from '../auth/keys.js';
 import { SCOPES } from '../auth/scopes.js';
-import { readJsonBody } from '../models/json-body.js';
+import { readJsonBody } from '../http/json-body.js';
 import { adminErrors } from './admin-errors.js';
 import type { AdminApi } from './admin-router.js';
 import { accountName, parseFields } from './key-fields.js';

@@ -1,29 +1,11 @@
 import type { Context, Middleware } from 'koa';
 import { errors } from '../errors/gateway-error.js';
-import type { ModelLimits } from '../quota/model-limits.js';
 import { extractApiKey } from './extract-api-key.js';
 import type { KeyStore } from './key-store.js';
 import type { KeyUseRecorder } from './key-use-recorder.js';
 import { hashApiKey, keyStatus } from './keys.js';
-import type { Scope } from './scopes.js';
+import type { VerifiedKey } from '../state.js';
 
-/** What `apiKey()` puts on `ctx.state.apiKey`. */
-export interface VerifiedKey {
-  id: string;
-  account: string;
-  scopes: readonly Scope[];
-  /** The model allowlist; `null` means every model. */
-  models: readonly string[] | null;
-  /** The key's own limits on model calls; absent when it has none (the deployment's defaults apply). */
-  limits?: Readonly<ModelLimits>;
-}
-
-declare module 'koa' {
-  interface DefaultState {
-    /** Set by `apiKey()`. */
-    apiKey?: VerifiedKey;
-  }
-}
 
 export interface ApiKeyOptions {
   store: KeyStore;

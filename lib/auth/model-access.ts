@@ -1,4 +1,4 @@
-import type { VerifiedKey } from './api-key.js';
+import type { VerifiedKey } from '../state.js';
 
 /** The outcome of the one allowlist policy. */
 export type ModelAccess = 'allowed' | 'not_allowed' | 'unknown';

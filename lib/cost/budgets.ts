@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import { secondsUntil, utcDate } from '../quota/clock-windows.js';
 import type { UsageStore } from '../usage/usage-store.js';
-import { picoOfUsd } from './price.js';
+import { picoOfUsd } from '../picodollars.js';
 
 /**
  * Budgets in USD, each optional (absent: none): `costPerDay` per UTC day, `costPerMonth` per UTC

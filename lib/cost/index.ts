@@ -2,7 +2,8 @@
  * `koa-model-gateway/cost`: money. Prices per model (`priceCatalog()`), the cost of a call, and
  * budgets (`spendBudgets()` on a `SpendLedger`, accounts' budgets in an `AccountBudgetStore`).
  */
-export { callCost, picoOfUsd, tokenPrice, usdOfPico, type ModelPrice, type TokenPrice } from './price.js';
+export { callCost, tokenPrice, type ModelPrice, type TokenPrice } from './price.js';
+export { picoOfUsd, usdOfPico } from '../picodollars.js';
 export { priceCatalog, type PricedCatalog } from './price-table.js';
 export {
   MemorySpendLedger,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { TokenUsage } from '../models/answer.js';
+import type { TokenUsage } from '../usage/token-usage.js';
 import { settingsObject } from '../settings/schemas.js';
 
 /**
@@ -75,27 +75,4 @@ export function callCost(price: TokenPrice, usage: TokenUsage): number {
   const cacheWrite = usage.cacheWriteTokens ?? 0;
   const uncached = Math.max(0, usage.inputTokens - cacheRead - cacheWrite);
   return uncached * price.input + cacheRead * price.cacheRead + cacheWrite * price.cacheWrite + usage.outputTokens * price.output;
-}
-
-/**
- * Picodollars as a USD number: the exact decimal, read as the nearest double (the division of
- * two integers would round twice). For reports; sums are kept in picodollars.
- * @example usdOfPico(300_000n) // 3e-7
- */
-export function usdOfPico(pico: bigint | number): number {
-  const value = BigInt(pico);
-  const sign = value < 0n ? '-' : '';
-  const digits = (value < 0n ? -value : value).toString().padStart(13, '0');
-  return Number(`${sign}${digits.slice(0, -12)}.${digits.slice(-12)}`);
-}
-
-/**
- * Non-negative USD as whole picodollars, from the decimal digits it is written with (cut at the
- * 12th decimal place): a budget as the spend counters count, exact however large.
- * @example picoOfUsd(5) // 5_000_000_000_000n
- */
-export function picoOfUsd(usd: number): bigint {
-  const text = String(usd);
-  const [whole = '0', fraction = ''] = (text.includes('e') ? usd.toFixed(12) : text).split('.');
-  return BigInt(whole + fraction.padEnd(12, '0').slice(0, 12));
 }

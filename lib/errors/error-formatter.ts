@@ -5,12 +5,6 @@ import { lingeringClose } from './lingering-close.js';
 import { newRequestId } from './request-id.js';
 import { toGatewayError } from './to-gateway-error.js';
 
-declare module 'koa' {
-  interface DefaultState {
-    /** Set by `openAIErrors()` / `anthropicErrors()`: the id of this request, `req_` + 32 alphanumerics. */
-    requestId?: string;
-  }
-}
 
 interface ErrorShape {
   /** The response header that carries the request id. */

@@ -4,35 +4,16 @@ import type { Context, Middleware } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
 import { requireScope } from '../auth/require-scope.js';
 import { StoreUnavailableError, errors } from '../errors/gateway-error.js';
-import { asksAnthropicShape } from '../models/model-objects.js';
+import { asksAnthropicShape } from '../http/anthropic-shape.js';
 import type { CreationLimiter } from '../quota/creation-limiter.js';
-import { fileQuota } from '../quota/file-quota.js';
 import type { BlobStore } from './blob-store.js';
 import { sendPdf } from './download.js';
 import { isFileId, newFileId } from './file-id.js';
+import { DEFAULT_FILE_LIMITS, type FileLimits } from './file-limits.js';
+import { fileQuota } from './file-quota.js';
 import { anthropicFileShape, openAIFileShape, type FileShape } from './file-shapes.js';
 import type { FileRecord, FileStore } from './file-store.js';
 import { pdfUpload } from './pdf-upload.js';
-
-/** The per-upload and per-account limits of api.md section 8. */
-export interface FileLimits {
-  /** The largest PDF, in bytes. */
-  maxFileBytes: number;
-  /** Live files an account may keep. */
-  maxFiles: number;
-  /** Bytes of live files an account may keep. */
-  maxStoredBytes: number;
-}
-
-/**
- * The file limits of api.md section 8: 25 MiB per file, 1,000 files and 100,000,000 bytes kept per account.
- * @example filesRouter({ files, blobs, limits: { ...DEFAULT_FILE_LIMITS, maxFiles: 5000 } })
- */
-export const DEFAULT_FILE_LIMITS: Readonly<FileLimits> = {
-  maxFileBytes: 26_214_400,
-  maxFiles: 1000,
-  maxStoredBytes: 100_000_000,
-};
 
 export interface FilesRouterOptions {
   /** Where file metadata lives. */

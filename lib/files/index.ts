@@ -6,9 +6,10 @@
 export { isFileId, newFileId } from './file-id.js';
 export type { FileRecord, FileStore, ListQuery, StockLimits, FileUsage } from './file-store.js';
 export type { BlobInfo, BlobStore } from './blob-store.js';
-export type { ValidatedUpload } from './upload-state.js';
+export type { ValidatedUpload } from '../state.js';
 export { pdfUpload, type PdfUploadOptions } from './pdf-upload.js';
-export { filesRouter, DEFAULT_FILE_LIMITS, type FileLimits, type FilesRouterOptions } from './files-router.js';
+export { filesRouter, type FilesRouterOptions } from './files-router.js';
+export { DEFAULT_FILE_LIMITS, type FileLimits } from './file-limits.js';
 export { fileObject, type FileObject } from './file-object.js';
 export { anthropicFileObject, anthropicFileShape, openAIFileShape, type AnthropicFileObject, type FileSelection, type FileShape } from './file-shapes.js';
 export { anthropicUploadFields, openAIUploadFields, type UploadFields } from './upload-fields.js';

@@ -6,7 +6,7 @@ import { errors } from '../errors/gateway-error.js';
 import { isPrintableText } from '../printable-text.js';
 import { closing, readMultipartForm, removeTempFile, type MultipartForm } from './multipart-form.js';
 import { openAIUploadFields, type UploadFields } from './upload-fields.js';
-import type { ValidatedUpload } from './upload-state.js';
+import type { ValidatedUpload } from '../state.js';
 
 export interface PdfUploadOptions {
   /** The largest PDF accepted, in bytes (the PDF's own bytes, not the multipart envelope). Default: 26,214,400 (25 MiB). */

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { usdOfPico } from '../cost/price.js';
-import type { ModelRequestState } from '../models/model-endpoint.js';
+import { usdOfPico } from '../picodollars.js';
+import type { ModelRequestState } from '../state.js';
 import type { UsageRecord } from '../usage/usage-store.js';
 
 /** Which limit refused: a key's model requests or tokens, or one of the file limits. */

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { RouterContext } from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { afterResponse } from '../after-response.js';
-import type { ModelRequestState } from '../models/model-endpoint.js';
+import { afterResponse } from '../http/after-response.js';
+import type { ModelRequestState } from '../state.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
 
 export interface HttpMetricsOptions {

@@ -1,6 +1,5 @@
 import type { Middleware } from 'koa';
 import { GatewayError } from '../errors/gateway-error.js';
-import '../files/upload-state.js';
 import type { GatewayMetrics, LimitKind } from './gateway-metrics.js';
 
 export interface UploadMetricsOptions {

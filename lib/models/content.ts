@@ -1,8 +1,6 @@
-/** A JSON object of a request or answer body. */
-export type JsonObject = Record<string, unknown>;
+import { isObject, type JsonObject } from '../http/json-body.js';
 
-export const isObject = (value: unknown): value is JsonObject =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+export { isObject, type JsonObject };
 
 /**
  * The Chat Completions body with every content part of every message passed through `map`

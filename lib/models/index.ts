@@ -6,7 +6,7 @@
  */
 export type { CatalogModel } from './catalog.js';
 export type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest, ProviderTelemetry } from './provider.js';
-export type { AttemptStart, AttemptTrace, RequestTracing } from './attempt-trace.js';
+export type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing } from '../state.js';
 export {
   createProvider,
   providerRegistry,
@@ -21,14 +21,16 @@ export { echoProvider, type EchoProviderOptions } from './providers/echo/index.j
 export type { HttpProviderOptions } from './providers/http.js';
 export { listModels, type ListModelsOptions } from './list-models.js';
 export { retrieveModel, type RetrieveModelOptions } from './retrieve-model.js';
-export { chatCompletions } from './chat-completions.js';
-export { responses } from './responses.js';
-export { messages } from './messages.js';
-export { countTokens } from './count-tokens.js';
+export { chatCompletions } from './formats/chat-completions/endpoint.js';
+export { responses } from './formats/responses/endpoint.js';
+export { messages } from './formats/messages/endpoint.js';
+export { countTokens } from './formats/messages/count-tokens.js';
 export { modelsRouter, type ModelsRouterOptions } from './models-router.js';
 export { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
-export type { EndpointFormat, ModelEndpointOptions, ModelRequestState } from './model-endpoint.js';
-export type { AnswerFormat, StreamedAnswer, TokenUsage } from './answer.js';
+export type { ModelEndpointOptions } from './model-endpoint.js';
+export type { EndpointFormat } from './endpoint-format.js';
+export type { AnswerFormat, StreamedAnswer } from './answer.js';
+export type { TokenUsage } from '../usage/token-usage.js';
 export type { FileReferences } from './attachments.js';
 export { DEFAULT_RETRY_STATUSES, type RoutingOptions } from './routing/routing-options.js';
 export type { CooldownPolicy, CooldownStore } from './routing/cooldown-store.js';

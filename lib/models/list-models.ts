@@ -2,7 +2,8 @@ import type { Middleware } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
 import { visibleModels } from '../auth/model-access.js';
 import { listCatalogOptions, type CatalogModel } from './catalog.js';
-import { anthropicModelPage, asksAnthropicShape, openAIModel } from './model-objects.js';
+import { asksAnthropicShape } from '../http/anthropic-shape.js';
+import { anthropicModelPage, openAIModel } from './model-objects.js';
 
 export interface ListModelsOptions {
   catalog: readonly CatalogModel[];

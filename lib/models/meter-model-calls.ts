@@ -1,12 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import type { RouterContext } from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { afterResponse } from '../after-response.js';
+import { afterResponse } from '../http/after-response.js';
 import { newRequestId } from '../errors/request-id.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';
 import type { UsageRecord } from '../usage/usage-store.js';
-import './model-endpoint.js';
 
 export interface MeterModelCallsOptions {
   /** Where each call's record goes: `usageRecorder()`, which writes in batches. Default: none. */

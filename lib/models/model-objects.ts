@@ -2,12 +2,6 @@ import type { Context } from 'koa';
 import { errors } from '../errors/gateway-error.js';
 import type { ResolvedModel } from './catalog.js';
 
-/**
- * True when the request asks for Anthropic's shapes: Anthropic's SDKs send `anthropic-version`
- * on every request, OpenAI's never do.
- */
-export const asksAnthropicShape = (ctx: Context): boolean => ctx.get('anthropic-version') !== '';
-
 /** A model in OpenAI's shape: `{ id, object: "model", created, owned_by }`; `owned_by` defaults to the provider's id. */
 export const openAIModel = (model: ResolvedModel) => ({
   id: model.id,

@@ -3,14 +3,14 @@ import { requireScope } from '../auth/require-scope.js';
 import { MemorySpendLedger, spendBudgets } from '../cost/budgets.js';
 import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
 import { endpointCatalogOptions } from './catalog.js';
-import { chatCompletions } from './chat-completions.js';
-import { countTokens } from './count-tokens.js';
+import { chatCompletions } from './formats/chat-completions/endpoint.js';
+import { countTokens } from './formats/messages/count-tokens.js';
 import { listModels } from './list-models.js';
-import { messages } from './messages.js';
+import { messages } from './formats/messages/endpoint.js';
 import { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
 import { MemoryCooldownStore } from './routing/cooldown-store.js';
 import type { ModelEndpointOptions } from './model-endpoint.js';
-import { responses } from './responses.js';
+import { responses } from './formats/responses/endpoint.js';
 import { retrieveModel } from './retrieve-model.js';
 
 /** Options of `modelsRouter()`: the endpoints' own, and where their calls are metered. */

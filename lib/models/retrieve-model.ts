@@ -3,7 +3,8 @@ import { verifiedKey } from '../auth/api-key.js';
 import { visibleModels } from '../auth/model-access.js';
 import { errors } from '../errors/gateway-error.js';
 import { listCatalogOptions, type CatalogModel } from './catalog.js';
-import { anthropicModel, asksAnthropicShape, openAIModel } from './model-objects.js';
+import { asksAnthropicShape } from '../http/anthropic-shape.js';
+import { anthropicModel, openAIModel } from './model-objects.js';
 
 export interface RetrieveModelOptions {
   catalog: readonly CatalogModel[];

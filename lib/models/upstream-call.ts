@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { GatewayError, errors } from '../errors/gateway-error.js';
-import type { AttemptTrace } from './attempt-trace.js';
+import type { AttemptTrace } from '../state.js';
 import { isObject, type JsonObject } from './content.js';
 import type { ProviderAnswer } from './provider.js';
 

@@ -12,7 +12,7 @@ export {
   type CreationRefusal,
   type CreationUsage,
 } from './creation-limits.js';
-export { fileQuota, type FileQuotaOptions } from './file-quota.js';
+export { fileQuota, type FileQuotaOptions } from '../files/file-quota.js';
 export type { ModelLimiter } from './model-limiter.js';
 export {
   checkModelLimits,

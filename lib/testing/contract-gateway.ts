@@ -6,7 +6,7 @@ import { createApiKey } from '../auth/keys.js';
 import { SCOPES } from '../auth/scopes.js';
 import { gatewayErrors } from '../errors/gateway-errors.js';
 import { modelsRouter } from '../models/models-router.js';
-import type { ModelRequestState } from '../models/model-endpoint.js';
+import type { ModelRequestState } from '../state.js';
 import type { Provider } from '../models/provider.js';
 import { MemoryKeyStore } from '../stores/memory/key-store.js';
 

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Provider, ProviderAnswer, ProviderEndpoint } from '../models/provider.js';
-import { eventFields, EventSplitter } from '../models/server-sent-events.js';
+import { eventFields, EventSplitter } from '../http/server-sent-events.js';
 import { providerAnswer } from '../models/upstream-call.js';
 import { CATALOG_MODEL, contractGateway, UPSTREAM_MODEL, type ContractGateway } from './contract-gateway.js';
 import { mockUpstream, type Arrival, type MockUpstream } from './mock-upstream.js';

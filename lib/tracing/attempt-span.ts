@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { propagation, SpanKind, trace, SpanStatusCode, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
-import type { AttemptStart, AttemptTrace } from '../models/attempt-trace.js';
+import type { AttemptStart, AttemptTrace } from '../state.js';
 import { isObject } from '../models/content.js';
 import type { ProviderAnswer, ProviderEndpoint } from '../models/provider.js';
-import { eventFields, EventSplitter } from '../models/server-sent-events.js';
+import { eventFields, EventSplitter } from '../http/server-sent-events.js';
 import { AnswerReader, inputAttributes } from './answer-reader.js';
 
 /** `gen_ai.operation.name` by endpoint: the conventions' `chat` for the three inference formats. */

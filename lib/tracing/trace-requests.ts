@@ -15,9 +15,8 @@ import {
 } from '@opentelemetry/api';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
-import { afterResponse } from '../after-response.js';
-import type { AttemptStart, AttemptTrace, RequestTracing } from '../models/attempt-trace.js';
-import type { ModelRequestState } from '../models/model-endpoint.js';
+import { afterResponse } from '../http/after-response.js';
+import type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing } from '../state.js';
 import { parseOptions, settingsObject } from '../settings/schemas.js';
 import { AttemptSpan } from './attempt-span.js';
 import { tracerOf, tracerProviderOption } from './tracer.js';

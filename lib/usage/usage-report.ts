@@ -1,4 +1,4 @@
-import { usdOfPico } from '../cost/price.js';
+import { usdOfPico } from '../picodollars.js';
 import type { UsageFilter, UsageGrouping, UsageRow, UsageStore } from './usage-store.js';
 
 /** What a usage report covers and how its rows are grouped. */

@@ -54,8 +54,8 @@ for (const { endpoint, model, body, headers } of CALLS) {
 }
 
 test('cached input tokens OpenAI reports in its details are charged at the cache price', async (t) => {
-  const { chatCompletionsAnswer } = await import('../../lib/models/chat-completions-answer.js');
-  const { responsesAnswer } = await import('../../lib/models/responses-answer.js');
+  const { chatCompletionsAnswer } = await import('../../lib/models/formats/chat-completions/answer-format.js');
+  const { responsesAnswer } = await import('../../lib/models/formats/responses/answer-format.js');
   const chat = chatCompletionsAnswer.json({ usage: { prompt_tokens: 1000, completion_tokens: 10, prompt_tokens_details: { cached_tokens: 800 } } }, 'm');
   const responses = responsesAnswer.json({ usage: { input_tokens: 1000, output_tokens: 10, input_tokens_details: { cached_tokens: 800 } } }, 'm');
   for (const usage of [chat, responses]) {

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { catalogModelSchema } from '../../lib/models/catalog.js';
-import { callCost, picoOfUsd, tokenPrice, usdOfPico } from '../../lib/cost/price.js';
+import { callCost, tokenPrice } from '../../lib/cost/price.js';
+import { picoOfUsd, usdOfPico } from '../../lib/picodollars.js';
 import { priceCatalog } from '../../lib/cost/price-table.js';
 
 const SONNET = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 };

@@ -1,7 +1,7 @@
 import type { ExecutionContext, TestFn } from 'ava';
 import contentDisposition from 'content-disposition';
 import type { BlobStore } from '../../lib/files/blob-store.js';
-import type { FileLimits } from '../../lib/files/files-router.js';
+import type { FileLimits } from '../../lib/files/file-limits.js';
 import { filesApp, type FilesApp } from './files-app.js';
 import { memoryStores, type Stores } from './file-stores.js';
 import { multipart, pdfOf, uploadParts, type Part } from './multipart.js';

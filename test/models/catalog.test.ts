@@ -1,7 +1,7 @@
 import test from 'ava';
-import { chatCompletions } from '../../lib/models/chat-completions.js';
+import { chatCompletions } from '../../lib/models/formats/chat-completions/endpoint.js';
 import { listModels } from '../../lib/models/list-models.js';
-import { messages } from '../../lib/models/messages.js';
+import { messages } from '../../lib/models/formats/messages/endpoint.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';

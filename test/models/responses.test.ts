@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import test from 'ava';
-import { responseObject, responseUsage } from '../../lib/models/responses.js';
+import { responseObject, responseUsage } from '../../lib/models/formats/responses/endpoint.js';
 import { OPENAI_PROVIDER_KEY, catalogProviders, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { reply, replyEvents, scriptedUpstream } from '../helpers/models-upstream.js';

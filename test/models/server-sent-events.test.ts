@@ -1,6 +1,8 @@
 import test from 'ava';
 import { errors } from '../../lib/errors/gateway-error.js';
-import { anthropicErrorEvent, eventFields, EventSplitter, openAIErrorEvent, withData } from '../../lib/models/server-sent-events.js';
+import { eventFields, EventSplitter, withData } from '../../lib/http/server-sent-events.js';
+import { openAIErrorEvent } from '../../lib/models/formats/chat-completions/error-event.js';
+import { anthropicErrorEvent } from '../../lib/models/formats/messages/error-event.js';
 
 /** The events each chunk completes, then those of the end. */
 function regroup(chunks: Array<string | Buffer>): string[][] {

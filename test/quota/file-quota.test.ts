@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { errors } from '../../lib/errors/gateway-error.js';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
 import type { CreationLimiter } from '../../lib/quota/creation-limiter.js';
-import { fileQuota } from '../../lib/quota/file-quota.js';
+import { fileQuota } from '../../lib/files/file-quota.js';
 import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { RedisCreationLimiter } from '../../lib/stores/redis/creation-limiter.js';
 import { listen, type Listening } from '../helpers/http.js';

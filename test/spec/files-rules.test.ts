@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { newFileId } from '../../lib/files/file-id.js';
 import type { FileRecord } from '../../lib/files/file-store.js';
-import { DEFAULT_FILE_LIMITS } from '../../lib/files/files-router.js';
+import { DEFAULT_FILE_LIMITS } from '../../lib/files/file-limits.js';
 import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { loadConfig } from '../../reference-server/config.js';
 import { abortUploadMidway, filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';

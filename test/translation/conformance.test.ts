@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import test from 'ava';
 import { translation } from '../../lib/models/formats/translate.js';
 import type { Provider, ProviderEndpoint } from '../../lib/models/provider.js';
-import { EventSplitter } from '../../lib/models/server-sent-events.js';
+import { EventSplitter } from '../../lib/http/server-sent-events.js';
 
 // The conformance table: each test/fixtures/translation/*.case.json is a request in the client's
 // format and the request the provider must get in its own; the provider's answer (JSON, or a

@@ -1,10 +1,11 @@
 import { pipeline, Readable, Transform } from 'node:stream';
 import { errors } from '../../errors/gateway-error.js';
-import { eventObject, type TokenUsage } from '../answer.js';
+import type { TokenUsage } from '../../usage/token-usage.js';
+import { eventObject } from '../answer.js';
 import { isObject, type JsonObject } from '../content.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from '../provider.js';
 import { countPdfPages } from '../providers/echo/received.js';
-import { EventSplitter, eventFields } from '../server-sent-events.js';
+import { EventSplitter, eventFields } from '../../http/server-sent-events.js';
 import { answerHeader, discard, providerAnswer } from '../upstream-call.js';
 import { chatCompletionsFormat } from './chat-completions/index.js';
 import { messagesFormat } from './messages/index.js';

@@ -1,7 +1,4 @@
 import { StringDecoder } from 'node:string_decoder';
-import { shapeBBody } from '../errors/anthropic-errors.js';
-import type { GatewayError } from '../errors/gateway-error.js';
-import { shapeABody } from '../errors/openai-errors.js';
 
 // A blank line ends an event; a line ends in \r\n, \n or a lone \r.
 const EVENT_END = /(?:\r\n|\r(?!\n)|\n){2}/g;
@@ -47,26 +44,6 @@ export class EventSplitter {
     this.#pending = start === 0 ? text : text.slice(start);
     return events;
   }
-}
-
-// Once a stream has started, its status and headers are sent and the error formatters cannot
-// answer any more: a failure is told in the stream, with the formatters' own bodies, in the
-// event form each SDK turns into its APIError.
-
-/**
- * A Shape A error as a Chat Completions stream event: `data: {"error":{...}}`.
- * @example res.write(openAIErrorEvent(errors.upstreamError()))
- */
-export function openAIErrorEvent(err: GatewayError): string {
-  return `data: ${JSON.stringify(shapeABody(err))}\n\n`;
-}
-
-/**
- * A Shape B error as a Messages stream event: `event: error` with `{"type":"error","error":{...}}`.
- * @example res.write(anthropicErrorEvent(errors.upstreamTimeout(), ctx.state.requestId))
- */
-export function anthropicErrorEvent(err: GatewayError, requestId: string): string {
-  return `event: error\ndata: ${JSON.stringify(shapeBBody(err, requestId))}\n\n`;
 }
 
 /** The fields of one event a format reads: its `event:` name and its `data:` (lines joined with \n). */

@@ -1,7 +1,6 @@
 import type { Middleware } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
-import type { CreationLimiter } from './creation-limiter.js';
-import '../files/upload-state.js';
+import type { CreationLimiter } from '../quota/creation-limiter.js';
 
 export interface FileQuotaOptions {
   /** `MemoryCreationLimiter` for one process, `RedisCreationLimiter` for several. */

@@ -1,6 +1,7 @@
-import { eventObject, tokenCount, type AnswerFormat, type TokenUsage } from './answer.js';
-import { isObject, type JsonObject } from './content.js';
-import { eventFields, withData } from './server-sent-events.js';
+import type { TokenUsage } from '../../../usage/token-usage.js';
+import { eventObject, tokenCount, type AnswerFormat } from '../../answer.js';
+import { isObject, type JsonObject } from '../../content.js';
+import { eventFields, withData } from '../../../http/server-sent-events.js';
 
 // Input as Anthropic bills it: cache writes and reads are input tokens too, reported apart.
 const inputOf = (usage: JsonObject) =>

@@ -1,7 +1,8 @@
 import type { Middleware } from 'koa';
-import { errors } from '../errors/gateway-error.js';
-import { MESSAGES } from './messages.js';
-import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
+import { errors } from '../../../errors/gateway-error.js';
+import { MESSAGES } from './endpoint.js';
+import type { EndpointFormat } from '../../endpoint-format.js';
+import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
 
 // A Messages body, counted rather than answered: the same allowlist policy and file references.
 const COUNT_TOKENS: EndpointFormat = {

@@ -1,9 +1,10 @@
 import type { Middleware } from 'koa';
-import { errors } from '../errors/gateway-error.js';
-import { chatCompletionsAnswer } from './chat-completions-answer.js';
-import { isObject, mapChatContentParts } from './content.js';
-import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
-import { openAIErrorEvent } from './server-sent-events.js';
+import { errors } from '../../../errors/gateway-error.js';
+import { chatCompletionsAnswer } from './answer-format.js';
+import { isObject, mapChatContentParts } from '../../content.js';
+import type { EndpointFormat } from '../../endpoint-format.js';
+import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
+import { openAIErrorEvent } from './error-event.js';
 
 const CHAT_COMPLETIONS: EndpointFormat = {
   endpoint: 'chatCompletions',

@@ -1,6 +1,7 @@
-import { eventObject, tokenCount, type AnswerFormat, type TokenUsage } from './answer.js';
-import { isObject } from './content.js';
-import { eventFields, withData } from './server-sent-events.js';
+import type { TokenUsage } from '../../../usage/token-usage.js';
+import { eventObject, tokenCount, type AnswerFormat } from '../../answer.js';
+import { isObject } from '../../content.js';
+import { eventFields, withData } from '../../../http/server-sent-events.js';
 
 // `prompt_tokens` counts the cached ones too, reported apart in its details.
 const usageOf = (usage: unknown): TokenUsage =>

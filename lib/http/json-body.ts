@@ -1,6 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import { errors } from '../errors/gateway-error.js';
-import { isObject, type JsonObject } from './content.js';
+
+/** A JSON object of a request or answer body. */
+export type JsonObject = Record<string, unknown>;
+
+export const isObject = (value: unknown): value is JsonObject =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Arrays and objects nested deeper than this are refused (400). Real requests stay far below it

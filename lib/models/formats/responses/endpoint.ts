@@ -1,22 +1,14 @@
 import type { Middleware } from 'koa';
-import { errors, type GatewayError } from '../errors/gateway-error.js';
-import { isObject, mapResponsesContentParts, type JsonObject } from './content.js';
-import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
-import { responsesAnswer } from './responses-answer.js';
+import { errors } from '../../../errors/gateway-error.js';
+import { isObject, mapResponsesContentParts, type JsonObject } from '../../content.js';
+import type { EndpointFormat } from '../../endpoint-format.js';
+import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
+import { responsesAnswer } from './answer-format.js';
+import { responsesErrorEvent } from './error-event.js';
 
-export { RESPONSE_EVENTS, responseObject, responseUsage } from './responses-answer.js';
+export { RESPONSE_EVENTS, responseObject, responseUsage } from './answer-format.js';
 
 const FILES_IN_INPUT_FILE_ONLY = 'Files are attached as {"type":"input_file","file_id"} parts only';
-
-/**
- * A failure after the stream has started, as the Responses API tells one: `event: error` with
- * `{"type":"error","code","message","param","sequence_number"}`. The gateway does not count the
- * upstream's events, so `sequence_number` is 0; it is the stream's last event whatever its number.
- */
-function responsesErrorEvent(err: GatewayError): string {
-  const data = { type: 'error', code: err.code, message: err.message, param: null, sequence_number: 0 };
-  return `event: error\ndata: ${JSON.stringify(data)}\n\n`;
-}
 
 const RESPONSES: EndpointFormat = {
   endpoint: 'responses',

@@ -1,9 +1,10 @@
 import type { Middleware } from 'koa';
-import { errors } from '../errors/gateway-error.js';
-import { messagesAnswer } from './messages-answer.js';
-import { isObject, mapMessagesContentBlocks } from './content.js';
-import { modelEndpoint, type EndpointFormat, type ModelEndpointOptions } from './model-endpoint.js';
-import { anthropicErrorEvent } from './server-sent-events.js';
+import { errors } from '../../../errors/gateway-error.js';
+import { messagesAnswer } from './answer-format.js';
+import { isObject, mapMessagesContentBlocks } from '../../content.js';
+import type { EndpointFormat } from '../../endpoint-format.js';
+import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
+import { anthropicErrorEvent } from './error-event.js';
 
 const FILES_IN_DOCUMENTS_ONLY = "Files are attached as {\"type\":\"document\",\"source\":{\"type\":\"file\",\"file_id\"}} blocks only";
 

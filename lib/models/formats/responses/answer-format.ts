@@ -1,6 +1,7 @@
-import { eventObject, tokenCount, type AnswerFormat, type TokenUsage } from './answer.js';
-import { isObject, type JsonObject } from './content.js';
-import { eventFields, withData } from './server-sent-events.js';
+import type { TokenUsage } from '../../../usage/token-usage.js';
+import { eventObject, tokenCount, type AnswerFormat } from '../../answer.js';
+import { isObject, type JsonObject } from '../../content.js';
+import { eventFields, withData } from '../../../http/server-sent-events.js';
 
 /** The stream events whose `response` is the whole response object so far. */
 export const RESPONSE_EVENTS: ReadonlySet<string> = new Set([

@@ -1,0 +1,28 @@
+import type { GatewayError } from '../errors/gateway-error.js';
+import type { RateLimitHeaderStyle } from '../quota/rate-limit-headers.js';
+import type { AnswerFormat } from './answer.js';
+import type { FileReferences } from './attachments.js';
+import type { ProviderEndpoint } from './provider.js';
+
+/** What differs between the endpoints. */
+export interface EndpointFormat {
+  endpoint: ProviderEndpoint;
+  /**
+   * The answer for a model outside the key's allowlist, given before the request is validated
+   * further. Left out (Messages), such a model gets `modelNotFound`, at the same point as an
+   * unknown one, so that the two cannot be told apart.
+   */
+  modelNotAllowed?: (model: string) => GatewayError;
+  modelNotFound: (model: string) => GatewayError;
+  /** The model's provider does not speak this endpoint's format, nor one it can be translated to. */
+  unsupported: (model: string) => GatewayError;
+  fileReferences: FileReferences;
+  /** Client headers passed to the provider, lower-case. */
+  forwardHeaders: readonly string[];
+  /** A failure after the stream has started, as an event of this format. */
+  errorEvent: (err: GatewayError, requestId: string) => string;
+  /** Where its answers carry usage and the model's name. */
+  answer: AnswerFormat;
+  /** Whose rate-limit headers its answers carry. */
+  rateLimitStyle: RateLimitHeaderStyle;
+}

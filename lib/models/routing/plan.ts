@@ -1,0 +1,60 @@
+import type { Context } from 'koa';
+import type { JsonObject } from '../content.js';
+import type { Leg, ModelRoute } from './deployments.js';
+import { weightedOrder, type Routing } from './routing-options.js';
+
+/** What a plan is made from: every model's route, the routing options and the clock. */
+export interface Planner {
+  routes: ReadonlyMap<string, ModelRoute>;
+  routing: Routing;
+  nowMs: () => number;
+}
+
+/**
+ * The deployments a call tries, in order: the named model's healthy ones in a weighted random
+ * order, then each fallback's that can carry the request; when every one is cooling down, the
+ * one that comes back first. A one-deployment model without fallbacks asks the store nothing.
+ */
+export async function plan(ctx: Context, named: ModelRoute, body: JsonObject, { routes, routing, nowMs }: Planner): Promise<Leg[]> {
+  const fallbacks = named.model.fallbacks.flatMap((id) => routes.get(id)?.legs.filter((leg) => carries(leg, body)) ?? []);
+  const all = [...named.legs, ...fallbacks];
+  if (all.length === 1) return all;
+  let until: Array<number | null>;
+  try {
+    until = await routing.store.coolingUntil(
+      all.map((leg) => leg.key),
+      nowMs(),
+    );
+  } catch (err) {
+    // What cannot be read is no reason to refuse the call: route as if nothing cooled down.
+    ctx.app.emit('error', err, ctx);
+    until = all.map(() => null);
+  }
+  const coolingUntil = new Map(all.map((leg, index) => [leg, until[index] ?? null]));
+  const cooling = all.filter((leg) => coolingUntil.get(leg) !== null);
+  if (ctx.state.modelRequest) ctx.state.modelRequest.cooling = cooling.map((leg) => ({ deployment: leg.key, until: coolingUntil.get(leg) as number }));
+  const healthy = (legs: Leg[]) => weightedOrder(legs.filter((leg) => coolingUntil.get(leg) === null), routing.random);
+  const models = [named.legs, ...named.model.fallbacks.map((id) => fallbacks.filter((leg) => leg.route.model.id === id))];
+  const order = models.flatMap(healthy);
+  if (order.length > 0) return order;
+  return [cooling.reduce((first, leg) => ((coolingUntil.get(leg) as number) < (coolingUntil.get(first) as number) ? leg : first))];
+}
+
+/** Whether `leg` can carry `body` (a fallback in another format may not: it is passed over). */
+function carries(leg: Leg, body: JsonObject): boolean {
+  try {
+    leg.translation?.check(body);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The deployment of attempt `position`: the plan's in turn, from the start again when it is used up, past those cooling down. */
+export function nextLeg(sequence: readonly Leg[], position: number, cooled: ReadonlySet<Leg>): Leg {
+  for (let offset = 0; offset < sequence.length; offset++) {
+    const leg = sequence[(position + offset) % sequence.length] as Leg;
+    if (!cooled.has(leg)) return leg;
+  }
+  return sequence[position % sequence.length] as Leg;
+}
