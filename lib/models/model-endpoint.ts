@@ -9,7 +9,7 @@ import type { BlobStore } from '../files/blob-store.js';
 import { isFileId } from '../files/file-id.js';
 import type { FileStore } from '../files/file-store.js';
 import { readJsonBody } from '../http/json-body.js';
-import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
+import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
 import type { ModelLimiter } from '../quota/model-limiter.js';
 import { modelLimitsSchema, type ModelLimits } from '../quota/model-limits.js';
 import { modelLimitRefusal, rateLimitHeaders } from '../quota/rate-limit-headers.js';

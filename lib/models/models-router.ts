@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { requireScope } from '../auth/require-scope.js';
 import { MemorySpendLedger, spendBudgets } from '../cost/budgets.js';
-import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
+import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
 import { endpointCatalogOptions } from './catalog.js';
 import { chatCompletions } from './formats/chat-completions/endpoint.js';
 import { countTokens } from './formats/messages/count-tokens.js';

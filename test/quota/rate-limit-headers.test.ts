@@ -2,7 +2,7 @@ import test from 'ava';
 import Koa from 'koa';
 import { anthropicErrors } from '../../lib/errors/anthropic-errors.js';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
-import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
 import type { ModelLimitDecision, ModelLimits } from '../../lib/quota/model-limits.js';
 import { goDuration, modelLimitRefusal, rateLimitHeaders, type RateLimitHeaderStyle } from '../../lib/quota/rate-limit-headers.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';

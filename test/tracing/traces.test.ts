@@ -12,7 +12,7 @@ import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
-import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
 import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';

@@ -11,5 +11,5 @@ export { MemoryAdminSessionStore } from './admin-session-store.js';
 export { MemoryUsageStore } from './usage-store.js';
 export { MemoryAuditStore } from './audit-store.js';
 export { MemoryCreationLimiter } from './creation-limiter.js';
-export { MemoryModelLimiter, type MemoryModelLimiterOptions } from './model-limiter.js';
+export { MemoryModelLimiter, type MemoryModelLimiterOptions } from '../../quota/memory-model-limiter.js';
 export { MemoryCooldownStore } from '../../models/routing/cooldown-store.js';
