@@ -4,21 +4,12 @@ import { AttemptFailedError, GatewayError, StoreUnavailableError } from 'koa-mod
 import { OutageLog } from './outage-log.js';
 
 /**
- * Lines gathered on stdout before one write: a write per request line cost ~10 µs of a ~240 µs
- * proxied call (issue 34). A quiet server's lines wait at most `FLUSH_MS`; pino writes what is
- * left when the process exits (not after SIGKILL: at most `FLUSH_MS` of lines are lost then).
- */
-const BUFFER_BYTES = 4096;
-const FLUSH_MS = 100;
-
-/**
- * The server's logger: JSON lines on stdout (written a few KiB at a time, within 0.1 s), or on
- * `destination`. Request headers are never logged, so no key can reach a log line.
+ * The server's logger: JSON lines on stdout, or on `destination`. Request headers are never
+ * logged, so no key can reach a log line.
  * @example const logger = createLogger('info')
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  const stream = destination ?? pino.destination({ dest: process.stdout.fd, minLength: BUFFER_BYTES, periodicFlush: FLUSH_MS });
-  return pino({ level, base: { service: 'koa-model-gateway' } }, stream);
+  return pino({ level, base: { service: 'koa-model-gateway' } }, destination);
 }
 
 /** An outage's causes are cut here: its line stays short however long a driver's message. */
