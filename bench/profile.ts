@@ -44,7 +44,7 @@ export function placeOf(url: string, functionName: string): string {
 }
 
 const START_UP = 'start-up (loading and compiling modules)';
-const REST = 'the rest: HTTP in and out (Koa, router, undici), parsing and rewriting, the endpoint';
+const REST = 'the rest: HTTP in and out (Node, undici), parsing and rewriting, the endpoint (lib/models)';
 
 /** What a gateway does besides proxying, each by the code that does it (matched on `url functionName`). */
 const FEATURES: ReadonlyArray<readonly [string, RegExp]> = [
@@ -55,7 +55,12 @@ const FEATURES: ReadonlyArray<readonly [string, RegExp]> = [
   ['model limits', /redis-limiter\.js|model-limiter\.js|\/ioredis\/|\/redis-parser\/|rate-limit-headers\.js/],
   ['key check: hash, cache, changes', /api-key\.js|cached-key-store\.js|auth\/keys\.js|key-changes\.js/],
   ['error formatter, request ids, security headers', /error-formatter\.js|gateway-errors\.js|request-id\.js|lib\/random\.js|security-headers\.js/],
+  ['prices and budgets (lib/cost)', /\/lib\/cost\//],
+  ['routing: deployments, retries, cooldowns', /\/lib\/models\/routing\/|attempt-trace\.js/],
+  ['tracing hooks (lib/tracing)', /\/lib\/tracing\/|\/@opentelemetry\//],
 ];
+/** Koa's own code, charged when it is where a sample is (its next() ends every other feature's walk). */
+const KOA = ['Koa and the router (own code)', /\/koa\/lib\/|\/koa-compose\/|\/@koa\/router\/|\/delegates\/|\/ee-first\/|\/on-finished\//] as const;
 
 // A middleware's next(): what runs below it is not the middleware's own work.
 const isNext = (url: string, functionName: string) => url.includes('/koa-compose/') || (url.includes('/koa/lib/application') && functionName === 'handleRequest');
@@ -72,7 +77,8 @@ function byFeature(profile: CpuProfile, byId: Map<number, ProfileNode>, self: Ma
   for (const [id, micros] of self) {
     const { functionName } = (byId.get(id) as ProfileNode).callFrame;
     if (functionName === '(idle)') continue;
-    let feature = functionName === '(garbage collector)' || functionName === '(program)' ? functionName : undefined;
+    const { url } = (byId.get(id) as ProfileNode).callFrame;
+    let feature = functionName === '(garbage collector)' || functionName === '(program)' ? functionName : KOA[1].test(url) ? KOA[0] : undefined;
     for (let at: number | undefined = id; feature === undefined && at !== undefined; at = parent.get(at)) {
       const frame = (byId.get(at) as ProfileNode).callFrame;
       if (isNext(frame.url, frame.functionName)) break;

@@ -52,30 +52,33 @@ const isCount = (value: unknown) => Number.isSafeInteger(value) && (value as num
 const isDuration = (value: unknown) => typeof value === 'number' && Number.isFinite(value) && value >= 0;
 const isName = (value: unknown) => typeof value === 'string' && value !== '';
 
-const FIELD_CHECKS: Array<[keyof UsageRecord, (value: unknown) => boolean]> = [
-  ['time', isDuration],
-  ['requestId', isName],
-  ['keyId', isName],
-  ['account', isName],
-  ['endpoint', isName],
-  ['model', (value) => value === null || isName(value)],
-  ['provider', (value) => value === null || isName(value)],
-  ['status', (value) => Number.isInteger(value) && (value as number) >= 100 && (value as number) <= 599],
-  ['stream', (value) => typeof value === 'boolean'],
-  ['inputTokens', isCount],
-  ['outputTokens', isCount],
-  ['attachments', isCount],
-  ['latencyMs', isDuration],
-  ['upstreamFirstByteMs', (value) => value === null || isDuration(value)],
-  ['upstreamMs', (value) => value === null || isDuration(value)],
-  ['costPicoUsd', isCount],
-];
+/** The first field of `record` that is missing or of the wrong kind, if any. */
+function invalidField(record: UsageRecord): keyof UsageRecord | undefined {
+  // Field by field, not a loop over a table of checks: this runs on every model call.
+  if (!isDuration(record.time)) return 'time';
+  if (!isName(record.requestId)) return 'requestId';
+  if (!isName(record.keyId)) return 'keyId';
+  if (!isName(record.account)) return 'account';
+  if (!isName(record.endpoint)) return 'endpoint';
+  if (record.model !== null && !isName(record.model)) return 'model';
+  if (record.provider !== null && !isName(record.provider)) return 'provider';
+  if (!(Number.isInteger(record.status) && record.status >= 100 && record.status <= 599)) return 'status';
+  if (typeof record.stream !== 'boolean') return 'stream';
+  if (!isCount(record.inputTokens)) return 'inputTokens';
+  if (!isCount(record.outputTokens)) return 'outputTokens';
+  if (!isCount(record.attachments)) return 'attachments';
+  if (!isDuration(record.latencyMs)) return 'latencyMs';
+  if (record.upstreamFirstByteMs !== null && !isDuration(record.upstreamFirstByteMs)) return 'upstreamFirstByteMs';
+  if (record.upstreamMs !== null && !isDuration(record.upstreamMs)) return 'upstreamMs';
+  if (!isCount(record.costPicoUsd)) return 'costPicoUsd';
+  return undefined;
+}
 
 // Checked as it is recorded: a record the store refuses would fail its whole batch at every try.
 function assertUsageRecord(record: UsageRecord): void {
-  for (const [field, valid] of FIELD_CHECKS) {
-    if (!valid(record?.[field])) throw new TypeError(`koa-model-gateway: usage record has an invalid '${field}'`);
-  }
+  if (typeof record !== 'object' || record === null) throw new TypeError("koa-model-gateway: usage record has an invalid 'time'");
+  const field = invalidField(record);
+  if (field !== undefined) throw new TypeError(`koa-model-gateway: usage record has an invalid '${field}'`);
 }
 
 /**

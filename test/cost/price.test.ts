@@ -36,6 +36,19 @@ test('a sum of many small costs stays exact, where adding dollars as floats drif
   t.not(floatUsd, 0.0001);
 });
 
+test('picodollars as a number and as a bigint give the same USD: the nearest double to the exact decimal', (t) => {
+  // A fixed sequence (a 64-bit LCG) of integers of every size up to 2^53, and the edges.
+  let state = 12_345n;
+  const values = [0, 1, 999_999_999_999, 1_000_000_000_000, 4_500_000_000, Number.MAX_SAFE_INTEGER];
+  for (let i = 0; i < 20_000; i += 1) {
+    state = (state * 6_364_136_223_846_793_005n + 1_442_695_040_888_963_407n) % (1n << 64n);
+    values.push(Number(state % (1n << BigInt(1 + (i % 53)))));
+  }
+  const differing = values.filter((pico) => usdOfPico(pico) !== usdOfPico(BigInt(pico)));
+  t.deepEqual(differing, []);
+  t.is(usdOfPico(2n ** 60n), 1_152_921.504_606_847);
+});
+
 test('USD converts to picodollars by its decimal digits, large budgets included', (t) => {
   t.is(picoOfUsd(5), 5_000_000_000_000n);
   t.is(picoOfUsd(0.1), 100_000_000_000n);
