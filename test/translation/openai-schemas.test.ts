@@ -1,9 +1,11 @@
 import { readdir, readFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import test from 'ava';
 import { errors, type GatewayError } from '../../lib/errors/gateway-error.js';
 import { shapeABody } from '../../lib/errors/openai-errors.js';
 import { EventSplitter, eventFields } from '../../lib/models/server-sent-events.js';
-import { modelsApp } from '../helpers/models-app.js';
+import type { Provider } from '../../lib/models/provider.js';
+import { catalogProviders, modelsApp } from '../helpers/models-app.js';
 import { openAIProblems, type OpenAISchema } from '../helpers/openai-schemas.js';
 
 // Every answer the gateway writes itself, checked against OpenAI's published schemas
@@ -18,7 +20,21 @@ const cases = await Promise.all(
     .sort()
     .map(async (file) => ({ file, fixture: JSON.parse(await readFile(new URL(file, DIR), 'utf8')) as { client: string; answer?: unknown; events?: string } })),
 );
-const gateway = await modelsApp();
+// The anthropic provider's upstream fails mid-stream: the gateway ends the client's stream with its own error event.
+const failingMidStream: Provider = {
+  id: 'anthropic',
+  messages: async () => ({
+    statusCode: 200,
+    headers: { 'content-type': 'text/event-stream' },
+    body: Readable.from([
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}}\n\n',
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}\n\n',
+      'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+    ]),
+  }),
+};
+const gateway = await modelsApp({ providers: [...catalogProviders().filter((provider) => provider.id !== 'anthropic'), failingMidStream] });
 test.after.always(() => gateway.close());
 const key = await gateway.keyFor();
 const auth = { authorization: `Bearer ${key}` };
@@ -98,4 +114,15 @@ test("error bodies of the model endpoints are OpenAI's ErrorResponse", async (t)
   );
   const bodies = await Promise.all(answers.map((answer) => answer.json()));
   t.deepEqual(bodies.flatMap((body) => openAIProblems('ErrorResponse', body)), []);
+});
+
+test('a stream that fails after it started ends with an error event of the client\'s schema', async (t) => {
+  const chat = await gateway.post('/v1/chat/completions', { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }], stream: true }, auth);
+  const chatEvents = eventData(await chat.text());
+  t.true(chatEvents.some((event) => typeof event === 'object' && event !== null && 'error' in event), 'the Chat Completions stream ends with an error');
+  t.deepEqual(chatEvents.flatMap((event) => openAIProblems('error' in (event as object) ? 'ErrorResponse' : 'CreateChatCompletionStreamResponse', event)), []);
+  const responses = await gateway.post('/v1/responses', { model: 'claude-test', input: 'hi', stream: true }, auth);
+  const responsesEvents = eventData(await responses.text());
+  t.like(responsesEvents.at(-1), { type: 'error' });
+  t.deepEqual(responsesEvents.flatMap((event) => openAIProblems('ResponseStreamEvent', event)), []);
 });
