@@ -193,7 +193,8 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
    * one that comes back first. A one-deployment model without fallbacks asks the store nothing.
    */
   async function plan(ctx: Context, named: ModelRoute, body: JsonObject): Promise<Leg[]> {
-    const fallbacks = named.model.fallbacks.flatMap((id) => routes.get(id)?.legs.filter((leg) => carries(leg, body)) ?? []);
+    const headers = forwardedHeaders(ctx, format.forwardHeaders);
+    const fallbacks = named.model.fallbacks.flatMap((id) => routes.get(id)?.legs.filter((leg) => carries(leg, body, headers)) ?? []);
     const all = [...named.legs, ...fallbacks];
     if (all.length === 1) return all;
     let until: Array<number | null>;
@@ -241,8 +242,9 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     if (route === undefined) throw format.modelNotFound(requested);
     const first = route.legs[0];
     if (first === undefined) throw format.unsupported(requested);
+    const headers = forwardedHeaders(ctx, format.forwardHeaders);
     // What cannot be carried over is refused here, a validation error like any other.
-    for (const leg of route.legs) leg.translation?.check(body);
+    for (const leg of route.legs) leg.translation?.check(body, headers);
 
     const stream = body.stream === true;
     const state: ModelRequestState = {
@@ -286,11 +288,6 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
           return file ? format.fileReferences.inline(block, file) : block;
         })
       : body;
-    const headers: Record<string, string> = {};
-    for (const name of format.forwardHeaders) {
-      const value = ctx.get(name);
-      if (value !== '') headers[name] = value;
-    }
 
     /**
      * One attempt on one deployment: undefined when it answered (or the client left), else its
@@ -398,10 +395,20 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   }
 }
 
+/** The client's headers meant for the upstream (`names`, lower-case), those it sent. */
+function forwardedHeaders(ctx: Context, names: readonly string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of names) {
+    const value = ctx.get(name);
+    if (value !== '') headers[name] = value;
+  }
+  return headers;
+}
+
 /** Whether `leg` can carry `body` (a fallback in another format may not: it is passed over). */
-function carries(leg: Leg, body: JsonObject): boolean {
+function carries(leg: Leg, body: JsonObject, headers: Readonly<Record<string, string>>): boolean {
   try {
-    leg.translation?.check(body);
+    leg.translation?.check(body, headers);
     return true;
   } catch {
     return false;

@@ -82,6 +82,16 @@ const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['previous_response_id to an Anthropic model', () => responses({ previous_response_id: 'resp_1' }), 'previous_response_id'],
   ["OpenAI's web search tool to an Anthropic model", () => responses({ tools: [{ type: 'web_search' }] }), 'tools[0].type'],
   ['text.format to an Anthropic model', () => responses({ text: { format: { type: 'json_object' } } }), 'text.format'],
+  [
+    'an anthropic-beta whose feature is not translated, to an OpenAI model',
+    () => gateway.post('/v1/messages', { model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key, 'anthropic-beta': 'files-api-2025-04-14, interleaved-thinking-2025-05-14' }),
+    'anthropic-beta: interleaved-thinking-2025-05-14',
+  ],
+  [
+    'an anthropic-beta whose feature is not translated, to count the tokens of an OpenAI model',
+    () => gateway.post('/v1/messages/count_tokens', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key, 'anthropic-beta': 'context-management-2025-06-27' }),
+    'anthropic-beta: context-management-2025-06-27',
+  ],
 ];
 for (const [name, send, param] of refusals) {
   test.serial(`refused before anything is sent, naming the parameter: ${name}`, async (t) => {
@@ -92,6 +102,26 @@ for (const [name, send, param] of refusals) {
     t.is(upstream.received.length, 0);
   });
 }
+
+test.serial('to an OpenAI model, betas that only enable what is translated pass, and cache_control hints are carried over as nothing', async (t) => {
+  upstream.answer('/v1/chat/completions', reply(200, { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 2 } }));
+  const cached = { cache_control: { type: 'ephemeral' } };
+  const response = await gateway.post(
+    '/v1/messages',
+    {
+      model: 'gpt-test',
+      max_tokens: 10,
+      system: [{ type: 'text', text: 'Be brief.', ...cached }],
+      tools: [{ name: 'f', input_schema: { type: 'object' }, ...cached }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', ...cached }] }],
+    },
+    { 'x-api-key': key, 'anthropic-beta': 'files-api-2025-04-14,prompt-caching-2024-07-31' },
+  );
+  t.is(response.status, 200);
+  const sent = upstream.received[0];
+  t.is(sent?.headers['anthropic-beta'], undefined);
+  t.false(JSON.stringify(sent?.body).includes('cache_control'));
+});
 
 test.serial('a translated call is metered as a native one: its usage record has the tokens of the answer, streamed or not', async (t) => {
   upstream.answer('/v1/messages', reply(200, { ...anthropicMessage('Hi there.'), usage: { input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 4 } }));

@@ -33,8 +33,32 @@ function source(block: JsonObject, at: string, target: string): { url: string } 
   throw untranslatable(`${at}.source.type`, target);
 }
 
-// Caching hints change the price, never the answer: they need no equivalent.
+// Caching hints change the price, never the answer: carried over as nothing, since OpenAI caches
+// a prompt's prefix by itself (docs/ARCHITECTURE.md, "Translation between formats").
 const BLOCK_FIELDS = { type: any, cache_control: any };
+
+/**
+ * The betas (`anthropic-beta`) whose effect a translated call keeps: those that only enable what
+ * is translated anyway. Any other changes what Anthropic does, which another format cannot.
+ */
+const TRANSLATED_BETAS: ReadonlySet<string> = new Set([
+  // Stored files in document blocks: the gateway inlines them before the call.
+  'files-api-2025-04-14',
+  // PDF document blocks, since generally available: translated as files.
+  'pdfs-2024-09-25',
+  // cache_control, since generally available: a hint carried over as nothing (above).
+  'prompt-caching-2024-07-31',
+  // Tool input streamed unbuffered: other formats stream arguments in pieces anyway.
+  'fine-grained-tool-streaming-2025-05-14',
+]);
+
+/** Refuses (400, naming the header and the value) a beta of `anthropic-beta` that a translated call would not have. */
+export function refuseBetas(headers: Readonly<Record<string, string>>, target: string): void {
+  for (const beta of (headers['anthropic-beta'] ?? '').split(',')) {
+    const name = beta.trim();
+    if (name !== '' && !TRANSLATED_BETAS.has(name)) throw untranslatable(`anthropic-beta: ${name}`, target);
+  }
+}
 
 function readBlock(block: unknown, at: string, target: string): Part {
   if (!isObject(block)) throw invalid(at, 'must be an object');
