@@ -71,7 +71,7 @@ const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['n: 2 to an Anthropic model', () => chat({ n: 2 }), 'n'],
   ['seed to an Anthropic model', () => chat({ seed: 7 }), 'seed'],
   ['reasoning_effort to an Anthropic model (its thinking could not come back)', () => chat({ reasoning_effort: 'low' }), 'reasoning_effort'],
-  ['response_format to an Anthropic model', () => chat({ response_format: { type: 'json_object' } }), 'response_format'],
+  ['JSON mode without a schema (response_format json_object) to an Anthropic model', () => chat({ response_format: { type: 'json_object' } }), 'response_format json_object'],
   ['a temperature above 1 to an Anthropic model', () => chat({ temperature: 1.5 }), 'temperature above 1'],
   ['an image detail to an Anthropic model', () => chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png', detail: 'low' } }] }] }), 'messages[0].content[0].image_url.detail'],
   ['audio input to an Anthropic model', () => chat({ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }] }), 'messages[0].content[0].type'],
@@ -81,7 +81,8 @@ const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['a document with citations to an OpenAI model', () => messages({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' }, citations: { enabled: true } }] }] }), 'messages[0].content[0].citations'],
   ['previous_response_id to an Anthropic model', () => responses({ previous_response_id: 'resp_1' }), 'previous_response_id'],
   ["OpenAI's web search tool to an Anthropic model", () => responses({ tools: [{ type: 'web_search' }] }), 'tools[0].type'],
-  ['text.format to an Anthropic model', () => responses({ text: { format: { type: 'json_object' } } }), 'text.format'],
+  ['JSON mode without a schema (text.format json_object) to an Anthropic model', () => responses({ text: { format: { type: 'json_object' } } }), 'text.format json_object'],
+  ['output_config.effort to an OpenAI model', () => messages({ output_config: { effort: 'high' } }), 'output_config.effort'],
   [
     'an anthropic-beta whose feature is not translated, to an OpenAI model',
     () => gateway.post('/v1/messages', { model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key, 'anthropic-beta': 'files-api-2025-04-14, interleaved-thinking-2025-05-14' }),
