@@ -137,8 +137,9 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     if (route === undefined) throw format.modelNotFound(requested);
     const first = route.legs[0];
     if (first === undefined) throw format.unsupported(requested);
+    const headers = forwardedHeaders(ctx, format.forwardHeaders);
     // What cannot be carried over is refused here, a validation error like any other.
-    for (const leg of route.legs) leg.translation?.check(body);
+    for (const leg of route.legs) leg.translation?.check(body, headers);
 
     const stream = body.stream === true;
     const state: ModelRequestState = {
@@ -182,11 +183,6 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
           return file ? format.fileReferences.inline(block, file) : block;
         })
       : body;
-    const headers: Record<string, string> = {};
-    for (const name of format.forwardHeaders) {
-      const value = ctx.get(name);
-      if (value !== '') headers[name] = value;
-    }
 
     /**
      * One attempt on one deployment: undefined when it answered (or the client left), else its
@@ -242,7 +238,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       }
     };
 
-    const sequence = await plan(ctx, route, body, planner);
+    const sequence = await plan(ctx, route, body, headers, planner);
     const startedAt = nowMs();
     // Deployments that began to cool down during this call: passed over while another is left.
     const cooled = new Set<Leg>();
@@ -285,3 +281,12 @@ async function addTokens(limiter: ModelLimiter, keyId: string, limits: ModelLimi
   await limiter.addTokens(keyId, limits, tokens);
 }
 
+/** The client's headers meant for the upstream (`names`, lower-case), those it sent. */
+function forwardedHeaders(ctx: Context, names: readonly string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of names) {
+    const value = ctx.get(name);
+    if (value !== '') headers[name] = value;
+  }
+  return headers;
+}

@@ -127,7 +127,7 @@ test.serial('responseObject() and responseUsage() find the model and the usage w
   const whole = (await (await create(key, body)).json()) as Record<string, unknown>;
   const response = responseObject(whole, false);
   t.is(typeof response?.model, 'string');
-  t.deepEqual(responseUsage(response ?? {}), { inputTokens: 5, outputTokens: 18, cacheReadTokens: 0 });
+  t.deepEqual(responseUsage(response ?? {}), { inputTokens: 5, outputTokens: 18, cacheReadTokens: 0, cacheWriteTokens: 0 });
 
   const streamed = await (await create(key, { ...body, stream: true })).text();
   const events = streamed
@@ -141,6 +141,13 @@ test.serial('responseObject() and responseUsage() find the model and the usage w
   t.deepEqual(found, [
     { type: 'response.created', model: response?.model, usage: undefined },
     { type: 'response.in_progress', model: response?.model, usage: undefined },
-    { type: 'response.completed', model: response?.model, usage: { inputTokens: 5, outputTokens: 18, cacheReadTokens: 0 } },
+    { type: 'response.completed', model: response?.model, usage: { inputTokens: 5, outputTokens: 18, cacheReadTokens: 0, cacheWriteTokens: 0 } },
   ]);
+});
+
+test('responseUsage() reads the tokens read from and written to the cache, each on its own', (t) => {
+  const usage = { input_tokens: 1200, output_tokens: 40, input_tokens_details: { cached_tokens: 1000, cache_write_tokens: 150 } };
+  t.deepEqual(responseUsage({ usage }), { inputTokens: 1200, outputTokens: 40, cacheReadTokens: 1000, cacheWriteTokens: 150 });
+  const older = { input_tokens: 12, output_tokens: 4, input_tokens_details: { cached_tokens: 0 } };
+  t.deepEqual(responseUsage({ usage: older }), { inputTokens: 12, outputTokens: 4, cacheReadTokens: 0 });
 });

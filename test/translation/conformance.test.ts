@@ -56,7 +56,7 @@ for (const [file, fixture] of fixtures) {
     const translated = translation(fixture.client, provider);
     if (translated === undefined) return t.fail(`no translation from ${fixture.client} to ${fixture.provider}`);
     t.is(translated.target, fixture.provider);
-    t.notThrows(() => translated.check(fixture.request));
+    t.notThrows(() => translated.check(fixture.request, {}));
     const answer = await translated.send({ body: fixture.request, headers: {}, signal: new AbortController().signal });
     t.deepEqual(sent, fixture.upstreamRequest, 'the request the provider gets');
     const chunks: Buffer[] = [];

@@ -71,7 +71,7 @@ const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['n: 2 to an Anthropic model', () => chat({ n: 2 }), 'n'],
   ['seed to an Anthropic model', () => chat({ seed: 7 }), 'seed'],
   ['reasoning_effort to an Anthropic model (its thinking could not come back)', () => chat({ reasoning_effort: 'low' }), 'reasoning_effort'],
-  ['response_format to an Anthropic model', () => chat({ response_format: { type: 'json_object' } }), 'response_format'],
+  ['JSON mode without a schema (response_format json_object) to an Anthropic model', () => chat({ response_format: { type: 'json_object' } }), 'response_format json_object'],
   ['a temperature above 1 to an Anthropic model', () => chat({ temperature: 1.5 }), 'temperature above 1'],
   ['an image detail to an Anthropic model', () => chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png', detail: 'low' } }] }] }), 'messages[0].content[0].image_url.detail'],
   ['audio input to an Anthropic model', () => chat({ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }] }), 'messages[0].content[0].type'],
@@ -81,7 +81,18 @@ const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['a document with citations to an OpenAI model', () => messages({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' }, citations: { enabled: true } }] }] }), 'messages[0].content[0].citations'],
   ['previous_response_id to an Anthropic model', () => responses({ previous_response_id: 'resp_1' }), 'previous_response_id'],
   ["OpenAI's web search tool to an Anthropic model", () => responses({ tools: [{ type: 'web_search' }] }), 'tools[0].type'],
-  ['text.format to an Anthropic model', () => responses({ text: { format: { type: 'json_object' } } }), 'text.format'],
+  ['JSON mode without a schema (text.format json_object) to an Anthropic model', () => responses({ text: { format: { type: 'json_object' } } }), 'text.format json_object'],
+  ['output_config.effort to an OpenAI model', () => messages({ output_config: { effort: 'high' } }), 'output_config.effort'],
+  [
+    'an anthropic-beta whose feature is not translated, to an OpenAI model',
+    () => gateway.post('/v1/messages', { model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key, 'anthropic-beta': 'files-api-2025-04-14, interleaved-thinking-2025-05-14' }),
+    'anthropic-beta: interleaved-thinking-2025-05-14',
+  ],
+  [
+    'an anthropic-beta whose feature is not translated, to count the tokens of an OpenAI model',
+    () => gateway.post('/v1/messages/count_tokens', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key, 'anthropic-beta': 'context-management-2025-06-27' }),
+    'anthropic-beta: context-management-2025-06-27',
+  ],
 ];
 for (const [name, send, param] of refusals) {
   test.serial(`refused before anything is sent, naming the parameter: ${name}`, async (t) => {
@@ -92,6 +103,26 @@ for (const [name, send, param] of refusals) {
     t.is(upstream.received.length, 0);
   });
 }
+
+test.serial('to an OpenAI model, betas that only enable what is translated pass, and cache_control hints are carried over as nothing', async (t) => {
+  upstream.answer('/v1/chat/completions', reply(200, { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 2 } }));
+  const cached = { cache_control: { type: 'ephemeral' } };
+  const response = await gateway.post(
+    '/v1/messages',
+    {
+      model: 'gpt-test',
+      max_tokens: 10,
+      system: [{ type: 'text', text: 'Be brief.', ...cached }],
+      tools: [{ name: 'f', input_schema: { type: 'object' }, ...cached }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', ...cached }] }],
+    },
+    { 'x-api-key': key, 'anthropic-beta': 'files-api-2025-04-14,prompt-caching-2024-07-31' },
+  );
+  t.is(response.status, 200);
+  const sent = upstream.received[0];
+  t.is(sent?.headers['anthropic-beta'], undefined);
+  t.false(JSON.stringify(sent?.body).includes('cache_control'));
+});
 
 test.serial('a translated call is metered as a native one: its usage record has the tokens of the answer, streamed or not', async (t) => {
   upstream.answer('/v1/messages', reply(200, { ...anthropicMessage('Hi there.'), usage: { input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 4 } }));

@@ -9,7 +9,9 @@ import { ChatAnthropic } from '@langchain/anthropic';
 import { ChatOpenAI } from '@langchain/openai';
 import { generateText, streamText, tool } from 'ai';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
 import OpenAI, { toFile } from 'openai';
+import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { makePdf } from '../helpers/models-pdf.js';
 import { checkedFetch } from '../helpers/openapi.js';
@@ -69,6 +71,15 @@ const openAIToolAnswer = {
   usage: { prompt_tokens: 82, completion_tokens: 41, total_tokens: 123, prompt_tokens_details: { cached_tokens: 64 } },
 };
 
+// Structured outputs: the weather as JSON, as each provider answers it.
+const WEATHER_JSON = '{"city":"Paris","temperature_c":18}';
+const weatherSchema = z.object({ city: z.string(), temperature_c: z.number() });
+const anthropicWeatherJson = { ...anthropicToolAnswer, content: [{ type: 'text', text: WEATHER_JSON }], stop_reason: 'end_turn' };
+const openAIWeatherJson = {
+  ...openAIToolAnswer,
+  choices: [{ index: 0, message: { role: 'assistant', content: WEATHER_JSON, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+};
+
 const upstream = createServer(async (req: IncomingMessage, res) => {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -77,10 +88,12 @@ const upstream = createServer(async (req: IncomingMessage, res) => {
   const events = (text: string) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(text);
   const json = (answer: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
   if (req.url === '/v1/messages') {
+    if (body.output_config !== undefined) return json(anthropicWeatherJson);
     if (body.stream === true) return events(ANTHROPIC_TOOL_STREAM);
     return json(anthropicToolAnswer);
   }
   if (req.url === '/v1/chat/completions') {
+    if (body.response_format !== undefined) return json(openAIWeatherJson);
     if (body.stream === true) return events(Array.isArray(body.tools) ? OPENAI_TOOL_STREAM : OPENAI_TEXT_STREAM);
     return json(openAIToolAnswer);
   }
@@ -450,4 +463,27 @@ test.serial('LangChain: ChatOpenAI (Chat Completions) on an anthropic model and 
   let text = '';
   for await (const chunk of await anthropic.stream('Describe.')) text += chunk.text;
   t.is(text, 'The report has two pages.');
+});
+
+test.serial("openai SDK chat.completions.parse() → anthropic provider: the zod schema goes as structured outputs, the answer comes back parsed", async (t) => {
+  const completion = await openaiClient(t).chat.completions.parse({
+    model: 'claude-mock',
+    messages: [{ role: 'user', content: 'The weather in Paris, as JSON.' }],
+    response_format: zodResponseFormat(weatherSchema, 'weather'),
+  });
+  t.deepEqual(completion.choices[0]?.message.parsed, { city: 'Paris', temperature_c: 18 });
+  const sent = lastUpstream('/v1/messages');
+  t.like(sent?.output_config, { format: { type: 'json_schema', schema: { type: 'object', required: ['city', 'temperature_c'] } } });
+  t.is(sent?.response_format, undefined);
+});
+
+test.serial('@anthropic-ai/sdk messages.parse() → openai provider: output_config.format goes as a strict json_schema, the answer comes back parsed', async (t) => {
+  const message = await anthropicClient(t).messages.parse({
+    model: 'gpt-mock',
+    max_tokens: 200,
+    messages: [{ role: 'user', content: 'The weather in Paris, as JSON.' }],
+    output_config: { format: zodOutputFormat(weatherSchema) },
+  });
+  t.deepEqual(message.parsed_output, { city: 'Paris', temperature_c: 18 });
+  t.like(lastUpstream('/v1/chat/completions')?.response_format, { type: 'json_schema', json_schema: { name: 'response', strict: true, schema: { type: 'object' } } });
 });

@@ -32,8 +32,11 @@ const TARGETS: Readonly<Record<FormatEndpoint, readonly FormatEndpoint[]>> = {
 export interface Translation {
   /** The provider's format. */
   readonly target: ProviderEndpoint;
-  /** Refuses (400, by name) what cannot be carried over, before anything is sent or counted. */
-  check(body: JsonObject): void;
+  /**
+   * Refuses (400, by name) what cannot be carried over, before anything is sent or counted: in
+   * the body, or in the client's headers meant for the upstream (`anthropic-beta`).
+   */
+  check(body: JsonObject, headers: Readonly<Record<string, string>>): void;
   /** Sends the translated request, and answers as the client's format would: JSON or events. */
   send(request: ProviderRequest): Promise<TranslatedAnswer>;
 }
@@ -67,7 +70,10 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
     const overloaded = client === 'messages' ? 529 : 503;
     return {
       target,
-      check: (body) => void to.writeRequest(read(body)),
+      check(body, headers) {
+        from.client.checkHeaders?.(headers, FORMATS[target].name);
+        to.writeRequest(read(body));
+      },
       async send(request) {
         const neutral = read(request.body);
         const answer = providerAnswer(await method.call(provider, { ...request, body: to.writeRequest(neutral) }));
@@ -220,7 +226,10 @@ function estimate(provider: Provider): Translation | undefined {
   const read = (body: JsonObject): ReadRequest => messagesFormat.client.readRequest(body, to.name);
   return {
     target,
-    check: (body) => void to.provider?.writeRequest(read(body)),
+    check(body, headers) {
+      messagesFormat.client.checkHeaders?.(headers, to.name);
+      to.provider?.writeRequest(read(body));
+    },
     send: async ({ body }) => ({
       statusCode: 200,
       headers: JSON_HEADERS,

@@ -14,6 +14,8 @@ export interface WireFormat {
   readonly client: {
     /** `target` names the provider's format in refusals. */
     readRequest(body: JsonObject, target: string): ReadRequest;
+    /** Refuses a header meant for the upstream (lower-case names) whose effect a translated call cannot have. */
+    checkHeaders?(headers: Readonly<Record<string, string>>, target: string): void;
     writeAnswer(answer: Answer, request: Request): JsonObject;
     streamWriter(request: Request): StreamWriter;
   };

@@ -15,8 +15,14 @@ export interface Planner {
  * order, then each fallback's that can carry the request; when every one is cooling down, the
  * one that comes back first. A one-deployment model without fallbacks asks the store nothing.
  */
-export async function plan(ctx: Context, named: ModelRoute, body: JsonObject, { routes, routing, nowMs }: Planner): Promise<Leg[]> {
-  const fallbacks = named.model.fallbacks.flatMap((id) => routes.get(id)?.legs.filter((leg) => carries(leg, body)) ?? []);
+export async function plan(
+  ctx: Context,
+  named: ModelRoute,
+  body: JsonObject,
+  headers: Readonly<Record<string, string>>,
+  { routes, routing, nowMs }: Planner,
+): Promise<Leg[]> {
+  const fallbacks = named.model.fallbacks.flatMap((id) => routes.get(id)?.legs.filter((leg) => carries(leg, body, headers)) ?? []);
   const all = [...named.legs, ...fallbacks];
   if (all.length === 1) return all;
   let until: Array<number | null>;
@@ -41,9 +47,9 @@ export async function plan(ctx: Context, named: ModelRoute, body: JsonObject, { 
 }
 
 /** Whether `leg` can carry `body` (a fallback in another format may not: it is passed over). */
-function carries(leg: Leg, body: JsonObject): boolean {
+function carries(leg: Leg, body: JsonObject, headers: Readonly<Record<string, string>>): boolean {
   try {
-    leg.translation?.check(body);
+    leg.translation?.check(body, headers);
     return true;
   } catch {
     return false;

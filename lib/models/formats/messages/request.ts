@@ -20,6 +20,7 @@ const KNOWN = {
   tool_choice: any,
   thinking: any,
   metadata: any,
+  output_config: any,
 };
 
 function source(block: JsonObject, at: string, target: string): { url: string } | { mediaType: string; data: string } {
@@ -33,8 +34,32 @@ function source(block: JsonObject, at: string, target: string): { url: string } 
   throw untranslatable(`${at}.source.type`, target);
 }
 
-// Caching hints change the price, never the answer: they need no equivalent.
+// Caching hints change the price, never the answer: carried over as nothing, since OpenAI caches
+// a prompt's prefix by itself (README, translated calls).
 const BLOCK_FIELDS = { type: any, cache_control: any };
+
+/**
+ * The betas (`anthropic-beta`) whose effect a translated call keeps: those that only enable what
+ * is translated anyway. Any other changes what Anthropic does, which another format cannot.
+ */
+const TRANSLATED_BETAS: ReadonlySet<string> = new Set([
+  // Stored files in document blocks: the gateway inlines them before the call.
+  'files-api-2025-04-14',
+  // PDF document blocks, since generally available: translated as files.
+  'pdfs-2024-09-25',
+  // cache_control, since generally available: a hint carried over as nothing (above).
+  'prompt-caching-2024-07-31',
+  // Tool input streamed unbuffered: other formats stream arguments in pieces anyway.
+  'fine-grained-tool-streaming-2025-05-14',
+]);
+
+/** Refuses (400, naming the header and the value) a beta of `anthropic-beta` that a translated call would not have. */
+export function refuseBetas(headers: Readonly<Record<string, string>>, target: string): void {
+  for (const beta of (headers['anthropic-beta'] ?? '').split(',')) {
+    const name = beta.trim();
+    if (name !== '' && !TRANSLATED_BETAS.has(name)) throw untranslatable(`anthropic-beta: ${name}`, target);
+  }
+}
 
 function readBlock(block: unknown, at: string, target: string): Part {
   if (!isObject(block)) throw invalid(at, 'must be an object');
@@ -139,6 +164,21 @@ function readThinking(thinking: unknown, target: string): Request['reasoning'] {
   throw untranslatable('thinking', target);
 }
 
+/**
+ * Structured outputs (`output_config.format`): a JSON schema the answer follows, strictly, as
+ * Anthropic always does; named `response` where the provider's format wants a name.
+ */
+function readOutputConfig(config: unknown, target: string): Request['responseFormat'] {
+  if (absent(config)) return undefined;
+  if (!isObject(config)) throw invalid('output_config', 'must be an object');
+  refuseUnknown(config, { format: any }, target, 'output_config.');
+  const { format } = config;
+  if (absent(format)) return undefined;
+  if (!isObject(format) || format.type !== 'json_schema' || !isObject(format.schema)) throw untranslatable('output_config.format', target);
+  refuseUnknown(format, { type: any, schema: any }, target, 'output_config.format.');
+  return { type: 'json-schema', name: 'response', schema: format.schema, strict: true };
+}
+
 /** A Messages body, read; `target` names the provider's format in refusals. */
 export function readMessagesRequest(body: JsonObject, target: string): ReadRequest {
   refuseUnknown(body, KNOWN, target);
@@ -157,6 +197,7 @@ export function readMessagesRequest(body: JsonObject, target: string): ReadReque
   const temperature = optionalNumber(body, 'temperature');
   const topP = optionalNumber(body, 'top_p');
   const reasoning = readThinking(body.thinking, target);
+  const responseFormat = readOutputConfig(body.output_config, target);
   return {
     model: String(body.model),
     stream: body.stream === true,
@@ -169,6 +210,7 @@ export function readMessagesRequest(body: JsonObject, target: string): ReadReque
     ...(topP !== undefined && { topP }),
     ...(Array.isArray(stop) && stop.length > 0 && { stop: stop as string[] }),
     ...(reasoning && { reasoning }),
+    ...(responseFormat && { responseFormat }),
     ...(typeof metadata.user_id === 'string' && { user: metadata.user_id }),
     params: {
       maxTokens: 'max_tokens',
@@ -178,6 +220,7 @@ export function readMessagesRequest(body: JsonObject, target: string): ReadReque
       toolChoice: 'tool_choice',
       parallelToolCalls: 'tool_choice.disable_parallel_tool_use',
       reasoning: 'thinking',
+      responseFormat: 'output_config.format',
       user: 'metadata.user_id',
       messages: 'messages',
     },
@@ -253,12 +296,14 @@ const EFFORT_BUDGETS = { low: 2048, medium: 8192, high: 24_576 } as const;
 /**
  * A neutral request as a Messages body: `max_tokens` 4,096 (above the thinking budget, if any)
  * when the client gave none (Messages requires it), consecutive turns of one role merged, tool results first in their turn, an
- * effort as a thinking budget (low 2,048, medium 8,192, high 24,576 tokens). Messages has no JSON
- * mode and its temperature stops at 1: those are refused by the client's names for them.
+ * effort as a thinking budget (low 2,048, medium 8,192, high 24,576 tokens), a JSON schema as
+ * structured outputs (`output_config.format`, which Anthropic always follows strictly; the
+ * schema's name, a label, has no place there). Messages has no JSON mode without a schema and its
+ * temperature stops at 1: those are refused by the client's names for them.
  */
 export function writeMessagesRequest(request: ReadRequest): JsonObject {
-  const { params } = request;
-  if (request.responseFormat) throw untranslatable(params.responseFormat ?? 'response_format', NAME);
+  const { params, responseFormat } = request;
+  if (responseFormat?.type === 'json') throw untranslatable(`${params.responseFormat ?? 'response_format'} json_object`, NAME);
   if (request.temperature !== undefined && request.temperature > 1) {
     throw untranslatable(`${params.temperature ?? 'temperature'} above 1`, NAME);
   }
@@ -278,6 +323,7 @@ export function writeMessagesRequest(request: ReadRequest): JsonObject {
     ...(request.topP !== undefined && { top_p: request.topP }),
     ...(request.stop && { stop_sequences: request.stop }),
     ...(budget !== undefined && { thinking: { type: 'enabled', budget_tokens: budget } }),
+    ...(responseFormat && { output_config: { format: { type: 'json_schema', schema: responseFormat.schema } } }),
     ...(request.user !== undefined && { metadata: { user_id: request.user } }),
     ...(request.stream && { stream: true }),
   };

@@ -35,12 +35,13 @@ export function responseObject(answerOrEvent: JsonObject, streamed: boolean): Js
 export function responseUsage(response: JsonObject): TokenUsage | undefined {
   const { usage } = response;
   if (!isObject(usage) || typeof usage.input_tokens !== 'number' || typeof usage.output_tokens !== 'number') return undefined;
-  // `input_tokens` counts the cached ones too, reported apart in its details.
+  // `input_tokens` counts the cached ones and those written to the cache too, reported apart in its details.
   const details = usage.input_tokens_details;
   return {
     inputTokens: tokenCount(usage.input_tokens),
     outputTokens: tokenCount(usage.output_tokens),
     ...(isObject(details) && { cacheReadTokens: tokenCount(details.cached_tokens) }),
+    ...(isObject(details) && details.cache_write_tokens !== undefined && { cacheWriteTokens: tokenCount(details.cache_write_tokens) }),
   };
 }
 

@@ -14,14 +14,14 @@ export const itemId = (prefix: string) => `${prefix}_${randomBytes(12).toString(
 export function writeResponsesUsage(usage: Usage): JsonObject {
   return {
     input_tokens: usage.inputTokens,
-    input_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0 },
+    input_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0 },
     output_tokens: usage.outputTokens,
     output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
     total_tokens: usage.inputTokens + usage.outputTokens,
   };
 }
 
-/** A response object: the request's settings, `output` and `usage` as given. */
+/** A response object: the request's settings, `output` and `usage` as given (none while the response is in progress, as OpenAI's schema has it). */
 export function responseObject(
   head: { id: string; model: string; created: number },
   request: Request,
@@ -61,7 +61,7 @@ export function responseObject(
     tools: request.tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description ?? null, parameters: tool.parameters, strict: false })),
     top_p: request.topP ?? 1,
     truncation: 'disabled',
-    usage: usage === null ? null : writeResponsesUsage(usage),
+    ...(usage !== null && { usage: writeResponsesUsage(usage) }),
     metadata: {},
   };
 }

@@ -119,6 +119,9 @@ function message({ body, signal }: ProviderRequest): ProviderAnswer {
   return eventStream(events, signal);
 }
 
+/** A function tool as a response object gives it back: every field, `strict` by default (Responses' default). */
+const toolObject = (tool: unknown) => (isObject(tool) && tool.type === 'function' ? { description: null, parameters: null, strict: true, ...tool } : tool);
+
 /**
  * A Responses answer, as OpenAI's Responses API gives one: the response object, or its events
  * (`response.created`, `response.in_progress`, the message's item, part and text events or the
@@ -158,16 +161,16 @@ function response({ body, signal }: ProviderRequest): ProviderAnswer {
     temperature: body.temperature ?? 1,
     text: { format: { type: 'text' } },
     tool_choice: body.tool_choice ?? 'auto',
-    tools: body.tools ?? [],
+    tools: Array.isArray(body.tools) ? body.tools.map(toolObject) : [],
     top_p: body.top_p ?? 1,
     truncation: 'disabled',
-    usage,
-    user: null,
+    // None while in progress, as OpenAI's schema has it.
+    ...(usage !== null && { usage }),
     metadata: {},
   });
   const usage = {
     input_tokens: inputTokens,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
     output_tokens: outputTokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: inputTokens + outputTokens,
