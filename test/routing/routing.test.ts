@@ -164,7 +164,8 @@ test('a 400 is not retried; the last failure reaches the client with the attempt
 });
 
 test('an upstream that hangs before its headers is given up on and the call retried', async (t) => {
-  const { east, west, chat } = await twoDeployments(t, {}, { timeoutMs: 300 });
+  // A second: west, which answers at once, is called within it however busy the machine (300 ms was not).
+  const { east, west, chat } = await twoDeployments(t, {}, { timeoutMs: 1000 });
   east.answer(CHAT, () => undefined);
   west.answer(CHAT, reply(200, completion('ok')));
   const answer = await chat();
