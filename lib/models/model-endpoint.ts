@@ -239,7 +239,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       const path = UPSTREAM_PATHS[translated?.target ?? format.endpoint];
       const forwarding: Forwarding = { format, call, stream, request: body, model: requested, provider: leg.provider.id, path, ended, delivered: false };
       try {
-        await forward(ctx, forwarding, () => sendCall({ body: upstreamBody, headers, signal: call.signal, traceHeaders: call.traceHeaders }));
+        await forward(ctx, forwarding, () => sendCall(call.request(upstreamBody, headers)));
         state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: 'ok' });
         return undefined;
       } catch (thrown) {
