@@ -13,28 +13,20 @@ export const isObject = (value: unknown): value is JsonObject =>
  * references, `JSON.stringify` for the upstream) recurses: a deeper body would overflow the stack.
  */
 const MAX_DEPTH = 128;
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 
-/** Where the string that opens at `start` ends: at the next quote that no backslash escapes. */
-function endOfString(text: string, start: number): number {
-  for (let at = text.indexOf('"', start + 1); ; at = text.indexOf('"', at + 1)) {
-    let backslashes = 0;
-    while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes += 1;
-    if (backslashes % 2 === 0) return at;
+/**
+ * True when `value` (parsed JSON) nests arrays and objects more than `levels` deep, itself
+ * included. It walks the values, not the text: a long prompt is one string, whatever its length.
+ * The walk stops at `levels`, so it recurses no deeper than that however deep the value.
+ */
+function nestsDeeperThan(value: unknown, levels: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (levels === 0) return true;
+  if (Array.isArray(value)) {
+    for (const item of value as unknown[]) if (nestsDeeperThan(item, levels - 1)) return true;
+    return false;
   }
-}
-
-/** True when `json` (already parsed, so valid) nests arrays and objects deeper than `max`. */
-function nestsDeeperThan(json: string, max: number): boolean {
-  let depth = 0;
-  for (let at = 0; at < json.length; at++) {
-    const char = json.charCodeAt(at);
-    if (char === QUOTE) at = endOfString(json, at);
-    else if (char === 0x5b || char === 0x7b) depth += 1; // [ {
-    else if (char === 0x5d || char === 0x7d) depth -= 1; // ] }
-    if (depth > max) return true;
-  }
+  for (const key in value) if (nestsDeeperThan((value as JsonObject)[key], levels - 1)) return true;
   return false;
 }
 
@@ -81,7 +73,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
     throw errors.invalidJson();
   }
   if (!isObject(body)) throw errors.invalidRequest('Request body must be a JSON object');
-  if (nestsDeeperThan(text, MAX_DEPTH)) {
+  if (nestsDeeperThan(body, MAX_DEPTH)) {
     throw errors.invalidRequest(`Request body must not nest arrays and objects more than ${MAX_DEPTH} levels deep`);
   }
   return body;

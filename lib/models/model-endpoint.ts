@@ -173,7 +173,11 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       if (decision.refusedBy) state.limitedBy = decision.refusedBy;
       throw modelLimitRefusal(decision, format.rateLimitStyle);
     }
-    ctx.set(rateLimitHeaders(decision, format.rateLimitStyle));
+    // One header at a time: Koa's object form of `set` costs a loop over a temporary object.
+    if (decision.requests || decision.tokens) {
+      const limitHeaders = rateLimitHeaders(decision, format.rateLimitStyle);
+      for (const name in limitHeaders) ctx.set(name, limitHeaders[name] as string);
+    }
 
     // The bytes only now: a refused call reads none.
     const attached = files.length === 0 ? undefined : await readAttachments(stores, files);
@@ -191,9 +195,12 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
      */
     const attempt = async (leg: Leg, number: number, silenceMs: number): Promise<Failure | undefined> => {
       const { translation: translated, send } = leg;
-      Object.assign(state, { provider: leg.provider.id, upstreamModel: leg.upstreamModel, translatedTo: translated?.target });
+      state.provider = leg.provider.id;
+      state.upstreamModel = leg.upstreamModel;
       if (translated === undefined) delete state.translatedTo;
-      ctx.set({ 'x-kmg-attempts': String(number), 'x-kmg-deployment': leg.provider.id });
+      else state.translatedTo = translated.target;
+      ctx.set('x-kmg-attempts', String(number));
+      ctx.set('x-kmg-deployment', leg.provider.id);
       const inlined = { ...withFiles, model: leg.upstreamModel };
       const upstreamBody = stream && format.answer.streamRequest ? format.answer.streamRequest(inlined) : inlined;
       const trace = ctx.state.tracing?.attempt({ endpoint: format.endpoint, provider: leg.provider, model: requested, body: upstreamBody, stream });
@@ -220,12 +227,15 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
             }
           : answered;
         call.end();
-        Object.assign(state, usage, { upstreamFirstByteMs: call.firstByteMs, upstreamMs: call.durationMs, costPicoUsd: callCost(leg.route.price, usage) });
+        Object.assign(state, usage);
+        state.upstreamFirstByteMs = call.firstByteMs;
+        state.upstreamMs = call.durationMs;
+        state.costPicoUsd = callCost(leg.route.price, usage);
       };
       const path = UPSTREAM_PATHS[translated?.target ?? format.endpoint];
       const forwarding: Forwarding = { format, call, stream, request: body, model: requested, provider: leg.provider.id, path, ended, delivered: false };
       try {
-        await forward(ctx, forwarding, () => sendCall({ body: upstreamBody, headers, signal: call.signal, traceHeaders: call.traceHeaders }));
+        await forward(ctx, forwarding, () => sendCall(call.request(upstreamBody, headers)));
         state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: 'ok' });
         return undefined;
       } catch (thrown) {
@@ -238,7 +248,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       }
     };
 
-    const sequence = await plan(ctx, route, body, headers, planner);
+    const sequence = route.alone ?? (await plan(ctx, route, body, headers, planner));
     const startedAt = nowMs();
     // Deployments that began to cool down during this call: passed over while another is left.
     const cooled = new Set<Leg>();

@@ -47,3 +47,25 @@ test.serial('a Provider object of the user is served on both endpoints like a bu
   t.is(await streamed.text(), 'event: message_start\ndata: {"type":"message_start"}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n');
   t.deepEqual(received.splice(0).map((request) => request.headers), [{ 'anthropic-version': '2023-06-01' }]);
 });
+
+test('a Provider that spreads the request it is handed still gets a signal that aborts the call when the upstream is silent', async (t) => {
+  // A wrapper as a user writes one: it passes the request on with one field changed.
+  const aborted: boolean[] = [];
+  const silent: Provider = {
+    id: 'silent',
+    chatCompletions(request) {
+      const passedOn: ProviderRequest = { ...request, headers: { ...request.headers, 'x-team': 'a' } };
+      return new Promise((_resolve, reject) => {
+        passedOn.signal.addEventListener('abort', () => {
+          aborted.push(passedOn.signal.aborted);
+          reject(new Error('aborted'));
+        });
+      });
+    },
+  };
+  const impatient = await modelsApp({ catalog: [{ id: 'silent-model', provider: 'silent', upstreamModel: 'v1' }], providers: [silent], timeoutMs: 50 });
+  t.teardown(() => impatient.close());
+  const answer = await impatient.post('/v1/chat/completions', { model: 'silent-model', messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': await impatient.keyFor() });
+  t.is(answer.status, 504);
+  t.deepEqual(aborted, [true]);
+});

@@ -2,6 +2,7 @@ import { Pool } from 'undici';
 import type { z } from 'zod';
 import { httpBaseUrl, nonEmptyString, settingsObject } from '../../settings/schemas.js';
 import type { ProviderAnswer, ProviderRequest, ProviderTelemetry } from '../provider.js';
+import { UPSTREAM_CALL, type CallRequest } from '../upstream-call.js';
 
 /**
  * The options of a provider reached over HTTP: `id`, `baseURL` (default: the provider's public
@@ -56,10 +57,13 @@ export function httpUpstream(baseURL: string): HttpUpstream {
   return {
     endpoint(path) {
       const fullPath = `${prefix}${path}${base.search}`;
-      return (headers, { body, signal, traceHeaders }) => {
+      return (headers, request) => {
+        const { body, traceHeaders } = request;
         const sent = body.stream === true ? headers.stream : headers.json;
         // A traced call's headers are made per call; the others are the provider's, made once.
         const withTrace = traceHeaders === undefined ? sent : { ...sent, ...traceHeaders };
+        // The model handlers' call has a cheaper abort emitter than the request's signal; another caller's request, only its signal.
+        const signal = (request as Partial<CallRequest>)[UPSTREAM_CALL]?.abortSource ?? request.signal;
         return pool.request({ path: fullPath, method: 'POST', headers: withTrace, body: JSON.stringify(body), signal });
       };
     },

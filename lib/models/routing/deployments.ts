@@ -9,6 +9,8 @@ export interface ModelRoute {
   /** The model's price per token, made once. */
   price: TokenPrice;
   legs: Leg[];
+  /** The plan of a one-deployment model without fallbacks, made once: no call of it needs planning. */
+  alone: Leg[] | undefined;
 }
 
 /**
@@ -34,7 +36,7 @@ export function modelRoutes(catalog: readonly ResolvedModel[], providers: readon
   const byId = new Map(providers.map((provider) => [provider.id, provider]));
   const routes = new Map<string, ModelRoute>();
   for (const model of catalog) {
-    const route: ModelRoute = { model, price: tokenPrice(model.price), legs: [] };
+    const route: ModelRoute = { model, price: tokenPrice(model.price), legs: [], alone: undefined };
     for (const { provider: providerId, upstreamModel, weight } of model.deployments) {
       const provider = byId.get(providerId);
       if (provider === undefined) continue;
@@ -44,6 +46,7 @@ export function modelRoutes(catalog: readonly ResolvedModel[], providers: readon
       const send = native ?? translated?.send;
       if (send !== undefined) route.legs.push({ route, provider, upstreamModel, weight, key: `${provider.id}/${upstreamModel}`, send, translation: translated });
     }
+    if (route.legs.length === 1 && model.fallbacks.length === 0) route.alone = route.legs;
     routes.set(model.id, route);
   }
   return routes;
