@@ -78,14 +78,25 @@ test('env-key-store: the keys of GATEWAY_KEYS are accepted, others refused', asy
   await t.throwsAsync(client(example, 'kmg_sk_not-in-the-list').models.list(), { instanceOf: OpenAI.AuthenticationError });
 });
 
+const minuteOf = (ms: number) => Math.floor(ms / 60_000);
+
 withRedis(test)('redis-limits: two processes share the per-minute creation limit', async (t) => {
-  const env = { REDIS_URL, DEMO_ACCOUNT: `demo-${randomBytes(4).toString('hex')}` };
-  const [one, two] = await Promise.all([start('redis-limits.ts', env), start('redis-limits.ts', env)]);
   const pdf = makePdf(1);
-  const statuses: number[] = [];
-  for (let i = 0; i < 11; i++) statuses.push((await upload(i % 2 === 0 ? one : two, pdf)).status);
-  t.deepEqual(statuses, [...Array(10).fill(200), 429]);
-  const refused = await upload(two, pdf);
-  t.like(await refused.json(), { error: { code: 'rate_limit_exceeded' } });
-  t.truthy(refused.headers.get('retry-after'));
+  // The limit is per clock minute: a run straddling a minute's end counts in two windows. A run
+  // takes far less than half a minute, so of two runs in a row one at most straddles one; that
+  // run is done again, on fresh processes of a fresh account.
+  for (let run = 1; run <= 2; run++) {
+    const env = { REDIS_URL, DEMO_ACCOUNT: `demo-${randomBytes(4).toString('hex')}` };
+    const [one, two] = await Promise.all([start('redis-limits.ts', env), start('redis-limits.ts', env)]);
+    const startedAt = Date.now();
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) statuses.push((await upload(i % 2 === 0 ? one : two, pdf)).status);
+    const refused = await upload(two, pdf);
+    if (minuteOf(Date.now()) !== minuteOf(startedAt)) continue;
+    t.deepEqual(statuses, [...Array(10).fill(200), 429]);
+    t.like(await refused.json(), { error: { code: 'rate_limit_exceeded' } });
+    t.truthy(refused.headers.get('retry-after'));
+    return;
+  }
+  t.fail('two runs in a row straddled the end of a minute');
 });

@@ -34,6 +34,9 @@ async function reconnected(redis: Redis): Promise<void> {
   if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
 }
 
+/** Far above the 500 ms timeout plus a busy machine's delays, far below a call that waits for Redis. */
+const PROMPTLY_MS = 5000;
+
 /** How long `start()` takes to settle, in ms. */
 async function timed(start: () => Promise<unknown>): Promise<{ ms: number; outcome: Promise<unknown> }> {
   const started = performance.now();
@@ -42,7 +45,7 @@ async function timed(start: () => Promise<unknown>): Promise<{ ms: number; outco
   return { ms: performance.now() - started, outcome };
 }
 
-test('Redis killed: reserve fails closed with a 503 within a second, and nothing is left inconsistent when it returns', async (t) => {
+test('Redis killed: reserve fails closed at once with a 503, and nothing is left inconsistent when it returns', async (t) => {
   const { server, redis } = t.context;
   const limiter = makeLimiter(redis);
   const account = newAccount();
@@ -52,7 +55,7 @@ test('Redis killed: reserve fails closed with a 503 within a second, and nothing
 
   const refused = await timed(() => limiter.reserve(account, 30));
   const err = await t.throwsAsync(refused.outcome, { instanceOf: StoreUnavailableError });
-  t.true(refused.ms < 1000, `answered in ${refused.ms} ms`);
+  t.true(refused.ms < PROMPTLY_MS, `answered in ${refused.ms} ms`);
   t.like(toGatewayError(err, 'POST', '/v1/files'), { status: 503, code: 'service_unavailable' });
   await t.throwsAsync(failing.release(), { instanceOf: StoreUnavailableError });
 
@@ -75,7 +78,7 @@ test('Redis not answering: reserve fails closed within the timeout, and the late
 
   const refused = await timed(() => limiter.reserve(account, 20));
   await t.throwsAsync(refused.outcome, { instanceOf: StoreUnavailableError, message: 'Redis did not answer within 500 ms' });
-  t.true(refused.ms < 1000, `answered in ${refused.ms} ms`);
+  t.true(refused.ms < PROMPTLY_MS, `answered in ${refused.ms} ms`);
 
   server.resume();
   // The script runs when Redis wakes up; its answer, read before this ping's, releases it.
@@ -112,7 +115,7 @@ test('createRedisClient gives up with StoreUnavailableError when Redis is not th
   });
 });
 
-test('model limits, Redis killed: consume and addTokens fail closed with a 503 within a second', async (t) => {
+test('model limits, Redis killed: consume and addTokens fail closed at once with a 503', async (t) => {
   const { server, redis } = t.context;
   const limiter = new RedisModelLimiter({ client: redis });
   const limits = { requestsPerMinute: 5, tokensPerDay: 100 };
@@ -121,7 +124,7 @@ test('model limits, Redis killed: consume and addTokens fail closed with a 503 w
   await server.kill();
   const refused = await timed(() => limiter.consume(keyId, limits));
   const err = await t.throwsAsync(refused.outcome, { instanceOf: StoreUnavailableError });
-  t.true(refused.ms < 1000, `answered in ${refused.ms} ms`);
+  t.true(refused.ms < PROMPTLY_MS, `answered in ${refused.ms} ms`);
   t.like(toGatewayError(err, 'POST', '/v1/chat/completions'), { status: 503, code: 'service_unavailable' });
   await t.throwsAsync(limiter.addTokens(keyId, limits, 10), { instanceOf: StoreUnavailableError });
   // Limits without any field never ask Redis.

@@ -5,6 +5,7 @@ import test from 'ava';
 import { createGatewayMetrics, type GatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { MemoryCooldownStore } from '../../lib/models/routing/cooldown-store.js';
 import type { RoutingOptions } from '../../lib/models/routing/routing-options.js';
+import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
@@ -65,6 +66,8 @@ async function twoDeployments(
     catalog: [{ id: 'smart', deployments: [{ provider: 'east', upstreamModel: 'gpt-east' }, { provider: 'west', upstreamModel: 'gpt-west' }] }],
     providers: [openAIProvider({ id: 'east', baseURL: `${east.url}/v1` }), openAIProvider({ id: 'west', baseURL: `${west.url}/v1` })],
     nowMs: clock.nowMs,
+    // Request limits count per minute of the test's clock: a run never straddles two.
+    modelLimiter: new MemoryModelLimiter({ nowMs: clock.nowMs }),
     routing: { random: () => 0, sleep: clock.sleep, ...routing },
     ...(extra.timeoutMs !== undefined && { timeoutMs: extra.timeoutMs }),
     ...(extra.usage && { usageRecorder: { record: (record: UsageRecord) => extra.usage?.push(record) } }),
@@ -164,8 +167,8 @@ test('a 400 is not retried; the last failure reaches the client with the attempt
 });
 
 test('an upstream that hangs before its headers is given up on and the call retried', async (t) => {
-  // A second: west, which answers at once, is called within it however busy the machine (300 ms was not).
-  const { east, west, chat } = await twoDeployments(t, {}, { timeoutMs: 1000 });
+  // West's answer must beat the same timeout: on a busy machine that can take seconds.
+  const { east, west, chat } = await twoDeployments(t, {}, { timeoutMs: 5_000 });
   east.answer(CHAT, () => undefined);
   west.answer(CHAT, reply(200, completion('ok')));
   const answer = await chat();
@@ -328,15 +331,17 @@ test('the attempts and the waits between them stay within budgetMs', async (t) =
     catalog: [{ id: 'smart', provider: 'one' }],
     providers: [openAIProvider({ id: 'one', baseURL: `${upstream.url}/v1` })],
     nowMs: clock.nowMs,
-    routing: { maxAttempts: 10, budgetMs: 1_000, backoff: { baseMs: 200, maxMs: 10_000 }, random: () => 0.99, sleep: clock.sleep },
+    // The waits pass on the test's clock, but what is left of the budget bounds each attempt's
+    // silence in real time: the third attempt has 11 s, far more than a 503 takes on a busy machine.
+    routing: { maxAttempts: 10, budgetMs: 20_000, backoff: { baseMs: 3_000, maxMs: 60_000 }, random: () => 0.99, sleep: clock.sleep },
   });
   t.teardown(() => Promise.all([app.close(), upstream.close()]));
   upstream.answer(CHAT, overloaded, 10);
   const started = clock.time.now;
   const answer = await app.post(CHAT, ask, { authorization: `Bearer ${await app.keyFor()}` });
   t.is(answer.status, 502);
-  // Waits of 198 and 396 ms fit; the next (792) would not.
-  t.deepEqual(clock.time.waits, [198, 396]);
+  // Waits of 2,970 and 5,940 ms fit; the next (11,880) would not.
+  t.deepEqual(clock.time.waits, [2_970, 5_940]);
   t.is(answer.headers.get('x-kmg-attempts'), '3');
-  t.true(clock.time.now - started <= 1_000);
+  t.true(clock.time.now - started <= 20_000);
 });

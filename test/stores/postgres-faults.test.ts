@@ -20,7 +20,9 @@ const BOUND_MS = 2000;
  * What a request may take beyond the bound on a shared, busy machine. The stall lasts until the
  * test ends it: an answer at all while it lasts shows that nothing waited for the database.
  */
-const SLACK_MS = 2 * BOUND_MS;
+const SLACK_MS = 4 * BOUND_MS;
+/** The bound where a fault must be answered at once: an answer far before it waited for nothing. */
+const LONG_BOUND_MS = 30_000;
 
 const cleanups: Array<() => Promise<unknown>> = [];
 test.after.always(async () => {
@@ -83,12 +85,12 @@ interface Faulty {
  * the reference server's `openMigratedDatabase`, on a database of its own reached through a proxy
  * the test controls; one file uploaded.
  */
-async function faultyApp(): Promise<Faulty> {
+async function faultyApp(boundMs = BOUND_MS): Promise<Faulty> {
   const throwaway = await throwawayPostgres();
   cleanups.push(throwaway.drop);
   const proxy = await startProxy();
   cleanups.push(proxy.close);
-  const database = await openMigratedDatabase({ client: 'pg', connectionString: through(throwaway.url, proxy), display: 'test' }, { timeoutMs: BOUND_MS });
+  const database = await openMigratedDatabase({ client: 'pg', connectionString: through(throwaway.url, proxy), display: 'test' }, { timeoutMs: boundMs });
   // Closed in reverse: the proxy first, so that no connection stalls the pool's end.
   cleanups.push(database.close, proxy.close);
   const app = await filesApp({ files: new KnexFileStore(database.knex, database.storeOptions) });
@@ -113,8 +115,24 @@ const appBackends = (f: Faulty) =>
 
 const gate = withPostgres(test);
 
+/**
+ * Retrieves `id` until it is served: each of the `dead` connections terminated under the pool
+ * may fail one call with a 503 first, when the pool has not yet seen it close. The statuses.
+ */
+async function servedAgain(f: Faulty, dead: number): Promise<number[]> {
+  const statuses: number[] = [];
+  while (statuses.at(-1) !== 200 && statuses.length <= dead) statuses.push((await f.send.retrieve(f.id)).status);
+  return statuses;
+}
+
+/** Terminates the backends `where` selects from pg_stat_activity, waiting until they are gone; how many. */
+async function terminate(on: (sql: string) => Promise<unknown>, where: string): Promise<number> {
+  const { rows } = (await on(`select pg_terminate_backend(pid, 10000) from pg_stat_activity where ${where}`)) as { rows: unknown[] };
+  return rows.length;
+}
+
 gate('PostgreSQL stalled: requests in flight answer 503 within the bound, a creation in flight never commits, and all recovers', async (t) => {
-  t.timeout(10 * BOUND_MS, 'requests held while the database stalls');
+  t.timeout(2 * (BOUND_MS + SLACK_MS), 'requests held while the database stalls');
   const f = await faultyApp();
   const { send, id } = f;
   const keys = new KnexKeyStore(f.database.knex, f.database.storeOptions);
@@ -158,7 +176,7 @@ const idleInTransaction = async (f: Faulty) => (await appBackends(f)).rows.filte
  * connections are all open already.
  */
 const transactionFault = test.macro(async (t, fault: 'stall' | 'drop') => {
-  t.timeout(10 * BOUND_MS, 'an upload held while the database is away');
+  t.timeout(2 * (BOUND_MS + SLACK_MS), 'an upload held while the database is away');
   const f = await faultyApp();
   const { send, id } = f;
   let armed = true;
@@ -189,7 +207,7 @@ gate('PostgreSQL stalled under an upload\'s transaction: 503 within the bound, i
 gate('PostgreSQL connection dropping bytes under an upload\'s transaction: 503 within the bound, its session ended, all recovers', transactionFault, 'drop');
 
 gate('KnexFileStore on Knex\'s own pool, no server-side timeout: a connection dropping bytes under a creation is destroyed at the bound, its session ends', async (t) => {
-  t.timeout(10 * BOUND_MS, 'a creation held while the connection loses bytes');
+  t.timeout(2 * (BOUND_MS + SLACK_MS), 'a creation held while the connection loses bytes');
   const throwaway = await throwawayPostgres();
   cleanups.push(throwaway.drop);
   const proxy = await startProxy();
@@ -228,13 +246,13 @@ gate('KnexFileStore on Knex\'s own pool, no server-side timeout: a connection dr
 });
 
 gate('PostgreSQL refusing connections: requests answer 503 at once, and all recovers when it listens again', async (t) => {
-  const f = await faultyApp();
+  const f = await faultyApp(LONG_BOUND_MS);
   const { send, id } = f;
 
   await f.proxy.cut();
   for (const answer of [await send.retrieve(id), await send.list(), await send.upload()]) {
     t.like(answer, UNAVAILABLE);
-    t.true(answer.ms < BOUND_MS, `refused, yet answered after ${Math.round(answer.ms)} ms`);
+    t.true(answer.ms < LONG_BOUND_MS, `refused, yet answered after ${Math.round(answer.ms)} ms: it waited for the bound`);
   }
 
   await f.proxy.restore();
@@ -270,9 +288,8 @@ gate('PostgreSQL terminating backends: the request in flight answers 503, idle c
   await holding;
 
   // Every connection of the app's pool, idle now, terminated.
-  await f.direct.raw('select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
-  const statuses = [];
-  for (let attempt = 0; attempt < 3; attempt++) statuses.push((await send.retrieve(id)).status);
+  const dead = await terminate((sql) => f.direct.raw(sql), 'datname = current_database() and pid <> pg_backend_pid()');
+  const statuses = await servedAgain(f, dead);
   t.true(statuses.every((status) => status === 200 || status === 503), `statuses ${statuses.join(', ')}`);
   t.is(statuses.at(-1), 200);
 
@@ -301,12 +318,12 @@ gate('PostgreSQL not accepting connections to the database (55000): 503, and all
   const { send, id } = f;
 
   await f.server(`alter database "${f.name}" allow_connections false`);
-  await f.server(`select pg_terminate_backend(pid) from pg_stat_activity where datname = '${f.name}'`);
+  const dead = await terminate(f.server, `datname = '${f.name}'`);
   t.like(await send.retrieve(id), UNAVAILABLE);
   t.like(await send.upload(), UNAVAILABLE);
 
   await f.server(`alter database "${f.name}" allow_connections true`);
-  t.like(await send.retrieve(id), { status: 200 });
+  t.is((await servedAgain(f, dead)).at(-1), 200);
 });
 
 // pg gives these failures a message and nothing else: the mapping knows them by their exact text,
@@ -324,11 +341,13 @@ gate('pg failures that carry only a message are 503: a connection timeout, no po
   t.is(unavailable(connectTimeout), 503);
   proxy.resume();
 
-  // Long enough for the first connection on a busy machine: the second waits it out.
   const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 1000 });
   pool.on('error', () => undefined); // its idle connection, cut below
   cleanups.push(() => pool.end());
-  const held = await pool.connect();
+  // The first connection may take longer than the timeout on a busy machine: asked again until the pool holds it.
+  let held: pg.PoolClient | undefined;
+  for (let attempt = 0; attempt < 10 && held === undefined; attempt++) held = await pool.connect().catch(() => undefined);
+  if (held === undefined) throw new Error('no connection to PostgreSQL within 10 tries of a second');
   const poolTimeout = await pool.connect().catch((err: unknown) => err);
   held.release();
   t.like(poolTimeout, { message: 'timeout exceeded when trying to connect' });

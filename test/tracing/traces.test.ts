@@ -18,6 +18,7 @@ import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { traceRequests } from '../../lib/tracing/trace-requests.js';
+import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { tracedStore } from '../../lib/tracing/traced-store.js';
 import { underPath } from '../../lib/under-path.js';
 import { requestLog } from '../../reference-server/request-log.js';
@@ -33,6 +34,8 @@ const sdk = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(ex
 sdk.register();
 
 const upstream = await scriptedUpstream();
+// Request limits count the minutes of a clock that stands still: no test straddles two.
+const STILL_CLOCK = testClock('2030-01-15T12:00:30.000Z').nowMs;
 
 /** A gateway as the reference server composes one with tracing on, its log lines kept. */
 async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttempts = 1) {
@@ -48,7 +51,7 @@ async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttem
   app.use(underPath('/v1', apiKey({ store: keys })));
   const routers = [
     filesRouter({ files, blobs, creationLimiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
-    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, modelLimiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') }),
+    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, modelLimiter: tracedStore(new MemoryModelLimiter({ nowMs: STILL_CLOCK }), 'ModelLimiter') }),
   ];
   for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
   const server = await listen(app);

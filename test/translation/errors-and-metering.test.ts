@@ -3,6 +3,8 @@ import { Readable } from 'node:stream';
 import test from 'ava';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { modelsApp, catalogProviders } from '../helpers/models-app.js';
 import { anthropicMessage, reply, replyEvents, scriptedUpstream, streamingUpstream } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
@@ -13,7 +15,9 @@ import { until } from '../helpers/poll.js';
 
 const upstream = await scriptedUpstream();
 const records: UsageRecord[] = [];
-const gateway = await modelsApp({ timeoutMs: 20_000, providers: catalogProviders(upstream.url), usageRecorder: { record: (record) => records.push(record) } });
+// Request limits count the minutes of a clock that stands still: no test straddles two.
+const modelLimiter = new MemoryModelLimiter({ nowMs: testClock('2030-01-15T12:00:30.000Z').nowMs });
+const gateway = await modelsApp({ timeoutMs: 20_000, providers: catalogProviders(upstream.url), modelLimiter, usageRecorder: { record: (record) => records.push(record) } });
 test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
 test.beforeEach(() => {
   upstream.received.splice(0);
