@@ -46,7 +46,7 @@ export interface ModelEndpointOptions {
   bodyLimit?: number;
   /** Largest total of the files attached to one request, in bytes. Default 32 MiB (33,554,432), both providers' request limit. */
   maxAttachedBytes?: number;
-  /** The clock for file expiry (and, in `modelsRouter()`, the time of usage records), in milliseconds since the Unix epoch. Default: `Date.now`. */
+  /** The clock for file expiry, the default model limiter's and spend ledger's windows (and, in `modelsRouter()`, the time of usage records), in milliseconds since the Unix epoch. Default: `Date.now`. */
   nowMs?: () => number;
   /**
    * Counts every key's model calls against its limits: `MemoryModelLimiter` for one process,
@@ -98,12 +98,13 @@ const endpointLimits = z.object({
 export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOptions): (ctx: Context) => Promise<void> {
   const where = `${format.endpoint}()`;
   const { catalog, providers } = endpointCatalogOptions(options, where);
-  const { timeoutMs, bodyLimit, maxAttachedBytes, modelLimits, modelLimiter: limiter = new MemoryModelLimiter() } = parseOptions(endpointLimits, options, where);
+  const { timeoutMs, bodyLimit, maxAttachedBytes, modelLimits, modelLimiter } = parseOptions(endpointLimits, options, where);
   if ((options.files === undefined) !== (options.blobs === undefined)) {
     throw new TypeError(`koa-model-gateway: ${where}: files and blobs go together: give both or neither`);
   }
   const stores: FileStores | undefined = options.files && options.blobs && { files: options.files, blobs: options.blobs };
   const nowMs = options.nowMs ?? Date.now;
+  const limiter = modelLimiter ?? new MemoryModelLimiter({ nowMs });
   if (options.budgets !== undefined && typeof options.budgets.check !== 'function') {
     throw new TypeError(`koa-model-gateway: ${where}: budgets must come from spendBudgets()`);
   }

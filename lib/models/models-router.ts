@@ -40,7 +40,7 @@ export function modelsRouter(options: ModelsRouterOptions): Router {
   const { usageRecorder, metrics, ...endpointOptions } = options;
   const endpoints: ModelEndpointOptions = {
     ...endpointOptions,
-    modelLimiter: options.modelLimiter ?? new MemoryModelLimiter(),
+    modelLimiter: options.modelLimiter ?? new MemoryModelLimiter(options.nowMs ? { nowMs: options.nowMs } : {}),
     budgets: options.budgets ?? spendBudgets({ ledger: new MemorySpendLedger(options.nowMs ? { nowMs: options.nowMs } : {}) }),
     // One cooldown store for every endpoint: a deployment that fails for one format is skipped by all.
     routing: { ...options.routing, cooldown: { ...options.routing?.cooldown, store: options.routing?.cooldown?.store ?? new MemoryCooldownStore() } },

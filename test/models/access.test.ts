@@ -236,3 +236,17 @@ test("messages: a file named anywhere but a document block is refused, never res
   }
   t.is(gateway.reported.length, 0);
 });
+
+test("modelsRouter()'s nowMs is the default model limiter's clock: a key's minute ends when that clock says so", async (t) => {
+  let now = Date.parse('2030-01-15T12:00:30Z');
+  const gateway = await modelsApp({ nowMs: () => now });
+  t.teardown(gateway.close);
+  const key = await gateway.keyFor(undefined, { limits: { requestsPerMinute: 1 } });
+  const call = () => gateway.post('/v1/chat/completions', { model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  t.is((await call()).status, 200);
+  const refused = await call();
+  t.is(refused.status, 429);
+  t.is(refused.headers.get('retry-after'), '30');
+  now += 30_000;
+  t.is((await call()).status, 200);
+});
