@@ -43,7 +43,8 @@ export const usageQuerySchema = z
 
 export type UsageQueryParameters = z.output<typeof usageQuerySchema>;
 
-const totalsJson = (totals: UsageTotals) => ({
+/** Usage totals as the admin API and the CLI's `usage --json` give them. */
+export const totalsJson = (totals: UsageTotals) => ({
   requests: totals.requests,
   answered: totals.answered,
   refused: totals.refused,

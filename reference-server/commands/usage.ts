@@ -1,5 +1,6 @@
-import { usageReport, type UsageGrouping, type UsageQuery, type UsageTotals } from 'koa-model-gateway/usage';
+import { usageReport, type UsageGrouping, type UsageQuery } from 'koa-model-gateway/usage';
 import { KnexUsageStore } from 'koa-model-gateway/stores/knex';
+import { totalsJson } from '../../lib/admin/usage-query.js';
 import { loadConfigWithModules } from '../config.js';
 import { UsageError, accountOption, parseCommand, parseTime, withDatabase, type CommandIo } from './command-line.js';
 
@@ -7,14 +8,6 @@ const GROUPINGS: readonly string[] = ['day', 'model', 'key'] satisfies UsageGrou
 /** The row of calls without a model: refused before one was chosen (a bad body, an unknown model, a limit). */
 const NO_MODEL = '(refused before a model was chosen)';
 
-const totalsJson = (totals: UsageTotals) => ({
-  requests: totals.requests,
-  answered: totals.answered,
-  refused: totals.refused,
-  input_tokens: totals.inputTokens,
-  output_tokens: totals.outputTokens,
-  cost_usd: totals.costUsd,
-});
 
 /** `usage`: the model calls' requests, tokens and cost, in totals and rows per day, model or key. */
 export async function usageCommand(args: string[], io: CommandIo): Promise<number> {
