@@ -1,7 +1,6 @@
-import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Readable } from 'node:stream';
+import { listen } from './http.js';
 
 /** A complete Anthropic Messages answer saying `text`, as the upstream sends it. */
 export function anthropicMessage(text: string) {
@@ -66,11 +65,9 @@ export async function scriptedUpstream() {
       else res.writeHead(501, { 'content-type': 'application/json' }).end('{"error":{"message":"nothing scripted"}}');
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
+  const { url, close } = await listen(server);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     received,
     answer(path: string, how: UpstreamAnswer, times = 1) {
       const queue = scripted.get(path) ?? [];
@@ -81,11 +78,7 @@ export async function scriptedUpstream() {
     get pending() {
       return [...scripted.values()].reduce((sum, queue) => sum + queue.length, 0);
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
 
@@ -105,22 +98,16 @@ export async function streamingUpstream() {
     if (waiter) waiter(arrival);
     else arrivals.push(arrival);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
+  const { url, close } = await listen(server);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     /** The next request the upstream receives. */
     next: () => new Promise<{ req: IncomingMessage; res: ServerResponse }>((resolve) => {
       const arrival = arrivals.shift();
       if (arrival) resolve(arrival);
       else waiting.push(resolve);
     }),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
 
@@ -218,16 +205,10 @@ export async function mockProviders() {
       else res.writeHead(404).end();
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
+  const { url, close } = await listen(server);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     calls,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
