@@ -1,11 +1,31 @@
 import test from 'ava';
+import type { FileStore } from '../../lib/files/file-store.js';
+import { newFileId } from '../../lib/files/file-id.js';
+import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
+import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { rawExchange } from '../helpers/raw-request.js';
 
 // Everything here is refused before any upstream is called, or answered by the echo provider.
 const gateway = await modelsApp({ bodyLimit: 4096, maxAttachedBytes: 5000 });
-test.after.always(() => gateway.close());
+
+/** A file store that counts its lookups by id. */
+function countingStore(): { files: FileStore; lookups: () => number } {
+  const inner = new MemoryFileStore();
+  let lookups = 0;
+  const files: FileStore = Object.assign(Object.create(inner) as FileStore, {
+    get: (...args: Parameters<FileStore['get']>) => {
+      lookups += 1;
+      return inner.get(...args);
+    },
+  });
+  return { files, lookups: () => lookups };
+}
+
+const { files, lookups } = countingStore();
+const countedGateway = await modelsApp({ files, blobs: new MemoryBlobStore() });
+test.after.always(() => Promise.all([gateway.close(), countedGateway.close()]));
 
 const chat = (key: string, body: unknown) => gateway.post('/v1/chat/completions', body, { authorization: `Bearer ${key}` });
 const messages = (key: string, body: unknown) => gateway.post('/v1/messages', body, { 'x-api-key': key });
@@ -249,4 +269,15 @@ test("modelsRouter()'s nowMs is the default model limiter's clock: a key's minut
   t.is(refused.headers.get('retry-after'), '30');
   now += 30_000;
   t.is((await call()).status, 200);
+});
+
+test('a body naming thousands of unknown file ids costs one store lookup, not one per id', async (t) => {
+  const key = await countedGateway.keyFor();
+  const now = Math.floor(Date.now() / 1000);
+  const parts = Array.from({ length: 5000 }, () => ({ type: 'file', file: { file_id: newFileId(now) } }));
+  const before = lookups();
+  const response = await countedGateway.post('/v1/chat/completions', { model: 'echo-1', messages: [{ role: 'user', content: parts }] }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 404);
+  t.like(await response.json(), { error: { code: 'file_not_found' } });
+  t.is(lookups() - before, 1);
 });

@@ -1,14 +1,45 @@
+import { Readable } from 'node:stream';
 import test from 'ava';
+import type { z } from 'zod';
 import { chatCompletions } from '../../lib/models/formats/chat-completions/endpoint.js';
 import { listModels } from '../../lib/models/list-models.js';
 import { messages } from '../../lib/models/formats/messages/endpoint.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
+import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
-import { createProvider } from '../../lib/models/providers/registry.js';
+import { createProvider, providerRegistry, type ProviderRegistry } from '../../lib/models/providers/registry.js';
+import { nonEmptyString, settingsObject } from '../../lib/settings/schemas.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { CATALOG, PROVIDERS, modelsApp } from '../helpers/models-app.js';
+import { makePdf } from '../helpers/models-pdf.js';
+
+// The catalog and the providers: what the factories refuse, what GET /v1/models lists, the
+// provider registry, and a Provider object of the user's own.
+
+// GET /v1/models over the default catalog.
+const catalogGateway = await modelsApp();
+
+// A team's own upstream, written in the test as a user would write it: no kind, no registry, no
+// fork. It answers with Node streams on one endpoint, with a fetch Response on the other.
+const received: ProviderRequest[] = [];
+const inHouse: Provider = {
+  id: 'in-house',
+  async chatCompletions(request) {
+    received.push(request);
+    const answer = { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: request.body.model, choices: [] };
+    return { statusCode: 200, headers: { 'content-type': 'application/json' }, body: Readable.from([JSON.stringify(answer)]) };
+  },
+  async messages(request) {
+    received.push(request);
+    const events = ['event: message_start\ndata: {"type":"message_start"}\n\n', 'event: message_stop\ndata: {"type":"message_stop"}\n\n'];
+    return new Response(events.join(''), { headers: { 'content-type': 'text/event-stream' } });
+  },
+};
+
+const houseGateway = await modelsApp({ catalog: [{ id: 'house-model', provider: 'in-house', upstreamModel: 'house-v2' }], providers: [inHouse] });
+test.after.always(() => Promise.all([catalogGateway.close(), houseGateway.close()]));
 
 const model = { id: 'm', provider: 'p' };
 const provider = echoProvider({ id: 'p' });
@@ -72,3 +103,114 @@ for (const [name, make, message] of badProviders) {
     t.throws(make, { instanceOf: TypeError, message: `koa-model-gateway: ${message}` });
   });
 }
+
+// GET /v1/models, as the key's allowlist lets it see the catalog.
+const list = async (key: string) => {
+  const response = await fetch(`${catalogGateway.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+  return { status: response.status, requestId: response.headers.get('x-request-id'), body: (await response.json()) as unknown };
+};
+
+test('a key without allowlist sees the whole catalog, in catalog order', async (t) => {
+  const { status, requestId, body } = await list(await catalogGateway.keyFor(['models:read']));
+  t.is(status, 200);
+  t.regex(requestId ?? '', /^req_[A-Za-z0-9]{32}$/);
+  t.deepEqual(body, {
+    object: 'list',
+    data: [
+      { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'local' },
+      { id: 'gpt-test', object: 'model', created: 1_744_000_100, owned_by: 'openai' },
+      { id: 'claude-test', object: 'model', created: 1_744_000_200, owned_by: 'anthropic' },
+    ],
+  });
+});
+
+test('a key with an allowlist sees only the listed models that exist', async (t) => {
+  const { body } = await list(await catalogGateway.keyFor(['models:read'], { models: ['claude-test', 'echo-1', 'not-in-catalog'] }));
+  t.deepEqual(body, {
+    object: 'list',
+    data: [
+      { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'local' },
+      { id: 'claude-test', object: 'model', created: 1_744_000_200, owned_by: 'anthropic' },
+    ],
+  });
+});
+
+test('an empty allowlist sees no model', async (t) => {
+  t.deepEqual((await list(await catalogGateway.keyFor(['models:read'], { models: [] }))).body, { object: 'list', data: [] });
+});
+
+test('listing needs models:read', async (t) => {
+  const { status, body } = await list(await catalogGateway.keyFor(['chat:completions']));
+  t.is(status, 403);
+  t.deepEqual(body, { error: { message: 'Forbidden', type: 'permission_error', param: null, code: 'forbidden' } });
+});
+
+// A kind of a team's own, beside the built-in ones: a registry is a plain object, extended by spreading it.
+const inHouseOptions = settingsObject({ id: nonEmptyString, region: nonEmptyString });
+const kinds = {
+  ...providerRegistry,
+  'in-house': { options: inHouseOptions, create: ({ id }: z.input<typeof inHouseOptions>): Provider => ({ id }) },
+} satisfies ProviderRegistry;
+
+test('createProvider() makes a kind of an extended registry, and still the built-in kinds', (t) => {
+  t.is(createProvider({ kind: 'in-house', id: 'house', region: 'eu' }, kinds).id, 'house');
+  t.truthy(createProvider({ kind: 'echo', id: 'local' }, kinds).chatCompletions);
+});
+
+test("createProvider() refuses a kind its registry does not have, naming the registry's kinds", (t) => {
+  t.throws(() => createProvider({ kind: 'in-house', id: 'house', region: 'eu' } as never), {
+    instanceOf: TypeError,
+    message: 'koa-model-gateway: createProvider(): kind must be one of openai, anthropic, echo',
+  });
+  t.throws(() => createProvider({ kind: 'azure', id: 'a' } as never, kinds), {
+    instanceOf: TypeError,
+    message: 'koa-model-gateway: createProvider(): kind must be one of openai, anthropic, echo, in-house',
+  });
+});
+
+// The user's own Provider, inHouse above.
+test.serial('a Provider object of the user is served on both endpoints like a built-in one, files attached', async (t) => {
+  const key = await houseGateway.keyFor();
+  const fileId = await houseGateway.storePdf(makePdf(1), { filename: 'memo.pdf' });
+  const chat = await houseGateway.post(
+    '/v1/chat/completions',
+    { model: 'house-model', messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: fileId } }] }] },
+    { 'x-api-key': key },
+  );
+  t.is(chat.status, 200);
+  t.like(await chat.json(), { id: 'chatcmpl-1', model: 'house-model' });
+  const [sent] = received.splice(0);
+  t.is(sent?.body.model, 'house-v2', 'the model is renamed to its upstreamModel');
+  t.regex(JSON.stringify(sent?.body), /"filename":"memo\.pdf","file_data":"data:application\/pdf;base64,/, 'the stored PDF is inlined');
+
+  const streamed = await houseGateway.post(
+    '/v1/messages',
+    { model: 'house-model', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] },
+    { 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+  );
+  t.is(streamed.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+  t.is(await streamed.text(), 'event: message_start\ndata: {"type":"message_start"}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n');
+  t.deepEqual(received.splice(0).map((request) => request.headers), [{ 'anthropic-version': '2023-06-01' }]);
+});
+
+test('a Provider that spreads the request it is handed still gets a signal that aborts the call when the upstream is silent', async (t) => {
+  // A wrapper as a user writes one: it passes the request on with one field changed.
+  const aborted: boolean[] = [];
+  const silent: Provider = {
+    id: 'silent',
+    chatCompletions(request) {
+      const passedOn: ProviderRequest = { ...request, headers: { ...request.headers, 'x-team': 'a' } };
+      return new Promise((_resolve, reject) => {
+        passedOn.signal.addEventListener('abort', () => {
+          aborted.push(passedOn.signal.aborted);
+          reject(new Error('aborted'));
+        });
+      });
+    },
+  };
+  const impatient = await modelsApp({ catalog: [{ id: 'silent-model', provider: 'silent', upstreamModel: 'v1' }], providers: [silent], timeoutMs: 50 });
+  t.teardown(() => impatient.close());
+  const answer = await impatient.post('/v1/chat/completions', { model: 'silent-model', messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': await impatient.keyFor() });
+  t.is(answer.status, 504);
+  t.deepEqual(aborted, [true]);
+});

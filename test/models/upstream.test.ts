@@ -1,9 +1,15 @@
+import { once } from 'node:events';
+import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type RequestListener } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import test from 'ava';
 import { GatewayError } from '../../lib/errors/gateway-error.js';
+import type { ProviderAnswer } from '../../lib/models/provider.js';
+import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { ANTHROPIC_PROVIDER_KEY, OPENAI_PROVIDER_KEY, catalogProviders, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
-import { anthropicMessage, reply, replyEvents, scriptedUpstream, type UpstreamRequest, type UpstreamAnswer } from '../helpers/models-upstream.js';
+import { anthropicMessage, reply, replyEvents, scriptedUpstream, streamingUpstream, type UpstreamRequest, type UpstreamAnswer } from '../helpers/models-upstream.js';
 
 // A real upstream, its answers scripted by each test: the tests run serially.
 const upstream = await scriptedUpstream();
@@ -11,8 +17,64 @@ const providers = catalogProviders(upstream.url);
 const gateway = await modelsApp({ timeoutMs: 20_000, providers });
 // The same gateway with a short upstream timeout, for the timeout cases only.
 const impatient = await modelsApp({ timeoutMs: 300, providers });
-test.after.always(() => Promise.all([gateway.close(), impatient.close(), upstream.close()]));
-// Each test sees what the upstream received during it.
+
+// Real sockets: the redirecting upstream, and another server where it points.
+/** A server on a random loopback port, answering with `handler`. */
+async function serve(handler: RequestListener) {
+  const server = createServer(handler);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return { port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+// Another port is another origin: where a redirecting upstream would send the request.
+const elsewhereSaw: IncomingHttpHeaders[] = [];
+const elsewhere = await serve((req, res) => {
+  elsewhereSaw.push(req.headers);
+  res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"x","type":"message","content":[]}');
+});
+const redirecting = await serve((req, res) => {
+  req.resume();
+  res.writeHead(Number(req.url?.split('/')[1]), { location: `http://127.0.0.1:${elsewhere.port}/stolen` }).end();
+});
+
+const PROVIDER_KEY = 'sk-provider-never-elsewhere';
+const statuses = [301, 302, 307, 308];
+const redirectGateway = await modelsApp({
+  providers: statuses.flatMap((status) => [
+    openAIProvider({ id: `openai-${status}`, baseURL: `http://127.0.0.1:${redirecting.port}/${status}`, apiKey: PROVIDER_KEY }),
+    anthropicProvider({ id: `anthropic-${status}`, baseURL: `http://127.0.0.1:${redirecting.port}/${status}`, apiKey: PROVIDER_KEY }),
+  ]),
+  catalog: statuses.flatMap((status) => [
+    { id: `gpt-${status}`, provider: `openai-${status}`, upstreamModel: 'gpt', created: 1 },
+    { id: `claude-${status}`, provider: `anthropic-${status}`, upstreamModel: 'claude', created: 1 },
+  ]),
+});
+
+// Real sockets: the upstream is a local server, or a port where nothing listens.
+const streaming = await streamingUpstream();
+const closed = await serve(() => undefined);
+const closedPort = closed.port;
+await closed.close();
+
+const streamingGateway = await modelsApp({
+  providers: [
+    openAIProvider({ id: 'openai', baseURL: `${streaming.url}/v1`, apiKey: 'sk-provider' }),
+    anthropicProvider({ id: 'anthropic', baseURL: streaming.url, apiKey: 'sk-provider' }),
+    openAIProvider({ id: 'gone', baseURL: `http://127.0.0.1:${closedPort}/v1`, apiKey: 'sk-provider' }),
+  ],
+  catalog: [
+    { id: 'gpt-test', provider: 'openai', upstreamModel: 'gpt-up', created: 1 },
+    { id: 'claude-test', provider: 'anthropic', upstreamModel: 'claude-up', created: 1 },
+    { id: 'gone-test', provider: 'gone', upstreamModel: 'gone-up', created: 1 },
+  ],
+});
+
+test.after.always(() =>
+  Promise.all([gateway.close(), impatient.close(), upstream.close(), redirectGateway.close(), elsewhere.close(), redirecting.close(), streamingGateway.close(), streaming.close()]),
+);
+// Each test sees what the scripted upstream received during it.
 test.beforeEach(() => upstream.received.splice(0));
 
 const chat = (key: string, body: unknown) => gateway.post('/v1/chat/completions', body, { authorization: `Bearer ${key}` });
@@ -309,4 +371,88 @@ test.serial('upstream refusals (400, 413, 422, 429) keep their status and messag
   t.is(limited.status, 429);
   t.is(limited.headers.get('retry-after'), '30');
   t.like(await limited.json(), { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } });
+});
+
+// Through redirectGateway: upstreams that answer with a redirect.
+for (const status of statuses) {
+  test.serial(`an upstream answering ${status} is 502: the request, its PDF and the provider key never follow it`, async (t) => {
+    const key = await redirectGateway.keyFor();
+    const chat = await redirectGateway.post('/v1/chat/completions', { model: `gpt-${status}`, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+    t.is(chat.status, 502);
+    t.deepEqual(await chat.json(), { error: { message: 'Upstream provider error', type: 'server_error', param: null, code: 'upstream_error' } });
+    const messages = await redirectGateway.post('/v1/messages', { model: `claude-${status}`, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key });
+    t.is(messages.status, 502);
+    t.like(await messages.json(), { type: 'error', error: { type: 'api_error', message: 'Upstream provider error' } });
+    t.deepEqual(elsewhereSaw, []);
+    const [reported] = redirectGateway.reported.slice(-1) as Array<{ cause?: unknown }>;
+    t.is(reported?.cause, `provider 'anthropic-${status}' answered HTTP ${status}`, 'the log says what happened');
+  });
+}
+
+// Through streamingGateway: an upstream that answers as the test writes, and a closed port.
+for (const [path, model] of [
+  ['/v1/chat/completions', 'gpt-test'],
+  ['/v1/messages', 'claude-test'],
+] as const) {
+  test.serial(`${path}: a client that goes away mid-stream aborts the upstream request`, async (t) => {
+    t.timeout(15_000, 'the upstream request was never aborted');
+    const key = await streamingGateway.keyFor();
+    const client = request(`${streamingGateway.url}${path}`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' } });
+    client.end(JSON.stringify({ model, max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] }));
+    // The answer's status and headers go with its first event.
+    const responded = once(client, 'response');
+    const { req, res } = await streaming.next();
+    const upstreamClosed = once(res, 'close');
+    res.write('data: {"n":1}\n\n');
+    const [response] = (await responded) as [IncomingMessage];
+    const [first] = (await once(response, 'data')) as [Buffer];
+    t.is(first.toString(), 'data: {"n":1}\n\n');
+    t.false(req.destroyed);
+    client.destroy();
+    // Resolves only when the gateway has closed its connection to the upstream.
+    await upstreamClosed;
+    t.false(res.writableFinished, 'the upstream never finished its answer');
+  });
+}
+
+test.serial('a client that goes away before the upstream answers aborts the upstream request too', async (t) => {
+  t.timeout(15_000, 'the upstream request was never aborted');
+  const key = await streamingGateway.keyFor();
+  const client = request(`${streamingGateway.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+  client.on('error', () => undefined);
+  client.end(JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }));
+  const { res } = await streaming.next();
+  const upstreamClosed = once(res, 'close');
+  client.destroy();
+  await upstreamClosed;
+  t.pass();
+});
+
+test.serial('an upstream where nothing listens is 502, naming no address', async (t) => {
+  const response = await streamingGateway.post('/v1/chat/completions', { model: 'gone-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${await streamingGateway.keyFor()}` });
+  t.is(response.status, 502);
+  t.deepEqual(await response.json(), { error: { message: 'Upstream provider error', type: 'server_error', param: null, code: 'upstream_error' } });
+  const [reported] = streamingGateway.reported.slice(-1) as Array<{ cause?: { code?: string } }>;
+  t.is(reported?.cause?.code, 'ECONNREFUSED', 'the cause reaches the log');
+});
+
+test.serial("a provider's close() ends its keep-alive connections to the upstream", async (t) => {
+  const server = createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const sockets: Socket[] = [];
+  server.on('connection', (socket: Socket) => sockets.push(socket));
+  const provider = openAIProvider({ id: 'closing', baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
+  const answer = await provider.chatCompletions?.({ body: { model: 'm' }, headers: {}, signal: new AbortController().signal });
+  t.is((answer as ProviderAnswer | undefined)?.statusCode, 200);
+  for await (const chunk of (answer as ProviderAnswer).body) t.truthy(chunk);
+  t.is(sockets.length, 1);
+  t.false(sockets[0]?.destroyed, 'kept alive for the next call');
+  const socketClosed = once(sockets[0] as Socket, 'close');
+  await provider.close?.();
+  await socketClosed;
+  await new Promise((resolve) => server.close(resolve));
 });

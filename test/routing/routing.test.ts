@@ -9,14 +9,25 @@ import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
+import { migrate } from '../../lib/stores/knex/migrations.js';
+import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
+import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisCooldownStore } from '../../lib/stores/redis/cooldown-store.js';
-import type { UsageRecord } from '../../lib/usage/usage-store.js';
+import { cooldownStoreContract } from '../../lib/testing/cooldown-store-contract.js';
+import type { UsageRecord, UsageStore } from '../../lib/usage/usage-store.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { reply, scriptedUpstream, type UpstreamAnswer } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
-import { REDIS_URL, withRedis } from '../helpers/services.js';
+import { REDIS_URL, postgresDatabase, sqliteDatabase, withPostgres, withRedis, type TestDatabase } from '../helpers/services.js';
+
+// Routing over deployments and fallbacks, the cooldown stores it keeps its failures in, and the
+// usage record of a routed call in each usage store.
+
+const redisClients: Array<{ quit(): Promise<unknown> }> = [];
+const databases: TestDatabase[] = [];
+test.after.always(() => Promise.all([...redisClients.map((client) => client.quit()), ...databases.map((db) => db.destroy())]));
 
 const CHAT = '/v1/chat/completions';
 const completion = (content: string) => ({
@@ -254,9 +265,6 @@ test('when every deployment cools down, the one that comes back first is tried',
   t.is(east.received.length, 1);
 });
 
-const redisClients: Array<{ quit(): Promise<unknown> }> = [];
-test.after.always(() => Promise.all(redisClients.map((client) => client.quit())));
-
 withRedis(test)('two gateways on one Redis: a cooldown one learned is honoured by the other', async (t) => {
   const keyPrefix = `kmg-test:${randomBytes(6).toString('hex')}`;
   const store = async () => {
@@ -345,3 +353,53 @@ test('the attempts and the waits between them stay within budgetMs', async (t) =
   t.is(answer.headers.get('x-kmg-attempts'), '3');
   t.true(clock.time.now - started <= 20_000);
 });
+
+// Each cooldown store against the contract of them all.
+cooldownStoreContract(test, 'MemoryCooldownStore', async () => new MemoryCooldownStore());
+
+cooldownStoreContract(withRedis(test), 'RedisCooldownStore', async () => {
+  const client = await createRedisClient(REDIS_URL);
+  redisClients.push(client);
+  return new RedisCooldownStore({ client, keyPrefix: `kmg-test:${randomBytes(6).toString('hex')}` });
+});
+
+// A routed call's usage record, in each usage store.
+async function knexStore(open: () => Promise<TestDatabase>): Promise<UsageStore> {
+  const db = await open();
+  databases.push(db);
+  await migrate(db.knex);
+  return new KnexUsageStore(db.knex);
+}
+
+const routed: UsageRecord = {
+  time: Date.parse('2026-11-25T12:00:00Z'),
+  requestId: 'req_00000000000000000000000000000028',
+  keyId: 'key_a',
+  account: 'acme',
+  endpoint: '/v1/chat/completions',
+  model: 'smart',
+  provider: 'openai-west',
+  upstreamModel: 'gpt-4.1',
+  attempts: 2,
+  status: 200,
+  stream: false,
+  inputTokens: 3,
+  outputTokens: 2,
+  attachments: 0,
+  latencyMs: 12,
+  upstreamFirstByteMs: 4,
+  upstreamMs: 9,
+  costPicoUsd: 0,
+};
+
+for (const [name, make, gate] of [
+  ['memory', async () => new MemoryUsageStore(), test],
+  ['sqlite', () => knexStore(() => sqliteDatabase()), test],
+  ['postgres', () => knexStore(postgresDatabase), withPostgres(test)],
+] as const) {
+  gate(`${name}: a routed call's record keeps the upstream model that answered and its attempts`, async (t) => {
+    const store = await make();
+    await store.insert([routed]);
+    t.like(await store.list(), [{ provider: 'openai-west', upstreamModel: 'gpt-4.1', attempts: 2 }]);
+  });
+}

@@ -1,5 +1,5 @@
 import { PassThrough, Readable } from 'node:stream';
-import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { context, trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import test from 'ava';
@@ -9,14 +9,19 @@ import { apiKey } from '../../lib/auth/api-key.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
 import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
+import { newFileId } from '../../lib/files/file-id.js';
+import type { FileStore } from '../../lib/files/file-store.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
+import { migrate } from '../../lib/stores/knex/migrations.js';
 import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
+import { RedisModelLimiter } from '../../lib/stores/redis/model-limiter.js';
 import { traceRequests } from '../../lib/tracing/trace-requests.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { tracedStore } from '../../lib/tracing/traced-store.js';
@@ -27,6 +32,8 @@ import { CATALOG, catalogProviders } from '../helpers/models-app.js';
 import { anthropicMessage, reply, replyEvents, scriptedUpstream } from '../helpers/models-upstream.js';
 import { pdfOf, uploadForm } from '../helpers/multipart.js';
 import { until } from '../helpers/poll.js';
+import { redisClients } from '../helpers/redis-clients.js';
+import { postgresDatabase, withPostgres, withRedis } from '../helpers/services.js';
 
 // One SDK for the file, as a deployment registers it: every span of every test, read back in memory.
 const exporter = new InMemorySpanExporter();
@@ -66,10 +73,80 @@ const recording = await tracedGateway(true);
 const impatient = await tracedGateway(false, 300);
 // Two attempts per call, for the retried case only.
 const retrying = await tracedGateway(false, 20_000, 2);
+// Clients of the shared Redis, for the traced limiter.
+const redis = redisClients(test);
 test.after.always(() => Promise.all([gateway.close(), recording.close(), impatient.close(), retrying.close(), upstream.close(), sdk.shutdown()]));
 test.beforeEach(() => {
   exporter.reset();
   upstream.received.splice(0);
+});
+
+// Store calls inside and outside a request's span (tracedStore), on real stores and a failing one.
+const tracer = trace.getTracer('test');
+
+/** `work` inside a span of its own, as a request's chain runs; resolves with its result and the span's id. */
+async function inRequest<T>(work: () => Promise<T>): Promise<{ result: T; requestSpanId: string }> {
+  const span = tracer.startSpan('request');
+  try {
+    const result = await context.with(trace.setSpan(context.active(), span), work);
+    return { result, requestSpanId: span.spanContext().spanId };
+  } finally {
+    span.end();
+  }
+}
+
+const childrenOf = (spanId: string): ReadableSpan[] => exporter.getFinishedSpans().filter((span) => span.parentSpanContext?.spanId === spanId);
+
+withPostgres(test).serial('KnexFileStore on PostgreSQL: each call inside a request is a span of it, and answers as the store does', async (t) => {
+  const db = await postgresDatabase();
+  t.teardown(() => db.destroy());
+  await migrate(db.knex);
+  const files = tracedStore<FileStore>(new KnexFileStore(db.knex), 'FileStore');
+  const now = Math.floor(Date.now() / 1000);
+  const id = newFileId(now);
+  const { result, requestSpanId } = await inRequest(async () => {
+    await files.create({ id, account: 'acme', filename: 'a.pdf', bytes: 10, createdAt: now, expiresAt: null }, { maxFiles: 10, maxBytes: 1000 }, now);
+    return files.get('acme', id, now);
+  });
+  t.is(result?.id, id);
+  t.deepEqual(
+    childrenOf(requestSpanId).map((span) => span.name),
+    ['FileStore.create', 'FileStore.get'],
+  );
+  // Outside a request (a sweep): no span.
+  exporter.reset();
+  t.is((await files.list('acme', { limit: 10, order: 'desc' }, now)).files.length, 1);
+  t.deepEqual(exporter.getFinishedSpans(), []);
+});
+
+withRedis(test).serial('RedisModelLimiter: the limit check is a span of the request', async (t) => {
+  const limiter = tracedStore(new RedisModelLimiter({ client: await redis.client(), keyPrefix: redis.keyPrefix() }), 'ModelLimiter');
+  const { result, requestSpanId } = await inRequest(() => limiter.consume('key_1', { requestsPerMinute: 5 }));
+  t.true(result.allowed);
+  t.deepEqual(
+    childrenOf(requestSpanId).map((span) => span.name),
+    ['ModelLimiter.consume'],
+  );
+});
+
+test.serial('a call that fails: error.type from its code, the span an error, the failure passed on as it was', async (t) => {
+  const outage = Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
+  const store = tracedStore(
+    {
+      find: () => Promise.reject(outage),
+      close: () => 'closed',
+    },
+    'Flaky',
+  );
+  const { requestSpanId } = await inRequest(async () => {
+    await t.throwsAsync(store.find(), { is: outage });
+    t.is(store.close(), 'closed');
+  });
+  const [failed, ...others] = childrenOf(requestSpanId);
+  t.is(others.length, 0, 'close() is not traced');
+  t.is(failed?.name, 'Flaky.find');
+  t.is(failed?.attributes['error.type'], 'ECONNRESET');
+  t.is(failed?.status.code, SpanStatusCode.ERROR);
 });
 
 /** The spans of the one request made since the test began, once its server span has ended. */
