@@ -1,11 +1,19 @@
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import test from 'ava';
 import { providerRegistry } from '../../lib/models/providers/registry.js';
+import { parseS3Settings } from '../../reference-server/blob-config.js';
 import { ConfigError } from '../../reference-server/config-error.js';
-import { configuredProviders, loadConfig, parseDatabaseUrl, parseGatewayConfig } from '../../reference-server/config.js';
+import { configuredProviders, loadConfig, loadConfigWithModules, parseDatabaseUrl, parseGatewayConfig } from '../../reference-server/config.js';
 import { SPEC_LIMITS } from '../helpers/spec-limits.js';
+import { createKey, ROOT, startServer, tempDataDir } from '../helpers/server-process.js';
+
+// The reference server's settings: the environment, the config file, the bucket of BLOB_URL, and
+// the provider kinds of the modules the config file names.
 
 test('the defaults: 127.0.0.1:8080, everything under ./data, SQLite, limits in memory, the echo catalog', (t) => {
   const config = loadConfig({});
@@ -161,4 +169,143 @@ test('environment values that make no sense are refused', (t) => {
 test('providerModules must be a list of module names', (t) => {
   t.throws(() => parseGatewayConfig({ providerModules: 'kmg-cohere' }, 'test'), { instanceOf: ConfigError, message: 'test: providerModules must be an array' });
   t.throws(() => parseGatewayConfig({ providerModules: [''] }, 'test'), { instanceOf: ConfigError, message: 'test: providerModules[0] must be a non-empty string' });
+});
+
+// BLOB_URL: files in a bucket rather than on disk.
+
+const MINIO = { S3_ENDPOINT: 'http://127.0.0.1:9000', S3_FORCE_PATH_STYLE: '1', AWS_ACCESS_KEY_ID: 'minio', AWS_SECRET_ACCESS_KEY: 'secret-key' };
+
+test('without BLOB_URL the files stay on disk', (t) => {
+  t.is(loadConfig({}).s3, null);
+  t.is(loadConfig({ AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y' }).s3, null, 'AWS variables alone choose nothing');
+});
+
+test('BLOB_URL names the bucket and the prefix; S3_ENDPOINT and S3_FORCE_PATH_STYLE a MinIO-style server', (t) => {
+  t.deepEqual(loadConfig({ BLOB_URL: 's3://acme-files/gateway/pdfs/', ...MINIO }).s3, {
+    bucket: 'acme-files',
+    prefix: 'gateway/pdfs/',
+    region: 'us-east-1',
+    endpoint: 'http://127.0.0.1:9000',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'minio', secretAccessKey: 'secret-key' },
+  });
+  t.like(parseS3Settings({ BLOB_URL: 's3://acme-files', AWS_REGION: 'eu-west-1' }), {
+    prefix: '',
+    region: 'eu-west-1',
+    endpoint: null,
+    forcePathStyle: false,
+    credentials: null, // the SDK's own chain: a profile, an instance role
+  });
+  t.like(parseS3Settings({ BLOB_URL: 's3://acme-files/x', AWS_DEFAULT_REGION: 'us-west-2', AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 'b', AWS_SESSION_TOKEN: 'c' }), {
+    prefix: 'x/',
+    region: 'us-west-2',
+    credentials: { accessKeyId: 'a', secretAccessKey: 'b', sessionToken: 'c' },
+  });
+});
+
+// Each: the environment, and what the one line must say.
+const badSettings: Array<[Record<string, string>, RegExp]> = [
+  [{ BLOB_URL: 'gs://acme-files/x', AWS_REGION: 'eu-west-1' }, /^BLOB_URL must be s3:\/\/<bucket>\/<prefix>, got 'gs:\/\/'$/],
+  [{ BLOB_URL: 'acme-files', AWS_REGION: 'eu-west-1' }, /^BLOB_URL must be s3:\/\/<bucket>\/<prefix>, got something else$/],
+  [{ BLOB_URL: 's3://Acme_Files/x', AWS_REGION: 'eu-west-1' }, /^BLOB_URL: 'Acme_Files' is not a bucket name/],
+  [{ BLOB_URL: 's3:///x', AWS_REGION: 'eu-west-1' }, /^BLOB_URL: '' is not a bucket name/],
+  [{ BLOB_URL: 's3://key:secret@acme-files/x', AWS_REGION: 'eu-west-1' }, /^BLOB_URL must not hold credentials/],
+  [{ BLOB_URL: 's3://acme-files/a//b', AWS_REGION: 'eu-west-1' }, /^BLOB_URL: the prefix 'a\/\/b' must be folder names/],
+  [{ BLOB_URL: 's3://acme-files/../b', AWS_REGION: 'eu-west-1' }, /^BLOB_URL: the prefix '\.\.\/b' must be folder names/],
+  [{ BLOB_URL: 's3://acme-files/x?versionId=1', AWS_REGION: 'eu-west-1' }, /the prefix 'x\?versionId=1' must be folder names/],
+  [{ BLOB_URL: 's3://acme-files/x' }, /^BLOB_URL is an AWS S3 bucket: set AWS_REGION/],
+  [{ BLOB_URL: 's3://acme-files/x', AWS_REGION: 'Europe (Paris)' }, /^AWS_REGION must be a region name such as eu-west-1, got 'Europe \(Paris\)'$/],
+  [{ BLOB_URL: 's3://acme-files/x', AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AKIA' }, /^AWS_ACCESS_KEY_ID is set without AWS_SECRET_ACCESS_KEY$/],
+  [{ BLOB_URL: 's3://acme-files/x', AWS_REGION: 'eu-west-1', AWS_SECRET_ACCESS_KEY: 'secret' }, /^AWS_SECRET_ACCESS_KEY is set without AWS_ACCESS_KEY_ID$/],
+  [{ BLOB_URL: 's3://acme-files/x', S3_ENDPOINT: 'ftp://minio:9000' }, /^S3_ENDPOINT must start with http:\/\/ or https:\/\//],
+  [{ BLOB_URL: 's3://acme-files/x', S3_ENDPOINT: '127.0.0.1:9000' }, /^S3_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
+  [{ BLOB_URL: 's3://acme-files/x', S3_ENDPOINT: 'http://u:secret@minio:9000' }, /^S3_ENDPOINT must not hold credentials/],
+  [{ BLOB_URL: 's3://acme-files/x', S3_ENDPOINT: 'http://minio:9000/acme-files' }, /^S3_ENDPOINT must be the server's address only, as in http:\/\/minio:9000$/],
+  [{ BLOB_URL: 's3://acme-files/x', ...MINIO, S3_FORCE_PATH_STYLE: 'yes' }, /^S3_FORCE_PATH_STYLE must be 1 or 0, got 'yes'$/],
+  [{ S3_ENDPOINT: 'http://127.0.0.1:9000' }, /^S3_ENDPOINT is set but BLOB_URL is not/],
+  [{ S3_FORCE_PATH_STYLE: '1' }, /^S3_FORCE_PATH_STYLE is set but BLOB_URL is not/],
+  [{ BLOB_URL: 's3://acme-files/x', ...MINIO, FILES_DIR: '/srv/files' }, /^FILES_DIR and BLOB_URL are both set/],
+];
+
+test('settings that make no sense are refused, each with one line naming it and no secret', (t) => {
+  for (const [env, message] of badSettings) {
+    const error = t.throws(() => loadConfig(env), { instanceOf: ConfigError, message }, JSON.stringify(env));
+    t.false(error?.message.includes('secret') ?? true, `no secret in: ${error?.message}`);
+    t.false(error?.message.includes('\n') ?? true);
+  }
+});
+
+// A provider kind from outside lib/ (examples/cohere-provider, compiled), named in the config file
+// by the module that defines it: the CLI and the server import it before reading the providers.
+const COHERE_MODULE = join(ROOT, 'dist/examples/cohere-provider/index.js');
+
+test('a reference server serves a model through a provider kind of a module its config file names', async (t) => {
+  const seen: Array<{ path: string; headers: IncomingHttpHeaders; body: Record<string, unknown> }> = [];
+  const upstream = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      seen.push({ path: req.url ?? '', headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> });
+      const answer = { id: 'c1', finish_reason: 'COMPLETE', message: { role: 'assistant', content: [{ type: 'text', text: 'Hello from Cohere' }] }, usage: { tokens: { input_tokens: 4, output_tokens: 3 } } };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+    });
+  });
+  upstream.listen(0, '127.0.0.1');
+  await once(upstream, 'listening');
+  t.teardown(() => new Promise<void>((resolve) => upstream.close(() => resolve())));
+  const temp = await tempDataDir();
+  t.teardown(() => temp.remove());
+
+  const config = join(temp.dir, 'gateway.json');
+  await writeFile(
+    config,
+    JSON.stringify({
+      providerModules: [COHERE_MODULE],
+      providers: [{ id: 'cohere', kind: 'cohere', baseURL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, apiKeyEnv: 'COHERE_KEY' }],
+      models: [{ id: 'command', provider: 'cohere', upstreamModel: 'command-a-03-2025' }],
+      sweep: { intervalSeconds: 0 },
+    }),
+  );
+  const env = { DATA_DIR: join(temp.dir, 'data'), GATEWAY_CONFIG: config, COHERE_KEY: 'co-secret' };
+  const { key } = await createKey(env, ['--account', 'acme']);
+  const server = await startServer(env);
+  t.teardown(() => server.stop());
+
+  const answer = await fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'command', messages: [{ role: 'user', content: 'Hello' }] }),
+  });
+  t.is(answer.status, 200);
+  t.like(await answer.json(), { object: 'chat.completion', model: 'command', choices: [{ message: { content: 'Hello from Cohere' } }], usage: { total_tokens: 7 } });
+  t.is(seen.length, 1);
+  t.like(seen[0], { path: '/v2/chat', headers: { authorization: 'Bearer co-secret' }, body: { model: 'command-a-03-2025' } });
+});
+
+test("the module's kind's options are checked as a built-in kind's are, with one line naming the setting", async (t) => {
+  const temp = await tempDataDir();
+  t.teardown(() => temp.remove());
+  const config = join(temp.dir, 'gateway.json');
+  await writeFile(config, JSON.stringify({ providerModules: [COHERE_MODULE], providers: [{ id: 'cohere', kind: 'cohere', baseUrl: 'http://x' }] }));
+  await t.throwsAsync(loadConfigWithModules({ GATEWAY_CONFIG: config }), {
+    instanceOf: ConfigError,
+    message: `GATEWAY_CONFIG (${config}): providers[0].baseUrl is not a setting (expected id, baseURL, kind, apiKeyEnv)`,
+  });
+});
+
+test('a module that cannot be imported, exports no providerKinds, or redefines a kind is refused by name', async (t) => {
+  const temp = await tempDataDir();
+  t.teardown(() => temp.remove());
+  const config = join(temp.dir, 'gateway.json');
+  await writeFile(join(temp.dir, 'clash.mjs'), 'export const providerKinds = { openai: { options: { safeParse() {}, shape: {} }, create() {} } };\n');
+  await writeFile(join(temp.dir, 'nothing.mjs'), 'export const other = 1;\n');
+  const cases: Array<[string, string]> = [
+    ['./missing.mjs', "providerModules: cannot import './missing.mjs' (ERR_MODULE_NOT_FOUND)"],
+    ['./nothing.mjs', "providerModules: './nothing.mjs' must export providerKinds, an object of { options, create } by kind"],
+    ['./clash.mjs', "providerModules: './clash.mjs' defines the provider kind 'openai', which is already defined"],
+  ];
+  for (const [module, message] of cases) {
+    await writeFile(config, JSON.stringify({ providerModules: [module] }));
+    await t.throwsAsync(loadConfigWithModules({ GATEWAY_CONFIG: config }), { instanceOf: ConfigError, message }, module);
+  }
 });

@@ -1,16 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import test from 'ava';
+import test, { type TestFn } from 'ava';
+import { runCommand } from '../../reference-server/commands/index.js';
 import { makePdf } from '../helpers/models-pdf.js';
+import { until } from '../helpers/poll.js';
+import { throwawayPostgres } from '../helpers/server-database.js';
 import { createKey, minuteAlignedClock, startServer, tempDataDir, type RunningServer } from '../helpers/server-process.js';
+import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
+
+// The reference server's limits: those of the config file on files, and budgets in money.
 
 const cleanups: Array<() => Promise<unknown>> = [];
 test.after.always(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function deployment(config: unknown) {
+/** A data dir with the config file `config`: the environment of a server on it. */
+async function configuredEnv(config: unknown) {
   const data = await tempDataDir();
   cleanups.push(data.remove);
   const configPath = join(data.dir, 'gateway.json');
@@ -38,12 +45,12 @@ async function errorOf(response: Response) {
   return ((await response.json()) as { error: { code: string } }).error.code;
 }
 
-const account = () => `acct-${randomBytes(4).toString('hex')}`;
+const newAccount = () => `acct-${randomBytes(4).toString('hex')}`;
 
 test('the limits of the config file replace the spec defaults', async (t) => {
-  const env = await deployment({ limits: { createsPerMinute: 2, maxFiles: 1, maxFileBytes: 4096 } });
-  const stocked = await createKey(env, ['--account', account()]);
-  const rated = await createKey(env, ['--account', account()]);
+  const env = await configuredEnv({ limits: { createsPerMinute: 2, maxFiles: 1, maxFileBytes: 4096 } });
+  const stocked = await createKey(env, ['--account', newAccount()]);
+  const rated = await createKey(env, ['--account', newAccount()]);
   const server = await serve(env);
   const pdf = makePdf(1);
 
@@ -67,4 +74,212 @@ test('the limits of the config file replace the spec defaults', async (t) => {
   t.is(await errorOf(third), 'rate_limit_exceeded');
   const retryAfter = Number(third.headers.get('retry-after'));
   t.true(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60);
+});
+
+// Budgets in money on the reference server, set from the CLI and the admin API: SQLite with the
+// spend in memory (one server), and PostgreSQL with the spend on Redis (two servers sharing them).
+
+// Redis outlives a run: accounts of their own.
+const RUN = randomBytes(4).toString('hex');
+
+// The offline echo model at 1,000 USD per million tokens (a millidollar per token): a call's cost is its tokens' count in millidollars.
+const CONFIG = {
+  models: [
+    { id: 'echo-priced', provider: 'echo', price: { input: 1000, output: 1000 } },
+    { id: 'mystery', provider: 'echo', upstreamModel: 'no-such-upstream-model' },
+  ],
+  sweep: { intervalSeconds: 0 },
+};
+
+/** Calls in flight at once per server: the bound of the overshoot. */
+const WORKERS_PER_SERVER = 5;
+
+interface Deployment {
+  env: Record<string, string>;
+  servers: RunningServer[];
+  cleanup(): Promise<void>;
+}
+
+/** Stops `servers` and starts as many again on `env`, in place. */
+async function restart(servers: RunningServer[], env: Record<string, string>): Promise<void> {
+  await Promise.all(servers.map((server) => server.stop()));
+  servers.splice(0, servers.length, ...(await Promise.all(servers.map(() => startServer(env)))));
+}
+
+async function cli(env: Record<string, string>, args: string[]): Promise<Record<string, unknown>> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCommand([...args, '--json'], { env, out: (text) => out.push(text), err: (text) => err.push(text) });
+  if (code !== 0) throw new Error(`${args.join(' ')} exited ${code}: ${err.join('\n')}`);
+  return JSON.parse(out.join('\n')) as Record<string, unknown>;
+}
+
+const chat = (server: RunningServer, key: string) =>
+  fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'echo-priced', messages: [{ role: 'user', content: 'one two three' }] }),
+  });
+
+interface ErrorBody {
+  error: { type: string; code: string | null; message: string };
+}
+
+/** Runs `calls` chat calls with `WORKERS_PER_SERVER` at a time on each server; the statuses and bodies of the answers. */
+async function pooled(servers: RunningServer[], key: string, calls: number) {
+  let started = 0;
+  const answers: Array<{ status: number; retryAfter: string | null; body: ErrorBody | { usage: unknown } }> = [];
+  const worker = async (server: RunningServer) => {
+    while (started < calls) {
+      started += 1;
+      const response = await chat(server, key);
+      answers.push({ status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as ErrorBody });
+    }
+  };
+  await Promise.all(servers.flatMap((server) => Array.from({ length: WORKERS_PER_SERVER }, () => worker(server))));
+  return answers;
+}
+
+function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deployment>): void {
+  suiteTest.serial(`${name}: a key's daily budget refuses calls once reached, across servers, overshooting by the calls in flight at most`, async (t) => {
+    const deployment = await open();
+    t.teardown(() => deployment.cleanup());
+    const { env, servers } = deployment;
+    const first = servers[0] as RunningServer;
+    const probeKey = (await cli(env, ['keys', 'create', '--account', `probe-${RUN}`])).key as string;
+    const probe = (await (await chat(first, probeKey)).json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+    const tokens = probe.usage.prompt_tokens + probe.usage.completion_tokens;
+    // Ten calls' worth: each call costs `tokens` millidollars.
+    const budget = (tokens * 10) / 1000;
+    const key = (await cli(env, ['keys', 'create', '--account', `budget-${name}-${RUN}`, '--cost-per-day', String(budget)])) as { key: string; limits: unknown };
+    t.like(key.limits, { cost_per_day: budget, cost_per_month: null });
+
+    const answers = await pooled(servers, key.key, 50);
+    const passed = answers.filter(({ status }) => status === 200).length;
+    const inFlight = WORKERS_PER_SERVER * servers.length;
+    t.true(passed >= 10 && passed <= 10 + inFlight, `${passed} calls passed a budget of 10 calls' worth with ${inFlight} in flight at once`);
+    const refused = answers.filter(({ status }) => status !== 200);
+    t.is(refused.length, 50 - passed);
+    const midnight = new Date().setUTCHours(24, 0, 0, 0);
+    for (const { status, retryAfter, body } of refused) {
+      t.is(status, 429);
+      t.deepEqual(body, { error: { type: 'rate_limit_error', code: 'budget_exceeded', message: `Budget exceeded: the key's daily budget of ${budget} USD is spent`, param: null } });
+      const seconds = Number(retryAfter);
+      t.true(seconds >= 1 && seconds <= Math.ceil((midnight - Date.now()) / 1000) + 5, `retry-after ${retryAfter} runs to UTC midnight`);
+    }
+    // A restart forgets nothing: the spend is on Redis, or read back from the usage records.
+    await restart(servers, env);
+    for (const server of servers) t.is((await chat(server, key.key)).status, 429);
+    // Every endpoint: Messages answers in Shape B.
+    for (const server of servers) {
+      t.is((await chat(server, key.key)).status, 429);
+      const messages = await fetch(`${server.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': key.key, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({ model: 'echo-priced', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      t.is(messages.status, 429);
+      t.like(await messages.json(), { type: 'error', error: { type: 'rate_limit_error' } });
+      const responses = await fetch(`${server.url}/v1/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'echo-priced', input: 'hi' }),
+      });
+      t.is(responses.status, 429);
+      t.like(await responses.json(), { error: { code: 'budget_exceeded' } });
+    }
+  });
+
+  suiteTest.serial(`${name}: an account's budget covers all its keys, set and removed from the CLI and the admin API`, async (t) => {
+    const deployment = await open();
+    t.teardown(() => deployment.cleanup());
+    const { env, servers } = deployment;
+    const [first, last] = [servers[0] as RunningServer, servers.at(-1) as RunningServer];
+    const account = `account-${name}-${RUN}`;
+    const [one, two, elsewhere] = [
+      (await cli(env, ['keys', 'create', '--account', account])).key as string,
+      (await cli(env, ['keys', 'create', '--account', account])).key as string,
+      (await cli(env, ['keys', 'create', '--account', `elsewhere-${RUN}`])).key as string,
+    ];
+    const probe = (await (await chat(first, elsewhere)).json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+    const budget = ((probe.usage.prompt_tokens + probe.usage.completion_tokens) * 2) / 1000;
+    t.deepEqual(await cli(env, ['accounts', 'set-limits', account, '--cost-per-month', String(budget)]), { account, costPerDay: null, costPerMonth: budget });
+
+    // The CLI wrote the database: each server reads it within a second.
+    t.is((await until(() => chat(first, one).then((r) => r.status), (status) => status === 200)), 200);
+    t.is((await chat(last, two)).status, 200);
+    const refused = await until(() => chat(last, one), (response) => response.status === 429, { attempts: 50 });
+    t.is(refused.status, 429);
+    t.is(((await refused.json()) as ErrorBody).error.message, `Budget exceeded: the account's monthly budget of ${budget} USD is spent`);
+    t.is((await chat(first, two)).status, 429, "the account's other key too");
+    t.is((await chat(first, elsewhere)).status, 200, 'another account is not concerned');
+
+    const { token } = (await cli(env, ['admin-tokens', 'create'])) as { token: string };
+    const admin = (method: string, path: string, body?: unknown) =>
+      fetch(`${first.url}/admin/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const limits = await until(
+      async () => (await admin('GET', `/accounts/${account}/limits`)).json() as Promise<{ spent: { day: number; month: number } }>,
+      (body) => body.spent.month >= budget,
+    );
+    t.like(limits, { object: 'account_limits', account, costPerDay: null, costPerMonth: budget });
+    // Reached, and overshot by no more than a call that was in flight.
+    t.true(limits.spent.month >= budget && limits.spent.month <= budget * 1.5 + 1e-9, String(limits.spent.month));
+    t.is(limits.spent.day, limits.spent.month);
+    const bad = await admin('PUT', `/accounts/${account}/limits`, { costPerMonth: -1 });
+    t.is(bad.status, 400);
+    t.is(((await bad.json()) as ErrorBody).error.code, 'invalid_costPerMonth');
+    const removed = await admin('PUT', `/accounts/${account}/limits`, { costPerMonth: null, costPerDay: budget * 10 });
+    t.like(await removed.json(), { costPerDay: budget * 10, costPerMonth: null });
+    t.is((await until(() => chat(last, one).then((r) => r.status), (status) => status === 200)), 200);
+
+    // A model with no known price costs 0, says so, and was named at start-up.
+    const models = (await (await admin('GET', '/models')).json()) as { data: Array<{ id: string; price: unknown }> };
+    t.deepEqual(
+      models.data.map(({ id, price }) => [id, price]),
+      [
+        ['echo-priced', { input: 1000, output: 1000, cache_read: 1000, cache_write: 1000 }],
+        ['mystery', null],
+      ],
+    );
+    for (const server of servers) t.deepEqual(server.logs.filter((line) => line.msg.startsWith('no price known')).map((line) => line.models), [['mystery']]);
+  });
+}
+
+async function withConfig(env: Record<string, string>, dir: string): Promise<Record<string, string>> {
+  const path = join(dir, 'gateway.json');
+  await writeFile(path, JSON.stringify(CONFIG));
+  return { ...env, GATEWAY_CONFIG: path };
+}
+
+budgetSuite(test, 'sqlite+memory', async () => {
+  const data = await tempDataDir();
+  const env = await withConfig({ DATA_DIR: data.dir }, data.dir);
+  const servers = [await startServer(env)];
+  return {
+    env,
+    servers,
+    async cleanup() {
+      await Promise.all(servers.map((server) => server.stop()));
+      await data.remove();
+    },
+  };
+});
+
+budgetSuite(withRedis(withPostgres(test)), 'postgres+redis', async () => {
+  const [data, database] = await Promise.all([tempDataDir(), throwawayPostgres()]);
+  const env = await withConfig({ DATA_DIR: data.dir, DATABASE_URL: database.url, REDIS_URL }, data.dir);
+  const servers = await Promise.all([startServer(env), startServer(env)]);
+  return {
+    env,
+    servers,
+    async cleanup() {
+      await Promise.all(servers.map((server) => server.stop()));
+      await database.drop();
+      await data.remove();
+    },
+  };
 });

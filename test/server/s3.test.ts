@@ -15,8 +15,10 @@ import { createKey, minuteAlignedClock, runCli, startServer, tempDataDir, type R
 import { tcpProxy, type TcpProxy } from '../helpers/server-tcp-proxy.js';
 import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
 
-// The tested topology of docs/DEPLOYMENT.md: two reference servers (each with its own pools) on one PostgreSQL,
-// one Redis and one bucket. Instance B reaches the bucket through a proxy that a test cuts.
+// The reference server's files in a bucket (an S3 server of the file's own): a start that cannot
+// reach it, and the tested topology of docs/DEPLOYMENT.md, two reference servers (each with its own
+// pools) on one PostgreSQL, one Redis and one bucket. Instance B reaches the bucket through a proxy
+// that a test cuts.
 
 interface Context {
   database: ThrowawayDatabase;
@@ -29,6 +31,29 @@ interface Context {
 const { test: s3Test, s3 } = await withS3(anyTest);
 const test = withRedis(withPostgres(s3Test)) as TestFn<Context>;
 const cleanups: Array<() => Promise<unknown>> = [];
+
+/** `serve` with `env`, which must not start: its exit code and what it printed. */
+async function refusesToStart(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  const data = await tempDataDir();
+  try {
+    const { code, stderr } = await runCli(['serve'], { DATA_DIR: data.dir, PORT: '0', ...env });
+    return { code, stderr };
+  } finally {
+    await data.remove();
+  }
+}
+
+// A bad setting takes the one-line path of every ConfigError (test/server/lifecycle.test.ts).
+s3Test('serve with a bucket that is not there, or a store that does not answer, stops with one line', async (t) => {
+  const [noBucket, noServer] = await Promise.all([
+    refusesToStart({ ...s3.env('x/'), BLOB_URL: 's3://no-such-bucket/x' }),
+    refusesToStart({ ...s3.env('x/'), S3_ENDPOINT: 'http://127.0.0.1:1' }),
+  ]);
+  t.deepEqual(noBucket, { code: 1, stderr: `koa-model-gateway: cannot reach the bucket s3://no-such-bucket/x/ at ${s3.endpoint} (NotFound)\n` });
+  t.deepEqual(noServer, { code: 1, stderr: 'koa-model-gateway: cannot reach the bucket s3://kmg-test/x/ at http://127.0.0.1:1 (ECONNREFUSED)\n' });
+});
+
+// Two instances on one bucket: the tests run one after the other on the servers the hook starts.
 
 test.before(async (t) => {
   const [database, proxy, dataA, dataB] = await Promise.all([

@@ -1,9 +1,37 @@
 import test, { type ExecutionContext } from 'ava';
 import { rawExchange } from '../helpers/raw-request.js';
+import { serverApiSuite } from '../helpers/server-api-suite.js';
+import { throwawayPostgres } from '../helpers/server-database.js';
+import { tempDataDir } from '../helpers/server-process.js';
+import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
 import { referenceApp } from '../spec/reference-app.js';
 
+// The reference server's API as clients use it, on each deployment; and the answers to requests
+// that are not HTTP enough for the API to see them.
+
+// Awaited before the first test or hook: AVA refuses any declared after a top-level await that follows one.
 const app = await referenceApp();
 test.after.always(() => app.close());
+
+// The embedded default: SQLite file, in-memory limits and files on disk, all under DATA_DIR.
+serverApiSuite(test, 'embedded', async () => {
+  const data = await tempDataDir();
+  return { env: { DATA_DIR: data.dir }, cleanup: data.remove };
+});
+
+// PostgreSQL (a database of its own) and Redis, files on disk.
+serverApiSuite(withRedis(withPostgres(test)), 'postgres+redis', async () => {
+  const [data, database] = await Promise.all([tempDataDir(), throwawayPostgres()]);
+  return {
+    env: { DATA_DIR: data.dir, DATABASE_URL: database.url, REDIS_URL },
+    async cleanup() {
+      await database.drop();
+      await data.remove();
+    },
+  };
+});
+
+// Protocol errors: what Node's HTTP parser refuses, answered in Shape A by the reference server's app.
 
 const REQUEST_ID = /^x-request-id: (req_[A-Za-z0-9]{32})$/im;
 
