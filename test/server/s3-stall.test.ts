@@ -4,7 +4,8 @@ import { stoppableS3Server, type StoppableS3Server } from '../helpers/s3-server.
 import { createKey, startServer, tempDataDir } from '../helpers/server-process.js';
 
 // The reference server in front of a bucket whose server is stopped (SIGSTOP): a file of its own,
-// so that its ten seconds of stall run beside test/stores/s3-stall.test.ts, not after it.
+// so that its ten seconds of stall run beside the stopped-bucket tests of
+// test/stores/blob-stores.test.ts, not after them.
 
 /** What a call may take beyond its bound on a shared, busy machine. */
 const SLACK_MS = 4000;
