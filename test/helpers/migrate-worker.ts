@@ -1,6 +1,7 @@
 /**
  * A gateway process starting on the database named by its argument (a Knex config as JSON), for
- * test/stores/migrations.test.ts: connects, prints `ready`, waits for a line on stdin, migrates.
+ * the migrations of test/stores/knex-plumbing.test.ts: connects, prints `ready`, waits for a line
+ * on stdin, migrates.
  */
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';

@@ -181,7 +181,7 @@ withRedis(test)('Redis refused or silent: a limited key\'s model call and an upl
 });
 
 // The bucket: the reference server in front of a bucket whose server is stopped (SIGSTOP). Its ten
-// seconds of stall run beside the other tests, and beside test/stores/s3-stall.test.ts.
+// seconds of stall run beside the other tests, and beside the stopped-bucket tests of test/stores/blob-stores.test.ts.
 
 /** What a call may take beyond its bound on a shared, busy machine. */
 const BUCKET_SLACK_MS = 4000;

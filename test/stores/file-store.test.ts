@@ -34,7 +34,7 @@ async function knexStore(open: () => Promise<TestDatabase>, { prepared = false }
   if (reader) readers.push(reader);
   // The contract is about what a store keeps, exactly, however the calls interleave: 50 creations
   // queued on a pool of four may take longer than the default bound on a busy machine, and the
-  // bound has tests of its own (store-timeout, postgres-faults).
+  // bound has tests of its own (knex-plumbing, postgres-faults).
   const timeoutMs = 60_000;
   const store = new KnexFileStore(knex, reader ? { preparedReads: reader.reads, timeoutMs } : { timeoutMs });
   knexOf.set(store, knex);

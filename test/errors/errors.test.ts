@@ -1,12 +1,29 @@
+import { format } from 'node:util';
+import Router from '@koa/router';
 import test from 'ava';
 import Koa from 'koa';
 import type { Middleware } from 'koa';
-import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import { anthropicErrors } from '../../lib/errors/anthropic-errors.js';
-import { errors, StoreUnavailableError } from '../../lib/errors/gateway-error.js';
+import { errors, GatewayError, StoreUnavailableError } from '../../lib/errors/gateway-error.js';
+import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import { newRequestId } from '../../lib/errors/request-id.js';
+import { underPath } from '../../lib/under-path.js';
 import { listen } from '../helpers/http.js';
+
+// The gateway's errors: GatewayError, its rows, the two answer shapes and the formatters that
+// write them, gatewayErrors() choosing between them, and request ids.
+
+// gatewayErrors() alone, no routes at all: every answer is the formatter's, so the shape is decided
+// by the path alone. Started before any test is declared: AVA takes none declared after a
+// top-level await.
+const unroutedApp = new Koa();
+unroutedApp.use(gatewayErrors());
+const unrouted = await listen(unroutedApp);
+test.after.always(() => unrouted.close());
+
+// The formatters.
 
 const ID = /^req_[A-Za-z0-9]{32}$/;
 
@@ -329,4 +346,96 @@ test('a method no route knows (501 from allowedMethods()) is answered as 405 too
   const { res, body } = await routed('PROPFIND');
   t.is(res.status, 405);
   t.is(body.error.code, 'method_not_allowed');
+});
+
+// GatewayError.
+
+test('a GatewayError is an Error to its readers, yet captures no stack and touches no global to avoid it', (t) => {
+  const limit = Error.stackTraceLimit;
+  let writes = 0;
+  // Any write to the global while errors are made is seen here.
+  Object.defineProperty(Error, 'stackTraceLimit', { configurable: true, get: () => limit, set: () => void writes++ });
+  let err: GatewayError;
+  try {
+    err = errors.invalidApiKey();
+  } finally {
+    Object.defineProperty(Error, 'stackTraceLimit', { configurable: true, writable: true, value: limit });
+  }
+  t.is(writes, 0);
+  t.true(err instanceof GatewayError);
+  t.true(err instanceof Error);
+  t.is(err.stack, undefined);
+  t.is(String(err), 'GatewayError: Invalid API key');
+  t.regex(format('%o', err), /GatewayError: Invalid API key/);
+  t.like(err, { name: 'GatewayError', message: 'Invalid API key', status: 401, expose: true, code: 'invalid_api_key' });
+});
+
+// gatewayErrors(): the shape by path and header.
+
+for (const path of ['/v1/messages', '/v1/messages/count_tokens', '/v1/messages/', '/v1/messages/batches/x']) {
+  test(`${path}, known or not, answers in Shape B with request-id (decisions.md "Beyond the seed")`, async (t) => {
+    const response = await fetch(`${unrouted.url}${path}`);
+    const body = (await response.json()) as { type: string; error: { type: string; message: string }; request_id: string };
+    t.is(response.status, 404);
+    t.deepEqual(body, { type: 'error', error: { type: 'not_found_error', message: `Unknown request URL: GET ${path}` }, request_id: body.request_id });
+    t.is(response.headers.get('request-id'), body.request_id);
+    t.is(response.headers.get('x-request-id'), null);
+  });
+}
+
+for (const path of ['/v1/models', '/v1/messagesx', '/v1/Messages', '/v2/messages']) {
+  test(`${path} answers in Shape A with X-Request-Id`, async (t) => {
+    const response = await fetch(`${unrouted.url}${path}`);
+    t.like(await response.json(), { error: { code: 'unknown_url', param: null } });
+    t.regex(response.headers.get('x-request-id') ?? '', /^req_/);
+  });
+}
+
+for (const path of ['/v1/models', '/v1/models/echo-1', '/v1/files', '/v1/files/file-x/content']) {
+  test(`${path} answers in Shape B with anthropic-version, in Shape A without it`, async (t) => {
+    const anthropic = await fetch(`${unrouted.url}${path}`, { headers: { 'anthropic-version': '2023-06-01' } });
+    const body = (await anthropic.json()) as { request_id: string };
+    t.deepEqual(body, { type: 'error', error: { type: 'not_found_error', message: `Unknown request URL: GET ${path}` }, request_id: body.request_id });
+    t.is(anthropic.headers.get('request-id'), body.request_id);
+    const openai = await fetch(`${unrouted.url}${path}`);
+    t.like(await openai.json(), { error: { code: 'unknown_url', param: null } });
+    t.regex(openai.headers.get('x-request-id') ?? '', /^req_/);
+  });
+}
+
+test('anthropicShape chooses Shape B per request', async (t) => {
+  const custom = new Koa();
+  custom.use(gatewayErrors({ anthropicShape: (ctx) => ctx.get('anthropic-version') !== '' }));
+  const listening = await listen(custom);
+  t.teardown(listening.close);
+  const anthropic = await fetch(`${listening.url}/v1/models`, { headers: { 'anthropic-version': '2023-06-01' } });
+  t.like(await anthropic.json(), { type: 'error', error: { type: 'not_found_error' } });
+  t.like(await (await fetch(`${listening.url}/v1/models`)).json(), { error: { code: 'unknown_url' } });
+});
+
+test('underPath runs its middleware for the prefix and the paths under it only, compared exactly', async (t) => {
+  const seen: string[] = [];
+  const paths = new Koa();
+  paths.use(
+    underPath('/v1', async (ctx, next) => {
+      seen.push(ctx.path);
+      await next();
+    }),
+  );
+  paths.use((ctx) => {
+    ctx.body = 'ok';
+  });
+  const listening = await listen(paths);
+  t.teardown(listening.close);
+  for (const path of ['/v1', '/v1/', '/v1/files/x', '/V1/files', '/v10', '/healthz']) await fetch(`${listening.url}${path}`);
+  t.deepEqual(seen, ['/v1', '/v1/', '/v1/files/x']);
+  t.throws(() => underPath('/v1/', async () => undefined), { instanceOf: TypeError });
+});
+
+// Request ids.
+
+test('10,000 request ids are distinct and well-formed: req_ and 32 alphanumerics', (t) => {
+  const ids = Array.from({ length: 10_000 }, () => newRequestId());
+  for (const id of ids) t.regex(id, /^req_[A-Za-z0-9]{32}$/);
+  t.is(new Set(ids).size, ids.length);
 });

@@ -1,0 +1,203 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import test, { type ExecutionContext } from 'ava';
+import type { Knex } from 'knex';
+import { StoreUnavailableError } from '../../lib/errors/gateway-error.js';
+import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
+import { migrate } from '../../lib/stores/knex/migrations.js';
+import { firstRowReader, type PreparedReads } from '../../lib/stores/knex/prepared-reads.js';
+import { withinTimeout } from '../../lib/stores/knex/store-options.js';
+import { preparedReadsOn, type TestPreparedReads } from '../helpers/prepared-reads.js';
+import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
+import { runTogether } from '../helpers/worker-processes.js';
+
+// What every Knex store stands on: the migrations, the prepared reads, the bound on each call.
+
+const databases: TestDatabase[] = [];
+const readers: TestPreparedReads[] = [];
+test.after.always(async () => {
+  await Promise.all(readers.map((reader) => reader.close()));
+  await Promise.all(databases.map((db) => db.destroy()));
+});
+
+// Migrations.
+
+const MIGRATE_WORKER = fileURLToPath(new URL('../helpers/migrate-worker.js', import.meta.url));
+const LEGACY = join(process.cwd(), 'test/fixtures/migrated-before-knex-migrator.json');
+
+async function openDatabase(kind: 'sqlite' | 'postgres'): Promise<TestDatabase> {
+  const db = await (kind === 'sqlite' ? sqliteDatabase() : postgresDatabase());
+  databases.push(db);
+  return db;
+}
+
+async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
+  t.deepEqual(await db.knex('kmg_migrations_lock').select('index', 'is_locked'), [{ index: 1, is_locked: 0 }]);
+  t.deepEqual(await db.knex('kmg_migrations').orderBy('id').pluck('name'), ['001_api_keys', '002_files', '003_key_limits', '004_usage', '005_admin_tokens_and_sessions', '006_key_version', '20261125_rotation_replaced_by', 'cost_and_budgets', '20261125_keys_name_hint_links_last_used', '20261125_audit_log', '20261125_routing_attempts']);
+  t.true(await db.knex.schema.hasTable('kmg_files'));
+}
+
+for (const [kind, gate] of [
+  ['sqlite', test],
+  ['postgres', withPostgres(test)],
+] as const) {
+  gate(`${kind}: four processes migrating a fresh database at the same moment all succeed, and migrate it once`, async (t) => {
+    const db = await openDatabase(kind);
+    await runTogether(MIGRATE_WORKER, Array.from({ length: 4 }, () => [JSON.stringify(db.config)]));
+    await migratedOnce(t, db);
+  });
+
+  gate(`${kind}: a database the earlier migrate() made (Knex's bookkeeping tables by hand) is taken as it is, and its stores keep working`, async (t) => {
+    const db = await openDatabase(kind);
+    const legacy = JSON.parse(await readFile(LEGACY, 'utf8')) as Record<typeof kind, string[]>;
+    for (const statement of legacy[kind]) await db.knex.raw(statement);
+    // A key as that schema stored it, before the later migrations added columns.
+    const hash = 'a'.repeat(64);
+    await db.knex('kmg_api_keys').insert({ id: 'key_before', account: 'acme', hash, scopes: '["files:read"]', models: null, created_at: 1_700_000_000, expires_at: null, revoked_at: null });
+    await migrate(db.knex);
+    await migratedOnce(t, db);
+    t.deepEqual(await new KnexKeyStore(db.knex).findByHash(hash), {
+      id: 'key_before',
+      account: 'acme',
+      hash,
+      scopes: ['files:read'],
+      models: null,
+      createdAt: 1_700_000_000,
+      expiresAt: null,
+      revokedAt: null,
+    });
+  });
+}
+
+test('migrate can run again on a migrated database', async (t) => {
+  const db = await openDatabase('sqlite');
+  await migrate(db.knex);
+  await t.notThrowsAsync(migrate(db.knex));
+});
+
+withPostgres(test)('postgres: a migration waiting in one schema does not hold up the migration of another', async (t) => {
+  const [held, other] = [await openDatabase('postgres'), await openDatabase('postgres')];
+  await migrate(held.knex);
+  // The held schema's migration takes its lock, then waits on its bookkeeping table.
+  const blocker = await held.knex.transaction();
+  await blocker.raw('lock table kmg_migrations in access exclusive mode');
+  const waiting = migrate(held.knex);
+  try {
+    const finished = await Promise.race([
+      migrate(other.knex).then(() => 'migrated'),
+      new Promise((resolve) => setTimeout(resolve, 10_000, 'still waiting after 10 s')),
+    ]);
+    t.is(finished, 'migrated');
+  } finally {
+    await blocker.rollback();
+    await waiting;
+  }
+});
+
+// Prepared reads.
+
+interface Row {
+  id: string;
+  name: string;
+}
+
+/** A table `things` of two rows, and prepared reads on its database. */
+async function things(open: () => Promise<TestDatabase>): Promise<{ knex: Knex; reads: PreparedReads }> {
+  const db = await open();
+  databases.push(db);
+  await db.knex.schema.createTable('things', (t) => {
+    t.string('id').primary();
+    t.string('name').notNullable();
+  });
+  await db.knex('things').insert([
+    { id: 'a', name: 'first' },
+    { id: 'b', name: 'second' },
+  ]);
+  const reader = preparedReadsOn(db);
+  readers.push(reader);
+  return { knex: db.knex, reads: reader.reads };
+}
+
+const byId = (knex: Knex, reads: PreparedReads) =>
+  firstRowReader<[string], Row>(reads, (id: string) => knex<Row>('things').where({ id }).select('id', 'name'));
+
+for (const [name, open, gate] of [
+  ['sqlite', sqliteDatabase, test],
+  ['postgres', postgresDatabase, withPostgres(test)],
+] as const) {
+  gate(`${name}: a read written as a Knex query answers one row or nothing, again and again`, async (t) => {
+    const { knex, reads } = await things(open);
+    const read = byId(knex, reads);
+    t.deepEqual(await read('a'), { id: 'a', name: 'first' });
+    t.deepEqual(await read('b'), { id: 'b', name: 'second' });
+    t.is(await read('missing'), undefined);
+    t.deepEqual(await Promise.all(['a', 'b', 'a'].map((id) => read(id))), [
+      { id: 'a', name: 'first' },
+      { id: 'b', name: 'second' },
+      { id: 'a', name: 'first' },
+    ]);
+  });
+
+  gate(`${name}: a column added after the statement was prepared does not break it`, async (t) => {
+    const { knex, reads } = await things(open);
+    const read = byId(knex, reads);
+    t.deepEqual(await read('a'), { id: 'a', name: 'first' });
+    await knex.schema.alterTable('things', (table) => table.string('colour'));
+    t.deepEqual(await read('a'), { id: 'a', name: 'first' });
+  });
+}
+
+test('a read whose arguments are not each exactly one binding is refused when it is made, not when it runs', async (t) => {
+  const { knex, reads } = await things(sqliteDatabase);
+  t.throws(() => firstRowReader(reads, (id: string) => knex('things').where({ id, name: id }).first('id')), {
+    instanceOf: TypeError,
+    message: /argument 0 of a prepared read is not one binding/,
+  });
+  t.throws(() => firstRowReader(reads, (id: string) => knex('things').where({ id: id.toUpperCase() }).first('id')), {
+    instanceOf: TypeError,
+  });
+});
+
+test('sqlite in WAL mode: a prepared read runs beside a transaction in progress and sees only what is committed', async (t) => {
+  const wal = () =>
+    sqliteDatabase({
+      pool: {
+        afterCreate(connection: { pragma(source: string): unknown }, done: (err: Error | null, connection: unknown) => void) {
+          connection.pragma('journal_mode = WAL');
+          done(null, connection);
+        },
+      },
+    });
+  const { knex, reads } = await things(wal);
+  const read = byId(knex, reads);
+  await knex.transaction(async (trx) => {
+    await trx('things').insert({ id: 'c', name: 'uncommitted' });
+    t.is(await read('c'), undefined);
+    t.deepEqual(await read('a'), { id: 'a', name: 'first' });
+  });
+  t.deepEqual(await read('c'), { id: 'c', name: 'uncommitted' });
+});
+
+// The one helper that bounds every Knex store call, whatever the driver returns.
+
+test('a thenable that never settles (as a Knex Transaction or query builder is) fails as unavailable at the bound, its signal aborted', async (t) => {
+  let signal: AbortSignal | undefined;
+  let expired: (() => boolean) | undefined;
+  const never: PromiseLike<string> = { then: () => never as never };
+  const call = withinTimeout(20, (isExpired, abortSignal) => {
+    expired = isExpired;
+    signal = abortSignal;
+    return never;
+  });
+  t.false(expired?.());
+  await t.throwsAsync(call, { instanceOf: StoreUnavailableError });
+  t.true(expired?.());
+  t.true(signal?.aborted);
+});
+
+test('a thenable that settles in time gives its value; a synchronous answer needs no timer', async (t) => {
+  const soon: PromiseLike<number> = { then: (resolve) => Promise.resolve(42).then(resolve) };
+  t.is(await withinTimeout(60_000, () => soon), 42);
+  t.is(await withinTimeout(60_000, () => 'now'), 'now');
+});
