@@ -669,7 +669,6 @@ for (const [name, gated, database] of deployments) {
   });
 }
 
-
 test('GET /accounts needs an admin credential', async (t) => {
   const server = await referenceApp(undefined, {});
   t.teardown(() => server.close());
@@ -679,42 +678,42 @@ test('GET /accounts needs an admin credential', async (t) => {
 });
 
 test("without a usage store the month's figures are null; an expired key is no active key", async (t) => {
-  const app = await adminApp();
-  t.teardown(() => app.close());
-  await app.admin('POST', '/keys', { account: 'acme' });
-  const expiring = await app.admin('POST', '/keys', { account: 'acme', expires_at: app.clock.seconds + 60 });
+  const memoryApp = await adminApp();
+  t.teardown(() => memoryApp.close());
+  await memoryApp.admin('POST', '/keys', { account: 'acme' });
+  const expiring = await memoryApp.admin('POST', '/keys', { account: 'acme', expires_at: memoryApp.clock.seconds + 60 });
   t.is(expiring.status, 201);
   await expiring.arrayBuffer();
-  app.clock.seconds += 60;
-  const listed = await app.admin('GET', '/accounts');
+  memoryApp.clock.seconds += 60;
+  const listed = await memoryApp.admin('GET', '/accounts');
   t.deepEqual(((await listed.json()) as { data: unknown[] }).data, [
     { object: 'account_summary', account: 'acme', keys: 1, files: 0, bytes: 0, requests_this_month: null, input_tokens_this_month: null, output_tokens_this_month: null },
   ]);
-  t.deepEqual(app.problems, []);
+  t.deepEqual(memoryApp.problems, []);
 });
 
 // A key's budgets, on the admin API composed from lib/ in memory: set at creation, changed and
 // removed by PATCH, refused when they are not a positive number.
 test('a key is created with budgets in USD, PATCH changes or removes them, a bad one is 400 naming it', async (t) => {
-  const app = await adminApp();
-  t.teardown(() => app.close());
-  const created = await app.admin('POST', '/keys', { account: 'acme', limits: { cost_per_day: 5, cost_per_month: 49.95 } });
+  const memoryApp = await adminApp();
+  t.teardown(() => memoryApp.close());
+  const created = await memoryApp.admin('POST', '/keys', { account: 'acme', limits: { cost_per_day: 5, cost_per_month: 49.95 } });
   t.is(created.status, 201);
   const key = (await created.json()) as KeyBody;
   t.deepEqual(key.limits, { requests_per_minute: null, tokens_per_minute: null, tokens_per_day: null, cost_per_day: 5, cost_per_month: 49.95 });
-  t.like((await app.keys.get(key.id))?.limits, { costPerDay: 5, costPerMonth: 49.95 });
+  t.like((await memoryApp.keys.get(key.id))?.limits, { costPerDay: 5, costPerMonth: 49.95 });
 
   // Limits are replaced whole: what is left out is the default again.
-  const patched = (await (await app.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_month: 50, tokens_per_day: 1000 } })).json()) as KeyBody;
+  const patched = (await (await memoryApp.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_month: 50, tokens_per_day: 1000 } })).json()) as KeyBody;
   t.deepEqual(patched.limits, { requests_per_minute: null, tokens_per_minute: null, tokens_per_day: 1000, cost_per_day: null, cost_per_month: 50 });
 
   for (const bad of [0, -1, '5', 1e16]) {
-    const refused = await app.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_day: bad } });
+    const refused = await memoryApp.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_day: bad } });
     t.is(refused.status, 400, String(bad));
     t.like(await refused.json(), { error: { code: 'invalid_limits', message: "Invalid 'limits.cost_per_day': must be a positive number of USD, or null" } });
   }
-  t.like((await app.keys.get(key.id))?.limits, { costPerMonth: 50 });
-  t.deepEqual(app.problems, []);
+  t.like((await memoryApp.keys.get(key.id))?.limits, { costPerMonth: 50 });
+  t.deepEqual(memoryApp.problems, []);
 });
 
 test('the admin factories refuse a configuration they cannot serve, when they are made', (t) => {
@@ -747,11 +746,11 @@ const STALL_MS = 20_000;
 withRedisServer('revoke, PATCH and rotate answer while Redis stalls: the database write commits, the announcement gives up', async (t) => {
   const redis = await ownRedis();
   t.teardown(() => redis.kill());
-  const app = await referenceApp(undefined, { REDIS_URL: redis.url });
-  t.teardown(() => app.close());
-  const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix });
+  const stalledApp = await referenceApp(undefined, { REDIS_URL: redis.url });
+  t.teardown(() => stalledApp.close());
+  const { token } = await createAdminToken(stalledApp.deployment.adminTokens, { prefix: stalledApp.config.gateway.keyPrefix });
   const admin = (method: string, path: string, body?: unknown) =>
-    fetch(`${app.url}/admin/v1${path}`, {
+    fetch(`${stalledApp.url}/admin/v1${path}`, {
       method,
       headers: { authorization: `Bearer ${token}` },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -778,16 +777,16 @@ withRedisServer('revoke, PATCH and rotate answer while Redis stalls: the databas
   t.false(stallEnded, 'every change answered while Redis was still stalled');
 
   // Made in the database, as every process reads it.
-  const store = app.deployment.keys;
+  const store = stalledApp.deployment.keys;
   t.is(typeof (await store.get(revoked.id))?.revokedAt, 'number');
   t.deepEqual((await store.get(patched.id))?.scopes, ['models:read']);
   t.like(await store.findByHash((await store.list({ account: 'stalled' })).at(-1)?.hash ?? ''), { account: 'stalled', revokedAt: null });
   t.truthy(replacement.key);
   // In this process, at once; the operator is told that the others see it within keyCacheSeconds.
-  const models = async (key: string) => (await fetch(`${app.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status;
+  const models = async (key: string) => (await fetch(`${stalledApp.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status;
   t.is(await models(revoked.key), 401);
   t.is(await models(rotated.key), 401);
-  const warnings = app.logs.filter((line) => line.msg.startsWith('key change made but not announced'));
+  const warnings = stalledApp.logs.filter((line) => line.msg.startsWith('key change made but not announced'));
   t.deepEqual(warnings.map((line) => line.keyId).sort(), [revoked.id, patched.id, rotated.id].sort());
 });
 

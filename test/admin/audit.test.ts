@@ -217,19 +217,19 @@ test.serial('GET /audit validates every parameter, 400 naming it, and needs an a
 
 /** An app whose one handler "changes something" and answers `status`, behind `auditTrail(options)`. */
 async function serve(store: AuditStore, status: number, onError?: (err: unknown) => void, event: AuditEvent = { action: 'key.revoked', keyId: 'key_x', account: 'acme' }) {
-  const app = new Koa();
-  app.use(gatewayErrors());
-  app.use(async (ctx, next) => {
+  const koaApp = new Koa();
+  koaApp.use(gatewayErrors());
+  koaApp.use(async (ctx, next) => {
     ctx.state.admin = { tokenId: memoryToken.id, tokenName: memoryToken.name };
     return next();
   });
-  app.use(auditTrail({ store, timeoutMs: 50, nowMs: () => 1_900_000_000_500, ...(onError && { onError }) }));
-  app.use((ctx) => {
+  koaApp.use(auditTrail({ store, timeoutMs: 50, nowMs: () => 1_900_000_000_500, ...(onError && { onError }) }));
+  koaApp.use((ctx) => {
     ctx.state.audit = event;
     ctx.status = status;
     ctx.body = { done: true };
   });
-  const server = await listen(app);
+  const server = await listen(koaApp);
   try {
     return await fetch(server.url, { method: 'POST' });
   } finally {
