@@ -6,7 +6,7 @@ import type { Provider, ProviderAnswer, ProviderEndpoint } from './models/provid
 import type { ModelLimits } from './quota/model-limits.js';
 
 // Every key the package's middleware puts on `ctx.state`, one namespaced key each, typed here in
-// one place. Types only: any module may import them, whatever its layer (test/package/layers.test.ts).
+// one place. Types only: any module may import them, whatever its layer (test/package/surface.test.ts).
 
 declare module 'koa' {
   interface DefaultState {

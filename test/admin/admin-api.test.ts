@@ -1,37 +1,70 @@
 import { hash } from 'node:crypto';
-import test from 'ava';
+import { join } from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { adminAuth } from '../../lib/admin/admin-auth.js';
+import { adminRouter } from '../../lib/admin/admin-router.js';
+import { adminSessions } from '../../lib/admin/admin-sessions.js';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
+import { MemoryAdminSessionStore } from '../../lib/stores/memory/admin-session-store.js';
+import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
+import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
+import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
+import type { UsageRecord } from '../../lib/usage/usage-store.js';
+import { runCommand } from '../../reference-server/commands/index.js';
+import { adminApp } from '../helpers/admin-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
+import { uploadForm } from '../helpers/multipart.js';
 import { checkedFetch } from '../helpers/openapi.js';
 import { until } from '../helpers/poll.js';
-import { uploadForm } from '../helpers/multipart.js';
+import { ownRedis } from '../helpers/quota-redis-server.js';
+import { throwawayPostgres } from '../helpers/server-database.js';
+import { spawnCli, tempDataDir } from '../helpers/server-process.js';
+import { REDIS_URL, withPostgres, withProgram, withRedis } from '../helpers/services.js';
 import { referenceApp } from '../spec/reference-app.js';
 
-// The admin API's rules on the reference server's own app (SQLite, in this process). Every answer
-// to `call` is checked against docs/openapi.json.
+// The admin API: its rules on the reference server's own app (SQLite, in this process); the list of
+// accounts and the keys an operator can tell apart, on both deployments; a key's budgets on lib
+// composed in memory; the factories' checks; and admin changes while Redis stalls. Every answer to
+// `call` and to `openServer`'s `admin` is checked against docs/openapi.json.
 
+// Every top-level await before the first test or hook: AVA takes declarations only until an await
+// that waits on I/O.
 const app = await referenceApp();
+const { prefix, tokens } = { prefix: app.config.gateway.keyPrefix, tokens: app.deployment.adminTokens };
+const { token: ADMIN, record: adminRecord } = await createAdminToken(tokens, { prefix, name: 'tests' });
+const withRedisServer = await withProgram(test, 'redis-server');
+
 test.after.always(() => app.close());
 const problems: string[] = [];
 test.after('every answer agrees with docs/openapi.json', (t) => t.deepEqual(problems, []));
 const checked = checkedFetch(problems);
-const { prefix, tokens } = { prefix: app.config.gateway.keyPrefix, tokens: app.deployment.adminTokens };
-const { token: ADMIN, record: adminRecord } = await createAdminToken(tokens, { prefix, name: 'tests' });
 
 const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
 
+/** An API key as the admin API answers it: `key`, the secret, only when the key is made. */
 interface KeyBody {
   object: string;
   id: string;
   key?: string;
   account: string;
+  name: string | null;
+  hint: string | null;
   status: string;
   scopes: string[];
   models: string[] | null;
-  limits: { requests_per_minute: number | null; tokens_per_minute: number | null; tokens_per_day: number | null } | null;
+  limits: {
+    requests_per_minute: number | null;
+    tokens_per_minute: number | null;
+    tokens_per_day: number | null;
+    cost_per_day: number | null;
+    cost_per_month: number | null;
+  } | null;
   created_at: number;
   expires_at: number | null;
   revoked_at: number | null;
+  last_used_at: number | null;
+  replaces: { id: string; expires_at?: number } | null;
+  replaced_by: { id: string } | null;
 }
 
 const call = (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>
@@ -467,4 +500,315 @@ test('GET /usage: every parameter is validated, 400 naming it; ISO 8601 dates an
   ] as const) {
     t.is((await usage(`since=${since}`)).since, seconds, since);
   }
+});
+
+// The list of every account on both deployments: each account with a key, its active keys, its
+// files and this UTC month's calls. Keys an operator can tell apart, on both deployments: a name,
+// the secret's hint, the links of a rotation, the last use, and the list found by a prefix.
+
+/** A reference server of its own on `env`'s deployment, and a call to its admin API with an admin token. */
+async function openServer(t: ExecutionContext, env: Record<string, string>) {
+  const server = await referenceApp(undefined, env);
+  t.teardown(() => server.close());
+  const { token } = await createAdminToken(server.deployment.adminTokens, { prefix: server.config.gateway.keyPrefix, name: 'tests' });
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const response = await checked(`${server.url}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}` },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: (await response.json()) as KeyBody & { data: KeyBody[]; error: { code: string } } };
+  };
+  return { server, admin };
+}
+
+function callRecord(keyId: string, account: string, time: number, tokens: [number, number]): UsageRecord {
+  return {
+    time,
+    requestId: `req_${keyId}_${time}`,
+    keyId,
+    account,
+    endpoint: '/v1/chat/completions',
+    model: 'test-model',
+    provider: 'mock',
+    status: 200,
+    stream: false,
+    inputTokens: tokens[0],
+    outputTokens: tokens[1],
+    attachments: 0,
+    latencyMs: 5,
+    upstreamFirstByteMs: 1,
+    upstreamMs: 2,
+    costPicoUsd: 0,
+  };
+}
+
+const deployments = [
+  ['sqlite', test, async () => ({ env: {}, drop: async () => undefined })],
+  [
+    'postgres+redis',
+    withRedis(withPostgres(test)),
+    async () => {
+      const db = await throwawayPostgres();
+      return { env: { DATABASE_URL: db.url, REDIS_URL }, drop: db.drop };
+    },
+  ],
+] as const;
+
+for (const [name, gated, database] of deployments) {
+  gated(`${name}: GET /accounts lists every account with a key: active keys, files kept, and only this UTC month's calls`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const { server, admin } = await openServer(t, env);
+    t.deepEqual((await admin('GET', '/accounts')).body, { object: 'list', data: [] });
+
+    const first = await admin('POST', '/keys', { account: 'zeta' });
+    const second = await admin('POST', '/keys', { account: 'zeta' });
+    const revoked = await admin('POST', '/keys', { account: 'acme <b>' });
+    t.is((await admin('POST', `/keys/${revoked.body.id}/revoke`)).status, 200);
+    const pdf = makePdf(1);
+    const uploaded = await fetch(`${server.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${first.body.key}` }, body: uploadForm(pdf, 'a.pdf') });
+    t.is(uploaded.status, 200);
+    await uploaded.arrayBuffer();
+    const now = new Date();
+    const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+    await server.deployment.usageStore.insert([
+      callRecord(first.body.id, 'zeta', monthStart, [10, 20]),
+      callRecord(second.body.id, 'zeta', monthStart + 1000, [1, 2]),
+      callRecord(first.body.id, 'zeta', monthStart - 1, [500, 500]), // last month: not counted
+      callRecord(revoked.body.id, 'acme <b>', monthStart + 5, [7, 0]),
+    ]);
+
+    const listed = await admin('GET', '/accounts');
+    t.is(listed.status, 200);
+    t.deepEqual(listed.body.data, [
+      { object: 'account_summary', account: 'acme <b>', keys: 0, files: 0, bytes: 0, requests_this_month: 1, input_tokens_this_month: 7, output_tokens_this_month: 0 },
+      { object: 'account_summary', account: 'zeta', keys: 2, files: 1, bytes: pdf.length, requests_this_month: 2, input_tokens_this_month: 11, output_tokens_this_month: 22 },
+    ]);
+  });
+
+  gated(`${name}: a key's name is set at creation, changed and removed by PATCH; the hint is the secret's last four characters, never more`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const { server, admin } = await openServer(t, env);
+    const created = await admin('POST', '/keys', { account: 'acme', name: '  Billing job \u{1F4B8} ' });
+    t.is(created.status, 201);
+    t.like(created.body, { name: 'Billing job \u{1F4B8}', last_used_at: null, replaces: null, replaced_by: null });
+    t.is(created.body.hint, (created.body.key as string).slice(-4));
+    const stored = await server.deployment.knex('kmg_api_keys').where({ id: created.body.id }).first();
+    t.is(stored.hint, created.body.key?.slice(-4));
+    t.false(JSON.stringify(stored).includes(created.body.key?.slice(-5) as string));
+    t.like((await admin('PATCH', `/keys/${created.body.id}`, { name: 'Invoices' })).body, { name: 'Invoices', hint: created.body.hint });
+    t.like((await admin('GET', `/keys/${created.body.id}`)).body, { name: 'Invoices' });
+    t.like((await admin('PATCH', `/keys/${created.body.id}`, { name: null })).body, { name: null });
+    t.like((await admin('POST', '/keys', { account: 'acme' })).body, { name: null });
+
+    for (const bad of ['', '   ', 'a'.repeat(101), 'line\nbreak', 'right\u202Eleft', 'half\ud800', 42]) {
+      const answer = await admin('POST', '/keys', { account: 'refused', name: bad });
+      t.is(answer.status, 400, JSON.stringify(bad));
+      t.is(answer.body.error.code, 'invalid_name');
+      t.is((await admin('PATCH', `/keys/${created.body.id}`, { name: bad })).status, 400);
+    }
+    t.is((await admin('GET', '/keys?account=refused')).body.data.length, 0);
+    t.like((await admin('POST', '/keys', { account: 'acme', name: '\u{1F600}'.repeat(100) })).body, { name: '\u{1F600}'.repeat(100) });
+  });
+
+  gated(`${name}: a rotation links the keys both ways, keeps the name and gives the new key its own hint`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const { admin } = await openServer(t, env);
+    const old = (await admin('POST', '/keys', { account: 'acme', name: 'ci' })).body;
+    const rotated = await admin('POST', `/keys/${old.id}/rotate`, { grace_seconds: 60 });
+    t.is(rotated.status, 201);
+    t.like(rotated.body, { name: 'ci', replaces: { id: old.id }, replaced_by: null });
+    t.is(rotated.body.hint, (rotated.body.key as string).slice(-4));
+    t.like((await admin('GET', `/keys/${old.id}`)).body, { replaced_by: { id: rotated.body.id }, replaces: null, hint: old.hint });
+    t.like((await admin('GET', `/keys/${rotated.body.id}`)).body, { replaces: { id: old.id }, replaced_by: null });
+  });
+
+  gated(`${name}: GET /keys?q= finds keys by a prefix of their account, id or name, regardless of case`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const { admin } = await openServer(t, env);
+    const billing = (await admin('POST', '/keys', { account: 'globex', name: 'Billing' })).body;
+    const acme = (await admin('POST', '/keys', { account: 'acme-eu' })).body;
+    const other = (await admin('POST', '/keys', { account: 'initech', name: 'ops' })).body;
+    const found = async (q: string) => (await admin('GET', `/keys?q=${encodeURIComponent(q)}`)).body.data.map((key) => key.id);
+    t.deepEqual(await found('bill'), [billing.id]);
+    t.deepEqual(await found('ACME'), [acme.id]);
+    t.deepEqual(await found(other.id.slice(0, 10)), [other.id]);
+    t.deepEqual(await found('glob'), [billing.id]);
+    t.deepEqual(await found('nothing'), []);
+    t.deepEqual(await found('ling'), [], 'a prefix, not any part');
+    t.deepEqual((await admin('GET', '/keys?account=acme-eu&q=bill')).body.data, []);
+    const empty = await admin('GET', '/keys?q=');
+    t.is(empty.status, 400);
+    t.is(empty.body.error.code, 'invalid_q');
+  });
+
+  gated(`${name}: last_used_at is null until the key is used, then the time of its use; ten requests within the minute are one write`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const { server, admin } = await openServer(t, env);
+    const created = (await admin('POST', '/keys', { account: 'acme' })).body;
+    const writes: string[] = [];
+    const onQuery = (query: { sql: string }) => {
+      if (/^update\b.*last_used_at/i.test(query.sql)) writes.push(query.sql);
+    };
+    server.deployment.knex.on('query', onQuery);
+    t.teardown(() => server.deployment.knex.off('query', onQuery));
+    const before = Math.floor(Date.now() / 1000);
+    for (let i = 0; i < 10; i += 1) {
+      t.is((await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${created.key}` } })).status, 200);
+    }
+    await server.deployment.keyUses.flush();
+    t.is(writes.length, 1, writes.join('\n'));
+    const used = (await admin('GET', `/keys/${created.id}`)).body.last_used_at;
+    t.true(used !== null && used >= before && used <= Math.floor(Date.now() / 1000), String(used));
+    t.like((await admin('GET', '/keys')).body.data.find((key) => key.id === created.id), { last_used_at: used });
+  });
+}
+
+test('GET /accounts needs an admin credential', async (t) => {
+  const server = await referenceApp(undefined, {});
+  t.teardown(() => server.close());
+  const response = await checked(`${server.url}/admin/v1/accounts`);
+  t.is(response.status, 401);
+  await response.arrayBuffer();
+});
+
+test("without a usage store the month's figures are null; an expired key is no active key", async (t) => {
+  const memoryApp = await adminApp();
+  t.teardown(() => memoryApp.close());
+  await memoryApp.admin('POST', '/keys', { account: 'acme' });
+  const expiring = await memoryApp.admin('POST', '/keys', { account: 'acme', expires_at: memoryApp.clock.seconds + 60 });
+  t.is(expiring.status, 201);
+  await expiring.arrayBuffer();
+  memoryApp.clock.seconds += 60;
+  const listed = await memoryApp.admin('GET', '/accounts');
+  t.deepEqual(((await listed.json()) as { data: unknown[] }).data, [
+    { object: 'account_summary', account: 'acme', keys: 1, files: 0, bytes: 0, requests_this_month: null, input_tokens_this_month: null, output_tokens_this_month: null },
+  ]);
+  t.deepEqual(memoryApp.problems, []);
+});
+
+// A key's budgets, on the admin API composed from lib/ in memory: set at creation, changed and
+// removed by PATCH, refused when they are not a positive number.
+test('a key is created with budgets in USD, PATCH changes or removes them, a bad one is 400 naming it', async (t) => {
+  const memoryApp = await adminApp();
+  t.teardown(() => memoryApp.close());
+  const created = await memoryApp.admin('POST', '/keys', { account: 'acme', limits: { cost_per_day: 5, cost_per_month: 49.95 } });
+  t.is(created.status, 201);
+  const key = (await created.json()) as KeyBody;
+  t.deepEqual(key.limits, { requests_per_minute: null, tokens_per_minute: null, tokens_per_day: null, cost_per_day: 5, cost_per_month: 49.95 });
+  t.like((await memoryApp.keys.get(key.id))?.limits, { costPerDay: 5, costPerMonth: 49.95 });
+
+  // Limits are replaced whole: what is left out is the default again.
+  const patched = (await (await memoryApp.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_month: 50, tokens_per_day: 1000 } })).json()) as KeyBody;
+  t.deepEqual(patched.limits, { requests_per_minute: null, tokens_per_minute: null, tokens_per_day: 1000, cost_per_day: null, cost_per_month: 50 });
+
+  for (const bad of [0, -1, '5', 1e16]) {
+    const refused = await memoryApp.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_day: bad } });
+    t.is(refused.status, 400, String(bad));
+    t.like(await refused.json(), { error: { code: 'invalid_limits', message: "Invalid 'limits.cost_per_day': must be a positive number of USD, or null" } });
+  }
+  t.like((await memoryApp.keys.get(key.id))?.limits, { costPerMonth: 50 });
+  t.deepEqual(memoryApp.problems, []);
+});
+
+test('the admin factories refuse a configuration they cannot serve, when they are made', (t) => {
+  const keys = new MemoryKeyStore();
+  const files = new MemoryFileStore();
+  t.throws(() => adminAuth({} as never), { instanceOf: TypeError, message: /AdminTokenStore/ });
+  t.throws(() => adminRouter({ files, catalog: [] } as never), { instanceOf: TypeError, message: /KeyStore/ });
+  t.throws(() => adminRouter({ keys, catalog: [] } as never), { instanceOf: TypeError, message: /FileStore/ });
+  t.throws(() => adminRouter({ keys, files } as never), { instanceOf: TypeError, message: /catalog/ });
+  t.throws(() => adminRouter({ keys, files, catalog: [], keyPrefix: 'kmg_' }), { instanceOf: TypeError, message: /prefix/ });
+  t.throws(() => adminRouter({ keys, files, catalog: [], usageStore: {} as never }), { instanceOf: TypeError, message: /UsageStore/ });
+  t.throws(() => adminSessions({} as never), { instanceOf: TypeError, message: /AdminSessionStore/ });
+  t.throws(() => adminSessions({ sessions: new MemoryAdminSessionStore(), ttlSeconds: 0 }), { instanceOf: TypeError, message: /ttlSeconds/ });
+});
+
+test('adminRouter() serves GET /usage only when it is given a usage store', (t) => {
+  const routes = (router: ReturnType<typeof adminRouter>) => router.stack.map((layer) => String(layer.path));
+  const options = { keys: new MemoryKeyStore(), files: new MemoryFileStore(), catalog: [] };
+  t.false(routes(adminRouter(options)).includes('/admin/v1/usage'));
+  t.true(routes(adminRouter({ ...options, usageStore: new MemoryUsageStore() })).includes('/admin/v1/usage'));
+});
+
+// Admin changes with Redis stalled (SIGSTOP: the connection stays open, nothing answers): the
+// change is made in the database and answered; its announcement gives up after the limiters'
+// timeout (500 ms), and the other processes see the change when their key cache expires.
+
+/** A long stall, ended by the test's teardown: an admin change that waited for Redis would answer only then. */
+const STALL_MS = 20_000;
+
+withRedisServer('revoke, PATCH and rotate answer while Redis stalls: the database write commits, the announcement gives up', async (t) => {
+  const redis = await ownRedis();
+  t.teardown(() => redis.kill());
+  const stalledApp = await referenceApp(undefined, { REDIS_URL: redis.url });
+  t.teardown(() => stalledApp.close());
+  const { token } = await createAdminToken(stalledApp.deployment.adminTokens, { prefix: stalledApp.config.gateway.keyPrefix });
+  const admin = (method: string, path: string, body?: unknown) =>
+    fetch(`${stalledApp.url}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}` },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  const keyFor = async () => (await (await admin('POST', '/keys', { account: 'stalled' })).json()) as { id: string; key: string };
+  const [revoked, patched, rotated] = [await keyFor(), await keyFor(), await keyFor()];
+
+  redis.pause();
+  let stallEnded = false;
+  const ending = setTimeout(() => {
+    stallEnded = true;
+    redis.resume();
+  }, STALL_MS);
+  t.teardown(() => {
+    clearTimeout(ending);
+    redis.resume();
+  });
+
+  t.is((await admin('POST', `/keys/${revoked.id}/revoke`)).status, 200);
+  t.is((await admin('PATCH', `/keys/${patched.id}`, { scopes: ['models:read'] })).status, 200);
+  const rotation = await admin('POST', `/keys/${rotated.id}/rotate`, { grace_seconds: 0 });
+  t.is(rotation.status, 201);
+  const replacement = (await rotation.json()) as { key: string };
+  t.false(stallEnded, 'every change answered while Redis was still stalled');
+
+  // Made in the database, as every process reads it.
+  const store = stalledApp.deployment.keys;
+  t.is(typeof (await store.get(revoked.id))?.revokedAt, 'number');
+  t.deepEqual((await store.get(patched.id))?.scopes, ['models:read']);
+  t.like(await store.findByHash((await store.list({ account: 'stalled' })).at(-1)?.hash ?? ''), { account: 'stalled', revokedAt: null });
+  t.truthy(replacement.key);
+  // In this process, at once; the operator is told that the others see it within keyCacheSeconds.
+  const models = async (key: string) => (await fetch(`${stalledApp.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status;
+  t.is(await models(revoked.key), 401);
+  t.is(await models(rotated.key), 401);
+  const warnings = stalledApp.logs.filter((line) => line.msg.startsWith('key change made but not announced'));
+  t.deepEqual(warnings.map((line) => line.keyId).sort(), [revoked.id, patched.id, rotated.id].sort());
+});
+
+withRedisServer('keys revoke on the command line, Redis stalled: the revocation stands, one warning line says when the servers refuse the key, exit 0', async (t) => {
+  const redis = await ownRedis();
+  t.teardown(() => redis.kill());
+  const data = await tempDataDir();
+  t.teardown(() => data.remove());
+  const env = { DATA_DIR: join(data.dir, 'data'), REDIS_URL: redis.url };
+  const io = (lines: string[]) => ({ env, out: (text: string) => lines.push(text), err: (text: string) => lines.push(text) });
+  const created: string[] = [];
+  t.is(await runCommand(['keys', 'create', '--account', 'stalled', '--json'], io(created)), 0);
+  const { id } = JSON.parse(created[0] ?? '') as { id: string };
+
+  redis.pause();
+  t.teardown(() => redis.resume());
+  // In a process of its own, as an operator runs it: its whole stderr is the one warning line.
+  const revoked = await spawnCli(['keys', 'revoke', id], env);
+  t.is(revoked.code, 0);
+  t.regex(revoked.stderr, /^koa-model-gateway: warning: revoked, but the servers were not told \(.*\): they refuse the key within 1 s\n$/);
+  t.is(revoked.stdout, `Revoked ${id}\n`);
+  const listed: string[] = [];
+  await runCommand(['keys', 'list', '--json'], io(listed));
+  t.is(typeof (JSON.parse(listed[0] ?? '') as Array<{ revoked_at: number | null }>)[0]?.revoked_at, 'number');
 });

@@ -1,23 +1,33 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
+import Koa from 'koa';
 import OpenAI, { AuthenticationError, toFile } from 'openai';
+import { pino } from 'pino';
 import { chromium } from 'playwright-core';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
+import { createApiKey } from '../../lib/auth/keys.js';
+import { SCOPES } from '../../lib/auth/scopes.js';
+import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
+import { dashboardRouter } from '../../reference-server/dashboard.js';
+import { listen } from '../helpers/http.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { until } from '../helpers/poll.js';
 import { ROOT } from '../helpers/server-process.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { CHROMIUM, REDIS_URL, withChromium, withPostgres, withRedis } from '../helpers/services.js';
-import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { referenceApp } from '../spec/reference-app.js';
 
 // The dashboard end to end, in Debian's Chromium, against the reference server's own app: log in
 // with an admin token, create a key and use it with the openai SDK, revoke it in the page and see
-// the next call refused, then see the calls on the usage page. A screenshot of each page goes to
-// test-artifacts/.
+// the next call refused, then see the calls on the usage page, on both deployments. Then money in
+// the dashboard, on the embedded deployment: the cost chart and figures on the usage page, each
+// key's spend against its budget on the key list, and an account's budgets set and shown against
+// its spend on the account view. A screenshot of each page goes to test-artifacts/. Last, how the
+// dashboard's files are served, without a browser.
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 const HOSTILE = '<img src=x onerror=alert(1)>';
@@ -301,3 +311,129 @@ withRedis(withPostgres(withChromium(test)))(
   'the dashboard on PostgreSQL and Redis: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage is shown',
   dashboardTest(postgresRedis),
 );
+
+// Money in the dashboard.
+const HOUR_MS = 3_600_000;
+
+withChromium(test)('the dashboard shows cost per day beside tokens and spend against budgets per key and per account, and sets a key\'s and an account\'s budgets', async (t) => {
+  const app = await referenceApp();
+  t.teardown(() => app.close());
+  const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix });
+  const { record: key } = await createApiKey(app.deployment.keys, {
+    prefix: app.config.gateway.keyPrefix,
+    account: 'acme',
+    scopes: [...SCOPES],
+    limits: { costPerDay: 5, costPerMonth: 50 },
+  });
+  // Calls of this morning (UTC, so that they are this month's and today's whenever the test runs): 1.25 + 0.5 USD.
+  const morning = new Date().setUTCHours(0, 0, 0, 0) + HOUR_MS / 60;
+  await app.deployment.usageStore.insert([
+    usageRecord({ time: morning, account: 'acme', keyId: key.id, model: 'echo-1', costPicoUsd: 1_250_000_000_000 }),
+    usageRecord({ time: morning + 1, account: 'acme', keyId: key.id, model: 'echo-2', costPicoUsd: 500_000_000_000 }),
+  ]);
+
+  const profile = await mkdtemp(join(tmpdir(), 'kmg-chromium-'));
+  t.teardown(() => rm(profile, { recursive: true, force: true }));
+  await mkdir(ARTIFACTS, { recursive: true });
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    viewport: { width: 1280, height: 900 },
+  });
+  t.teardown(() => browser.close());
+  const page = browser.pages()[0] ?? (await browser.newPage());
+  page.setDefaultTimeout(10_000);
+  const pageErrors: string[] = [];
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+
+  await page.goto(`${app.url}/dashboard`);
+  await page.getByLabel('Admin token').fill(token);
+  await page.keyboard.press('Enter');
+
+  // The key list: the key's spend today and this month against its budgets.
+  const row = page.getByRole('row').filter({ hasText: key.id });
+  await row.getByText('today $1.75 of $5.00 (35%)').waitFor();
+  await row.getByText('month $1.75 of $50.00 (4%)').waitFor();
+  t.truthy(await row.getByText('$5.00/day, $50.00/month').count());
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-keys.png'), fullPage: true });
+
+  // The key form takes budgets in USD, decimals included.
+  await page.getByRole('button', { name: 'New key' }).click();
+  await page.getByLabel('Account').last().fill('globex');
+  await page.getByLabel('Budget per UTC day (USD)').fill('2.5');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  // globex has no key yet: the form asks before it starts a new account.
+  await page.getByRole('button', { name: 'Create the account and its key' }).click();
+  await page.getByLabel('Secret key').waitFor();
+  await page.keyboard.press('Escape');
+  t.like((await app.deployment.keys.list({ account: 'globex' }))[0]?.limits, { costPerDay: 2.5 });
+
+  // The usage page: a cost chart beside the tokens', the total, and each row's cost.
+  await page.goto(`${app.url}/dashboard#/usage/acme`);
+  await page.getByRole('img', { name: /^Cost per day \(USD\), by model: a stacked bar chart/ }).waitFor();
+  t.is(await page.getByRole('img', { name: /^Tokens per day/ }).count(), 1);
+  t.is(await page.getByRole('definition').filter({ hasText: '$1.75' }).count(), 1, 'the total cost');
+  const figures = page.getByRole('table', { name: /and their cost/ });
+  t.deepEqual((await figures.getByRole('row').filter({ hasText: 'echo-1' }).getByRole('cell').allTextContents()).at(-1), '$1.25');
+  t.is(await figures.locator('tfoot td').last().textContent(), '$1.75');
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-usage.png'), fullPage: true });
+
+  // The account view: no budget yet; set one, and see the spend against it.
+  await page.goto(`${app.url}/dashboard#/accounts/acme`);
+  const budgets = page.getByRole('region', { name: 'Budgets' });
+  await budgets.getByText('$1.75 (no budget)').first().waitFor();
+  await budgets.getByLabel('Budget per UTC month (USD)').fill('7');
+  await budgets.getByRole('button', { name: 'Save budgets' }).click();
+  await budgets.getByText('$1.75 of $7.00 (25%)').waitFor();
+  t.is(await budgets.getByRole('meter').count(), 1);
+  t.deepEqual(await app.deployment.accountBudgets.get('acme'), { costPerMonth: 7 });
+  // 0 passes the field's own check; the server refuses it (a budget is positive).
+  await budgets.getByLabel('Budget per UTC day (USD)').fill('0');
+  await budgets.getByRole('button', { name: 'Save budgets' }).click();
+  await budgets.getByRole('alert').waitFor();
+  t.deepEqual(await app.deployment.accountBudgets.get('acme'), { costPerMonth: 7 }, 'a refused change changes nothing');
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-account.png'), fullPage: true });
+  t.deepEqual(pageErrors, []);
+});
+
+// The dashboard's files as the reference server serves them.
+async function serve(dir: string) {
+  const app = new Koa();
+  app.use(openAIErrors());
+  app.use(dashboardRouter(pino({ level: 'silent' }), dir).routes());
+  return listen(app);
+}
+
+test('the page is served with a CSP that admits only its own files, its hashed assets cached for good, nothing else', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'kmg-dashboard-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await mkdir(join(dir, 'assets'));
+  await writeFile(join(dir, 'index.html'), '<!doctype html><script type="module" src="/dashboard/assets/index-abc.js"></script>');
+  await writeFile(join(dir, 'assets', 'index-abc.js'), 'console.log(1)');
+  const server = await serve(dir);
+  t.teardown(() => server.close());
+
+  const page = await fetch(`${server.url}/dashboard`);
+  t.is(page.status, 200);
+  t.is(page.headers.get('content-type'), 'text/html; charset=utf-8');
+  const csp = page.headers.get('content-security-policy') ?? '';
+  t.regex(csp, /default-src 'none'/);
+  t.regex(csp, /script-src 'self'(;|$)/);
+  t.notRegex(csp, /unsafe-inline|unsafe-eval/);
+  t.regex(await page.text(), /index-abc\.js/);
+  const script = await fetch(`${server.url}/dashboard/assets/index-abc.js`);
+  t.is(script.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+  t.regex(script.headers.get('content-type') ?? '', /javascript/);
+  for (const path of ['/dashboard/assets/other.js', '/dashboard/assets/..%2Findex.html', '/dashboard/index.html']) {
+    t.is((await fetch(`${server.url}${path}`)).status, 404, path);
+  }
+});
+
+test('without a build, /dashboard says how to make one', async (t) => {
+  const server = await serve(join(tmpdir(), 'kmg-no-such-build'));
+  t.teardown(() => server.close());
+  const page = await fetch(`${server.url}/dashboard`);
+  t.is(page.status, 503);
+  t.regex(await page.text(), /npm run build:dashboard/);
+});

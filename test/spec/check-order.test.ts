@@ -5,15 +5,24 @@ import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { multipart, pdfOf, uploadParts, type Part } from '../helpers/multipart.js';
 import { rawRequest, type RawResponse } from '../helpers/raw-request.js';
+import { referenceApp } from './reference-app.js';
 
 // decisions.md: "Every request under /v1 is authenticated first ... Then: scope (403), then request
 // validation (400/413), then existence (404), then quotas (429)." Each request here breaks several
 // rules at once; the answer must be the earliest. (No operation can be both 404 and 429: only an
 // upload meets a quota, and an upload names no existing resource.)
+//
+// And the reference server decides by exact path whether a request is under /v1 (authenticated first)
+// and whether it is under /v1/messages (Shape B), so its routers must match exactly too: a router
+// that took /V1/files or /v1/Messages as its route let such requests skip authentication (a 500)
+// or reach Messages in Shape A.
 
-// The models endpoints, composed as a gateway would (modelsApp), with a small body limit.
+// Every top-level await before the first test or hook: AVA takes declarations only until an await
+// that waits on I/O. The models endpoints, composed as a gateway would (modelsApp), with a small
+// body limit; and the reference server's own app, for its routes.
 const gateway = await modelsApp({ bodyLimit: 4096 });
-test.after.always(() => gateway.close());
+const referenceServer = await referenceApp();
+test.after.always(() => Promise.all([gateway.close(), referenceServer.close()]));
 
 const FILE_LIMIT = 10_000;
 // A fixed clock: the minute never rolls over in the middle of a test.
@@ -178,4 +187,33 @@ test('messages: with a missing or foreign file attached, a disallowed and an unk
     t.is(disallowed, unknown, fileId);
     t.regex(disallowed, /^404 not_found_error: /);
   }
+});
+
+// The routes of the reference server match their paths exactly.
+const unknownUrl = (method: string, path: string) => ({
+  error: { message: `Unknown request URL: ${method} ${path}`, type: 'invalid_request_error', param: null, code: 'unknown_url' },
+});
+
+for (const [method, path] of [['GET', '/V1/models'], ['GET', '/V1/files'], ['POST', '/V1/chat/completions'], ['POST', '/V1/messages'], ['GET', '/HEALTHZ']] as const) {
+  test(`${method} ${path} is an unknown URL, never a route that skipped authentication`, async (t) => {
+    const response = await fetch(`${referenceServer.url}${path}`, { method });
+    t.deepEqual({ status: response.status, body: await response.json() }, { status: 404, body: unknownUrl(method, path) });
+  });
+}
+
+test('under /v1 the key comes first; a path that differs by case is no route', async (t) => {
+  const response = await fetch(`${referenceServer.url}/v1/Messages`, { method: 'POST', headers: { 'x-api-key': await referenceServer.keyFor() }, body: '{}' });
+  t.deepEqual({ status: response.status, body: await response.json() }, { status: 404, body: unknownUrl('POST', '/v1/Messages') });
+  t.false(referenceServer.logs.some((line) => line.level >= 50), 'no error-level log line');
+});
+
+test('GET /v1/messages is a 405 in Shape B with request-id: every /v1/messages response carries one', async (t) => {
+  const response = await fetch(`${referenceServer.url}/v1/messages`, { headers: { 'x-api-key': await referenceServer.keyFor() } });
+  const body = (await response.json()) as { type?: string; error?: { type?: string }; request_id?: string };
+  t.is(response.status, 405);
+  t.is(body.type, 'error');
+  t.is(body.error?.type, 'invalid_request_error');
+  t.regex(body.request_id ?? '', /^req_[A-Za-z0-9]{32}$/);
+  t.is(response.headers.get('request-id'), body.request_id ?? null);
+  t.regex(response.headers.get('allow') ?? '', /POST/);
 });

@@ -1,16 +1,27 @@
 import { mkdir, rm } from 'node:fs/promises';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
+import { newFileId } from '../../lib/files/file-id.js';
+import type { FileRecord } from '../../lib/files/file-store.js';
+import { DEFAULT_FILE_LIMITS } from '../../lib/files/file-limits.js';
+import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
+import { loadConfig } from '../../reference-server/config.js';
+import { abortUploadMidway, filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
-import { uploadForm } from '../helpers/multipart.js';
+import { multipart, pdfOf, uploadForm, uploadParts, type Part } from '../helpers/multipart.js';
 import { rawRequest } from '../helpers/raw-request.js';
+import { SPEC_LIMITS } from '../helpers/spec-limits.js';
 import { referenceApp } from './reference-app.js';
 
 // Rules of api.md and decisions.md about the whole service, on the reference server's own app
-// (one per file). Each test uses an account of its own: the creation rate is per account.
+// (one for these tests). Each test uses an account of its own: the creation rate is per account.
+// Then the rules of api.md sections 2, 3, 4 and 8 and decisions.md "Limits" and "Files" that no
+// other test pins down, on the files API composed from lib/ (an app per test): the spec's own
+// default numbers, a file without expiry, list positions, limits per account rather than per key,
+// and what an aborted upload spends.
 
-const app = await referenceApp();
-test.after.always(() => app.close());
+const server = await referenceApp();
+test.after.always(() => server.close());
 
 const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
 const NEVER = 'file-000000AAAAAAAAAAAAAAAAAAAAAAAAAA';
@@ -22,7 +33,7 @@ interface CallOptions {
 }
 
 const call = (method: string, path: string, options: CallOptions = {}) =>
-  fetch(`${app.url}${path}`, {
+  fetch(`${server.url}${path}`, {
     method,
     headers: { ...(options.key === undefined ? {} : { authorization: `Bearer ${options.key}` }), ...options.headers },
     ...(options.body === undefined ? {} : { body: options.body }),
@@ -56,7 +67,7 @@ async function shapeB(response: Response): Promise<{ status: number; body: unkno
 
 test.serial('/healthz and /readyz need no key; /readyz is 503 while the blob store is away, /healthz stays 200', async (t) => {
   t.deepEqual(await (await call('GET', '/readyz')).json(), { status: 'ok', checks: { database: 'ok', blobs: 'ok' } });
-  await rm(app.config.filesDir, { recursive: true, force: true });
+  await rm(server.config.filesDir, { recursive: true, force: true });
   try {
     const ready = await call('GET', '/readyz');
     t.is(ready.status, 503);
@@ -64,14 +75,14 @@ test.serial('/healthz and /readyz need no key; /readyz is 503 while the blob sto
     const health = await call('GET', '/healthz');
     t.is(health.status, 200, 'the process runs: healthz stays 200');
   } finally {
-    await mkdir(app.config.filesDir, { recursive: true });
+    await mkdir(server.config.filesDir, { recursive: true });
   }
   t.is((await call('GET', '/readyz')).status, 200, 'ready again once the blob store answers');
 });
 
 test('api.md section 5: each scope allows exactly its operations, on the reference server as composed', async (t) => {
   const account = 'scope-matrix';
-  const owner = await app.keyFor(SCOPES, { account });
+  const owner = await server.keyFor(SCOPES, { account });
   const kept = await created(owner);
   const doomed = await created(owner);
   const operations: Array<{ scope: Scope; name: string; send: (key: string) => Promise<Response> }> = [
@@ -85,7 +96,7 @@ test('api.md section 5: each scope allows exactly its operations, on the referen
     { scope: 'models:read', name: 'GET /v1/models', send: (key) => call('GET', '/v1/models', { key }) },
   ];
   for (const scope of SCOPES) {
-    const key = await app.keyFor([scope], { account });
+    const key = await server.keyFor([scope], { account });
     for (const operation of operations) {
       const response = await operation.send(key);
       const what = `${scope} on ${operation.name}`;
@@ -104,8 +115,8 @@ test('api.md section 5: each scope allows exactly its operations, on the referen
 
 test('decisions.md Request ids: every Shape A response, success or error, carries its own X-Request-Id', async (t) => {
   const account = 'request-ids';
-  const key = await app.keyFor(SCOPES, { account });
-  const readOnly = await app.keyFor(['files:read'], { account });
+  const key = await server.keyFor(SCOPES, { account });
+  const readOnly = await server.keyFor(['files:read'], { account });
   const file = await created(key);
   const doomed = await created(key);
   const responses: Array<[string, Response]> = [
@@ -134,7 +145,7 @@ test('decisions.md Request ids: every Shape A response, success or error, carrie
     ids.add(id);
     await response.arrayBuffer();
   }
-  const tooLarge = await rawRequest(`${app.url}/v1/files`, {
+  const tooLarge = await rawRequest(`${server.url}/v1/files`, {
     headers: { authorization: `Bearer ${key}`, 'content-type': 'multipart/form-data; boundary=x', 'content-length': String(10 * 1024 ** 3) },
     body: (function* () {
       for (;;) yield Buffer.alloc(64 * 1024);
@@ -148,9 +159,9 @@ test('decisions.md Request ids: every Shape A response, success or error, carrie
 
 test('decisions.md Request ids: every /v1/messages response carries request-id, equal to the body request_id on errors', async (t) => {
   const account = 'messages-ids';
-  const key = await app.keyFor(SCOPES, { account });
-  const noMessages = await app.keyFor(['files:read'], { account });
-  const allowlisted = await app.keyFor(SCOPES, { account, models: ['echo-1'] });
+  const key = await server.keyFor(SCOPES, { account });
+  const noMessages = await server.keyFor(['files:read'], { account });
+  const allowlisted = await server.keyFor(SCOPES, { account, models: ['echo-1'] });
   const send = (options: CallOptions) => call('POST', '/v1/messages', options);
 
   const ids = new Set<string>();
@@ -180,7 +191,7 @@ test('decisions.md Request ids: every /v1/messages response carries request-id, 
 });
 
 test('decisions.md Request ids: a client-sent id is never taken as ours; the log line carries ours', async (t) => {
-  const key = await app.keyFor(SCOPES, { account: 'client-ids' });
+  const key = await server.keyFor(SCOPES, { account: 'client-ids' });
   const theirs = 'req_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
   const spoof = { 'x-request-id': theirs, 'request-id': theirs };
   const shapeAResponses = [await call('GET', '/v1/files', { key, headers: spoof }), await call('GET', '/v1/models', { headers: spoof })];
@@ -189,7 +200,7 @@ test('decisions.md Request ids: a client-sent id is never taken as ours; the log
     t.regex(ours, REQUEST_ID);
     t.not(ours, theirs);
     await response.arrayBuffer();
-    const line = await app.logLine((entry) => entry.msg === 'request' && entry.requestId === ours);
+    const line = await server.logLine((entry) => entry.msg === 'request' && entry.requestId === ours);
     t.is(line.status, response.status);
   }
   for (const [options, status] of [
@@ -203,17 +214,17 @@ test('decisions.md Request ids: a client-sent id is never taken as ours; the log
     t.not(ours, theirs);
     const body = (await response.json()) as { request_id?: string };
     if (status === 401) t.is(body.request_id, ours, 'an error body repeats the id');
-    const line = await app.logLine((entry) => entry.msg === 'request' && entry.requestId === ours);
+    const line = await server.logLine((entry) => entry.msg === 'request' && entry.requestId === ours);
     t.is(line.status, status);
   }
   t.false(
-    app.logs.some((entry) => entry.requestId === theirs),
+    server.logs.some((entry) => entry.requestId === theirs),
     'no log line carries the client-sent id',
   );
 });
 
 test('decisions.md Errors: without an accepted key every /v1 route, known or not, answers 401, whatever else the request breaks', async (t) => {
-  const noKey = await rawRequest(`${app.url}/v1/files`, {
+  const noKey = await rawRequest(`${server.url}/v1/files`, {
     headers: { 'content-encoding': 'gzip', 'content-type': 'application/json', 'content-length': String(10 * 1024 ** 3) },
     body: (function* () {
       for (;;) yield Buffer.alloc(64 * 1024);
@@ -255,7 +266,7 @@ test('decisions.md Errors: without an accepted key every /v1 route, known or not
 });
 
 test('decisions.md Files: created_at is the whole Unix second of the creation, and expires_at = created_at + seconds', async (t) => {
-  const key = await app.keyFor(SCOPES, { account: 'clock' });
+  const key = await server.keyFor(SCOPES, { account: 'clock' });
   const before = Math.floor(Date.now() / 1000);
   const file = await created(key, 86_400);
   const after = Math.floor(Date.now() / 1000);
@@ -268,7 +279,7 @@ test('decisions.md Files: created_at is the whole Unix second of the creation, a
 });
 
 test('api.md section 5: a key with an allowlist lists, and calls on both endpoints, exactly the models on it', async (t) => {
-  const key = await app.keyFor(SCOPES, { account: 'allowlist', models: ['echo-2'] });
+  const key = await server.keyFor(SCOPES, { account: 'allowlist', models: ['echo-2'] });
   const models = (await (await call('GET', '/v1/models', { key })).json()) as { data: Array<{ id: string }> };
   t.deepEqual(
     models.data.map((model) => model.id),
@@ -278,4 +289,166 @@ test('api.md section 5: a key with an allowlist lists, and calls on both endpoin
   t.is((await call('POST', '/v1/messages', { key, ...messagesBody({ model: 'echo-2' }) })).status, 200);
   t.is((await call('POST', '/v1/chat/completions', { key, ...chatBody({ model: 'echo-1' }) })).status, 403);
   t.is((await call('POST', '/v1/messages', { key, ...messagesBody({ model: 'echo-1' }) })).status, 404);
+});
+
+// The files API composed from lib/.
+async function files(t: ExecutionContext, options: FilesAppOptions = {}): Promise<FilesApp> {
+  const app = await filesApp(options);
+  t.teardown(() => app.close());
+  return app;
+}
+
+async function uploadTo(app: FilesApp, key: string, pdf: Buffer, extra: Part[] = []): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
+  const { body, contentType } = multipart(uploadParts(pdf, 'report.pdf', extra));
+  const res = await fetch(`${app.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': contentType }, body });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+}
+
+const get = async (app: FilesApp, key: string, path: string) => {
+  const res = await fetch(`${app.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+};
+
+const ROOMY = { maxFiles: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER };
+
+/** Puts `count` files of `account` in the store directly, as earlier uploads would have. */
+async function seed(app: FilesApp, account: string, count: number, bytes = 1): Promise<FileRecord[]> {
+  const records: FileRecord[] = [];
+  for (let i = 0; i < count; i++) {
+    const createdAt = app.clock.seconds - count + i;
+    const record: FileRecord = { id: newFileId(createdAt), account, filename: 'old.pdf', bytes, createdAt, expiresAt: null };
+    if (!(await app.files.create(record, ROOMY, app.clock.seconds))) throw new Error('seed refused');
+    records.push(record);
+  }
+  return records;
+}
+
+const STORAGE_QUOTA = { error: { message: 'Storage quota exceeded', type: 'rate_limit_error', param: null, code: 'storage_quota_exceeded' } };
+
+test('api.md section 8: the spec numbers are the defaults of lib and of the reference server', (t) => {
+  const { maxFileBytes, maxFiles, maxStoredBytes } = SPEC_LIMITS;
+  t.deepEqual({ ...DEFAULT_FILE_LIMITS }, { maxFileBytes, maxFiles, maxStoredBytes });
+  t.deepEqual(loadConfig({}).gateway.limits, SPEC_LIMITS);
+});
+
+test('api.md section 8: by default an account keeps 1,000 files; the 1,001st is 429 storage_quota_exceeded', async (t) => {
+  const app = await files(t);
+  await seed(app, 'acct-a', 999);
+  t.is((await uploadTo(app, app.keys.a, pdfOf(100))).status, 200, 'the 1,000th');
+  const refused = await uploadTo(app, app.keys.a, pdfOf(100));
+  t.is(refused.status, 429, 'the 1,001st');
+  t.deepEqual(refused.body, STORAGE_QUOTA);
+  t.is(refused.headers.get('x-should-retry'), 'false');
+});
+
+test('api.md section 8: by default an account keeps 100,000,000 bytes, exactly', async (t) => {
+  const app = await files(t);
+  await seed(app, 'acct-a', 1, 100_000_000 - 1000);
+  t.is((await uploadTo(app, app.keys.a, pdfOf(1000))).status, 200, 'exactly the remaining bytes fit');
+  const refused = await uploadTo(app, app.keys.a, pdfOf(10));
+  t.is(refused.status, 429);
+  t.deepEqual(refused.body, STORAGE_QUOTA);
+});
+
+test('api.md section 4: without a limit a page holds 10,000 files, and has_more says the rest is there', async (t) => {
+  const app = await files(t);
+  const seeded = await seed(app, 'acct-a', 10_001);
+  const ids = seeded.map((file) => file.id).sort();
+  const desc = await get(app, app.keys.a, '/v1/files');
+  t.is(desc.status, 200);
+  const data = desc.body.data as Array<{ id: string }>;
+  t.is(data.length, 10_000);
+  t.true(desc.body.has_more);
+  t.is(desc.body.first_id, ids.at(-1));
+  t.is(desc.body.last_id, ids[1]);
+  const rest = await get(app, app.keys.a, `/v1/files?after=${ids[1]}`);
+  t.deepEqual(rest.body, { object: 'list', data: [{ id: ids[0], object: 'file', bytes: 1, created_at: seeded[0]?.createdAt, filename: 'old.pdf', purpose: 'user_data', status: 'processed' }], first_id: ids[0], last_id: ids[0], has_more: false });
+});
+
+test('api.md section 3: a file uploaded without an expiry stays until it is deleted, and counts all along', async (t) => {
+  const app = await files(t);
+  const { body: file } = await uploadTo(app, app.keys.a, pdfOf(500));
+  t.false('expires_at' in file);
+  app.clock.seconds += 10 * 365 * 86_400;
+  t.deepEqual((await get(app, app.keys.a, `/v1/files/${file.id}`)).body, file, 'ten years on');
+  t.deepEqual(((await get(app, app.keys.a, '/v1/files')).body.data as unknown[]), [file]);
+  t.deepEqual(await app.files.usage('acct-a', app.clock.seconds), { files: 1, bytes: 500 });
+  t.is((await fetch(`${app.url}/v1/files/${file.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${app.keys.a}` } })).status, 200);
+  t.is((await get(app, app.keys.a, `/v1/files/${file.id}`)).status, 404);
+});
+
+test('decisions.md Files: after keeps working when that file has expired, and a foreign id is only a position', async (t) => {
+  const app = await files(t);
+  const expiring = [
+    { name: 'expires_after[anchor]', value: 'created_at' },
+    { name: 'expires_after[seconds]', value: '3600' },
+  ];
+  const first = (await uploadTo(app, app.keys.a, pdfOf(100))).body.id as string;
+  app.clock.seconds += 1;
+  const middle = (await uploadTo(app, app.keys.a, pdfOf(100), expiring)).body.id as string;
+  app.clock.seconds += 1;
+  const foreign = (await uploadTo(app, app.keys.b, pdfOf(100))).body.id as string;
+  app.clock.seconds += 1;
+  const last = (await uploadTo(app, app.keys.a, pdfOf(100))).body.id as string;
+  app.clock.seconds += 3600;
+  t.is((await get(app, app.keys.a, `/v1/files/${middle}`)).status, 404, 'the middle file has expired');
+
+  const page = async (query: string) => ((await get(app, app.keys.a, `/v1/files?${query}`)).body.data as Array<{ id: string }>).map((file) => file.id);
+  t.deepEqual(await page(`order=asc&after=${middle}`), [last]);
+  t.deepEqual(await page(`order=desc&after=${middle}`), [first]);
+  // The other account's file sits between first and last: as a position it says nothing more.
+  const foreignPage = await get(app, app.keys.a, `/v1/files?order=asc&after=${foreign}`);
+  t.is(foreignPage.status, 200);
+  t.deepEqual((foreignPage.body.data as Array<{ id: string }>).map((file) => file.id), [last]);
+  t.deepEqual(await page(`order=desc&after=${foreign}`), [first]);
+});
+
+test("decisions.md Keys: files and quotas belong to the account: every key of it shares them, another account's do not", async (t) => {
+  const NOON = Date.UTC(2030, 0, 15, 12, 0, 0);
+  const limiter = new MemoryCreationLimiter({ createsPerMinute: 2, nowMs: () => NOON });
+  const app = await files(t, { creationLimiter: limiter, limits: { maxFiles: 1 } });
+  const { body: file } = await uploadTo(app, app.keys.a, pdfOf(100));
+  t.deepEqual((await uploadTo(app, app.keys.a2, pdfOf(100))).body, STORAGE_QUOTA, "the stock is the account's");
+  t.deepEqual(((await get(app, app.keys.a2, '/v1/files')).body.data as unknown[]), [file]);
+  t.is((await fetch(`${app.url}/v1/files/${file.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${app.keys.a2}` } })).status, 200);
+  t.is((await uploadTo(app, app.keys.a2, pdfOf(100))).status, 200, 'the second creation of the minute');
+  t.like((await uploadTo(app, app.keys.a, pdfOf(100))).body, { error: { code: 'rate_limit_exceeded' } }, "the rate is the account's");
+  t.is((await uploadTo(app, app.keys.b, pdfOf(100))).status, 200, 'another account has its own');
+});
+
+test('decisions.md Limits: the bytes created per day are the PDF bytes, not the multipart envelope', async (t) => {
+  const limiter = new MemoryCreationLimiter({ bytesPerDay: 3000, nowMs: () => Date.UTC(2030, 0, 15, 23, 0, 0) });
+  const app = await files(t, { creationLimiter: limiter });
+  for (let i = 0; i < 3; i++) t.is((await uploadTo(app, app.keys.a, pdfOf(1000))).status, 200, `upload ${i + 1} of 1,000 bytes`);
+  const refused = await uploadTo(app, app.keys.a, pdfOf(10));
+  t.is(refused.status, 429);
+  t.deepEqual(refused.body, { error: { message: 'Ingestion quota exceeded', type: 'rate_limit_error', param: null, code: 'ingestion_quota_exceeded' } });
+  t.is(refused.headers.get('retry-after'), '3600', 'seconds to the next UTC midnight');
+  t.like(await limiter.usage('acct-a'), { bytesToday: 3000, createsToday: 3 });
+});
+
+test('decisions.md Limits: an upload the client aborts spends nothing from any limit', async (t) => {
+  const limiter = new MemoryCreationLimiter({ nowMs: () => Date.UTC(2030, 0, 15, 12, 0, 0) });
+  const app = await files(t, { creationLimiter: limiter });
+  await abortUploadMidway(app, pdfOf(1_000_000));
+  t.deepEqual(await limiter.usage('acct-a'), { createsThisMinute: 0, createsToday: 0, bytesToday: 0 });
+  t.deepEqual(await app.files.usage('acct-a', app.clock.seconds), { files: 0, bytes: 0 });
+  t.is((await uploadTo(app, app.keys.a, pdfOf(100))).status, 200);
+});
+
+test('decisions.md Files: files uploaded one after another within one second are listed in that order', async (t) => {
+  const app = await files(t);
+  const second = app.clock.seconds;
+  const uploaded: unknown[] = [];
+  for (const [i, tenths] of [0, 1, 1, 1, 5, 9].entries()) {
+    app.clock.seconds = second + tenths / 10; // three in one millisecond, all in one second
+    const { status, body } = await uploadTo(app, app.keys.a, pdfOf(100 + i));
+    t.is(status, 200);
+    t.is(body.created_at, second);
+    uploaded.push(body.id);
+  }
+  const asc = await get(app, app.keys.a, '/v1/files?order=asc');
+  t.deepEqual((asc.body.data as Array<{ id: string }>).map((file) => file.id), uploaded);
+  const desc = await get(app, app.keys.a, '/v1/files');
+  t.deepEqual((desc.body.data as Array<{ id: string }>).map((file) => file.id), uploaded.toReversed());
 });
