@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, utimes, writeFil
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Readable } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
 import test, { type ExecutionContext } from 'ava';
 import knexFactory from 'knex';
 import { newFileId } from '../../lib/files/file-id.js';
@@ -246,14 +246,19 @@ test('a claim of a dead process on this host is removed at once; a live one is k
 
 /**
  * The PID of a zombie: a process that has exited and that its parent never reaps. Node reaps its
- * own children, so the zombie is a shell's: `sleep 0` ends while its parent has become a `sleep`
- * that waits for nothing. The parent is killed when the test ends, and the zombie reaped by init.
+ * own children, so the zombie is a shell's: its background `head` waits for a byte on fd 3 while
+ * the shell becomes a `sleep`, which waits for nothing; the byte is sent only once the shell is
+ * `sleep` (a shell could still reap it). The parent is killed when the test ends, and the zombie
+ * reaped by init.
  */
 async function zombiePid(t: ExecutionContext): Promise<number> {
-  const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const parent = spawn('sh', ['-c', 'head -c 1 <&3 >/dev/null & echo $!; exec sleep 30 3<&-'], { stdio: ['ignore', 'pipe', 'inherit', 'pipe'] });
   t.teardown(() => void parent.kill());
   const [line] = (await once(createInterface({ input: parent.stdout }), 'line')) as [string];
   const pid = Number(line);
+  const command = () => readFile(`/proc/${parent.pid}/comm`, 'utf8');
+  t.is(await until(command, (name) => name === 'sleep\n'), 'sleep\n', 'the shell has become a sleep');
+  (parent.stdio[3] as Writable).end('x');
   const state = async () => {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2)[0];
