@@ -5,12 +5,14 @@ import { Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
 import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
+import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisCreationLimiter, type RedisCreationLimiterOptions } from '../../lib/stores/redis/creation-limiter.js';
 import { RedisModelLimiter } from '../../lib/stores/redis/model-limiter.js';
 import { answerWithin } from '../../lib/stores/redis/redis-limiter.js';
 import { creationLimiterContract, newAccount, newAccount as newKeyId, testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { modelLimiterContract } from '../../lib/testing/model-limiter-contract.js';
 import { redisClients } from '../helpers/redis-clients.js';
+import { tcpProxy } from '../helpers/server-tcp-proxy.js';
 import { REDIS_URL, withRedis } from '../helpers/services.js';
 
 // The creation limiter (files) and the model limiter (model calls), in memory and on Redis, and
@@ -234,4 +236,22 @@ test('no answer within the timeout is StoreUnavailableError', async (t) => {
   t.teardown(close);
   const error = await t.throwsAsync(answerWithin(once(client, 'data'), 20), { instanceOf: StoreUnavailableError });
   t.regex(String(error?.message), /did not answer within 20 ms/);
+});
+
+// A call goes to Redis at the end of its turn of the event loop (RedisScript.batched): the bound is
+// on Redis's answer, from the moment the call is sent, not on the turn's own work before it.
+redisTest('a call made just before the event loop stalls past the timeout has the whole timeout for its answer', async (t) => {
+  const { hostname, port } = new URL(REDIS_URL);
+  const proxy = await tcpProxy({ host: hostname, port: Number(port) });
+  t.teardown(() => proxy.close());
+  const redis = await createRedisClient(`redis://${proxy.address}`);
+  t.teardown(() => redis.disconnect());
+  const limiter = new RedisModelLimiter({ client: redis, keyPrefix: keyPrefix(), timeoutMs: 500, insurance: 'none' });
+  const keyId = newKeyId();
+  proxy.stall();
+  const consumed = limiter.consume(keyId, { requestsPerMinute: 5 });
+  block(600);
+  // Redis answers 50 ms after the call went out, well within the 500 ms it has.
+  setTimeout(() => proxy.resume(), 50);
+  t.like(await consumed, { allowed: true, requests: { remaining: 4 } });
 });

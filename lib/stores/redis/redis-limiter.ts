@@ -55,20 +55,31 @@ export function partyKey(keyPrefix: string, party: string): string {
   return `${keyPrefix}:{${encodeURIComponent(party)}}`;
 }
 
-/** Redis's answer, or `StoreUnavailableError` when it fails or takes longer than `timeoutMs`. */
+/**
+ * Redis's answer, or `StoreUnavailableError` when it fails or takes longer than `timeoutMs`. The
+ * clock starts once the turn of the event loop that made the call is over, when a batched call
+ * (`RedisScript.batched`) has been sent: a turn that stalls (a starved CPU) spends none of it.
+ */
 export function answerWithin<T>(call: Promise<T>, timeoutMs: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      // After a stall (a starved CPU), timers run before the sockets are read: an answer that
-      // came meanwhile is read in this same turn of the loop, before setImmediate's callbacks.
-      setImmediate(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`, { store: 'redis' })));
-    }, timeoutMs);
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    setImmediate(() => {
+      if (settled) return;
+      timer = setTimeout(() => {
+        // After a stall, timers run before the sockets are read: an answer that came meanwhile is
+        // read in this same turn of the loop, before setImmediate's callbacks.
+        setImmediate(() => reject(new StoreUnavailableError(`Redis did not answer within ${timeoutMs} ms`, { store: 'redis' })));
+      }, timeoutMs);
+    });
     call.then(
       (answer) => {
+        settled = true;
         clearTimeout(timer);
         resolve(answer);
       },
       (err: unknown) => {
+        settled = true;
         clearTimeout(timer);
         reject(err instanceof StoreUnavailableError ? err : new StoreUnavailableError('Redis is unavailable', { cause: err, store: 'redis' }));
       },
