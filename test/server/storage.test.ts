@@ -254,7 +254,7 @@ test('a claim of a dead process on this host is removed at once; a live one is k
 async function zombiePid(t: ExecutionContext): Promise<number> {
   const parent = spawn('sh', ['-c', 'head -c 1 <&3 >/dev/null & echo $!; exec sleep 30 3<&-'], { stdio: ['ignore', 'pipe', 'inherit', 'pipe'] });
   t.teardown(() => void parent.kill());
-  const [line] = (await once(createInterface({ input: parent.stdout }), 'line')) as [string];
+  const [line] = (await once(createInterface({ input: parent.stdout as Readable }), 'line')) as [string];
   const pid = Number(line);
   const command = () => readFile(`/proc/${parent.pid}/comm`, 'utf8');
   t.is(await until(command, (name) => name === 'sleep\n'), 'sleep\n', 'the shell has become a sleep');

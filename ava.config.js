@@ -1,0 +1,40 @@
+// AVA runs the compiled tests (`npm run build:tests` writes dist/), four files at a time.
+
+/**
+ * The files that take longest from start to end, most of it waiting (a browser, child processes,
+ * timeouts run out on purpose): started first, they wait beside the others' work instead of
+ * making the run's tail. Any file missing from the list runs after them, in name order.
+ */
+const LONGEST_FIRST = [
+  'test/admin/admin-api.test.ts',
+  'test/server/outages.test.ts',
+  'test/server/tracing.test.ts',
+  'test/stores/knex-plumbing.test.ts',
+  'test/dashboard/dashboard.test.ts',
+  'test/stores/store-contracts.test.ts',
+  'test/server/lifecycle.test.ts',
+  'test/stores/file-store.test.ts',
+  'test/stores/blob-stores.test.ts',
+  'test/package/adopt.test.ts',
+  'test/routing/routing.test.ts',
+  'test/testing/provider-contract.test.ts',
+  'examples/cohere-provider/cohere-provider.test.ts',
+  'test/stores/postgres-faults.test.ts',
+];
+
+const rank = (file) => {
+  const index = LONGEST_FIRST.findIndex((name) => file.endsWith(name));
+  return index === -1 ? LONGEST_FIRST.length : index;
+};
+
+export default {
+  files: ['test/**/*.test.ts', 'examples/**/*.test.ts'],
+  typescript: {
+    rewritePaths: { 'test/': 'dist/test/', 'examples/': 'dist/examples/' },
+    compile: false,
+  },
+  timeout: '60s',
+  concurrency: 4,
+  sortTestFiles: (a, b) => rank(a) - rank(b) || a.localeCompare(b),
+  environmentVariables: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+};
