@@ -2,8 +2,7 @@ import test from 'ava';
 import { parse as parseCookies, parseSetCookie } from 'cookie';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { adminApp } from '../helpers/admin-app.js';
-import { throwawayPostgres } from '../helpers/server-database.js';
-import { withPostgres } from '../helpers/services.js';
+import { serverDatabases } from '../helpers/server-database.js';
 import { referenceApp } from '../spec/reference-app.js';
 
 // Key rotation and admin sessions, on the admin API composed from lib/ in memory (test/helpers/
@@ -125,17 +124,7 @@ test.serial('ten rotations of one key at once make exactly one new key; the othe
 });
 
 // The same rules on the reference server's own stores: SQLite, and PostgreSQL.
-for (const [name, gated, database] of [
-  ['sqlite', test, async () => ({ env: {}, drop: async () => undefined })],
-  [
-    'postgres',
-    withPostgres(test),
-    async () => {
-      const db = await throwawayPostgres();
-      return { env: { DATABASE_URL: db.url }, drop: db.drop };
-    },
-  ],
-] as const) {
+for (const [name, gated, database] of serverDatabases(test)) {
   gated(`${name}: ten rotation requests at once make one key, a retry is 409 key_already_rotated, and the replacement keeps the original expiry`, async (t) => {
     const { env, drop } = await database();
     t.teardown(drop);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import type { TestFn } from 'ava';
 import knexFactory from 'knex';
-import { POSTGRES_URL } from './services.js';
+import { POSTGRES_URL, withPostgres } from './services.js';
 
 export interface ThrowawayDatabase {
   /** A DATABASE_URL for a server process. */
@@ -35,4 +36,23 @@ export async function throwawayPostgres(): Promise<ThrowawayDatabase> {
       }
     },
   };
+}
+
+/**
+ * A test on each database a server can run on, as `[name, test, database]`: the embedded SQLite
+ * (`env` adds nothing), and a throwaway PostgreSQL database (its `DATABASE_URL`; skipped, or failed
+ * under CI, when none answers). Call `drop` when the test ends.
+ */
+export function serverDatabases<T>(test: TestFn<T>) {
+  return [
+    ['sqlite', test, async () => ({ env: {}, drop: async () => undefined })],
+    [
+      'postgres',
+      withPostgres(test),
+      async () => {
+        const db = await throwawayPostgres();
+        return { env: { DATABASE_URL: db.url }, drop: db.drop };
+      },
+    ],
+  ] as const;
 }

@@ -15,7 +15,7 @@ import { runCommand } from '../../reference-server/commands/index.js';
 import { loadConfig } from '../../reference-server/config.js';
 import { openMigratedDatabase } from '../../reference-server/database.js';
 import { describeStore } from '../../reference-server/store-description.js';
-import { throwawayPostgres } from '../helpers/server-database.js';
+import { serverDatabases, throwawayPostgres } from '../helpers/server-database.js';
 import { ROOT, compiledCli, createKey, runCli, tempDataDir } from '../helpers/server-process.js';
 import { withPostgres } from '../helpers/services.js';
 
@@ -252,17 +252,7 @@ test('accounts set-limits sets and removes an account\'s budgets; a bad amount o
   await t.throwsAsync(run(['accounts', 'set-limits', '--cost-per-day', '1'], env), { instanceOf: UsageError, message: 'accounts set-limits needs exactly one account' });
 });
 
-for (const [name, gated, database] of [
-  ['sqlite', test, async () => ({ env: {}, drop: async () => undefined })],
-  [
-    'postgres',
-    withPostgres(test),
-    async () => {
-      const db = await throwawayPostgres();
-      return { env: { DATABASE_URL: db.url }, drop: db.drop };
-    },
-  ],
-] as const) {
+for (const [name, gated, database] of serverDatabases(test)) {
   gated(`${name}: keys create --name names the key; list shows the name and the secret's last four characters, never more`, async (t) => {
     const { env, drop } = await database();
     t.teardown(drop);

@@ -44,6 +44,23 @@ async function cli(env: Record<string, string>, args: string[]): Promise<{ key: 
   return JSON.parse(out.join('\n')) as { key: string };
 }
 
+/** A request's status, error code and time taken. */
+async function timed(send: () => Promise<Response>): Promise<{ status: number; code: string | undefined; ms: number }> {
+  const started = performance.now();
+  const response = await send();
+  const body = (await response.json()) as { error?: { code: string } };
+  return { status: response.status, code: body.error?.code, ms: performance.now() - started };
+}
+
+/** A chat call to the mock model with `key`. */
+function chatCall(url: string, key: string): Promise<Response> {
+  return fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-mock', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+}
+
 // PostgreSQL: refused, every request that needs it (a key's lookup, a file record) answers 503 at
 // once; stalled, within the stores' bound (5 s); all recovers by itself.
 
@@ -80,18 +97,7 @@ withRedis(withPostgres(test))('PostgreSQL refused or stalled: a file list and a 
   const server = await startServer(env);
   cleanups.push(() => server.stop());
 
-  const timed = async (send: () => Promise<Response>) => {
-    const started = performance.now();
-    const response = await send();
-    const body = (await response.json()) as { error?: { code: string } };
-    return { status: response.status, code: body.error?.code, ms: performance.now() - started };
-  };
-  const chat = (key: string) => () =>
-    fetch(`${server.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-mock', messages: [{ role: 'user', content: 'hi' }] }),
-    });
+  const chat = (key: string) => () => chatCall(server.url, key);
   const list = () => fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } });
 
   t.like(await timed(chat(key)), { status: 200 });
@@ -143,18 +149,7 @@ withRedis(test)('Redis refused or silent: a limited key\'s model call and an upl
   const server = await startServer(env);
   cleanups.push(() => server.stop());
 
-  const timed = async (send: () => Promise<Response>) => {
-    const started = performance.now();
-    const response = await send();
-    const body = (await response.json()) as { error?: { code: string } };
-    return { status: response.status, code: body.error?.code, ms: performance.now() - started };
-  };
-  const chat = (key: string) => () =>
-    fetch(`${server.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-mock', messages: [{ role: 'user', content: 'hi' }] }),
-    });
+  const chat = (key: string) => () => chatCall(server.url, key);
   const upload = () => {
     const form = new FormData();
     form.set('purpose', 'user_data');
