@@ -24,7 +24,7 @@ export interface RedisLimiterOptions {
    *   limits on its own, and what it counts is not copied to Redis when Redis returns.
    */
   insurance?: 'none' | 'memory';
-  /** How long a call to Redis may take before it counts as unreachable, in ms. Default 500. */
+  /** How long Redis may take to answer a call, from when it is sent, before it counts as unreachable, in ms. Default 500. */
   timeoutMs?: number;
 }
 
