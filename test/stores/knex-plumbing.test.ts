@@ -181,19 +181,29 @@ test('sqlite in WAL mode: a prepared read runs beside a transaction in progress 
 
 // The one helper that bounds every Knex store call, whatever the driver returns.
 
-test('a thenable that never settles (as a Knex Transaction or query builder is) fails as unavailable at the bound, its signal aborted', async (t) => {
-  let signal: AbortSignal | undefined;
+test('a thenable that never settles (as a Knex Transaction or query builder is) fails as unavailable at the bound, its expiry listener called', async (t) => {
   let expired: (() => boolean) | undefined;
+  let calls = 0;
   const never: PromiseLike<string> = { then: () => never as never };
-  const call = withinTimeout(20, (isExpired, abortSignal) => {
+  const call = withinTimeout(20, (isExpired, whenExpired) => {
     expired = isExpired;
-    signal = abortSignal;
+    whenExpired(() => calls++);
     return never;
   });
   t.false(expired?.());
   await t.throwsAsync(call, { instanceOf: StoreUnavailableError });
   t.true(expired?.());
-  t.true(signal?.aborted);
+  t.is(calls, 1);
+
+  let takenBack = 0;
+  await t.throwsAsync(
+    withinTimeout(20, (_, whenExpired) => {
+      whenExpired(() => takenBack++)();
+      return never;
+    }),
+    { instanceOf: StoreUnavailableError },
+  );
+  t.is(takenBack, 0, 'a listener taken back is not called');
 });
 
 test('a thenable that settles in time gives its value; a synchronous answer needs no timer', async (t) => {

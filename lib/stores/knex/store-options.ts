@@ -47,24 +47,42 @@ const isThenable = (value: unknown): value is PromiseLike<unknown> =>
  * not settled by then. Any thenable counts as a call still running (a Knex query builder or
  * Transaction is one, not a native Promise). The call itself cannot be stopped from here: it goes
  * on, its outcome ignored. `expired()` tells it that its caller has been answered, so that it can
- * roll back instead of committing, and `signal` aborts at that moment, so that it can let go of
- * what it holds (`transactionWithinTimeout` destroys its connection). A call that answers
- * synchronously (a prepared read on SQLite) needs no timer: nothing could have interrupted it.
+ * roll back instead of committing, and `whenExpired(listener)` calls `listener` at that moment (one
+ * listener; it returns the function that takes it back), so that it can let go of what it holds
+ * (`transactionWithinTimeout` destroys its connection). A call that answers synchronously (a
+ * prepared read on SQLite) needs no timer: nothing could have interrupted it.
  */
-export function withinTimeout<T>(timeoutMs: number, call: (expired: () => boolean, signal: AbortSignal) => T | PromiseLike<T>): Promise<T> {
-  const deadline = new AbortController();
-  const running = call(() => deadline.signal.aborted, deadline.signal);
+export function withinTimeout<T>(
+  timeoutMs: number,
+  call: (expired: () => boolean, whenExpired: (listener: () => void) => () => void) => T | PromiseLike<T>,
+): Promise<T> {
+  let expired = false;
+  let onExpiry: (() => void) | undefined;
+  const whenExpired = (listener: () => void) => {
+    onExpiry = listener;
+    return () => {
+      if (onExpiry === listener) onExpiry = undefined;
+    };
+  };
+  const running = call(() => expired, whenExpired);
   if (!isThenable(running)) return Promise.resolve(running);
-  const settled = Promise.resolve(running);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      settled.catch(abandoned);
-      deadline.abort();
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      expired = true;
+      onExpiry?.();
       reject(new StoreUnavailableError(`the database did not answer within ${timeoutMs} ms`));
     }, timeoutMs);
+    running.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
   });
-  return Promise.race([settled, timeout]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -86,17 +104,17 @@ export function transactionWithinTimeout<T>(
   work: (trx: Knex.Transaction, expired: () => boolean) => Promise<T>,
 ): Promise<T> {
   const client = knex.client as Knex.Client;
-  return withinTimeout(timeoutMs, async (expired, signal) => {
+  return withinTimeout(timeoutMs, async (expired, whenExpired) => {
     const connection: unknown = await client.acquireConnection();
     const destroy = () => {
       client.destroyRawConnection(connection).catch(abandoned);
     };
-    if (client.dialect !== 'sqlite3') signal.addEventListener('abort', destroy, { once: true });
+    const stopWatching = client.dialect !== 'sqlite3' ? whenExpired(destroy) : undefined;
     try {
       if (expired()) throw new StoreUnavailableError('a connection came after the timeout');
       return await knex.transaction((trx) => work(trx, expired), { connection });
     } finally {
-      signal.removeEventListener('abort', destroy);
+      stopWatching?.();
       await client.releaseConnection(connection);
     }
   });
