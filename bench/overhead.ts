@@ -145,7 +145,8 @@ export async function overhead(): Promise<string> {
       report,
       '',
       verdict('gateway SQLite, GET /v1/files/{id}', 0.5),
-      verdict('gateway SQLite, 401 no key', 0.8),
+      // Issue 34's targets for the files path (issue 7 asked 0.8x of the 401 path).
+      verdict('gateway SQLite, 401 no key', 0.7),
     ].join('\n');
   } finally {
     await Promise.all(services.map((service) => service.stop()));
