@@ -257,7 +257,8 @@ redisTest.serial('a call made just before the event loop stalls past the timeout
   proxy.stall();
   const consumed = limiter.consume(keyId, { requestsPerMinute: 5 });
   block(600);
-  // Redis answers 50 ms after the call went out, well within the 500 ms it has.
-  setTimeout(() => proxy.resume(), 50);
+  // Redis gets the call one turn of the loop after it went out: after a timer that had started
+  // with the call has fired, well within the 500 ms counted from the sending.
+  setImmediate(() => setImmediate(() => proxy.resume()));
   t.like(await consumed, { allowed: true, requests: { remaining: 4 } });
 });
