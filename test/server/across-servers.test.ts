@@ -217,27 +217,18 @@ services.serial('usage --json after the servers stop: every call, refused ones i
   // SIGTERM writes the records still waiting.
   t.deepEqual(await Promise.all(servers.map((server) => server.stop())), [0, 0]);
   const limitedCalls = upstream.calls.slice(0, 10);
+  const limitedTotals = {
+    requests: 50,
+    answered: 10,
+    refused: 40,
+    input_tokens: sum(limitedCalls.map((call) => call.usage.input)),
+    output_tokens: sum(limitedCalls.map((call) => call.usage.output)),
+    cost_usd: costOf('gpt-mock', limitedCalls.map((call) => call.usage)),
+  };
   t.deepEqual(await cli(env, ['usage', '--key', limitedKey.id]), {
     by: 'day',
-    totals: {
-      requests: 50,
-      answered: 10,
-      refused: 40,
-      input_tokens: sum(limitedCalls.map((call) => call.usage.input)),
-      output_tokens: sum(limitedCalls.map((call) => call.usage.output)),
-      cost_usd: costOf('gpt-mock', limitedCalls.map((call) => call.usage)),
-    },
-    rows: [
-      {
-        day: new Date().toISOString().slice(0, 10),
-        requests: 50,
-        answered: 10,
-        refused: 40,
-        input_tokens: sum(limitedCalls.map((call) => call.usage.input)),
-        output_tokens: sum(limitedCalls.map((call) => call.usage.output)),
-        cost_usd: costOf('gpt-mock', limitedCalls.map((call) => call.usage)),
-      },
-    ],
+    totals: limitedTotals,
+    rows: [{ day: new Date().toISOString().slice(0, 10), ...limitedTotals }],
   });
   const byModel = (model: string) => {
     const calls = sequence.filter((call) => call.model === model);

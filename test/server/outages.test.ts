@@ -44,6 +44,15 @@ async function cli(env: Record<string, string>, args: string[]): Promise<{ key: 
   return JSON.parse(out.join('\n')) as { key: string };
 }
 
+/** A `GATEWAY_CONFIG` in `dir`: the model `gpt-mock` on the mock provider at `upstreamUrl`, no sweep, and `extra`. */
+async function mockModelConfig(dir: string, upstreamUrl: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const file = join(dir, 'gateway.json');
+  const providers = [{ id: 'mock-openai', kind: 'openai', baseURL: `${upstreamUrl}/v1` }];
+  const models = [{ id: 'gpt-mock', provider: 'mock-openai', upstreamModel: 'gpt-upstream-1' }];
+  await writeFile(file, JSON.stringify({ providers, models, sweep: { intervalSeconds: 0 }, ...extra }));
+  return file;
+}
+
 /** A request's status, error code and time taken. */
 async function timed(send: () => Promise<Response>): Promise<{ status: number; code: string | undefined; ms: number }> {
   const started = performance.now();
@@ -78,17 +87,8 @@ withRedis(withPostgres(test))('PostgreSQL refused or stalled: a file list and a 
     tcpProxy({ host: new URL(POSTGRES_URL).hostname, port: Number(new URL(POSTGRES_URL).port || 5432) }),
   ]);
   cleanups.push(() => upstream.close(), data.remove, database.drop, postgres.close);
-  const config = join(data.dir, 'gateway.json');
-  await writeFile(
-    config,
-    JSON.stringify({
-      providers: [{ id: 'mock-openai', kind: 'openai', baseURL: `${upstream.url}/v1` }],
-      models: [{ id: 'gpt-mock', provider: 'mock-openai', upstreamModel: 'gpt-upstream-1' }],
-      // No key read before the fault answers from the cache.
-      keyCacheSeconds: 0,
-      sweep: { intervalSeconds: 0 },
-    }),
-  );
+  // No key read before the fault answers from the cache.
+  const config = await mockModelConfig(data.dir, upstream.url, { keyCacheSeconds: 0 });
   const proxied = new URL(database.url);
   proxied.hostname = '127.0.0.1';
   proxied.port = String(postgres.port);
@@ -131,15 +131,7 @@ withRedis(test)('Redis refused or silent: a limited key\'s model call and an upl
     tcpProxy({ host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) }),
   ]);
   cleanups.push(() => upstream.close(), data.remove, redis.close);
-  const config = join(data.dir, 'gateway.json');
-  await writeFile(
-    config,
-    JSON.stringify({
-      providers: [{ id: 'mock-openai', kind: 'openai', baseURL: `${upstream.url}/v1` }],
-      models: [{ id: 'gpt-mock', provider: 'mock-openai', upstreamModel: 'gpt-upstream-1' }],
-      sweep: { intervalSeconds: 0 },
-    }),
-  );
+  const config = await mockModelConfig(data.dir, upstream.url);
   const proxied = new URL(REDIS_URL);
   proxied.hostname = '127.0.0.1';
   proxied.port = String(redis.port);
