@@ -1,7 +1,8 @@
 import { once } from 'node:events';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import test from 'ava';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
+import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';
@@ -196,4 +197,45 @@ test.serial('a client that leaves a translated stream: the upstream call is clos
   await closed;
   await until(async () => leaving.length, (count) => count === 1);
   t.like(leaving[0], { status: 499, stream: true, inputTokens: 7 });
+});
+
+/** A Messages provider that answers every call with `body` and never looks at the call's signal. */
+function deafProvider(body: () => Readable): Provider & { requests: ProviderRequest[] } {
+  const requests: ProviderRequest[] = [];
+  return { id: 'deaf', requests, messages: async (request) => (requests.push(request), { statusCode: 200, headers: { 'content-type': 'application/json' }, body: body() }) };
+}
+const chatOn = (app: Awaited<ReturnType<typeof modelsApp>>, appKey: string, signal?: AbortSignal) =>
+  app.post('/v1/chat/completions', { model: 'claude-deaf', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${appKey}` }, signal);
+
+test.serial("a client that leaves a translated JSON call: the provider's answer is destroyed, whether or not the provider heeds the signal", async (t) => {
+  const answer = new PassThrough();
+  // Half an answer, then nothing more.
+  answer.write('{"id":"msg_1","type":"message","role":"assistant"');
+  const provider = deafProvider(() => answer);
+  const app = await modelsApp({ providers: [provider], catalog: [{ id: 'claude-deaf', provider: 'deaf' }] });
+  t.teardown(() => app.close());
+  const controller = new AbortController();
+  const answering = chatOn(app, await app.keyFor(), controller.signal).catch(() => undefined);
+  await until(async () => provider.requests.length, (count) => count === 1);
+  controller.abort();
+  await answering;
+  t.true((await until(async () => answer.destroyed, Boolean)), 'the answer is destroyed');
+  t.true(provider.requests[0]?.signal.aborted, 'and the signal aborted, for a provider that reads it');
+});
+
+test.serial("a translated JSON answer that fails midway, or is not JSON, is a 502 in the client's shape", async (t) => {
+  const bodies = [
+    () => Readable.from((async function* () {
+      yield '{"id":"msg_1",';
+      throw new Error('connection reset');
+    })()),
+    () => Readable.from(['<html>gateway page</html>']),
+  ];
+  for (const body of bodies) {
+    const app = await modelsApp({ providers: [deafProvider(body)], catalog: [{ id: 'claude-deaf', provider: 'deaf' }] });
+    const response = await chatOn(app, await app.keyFor());
+    t.is(response.status, 502);
+    t.like(await response.json(), { error: { message: 'Upstream provider error', type: 'server_error', code: 'upstream_error' } });
+    await app.close();
+  }
 });

@@ -6,7 +6,7 @@ import { isObject, type JsonObject } from '../content.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from '../provider.js';
 import { countPdfPages } from '../providers/echo/received.js';
 import { EventSplitter, eventFields } from '../../http/server-sent-events.js';
-import { answerHeader, discard, providerAnswer } from '../upstream-call.js';
+import { answerHeader, discard, providerAnswer, UPSTREAM_CALL, type CallRequest } from '../upstream-call.js';
 import { chatCompletionsFormat } from './chat-completions/index.js';
 import { messagesFormat } from './messages/index.js';
 import type { Part, Request, Usage } from './neutral.js';
@@ -76,7 +76,7 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
       },
       async send(request) {
         const neutral = read(request.body);
-        const answer = providerAnswer(await method.call(provider, { ...request, body: to.writeRequest(neutral) }));
+        const answer = providerAnswer(await method.call(provider, withBody(request, to.writeRequest(neutral))));
         const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
         if (answer.statusCode < 200 || answer.statusCode > 299) {
           if (!OVERLOADED.has(answer.statusCode)) return { ...answer, usage };
@@ -85,7 +85,7 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
           err.cause = `provider '${provider.id}' answered HTTP ${answer.statusCode}`;
           throw err;
         }
-        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: through(answer.body, jsonTranslator(from, to, neutral, usage)), usage };
+        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: translatedJson(answer.body, from, to, neutral, usage), usage };
         if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return { ...answer, usage };
         return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage)), usage };
       },
@@ -113,33 +113,56 @@ function tokenUsage(usage: Usage): TokenUsage {
   };
 }
 
-/** A JSON answer, whole, in the client's format; what is not a JSON object passes as it is, to be refused as malformed. */
-function jsonTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage): Transform {
+/**
+ * `request` with another body. One made by `UpstreamCall.request()` is made again by its call,
+ * so that its signal stays unmade until a provider reads it: spreading it would make it.
+ */
+function withBody(request: ProviderRequest, body: JsonObject): ProviderRequest {
+  const call = (request as Partial<CallRequest>)[UPSTREAM_CALL];
+  return call ? call.request(body, request.headers) : { ...request, body };
+}
+
+/**
+ * A JSON answer in the client's format: `body` read whole, translated once, and given as one
+ * chunk. What is not a JSON object passes as it is, to be refused as malformed. Destroying the
+ * result destroys `body`; a failure of `body` fails the result. Not a Transform in a pipeline: that
+ * makes an AbortController and, at its end, an AbortError with its stack, on every call.
+ */
+function translatedJson(body: Readable, from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage): Readable {
   const chunks: Buffer[] = [];
-  return new Transform({
-    transform(chunk: Buffer | string, _encoding, done) {
-      chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-      done();
-    },
-    flush(done) {
-      const text = Buffer.concat(chunks).toString('utf8');
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        done(null, text);
-        return;
-      }
-      if (!isObject(parsed)) return done(null, text);
-      try {
-        const answer = to.readAnswer(parsed);
-        Object.assign(usage, tokenUsage(answer.usage));
-        done(null, JSON.stringify(from.client.writeAnswer(answer, request)));
-      } catch (err) {
-        done(err as Error);
-      }
+  const result = new Readable({
+    read() {},
+    destroy(err, callback) {
+      if (!body.readableEnded) discard(body);
+      callback(err);
     },
   });
+  const translate = (text: string): string => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return text;
+    }
+    if (!isObject(parsed)) return text;
+    const answer = to.readAnswer(parsed);
+    Object.assign(usage, tokenUsage(answer.usage));
+    return JSON.stringify(from.client.writeAnswer(answer, request));
+  };
+  body.on('data', (chunk: Buffer | string) => chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk));
+  body.once('end', () => {
+    try {
+      result.push(translate(Buffer.concat(chunks).toString('utf8')));
+      result.push(null);
+    } catch (err) {
+      result.destroy(err as Error);
+    }
+  });
+  body.once('error', (err) => result.destroy(err));
+  body.once('close', () => {
+    if (!body.readableEnded) result.destroy(new Error('the upstream answer was closed before its end'));
+  });
+  return result;
 }
 
 /**
