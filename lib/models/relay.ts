@@ -75,7 +75,9 @@ export async function forward(ctx: Context, forwarding: Forwarding, send: () => 
     if (!stream) {
       const json = await call.json(answer);
       forwarding.ended(format.answer.json(json, model));
-      ctx.body = json;
+      // Written here with its type, as Koa would write it: Koa would look the type up and set it again.
+      ctx.res.setHeader('content-type', 'application/json; charset=utf-8');
+      ctx.body = JSON.stringify(json);
       return;
     }
     if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) {
