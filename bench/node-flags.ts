@@ -13,7 +13,7 @@ import { DURATION, load } from './lib/load.js';
 import { freePort, isMain, type Service } from './lib/processes.js';
 import { startBareProxy, startMockUpstream } from './lib/proxies.js';
 import { becomeLoadGenerator, machine, PINNING } from './lib/system.js';
-import { num, table } from './lib/table.js';
+import { num, spread, table } from './lib/table.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONNECTIONS = 50;
@@ -27,13 +27,6 @@ interface Case {
   headers: Record<string, string>;
   cpu: number[];
   requestsPerSecond: number[];
-}
-
-/** The lowest and highest of `values`, `low–high` (one value when they print alike). */
-function spread(values: number[], format: (value: number) => string): string {
-  const low = format(Math.min(...values));
-  const high = format(Math.max(...values));
-  return low === high ? low : `${low}–${high}`;
 }
 
 export async function nodeFlags(): Promise<string> {

@@ -28,7 +28,7 @@ import { DURATION, load, percentiles, WARMUP, type LoadResult } from './lib/load
 import { freePort, isMain, type Service } from './lib/processes.js';
 import { configureMock, PORTKEY_VERSION, startBareProxy, startMockUpstream, startOtlpSink, startPortkey } from './lib/proxies.js';
 import { becomeLoadGenerator, cpuMicros, machine, memory, PINNING, sampleRss } from './lib/system.js';
-import { mib, num, table } from './lib/table.js';
+import { mib, num, spread, table } from './lib/table.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const CONNECTIONS = 50;
@@ -494,14 +494,6 @@ function ratios(row: Row | undefined, base: Row | undefined, figure: Figure): nu
 /** A figure of `row` less the direct call's in the same round, round by round. */
 function added(row: Row, figure: Figure): number[] {
   return row.runs.map((run, index) => (figure(run) ?? Number.NaN) - (figure(row.direct[index] as Figures) ?? Number.NaN));
-}
-
-/** The spread of a figure over the rounds, `min–max` (one value when they agree), `n/a` when a round lacks it. */
-function spread(values: number[], format: (value: number) => string): string {
-  if (values.length === 0 || !values.every(Number.isFinite)) return 'n/a';
-  const low = Math.min(...values);
-  const high = Math.max(...values);
-  return format(low) === format(high) ? format(low) : `${format(low)}–${format(high)}`;
 }
 
 /** Whether a target is met: a spread counts only when every round is on the same side of it, and one round is no spread. */

@@ -34,3 +34,11 @@ export function ratio(value: number, base: number): string {
 export function mib(bytes: number): string {
   return `${num(bytes / 1_048_576, 1)} MiB`;
 }
+
+/** The spread of a figure over the rounds, `min–max` (one value when they agree), `n/a` when a round lacks it. */
+export function spread(values: number[], format: (value: number) => string): string {
+  if (values.length === 0 || !values.every(Number.isFinite)) return 'n/a';
+  const low = Math.min(...values);
+  const high = Math.max(...values);
+  return format(low) === format(high) ? format(low) : `${format(low)}–${format(high)}`;
+}
