@@ -252,15 +252,10 @@ test('visibleModels: a list sees only its catalog models, in catalog order', (t)
 
 // cachedKeyStore.
 
-/** A memory store that counts the lookups reaching it, behind a cache on a clock the test moves. */
-function countedCache(options: { ttlMs?: number; maxEntries?: number } = {}) {
-  const inner = new MemoryKeyStore();
-  let lookups = 0;
-  const counted: KeyStore = {
-    findByHash: (hash) => {
-      lookups += 1;
-      return inner.findByHash(hash);
-    },
+/** `inner` with another `findByHash`; every other method passes through. */
+function withFindByHash(inner: KeyStore, findByHash: KeyStore['findByHash']): KeyStore {
+  return {
+    findByHash,
     create: (key) => inner.create(key),
     list: (filter) => inner.list(filter),
     get: (id) => inner.get(id),
@@ -269,6 +264,16 @@ function countedCache(options: { ttlMs?: number; maxEntries?: number } = {}) {
     rotate: (id, rotation) => inner.rotate(id, rotation),
     touch: (ids, atSeconds) => inner.touch(ids, atSeconds),
   };
+}
+
+/** A memory store that counts the lookups reaching it, behind a cache on a clock the test moves. */
+function countedCache(options: { ttlMs?: number; maxEntries?: number } = {}) {
+  const inner = new MemoryKeyStore();
+  let lookups = 0;
+  const counted = withFindByHash(inner, (hash) => {
+    lookups += 1;
+    return inner.findByHash(hash);
+  });
   const clock = { ms: 1_000_000 };
   const cached = cachedKeyStore(counted, { ...options, nowMs: () => clock.ms });
   const newKey = (store: KeyStore = cached, expiresAt: number | null = null) =>
@@ -326,20 +331,11 @@ test('a lookup in flight while the key is revoked through the cache is not remem
   const inner = new MemoryKeyStore();
   const { record } = await createApiKey(inner, { prefix: 'kmg', account: 'acme', scopes: ['files:read'], models: null, expiresAt: null });
   let release = () => {};
-  const slow: KeyStore = {
-    findByHash: async (hash) => {
-      const found = await inner.findByHash(hash);
-      await new Promise<void>((resolve) => (release = resolve));
-      return found;
-    },
-    create: (key) => inner.create(key),
-    list: (filter) => inner.list(filter),
-    get: (id) => inner.get(id),
-    revoke: (id) => inner.revoke(id),
-    update: (id, update) => inner.update(id, update),
-    rotate: (id, rotation) => inner.rotate(id, rotation),
-    touch: (ids, atSeconds) => inner.touch(ids, atSeconds),
-  };
+  const slow = withFindByHash(inner, async (hash) => {
+    const found = await inner.findByHash(hash);
+    await new Promise<void>((resolve) => (release = resolve));
+    return found;
+  });
   const cached = cachedKeyStore(slow, { ttlMs: 60_000 });
   const inFlight = cached.findByHash(record.hash);
   await new Promise((resolve) => setImmediate(resolve));

@@ -34,6 +34,21 @@ const HOSTILE = '<img src=x onerror=alert(1)>';
 
 const DAY_MS = 86_400_000;
 
+/** Debian's Chromium, headless, on a profile of its own that goes with the test, as is the browser. */
+async function openBrowser(t: ExecutionContext, viewport: { width: number; height: number }) {
+  const profile = await mkdtemp(join(tmpdir(), 'kmg-chromium-'));
+  t.teardown(() => rm(profile, { recursive: true, force: true }));
+  await mkdir(ARTIFACTS, { recursive: true });
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
+    viewport,
+  });
+  t.teardown(() => browser.close());
+  return browser;
+}
+
 interface Deployment {
   /** Before each screenshot's name: none for the embedded deployment. */
   name: string;
@@ -62,26 +77,7 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   t.teardown(() => app.close());
   const acme = deployment.account;
   const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix, name: 'ops console' });
-  const profile = await mkdtemp(join(tmpdir(), 'kmg-chromium-'));
-  t.teardown(() => rm(profile, { recursive: true, force: true }));
-  await mkdir(ARTIFACTS, { recursive: true });
-
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--disable-quic',
-      '--no-first-run',
-    ],
-    viewport: { width: 1280, height: 800 },
-  });
-  t.teardown(() => browser.close());
+  const browser = await openBrowser(t, { width: 1280, height: 800 });
   await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
   const page = browser.pages()[0] ?? (await browser.newPage());
   page.setDefaultTimeout(10_000);
@@ -332,16 +328,7 @@ withChromium(test)('the dashboard shows cost per day beside tokens and spend aga
     usageRecord({ time: morning + 1, account: 'acme', keyId: key.id, model: 'echo-2', costPicoUsd: 500_000_000_000 }),
   ]);
 
-  const profile = await mkdtemp(join(tmpdir(), 'kmg-chromium-'));
-  t.teardown(() => rm(profile, { recursive: true, force: true }));
-  await mkdir(ARTIFACTS, { recursive: true });
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    viewport: { width: 1280, height: 900 },
-  });
-  t.teardown(() => browser.close());
+  const browser = await openBrowser(t, { width: 1280, height: 900 });
   const page = browser.pages()[0] ?? (await browser.newPage());
   page.setDefaultTimeout(10_000);
   const pageErrors: string[] = [];
