@@ -1,4 +1,5 @@
 import { pipeline, Readable, Transform } from 'node:stream';
+import { text } from 'node:stream/consumers';
 import { errors } from '../../errors/gateway-error.js';
 import type { TokenUsage } from '../../usage/token-usage.js';
 import { eventObject } from '../answer.js';
@@ -129,7 +130,6 @@ function withBody(request: ProviderRequest, body: JsonObject): ProviderRequest {
  * makes an AbortController and, at its end, an AbortError with its stack, on every call.
  */
 function translatedJson(body: Readable, from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage): Readable {
-  const chunks: Buffer[] = [];
   const result = new Readable({
     read() {},
     destroy(err, callback) {
@@ -137,31 +137,30 @@ function translatedJson(body: Readable, from: WireFormat, to: NonNullable<WireFo
       callback(err);
     },
   });
-  const translate = (text: string): string => {
+  const translate = (whole: string): string => {
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = JSON.parse(whole);
     } catch {
-      return text;
+      return whole;
     }
-    if (!isObject(parsed)) return text;
+    if (!isObject(parsed)) return whole;
     const answer = to.readAnswer(parsed);
     Object.assign(usage, tokenUsage(answer.usage));
     return JSON.stringify(from.client.writeAnswer(answer, request));
   };
-  body.on('data', (chunk: Buffer | string) => chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk));
-  body.once('end', () => {
-    try {
-      result.push(translate(Buffer.concat(chunks).toString('utf8')));
-      result.push(null);
-    } catch (err) {
-      result.destroy(err as Error);
-    }
-  });
-  body.once('error', (err) => result.destroy(err));
-  body.once('close', () => {
-    if (!body.readableEnded) result.destroy(new Error('the upstream answer was closed before its end'));
-  });
+  // text() fails as the body does, and when it is destroyed before its end.
+  text(body).then(
+    (whole) => {
+      try {
+        result.push(translate(whole));
+        result.push(null);
+      } catch (err) {
+        result.destroy(err as Error);
+      }
+    },
+    (err: Error) => result.destroy(err),
+  );
   return result;
 }
 
