@@ -93,17 +93,3 @@ export async function startGateway(config: ServerConfig, logger: Logger, options
   let stopped: Promise<void> | undefined;
   return { url, stop: (reason = {}) => (stopped ??= shutDown(reason)) };
 }
-
-/** Serves the API until SIGTERM or SIGINT, then stops it gracefully (`RunningGateway.stop`); a second signal exits at once. */
-export async function serve(config: ServerConfig, logger: Logger): Promise<void> {
-  const gateway = await startGateway(config, logger);
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
-  // A second signal means "now".
-  const forceExit = () => process.exit(1);
-  process.once('SIGTERM', forceExit);
-  process.once('SIGINT', forceExit);
-  await gateway.stop({ signal });
-}

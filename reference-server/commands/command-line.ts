@@ -1,6 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { canonicalAccountName } from 'koa-model-gateway/auth';
 import { ACCOUNT_NAME_RULE } from '../../lib/auth/account-name.js';
+import { ConfigError } from '../config-error.js';
 import type { ServerConfig } from '../config.js';
 import { openMigratedDatabase, type Database } from '../database.js';
 
@@ -68,4 +69,14 @@ export async function withDatabase<T>(config: ServerConfig, use: (database: Data
   } finally {
     await database.close();
   }
+}
+
+/** A command's failure as one line on `io.err`; returns the exit code (2 for a bad command line, 1 for anything else). */
+export function reportFailure(err: unknown, io: CommandIo): number {
+  if (err instanceof UsageError) {
+    io.err(`koa-model-gateway: ${err.message} (see koa-model-gateway --help)`);
+    return 2;
+  }
+  io.err(err instanceof ConfigError ? `koa-model-gateway: ${err.message}` : `koa-model-gateway: unexpected error: ${err instanceof Error ? err.message : String(err)}`);
+  return 1;
 }

@@ -1,8 +1,7 @@
 import { SCOPES } from 'koa-model-gateway/auth';
-import { ConfigError } from '../config-error.js';
 import { accountsCommand } from './accounts.js';
 import { adminTokensCommand } from './admin-tokens.js';
-import { UsageError, type Command, type CommandIo } from './command-line.js';
+import { reportFailure, UsageError, type Command, type CommandIo } from './command-line.js';
 import { keysCommand } from './keys.js';
 import { migrateCommand, sweepCommand } from './maintenance.js';
 import { serveCommand } from './serve.js';
@@ -73,11 +72,6 @@ export async function runCommandLine(argv: string[], io: CommandIo): Promise<num
   try {
     return await runCommand(argv, io);
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.err(`koa-model-gateway: ${err.message} (see koa-model-gateway --help)`);
-      return 2;
-    }
-    io.err(err instanceof ConfigError ? `koa-model-gateway: ${err.message}` : `koa-model-gateway: unexpected error: ${err instanceof Error ? err.message : String(err)}`);
-    return 1;
+    return reportFailure(err, io);
   }
 }

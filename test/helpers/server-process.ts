@@ -125,9 +125,16 @@ export interface ServerProcess extends RunningServer {
   exited: Promise<number | null>;
 }
 
-/** The compiled `koa-model-gateway serve` in a process of its own, on a random port; resolves when it logs `listening`. */
-export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [await compiledCli(), 'serve'], {
+/** `npm run gateway`'s command line: the CLI run from its TypeScript sources through tsx. */
+const FROM_SOURCE = ['--conditions=@koa-model-gateway/source', '--import', 'tsx', join(ROOT, 'reference-server/cli.ts')];
+
+/**
+ * The compiled `koa-model-gateway serve` in a process of its own, on a random port; resolves when
+ * it logs `listening`. With `fromSource`, the CLI runs from its sources as `npm run gateway` runs it.
+ */
+export async function spawnServer(env: Record<string, string>, options: { fromSource?: boolean } = {}): Promise<ServerProcess> {
+  const cli = options.fromSource ? FROM_SOURCE : [await compiledCli()];
+  const child = spawn(process.execPath, [...cli, 'serve'], {
     cwd: ROOT,
     env: childEnv({ PORT: '0', LOG_LEVEL: 'info', ...env }),
   });

@@ -374,6 +374,20 @@ test('SIGTERM during an upload that outlasts the grace period: the connection is
   t.deepEqual(await readdir(blobs), [], 'no blob is left');
 });
 
+test('a second signal during the shutdown ends the process at once, with exit code 1', async (t) => {
+  const { env, key, server } = await spawnedServerWithKey();
+  const upload = splitUpload(server, key, makePdf(1, 256 * 1024));
+  await waitFor(async () => (await uploadFiles(env.DATA_DIR)).length > 0, 'the upload to start');
+
+  server.child.kill('SIGTERM');
+  await waitFor(() => server.logs.some((line) => line.msg === 'shutting down'), 'the shutdown to begin');
+  // The upload holds the graceful stop (30 s of grace by default): only the second signal ends it.
+  server.child.kill('SIGINT');
+  t.is(await server.exited, 1);
+  await t.throwsAsync(upload.response);
+  t.falsy(server.logs.find((line) => line.msg === 'stopped'));
+});
+
 test('SIGINT stops an idle server at once, closing keep-alive connections', async (t) => {
   const { key, server } = await spawnedServerWithKey();
   const response = await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
@@ -455,6 +469,16 @@ test('the compiled CLI makes a key, serves files, models and the dashboard with 
   t.regex(dashboard.headers.get('content-type') ?? '', /^text\/html/);
   t.like(await (await fetch(`${server.url}/openapi.json`)).json(), { openapi: '3.1.0' });
 
+  t.is(await server.stop(), 0);
+  t.truthy(server.logs.find((line) => line.msg === 'stopped'));
+});
+
+test('run from its sources (`npm run gateway`), the CLI serves and stops on SIGTERM with exit code 0', async (t) => {
+  const data = await tempDataDir();
+  t.teardown(() => data.remove());
+  const server = await spawnServer({ DATA_DIR: data.dir }, { fromSource: true });
+  t.teardown(() => server.stop());
+  t.like(await (await fetch(`${server.url}/healthz`)).json(), { status: 'ok' });
   t.is(await server.stop(), 0);
   t.truthy(server.logs.find((line) => line.msg === 'stopped'));
 });

@@ -1,0 +1,30 @@
+/**
+ * The worker thread `koa-model-gateway serve` runs the server in (commands/serve.ts says why): it
+ * loads the configuration from its environment, serves until the command passes a signal on, then
+ * stops gracefully. Its lines for stdout and stderr, and its exit code, go back to the command as
+ * messages; the log is written to stdout directly.
+ */
+import { once } from 'node:events';
+import { parentPort } from 'node:worker_threads';
+import { reportFailure, type CommandIo } from './commands/command-line.js';
+import type { ServerThreadMessage } from './commands/serve.js';
+import { loadConfigWithModules } from './config.js';
+import { createLogger } from './logger.js';
+import { startGateway } from './server.js';
+
+if (parentPort === null) throw new Error('koa-model-gateway: server-thread.js is the thread of `koa-model-gateway serve`, not a script');
+const port = parentPort;
+const tell = (message: ServerThreadMessage) => port.postMessage(message);
+const io: CommandIo = { env: process.env, out: (text) => tell({ out: text }), err: (text) => tell({ err: text }) };
+
+let exitCode: number;
+try {
+  const config = await loadConfigWithModules(io.env);
+  const gateway = await startGateway(config, createLogger(config.logLevel));
+  const [signal] = (await once(port, 'message')) as [NodeJS.Signals];
+  await gateway.stop({ signal });
+  exitCode = 0;
+} catch (err) {
+  exitCode = reportFailure(err, io);
+}
+tell({ exitCode });
