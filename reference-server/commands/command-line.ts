@@ -1,9 +1,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { canonicalAccountName } from 'koa-model-gateway/auth';
-import { ACCOUNT_NAME_RULE } from '../../lib/auth/account-name.js';
+import { ACCOUNT_NAME_RULE, canonicalAccountName } from '../../lib/auth/account-name.js';
 import { ConfigError } from '../config-error.js';
 import type { ServerConfig } from '../config.js';
-import { openMigratedDatabase, type Database } from '../database.js';
+import type { Database } from '../database.js';
 
 /** A command line that does not say what to do: printed with a pointer to --help, exit code 2. */
 export class UsageError extends Error {
@@ -63,6 +62,8 @@ export const isoTime = (seconds: number | null) => (seconds === null ? 'never' :
 
 /** The deployment's database, migrated and open for `use`, closed after. */
 export async function withDatabase<T>(config: ServerConfig, use: (database: Database) => Promise<T>): Promise<T> {
+  // Loaded here: `serve`'s thread, which parses its command line with this module, needs no driver.
+  const { openMigratedDatabase } = await import('../database.js');
   const database = await openMigratedDatabase(config.database);
   try {
     return await use(database);

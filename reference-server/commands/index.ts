@@ -1,11 +1,5 @@
-import { SCOPES } from 'koa-model-gateway/auth';
-import { accountsCommand } from './accounts.js';
-import { adminTokensCommand } from './admin-tokens.js';
+import { SCOPES } from '../../lib/auth/scopes.js';
 import { reportFailure, UsageError, type Command, type CommandIo } from './command-line.js';
-import { keysCommand } from './keys.js';
-import { migrateCommand, sweepCommand } from './maintenance.js';
-import { serveCommand } from './serve.js';
-import { usageCommand } from './usage.js';
 
 export const USAGE = `Usage: koa-model-gateway <command> [options]
 
@@ -38,15 +32,19 @@ Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR, BLOB_URL 
   LOG_LEVEL, SHUTDOWN_GRACE_SECONDS, METRICS_PORT
 Scopes: ${SCOPES.join(', ')}`;
 
-/** Each command by its name; a command with subcommands picks one itself. */
-const COMMANDS: ReadonlyMap<string, Command> = new Map([
-  ['serve', serveCommand],
-  ['migrate', migrateCommand],
-  ['sweep', sweepCommand],
-  ['usage', usageCommand],
-  ['keys', keysCommand],
-  ['accounts', accountsCommand],
-  ['admin-tokens', adminTokensCommand],
+/**
+ * Each command by its name, loaded when it runs: `serve` keeps only a thread that passes signals
+ * on, which need not hold the database drivers the other commands load. A command with
+ * subcommands picks one itself.
+ */
+const COMMANDS: ReadonlyMap<string, () => Promise<Command>> = new Map([
+  ['serve', async () => (await import('./serve.js')).serveCommand],
+  ['migrate', async () => (await import('./maintenance.js')).migrateCommand],
+  ['sweep', async () => (await import('./maintenance.js')).sweepCommand],
+  ['usage', async () => (await import('./usage.js')).usageCommand],
+  ['keys', async () => (await import('./keys.js')).keysCommand],
+  ['accounts', async () => (await import('./accounts.js')).accountsCommand],
+  ['admin-tokens', async () => (await import('./admin-tokens.js')).adminTokensCommand],
 ]);
 
 /**
@@ -59,9 +57,9 @@ export async function runCommand(argv: string[], io: CommandIo): Promise<number>
     io.out(USAGE);
     return command === undefined ? 2 : 0;
   }
-  const run = COMMANDS.get(command);
-  if (run === undefined) throw new UsageError(`unknown command '${command}'`);
-  return run(rest, io);
+  const load = COMMANDS.get(command);
+  if (load === undefined) throw new UsageError(`unknown command '${command}'`);
+  return (await load())(rest, io);
 }
 
 /**
