@@ -51,15 +51,16 @@ export async function serveCommand(args: string[], io: CommandIo): Promise<numbe
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   try {
-    return await new Promise<number>((resolve, reject) => {
+    return await new Promise<number>((resolve) => {
       let exitCode = 1;
       thread.on('message', (message: ServerThreadMessage) => {
         if ('out' in message) io.out(message.out);
         else if ('err' in message) io.err(message.err);
         else exitCode = message.exitCode;
       });
-      // An exception nothing caught: the thread has stopped, and the process ends with it.
-      thread.once('error', reject);
+      // An exception nothing caught has stopped the thread, and ends the process with its stack,
+      // as Node ends a process on one.
+      thread.once('error', (err) => io.err(`koa-model-gateway: the server stopped on an exception nothing caught: ${err.stack ?? String(err)}`));
       thread.once('exit', () => resolve(exitCode));
     });
   } finally {

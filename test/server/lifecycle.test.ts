@@ -388,6 +388,14 @@ test('a second signal during the shutdown ends the process at once, with exit co
   t.falsy(server.logs.find((line) => line.msg === 'stopped'));
 });
 
+test('an exception nothing catches in the server ends the process with exit code 1, its stack on stderr', async (t) => {
+  const dir = await dataDir();
+  const thrower = new URL('../helpers/throw-in-server-thread.js', import.meta.url).href;
+  const result = await spawnCli(['serve'], { DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'silent' }, ['--import', thrower]);
+  t.is(result.code, 1);
+  t.regex(result.stderr, /^koa-model-gateway: the server stopped on an exception nothing caught: Error: thrown by the test\n\s+at /);
+});
+
 test('SIGINT stops an idle server at once, closing keep-alive connections', async (t) => {
   const { key, server } = await spawnedServerWithKey();
   const response = await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
