@@ -10,7 +10,7 @@ import { parseCommand, type CommandIo } from './command-line.js';
  * when Node starts, from its flags alone, and a worker's from `resourceLimits`: so the server runs
  * in a worker thread, and `node dist/reference-server/cli.js serve` needs no flag to be fast.
  */
-export const SERVER_YOUNG_GENERATION_MB = 96;
+const SERVER_YOUNG_GENERATION_MB = 96;
 
 /** The server thread's module, beside this one's: .js in the build, .ts run from source (`npm run gateway`). */
 const SERVER_THREAD = new URL(`../server-thread${extname(import.meta.url)}`, import.meta.url);
