@@ -233,9 +233,9 @@ test.serial("a translated JSON answer that fails midway, or is not JSON, is a 50
   ];
   for (const body of bodies) {
     const app = await modelsApp({ providers: [deafProvider(body)], catalog: [{ id: 'claude-deaf', provider: 'deaf' }] });
+    t.teardown(() => app.close());
     const response = await chatOn(app, await app.keyFor());
     t.is(response.status, 502);
     t.like(await response.json(), { error: { message: 'Upstream provider error', type: 'server_error', code: 'upstream_error' } });
-    await app.close();
   }
 });
