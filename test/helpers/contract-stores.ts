@@ -1,0 +1,162 @@
+import { fileURLToPath } from 'node:url';
+import type { TestFn } from 'ava';
+import knexFactory, { type Knex } from 'knex';
+import { hashApiKey } from '../../lib/auth/keys.js';
+import type { FileRecord, FileStore } from '../../lib/files/file-store.js';
+import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
+import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
+import { migrate } from '../../lib/stores/knex/migrations.js';
+import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
+import { preparedReadsOn } from './prepared-reads.js';
+import type { TestDatabase } from './services.js';
+import { runTogether } from './worker-processes.js';
+
+// The store contracts run in two files each: memory and SQLite in one, PostgreSQL in the other.
+// SQLite's driver and the memory stores run on the test's own thread, and a contract's largest
+// tests keep it busy for seconds at a time: PostgreSQL connections opened on that thread meanwhile
+// could not finish their handshake in a busy suite. This module holds what both files share.
+
+type Open = () => Promise<TestDatabase>;
+
+// A contract file starts all its tests at once, each on a database of its own: dozens of schemas
+// migrating together on two cores kept every store call waiting longer than its bound. A few at a
+// time, the first tests run while the others' databases are made.
+const DATABASES_MADE_AT_ONCE = 4;
+
+/**
+ * The contracts are about what a store keeps, however the calls interleave, on a machine as busy
+ * as the suite makes it: a bound no such machine reaches. The bound has tests of its own
+ * (knex-plumbing, postgres-faults).
+ */
+export const CONTRACT_STORE_OPTIONS = { timeoutMs: 60_000 };
+
+/** `make`, run when fewer than `limit` of the calls before it are still running. */
+function fewAtATime(limit: number) {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return async <T>(make: () => Promise<T>): Promise<T> => {
+    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    running += 1;
+    try {
+      return await make();
+    } finally {
+      running -= 1;
+      waiting.shift()?.();
+    }
+  };
+}
+
+/**
+ * The Knex stores of a contract file, each on a fresh migrated database, all closed after its
+ * tests; then `afterClosing` runs, to check what closing them found.
+ */
+export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
+  const closers: Array<() => Promise<void>> = [];
+  const databases: TestDatabase[] = [];
+  test.after.always(async () => {
+    await Promise.all(closers.map((close) => close()));
+    await Promise.all(databases.map((db) => db.destroy()));
+    afterClosing();
+  });
+  const knexOf = new WeakMap<FileStore, Knex>();
+  const made = fewAtATime(DATABASES_MADE_AT_ONCE);
+
+  function migratedDatabase(open: Open): Promise<TestDatabase> {
+    return made(async () => {
+      const db = await open();
+      databases.push(db);
+      await migrate(db.knex);
+      return db;
+    });
+  }
+
+  /** Prepared reads on `db` when asked, closed after the tests. */
+  function readsOn(db: TestDatabase, prepared: boolean) {
+    if (!prepared) return undefined;
+    const reader = preparedReadsOn(db);
+    closers.push(() => reader.close());
+    return reader.reads;
+  }
+
+  return {
+    migratedDatabase,
+    /** Closed after the tests, before the databases. */
+    closeAfter(close: () => Promise<void>) {
+      closers.push(close);
+    },
+    migrated: async (open: Open) => (await migratedDatabase(open)).knex,
+
+    async keyStore(open: Open, { prepared = false } = {}) {
+      const db = await migratedDatabase(open);
+      const preparedReads = readsOn(db, prepared);
+      return new KnexKeyStore(db.knex, { ...CONTRACT_STORE_OPTIONS, ...preparedReads && { preparedReads } });
+    },
+
+    /**
+     * Two views of one database, as two server processes have: two pools on PostgreSQL; on SQLite
+     * one pool, whose driver waits for another connection's lock synchronously, in this same
+     * process (across processes: `rotationAcrossProcesses`).
+     */
+    async keyViews(open: Open): Promise<[KnexKeyStore, KnexKeyStore]> {
+      const db = await migratedDatabase(open);
+      const other = db.config.client === 'pg' ? knexFactory(db.config) : db.knex;
+      if (other !== db.knex) closers.push(() => other.destroy());
+      return [new KnexKeyStore(db.knex, CONTRACT_STORE_OPTIONS), new KnexKeyStore(other, CONTRACT_STORE_OPTIONS)];
+    },
+
+    usageStore: async (open: Open) => new KnexUsageStore((await migratedDatabase(open)).knex, CONTRACT_STORE_OPTIONS),
+
+    async fileStore(open: Open, { prepared = false } = {}): Promise<FileStore> {
+      const db = await migratedDatabase(open);
+      const preparedReads = readsOn(db, prepared);
+      const store = new KnexFileStore(db.knex, { ...CONTRACT_STORE_OPTIONS, ...preparedReads && { preparedReads } });
+      knexOf.set(store, db.knex);
+      return store;
+    },
+
+    /** Ten thousand creations one by one would take a minute on a database: inserts the rows directly. */
+    async seedFiles(store: FileStore, files: FileRecord[]): Promise<void> {
+      const knex = knexOf.get(store);
+      if (!knex) throw new Error('not a store of this file');
+      const rows = files.map((file) => ({
+        id: file.id,
+        account: file.account,
+        filename: file.filename,
+        bytes: file.bytes,
+        created_at: file.createdAt,
+        expires_at: file.expiresAt,
+      }));
+      await knex.batchInsert('kmg_files', rows, 500);
+    },
+  };
+}
+
+export type ContractStores = ReturnType<typeof contractStores>;
+
+const ROTATION_WORKER = fileURLToPath(new URL('./key-rotation-worker.js', import.meta.url));
+
+/** Key rotation's race across processes, which the contract (one process) cannot stage. */
+export function rotationAcrossProcesses(test: TestFn, name: string, stores: ContractStores, open: Open): void {
+  test(`${name}: ten rotations of one key at once, across two processes, make exactly one new key`, async (t) => {
+    const db = await stores.migratedDatabase(open);
+    const store = new KnexKeyStore(db.knex);
+    const old = await store.create({ account: 'parallel', hash: hashApiKey('kmg_sk_parallel'), scopes: ['models:read'], models: null, expiresAt: null });
+    const job = { config: db.config, id: old.id, count: 5, nowSeconds: Date.now() / 1000 };
+    const outputs = await runTogether(ROTATION_WORKER, [[JSON.stringify(job)], [JSON.stringify(job)]]);
+    const outcomes = outputs.flatMap((line) => JSON.parse(line) as string[]).sort();
+    t.deepEqual(outcomes, ['replaced', 'replaced', 'replaced', 'replaced', 'replaced', 'replaced', 'replaced', 'replaced', 'replaced', 'rotated']);
+    t.is((await store.list({ account: 'parallel' })).length, 2);
+  });
+}
+
+/** The recorder tries a failed batch again: a batch stored in part would then be counted twice. */
+export function partialBatchStoresNothing(test: TestFn, name: string, open: () => Promise<KnexUsageStore>): void {
+  test(`${name}: a batch with one record the database refuses (its 651st) stores nothing`, async (t) => {
+    const store = await open();
+    const batch = Array.from({ length: 700 }, () => usageRecord());
+    batch[650] = { ...usageRecord(), account: null as unknown as string };
+    await t.throwsAsync(store.insert(batch), { any: true });
+    t.deepEqual(await store.list(), []);
+  });
+}

@@ -1,0 +1,22 @@
+import test from 'ava';
+import { fileStoreContract } from '../../lib/testing/file-store-contract.js';
+import { contractStores } from '../helpers/contract-stores.js';
+import { postgresDatabase, withPostgres } from '../helpers/services.js';
+
+// The file store's contract on PostgreSQL, on a thread of its own (contract-stores says why).
+
+const postgres = withPostgres(test);
+const stores = contractStores(test);
+const seed = { seed: stores.seedFiles };
+
+fileStoreContract(postgres, 'postgres', () => stores.fileStore(postgresDatabase), seed);
+fileStoreContract(postgres, 'postgres, prepared reads', () => stores.fileStore(postgresDatabase, { prepared: true }), seed);
+
+postgres('postgres: file ids are stored in the "C" collation, so index order is byte order', async (t) => {
+  const knex = await stores.migrated(postgresDatabase);
+  const result = await knex.raw<{ rows: { collation_name: string }[] }>(
+    `select collation_name from information_schema.columns
+     where table_schema = current_schema() and table_name = 'kmg_files' and column_name = 'id'`,
+  );
+  t.deepEqual(result.rows, [{ collation_name: 'C' }]);
+});
