@@ -47,13 +47,19 @@ const COMMANDS: ReadonlyMap<string, () => Promise<Command>> = new Map([
   ['admin-tokens', async () => (await import('./admin-tokens.js')).adminTokensCommand],
 ]);
 
+/** `--help` or `-h` anywhere before a `--`: the usage, whatever else the line says (`keys create --help`). */
+function asksForHelp(argv: string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
+}
+
 /**
  * Runs one CLI command and returns its exit code. Throws `UsageError` for a bad command line and
  * `ConfigError` for a configuration the command cannot run with.
  */
 export async function runCommand(argv: string[], io: CommandIo): Promise<number> {
   const [command, ...rest] = argv;
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+  if (command === undefined || command === 'help' || asksForHelp(argv)) {
     io.out(USAGE);
     return command === undefined ? 2 : 0;
   }

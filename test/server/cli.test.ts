@@ -181,6 +181,17 @@ test('--help prints the usage', async (t) => {
   t.regex(result.stdout, /keys create --account <id>/);
 });
 
+test('--help or -h after a command prints the usage and runs nothing: no key is made, no server started', async (t) => {
+  const env = await dataDir();
+  for (const args of [['keys', 'create', '--help'], ['keys', 'create', '--account', 'acme', '-h'], ['serve', '--help'], ['usage', '--by', 'model', '--help']]) {
+    const result = await runCli(args, env);
+    t.deepEqual({ code: result.code, stderr: result.stderr }, { code: 0, stderr: '' }, args.join(' '));
+    t.regex(result.stdout, /^Usage: koa-model-gateway <command>/, args.join(' '));
+  }
+  const listed = await runCli(['keys', 'list', '--json'], env);
+  t.deepEqual(JSON.parse(listed.stdout), []);
+});
+
 test('keys list into a reader that stops early (| head) ends quietly, not in a crash', async (t) => {
   const env = await dataDir();
   await createKey(env, ['--account', 'acme']);
