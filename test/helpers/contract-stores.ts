@@ -19,9 +19,9 @@ import { runTogether } from './worker-processes.js';
 
 type Open = () => Promise<TestDatabase>;
 
-// A contract file starts all its tests at once, each on a database of its own: dozens of schemas
-// migrating together on two cores kept every store call waiting longer than its bound. A few at a
-// time, the first tests run while the others' databases are made.
+// A contract file starts all its tests at once, each on a database of its own: with dozens of
+// schemas migrating together on two cores, store calls waited past the default 5 s bound (two tests
+// of one run). A few at a time, the first tests run while the others' databases are made.
 const DATABASES_MADE_AT_ONCE = 4;
 
 /**
