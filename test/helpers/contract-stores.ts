@@ -19,33 +19,14 @@ import { runTogether } from './worker-processes.js';
 
 type Open = () => Promise<TestDatabase>;
 
-// A contract file starts all its tests at once, each on a database of its own: with dozens of
-// schemas migrating together on two cores, store calls waited past the default 5 s bound (two tests
-// of one run). A few at a time, the first tests run while the others' databases are made.
-const DATABASES_MADE_AT_ONCE = 4;
-
 /**
  * The contracts are about what a store keeps, however the calls interleave, on a machine as busy
- * as the suite makes it: a bound no such machine reaches. The bound has tests of its own
- * (knex-plumbing, postgres-faults).
+ * as the suite makes it: a contract file starts all its tests at once, each on a database of its
+ * own, and with dozens of schemas migrating together on two cores, store calls waited past the
+ * default 5 s (two tests of one run). So a bound no such machine reaches; the bound has tests of
+ * its own (knex-plumbing, postgres-faults).
  */
 export const CONTRACT_STORE_OPTIONS = { timeoutMs: 60_000 };
-
-/** `make`, run when fewer than `limit` of the calls before it are still running. */
-function fewAtATime(limit: number) {
-  let running = 0;
-  const waiting: Array<() => void> = [];
-  return async <T>(make: () => Promise<T>): Promise<T> => {
-    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
-    running += 1;
-    try {
-      return await make();
-    } finally {
-      running -= 1;
-      waiting.shift()?.();
-    }
-  };
-}
 
 /**
  * The Knex stores of a contract file, each on a fresh migrated database, all closed after its
@@ -60,15 +41,12 @@ export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
     afterClosing();
   });
   const knexOf = new WeakMap<FileStore, Knex>();
-  const made = fewAtATime(DATABASES_MADE_AT_ONCE);
 
-  function migratedDatabase(open: Open): Promise<TestDatabase> {
-    return made(async () => {
-      const db = await open();
-      databases.push(db);
-      await migrate(db.knex);
-      return db;
-    });
+  async function migratedDatabase(open: Open): Promise<TestDatabase> {
+    const db = await open();
+    databases.push(db);
+    await migrate(db.knex);
+    return db;
   }
 
   /** Prepared reads on `db` when asked, closed after the tests. */
@@ -100,8 +78,9 @@ export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
      */
     async keyViews(open: Open): Promise<[KnexKeyStore, KnexKeyStore]> {
       const db = await migratedDatabase(open);
-      const other = db.config.client === 'pg' ? knexFactory(db.config) : db.knex;
-      if (other !== db.knex) closers.push(() => other.destroy());
+      if (db.config.client !== 'pg') return [new KnexKeyStore(db.knex, CONTRACT_STORE_OPTIONS), new KnexKeyStore(db.knex, CONTRACT_STORE_OPTIONS)];
+      const other = knexFactory(db.config);
+      closers.push(() => other.destroy());
       return [new KnexKeyStore(db.knex, CONTRACT_STORE_OPTIONS), new KnexKeyStore(other, CONTRACT_STORE_OPTIONS)];
     },
 
