@@ -1,4 +1,5 @@
 import type { GatewayError } from '../errors/gateway-error.js';
+import type { JsonObject } from './content.js';
 import type { RateLimitHeaderStyle } from '../quota/rate-limit-headers.js';
 import type { AnswerFormat } from './answer.js';
 import type { FileReferences } from './attachments.js';
@@ -14,6 +15,12 @@ export interface EndpointFormat {
    */
   modelNotAllowed?: (model: string) => GatewayError;
   modelNotFound: (model: string) => GatewayError;
+  /**
+   * Refuses (400, by name) a body without what the format requires of every call (Chat Completions'
+   * `messages`, Messages' `max_tokens`), checked before the model is looked up: a native call is
+   * forwarded as it is, and one its provider would refuse must be neither sent nor counted.
+   */
+  checkBody: (body: JsonObject) => void;
   /** The model's provider does not speak this endpoint's format, nor one it can be translated to. */
   unsupported: (model: string) => GatewayError;
   fileReferences: FileReferences;

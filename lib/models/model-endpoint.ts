@@ -134,6 +134,8 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       return id;
     });
 
+    format.checkBody(body);
+
     const route = access === 'allowed' ? routes.get(requested) : undefined;
     if (route === undefined) throw format.modelNotFound(requested);
     const first = route.legs[0];

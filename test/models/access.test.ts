@@ -127,7 +127,7 @@ test('an unknown, foreign or expired file is 404 File not found in each shape', 
       await answer(await chat(key, { model: 'echo-1', messages: chatFile(fileId) })),
       shapeA(404, 'invalid_request_error', 'file_not_found', 'File not found'),
     );
-    t.like(await shapeB(await messages(key, { model: 'echo-1', messages: messagesFile(fileId) })), {
+    t.like(await shapeB(await messages(key, { model: 'echo-1', max_tokens: 5, messages: messagesFile(fileId) })), {
       status: 404,
       body: { error: { type: 'not_found_error', message: 'File not found' } },
     });

@@ -1,8 +1,11 @@
+import { text } from 'node:stream/consumers';
 import anyTest, { type TestFn } from 'ava';
 import { errors } from '../../lib/errors/gateway-error.js';
 import { eventFields, EventSplitter, withData } from '../../lib/http/server-sent-events.js';
 import { openAIErrorEvent } from '../../lib/models/formats/chat-completions/error-event.js';
 import { anthropicErrorEvent } from '../../lib/models/formats/messages/error-event.js';
+import type { ProviderAnswer } from '../../lib/models/provider.js';
+import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { countPdfPages } from '../../lib/models/providers/echo/received.js';
 import { exampleOf } from '../../lib/models/providers/echo/tools.js';
 import { CATALOG, modelsApp } from '../helpers/models-app.js';
@@ -178,14 +181,16 @@ test('messages: echo streams the Anthropic event sequence', async (t) => {
   t.is(text, 'Echo from echo-upstream-1: received 1 message.\nThe last user message says: "hi"\nNo documents are attached.');
 });
 
-test('echo refuses a body without messages as an upstream would: 400 with its message', async (t) => {
-  const key = await gateway.keyFor();
-  const chat = await gateway.post('/v1/chat/completions', { model: 'echo-1' }, { authorization: `Bearer ${key}` });
-  t.is(chat.status, 400);
-  t.deepEqual(await chat.json(), { error: { message: "'messages' must be an array", type: 'invalid_request_error', param: null, code: 'upstream_error' } });
-  const messages = await gateway.post('/v1/messages', { model: 'echo-1' }, { 'x-api-key': key });
-  t.is(messages.status, 400);
-  t.like(await messages.json(), { type: 'error', error: { type: 'invalid_request_error', message: 'messages: Field required' } });
+test('echo, called as a provider, refuses a body without messages as an upstream would: 400 with its message', async (t) => {
+  // The gateway refuses such a body before any provider (test/spec/check-order): this is echo alone.
+  const echo = echoProvider({ id: 'echo' });
+  const request = { body: { model: 'echo-upstream-1' }, headers: {}, signal: new AbortController().signal };
+  const answerOf = async (answer: Promise<ProviderAnswer | Response>) => {
+    const { statusCode, body } = (await answer) as ProviderAnswer;
+    return { statusCode, body: JSON.parse(await text(body)) as unknown };
+  };
+  t.like(await answerOf(echo.chatCompletions!(request)), { statusCode: 400, body: { error: { message: "'messages' must be an array", type: 'invalid_request_error' } } });
+  t.like(await answerOf(echo.messages!(request)), { statusCode: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'messages: Field required' } } });
 });
 
 test('messages: a document inside a tool_result is resolved too', async (t) => {

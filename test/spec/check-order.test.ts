@@ -1,6 +1,8 @@
 import test, { type ExecutionContext } from 'ava';
 import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
+import type { Provider } from '../../lib/models/provider.js';
+import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { multipart, pdfOf, uploadParts, type Part } from '../helpers/multipart.js';
@@ -187,6 +189,45 @@ test('messages: with a missing or foreign file attached, a disallowed and an unk
     t.is(disallowed, unknown, fileId);
     t.regex(disallowed, /^404 not_found_error: /);
   }
+});
+
+test('model calls: a body without what its format requires is 400 before existence and limits, and is neither sent nor counted', async (t) => {
+  const echo = echoProvider({ id: 'local' });
+  const sent: string[] = [];
+  const provider: Provider = {
+    id: 'local',
+    chatCompletions: (request) => (sent.push('chat'), echo.chatCompletions!(request)),
+    messages: (request) => (sent.push('messages'), echo.messages!(request)),
+    responses: (request) => (sent.push('responses'), echo.responses!(request)),
+  };
+  const app = await modelsApp({ catalog: [{ id: 'echo-1', provider: 'local', upstreamModel: 'echo-upstream-1', created: 1 }], providers: [provider] });
+  t.teardown(() => app.close());
+  const key = await app.keyFor(undefined, { limits: { requestsPerMinute: 1 } });
+  const malformed: Array<[string, Record<string, unknown>, string]> = [
+    ['/v1/chat/completions', { model: 'echo-1' }, "'messages' must be a non-empty array"],
+    ['/v1/chat/completions', { model: 'no-such-model', messages: [] }, "'messages' must be a non-empty array"],
+    ['/v1/chat/completions', { model: 'echo-1', messages: ['hi'] }, "'messages[0].role' must be a string"],
+    ['/v1/messages', { model: 'echo-1', messages: userText }, "'max_tokens' must be a positive integer"],
+    ['/v1/messages', { model: 'no-such-model', max_tokens: 0, messages: userText }, "'max_tokens' must be a positive integer"],
+    ['/v1/messages/count_tokens', { model: 'echo-1', messages: 'hi' }, "'messages' must be a non-empty array"],
+    ['/v1/responses', { model: 'echo-1', input: 5 }, "'input' must be a string or an array"],
+    ['/v1/responses', { model: 'no-such-model' }, "'input' must be a string or an array"],
+  ];
+  const refusals = async () => {
+    for (const [path, body, message] of malformed) {
+      const response = await app.post(path, body, { 'x-api-key': key });
+      const answer = (await response.json()) as { error: { message: string } };
+      t.deepEqual([response.status, answer.error.message], [400, message], `${path} ${JSON.stringify(body)}`);
+    }
+  };
+  await refusals();
+  const chatCall = () => app.post('/v1/chat/completions', { model: 'echo-1', messages: userText }, { 'x-api-key': key });
+  t.is((await chatCall()).status, 200, 'the refusals counted no request');
+  await refusals();
+  t.is((await chatCall()).status, 429, 'the one request a minute is spent');
+  t.deepEqual(sent, ['chat'], 'no malformed body reached the provider');
+  // A count needs no max_tokens.
+  t.is((await app.post('/v1/messages/count_tokens', { model: 'echo-1', messages: userText }, { 'x-api-key': await app.keyFor() })).status, 200);
 });
 
 // The routes of the reference server match their paths exactly.

@@ -300,7 +300,7 @@ test("every error the gateway defines, in Shape A, is OpenAI's ErrorResponse", (
 
 test("error bodies of the model endpoints are OpenAI's ErrorResponse", async (t) => {
   const answers = await Promise.all([
-    gateway.post('/v1/chat/completions', { model: 'nope', messages: [] }, auth),
+    gateway.post('/v1/chat/completions', { model: 'nope', messages: [{ role: 'user', content: 'hi' }] }, auth),
     gateway.post('/v1/chat/completions', { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }], logprobs: true }, auth),
     gateway.post('/v1/responses', { model: 'claude-test', input: 'hi', text: { format: { type: 'json_object' } } }, auth),
     gateway.post('/v1/responses', { model: 'echo-1', input: 'hi' }),

@@ -1,4 +1,4 @@
-import type { JsonObject } from '../content.js';
+import { isObject, type JsonObject } from '../content.js';
 import { invalid, untranslatable, type Answer, type Request, type StreamReader, type StreamWriter } from './neutral.js';
 
 /**
@@ -53,6 +53,18 @@ export function optionalString(body: JsonObject, param: string): string | undefi
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string') throw invalid(param, 'must be a string');
   return value;
+}
+
+/**
+ * `messages` as every format needs them, whether the call is forwarded as it is or translated: a
+ * non-empty array of objects, each with a string `role`. Refused (400, by name) before the model is
+ * looked up, so that no provider is sent, and no limit counts, a call it would refuse for its shape.
+ */
+export function checkMessages(messages: unknown): void {
+  if (!Array.isArray(messages) || messages.length === 0) throw invalid('messages', 'must be a non-empty array');
+  messages.forEach((message, index) => {
+    if (!isObject(message) || typeof message.role !== 'string') throw invalid(`messages[${index}].role`, 'must be a string');
+  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import { errors } from '../../../errors/gateway-error.js';
+import { checkMessages } from '../wire-format.js';
 import { MESSAGES } from './endpoint.js';
 import type { EndpointFormat } from '../../endpoint-format.js';
 import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
@@ -8,6 +9,8 @@ import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.j
 const COUNT_TOKENS: EndpointFormat = {
   ...MESSAGES,
   endpoint: 'countTokens',
+  // A count needs no output limit.
+  checkBody: (body) => checkMessages(body.messages),
   unsupported: (model) =>
     errors.invalidRequest(`The model '${model}' has no token counting: its provider neither counts tokens nor speaks a format to estimate them for`),
 };

@@ -4,6 +4,7 @@ import { isObject, mapResponsesContentParts, type JsonObject } from '../../conte
 import type { EndpointFormat } from '../../endpoint-format.js';
 import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
 import { responsesAnswer } from './answer-format.js';
+import { invalid } from '../neutral.js';
 import { responsesErrorEvent } from './error-event.js';
 
 export { RESPONSE_EVENTS, responseObject, responseUsage } from './answer-format.js';
@@ -14,6 +15,9 @@ const RESPONSES: EndpointFormat = {
   endpoint: 'responses',
   modelNotAllowed: (model) => errors.modelNotAllowed(model),
   modelNotFound: (model) => errors.modelDoesNotExist(model),
+  checkBody: (body) => {
+    if (typeof body.input !== 'string' && !Array.isArray(body.input)) throw invalid('input', 'must be a string or an array');
+  },
   unsupported: (model) =>
     errors.invalidRequest(`The model '${model}' is not served on /v1/responses: its provider speaks no format a Responses call can be translated to`),
   fileReferences: {
