@@ -20,7 +20,7 @@ export const ACCOUNT_NAME_RULE = `must be 1 to ${MAX_ACCOUNT_NAME_LENGTH} charac
 export function canonicalAccountName(input: string): string | undefined {
   if (typeof input !== 'string') return undefined;
   const name = input.trim();
-  if (!isPrintableText(name) || name.includes('\uFFFD')) return undefined;
+  if (!isPrintableText(name)) return undefined;
   const canonical = name.normalize('NFC');
   const length = [...canonical].length;
   return length >= 1 && length <= MAX_ACCOUNT_NAME_LENGTH ? canonical : undefined;

@@ -1,4 +1,5 @@
 import type { Context, Middleware } from 'koa';
+import { asksAnthropicShape } from '../http/anthropic-shape.js';
 import { isUnderPath } from '../under-path.js';
 import { anthropicErrors } from './anthropic-errors.js';
 import { openAIErrors } from './openai-errors.js';
@@ -18,7 +19,7 @@ const SHAPED_PATHS = ['/v1/models', '/v1/files'];
 
 const anthropicPaths = (ctx: Context) =>
   isUnderPath(ctx.path, '/v1/messages') ||
-  (ctx.get('anthropic-version') !== '' && SHAPED_PATHS.some((prefix) => isUnderPath(ctx.path, prefix)));
+  (asksAnthropicShape(ctx) && SHAPED_PATHS.some((prefix) => isUnderPath(ctx.path, prefix)));
 
 /**
  * The error shape of a whole gateway, chosen per request: Shape B with `request-id`

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 
 /**
- * True when the request asks for Anthropic's shapes: Anthropic's SDKs send `anthropic-version`
- * on every request, OpenAI's never do.
+ * True when the request asks for Anthropic's shapes: it carries `anthropic-version`, whatever its
+ * value. Anthropic's SDKs send it on every request, OpenAI's never do.
  */
-export const asksAnthropicShape = (ctx: Context): boolean => ctx.get('anthropic-version') !== '';
+export const asksAnthropicShape = (ctx: Context): boolean => ctx.req.headers['anthropic-version'] !== undefined;

@@ -230,6 +230,8 @@ test('the file name must end in lower-case .pdf, be 1..255 bytes and hold no con
     'zero\u200Bwidth.pdf',
     '\uFEFFbom.pdf',
     'iso\u2066late.pdf',
+    // What a name in bytes that are not UTF-8 is decoded to.
+    'r\uFFFDsum\uFFFD.pdf',
   ];
   for (const name of names) {
     const res = await upload(app, uploadParts(pdfOf(1000), name));

@@ -501,6 +501,18 @@ test('with anthropic-version, /v1/models refusals are in Shape B with request-id
   t.like(openAI.body, { error: { code: 'invalid_api_key' } });
 });
 
+test('anthropic-version decides by its presence, an empty value too: the models list and the files API answer in Anthropic\'s shape', async (t) => {
+  const empty = { 'anthropic-version': '' };
+  t.like((await get('/v1/models', 'kmg_sk_unknown', empty)).body, { type: 'error', error: { type: 'authentication_error' } });
+  t.like((await get('/v1/models', await dottedGateway.keyFor(), empty)).body, { has_more: false });
+  const headers = { 'x-api-key': referenceKey, ...empty };
+  const list = await fetch(`${referenceGateway.url}/v1/files`, { headers });
+  t.like(await list.json(), { data: [], has_more: false, first_id: null });
+  const refused = await fetch(`${referenceGateway.url}/v1/files/nope`, { headers });
+  t.like(await refused.json(), { type: 'error', error: { type: 'invalid_request_error', message: 'Invalid file ID' } });
+  t.regex(refused.headers.get('request-id') ?? '', /^req_/);
+});
+
 // The splitting of event streams, and the error events written into them.
 
 /** The events each chunk completes, then those of the end. */
