@@ -181,12 +181,8 @@ export const api = {
   accountLimits: (account: string) => request<AccountLimits>('GET', `/accounts/${encodeURIComponent(account)}/limits`),
   setAccountLimits: (account: string, body: { costPerDay: number | null; costPerMonth: number | null }) =>
     request<AccountLimits>('PUT', `/accounts/${encodeURIComponent(account)}/limits`, { body }),
-  /** Each key's figures since `since` (a UTC date), split by UTC day: its spend this month and today. */
-  keyUsage: (account: string, since: string) => {
-    const query = new URLSearchParams({ by: 'key', series: 'day', since });
-    if (account !== '') query.set('account', account);
-    return request<KeyUsage>('GET', `/usage?${query}`);
-  },
+  /** Each key's figures since `since` (a UTC date), split by UTC day, every account's: its spend this month and today. */
+  keyUsage: (since: string) => request<KeyUsage>('GET', `/usage?${new URLSearchParams({ by: 'key', series: 'day', since })}`),
   /** Each UTC day's requests and tokens since `since` (a UTC date), split by model or key; every account when `account` is empty. */
   dailyUsage: (account: string, since: string, split: UsageSplit) => {
     const query = new URLSearchParams({ by: 'day', series: split, since });

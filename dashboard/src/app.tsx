@@ -8,9 +8,18 @@ import { UsagePage } from './usage-page.tsx';
 
 type Route = { page: 'keys' | 'audit' } | { page: 'accounts' | 'usage'; account: string };
 
+/** `text` decoded from an address; as it is when it is not well encoded (`50%`, typed by hand). */
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
 function readRoute(): Route {
   const [page, ...rest] = location.hash.replace(/^#\/?/, '').split('/');
-  if (page === 'accounts' || page === 'usage') return { page, account: decodeURIComponent(rest.join('/')) };
+  if (page === 'accounts' || page === 'usage') return { page, account: decoded(rest.join('/')) };
   if (page === 'audit') return { page };
   return { page: 'keys' };
 }

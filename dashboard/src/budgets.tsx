@@ -14,16 +14,16 @@ export interface Spend {
 const monthStart = (nowMs = Date.now()) => `${utcDay(nowMs).slice(0, 7)}-01`;
 
 /**
- * Each key's spend this UTC day and month, from the usage report (keys without calls: none), for
- * `account` or every account; reloaded when `version` changes. Failing, it is an empty map: the
- * key list shows without spend.
+ * Each key's spend this UTC day and month, from the usage report of every account (keys without
+ * calls: none), so that a list found by a name or a key id has its spend too; reloaded when
+ * `version` changes. Failing, it is an empty map: the key list shows without spend.
  */
-export function useKeySpend(account: string, version: unknown): Map<string, Spend> {
+export function useKeySpend(version: unknown): Map<string, Spend> {
   const [spend, setSpend] = useState(new Map<string, Spend>());
   useEffect(() => {
     let current = true;
     const today = utcDay(Date.now());
-    api.keyUsage(account, monthStart()).then(
+    api.keyUsage(monthStart()).then(
       (usage) => {
         if (!current) return;
         const byKey = new Map<string, Spend>();
@@ -35,7 +35,7 @@ export function useKeySpend(account: string, version: unknown): Map<string, Spen
     return () => {
       current = false;
     };
-  }, [account, version]);
+  }, [version]);
   return spend;
 }
 

@@ -93,7 +93,6 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
           <input
             id="new-account"
             required
-            maxLength={255}
             list="new-account-known"
             value={form.account}
             onInput={(event) => set({ account: event.currentTarget.value })}
@@ -106,7 +105,7 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
         </div>
         <div>
           <label for="new-name">Name (optional: what the key is for)</label>
-          <input id="new-name" maxLength={100} value={form.name} onInput={(event) => set({ name: event.currentTarget.value })} />
+          <input id="new-name" value={form.name} onInput={(event) => set({ name: event.currentTarget.value })} />
         </div>
         <div>
           <label for="new-expires">Expires (your local time; empty: never)</label>

@@ -48,7 +48,7 @@ export function KeysPage() {
   const [rotating, setRotating] = useState<ApiKey | null>(null);
   const [grace, setGrace] = useState(3600);
   const [actionError, setActionError] = useState<string | null>(null);
-  const spend = useKeySpend(account, keys);
+  const spend = useKeySpend(keys);
 
   const load = (which = account) => {
     setKeys({ state: 'loading' });

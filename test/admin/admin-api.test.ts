@@ -228,7 +228,7 @@ test('revoke: the key is refused at once; revoking again keeps the first time; a
   t.is((await admin('GET', '/keys/key_doesnotexist')).status, 404);
 });
 
-test('account names follow the file names\' rule: control and format characters, lone surrogates and bytes that are not UTF-8 are 400; one name typed composed or decomposed is one account', async (t) => {
+test('account names follow the file names\' rule: control and format characters, lone surrogates, bytes that are not UTF-8, . and .. are 400; one name typed composed or decomposed is one account', async (t) => {
   const refused: Array<[string, unknown]> = [
     ['U+202E', { account: 'acme\u202Efdp.exe' }],
     ['U+200B', { account: 'ac\u200Bme' }],
@@ -236,6 +236,9 @@ test('account names follow the file names\' rule: control and format characters,
     ['a lone surrogate', { account: 'a\ud800b' }],
     ['U+FFFD', { account: 'a\uFFFDb' }],
     ['256 characters', { account: 'é'.repeat(256) }],
+    // No URL path can carry them: a browser resolves /accounts/.. (and /accounts/%2E%2E) as /.
+    ['.', { account: '.' }],
+    ['..', { account: ' .. ' }],
   ];
   for (const [what, body] of refused) {
     const response = await admin('POST', '/keys', body);

@@ -384,6 +384,81 @@ withChromium(test)('the dashboard shows cost per day beside tokens and spend aga
   t.deepEqual(pageErrors, []);
 });
 
+// Names as the admin API allows them, in the page's addresses and tables, on both deployments.
+const namesTest = (deployment: Deployment) => async (t: ExecutionContext) => {
+  const { env, cleanup } = await deployment.env();
+  t.teardown(cleanup);
+  const app = await referenceApp(undefined, env);
+  t.teardown(() => app.close());
+  const prefix = app.config.gateway.keyPrefix;
+  const { token } = await createAdminToken(app.deployment.adminTokens, { prefix });
+  // A / in an account name is a character of the name in every path the page makes.
+  const ACCOUNT = 'ops/eu.west';
+  const night = await createApiKey(app.deployment.keys, { prefix, account: ACCOUNT, name: 'Night run', scopes: [...SCOPES] });
+  await createApiKey(app.deployment.keys, { prefix, account: 'x'.repeat(255), scopes: [...SCOPES] });
+  const morning = new Date().setUTCHours(0, 0, 0, 0) + HOUR_MS / 60;
+  await app.deployment.usageStore.insert([usageRecord({ time: morning, account: ACCOUNT, keyId: night.record.id, model: 'echo-1', costPicoUsd: 1_250_000_000_000 })]);
+
+  const browser = await openBrowser(t, { width: 1280, height: 800 });
+  const page = browser.pages()[0] ?? (await browser.newPage());
+  page.setDefaultTimeout(10_000);
+  const pageErrors: string[] = [];
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+  await page.goto(`${app.url}/dashboard`);
+  await page.getByLabel('Admin token').fill(token);
+  await page.keyboard.press('Enter');
+
+  // An account of 255 characters without a space wraps in its cell: the page is no wider than the window.
+  await page.getByRole('row').filter({ hasText: 'Night run' }).getByText('today $1.25').waitFor();
+  t.true(await page.evaluate<boolean>('document.documentElement.scrollWidth <= innerWidth'), 'no horizontal scrolling');
+  await page.screenshot({ path: join(ARTIFACTS, `dashboard-${deployment.name}long-names.png`), fullPage: true });
+
+  // A key found by its name or its id shows its spend, whatever the text found by.
+  const find = async (text: string) => {
+    await page.getByLabel('Find').fill(text);
+    await page.getByRole('button', { name: 'Show keys' }).click();
+  };
+  for (const text of ['night', night.record.id]) {
+    await find('nobody');
+    await page.getByText("No key's account, id or name starts with").waitFor();
+    await find(text);
+    await page.getByRole('row').filter({ hasText: 'Night run' }).getByText('today $1.25').waitFor();
+  }
+
+  // The account's page, its spend and its budgets.
+  await page.goto(`${app.url}/dashboard#/accounts/${encodeURIComponent(ACCOUNT)}`);
+  await page.getByRole('heading', { name: `Account ${ACCOUNT}` }).waitFor();
+  const budgets = page.getByRole('region', { name: 'Budgets' });
+  await budgets.getByText('$1.25 (no budget)').first().waitFor();
+  await budgets.getByLabel('Budget per UTC day (USD)').fill('5');
+  await budgets.getByRole('button', { name: 'Save budgets' }).click();
+  await budgets.getByText('$1.25 of $5.00 (25%)').waitFor();
+  t.deepEqual(await app.deployment.accountBudgets.get(ACCOUNT), { costPerDay: 5 });
+
+  // The key form takes names as long as the API does, counted in characters: 255 astral ones are 510 UTF-16 units.
+  const astral = '\u{1D518}'.repeat(255);
+  await page.goto(`${app.url}/dashboard`);
+  await page.getByRole('button', { name: 'New key' }).click();
+  await page.getByLabel('Account').last().fill(astral);
+  await page.getByLabel(/^Name/).fill('\u{1F680}'.repeat(100));
+  await page.getByRole('button', { name: 'Create key' }).click();
+  await page.getByRole('button', { name: 'Create the account and its key' }).click();
+  await page.getByLabel('Secret key').waitFor();
+  await page.keyboard.press('Escape');
+  t.like((await app.deployment.keys.list({ account: astral }))[0], { account: astral, name: '\u{1F680}'.repeat(100) });
+
+  // An address typed by hand with a bare % is the account it reads as, not a blank page.
+  await page.goto(`${app.url}/dashboard#/accounts/50%`);
+  await page.getByRole('heading', { name: 'Account 50%' }).waitFor();
+  t.deepEqual(pageErrors, []);
+};
+
+withChromium(test)('the dashboard takes names as the API allows them: a found key shows its spend, a / in an account, a bare % in the address, a name of 255 characters', namesTest(embedded));
+withRedis(withPostgres(withChromium(test)))(
+  'the dashboard on PostgreSQL and Redis takes names as the API allows them: a found key shows its spend, a / in an account, a bare % in the address, a name of 255 characters',
+  namesTest(postgresRedis),
+);
+
 // The dashboard's files as the reference server serves them.
 async function serve(dir: string) {
   const app = new Koa();
