@@ -46,6 +46,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     blobs,
     modelLimiter: traced(deployment.modelLimiter, 'ModelLimiter'),
     modelLimits: deployment.config.gateway.modelLimits,
+    ...(deployment.config.gateway.upstreamTimeoutMs !== undefined && { timeoutMs: deployment.config.gateway.upstreamTimeoutMs }),
     budgets: deployment.budgets,
     routing: { ...routing, cooldown: { ...routing.cooldown, store: traced(deployment.cooldowns, 'CooldownStore') } },
     usageRecorder: deployment.usageRecorder,

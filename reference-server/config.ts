@@ -86,6 +86,12 @@ const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
   modelLimits: modelLimitsSchema.prefault({}),
   /** Retries, fallbacks and cooldowns of the model calls (`RoutingOptions` of the library, without its functions); with REDIS_URL, cooldowns are shared. */
   routing: routingSettingsSchema.prefault({}),
+  /**
+   * How long a provider may stay silent in one attempt, before its answer's headers or between two
+   * reads of its body (the model handlers' `timeoutMs`): a silent attempt is a timeout, retried as
+   * `routing` says. Default 300,000.
+   */
+  upstreamTimeoutMs: positiveInteger.optional(),
   sweep: settingsObject({
     /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
     intervalSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),

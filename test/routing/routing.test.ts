@@ -17,6 +17,7 @@ import { RedisCooldownStore } from '../../lib/stores/redis/cooldown-store.js';
 import { cooldownStoreContract } from '../../lib/testing/cooldown-store-contract.js';
 import type { UsageRecord, UsageStore } from '../../lib/usage/usage-store.js';
 import { modelsApp } from '../helpers/models-app.js';
+import { referenceApp } from '../spec/reference-app.js';
 import { reply, scriptedUpstream, type UpstreamAnswer } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
@@ -185,6 +186,36 @@ test('an upstream that hangs before its headers is given up on and the call retr
   const answer = await chat();
   t.is(answer.status, 200);
   t.is(answer.headers.get('x-kmg-deployment'), 'west');
+});
+
+test('the reference server: upstreamTimeoutMs bounds each attempt, so a silent deployment is given up on and the fallback answers within routing.budgetMs', async (t) => {
+  const [silent, answering] = await Promise.all([scriptedUpstream(), scriptedUpstream()]);
+  // Without it, the first attempt's silence limit would be the whole budget: nothing retried.
+  const app = await referenceApp({
+    upstreamTimeoutMs: 5_000,
+    routing: { budgetMs: 120_000 },
+    providers: [
+      { id: 'silent', kind: 'openai', baseURL: `${silent.url}/v1` },
+      { id: 'answering', kind: 'openai', baseURL: `${answering.url}/v1` },
+    ],
+    models: [
+      { id: 'smart', provider: 'silent', fallbacks: ['backup'] },
+      { id: 'backup', provider: 'answering' },
+    ],
+  });
+  t.teardown(() => Promise.all([app.close(), silent.close(), answering.close()]));
+  silent.answer(CHAT, () => undefined);
+  answering.answer(CHAT, reply(200, completion('ok')));
+  const answer = await fetch(`${app.url}${CHAT}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${await app.keyFor()}`, 'content-type': 'application/json' },
+    body: JSON.stringify(ask),
+    // A guard below AVA's 60 s and far above the 5 s of the silent attempt: without the setting, the call would wait out the budget.
+    signal: AbortSignal.timeout(45_000),
+  });
+  t.is(answer.status, 200);
+  t.is(answer.headers.get('x-kmg-attempts'), '2');
+  t.is(answer.headers.get('x-kmg-deployment'), 'answering');
 });
 
 const chunk = (content: string) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;

@@ -109,9 +109,10 @@ test('provider credentials are read from the variables apiKeyEnv names only when
 // Each case: the file's content and the one line that refuses it (after `test: `).
 const badFiles: Array<[unknown, string]> = [
   [[], 'the config must be an object'],
-  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, routing, sweep, providerModules, providers, models)'],
+  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, routing, upstreamTimeoutMs, sweep, providerModules, providers, models)'],
   [{ keyPrefix: 'a_b' }, 'keyPrefix must be 1 to 32 letters and digits'],
   [{ routing: { maxAttempts: 0 } }, 'routing.maxAttempts must be a positive integer'],
+  [{ upstreamTimeoutMs: 0 }, 'upstreamTimeoutMs must be a positive integer'],
   [{ routing: { cooldown: { second: 5 } } }, 'routing.cooldown.second is not a setting (expected failures, windowSeconds, seconds)'],
   [{ models: [{ id: 'm', provider: 'echo', fallbacks: ['nope'] }] }, "models[0].fallbacks[0] must name another model of the catalog ('nope' is not one)"],
   [{ models: [{ id: 'm', deployments: [{ provider: 'echo' }, { provider: 'gone' }] }] }, "models[0].deployments[1].provider must name a configured provider ('gone' is not one)"],
