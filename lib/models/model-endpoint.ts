@@ -141,9 +141,6 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const first = route.legs[0];
     if (first === undefined) throw format.unsupported(requested);
     const headers = forwardedHeaders(ctx, format.forwardHeaders);
-    // What cannot be carried over is refused here, a validation error like any other.
-    for (const leg of route.legs) leg.translation?.check(body, headers);
-
     const stream = body.stream === true;
     const state: ModelRequestState = {
       model: requested,
@@ -161,6 +158,9 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       ...(first.translation && { translatedTo: first.translation.target }),
     };
     ctx.state.modelRequest = state;
+    // What cannot be carried over is refused here, a validation error like any other, recorded
+    // with the model it was refused for.
+    for (const leg of route.legs) leg.translation?.check(body, headers);
     const files = checkedIds.length === 0 ? [] : await findAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
 
     const limits: ModelLimits = { ...modelLimits, ...key.limits };

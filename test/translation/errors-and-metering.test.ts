@@ -174,6 +174,16 @@ test.serial('a refused translation spends none of the key\'s limits', async (t) 
   t.is((await send({})).status, 429);
 });
 
+test.serial('a refused translation is recorded with the model and provider it was refused for', async (t) => {
+  const records: UsageRecord[] = [];
+  const app = await modelsApp({ usageRecorder: { record: (record) => records.push(record) } });
+  t.teardown(() => app.close());
+  const response = await app.post('/v1/chat/completions', { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }], logprobs: true }, { authorization: `Bearer ${await app.keyFor()}` });
+  t.is(response.status, 400);
+  await until(async () => records.length, (count) => count === 1);
+  t.like(records[0], { status: 400, model: 'claude-test', provider: 'anthropic', attempts: 0, inputTokens: 0 });
+});
+
 test.serial('a client that leaves a translated stream: the upstream call is closed and the call recorded as 499 with the usage read so far', async (t) => {
   const hanging = await streamingUpstream();
   const leaving: UsageRecord[] = [];
