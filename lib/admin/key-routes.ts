@@ -1,5 +1,6 @@
 import type { RouterMiddleware } from '@koa/router';
 import type { Context } from 'koa';
+import { z } from 'zod';
 import { createApiKey, rotateApiKey } from '../auth/keys.js';
 import { SCOPES } from '../auth/scopes.js';
 import { readJsonBody } from '../http/json-body.js';
@@ -52,12 +53,15 @@ export function createKey(api: AdminApi): RouterMiddleware {
   };
 }
 
+/** The query of `GET /keys`: both parameters optional, none repeated, none unknown, as the other lists'. */
+const listQuery = z.strictObject({ account: accountName.optional(), q: keySearch.optional() });
+
 /** `GET /keys?account=&q=`: `q` a prefix of the account, id or name (case-insensitive). */
 export function listKeys(api: AdminApi): RouterMiddleware {
   return async function listKeys(ctx) {
-    const { account, q } = ctx.query;
-    const filter = account === undefined ? {} : { account: parseFields(accountName, account, 'account') };
-    const matches = q === undefined ? () => true : keyMatcher(parseFields(keySearch, q, 'q'));
+    const { account, q } = parseFields(listQuery, { ...ctx.query });
+    const filter = account === undefined ? {} : { account };
+    const matches = q === undefined ? () => true : keyMatcher(q);
     const at = api.now();
     ctx.body = { object: 'list', data: (await api.keys.list(filter)).filter(matches).map((record) => keyObject(record, at)) };
   };

@@ -169,6 +169,8 @@ test('every change is validated: 400 naming the field, and nothing is created or
     ['POST', '/keys', { account: 'a'.repeat(256) }, 'invalid_account', /'account'/],
     ['POST', '/keys', '{"account":', 'invalid_json', /JSON/],
     ['GET', '/keys?account=', undefined, 'invalid_account', /'account'/],
+    ['GET', '/keys?q=a&q=b', undefined, 'invalid_q', /'q'/],
+    ['GET', '/keys?owner=me', undefined, 'unknown_field', /'owner'/],
     ['PATCH', `/keys/${existing.id}`, { scopes: ['nope'] }, 'invalid_scopes', /'scopes'/],
     ['PATCH', `/keys/${existing.id}`, { models: ['gpt-none'] }, 'invalid_models', /'models'/],
     ['PATCH', `/keys/${existing.id}`, { expires_at: past }, 'invalid_expires_at', /'expires_at'/],
