@@ -49,6 +49,19 @@ async function openBrowser(t: ExecutionContext, viewport: { width: number; heigh
   return browser;
 }
 
+/** A page of the dashboard at `url`, logged in with `token`, and the errors its scripts throw. */
+async function signedIn(t: ExecutionContext, url: string, token: string, viewport: { width: number; height: number }) {
+  const browser = await openBrowser(t, viewport);
+  const page = browser.pages()[0] ?? (await browser.newPage());
+  page.setDefaultTimeout(10_000);
+  const pageErrors: string[] = [];
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+  await page.goto(`${url}/dashboard`);
+  await page.getByLabel('Admin token').fill(token);
+  await page.keyboard.press('Enter');
+  return { page, pageErrors };
+}
+
 interface Deployment {
   /** Before each screenshot's name: none for the embedded deployment. */
   name: string;
@@ -328,15 +341,7 @@ withChromium(test)('the dashboard shows cost per day beside tokens and spend aga
     usageRecord({ time: morning + 1, account: 'acme', keyId: key.id, model: 'echo-2', costPicoUsd: 500_000_000_000 }),
   ]);
 
-  const browser = await openBrowser(t, { width: 1280, height: 900 });
-  const page = browser.pages()[0] ?? (await browser.newPage());
-  page.setDefaultTimeout(10_000);
-  const pageErrors: string[] = [];
-  page.on('pageerror', (err) => pageErrors.push(err.message));
-
-  await page.goto(`${app.url}/dashboard`);
-  await page.getByLabel('Admin token').fill(token);
-  await page.keyboard.press('Enter');
+  const { page, pageErrors } = await signedIn(t, app.url, token, { width: 1280, height: 900 });
 
   // The key list: the key's spend today and this month against its budgets.
   const row = page.getByRole('row').filter({ hasText: key.id });
@@ -399,14 +404,7 @@ const namesTest = (deployment: Deployment) => async (t: ExecutionContext) => {
   const morning = new Date().setUTCHours(0, 0, 0, 0) + HOUR_MS / 60;
   await app.deployment.usageStore.insert([usageRecord({ time: morning, account: ACCOUNT, keyId: night.record.id, model: 'echo-1', costPicoUsd: 1_250_000_000_000 })]);
 
-  const browser = await openBrowser(t, { width: 1280, height: 800 });
-  const page = browser.pages()[0] ?? (await browser.newPage());
-  page.setDefaultTimeout(10_000);
-  const pageErrors: string[] = [];
-  page.on('pageerror', (err) => pageErrors.push(err.message));
-  await page.goto(`${app.url}/dashboard`);
-  await page.getByLabel('Admin token').fill(token);
-  await page.keyboard.press('Enter');
+  const { page, pageErrors } = await signedIn(t, app.url, token, { width: 1280, height: 800 });
 
   // An account of 255 characters without a space wraps in its cell: the page is no wider than the window.
   await page.getByRole('row').filter({ hasText: 'Night run' }).getByText('today $1.25').waitFor();
