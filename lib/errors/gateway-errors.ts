@@ -1,5 +1,5 @@
 import type { Context, Middleware } from 'koa';
-import { asksAnthropicShape } from '../http/anthropic-shape.js';
+import { asksAnthropicShape } from './anthropic-shape.js';
 import { isUnderPath } from '../under-path.js';
 import { anthropicErrors } from './anthropic-errors.js';
 import { openAIErrors } from './openai-errors.js';

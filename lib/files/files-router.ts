@@ -4,7 +4,7 @@ import type { Context, Middleware } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
 import { requireScope } from '../auth/require-scope.js';
 import { StoreUnavailableError, errors } from '../errors/gateway-error.js';
-import { asksAnthropicShape } from '../http/anthropic-shape.js';
+import { asksAnthropicShape } from '../errors/anthropic-shape.js';
 import type { CreationLimiter } from '../quota/creation-limiter.js';
 import type { BlobStore } from './blob-store.js';
 import { sendPdf } from './download.js';

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
 import { visibleModels } from '../auth/model-access.js';
 import { listCatalogOptions, type CatalogModel } from './catalog.js';
-import { asksAnthropicShape } from '../http/anthropic-shape.js';
+import { asksAnthropicShape } from '../errors/anthropic-shape.js';
 import { anthropicModelPage, openAIModel } from './model-objects.js';
 
 export interface ListModelsOptions {

@@ -3,7 +3,7 @@ import { verifiedKey } from '../auth/api-key.js';
 import { visibleModels } from '../auth/model-access.js';
 import { errors } from '../errors/gateway-error.js';
 import { listCatalogOptions, type CatalogModel } from './catalog.js';
-import { asksAnthropicShape } from '../http/anthropic-shape.js';
+import { asksAnthropicShape } from '../errors/anthropic-shape.js';
 import { anthropicModel, openAIModel } from './model-objects.js';
 
 export interface RetrieveModelOptions {

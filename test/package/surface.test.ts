@@ -161,8 +161,8 @@ test('the format types are exported from koa-model-gateway/models: AnswerFormat,
 // docs/ARCHITECTURE.md, "Layers", says why each sits where it does.
 const LAYERS = [
   'settings', // option schemas' building blocks (zod only)
-  'errors', // GatewayError, the two shapes and the one formatter
-  'http', // a request's JSON body, server-sent events, after the response, the Anthropic-shape test
+  'errors', // GatewayError, the two shapes, the Anthropic-shape test and the one formatter
+  'http', // a request's JSON body, server-sent events, after the response
   'quota', // model and creation limits, clock windows
   'usage', // usage records, their store and recorder, token counts
   'cost', // prices, spend, budgets (from the usage records)
