@@ -4,10 +4,11 @@ import test from 'ava';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { modelsApp, catalogProviders } from '../helpers/models-app.js';
-import { anthropicMessage, reply, replyEvents, scriptedUpstream, streamingUpstream } from '../helpers/models-upstream.js';
+import { anthropicMessage, mockProviders, reply, replyEvents, scriptedUpstream, streamingUpstream } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
 
 // Translated calls through the lib's models router, against a scripted upstream: upstream errors
@@ -172,6 +173,37 @@ test.serial('a refused translation spends none of the key\'s limits', async (t) 
   upstream.answer('/v1/messages', reply(200, anthropicMessage('Hi.')));
   t.is((await send({})).status, 200);
   t.is((await send({})).status, 429);
+});
+
+test.serial("OpenAI's shared fields pass between Chat Completions and Responses as they are, and are refused by name to Messages", async (t) => {
+  const mock = await mockProviders();
+  const app = await modelsApp({
+    providers: [
+      openAIProvider({ id: 'responses-only', baseURL: `${mock.url}/v1`, endpoints: ['responses'] }),
+      openAIProvider({ id: 'chat-only', baseURL: `${mock.url}/v1`, endpoints: ['chat.completions'] }),
+      anthropicProvider({ id: 'anthropic', baseURL: mock.url }),
+    ],
+    catalog: [
+      { id: 'responses-model', provider: 'responses-only' },
+      { id: 'chat-model', provider: 'chat-only' },
+      { id: 'claude', provider: 'anthropic' },
+    ],
+  });
+  t.teardown(() => Promise.all([app.close(), mock.close()]));
+  const auth = { authorization: `Bearer ${await app.keyFor()}` };
+  const shared = { metadata: { team: 'search' }, service_tier: 'flex', prompt_cache_key: 'tenant-7', safety_identifier: 'user-42' };
+  const hi = [{ role: 'user', content: 'hi' }];
+  t.is((await app.post('/v1/chat/completions', { model: 'responses-model', messages: hi, ...shared }, auth)).status, 200);
+  t.is((await app.post('/v1/responses', { model: 'chat-model', input: 'hi', ...shared }, auth)).status, 200);
+  t.like(mock.calls[0], { path: '/v1/responses', body: shared });
+  t.like(mock.calls[1], { path: '/v1/chat/completions', body: shared });
+  for (const [field, value] of Object.entries(shared)) {
+    const refused = await app.post('/v1/chat/completions', { model: 'claude', messages: hi, [field]: value }, auth);
+    t.is(refused.status, 400, field);
+    const { error } = (await refused.json()) as { error: { message: string } };
+    t.true(error.message.startsWith(`'${field}' cannot be sent to this model: its provider speaks Messages`), error.message);
+  }
+  t.is(mock.calls.length, 2, 'no refused call was sent');
 });
 
 test.serial('a refused translation is recorded with the model and provider it was refused for', async (t) => {

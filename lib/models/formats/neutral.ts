@@ -36,6 +36,12 @@ export interface Tool {
 
 export type ToolChoice = { type: 'auto' | 'none' | 'required' } | { type: 'tool'; name: string };
 
+/**
+ * The fields OpenAI's Chat Completions and Responses share, by name and meaning: carried between
+ * the two as the client sent them.
+ */
+export const OPENAI_SHARED_FIELDS = ['metadata', 'service_tier', 'prompt_cache_key', 'safety_identifier'] as const;
+
 /** A request, whatever format it came in. */
 export interface Request {
   model: string;
@@ -57,6 +63,8 @@ export interface Request {
   reasoning?: { budgetTokens?: number; effort?: 'low' | 'medium' | 'high' };
   /** An end user's id, for the provider's abuse checks. */
   user?: string;
+  /** `OPENAI_SHARED_FIELDS` the client set, as it set them: Messages has no place for them. */
+  openAI?: Partial<Record<(typeof OPENAI_SHARED_FIELDS)[number], unknown>>;
 }
 
 /** Why the model stopped. */

@@ -1,5 +1,5 @@
 import { isObject, type JsonObject } from '../content.js';
-import { invalid, untranslatable, type Answer, type Request, type StreamReader, type StreamWriter } from './neutral.js';
+import { invalid, OPENAI_SHARED_FIELDS, untranslatable, type Answer, type Request, type StreamReader, type StreamWriter } from './neutral.js';
 
 /**
  * One wire format as translation sees it: what it reads and writes as the client's format
@@ -84,6 +84,16 @@ export const absent = (value: unknown) => value === null || value === undefined;
 export const falsy = (value: unknown) => absent(value) || value === false;
 /** Unset, or the value everything else behaves as anyway. */
 export const defaultOnly = (expected: unknown) => (value: unknown) => absent(value) || value === expected;
+
+/** The `OPENAI_SHARED_FIELDS` that `body` sets, for a reader of either OpenAI format; undefined when none. */
+export function readOpenAIShared(body: JsonObject): Request['openAI'] {
+  let shared: Request['openAI'];
+  for (const field of OPENAI_SHARED_FIELDS) if (!absent(body[field])) (shared ??= {})[field] = body[field];
+  return shared;
+}
+
+/** `OPENAI_SHARED_FIELDS` accepted as they are, in a reader's `known`. */
+export const OPENAI_SHARED_KNOWN = Object.fromEntries(OPENAI_SHARED_FIELDS.map((field) => [field, any]));
 
 /** The JSON text of a tool call's arguments as an object, as Messages and Responses items carry them. */
 export function argumentsObject(input: string): JsonObject {

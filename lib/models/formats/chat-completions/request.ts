@@ -1,6 +1,6 @@
 import { isObject, type JsonObject } from '../../content.js';
 import { invalid, untranslatable, type Message, type Part, type Tool, type ToolChoice } from '../neutral.js';
-import { absent, any, dataUrl, defaultOnly, falsy, optionalNumber, optionalString, parseDataUrl, refuseUnknown, type ReadRequest } from '../wire-format.js';
+import { absent, any, dataUrl, defaultOnly, falsy, OPENAI_SHARED_KNOWN, optionalNumber, optionalString, parseDataUrl, readOpenAIShared, refuseUnknown, type ReadRequest } from '../wire-format.js';
 
 const NAME = 'Chat Completions';
 
@@ -26,6 +26,7 @@ const KNOWN = {
   frequency_penalty: defaultOnly(0),
   presence_penalty: defaultOnly(0),
   top_logprobs: absent,
+  ...OPENAI_SHARED_KNOWN,
 };
 
 function textParts(content: unknown, param: string, target: string): Part[] {
@@ -176,6 +177,7 @@ export function readChatRequest(body: JsonObject, target: string): ReadRequest {
   const toolChoice = readToolChoice(body.tool_choice, target);
   const responseFormat = readResponseFormat(body.response_format, target);
   const user = optionalString(body, 'user');
+  const openAI = readOpenAIShared(body);
   return {
     model: String(body.model),
     stream: body.stream === true,
@@ -190,6 +192,7 @@ export function readChatRequest(body: JsonObject, target: string): ReadRequest {
     ...(stop && { stop }),
     ...(responseFormat && { responseFormat }),
     ...(user !== undefined && { user }),
+    ...(openAI && { openAI }),
     params: {
       maxTokens: maxTokensParam,
       temperature: 'temperature',
@@ -296,6 +299,7 @@ export function writeChatRequest(request: ReadRequest): JsonObject {
     }),
     ...(effort && { reasoning_effort: effort }),
     ...(request.user !== undefined && { user: request.user }),
+    ...request.openAI,
     ...(request.stream && { stream: true, stream_options: { include_usage: true } }),
   };
 }

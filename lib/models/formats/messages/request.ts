@@ -298,11 +298,14 @@ const EFFORT_BUDGETS = { low: 2048, medium: 8192, high: 24_576 } as const;
  * when the client gave none (Messages requires it), consecutive turns of one role merged, tool results first in their turn, an
  * effort as a thinking budget (low 2,048, medium 8,192, high 24,576 tokens), a JSON schema as
  * structured outputs (`output_config.format`, which Anthropic always follows strictly; the
- * schema's name, a label, has no place there). Messages has no JSON mode without a schema and its
- * temperature stops at 1: those are refused by the client's names for them.
+ * schema's name, a label, has no place there). Messages has no JSON mode without a schema, its
+ * temperature stops at 1, and it has no place for OpenAI's shared fields (`metadata`,
+ * `service_tier`, ...): those are refused by the client's names for them.
  */
 export function writeMessagesRequest(request: ReadRequest): JsonObject {
   const { params, responseFormat } = request;
+  const openAIField = request.openAI && Object.keys(request.openAI)[0];
+  if (openAIField !== undefined) throw untranslatable(openAIField, NAME);
   if (responseFormat?.type === 'json') throw untranslatable(`${params.responseFormat ?? 'response_format'} json_object`, NAME);
   if (request.temperature !== undefined && request.temperature > 1) {
     throw untranslatable(`${params.temperature ?? 'temperature'} above 1`, NAME);

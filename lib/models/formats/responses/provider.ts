@@ -93,6 +93,7 @@ export function writeResponsesRequest(request: ReadRequest): JsonObject {
     }),
     ...(effort && { reasoning: { effort } }),
     ...(request.user !== undefined && { user: request.user }),
+    ...request.openAI,
     store: false,
     ...(request.stream && { stream: true }),
   };

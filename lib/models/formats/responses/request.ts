@@ -1,6 +1,6 @@
 import { isObject, type JsonObject } from '../../content.js';
 import { invalid, untranslatable, type Message, type Part, type Request, type Tool, type ToolChoice } from '../neutral.js';
-import { absent, any, defaultOnly, falsy, optionalNumber, optionalString, parseDataUrl, refuseUnknown, type ReadRequest } from '../wire-format.js';
+import { absent, any, defaultOnly, falsy, OPENAI_SHARED_KNOWN, optionalNumber, optionalString, parseDataUrl, readOpenAIShared, refuseUnknown, type ReadRequest } from '../wire-format.js';
 
 const KNOWN = {
   model: any,
@@ -23,6 +23,7 @@ const KNOWN = {
   truncation: defaultOnly('disabled'),
   background: falsy,
   previous_response_id: absent,
+  ...OPENAI_SHARED_KNOWN,
 };
 
 function readPart(part: unknown, at: string, target: string): Part {
@@ -163,6 +164,7 @@ export function readResponsesRequest(body: JsonObject, target: string): ReadRequ
   const responseFormat = readText(body.text, target);
   const reasoning = readReasoning(body.reasoning, target);
   const user = optionalString(body, 'user');
+  const openAI = readOpenAIShared(body);
   return {
     model: String(body.model),
     stream: body.stream === true,
@@ -177,6 +179,7 @@ export function readResponsesRequest(body: JsonObject, target: string): ReadRequ
     ...(responseFormat && { responseFormat }),
     ...(reasoning && { reasoning }),
     ...(user !== undefined && { user }),
+    ...(openAI && { openAI }),
     params: {
       maxTokens: 'max_output_tokens',
       temperature: 'temperature',
