@@ -206,6 +206,13 @@ test.serial("OpenAI's shared fields pass between Chat Completions and Responses 
   t.is(mock.calls.length, 2, 'no refused call was sent');
 });
 
+test.serial('max_tokens and max_completion_tokens together are refused, as OpenAI refuses them, rather than one of them dropped', async (t) => {
+  const refused = await chat({ max_tokens: 10, max_completion_tokens: 20 });
+  t.is(refused.status, 400);
+  t.like(await refused.json(), { error: { message: "'max_tokens' and 'max_completion_tokens' cannot both be set", code: 'invalid_request' } });
+  t.is(upstream.received.length, 0);
+});
+
 test.serial('a refused translation is recorded with the model and provider it was refused for', async (t) => {
   const records: UsageRecord[] = [];
   const app = await modelsApp({ usageRecorder: { record: (record) => records.push(record) } });

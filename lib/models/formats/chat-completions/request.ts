@@ -169,6 +169,8 @@ function readStop(stop: unknown): string[] | undefined {
 export function readChatRequest(body: JsonObject, target: string): ReadRequest {
   refuseUnknown(body, KNOWN, target);
   const { system, messages } = readMessages(body.messages, target);
+  // OpenAI refuses the two together: one of them would otherwise be dropped.
+  if (!absent(body.max_tokens) && !absent(body.max_completion_tokens)) throw invalid('max_tokens', "and 'max_completion_tokens' cannot both be set");
   const maxTokensParam = absent(body.max_completion_tokens) ? 'max_tokens' : 'max_completion_tokens';
   const maxTokens = optionalNumber(body, maxTokensParam);
   const temperature = optionalNumber(body, 'temperature');
