@@ -2,17 +2,16 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { ADMIN_API_PATH } from './admin-auth.js';
 import { AUDIT_ACTIONS, AUDIT_CURSOR, type AuditEntry, type AuditStore } from './audit-store.js';
-import { accountName, parseFields } from './key-fields.js';
+import { accountName, keyIdParameter, parseFields } from './key-fields.js';
 import { sinceParameter } from './usage-query.js';
 
-const KEY = 'must be a key id: 1 to 64 letters, digits, _ and -';
 const LIMIT = 'must be an integer from 1 to 100';
 
 /** The query of `GET /admin/v1/audit`: every parameter optional, none repeated, none unknown. */
 const auditQuerySchema = z.strictObject({
   since: sinceParameter.optional(),
   action: z.enum(AUDIT_ACTIONS, { error: `must be one of ${AUDIT_ACTIONS.join(', ')}` }).optional(),
-  key: z.string({ error: KEY }).regex(/^[\w-]{1,64}$/, { error: KEY }).optional(),
+  key: keyIdParameter.optional(),
   account: accountName.optional(),
   limit: z
     .string({ error: LIMIT })

@@ -39,6 +39,11 @@ export const budgetUsd = z.number({ error: BUDGET }).positive({ error: BUDGET })
  * An account name, as `canonicalAccountName` makes it (trimmed, NFC) or refuses it: the same rule
  * for a new key's `account`, the key list's and usage's filter and the accounts route.
  */
+/** What a key id in a query is, for error messages. */
+export const KEY_ID_RULE = 'must be a key id: 1 to 64 letters, digits, _ and -';
+/** A key id as a query parameter names one: it never reaches a store otherwise. */
+export const keyIdParameter = z.string({ error: KEY_ID_RULE }).regex(/^[\w-]{1,64}$/, { error: KEY_ID_RULE });
+
 export const accountName = z.string({ error: ACCOUNT_NAME_RULE }).transform((input, ctx) => {
   const name = canonicalAccountName(input);
   if (name === undefined) ctx.addIssue({ code: 'custom', message: ACCOUNT_NAME_RULE });

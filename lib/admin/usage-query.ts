@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import type { UsageReport, UsageGroupTotals, UsageTotals } from '../usage/usage-report.js';
 import type { UsageGrouping } from '../usage/usage-store.js';
-import { LATEST_SECONDS, accountName } from './key-fields.js';
+import { LATEST_SECONDS, accountName, keyIdParameter } from './key-fields.js';
 
 const GROUPINGS = ['day', 'model', 'key'] as const satisfies readonly UsageGrouping[];
 
-const KEY = 'must be a key id: 1 to 64 letters, digits, _ and -';
 const SINCE = 'must be Unix seconds (1893456000), an ISO 8601 date (2030-01-01, midnight UTC) or an ISO 8601 time with seconds and an offset (2030-01-01T12:00:00Z)';
 const BY = `must be one of ${GROUPINGS.join(', ')}`;
 const SERIES = `must be one of ${GROUPINGS.join(', ')}, other than 'by'`;
@@ -34,7 +33,7 @@ export const sinceParameter = z.string({ error: SINCE }).transform((value, ctx) 
 export const usageQuerySchema = z
   .strictObject({
     account: accountName.optional(),
-    key: z.string({ error: KEY }).regex(/^[\w-]{1,64}$/, { error: KEY }).optional(),
+    key: keyIdParameter.optional(),
     since: sinceParameter.optional(),
     by: z.enum(GROUPINGS, { error: BY }).default('day'),
     series: z.enum(GROUPINGS, { error: SERIES }).optional(),

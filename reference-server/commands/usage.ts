@@ -1,5 +1,6 @@
 import { usageReport, type UsageGrouping, type UsageQuery } from 'koa-model-gateway/usage';
 import { KnexUsageStore } from 'koa-model-gateway/stores/knex';
+import { KEY_ID_RULE, keyIdParameter } from '../../lib/admin/key-fields.js';
 import { totalsJson } from '../../lib/admin/usage-query.js';
 import { loadConfigWithModules } from '../config.js';
 import { UsageError, accountOption, parseCommand, parseTime, withDatabase, type CommandIo } from './command-line.js';
@@ -20,7 +21,10 @@ export async function usageCommand(args: string[], io: CommandIo): Promise<numbe
   if (!GROUPINGS.includes(by)) throw new UsageError(`--by must be day, model or key, got '${by}'`);
   const query: UsageQuery = { by: by as UsageGrouping };
   if (values.account !== undefined) query.account = accountOption(values.account);
-  if (values.key !== undefined) query.keyId = values.key;
+  if (values.key !== undefined) {
+    if (!keyIdParameter.safeParse(values.key).success) throw new UsageError(`--key ${KEY_ID_RULE}`);
+    query.keyId = values.key;
+  }
   if (values.since !== undefined) query.since = parseTime('--since', values.since);
   const config = await loadConfigWithModules(io.env);
   const report = await withDatabase(config, ({ knex }) => usageReport(new KnexUsageStore(knex), query));

@@ -379,6 +379,8 @@ test('usage prints a table with a total line, requests split into answered and r
 for (const [args, message] of [
   [['--by', 'month'], "--by must be day, model or key, got 'month'"],
   [['--since', 'yesterday'], "--since must be an ISO 8601 time such as 2030-01-31T00:00:00Z, got 'yesterday'"],
+  // As the admin API's key parameter: a key id, never an empty report for a name that cannot be one.
+  [['--key', 'bad!'], '--key must be a key id: 1 to 64 letters, digits, _ and -'],
 ] as const) {
   test(`usage ${args.join(' ')} is refused with one line`, async (t) => {
     await t.throwsAsync(run(['usage', ...args], await dataDir()), { instanceOf: UsageError, message });
