@@ -59,7 +59,8 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   app.use(requestLog(logger));
   app.use(securityHeaders());
   app.use(gatewayErrors());
-  if (metrics) app.use(metrics.uploads);
+  // Uploads are under /v1/files: every other request, model calls first, passes without its frame.
+  if (metrics) app.use(underPath('/v1/files', metrics.uploads));
   // Every /v1 and /admin/v1 request is authenticated first, whether or not its route exists;
   // each with its own credentials, neither of which opens the other.
   app.use(underPath('/v1', apiKey({ store: traced(deployment.keys, 'KeyStore'), uses: deployment.keyUses })));
