@@ -185,6 +185,19 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     });
   }
 
+  test(`${name}: a model call refused for its body spends none of the key's requests`, async (t) => {
+    const { key } = await createKey(state.deployment.env, ['--account', `rpm-${Math.random().toString(36).slice(2)}`, '--rpm', '1000']);
+    const post = (path: string, body: unknown) => call('POST', path, { key, headers: jsonHeaders, body: json(body) });
+    const hi = [{ role: 'user', content: 'hi' }];
+    t.is((await post('/v1/chat/completions', { model: 'echo-1' })).status, 400);
+    t.is((await post('/v1/messages', { model: 'echo-1', messages: hi })).status, 400);
+    t.is((await post('/v1/responses', { model: 'echo-1', input: 5 })).status, 400);
+    const answered = await post('/v1/chat/completions', { model: 'echo-1', messages: hi });
+    t.is(answered.status, 200);
+    // Counted on this deployment's limiter (Redis with REDIS_URL): the first request of the key's minute.
+    t.is(answered.headers.get('x-ratelimit-remaining-requests'), '999');
+  });
+
   test(`${name}: the Responses API, models by id in both shapes, and Messages token counts`, async (t) => {
     const key = state.keys.all.key;
     const pdf = makePdf(2);

@@ -200,7 +200,8 @@ test('model calls: a body without what its format requires is 400 before existen
     messages: (request) => (sent.push('messages'), echo.messages!(request)),
     responses: (request) => (sent.push('responses'), echo.responses!(request)),
   };
-  const app = await modelsApp({ catalog: [{ id: 'echo-1', provider: 'local', upstreamModel: 'echo-upstream-1', created: 1 }], providers: [provider] });
+  // The fixed clock: the minute of the one request never rolls over between its two calls.
+  const app = await modelsApp({ catalog: [{ id: 'echo-1', provider: 'local', upstreamModel: 'echo-upstream-1', created: 1 }], providers: [provider], nowMs: () => NOON });
   t.teardown(() => app.close());
   const key = await app.keyFor(undefined, { limits: { requestsPerMinute: 1 } });
   const malformed: Array<[string, Record<string, unknown>, string]> = [
