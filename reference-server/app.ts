@@ -36,6 +36,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     creationLimiter: traced(deployment.creationLimiter, 'CreationLimiter'),
     limits: { maxFileBytes: limits.maxFileBytes, maxFiles: limits.maxFiles, maxStoredBytes: limits.maxStoredBytes },
     tempDir: deployment.tempDir,
+    nowMs: deployment.nowMs,
   });
   const { metrics } = deployment;
   const { routing } = deployment.config.gateway;
@@ -51,6 +52,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     routing: { ...routing, cooldown: { ...routing.cooldown, store: traced(deployment.cooldowns, 'CooldownStore') } },
     usageRecorder: deployment.usageRecorder,
     ...(metrics && { metrics: metrics.metrics }),
+    nowMs: deployment.nowMs,
   });
   const admin = adminApi(deployment, logger);
   // First: the request's span covers everything, and its trace id is there for the log line.
@@ -63,7 +65,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   if (metrics) app.use(underPath('/v1/files', metrics.uploads));
   // Every /v1 and /admin/v1 request is authenticated first, whether or not its route exists;
   // each with its own credentials, neither of which opens the other.
-  app.use(underPath('/v1', apiKey({ store: traced(deployment.keys, 'KeyStore'), uses: deployment.keyUses })));
+  app.use(underPath('/v1', apiKey({ store: traced(deployment.keys, 'KeyStore'), uses: deployment.keyUses, nowMs: deployment.nowMs })));
   app.use(underPath('/admin/v1', admin.auth));
   app.use(underPath('/admin/v1', admin.audit));
   // The API's routers first: a probe of /healthz may pass a router more, an API request may not.

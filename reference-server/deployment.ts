@@ -47,6 +47,8 @@ const WAL_CHECKPOINT_MS = 1000;
 /** Every backing service of one server process, opened from the configuration. */
 export interface Deployment {
   config: ServerConfig;
+  /** The server's clock: what the limits, budgets, usage records, files' and keys' expiry and the admin API's reports count by. Default: `Date.now`. */
+  nowMs: () => number;
   knex: Knex;
   keys: KeyStore;
   files: FileStore;
@@ -334,6 +336,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
   });
   return {
     config,
+    nowMs,
     ...stores,
     // Only the serving process caches: the CLI reads and writes the database directly, and announces.
     keys: keyCacheSeconds > 0 ? cachedKeyStore(keys, { ttlMs: keyCacheSeconds * 1000, changes: keyChanges }) : keys,

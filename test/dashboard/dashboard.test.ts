@@ -50,10 +50,12 @@ async function openBrowser(t: ExecutionContext, viewport: { width: number; heigh
 }
 
 /** A page of the dashboard at `url`, logged in with `token`, and the errors its scripts throw. */
-async function signedIn(t: ExecutionContext, url: string, token: string, viewport: { width: number; height: number }) {
+async function signedIn(t: ExecutionContext, url: string, token: string, viewport: { width: number; height: number }, nowMs?: number) {
   const browser = await openBrowser(t, viewport);
   const page = browser.pages()[0] ?? (await browser.newPage());
   page.setDefaultTimeout(10_000);
+  // The page's clock (Date alone: its timers run), for a page that must see the server's day.
+  if (nowMs !== undefined) await page.clock.setFixedTime(nowMs);
   const pageErrors: string[] = [];
   page.on('pageerror', (err) => pageErrors.push(err.message));
   await page.goto(`${url}/dashboard`);
@@ -86,7 +88,10 @@ const postgresRedis: Deployment = {
 const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) => {
   const { env, cleanup } = await deployment.env();
   t.teardown(cleanup);
-  const app = await referenceApp(undefined, env);
+  // The server and the page on one fixed clock: the calls and files of "today" are today's
+  // whenever the test runs, a run across midnight UTC included.
+  const now = Date.now();
+  const app = await referenceApp(undefined, env, { nowMs: () => now });
   t.teardown(() => app.close());
   const acme = deployment.account;
   const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix, name: 'ops console' });
@@ -94,6 +99,7 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
   const page = browser.pages()[0] ?? (await browser.newPage());
   page.setDefaultTimeout(10_000);
+  await page.clock.setFixedTime(now);
   const scripts: string[] = [];
   page.on('dialog', (dialog) => {
     scripts.push(dialog.message());
@@ -246,10 +252,10 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
     (records) => records.length >= 2,
   );
   const [keyId] = new Set((await usageStore.list({ account: acme })).map((record) => record.keyId));
-  const today = new Date().toISOString().slice(0, 10);
+  const today = new Date(now).toISOString().slice(0, 10);
   await usageStore.insert(
     [6, 5, 5, 3, 2, 2, 2, 1].map((daysAgo, i) =>
-      usageRecord({ time: Date.now() - daysAgo * DAY_MS, account: acme, keyId: keyId as string, model: i % 3 === 0 ? 'echo-2' : 'echo-1', inputTokens: 40 + 17 * i, outputTokens: 25 + 9 * i }),
+      usageRecord({ time: now - daysAgo * DAY_MS, account: acme, keyId: keyId as string, model: i % 3 === 0 ? 'echo-2' : 'echo-1', inputTokens: 40 + 17 * i, outputTokens: 25 + 9 * i }),
     ),
   );
   await page.goto(`${app.url}/dashboard#/accounts/${acme}`);
@@ -321,11 +327,13 @@ withRedis(withPostgres(withChromium(test)))(
   dashboardTest(postgresRedis),
 );
 
-// Money in the dashboard.
-const HOUR_MS = 3_600_000;
+// Money in the dashboard: the server and the page on one fixed clock, so that "today" is the
+// day of the usage records whenever the test runs, a run across midnight UTC included.
+const startOfUtcDay = (ms: number) => new Date(ms).setUTCHours(0, 0, 0, 0);
 
 withChromium(test)('the dashboard shows cost per day beside tokens and spend against budgets per key and per account, and sets a key\'s and an account\'s budgets', async (t) => {
-  const app = await referenceApp();
+  const now = Date.now();
+  const app = await referenceApp(undefined, {}, { nowMs: () => now });
   t.teardown(() => app.close());
   const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix });
   const { record: key } = await createApiKey(app.deployment.keys, {
@@ -334,14 +342,14 @@ withChromium(test)('the dashboard shows cost per day beside tokens and spend aga
     scopes: [...SCOPES],
     limits: { costPerDay: 5, costPerMonth: 50 },
   });
-  // Calls of this morning (UTC, so that they are this month's and today's whenever the test runs): 1.25 + 0.5 USD.
-  const morning = new Date().setUTCHours(0, 0, 0, 0) + HOUR_MS / 60;
+  // Calls at the start of the clock's UTC day, so that they are its month's and its day's: 1.25 + 0.5 USD.
+  const morning = startOfUtcDay(now);
   await app.deployment.usageStore.insert([
     usageRecord({ time: morning, account: 'acme', keyId: key.id, model: 'echo-1', costPicoUsd: 1_250_000_000_000 }),
     usageRecord({ time: morning + 1, account: 'acme', keyId: key.id, model: 'echo-2', costPicoUsd: 500_000_000_000 }),
   ]);
 
-  const { page, pageErrors } = await signedIn(t, app.url, token, { width: 1280, height: 900 });
+  const { page, pageErrors } = await signedIn(t, app.url, token, { width: 1280, height: 900 }, now);
 
   // The key list: the key's spend today and this month against its budgets.
   const row = page.getByRole('row').filter({ hasText: key.id });
@@ -393,7 +401,8 @@ withChromium(test)('the dashboard shows cost per day beside tokens and spend aga
 const namesTest = (deployment: Deployment) => async (t: ExecutionContext) => {
   const { env, cleanup } = await deployment.env();
   t.teardown(cleanup);
-  const app = await referenceApp(undefined, env);
+  const now = Date.now();
+  const app = await referenceApp(undefined, env, { nowMs: () => now });
   t.teardown(() => app.close());
   const prefix = app.config.gateway.keyPrefix;
   const { token } = await createAdminToken(app.deployment.adminTokens, { prefix });
@@ -401,10 +410,9 @@ const namesTest = (deployment: Deployment) => async (t: ExecutionContext) => {
   const ACCOUNT = 'ops/eu.west';
   const night = await createApiKey(app.deployment.keys, { prefix, account: ACCOUNT, name: 'Night run', scopes: [...SCOPES] });
   await createApiKey(app.deployment.keys, { prefix, account: 'x'.repeat(255), scopes: [...SCOPES] });
-  const morning = new Date().setUTCHours(0, 0, 0, 0) + HOUR_MS / 60;
-  await app.deployment.usageStore.insert([usageRecord({ time: morning, account: ACCOUNT, keyId: night.record.id, model: 'echo-1', costPicoUsd: 1_250_000_000_000 })]);
+  await app.deployment.usageStore.insert([usageRecord({ time: startOfUtcDay(now), account: ACCOUNT, keyId: night.record.id, model: 'echo-1', costPicoUsd: 1_250_000_000_000 })]);
 
-  const { page, pageErrors } = await signedIn(t, app.url, token, { width: 1280, height: 800 });
+  const { page, pageErrors } = await signedIn(t, app.url, token, { width: 1280, height: 800 }, now);
 
   // An account of 255 characters without a space wraps in its cell: the page is no wider than the window.
   await page.getByRole('row').filter({ hasText: 'Night run' }).getByText('today $1.25').waitFor();

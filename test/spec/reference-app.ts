@@ -37,10 +37,14 @@ export interface ReferenceApp {
  * builds it) in this process: the embedded default deployment (SQLite, files on disk, limits in
  * memory) in a temp DATA_DIR, with the default echo catalog and the spec's limits, or the
  * `GATEWAY_CONFIG` file `gatewayConfig` describes, and its log lines collected; `extraEnv` adds to
- * the environment (DATABASE_URL and REDIS_URL for the other deployment). Cheaper than a
- * child process, and the same composition.
+ * the environment (DATABASE_URL and REDIS_URL for the other deployment); `nowMs` is the
+ * deployment's clock (`openDeployment`'s). Cheaper than a child process, and the same composition.
  */
-export async function referenceApp(gatewayConfig?: Record<string, unknown>, extraEnv: Record<string, string> = {}): Promise<ReferenceApp> {
+export async function referenceApp(
+  gatewayConfig?: Record<string, unknown>,
+  extraEnv: Record<string, string> = {},
+  { nowMs }: { nowMs?: () => number } = {},
+): Promise<ReferenceApp> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kmg-spec-'));
   const env: Record<string, string> = { ...extraEnv, DATA_DIR: dataDir };
   if (gatewayConfig !== undefined) {
@@ -56,7 +60,7 @@ export async function referenceApp(gatewayConfig?: Record<string, unknown>, extr
     },
   });
   const logger = pino({ level: 'info' }, sink);
-  const deployment = await openDeployment(config, logger);
+  const deployment = await openDeployment(config, logger, nowMs ? { nowMs } : {});
   const handle = createApp(deployment, logger).callback();
   let inFlight = 0;
   const waiting: (() => void)[] = [];
