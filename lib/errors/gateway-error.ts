@@ -128,8 +128,6 @@ export const errors = {
       'upstream_path_not_found',
       `The provider '${provider}' has no POST ${path}: its upstream answered 404 Not Found there (an openai provider may declare the endpoints its upstream has)`,
     ),
-  /** The upstream of a translated call is overloaded: `status` is the client format's own (503, or Anthropic's 529). */
-  upstreamOverloaded: (status: 503 | 529) => server(status, 'upstream_overloaded', 'The upstream provider is overloaded: retry later'),
   /** The upstream refused the request (400, 413, 422, 429): its status and message, our shape. */
   upstreamRefused: (status: number, code: string | undefined, message: string) =>
     new GatewayError(status, status === 429 ? 'rate_limit_error' : 'invalid_request_error', code ?? 'upstream_error', message),

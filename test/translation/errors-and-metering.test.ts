@@ -31,18 +31,25 @@ const chat = (body: Record<string, unknown>) => gateway.post('/v1/chat/completio
 const messages = (body: Record<string, unknown>) => gateway.post('/v1/messages', { model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], ...body }, { 'x-api-key': key });
 const responses = (body: Record<string, unknown>) => gateway.post('/v1/responses', { model: 'claude-test', input: 'hi', ...body }, { authorization: `Bearer ${key}` });
 
-test.serial("an Anthropic 529 overloaded_error reaches a Chat Completions client as a 503 its SDK retries, in OpenAI's shape", async (t) => {
+test.serial("an Anthropic 529 overloaded_error reaches a Chat Completions client as a native call's upstream failure does: 502 upstream_error", async (t) => {
   upstream.answer('/v1/messages', reply(529, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
-  const response = await chat({});
-  t.is(response.status, 503);
-  t.deepEqual(await response.json(), { error: { message: 'The upstream provider is overloaded: retry later', type: 'server_error', param: null, code: 'upstream_overloaded' } });
+  const translated = await chat({});
+  upstream.answer('/v1/chat/completions', reply(529, { error: { message: 'Overloaded', type: 'server_error' } }));
+  const native = await chat({ model: 'gpt-test' });
+  t.deepEqual([translated.status, native.status], [502, 502]);
+  const body = { error: { message: 'Upstream provider error', type: 'server_error', param: null, code: 'upstream_error' } };
+  t.deepEqual([await translated.json(), await native.json()], [body, body]);
 });
 
-test.serial("an OpenAI 503 reaches a Messages client as a 529 overloaded_error, in Anthropic's shape", async (t) => {
+test.serial("an OpenAI 503 reaches a Messages client as a native call's upstream failure does: 502 api_error", async (t) => {
   upstream.answer('/v1/chat/completions', reply(503, { error: { message: 'The engine is currently overloaded', type: 'server_error' } }));
-  const response = await messages({});
-  t.is(response.status, 529);
-  t.like(await response.json(), { type: 'error', error: { type: 'overloaded_error', message: 'The upstream provider is overloaded: retry later' } });
+  const translated = await messages({});
+  upstream.answer('/v1/messages', reply(503, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+  const native = await messages({ model: 'claude-test' });
+  t.deepEqual([translated.status, native.status], [502, 502]);
+  const error = { type: 'api_error', message: 'Upstream provider error' };
+  t.like(await translated.json(), { type: 'error', error });
+  t.like(await native.json(), { type: 'error', error });
 });
 
 test.serial("an upstream refusal keeps its status and message in the client's shape; a 429 its retry-after", async (t) => {
@@ -69,7 +76,7 @@ test.serial("an Anthropic error event mid-stream ends a Chat Completions client'
   t.is(response.status, 200);
   const text = await response.text();
   t.true(text.includes('"content":"Hel"'));
-  t.true(text.trimEnd().endsWith('data: {"error":{"message":"Service temporarily unavailable","type":"server_error","param":null,"code":"service_unavailable"}}'));
+  t.true(text.trimEnd().endsWith('data: {"error":{"message":"Upstream provider error","type":"server_error","param":null,"code":"upstream_error"}}'));
 });
 
 const refusals: Array<[string, () => Promise<Response>, string]> = [

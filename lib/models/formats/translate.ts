@@ -1,6 +1,5 @@
 import { pipeline, Readable, Transform } from 'node:stream';
 import { text } from 'node:stream/consumers';
-import { errors } from '../../errors/gateway-error.js';
 import type { TokenUsage } from '../../usage/token-usage.js';
 import { eventObject } from '../answer.js';
 import { isObject, type JsonObject } from '../content.js';
@@ -53,8 +52,6 @@ export interface TranslatedAnswer extends ProviderAnswer {
 const EVENT_STREAM = /^text\/event-stream\b/i;
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const EVENT_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8' };
-// The statuses by which each provider says it is overloaded: Anthropic's 529, OpenAI's 503.
-const OVERLOADED = new Set([503, 529]);
 
 /**
  * How a call in `client`'s format reaches `provider`, which does not speak it: the first format
@@ -68,7 +65,6 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
     const to = FORMATS[target].provider;
     if (method === undefined || to === undefined) continue;
     const read = (body: JsonObject) => from.client.readRequest(body, FORMATS[target].name);
-    const overloaded = client === 'messages' ? 529 : 503;
     return {
       target,
       check(body, headers) {
@@ -79,13 +75,8 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
         const neutral = read(request.body);
         const answer = providerAnswer(await method.call(provider, withBody(request, to.writeRequest(neutral))));
         const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
-        if (answer.statusCode < 200 || answer.statusCode > 299) {
-          if (!OVERLOADED.has(answer.statusCode)) return { ...answer, usage };
-          discard(answer.body);
-          const err = errors.upstreamOverloaded(overloaded);
-          err.cause = `provider '${provider.id}' answered HTTP ${answer.statusCode}`;
-          throw err;
-        }
+        // A refusal or a failure is answered as a native call's is (decisions.md: 5xx is 502).
+        if (answer.statusCode < 200 || answer.statusCode > 299) return { ...answer, usage };
         if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: translatedJson(answer.body, from, to, neutral, usage), usage };
         if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return { ...answer, usage };
         return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage)), usage };

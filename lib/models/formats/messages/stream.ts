@@ -6,10 +6,9 @@ import { FROM_MESSAGES_STOP, TO_MESSAGES_STOP } from './finish-reasons.js';
 
 type Block = { kind: 'text' } | { kind: 'reasoning' } | { kind: 'tool'; id: string } | { kind: 'other' };
 
-/** An upstream's `event: error` in a stream, as the client's error: overloaded is 503-class, the rest 502. */
+/** An upstream's `event: error` in a stream, as the client's error: the upstream failed, overloaded or not (502). */
 function streamFailure(data: JsonObject): GatewayError {
-  const type = isObject(data.error) ? data.error.type : undefined;
-  const err = type === 'overloaded_error' ? errors.serviceUnavailable() : errors.upstreamError();
+  const err = errors.upstreamError();
   err.cause = `the upstream's stream failed: ${JSON.stringify(data.error)}`;
   return err;
 }
