@@ -25,7 +25,7 @@ export interface RunningGateway {
 }
 
 export interface GatewayOptions {
-  /** The clock the creation and model-call limits count minutes and days by. Default: `Date.now`. */
+  /** The deployment's clock (`Deployment.nowMs`): limits, budgets, usage records, expiry, the admin API's days and months. Default: `Date.now`. */
   nowMs?: () => number;
 }
 
