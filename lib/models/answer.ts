@@ -1,3 +1,4 @@
+import { errors, type GatewayError } from '../errors/gateway-error.js';
 import type { TokenUsage } from '../usage/token-usage.js';
 import { isObject, type JsonObject } from './content.js';
 
@@ -21,6 +22,9 @@ export interface StreamedAnswer {
   /**
    * One whole event as the upstream sent it (`splitEvents()`), and what the client gets instead:
    * the same text when nothing changes, '' to withhold it. Parses only the events it needs to.
+   * Throws `upstreamStreamFailure()` for the upstream's error event: the client's stream ends with
+   * the gateway's own error event instead (or, before its first event, the call fails and may be
+   * retried).
    */
   event(event: string): string;
   /** The usage read so far. */
@@ -41,4 +45,20 @@ export function eventObject(data: string | undefined): JsonObject | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** How long the error type an upstream names may be, in the log: what an API names, not a message. */
+const MAX_KIND_CHARS = 64;
+
+/**
+ * The failure an upstream's error event in a stream stands for: 502 `upstream_error`, whatever it
+ * says. Its `cause`, for the log, names only the event's error `type` or `code`: the upstream's
+ * message may carry its address, its key or the prompt, which neither the client nor the log gets.
+ * @example if (isObject(chunk.error)) throw upstreamStreamFailure(chunk.error)
+ */
+export function upstreamStreamFailure(error: unknown): GatewayError {
+  const err = errors.upstreamError();
+  const kind = isObject(error) ? [error.type, error.code].find((value) => typeof value === 'string' && value !== '') : undefined;
+  err.cause = kind === undefined ? "the upstream's stream failed" : `the upstream's stream failed: ${(kind as string).slice(0, MAX_KIND_CHARS)}`;
+  return err;
 }

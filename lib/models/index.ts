@@ -29,7 +29,7 @@ export { modelsRouter, type ModelsRouterOptions } from './models-router.js';
 export { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
 export type { ModelEndpointOptions } from './model-endpoint.js';
 export type { EndpointFormat } from './endpoint-format.js';
-export type { AnswerFormat, StreamedAnswer } from './answer.js';
+export { upstreamStreamFailure, type AnswerFormat, type StreamedAnswer } from './answer.js';
 export type { TokenUsage } from '../usage/token-usage.js';
 export type { FileReferences } from './attachments.js';
 export { DEFAULT_RETRY_STATUSES, type RoutingOptions } from './routing/routing-options.js';

@@ -122,13 +122,23 @@ async function relayEvents(ctx: Context, forwarding: Forwarding, body: Readable)
     ctx.respond = false;
     res.flushHeaders();
   };
-  // False when the client reads slowly: the upstream's body waits for it.
+  // False when the client reads slowly: the upstream's body waits for it. The events before an
+  // upstream's error event go out first; the error is thrown after them.
   const pass = (events: string[]) => {
     let out = '';
-    for (const event of events) out += reader.event(event);
-    if (out === '') return true;
-    start();
-    return res.write(out);
+    let failure: unknown;
+    try {
+      for (const event of events) out += reader.event(event);
+    } catch (err) {
+      failure = err;
+    }
+    let more = true;
+    if (out !== '') {
+      start();
+      more = res.write(out);
+    }
+    if (failure !== undefined) throw failure;
+    return more;
   };
   try {
     await call.read(body, (chunk) => pass(splitter.push(chunk)), res);

@@ -201,7 +201,8 @@ export class UpstreamCall {
    * Reads `body` to its end, chunk by chunk, each restarting the idle timer, and resolves then.
    * `onChunk` returns false when whoever it writes to is full: the body pauses, and the idle timer
    * with it (a slow client is no silence of the upstream), until `drained` emits 'drain'. Rejects
-   * when the body fails or is destroyed first (the call aborted).
+   * when the body fails or is destroyed first (the call aborted), or with what `onChunk` throws,
+   * the body then destroyed.
    */
   read(body: Readable, onChunk: (chunk: Buffer | string) => boolean, drained?: EventEmitter): Promise<void> {
     this.#body = body;
@@ -218,7 +219,16 @@ export class UpstreamCall {
         this.#firstByteMs ??= performance.now() - this.#startedAt;
         this.#trace?.chunk(chunk);
         this.touch();
-        if (onChunk(chunk) || drained === undefined) return;
+        let more: boolean;
+        try {
+          more = onChunk(chunk);
+        } catch (err) {
+          // What the chunk told ends the answer (an upstream's error event): nothing more is read.
+          discard(body);
+          reject(err);
+          return;
+        }
+        if (more || drained === undefined) return;
         this.pause();
         body.pause();
         drained.once('drain', resume);

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type RequestListener } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import test from 'ava';
 import { GatewayError } from '../../lib/errors/gateway-error.js';
 import type { ProviderAnswer } from '../../lib/models/provider.js';
@@ -264,6 +264,59 @@ test.serial('chat completions: an upstream failure mid-stream ends the stream wi
   const err = gateway.reported[reported];
   t.true(err instanceof GatewayError && err.status === 502, 'reported on app.on("error")');
 });
+
+// What an upstream's error event says is its own: its address, its key, the prompt. The client and
+// the log get the gateway's words and the event's error type at most.
+const UPSTREAM_SECRET = 'at 10.9.9.9 with key sk-upstream-secret';
+const nativeErrorEvents = [
+  {
+    endpoint: 'chat completions',
+    path: '/v1/chat/completions',
+    first: sseOpenAI[0] ?? '',
+    error: `data: {"error":{"message":"Overloaded ${UPSTREAM_SECRET}","type":"server_error","code":"overloaded"}}\n\n`,
+    send: async () => chat(await gateway.keyFor(), { ...chatBody, stream: true }),
+    ours: 'data: {"error":{"message":"Upstream provider error","type":"server_error","param":null,"code":"upstream_error"}}\n\n',
+  },
+  {
+    endpoint: 'messages',
+    path: '/v1/messages',
+    first: sseAnthropic[0] ?? '',
+    error: `event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded ${UPSTREAM_SECRET}"}}\n\n`,
+    send: async () => messages(await gateway.keyFor(), { ...messagesBody, stream: true }),
+    ours: 'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"Upstream provider error"},"request_id":"REQUEST_ID"}\n\n',
+  },
+  {
+    endpoint: 'responses',
+    path: '/v1/responses',
+    first: `event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","model":"gpt-4o-mini","status":"in_progress","output":[],"usage":null}}\n\n`,
+    error: `event: error\ndata: {"type":"error","code":"server_error","message":"Overloaded ${UPSTREAM_SECRET}","param":null,"sequence_number":1}\n\n`,
+    send: async () => gateway.post('/v1/responses', { model: 'gpt-test', input: 'hi', stream: true }, { authorization: `Bearer ${await gateway.keyFor()}` }),
+    ours: 'event: error\ndata: {"type":"error","code":"upstream_error","message":"Upstream provider error","param":null,"sequence_number":0}\n\n',
+  },
+];
+
+for (const { endpoint, path, first, error, send, ours } of nativeErrorEvents) {
+  test.serial(`${endpoint}: an upstream's error event mid-stream ends the stream with the gateway's own, none of the upstream's words`, async (t) => {
+    upstream.answer(path, replyEvents(Readable.from([first, error])));
+    const reported = gateway.reported.length;
+    const response = await send();
+    t.is(response.status, 200);
+    const requestId = response.headers.get('request-id') ?? '';
+    t.is(await response.text(), `${asClient(first)}${ours.replace('REQUEST_ID', requestId)}`);
+    const err = gateway.reported[reported];
+    t.true(err instanceof GatewayError && err.status === 502, 'reported on app.on("error")');
+    t.false(JSON.stringify({ cause: String((err as GatewayError).cause) }).includes('10.9.9.9'), 'the log line gets the error type, not the message');
+  });
+
+  test.serial(`${endpoint}: an upstream's error event before any other is a failure before the answer: 502, none of the upstream's words`, async (t) => {
+    upstream.answer(path, replyEvents(Readable.from([error])));
+    const response = await send();
+    t.is(response.status, 502);
+    const text = await response.text();
+    t.true(text.includes('Upstream provider error'));
+    t.false(text.includes('10.9.9.9'));
+  });
+}
 
 test.serial('messages: an upstream going silent mid-stream ends the stream with an Anthropic error event (timeout)', async (t) => {
   const body = new PassThrough();

@@ -69,14 +69,17 @@ test.serial("an Anthropic error event mid-stream ends a Chat Completions client'
     'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}}\n\n',
     'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
     'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}\n\n',
-    'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+    'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded at 10.9.9.9"}}\n\n',
   ];
   upstream.answer('/v1/messages', replyEvents(Readable.from(events)));
+  const reported = gateway.reported.length;
   const response = await chat({ stream: true });
   t.is(response.status, 200);
   const text = await response.text();
   t.true(text.includes('"content":"Hel"'));
   t.true(text.trimEnd().endsWith('data: {"error":{"message":"Upstream provider error","type":"server_error","param":null,"code":"upstream_error"}}'));
+  // The log gets the event's error type, never the upstream's message.
+  t.is((gateway.reported[reported] as { cause?: unknown }).cause, "the upstream's stream failed: overloaded_error");
 });
 
 const refusals: Array<[string, () => Promise<Response>, string]> = [

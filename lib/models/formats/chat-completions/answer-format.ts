@@ -1,5 +1,5 @@
 import type { TokenUsage } from '../../../usage/token-usage.js';
-import { eventObject, tokenCount, type AnswerFormat } from '../../answer.js';
+import { eventObject, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
 import { isObject } from '../../content.js';
 import { eventFields, withData } from '../../../http/server-sent-events.js';
 
@@ -18,7 +18,8 @@ const usageOf = (usage: unknown): TokenUsage =>
  * answer and in every chunk of a stream. A stream reports usage only when asked
  * (`stream_options.include_usage`): the gateway always asks, and when the client did not, it
  * withholds the extra final chunk (`choices: []` with `usage`) and the `usage: null` of the others,
- * so the client gets the stream it asked for.
+ * so the client gets the stream it asked for. An error chunk (`{"error":{...}}`) is the gateway's
+ * own to tell (`upstreamStreamFailure`).
  */
 export const chatCompletionsAnswer: AnswerFormat = {
   streamRequest(body) {
@@ -39,6 +40,7 @@ export const chatCompletionsAnswer: AnswerFormat = {
       event(event) {
         const chunk = eventObject(eventFields(event).data);
         if (chunk === undefined) return event;
+        if (isObject(chunk.error)) throw upstreamStreamFailure(chunk.error);
         if (isObject(chunk.usage)) Object.assign(usage, usageOf(chunk.usage));
         if (!clientAsked && 'usage' in chunk) {
           if (Array.isArray(chunk.choices) && chunk.choices.length === 0) return '';

@@ -1,5 +1,5 @@
 import type { TokenUsage } from '../../../usage/token-usage.js';
-import { eventObject, tokenCount, type AnswerFormat } from '../../answer.js';
+import { eventObject, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
 import { eventFields, withData } from '../../../http/server-sent-events.js';
 
@@ -19,7 +19,8 @@ const usageOf = (usage: unknown): TokenUsage =>
  * Messages answers: `usage` (input, cache writes and reads, output) and `model` in a JSON answer;
  * in a stream, `message_start` carries the model and the input usage, and each `message_delta`
  * the output so far (and, in newer versions, the input again). Only those two events are parsed;
- * the content events pass as they came.
+ * the content events pass as they came. An `error` event is the gateway's own to tell
+ * (`upstreamStreamFailure`).
  */
 export const messagesAnswer: AnswerFormat = {
   json(answer, model) {
@@ -32,6 +33,7 @@ export const messagesAnswer: AnswerFormat = {
       usage,
       event(event) {
         const { name, data } = eventFields(event);
+        if (name === 'error') throw upstreamStreamFailure(eventObject(data)?.error);
         if (name !== 'message_start' && name !== 'message_delta') return event;
         const parsed = eventObject(data);
         if (parsed === undefined) return event;

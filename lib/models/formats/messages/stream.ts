@@ -1,17 +1,10 @@
-import { errors, type GatewayError } from '../../../errors/gateway-error.js';
+import { upstreamStreamFailure } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
 import { sse, type FinishReason, type StreamPart, type StreamReader, type StreamWriter, type Usage } from '../neutral.js';
 import { readMessagesUsage, writeMessagesUsage } from './answer.js';
 import { FROM_MESSAGES_STOP, TO_MESSAGES_STOP } from './finish-reasons.js';
 
 type Block = { kind: 'text' } | { kind: 'reasoning' } | { kind: 'tool'; id: string } | { kind: 'other' };
-
-/** An upstream's `event: error` in a stream, as the client's error: the upstream failed, overloaded or not (502). */
-function streamFailure(data: JsonObject): GatewayError {
-  const err = errors.upstreamError();
-  err.cause = `the upstream's stream failed: ${JSON.stringify(data.error)}`;
-  return err;
-}
 
 /**
  * Reads a Messages stream: `message_start` (id, model, input usage), each content block by its
@@ -29,7 +22,7 @@ export class MessagesStreamReader implements StreamReader {
   read(name: string | undefined, data: unknown): StreamPart[] {
     if (!isObject(data)) return [];
     const type = data.type ?? name;
-    if (type === 'error') throw streamFailure(data);
+    if (type === 'error') throw upstreamStreamFailure(data.error);
     const index = typeof data.index === 'number' ? data.index : 0;
     switch (type) {
       case 'message_start': {

@@ -1,5 +1,5 @@
 import type { TokenUsage } from '../../../usage/token-usage.js';
-import { eventObject, tokenCount, type AnswerFormat } from '../../answer.js';
+import { eventObject, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
 import { eventFields, withData } from '../../../http/server-sent-events.js';
 
@@ -54,7 +54,8 @@ function renamed(response: JsonObject, model: string): void {
  * / `output_tokens`; in a stream, the `response.*` events of `RESPONSE_EVENTS` carry the response
  * object so far, its `usage` set in the last (`response.completed`, `response.incomplete` or
  * `response.failed`). Only those events are parsed (an event's name is its type); the
- * content events pass as they came. A stream reports usage without being asked.
+ * content events pass as they came. A stream reports usage without being asked. An `error` event
+ * is the gateway's own to tell (`upstreamStreamFailure`).
  */
 export const responsesAnswer: AnswerFormat = {
   json(answer, model) {
@@ -67,6 +68,7 @@ export const responsesAnswer: AnswerFormat = {
       usage,
       event(event) {
         const { name, data } = eventFields(event);
+        if (name === 'error') throw upstreamStreamFailure(eventObject(data));
         if (name !== undefined && !RESPONSE_EVENTS.has(name)) return event;
         const parsed = eventObject(data);
         const response = parsed && responseObject(parsed, true);

@@ -1,6 +1,5 @@
-import { tokenCount } from '../../answer.js';
+import { tokenCount, upstreamStreamFailure } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
-import { errors } from '../../../errors/gateway-error.js';
 import { untranslatable, type Answer, type FinishReason, type Part, type StreamPart, type StreamReader, type ToolChoice, type Usage } from '../neutral.js';
 import { dataUrl, type ReadRequest } from '../wire-format.js';
 
@@ -218,11 +217,9 @@ export class ResponsesStreamReader implements StreamReader {
         return [{ type: 'finish', finishReason: finishOf(response, this.#calledTools, this.#refused), usage: readUsage(response.usage) }];
       }
       case 'response.failed':
-      case 'error': {
-        const err = errors.upstreamError();
-        err.cause = `the upstream's stream failed: ${JSON.stringify(data)}`;
-        throw err;
-      }
+        throw upstreamStreamFailure(isObject(data.response) ? data.response.error : undefined);
+      case 'error':
+        throw upstreamStreamFailure(data);
       default:
         return [];
     }
