@@ -82,6 +82,36 @@ test.serial("an Anthropic error event mid-stream ends a Chat Completions client'
   t.is((gateway.reported[reported] as { cause?: unknown }).cause, "the upstream's stream failed: overloaded_error");
 });
 
+test.serial("a translated stream the upstream ends before its finish ends with an error event, never as a whole one", async (t) => {
+  upstream.answer(
+    '/v1/messages',
+    replyEvents(
+      Readable.from([
+        'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}}\n\n',
+        'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}\n\n',
+      ]),
+    ),
+  );
+  const chatText = await (await chat({ stream: true })).text();
+  t.true(chatText.includes('"content":"Hel"'));
+  t.false(chatText.includes('[DONE]'));
+  t.true(chatText.trimEnd().endsWith('data: {"error":{"message":"Upstream provider error","type":"server_error","param":null,"code":"upstream_error"}}'));
+
+  upstream.answer('/v1/chat/completions', replyEvents(Readable.from(['data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}\n\n'])));
+  const messagesText = await (await messages({ stream: true })).text();
+  t.true(messagesText.includes('"text":"Hel"'));
+  t.false(messagesText.includes('message_stop'));
+  t.regex(messagesText, /event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"Upstream provider error"\}/);
+});
+
+test.serial('a translated stream with no event the reader understands is a 502 before the answer', async (t) => {
+  upstream.answer('/v1/chat/completions', replyEvents(Readable.from(['data: {"id": "x", not json\n\n'])));
+  const response = await messages({ stream: true });
+  t.is(response.status, 502);
+  t.like(await response.json(), { type: 'error', error: { type: 'api_error', message: 'Upstream provider error' } });
+});
+
 const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['logprobs to an Anthropic model', () => chat({ logprobs: true }), 'logprobs'],
   ['n: 2 to an Anthropic model', () => chat({ n: 2 }), 'n'],

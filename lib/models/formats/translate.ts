@@ -1,5 +1,6 @@
 import { pipeline, Readable, Transform } from 'node:stream';
 import { text } from 'node:stream/consumers';
+import { errors } from '../../errors/gateway-error.js';
 import type { TokenUsage } from '../../usage/token-usage.js';
 import { eventObject } from '../answer.js';
 import { isObject, type JsonObject } from '../content.js';
@@ -9,7 +10,7 @@ import { EventSplitter, eventFields } from '../../http/server-sent-events.js';
 import { answerHeader, discard, providerAnswer, UPSTREAM_CALL, type CallRequest } from '../upstream-call.js';
 import { chatCompletionsFormat } from './chat-completions/index.js';
 import { messagesFormat } from './messages/index.js';
-import type { Part, Request, Usage } from './neutral.js';
+import type { Part, Request, StreamPart, Usage } from './neutral.js';
 import { responsesFormat } from './responses/index.js';
 import type { ReadRequest, WireFormat } from './wire-format.js';
 
@@ -163,16 +164,22 @@ function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider
   const splitter = new EventSplitter();
   const reader = to.streamReader();
   const writer = from.client.streamWriter(request);
+  let finished = false;
+  const write = (parts: StreamPart[]) => {
+    let out = '';
+    for (const part of parts) {
+      if ((part.type === 'start' || part.type === 'finish') && part.usage) Object.assign(usage, tokenUsage(part.usage));
+      if (part.type === 'finish') finished = true;
+      out += writer.write(part);
+    }
+    return out;
+  };
   const translate = (events: string[]) => {
     let out = '';
     for (const event of events) {
       const { name, data } = eventFields(event);
       const parsed = eventObject(data);
-      if (parsed === undefined) continue;
-      for (const part of reader.read(name, parsed)) {
-        if ((part.type === 'start' || part.type === 'finish') && part.usage) Object.assign(usage, tokenUsage(part.usage));
-        out += writer.write(part);
-      }
+      if (parsed !== undefined) out += write(reader.read(name, parsed));
     }
     return out;
   };
@@ -187,9 +194,16 @@ function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider
     },
     flush(done) {
       try {
-        let out = translate(splitter.end());
-        for (const part of reader.end()) out += writer.write(part);
-        done(null, out + writer.end());
+        const out = translate(splitter.end()) + write(reader.end());
+        if (finished) {
+          done(null, out + writer.end());
+          return;
+        }
+        // Cut short (no finish, no final event): the client's stream must not look whole.
+        if (out !== '') this.push(out);
+        const err = errors.upstreamError();
+        err.cause = "the upstream's stream ended before its finish";
+        done(err);
       } catch (err) {
         done(err as Error);
       }
