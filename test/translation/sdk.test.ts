@@ -32,6 +32,25 @@ const responsesToolAnswer = (JSON.parse(await fixture('chat-to-responses-tool-hi
 
 const upstreamRequests: Array<{ path: string; body: Record<string, unknown> }> = [];
 
+// Two parallel calls whose arguments interleave, as an OpenAI-compatible server may stream them
+// (OpenAI's own come one after the other); asked for with a tool named `interleaved`.
+const chunk = (delta: unknown, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-Mix', object: 'chat.completion.chunk', created: 1, model: 'gpt-upstream-2025', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+const callPiece = (index: number, args: string, id?: string) => ({
+  tool_calls: [{ index, ...(id && { id, type: 'function' }), function: { ...(id && { name: 'interleaved' }), arguments: args } }],
+});
+const INTERLEAVED_TOOL_STREAM = [
+  chunk({ role: 'assistant', content: null, ...callPiece(0, '{"city":', 'call_a') }),
+  chunk(callPiece(1, '{"tz"', 'call_b')),
+  chunk(callPiece(0, '"Paris"}')),
+  chunk(callPiece(1, ':"CET"}')),
+  chunk({}, 'tool_calls'),
+  `data: ${JSON.stringify({ id: 'chatcmpl-Mix', object: 'chat.completion.chunk', created: 1, model: 'gpt-upstream-2025', choices: [], usage: { prompt_tokens: 20, completion_tokens: 12, total_tokens: 32 } })}\n\n`,
+  'data: [DONE]\n\n',
+].join('');
+const interleavedTool = { name: 'interleaved', input_schema: { type: 'object' as const, properties: {} } };
+const isInterleavedCall = (body: Record<string, unknown>) => JSON.stringify(body.tools ?? []).includes('"interleaved"');
+
 const anthropicToolAnswer = {
   id: 'msg_01Aq9w938a90dw8q',
   type: 'message',
@@ -94,7 +113,7 @@ const upstream = createServer(async (req: IncomingMessage, res) => {
   }
   if (req.url === '/v1/chat/completions') {
     if (body.response_format !== undefined) return json(openAIWeatherJson);
-    if (body.stream === true) return events(Array.isArray(body.tools) ? OPENAI_TOOL_STREAM : OPENAI_TEXT_STREAM);
+    if (body.stream === true) return events(isInterleavedCall(body) ? INTERLEAVED_TOOL_STREAM : Array.isArray(body.tools) ? OPENAI_TOOL_STREAM : OPENAI_TEXT_STREAM);
     return json(openAIToolAnswer);
   }
   // An upstream with the Responses API only, under its own path.
@@ -398,6 +417,33 @@ test.serial('anthropic SDK messages → openai provider: a document block by sto
       ],
     },
   ]);
+});
+
+test.serial("parallel calls whose arguments interleave reach a Messages and a Responses client each whole, every piece in its own call", async (t) => {
+  const stream = anthropicClient(t).messages.stream({ model: 'gpt-mock', max_tokens: 50, messages: [{ role: 'user', content: 'Both.' }], tools: [interleavedTool] });
+  const stopped = new Set<number>();
+  const lateDeltas: number[] = [];
+  stream.on('streamEvent', (event) => {
+    if (event.type === 'content_block_stop') stopped.add(event.index);
+    if (event.type === 'content_block_delta' && stopped.has(event.index)) lateDeltas.push(event.index);
+  });
+  const message = await stream.finalMessage();
+  t.deepEqual(message.content.map((block) => (block.type === 'tool_use' ? [block.id, block.input] : block.type)), [
+    ['call_a', { city: 'Paris' }],
+    ['call_b', { tz: 'CET' }],
+  ]);
+  t.deepEqual(lateDeltas, [], "no piece of a call's arguments after its block stopped");
+
+  const response = await openaiClient(t)
+    .responses.stream({ model: 'gpt-mock', input: 'Both.', tools: [{ type: 'function', name: 'interleaved', parameters: { type: 'object', properties: {} }, strict: false }] })
+    .finalResponse();
+  t.deepEqual(
+    response.output.map((item) => (item.type === 'function_call' ? [item.call_id, item.arguments] : item.type)),
+    [
+      ['call_a', '{"city":"Paris"}'],
+      ['call_b', '{"tz":"CET"}'],
+    ],
+  );
 });
 
 // With an execute, as a user writes a tool; one step only (the default), so the upstream is called once.

@@ -4,21 +4,32 @@ import { sse, type FinishReason, type StreamPart, type StreamReader, type Stream
 import { readChatUsage, writeChatUsage } from './answer.js';
 import { FROM_CHAT_FINISH, TO_CHAT_FINISH } from './finish-reasons.js';
 
+/** True when `text` is one whole JSON value: a call's arguments that no later piece continues. */
+function isWholeJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Reads a Chat Completions stream. Chunks carry no block boundaries: a text block opens with the
  * first non-empty `content`; a tool call opens with the delta that gives its `id` at a new
- * `index`, closing the block before it (OpenAI streams parallel calls one after the other), and
- * its later deltas name only that index (one arriving after the next call opened still counts
- * for its own). Whatever is open closes at the finish, which waits for the usage chunk that
- * follows it (the call asked for one), or for the stream's end.
+ * `index`, closing the text before it and each call before it whose arguments are whole, and its
+ * later deltas name only that index. OpenAI streams parallel calls one after the other; a
+ * compatible server may interleave their arguments, and a call still in pieces when the next
+ * opens stays open for the rest of its own. Whatever is open closes at the finish, which waits
+ * for the usage chunk that follows it (the call asked for one), or for the stream's end.
  */
 export class ChatStreamReader implements StreamReader {
   #started = false;
   #textOpen = false;
   /** Tool call ids by their `index`. */
   readonly #calls = new Map<number, string>();
-  /** The tool call open last, until the next opens or the finish. */
-  #openCall: string | undefined;
+  /** The tool calls open, in the order they opened, with their arguments so far. */
+  readonly #openCalls = new Map<string, string>();
   #finish: FinishReason | undefined;
   #usage: Usage = { inputTokens: 0, outputTokens: 0 };
 
@@ -59,21 +70,37 @@ export class ChatStreamReader implements StreamReader {
     if (!isObject(call)) return;
     const index = typeof call.index === 'number' ? call.index : 0;
     const fn = isObject(call.function) ? call.function : {};
-    if (typeof call.id === 'string' && call.id !== '' && this.#calls.get(index) !== call.id) {
-      this.#closeAll(parts);
+    const previous = this.#calls.get(index);
+    if (typeof call.id === 'string' && call.id !== '' && previous !== call.id) {
+      this.#closeText(parts);
+      // The calls before it end here when their arguments are whole (OpenAI's, one after the
+      // other) or another takes their index; one still in pieces stays open for the rest.
+      for (const [id, args] of this.#openCalls) {
+        if (id === previous || isWholeJson(args)) {
+          this.#openCalls.delete(id);
+          parts.push({ type: 'tool-call-end', id });
+        }
+      }
       this.#calls.set(index, call.id);
-      this.#openCall = call.id;
+      this.#openCalls.set(call.id, '');
       parts.push({ type: 'tool-call-start', id: call.id, name: typeof fn.name === 'string' ? fn.name : '' });
     }
     const id = this.#calls.get(index);
-    if (id !== undefined && typeof fn.arguments === 'string' && fn.arguments !== '') parts.push({ type: 'tool-call-delta', id, delta: fn.arguments });
+    if (id === undefined || typeof fn.arguments !== 'string' || fn.arguments === '') return;
+    const args = this.#openCalls.get(id);
+    if (args !== undefined) this.#openCalls.set(id, args + fn.arguments);
+    parts.push({ type: 'tool-call-delta', id, delta: fn.arguments });
+  }
+
+  #closeText(parts: StreamPart[]): void {
+    if (this.#textOpen) parts.push({ type: 'text-end' });
+    this.#textOpen = false;
   }
 
   #closeAll(parts: StreamPart[]): void {
-    if (this.#textOpen) parts.push({ type: 'text-end' });
-    this.#textOpen = false;
-    if (this.#openCall !== undefined) parts.push({ type: 'tool-call-end', id: this.#openCall });
-    this.#openCall = undefined;
+    this.#closeText(parts);
+    for (const id of this.#openCalls.keys()) parts.push({ type: 'tool-call-end', id });
+    this.#openCalls.clear();
   }
 
   end(): StreamPart[] {
