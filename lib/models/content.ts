@@ -15,8 +15,9 @@ export function mapChatContentParts(body: JsonObject, map: (part: unknown) => un
 }
 
 /**
- * The Messages body with every content block passed through `map`, including the blocks inside a
- * `tool_result`, where documents may appear too. The input is left as it was.
+ * The Messages body with every content block passed through `map`: the messages' blocks, those
+ * inside a `tool_result`, where documents may appear too, and those of `system` when it is a list.
+ * The input is left as it was.
  */
 export function mapMessagesContentBlocks(body: JsonObject, map: (block: unknown) => unknown): JsonObject {
   const mapBlock = (block: unknown): unknown =>
@@ -24,7 +25,9 @@ export function mapMessagesContentBlocks(body: JsonObject, map: (block: unknown)
       ? { ...block, content: block.content.map(mapBlock) }
       : map(block);
   // Both formats keep a message's blocks in `messages[].content`.
-  return mapChatContentParts(body, mapBlock);
+  const mapped = mapChatContentParts(body, mapBlock);
+  // A block of `system` names files as any other: none may reach the upstream unchecked.
+  return Array.isArray(body.system) ? { ...mapped, system: body.system.map(mapBlock) } : mapped;
 }
 
 /**

@@ -131,6 +131,12 @@ test('an unknown, foreign or expired file is 404 File not found in each shape', 
       status: 404,
       body: { error: { type: 'not_found_error', message: 'File not found' } },
     });
+    // A block of `system` is checked as any other: none reaches the upstream unread.
+    const system = [{ type: 'document', source: { type: 'file', file_id: fileId } }];
+    t.like(await shapeB(await messages(key, { model: 'echo-1', max_tokens: 5, system, messages: [{ role: 'user', content: 'hi' }] })), {
+      status: 404,
+      body: { error: { type: 'not_found_error', message: 'File not found' } },
+    });
   }
 });
 
