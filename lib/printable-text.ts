@@ -13,3 +13,17 @@ const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\uFFFD]/u;
 export function isPrintableText(text: string): boolean {
   return !UNPRINTABLE.test(text);
 }
+
+/**
+ * The name `input` stands for, trimmed and in Unicode NFC; `undefined` when it is not a string, is
+ * empty, is longer than `maxLength` characters (code points, as PostgreSQL's varchar counts them)
+ * or is not printable text (`isPrintableText`). The rule of key and admin token names.
+ * @example const name = canonicalName(input, 100) ?? fail('invalid name')
+ */
+export function canonicalName(input: unknown, maxLength: number): string | undefined {
+  if (typeof input !== 'string') return undefined;
+  const name = input.trim().normalize('NFC');
+  if (!isPrintableText(name)) return undefined;
+  const length = [...name].length;
+  return length >= 1 && length <= maxLength ? name : undefined;
+}

@@ -1,4 +1,5 @@
 import { hash, randomBytes } from 'node:crypto';
+import { canonicalName } from '../printable-text.js';
 import type { AdminTokenRecord, AdminTokenStore } from './admin-token-store.js';
 
 /** 256 bits, as API keys have. */
@@ -24,8 +25,28 @@ export function hashAdminToken(token: string): string {
   return hash('sha256', token, 'hex');
 }
 
+/** The longest admin token name, in characters. */
+export const MAX_ADMIN_TOKEN_NAME_LENGTH = 255;
+
 /**
- * Creates an admin token in `store` and returns the plaintext once, with the stored record.
+ * What a valid admin token name is, for error messages.
+ * @example throw new UsageError(`--name ${ADMIN_TOKEN_NAME_RULE}`)
+ */
+export const ADMIN_TOKEN_NAME_RULE = `must be 1 to ${MAX_ADMIN_TOKEN_NAME_LENGTH} printable characters`;
+
+/**
+ * The admin token name `input` stands for, trimmed and in Unicode NFC; `undefined` when it is
+ * empty, longer than 255 characters or not printable text: the name is shown in the dashboard, the
+ * audit log and the CLI's lists, and logged, as it reads (the rule of key names).
+ * @example const name = canonicalAdminTokenName(flag) ?? fail('invalid name')
+ */
+export function canonicalAdminTokenName(input: string): string | undefined {
+  return canonicalName(input, MAX_ADMIN_TOKEN_NAME_LENGTH);
+}
+
+/**
+ * Creates an admin token in `store` and returns the plaintext once, with the stored record. A
+ * `name` must be as `canonicalAdminTokenName` makes it (else a `TypeError`).
  * @example const { token } = await createAdminToken(store, { prefix: 'kmg', name: 'ops laptop' })
  */
 export async function createAdminToken(
@@ -33,6 +54,9 @@ export async function createAdminToken(
   options: { prefix: string; name?: string | null },
 ): Promise<{ token: string; record: AdminTokenRecord }> {
   if (!/^[A-Za-z0-9]+$/.test(options.prefix)) throw new TypeError('koa-model-gateway: the token prefix must be letters and digits');
+  if (options.name != null && canonicalAdminTokenName(options.name) !== options.name) {
+    throw new TypeError(`koa-model-gateway: an admin token name ${ADMIN_TOKEN_NAME_RULE}, trimmed and in Unicode NFC`);
+  }
   const token = `${options.prefix}_admin_${randomBytes(SECRET_BYTES).toString('base64url')}`;
   const record = await store.create({ hash: hashAdminToken(token), name: options.name ?? null });
   return { token, record };

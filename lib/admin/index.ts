@@ -5,7 +5,7 @@
  */
 export type { AdminTokenRecord, AdminTokenStore, NewAdminToken } from './admin-token-store.js';
 export type { AdminSession, AdminSessionStore } from './admin-session-store.js';
-export { createAdminToken } from './admin-tokens.js';
+export { ADMIN_TOKEN_NAME_RULE, canonicalAdminTokenName, createAdminToken } from './admin-tokens.js';
 export { adminAuth, verifiedAdmin, type AdminAuthOptions } from './admin-auth.js';
 export type { VerifiedAdmin } from '../state.js';
 export { adminRouter, type AccountLimits, type AdminChange, type AdminRouterOptions } from './admin-router.js';

@@ -1,4 +1,4 @@
-import { isPrintableText } from '../printable-text.js';
+import { canonicalName } from '../printable-text.js';
 
 /** The longest key name, in characters (Unicode code points, as PostgreSQL's varchar counts them). */
 export const MAX_KEY_NAME_LENGTH = 100;
@@ -16,9 +16,5 @@ export const KEY_NAME_RULE = `must be 1 to ${MAX_KEY_NAME_LENGTH} printable char
  * @example const name = canonicalKeyName(body.name) ?? fail('invalid name')
  */
 export function canonicalKeyName(input: string): string | undefined {
-  if (typeof input !== 'string') return undefined;
-  const name = input.trim().normalize('NFC');
-  if (!isPrintableText(name)) return undefined;
-  const length = [...name].length;
-  return length >= 1 && length <= MAX_KEY_NAME_LENGTH ? name : undefined;
+  return canonicalName(input, MAX_KEY_NAME_LENGTH);
 }

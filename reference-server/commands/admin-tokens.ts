@@ -1,4 +1,4 @@
-import { createAdminToken } from 'koa-model-gateway/admin';
+import { ADMIN_TOKEN_NAME_RULE, canonicalAdminTokenName, createAdminToken } from 'koa-model-gateway/admin';
 import { KnexAdminTokenStore } from 'koa-model-gateway/stores/knex';
 import { loadConfigWithModules } from '../config.js';
 import { describeStore, storeLine } from '../store-description.js';
@@ -7,8 +7,10 @@ import { UsageError, isoTime, parseCommand, withDatabase, type CommandIo } from 
 
 async function adminTokensCreate(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseCommand(args, { name: { type: 'string' } }, 0);
-  const name = values.name?.trim() || null;
-  if (name !== null && name.length > 255) throw new UsageError('--name must be at most 255 characters');
+  // An empty --name is no name.
+  const given = values.name?.trim() ?? '';
+  const name = given === '' ? null : (canonicalAdminTokenName(given) ?? null);
+  if (given !== '' && name === null) throw new UsageError(`--name ${ADMIN_TOKEN_NAME_RULE}`);
   const config = await loadConfigWithModules(io.env);
   const { token, record } = await withDatabase(config, async (database) => {
     const created = await createAdminToken(new KnexAdminTokenStore(database.knex, database.storeOptions), { prefix: config.gateway.keyPrefix, name });

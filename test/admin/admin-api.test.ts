@@ -4,7 +4,7 @@ import test, { type ExecutionContext } from 'ava';
 import { adminAuth } from '../../lib/admin/admin-auth.js';
 import { adminRouter } from '../../lib/admin/admin-router.js';
 import { adminSessions } from '../../lib/admin/admin-sessions.js';
-import { createAdminToken } from '../../lib/admin/admin-tokens.js';
+import { canonicalAdminTokenName, createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { MemoryAdminSessionStore } from '../../lib/stores/memory/admin-session-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
@@ -734,6 +734,14 @@ test('the admin factories refuse a configuration they cannot serve, when they ar
   t.throws(() => adminRouter({ keys, files, catalog: [], usageStore: {} as never }), { instanceOf: TypeError, message: /UsageStore/ });
   t.throws(() => adminSessions({} as never), { instanceOf: TypeError, message: /AdminSessionStore/ });
   t.throws(() => adminSessions({ sessions: new MemoryAdminSessionStore(), ttlSeconds: 0 }), { instanceOf: TypeError, message: /ttlSeconds/ });
+});
+
+test('createAdminToken() takes a name only as canonicalAdminTokenName() makes it: printable, trimmed, NFC, 255 characters at most', async (t) => {
+  for (const name of ['esc\u001b[31m', 'line\nbreak', ' padded ', 'x'.repeat(256), '']) {
+    await t.throwsAsync(createAdminToken(tokens, { prefix, name }), { instanceOf: TypeError, message: /admin token name must be 1 to 255 printable characters/ });
+  }
+  t.is(canonicalAdminTokenName(' ops laptop '), 'ops laptop');
+  t.is((await createAdminToken(tokens, { prefix, name: 'x'.repeat(255) })).record.name, 'x'.repeat(255));
 });
 
 test('adminRouter() serves GET /usage only when it is given a usage store', (t) => {

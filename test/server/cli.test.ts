@@ -300,6 +300,18 @@ for (const bad of ['', '   ', 'x'.repeat(101), 'tab\there', 'rtl\u202E']) {
   });
 }
 
+// An admin token's name is shown in the dashboard, the audit log and `admin-tokens list` as it reads.
+for (const bad of ['x'.repeat(256), 'esc\u001b[31mred', 'line\r\nbreak', 'rtl\u202E']) {
+  test(`admin-tokens create --name ${JSON.stringify(bad)} is refused with one line, and creates no token`, async (t) => {
+    const env = await dataDir();
+    await t.throwsAsync(run(['admin-tokens', 'create', `--name=${bad}`], env), {
+      instanceOf: UsageError,
+      message: '--name must be 1 to 255 printable characters',
+    });
+    t.is((await run(['admin-tokens', 'list', '--json'], env)).out, '[]');
+  });
+}
+
 test('a negative limit written as a separate argument is refused with one line too', async (t) => {
   const err = await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--rpm', '-1'], await dataDir()), { instanceOf: UsageError });
   t.notRegex(err?.message ?? '', /\n/);
