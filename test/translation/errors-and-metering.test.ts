@@ -126,6 +126,15 @@ const refusals: Array<[string, () => Promise<Response>, string]> = [
   ["Anthropic's web search tool to an OpenAI model", () => messages({ tools: [{ type: 'web_search_20250305', name: 'web_search' }] }), 'tools[0].type'],
   ['a document with citations to an OpenAI model', () => messages({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' }, citations: { enabled: true } }] }] }), 'messages[0].content[0].citations'],
   ['previous_response_id to an Anthropic model', () => responses({ previous_response_id: 'resp_1' }), 'previous_response_id'],
+  // What Anthropic's thinking refuses beside it, named as the client sent it.
+  ['a temperature with reasoning to an Anthropic model (it thinks at temperature 1 only)', () => responses({ reasoning: { effort: 'low' }, temperature: 0.2 }), 'temperature'],
+  ['a top_p below 0.95 with reasoning to an Anthropic model', () => responses({ reasoning: { effort: 'low' }, top_p: 0.5 }), 'top_p'],
+  [
+    'a forced tool with reasoning to an Anthropic model',
+    () => responses({ reasoning: { effort: 'low' }, tools: [{ type: 'function', name: 'f', parameters: { type: 'object', properties: {} } }], tool_choice: 'required' }),
+    'tool_choice',
+  ],
+  ['max_output_tokens that leave reasoning under 1024 tokens, to an Anthropic model', () => responses({ reasoning: { effort: 'low' }, max_output_tokens: 1000 }), 'max_output_tokens'],
   ["OpenAI's web search tool to an Anthropic model", () => responses({ tools: [{ type: 'web_search' }] }), 'tools[0].type'],
   ['JSON mode without a schema (text.format json_object) to an Anthropic model', () => responses({ text: { format: { type: 'json_object' } } }), 'text.format json_object'],
   ['output_config.effort to an OpenAI model', () => messages({ output_config: { effort: 'high' } }), 'output_config.effort'],
@@ -149,6 +158,15 @@ for (const [name, send, param] of refusals) {
     t.is(upstream.received.length, 0);
   });
 }
+
+test.serial("an effort's thinking budget is lowered below the client's max tokens, which Anthropic requires", async (t) => {
+  upstream.answer('/v1/messages', reply(200, anthropicMessage('Thought.')));
+  t.is((await responses({ reasoning: { effort: 'high' }, max_output_tokens: 4000 })).status, 200);
+  t.like(upstream.received[0]?.body, { max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 3999 } });
+  upstream.answer('/v1/messages', reply(200, anthropicMessage('Thought.')));
+  t.is((await responses({ reasoning: { effort: 'low' }, temperature: 1 })).status, 200);
+  t.like(upstream.received[1]?.body, { max_tokens: 4096 + 2048, temperature: 1, thinking: { type: 'enabled', budget_tokens: 2048 } });
+});
 
 test.serial('to an OpenAI model, betas that only enable what is translated pass, and cache_control hints are carried over as nothing', async (t) => {
   upstream.answer('/v1/chat/completions', reply(200, { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 2 } }));

@@ -1,3 +1,4 @@
+import { errors } from '../../../errors/gateway-error.js';
 import { isObject, type JsonObject } from '../../content.js';
 import { invalid, untranslatable, type Message, type Part, type Request, type Tool, type ToolChoice } from '../neutral.js';
 import { absent, any, argumentsObject, optionalNumber, refuseUnknown, type ReadRequest } from '../wire-format.js';
@@ -292,11 +293,36 @@ function writeToolChoice(request: ReadRequest): JsonObject | undefined {
 }
 
 const EFFORT_BUDGETS = { low: 2048, medium: 8192, high: 24_576 } as const;
+/** The least thinking budget Messages takes. */
+const MIN_THINKING_BUDGET = 1024;
+
+/**
+ * The thinking budget of `request` as Messages takes it, below `max_tokens` and at least 1,024
+ * tokens (an effort's budget is lowered to fit the client's max tokens), and what may not go with
+ * thinking refused, naming the client's parameters: a temperature other than 1, a `top_p` below
+ * 0.95, a forced tool. Undefined without reasoning.
+ */
+function thinkingBudget(request: ReadRequest): number | undefined {
+  const { reasoning, params } = request;
+  const wanted = reasoning?.budgetTokens ?? (reasoning?.effort && EFFORT_BUDGETS[reasoning.effort]);
+  if (wanted === undefined) return undefined;
+  const withReasoning = (param: string | undefined, fallback: string, why: string) =>
+    errors.invalidRequest(`'${param ?? fallback}' cannot be sent to this model with '${params.reasoning ?? 'reasoning'}': ${why}`);
+  if (request.temperature !== undefined && request.temperature !== 1) throw withReasoning(params.temperature, 'temperature', 'its provider thinks at temperature 1 only');
+  if (request.topP !== undefined && request.topP < 0.95) throw withReasoning(params.topP, 'top_p', 'its provider thinks with a top_p of 0.95 to 1 only');
+  const forced = request.toolChoice?.type === 'required' || request.toolChoice?.type === 'tool';
+  if (forced && request.tools.length > 0) throw withReasoning(params.toolChoice, 'tool_choice', 'its provider cannot be made to call a tool while it thinks');
+  if (request.maxTokens === undefined) return wanted;
+  const budget = Math.min(wanted, request.maxTokens - 1);
+  if (budget < MIN_THINKING_BUDGET) throw withReasoning(params.maxTokens, 'max_tokens', `its provider thinks with at least ${MIN_THINKING_BUDGET} tokens, and answers in more`);
+  return budget;
+}
 
 /**
  * A neutral request as a Messages body: `max_tokens` 4,096 (above the thinking budget, if any)
  * when the client gave none (Messages requires it), consecutive turns of one role merged, tool results first in their turn, an
- * effort as a thinking budget (low 2,048, medium 8,192, high 24,576 tokens), a JSON schema as
+ * effort as a thinking budget (low 2,048, medium 8,192, high 24,576 tokens, lowered below the
+ * client's max tokens; `thinkingBudget` refuses what cannot go with it), a JSON schema as
  * structured outputs (`output_config.format`, which Anthropic always follows strictly; the
  * schema's name, a label, has no place there). Messages has no JSON mode without a schema, its
  * temperature stops at 1, and it has no place for OpenAI's shared fields (`metadata`,
@@ -310,8 +336,7 @@ export function writeMessagesRequest(request: ReadRequest): JsonObject {
   if (request.temperature !== undefined && request.temperature > 1) {
     throw untranslatable(`${params.temperature ?? 'temperature'} above 1`, NAME);
   }
-  const { reasoning } = request;
-  const budget = reasoning?.budgetTokens ?? (reasoning?.effort && EFFORT_BUDGETS[reasoning.effort]);
+  const budget = thinkingBudget(request);
   const toolChoice = writeToolChoice(request);
   return {
     model: request.model,
