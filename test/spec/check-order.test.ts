@@ -213,6 +213,10 @@ test('model calls: a body without what its format requires is 400 before existen
     ['/v1/messages/count_tokens', { model: 'echo-1', messages: 'hi' }, "'messages' must be a non-empty array"],
     ['/v1/responses', { model: 'echo-1', input: 5 }, "'input' must be a string or an array"],
     ['/v1/responses', { model: 'no-such-model' }, "'input' must be a string or an array"],
+    // A stream asked for by anything but a boolean would be answered whole.
+    ['/v1/chat/completions', { model: 'echo-1', messages: userText, stream: 'yes' }, "'stream' must be a boolean"],
+    ['/v1/messages', { model: 'echo-1', max_tokens: 5, messages: userText, stream: 1 }, "'stream' must be a boolean"],
+    ['/v1/responses', { model: 'no-such-model', input: 'hi', stream: 'true' }, "'stream' must be a boolean"],
   ];
   const refusals = async () => {
     for (const [path, body, message] of malformed) {

@@ -68,6 +68,14 @@ export function checkMessages(messages: unknown): void {
 }
 
 /**
+ * Refuses a `stream` that is neither a boolean nor null: a call is streamed only for `true`, and
+ * `"yes"` would be answered whole where the client asked for events.
+ */
+export function checkStream(stream: unknown): void {
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalid('stream', 'must be a boolean');
+}
+
+/**
  * Refuses every field of `body` that `known` does not list, or lists with a check it fails: what
  * a reader does not carry over is never dropped silently.
  */

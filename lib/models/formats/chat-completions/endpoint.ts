@@ -4,14 +4,17 @@ import { chatCompletionsAnswer } from './answer-format.js';
 import { isObject, mapChatContentParts } from '../../content.js';
 import type { EndpointFormat } from '../../endpoint-format.js';
 import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
-import { checkMessages } from '../wire-format.js';
+import { checkMessages, checkStream } from '../wire-format.js';
 import { openAIErrorEvent } from './error-event.js';
 
 const CHAT_COMPLETIONS: EndpointFormat = {
   endpoint: 'chatCompletions',
   modelNotAllowed: (model) => errors.modelNotAllowed(model),
   modelNotFound: (model) => errors.modelDoesNotExist(model),
-  checkBody: (body) => checkMessages(body.messages),
+  checkBody: (body) => {
+    checkMessages(body.messages);
+    checkStream(body.stream);
+  },
   unsupported: (model) =>
     errors.invalidRequest(`The model '${model}' is not served on /v1/chat/completions: its provider speaks no format a Chat Completions call can be translated to`),
   fileReferences: {

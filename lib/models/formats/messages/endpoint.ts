@@ -5,7 +5,7 @@ import { isObject, mapMessagesContentBlocks } from '../../content.js';
 import type { EndpointFormat } from '../../endpoint-format.js';
 import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
 import { invalid } from '../neutral.js';
-import { checkMessages } from '../wire-format.js';
+import { checkMessages, checkStream } from '../wire-format.js';
 import { anthropicErrorEvent } from './error-event.js';
 
 const FILES_IN_DOCUMENTS_ONLY = "Files are attached as {\"type\":\"document\",\"source\":{\"type\":\"file\",\"file_id\"}} blocks only";
@@ -19,6 +19,7 @@ export const MESSAGES: EndpointFormat = {
     checkMessages(body.messages);
     const maxTokens = body.max_tokens;
     if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) throw invalid('max_tokens', 'must be a positive integer');
+    checkStream(body.stream);
   },
   unsupported: (model) =>
     errors.invalidRequest(`The model '${model}' is not served on /v1/messages: its provider speaks no format a Messages call can be translated to`),

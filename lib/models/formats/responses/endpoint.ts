@@ -5,6 +5,7 @@ import type { EndpointFormat } from '../../endpoint-format.js';
 import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
 import { responsesAnswer } from './answer-format.js';
 import { invalid } from '../neutral.js';
+import { checkStream } from '../wire-format.js';
 import { responsesErrorEvent } from './error-event.js';
 
 export { RESPONSE_EVENTS, responseObject, responseUsage } from './answer-format.js';
@@ -17,6 +18,7 @@ const RESPONSES: EndpointFormat = {
   modelNotFound: (model) => errors.modelDoesNotExist(model),
   checkBody: (body) => {
     if (typeof body.input !== 'string' && !Array.isArray(body.input)) throw invalid('input', 'must be a string or an array');
+    checkStream(body.stream);
   },
   unsupported: (model) =>
     errors.invalidRequest(`The model '${model}' is not served on /v1/responses: its provider speaks no format a Responses call can be translated to`),
