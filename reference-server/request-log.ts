@@ -2,13 +2,14 @@ import { performance } from 'node:perf_hooks';
 import type { RouterContext } from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
+import { withoutSecrets } from 'koa-model-gateway/auth';
 
 /**
  * One log line per request, written when the response is finished or the client has gone:
- * request id, key id and account (never the key), method, route, path, status (499 when the
- * client left first) and duration, the model and provider of a model request, and the trace id
- * when the request is traced (`traceRequests()`, with tracing on). A field with no value (no key,
- * no route, no trace) is left out.
+ * request id, key id and account (never the key, nor one a client put in the path), method,
+ * route, path, status (499 when the client left first) and duration, the model and provider of a
+ * model request, and the trace id when the request is traced (`traceRequests()`, with tracing on).
+ * A field with no value (no key, no route, no trace) is left out.
  * Put it first, so that the status is the one the error formatters wrote.
  * @example app.use(requestLog(logger))
  */
@@ -31,7 +32,8 @@ export function requestLog(logger: Logger): Middleware {
           account: key?.account,
           method: request.method,
           route,
-          path: request.path,
+          // A key a client put in its path is not logged.
+          path: withoutSecrets(request.path),
           // nginx's 499: the client closed the request before its answer was complete.
           status: finished ? res.statusCode : 499,
           durationMs: Math.round((performance.now() - started) * 100) / 100,

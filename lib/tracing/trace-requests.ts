@@ -15,6 +15,7 @@ import {
 } from '@opentelemetry/api';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
+import { withoutSecrets } from '../auth/without-secrets.js';
 import { afterResponse } from '../http/after-response.js';
 import type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing } from '../state.js';
 import { parseOptions, settingsObject } from '../settings/schemas.js';
@@ -115,7 +116,8 @@ export function traceRequests(options: TraceRequestsOptions = {}): Middleware {
     const { socket } = ctx.req;
     const attributes: Attributes = {
       'http.request.method': known ? ctx.method : '_OTHER',
-      'url.path': ctx.path,
+      // A key a client put in its path or user agent is not recorded.
+      'url.path': withoutSecrets(ctx.path),
       'url.scheme': ctx.protocol,
       'server.address': ctx.hostname,
       'network.protocol.version': ctx.req.httpVersion,
@@ -124,7 +126,7 @@ export function traceRequests(options: TraceRequestsOptions = {}): Middleware {
     if (socket.localPort !== undefined) attributes['server.port'] = socket.localPort;
     if (socket.remoteAddress !== undefined) attributes['client.address'] = socket.remoteAddress;
     const userAgent = ctx.get('user-agent');
-    if (userAgent !== '') attributes['user_agent.original'] = userAgent;
+    if (userAgent !== '') attributes['user_agent.original'] = withoutSecrets(userAgent);
     const parent = propagation.extract(ROOT_CONTEXT, ctx.headers);
     const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes }, parent);
     const active = trace.setSpan(parent, span);

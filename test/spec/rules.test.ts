@@ -223,6 +223,20 @@ test('decisions.md Request ids: a client-sent id is never taken as ours; the log
   );
 });
 
+test('no secret in any log: a key or an admin token a client puts in the path is logged as [secret]', async (t) => {
+  const key = await server.keyFor(SCOPES, { account: 'secret-paths' });
+  const token = `${server.config.gateway.keyPrefix}_admin_${'A'.repeat(43)}`;
+  for (const path of [`/v1/files/${key}`, `/v1/${key}/content`, `/admin/v1/keys/${token}`]) {
+    const response = await call('GET', path, { key });
+    await response.arrayBuffer();
+    const ours = response.headers.get('x-request-id') ?? '';
+    const line = await server.logLine((entry) => entry.msg === 'request' && entry.requestId === ours);
+    t.is(line.path, path.replace(key, '[secret]').replace(token, '[secret]'));
+  }
+  t.false(JSON.stringify(server.logs).includes(key.slice(-20)), 'the key is in no log line');
+  t.false(JSON.stringify(server.logs).includes(token.slice(-20)), 'nor the token');
+});
+
 test('decisions.md Errors: without an accepted key every /v1 route, known or not, answers 401, whatever else the request breaks', async (t) => {
   const noKey = await rawRequest(`${server.url}/v1/files`, {
     headers: { 'content-encoding': 'gzip', 'content-type': 'application/json', 'content-length': String(10 * 1024 ** 3) },

@@ -173,6 +173,14 @@ const openAIAnswer = {
   usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14, prompt_tokens_details: { cached_tokens: 6 } },
 };
 
+test.serial('a key a client puts in the path or the user agent is recorded as [secret]', async (t) => {
+  const key = await gateway.keyFor();
+  const response = await fetch(`${gateway.url}/v1/models/${key}`, { headers: { authorization: `Bearer ${key}`, 'user-agent': `my-app key=${key}` } });
+  await response.arrayBuffer();
+  const server = serverSpan(await requestSpans());
+  t.like(server.attributes, { 'url.path': '/v1/models/[secret]', 'user_agent.original': 'my-app key=[secret]' });
+});
+
 test.serial('a chat completion: the server span with the HTTP conventions and the key id, one CLIENT span with the GenAI conventions', async (t) => {
   upstream.answer('/v1/chat/completions', reply(200, openAIAnswer));
   const key = await gateway.keyFor();
