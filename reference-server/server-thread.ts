@@ -17,6 +17,9 @@ const port = parentPort;
 const tell = (message: ServerThreadMessage) => port.postMessage(message);
 const io: CommandIo = { env: process.env, out: (text) => tell({ out: text }), err: (text) => tell({ err: text }) };
 
+/** How long the thread may take to end once the server has stopped. */
+const EXIT_AFTER_STOP_MS = 1000;
+
 let exitCode: number;
 try {
   const config = await loadConfigWithModules(io.env);
@@ -28,3 +31,6 @@ try {
   exitCode = reportFailure(err, io);
 }
 tell({ exitCode });
+// A store that did not close (a stalled database's socket) would keep the thread alive: it may not
+// hold the exit up. A thread whose loop empties ends before this.
+setTimeout(() => process.exit(exitCode), EXIT_AFTER_STOP_MS).unref();

@@ -18,8 +18,10 @@ export interface RunningGateway {
   /**
    * Shuts down gracefully: stops accepting connections, lets in-flight requests finish (up to
    * `config.shutdownGraceSeconds`; then their connections are closed), then writes the usage
-   * records still waiting and closes the pools and the metrics listener. `reason` goes into the
-   * log line that says so. Resolves once everything is closed; a second call resolves with the first.
+   * records still waiting and closes the pools and the metrics listener, for one more grace period
+   * at most (a stalled database: a warning, and the stores are left as they are). `reason` goes into
+   * the log line that says so. Resolves once everything is closed or given up; a second call
+   * resolves with the first.
    */
   stop(reason?: Record<string, unknown>): Promise<void>;
 }
@@ -86,7 +88,11 @@ export async function startGateway(config: ServerConfig, logger: Logger, options
     // Handlers whose connection was cut end quickly; one that does not may not hold the exit up.
     await Promise.race([Promise.allSettled(handlers), delay(5000, undefined, { ref: false })]);
     await sweepStopped;
-    await deployment.close();
+    // The stores write what waits (the last usage records) and close: a store that stalls may hold
+    // the exit up one more grace period, no longer.
+    const graceMs = config.shutdownGraceSeconds * 1000;
+    const storesClosed = await Promise.race([deployment.close().then(() => true), delay(graceMs, false, { ref: false })]);
+    if (!storesClosed) logger.warn({ graceSeconds: config.shutdownGraceSeconds }, 'the stores did not close within the grace period: stopping without them');
     await closeMetrics?.();
     logger.info('stopped');
   }

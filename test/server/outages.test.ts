@@ -23,7 +23,7 @@ import { pdfOf, uploadForm } from '../helpers/multipart.js';
 import { until } from '../helpers/poll.js';
 import { stoppableS3Server, type StoppableS3Server } from '../helpers/s3-server.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
-import { createKey, serverWithKey, startServer, tempDataDir, uploadFiles, type LogLine } from '../helpers/server-process.js';
+import { createKey, serverWithKey, spawnServer, startServer, tempDataDir, uploadFiles, type LogLine } from '../helpers/server-process.js';
 import { tcpProxy } from '../helpers/server-tcp-proxy.js';
 import { POSTGRES_URL, REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
 
@@ -114,6 +114,37 @@ withRedis(withPostgres(test))('PostgreSQL refused or stalled: a file list and a 
     else postgres.resume();
     t.like(await until(() => timed(list), (answer) => answer.status === 200, { intervalMs: 100, attempts: 150 }), { status: 200 }, `${fault}: recovered`);
   }
+});
+
+withRedis(withPostgres(test))('SIGTERM while PostgreSQL stalls: the process exits within two grace periods, saying the stores did not close', async (t) => {
+  t.timeout(40_000, 'the process did not exit');
+  const [upstream, data, database, postgres] = await Promise.all([
+    mockProviders(),
+    tempDataDir(),
+    throwawayPostgres(),
+    tcpProxy({ host: new URL(POSTGRES_URL).hostname, port: Number(new URL(POSTGRES_URL).port || 5432) }),
+  ]);
+  cleanups.push(() => upstream.close(), data.remove, database.drop, postgres.close);
+  const config = await mockModelConfig(data.dir, upstream.url);
+  const proxied = new URL(database.url);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String(postgres.port);
+  const env = { DATA_DIR: data.dir, DATABASE_URL: proxied.toString(), REDIS_URL, GATEWAY_CONFIG: config, SHUTDOWN_GRACE_SECONDS: '1' };
+  const key = (await cli(env, ['keys', 'create', '--account', 'acme'])).key;
+  const server = await spawnServer(env);
+  cleanups.push(async () => server.child.kill('SIGKILL'));
+  // The key is cached by the first call: the second is answered, its usage record left to write.
+  t.is((await chatCall(server.url, key)).status, 200);
+  postgres.stall();
+  t.is((await chatCall(server.url, key)).status, 200);
+  const signalled = performance.now();
+  server.child.kill('SIGTERM');
+  const code = await server.exited;
+  const seconds = (performance.now() - signalled) / 1000;
+  t.is(code, 0);
+  // Two grace periods of 1 s, the thread's second to end, and room for a busy machine.
+  t.true(seconds < 8, `exited ${seconds.toFixed(1)} s after SIGTERM`);
+  t.true(server.logs.some((line) => line.msg === 'the stores did not close within the grace period: stopping without them'));
 });
 
 // Redis: with Redis refusing or silent, the calls of a key with model limits and the uploads answer
