@@ -78,8 +78,11 @@ const DATABASE_BOUND_MS = 5000;
 /** What a request may take beyond it on a shared, busy machine. */
 const DATABASE_SLACK_MS = 4000;
 
-withRedis(withPostgres(test))('PostgreSQL refused or stalled: a file list and a model call answer 503 within the bound, and all recovers', async (t) => {
-  t.timeout(4 * (DATABASE_BOUND_MS + DATABASE_SLACK_MS), 'requests held while the database stalls');
+/**
+ * A deployment on a throwaway PostgreSQL database reached through a proxy the test can cut and
+ * stall, Redis, and the mock model (`config` added to its GATEWAY_CONFIG); a key of `acme`.
+ */
+async function behindPostgresProxy(config: Record<string, unknown> = {}) {
   const [upstream, data, database, postgres] = await Promise.all([
     mockProviders(),
     tempDataDir(),
@@ -87,13 +90,17 @@ withRedis(withPostgres(test))('PostgreSQL refused or stalled: a file list and a 
     tcpProxy({ host: new URL(POSTGRES_URL).hostname, port: Number(new URL(POSTGRES_URL).port || 5432) }),
   ]);
   cleanups.push(() => upstream.close(), data.remove, database.drop, postgres.close);
-  // No key read before the fault answers from the cache.
-  const config = await mockModelConfig(data.dir, upstream.url, { keyCacheSeconds: 0 });
   const proxied = new URL(database.url);
   proxied.hostname = '127.0.0.1';
   proxied.port = String(postgres.port);
-  const env = { DATA_DIR: data.dir, DATABASE_URL: proxied.toString(), REDIS_URL, GATEWAY_CONFIG: config };
-  const key = (await cli(env, ['keys', 'create', '--account', 'acme'])).key;
+  const env = { DATA_DIR: data.dir, DATABASE_URL: proxied.toString(), REDIS_URL, GATEWAY_CONFIG: await mockModelConfig(data.dir, upstream.url, config) };
+  return { postgres, env, key: (await cli(env, ['keys', 'create', '--account', 'acme'])).key };
+}
+
+withRedis(withPostgres(test))('PostgreSQL refused or stalled: a file list and a model call answer 503 within the bound, and all recovers', async (t) => {
+  t.timeout(4 * (DATABASE_BOUND_MS + DATABASE_SLACK_MS), 'requests held while the database stalls');
+  // No key read before the fault answers from the cache.
+  const { postgres, env, key } = await behindPostgresProxy({ keyCacheSeconds: 0 });
   const server = await startServer(env);
   cleanups.push(() => server.stop());
 
@@ -118,20 +125,8 @@ withRedis(withPostgres(test))('PostgreSQL refused or stalled: a file list and a 
 
 withRedis(withPostgres(test))('SIGTERM while PostgreSQL stalls: the process exits within two grace periods, saying the stores did not close', async (t) => {
   t.timeout(40_000, 'the process did not exit');
-  const [upstream, data, database, postgres] = await Promise.all([
-    mockProviders(),
-    tempDataDir(),
-    throwawayPostgres(),
-    tcpProxy({ host: new URL(POSTGRES_URL).hostname, port: Number(new URL(POSTGRES_URL).port || 5432) }),
-  ]);
-  cleanups.push(() => upstream.close(), data.remove, database.drop, postgres.close);
-  const config = await mockModelConfig(data.dir, upstream.url);
-  const proxied = new URL(database.url);
-  proxied.hostname = '127.0.0.1';
-  proxied.port = String(postgres.port);
-  const env = { DATA_DIR: data.dir, DATABASE_URL: proxied.toString(), REDIS_URL, GATEWAY_CONFIG: config, SHUTDOWN_GRACE_SECONDS: '1' };
-  const key = (await cli(env, ['keys', 'create', '--account', 'acme'])).key;
-  const server = await spawnServer(env);
+  const { postgres, env, key } = await behindPostgresProxy();
+  const server = await spawnServer({ ...env, SHUTDOWN_GRACE_SECONDS: '1' });
   cleanups.push(async () => server.child.kill('SIGKILL'));
   // A call leaves the pool a connection to close (and, likely, its usage record to write).
   t.is((await chatCall(server.url, key)).status, 200);
