@@ -1,7 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type AuditEntry, type AuditFilters } from './api.ts';
-import { formatTime } from './format.ts';
-import { LoadFailed, Loading } from './ui.tsx';
+import { LoadFailed, Loading, Time } from './ui.tsx';
 
 type Loaded = { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; entries: AuditEntry[]; next: string | null };
 
@@ -131,7 +130,9 @@ export function AuditPage() {
             <tbody>
               {log.entries.map((entry) => (
                 <tr key={entry.id}>
-                  <td class="time">{formatTime(entry.at)}</td>
+                  <td class="time">
+                    <Time seconds={entry.at} />
+                  </td>
                   <td>{actionName(entry.action)}</td>
                   <td>
                     <Actor actor={entry.actor} />

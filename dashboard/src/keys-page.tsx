@@ -2,12 +2,12 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type ApiKey, type Catalog, type NewKey } from './api.ts';
 import { accountHref } from './app.tsx';
 import { KeySpend, useKeySpend } from './budgets.tsx';
-import { formatCount, formatTime, formatUsd } from './format.ts';
+import { formatCount, formatUsd } from './format.ts';
 import { KeyForm } from './key-form.tsx';
 import { KeyIdentity, RotationLinks } from './key-identity.tsx';
 import { Modal } from './modal.tsx';
 import { SecretDialog } from './secret.tsx';
-import { Actions, ErrorAlert, LoadFailed, Loading } from './ui.tsx';
+import { Actions, ErrorAlert, LoadFailed, Loading, Time } from './ui.tsx';
 
 type Loaded<T> = { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; data: T };
 
@@ -167,9 +167,15 @@ export function KeysPage() {
                     <td>
                       <KeySpend spend={spend.get(key.id)} limits={key.limits} />
                     </td>
-                    <td class="time">{formatTime(key.created_at)}</td>
-                    <td class="time">{formatTime(key.expires_at)}</td>
-                    <td class="time">{formatTime(key.last_used_at)}</td>
+                    <td class="time">
+                      <Time seconds={key.created_at} />
+                    </td>
+                    <td class="time">
+                      <Time seconds={key.expires_at} />
+                    </td>
+                    <td class="time">
+                      <Time seconds={key.last_used_at} />
+                    </td>
                     <td class="row-actions">
                       {key.status === 'active' && (
                         <>

@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import { formatTime } from './format.ts';
 
 /** A refusal or failure, read out by screen readers as it appears; nothing when there is none. */
 export function ErrorAlert({ message }: { message: string | null }) {
@@ -40,5 +41,19 @@ export function LoadFailed({ what, message, onRetry }: { what: string; message: 
         Try again
       </button>
     </p>
+  );
+}
+
+/**
+ * A Unix time as `formatTime` writes it, in a `<time>`: a narrow column wraps it between the day
+ * and the hour, never inside the day.
+ */
+export function Time({ seconds }: { seconds: number | null }) {
+  if (seconds === null) return <>{formatTime(null)}</>;
+  const [day, hour] = formatTime(seconds).split(' ');
+  return (
+    <time dateTime={new Date(seconds * 1000).toISOString()}>
+      <span class="day">{day}</span> {hour}
+    </time>
   );
 }

@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import Koa from 'koa';
 import OpenAI, { AuthenticationError, toFile } from 'openai';
 import { pino } from 'pino';
-import { chromium } from 'playwright-core';
+import { chromium, type Page } from 'playwright-core';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES } from '../../lib/auth/scopes.js';
@@ -50,6 +50,9 @@ async function openBrowser(t: ExecutionContext, viewport: { width: number; heigh
 }
 
 /** A page of the dashboard at `url`, logged in with `token`, and the errors its scripts throw. */
+/** Whether every table of the page fits its card: none to scroll sideways for a column or a button. */
+const tablesFit = (page: Page) => page.evaluate<boolean>("[...document.querySelectorAll('.table-wrap')].every((wrap) => wrap.scrollWidth <= wrap.clientWidth)");
+
 async function signedIn(t: ExecutionContext, url: string, token: string, viewport: { width: number; height: number }, nowMs?: number) {
   const browser = await openBrowser(t, viewport);
   const page = browser.pages()[0] ?? (await browser.newPage());
@@ -219,6 +222,7 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   const replaced = page.getByRole('row').filter({ hasText: HOSTILE }).filter({ hasText: 'replaced by' });
   const replacementId = (await replaced.locator('.rotation code').textContent()) as string;
   t.regex(replacementId, /^key_/);
+  t.true(await tablesFit(page), 'the key list fits a 1280-pixel window, its buttons in reach');
   await shoot('keys-rotated');
   await replaced.getByRole('button', { name: /^replaced by / }).click();
   await page.getByRole('row').filter({ hasText: 'replaces' }).getByText(replacementId).first().waitFor();
@@ -356,6 +360,7 @@ withChromium(test)('the dashboard shows cost per day beside tokens and spend aga
   await row.getByText('today $1.75 of $5.00 (35%)').waitFor();
   await row.getByText('month $1.75 of $50.00 (4%)').waitFor();
   t.truthy(await row.getByText('$5.00/day, $50.00/month').count());
+  t.true(await tablesFit(page), 'the key list fits a 1280-pixel window, its buttons in reach');
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-keys.png'), fullPage: true });
 
   // The key form takes budgets in USD, decimals included.
