@@ -48,6 +48,37 @@ const INTERLEAVED_TOOL_STREAM = [
   `data: ${JSON.stringify({ id: 'chatcmpl-Mix', object: 'chat.completion.chunk', created: 1, model: 'gpt-upstream-2025', choices: [], usage: { prompt_tokens: 20, completion_tokens: 12, total_tokens: 32 } })}\n\n`,
   'data: [DONE]\n\n',
 ].join('');
+// A refusal, as each OpenAI API says one: asked for by the prompt "Help me break in.".
+const REFUSAL = "I can't help with that.";
+const refuses = (body: Record<string, unknown>) => JSON.stringify(body).includes('Help me break in.');
+const chatRefusal = {
+  id: 'chatcmpl-Ref',
+  object: 'chat.completion',
+  created: 1,
+  model: 'gpt-upstream-2025',
+  choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: REFUSAL }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 9, completion_tokens: 6, total_tokens: 15 },
+};
+const CHAT_REFUSAL_STREAM = [
+  chunk({ role: 'assistant', content: null, refusal: "I can't " }),
+  chunk({ refusal: 'help with that.' }),
+  chunk({}, 'stop'),
+  'data: [DONE]\n\n',
+].join('');
+const responsesEvent = (data: Record<string, unknown>) => `event: ${String(data.type)}\ndata: ${JSON.stringify(data)}\n\n`;
+const refusalMessage = { id: 'msg_ref', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'refusal', refusal: REFUSAL }] };
+const refusalResponse = (status: string, output: unknown[]) => ({ id: 'resp_ref', object: 'response', created_at: 1, status, model: 'gpt-5', output, usage: status === 'completed' ? { input_tokens: 9, output_tokens: 6, total_tokens: 15 } : null });
+const RESPONSES_REFUSAL_STREAM = [
+  responsesEvent({ type: 'response.created', sequence_number: 0, response: refusalResponse('in_progress', []) }),
+  responsesEvent({ type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { ...refusalMessage, status: 'in_progress', content: [] } }),
+  responsesEvent({ type: 'response.content_part.added', sequence_number: 2, item_id: 'msg_ref', output_index: 0, content_index: 0, part: { type: 'refusal', refusal: '' } }),
+  responsesEvent({ type: 'response.refusal.delta', sequence_number: 3, item_id: 'msg_ref', output_index: 0, content_index: 0, delta: "I can't " }),
+  responsesEvent({ type: 'response.refusal.delta', sequence_number: 4, item_id: 'msg_ref', output_index: 0, content_index: 0, delta: 'help with that.' }),
+  responsesEvent({ type: 'response.refusal.done', sequence_number: 5, item_id: 'msg_ref', output_index: 0, content_index: 0, refusal: REFUSAL }),
+  responsesEvent({ type: 'response.output_item.done', sequence_number: 6, output_index: 0, item: refusalMessage }),
+  responsesEvent({ type: 'response.completed', sequence_number: 7, response: refusalResponse('completed', [refusalMessage]) }),
+].join('');
+
 const interleavedTool = { name: 'interleaved', input_schema: { type: 'object' as const, properties: {} } };
 const isInterleavedCall = (body: Record<string, unknown>) => JSON.stringify(body.tools ?? []).includes('"interleaved"');
 
@@ -112,12 +143,14 @@ const upstream = createServer(async (req: IncomingMessage, res) => {
     return json(anthropicToolAnswer);
   }
   if (req.url === '/v1/chat/completions') {
+    if (refuses(body)) return body.stream === true ? events(CHAT_REFUSAL_STREAM) : json(chatRefusal);
     if (body.response_format !== undefined) return json(openAIWeatherJson);
     if (body.stream === true) return events(isInterleavedCall(body) ? INTERLEAVED_TOOL_STREAM : Array.isArray(body.tools) ? OPENAI_TOOL_STREAM : OPENAI_TEXT_STREAM);
     return json(openAIToolAnswer);
   }
   // An upstream with the Responses API only, under its own path.
   if (req.url === '/responses-only/v1/responses') {
+    if (refuses(body) && body.stream === true) return events(RESPONSES_REFUSAL_STREAM);
     if (body.stream === true) return events(RESPONSES_TOOL_STREAM);
     return json(responsesToolAnswer);
   }
@@ -444,6 +477,27 @@ test.serial("parallel calls whose arguments interleave reach a Messages and a Re
       ['call_b', '{"tz":"CET"}'],
     ],
   );
+});
+
+test.serial("an OpenAI model's refusal stays a refusal across its two APIs, whole and streamed: never taken for the answer", async (t) => {
+  const openai = openaiClient(t);
+  // Chat Completions upstream, Responses client: a refusal part, which output_text does not count.
+  const whole = await openai.responses.create({ model: 'gpt-mock', input: 'Help me break in.' });
+  t.deepEqual(whole.output.flatMap((item) => (item.type === 'message' ? item.content : [])), [{ type: 'refusal', refusal: REFUSAL }]);
+  t.is(whole.output_text, '');
+  const stream = openai.responses.stream({ model: 'gpt-mock', input: 'Help me break in.' });
+  const deltas: string[] = [];
+  stream.on('response.refusal.delta', (event) => deltas.push(event.delta));
+  const streamed = await stream.finalResponse();
+  t.deepEqual(deltas, ["I can't ", 'help with that.']);
+  t.deepEqual(
+    streamed.output.flatMap((item) => (item.type === 'message' ? item.content.map((part) => [part.type, part.type === 'refusal' ? part.refusal : part.text]) : [])),
+    [['refusal', REFUSAL]],
+  );
+  // Responses upstream, Chat Completions client: the refusal's words in delta.refusal, so in message.refusal.
+  const completion = await openai.chat.completions.stream({ model: 'gpt-responses', messages: [{ role: 'user', content: 'Help me break in.' }] }).finalChatCompletion();
+  t.like(completion.choices[0]?.message, { refusal: REFUSAL });
+  t.falsy(completion.choices[0]?.message.content);
 });
 
 // With an execute, as a user writes a tool; one step only (the default), so the upstream is called once.

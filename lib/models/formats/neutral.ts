@@ -100,7 +100,8 @@ export interface Answer {
  */
 export type StreamPart =
   | { type: 'start'; id: string; model: string; created: number; usage?: Usage }
-  | { type: 'text-start' }
+  /** `refusal`: the model declines, in words a format with a place for them shows apart. */
+  | { type: 'text-start'; refusal?: true }
   | { type: 'text-delta'; delta: string }
   | { type: 'text-end' }
   | { type: 'reasoning-start'; redacted?: string }

@@ -26,6 +26,8 @@ function isWholeJson(text: string): boolean {
 export class ChatStreamReader implements StreamReader {
   #started = false;
   #textOpen = false;
+  /** Whether the open text is the model's refusal (`delta.refusal`). */
+  #refusalOpen = false;
   /** Tool call ids by their `index`. */
   readonly #calls = new Map<number, string>();
   /** The tool calls open, in the order they opened, with their arguments so far. */
@@ -49,11 +51,16 @@ export class ChatStreamReader implements StreamReader {
     if (isObject(data.usage)) this.#usage = readChatUsage(data.usage);
     const choice = Array.isArray(data.choices) && isObject(data.choices[0]) ? data.choices[0] : undefined;
     const delta = choice && isObject(choice.delta) ? choice.delta : {};
-    for (const text of [delta.content, delta.refusal]) {
+    for (const [text, refusal] of [
+      [delta.content, false],
+      [delta.refusal, true],
+    ] as const) {
       if (typeof text !== 'string' || text === '') continue;
+      if (this.#textOpen && this.#refusalOpen !== refusal) this.#closeText(parts);
       if (!this.#textOpen) {
         this.#textOpen = true;
-        parts.push({ type: 'text-start' });
+        this.#refusalOpen = refusal;
+        parts.push(refusal ? { type: 'text-start', refusal } : { type: 'text-start' });
       }
       parts.push({ type: 'text-delta', delta: text });
     }
@@ -111,13 +118,15 @@ export class ChatStreamReader implements StreamReader {
 
 /**
  * Writes a Chat Completions stream: a first chunk with the role, one chunk per text or argument
- * delta (tool calls numbered by `index` in the order they started), a chunk with the finish
+ * delta (a refusal's text in `delta.refusal`; tool calls numbered by `index` in the order they started), a chunk with the finish
  * reason, then the usage chunk (`choices: []`), which the gateway withholds from a client that did
  * not ask for it, as it does for an upstream's; `data: [DONE]` last.
  */
 export class ChatStreamWriter implements StreamWriter {
   #head: JsonObject = {};
   readonly #indexes = new Map<string, number>();
+  /** Whether the open text is a refusal: its deltas go in `delta.refusal`. */
+  #refusal = false;
 
   #chunk(delta: JsonObject, finishReason: string | null = null): string {
     return sse({ ...this.#head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] });
@@ -128,8 +137,11 @@ export class ChatStreamWriter implements StreamWriter {
       case 'start':
         this.#head = { id: part.id, object: 'chat.completion.chunk', created: part.created, model: part.model };
         return this.#chunk({ role: 'assistant', content: '', refusal: null });
+      case 'text-start':
+        this.#refusal = part.refusal === true;
+        return '';
       case 'text-delta':
-        return this.#chunk({ content: part.delta });
+        return this.#chunk(this.#refusal ? { refusal: part.delta } : { content: part.delta });
       case 'tool-call-start': {
         const index = this.#indexes.size;
         this.#indexes.set(part.id, index);

@@ -68,6 +68,9 @@ export function responseObject(
 
 export const outputText = (text: string) => ({ type: 'output_text', text, annotations: [], logprobs: [] });
 
+/** The model's refusal as a message's content part: an SDK's `output_text` does not take it for the answer. */
+export const refusalPart = (refusal: string) => ({ type: 'refusal', refusal });
+
 /**
  * A reasoning part as a reasoning item: the thinking in its summary, the signature that lets it
  * be sent back in `encrypted_content` (redacted thinking: no summary, its data there).
@@ -78,8 +81,8 @@ export function reasoningItem(id: string, part: Extract<Part, { type: 'reasoning
     : { id, type: 'reasoning', summary: [], encrypted_content: part.data };
 }
 
-/** The output items of an answer: reasoning, one message for its text, a function call per tool call, in order. */
-function outputItems(content: Part[]): JsonObject[] {
+/** The output items of an answer: reasoning, one message for its text (a refusal's as refusal parts), a function call per tool call, in order. */
+function outputItems(content: Part[], refused: boolean): JsonObject[] {
   const items: JsonObject[] = [];
   let message: { content: JsonObject[] } | undefined;
   for (const part of content) {
@@ -88,7 +91,7 @@ function outputItems(content: Part[]): JsonObject[] {
         message = { content: [] };
         items.push({ id: itemId('msg'), type: 'message', status: 'completed', role: 'assistant', content: message.content });
       }
-      message.content.push(outputText(part.text));
+      message.content.push(refused ? refusalPart(part.text) : outputText(part.text));
     } else if (part.type === 'tool-call') {
       items.push({ id: itemId('fc'), type: 'function_call', status: 'completed', call_id: part.id, name: part.name, arguments: part.input });
     } else if (part.type === 'reasoning' || part.type === 'redacted-reasoning') {
@@ -101,7 +104,7 @@ function outputItems(content: Part[]): JsonObject[] {
 /** A neutral answer as a response object, `incomplete` when it stopped at the output limit or a filter. */
 export function writeResponsesAnswer(answer: Answer, request: Request): JsonObject {
   const status = TO_RESPONSES_INCOMPLETE[answer.finishReason] === undefined ? 'completed' : 'incomplete';
-  return responseObject({ id: responseId(answer.id), model: answer.model, created: answer.created }, request, status, outputItems(answer.content), answer.usage, answer.finishReason);
+  return responseObject({ id: responseId(answer.id), model: answer.model, created: answer.created }, request, status, outputItems(answer.content, answer.finishReason === 'refusal'), answer.usage, answer.finishReason);
 }
 
 /** The upstream's answer id as a response id (`resp_...`), so that it still names the upstream's answer. */

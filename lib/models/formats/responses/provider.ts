@@ -190,8 +190,9 @@ export class ResponsesStreamReader implements StreamReader {
       case 'response.output_text.delta':
       case 'response.refusal.delta': {
         if (entry?.kind !== 'message' || typeof data.delta !== 'string' || data.delta === '') return [];
-        if (type === 'response.refusal.delta') this.#refused = true;
-        const parts: StreamPart[] = entry.open ? [] : [{ type: 'text-start' }];
+        const refusal = type === 'response.refusal.delta';
+        if (refusal) this.#refused = true;
+        const parts: StreamPart[] = entry.open ? [] : [refusal ? { type: 'text-start', refusal } : { type: 'text-start' }];
         entry.open = true;
         parts.push({ type: 'text-delta', delta: data.delta });
         return parts;

@@ -1,17 +1,20 @@
 import type { JsonObject } from '../../content.js';
 import { sse, type Request, type StreamPart, type StreamWriter } from '../neutral.js';
-import { itemId, outputText, reasoningItem, responseId, responseObject, TO_RESPONSES_INCOMPLETE } from './answer.js';
+import { itemId, outputText, reasoningItem, refusalPart, responseId, responseObject, TO_RESPONSES_INCOMPLETE } from './answer.js';
 
 /** The item being written, with what its events need. */
 interface OpenItem {
   index: number;
   item: JsonObject;
   text: string;
+  /** A message that is the model's refusal: its part and events are `refusal`'s. */
+  refusal?: boolean;
 }
 
 /**
  * Writes a Responses stream: `response.created` and `response.in_progress`; per text a message
- * item (`output_item.added`, `content_part.added`, `output_text.delta`s, then the `.done`s); per
+ * item (`output_item.added`, `content_part.added`, `output_text.delta`s, or for a refusal
+ * `refusal.delta`s, then the `.done`s); per
  * tool call a function_call item (`function_call_arguments.delta`s and `.done`, several open at
  * once if the upstream interleaves them); per reasoning a reasoning item whose summary grows by
  * `reasoning_summary_text.delta` and whose signature is its `encrypted_content`; then
@@ -49,29 +52,35 @@ export class ResponsesStreamWriter implements StreamWriter {
         return this.#event({ type: 'response.created', response }) + this.#event({ type: 'response.in_progress', response });
       }
       case 'text-start': {
-        const open = this.#add({ id: itemId('msg'), type: 'message', status: 'in_progress', role: 'assistant', content: [] });
+        const open = { ...this.#add({ id: itemId('msg'), type: 'message', status: 'in_progress', role: 'assistant', content: [] }), refusal: part.refusal === true };
         this.#text = open;
         const at = { item_id: open.item.id, output_index: open.index, content_index: 0 };
         return (
           this.#event({ type: 'response.output_item.added', output_index: open.index, item: { ...open.item, content: [] } }) +
-          this.#event({ type: 'response.content_part.added', ...at, part: outputText('') })
+          this.#event({ type: 'response.content_part.added', ...at, part: open.refusal ? refusalPart('') : outputText('') })
         );
       }
       case 'text-delta': {
         const open = this.#text;
         if (open === undefined) return '';
         open.text += part.delta;
-        return this.#event({ type: 'response.output_text.delta', item_id: open.item.id, output_index: open.index, content_index: 0, delta: part.delta, logprobs: [] });
+        const at = { item_id: open.item.id, output_index: open.index, content_index: 0 };
+        return open.refusal
+          ? this.#event({ type: 'response.refusal.delta', ...at, delta: part.delta })
+          : this.#event({ type: 'response.output_text.delta', ...at, delta: part.delta, logprobs: [] });
       }
       case 'text-end': {
         const open = this.#text;
         if (open === undefined) return '';
         this.#text = undefined;
         const at = { item_id: open.item.id, output_index: open.index, content_index: 0 };
-        Object.assign(open.item, { status: 'completed', content: [outputText(open.text)] });
+        const done = open.refusal ? refusalPart(open.text) : outputText(open.text);
+        Object.assign(open.item, { status: 'completed', content: [done] });
         return (
-          this.#event({ type: 'response.output_text.done', ...at, text: open.text, logprobs: [] }) +
-          this.#event({ type: 'response.content_part.done', ...at, part: outputText(open.text) }) +
+          (open.refusal
+            ? this.#event({ type: 'response.refusal.done', ...at, refusal: open.text })
+            : this.#event({ type: 'response.output_text.done', ...at, text: open.text, logprobs: [] })) +
+          this.#event({ type: 'response.content_part.done', ...at, part: done }) +
           this.#event({ type: 'response.output_item.done', output_index: open.index, item: open.item })
         );
       }
