@@ -159,6 +159,21 @@ for (const [name, send, param] of refusals) {
   });
 }
 
+test.serial('a Messages field of the wrong type is a 400 naming it, never taken as absent', async (t) => {
+  for (const [body, message] of [
+    [{ metadata: 'u' }, "'metadata' must be an object"],
+    [
+      { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 5 }] }] },
+      "'messages[0].content[0].content' must be a string or an array",
+    ],
+  ] as const) {
+    const response = await messages(body);
+    t.is(response.status, 400);
+    t.like(await response.json(), { type: 'error', error: { type: 'invalid_request_error', message } });
+  }
+  t.is(upstream.received.length, 0);
+});
+
 test.serial("an effort's thinking budget is lowered below the client's max tokens, which Anthropic requires", async (t) => {
   upstream.answer('/v1/messages', reply(200, anthropicMessage('Thought.')));
   t.is((await responses({ reasoning: { effort: 'high' }, max_output_tokens: 4000 })).status, 200);

@@ -86,6 +86,7 @@ function readBlock(block: unknown, at: string, target: string): Part {
     case 'tool_result': {
       fields({ tool_use_id: any, content: any, is_error: any });
       if (typeof block.tool_use_id !== 'string') throw invalid(`${at}.tool_use_id`, 'must be a string');
+      if (block.content != null && typeof block.content !== 'string' && !Array.isArray(block.content)) throw invalid(`${at}.content`, 'must be a string or an array');
       const content = typeof block.content === 'string'
         ? [{ type: 'text' as const, text: block.content }]
         : Array.isArray(block.content) ? block.content.map((inner, index) => readBlock(inner, `${at}.content[${index}]`, target)) : [];
@@ -190,6 +191,7 @@ export function readMessagesRequest(body: JsonObject, target: string): ReadReque
     refuseUnknown(message, { role: any, content: any }, target, `${at}.`);
     return { role: message.role, parts: readContent(message.content, `${at}.content`, target) };
   });
+  if (body.metadata != null && !isObject(body.metadata)) throw invalid('metadata', 'must be an object');
   const metadata = isObject(body.metadata) ? body.metadata : {};
   refuseUnknown(metadata, { user_id: any }, target, 'metadata.');
   const stop = body.stop_sequences;
