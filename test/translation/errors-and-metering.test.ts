@@ -159,6 +159,13 @@ for (const [name, send, param] of refusals) {
   });
 }
 
+test.serial("stream_options without stream is a 400 naming it, as OpenAI answers it", async (t) => {
+  const response = await chat({ stream_options: { include_usage: true } });
+  t.is(response.status, 400);
+  t.like(await response.json(), { error: { type: 'invalid_request_error', message: "'stream_options' is only allowed when 'stream' is true" } });
+  t.is(upstream.received.length, 0);
+});
+
 test.serial('a Messages field of the wrong type is a 400 naming it, never taken as absent', async (t) => {
   for (const [body, message] of [
     [{ metadata: 'u' }, "'metadata' must be an object"],

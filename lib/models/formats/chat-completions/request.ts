@@ -171,6 +171,8 @@ export function readChatRequest(body: JsonObject, target: string): ReadRequest {
   const { system, messages } = readMessages(body.messages, target);
   // OpenAI refuses the two together: one of them would otherwise be dropped.
   if (!absent(body.max_tokens) && !absent(body.max_completion_tokens)) throw invalid('max_tokens', "and 'max_completion_tokens' cannot both be set");
+  // As OpenAI answers it: options of a stream not asked for would be dropped.
+  if (!absent(body.stream_options) && body.stream !== true) throw invalid('stream_options', "is only allowed when 'stream' is true");
   const maxTokensParam = absent(body.max_completion_tokens) ? 'max_tokens' : 'max_completion_tokens';
   const maxTokens = optionalNumber(body, maxTokensParam);
   const temperature = optionalNumber(body, 'temperature');
