@@ -118,9 +118,10 @@ export class ChatStreamReader implements StreamReader {
 
 /**
  * Writes a Chat Completions stream: a first chunk with the role, one chunk per text or argument
- * delta (a refusal's text in `delta.refusal`; tool calls numbered by `index` in the order they started), a chunk with the finish
- * reason, then the usage chunk (`choices: []`), which the gateway withholds from a client that did
- * not ask for it, as it does for an upstream's; `data: [DONE]` last.
+ * delta (a refusal's text in `delta.refusal`; tool calls numbered by `index` in the order they
+ * started), a chunk with the finish reason, then the usage chunk (`choices: []`), which the
+ * gateway withholds from a client that did not ask for it, as it does for an upstream's;
+ * `data: [DONE]` last.
  */
 export class ChatStreamWriter implements StreamWriter {
   #head: JsonObject = {};
