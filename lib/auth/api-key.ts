@@ -23,7 +23,7 @@ export interface ApiKeyOptions {
  * @example app.use(apiKey({ store: new MemoryKeyStore() }))
  */
 export function apiKey(options: ApiKeyOptions): Middleware {
-  const { store } = options;
+  const store = options?.store;
   if (typeof store?.findByHash !== 'function') throw new TypeError('koa-model-gateway: apiKey() needs a KeyStore as `store`');
   const getKey = options.getKey ?? ((ctx: Context) => extractApiKey(ctx.headers));
   const nowMs = options.nowMs ?? Date.now;

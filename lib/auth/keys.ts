@@ -2,7 +2,7 @@ import { hash, randomBytes } from 'node:crypto';
 import { checkModelLimits, type ModelLimits } from '../quota/model-limits.js';
 import { canonicalKeyName, KEY_NAME_RULE } from './key-name.js';
 import type { ApiKeyRecord, KeyRotationResult, KeyStore } from './key-store.js';
-import type { Scope } from './scopes.js';
+import { isScope, type Scope } from './scopes.js';
 
 /** 32 bytes: 256 bits of entropy in every secret. */
 const SECRET_BYTES = 32;
@@ -54,7 +54,7 @@ export function generateApiKey(prefix: string): { key: string; hash: string; hin
 /**
  * Creates a key in `store` and returns the plaintext once, with the stored record. `limits` are
  * the key's own limits on model calls (positive integers, else a `TypeError`); `name`, what the operator
- * calls it (`canonicalKeyName`, else a `TypeError`).
+ * calls it (`canonicalKeyName`, else a `TypeError`); `scopes`, each one of `SCOPES` (else a `TypeError`).
  * @example const { key } = await createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: [...SCOPES], limits: { requestsPerMinute: 60 } })
  */
 export async function createApiKey(
@@ -70,6 +70,9 @@ export async function createApiKey(
   },
 ): Promise<{ key: string; record: ApiKeyRecord }> {
   const limits = checkModelLimits(options.limits ?? {}, 'key limits');
+  // A misspelt scope would be a key that silently lacks the permission meant.
+  const unknown = options.scopes.find((scope) => !isScope(scope));
+  if (unknown !== undefined) throw new TypeError(`koa-model-gateway: createApiKey(): unknown scope ${JSON.stringify(unknown)}`);
   if (options.name != null && canonicalKeyName(options.name) !== options.name) {
     throw new TypeError(`koa-model-gateway: a key name ${KEY_NAME_RULE}, trimmed and in Unicode NFC`);
   }

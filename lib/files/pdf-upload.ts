@@ -80,12 +80,12 @@ export function pdfUpload(options: PdfUploadOptions = {}): Middleware {
   const tempDir = options.tempDir ?? tmpdir();
   const uploadFields = options.uploadFields ?? (() => openAIUploadFields);
   if (!Number.isSafeInteger(maxFileBytes) || maxFileBytes < 1) {
-    throw new TypeError('koa-model-gateway: pdfUpload maxFileBytes must be a positive integer');
+    throw new TypeError('koa-model-gateway: pdfUpload(): maxFileBytes must be a positive integer');
   }
   if (typeof tempDir !== 'string' || tempDir === '') {
-    throw new TypeError('koa-model-gateway: pdfUpload tempDir must be a directory path');
+    throw new TypeError('koa-model-gateway: pdfUpload(): tempDir must be a directory path');
   }
-  if (typeof uploadFields !== 'function') throw new TypeError('koa-model-gateway: pdfUpload uploadFields must be a function of ctx');
+  if (typeof uploadFields !== 'function') throw new TypeError('koa-model-gateway: pdfUpload(): uploadFields must be a function of ctx');
   const maxBodyBytes = maxFileBytes + ENVELOPE_BYTES;
 
   return async function pdfUpload(ctx, next) {

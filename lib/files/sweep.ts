@@ -31,14 +31,16 @@ export interface SweepResult {
  * @example setInterval(() => void sweep({ files, blobs }).catch(log), 60_000)
  */
 export async function sweep(options: SweepOptions): Promise<SweepResult> {
-  const { files, blobs } = options;
+  const { files, blobs } = options ?? {};
+  if (typeof files?.removeExpired !== 'function') throw new TypeError('koa-model-gateway: sweep() needs a FileStore as `files`');
+  if (typeof blobs?.delete !== 'function') throw new TypeError('koa-model-gateway: sweep() needs a BlobStore as `blobs`');
   const orphanGraceSeconds = options.orphanGraceSeconds ?? 3600;
   const batchSize = options.batchSize ?? 500;
   if (!Number.isFinite(orphanGraceSeconds) || orphanGraceSeconds < 0) {
-    throw new TypeError('koa-model-gateway: sweep orphanGraceSeconds must be a number of seconds');
+    throw new TypeError('koa-model-gateway: sweep() orphanGraceSeconds must be a number of seconds');
   }
   if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
-    throw new TypeError('koa-model-gateway: sweep batchSize must be a positive integer');
+    throw new TypeError('koa-model-gateway: sweep() batchSize must be a positive integer');
   }
   const now = Math.floor((options.nowMs ?? Date.now)() / 1000);
   const result: SweepResult = { expired: 0, orphans: 0 };

@@ -69,7 +69,17 @@ test('a bad key prefix is refused at creation, not at request time', (t) => {
 
 test('apiKey() without a store and requireScope() with an unknown scope are refused when made, not at request time', (t) => {
   t.throws(() => apiKey({} as ApiKeyOptions), { instanceOf: TypeError, message: 'koa-model-gateway: apiKey() needs a KeyStore as `store`' });
+  t.throws(() => apiKey(undefined as unknown as ApiKeyOptions), { instanceOf: TypeError, message: 'koa-model-gateway: apiKey() needs a KeyStore as `store`' });
   t.throws(() => requireScope('files:wirte' as Scope), { instanceOf: TypeError, message: /^koa-model-gateway: requireScope\(\): unknown scope "files:wirte"/ });
+});
+
+test('createApiKey() refuses a scope it does not know: a misspelt one would leave the key without it', async (t) => {
+  const store = new MemoryKeyStore();
+  await t.throwsAsync(createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: ['files:reed' as Scope] }), {
+    instanceOf: TypeError,
+    message: 'koa-model-gateway: createApiKey(): unknown scope "files:reed"',
+  });
+  t.deepEqual(await store.list(), []);
 });
 
 const rejected: Array<[string, Record<string, string>]> = [

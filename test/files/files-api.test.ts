@@ -8,7 +8,7 @@ import { isFileId, newFileId } from '../../lib/files/file-id.js';
 import type { FileRecord, StockLimits } from '../../lib/files/file-store.js';
 import { filesRouter, type FilesRouterOptions } from '../../lib/files/files-router.js';
 import { pdfUpload, type PdfUploadOptions } from '../../lib/files/pdf-upload.js';
-import { sweep } from '../../lib/files/sweep.js';
+import { sweep, type SweepOptions } from '../../lib/files/sweep.js';
 import { FsBlobStore, type FsBlobStoreOptions } from '../../lib/stores/fs/blob-store.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
@@ -43,10 +43,14 @@ test('filesRouter() refuses missing stores and bad limits when it is made, not a
   t.notThrows(() => filesRouter({ files, blobs }));
 });
 
+test('sweep() without its stores is a TypeError naming what it needs', async (t) => {
+  await t.throwsAsync(sweep({} as SweepOptions), { instanceOf: TypeError, message: 'koa-model-gateway: sweep() needs a FileStore as `files`' });
+});
+
 test('pdfUpload() refuses an uploadFields that is not a function of ctx when it is made', (t) => {
   t.throws(() => pdfUpload({ uploadFields: 'anthropic' } as unknown as PdfUploadOptions), {
     instanceOf: TypeError,
-    message: 'koa-model-gateway: pdfUpload uploadFields must be a function of ctx',
+    message: 'koa-model-gateway: pdfUpload(): uploadFields must be a function of ctx',
   });
 });
 

@@ -34,7 +34,7 @@ let sequence = 0;
  * skipped by all. Keys expire by themselves (a failure window, a cooldown); every call is bounded by
  * `timeoutMs`, and a failed one is a `StoreUnavailableError`, after which the handlers route as if
  * nothing cooled down. The times are the instances' own clocks: keep them in step (NTP).
- * @example modelsRouter({ catalog, providers, routing: { cooldown: { store: new RedisCooldownStore({ client: await createRedisClient(process.env.REDIS_URL) }) } } })
+ * @example modelsRouter({ catalog, providers, routing: { cooldown: { store: new RedisCooldownStore({ client: await createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') }) } } })
  */
 export class RedisCooldownStore implements CooldownStore {
   readonly #client: Redis;

@@ -62,7 +62,7 @@ type Keys = [minute: string, day: string];
  * timed out may still run: when its answer arrives late, the reservation is given back.
  * Use a Redis whose `maxmemory-policy` is `noeviction`, so that no counter is evicted.
  * @example
- * const limiter = new RedisCreationLimiter({ client: await createRedisClient(process.env.REDIS_URL) })
+ * const limiter = new RedisCreationLimiter({ client: await createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') })
  */
 export class RedisCreationLimiter implements CreationLimiter {
   readonly limits: CreationLimits;

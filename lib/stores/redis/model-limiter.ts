@@ -57,7 +57,7 @@ type Keys = [requestsThisMinute: string, tokensThisMinute: string, tokensToday: 
  * its minute (the safe direction). Tokens added while Redis is unreachable are lost (with
  * insurance, they count in the process's own memory). Use a Redis whose `maxmemory-policy` is
  * `noeviction`, so that no counter is evicted.
- * @example const limiter = new RedisModelLimiter({ client: await createRedisClient(process.env.REDIS_URL) })
+ * @example const limiter = new RedisModelLimiter({ client: await createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') })
  */
 export class RedisModelLimiter implements ModelLimiter {
   readonly #nowMs: () => number;

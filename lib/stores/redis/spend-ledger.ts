@@ -30,7 +30,7 @@ return 1
  * picodollars (Redis integers: exact to 9.2 million USD per party and month), read as strings so
  * that no digit is lost. Redis unreachable: a 503 within `timeoutMs` (fail closed: no call passes
  * that the shared budgets have not seen). Use a Redis whose `maxmemory-policy` is `noeviction`.
- * @example const ledger = new RedisSpendLedger({ client: await createRedisClient(process.env.REDIS_URL) })
+ * @example const ledger = new RedisSpendLedger({ client: await createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') })
  */
 export class RedisSpendLedger implements SpendLedger {
   readonly #client: Redis;
