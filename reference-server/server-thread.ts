@@ -5,6 +5,7 @@
  * messages; the log is written to stdout directly.
  */
 import { once } from 'node:events';
+import type { Logger } from 'pino';
 import { parentPort } from 'node:worker_threads';
 import { reportFailure, type CommandIo } from './commands/command-line.js';
 import type { ServerThreadMessage } from './commands/serve.js';
@@ -21,9 +22,11 @@ const io: CommandIo = { env: process.env, out: (text) => tell({ out: text }), er
 const EXIT_AFTER_STOP_MS = 1000;
 
 let exitCode: number;
+let logger: Logger | undefined;
 try {
   const config = await loadConfigWithModules(io.env);
-  const gateway = await startGateway(config, createLogger(config.logLevel));
+  logger = createLogger(config.logLevel);
+  const gateway = await startGateway(config, logger);
   const [signal] = (await once(port, 'message')) as [NodeJS.Signals];
   await gateway.stop({ signal });
   exitCode = 0;
@@ -32,5 +35,6 @@ try {
 }
 tell({ exitCode });
 // A store that did not close (a stalled database's socket) would keep the thread alive: it may not
-// hold the exit up. A thread whose loop empties ends before this.
-setTimeout(() => process.exit(exitCode), EXIT_AFTER_STOP_MS).unref();
+// hold the exit up. A thread whose loop empties ends before this. The log's last lines are written
+// first: in a worker thread, pino writes them asynchronously and nothing flushes them at exit.
+setTimeout(() => (logger ? logger.flush(() => process.exit(exitCode)) : process.exit(exitCode)), EXIT_AFTER_STOP_MS).unref();
