@@ -11,6 +11,8 @@ import {
   nonEmptyString,
   nonNegativeInteger,
   positiveInteger,
+  timerMs,
+  timerSeconds,
   routingSettingsSchema,
   settingsMessage,
   settingsObject,
@@ -91,10 +93,10 @@ const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
    * reads of its body (the model handlers' `timeoutMs`): a silent attempt is a timeout, retried as
    * `routing` says. Default 300,000.
    */
-  upstreamTimeoutMs: positiveInteger.optional(),
+  upstreamTimeoutMs: timerMs.optional(),
   sweep: settingsObject({
     /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
-    intervalSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),
+    intervalSeconds: timerSeconds.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),
     /** How old a blob without metadata must be before the sweep removes it. */
     orphanGraceSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.orphanGraceSeconds),
   }).prefault({}),

@@ -13,7 +13,7 @@ import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
 import type { ModelLimiter } from '../quota/model-limiter.js';
 import { modelLimitsSchema, type ModelLimits } from '../quota/model-limits.js';
 import { modelLimitRefusal, rateLimitHeaders } from '../quota/rate-limit-headers.js';
-import { parseOptions, positiveInteger } from '../settings/schemas.js';
+import { parseOptions, positiveInteger, timerMs } from '../settings/schemas.js';
 import type { ModelRequestState } from '../state.js';
 import type { TokenUsage } from '../usage/token-usage.js';
 import { findAttachments, readAttachments, type FileStores } from './attachments.js';
@@ -77,7 +77,7 @@ export interface ModelEndpointOptions {
 
 
 const endpointLimits = z.object({
-  timeoutMs: positiveInteger.default(300_000),
+  timeoutMs: timerMs.default(300_000),
   bodyLimit: positiveInteger.default(10 * 1024 * 1024),
   maxAttachedBytes: positiveInteger.default(32 * 1024 * 1024),
   modelLimits: modelLimitsSchema.default({}),

@@ -10,6 +10,8 @@ export {
   positiveInteger,
   settingsMessage,
   settingsObject,
+  timerMs,
+  timerSeconds,
 } from './schemas.js';
 export { catalogModelSchema, checkCatalog, type CatalogModel, type ResolvedModel } from '../models/catalog.js';
 export { modelLimitsSchema } from '../quota/model-limits.js';

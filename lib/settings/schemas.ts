@@ -19,6 +19,20 @@ export const nonNegativeInteger = z.int({ error: NON_NEGATIVE }).min(0, { error:
 
 export const nonEmptyString = z.string({ error: NON_EMPTY }).min(1, { error: NON_EMPTY });
 
+/** The longest delay a Node timer takes, in ms (2^31 - 1, about 24.8 days): a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const TIMER_MS = `must be a positive integer of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`;
+const TIMER_SECONDS = `must be a non-negative integer of seconds, at most ${Math.floor(MAX_TIMER_MS / 1000)} (about 24.8 days)`;
+
+/** A delay in ms that a timer waits: a positive integer a Node timer can hold. */
+export const timerMs = z.int({ error: TIMER_MS }).min(1, { error: TIMER_MS }).max(MAX_TIMER_MS, { error: TIMER_MS });
+
+/** An interval in seconds that a timer waits (0: none): a non-negative integer a Node timer can hold in ms. */
+export const timerSeconds = z
+  .int({ error: TIMER_SECONDS })
+  .min(0, { error: TIMER_SECONDS })
+  .max(Math.floor(MAX_TIMER_MS / 1000), { error: TIMER_SECONDS });
+
 /**
  * An http(s) base URL without credentials in it: fetch refuses such a URL on every request, and
  * the message never repeats the URL, password and all.

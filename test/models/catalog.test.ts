@@ -82,7 +82,7 @@ test('upstreamModel defaults to the model id and created to 0', async (t) => {
 test('the handlers check the rest of their options once, in the factory', (t) => {
   t.throws(() => listModels({ catalog: [model, model] }), { instanceOf: TypeError, message: "koa-model-gateway: listModels(): catalog[1].id must be unique ('m' is taken)" });
   t.throws(() => chatCompletions({ catalog: CATALOG, providers: PROVIDERS, timeoutMs: 0 }), {
-    message: 'koa-model-gateway: chatCompletions(): timeoutMs must be a positive integer',
+    message: 'koa-model-gateway: chatCompletions(): timeoutMs must be a positive integer of milliseconds, at most 2147483647 (about 24.8 days)',
   });
   t.throws(() => messages({ catalog: CATALOG, providers: PROVIDERS, files: new MemoryFileStore() }), {
     message: 'koa-model-gateway: messages(): files and blobs go together: give both or neither',

@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
-import { parseOptions, positiveInteger, settingsObject } from '../../settings/schemas.js';
+import { parseOptions, positiveInteger, settingsObject, timerMs } from '../../settings/schemas.js';
 import { MemoryCooldownStore, type CooldownPolicy, type CooldownStore } from './cooldown-store.js';
 
 /** The statuses retried by default: timeouts, rate limits and the upstream's own failures (decisions.md). */
@@ -47,12 +47,14 @@ const cooldownSettings = {
   seconds: positiveInteger.optional(),
 };
 
+const HTTP_ERROR_STATUS = 'must be an HTTP error status (400 to 599)';
+
 const dataSettings = {
   maxAttempts: positiveInteger.optional(),
-  budgetMs: positiveInteger.optional(),
-  retryStatuses: z.array(z.int().min(400).max(599), { error: 'must be an array of HTTP error statuses' }).optional(),
-  backoff: settingsObject({ baseMs: positiveInteger.optional(), maxMs: positiveInteger.optional() }).optional(),
-  retryAfterCapMs: positiveInteger.optional(),
+  budgetMs: timerMs.optional(),
+  retryStatuses: z.array(z.int({ error: HTTP_ERROR_STATUS }).min(400, { error: HTTP_ERROR_STATUS }).max(599, { error: HTTP_ERROR_STATUS }), { error: 'must be an array of HTTP error statuses' }).optional(),
+  backoff: settingsObject({ baseMs: timerMs.optional(), maxMs: timerMs.optional() }).optional(),
+  retryAfterCapMs: timerMs.optional(),
 };
 
 /**
