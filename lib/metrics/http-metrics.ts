@@ -34,7 +34,8 @@ function matchedRoute(ctx: Context): string {
  * Records `kmg_http_requests_total`, `kmg_http_request_duration_seconds` and
  * `kmg_gateway_overhead_seconds` for every request, when its response has ended (the last byte of
  * a stream sent, or the client gone) and the chain has returned, with the status it was answered
- * with. Put it first in the chain, before the error formatters, so that it sees their answers too.
+ * with, or 499 when the connection closed before the answer ended (a client that left mid-stream
+ * included, whatever status its headers had). Put it first in the chain, before the error formatters, so that it sees their answers too.
  * @example app.use(httpMetrics({ metrics }))
  */
 export function httpMetrics(options: HttpMetricsOptions): Middleware {
@@ -47,7 +48,9 @@ export function httpMetrics(options: HttpMetricsOptions): Middleware {
     const started = performance.now();
     await afterResponse(ctx, next, () => {
       const seconds = (performance.now() - started) / 1000;
-      metrics.observeRequest({ route: route(ctx), status: ctx.res.statusCode, seconds, upstreamSeconds: (upstreamMs(ctx) ?? 0) / 1000 });
+      // nginx's 499, as the request log and the usage record say: the connection closed first.
+      const status = ctx.res.writableFinished ? ctx.res.statusCode : 499;
+      metrics.observeRequest({ route: route(ctx), status, seconds, upstreamSeconds: (upstreamMs(ctx) ?? 0) / 1000 });
     });
   };
 }
