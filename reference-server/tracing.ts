@@ -46,9 +46,21 @@ function tracingSettings(env: Environment): { url: string; protocol: string; jso
   const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
   if ((!tracesEndpoint && !endpoint) || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.trim() === 'none') return null;
   const url = tracesEndpoint || `${(endpoint as string).replace(/\/+$/, '')}/v1/traces`;
-  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';
-  if (!PROTOCOLS.includes(protocol)) throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got '${protocol}'`);
+  const urlSetting = tracesEndpoint ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  // The value is not repeated: it may hold a password.
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new ConfigError(`${urlSetting} must be an http:// or https:// URL`);
+  const protocolSetting = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = env[protocolSetting] || 'http/protobuf';
+  if (!PROTOCOLS.includes(protocol)) throw new ConfigError(`${protocolSetting} must be http/protobuf or http/json, got '${protocol}'`);
   return { url, protocol, json: protocol === 'http/json' };
+}
+
+/** `url` as it may be logged: without the user name and password it may carry. */
+function withoutCredentials(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.toString();
 }
 
 /**
@@ -97,7 +109,7 @@ export async function startTracing(env: Environment, logger: Logger): Promise<Se
   const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }))] });
   // The global provider, W3C trace context propagation and the AsyncLocalStorage context manager.
   provider.register();
-  logger.info({ url, protocol, sampler: env.OTEL_TRACES_SAMPLER }, 'tracing');
+  logger.info({ url: withoutCredentials(url), protocol, sampler: env.OTEL_TRACES_SAMPLER }, 'tracing');
   return {
     requests: traceRequests(),
     traced: (store, name) => tracedStore(store, name),

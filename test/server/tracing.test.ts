@@ -3,6 +3,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { ConfigError } from '../../reference-server/config-error.js';
+import { startTracing } from '../../reference-server/tracing.js';
 import { createKey, spawnServer, startServer, tempDataDir } from '../helpers/server-process.js';
 
 /** What a local OTLP receiver got: one entry per export request. */
@@ -135,6 +139,34 @@ test('a collector that is down: the calls are answered as usual, and the server 
   t.false(logs.some((line) => line.msg === 'request failed'), JSON.stringify(logs));
   t.is(stderr, '');
   t.true(logs.some((line) => line.msg === 'stopped'));
+});
+
+test('a bad OTLP endpoint or protocol is one line naming the variable given, never its value', async (t) => {
+  const silent = pino({ level: 'silent' });
+  for (const [env, message] of [
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'not-a-url' }, 'OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL'],
+    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'ftp://user:secret@collector/v1/traces' }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:// or https:// URL'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf or http/json, got 'grpc'"],
+  ] as const) {
+    await t.throwsAsync(startTracing(env, silent), { instanceOf: ConfigError, message });
+  }
+});
+
+// Serial: it registers the process's tracer, which the concurrent tests of this file use too.
+test.serial("the tracing line gives the collector's address without the credentials it may hold", async (t) => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  const logger = pino({ level: 'info' }, sink);
+  const tracing = await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://user:otel-secret@127.0.0.1:1' }, logger);
+  t.teardown(() => tracing?.shutdown());
+  const line = JSON.parse(lines.find((text) => text.includes('"msg":"tracing"')) ?? '{}') as { url?: string };
+  t.is(line.url, 'http://127.0.0.1:1/v1/traces');
+  t.false(lines.join('').includes('otel-secret'));
 });
 
 test('an OTLP protocol it does not speak stops the start, naming the setting', async (t) => {
