@@ -282,10 +282,16 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
   const { models: catalog, unpriced } = await priceCatalog(config.gateway.models);
   if (unpriced.length > 0) logger.warn({ models: unpriced }, 'no price known for these models: their calls cost 0 (give them a price in GATEWAY_CONFIG)');
   const outages = new OutageLog(logger);
-  // Knex's and the pool's warnings about connections come with every failed attempt while the database is away.
-  const log: DatabaseLog = (level, message, ofConnections) =>
-    ofConnections ? outages.warned('database', message) : logger[level]({ component: 'knex' }, message);
+  // Knex's and the pool's warnings about connections come with every failed attempt while the
+  // database is away; before the stores are open, a database that cannot be reached stops the start
+  // with the one line of its ConfigError, and they are not an outage.
+  let opening = true;
+  const log: DatabaseLog = (level, message, ofConnections) => {
+    if (!ofConnections) logger[level]({ component: 'knex' }, message);
+    else if (!opening) outages.warned('database', message);
+  };
   const stores = opened.add(await openStores(config, { log, writerCheckpointMs: WAL_CHECKPOINT_MS }), (open) => open.close());
+  opening = false;
   const { knex } = stores;
   const rates = {
     createsPerMinute: config.gateway.limits.createsPerMinute,

@@ -80,6 +80,13 @@ for (const [name, makeEnv, line] of badConfigs) {
   });
 }
 
+test('serve with a PostgreSQL server that does not answer writes no log line of an outage: the one line is the answer', async (t) => {
+  const result = await spawnCli(['serve'], { DATA_DIR: await dataDir(), PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: 'postgres://u:secret@127.0.0.1:1/x' });
+  t.is(result.code, 1);
+  t.regex(result.stderr, /^koa-model-gateway: cannot open the database at postgres:\/\/127\.0\.0\.1:1\/x[^\n]*\n$/);
+  t.false(result.stdout.includes('store unavailable'), result.stdout);
+});
+
 // The API's port, and the metrics listener's, which opens after it: both close what they opened.
 for (const [variable, line] of [
   ['PORT', (port: number) => `koa-model-gateway: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`],
