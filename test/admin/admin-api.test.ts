@@ -828,28 +828,32 @@ withRedisServer('keys revoke on the command line, Redis stalled: the revocation 
   t.is(typeof (JSON.parse(listed[0] ?? '') as Array<{ revoked_at: number | null }>)[0]?.revoked_at, 'number');
 });
 
-test("the reference server counts days and months by the deployment's clock: a call's record, an account's spend and its month's calls", async (t) => {
-  const now = Date.parse('2030-02-10T12:00:00Z');
-  const clocked = await referenceApp(undefined, {}, { nowMs: () => now });
-  t.teardown(() => clocked.close());
-  const { token } = await createAdminToken(clocked.deployment.adminTokens, { prefix: clocked.config.gateway.keyPrefix });
-  const { record: key, key: secret } = await createApiKey(clocked.deployment.keys, { prefix: clocked.config.gateway.keyPrefix, account: 'clocked', scopes: ['chat:completions'] });
-  const answered = await fetch(`${clocked.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${secret}` },
-    body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+for (const [name, gated, database] of deployments) {
+  gated(`${name}: the reference server counts days and months by the deployment's clock: a call's record, an account's spend and its month's calls`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const now = Date.parse('2030-02-10T12:00:00Z');
+    const clocked = await referenceApp(undefined, env, { nowMs: () => now });
+    t.teardown(() => clocked.close());
+    const { token } = await createAdminToken(clocked.deployment.adminTokens, { prefix: clocked.config.gateway.keyPrefix });
+    const { record: key, key: secret } = await createApiKey(clocked.deployment.keys, { prefix: clocked.config.gateway.keyPrefix, account: 'clocked', scopes: ['chat:completions'] });
+    const answered = await fetch(`${clocked.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}` },
+      body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    t.is(answered.status, 200);
+    await clocked.deployment.usageRecorder.flush();
+    t.deepEqual((await clocked.deployment.usageStore.list({ account: 'clocked' })).map((record) => record.time), [now]);
+    const at = (time: string, costPicoUsd: number) => usageRecord({ time: Date.parse(time), account: 'clocked', keyId: key.id, costPicoUsd });
+    // The clock's day, its month's first day, and the month before: 1.25, 0.5 and 4 USD.
+    await clocked.deployment.usageStore.insert([
+      at('2030-02-10T00:00:00Z', 1_250_000_000_000),
+      at('2030-02-01T00:00:00Z', 500_000_000_000),
+      at('2030-01-31T23:59:59Z', 4_000_000_000_000),
+    ]);
+    const get = async (path: string) => (await checked(`${clocked.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${token}` } })).json();
+    t.like(await get('/accounts/clocked/limits'), { spent: { day: 1.25, month: 1.75 } });
+    t.like(((await get('/accounts')) as { data: unknown[] }).data[0], { account: 'clocked', requests_this_month: 3 });
   });
-  t.is(answered.status, 200);
-  await clocked.deployment.usageRecorder.flush();
-  t.deepEqual((await clocked.deployment.usageStore.list({ account: 'clocked' })).map((record) => record.time), [now]);
-  const at = (time: string, costPicoUsd: number) => usageRecord({ time: Date.parse(time), account: 'clocked', keyId: key.id, costPicoUsd });
-  // The clock's day, its month's first day, and the month before: 1.25, 0.5 and 4 USD.
-  await clocked.deployment.usageStore.insert([
-    at('2030-02-10T00:00:00Z', 1_250_000_000_000),
-    at('2030-02-01T00:00:00Z', 500_000_000_000),
-    at('2030-01-31T23:59:59Z', 4_000_000_000_000),
-  ]);
-  const get = async (path: string) => (await checked(`${clocked.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${token}` } })).json();
-  t.like(await get('/accounts/clocked/limits'), { spent: { day: 1.25, month: 1.75 } });
-  t.like(((await get('/accounts')) as { data: unknown[] }).data[0], { account: 'clocked', requests_this_month: 3 });
-});
+}

@@ -88,14 +88,22 @@ const postgresRedis: Deployment = {
   },
 };
 
-const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) => {
+/**
+ * The reference app on `deployment`, for a server and a page on one fixed clock (`now`, which the
+ * page gets from `signedIn`): the calls, files and records of "today" are today's whenever the test
+ * runs, a run across midnight UTC included.
+ */
+async function clockedApp(t: ExecutionContext, deployment: Deployment) {
   const { env, cleanup } = await deployment.env();
   t.teardown(cleanup);
-  // The server and the page on one fixed clock: the calls and files of "today" are today's
-  // whenever the test runs, a run across midnight UTC included.
   const now = Date.now();
   const app = await referenceApp(undefined, env, { nowMs: () => now });
   t.teardown(() => app.close());
+  return { app, now };
+}
+
+const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) => {
+  const { app, now } = await clockedApp(t, deployment);
   const acme = deployment.account;
   const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix, name: 'ops console' });
   const browser = await openBrowser(t, { width: 1280, height: 800 });
@@ -336,9 +344,7 @@ withRedis(withPostgres(withChromium(test)))(
 const startOfUtcDay = (ms: number) => new Date(ms).setUTCHours(0, 0, 0, 0);
 
 withChromium(test)('the dashboard shows cost per day beside tokens and spend against budgets per key and per account, and sets a key\'s and an account\'s budgets', async (t) => {
-  const now = Date.now();
-  const app = await referenceApp(undefined, {}, { nowMs: () => now });
-  t.teardown(() => app.close());
+  const { app, now } = await clockedApp(t, embedded);
   const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix });
   const { record: key } = await createApiKey(app.deployment.keys, {
     prefix: app.config.gateway.keyPrefix,
@@ -404,11 +410,7 @@ withChromium(test)('the dashboard shows cost per day beside tokens and spend aga
 
 // Names as the admin API allows them, in the page's addresses and tables, on both deployments.
 const namesTest = (deployment: Deployment) => async (t: ExecutionContext) => {
-  const { env, cleanup } = await deployment.env();
-  t.teardown(cleanup);
-  const now = Date.now();
-  const app = await referenceApp(undefined, env, { nowMs: () => now });
-  t.teardown(() => app.close());
+  const { app, now } = await clockedApp(t, deployment);
   const prefix = app.config.gateway.keyPrefix;
   const { token } = await createAdminToken(app.deployment.adminTokens, { prefix });
   // A / in an account name is a character of the name in every path the page makes.

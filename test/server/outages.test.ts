@@ -136,8 +136,9 @@ withRedis(withPostgres(test))('SIGTERM while PostgreSQL stalls: the process exit
   const code = await server.exited;
   const seconds = (performance.now() - signalled) / 1000;
   t.is(code, 0);
-  // Two grace periods of 1 s, the thread's second to end, and room for a busy machine.
-  t.true(seconds < 8, `exited ${seconds.toFixed(1)} s after SIGTERM`);
+  // Two grace periods of 1 s and the thread's second to end; the rest is room for a busy machine.
+  // Before the bound, the process did not exit at all.
+  t.true(seconds < 3 + 10, `exited ${seconds.toFixed(1)} s after SIGTERM`);
   t.true(server.logs.some((line) => line.msg === 'the stores did not close within the grace period: stopping without them'));
 });
 
