@@ -196,10 +196,12 @@ async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<M
 
 /** Where spend is counted against the budgets: Redis when there is one, else this process's memory. */
 async function spendLedger(redis: Redis | null, nowMs: () => number, usage: UsageStore): Promise<SpendLedger> {
-  // What the usage records hold counts from the first call: a restart forgets nothing written.
-  if (!redis) return new MemorySpendLedger({ nowMs, spentBefore: spendFromUsage(usage) });
+  // What the usage records hold counts from the first call: a restart, a Redis that lost its
+  // data or a budget set on a key that had spent already forgets nothing written.
+  const spentBefore = spendFromUsage(usage);
+  if (!redis) return new MemorySpendLedger({ nowMs, spentBefore });
   const { RedisSpendLedger } = await import('koa-model-gateway/stores/redis');
-  return new RedisSpendLedger({ client: redis, nowMs });
+  return new RedisSpendLedger({ client: redis, nowMs, spentBefore });
 }
 
 /** The optional packages a configuration asks for, each list by the setting that asks for it. */

@@ -67,8 +67,11 @@ export interface MemorySpendLedgerOptions {
    * `spendFromUsage(usageStore)` reads it from the usage records, so that a restart forgets nothing
    * written. Default: nothing (0).
    */
-  spentBefore?: (party: string, at: number) => Promise<PeriodSpend>;
+  spentBefore?: SpentBefore;
 }
+
+/** What a party spent in the UTC day and month of `at` (Unix ms) before a ledger counted it: `spendFromUsage()` makes one. */
+export type SpentBefore = (party: string, at: number) => Promise<PeriodSpend>;
 
 /**
  * SpendLedger in process memory: for one process, and tests. Each process counts its own calls
@@ -78,7 +81,7 @@ export interface MemorySpendLedgerOptions {
  */
 export class MemorySpendLedger implements SpendLedger {
   readonly #nowMs: () => number;
-  readonly #spentBefore: MemorySpendLedgerOptions['spentBefore'];
+  readonly #spentBefore: SpentBefore | undefined;
   readonly #counters = new Map<string, Counter>();
   // The parties whose earlier spend is added, or being read: once each, shared by concurrent reads.
   readonly #seeded = new Map<string, Promise<void>>();
@@ -121,7 +124,7 @@ export class MemorySpendLedger implements SpendLedger {
     let seeding = this.#seeded.get(party);
     if (seeding === undefined) {
       const at = this.#nowMs();
-      seeding = (this.#spentBefore as NonNullable<MemorySpendLedgerOptions['spentBefore']>)(party, at).then((before) => {
+      seeding = (this.#spentBefore as SpentBefore)(party, at).then((before) => {
         const counter = this.#current(party, at);
         counter.day += before.day;
         counter.month += before.month;
@@ -153,11 +156,11 @@ interface Counter extends PeriodSpend {
 }
 
 /**
- * `spentBefore` for a `MemorySpendLedger`: a party's spend this UTC day and month as the usage
+ * `spentBefore` for a `MemorySpendLedger` or a `RedisSpendLedger`: a party's spend this UTC day and month as the usage
  * records hold it (`key:<id>` by key id, `account:<name>` by account), read with one summary.
  * @example new MemorySpendLedger({ spentBefore: spendFromUsage(new KnexUsageStore(knex)) })
  */
-export function spendFromUsage(store: Pick<UsageStore, 'summarize'>): (party: string, at: number) => Promise<PeriodSpend> {
+export function spendFromUsage(store: Pick<UsageStore, 'summarize'>): SpentBefore {
   if (typeof store?.summarize !== 'function') throw new TypeError('koa-model-gateway: spendFromUsage() needs a UsageStore');
   return async (party, at) => {
     const { day: today, month: thisMonth } = budgetPeriods(at);

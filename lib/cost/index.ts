@@ -21,6 +21,7 @@ export {
   type SpendBudgets,
   type SpendBudgetsOptions,
   type SpendLedger,
+  type SpentBefore,
 } from './budgets.js';
 export {
   MemoryAccountBudgetStore,

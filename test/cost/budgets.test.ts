@@ -37,6 +37,38 @@ withRedis(test)('two processes sharing Redis see each other\'s spend', async (t)
   t.deepEqual((await one.spent([party])).spend, [{ day: 187_500_000n, month: 187_500_000n }]);
 });
 
+withRedis(test)('a Redis ledger whose counters are missing starts them from the spend before, once, however many processes read at once', async (t) => {
+  const clock = testClock('2030-02-10T12:00:00.000Z');
+  const party = `key:${newAccount()}`;
+  let reads = 0;
+  const spentBefore = async (asked: string, at: number) => {
+    reads += 1;
+    t.is(asked, party);
+    // Today's spend before Redis counted it; on the next day, none yet.
+    return budgetPeriods(at).day.id === '2030-02-10' ? { day: 300n, month: 320n } : { day: 0n, month: 320n };
+  };
+  const shared = { keyPrefix: keyPrefix(), nowMs: clock.nowMs, spentBefore };
+  const [one, two] = [new RedisSpendLedger({ client: await client(), ...shared }), new RedisSpendLedger({ client: await client(), ...shared })];
+  const read = await Promise.all([one.spent([party]), two.spent([party]), one.spent([party])]);
+  t.deepEqual(read.map(({ spend }) => spend), Array.from({ length: 3 }, () => [{ day: 300n, month: 320n }]));
+  await two.add([party], 5);
+  const readsBefore = reads;
+  t.deepEqual((await one.spent([party])).spend, [{ day: 305n, month: 325n }]);
+  t.is(reads, readsBefore, 'counters that are there are not read again');
+  // A new day: its counter is missing, the month's is kept as Redis counted it.
+  clock.ms += 86_400_000;
+  t.deepEqual((await one.spent([party])).spend, [{ day: 0n, month: 325n }]);
+});
+
+withRedis(test)('a Redis counter another process wrote first is kept: the spend before is for counters nobody has', async (t) => {
+  const clock = testClock('2030-02-10T12:00:00.000Z');
+  const party = `account:${newAccount()}`;
+  const prefix = keyPrefix();
+  await new RedisSpendLedger({ client: await client(), keyPrefix: prefix, nowMs: clock.nowMs }).add([party], 7);
+  const seeded = new RedisSpendLedger({ client: await client(), keyPrefix: prefix, nowMs: clock.nowMs, spentBefore: () => Promise.reject(new Error('not asked')) });
+  t.deepEqual((await seeded.spent([party])).spend, [{ day: 7n, month: 7n }]);
+});
+
 test('a memory ledger starts from what the usage records hold, this month and today, read once per party', async (t) => {
   const clock = testClock('2030-02-10T12:00:00.000Z');
   const records = new MemoryUsageStore();

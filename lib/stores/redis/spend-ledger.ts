@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { assertCost, budgetPeriods, type BudgetPeriods, type PeriodSpend, type SpendLedger } from '../../cost/budgets.js';
+import { assertCost, budgetPeriods, type BudgetPeriods, type PeriodSpend, type SpendLedger, type SpentBefore } from '../../cost/budgets.js';
 import { answerWithin, partyKey, RedisScript } from './redis-limiter.js';
 
 export interface RedisSpendLedgerOptions {
@@ -11,6 +11,14 @@ export interface RedisSpendLedgerOptions {
   timeoutMs?: number;
   /** The clock, in Unix ms, that places spend in its day and month. Default `Date.now`. */
   nowMs?: () => number;
+  /**
+   * What a party spent in the UTC day and month of `at` before Redis counted it: asked when a
+   * party's counter for the period is missing (a budget set on a key or account that had spent
+   * already, a Redis that lost its data, REDIS_URL set mid-month), and written only if no other
+   * process wrote it first. `spendFromUsage(usageStore)` reads it from the usage records.
+   * Default: nothing (0).
+   */
+  spentBefore?: SpentBefore | undefined;
 }
 
 // Counters outlive their period by this much, so that a process whose clock lags a little still finds the count.
@@ -25,10 +33,19 @@ redis.call('PEXPIREAT', KEYS[2], ARGV[3])
 return 1
 `);
 
+// KEYS: the party's day and month counters. ARGV: the spend before, day and month, and each one's expiry (Unix ms).
+// A counter another process wrote or added to meanwhile is left as it is.
+const SEED = new RedisScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then redis.call('PEXPIREAT', KEYS[1], ARGV[3]) end
+if redis.call('SET', KEYS[2], ARGV[2], 'NX') then redis.call('PEXPIREAT', KEYS[2], ARGV[4]) end
+return redis.call('MGET', KEYS[1], KEYS[2])
+`);
+
 /**
  * SpendLedger shared by every process through Redis: one counter per party, day and month, in
  * picodollars (Redis integers: exact to 9.2 million USD per party and month), read as strings so
- * that no digit is lost. Redis unreachable: a 503 within `timeoutMs` (fail closed: no call passes
+ * that no digit is lost. With `spentBefore`, a counter that is missing starts from what the usage
+ * records hold. Redis unreachable: a 503 within `timeoutMs` (fail closed: no call passes
  * that the shared budgets have not seen). Use a Redis whose `maxmemory-policy` is `noeviction`.
  * @example const ledger = new RedisSpendLedger({ client: await createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') })
  */
@@ -38,18 +55,21 @@ export class RedisSpendLedger implements SpendLedger {
   readonly #timeoutMs: number;
   readonly #nowMs: () => number;
   readonly #add: (...args: Array<string | number>) => Promise<unknown>;
+  readonly #spentBefore: SpentBefore | undefined;
 
   constructor(options: RedisSpendLedgerOptions) {
-    const { client, keyPrefix = 'kmg:spend', timeoutMs = 500, nowMs = Date.now } = options;
+    const { client, keyPrefix = 'kmg:spend', timeoutMs = 500, nowMs = Date.now, spentBefore } = options;
     if (typeof client?.eval !== 'function') throw new TypeError('koa-model-gateway: client must be an ioredis client');
     if (typeof keyPrefix !== 'string' || keyPrefix === '') throw new TypeError('koa-model-gateway: keyPrefix must be a non-empty string');
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new TypeError('koa-model-gateway: timeoutMs must be a positive number');
     if (typeof nowMs !== 'function') throw new TypeError('koa-model-gateway: nowMs must be a function');
+    if (spentBefore !== undefined && typeof spentBefore !== 'function') throw new TypeError('koa-model-gateway: spentBefore must be a function');
     this.#client = client;
     this.#keyPrefix = keyPrefix;
     this.#timeoutMs = timeoutMs;
     this.#nowMs = nowMs;
     this.#add = ADD.batched(client, 2);
+    this.#spentBefore = spentBefore;
   }
 
   async spent(parties: readonly string[]): Promise<{ at: number; spend: PeriodSpend[] }> {
@@ -57,6 +77,18 @@ export class RedisSpendLedger implements SpendLedger {
     const periods = budgetPeriods(at);
     // One MGET per party: a party's keys share a hash slot, two parties' need not.
     const counts = await answerWithin(Promise.all(parties.map((party) => this.#client.mget(...this.#keys(party, periods)))), this.#timeoutMs);
+    const spentBefore = this.#spentBefore;
+    if (spentBefore !== undefined) {
+      await Promise.all(
+        counts.map(async (count, index) => {
+          if (count[0] !== null && count[1] !== null) return;
+          const party = parties[index] as string;
+          const before = await spentBefore(party, at);
+          const seeded = SEED.run(this.#client, 2, ...this.#keys(party, periods), String(before.day), String(before.month), ...this.#expiries(periods));
+          counts[index] = (await answerWithin(seeded, this.#timeoutMs)) as Array<string | null>;
+        }),
+      );
+    }
     return { at, spend: counts.map(([day, month]) => ({ day: BigInt(day ?? 0), month: BigInt(month ?? 0) })) };
   }
 
@@ -64,8 +96,12 @@ export class RedisSpendLedger implements SpendLedger {
     assertCost(picoUsd);
     if (picoUsd === 0) return;
     const periods = budgetPeriods(this.#nowMs());
-    const expiries = [periods.day.endsAt + GRACE_MS, periods.month.endsAt + GRACE_MS];
+    const expiries = this.#expiries(periods);
     await answerWithin(Promise.all(parties.map((party) => this.#add(...this.#keys(party, periods), picoUsd, ...expiries))), this.#timeoutMs);
+  }
+
+  #expiries(periods: BudgetPeriods): [day: number, month: number] {
+    return [periods.day.endsAt + GRACE_MS, periods.month.endsAt + GRACE_MS];
   }
 
   #keys(party: string, periods: BudgetPeriods): [day: string, month: string] {
