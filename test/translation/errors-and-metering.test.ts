@@ -286,6 +286,37 @@ test.serial("OpenAI's shared fields pass between Chat Completions and Responses 
   t.is(mock.calls.length, 2, 'no refused call was sent');
 });
 
+test.serial('a file that is not a PDF is refused by name where the target takes only PDFs, never sent as one', async (t) => {
+  const mock = await mockProviders();
+  const app = await modelsApp({
+    providers: [
+      openAIProvider({ id: 'responses-only', baseURL: `${mock.url}/v1`, endpoints: ['responses'] }),
+      openAIProvider({ id: 'chat-only', baseURL: `${mock.url}/v1`, endpoints: ['chat.completions'] }),
+    ],
+    catalog: [
+      { id: 'responses-model', provider: 'responses-only' },
+      { id: 'chat-model', provider: 'chat-only' },
+    ],
+  });
+  t.teardown(() => Promise.all([app.close(), mock.close()]));
+  const key = await app.keyFor();
+  const refusedFor = async (response: Response, param: string) => {
+    t.is(response.status, 400);
+    const { error } = (await response.json()) as { error: { message: string } };
+    t.true(error.message.startsWith(`'${param}' cannot be sent to this model`), error.message);
+  };
+  // Anthropic takes a document as bytes only as a PDF.
+  const document = (mediaType: string) => [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: mediaType, data: 'JVBERi0=' } }] }];
+  for (const model of ['chat-model', 'responses-model']) {
+    await refusedFor(await app.post('/v1/messages', { model, max_tokens: 10, messages: document('text/plain') }, { 'x-api-key': key }), 'messages[0].content[0].source.media_type');
+    t.is((await app.post('/v1/messages', { model, max_tokens: 10, messages: document('application/pdf') }, { 'x-api-key': key })).status, 200, model);
+  }
+  // Chat Completions reads only PDFs; the Responses API reads text files too.
+  const input = [{ role: 'user', content: [{ type: 'input_file', filename: 'notes.txt', file_data: 'data:text/plain;base64,aGk=' }] }];
+  await refusedFor(await app.post('/v1/responses', { model: 'chat-model', input }, { authorization: `Bearer ${key}` }), 'input (a text/plain file)');
+  t.deepEqual(mock.calls.map((call) => call.path), ['/v1/chat/completions', '/v1/responses'], 'only the PDFs were sent');
+});
+
 test.serial('max_tokens and max_completion_tokens together are refused, as OpenAI refuses them, rather than one of them dropped', async (t) => {
   const refused = await chat({ max_tokens: 10, max_completion_tokens: 20 });
   t.is(refused.status, 400);

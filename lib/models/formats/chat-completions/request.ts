@@ -224,6 +224,8 @@ function contentParts(parts: Part[], request: ReadRequest): JsonObject[] {
       case 'image':
         return { type: 'image_url', image_url: { url: 'url' in part.source ? part.source.url : dataUrl(part.source.mediaType, part.source.data) } };
       case 'file':
+        // A PDF is the one file Chat Completions reads.
+        if (part.mediaType !== 'application/pdf') throw untranslatable(`${request.params.messages ?? 'messages'} (a ${part.mediaType} file)`, NAME);
         return { type: 'file', file: { filename: part.filename ?? 'document.pdf', file_data: dataUrl(part.mediaType, part.data) } };
       default:
         throw untranslatable(`${request.params.messages ?? 'messages'} (${part.type} content)`, NAME);

@@ -77,6 +77,8 @@ function readBlock(block: unknown, at: string, target: string): Part {
       fields({ source: any, title: any, context: absent, citations: absent });
       const from = source(block, at, target);
       if (!('data' in from)) throw untranslatable(`${at}.source.type`, target);
+      // A PDF is the one document Anthropic takes as bytes: anything else would reach the provider as one.
+      if (from.mediaType !== 'application/pdf') throw untranslatable(`${at}.source.media_type`, target);
       return { type: 'file', ...from, ...(typeof block.title === 'string' && { filename: block.title }) };
     }
     case 'tool_use':
