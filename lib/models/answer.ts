@@ -29,7 +29,15 @@ export interface StreamedAnswer {
   event(event: string): string;
   /** The usage read so far. */
   readonly usage: TokenUsage;
+  /**
+   * The characters of generated text, tool arguments and reasoning relayed so far: what estimates
+   * the output of a stream the client left before the upstream told its usage. Default: 0.
+   */
+  readonly outputChars?: number;
 }
+
+/** The length of a piece of generated text in an event, or 0 when it is not a string. */
+export const textLength = (value: unknown) => (typeof value === 'string' ? value.length : 0);
 
 /** A token count as an upstream reports it: anything but a non-negative safe integer counts 0. */
 export function tokenCount(value: unknown): number {

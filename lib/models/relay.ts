@@ -5,7 +5,9 @@ import { newRequestId } from '../errors/request-id.js';
 import { EventSplitter } from '../http/server-sent-events.js';
 import type { TokenUsage } from '../usage/token-usage.js';
 import { isObject, type JsonObject } from './content.js';
+import type { StreamedAnswer } from './answer.js';
 import type { EndpointFormat } from './endpoint-format.js';
+import { estimateCallInputTokens, estimateOutputTokens } from './formats/translate.js';
 import type { ProviderAnswer, ProviderEndpoint } from './provider.js';
 import { answerHeader, discard, providerAnswer, type UpstreamCall } from './upstream-call.js';
 
@@ -100,6 +102,21 @@ export async function forward(ctx: Context, forwarding: Forwarding, send: () => 
 }
 
 /**
+ * The usage of a stream the client left: the upstream, cut off, never tells the rest, and a call
+ * left before its end must not be free. The input is the upstream's count when it told one
+ * (Messages does at the start), else estimated from the request; the output is the larger of what
+ * it told and an estimate from the text and arguments relayed.
+ */
+function leftUsage(reader: StreamedAnswer, { format, request }: Forwarding): TokenUsage {
+  const { usage } = reader;
+  return {
+    ...usage,
+    inputTokens: usage.inputTokens > 0 ? usage.inputTokens : estimateCallInputTokens(format.endpoint, request),
+    outputTokens: Math.max(usage.outputTokens, estimateOutputTokens(reader.outputChars ?? 0)),
+  };
+}
+
+/**
  * Passes the upstream's events to the client as they arrive, each through the format's reader
  * (the catalog id in place of the upstream's model, usage read and, where the client did not ask
  * for it, withheld): one write per chunk of the upstream's, of the events it completes. From here
@@ -146,13 +163,15 @@ async function relayEvents(ctx: Context, forwarding: Forwarding, body: Readable)
     start();
   } catch (thrown) {
     if (!forwarding.delivered) throw thrown;
-    if (!call.clientGone) {
-      const err = call.failure(thrown);
-      ctx.app.emit('error', err, ctx);
-      res.write(format.errorEvent(err, ctx.state.requestId ?? newRequestId()));
+    if (call.clientGone) {
+      forwarding.ended(leftUsage(reader, forwarding));
+      return;
     }
+    const err = call.failure(thrown);
+    ctx.app.emit('error', err, ctx);
+    res.write(format.errorEvent(err, ctx.state.requestId ?? newRequestId()));
   }
-  // What was read counts, if the stream failed or the client left too.
+  // What was read counts, if the stream failed too.
   forwarding.ended(reader.usage);
   if (!call.clientGone) res.end();
 }

@@ -351,6 +351,66 @@ test('a client that leaves mid-stream: the call is recorded as 499 with the usag
   t.true(record?.upstreamMs !== null && record?.upstreamMs !== undefined);
 });
 
+// 1 and 2 USD per million tokens: 1,000,000 and 2,000,000 picodollars a token.
+const PRICED = [
+  { id: 'gpt-mock', provider: 'openai', upstreamModel: 'gpt-upstream-1', price: { input: 1, output: 2 } },
+  { id: 'claude-mock', provider: 'anthropic', upstreamModel: 'claude-upstream-1', price: { input: 1, output: 2 } },
+];
+
+/** A stream a client leaves after the upstream's `events`, which end before any usage of the rest is told. */
+async function leaveStream(t: ExecutionContext, path: string, body: Record<string, unknown>, events: string) {
+  const hanging = await streamingUpstream();
+  t.teardown(() => hanging.close());
+  const providers = [openAIProvider({ id: 'openai', baseURL: `${hanging.url}/v1` }), anthropicProvider({ id: 'anthropic', baseURL: hanging.url })];
+  const gateway = await meteredGateway(t, { providers, catalog: PRICED });
+  // A budget that the one call left spends: the next is refused.
+  const key = await gateway.key({ costPerDay: 0.000001 });
+  const controller = new AbortController();
+  const auth = path === '/v1/messages' ? { 'x-api-key': key } : { authorization: `Bearer ${key}` };
+  const answering = gateway.post(path, { ...body, stream: true }, auth, controller.signal);
+  const upstream = await hanging.next();
+  upstream.res.write(events);
+  const reader = ((await answering).body as ReadableStream<Uint8Array>).getReader();
+  for (let read = ''; !read.includes('"!"'); ) read += new TextDecoder().decode((await reader.read()).value);
+  controller.abort();
+  const [record] = await gateway.records(1);
+  // Were the budget not spent, the next call would reach the upstream: answered at once, not held.
+  void hanging.next().then(({ res }) => res.end());
+  return { record, next: await gateway.post(path, body, auth) };
+}
+
+const say = 'An answer of just forty characters, okay';
+
+test('a client that leaves a Chat Completions stream before its usage is charged for the request and the text it got, estimated', async (t) => {
+  const chunk = (delta: Record<string, unknown>) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-upstream-1', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
+  const { record, next } = await leaveStream(t, '/v1/chat/completions', { model: 'gpt-mock', messages: [{ role: 'user', content: 'Count the words of this sentence.' }] }, chunk({ role: 'assistant', content: say }) + chunk({ content: '!' }));
+  // 33 characters asked, 41 answered (the 40 of `say` and a "!"): four characters a token, rounded up.
+  t.like(record, { status: 499, stream: true, inputTokens: 9, outputTokens: 11, costPicoUsd: 9 * 1_000_000 + 11 * 2_000_000 });
+  t.is(next.status, 429, 'the budget the call spent is spent');
+});
+
+test("a client that leaves a Messages stream is charged for the upstream's input count and the text it got, estimated", async (t) => {
+  const events = [
+    'event: message_start\ndata: {"type":"message_start","message":{"model":"claude-upstream-1","usage":{"input_tokens":7,"output_tokens":1}}}\n\n',
+    `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: say } })}\n\n`,
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"!"}}\n\n',
+  ].join('');
+  const { record, next } = await leaveStream(t, '/v1/messages', { model: 'claude-mock', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }, events);
+  t.like(record, { status: 499, inputTokens: 7, outputTokens: 11, costPicoUsd: 7 * 1_000_000 + 11 * 2_000_000 });
+  t.is(next.status, 429);
+});
+
+test('a client that leaves a Responses stream is charged for the request and the text it got, estimated', async (t) => {
+  const event = (type: string, fields: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
+  const events =
+    event('response.created', { response: { id: 'resp_1', object: 'response', model: 'gpt-upstream-1', status: 'in_progress', output: [] } }) +
+    event('response.output_text.delta', { item_id: 'msg_1', output_index: 0, content_index: 0, delta: say }) +
+    event('response.output_text.delta', { item_id: 'msg_1', output_index: 0, content_index: 0, delta: '!' });
+  const { record, next } = await leaveStream(t, '/v1/responses', { model: 'gpt-mock', input: 'Count the words of this sentence.' }, events);
+  t.like(record, { status: 499, inputTokens: 9, outputTokens: 11 });
+  t.is(next.status, 429);
+});
+
 test('a limiter that cannot answer fails the call closed: 503, nothing sent upstream', async (t) => {
   const down: ModelLimiter = {
     consume: async () => Promise.reject(new StoreUnavailableError('redis is away')),

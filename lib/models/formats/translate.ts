@@ -245,6 +245,29 @@ export function estimateInputTokens(request: Request): number {
   return Math.ceil(text / CHARS_PER_TOKEN) + request.messages.reduce((sum, message) => sum + message.parts.reduce((inner, part) => inner + partTokens(part), 0), 0);
 }
 
+/**
+ * The input tokens of a call in `endpoint`'s format, estimated as `estimateInputTokens()` does;
+ * a body only its own format can hold (a parameter no other has) by its length, four characters
+ * a token.
+ */
+export function estimateCallInputTokens(endpoint: ProviderEndpoint, body: JsonObject): number {
+  if (endpoint !== 'countTokens') {
+    const format = FORMATS[endpoint];
+    try {
+      return estimateInputTokens(format.client.readRequest(body, format.name));
+    } catch {
+      // Read as text below.
+    }
+  }
+  return Math.ceil(JSON.stringify(body).length / CHARS_PER_TOKEN);
+}
+
+/**
+ * The output tokens of `chars` characters of an answer's text, tool arguments and reasoning,
+ * estimated at four characters a token.
+ */
+export const estimateOutputTokens = (chars: number) => Math.ceil(chars / CHARS_PER_TOKEN);
+
 /** A token count for a provider that has no counting endpoint: the estimate, when it speaks a format a Messages request can be translated to. */
 function estimate(provider: Provider): Translation | undefined {
   const target = TARGETS.messages.find((format) => provider[format] !== undefined && FORMATS[format].provider !== undefined);

@@ -1,6 +1,6 @@
 import type { TokenUsage } from '../../../usage/token-usage.js';
-import { eventObject, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
-import { isObject } from '../../content.js';
+import { eventObject, textLength, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
+import { isObject, type JsonObject } from '../../content.js';
 import { eventFields, withData } from '../../../http/server-sent-events.js';
 
 // `prompt_tokens` counts the cached ones too, reported apart in its details.
@@ -12,6 +12,16 @@ const usageOf = (usage: unknown): TokenUsage =>
         ...(isObject(usage.prompt_tokens_details) && { cacheReadTokens: tokenCount(usage.prompt_tokens_details.cached_tokens) }),
       }
     : { inputTokens: 0, outputTokens: 0 };
+
+/** The characters of generated content in a chunk: text, refusal, reasoning and tool arguments. */
+function deltaChars(chunk: JsonObject): number {
+  const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+  const delta = isObject(choice) ? choice.delta : undefined;
+  if (!isObject(delta)) return 0;
+  let chars = textLength(delta.content) + textLength(delta.refusal) + textLength(delta.reasoning_content);
+  if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) if (isObject(call) && isObject(call.function)) chars += textLength(call.function.arguments);
+  return chars;
+}
 
 /**
  * Chat Completions answers: `usage.prompt_tokens` / `completion_tokens` and `model` in a JSON
@@ -35,13 +45,18 @@ export const chatCompletionsAnswer: AnswerFormat = {
   stream(request, model) {
     const clientAsked = isObject(request.stream_options) && request.stream_options.include_usage === true;
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+    let outputChars = 0;
     return {
       usage,
+      get outputChars() {
+        return outputChars;
+      },
       event(event) {
         const chunk = eventObject(eventFields(event).data);
         if (chunk === undefined) return event;
         if (isObject(chunk.error)) throw upstreamStreamFailure(chunk.error);
         if (isObject(chunk.usage)) Object.assign(usage, usageOf(chunk.usage));
+        outputChars += deltaChars(chunk);
         if (!clientAsked && 'usage' in chunk) {
           if (Array.isArray(chunk.choices) && chunk.choices.length === 0) return '';
           delete chunk.usage;

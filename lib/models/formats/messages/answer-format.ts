@@ -1,5 +1,5 @@
 import type { TokenUsage } from '../../../usage/token-usage.js';
-import { eventObject, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
+import { eventObject, textLength, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
 import { eventFields, withData } from '../../../http/server-sent-events.js';
 
@@ -29,11 +29,20 @@ export const messagesAnswer: AnswerFormat = {
   },
   stream(_request, model) {
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+    let outputChars = 0;
     return {
       usage,
+      get outputChars() {
+        return outputChars;
+      },
       event(event) {
         const { name, data } = eventFields(event);
         if (name === 'error') throw upstreamStreamFailure(eventObject(data)?.error);
+        if (name === 'content_block_delta') {
+          const delta = eventObject(data)?.delta;
+          if (isObject(delta)) outputChars += textLength(delta.text) + textLength(delta.partial_json) + textLength(delta.thinking);
+          return event;
+        }
         if (name !== 'message_start' && name !== 'message_delta') return event;
         const parsed = eventObject(data);
         if (parsed === undefined) return event;

@@ -1,5 +1,5 @@
 import type { TokenUsage } from '../../../usage/token-usage.js';
-import { eventObject, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
+import { eventObject, textLength, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
 import { eventFields, withData } from '../../../http/server-sent-events.js';
 
@@ -64,11 +64,20 @@ export const responsesAnswer: AnswerFormat = {
   },
   stream(_request, model) {
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+    let outputChars = 0;
     return {
       usage,
+      get outputChars() {
+        return outputChars;
+      },
       event(event) {
         const { name, data } = eventFields(event);
         if (name === 'error') throw upstreamStreamFailure(eventObject(data));
+        // Text, refusals, reasoning and tool arguments come in pieces, each a `*.delta` event's `delta`.
+        if (name?.endsWith('.delta')) {
+          outputChars += textLength(eventObject(data)?.delta);
+          return event;
+        }
         if (name !== undefined && !RESPONSE_EVENTS.has(name)) return event;
         const parsed = eventObject(data);
         const response = parsed && responseObject(parsed, true);
