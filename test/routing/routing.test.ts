@@ -122,6 +122,28 @@ test('a 503 is retried on the other deployment: the client gets its answer, and 
   t.like(usage[0], { provider: 'west', upstreamModel: 'gpt-west', attempts: 2, status: 200, inputTokens: 3, outputTokens: 2 });
 });
 
+test('every retried status (408, 429, 500, 502, 503, 504, 529) is retried on the other deployment; another 4xx is not', async (t) => {
+  // A new pair of deployments each: the failures of one case never cool a deployment down for the next.
+  for (const status of [408, 429, 500, 502, 503, 504, 529]) {
+    const { east, west, chat } = await twoDeployments(t);
+    east.answer(CHAT, reply(status, { error: { message: `east answered ${status}` } }));
+    west.answer(CHAT, reply(200, completion('from west')));
+    const answer = await chat();
+    t.deepEqual([answer.status, answer.headers.get('x-kmg-attempts'), answer.headers.get('x-kmg-deployment')], [200, '2', 'west'], `after a ${status}`);
+    await answer.arrayBuffer();
+  }
+  // The client's own request: a refusal it may correct passes as it is, any other is the gateway's 502.
+  for (const [status, passed] of [[400, 400], [401, 502], [403, 502], [404, 502], [409, 502], [422, 422]] as const) {
+    const { east, west, chat } = await twoDeployments(t);
+    east.answer(CHAT, reply(status, { error: { message: `east refused with ${status}`, type: 'invalid_request_error', code: null } }));
+    const answer = await chat();
+    t.deepEqual([answer.status, answer.headers.get('x-kmg-attempts'), answer.headers.get('x-kmg-deployment')], [passed, '1', 'east'], `a ${status}`);
+    const body = await answer.json();
+    if (passed === status) t.like(body, { error: { message: `east refused with ${status}` } }, `a ${status}`);
+    t.is(west.received.length, 0, `nothing retried after a ${status}`);
+  }
+});
+
 test('a refused connection is retried on the other deployment', async (t) => {
   const west = await scriptedUpstream();
   // Port 1, where nothing listens: a port freed for the test may be taken by another server of the
