@@ -160,6 +160,7 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
     t.true(passed >= 10 && passed <= 10 + inFlight, `${passed} calls passed a budget of 10 calls' worth with ${inFlight} in flight at once`);
     const refused = answers.filter(({ status }) => status !== 200);
     t.is(refused.length, 50 - passed);
+    // On the real clock, a bound; the test on a fixed clock below checks the exact value.
     const midnight = new Date().setUTCHours(24, 0, 0, 0);
     for (const { status, retryAfter, body } of refused) {
       t.is(status, 429);
@@ -282,4 +283,29 @@ budgetSuite(withRedis(withPostgres(test)), 'postgres+redis', async () => {
       await data.remove();
     },
   };
+});
+
+// 2030-11-25T10:00:00.500Z: 13 h 59 min 59.5 s before UTC midnight, and 5 days more before the month
+// ends. retry-after is in whole seconds, rounded up: the client never comes back before the end.
+const FIXED = Date.UTC(2030, 10, 25, 10, 0, 0, 500);
+
+test("a reached budget's retry-after runs to its period's end: the next UTC midnight for a day, the first of the next UTC month for a month", async (t) => {
+  const data = await tempDataDir();
+  cleanups.push(data.remove);
+  const env = await withConfig({ DATA_DIR: data.dir }, data.dir);
+  // A millidollar, what a token costs: the first call spends it.
+  const daily = (await cli(env, ['keys', 'create', '--account', `daily-${RUN}`, '--cost-per-day', '0.001'])).key as string;
+  const monthly = (await cli(env, ['keys', 'create', '--account', `monthly-${RUN}`, '--cost-per-month', '0.001'])).key as string;
+  const server = await startServer(env, { nowMs: () => FIXED });
+  cleanups.push(() => server.stop());
+  for (const [key, period, seconds] of [
+    [daily, 'daily', 50_400],
+    [monthly, 'monthly', 5 * 86_400 + 50_400],
+  ] as const) {
+    t.is((await chat(server, key)).status, 200, period);
+    // The call is charged when its answer has ended: the next call may still find room.
+    const refused = await until(() => chat(server, key), (response) => response.status === 429);
+    t.like(await refused.json(), { error: { code: 'budget_exceeded', message: `Budget exceeded: the key's ${period} budget of 0.001 USD is spent` } });
+    t.is(refused.headers.get('retry-after'), String(seconds), period);
+  }
 });
