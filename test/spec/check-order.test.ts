@@ -1,4 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
+import { MemorySpendLedger, spendBudgets } from '../../lib/cost/budgets.js';
+import { picoOfUsd } from '../../lib/picodollars.js';
 import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
 import type { Provider } from '../../lib/models/provider.js';
@@ -11,8 +13,9 @@ import { referenceApp } from './reference-app.js';
 
 // decisions.md: "Every request under /v1 is authenticated first ... Then: scope (403), then request
 // validation (400/413), then existence (404), then quotas (429)." Each request here breaks several
-// rules at once; the answer must be the earliest. (No operation can be both 404 and 429: only an
-// upload meets a quota, and an upload names no existing resource.)
+// rules at once; the answer must be the earliest. (On the files API no operation can be both 404
+// and 429: only an upload meets a quota, and an upload names no existing resource. A model call can:
+// an unknown model or attached file with the budget spent.)
 //
 // And the reference server decides by exact path whether a request is under /v1 (authenticated first)
 // and whether it is under /v1/messages (Shape B), so its routers must match exactly too: a router
@@ -233,6 +236,28 @@ test('model calls: a body without what its format requires is 400 before existen
   t.deepEqual(sent, ['chat'], 'no malformed body reached the provider');
   // A count needs no max_tokens.
   t.is((await app.post('/v1/messages/count_tokens', { model: 'echo-1', messages: userText }, { 'x-api-key': await app.keyFor() })).status, 200);
+});
+
+test('model calls: with the budget spent, an invalid body, an unknown model or file and an untranslatable parameter get their 400 and 404 before the 429', async (t) => {
+  const ledger = new MemorySpendLedger({ nowMs: () => NOON });
+  const app = await modelsApp({ nowMs: () => NOON, budgets: spendBudgets({ ledger, accounts: { get: async () => ({ costPerDay: 1 }) } }) });
+  t.teardown(() => app.close());
+  await ledger.add(['account:spender'], Number(picoOfUsd(1)));
+  const key = await app.keyFor(undefined, { account: 'spender' });
+  const chatCall = (body: Record<string, unknown>) => app.post('/v1/chat/completions', body, { authorization: `Bearer ${key}` });
+  const messagesCall = (body: Record<string, unknown>) => app.post('/v1/messages', { max_tokens: 5, ...body }, { 'x-api-key': key, 'anthropic-version': '2023-06-01' });
+  const fileBlock = { type: 'document', source: { type: 'file', file_id: UNKNOWN_FILE } };
+  t.is(await shapeA(await chatCall({ model: 'echo-1', messages: [] })), "400 invalid_request: 'messages' must be a non-empty array");
+  t.is(await shapeA(await chatCall({ model: 'no-such-model', messages: userText })), "404 model_not_found: The model 'no-such-model' does not exist");
+  t.is(await shapeA(await chatCall({ model: 'echo-1', messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: UNKNOWN_FILE } }] }] })), '404 file_not_found: File not found');
+  t.is(await shapeB(await messagesCall({ model: 'echo-1', messages: [] })), "400 invalid_request_error: 'messages' must be a non-empty array");
+  t.is(await shapeB(await messagesCall({ model: 'no-such-model', messages: userText })), '404 not_found_error: Model not found');
+  t.is(await shapeB(await messagesCall({ model: 'echo-1', messages: [{ role: 'user', content: [fileBlock] }] })), '404 not_found_error: File not found');
+  // An OpenAI model has no top_k: refused before anything is sent to it (nothing listens there).
+  t.regex(await shapeB(await messagesCall({ model: 'gpt-test', messages: userText, top_k: 5 })), /^400 invalid_request_error: 'top_k' cannot be sent to this model/);
+
+  t.is(await shapeA(await chatCall({ model: 'echo-1', messages: userText })), "429 budget_exceeded: Budget exceeded: the account's daily budget of 1 USD is spent");
+  t.is(await shapeB(await messagesCall({ model: 'echo-1', messages: userText })), "429 rate_limit_error: Budget exceeded: the account's daily budget of 1 USD is spent");
 });
 
 // The routes of the reference server match their paths exactly.
