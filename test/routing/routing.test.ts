@@ -380,6 +380,30 @@ test("a fallback model of the other format answers in the client's format; it ne
   t.is((await app.post(CHAT, { ...ask, model: 'gpt-x' }, { authorization: `Bearer ${key}` })).status, 403);
 });
 
+test("a call a fallback answered costs the fallback's tokens at the fallback's price, in its usage record", async (t) => {
+  const [cheap, dear] = await Promise.all([scriptedUpstream(), scriptedUpstream()]);
+  const usage: UsageRecord[] = [];
+  const app = await modelsApp({
+    catalog: [
+      { id: 'cheap', provider: 'cheap', upstreamModel: 'gpt-cheap', price: { input: 1, output: 2 }, fallbacks: ['dear'] },
+      { id: 'dear', provider: 'dear', upstreamModel: 'gpt-dear', price: { input: 100, output: 200 } },
+    ],
+    providers: [openAIProvider({ id: 'cheap', baseURL: `${cheap.url}/v1` }), openAIProvider({ id: 'dear', baseURL: `${dear.url}/v1` })],
+    routing: { random: () => 0, sleep: async () => undefined },
+    usageRecorder: { record: (record: UsageRecord) => usage.push(record) },
+  });
+  t.teardown(() => Promise.all([app.close(), cheap.close(), dear.close()]));
+  cheap.answer(CHAT, overloaded);
+  dear.answer(CHAT, reply(200, { ...completion('dearly'), usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } }));
+  const answer = await app.post(CHAT, { ...ask, model: 'cheap' }, { authorization: `Bearer ${await app.keyFor()}` });
+  t.is(answer.status, 200);
+  t.is(answer.headers.get('x-kmg-deployment'), 'dear');
+  await answer.arrayBuffer();
+  await until(async () => usage.length, (length) => length === 1);
+  // 3 × 100 + 1 × 200 millionths of a dollar: 500 µUSD, in picodollars. At the named model's price it would be 5 µUSD.
+  t.like(usage[0], { model: 'cheap', provider: 'dear', upstreamModel: 'gpt-dear', attempts: 2, inputTokens: 3, outputTokens: 1, costPicoUsd: 500_000_000 });
+});
+
 test('the attempts and the waits between them stay within budgetMs', async (t) => {
   const upstream = await scriptedUpstream();
   const clock = testTime();
