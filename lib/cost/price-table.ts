@@ -1,11 +1,15 @@
 import type { ModelPrice } from './price.js';
 
-/** A catalog model as `priceCatalog()` reads it. */
+/**
+ * A catalog model as `priceCatalog()` reads it: as written (a `CatalogModel`: `provider` and
+ * `upstreamModel`, or `deployments`) or resolved (`catalogModelSchema`'s output, which has both).
+ */
 interface PricedModel {
   id: string;
-  provider: string;
+  provider?: string | undefined;
   upstreamModel?: string | undefined;
-  price?: ModelPrice | undefined;
+  deployments?: ReadonlyArray<{ provider: string; upstreamModel?: string | undefined }> | undefined;
+  price?: { input: number; output: number; cacheRead?: number | undefined; cacheWrite?: number | undefined } | undefined;
 }
 
 /** What `priceCatalog()` answers. */
@@ -30,9 +34,11 @@ function tablePrice(value: unknown): number | undefined {
  * The catalog with every model's price: its own `price` when the catalog gives one, else the
  * price that `@pydantic/genai-prices` (a maintained table, bundled: no download) lists for its
  * upstream model name, under the provider of the same id if the table has it (`openai`,
- * `anthropic`, ...), else under whichever provider the table matches the name to. Models found in
- * neither are listed in `unpriced`: their calls cost 0. Call it once, at start-up: the table is
- * loaded then, never on the way of a request.
+ * `anthropic`, ...), else under whichever provider the table matches the name to. A model listed
+ * by its `deployments` is looked up by its first deployment's (its `upstreamModel`, default the
+ * model's `id`, under its `provider`), as the catalog resolves it. Models found in neither are
+ * listed in `unpriced`: their calls cost 0. Call it once, at start-up: the table is loaded then,
+ * never on the way of a request.
  * @example
  * const { models, unpriced } = await priceCatalog(config.models)
  * if (unpriced.length > 0) logger.warn({ models: unpriced }, 'models without a price cost 0')
@@ -44,9 +50,12 @@ export async function priceCatalog<Model extends PricedModel>(catalog: readonly 
   const table = catalog.some((model) => model.price === undefined) ? await import('@pydantic/genai-prices') : undefined;
   const models = catalog.map((model) => {
     if (model.price !== undefined || table === undefined) return model;
-    const name = model.upstreamModel ?? model.id;
+    // The first deployment's, as catalogModelSchema resolves a model's provider and upstream model.
+    const first = model.deployments?.[0];
+    const provider = model.provider ?? first?.provider;
+    const name = model.upstreamModel ?? first?.upstreamModel ?? model.id;
     const usage = { input_tokens: 0, output_tokens: 0 };
-    const found = table.calcPrice(usage, name, { providerId: model.provider }) ?? table.calcPrice(usage, name);
+    const found = (provider === undefined ? null : table.calcPrice(usage, name, { providerId: provider })) ?? table.calcPrice(usage, name);
     const input = tablePrice(found?.model_price[TABLE_KEYS.input]);
     const output = tablePrice(found?.model_price[TABLE_KEYS.output]);
     if (found === null || input === undefined || output === undefined) {

@@ -26,7 +26,8 @@ export const deploymentSchema = settingsObject({
  * `owned_by` (shown by `GET /v1/models`; default: the first deployment's provider id),
  * `display_name` (shown in Anthropic's shape of the models; default: `id`), `price` (USD per
  * million tokens, `{ input, output, cacheRead?, cacheWrite? }`: what its calls cost; default: none,
- * which `priceCatalog()` looks up in a price table for `upstreamModel`, and costs 0 if not found).
+ * which `priceCatalog()` looks up in a price table for `upstreamModel` under `provider`, the
+ * first deployment's for a model of `deployments`, and costs 0 if not found).
  * Resolved, `provider` and `upstreamModel` are those of the first deployment.
  * @example const model = catalogModelSchema.parse({ id: 'gpt-4.1-mini', provider: 'openai', price: { input: 0.4, output: 1.6, cacheRead: 0.1 } })
  * @example const smart = catalogModelSchema.parse({ id: 'smart', deployments: [{ provider: 'openai-east', upstreamModel: 'gpt-4.1', weight: 3 }, { provider: 'openai-west', upstreamModel: 'gpt-4.1' }], fallbacks: ['claude'] })

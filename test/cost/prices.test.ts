@@ -1,7 +1,7 @@
 import test from 'ava';
 import { priceCatalog } from '../../lib/cost/price-table.js';
 import { callCost, tokenPrice } from '../../lib/cost/price.js';
-import { catalogModelSchema } from '../../lib/models/catalog.js';
+import { catalogModelSchema, type CatalogModel } from '../../lib/models/catalog.js';
 import { picoOfUsd, usdOfPico } from '../../lib/picodollars.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import { catalogProviders, modelsApp } from '../helpers/models-app.js';
@@ -91,6 +91,20 @@ test('the price table prices a well-known upstream model; the catalog price wins
   t.deepEqual(models[2]?.price, { input: 1, output: 2 });
   t.is(models[3]?.price, undefined);
   t.deepEqual(unpriced, ['mystery']);
+});
+
+test("a model listed by its deployments is priced by its first deployment's upstream model, as the same model resolved is", async (t) => {
+  const catalog: CatalogModel[] = [
+    { id: 'smart', deployments: [{ provider: 'openai', upstreamModel: 'gpt-4.1' }, { provider: 'anthropic', upstreamModel: 'claude-sonnet-4-20250514' }] },
+    // The upstream model's name defaults to the model's id, under the deployment's provider.
+    { id: 'gpt-4.1', deployments: [{ provider: 'openai' }] },
+  ];
+  const listed = await priceCatalog(catalog);
+  const GPT_41 = { input: 2, output: 8, cacheRead: 0.5 };
+  t.deepEqual(listed.models.map((model) => model.price), [GPT_41, GPT_41]);
+  t.deepEqual(listed.unpriced, []);
+  const resolved = await priceCatalog(catalog.map((model) => catalogModelSchema.parse(model)));
+  t.deepEqual(resolved.models.map((model) => model.price), [GPT_41, GPT_41]);
 });
 
 // The cost of a call through the gateway.
