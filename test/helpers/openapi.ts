@@ -67,21 +67,29 @@ export interface CheckedAnswer {
 
 /**
  * What in `answer` to `method path` disagrees with the document: an empty list when nothing does.
- * A path or method the document does not have must be refused in either error shape: 404 or 405,
- * or 401 under /v1 and /admin/v1, where every path needs a key or an admin token first.
+ * A path the document does not have must be refused in either error shape: 404 or 405, or 401
+ * under /v1 and /admin/v1, where every path needs a key or an admin token first. A method a path of
+ * the document does not have is refused likewise, but its 405 must be the one the path's
+ * operations list.
  * @example t.deepEqual(checkAnswer('GET', '/v1/files', { status, headers, json }), [])
  */
 export function checkAnswer(method: string, path: string, answer: CheckedAnswer): string[] {
   const where = `${method} ${path} → ${answer.status}`;
   const template = templates.find(({ pattern }) => pattern.test(path))?.path;
-  const operation = template === undefined ? undefined : paths[template]?.[method.toLowerCase()];
+  const item = template === undefined ? undefined : paths[template];
+  let name = method.toLowerCase();
+  // OpenAPI has no responses per path: a method the path does not have gets the 405 its operations list.
+  if (item !== undefined && item[name] === undefined && answer.status === 405) {
+    name = Object.keys(item).find((other) => (item[other]?.responses as Json | undefined)?.['405'] !== undefined) ?? name;
+  }
+  const operation = item?.[name];
   if (template === undefined || operation === undefined) {
-    const refused = answer.status === 404 || answer.status === 405 || (answer.status === 401 && /^\/(admin\/)?v1(\/|$)/.test(path));
+    const refused = answer.status === 404 || (answer.status === 405 && item === undefined) || (answer.status === 401 && /^\/(admin\/)?v1(\/|$)/.test(path));
     if (!refused) return [`${where}: not in the document`];
     const errors = [...schemaProblems('/components/schemas/ErrorA', answer.json, where)];
     return errors.length === 0 ? [] : schemaProblems('/components/schemas/ErrorB', answer.json, where);
   }
-  const operationPointer = `/paths/${escapePointer(template)}/${method.toLowerCase()}`;
+  const operationPointer = `/paths/${escapePointer(template)}/${name}`;
   const responses = operation.responses as Record<string, Json>;
   const declared = responses[String(answer.status)];
   if (declared === undefined) return [`${where}: status not in the document`];
