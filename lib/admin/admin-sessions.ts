@@ -45,8 +45,9 @@ function sessionObject(session: AdminSession, tokenName: string | null) {
 /**
  * The dashboard's sessions, under `/admin/v1` behind `adminAuth({ tokens, sessions })`:
  * - `POST /sessions` with `Authorization: Bearer <admin token>` (the token itself, not a session)
- *   → 201 `{ admin_token_id, admin_token_name, csrf_token, expires_at }` and a session cookie: `HttpOnly`,
- *   `SameSite=Strict`, `Path=/admin/v1`, `Secure` over TLS, kept on the server as a hash;
+ *   → 201 `{ object: 'admin_session', admin_token_id, admin_token_name, csrf_token, expires_at }`
+ *   and a session cookie: `HttpOnly`, `SameSite=Strict`, `Path=/admin/v1`, `Secure` over TLS, kept
+ *   on the server as a hash;
  * - `GET /sessions/current` → the same object, so that a reloaded page finds its CSRF token;
  * - `DELETE /sessions/current` → 204, the session ended and the cookie cleared (log out).
  * The token itself never reaches the browser's storage: the page sends it once, to log in.
