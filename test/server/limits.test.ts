@@ -191,6 +191,36 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
     }
   });
 
+  suiteTest.serial(`${name}: a budget set on a key that has spent already counts what it spent before`, async (t) => {
+    const deployment = await open();
+    t.teardown(() => deployment.cleanup());
+    const { env, servers } = deployment;
+    const key = (await cli(env, ['keys', 'create', '--account', `later-${name}-${RUN}`])) as { id: string; key: string };
+    let spentMillidollars = 0;
+    // On one server: another's records of its last second may still be queued when the spend is first read.
+    const first = servers[0] as RunningServer;
+    for (let call = 0; call < 3; call++) {
+      const answer = (await (await chat(first, key.key)).json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+      spentMillidollars += answer.usage.prompt_tokens + answer.usage.completion_tokens;
+    }
+    const { token } = (await cli(env, ['admin-tokens', 'create'])) as { token: string };
+    const patched = await fetch(`${first.url}/admin/v1/keys/${key.id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ limits: { cost_per_day: spentMillidollars / 1000 } }),
+    });
+    t.is(patched.status, 200);
+    // The change reaches every server within the key cache's second. Polled with a model that costs
+    // nothing, so that no call made now counts: only the spend before the budget can reach it.
+    const free = (server: RunningServer) =>
+      fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'mystery', messages: [{ role: 'user', content: 'hi' }] }),
+      }).then((response) => response.status);
+    for (const server of servers) t.is(await until(() => free(server), (status) => status === 429), 429);
+  });
+
   suiteTest.serial(`${name}: an account's budget covers all its keys, set and removed from the CLI and the admin API`, async (t) => {
     const deployment = await open();
     t.teardown(() => deployment.cleanup());
