@@ -113,7 +113,7 @@ async function compileServer(): Promise<string> {
     tsconfig,
     JSON.stringify({
       extends: join(root, 'tsconfig.json'),
-      compilerOptions: { rootDir: root, outDir, noEmit: false, declaration: false, sourceMap: false },
+      compilerOptions: { rootDir: root, outDir, noEmit: false, declaration: false, sourceMap: false, inlineSources: false },
       include: [fileURLToPath(import.meta.url)],
     }),
   );
