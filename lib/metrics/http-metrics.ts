@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { RouterContext } from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { afterResponse } from '../http/after-response.js';
+import { answeredStatus } from '../http/answered-status.js';
 import type { ModelRequestState } from '../state.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
 
@@ -34,8 +35,8 @@ function matchedRoute(ctx: Context): string {
  * Records `kmg_http_requests_total`, `kmg_http_request_duration_seconds` and
  * `kmg_gateway_overhead_seconds` for every request, when its response has ended (the last byte of
  * a stream sent, or the client gone) and the chain has returned, with the status it was answered
- * with, or 499 when the connection closed before the answer ended (a client that left mid-stream
- * included, whatever status its headers had). Put it first in the chain, before the error formatters, so that it sees their answers too.
+ * with (`answeredStatus()`: 499 when the connection closed before the answer ended). Put it first
+ * in the chain, before the error formatters, so that it sees their answers too.
  * @example app.use(httpMetrics({ metrics }))
  */
 export function httpMetrics(options: HttpMetricsOptions): Middleware {
@@ -48,9 +49,7 @@ export function httpMetrics(options: HttpMetricsOptions): Middleware {
     const started = performance.now();
     await afterResponse(ctx, next, () => {
       const seconds = (performance.now() - started) / 1000;
-      // nginx's 499, as the request log and the usage record say: the connection closed first.
-      const status = ctx.res.writableFinished ? ctx.res.statusCode : 499;
-      metrics.observeRequest({ route: route(ctx), status, seconds, upstreamSeconds: (upstreamMs(ctx) ?? 0) / 1000 });
+      metrics.observeRequest({ route: route(ctx), status: answeredStatus(ctx.res), seconds, upstreamSeconds: (upstreamMs(ctx) ?? 0) / 1000 });
     });
   };
 }

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { RouterContext } from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { afterResponse } from '../http/after-response.js';
+import { answeredStatus } from '../http/answered-status.js';
 import { newRequestId } from '../errors/request-id.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';
@@ -36,8 +37,7 @@ function usageRecord(ctx: Context, time: number, started: number): UsageRecord |
     provider: call?.provider ?? null,
     upstreamModel: call?.upstreamModel ?? null,
     attempts: call?.attempts.length ?? 0,
-    // nginx's 499: the client closed the request before its answer was complete.
-    status: res.writableFinished ? res.statusCode : 499,
+    status: answeredStatus(res),
     stream: call?.stream ?? false,
     inputTokens: call?.inputTokens ?? 0,
     outputTokens: call?.outputTokens ?? 0,
