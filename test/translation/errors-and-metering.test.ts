@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
@@ -255,7 +255,11 @@ test.serial('a refused translation spends none of the key\'s limits', async (t) 
   t.is((await send({})).status, 429);
 });
 
-test.serial("OpenAI's shared fields pass between Chat Completions and Responses as they are, and are refused by name to Messages", async (t) => {
+/**
+ * The models app on a mock upstream with an OpenAI provider of each API alone (`responses-model`,
+ * `chat-model`) and an Anthropic one (`claude`), closed when the test ends.
+ */
+async function oneApiEach(t: ExecutionContext) {
   const mock = await mockProviders();
   const app = await modelsApp({
     providers: [
@@ -270,6 +274,11 @@ test.serial("OpenAI's shared fields pass between Chat Completions and Responses 
     ],
   });
   t.teardown(() => Promise.all([app.close(), mock.close()]));
+  return { mock, app };
+}
+
+test.serial("OpenAI's shared fields pass between Chat Completions and Responses as they are, and are refused by name to Messages", async (t) => {
+  const { mock, app } = await oneApiEach(t);
   const auth = { authorization: `Bearer ${await app.keyFor()}` };
   const shared = { metadata: { team: 'search' }, service_tier: 'flex', prompt_cache_key: 'tenant-7', safety_identifier: 'user-42' };
   const hi = [{ role: 'user', content: 'hi' }];
@@ -287,18 +296,7 @@ test.serial("OpenAI's shared fields pass between Chat Completions and Responses 
 });
 
 test.serial('a file that is not a PDF is refused by name where the target takes only PDFs, never sent as one', async (t) => {
-  const mock = await mockProviders();
-  const app = await modelsApp({
-    providers: [
-      openAIProvider({ id: 'responses-only', baseURL: `${mock.url}/v1`, endpoints: ['responses'] }),
-      openAIProvider({ id: 'chat-only', baseURL: `${mock.url}/v1`, endpoints: ['chat.completions'] }),
-    ],
-    catalog: [
-      { id: 'responses-model', provider: 'responses-only' },
-      { id: 'chat-model', provider: 'chat-only' },
-    ],
-  });
-  t.teardown(() => Promise.all([app.close(), mock.close()]));
+  const { mock, app } = await oneApiEach(t);
   const key = await app.keyFor();
   const refusedFor = async (response: Response, param: string) => {
     t.is(response.status, 400);
