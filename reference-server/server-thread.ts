@@ -5,8 +5,8 @@
  * messages; the log is written to stdout directly.
  */
 import { once } from 'node:events';
-import type { Logger } from 'pino';
 import { parentPort } from 'node:worker_threads';
+import type { Logger } from 'pino';
 import { reportFailure, type CommandIo } from './commands/command-line.js';
 import type { ServerThreadMessage } from './commands/serve.js';
 import { loadConfigWithModules } from './config.js';

@@ -48,11 +48,12 @@ const cooldownSettings = {
 };
 
 const HTTP_ERROR_STATUS = 'must be an HTTP error status (400 to 599)';
+const httpErrorStatus = z.int({ error: HTTP_ERROR_STATUS }).min(400, { error: HTTP_ERROR_STATUS }).max(599, { error: HTTP_ERROR_STATUS });
 
 const dataSettings = {
   maxAttempts: positiveInteger.optional(),
   budgetMs: timerMs.optional(),
-  retryStatuses: z.array(z.int({ error: HTTP_ERROR_STATUS }).min(400, { error: HTTP_ERROR_STATUS }).max(599, { error: HTTP_ERROR_STATUS }), { error: 'must be an array of HTTP error statuses' }).optional(),
+  retryStatuses: z.array(httpErrorStatus, { error: 'must be an array of HTTP error statuses' }).optional(),
   backoff: settingsObject({ baseMs: timerMs.optional(), maxMs: timerMs.optional() }).optional(),
   retryAfterCapMs: timerMs.optional(),
 };
