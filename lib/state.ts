@@ -20,7 +20,7 @@ declare module 'koa' {
     audit?: AuditEvent;
     /** Set by `pdfUpload()`. */
     upload?: ValidatedUpload;
-    /** Set by `chatCompletions()` / `messages()` once the model is resolved. */
+    /** Set by `chatCompletions()`, `responses()`, `messages()` and `countTokens()` once the model is resolved. */
     modelRequest?: ModelRequestState;
     /** Set by `traceRequests()`. */
     tracing?: RequestTracing;
