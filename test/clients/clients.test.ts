@@ -193,7 +193,7 @@ test('anthropic SDK: messages.countTokens, estimated by echo and forwarded to an
   t.regex(missing?.requestID ?? '', REQUEST_ID);
 });
 
-test('anthropic SDK: beta.files as the README shows it; its file reaches an Anthropic upstream and the echo model, whole and streamed', async (t) => {
+test('anthropic SDK: beta.files as docs/CLIENTS.md shows it; its file reaches an Anthropic upstream and the echo model, whole and streamed', async (t) => {
   const client = anthropicClient(t);
   const sample = await readFile('examples/sample.pdf');
   const doc = await client.beta.files.upload({ file: createReadStream('examples/sample.pdf'), expires_in_seconds: 86400 });
