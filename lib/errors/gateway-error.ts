@@ -13,7 +13,7 @@ export type ErrorType =
  * constructors, one per row of the API's error table.
  *
  * It is an answer, not a fault: it is made without the `Error` constructor, so a refusal pays for
- * no stack capture (`stack` is undefined; BENCHMARKS.md). Its prototype inherits from
+ * no stack capture (`stack` is undefined; docs/DECISIONS.md, "Performance"). Its prototype inherits from
  * `Error.prototype`, so `instanceof Error` holds and loggers print it as an error, but
  * `util.types.isNativeError()` is false (AVA's `t.throws()` needs `any: true`). What failed
  * behind a 502, 503 or 504 is on `cause`.
