@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import test from 'ava';
 import * as testing from '../../lib/testing/index.js';
 
-// Claims of docs/ that the code can check: EXTENDING.md's list of store interfaces.
+// Claims of docs/ that the code can check: the store interfaces EXTENDING.md and ARCHITECTURE.md list.
 
 const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
 
@@ -60,4 +60,11 @@ test('every store interface is exported, as a type, by one of the feature entry 
       `${name} is exported`,
     );
   }
+});
+
+test("ARCHITECTURE.md's table of stores has a row per store interface", async (t) => {
+  const architecture = read('docs/ARCHITECTURE.md');
+  const stores = architecture.slice(architecture.indexOf('## Stores'), architecture.indexOf('\n## ', architecture.indexOf('## Stores') + 1));
+  const rows = [...stores.matchAll(/^\| `(\w+)` \(lib\//gm)].map(([, name = '']) => name);
+  t.deepEqual(rows.sort(), await storeInterfaces());
 });

@@ -7,7 +7,7 @@ export interface CooldownPolicy {
 
 /**
  * What the model handlers learn from failed attempts, shared by every instance that uses the same
- * store: `MemoryCooldownStore` for one process, `RedisCooldownStore` (`koa-model-gateway/redis`)
+ * store: `MemoryCooldownStore` for one process, `RedisCooldownStore` (`koa-model-gateway/stores/redis`)
  * for several. A deployment is named by a string of the handlers' own (provider and upstream model).
  * Both methods are bounded in time; a store that fails makes the handlers route as if nothing
  * cooled down.
