@@ -36,7 +36,7 @@ function source(block: JsonObject, at: string, target: string): { url: string } 
 }
 
 // Caching hints change the price, never the answer: carried over as nothing, since OpenAI caches
-// a prompt's prefix by itself (README, translated calls).
+// a prompt's prefix by itself (docs/LIBRARY.md, "Every model from every endpoint").
 const BLOCK_FIELDS = { type: any, cache_control: any };
 
 /**
