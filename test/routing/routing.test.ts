@@ -426,6 +426,20 @@ test('the attempts and the waits between them stay within budgetMs', async (t) =
   t.true(clock.time.now - started <= 20_000);
 });
 
+test("a 429's retry-after cools a deployment down for 5 minutes at most, however long it asks", async (t) => {
+  const { east, west, chat, clock } = await twoDeployments(t, { cooldown: { failures: 1 } });
+  // 999,999,999 s: 31.7 years.
+  east.answer(CHAT, reply(429, { error: { message: 'slow down' } }, { 'retry-after': '999999999' }));
+  west.answer(CHAT, reply(200, completion('west')));
+  t.is((await chat()).headers.get('x-kmg-attempts'), '2');
+  clock.time.now += 299_000;
+  west.answer(CHAT, reply(200, completion('west')));
+  t.is((await chat()).headers.get('x-kmg-deployment'), 'west', 'still cooling down after 299 s');
+  clock.time.now += 1_000;
+  east.answer(CHAT, reply(200, completion('east')));
+  t.is((await chat()).headers.get('x-kmg-deployment'), 'east', 'back after 300 s');
+});
+
 // Each cooldown store against the contract of them all.
 cooldownStoreContract(test, 'MemoryCooldownStore', async () => new MemoryCooldownStore());
 
