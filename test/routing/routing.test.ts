@@ -426,6 +426,28 @@ test('the attempts and the waits between them stay within budgetMs', async (t) =
   t.true(clock.time.now - started <= 20_000);
 });
 
+test('a JSON answer that breaks before its end (reset, not JSON, silent after its headers) is retried on the other deployment, and counts towards a cooldown', async (t) => {
+  // West's answer must beat the silence limit of east's silent answer: on a busy machine that can take a second.
+  const { east, west, chat } = await twoDeployments(t, {}, { timeoutMs: 2_000 });
+  const broken: Array<[string, UpstreamAnswer]> = [
+    ['reset mid-body', (res) => res.writeHead(200, { 'content-type': 'application/json' }).write('{"id":"chatcmpl-1","choi', () => setImmediate(() => res.destroy()))],
+    ['not JSON', reply(200, '<html>Bad gateway</html>')],
+    ['silent after its headers', (res) => res.writeHead(200, { 'content-type': 'application/json' }).flushHeaders()],
+  ];
+  for (const [what, answer] of broken) {
+    east.answer(CHAT, answer);
+    west.answer(CHAT, reply(200, completion('from west')));
+    const answered = await chat();
+    t.deepEqual([answered.status, answered.headers.get('x-kmg-attempts'), answered.headers.get('x-kmg-deployment')], [200, '2', 'west'], what);
+    t.like(await answered.json(), { choices: [{ message: { content: 'from west' } }] }, what);
+  }
+  // The third failure in 10 s: east cools down, and the next call goes to west at once.
+  west.answer(CHAT, reply(200, completion('from west')));
+  const skipping = await chat();
+  t.deepEqual([skipping.headers.get('x-kmg-attempts'), skipping.headers.get('x-kmg-deployment')], ['1', 'west']);
+  t.is(east.received.length, 3);
+});
+
 test("a 429's retry-after cools a deployment down for 5 minutes at most, however long it asks", async (t) => {
   const { east, west, chat, clock } = await twoDeployments(t, { cooldown: { failures: 1 } });
   // 999,999,999 s: 31.7 years.
