@@ -11,6 +11,9 @@ import type { ProviderAnswer, ProviderRequest } from './provider.js';
 const REFUSALS = new Set([400, 413, 422, 429]);
 const SECONDS = /^\d+$/;
 
+/** The default of `maxUpstreamBytes`: the largest JSON answer, or event of a stream, an upstream may send. */
+export const DEFAULT_MAX_UPSTREAM_BYTES = 32 * 1024 * 1024;
+
 /** A provider's answer as a `ProviderAnswer`: a fetch `Response` becomes one, its body a Node stream. */
 export function providerAnswer(answer: ProviderAnswer | Response): ProviderAnswer {
   if (typeof (answer as Partial<ProviderAnswer>).statusCode === 'number') return answer as ProviderAnswer;
@@ -70,6 +73,8 @@ export class UpstreamCall {
   #aborts: EventEmitter | undefined;
   #aborted = false;
   readonly #timeoutMs: number;
+  /** The largest JSON answer, or one event of a stream, read from the upstream. */
+  readonly maxBytes: number;
   readonly #provider: string;
   readonly #startedAt = performance.now();
   // One timer for the whole call, restarted by each sign of life (refresh(): no new timer per read).
@@ -84,9 +89,11 @@ export class UpstreamCall {
   #durationMs: number | null = null;
   readonly #trace: AttemptTrace | undefined;
 
-  constructor(provider: string, timeoutMs: number, trace?: AttemptTrace) {
+  /** `maxBytes` defaults to 32 MiB. */
+  constructor(provider: string, timeoutMs: number, trace?: AttemptTrace, { maxBytes = DEFAULT_MAX_UPSTREAM_BYTES }: { maxBytes?: number } = {}) {
     this.#provider = provider;
     this.#timeoutMs = timeoutMs;
+    this.maxBytes = maxBytes;
     this.#trace = trace;
     this.#timer = setTimeout(() => {
       if (this.#paused) return;
@@ -245,11 +252,18 @@ export class UpstreamCall {
     });
   }
 
-  /** The whole body, as text. */
+  /** The whole body, as text: at most `maxBytes`, refused past them (502) before more is kept. */
   async text(body: Readable): Promise<string> {
-    const chunks: Buffer[] = [];
-    await this.read(body, (chunk) => chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk) > 0);
-    return chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8');
+    const whole = new WholeBody(this.maxBytes);
+    await this.read(body, (chunk) => {
+      try {
+        return whole.add(chunk);
+      } catch (err) {
+        (err as GatewayError).cause = `provider '${this.#provider}' sent an answer of more than ${this.maxBytes} bytes`;
+        throw err;
+      }
+    });
+    return whole.text();
   }
 
   /** A successful JSON answer, parsed; anything else than a JSON object is malformed. */
@@ -291,6 +305,54 @@ export class UpstreamCall {
     if (status === 429 && SECONDS.test(retryAfter)) err.headers['retry-after'] = retryAfter;
     return err;
   }
+}
+
+/** An answer's chunks, kept up to `maxBytes`: past them, `add()` throws the 502 naming the limit. */
+class WholeBody {
+  readonly #chunks: Buffer[] = [];
+  #bytes = 0;
+  readonly #maxBytes: number;
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  add(chunk: Buffer | string): boolean {
+    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    this.#bytes += buffer.length;
+    if (this.#bytes > this.#maxBytes) throw errors.upstreamAnswerTooLarge(this.#maxBytes);
+    this.#chunks.push(buffer);
+    return true;
+  }
+
+  text(): string {
+    return this.#chunks.length === 1 ? (this.#chunks[0] as Buffer).toString('utf8') : Buffer.concat(this.#chunks).toString('utf8');
+  }
+}
+
+/**
+ * All of `body` as text, for a reader of an upstream's answer other than its call's own (a
+ * translation's): at most `maxBytes` (past them a 502 naming the limit, the body destroyed), each
+ * chunk a sign of life for `call`'s silence limit. Rejects as the body fails or is destroyed before its end.
+ */
+export function readWhole(body: Readable, maxBytes: number, call: UpstreamCall | undefined): Promise<string> {
+  const whole = new WholeBody(maxBytes);
+  return new Promise((resolve, reject) => {
+    body.on('data', (chunk: Buffer | string) => {
+      call?.touch();
+      try {
+        whole.add(chunk);
+      } catch (err) {
+        discard(body);
+        reject(err);
+      }
+    });
+    body.once('end', () => resolve(whole.text()));
+    body.once('error', reject);
+    body.once('close', () => {
+      if (!body.readableEnded) reject(new Error('the upstream answer was closed before its end'));
+    });
+  });
 }
 
 /** A failure's class for a trace: a refusal's status, an error's code (ECONNREFUSED, UND_ERR_SOCKET), else its name. */

@@ -16,7 +16,7 @@ import { cooldownStoreContract } from '../../lib/testing/cooldown-store-contract
 import type { UsageRecord, UsageStore } from '../../lib/usage/usage-store.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { referenceApp } from '../spec/reference-app.js';
-import { reply, scriptedUpstream, type UpstreamAnswer } from '../helpers/models-upstream.js';
+import { anthropicMessage, reply, scriptedUpstream, type UpstreamAnswer } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
 import { REDIS_URL, postgresDatabase, sqliteDatabase, withPostgres, withRedis, type TestDatabase } from '../helpers/services.js';
@@ -68,7 +68,7 @@ function testTime(start = Date.now()) {
 async function twoDeployments(
   t: { teardown(fn: () => unknown): void },
   routing: RoutingOptions = {},
-  extra: { usage?: UsageRecord[]; timeoutMs?: number; metrics?: GatewayMetrics } = {},
+  extra: { usage?: UsageRecord[]; timeoutMs?: number; maxUpstreamBytes?: number; metrics?: GatewayMetrics } = {},
 ) {
   const [east, west] = await Promise.all([scriptedUpstream(), scriptedUpstream()]);
   const clock = testTime();
@@ -80,6 +80,7 @@ async function twoDeployments(
     modelLimiter: new MemoryModelLimiter({ nowMs: clock.nowMs }),
     routing: { random: () => 0, sleep: clock.sleep, ...routing },
     ...(extra.timeoutMs !== undefined && { timeoutMs: extra.timeoutMs }),
+    ...(extra.maxUpstreamBytes !== undefined && { maxUpstreamBytes: extra.maxUpstreamBytes }),
     ...(extra.usage && { usageRecorder: { record: (record: UsageRecord) => extra.usage?.push(record) } }),
     ...(extra.metrics && { metrics: extra.metrics }),
   });
@@ -446,6 +447,34 @@ test('a JSON answer that breaks before its end (reset, not JSON, silent after it
   const skipping = await chat();
   t.deepEqual([skipping.headers.get('x-kmg-attempts'), skipping.headers.get('x-kmg-deployment')], ['1', 'west']);
   t.is(east.received.length, 3);
+});
+
+test('an answer over maxUpstreamBytes is refused with a 502 naming the limit: a JSON answer, translated or not, or an event of a stream', async (t) => {
+  const { east, west, chat } = await twoDeployments(t, { maxAttempts: 2 }, { maxUpstreamBytes: 10_000 });
+  const large = completion('x'.repeat(20_000));
+  east.answer(CHAT, reply(200, large));
+  west.answer(CHAT, reply(200, large));
+  const whole = await chat();
+  t.deepEqual([whole.status, whole.headers.get('x-kmg-attempts')], [502, '2']);
+  t.like(await whole.json(), { error: { code: 'upstream_error', message: "Upstream provider error: its answer is over the gateway's limit of 10000 bytes" } });
+
+  // Before the first event, as a failed attempt; after it, as the stream's error event.
+  east.answer(CHAT, (res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(chunk('x'.repeat(20_000))));
+  west.answer(CHAT, (res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`${chunk('small')}${chunk('y'.repeat(20_000))}data: [DONE]\n\n`));
+  const stream = await chat({ ...ask, stream: true });
+  t.deepEqual([stream.status, stream.headers.get('x-kmg-attempts')], [200, '2']);
+  const text = await stream.text();
+  t.regex(text, /small/);
+  t.regex(text, /"error".*limit of 10000 bytes/);
+  t.notRegex(text, /yyyy/);
+
+  const upstream = await scriptedUpstream();
+  const translated = await modelsApp({ catalog: [{ id: 'claude-x', provider: 'anthropic' }], providers: [anthropicProvider({ id: 'anthropic', baseURL: upstream.url })], maxUpstreamBytes: 10_000 });
+  t.teardown(() => Promise.all([translated.close(), upstream.close()]));
+  upstream.answer('/v1/messages', reply(200, anthropicMessage('x'.repeat(20_000))));
+  const refused = await translated.post(CHAT, { ...ask, model: 'claude-x' }, { authorization: `Bearer ${await translated.keyFor()}` });
+  t.is(refused.status, 502);
+  t.like(await refused.json(), { error: { message: "Upstream provider error: its answer is over the gateway's limit of 10000 bytes" } });
 });
 
 test("a 429's retry-after cools a deployment down for 5 minutes at most, however long it asks", async (t) => {
