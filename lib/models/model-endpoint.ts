@@ -201,9 +201,10 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     /**
      * One attempt on one deployment: undefined when it answered (or the client left), else its
      * error and whether another attempt may follow. Its figures land on `state`: the last
-     * attempt's are the call's.
+     * attempt's are the call's. The upstream may stay silent `silenceMs`, and must have given its
+     * whole JSON answer, or a stream's first event, within `answerMs`.
      */
-    const attempt = async (leg: Leg, number: number, silenceMs: number): Promise<Failure | undefined> => {
+    const attempt = async (leg: Leg, number: number, silenceMs: number, answerMs: number): Promise<Failure | undefined> => {
       const { translation: translated, send } = leg;
       state.provider = leg.provider.id;
       state.upstreamModel = leg.upstreamModel;
@@ -214,7 +215,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       const inlined = { ...withFiles, model: leg.upstreamModel };
       const upstreamBody = stream && format.answer.streamRequest ? format.answer.streamRequest(inlined) : inlined;
       const trace = ctx.state.tracing?.attempt({ endpoint: format.endpoint, provider: leg.provider, model: requested, body: upstreamBody, stream });
-      const call = new UpstreamCall(leg.provider.id, silenceMs, trace, { maxBytes: maxUpstreamBytes });
+      const call = new UpstreamCall(leg.provider.id, silenceMs, trace, { maxBytes: maxUpstreamBytes, answerMs });
       let usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
       // What a translated stream told in the provider's format, which the client's may tell only at its end.
       let translatedUsage: TokenUsage | undefined;
@@ -273,10 +274,12 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
           if (routing.budgetMs !== undefined && nowMs() - startedAt + wait >= routing.budgetMs) break;
           await routing.sleep(wait);
         }
-        const left = routing.budgetMs === undefined ? timeoutMs : Math.min(timeoutMs, routing.budgetMs - (nowMs() - startedAt));
-        if (left <= 0) break;
+        // What is left of the budget bounds the whole answer, however many bytes trickle in; without one, timeoutMs does.
+        const answerMs = routing.budgetMs === undefined ? timeoutMs : routing.budgetMs - (nowMs() - startedAt);
+        const silenceMs = Math.min(timeoutMs, answerMs);
+        if (silenceMs <= 0) break;
         number++;
-        failure = await attempt(leg, number, left);
+        failure = await attempt(leg, number, silenceMs, answerMs);
         if (failure === undefined) return;
         previous = leg;
         if (!failure.retryable) break;

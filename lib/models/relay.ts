@@ -134,6 +134,7 @@ async function relayEvents(ctx: Context, forwarding: Forwarding, body: Readable)
   const start = () => {
     if (forwarding.delivered) return;
     forwarding.delivered = true;
+    call.delivered();
     ctx.status = 200;
     ctx.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
     ctx.respond = false;

@@ -62,8 +62,10 @@ const signalOfCall: PropertyDescriptor = {
 
 /**
  * One request to an upstream: the signal that aborts it, an idle timer that aborts it when the
- * upstream stays silent for `timeoutMs` (before its headers, or between two reads of its body),
- * why it ended early, and how long it took. Failures become 502/504 errors whose `cause` says
+ * upstream stays silent for `timeoutMs` (before its headers, or between two reads of its body), a
+ * deadline that aborts it when its answer is not whole (JSON), or its first event not with the
+ * client (a stream), within `answerMs` however many bytes trickle in, why it ended early, and how
+ * long it took. Failures become 502/504 errors whose `cause` says
  * what happened, for the server's log only: bodies never carry the provider's address, key or answer.
  * Given an `AttemptTrace`, it tells it the attempt's answer, chunks, failure and end.
  */
@@ -79,6 +81,9 @@ export class UpstreamCall {
   readonly #startedAt = performance.now();
   // One timer for the whole call, restarted by each sign of life (refresh(): no new timer per read).
   readonly #timer: NodeJS.Timeout;
+  readonly #answerMs: number;
+  readonly #deadline: NodeJS.Timeout;
+  #overran = false;
   #paused = false;
   /** The answer being read: destroyed with the call, whether or not its provider heeds the signal. */
   #body: Readable | undefined;
@@ -89,10 +94,11 @@ export class UpstreamCall {
   #durationMs: number | null = null;
   readonly #trace: AttemptTrace | undefined;
 
-  /** `maxBytes` defaults to 32 MiB. */
-  constructor(provider: string, timeoutMs: number, trace?: AttemptTrace, { maxBytes = DEFAULT_MAX_UPSTREAM_BYTES }: { maxBytes?: number } = {}) {
+  /** `answerMs` defaults to `timeoutMs`; `maxBytes` to 32 MiB. */
+  constructor(provider: string, timeoutMs: number, trace?: AttemptTrace, { maxBytes = DEFAULT_MAX_UPSTREAM_BYTES, answerMs = timeoutMs }: { maxBytes?: number; answerMs?: number } = {}) {
     this.#provider = provider;
     this.#timeoutMs = timeoutMs;
+    this.#answerMs = answerMs;
     this.maxBytes = maxBytes;
     this.#trace = trace;
     this.#timer = setTimeout(() => {
@@ -100,6 +106,13 @@ export class UpstreamCall {
       this.#timedOut = true;
       this.#abort();
     }, timeoutMs);
+    this.#deadline = setTimeout(() => {
+      // Aborted already (silent, or the client gone): that is the reason.
+      if (this.#aborted) return;
+      this.#timedOut = true;
+      this.#overran = true;
+      this.#abort();
+    }, answerMs);
   }
 
   get signal(): AbortSignal {
@@ -125,7 +138,7 @@ export class UpstreamCall {
     return this.#aborted ? this.signal : (this.#aborts ??= new EventEmitter());
   }
 
-  /** True once the upstream stayed silent longer than `timeoutMs` and the call was aborted for it. */
+  /** True once the upstream stayed silent longer than `timeoutMs`, or its answer took longer than `answerMs`, and the call was aborted for it. */
   get timedOut(): boolean {
     return this.#timedOut;
   }
@@ -148,11 +161,17 @@ export class UpstreamCall {
     this.touch();
   }
 
-  /** The upstream's part is over (its answer read, or the call failed): stops the timer and the clock, once. */
+  /** The first event of a stream reached the client: from now on only silence ends the call, never its length. */
+  delivered(): void {
+    clearTimeout(this.#deadline);
+  }
+
+  /** The upstream's part is over (its answer read, or the call failed): stops the timers and the clock, once. */
   end(): void {
     if (this.#durationMs !== null) return;
     this.#durationMs = performance.now() - this.#startedAt;
     clearTimeout(this.#timer);
+    clearTimeout(this.#deadline);
     this.#trace?.end();
   }
 
@@ -192,7 +211,9 @@ export class UpstreamCall {
     this.#trace?.failed(this.#timedOut ? 'timeout' : errorType(thrown));
     if (thrown instanceof GatewayError) return thrown;
     const err = this.#timedOut ? errors.upstreamTimeout() : errors.upstreamError();
-    err.cause = this.#timedOut ? `provider '${this.#provider}' was silent for ${this.#timeoutMs} ms` : thrown;
+    if (!this.#timedOut) err.cause = thrown;
+    else if (this.#overran) err.cause = `provider '${this.#provider}' did not complete its answer within ${this.#answerMs} ms`;
+    else err.cause = `provider '${this.#provider}' was silent for ${this.#timeoutMs} ms`;
     return err;
   }
 

@@ -449,6 +449,78 @@ test('a JSON answer that breaks before its end (reset, not JSON, silent after it
   t.is(east.received.length, 3);
 });
 
+/**
+ * A 200 that sends `first`, then `drop` every 200 ms, for 10 s at most, and then `last`: an upstream
+ * that is never silent long, and may never finish. Its timers end with its connection.
+ */
+const drips = (contentType: string, first: string, drop: string, last: string, everyMs = 200, forMs = 10_000): UpstreamAnswer => (res) => {
+  res.writeHead(200, { 'content-type': contentType });
+  res.write(first);
+  const dripping = setInterval(() => res.write(drop), everyMs);
+  const ending = setTimeout(() => res.end(last), forMs);
+  res.once('close', () => {
+    clearInterval(dripping);
+    clearTimeout(ending);
+  });
+};
+
+test('an answer that drips a byte every 200 ms is given up on when it is not whole within the bound, JSON or stream, and the other deployment answers', async (t) => {
+  const json = await twoDeployments(t, {}, { timeoutMs: 1_500 });
+  json.east.answer(CHAT, drips('application/json', '{"id":"chatcmpl-1"', ' ', ',"object":"chat.completion","created":1,"model":"up","choices":[]}'));
+  json.west.answer(CHAT, reply(200, completion('from west')));
+  const streamed = await twoDeployments(t, {}, { timeoutMs: 1_500 });
+  // Lines of a comment that never end the event: nothing for the client, ever.
+  streamed.east.answer(CHAT, drips('text/event-stream', ': waiting\n', ': still waiting\n', `\n${chunk('from east')}data: [DONE]\n\n`));
+  streamed.west.answer(CHAT, (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(`${chunk('from west')}data: [DONE]\n\n`);
+  });
+  const [whole, stream] = await Promise.all([json.chat(), streamed.chat({ ...ask, stream: true })]);
+  t.deepEqual([whole.status, whole.headers.get('x-kmg-attempts'), whole.headers.get('x-kmg-deployment')], [200, '2', 'west']);
+  t.like(await whole.json(), { choices: [{ message: { content: 'from west' } }] });
+  t.deepEqual([stream.status, stream.headers.get('x-kmg-attempts'), stream.headers.get('x-kmg-deployment')], [200, '2', 'west']);
+  t.regex(await stream.text(), /from west/);
+});
+
+test('with a budget, an answer dripping past it is a 504; one dripping within it is not cut by the silence limit, translated or not', async (t) => {
+  const upstream = await scriptedUpstream();
+  const app = await modelsApp({
+    catalog: [
+      { id: 'smart', provider: 'openai' },
+      { id: 'claude-x', provider: 'anthropic' },
+    ],
+    providers: [openAIProvider({ id: 'openai', baseURL: `${upstream.url}/v1` }), anthropicProvider({ id: 'anthropic', baseURL: upstream.url })],
+    timeoutMs: 1_000,
+    routing: { budgetMs: 3_000, sleep: async () => undefined },
+  });
+  t.teardown(() => Promise.all([app.close(), upstream.close()]));
+  const key = await app.keyFor();
+  const chat = (body: unknown) => app.post(CHAT, body, { authorization: `Bearer ${key}` });
+  // Whitespace every 100 ms for 1.5 s, longer than the silence limit, then the answer: a Chat client on a Messages model.
+  upstream.answer('/v1/messages', drips('application/json', '', ' ', JSON.stringify(anthropicMessage('dripped')), 100, 1_500));
+  // The same for 10 s: past the budget, whatever the silence.
+  upstream.answer(CHAT, drips('application/json', '', ' ', JSON.stringify(completion('too late'))));
+  const started = Date.now();
+  const [translated, late] = await Promise.all([chat({ ...ask, model: 'claude-x' }), chat(ask)]);
+  t.is(translated.status, 200);
+  t.like(await translated.json(), { model: 'claude-x', choices: [{ message: { content: 'dripped' } }] });
+  t.is(late.status, 504);
+  t.like(await late.json(), { error: { code: 'upstream_timeout' } });
+  t.true(Date.now() - started < 9_000, `answered after ${Date.now() - started} ms`);
+});
+
+test('once its first event reached the client, a stream that keeps sending events is not cut by the bound on its start', async (t) => {
+  const { east, chat } = await twoDeployments(t, {}, { timeoutMs: 1_000 });
+  // An event every 200 ms for 2 s: twice the bound, never silent for long.
+  east.answer(CHAT, drips('text/event-stream', chunk('first'), chunk('more'), 'data: [DONE]\n\n', 200, 2_000));
+  const answer = await chat({ ...ask, stream: true });
+  t.is(answer.status, 200);
+  const text = await answer.text();
+  t.regex(text, /first/);
+  t.regex(text, /\[DONE\]/);
+  t.notRegex(text, /"error"/);
+});
+
 test('an answer over maxUpstreamBytes is refused with a 502 naming the limit: a JSON answer, translated or not, or an event of a stream', async (t) => {
   const { east, west, chat } = await twoDeployments(t, { maxAttempts: 2 }, { maxUpstreamBytes: 10_000 });
   const large = completion('x'.repeat(20_000));
