@@ -544,9 +544,13 @@ test('an answer over maxUpstreamBytes is refused with a 502 naming the limit: a 
   const translated = await modelsApp({ catalog: [{ id: 'claude-x', provider: 'anthropic' }], providers: [anthropicProvider({ id: 'anthropic', baseURL: upstream.url })], maxUpstreamBytes: 10_000 });
   t.teardown(() => Promise.all([translated.close(), upstream.close()]));
   upstream.answer('/v1/messages', reply(200, anthropicMessage('x'.repeat(20_000))));
-  const refused = await translated.post(CHAT, { ...ask, model: 'claude-x' }, { authorization: `Bearer ${await translated.keyFor()}` });
-  t.is(refused.status, 502);
-  t.like(await refused.json(), { error: { message: "Upstream provider error: its answer is over the gateway's limit of 10000 bytes" } });
+  upstream.answer('/v1/messages', (res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`event: message_start\ndata: {"type":"message_start","padding":"${'x'.repeat(20_000)}"}\n\n`));
+  const key = await translated.keyFor();
+  for (const stream of [false, true]) {
+    const refused = await translated.post(CHAT, { ...ask, model: 'claude-x', stream }, { authorization: `Bearer ${key}` });
+    t.is(refused.status, 502, `stream: ${stream}`);
+    t.like(await refused.json(), { error: { message: "Upstream provider error: its answer is over the gateway's limit of 10000 bytes" } });
+  }
 });
 
 test("a 429's retry-after cools a deployment down for 5 minutes at most, however long it asks", async (t) => {
