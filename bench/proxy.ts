@@ -15,6 +15,8 @@
  * is on one side of it. Before the rounds, the peak RSS of each gateway holding 1,000 streams open.
  * BENCH_BASELINE=<another checkout> adds its reference-server cases, marked "(baseline)", each run
  * right beside the same case of this checkout, first in odd rounds and second in even ones.
+ * First of all, in this process: what splitting one 20 MB upstream event costs (the EventSplitter
+ * of this checkout, and of BENCH_BASELINE's beside it, round by round).
  * Run: node --import tsx bench/proxy.ts
  */
 import { setMaxListeners } from 'node:events';
@@ -22,6 +24,7 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { Client, Pool } from 'undici';
+import { EventSplitter } from '../lib/http/server-sent-events.js';
 import * as thisCheckout from './lib/gateway.js';
 import type { Deployment } from './lib/gateway.js';
 import { DURATION, load, percentiles, WARMUP, type LoadResult } from './lib/load.js';
@@ -42,6 +45,9 @@ const HELD_STREAMS = Number(process.env.BENCH_PROXY_HELD ?? 1000);
 const HOLD_TIMEOUT_MS = 120_000;
 const ACCOUNT = 'acct_proxy_bench';
 const MOCK_KEY = 'sk-mock-provider-key';
+/** One upstream event this large, cut as a socket delivers it, for the splitter's figure. */
+const LARGE_EVENT_BYTES = 20_000_000;
+const SOCKET_CHUNK_BYTES = 65_536;
 // Generous limits: every call is counted and checked, none refused.
 const RPM = 1_000_000_000;
 const TPM = 1_000_000_000_000;
@@ -627,8 +633,47 @@ function inRound(cases: Case[], round: number): Case[] {
   return ordered;
 }
 
+/**
+ * The event splitter of this checkout (and of BENCH_BASELINE's), on one event of 20 MB in 64 KiB
+ * chunks, round by round: wall and CPU milliseconds to the event, in this process.
+ */
+export async function largeEvent(): Promise<string[]> {
+  const splitters: Array<[string, new () => { push(chunk: Buffer): string[] }]> = [['this checkout', EventSplitter]];
+  const baselineDir = process.env.BENCH_BASELINE;
+  if (baselineDir) {
+    const module = (await import(pathToFileURL(join(baselineDir, 'lib', 'http', 'server-sent-events.ts')).href)) as { EventSplitter: new () => EventSplitter };
+    splitters.push(['baseline', module.EventSplitter]);
+  }
+  const event = Buffer.from(`data: {"text":"${'a'.repeat(LARGE_EVENT_BYTES)}"}\n\n`);
+  const figures = new Map<string, Array<{ wall: number; cpu: number }>>(splitters.map(([name]) => [name, []]));
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const [name, Splitter] of round % 2 === 1 ? splitters : [...splitters].reverse()) {
+      process.stderr.write(`proxy: round ${round}/${ROUNDS}: one ${num(LARGE_EVENT_BYTES)}-byte event: ${name}\n`);
+      const splitter = new Splitter();
+      const cpuBefore = process.cpuUsage();
+      const started = performance.now();
+      let events = 0;
+      for (let start = 0; start < event.length; start += SOCKET_CHUNK_BYTES) events += splitter.push(event.subarray(start, start + SOCKET_CHUNK_BYTES)).length;
+      const wall = performance.now() - started;
+      const cpu = process.cpuUsage(cpuBefore);
+      if (events !== 1) throw new Error(`bench: the ${name} splitter found ${events} events in one`);
+      figures.get(name)?.push({ wall, cpu: (cpu.user + cpu.system) / 1000 });
+    }
+  }
+  return [
+    `### One upstream event of ${num(LARGE_EVENT_BYTES / 1_000_000)} MB, in ${num(SOCKET_CHUNK_BYTES / 1024)} KiB chunks, through the event splitter (this process, ${ROUNDS} rounds)`,
+    '',
+    table(splitters, [
+      { heading: 'splitter', cell: ([name]) => name },
+      { heading: 'ms to the event', cell: ([name]) => spread((figures.get(name) ?? []).map((run) => run.wall), (value) => num(value)), align: 'right' },
+      { heading: 'CPU ms', cell: ([name]) => spread((figures.get(name) ?? []).map((run) => run.cpu), (value) => num(value)), align: 'right' },
+    ]),
+  ];
+}
+
 export async function proxy(): Promise<string> {
   const baseline = await baselineGateways();
+  const splitting = await largeEvent();
   becomeLoadGenerator();
   const routes = chosen('BENCH_PROXY_ROUTES', ROUTES.map((r) => r.name), DEFAULT_ROUTES).map((name) => ROUTES.find((r) => r.name === name) as Route);
   const services: Service[] = [];
@@ -686,6 +731,8 @@ export async function proxy(): Promise<string> {
       ...notes.map((note) => `- ${note}`),
       '',
       ...report(rows, held, first),
+      '',
+      ...splitting,
     ].join('\n');
   } finally {
     await Promise.all(services.map((service) => service.stop()));

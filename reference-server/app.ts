@@ -48,6 +48,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     modelLimiter: traced(deployment.modelLimiter, 'ModelLimiter'),
     modelLimits: deployment.config.gateway.modelLimits,
     ...(deployment.config.gateway.upstreamTimeoutMs !== undefined && { timeoutMs: deployment.config.gateway.upstreamTimeoutMs }),
+    ...(deployment.config.gateway.upstreamMaxBytes !== undefined && { maxUpstreamBytes: deployment.config.gateway.upstreamMaxBytes }),
     budgets: deployment.budgets,
     routing: { ...routing, cooldown: { ...routing.cooldown, store: traced(deployment.cooldowns, 'CooldownStore') } },
     usageRecorder: deployment.usageRecorder,

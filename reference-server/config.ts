@@ -94,6 +94,11 @@ const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
    * `routing` says. Default 300,000.
    */
   upstreamTimeoutMs: timerMs.optional(),
+  /**
+   * The largest JSON answer, and the largest event of a streamed answer, read from a provider, in
+   * bytes (the model handlers' `maxUpstreamBytes`): one over it is a 502 naming the limit. Default 33,554,432 (32 MiB).
+   */
+  upstreamMaxBytes: positiveInteger.optional(),
   sweep: settingsObject({
     /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
     intervalSeconds: timerSeconds.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),

@@ -121,6 +121,8 @@ export const errors = {
   serviceUnavailable: () => server(503, 'service_unavailable', 'Service temporarily unavailable'),
   upstreamError: () => server(502, 'upstream_error', 'Upstream provider error'),
   upstreamTimeout: () => server(504, 'upstream_timeout', 'Upstream provider timed out'),
+  /** An upstream's JSON answer, or one event of its stream, over the gateway's limit (`maxUpstreamBytes`): named, as the client cannot see it. */
+  upstreamAnswerTooLarge: (limit: number) => server(502, 'upstream_error', `Upstream provider error: its answer is over the gateway's limit of ${limit} bytes`),
   /** The upstream has no such path (its 404 without an API error): not worth a retry. */
   upstreamPathNotFound: (provider: string, path: string) =>
     invalid(

@@ -33,5 +33,5 @@ export { upstreamStreamFailure, type AnswerFormat, type StreamedAnswer } from '.
 export type { TokenUsage } from '../usage/token-usage.js';
 export type { FileReferences } from './attachments.js';
 export { DEFAULT_RETRY_STATUSES, type RoutingOptions } from './routing/routing-options.js';
-export type { CooldownPolicy, CooldownStore } from './routing/cooldown-store.js';
+export { cooldownLength, type CooldownPolicy, type CooldownStore } from './routing/cooldown-store.js';
 export { AttemptFailedError } from './routing/attempt-failed.js';

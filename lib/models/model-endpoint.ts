@@ -26,7 +26,7 @@ import { modelRoutes, type Leg } from './routing/deployments.js';
 import { classify, learn, type Failure } from './routing/failures.js';
 import { nextLeg, plan, type Planner } from './routing/plan.js';
 import { backoffMs, routingOptions, type RoutingOptions } from './routing/routing-options.js';
-import { UpstreamCall } from './upstream-call.js';
+import { DEFAULT_MAX_UPSTREAM_BYTES, UpstreamCall } from './upstream-call.js';
 
 /** Options of `chatCompletions()`, `responses()`, `messages()` and `countTokens()`. */
 export interface ModelEndpointOptions {
@@ -44,6 +44,12 @@ export interface ModelEndpointOptions {
   timeoutMs?: number;
   /** Largest request body, in bytes. Default 10 MiB (10,485,760). */
   bodyLimit?: number;
+  /**
+   * Largest JSON answer, and largest event of a streamed answer, read from an upstream, in bytes:
+   * one over it is a 502 naming the limit (retried as a failed attempt), read no further. Default
+   * 32 MiB (33,554,432).
+   */
+  maxUpstreamBytes?: number;
   /** Largest total of the files attached to one request, in bytes. Default 32 MiB (33,554,432), both providers' request limit. */
   maxAttachedBytes?: number;
   /** The clock for file expiry, the default model limiter's and spend ledger's windows (and, in `modelsRouter()`, the time of usage records), in milliseconds since the Unix epoch. Default: `Date.now`. */
@@ -79,6 +85,7 @@ export interface ModelEndpointOptions {
 const endpointLimits = z.object({
   timeoutMs: timerMs.default(300_000),
   bodyLimit: positiveInteger.default(10 * 1024 * 1024),
+  maxUpstreamBytes: positiveInteger.default(DEFAULT_MAX_UPSTREAM_BYTES),
   maxAttachedBytes: positiveInteger.default(32 * 1024 * 1024),
   modelLimits: modelLimitsSchema.default({}),
   modelLimiter: z
@@ -98,7 +105,7 @@ const endpointLimits = z.object({
 export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOptions): (ctx: Context) => Promise<void> {
   const where = `${format.endpoint}()`;
   const { catalog, providers } = endpointCatalogOptions(options, where);
-  const { timeoutMs, bodyLimit, maxAttachedBytes, modelLimits, modelLimiter } = parseOptions(endpointLimits, options, where);
+  const { timeoutMs, bodyLimit, maxUpstreamBytes, maxAttachedBytes, modelLimits, modelLimiter } = parseOptions(endpointLimits, options, where);
   if ((options.files === undefined) !== (options.blobs === undefined)) {
     throw new TypeError(`koa-model-gateway: ${where}: files and blobs go together: give both or neither`);
   }
@@ -194,9 +201,10 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     /**
      * One attempt on one deployment: undefined when it answered (or the client left), else its
      * error and whether another attempt may follow. Its figures land on `state`: the last
-     * attempt's are the call's.
+     * attempt's are the call's. The upstream may stay silent `silenceMs`, and must have given its
+     * whole JSON answer, or a stream's first event, within `answerMs`.
      */
-    const attempt = async (leg: Leg, number: number, silenceMs: number): Promise<Failure | undefined> => {
+    const attempt = async (leg: Leg, number: number, silenceMs: number, answerMs: number): Promise<Failure | undefined> => {
       const { translation: translated, send } = leg;
       state.provider = leg.provider.id;
       state.upstreamModel = leg.upstreamModel;
@@ -207,7 +215,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       const inlined = { ...withFiles, model: leg.upstreamModel };
       const upstreamBody = stream && format.answer.streamRequest ? format.answer.streamRequest(inlined) : inlined;
       const trace = ctx.state.tracing?.attempt({ endpoint: format.endpoint, provider: leg.provider, model: requested, body: upstreamBody, stream });
-      const call = new UpstreamCall(leg.provider.id, silenceMs, trace);
+      const call = new UpstreamCall(leg.provider.id, silenceMs, trace, { maxBytes: maxUpstreamBytes, answerMs });
       let usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
       // What a translated stream told in the provider's format, which the client's may tell only at its end.
       let translatedUsage: TokenUsage | undefined;
@@ -266,10 +274,12 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
           if (routing.budgetMs !== undefined && nowMs() - startedAt + wait >= routing.budgetMs) break;
           await routing.sleep(wait);
         }
-        const left = routing.budgetMs === undefined ? timeoutMs : Math.min(timeoutMs, routing.budgetMs - (nowMs() - startedAt));
-        if (left <= 0) break;
+        // What is left of the budget bounds the whole answer, however many bytes trickle in; without one, timeoutMs does.
+        const answerMs = routing.budgetMs === undefined ? timeoutMs : routing.budgetMs - (nowMs() - startedAt);
+        const silenceMs = Math.min(timeoutMs, answerMs);
+        if (silenceMs <= 0) break;
         number++;
-        failure = await attempt(leg, number, left);
+        failure = await attempt(leg, number, silenceMs, answerMs);
         if (failure === undefined) return;
         previous = leg;
         if (!failure.retryable) break;

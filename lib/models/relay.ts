@@ -128,12 +128,13 @@ function leftUsage(reader: StreamedAnswer, { format, request }: Forwarding): Tok
 async function relayEvents(ctx: Context, forwarding: Forwarding, body: Readable): Promise<void> {
   const { format, call } = forwarding;
   const reader = format.answer.stream(forwarding.request, forwarding.model);
-  const splitter = new EventSplitter();
+  const splitter = new EventSplitter({ maxEventBytes: call.maxBytes });
   const { res } = ctx;
   // The status and headers go with the first event: a stream that fails before it can still be retried.
   const start = () => {
     if (forwarding.delivered) return;
     forwarding.delivered = true;
+    call.delivered();
     ctx.status = 200;
     ctx.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
     ctx.respond = false;

@@ -1,5 +1,4 @@
 import { pipeline, Readable, Transform } from 'node:stream';
-import { text } from 'node:stream/consumers';
 import { errors } from '../../errors/gateway-error.js';
 import type { TokenUsage } from '../../usage/token-usage.js';
 import { eventObject } from '../answer.js';
@@ -7,7 +6,7 @@ import { isObject, type JsonObject } from '../content.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from '../provider.js';
 import { countPdfPages } from '../providers/echo/received.js';
 import { EventSplitter, eventFields } from '../../http/server-sent-events.js';
-import { answerHeader, discard, providerAnswer, UPSTREAM_CALL, type CallRequest } from '../upstream-call.js';
+import { answerHeader, DEFAULT_MAX_UPSTREAM_BYTES, discard, providerAnswer, readWhole, UPSTREAM_CALL, type CallRequest, type UpstreamCall } from '../upstream-call.js';
 import { chatCompletionsFormat } from './chat-completions/index.js';
 import { messagesFormat } from './messages/index.js';
 import type { Part, Request, StreamPart, Usage } from './neutral.js';
@@ -74,13 +73,15 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
       },
       async send(request) {
         const neutral = read(request.body);
+        const call = (request as Partial<CallRequest>)[UPSTREAM_CALL];
+        const maxBytes = call?.maxBytes ?? DEFAULT_MAX_UPSTREAM_BYTES;
         const answer = providerAnswer(await method.call(provider, withBody(request, to.writeRequest(neutral))));
         const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
         // A refusal or a failure is answered as a native call's is (decisions.md: 5xx is 502).
         if (answer.statusCode < 200 || answer.statusCode > 299) return { ...answer, usage };
-        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: translatedJson(answer.body, from, to, neutral, usage), usage };
+        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: translatedJson(answer.body, from, to, neutral, usage, { maxBytes, call }), usage };
         if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return { ...answer, usage };
-        return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage)), usage };
+        return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage, maxBytes)), usage };
       },
     };
   }
@@ -116,12 +117,20 @@ function withBody(request: ProviderRequest, body: JsonObject): ProviderRequest {
 }
 
 /**
- * A JSON answer in the client's format: `body` read whole, translated once, and given as one
- * chunk. What is not a JSON object passes as it is, to be refused as malformed. Destroying the
- * result destroys `body`; a failure of `body` fails the result. Not a Transform in a pipeline: that
- * makes an AbortController and, at its end, an AbortError with its stack, on every call.
+ * A JSON answer in the client's format: `body` read whole (at most `maxBytes`, each chunk a sign
+ * of life for `call`: the result's one chunk comes only at the end), translated once, and given
+ * as one chunk. What is not a JSON object passes as it is, to be refused as malformed. Destroying
+ * the result destroys `body`; a failure of `body` fails the result. Not a Transform in a pipeline:
+ * that makes an AbortController and, at its end, an AbortError with its stack, on every call.
  */
-function translatedJson(body: Readable, from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage): Readable {
+function translatedJson(
+  body: Readable,
+  from: WireFormat,
+  to: NonNullable<WireFormat['provider']>,
+  request: Request,
+  usage: TokenUsage,
+  { maxBytes, call }: { maxBytes: number; call: UpstreamCall | undefined },
+): Readable {
   const result = new Readable({
     read() {},
     destroy(err, callback) {
@@ -141,8 +150,8 @@ function translatedJson(body: Readable, from: WireFormat, to: NonNullable<WireFo
     Object.assign(usage, tokenUsage(answer.usage));
     return JSON.stringify(from.client.writeAnswer(answer, request));
   };
-  // text() fails as the body does, and when it is destroyed before its end.
-  text(body).then(
+  // readWhole() fails as the body does, and when it is destroyed before its end.
+  readWhole(body, maxBytes, call).then(
     (whole) => {
       try {
         result.push(translate(whole));
@@ -160,8 +169,8 @@ function translatedJson(body: Readable, from: WireFormat, to: NonNullable<WireFo
  * An event stream, event by event, in the client's format: the provider's reader and the client's
  * writer, one per stream; `usage` is kept up to date with what the provider's events tell.
  */
-function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage): Transform {
-  const splitter = new EventSplitter();
+function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage, maxEventBytes: number): Transform {
+  const splitter = new EventSplitter({ maxEventBytes });
   const reader = to.streamReader();
   const writer = from.client.streamWriter(request);
   let finished = false;

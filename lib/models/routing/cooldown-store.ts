@@ -1,8 +1,17 @@
-/** How failures put a deployment in cooldown: `failures` within `windowMs` make it cool down for `cooldownMs`. */
+/**
+ * How failures put a deployment in cooldown: `failures` within `windowMs` make it cool down for
+ * `cooldownMs`, or for what a 429's retry-after asks when longer, up to `maxCooldownMs`.
+ */
 export interface CooldownPolicy {
   failures: number;
   windowMs: number;
   cooldownMs: number;
+  maxCooldownMs: number;
+}
+
+/** How long a cooldown begun now lasts: `cooldownMs`, or `retryAfterMs` when longer, which `maxCooldownMs` caps. */
+export function cooldownLength(policy: CooldownPolicy, retryAfterMs: number): number {
+  return Math.max(policy.cooldownMs, Math.min(retryAfterMs, policy.maxCooldownMs));
 }
 
 /**
@@ -15,8 +24,9 @@ export interface CooldownPolicy {
 export interface CooldownStore {
   /**
    * Counts a failure of `deployment` at `nowMs`. When it is the policy's `failures`-th within its
-   * window, the deployment cools down until `nowMs + max(cooldownMs, retryAfterMs)`, and the answer
-   * is that time; otherwise (or when it was cooling down already) null.
+   * window, the deployment cools down until `nowMs + cooldownLength(policy, retryAfterMs)` (the
+   * longer of `cooldownMs` and `retryAfterMs`, this one at most `maxCooldownMs`), and the answer is
+   * that time; otherwise (or when it was cooling down already) null.
    */
   fail(deployment: string, policy: CooldownPolicy, nowMs: number, retryAfterMs?: number): Promise<number | null>;
   /** For each of `deployments`, the time its cooldown ends when it is cooling down at `nowMs`, else null. */
@@ -45,7 +55,7 @@ export class MemoryCooldownStore implements CooldownStore {
     health.failures.push(nowMs);
     if (health.failures.length < policy.failures) return Promise.resolve(null);
     health.failures = [];
-    health.until = nowMs + Math.max(policy.cooldownMs, retryAfterMs);
+    health.until = nowMs + cooldownLength(policy, retryAfterMs);
     return Promise.resolve(health.until);
   }
 
