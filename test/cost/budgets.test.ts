@@ -69,6 +69,51 @@ withRedis(test)('a Redis counter another process wrote first is kept: the spend 
   t.deepEqual((await seeded.spent([party])).spend, [{ day: 7n, month: 7n }]);
 });
 
+withRedis(test)('a Redis that loses its data while calls are under way still holds the budget: the charge that finds no counter starts it from the usage records', async (t) => {
+  const clock = testClock('2030-02-10T12:00:00.000Z');
+  const prefix = keyPrefix();
+  const redis = await client();
+  const records = new MemoryUsageStore();
+  const budgets = spendBudgets({ ledger: new RedisSpendLedger({ client: redis, keyPrefix: prefix, nowMs: clock.nowMs, spentBefore: spendFromUsage(records) }) });
+  const key = { id: newAccount(), account: newAccount() };
+  const budget = { costPerDay: 3 };
+  const callCost = 150_000_000_000; // 0.15 USD: 20 calls spend the budget
+  // A call as the gateway makes one: checked, then charged and recorded when it ends.
+  const end = async (parties: string[]) => {
+    await budgets.charge(parties, callCost);
+    await records.insert([usageRecord({ time: clock.ms, keyId: key.id, account: key.account, costPicoUsd: callCost })]);
+  };
+  for (let call = 0; call < 12; call++) await end((await budgets.check(key, budget)).parties);
+  const inFlight = await Promise.all(Array.from({ length: 3 }, async () => (await budgets.check(key, budget)).parties));
+  // Redis loses its data (this test's own keys only: the Redis is shared).
+  await redis.del(...(await redis.keys(`${prefix}:*`)));
+  for (const parties of inFlight) await end(parties);
+  let passed = 0;
+  for (let check = await budgets.check(key, budget); check.refusal === undefined; check = await budgets.check(key, budget)) {
+    passed += 1;
+    await end(check.parties);
+    if (passed > 20) break;
+  }
+  t.is(passed, 5, '15 calls spent 2.25 USD: 5 more reach the 3 USD budget');
+});
+
+withRedis(test)('a Redis counter another process started again while a charge read the usage records is kept, and added to', async (t) => {
+  const clock = testClock('2030-02-10T12:00:00.000Z');
+  const party = `key:${newAccount()}`;
+  const shared = { client: await client(), keyPrefix: keyPrefix(), nowMs: clock.nowMs };
+  const other = new RedisSpendLedger(shared);
+  // The records this ledger reads are older than what the other process has counted meanwhile.
+  const ledger = new RedisSpendLedger({
+    ...shared,
+    spentBefore: async () => {
+      await other.add([party], 500);
+      return { day: 100n, month: 100n };
+    },
+  });
+  await ledger.add([party], 7);
+  t.deepEqual((await ledger.spent([party])).spend, [{ day: 507n, month: 507n }]);
+});
+
 test('a memory ledger starts from what the usage records hold, this month and today, read once per party', async (t) => {
   const clock = testClock('2030-02-10T12:00:00.000Z');
   const records = new MemoryUsageStore();
