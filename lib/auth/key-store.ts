@@ -28,6 +28,11 @@ export interface ApiKeyRecord {
   replacedBy?: string;
   /** The id of the key this one replaced in a rotation. */
   replaces?: string;
+  /**
+   * The id of the first key of its rotations, on a replacement (absent on a key that replaced
+   * none): every key of one line of rotations spends against one budget, the original's.
+   */
+  originalId?: string;
   /** Unix seconds: when a request last came with the key, to the minute (`keyUseRecorder`); absent when never. */
   lastUsedAt?: number;
 }
@@ -82,7 +87,8 @@ export interface KeyStore {
   update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined>;
   /**
    * Replaces the key `id`, once: creates a key with `rotation.hash` and the old key's account,
-   * scopes, models, limits, expiry and name, linked to it (`replaces`, and the old key's `replacedBy`), and sets the old key's expiry to `graceEndsAt` (or keeps
+   * scopes, models, limits, expiry and name, linked to it (`replaces`, and the old key's `replacedBy`) and
+   * to the first key of its rotations (`originalId`: the old key's, or the old key's id), and sets the old key's expiry to `graceEndsAt` (or keeps
    * its own when sooner). Only an active key that was never rotated is: of rotations of one key
    * made at the same time, in any number of processes, exactly one succeeds.
    */

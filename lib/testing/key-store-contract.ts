@@ -228,12 +228,17 @@ export function keyRotationContract(test: StoreContractTest, name: string, makeS
       name: 'billing',
       hint: 'newH',
       replaces: old.id,
+      originalId: old.id,
     });
     t.false('replacedBy' in result.replacement);
+    t.false('originalId' in old, 'a key that replaced none is its own original');
     t.is(result.replacement.createdAt, Math.floor(NOW));
     t.not(result.replacement.id, old.id);
     t.deepEqual(await store.findByHash(input.hash), result.replacement);
     t.deepEqual((await store.list({ account: 'acme' })).map((key) => key.id), [old.id, result.replacement.id]);
+    // Its own replacement shares the same original: one line of rotations, one budget.
+    const second = await store.rotate(result.replacement.id, rotation(60));
+    t.like(second, { outcome: 'rotated', replacement: { replaces: result.replacement.id, originalId: old.id } });
   });
 
   test(`${name}: rotate keeps an expiry sooner than the grace, and the replacement keeps the original expiry`, async (t) => {

@@ -2,6 +2,8 @@ import test from 'ava';
 import { MemoryAccountBudgetStore, cachedAccountBudgets } from '../../lib/cost/account-budget-store.js';
 import { MemorySpendLedger, budgetPeriods, spendBudgets, spendFromUsage, type SpendLedger } from '../../lib/cost/budgets.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
+import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
+import { hashApiKey } from '../../lib/auth/keys.js';
 import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { KnexAccountBudgetStore } from '../../lib/stores/knex/account-budget-store.js';
@@ -140,6 +142,26 @@ test('a memory ledger starts from what the usage records hold, this month and to
   await ledger.add(['key:key_a'], 5);
   t.deepEqual((await ledger.spent(['key:key_a'])).spend, [{ day: 305n, month: 325n }]);
   t.is(reads, 2, 'once per party, concurrent reads sharing it');
+});
+
+test("a key's spend read from the usage records is that of its line of rotations: the key and every replacement", async (t) => {
+  const clock = testClock('2030-02-10T12:00:00.000Z');
+  const keys = new MemoryKeyStore();
+  const records = new MemoryUsageStore();
+  const original = await keys.create({ account: 'acme', hash: hashApiKey('kmg_sk_one'), scopes: [], models: null, expiresAt: null });
+  const rotation = (hash: string) => ({ hash: hashApiKey(hash), nowSeconds: clock.ms / 1000, graceEndsAt: clock.ms / 1000 + 60 });
+  const second = await keys.rotate(original.id, rotation('kmg_sk_two'));
+  if (second.outcome !== 'rotated') return t.fail(second.outcome);
+  const third = await keys.rotate(second.replacement.id, rotation('kmg_sk_three'));
+  if (third.outcome !== 'rotated') return t.fail(third.outcome);
+  t.is(third.replacement.originalId, original.id);
+  await records.insert(
+    [original.id, second.replacement.id, third.replacement.id, 'key_other'].map((keyId, index) => usageRecord({ time: clock.ms, keyId, account: 'acme', costPicoUsd: 10 ** index })),
+  );
+  t.deepEqual(await spendFromUsage(records, keys)(`key:${original.id}`, clock.ms), { day: 111n, month: 111n });
+  const budgets = spendBudgets({ ledger: new MemorySpendLedger({ nowMs: clock.nowMs, spentBefore: spendFromUsage(records, keys) }) });
+  const check = await budgets.check({ id: third.replacement.id, account: 'acme', originalId: original.id }, { costPerDay: 111e-12 });
+  t.like(check.refusal, { code: 'budget_exceeded' });
 });
 
 test('a memory ledger whose earlier spend cannot be read fails the read, and tries again at the next', async (t) => {

@@ -66,7 +66,10 @@ export class MemoryKeyStore implements KeyStore {
     if (keyStatus(old, rotation.nowSeconds) !== 'active') return { outcome: 'not_active' };
     const { account, scopes, models, expiresAt, limits, name } = old;
     const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
-    const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), id);
+    const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), {
+      replaces: id,
+      originalId: old.originalId ?? id,
+    });
     old.replacedBy = replacement.id;
     old.expiresAt = Math.floor(Math.min(expiresAt ?? Infinity, rotation.graceEndsAt));
     return { outcome: 'rotated', old: structuredClone(old), replacement };
@@ -80,7 +83,7 @@ export class MemoryKeyStore implements KeyStore {
     }
   }
 
-  #create(key: NewApiKey, createdAt: number, replaces?: string): ApiKeyRecord {
+  #create(key: NewApiKey, createdAt: number, links?: Pick<ApiKeyRecord, 'replaces' | 'originalId'>): ApiKeyRecord {
     if (this.#byHash.has(key.hash)) throw new Error('koa-model-gateway: a key with this hash exists');
     const { limits, ...rest } = structuredClone(key);
     const record: ApiKeyRecord = {
@@ -91,7 +94,7 @@ export class MemoryKeyStore implements KeyStore {
       id: `key_${randomAlphanumeric(24)}`,
       createdAt,
       revokedAt: null,
-      ...(replaces !== undefined && { replaces }),
+      ...links,
     };
     this.#byHash.set(key.hash, record);
     return structuredClone(record);
