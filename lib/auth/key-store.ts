@@ -71,6 +71,12 @@ export type KeyRotationResult =
   | { outcome: 'rotated'; old: ApiKeyRecord; replacement: ApiKeyRecord }
   | { outcome: 'not_found' | 'not_active' | 'replaced' };
 
+/**
+ * What came of a revocation: `revoked` by this call; `already_revoked` before it (its time kept,
+ * nothing changed); `not_found`: no key has the id.
+ */
+export type KeyRevocation = 'revoked' | 'already_revoked' | 'not_found';
+
 /** Where API keys live. Implementations: memory, Knex (PostgreSQL, SQLite). */
 export interface KeyStore {
   /** The key with this hash, revoked and expired ones included; `undefined` when there is none. */
@@ -81,8 +87,11 @@ export interface KeyStore {
   get(id: string): Promise<ApiKeyRecord | undefined>;
   /** Keys in creation order, optionally of one account. */
   list(filter?: { account?: string }): Promise<ApiKeyRecord[]>;
-  /** Marks the key revoked; false when no key has this id. Revoking twice keeps the first time. */
-  revoke(id: string): Promise<boolean>;
+  /**
+   * Marks the key revoked. Revoking twice keeps the first time and says `already_revoked`: of
+   * revocations made at once, in any number of processes, exactly one is `revoked`.
+   */
+  revoke(id: string): Promise<KeyRevocation>;
   /** Applies `update` and returns the key as it now is; `undefined` when no key has this id. */
   update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined>;
   /**

@@ -139,15 +139,19 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     for (const id of [a1.id, a2.id, b1.id]) t.true(all.includes(id));
   });
 
-  test(`${name}: revoke marks the key once and reports unknown ids`, async (t) => {
+  test(`${name}: revoke marks the key once, says when it was revoked before, and reports unknown ids`, async (t) => {
     const store = await makeStore();
     const created = await store.create(newKey('acme'));
-    t.true(await store.revoke(created.id));
+    t.is(await store.revoke(created.id), 'revoked');
     const revokedAt = (await store.findByHash(created.hash))?.revokedAt;
     t.is(typeof revokedAt, 'number');
-    t.true(await store.revoke(created.id));
+    t.is(await store.revoke(created.id), 'already_revoked');
     t.is((await store.findByHash(created.hash))?.revokedAt, revokedAt);
-    t.false(await store.revoke('key_doesnotexist'));
+    t.is(await store.revoke('key_doesnotexist'), 'not_found');
+    // Of revocations at once, exactly one revokes.
+    const raced = await store.create(newKey('acme'));
+    const outcomes = await Promise.all(Array.from({ length: 5 }, () => store.revoke(raced.id)));
+    t.deepEqual(outcomes.sort(), ['already_revoked', 'already_revoked', 'already_revoked', 'already_revoked', 'revoked']);
   });
 
   test(`${name}: two keys never share a hash`, async (t) => {

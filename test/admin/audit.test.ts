@@ -111,6 +111,8 @@ test.serial('each admin action records exactly one entry: who (token id and name
   const revoked = await added(() => admin('POST', `/keys/${replacementId}/revoke`), 200);
   t.is(revoked.length, 1);
   t.like(revoked[0], { action: 'key.revoked', key_id: replacementId, account: 'audited', actor: byToken });
+  // Revoking again changes nothing: the same 200, and no second entry.
+  t.deepEqual(await added(() => admin('POST', `/keys/${replacementId}/revoke`), 200), []);
 
   const limits = await added(() => admin('PUT', '/accounts/audited/limits', { costPerDay: 5, costPerMonth: null }), 200);
   t.is(limits.length, 1);

@@ -403,6 +403,8 @@ test("the CLI's changes are recorded in the audit log, by cli and the OS user, n
   const env = await dataDir();
   const key = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--scope', 'models:read', '--rpm', '5', '--json'], env)).out) as { id: string; key: string };
   t.is((await run(['keys', 'revoke', key.id], env)).code, 0);
+  // Revoking again succeeds and changes nothing: no second entry.
+  t.is((await run(['keys', 'revoke', key.id], env)).code, 0);
   const admin = JSON.parse((await run(['admin-tokens', 'create', '--name', 'ops', '--json'], env)).out) as { id: string; token: string };
   t.is((await run(['admin-tokens', 'revoke', admin.id], env)).code, 0);
   t.is((await run(['accounts', 'set-limits', 'acme', '--cost-per-day', '5'], env)).code, 0);

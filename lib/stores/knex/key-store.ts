@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
-import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import type { ApiKeyRecord, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import { assertKeyHint } from '../../auth/keys.js';
 import type { Scope } from '../../auth/scopes.js';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
@@ -156,12 +156,13 @@ export class KnexKeyStore implements KeyStore {
     return (await withinTimeout(this.#timeoutMs, async () => query)).map(toRecord);
   }
 
-  async revoke(id: string): Promise<boolean> {
+  async revoke(id: string): Promise<KeyRevocation> {
     const now = Math.floor(Date.now() / 1000);
     return withinTimeout(this.#timeoutMs, async () => {
+      // One conditional write: of revocations at once, exactly one changes the row.
       const changed = await this.#knex<KeyRow>(TABLE).where({ id }).update({ revoked_at: now }).whereNull('revoked_at');
-      if (changed > 0) return true;
-      return (await this.#knex<KeyRow>(TABLE).where({ id }).first('id')) !== undefined;
+      if (changed > 0) return 'revoked';
+      return (await this.#knex<KeyRow>(TABLE).where({ id }).first('id')) === undefined ? 'not_found' : 'already_revoked';
     });
   }
 

@@ -1,5 +1,5 @@
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
-import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import type { ApiKeyRecord, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import { assertKeyHint, keyStatus } from '../../auth/keys.js';
 import { randomAlphanumeric } from '../../random.js';
 import { hasModelLimits } from '../../quota/model-limits.js';
@@ -44,11 +44,12 @@ export class MemoryKeyStore implements KeyStore {
       .map((record) => structuredClone(record));
   }
 
-  async revoke(id: string): Promise<boolean> {
+  async revoke(id: string): Promise<KeyRevocation> {
     const record = this.#byId(id);
-    if (!record) return false;
-    record.revokedAt ??= Math.floor(Date.now() / 1000);
-    return true;
+    if (!record) return 'not_found';
+    if (record.revokedAt !== null) return 'already_revoked';
+    record.revokedAt = Math.floor(Date.now() / 1000);
+    return 'revoked';
   }
 
   async update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined> {
