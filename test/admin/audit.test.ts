@@ -153,6 +153,7 @@ test.serial('a refused or failed admin request records nothing; reads record not
     ['POST', `/keys/${created.id}/rotate`, { grace_seconds: 0 }, 409],
     ['POST', '/keys/key_doesnotexist/revoke', undefined, 404],
     ['PUT', '/accounts/audited-refusals/limits', { costPerDay: -1 }, 400],
+    ['PUT', '/accounts/audited-refusals/limits', { costPerDay: 1e-13 }, 400],
     ['GET', '/keys', undefined, 200],
     ['GET', `/keys/${created.id}`, undefined, 200],
   ];
