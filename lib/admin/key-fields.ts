@@ -4,7 +4,7 @@ import { canonicalKeyName, KEY_NAME_RULE } from '../auth/key-name.js';
 import { SCOPES, isScope, type Scope } from '../auth/scopes.js';
 import type { ModelLimits } from '../quota/model-limits.js';
 import { positiveInteger } from '../settings/schemas.js';
-import { BUDGET_RULE, budgetUsd } from '../cost/budget-usd.js';
+import { BUDGET_RULE, budgetUsd } from '../settings/budget-usd.js';
 import { adminErrors } from './admin-errors.js';
 
 /** 9999-12-31T23:59:59Z: later times do not survive a round trip through a date. */

@@ -1,6 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import { secondsUntil, utcDate } from '../quota/clock-windows.js';
-import type { KeyStore } from '../auth/key-store.js';
 import type { UsageStore } from '../usage/usage-store.js';
 import { picoOfUsd } from '../picodollars.js';
 
@@ -156,6 +155,11 @@ interface Counter extends PeriodSpend {
   monthId: string;
 }
 
+/** Where `spendFromUsage()` follows a key's rotations: a `KeyStore`. */
+export interface RotatedKeys {
+  get(id: string): Promise<{ replacedBy?: string } | undefined>;
+}
+
 /** The most keys of one line of rotations whose records `spendFromUsage()` reads: a bound on a loop that follows links. */
 const MAX_ROTATIONS = 1000;
 
@@ -165,7 +169,7 @@ const MAX_ROTATIONS = 1000;
  * replacements' too, following `replacedBy`: a key's party is the first key of its rotations), one summary per key.
  * @example new MemorySpendLedger({ spentBefore: spendFromUsage(new KnexUsageStore(knex), keyStore) })
  */
-export function spendFromUsage(store: Pick<UsageStore, 'summarize'>, keys?: Pick<KeyStore, 'get'>): SpentBefore {
+export function spendFromUsage(store: Pick<UsageStore, 'summarize'>, keys?: RotatedKeys): SpentBefore {
   if (typeof store?.summarize !== 'function') throw new TypeError('koa-model-gateway: spendFromUsage() needs a UsageStore');
   if (keys !== undefined && typeof keys.get !== 'function') throw new TypeError('koa-model-gateway: spendFromUsage() `keys` must be a KeyStore');
   return async (party, at) => {
@@ -187,7 +191,7 @@ export function spendFromUsage(store: Pick<UsageStore, 'summarize'>, keys?: Pick
 }
 
 /** The key `id` and its replacements, in order; the key alone without a store to follow them in. */
-async function rotationLine(id: string, keys: Pick<KeyStore, 'get'> | undefined): Promise<string[]> {
+async function rotationLine(id: string, keys: RotatedKeys | undefined): Promise<string[]> {
   const line = [id];
   let next = keys === undefined ? undefined : (await keys.get(id))?.replacedBy;
   while (next !== undefined && line.length < MAX_ROTATIONS && keys !== undefined) {

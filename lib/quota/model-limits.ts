@@ -1,4 +1,4 @@
-import { budgetUsd } from '../cost/budget-usd.js';
+import { budgetUsd } from '../settings/budget-usd.js';
 import { parseOptions, positiveInteger, settingsObject } from '../settings/schemas.js';
 import { clockWindows, secondsUntil, type ClockWindow } from './clock-windows.js';
 
