@@ -27,8 +27,8 @@ test('the UTC month ends at the first midnight of the next month, leap days and 
   t.like(periods('2030-12-31T23:00:00Z'), { month: { id: '2030-12', endsAt: Date.parse('2031-01-01T00:00:00Z') } });
 });
 
-spendLedgerContract(test, 'memory', async (nowMs) => new MemorySpendLedger({ nowMs }));
-spendLedgerContract(withRedis(test), 'redis', async (nowMs) => new RedisSpendLedger({ client: await client(), keyPrefix: keyPrefix(), nowMs }));
+spendLedgerContract(test, 'memory', async (nowMs, spentBefore) => new MemorySpendLedger({ nowMs, ...(spentBefore && { spentBefore }) }));
+spendLedgerContract(withRedis(test), 'redis', async (nowMs, spentBefore) => new RedisSpendLedger({ client: await client(), keyPrefix: keyPrefix(), nowMs, spentBefore }));
 
 withRedis(test)('two processes sharing Redis see each other\'s spend', async (t) => {
   const clock = testClock('2030-01-15T12:00:00.000Z');
