@@ -10,7 +10,7 @@ import { toGatewayError } from './to-gateway-error.js';
  * retry a 429 after its `retry-after`, however long (a spent budget's runs to midnight): past this
  * one, `x-should-retry: false` makes them raise at once.
  */
-export const LONGEST_RETRY_WAIT_SECONDS = 60;
+const LONGEST_RETRY_WAIT_SECONDS = 60;
 
 interface ErrorShape {
   /** The response header that carries the request id. */
