@@ -109,7 +109,7 @@ export class RedisSpendLedger implements SpendLedger {
     const spentBefore = this.#spentBefore;
     // With the spend before known, a counter missing here (Redis lost its data while the call was
     // under way) starts from the usage records, not from this one call: else the next check finds it
-    // and never reads them.
+    // and never reads them. Should the records hold this call already, it counts twice: over, never under.
     const onlyCounted = spentBefore === undefined ? [] : ['counted'];
     const added = await answerWithin(Promise.all(parties.map((party) => this.#add(...this.#keys(party, periods), picoUsd, ...expiries, ...onlyCounted))), this.#timeoutMs);
     if (spentBefore === undefined) return;
