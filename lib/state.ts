@@ -36,6 +36,8 @@ export interface VerifiedKey {
   models: readonly string[] | null;
   /** The key's own limits on model calls; absent when it has none (the deployment's defaults apply). */
   limits?: Readonly<ModelLimits>;
+  /** On a replacement, the first key of its rotations: its budgets count the spend of them all. */
+  originalId?: string;
 }
 
 /** What `adminAuth()` puts on `ctx.state.admin`. */

@@ -195,11 +195,12 @@ async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<M
 }
 
 /** Where spend is counted against the budgets: Redis when there is one, else this process's memory. */
-async function spendLedger(redis: Redis | null, nowMs: () => number, store: UsageStore, recorder: UsageRecorder): Promise<SpendLedger> {
+async function spendLedger(redis: Redis | null, nowMs: () => number, store: UsageStore, recorder: UsageRecorder, keys: KeyStore): Promise<SpendLedger> {
   // What the usage records hold counts from the first call: a restart, a Redis that lost its
   // data or a budget set on a key that had spent already forgets nothing written. This process's
   // records still queued are written first, so that a budget set just after its calls counts them.
-  const fromUsage = spendFromUsage(store);
+  // A key's spend is that of its line of rotations: the records of every key of it.
+  const fromUsage = spendFromUsage(store, keys);
   const spentBefore = async (party: string, at: number) => {
     await recorder.flush();
     return fromUsage(party, at);
@@ -357,7 +358,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     modelLimiter: await modelLimiter(redis, nowMs),
     cooldowns: await cooldownStore(redis),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
-    budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore, usage), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
+    budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore, usage, stores.keys), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
     usageRecorder: usage,
     keyUses,
     metrics: await openMetrics(config),

@@ -179,9 +179,12 @@ export function KeysPage() {
                     <td class="row-actions">
                       {key.status === 'active' && (
                         <>
-                          <button type="button" class="secondary" onClick={() => setRotating(key)} aria-label={`Rotate ${key.id}`}>
-                            Rotate
-                          </button>
+                          {/* The API rotates a key once: a replaced key (in its grace) is refused, its replacement revoked or not. */}
+                          {key.replaced_by === null && (
+                            <button type="button" class="secondary" onClick={() => setRotating(key)} aria-label={`Rotate ${key.id}`}>
+                              Rotate
+                            </button>
+                          )}
                           <button type="button" class="danger" onClick={() => setRevoking(key)} aria-label={`Revoke ${key.id}`}>
                             Revoke
                           </button>

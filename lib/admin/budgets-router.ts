@@ -8,7 +8,7 @@ import { readJsonBody } from '../http/json-body.js';
 import { usageReport } from '../usage/usage-report.js';
 import type { UsageStore } from '../usage/usage-store.js';
 import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
-import { accountName, budgetUsd, parseFields } from './key-fields.js';
+import { accountName, budgetUsdOrNull, parseFields } from './key-fields.js';
 
 /** A change of an account's budgets, for the log of every change. */
 export interface BudgetChange {
@@ -32,7 +32,7 @@ export interface BudgetsRouterOptions {
   nowMs?: () => number;
 }
 
-const budgetChanges = z.strictObject({ costPerDay: budgetUsd.nullable().optional(), costPerMonth: budgetUsd.nullable().optional() });
+const budgetChanges = z.strictObject({ costPerDay: budgetUsdOrNull.optional(), costPerMonth: budgetUsdOrNull.optional() });
 
 const priceObject = (price: ModelPrice | undefined) =>
   price === undefined

@@ -4,6 +4,7 @@ import { canonicalKeyName, KEY_NAME_RULE } from '../auth/key-name.js';
 import { SCOPES, isScope, type Scope } from '../auth/scopes.js';
 import type { ModelLimits } from '../quota/model-limits.js';
 import { positiveInteger } from '../settings/schemas.js';
+import { BUDGET_RULE, budgetUsd } from '../settings/budget-usd.js';
 import { adminErrors } from './admin-errors.js';
 
 /** 9999-12-31T23:59:59Z: later times do not survive a round trip through a date. */
@@ -15,7 +16,6 @@ const SCOPE_LIST = `must be a non-empty array of scopes (${SCOPES.join(', ')})`;
 const MODEL_LIST = 'must be an array of model ids, or null for every model';
 const EXPIRY = 'must be a Unix time in seconds, in the future, or null for no expiry';
 const LIMITS = 'must be an object of requests_per_minute, tokens_per_minute, tokens_per_day, cost_per_day and cost_per_month, or null';
-const BUDGET = 'must be a positive number of USD, or null';
 const GRACE = `must be an integer number of seconds from 0 to ${MAX_GRACE_SECONDS}`;
 
 const unique = <T>(values: T[]) => [...new Set(values)];
@@ -32,8 +32,8 @@ function toKeyLimits(input: Record<string, number | null | undefined> | null): M
   return Object.keys(limits).length === 0 ? null : limits;
 }
 
-/** A budget in USD, as `modelLimitsSchema` takes it: positive, at most 1e15. */
-export const budgetUsd = z.number({ error: BUDGET }).positive({ error: BUDGET }).max(1e15, { error: BUDGET });
+/** A budget in USD, as `modelLimitsSchema` and the CLI take it (`budgetUsd()`), or null. */
+export const budgetUsdOrNull = budgetUsd(`${BUDGET_RULE}, or null`).nullable();
 
 /**
  * An account name, as `canonicalAccountName` makes it (trimmed, NFC) or refuses it: the same rule
@@ -87,7 +87,7 @@ export function keyFieldSchemas(catalog: ReadonlySet<string>, nowSeconds: () => 
     .refine((value) => value === null || (value > nowSeconds() && value <= LATEST_SECONDS), { error: EXPIRY });
   // null: the deployment's default.
   const limit = positiveInteger.nullable().optional();
-  const budget = budgetUsd.nullable().optional();
+  const budget = budgetUsdOrNull.optional();
   const limits = z
     .strictObject(
       { requests_per_minute: limit, tokens_per_minute: limit, tokens_per_day: limit, cost_per_day: budget, cost_per_month: budget },

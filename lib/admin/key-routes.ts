@@ -95,9 +95,11 @@ export function updateKey(api: AdminApi): RouterMiddleware {
 export function revokeKey(api: AdminApi): RouterMiddleware {
   return async function revokeKey(ctx) {
     const id = ctx.params.id as string;
-    if (!(await api.keys.revoke(id))) throw adminErrors.keyNotFound();
+    const revocation = await api.keys.revoke(id);
+    if (revocation === 'not_found') throw adminErrors.keyNotFound();
     const record = await existingKey(api, id);
-    api.report(ctx, { action: 'key.revoked', keyId: record.id, account: record.account });
+    // Revoking again changes nothing: the same answer (a retry is safe), and no second audit entry.
+    if (revocation === 'revoked') api.report(ctx, { action: 'key.revoked', keyId: record.id, account: record.account });
     ctx.body = keyObject(record, api.now());
   };
 }

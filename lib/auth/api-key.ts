@@ -41,6 +41,7 @@ export function apiKey(options: ApiKeyOptions): Middleware {
       scopes: record.scopes,
       models: record.models,
       ...(record.limits && { limits: record.limits }),
+      ...(record.originalId !== undefined && { originalId: record.originalId }),
     };
     return next();
   };

@@ -155,28 +155,50 @@ interface Counter extends PeriodSpend {
   monthId: string;
 }
 
+/** Where `spendFromUsage()` follows a key's rotations: a `KeyStore`. */
+export interface RotatedKeys {
+  get(id: string): Promise<{ replacedBy?: string } | undefined>;
+}
+
+/** The most keys of one line of rotations whose records `spendFromUsage()` reads: a bound on a loop that follows links. */
+const MAX_ROTATIONS = 1000;
+
 /**
  * `spentBefore` for a `MemorySpendLedger` or a `RedisSpendLedger`: a party's spend this UTC day and month as the usage
- * records hold it (`key:<id>` by key id, `account:<name>` by account), read with one summary.
- * @example new MemorySpendLedger({ spentBefore: spendFromUsage(new KnexUsageStore(knex)) })
+ * records hold it (`account:<name>` by account; `key:<id>` by key id, and with `keys`, the key's
+ * replacements' too, following `replacedBy`: a key's party is the first key of its rotations), one summary per key.
+ * @example new MemorySpendLedger({ spentBefore: spendFromUsage(new KnexUsageStore(knex), keyStore) })
  */
-export function spendFromUsage(store: Pick<UsageStore, 'summarize'>): SpentBefore {
+export function spendFromUsage(store: Pick<UsageStore, 'summarize'>, keys?: RotatedKeys): SpentBefore {
   if (typeof store?.summarize !== 'function') throw new TypeError('koa-model-gateway: spendFromUsage() needs a UsageStore');
+  if (keys !== undefined && typeof keys.get !== 'function') throw new TypeError('koa-model-gateway: spendFromUsage() `keys` must be a KeyStore');
   return async (party, at) => {
     const { day: today, month: thisMonth } = budgetPeriods(at);
     const since = Date.parse(`${thisMonth.id}-01T00:00:00Z`);
     const separator = party.indexOf(':');
     const name = party.slice(separator + 1);
-    const filter = party.startsWith('key:') ? { keyId: name, since } : { account: name, since };
-    const rows = await store.summarize(filter, 'day');
+    const filters = party.startsWith('key:') ? (await rotationLine(name, keys)).map((keyId) => ({ keyId, since })) : [{ account: name, since }];
     let month = 0n;
     let day = 0n;
-    for (const row of rows) {
-      month += row.costPicoUsd;
-      if (row.group === today.id) day += row.costPicoUsd;
+    for (const filter of filters) {
+      for (const row of await store.summarize(filter, 'day')) {
+        month += row.costPicoUsd;
+        if (row.group === today.id) day += row.costPicoUsd;
+      }
     }
     return { day, month };
   };
+}
+
+/** The key `id` and its replacements, in order; the key alone without a store to follow them in. */
+async function rotationLine(id: string, keys: RotatedKeys | undefined): Promise<string[]> {
+  const line = [id];
+  let next = keys === undefined ? undefined : (await keys.get(id))?.replacedBy;
+  while (next !== undefined && line.length < MAX_ROTATIONS && keys !== undefined) {
+    line.push(next);
+    next = (await keys.get(next))?.replacedBy;
+  }
+  return line;
 }
 
 /** A party whose spend a call is checked against and, once answered, counted for. */
@@ -241,8 +263,11 @@ export interface BudgetCheck {
 
 /** What `spendBudgets()` returns: the two steps of a model call. */
 export interface SpendBudgets {
-  /** Before the call is forwarded: whether the key's or its account's spend has reached a budget. */
-  check(key: { id: string; account: string }, keyBudget: Budget): Promise<BudgetCheck>;
+  /**
+   * Before the call is forwarded: whether the key's or its account's spend has reached a budget.
+   * A key's spend is that of its line of rotations: counted as the first key's (`originalId`).
+   */
+  check(key: { id: string; account: string; originalId?: string }, keyBudget: Budget): Promise<BudgetCheck>;
   /** When the answer has ended: counts its cost for the parties `check` answered. */
   charge(parties: readonly string[], picoUsd: number): Promise<void>;
 }
@@ -269,7 +294,8 @@ export function spendBudgets(options: SpendBudgetsOptions): SpendBudgets {
   return {
     async check(key, keyBudget) {
       const parties: BudgetedParty[] = [];
-      if (hasBudget(keyBudget)) parties.push({ party: `key:${key.id}`, who: 'key', budget: keyBudget });
+      // A replacement and the key it replaced spend against one budget: a rotation resets no spend.
+      if (hasBudget(keyBudget)) parties.push({ party: `key:${key.originalId ?? key.id}`, who: 'key', budget: keyBudget });
       const accountBudget = accounts === undefined ? {} : await accounts.get(key.account);
       if (hasBudget(accountBudget)) parties.push({ party: `account:${key.account}`, who: 'account', budget: accountBudget });
       if (parties.length === 0) return { parties: [] };

@@ -4,6 +4,7 @@
  */
 export { callCost, tokenPrice, type ModelPrice, type TokenPrice } from './price.js';
 export { picoOfUsd, usdOfPico } from '../picodollars.js';
+export { BUDGET_RULE, budgetUsd, parseBudgetUsd } from '../settings/budget-usd.js';
 export { priceCatalog, type PricedCatalog } from './price-table.js';
 export {
   MemorySpendLedger,
@@ -18,6 +19,7 @@ export {
   type BudgetPeriods,
   type MemorySpendLedgerOptions,
   type PeriodSpend,
+  type RotatedKeys,
   type SpendBudgets,
   type SpendBudgetsOptions,
   type SpendLedger,

@@ -1,3 +1,5 @@
+import { isPrintableText } from '../printable-text.js';
+
 /** The `error.type` values of Shape A (OpenAI-style) bodies. */
 export type ErrorType =
   | 'invalid_request_error'
@@ -102,6 +104,12 @@ export const errors = {
   /** Anthropic's upload form: its expiry field, with the same bounds. */
   invalidExpiresInSeconds: () =>
     invalid(400, 'invalid_expires_after', "'expires_in_seconds' must be an integer from 3600 to 2592000"),
+  /**
+   * A field the upload form does not have, named when it prints as it reads; `instead` says what
+   * the form takes in its place (the other shape's spelling of a field it has).
+   */
+  unknownUploadField: (name: string, instead?: string) =>
+    invalid(400, 'unknown_field', `${isPrintableText(name) && name.length <= 100 ? `Unknown field '${name}' in the upload form` : 'Unknown field in the upload form'}${instead === undefined ? '' : `: ${instead}`}`),
   invalidOrder: () => invalid(400, 'invalid_order', "'order' must be 'asc' or 'desc'"),
   invalidLimit: (max: number) => invalid(400, 'invalid_limit', `'limit' must be an integer from 1 to ${max}`),
   invalidJson: () => invalid(400, 'invalid_json', 'Request body must be valid JSON'),

@@ -139,15 +139,19 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     for (const id of [a1.id, a2.id, b1.id]) t.true(all.includes(id));
   });
 
-  test(`${name}: revoke marks the key once and reports unknown ids`, async (t) => {
+  test(`${name}: revoke marks the key once, says when it was revoked before, and reports unknown ids`, async (t) => {
     const store = await makeStore();
     const created = await store.create(newKey('acme'));
-    t.true(await store.revoke(created.id));
+    t.is(await store.revoke(created.id), 'revoked');
     const revokedAt = (await store.findByHash(created.hash))?.revokedAt;
     t.is(typeof revokedAt, 'number');
-    t.true(await store.revoke(created.id));
+    t.is(await store.revoke(created.id), 'already_revoked');
     t.is((await store.findByHash(created.hash))?.revokedAt, revokedAt);
-    t.false(await store.revoke('key_doesnotexist'));
+    t.is(await store.revoke('key_doesnotexist'), 'not_found');
+    // Of revocations at once, exactly one revokes.
+    const raced = await store.create(newKey('acme'));
+    const outcomes = await Promise.all(Array.from({ length: 5 }, () => store.revoke(raced.id)));
+    t.deepEqual(outcomes.sort(), ['already_revoked', 'already_revoked', 'already_revoked', 'already_revoked', 'revoked']);
   });
 
   test(`${name}: two keys never share a hash`, async (t) => {
@@ -228,12 +232,17 @@ export function keyRotationContract(test: StoreContractTest, name: string, makeS
       name: 'billing',
       hint: 'newH',
       replaces: old.id,
+      originalId: old.id,
     });
     t.false('replacedBy' in result.replacement);
+    t.false('originalId' in old, 'a key that replaced none is its own original');
     t.is(result.replacement.createdAt, Math.floor(NOW));
     t.not(result.replacement.id, old.id);
     t.deepEqual(await store.findByHash(input.hash), result.replacement);
     t.deepEqual((await store.list({ account: 'acme' })).map((key) => key.id), [old.id, result.replacement.id]);
+    // Its own replacement shares the same original: one line of rotations, one budget.
+    const second = await store.rotate(result.replacement.id, rotation(60));
+    t.like(second, { outcome: 'rotated', replacement: { replaces: result.replacement.id, originalId: old.id } });
   });
 
   test(`${name}: rotate keeps an expiry sooner than the grace, and the replacement keeps the original expiry`, async (t) => {

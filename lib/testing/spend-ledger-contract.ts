@@ -1,5 +1,5 @@
 import { MemoryAccountBudgetStore } from '../cost/account-budget-store.js';
-import { spendBudgets, type SpendLedger } from '../cost/budgets.js';
+import { spendBudgets, type SpendLedger, type SpentBefore } from '../cost/budgets.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { newAccount, testClock } from './creation-limiter-contract.js';
 import type { StoreContractTest } from './store-contract-test.js';
@@ -9,9 +9,13 @@ const USD = 1_000_000_000_000n;
 /**
  * The behaviour every SpendLedger must have (decisions.md, budgets): spend per party in the UTC day
  * and month, in picodollars, and the refusals `spendBudgets()` makes on it; run once per
- * implementation. `makeLedger` gets the suite's clock.
+ * implementation. `makeLedger` gets the suite's clock, and the ledger's `spentBefore` when a test gives one.
  */
-export function spendLedgerContract(test: StoreContractTest, name: string, makeLedger: (nowMs: () => number) => Promise<SpendLedger>): void {
+export function spendLedgerContract(
+  test: StoreContractTest,
+  name: string,
+  makeLedger: (nowMs: () => number, spentBefore?: SpentBefore) => Promise<SpendLedger>,
+): void {
   test(`${name}: spend counts per party in the UTC day and month; a new day starts the day again, a new month both`, async (t) => {
     const clock = testClock('2030-01-31T23:00:00.000Z');
     const ledger = await makeLedger(clock.nowMs);
@@ -61,5 +65,19 @@ export function spendLedgerContract(test: StoreContractTest, name: string, makeL
     t.like((await budgets.check(key, {})).refusal, { message: "Budget exceeded: the account's monthly budget of 2 USD is spent", headers: { 'retry-after': '60' } });
     clock.ms = Date.parse('2030-02-01T00:00:00.000Z');
     t.is((await budgets.check(key, { costPerDay: 1 })).refusal, undefined, 'a new month, a new budget');
+  });
+
+  test(`${name}: with spentBefore, what a party spent before counts however its spend is first met: read, or added to (a counter lost with a call under way)`, async (t) => {
+    const clock = testClock('2030-01-15T12:00:00.000Z');
+    const spentBefore: SpentBefore = async () => ({ day: 100n, month: 150n });
+    const ledger = await makeLedger(clock.nowMs, spentBefore);
+    const [read, added] = [`key:${newAccount()}`, `key:${newAccount()}`];
+    t.deepEqual((await ledger.spent([read])).spend, [{ day: 100n, month: 150n }]);
+    await ledger.add([read], 5);
+    await ledger.add([added], 5);
+    t.deepEqual((await ledger.spent([read, added])).spend, [
+      { day: 105n, month: 155n },
+      { day: 105n, month: 155n },
+    ]);
   });
 }

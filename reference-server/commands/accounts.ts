@@ -1,4 +1,4 @@
-import type { BudgetChanges } from 'koa-model-gateway/cost';
+import { BUDGET_RULE, parseBudgetUsd, type BudgetChanges } from 'koa-model-gateway/cost';
 import { KnexAccountBudgetStore } from 'koa-model-gateway/stores/knex';
 import { loadConfigWithModules } from '../config.js';
 import { recordCliAction } from './audit.js';
@@ -7,12 +7,10 @@ import { UsageError, accountOption, parseCommand, withDatabase, type CommandIo }
 /** The budget options of `keys create` and `accounts set-limits`, and the limit each sets. */
 export const BUDGET_OPTIONS = { 'cost-per-day': 'costPerDay', 'cost-per-month': 'costPerMonth' } as const;
 
-const DECIMAL = /^(?:\d+(?:\.\d*)?|\.\d+)$/;
-
-/** A budget in USD as an option gives it: a positive decimal number. */
+/** A budget in USD as an option gives it: the admin API's and the configuration file's rule and number syntax. */
 export function parseBudget(option: string, value: string): number {
-  const usd = Number(value);
-  if (!DECIMAL.test(value) || !(usd > 0) || usd > 1e15) throw new UsageError(`--${option} must be a positive number of USD, got '${value}'`);
+  const usd = parseBudgetUsd(value);
+  if (usd === undefined) throw new UsageError(`--${option} ${BUDGET_RULE}, got '${value}'`);
   return usd;
 }
 

@@ -166,7 +166,10 @@ async function keysRevoke(args: string[], io: CommandIo): Promise<number> {
   const config = await loadConfigWithModules(io.env);
   const revoked = await withDatabase(config, async (database) => {
     const store = new KnexKeyStore(database.knex, database.storeOptions);
-    if (!(await store.revoke(id))) return false;
+    const revocation = await store.revoke(id);
+    if (revocation === 'not_found') return false;
+    // Revoked before: nothing changed, nothing to record or announce.
+    if (revocation === 'already_revoked') return true;
     const record = await store.get(id);
     await recordCliAction(database, { action: 'key.revoked', keyId: id, ...(record && { account: record.account }) }, io);
     try {

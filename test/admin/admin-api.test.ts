@@ -714,10 +714,10 @@ test('a key is created with budgets in USD, PATCH changes or removes them, a bad
   const patched = (await (await memoryApp.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_month: 50, tokens_per_day: 1000 } })).json()) as KeyBody;
   t.deepEqual(patched.limits, { requests_per_minute: null, tokens_per_minute: null, tokens_per_day: 1000, cost_per_day: null, cost_per_month: 50 });
 
-  for (const bad of [0, -1, '5', 1e16]) {
+  for (const bad of [0, -1, '5', 1e16, 1e-13]) {
     const refused = await memoryApp.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_day: bad } });
     t.is(refused.status, 400, String(bad));
-    t.like(await refused.json(), { error: { code: 'invalid_limits', message: "Invalid 'limits.cost_per_day': must be a positive number of USD, or null" } });
+    t.like(await refused.json(), { error: { code: 'invalid_limits', message: "Invalid 'limits.cost_per_day': must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, or null" } });
   }
   t.like((await memoryApp.keys.get(key.id))?.limits, { costPerMonth: 50 });
   t.deepEqual(memoryApp.problems, []);

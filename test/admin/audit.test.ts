@@ -111,6 +111,8 @@ test.serial('each admin action records exactly one entry: who (token id and name
   const revoked = await added(() => admin('POST', `/keys/${replacementId}/revoke`), 200);
   t.is(revoked.length, 1);
   t.like(revoked[0], { action: 'key.revoked', key_id: replacementId, account: 'audited', actor: byToken });
+  // Revoking again changes nothing: the same 200, and no second entry.
+  t.deepEqual(await added(() => admin('POST', `/keys/${replacementId}/revoke`), 200), []);
 
   const limits = await added(() => admin('PUT', '/accounts/audited/limits', { costPerDay: 5, costPerMonth: null }), 200);
   t.is(limits.length, 1);
@@ -151,6 +153,7 @@ test.serial('a refused or failed admin request records nothing; reads record not
     ['POST', `/keys/${created.id}/rotate`, { grace_seconds: 0 }, 409],
     ['POST', '/keys/key_doesnotexist/revoke', undefined, 404],
     ['PUT', '/accounts/audited-refusals/limits', { costPerDay: -1 }, 400],
+    ['PUT', '/accounts/audited-refusals/limits', { costPerDay: 1e-13 }, 400],
     ['GET', '/keys', undefined, 200],
     ['GET', `/keys/${created.id}`, undefined, 200],
   ];

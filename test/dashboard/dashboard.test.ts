@@ -222,7 +222,7 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   // Rotate the other key in the page: a new secret, once.
   await page.getByRole('row').filter({ hasText: HOSTILE }).getByRole('button', { name: /^Rotate / }).click();
   const rotation = page.getByRole('dialog', { name: 'Rotate this key' });
-  await rotation.getByLabel('Grace period').selectOption('0');
+  await rotation.getByLabel('Grace period').selectOption('3600');
   await rotation.getByRole('button', { name: 'Rotate key' }).click();
   t.regex(await page.getByLabel('Secret key').inputValue(), /^kmg_sk_/);
   await page.getByRole('button', { name: 'Done' }).click();
@@ -230,15 +230,25 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   const replaced = page.getByRole('row').filter({ hasText: HOSTILE }).filter({ hasText: 'replaced by' });
   const replacementId = (await replaced.locator('.rotation code').textContent()) as string;
   t.regex(replacementId, /^key_/);
+  // In its grace the replaced key still works: it may be revoked, but not rotated again (the API refuses: rotate its replacement).
+  t.is(await replaced.getByRole('button', { name: /^Revoke / }).count(), 1);
+  t.is(await replaced.getByRole('button', { name: /^Rotate / }).count(), 0);
   t.true(await tablesFit(page), 'the key list fits a 1280-pixel window, its buttons in reach');
   await shoot('keys-rotated');
   await replaced.getByRole('button', { name: /^replaced by / }).click();
   await page.getByRole('row').filter({ hasText: 'replaces' }).getByText(replacementId).first().waitFor();
   t.is(await page.getByLabel('Find').inputValue(), replacementId);
   t.is(await page.locator('tbody tr').count(), 1);
+  // The replacement revoked: no key of the line can be rotated any more, and none offers it.
+  const replacement = page.getByRole('row').filter({ hasText: 'replaces' });
+  await replacement.getByRole('button', { name: /^Revoke / }).click();
+  await page.getByRole('dialog', { name: 'Revoke this key?' }).getByRole('button', { name: 'Revoke key' }).click();
+  await replacement.getByText('revoked').waitFor();
   await page.getByLabel('Find').fill('');
   await page.getByRole('button', { name: 'Show keys' }).click();
   await page.getByRole('row').filter({ hasText: 'Nightly batch' }).waitFor();
+  t.is(await replaced.getByRole('button', { name: /^Revoke / }).count(), 1);
+  t.is(await replaced.getByRole('button', { name: /^Rotate / }).count(), 0, 'no Rotate on a key whose replacement was revoked');
 
   // The account's figures against its limits.
   await page.getByRole('link', { name: acme }).first().click();

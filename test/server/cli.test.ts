@@ -233,7 +233,9 @@ test('keys create takes --rpm, --tpm, --tokens-per-day, --cost-per-day and --cos
 for (const [option, value] of [
   ['--cost-per-day', '0'],
   ['--cost-per-month', '-5'],
-  ['--cost-per-day', '1e3'],
+  ['--cost-per-day', '1e-13'],
+  ['--cost-per-day', 'Infinity'],
+  ['--cost-per-day', '.5'],
   ['--cost-per-month', 'fifty'],
   ['--rpm', '0'],
   ['--tpm', '-5'],
@@ -246,11 +248,24 @@ for (const [option, value] of [
     const env = await dataDir();
     await t.throwsAsync(run(['keys', 'create', '--account', 'acme', `${option}=${value}`], env), {
       instanceOf: UsageError,
-      message: `${option} must be ${option?.startsWith('--cost') ? 'a positive number of USD' : 'a positive integer'}, got '${value}'`,
+      message: `${option} must be ${option?.startsWith('--cost') ? 'a positive number of USD, from 1e-12 (one picodollar) to 1e15' : 'a positive integer'}, got '${value}'`,
     });
     t.is((await run(['keys', 'list'], env)).out, 'No keys.');
   });
 }
+
+test('a budget option reads numbers as the admin API and the configuration file do: 5e0 is 5 USD, a negative number its value, refused by the rule', async (t) => {
+  const env = await dataDir();
+  const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--cost-per-day', '5e0', '--cost-per-month', '1e-12', '--json'], env)).out) as { limits: unknown };
+  t.like(created.limits, { cost_per_day: 5, cost_per_month: 1e-12 });
+  for (const args of [
+    ['keys', 'create', '--account', 'acme', '--cost-per-day', '-1'],
+    ['accounts', 'set-limits', 'acme', '--cost-per-day', '-1'],
+  ]) {
+    await t.throwsAsync(run(args, env), { instanceOf: UsageError, message: "--cost-per-day must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, got '-1'" });
+  }
+  await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--rpm', '-5'], env), { instanceOf: UsageError, message: "--rpm must be a positive integer, got '-5'" });
+});
 
 test('accounts set-limits sets and removes an account\'s budgets; a bad amount or none given is refused', async (t) => {
   const env = await dataDir();
@@ -258,7 +273,7 @@ test('accounts set-limits sets and removes an account\'s budgets; a bad amount o
   t.deepEqual(await json(['acme', '--cost-per-day', '5', '--cost-per-month', '50']), { account: 'acme', costPerDay: 5, costPerMonth: 50 });
   t.deepEqual(await json(['acme', '--cost-per-day', 'none']), { account: 'acme', costPerDay: null, costPerMonth: 50 });
   t.is((await run(['accounts', 'set-limits', 'acme', '--cost-per-month', '60'], env)).out, 'Budgets of acme: none per day, 60 USD per month');
-  await t.throwsAsync(run(['accounts', 'set-limits', 'acme', '--cost-per-day=-1'], env), { instanceOf: UsageError, message: "--cost-per-day must be a positive number of USD, got '-1'" });
+  await t.throwsAsync(run(['accounts', 'set-limits', 'acme', '--cost-per-day=-1'], env), { instanceOf: UsageError, message: "--cost-per-day must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, got '-1'" });
   await t.throwsAsync(run(['accounts', 'set-limits', 'acme'], env), { instanceOf: UsageError, message: 'accounts set-limits needs --cost-per-day or --cost-per-month' });
   await t.throwsAsync(run(['accounts', 'set-limits', '--cost-per-day', '1'], env), { instanceOf: UsageError, message: 'accounts set-limits needs exactly one account' });
 });
@@ -402,6 +417,8 @@ for (const [args, message] of [
 test("the CLI's changes are recorded in the audit log, by cli and the OS user, never with a key or token in them", async (t) => {
   const env = await dataDir();
   const key = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--scope', 'models:read', '--rpm', '5', '--json'], env)).out) as { id: string; key: string };
+  t.is((await run(['keys', 'revoke', key.id], env)).code, 0);
+  // Revoking again succeeds and changes nothing: no second entry.
   t.is((await run(['keys', 'revoke', key.id], env)).code, 0);
   const admin = JSON.parse((await run(['admin-tokens', 'create', '--name', 'ops', '--json'], env)).out) as { id: string; token: string };
   t.is((await run(['admin-tokens', 'revoke', admin.id], env)).code, 0);

@@ -191,7 +191,7 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
     }
   });
 
-  suiteTest.serial(`${name}: a budget set on a key that has spent already counts what it spent before`, async (t) => {
+  suiteTest.serial(`${name}: a budget set on a key that has spent already counts what it spent before, and its replacement shares it`, async (t) => {
     const deployment = await open();
     t.teardown(() => deployment.cleanup());
     const { env, servers } = deployment;
@@ -212,13 +212,25 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
     t.is(patched.status, 200);
     // The change reaches every server within the key cache's second. Polled with a model that costs
     // nothing, so that no call made now counts: only the spend before the budget can reach it.
-    const free = (server: RunningServer) =>
+    const free = (server: RunningServer, secret = key.key) =>
       fetch(`${server.url}/v1/chat/completions`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'mystery', messages: [{ role: 'user', content: 'hi' }] }),
       }).then((response) => response.status);
     for (const server of servers) t.is(await until(() => free(server), (status) => status === 429), 429);
+    // A rotation resets no spend: the replacement spends against the same budget, the old key too in its grace.
+    const rotated = await fetch(`${first.url}/admin/v1/keys/${key.id}/rotate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ grace_seconds: 3600 }),
+    });
+    t.is(rotated.status, 201);
+    const replacement = (await rotated.json()) as { key: string };
+    for (const server of servers) {
+      t.is(await free(server, replacement.key), 429);
+      t.is(await free(server, key.key), 429);
+    }
   });
 
   suiteTest.serial(`${name}: an account's budget covers all its keys, set and removed from the CLI and the admin API`, async (t) => {

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
-import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import type { ApiKeyRecord, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import { assertKeyHint } from '../../auth/keys.js';
 import type { Scope } from '../../auth/scopes.js';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
@@ -20,7 +20,7 @@ const LIMIT_COLUMNS = {
 } as const satisfies Record<keyof ModelLimits, string>;
 /** Key ids per statement of `touch`. */
 const TOUCH_SLICE = 500;
-const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'last_used_at'];
+const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'original_id', 'last_used_at'];
 const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS), ...LINK_COLUMNS];
 
 interface KeyRow {
@@ -36,6 +36,7 @@ interface KeyRow {
   hint: string | null;
   replaced_by: string | null;
   replaces: string | null;
+  original_id: string | null;
   last_used_at: number | string | null;
   limit_requests_per_minute: number | string | null;
   limit_tokens_per_minute: number | string | null;
@@ -77,6 +78,7 @@ function toRow(record: ApiKeyRecord) {
     name: record.name ?? null,
     hint: record.hint ?? null,
     replaces: record.replaces ?? null,
+    original_id: record.originalId ?? null,
   };
 }
 
@@ -108,6 +110,7 @@ function toRecord(row: KeyRow): ApiKeyRecord {
     ...(row.hint !== null && { hint: row.hint }),
     ...(row.replaced_by !== null && { replacedBy: row.replaced_by }),
     ...(row.replaces !== null && { replaces: row.replaces }),
+    ...(row.original_id !== null && { originalId: row.original_id }),
     ...(row.last_used_at !== null && { lastUsedAt: Number(row.last_used_at) }),
   };
 }
@@ -153,12 +156,13 @@ export class KnexKeyStore implements KeyStore {
     return (await withinTimeout(this.#timeoutMs, async () => query)).map(toRecord);
   }
 
-  async revoke(id: string): Promise<boolean> {
+  async revoke(id: string): Promise<KeyRevocation> {
     const now = Math.floor(Date.now() / 1000);
     return withinTimeout(this.#timeoutMs, async () => {
+      // One conditional write: of revocations at once, exactly one changes the row.
       const changed = await this.#knex<KeyRow>(TABLE).where({ id }).update({ revoked_at: now }).whereNull('revoked_at');
-      if (changed > 0) return true;
-      return (await this.#knex<KeyRow>(TABLE).where({ id }).first('id')) !== undefined;
+      if (changed > 0) return 'revoked';
+      return (await this.#knex<KeyRow>(TABLE).where({ id }).first('id')) === undefined ? 'not_found' : 'already_revoked';
     });
   }
 
@@ -196,7 +200,7 @@ export class KnexKeyStore implements KeyStore {
       const old = toRecord(row as KeyRow);
       const { account, scopes, models, expiresAt, limits, name } = old;
       const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
-      const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, now), id: replacementId, replaces: id };
+      const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, now), id: replacementId, replaces: id, originalId: old.originalId ?? id };
       await trx<KeyRow>(TABLE).insert(toRow(replacement));
       old.expiresAt = wholeSeconds(expiresAt === null ? rotation.graceEndsAt : Math.min(expiresAt, rotation.graceEndsAt));
       await trx<KeyRow>(TABLE).where({ id }).update({ expires_at: old.expiresAt });

@@ -239,6 +239,20 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    name: '20261207_keys_original_id',
+    async up(knex) {
+      // The first key of a replacement's rotations: the one whose budget they all spend against.
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.string('original_id', 64);
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumn('original_id');
+      });
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {

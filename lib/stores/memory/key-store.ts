@@ -1,5 +1,5 @@
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
-import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import type { ApiKeyRecord, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import { assertKeyHint, keyStatus } from '../../auth/keys.js';
 import { randomAlphanumeric } from '../../random.js';
 import { hasModelLimits } from '../../quota/model-limits.js';
@@ -44,11 +44,12 @@ export class MemoryKeyStore implements KeyStore {
       .map((record) => structuredClone(record));
   }
 
-  async revoke(id: string): Promise<boolean> {
+  async revoke(id: string): Promise<KeyRevocation> {
     const record = this.#byId(id);
-    if (!record) return false;
-    record.revokedAt ??= Math.floor(Date.now() / 1000);
-    return true;
+    if (!record) return 'not_found';
+    if (record.revokedAt !== null) return 'already_revoked';
+    record.revokedAt = Math.floor(Date.now() / 1000);
+    return 'revoked';
   }
 
   async update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined> {
@@ -66,7 +67,10 @@ export class MemoryKeyStore implements KeyStore {
     if (keyStatus(old, rotation.nowSeconds) !== 'active') return { outcome: 'not_active' };
     const { account, scopes, models, expiresAt, limits, name } = old;
     const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
-    const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), id);
+    const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), {
+      replaces: id,
+      originalId: old.originalId ?? id,
+    });
     old.replacedBy = replacement.id;
     old.expiresAt = Math.floor(Math.min(expiresAt ?? Infinity, rotation.graceEndsAt));
     return { outcome: 'rotated', old: structuredClone(old), replacement };
@@ -80,7 +84,7 @@ export class MemoryKeyStore implements KeyStore {
     }
   }
 
-  #create(key: NewApiKey, createdAt: number, replaces?: string): ApiKeyRecord {
+  #create(key: NewApiKey, createdAt: number, links?: Pick<ApiKeyRecord, 'replaces' | 'originalId'>): ApiKeyRecord {
     if (this.#byHash.has(key.hash)) throw new Error('koa-model-gateway: a key with this hash exists');
     const { limits, ...rest } = structuredClone(key);
     const record: ApiKeyRecord = {
@@ -91,7 +95,7 @@ export class MemoryKeyStore implements KeyStore {
       id: `key_${randomAlphanumeric(24)}`,
       createdAt,
       revokedAt: null,
-      ...(replaces !== undefined && { replaces }),
+      ...links,
     };
     this.#byHash.set(key.hash, record);
     return structuredClone(record);

@@ -13,9 +13,9 @@ export interface RedisSpendLedgerOptions {
   nowMs?: () => number;
   /**
    * What a party spent in the UTC day and month of `at` before Redis counted it: asked when a
-   * party's counter for the period is missing (a budget set on a key or account that had spent
-   * already, a Redis that lost its data, REDIS_URL set mid-month), and written only if no other
-   * process wrote it first. `spendFromUsage(usageStore)` reads it from the usage records.
+   * party's counter for the period is missing, when its spend is read or added to (a budget set on
+   * a key or account that had spent already, a Redis that lost its data, even with calls under way,
+   * REDIS_URL set mid-month), and written only if no other process wrote it first. `spendFromUsage(usageStore)` reads it from the usage records.
    * Default: nothing (0).
    */
   spentBefore?: SpentBefore | undefined;
@@ -24,8 +24,16 @@ export interface RedisSpendLedgerOptions {
 // Counters outlive their period by this much, so that a process whose clock lags a little still finds the count.
 const GRACE_MS = 86_400_000;
 
-// KEYS: the party's day and month counters. ARGV: picodollars, the day's and the month's expiry (Unix ms).
+// KEYS: the party's day and month counters. ARGV: picodollars, the day's and the month's expiry (Unix ms), then
+// either nothing (a missing counter starts from 0), 'counted' (nothing added unless both counters are there:
+// 0), or the spend before, day and month (a missing counter starts from it; one another process wrote is kept).
 const ADD = new RedisScript(`
+if ARGV[4] == 'counted' then
+  if redis.call('EXISTS', KEYS[1], KEYS[2]) < 2 then return 0 end
+elseif ARGV[4] then
+  redis.call('SET', KEYS[1], ARGV[4], 'NX')
+  redis.call('SET', KEYS[2], ARGV[5], 'NX')
+end
 redis.call('INCRBY', KEYS[1], ARGV[1])
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 redis.call('INCRBY', KEYS[2], ARGV[1])
@@ -95,9 +103,24 @@ export class RedisSpendLedger implements SpendLedger {
   async add(parties: readonly string[], picoUsd: number): Promise<void> {
     assertCost(picoUsd);
     if (picoUsd === 0) return;
-    const periods = budgetPeriods(this.#nowMs());
+    const at = this.#nowMs();
+    const periods = budgetPeriods(at);
     const expiries = this.#expiries(periods);
-    await answerWithin(Promise.all(parties.map((party) => this.#add(...this.#keys(party, periods), picoUsd, ...expiries))), this.#timeoutMs);
+    const spentBefore = this.#spentBefore;
+    // With the spend before known, a counter missing here (Redis lost its data while the call was
+    // under way) starts from the usage records, not from this one call: else the next check finds it
+    // and never reads them. Should the records hold this call already, it counts twice: over, never under.
+    const onlyCounted = spentBefore === undefined ? [] : ['counted'];
+    const added = await answerWithin(Promise.all(parties.map((party) => this.#add(...this.#keys(party, periods), picoUsd, ...expiries, ...onlyCounted))), this.#timeoutMs);
+    if (spentBefore === undefined) return;
+    await Promise.all(
+      added.map(async (answer, index) => {
+        if (answer !== 0) return;
+        const party = parties[index] as string;
+        const before = await spentBefore(party, at);
+        await answerWithin(ADD.run(this.#client, 2, ...this.#keys(party, periods), picoUsd, ...expiries, String(before.day), String(before.month)), this.#timeoutMs);
+      }),
+    );
   }
 
   #expiries(periods: BudgetPeriods): [day: number, month: number] {
