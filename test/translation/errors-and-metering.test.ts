@@ -159,6 +159,48 @@ for (const [name, send, param] of refusals) {
   });
 }
 
+test.serial('a token limit that is not a positive integer is the same 400, translated or native, in either format, nothing sent', async (t) => {
+  for (const value of [-1, 0, 10.5, 1e20]) {
+    const answers = [
+      await chat({ max_tokens: value }),
+      await chat({ model: 'gpt-test', max_tokens: value }),
+      await chat({ max_completion_tokens: value }),
+      await messages({ max_tokens: value }),
+      await messages({ model: 'claude-test', max_tokens: value }),
+      await responses({ max_output_tokens: value }),
+    ];
+    t.deepEqual(answers.map((answer) => answer.status), [400, 400, 400, 400, 400, 400], String(value));
+    const [translated, native, completion, messagesTranslated, messagesNative, output] = (await Promise.all(answers.map((answer) => answer.json()))) as Array<{ error: { message: string } }>;
+    t.deepEqual(translated, native);
+    t.is(translated?.error.message, "'max_tokens' must be a positive integer");
+    t.is(completion?.error.message, "'max_completion_tokens' must be a positive integer");
+    t.deepEqual(messagesTranslated?.error, messagesNative?.error);
+    t.is(messagesNative?.error.message, "'max_tokens' must be a positive integer");
+    t.is(output?.error.message, "'max_output_tokens' must be a positive integer");
+  }
+  t.is(upstream.received.length, 0);
+});
+
+test.serial('a translated call is refused, as the APIs refuse it, a parallel_tool_calls that is not a boolean and a tool choice that demands a call without tools', async (t) => {
+  const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }];
+  const refused: Array<[() => Promise<Response>, string]> = [
+    [() => chat({ tools, parallel_tool_calls: 'no' }), "'parallel_tool_calls' must be a boolean"],
+    [() => responses({ parallel_tool_calls: 'no' }), "'parallel_tool_calls' must be a boolean"],
+    [() => chat({ tool_choice: 'required' }), "'tool_choice' requires 'tools'"],
+    [() => chat({ tool_choice: { type: 'function', function: { name: 'f' } } }), "'tool_choice' requires 'tools'"],
+    [() => responses({ tool_choice: 'required' }), "'tool_choice' requires 'tools'"],
+    [() => messages({ tool_choice: { type: 'any' } }), "'tool_choice' requires 'tools'"],
+    [() => messages({ tool_choice: { type: 'tool', name: 'f' } }), "'tool_choice' requires 'tools'"],
+  ];
+  for (const [send, message] of refused) {
+    const response = await send();
+    t.is(response.status, 400, message);
+    const body = (await response.json()) as { error: { message: string } };
+    t.is(body.error.message, message);
+  }
+  t.is(upstream.received.length, 0);
+});
+
 test.serial("stream_options without stream is a 400 naming it, as OpenAI answers it", async (t) => {
   const response = await chat({ stream_options: { include_usage: true } });
   t.is(response.status, 400);

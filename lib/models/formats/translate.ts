@@ -12,7 +12,7 @@ import { chatCompletionsFormat } from './chat-completions/index.js';
 import { messagesFormat } from './messages/index.js';
 import type { Part, Request, StreamPart, Usage } from './neutral.js';
 import { responsesFormat } from './responses/index.js';
-import type { ReadRequest, WireFormat } from './wire-format.js';
+import { checkToolChoice, type ReadRequest, type WireFormat } from './wire-format.js';
 
 type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens'>;
 
@@ -65,7 +65,11 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
     const method = provider[target];
     const to = FORMATS[target].provider;
     if (method === undefined || to === undefined) continue;
-    const read = (body: JsonObject) => from.client.readRequest(body, FORMATS[target].name);
+    const read = (body: JsonObject) => {
+      const request = from.client.readRequest(body, FORMATS[target].name);
+      checkToolChoice(request);
+      return request;
+    };
     return {
       target,
       check(body, headers) {
