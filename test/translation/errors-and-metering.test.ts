@@ -112,6 +112,16 @@ test.serial('a translated stream with no event the reader understands is a 502 b
   t.like(await response.json(), { type: 'error', error: { type: 'api_error', message: 'Upstream provider error' } });
 });
 
+const MESSAGE_START = 'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}\n\n';
+
+test.serial('a translated call that failed before its first event reached the client is charged nothing', async (t) => {
+  // The upstream told its input, then failed: the client got a 502 and no answer.
+  upstream.answer('/v1/messages', replyEvents(Readable.from([MESSAGE_START + 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'])));
+  t.is((await chat({ stream: true })).status, 502);
+  await until(async () => records.length, (count) => count === 1);
+  t.like(records[0], { status: 502, inputTokens: 0, outputTokens: 0, costPicoUsd: 0 });
+});
+
 const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['logprobs to an Anthropic model', () => chat({ logprobs: true }), 'logprobs'],
   ['n: 2 to an Anthropic model', () => chat({ n: 2 }), 'n'],
