@@ -113,6 +113,38 @@ test.serial('a translated stream with no event the reader understands is a 502 b
 });
 
 const MESSAGE_START = 'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}\n\n';
+const MESSAGE_STOP = 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
+
+test.serial('a translated stream whose events cannot be read is a failure, never a successful empty answer', async (t) => {
+  // Events whose data is not JSON, or JSON not of the format's shape, before one the reader finishes on.
+  const unreadable = [
+    ['event: message_start\ndata: {"type": message_start, not json\n\n', MESSAGE_STOP],
+    ['event: message_start\ndata: ["message_start"]\n\n', MESSAGE_STOP],
+    ['event: message_start\ndata: {"type":"message_start"}\n\n', MESSAGE_STOP],
+    [MESSAGE_STOP],
+  ];
+  for (const events of unreadable) {
+    upstream.answer('/v1/messages', replyEvents(Readable.from(events)));
+    const response = await chat({ stream: true });
+    t.is(response.status, 502, events[0]);
+    t.like(await response.json(), { error: { code: 'upstream_error' } });
+  }
+  // After the first event reached the client: its stream ends with the format's error event.
+  const text = 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hel"}}\n\n';
+  upstream.answer('/v1/messages', replyEvents(Readable.from([MESSAGE_START, text, 'event: content_block_delta\ndata: lo, not json\n\n', MESSAGE_STOP])));
+  const chatText = await (await chat({ stream: true })).text();
+  t.true(chatText.includes('"content":"Hel"'));
+  t.false(chatText.includes('"finish_reason":"stop"'));
+  t.true(chatText.trimEnd().endsWith('data: {"error":{"message":"Upstream provider error","type":"server_error","param":null,"code":"upstream_error"}}'));
+
+  const chunk = 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}\n\n';
+  const finish = 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n';
+  upstream.answer('/v1/chat/completions', replyEvents(Readable.from([chunk, 'data: {"id":"c1","object":"chat.completion.chunk"}\n\n', finish, 'data: [DONE]\n\n'])));
+  const messagesText = await (await messages({ stream: true })).text();
+  t.true(messagesText.includes('"text":"Hel"'));
+  t.false(messagesText.includes('message_stop'));
+  t.regex(messagesText, /event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"Upstream provider error"\}/);
+});
 
 test.serial('a translated call that failed before its first event reached the client is charged nothing', async (t) => {
   // The upstream told its input, then failed: the client got a 502 and no answer.

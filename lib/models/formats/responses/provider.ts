@@ -1,4 +1,4 @@
-import { tokenCount, upstreamStreamFailure } from '../../answer.js';
+import { tokenCount, unreadableStreamEvent, upstreamStreamFailure } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
 import { untranslatable, type Answer, type FinishReason, type Part, type StreamPart, type StreamReader, type ToolChoice, type Usage } from '../neutral.js';
 import { dataUrl, type ReadRequest } from '../wire-format.js';
@@ -167,12 +167,14 @@ export class ResponsesStreamReader implements StreamReader {
   read(name: string | undefined, data: unknown): StreamPart[] {
     if (!isObject(data)) return [];
     const type = data.type ?? name;
+    if (typeof type !== 'string') throw unreadableStreamEvent('an event without a type');
     const item = isObject(data.item) ? data.item : {};
     const itemId = typeof data.item_id === 'string' ? data.item_id : String(item.id ?? '');
     const entry = this.#items.get(itemId);
     switch (type) {
       case 'response.created': {
-        const response = isObject(data.response) ? data.response : {};
+        if (!isObject(data.response)) throw unreadableStreamEvent('a response.created without its response');
+        const { response } = data;
         return [{ type: 'start', id: String(response.id ?? ''), model: String(response.model ?? ''), created: typeof response.created_at === 'number' ? response.created_at : Math.floor(Date.now() / 1000) }];
       }
       case 'response.output_item.added':
