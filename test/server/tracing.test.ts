@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { ConfigError } from '../../reference-server/config-error.js';
-import { startTracing } from '../../reference-server/tracing.js';
+import { diagLogger, startTracing } from '../../reference-server/tracing.js';
 import { createKey, spawnServer, startServer, tempDataDir } from '../helpers/server-process.js';
 
 /** What a local OTLP receiver got: one entry per export request. */
@@ -167,6 +167,35 @@ test.serial("the tracing line gives the collector's address without the credenti
   const line = JSON.parse(lines.find((text) => text.includes('"msg":"tracing"')) ?? '{}') as { url?: string };
   t.is(line.url, 'http://127.0.0.1:1/v1/traces');
   t.false(lines.join('').includes('otel-secret'));
+});
+
+test("the SDK's messages: dropped spans at most once a minute with the count since the last line; an exporter's error as its message, its stack apart", (t) => {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  let now = Date.parse('2030-01-15T12:00:00Z');
+  const diag = diagLogger(pino({ level: 'info' }, sink), () => now);
+  // A slow collector: the batch processor reports what it dropped every few seconds.
+  for (const [count, after] of [[3, 0], [5, 3_000], [7, 3_000], [1, 60_000], [2, 3_000]] as const) {
+    now += after;
+    diag.warn(`Dropped ${count} spans because maxQueueSize reached`);
+  }
+  t.deepEqual(
+    lines.map(({ msg, spans, repeated }) => ({ msg, spans, repeated })),
+    [
+      { msg: 'Dropped 3 spans since the last such line: the export queue was full', spans: 3, repeated: undefined },
+      { msg: 'Dropped 13 spans since the last such line: the export queue was full', spans: 13, repeated: 2 },
+    ],
+  );
+  lines.splice(0);
+  // How @opentelemetry/core's error handler writes an exporter's error: its properties as JSON.
+  const stack = 'Error: connect ECONNREFUSED 127.0.0.1:4318\n    at TCPConnectWrap.afterConnect (node:net:1611:16)';
+  diag.error(JSON.stringify({ stack, message: 'connect ECONNREFUSED 127.0.0.1:4318', name: 'Error' }));
+  t.like(lines[0], { component: 'tracing', msg: 'connect ECONNREFUSED 127.0.0.1:4318', stack });
 });
 
 test('an OTLP protocol it does not speak stops the start, naming the setting', async (t) => {
