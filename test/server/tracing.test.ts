@@ -7,6 +7,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { ConfigError } from '../../reference-server/config-error.js';
 import { diagLogger, startTracing } from '../../reference-server/tracing.js';
+import { uploadForm, pdfOf } from '../helpers/multipart.js';
 import { createKey, spawnServer, startServer, tempDataDir } from '../helpers/server-process.js';
 
 /** What a local OTLP receiver got: one entry per export request. */
@@ -228,4 +229,37 @@ test('a gateway started twice in one process exports the spans of each: shutdown
     t.is(collector.exports.length, round, `after gateway ${round}`);
   }
   t.true(collector.exports.every((sent) => sent.body.includes('GET /healthz')));
+});
+
+test.serial('with metrics and tracing both on, downloads and model calls, streamed or not, raise no process warning', async (t) => {
+  const warnings: Error[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning);
+  process.on('warning', onWarning);
+  t.teardown(() => void process.off('warning', onWarning));
+  const collector = await receiver(t);
+  const temp = await tempDataDir();
+  t.teardown(() => temp.remove());
+  const env = { DATA_DIR: join(temp.dir, 'data'), METRICS_PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
+  const { key } = await createKey(env, ['--account', 'acme']);
+  const server = await startServer(env);
+  t.teardown(() => server.stop());
+  const authorization = `Bearer ${key}`;
+  const created = await fetch(`${server.url}/v1/files`, { method: 'POST', headers: { authorization }, body: uploadForm(pdfOf(2048)) });
+  t.is(created.status, 200);
+  const { id } = (await created.json()) as { id: string };
+  // Each middleware and a streamed body add their listeners to one response: one of each is enough.
+  const download = await fetch(`${server.url}/v1/files/${id}/content`, { headers: { authorization } });
+  t.is((await download.arrayBuffer()).byteLength, 2048);
+  for (const stream of [false, true]) {
+    const call = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'echo-1', stream, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    t.is(call.status, 200);
+    await call.text();
+  }
+  // A warning is emitted on the next tick.
+  await new Promise((resolve) => setImmediate(resolve));
+  t.deepEqual(warnings.map((warning) => `${warning.name}: ${warning.message}\n${warning.stack}`), []);
 });
