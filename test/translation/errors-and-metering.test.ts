@@ -233,6 +233,7 @@ test.serial('a translated call is refused, as the APIs refuse it, a parallel_too
     [() => responses({ tool_choice: 'required' }), "'tool_choice' requires 'tools'"],
     [() => messages({ tool_choice: { type: 'any' } }), "'tool_choice' requires 'tools'"],
     [() => messages({ tool_choice: { type: 'tool', name: 'f' } }), "'tool_choice' requires 'tools'"],
+    [() => messages({ tools: [{ name: 'f', input_schema: { type: 'object' } }], tool_choice: { type: 'auto', disable_parallel_tool_use: 'no' } }), "'tool_choice.disable_parallel_tool_use' must be a boolean"],
   ];
   for (const [send, message] of refused) {
     const response = await send();
@@ -379,6 +380,22 @@ test.serial("OpenAI's shared fields pass between Chat Completions and Responses 
   t.is(mock.calls.length, 2, 'no refused call was sent');
 });
 
+test.serial('an output limit below the 16 tokens the Responses API takes is refused by name before a translated call to it is sent', async (t) => {
+  const { mock, app } = await oneApiEach(t);
+  const key = await app.keyFor();
+  const hi = [{ role: 'user', content: 'hi' }];
+  const refused = [
+    await app.post('/v1/chat/completions', { model: 'responses-model', messages: hi, max_tokens: 15 }, { authorization: `Bearer ${key}` }),
+    await app.post('/v1/messages', { model: 'responses-model', messages: hi, max_tokens: 1 }, { 'x-api-key': key }),
+  ];
+  t.deepEqual(refused.map((response) => response.status), [400, 400]);
+  const [chat, messages] = (await Promise.all(refused.map((response) => response.json()))) as Array<{ error: { message: string } }>;
+  t.is(chat?.error.message, "'max_tokens' must be at least 16 for this model: its provider speaks Responses, which refuses fewer");
+  t.is(messages?.error.message, "'max_tokens' must be at least 16 for this model: its provider speaks Responses, which refuses fewer");
+  t.is((await app.post('/v1/chat/completions', { model: 'responses-model', messages: hi, max_tokens: 16 }, { authorization: `Bearer ${key}` })).status, 200);
+  t.is(mock.calls.length, 1, 'no refused call was sent');
+});
+
 test.serial('a file that is not a PDF is refused by name where the target takes only PDFs, never sent as one', async (t) => {
   const { mock, app } = await oneApiEach(t);
   const key = await app.keyFor();
@@ -390,8 +407,8 @@ test.serial('a file that is not a PDF is refused by name where the target takes 
   // Anthropic takes a document as bytes only as a PDF.
   const document = (mediaType: string) => [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: mediaType, data: 'JVBERi0=' } }] }];
   for (const model of ['chat-model', 'responses-model']) {
-    await refusedFor(await app.post('/v1/messages', { model, max_tokens: 10, messages: document('text/plain') }, { 'x-api-key': key }), 'messages[0].content[0].source.media_type');
-    t.is((await app.post('/v1/messages', { model, max_tokens: 10, messages: document('application/pdf') }, { 'x-api-key': key })).status, 200, model);
+    await refusedFor(await app.post('/v1/messages', { model, max_tokens: 16, messages: document('text/plain') }, { 'x-api-key': key }), 'messages[0].content[0].source.media_type');
+    t.is((await app.post('/v1/messages', { model, max_tokens: 16, messages: document('application/pdf') }, { 'x-api-key': key })).status, 200, model);
   }
   // Chat Completions reads only PDFs; the Responses API reads text files too.
   const input = [{ role: 'user', content: [{ type: 'input_file', filename: 'notes.txt', file_data: 'data:text/plain;base64,aGk=' }] }];
