@@ -225,7 +225,8 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
           ? {
               ...translatedUsage,
               ...answered,
-              inputTokens: Math.max(answered.inputTokens, translatedUsage.inputTokens),
+              // The provider's count when it told one: the client's format may hold an estimate (a stream cut short).
+              inputTokens: translatedUsage.inputTokens > 0 ? translatedUsage.inputTokens : answered.inputTokens,
               outputTokens: Math.max(answered.outputTokens, translatedUsage.outputTokens),
             }
           : answered;

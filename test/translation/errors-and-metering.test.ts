@@ -154,6 +154,16 @@ test.serial('a translated call that failed before its first event reached the cl
   t.like(records[0], { status: 502, inputTokens: 0, outputTokens: 0, costPicoUsd: 0 });
 });
 
+test.serial("a translated stream the upstream cuts after its first event is charged the input the provider told, not the request's estimate", async (t) => {
+  const text = 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hel"}}\n\n';
+  upstream.answer('/v1/messages', replyEvents(Readable.from([MESSAGE_START, text])));
+  // About a hundred tokens estimated from the request; the provider counted 10.
+  const response = await chat({ stream: true, messages: [{ role: 'user', content: 'word '.repeat(80) }] });
+  t.regex(await response.text(), /"code":"upstream_error"/);
+  await until(async () => records.length, (count) => count === 1);
+  t.like(records[0], { inputTokens: 10, outputTokens: 1 });
+});
+
 const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['logprobs to an Anthropic model', () => chat({ logprobs: true }), 'logprobs'],
   ['n: 2 to an Anthropic model', () => chat({ n: 2 }), 'n'],
