@@ -28,8 +28,8 @@ function deltaChars(chunk: JsonObject): number {
  * answer and in every chunk of a stream. A stream reports usage only when asked
  * (`stream_options.include_usage`): the gateway always asks, and when the client did not, it
  * withholds the extra final chunk (`choices: []` with `usage`) and the `usage: null` of the others,
- * so the client gets the stream it asked for. `data: [DONE]` ends a whole stream. An error chunk (`{"error":{...}}`) is the gateway's
- * own to tell (`upstreamStreamFailure`).
+ * so the client gets the stream it asked for. `data: [DONE]` ends a whole stream. An error chunk
+ * (`{"error":{...}}`) is the gateway's own to tell (`upstreamStreamFailure`).
  */
 export const chatCompletionsAnswer: AnswerFormat = {
   streamRequest(body) {

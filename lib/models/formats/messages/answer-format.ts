@@ -19,8 +19,8 @@ const usageOf = (usage: unknown): TokenUsage =>
  * Messages answers: `usage` (input, cache writes and reads, output) and `model` in a JSON answer;
  * in a stream, `message_start` carries the model and the input usage, and each `message_delta`
  * the output so far (and, in newer versions, the input again). Only those two events are parsed;
- * the content events pass as they came; `message_stop` ends a whole stream. An `error` event is the gateway's own to tell
- * (`upstreamStreamFailure`).
+ * the content events pass as they came; `message_stop` ends a whole stream. An `error` event is
+ * the gateway's own to tell (`upstreamStreamFailure`).
  */
 export const messagesAnswer: AnswerFormat = {
   json(answer, model) {
