@@ -3,6 +3,7 @@ import type { RouterContext } from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { withoutSecrets } from 'koa-model-gateway/auth';
+import { afterResponse } from '../lib/http/after-response.js';
 
 /**
  * One log line per request, written when the response is finished or the client has gone:
@@ -45,12 +46,7 @@ export function requestLog(logger: Logger): Middleware {
         'request',
       );
     };
-    try {
-      await next();
-    } finally {
-      // Bodies are streamed after the middleware returns: log when the response is really over.
-      if (ctx.res.closed) write();
-      else ctx.res.once('close', write);
-    }
+    // Bodies are streamed after the middleware returns: log when the response is really over.
+    await afterResponse(ctx, next, write);
   };
 }

@@ -233,7 +233,8 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
           ? {
               ...translatedUsage,
               ...answered,
-              inputTokens: Math.max(answered.inputTokens, translatedUsage.inputTokens),
+              // The provider's count when it told one: the client's format may hold an estimate (a stream cut short).
+              inputTokens: translatedUsage.inputTokens > 0 ? translatedUsage.inputTokens : answered.inputTokens,
               outputTokens: Math.max(answered.outputTokens, translatedUsage.outputTokens),
             }
           : answered;
@@ -243,8 +244,14 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
         state.upstreamMs = call.durationMs;
         state.costPicoUsd = callCost(leg.route.price, usage);
       };
+      // Set once the relay tells the answer's usage: an answer given whole, or a stream cut after its first event.
+      let answered = false;
+      const told = (usage: TokenUsage) => {
+        answered = true;
+        ended(usage);
+      };
       const path = UPSTREAM_PATHS[translated?.target ?? format.endpoint];
-      const forwarding: Forwarding = { format, call, stream, request: body, model: requested, provider: leg.provider.id, path, ended, delivered: false };
+      const forwarding: Forwarding = { format, call, stream, request: body, model: requested, provider: leg.provider.id, path, ended: told, delivered: false };
       try {
         await forward(ctx, forwarding, () => sendCall(call.request(upstreamBody, headers)));
         state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: 'ok' });
@@ -255,6 +262,9 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
         state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: failure.retryable ? 'failed' : 'refused' });
         return failure;
       } finally {
+        // Nothing reached the client (a failure, or a client gone, before the answer): nothing is
+        // charged, whatever a translated stream told before it failed.
+        if (!answered) translatedUsage = undefined;
         ended(usage);
       }
     };

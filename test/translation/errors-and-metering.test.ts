@@ -112,6 +112,58 @@ test.serial('a translated stream with no event the reader understands is a 502 b
   t.like(await response.json(), { type: 'error', error: { type: 'api_error', message: 'Upstream provider error' } });
 });
 
+const MESSAGE_START = 'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}\n\n';
+const MESSAGE_STOP = 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
+
+test.serial('a translated stream whose events cannot be read is a failure, never a successful empty answer', async (t) => {
+  // Events whose data is not JSON, or JSON not of the format's shape, before one the reader finishes on.
+  const unreadable = [
+    ['event: message_start\ndata: {"type": message_start, not json\n\n', MESSAGE_STOP],
+    ['event: message_start\ndata: ["message_start"]\n\n', MESSAGE_STOP],
+    ['event: message_start\ndata: {"type":"message_start"}\n\n', MESSAGE_STOP],
+    [MESSAGE_STOP],
+  ];
+  for (const events of unreadable) {
+    upstream.answer('/v1/messages', replyEvents(Readable.from(events)));
+    const response = await chat({ stream: true });
+    t.is(response.status, 502, events[0]);
+    t.like(await response.json(), { error: { code: 'upstream_error' } });
+  }
+  // After the first event reached the client: its stream ends with the format's error event.
+  const text = 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hel"}}\n\n';
+  upstream.answer('/v1/messages', replyEvents(Readable.from([MESSAGE_START, text, 'event: content_block_delta\ndata: lo, not json\n\n', MESSAGE_STOP])));
+  const chatText = await (await chat({ stream: true })).text();
+  t.true(chatText.includes('"content":"Hel"'));
+  t.false(chatText.includes('"finish_reason":"stop"'));
+  t.true(chatText.trimEnd().endsWith('data: {"error":{"message":"Upstream provider error","type":"server_error","param":null,"code":"upstream_error"}}'));
+
+  const chunk = 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}\n\n';
+  const finish = 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n';
+  upstream.answer('/v1/chat/completions', replyEvents(Readable.from([chunk, 'data: {"id":"c1","object":"chat.completion.chunk"}\n\n', finish, 'data: [DONE]\n\n'])));
+  const messagesText = await (await messages({ stream: true })).text();
+  t.true(messagesText.includes('"text":"Hel"'));
+  t.false(messagesText.includes('message_stop'));
+  t.regex(messagesText, /event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"Upstream provider error"\}/);
+});
+
+test.serial('a translated call that failed before its first event reached the client is charged nothing', async (t) => {
+  // The upstream told its input, then failed: the client got a 502 and no answer.
+  upstream.answer('/v1/messages', replyEvents(Readable.from([MESSAGE_START + 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'])));
+  t.is((await chat({ stream: true })).status, 502);
+  await until(async () => records.length, (count) => count === 1);
+  t.like(records[0], { status: 502, inputTokens: 0, outputTokens: 0, costPicoUsd: 0 });
+});
+
+test.serial("a translated stream the upstream cuts after its first event is charged the input the provider told, not the request's estimate", async (t) => {
+  const text = 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hel"}}\n\n';
+  upstream.answer('/v1/messages', replyEvents(Readable.from([MESSAGE_START, text])));
+  // About a hundred tokens estimated from the request; the provider counted 10.
+  const response = await chat({ stream: true, messages: [{ role: 'user', content: 'word '.repeat(80) }] });
+  t.regex(await response.text(), /"code":"upstream_error"/);
+  await until(async () => records.length, (count) => count === 1);
+  t.like(records[0], { inputTokens: 10, outputTokens: 1 });
+});
+
 const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['logprobs to an Anthropic model', () => chat({ logprobs: true }), 'logprobs'],
   ['n: 2 to an Anthropic model', () => chat({ n: 2 }), 'n'],
@@ -158,6 +210,49 @@ for (const [name, send, param] of refusals) {
     t.is(upstream.received.length, 0);
   });
 }
+
+test.serial('a token limit that is not a positive integer is the same 400, translated or native, in either format, nothing sent', async (t) => {
+  for (const value of [-1, 0, 10.5, 1e20]) {
+    const answers = [
+      await chat({ max_tokens: value }),
+      await chat({ model: 'gpt-test', max_tokens: value }),
+      await chat({ max_completion_tokens: value }),
+      await messages({ max_tokens: value }),
+      await messages({ model: 'claude-test', max_tokens: value }),
+      await responses({ max_output_tokens: value }),
+    ];
+    t.deepEqual(answers.map((answer) => answer.status), [400, 400, 400, 400, 400, 400], String(value));
+    const [translated, native, completion, messagesTranslated, messagesNative, output] = (await Promise.all(answers.map((answer) => answer.json()))) as Array<{ error: { message: string } }>;
+    t.deepEqual(translated, native);
+    t.is(translated?.error.message, "'max_tokens' must be a positive integer");
+    t.is(completion?.error.message, "'max_completion_tokens' must be a positive integer");
+    t.deepEqual(messagesTranslated?.error, messagesNative?.error);
+    t.is(messagesNative?.error.message, "'max_tokens' must be a positive integer");
+    t.is(output?.error.message, "'max_output_tokens' must be a positive integer");
+  }
+  t.is(upstream.received.length, 0);
+});
+
+test.serial('a translated call is refused, as the APIs refuse it, a parallel_tool_calls that is not a boolean and a tool choice that demands a call without tools', async (t) => {
+  const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }];
+  const refused: Array<[() => Promise<Response>, string]> = [
+    [() => chat({ tools, parallel_tool_calls: 'no' }), "'parallel_tool_calls' must be a boolean"],
+    [() => responses({ parallel_tool_calls: 'no' }), "'parallel_tool_calls' must be a boolean"],
+    [() => chat({ tool_choice: 'required' }), "'tool_choice' requires 'tools'"],
+    [() => chat({ tool_choice: { type: 'function', function: { name: 'f' } } }), "'tool_choice' requires 'tools'"],
+    [() => responses({ tool_choice: 'required' }), "'tool_choice' requires 'tools'"],
+    [() => messages({ tool_choice: { type: 'any' } }), "'tool_choice' requires 'tools'"],
+    [() => messages({ tool_choice: { type: 'tool', name: 'f' } }), "'tool_choice' requires 'tools'"],
+    [() => messages({ tools: [{ name: 'f', input_schema: { type: 'object' } }], tool_choice: { type: 'auto', disable_parallel_tool_use: 'no' } }), "'tool_choice.disable_parallel_tool_use' must be a boolean"],
+  ];
+  for (const [send, message] of refused) {
+    const response = await send();
+    t.is(response.status, 400, message);
+    const body = (await response.json()) as { error: { message: string } };
+    t.is(body.error.message, message);
+  }
+  t.is(upstream.received.length, 0);
+});
 
 test.serial("stream_options without stream is a 400 naming it, as OpenAI answers it", async (t) => {
   const response = await chat({ stream_options: { include_usage: true } });
@@ -295,6 +390,22 @@ test.serial("OpenAI's shared fields pass between Chat Completions and Responses 
   t.is(mock.calls.length, 2, 'no refused call was sent');
 });
 
+test.serial('an output limit below the 16 tokens the Responses API takes is refused by name before a translated call to it is sent', async (t) => {
+  const { mock, app } = await oneApiEach(t);
+  const key = await app.keyFor();
+  const hi = [{ role: 'user', content: 'hi' }];
+  const refused = [
+    await app.post('/v1/chat/completions', { model: 'responses-model', messages: hi, max_tokens: 15 }, { authorization: `Bearer ${key}` }),
+    await app.post('/v1/messages', { model: 'responses-model', messages: hi, max_tokens: 1 }, { 'x-api-key': key }),
+  ];
+  t.deepEqual(refused.map((response) => response.status), [400, 400]);
+  const [chat, messages] = (await Promise.all(refused.map((response) => response.json()))) as Array<{ error: { message: string } }>;
+  t.is(chat?.error.message, "'max_tokens' must be at least 16 for this model: its provider speaks Responses, which refuses fewer");
+  t.is(messages?.error.message, "'max_tokens' must be at least 16 for this model: its provider speaks Responses, which refuses fewer");
+  t.is((await app.post('/v1/chat/completions', { model: 'responses-model', messages: hi, max_tokens: 16 }, { authorization: `Bearer ${key}` })).status, 200);
+  t.is(mock.calls.length, 1, 'no refused call was sent');
+});
+
 test.serial('a file that is not a PDF is refused by name where the target takes only PDFs, never sent as one', async (t) => {
   const { mock, app } = await oneApiEach(t);
   const key = await app.keyFor();
@@ -306,8 +417,8 @@ test.serial('a file that is not a PDF is refused by name where the target takes 
   // Anthropic takes a document as bytes only as a PDF.
   const document = (mediaType: string) => [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: mediaType, data: 'JVBERi0=' } }] }];
   for (const model of ['chat-model', 'responses-model']) {
-    await refusedFor(await app.post('/v1/messages', { model, max_tokens: 10, messages: document('text/plain') }, { 'x-api-key': key }), 'messages[0].content[0].source.media_type');
-    t.is((await app.post('/v1/messages', { model, max_tokens: 10, messages: document('application/pdf') }, { 'x-api-key': key })).status, 200, model);
+    await refusedFor(await app.post('/v1/messages', { model, max_tokens: 16, messages: document('text/plain') }, { 'x-api-key': key }), 'messages[0].content[0].source.media_type');
+    t.is((await app.post('/v1/messages', { model, max_tokens: 16, messages: document('application/pdf') }, { 'x-api-key': key })).status, 200, model);
   }
   // Chat Completions reads only PDFs; the Responses API reads text files too.
   const input = [{ role: 'user', content: [{ type: 'input_file', filename: 'notes.txt', file_data: 'data:text/plain;base64,aGk=' }] }];

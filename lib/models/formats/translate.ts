@@ -1,7 +1,7 @@
 import { pipeline, Readable, Transform } from 'node:stream';
 import { errors } from '../../errors/gateway-error.js';
 import type { TokenUsage } from '../../usage/token-usage.js';
-import { eventObject } from '../answer.js';
+import { eventObject, unreadableStreamEvent } from '../answer.js';
 import { isObject, type JsonObject } from '../content.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from '../provider.js';
 import { countPdfPages } from '../providers/echo/received.js';
@@ -11,7 +11,7 @@ import { chatCompletionsFormat } from './chat-completions/index.js';
 import { messagesFormat } from './messages/index.js';
 import type { Part, Request, StreamPart, Usage } from './neutral.js';
 import { responsesFormat } from './responses/index.js';
-import type { ReadRequest, WireFormat } from './wire-format.js';
+import { checkToolChoice, type ReadRequest, type WireFormat } from './wire-format.js';
 
 type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens'>;
 
@@ -64,7 +64,11 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
     const method = provider[target];
     const to = FORMATS[target].provider;
     if (method === undefined || to === undefined) continue;
-    const read = (body: JsonObject) => from.client.readRequest(body, FORMATS[target].name);
+    const read = (body: JsonObject) => {
+      const request = from.client.readRequest(body, FORMATS[target].name);
+      checkToolChoice(request);
+      return request;
+    };
     return {
       target,
       check(body, headers) {
@@ -167,16 +171,22 @@ function translatedJson(
 
 /**
  * An event stream, event by event, in the client's format: the provider's reader and the client's
- * writer, one per stream; `usage` is kept up to date with what the provider's events tell.
+ * writer, one per stream; `usage` is kept up to date with what the provider's events tell. An
+ * event it cannot read (not JSON, not the format's shape, content before the start) fails the
+ * stream, as a stream cut before its finish does: the client never gets an answer that looks whole.
  */
 function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage, maxEventBytes: number): Transform {
   const splitter = new EventSplitter({ maxEventBytes });
   const reader = to.streamReader();
   const writer = from.client.streamWriter(request);
+  let started = false;
   let finished = false;
   const write = (parts: StreamPart[]) => {
     let out = '';
     for (const part of parts) {
+      // Content or a finish with no start before it: what the upstream sent was not its format's stream.
+      if (part.type === 'start') started = true;
+      else if (!started) throw unreadableStreamEvent('an event before the one that starts its answer');
       if ((part.type === 'start' || part.type === 'finish') && part.usage) Object.assign(usage, tokenUsage(part.usage));
       if (part.type === 'finish') finished = true;
       out += writer.write(part);
@@ -187,8 +197,11 @@ function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider
     let out = '';
     for (const event of events) {
       const { name, data } = eventFields(event);
+      // A comment or a keep-alive has no data; `[DONE]` ends an OpenAI stream, whose reader finishes without it.
+      if (data === undefined || data === '[DONE]') continue;
       const parsed = eventObject(data);
-      if (parsed !== undefined) out += write(reader.read(name, parsed));
+      if (parsed === undefined) throw unreadableStreamEvent('an event whose data is not a JSON object');
+      out += write(reader.read(name, parsed));
     }
     return out;
   };

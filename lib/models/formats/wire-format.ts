@@ -68,6 +68,34 @@ export function checkMessages(messages: unknown): void {
 }
 
 /**
+ * Refuses a token limit that is not a positive integer, as every format's API does (absent or null
+ * passes, unless `required`): checked for every call, native or translated, before anything is sent.
+ */
+export function checkTokenLimit(body: JsonObject, param: string, required = false): void {
+  const value = body[param];
+  if (!required && (value === undefined || value === null)) return;
+  if (!Number.isSafeInteger(value) || (value as number) < 1) throw invalid(param, 'must be a positive integer');
+}
+
+/** `body[param]` when it is a boolean, undefined when absent or null; anything else is refused by name. */
+export function optionalBoolean(body: JsonObject, param: string): boolean | undefined {
+  const value = body[param];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw invalid(param, 'must be a boolean');
+  return value;
+}
+
+/**
+ * Refuses a tool choice that demands a call (`required`, or one tool by name) in a request without
+ * tools, as every format's API does: the target's writer, which sends no choice without tools,
+ * would otherwise drop it.
+ */
+export function checkToolChoice(request: ReadRequest): void {
+  const { toolChoice, tools, params } = request;
+  if (tools.length === 0 && (toolChoice?.type === 'required' || toolChoice?.type === 'tool')) throw invalid(params.toolChoice ?? 'tool_choice', "requires 'tools'");
+}
+
+/**
  * Refuses a `stream` that is neither a boolean nor null: a call is streamed only for `true`, and
  * `"yes"` would be answered whole where the client asked for events.
  */

@@ -1,6 +1,6 @@
 import { isObject, type JsonObject } from '../../content.js';
 import { invalid, untranslatable, type Message, type Part, type Tool, type ToolChoice } from '../neutral.js';
-import { absent, any, dataUrl, defaultOnly, falsy, OPENAI_SHARED_KNOWN, optionalNumber, optionalString, parseDataUrl, readOpenAIShared, refuseUnknown, type ReadRequest } from '../wire-format.js';
+import { absent, any, dataUrl, defaultOnly, falsy, OPENAI_SHARED_KNOWN, optionalBoolean, optionalNumber, optionalString, parseDataUrl, readOpenAIShared, refuseUnknown, type ReadRequest } from '../wire-format.js';
 
 const NAME = 'Chat Completions';
 
@@ -181,6 +181,7 @@ export function readChatRequest(body: JsonObject, target: string): ReadRequest {
   const toolChoice = readToolChoice(body.tool_choice, target);
   const responseFormat = readResponseFormat(body.response_format, target);
   const user = optionalString(body, 'user');
+  const parallelToolCalls = optionalBoolean(body, 'parallel_tool_calls');
   const openAI = readOpenAIShared(body);
   return {
     model: String(body.model),
@@ -189,7 +190,7 @@ export function readChatRequest(body: JsonObject, target: string): ReadRequest {
     messages,
     tools: readTools(body.tools, target),
     ...(toolChoice && { toolChoice }),
-    ...(typeof body.parallel_tool_calls === 'boolean' && { parallelToolCalls: body.parallel_tool_calls }),
+    ...(parallelToolCalls !== undefined && { parallelToolCalls }),
     ...(maxTokens !== undefined && { maxTokens }),
     ...(temperature !== undefined && { temperature }),
     ...(topP !== undefined && { topP }),

@@ -1,5 +1,5 @@
 import { isObject, type JsonObject } from '../../content.js';
-import { upstreamStreamFailure } from '../../answer.js';
+import { unreadableStreamEvent, upstreamStreamFailure } from '../../answer.js';
 import { sse, type FinishReason, type StreamPart, type StreamReader, type StreamWriter, type Usage } from '../neutral.js';
 import { readChatUsage, writeChatUsage } from './answer.js';
 import { FROM_CHAT_FINISH, TO_CHAT_FINISH } from './finish-reasons.js';
@@ -38,6 +38,7 @@ export class ChatStreamReader implements StreamReader {
   read(_name: string | undefined, data: unknown): StreamPart[] {
     if (!isObject(data)) return [];
     if (isObject(data.error)) throw upstreamStreamFailure(data.error);
+    if (!Array.isArray(data.choices)) throw unreadableStreamEvent('a chunk without choices');
     const parts: StreamPart[] = [];
     if (!this.#started) {
       this.#started = true;

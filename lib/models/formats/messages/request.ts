@@ -146,6 +146,8 @@ function readTools(tools: unknown, target: string): Tool[] {
 function readToolChoice(choice: unknown, target: string): { toolChoice?: ToolChoice; parallelToolCalls?: boolean } {
   if (absent(choice)) return {};
   if (!isObject(choice)) throw invalid('tool_choice', 'must be an object');
+  const disable = choice.disable_parallel_tool_use;
+  if (disable !== undefined && typeof disable !== 'boolean') throw invalid('tool_choice.disable_parallel_tool_use', 'must be a boolean');
   const parallel = choice.disable_parallel_tool_use === true ? { parallelToolCalls: false } : {};
   switch (choice.type) {
     case 'auto':

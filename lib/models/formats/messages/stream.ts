@@ -1,4 +1,4 @@
-import { upstreamStreamFailure } from '../../answer.js';
+import { unreadableStreamEvent, upstreamStreamFailure } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
 import { sse, type FinishReason, type StreamPart, type StreamReader, type StreamWriter, type Usage } from '../neutral.js';
 import { readMessagesUsage, writeMessagesUsage } from './answer.js';
@@ -22,11 +22,13 @@ export class MessagesStreamReader implements StreamReader {
   read(name: string | undefined, data: unknown): StreamPart[] {
     if (!isObject(data)) return [];
     const type = data.type ?? name;
+    if (typeof type !== 'string') throw unreadableStreamEvent('an event without a type');
     if (type === 'error') throw upstreamStreamFailure(data.error);
     const index = typeof data.index === 'number' ? data.index : 0;
     switch (type) {
       case 'message_start': {
-        const message = isObject(data.message) ? data.message : {};
+        if (!isObject(data.message)) throw unreadableStreamEvent('a message_start without its message');
+        const { message } = data;
         this.#usage = readMessagesUsage(message.usage);
         return [{
           type: 'start',

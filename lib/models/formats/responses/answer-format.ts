@@ -45,6 +45,9 @@ export function responseUsage(response: JsonObject): TokenUsage | undefined {
   };
 }
 
+/** The events that end a whole stream: the response's last state, whatever it is. */
+const FINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
 function renamed(response: JsonObject, model: string): void {
   if (typeof response.model === 'string') response.model = model;
 }
@@ -54,7 +57,8 @@ function renamed(response: JsonObject, model: string): void {
  * / `output_tokens`; in a stream, the `response.*` events of `RESPONSE_EVENTS` carry the response
  * object so far, its `usage` set in the last (`response.completed`, `response.incomplete` or
  * `response.failed`). Only those events are parsed (an event's name is its type); the
- * content events pass as they came. A stream reports usage without being asked. An `error` event
+ * content events pass as they came; the last of those ends a whole stream. A stream reports usage
+ * without being asked. An `error` event
  * is the gateway's own to tell (`upstreamStreamFailure`).
  */
 export const responsesAnswer: AnswerFormat = {
@@ -65,14 +69,19 @@ export const responsesAnswer: AnswerFormat = {
   stream(_request, model) {
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
     let outputChars = 0;
+    let finished = false;
     return {
       usage,
       get outputChars() {
         return outputChars;
       },
+      get finished() {
+        return finished;
+      },
       event(event) {
         const { name, data } = eventFields(event);
         if (name === 'error') throw upstreamStreamFailure(eventObject(data));
+        if (name !== undefined && FINAL_EVENTS.has(name)) finished = true;
         // Text, refusals, reasoning and tool arguments come in pieces, each a `*.delta` event's `delta`.
         if (name?.endsWith('.delta')) {
           outputChars += textLength(eventObject(data)?.delta);

@@ -5,7 +5,7 @@ import type { EndpointFormat } from '../../endpoint-format.js';
 import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
 import { responsesAnswer } from './answer-format.js';
 import { invalid } from '../neutral.js';
-import { checkStream } from '../wire-format.js';
+import { checkStream, checkTokenLimit } from '../wire-format.js';
 import { responsesErrorEvent } from './error-event.js';
 
 export { RESPONSE_EVENTS, responseObject, responseUsage } from './answer-format.js';
@@ -18,6 +18,7 @@ const RESPONSES: EndpointFormat = {
   modelNotFound: (model) => errors.modelDoesNotExist(model),
   checkBody: (body) => {
     if (typeof body.input !== 'string' && !Array.isArray(body.input)) throw invalid('input', 'must be a string or an array');
+    checkTokenLimit(body, 'max_output_tokens');
     checkStream(body.stream);
   },
   unsupported: (model) =>

@@ -1,6 +1,6 @@
-import { tokenCount, upstreamStreamFailure } from '../../answer.js';
+import { tokenCount, unreadableStreamEvent, upstreamStreamFailure } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
-import { untranslatable, type Answer, type FinishReason, type Part, type StreamPart, type StreamReader, type ToolChoice, type Usage } from '../neutral.js';
+import { invalid, untranslatable, type Answer, type FinishReason, type Part, type StreamPart, type StreamReader, type ToolChoice, type Usage } from '../neutral.js';
 import { dataUrl, type ReadRequest } from '../wire-format.js';
 
 // Responses as the provider's format: requests written, answers and streams read, for the
@@ -61,14 +61,21 @@ function writeInput(request: ReadRequest): JsonObject[] {
 
 const writeToolChoice = (choice: ToolChoice) => (choice.type === 'tool' ? { type: 'function', name: choice.name } : choice.type);
 
+/** The least `max_output_tokens` Responses takes. */
+const MIN_OUTPUT_TOKENS = 16;
+
 /**
  * A neutral request as a Responses body: never stored upstream (`store: false`), tools not strict
  * (Responses makes them strict by default, which most schemas are not written for), a thinking
- * budget as an effort. Responses has no stop sequences: those are refused.
+ * budget as an effort. Responses has no stop sequences: those are refused, as an output limit
+ * below the 16 tokens it takes is.
  */
 export function writeResponsesRequest(request: ReadRequest): JsonObject {
   const { reasoning, responseFormat } = request;
   if (request.stop) throw untranslatable(request.params.stop ?? 'stop', NAME);
+  if (request.maxTokens !== undefined && request.maxTokens < MIN_OUTPUT_TOKENS) {
+    throw invalid(request.params.maxTokens ?? 'max_tokens', `must be at least ${MIN_OUTPUT_TOKENS} for this model: its provider speaks ${NAME}, which refuses fewer`);
+  }
   const effort = reasoning?.effort ?? (reasoning?.budgetTokens === undefined ? undefined : (EFFORTS.find(([most]) => reasoning.budgetTokens! <= most)?.[1] ?? 'high'));
   return {
     model: request.model,
@@ -167,12 +174,14 @@ export class ResponsesStreamReader implements StreamReader {
   read(name: string | undefined, data: unknown): StreamPart[] {
     if (!isObject(data)) return [];
     const type = data.type ?? name;
+    if (typeof type !== 'string') throw unreadableStreamEvent('an event without a type');
     const item = isObject(data.item) ? data.item : {};
     const itemId = typeof data.item_id === 'string' ? data.item_id : String(item.id ?? '');
     const entry = this.#items.get(itemId);
     switch (type) {
       case 'response.created': {
-        const response = isObject(data.response) ? data.response : {};
+        if (!isObject(data.response)) throw unreadableStreamEvent('a response.created without its response');
+        const { response } = data;
         return [{ type: 'start', id: String(response.id ?? ''), model: String(response.model ?? ''), created: typeof response.created_at === 'number' ? response.created_at : Math.floor(Date.now() / 1000) }];
       }
       case 'response.output_item.added':

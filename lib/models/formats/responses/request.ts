@@ -1,6 +1,6 @@
 import { isObject, type JsonObject } from '../../content.js';
 import { invalid, untranslatable, type Message, type Part, type Request, type Tool, type ToolChoice } from '../neutral.js';
-import { absent, any, defaultOnly, falsy, OPENAI_SHARED_KNOWN, optionalNumber, optionalString, parseDataUrl, readOpenAIShared, refuseUnknown, type ReadRequest } from '../wire-format.js';
+import { absent, any, defaultOnly, falsy, OPENAI_SHARED_KNOWN, optionalBoolean, optionalNumber, optionalString, parseDataUrl, readOpenAIShared, refuseUnknown, type ReadRequest } from '../wire-format.js';
 
 const KNOWN = {
   model: any,
@@ -161,6 +161,7 @@ export function readResponsesRequest(body: JsonObject, target: string): ReadRequ
   const temperature = optionalNumber(body, 'temperature');
   const topP = optionalNumber(body, 'top_p');
   const toolChoice = readToolChoice(body.tool_choice, target);
+  const parallelToolCalls = optionalBoolean(body, 'parallel_tool_calls');
   const responseFormat = readText(body.text, target);
   const reasoning = readReasoning(body.reasoning, target);
   const user = optionalString(body, 'user');
@@ -172,7 +173,7 @@ export function readResponsesRequest(body: JsonObject, target: string): ReadRequ
     messages,
     tools: readTools(body.tools, target),
     ...(toolChoice && { toolChoice }),
-    ...(typeof body.parallel_tool_calls === 'boolean' && { parallelToolCalls: body.parallel_tool_calls }),
+    ...(parallelToolCalls !== undefined && { parallelToolCalls }),
     ...(maxTokens !== undefined && { maxTokens }),
     ...(temperature !== undefined && { temperature }),
     ...(topP !== undefined && { topP }),
