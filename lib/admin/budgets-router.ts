@@ -7,13 +7,14 @@ import type { ModelPrice } from '../cost/price.js';
 import { readJsonBody } from '../http/json-body.js';
 import { usageReport } from '../usage/usage-report.js';
 import type { UsageStore } from '../usage/usage-store.js';
-import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
+import { ADMIN_API_PATH, changedBy, verifiedAdmin } from './admin-auth.js';
 import { accountName, budgetUsd, parseFields } from './key-fields.js';
 
 /** A change of an account's budgets, for the log of every change. */
 export interface BudgetChange {
   action: 'account.limits_set';
-  adminTokenId: string;
+  adminTokenId: string | null;
+  userId?: string;
   account: string;
   /** The fields the request set (a `null` among them removed its budget). */
   fields: string[];
@@ -91,7 +92,7 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
     const changes = parseFields(budgetChanges, await readJsonBody(ctx.req, 4096));
     const budget = await accounts.set(account, changes);
     ctx.state.audit = { action: 'account.limits_set', account, fields: Object.keys(changes) };
-    onChange?.({ action: 'account.limits_set', adminTokenId: verifiedAdmin(ctx).tokenId, account, fields: Object.keys(changes) }, ctx);
+    onChange?.({ action: 'account.limits_set', ...changedBy(verifiedAdmin(ctx)), account, fields: Object.keys(changes) }, ctx);
     ctx.body = await limitsObject(account, budget);
   });
   return router;

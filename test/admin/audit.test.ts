@@ -220,7 +220,7 @@ async function serve(store: AuditStore, status: number, onError?: (err: unknown)
   const koaApp = new Koa();
   koaApp.use(gatewayErrors());
   koaApp.use(async (ctx, next) => {
-    ctx.state.admin = { tokenId: memoryToken.id, tokenName: memoryToken.name };
+    ctx.state.admin = { tokenId: memoryToken.id, tokenName: memoryToken.name, role: 'admin' };
     return next();
   });
   koaApp.use(auditTrail({ store, timeoutMs: 50, nowMs: () => 1_900_000_000_500, ...(onError && { onError }) }));
