@@ -15,6 +15,7 @@ const ACTIONS: ReadonlyArray<[string, string]> = [
   ['session.opened', 'Dashboard log-in'],
   ['session.closed', 'Dashboard log-out'],
   ['account.limits_set', 'Account budgets set'],
+  ['user.updated', 'Person changed'],
 ];
 const actionName = (action: string) => ACTIONS.find(([value]) => value === action)?.[1] ?? action;
 
@@ -23,10 +24,27 @@ const NO_FILTERS: AuditFilters = { action: '', key: '', account: '' };
 /** Who acted, as stored: every string is text to Preact, escaped, never markup. */
 function Actor({ actor }: { actor: AuditEntry['actor'] }) {
   if (actor.type === 'cli') return <>Command line{actor.name !== null && <> ({actor.name})</>}</>;
+  if (actor.type === 'user') return <>{actor.name ?? 'A person'}</>;
   return (
     <>
       {actor.name ?? 'Unnamed token'} <code>{actor.id}</code>
     </>
+  );
+}
+
+const shown = (value: unknown) => (value === null || value === undefined ? 'none' : typeof value === 'string' ? value : JSON.stringify(value));
+
+/** The fields an action set, each with its value before and after when the entry has them. */
+function Changes({ entry }: { entry: AuditEntry }) {
+  if (!entry.changes) return <>{entry.fields.join(', ')}</>;
+  return (
+    <ul class="changes">
+      {Object.entries(entry.changes).map(([field, { from, to }]) => (
+        <li key={field}>
+          {field}: <del>{shown(from)}</del> → <ins>{shown(to)}</ins>
+        </li>
+      ))}
+    </ul>
   );
 }
 
@@ -42,6 +60,7 @@ function Target({ entry }: { entry: AuditEntry }) {
         </>
       )}
       {entry.admin_token_id !== null && <code>{entry.admin_token_id}</code>}
+      {entry.user_id !== null && <code>{entry.user_id}</code>}
       {entry.account !== null && <span class="account-name"> {entry.account}</span>}
     </>
   );
@@ -140,7 +159,9 @@ export function AuditPage() {
                   <td>
                     <Target entry={entry} />
                   </td>
-                  <td>{entry.fields.join(', ')}</td>
+                  <td>
+                    <Changes entry={entry} />
+                  </td>
                   <td>{entry.address ?? '—'}</td>
                 </tr>
               ))}

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type AccountLimits, type ApiKey } from './api.ts';
+import { api, ApiError, may, type AccountLimits, type ApiKey } from './api.ts';
 import { formatShare, formatUsd } from './format.ts';
 import { utcDay } from './usage-data.ts';
 import { ErrorAlert, Loading } from './ui.tsx';
@@ -127,26 +127,28 @@ export function AccountBudgets({ account }: { account: string }) {
           <BudgetGauge label="Spent this month (UTC)" spent={limits.spent.month} budget={limits.costPerMonth} />
         </div>
       )}
-      <form onSubmit={save}>
-        <p class="hint">
-          An account's budgets cover all its keys: once its spend in the UTC day or month reaches one, its model calls are refused until the
-          period ends. Empty: no budget.
-        </p>
-        <div class="grid">
-          <div>
-            <label for="budget-day">Budget per UTC day (USD)</label>
-            <input id="budget-day" type="number" min={0} step="any" inputMode="decimal" value={form.day} onInput={(event) => setForm({ ...form, day: event.currentTarget.value })} />
+      {may('change') && (
+        <form onSubmit={save}>
+          <p class="hint">
+            An account's budgets cover all its keys: once its spend in the UTC day or month reaches one, its model calls are refused until the
+            period ends. Empty: no budget.
+          </p>
+          <div class="grid">
+            <div>
+              <label for="budget-day">Budget per UTC day (USD)</label>
+              <input id="budget-day" type="number" min={0} step="any" inputMode="decimal" value={form.day} onInput={(event) => setForm({ ...form, day: event.currentTarget.value })} />
+            </div>
+            <div>
+              <label for="budget-month">Budget per UTC month (USD)</label>
+              <input id="budget-month" type="number" min={0} step="any" inputMode="decimal" value={form.month} onInput={(event) => setForm({ ...form, month: event.currentTarget.value })} />
+            </div>
           </div>
-          <div>
-            <label for="budget-month">Budget per UTC month (USD)</label>
-            <input id="budget-month" type="number" min={0} step="any" inputMode="decimal" value={form.month} onInput={(event) => setForm({ ...form, month: event.currentTarget.value })} />
-          </div>
-        </div>
-        <ErrorAlert message={error} />
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : 'Save budgets'}
-        </button>
-      </form>
+          <ErrorAlert message={error} />
+          <button type="submit" disabled={busy}>
+            {busy ? 'Saving…' : 'Save budgets'}
+          </button>
+        </form>
+      )}
     </section>
   );
 }

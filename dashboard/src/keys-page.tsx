@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type ApiKey, type Catalog, type NewKey } from './api.ts';
+import { api, ApiError, may, type ApiKey, type Catalog, type NewKey } from './api.ts';
 import { accountHref } from './app.tsx';
 import { KeySpend, useKeySpend } from './budgets.tsx';
 import { formatCount, formatUsd } from './format.ts';
@@ -106,9 +106,11 @@ export function KeysPage() {
       <section class="card" aria-labelledby="keys-title">
         <div class="heading">
           <h1 id="keys-title">Keys</h1>
-          <button type="button" onClick={() => setCreating(true)} disabled={creating || catalog === null}>
-            New key
-          </button>
+          {may('change') && (
+            <button type="button" onClick={() => setCreating(true)} disabled={creating || catalog === null}>
+              New key
+            </button>
+          )}
         </div>
         <form class="toolbar" onSubmit={show} role="search">
           <label for="filter">Find</label>
@@ -154,7 +156,7 @@ export function KeysPage() {
                     <td>
                       <a href={accountHref(key.account)}>{key.account}</a>
                     </td>
-                    <td>
+                    <td class="key">
                       <KeyIdentity apiKey={key} prefix={catalog?.key_prefix} />
                     </td>
                     <td>
@@ -177,7 +179,7 @@ export function KeysPage() {
                       <Time seconds={key.last_used_at} />
                     </td>
                     <td class="row-actions">
-                      {key.status === 'active' && (
+                      {key.status === 'active' && may('change') && (
                         <>
                           <button type="button" class="secondary" onClick={() => setRotating(key)} aria-label={`Rotate ${key.id}`}>
                             Rotate

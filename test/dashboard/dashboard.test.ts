@@ -13,7 +13,8 @@ import { SCOPES } from '../../lib/auth/scopes.js';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
 import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { dashboardRouter } from '../../reference-server/dashboard.js';
-import { listen } from '../helpers/http.js';
+import { freePort, listen } from '../helpers/http.js';
+import { OIDC_CLIENT, PERSON_COOKIE, testProvider } from '../helpers/oidc-provider.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { until } from '../helpers/poll.js';
 import { ROOT } from '../helpers/server-process.js';
@@ -470,6 +471,92 @@ withChromium(test)('the dashboard takes names as the API allows them: a found ke
 withRedis(withPostgres(withChromium(test)))(
   'the dashboard on PostgreSQL and Redis takes names as the API allows them: a found key shows its spend, a / in an account, a bare % in the address, a name of 255 characters',
   namesTest(postgresRedis),
+);
+
+// Signing in through an OpenID Provider (oidc-provider, started here on a loopback port) as an
+// admin, an operator and a viewer, on both deployments: each sees what its role allows, at
+// 1280×800 and 390×844 (screenshots to test-artifacts/), and the admin assigns a role in the page.
+const PEOPLE = {
+  vera: { email: 'vera@example.com', name: 'Vera Viewer', groups: ['gw-readers'] },
+  otto: { email: 'otto@example.com', name: 'Otto Operator', groups: ['gw-ops'] },
+  ada: { email: 'ada@example.com', name: 'Ada Admin', groups: ['gw-admins'] },
+};
+
+const ssoTest = (deployment: Deployment) => async (t: ExecutionContext) => {
+  const { env, cleanup } = await deployment.env();
+  t.teardown(cleanup);
+  const provider = await testProvider(PEOPLE);
+  t.teardown(() => provider.close());
+  const port = await freePort();
+  const publicUrl = `http://127.0.0.1:${port}`;
+  const app = await referenceApp(
+    undefined,
+    {
+      ...env,
+      PUBLIC_URL: publicUrl,
+      OIDC_ISSUER: provider.issuer,
+      OIDC_CLIENT_ID: OIDC_CLIENT.id,
+      OIDC_CLIENT_SECRET: OIDC_CLIENT.secret,
+      OIDC_PROVIDER_NAME: 'Test ID',
+      OIDC_ROLES: 'gw-admins=admin,gw-ops=operator,gw-readers=viewer',
+    },
+    { port },
+  );
+  t.teardown(() => app.close());
+  provider.register(`${publicUrl}/admin/v1/oidc/callback`);
+  await createApiKey(app.deployment.keys, { prefix: app.config.gateway.keyPrefix, account: deployment.account, name: 'Nightly batch', scopes: [...SCOPES], models: null });
+  const browser = await openBrowser(t, { width: 1280, height: 800 });
+  const page = browser.pages()[0] ?? (await browser.newPage());
+  page.setDefaultTimeout(10_000);
+  const pageErrors: string[] = [];
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+  const shoot = async (name: string) => {
+    await page.mouse.move(0, 0);
+    for (const [size, viewport] of [['', { width: 1280, height: 800 }], ['-narrow', { width: 390, height: 844 }]] as const) {
+      await page.setViewportSize(viewport);
+      await page.screenshot({ path: join(ARTIFACTS, `dashboard-${deployment.name}${name}${size}.png`), fullPage: true });
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+  };
+
+  for (const [who, role] of [['vera', 'viewer'], ['otto', 'operator'], ['ada', 'admin']] as const) {
+    await browser.clearCookies();
+    await browser.addCookies([{ name: PERSON_COOKIE, value: who, url: provider.issuer }]);
+    await page.goto(`${app.url}/dashboard`);
+    if (role === 'viewer') await shoot('sso-login');
+    await page.getByRole('link', { name: 'Sign in with Test ID' }).click();
+    await page.locator('.who').filter({ hasText: PEOPLE[who].name }).waitFor();
+    t.is(await page.locator('.who .badge').textContent(), role);
+    const row = page.getByRole('row').filter({ hasText: 'Nightly batch' });
+    await row.waitFor();
+    // What each role may do is offered; what it may not is not (and the API refuses it: test/admin/sso.test.ts).
+    t.is(await page.getByRole('button', { name: 'New key' }).count(), role === 'viewer' ? 0 : 1, `${role}: New key`);
+    t.is(await row.getByRole('button', { name: /^Revoke / }).count(), role === 'viewer' ? 0 : 1, `${role}: Revoke`);
+    t.is(await page.getByRole('link', { name: 'People' }).count(), role === 'admin' ? 1 : 0, `${role}: People`);
+    await shoot(`sso-keys-${role}`);
+    await page.goto(`${app.url}/dashboard#/accounts/${encodeURIComponent(deployment.account)}`);
+    await page.getByRole('heading', { name: 'Budgets' }).waitFor();
+    t.is(await page.getByRole('button', { name: 'Save budgets' }).count(), role === 'viewer' ? 0 : 1, `${role}: Save budgets`);
+    if (role === 'admin') {
+      // The people who signed in, and a role assigned in the page.
+      await page.getByRole('link', { name: 'People' }).click();
+      await page.getByRole('row').filter({ hasText: 'vera@example.com' }).waitFor();
+      t.is(await page.getByRole('row').count(), 4);
+      await page.getByLabel('Role of vera@example.com').selectOption('operator');
+      await until(async () => (await app.deployment.adminUsers.list()).find((user) => user.email === 'vera@example.com')?.role, (assigned) => assigned === 'operator');
+      t.is((await app.deployment.adminUsers.list()).find((user) => user.email === 'vera@example.com')?.role, 'operator');
+      await shoot('sso-people');
+    }
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByRole('link', { name: 'Sign in with Test ID' }).waitFor();
+  }
+  t.deepEqual(pageErrors, []);
+};
+
+withChromium(test)('the dashboard signs in through an OIDC provider an admin, an operator and a viewer, each shown what its role allows', ssoTest(embedded));
+withRedis(withPostgres(withChromium(test)))(
+  'the dashboard on PostgreSQL and Redis signs in through an OIDC provider an admin, an operator and a viewer, each shown what its role allows',
+  ssoTest(postgresRedis),
 );
 
 // The dashboard's files as the reference server serves them.
