@@ -8,6 +8,7 @@ import { DEFAULT_CREATION_LIMITS, type CreationUsage } from '../quota/creation-l
 import type { UsageStore } from '../usage/usage-store.js';
 import { listAccounts, showAccount, showUsage } from './account-routes.js';
 import { ADMIN_API_PATH, changedBy, verifiedAdmin } from './admin-auth.js';
+import type { AuditChanges } from './audit-store.js';
 import { keyFieldSchemas } from './key-fields.js';
 import { createKey, listKeys, revokeKey, rotateKey, showCatalog, showKey, updateKey } from './key-routes.js';
 
@@ -24,6 +25,8 @@ export interface AdminChange {
   fields?: string[];
   /** `key.rotated`: the new key. */
   replacementId?: string;
+  /** `key.updated`: the changed fields' values before and after. */
+  changes?: AuditChanges;
 }
 
 /** The limits an account's figures are shown against (api.md section 8 by default). */

@@ -41,6 +41,21 @@ export interface AuditEvent {
 /** Changed fields' values, before (`from`) and after (`to`), by field name. */
 export type AuditChanges = Record<string, { from: unknown; to: unknown }>;
 
+/**
+ * The values of `fields` before and after a change, as the admin API shows the object (never a
+ * secret: a key object has none), those that differ.
+ * @example changedValues(keyObject(old, now), keyObject(updated, now), ['name', 'limits'])
+ */
+export function changedValues(before: object, after: object, fields: readonly string[]): AuditChanges {
+  const changes: AuditChanges = {};
+  for (const field of fields) {
+    const from = (before as Record<string, unknown>)[field] ?? null;
+    const to = (after as Record<string, unknown>)[field] ?? null;
+    if (JSON.stringify(from) !== JSON.stringify(to)) changes[field] = { from, to };
+  }
+  return changes;
+}
+
 /** Who acted: an admin token (directly or through a dashboard session opened with it), a person signed in through the OIDC provider, or the command line. */
 export type AuditActor =
   | { type: 'admin_token'; /** The admin token's id. */ id: string; /** Its name, `null` when unnamed. */ name: string | null }

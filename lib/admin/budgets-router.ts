@@ -8,6 +8,7 @@ import { readJsonBody } from '../http/json-body.js';
 import { usageReport } from '../usage/usage-report.js';
 import type { UsageStore } from '../usage/usage-store.js';
 import { ADMIN_API_PATH, changedBy, verifiedAdmin } from './admin-auth.js';
+import { changedValues } from './audit-store.js';
 import { accountName, budgetUsd, parseFields } from './key-fields.js';
 
 /** A change of an account's budgets, for the log of every change. */
@@ -90,8 +91,10 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
   router.put('/accounts/:account/limits', async (ctx) => {
     const account = parseFields(accountName, ctx.params.account, 'account');
     const changes = parseFields(budgetChanges, await readJsonBody(ctx.req, 4096));
+    const before = await accounts.get(account);
     const budget = await accounts.set(account, changes);
-    ctx.state.audit = { action: 'account.limits_set', account, fields: Object.keys(changes) };
+    const values = changedValues({ costPerDay: null, costPerMonth: null, ...before }, { costPerDay: null, costPerMonth: null, ...budget }, Object.keys(changes));
+    ctx.state.audit = { action: 'account.limits_set', account, fields: Object.keys(changes), changes: values };
     onChange?.({ action: 'account.limits_set', ...changedBy(verifiedAdmin(ctx)), account, fields: Object.keys(changes) }, ctx);
     ctx.body = await limitsObject(account, budget);
   });

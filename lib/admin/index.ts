@@ -27,6 +27,7 @@ export { budgetsRouter, type BudgetChange, type BudgetsRouterOptions } from './b
 export { keyObject, type KeyLimitsObject, type KeyObject, type NewKeyObject, type RotatedKeyObject } from './key-object.js';
 export {
   auditEntry,
+  changedValues,
   type AuditAction,
   type AuditActor,
   type AuditChanges,
