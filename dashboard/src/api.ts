@@ -73,6 +73,8 @@ export interface AccountSummary {
   requests_this_month: number | null;
   input_tokens_this_month: number | null;
   output_tokens_this_month: number | null;
+  /** USD. */
+  cost_usd_this_month: number | null;
 }
 
 export interface UsageFigures {
@@ -212,7 +214,11 @@ export const api = {
   /** Every key, or those whose account, id or name starts with `search`. */
   keys: (search: string) =>
     request<{ data: ApiKey[] }>('GET', `/keys${search === '' ? '' : `?q=${encodeURIComponent(search)}`}`).then((list) => list.data),
+  /** The keys of one account. */
+  accountKeys: (account: string) => request<{ data: ApiKey[] }>('GET', `/keys?account=${encodeURIComponent(account)}`).then((list) => list.data),
   createKey: (body: Record<string, unknown>) => request<NewKey>('POST', '/keys', { body }),
+  /** Changes a key's name, scopes, models, expiry and limits (`null` clears one). */
+  updateKey: (id: string, body: Record<string, unknown>) => request<ApiKey>('PATCH', `/keys/${encodeURIComponent(id)}`, { body }),
   revokeKey: (id: string) => request<ApiKey>('POST', `/keys/${encodeURIComponent(id)}/revoke`),
   rotateKey: (id: string, graceSeconds: number) =>
     request<NewKey>('POST', `/keys/${encodeURIComponent(id)}/rotate`, { body: { grace_seconds: graceSeconds } }),

@@ -44,13 +44,36 @@ function against(spent: number, budget: number | null): string {
   return budget === null ? formatUsd(spent) : `${formatUsd(spent)} of ${formatUsd(budget)} (${formatShare(spent, budget)})`;
 }
 
+/**
+ * Where spend stands against a budget: `over` at 100 % and past (calls are refused), `near` from
+ * 80 %, else none; said in words too, not by colour alone.
+ */
+export function budgetState(spent: number, budget: number | null): 'over' | 'near' | null {
+  if (budget === null) return null;
+  if (spent >= budget) return 'over';
+  return spent >= budget * 0.8 ? 'near' : null;
+}
+
+const STATE_WORDS = { over: 'over budget', near: 'near budget' } as const;
+
+/** One spend against its budget, coloured and named when near or over it. */
+function SpendLine({ period, spent, budget }: { period: string; spent: number; budget: number | null }) {
+  const state = budgetState(spent, budget);
+  return (
+    <span class={state ?? undefined}>
+      {period} {against(spent, budget)}
+      {state && <strong class="budget-state"> {STATE_WORDS[state]}</strong>}
+    </span>
+  );
+}
+
 /** A key's spend this day and month, each against the key's budget when it has one. */
 export function KeySpend({ spend, limits }: { spend: Spend | undefined; limits: ApiKey['limits'] }) {
   const { day, month } = spend ?? { day: 0, month: 0 };
   return (
     <span class="spend">
-      <span>today {against(day, limits?.cost_per_day ?? null)}</span>
-      <span>month {against(month, limits?.cost_per_month ?? null)}</span>
+      <SpendLine period="today" spent={day} budget={limits?.cost_per_day ?? null} />
+      <SpendLine period="month" spent={month} budget={limits?.cost_per_month ?? null} />
     </span>
   );
 }
@@ -68,15 +91,19 @@ function BudgetGauge({ label, spent, budget }: { label: string; spent: number; b
       </div>
     );
   }
+  const state = budgetState(spent, budget);
   return (
-    <div class="gauge">
+    <div class={`gauge ${state ?? ''}`}>
       <label for={id} class="gauge-label">
         {label}
       </label>
-      <meter id={id} min={0} max={budget} low={budget * 0.75} high={budget * 0.9} optimum={0} value={Math.min(spent, budget)}>
+      <meter id={id} min={0} max={budget} low={budget * 0.8} high={budget * 0.999} optimum={0} value={Math.min(spent, budget)}>
         {formatShare(spent, budget)}
       </meter>
-      <span class="gauge-figures">{against(spent, budget)}</span>
+      <span class="gauge-figures">
+        {against(spent, budget)}
+        {state && <strong class="budget-state"> {STATE_WORDS[state]}</strong>}
+      </span>
     </div>
   );
 }

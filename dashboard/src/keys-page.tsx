@@ -43,6 +43,7 @@ export function KeysPage() {
   const [keys, setKeys] = useState<Loaded<ApiKey[]>>({ state: 'loading' });
   const [catalog, setCatalog] = useState<Catalog | null>(null);
   const [creating, setCreating] = useState(false);
+  const [editing, setEditing] = useState<ApiKey | null>(null);
   const [secret, setSecret] = useState<{ created: NewKey; title: string } | null>(null);
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
   const [rotating, setRotating] = useState<ApiKey | null>(null);
@@ -103,11 +104,40 @@ export function KeysPage() {
 
   return (
     <>
+      {/* Above the list, where it is seen however many keys there are. */}
+      {(creating || editing) && catalog && (
+        <KeyForm
+          catalog={catalog}
+          // The text found by, when it is an account shown: a name or key id is no account for a new key.
+          account={keys.state === 'ready' && keys.data.some((key) => key.account === account) ? account : ''}
+          {...(editing && { editing })}
+          onCancel={() => {
+            setCreating(false);
+            setEditing(null);
+          }}
+          onCreated={(created) => {
+            setCreating(false);
+            setSecret({ created, title: 'Key created' });
+            load();
+          }}
+          onUpdated={() => {
+            setEditing(null);
+            load();
+          }}
+        />
+      )}
       <section class="card" aria-labelledby="keys-title">
         <div class="heading">
           <h1 id="keys-title">Keys</h1>
           {may('change') && (
-            <button type="button" onClick={() => setCreating(true)} disabled={creating || catalog === null}>
+            <button
+              type="button"
+              onClick={() => {
+                setEditing(null);
+                setCreating(true);
+              }}
+              disabled={creating || catalog === null}
+            >
               New key
             </button>
           )}
@@ -181,6 +211,17 @@ export function KeysPage() {
                     <td class="row-actions">
                       {key.status === 'active' && may('change') && (
                         <>
+                          <button
+                            type="button"
+                            class="secondary"
+                            onClick={() => {
+                              setCreating(false);
+                              setEditing(key);
+                            }}
+                            aria-label={`Edit ${key.id}`}
+                          >
+                            Edit
+                          </button>
                           <button type="button" class="secondary" onClick={() => setRotating(key)} aria-label={`Rotate ${key.id}`}>
                             Rotate
                           </button>
@@ -197,20 +238,6 @@ export function KeysPage() {
           </div>
         )}
       </section>
-
-      {creating && catalog && (
-        <KeyForm
-          catalog={catalog}
-          // The text found by, when it is an account shown: a name or key id is no account for a new key.
-          account={keys.state === 'ready' && keys.data.some((key) => key.account === account) ? account : ''}
-          onCancel={() => setCreating(false)}
-          onCreated={(created) => {
-            setCreating(false);
-            setSecret({ created, title: 'Key created' });
-            load();
-          }}
-        />
-      )}
 
       {secret && <SecretDialog created={secret.created} title={secret.title} onClose={() => setSecret(null)} />}
 

@@ -504,7 +504,16 @@ const ssoTest = (deployment: Deployment) => async (t: ExecutionContext) => {
   );
   t.teardown(() => app.close());
   provider.register(`${publicUrl}/admin/v1/oidc/callback`);
-  await createApiKey(app.deployment.keys, { prefix: app.config.gateway.keyPrefix, account: deployment.account, name: 'Nightly batch', scopes: [...SCOPES], models: null });
+  const { record: key } = await createApiKey(app.deployment.keys, {
+    prefix: app.config.gateway.keyPrefix,
+    account: deployment.account,
+    name: 'Nightly batch',
+    scopes: [...SCOPES],
+    models: null,
+    limits: { costPerDay: 1, costPerMonth: 1.2 },
+  });
+  // Today's calls: $1.05, 105 % of the day's budget and 87.5 % of the month's.
+  await app.deployment.usageStore.insert([usageRecord({ time: Date.now(), account: deployment.account, keyId: key.id, model: 'echo-1', costPicoUsd: 1_050_000_000_000 })]);
   const browser = await openBrowser(t, { width: 1280, height: 800 });
   const page = browser.pages()[0] ?? (await browser.newPage());
   page.setDefaultTimeout(10_000);
@@ -533,11 +542,46 @@ const ssoTest = (deployment: Deployment) => async (t: ExecutionContext) => {
     t.is(await page.getByRole('button', { name: 'New key' }).count(), role === 'viewer' ? 0 : 1, `${role}: New key`);
     t.is(await row.getByRole('button', { name: /^Revoke / }).count(), role === 'viewer' ? 0 : 1, `${role}: Revoke`);
     t.is(await page.getByRole('link', { name: 'People' }).count(), role === 'admin' ? 1 : 0, `${role}: People`);
+    if (role === 'viewer') {
+      // Over and near its budgets (until the operator raises them): coloured, and said in words.
+      await row.locator('.over').filter({ hasText: 'today $1.05 of $1.00 (105%) over budget' }).waitFor();
+      await row.locator('.near').filter({ hasText: 'month $1.05 of $1.20 (88%) near budget' }).waitFor();
+    }
     await shoot(`sso-keys-${role}`);
+    if (role === 'operator') {
+      // Every field of the key, edited in a form that opens where it is seen.
+      await row.getByRole('button', { name: `Edit ${key.id}` }).click();
+      const form = page.getByRole('form', { name: `Edit key ${key.id}` });
+      t.true(await form.isVisible(), 'the form is shown');
+      t.true((await form.boundingBox())!.y < 800, 'the form opens in view, above the list, whatever its length');
+      await form.getByLabel(/^Name/).fill('Nightly batch v2');
+      await form.getByLabel('Expires (your local time; empty: never)').fill('2099-01-01T00:00');
+      await form.getByLabel('Only these:').check();
+      await form.getByRole('checkbox', { name: 'echo-1' }).check();
+      await form.getByLabel('Requests per minute').fill('30');
+      await form.getByLabel('Budget per UTC day (USD)').fill('2');
+      await form.getByLabel('Budget per UTC month (USD)').fill('');
+      await shoot('sso-edit-key');
+      await form.getByRole('button', { name: 'Save key' }).click();
+      await row.getByText('Nightly batch v2').waitFor();
+      t.like(await app.deployment.keys.get(key.id), { name: 'Nightly batch v2', models: ['echo-1'], limits: { requestsPerMinute: 30, costPerDay: 2 } });
+      t.is((await app.deployment.keys.get(key.id))?.limits?.costPerMonth, undefined);
+      t.true(((await app.deployment.keys.get(key.id))?.expiresAt ?? 0) > 4_000_000_000);
+    }
     await page.goto(`${app.url}/dashboard#/accounts/${encodeURIComponent(deployment.account)}`);
     await page.getByRole('heading', { name: 'Budgets' }).waitFor();
     t.is(await page.getByRole('button', { name: 'Save budgets' }).count(), role === 'viewer' ? 0 : 1, `${role}: Save budgets`);
     if (role === 'admin') {
+      // The account's keys on its page, its cost on the accounts' list.
+      await page.getByRole('region', { name: 'Keys of this account' }).getByText('Nightly batch v2').waitFor();
+      t.is(await page.getByRole('row').filter({ hasText: deployment.account }).first().getByText('$1.05').count(), 1, 'the cost column');
+      await shoot('sso-account');
+      // The operator's edit in the audit log, by the operator, with the values before and after.
+      await page.getByRole('link', { name: 'Audit log' }).click();
+      const edit = page.getByRole('row').filter({ hasText: 'Key changed' }).first();
+      await edit.getByText('otto@example.com').waitFor();
+      t.regex((await edit.textContent()) ?? '', /name: Nightly batch → Nightly batch v2/);
+      await shoot('sso-audit');
       // The people who signed in, and a role assigned in the page.
       await page.getByRole('link', { name: 'People' }).click();
       await page.getByRole('row').filter({ hasText: 'vera@example.com' }).waitFor();
