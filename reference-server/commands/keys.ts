@@ -22,6 +22,19 @@ import { BUDGET_OPTIONS, parseBudget } from './accounts.js';
 import { recordCliAction } from './audit.js';
 import { UsageError, accountOption, isoTime, parseCommand, parseTime, withDatabase, type CommandIo } from './command-line.js';
 
+/** The options of `keys create` and `keys update` that set a key's fields. */
+const KEY_FIELD_OPTIONS = {
+  name: { type: 'string' },
+  scope: { type: 'string', multiple: true },
+  model: { type: 'string', multiple: true },
+  expires: { type: 'string' },
+  rpm: { type: 'string' },
+  tpm: { type: 'string' },
+  'tokens-per-day': { type: 'string' },
+  'cost-per-day': { type: 'string' },
+  'cost-per-month': { type: 'string' },
+} as const;
+
 const LIMIT_OPTIONS = { rpm: 'requestsPerMinute', tpm: 'tokensPerMinute', 'tokens-per-day': 'tokensPerDay' } as const;
 
 function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS | keyof typeof BUDGET_OPTIONS, string>>): ModelLimits {
@@ -63,18 +76,7 @@ function parseExpiry(value: string | undefined): number | null {
 async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseCommand(
     args,
-    {
-      account: { type: 'string' },
-      name: { type: 'string' },
-      scope: { type: 'string', multiple: true },
-      model: { type: 'string', multiple: true },
-      expires: { type: 'string' },
-      rpm: { type: 'string' },
-      tpm: { type: 'string' },
-      'tokens-per-day': { type: 'string' },
-      'cost-per-day': { type: 'string' },
-      'cost-per-month': { type: 'string' },
-    },
+    { account: { type: 'string' }, ...KEY_FIELD_OPTIONS },
     0,
   );
   if (values.account === undefined) throw new UsageError('keys create needs --account <id>');
@@ -214,18 +216,7 @@ async function announce(config: ServerConfig, knex: Knex, id: string, io: Comman
 async function keysUpdate(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseCommand(
     args,
-    {
-      name: { type: 'string' },
-      scope: { type: 'string', multiple: true },
-      model: { type: 'string', multiple: true },
-      'every-model': { type: 'boolean' },
-      expires: { type: 'string' },
-      rpm: { type: 'string' },
-      tpm: { type: 'string' },
-      'tokens-per-day': { type: 'string' },
-      'cost-per-day': { type: 'string' },
-      'cost-per-month': { type: 'string' },
-    },
+    { ...KEY_FIELD_OPTIONS, 'every-model': { type: 'boolean' } },
     1,
   );
   const id = positionals[0] as string;

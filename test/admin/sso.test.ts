@@ -3,9 +3,8 @@ import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { ConfigError } from '../../reference-server/config-error.js';
 import { loadConfig } from '../../reference-server/config.js';
-import { freePort } from '../helpers/http.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { OIDC_CLIENT, signInWithoutBrowser, testProvider } from '../helpers/oidc-provider.js';
+import { OIDC_CLIENT, signInWithoutBrowser, ssoReferenceApp } from '../helpers/oidc-provider.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { withPostgres } from '../helpers/services.js';
 import { referenceApp, type ReferenceApp } from '../spec/reference-app.js';
@@ -26,23 +25,8 @@ type Who = keyof typeof PEOPLE;
 
 /** The reference app signing people in through a test provider, on a clock the test moves (Unix seconds). */
 async function ssoGateway(teardown: (cleanup: () => Promise<void>) => void, env: Record<string, string> = {}) {
-  const provider = await testProvider(PEOPLE);
-  teardown(() => provider.close());
-  const port = await freePort();
-  const publicUrl = `http://127.0.0.1:${port}`;
   const clock = { seconds: Math.floor(Date.now() / 1000) };
-  const ssoEnv = {
-    PUBLIC_URL: publicUrl,
-    OIDC_ISSUER: provider.issuer,
-    OIDC_CLIENT_ID: OIDC_CLIENT.id,
-    OIDC_CLIENT_SECRET: OIDC_CLIENT.secret,
-    OIDC_PROVIDER_NAME: 'Test ID',
-    OIDC_ROLES: 'gw-admins=admin,gw-ops=operator,gw-readers=viewer',
-    ...env,
-  };
-  const app = await referenceApp(undefined, ssoEnv, { port, nowMs: () => clock.seconds * 1000 });
-  teardown(() => app.close());
-  provider.register(`${publicUrl}/admin/v1/oidc/callback`);
+  const { app, provider, env: ssoEnv } = await ssoReferenceApp(PEOPLE, env, teardown, { nowMs: () => clock.seconds * 1000 });
   const problems: string[] = [];
   return { app, provider, clock, env: ssoEnv, fetch: checkedFetch(problems), problems };
 }

@@ -13,8 +13,8 @@ import { SCOPES } from '../../lib/auth/scopes.js';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
 import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { dashboardRouter } from '../../reference-server/dashboard.js';
-import { freePort, listen } from '../helpers/http.js';
-import { OIDC_CLIENT, PERSON_COOKIE, testProvider } from '../helpers/oidc-provider.js';
+import { listen } from '../helpers/http.js';
+import { PERSON_COOKIE, ssoReferenceApp } from '../helpers/oidc-provider.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { until } from '../helpers/poll.js';
 import { ROOT } from '../helpers/server-process.js';
@@ -485,25 +485,7 @@ const PEOPLE = {
 const ssoTest = (deployment: Deployment) => async (t: ExecutionContext) => {
   const { env, cleanup } = await deployment.env();
   t.teardown(cleanup);
-  const provider = await testProvider(PEOPLE);
-  t.teardown(() => provider.close());
-  const port = await freePort();
-  const publicUrl = `http://127.0.0.1:${port}`;
-  const app = await referenceApp(
-    undefined,
-    {
-      ...env,
-      PUBLIC_URL: publicUrl,
-      OIDC_ISSUER: provider.issuer,
-      OIDC_CLIENT_ID: OIDC_CLIENT.id,
-      OIDC_CLIENT_SECRET: OIDC_CLIENT.secret,
-      OIDC_PROVIDER_NAME: 'Test ID',
-      OIDC_ROLES: 'gw-admins=admin,gw-ops=operator,gw-readers=viewer',
-    },
-    { port },
-  );
-  t.teardown(() => app.close());
-  provider.register(`${publicUrl}/admin/v1/oidc/callback`);
+  const { app, provider } = await ssoReferenceApp(PEOPLE, env, (cleanup) => t.teardown(cleanup));
   const { record: key } = await createApiKey(app.deployment.keys, {
     prefix: app.config.gateway.keyPrefix,
     account: deployment.account,

@@ -4,6 +4,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { parse as parseCookies } from 'cookie';
 import Provider from 'oidc-provider';
+import { referenceApp } from '../spec/reference-app.js';
+import { freePort } from './http.js';
 
 /** Someone the test provider knows: the claims of their ID token. */
 export interface Person {
@@ -153,4 +155,34 @@ export async function signInWithoutBrowser(gatewayUrl: string, person: string) {
     url = next;
   }
   throw new Error('the sign-in did not end within 10 redirects');
+}
+
+/**
+ * The reference app (`referenceApp`, on `env`: the deployment's) signing people in through a test
+ * provider of `people`, whose groups give roles: `gw-admins` admin, `gw-ops` operator, `gw-readers`
+ * viewer. `teardown` is given what closes each. Resolves with both and the whole environment.
+ */
+export async function ssoReferenceApp(
+  people: Record<string, Person>,
+  env: Record<string, string>,
+  teardown: (cleanup: () => Promise<void>) => void,
+  options: { nowMs?: () => number } = {},
+) {
+  const provider = await testProvider(people);
+  teardown(() => provider.close());
+  const port = await freePort();
+  const publicUrl = `http://127.0.0.1:${port}`;
+  const ssoEnv = {
+    PUBLIC_URL: publicUrl,
+    OIDC_ISSUER: provider.issuer,
+    OIDC_CLIENT_ID: OIDC_CLIENT.id,
+    OIDC_CLIENT_SECRET: OIDC_CLIENT.secret,
+    OIDC_PROVIDER_NAME: 'Test ID',
+    OIDC_ROLES: 'gw-admins=admin,gw-ops=operator,gw-readers=viewer',
+    ...env,
+  };
+  const app = await referenceApp(undefined, ssoEnv, { port, ...options });
+  teardown(() => app.close());
+  provider.register(`${publicUrl}/admin/v1/oidc/callback`);
+  return { app, provider, env: ssoEnv };
 }
