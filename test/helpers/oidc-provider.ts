@@ -125,6 +125,8 @@ export async function testProvider(people: Record<string, Person>) {
   };
 }
 
+export type TestProvider = Awaited<ReturnType<typeof testProvider>>;
+
 /**
  * `person`'s sign-in without a browser: `GET /admin/v1/oidc/login` on the gateway, every redirect
  * followed by hand with each site's cookies, until the gateway answers something else than a
