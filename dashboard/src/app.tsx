@@ -88,7 +88,8 @@ export function App() {
         <span class="who">
           {session.user ? (
             <>
-              Signed in as <strong title={session.user.id}>{session.user.name ?? session.user.email}</strong> <span class="badge role">{session.role}</span>
+              <span class="who-label">Signed in as </span>
+              <strong title={session.user.id}>{session.user.name ?? session.user.email}</strong> <span class="badge role">{session.role}</span>
             </>
           ) : session.admin_token_name === null ? (
             <>
