@@ -1,4 +1,5 @@
 import type { AdminSession } from './admin/admin-session-store.js';
+import type { AdminRole, AdminUser } from './admin/admin-user-store.js';
 import type { AuditEvent } from './admin/audit-store.js';
 import type { Scope } from './auth/scopes.js';
 import type { JsonObject } from './http/json-body.js';
@@ -42,10 +43,14 @@ export interface VerifiedKey {
 
 /** What `adminAuth()` puts on `ctx.state.admin`. */
 export interface VerifiedAdmin {
-  /** The admin token's id: every change is logged with it. */
-  tokenId: string;
-  /** What the admin token's creator called it; `null` when unnamed. */
+  /** The admin token's id (every change is logged with it); `null` for a person signed in through the OIDC provider. */
+  tokenId: string | null;
+  /** What the admin token's creator called it; `null` when unnamed, or for a person. */
   tokenName: string | null;
+  /** The person signed in through the OIDC provider, when the request came with their session. */
+  user?: AdminUser;
+  /** What the request may do: `admin` for an admin token, the user's role for a person. */
+  role: AdminRole;
   /** The dashboard session the request came with, when it came with one rather than the token. */
   session?: AdminSession;
 }

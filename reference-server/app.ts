@@ -67,8 +67,11 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   // Every /v1 and /admin/v1 request is authenticated first, whether or not its route exists;
   // each with its own credentials, neither of which opens the other.
   app.use(underPath('/v1', apiKey({ store: traced(deployment.keys, 'KeyStore'), uses: deployment.keyUses, nowMs: deployment.nowMs })));
-  app.use(underPath('/admin/v1', admin.auth));
+  // The audit trail first: it records, once the answer is made, what a session's opening (the
+  // OIDC provider's sign-in, which needs no credential) or an authenticated request did.
   app.use(underPath('/admin/v1', admin.audit));
+  if (admin.signIn) app.use(admin.signIn.routes());
+  for (const auth of admin.auth) app.use(underPath('/admin/v1', auth));
   // The API's routers first: a probe of /healthz may pass a router more, an API request may not.
   // The models router before the files router: a model call, the hot path, matches no other
   // router's routes (their paths are apart, so the order changes no answer).

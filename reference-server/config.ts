@@ -19,6 +19,7 @@ import {
 } from 'koa-model-gateway/settings';
 import { parseS3Settings, type S3Settings } from './blob-config.js';
 import { ConfigError } from './config-error.js';
+import { dashboardFileSchema, dashboardSettings, type DashboardSettings } from './dashboard-config.js';
 import { BUILTIN_PROVIDER, DEFAULT_GATEWAY_CONFIG } from './default-config.js';
 import { importProviderKinds } from './provider-modules.js';
 
@@ -105,6 +106,8 @@ const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
     /** How old a blob without metadata must be before the sweep removes it. */
     orphanGraceSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.orphanGraceSeconds),
   }).prefault({}),
+  /** Who signs in to the dashboard and for how long (dashboard-config.ts); the environment's settings win. */
+  dashboard: dashboardFileSchema,
   /** Modules that add provider kinds (`importProviderKinds()`), read by `loadConfigWithModules()`. */
   providerModules: z.array(nonEmptyString, { error: ARRAY }).optional(),
   providers: z.array(providerSchema(kinds), { error: ARRAY }).optional(),
@@ -148,6 +151,8 @@ export interface ServerConfig {
   /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
   shutdownGraceSeconds: number;
   gateway: GatewayConfig;
+  /** The dashboard's sign-in: sessions, the admin token's sign-in, the OIDC provider. */
+  dashboard: DashboardSettings;
   /** The provider kinds the file's providers were checked against, and are made by. */
   providerKinds: ProviderRegistry;
   /** The environment the configuration was read from: `configuredProviders()` reads the credentials there. */
@@ -248,7 +253,7 @@ export interface LoadConfigOptions {
 /**
  * The server's configuration from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL,
  * FILES_DIR, BLOB_URL and the S3 variables of `parseS3Settings`, GATEWAY_CONFIG, LOG_LEVEL,
- * SHUTDOWN_GRACE_SECONDS, METRICS_PORT). Throws a `ConfigError` naming the bad setting.
+ * SHUTDOWN_GRACE_SECONDS, METRICS_PORT, and the dashboard's of `dashboardSettings`). Throws a `ConfigError` naming the bad setting.
  */
 export function loadConfig(env: Environment = process.env, { providerKinds = providerRegistry }: LoadConfigOptions = {}): ServerConfig {
   const dataDir = resolve(env.DATA_DIR || './data');
@@ -277,6 +282,7 @@ export function loadConfig(env: Environment = process.env, { providerKinds = pro
     logLevel,
     shutdownGraceSeconds: readInteger('SHUTDOWN_GRACE_SECONDS', env.SHUTDOWN_GRACE_SECONDS, 30, 86_400),
     gateway,
+    dashboard: dashboardSettings(gateway.dashboard, env),
     providerKinds,
     env,
   };

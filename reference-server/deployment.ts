@@ -17,12 +17,13 @@ import {
   type SpendBudgets,
   type SpendLedger,
 } from 'koa-model-gateway/cost';
-import type { AuditStore, AdminSessionStore, AdminTokenStore } from 'koa-model-gateway/admin';
+import type { AuditStore, AdminSessionStore, AdminTokenStore, AdminUserStore } from 'koa-model-gateway/admin';
 import {
   KnexAccountBudgetStore,
   KnexAuditStore,
   KnexAdminSessionStore,
   KnexAdminTokenStore,
+  KnexAdminUserStore,
   KnexFileStore,
   KnexKeyChanges,
   KnexKeyStore,
@@ -55,6 +56,8 @@ export interface Deployment {
   blobs: BlobStore;
   adminTokens: AdminTokenStore;
   adminSessions: AdminSessionStore;
+  /** The people who signed in through the OIDC provider. */
+  adminUsers: AdminUserStore;
   /** `usage` gives the admin API an account's figures. */
   creationLimiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
   /** Every key's model calls, counted against its limits. */
@@ -122,6 +125,7 @@ export async function openStores(config: ServerConfig, options: DatabaseOptions 
     blobsReady: blobs.ready,
     adminTokens: new KnexAdminTokenStore(knex, storeOptions),
     adminSessions: new KnexAdminSessionStore(knex, storeOptions),
+    adminUsers: new KnexAdminUserStore(knex, storeOptions),
     usageStore: new KnexUsageStore(knex, storeOptions),
     accountBudgets: new KnexAccountBudgetStore(knex, storeOptions),
     audit: new KnexAuditStore(knex, storeOptions),

@@ -7,20 +7,26 @@ import { DEFAULT_FILE_LIMITS } from '../files/file-limits.js';
 import { DEFAULT_CREATION_LIMITS, type CreationUsage } from '../quota/creation-limits.js';
 import type { UsageStore } from '../usage/usage-store.js';
 import { listAccounts, showAccount, showUsage } from './account-routes.js';
-import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
+import { ADMIN_API_PATH, changedBy, verifiedAdmin } from './admin-auth.js';
+import type { AuditChanges } from './audit-store.js';
 import { keyFieldSchemas } from './key-fields.js';
 import { createKey, listKeys, revokeKey, rotateKey, showCatalog, showKey, updateKey } from './key-routes.js';
 
 /** What the admin API changed, and with which admin token: for the log of every change. */
 export interface AdminChange {
   action: 'key.created' | 'key.updated' | 'key.revoked' | 'key.rotated' | 'session.opened' | 'session.closed';
-  adminTokenId: string;
+  /** The admin token that made the change; `null` when a person did, through the dashboard. */
+  adminTokenId: string | null;
+  /** The person who made the change through the dashboard. */
+  userId?: string;
   keyId?: string;
   account?: string;
   /** `key.created`, `key.updated`: the fields the request set. */
   fields?: string[];
   /** `key.rotated`: the new key. */
   replacementId?: string;
+  /** `key.updated`: the changed fields' values before and after. */
+  changes?: AuditChanges;
 }
 
 /** The limits an account's figures are shown against (api.md section 8 by default). */
@@ -72,7 +78,7 @@ export interface AdminApi {
   /** Unix seconds, whole, as every store keeps its times. */
   now(): number;
   /** States a change on `ctx.state.audit` for `auditTrail()`, which records it once the answer is a success, and tells `onChange`. */
-  report(ctx: Context, change: Omit<AdminChange, 'adminTokenId'>): void;
+  report(ctx: Context, change: Omit<AdminChange, 'adminTokenId' | 'userId'>): void;
 }
 
 /**
@@ -129,7 +135,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
     now,
     report(ctx, change) {
       ctx.state.audit = change;
-      onChange?.({ ...change, adminTokenId: verifiedAdmin(ctx).tokenId }, ctx);
+      onChange?.({ ...change, ...changedBy(verifiedAdmin(ctx)) }, ctx);
     },
   };
 

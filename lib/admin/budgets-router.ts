@@ -7,13 +7,15 @@ import type { ModelPrice } from '../cost/price.js';
 import { readJsonBody } from '../http/json-body.js';
 import { usageReport } from '../usage/usage-report.js';
 import type { UsageStore } from '../usage/usage-store.js';
-import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
+import { ADMIN_API_PATH, changedBy, verifiedAdmin } from './admin-auth.js';
+import { changedValues } from './audit-store.js';
 import { accountName, budgetUsdOrNull, parseFields } from './key-fields.js';
 
 /** A change of an account's budgets, for the log of every change. */
 export interface BudgetChange {
   action: 'account.limits_set';
-  adminTokenId: string;
+  adminTokenId: string | null;
+  userId?: string;
   account: string;
   /** The fields the request set (a `null` among them removed its budget). */
   fields: string[];
@@ -89,9 +91,11 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
   router.put('/accounts/:account/limits', async (ctx) => {
     const account = parseFields(accountName, ctx.params.account, 'account');
     const changes = parseFields(budgetChanges, await readJsonBody(ctx.req, 4096));
+    const before = await accounts.get(account);
     const budget = await accounts.set(account, changes);
-    ctx.state.audit = { action: 'account.limits_set', account, fields: Object.keys(changes) };
-    onChange?.({ action: 'account.limits_set', adminTokenId: verifiedAdmin(ctx).tokenId, account, fields: Object.keys(changes) }, ctx);
+    const values = changedValues({ costPerDay: null, costPerMonth: null, ...before }, { costPerDay: null, costPerMonth: null, ...budget }, Object.keys(changes));
+    ctx.state.audit = { action: 'account.limits_set', account, fields: Object.keys(changes), changes: values };
+    onChange?.({ action: 'account.limits_set', ...changedBy(verifiedAdmin(ctx)), account, fields: Object.keys(changes) }, ctx);
     ctx.body = await limitsObject(account, budget);
   });
   return router;

@@ -5,6 +5,7 @@ import { createApiKey, rotateApiKey } from '../auth/keys.js';
 import { SCOPES } from '../auth/scopes.js';
 import { readJsonBody } from '../http/json-body.js';
 import { adminErrors } from './admin-errors.js';
+import { changedValues } from './audit-store.js';
 import type { AdminApi } from './admin-router.js';
 import { accountName, parseFields } from './key-fields.js';
 import { keyMatcher, keySearch } from './key-search.js';
@@ -78,7 +79,8 @@ export function showKey(api: AdminApi): RouterMiddleware {
 export function updateKey(api: AdminApi): RouterMiddleware {
   return async function updateKey(ctx) {
     const fields = parseFields(api.schemas.update, await readBody(ctx));
-    const record = await api.keys.update(ctx.params.id as string, {
+    const before = await existingKey(api, ctx.params.id as string);
+    const record = await api.keys.update(before.id, {
       ...(fields.scopes === undefined ? {} : { scopes: fields.scopes }),
       ...(fields.models === undefined ? {} : { models: fields.models }),
       ...(fields.expires_at === undefined ? {} : { expiresAt: fields.expires_at }),
@@ -86,8 +88,10 @@ export function updateKey(api: AdminApi): RouterMiddleware {
       ...(fields.name === undefined ? {} : { name: fields.name }),
     });
     if (!record) throw adminErrors.keyNotFound();
-    api.report(ctx, { action: 'key.updated', keyId: record.id, account: record.account, fields: Object.keys(fields) });
-    ctx.body = keyObject(record, api.now());
+    const at = api.now();
+    const changes = changedValues(keyObject(before, at), keyObject(record, at), Object.keys(fields));
+    api.report(ctx, { action: 'key.updated', keyId: record.id, account: record.account, fields: Object.keys(fields), changes });
+    ctx.body = keyObject(record, at);
   };
 }
 

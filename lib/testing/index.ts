@@ -17,6 +17,7 @@ export { blobStoreContract, putFileContract, type BlobStoreWithPutFile } from '.
 export { usageStoreContract } from './usage-store-contract.js';
 export { adminTokenStoreContract } from './admin-token-store-contract.js';
 export { adminSessionStoreContract } from './admin-session-store-contract.js';
+export { adminUserStoreContract } from './admin-user-store-contract.js';
 export { creationLimiterContract, type LimiterUnderTest } from './creation-limiter-contract.js';
 export { modelLimiterContract } from './model-limiter-contract.js';
 export { spendLedgerContract } from './spend-ledger-contract.js';

@@ -1,3 +1,4 @@
+import { changedValues } from 'koa-model-gateway/admin';
 import { BUDGET_RULE, parseBudgetUsd, type BudgetChanges } from 'koa-model-gateway/cost';
 import { KnexAccountBudgetStore } from 'koa-model-gateway/stores/knex';
 import { loadConfigWithModules } from '../config.js';
@@ -30,8 +31,12 @@ async function accountsSetLimits(args: string[], io: CommandIo): Promise<number>
   }
   if (Object.keys(changes).length === 0) throw new UsageError('accounts set-limits needs --cost-per-day or --cost-per-month');
   const budget = await withDatabase(await loadConfigWithModules(io.env), async (database) => {
-    const set = await new KnexAccountBudgetStore(database.knex, database.storeOptions).set(account, changes);
-    await recordCliAction(database, { action: 'account.limits_set', account, fields: Object.keys(changes) }, io);
+    const store = new KnexAccountBudgetStore(database.knex, database.storeOptions);
+    const before = await store.get(account);
+    const set = await store.set(account, changes);
+    const unset = { costPerDay: null, costPerMonth: null };
+    const values = changedValues({ ...unset, ...before }, { ...unset, ...set }, Object.keys(changes));
+    await recordCliAction(database, { action: 'account.limits_set', account, fields: Object.keys(changes), changes: values }, io);
     return set;
   });
   const costPerDay = budget.costPerDay ?? null;

@@ -12,6 +12,12 @@ Commands:
                                         create a key and print it, once (no --scope: every scope;
                                         a limit left out: the deployment's default)
   keys list [--account <id>]            list keys (never the keys themselves)
+  keys update <key-id> [--name <text>|none] [--scope <scope>]... [--model <model>]... | --every-model
+              [--expires <iso-time>|never] [--rpm <n>|none] [--tpm <n>|none] [--tokens-per-day <n>|none]
+              [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]
+                                        change the fields given (none: the default); every server sees it within a second
+  keys rotate <key-id> [--grace <seconds>]
+                                        a new key like the old one, printed once; the old one works --grace more (default 0)
   keys revoke <key-id>                  revoke a key; every server refuses it within a second
   accounts set-limits <account> [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]
                                         set (or, with none, remove) an account's budgets, over all its keys

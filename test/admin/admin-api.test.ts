@@ -529,7 +529,7 @@ async function openServer(t: ExecutionContext, env: Record<string, string>) {
   return { server, admin };
 }
 
-function callRecord(keyId: string, account: string, time: number, tokens: [number, number]): UsageRecord {
+function callRecord(keyId: string, account: string, time: number, tokens: [number, number], costPicoUsd = 0): UsageRecord {
   return {
     time,
     requestId: `req_${keyId}_${time}`,
@@ -546,7 +546,7 @@ function callRecord(keyId: string, account: string, time: number, tokens: [numbe
     latencyMs: 5,
     upstreamFirstByteMs: 1,
     upstreamMs: 2,
-    costPicoUsd: 0,
+    costPicoUsd,
   };
 }
 
@@ -563,7 +563,7 @@ const deployments = [
 ] as const;
 
 for (const [name, gated, database] of deployments) {
-  gated(`${name}: GET /accounts lists every account with a key: active keys, files kept, and only this UTC month's calls`, async (t) => {
+  gated(`${name}: GET /accounts lists every account with a key: active keys, files kept, and only this UTC month's calls and their cost`, async (t) => {
     const { env, drop } = await database();
     t.teardown(drop);
     const { server, admin } = await openServer(t, env);
@@ -580,17 +580,17 @@ for (const [name, gated, database] of deployments) {
     const now = new Date();
     const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
     await server.deployment.usageStore.insert([
-      callRecord(first.body.id, 'zeta', monthStart, [10, 20]),
-      callRecord(second.body.id, 'zeta', monthStart + 1000, [1, 2]),
-      callRecord(first.body.id, 'zeta', monthStart - 1, [500, 500]), // last month: not counted
+      callRecord(first.body.id, 'zeta', monthStart, [10, 20], 1_250_000_000_000),
+      callRecord(second.body.id, 'zeta', monthStart + 1000, [1, 2], 500_000_000_000),
+      callRecord(first.body.id, 'zeta', monthStart - 1, [500, 500], 9_000_000_000_000), // last month: not counted
       callRecord(revoked.body.id, 'acme <b>', monthStart + 5, [7, 0]),
     ]);
 
     const listed = await admin('GET', '/accounts');
     t.is(listed.status, 200);
     t.deepEqual(listed.body.data, [
-      { object: 'account_summary', account: 'acme <b>', keys: 0, files: 0, bytes: 0, requests_this_month: 1, input_tokens_this_month: 7, output_tokens_this_month: 0 },
-      { object: 'account_summary', account: 'zeta', keys: 2, files: 1, bytes: pdf.length, requests_this_month: 2, input_tokens_this_month: 11, output_tokens_this_month: 22 },
+      { object: 'account_summary', account: 'acme <b>', keys: 0, files: 0, bytes: 0, requests_this_month: 1, input_tokens_this_month: 7, output_tokens_this_month: 0, cost_usd_this_month: 0 },
+      { object: 'account_summary', account: 'zeta', keys: 2, files: 1, bytes: pdf.length, requests_this_month: 2, input_tokens_this_month: 11, output_tokens_this_month: 22, cost_usd_this_month: 1.75 },
     ]);
   });
 
@@ -694,7 +694,7 @@ test("without a usage store the month's figures are null; an expired key is no a
   memoryApp.clock.seconds += 60;
   const listed = await memoryApp.admin('GET', '/accounts');
   t.deepEqual(((await listed.json()) as { data: unknown[] }).data, [
-    { object: 'account_summary', account: 'acme', keys: 1, files: 0, bytes: 0, requests_this_month: null, input_tokens_this_month: null, output_tokens_this_month: null },
+    { object: 'account_summary', account: 'acme', keys: 1, files: 0, bytes: 0, requests_this_month: null, input_tokens_this_month: null, output_tokens_this_month: null, cost_usd_this_month: null },
   ]);
   t.deepEqual(memoryApp.problems, []);
 });

@@ -9,6 +9,8 @@ import { adminRouter } from '../../lib/admin/admin-router.js';
 import { adminSessions } from '../../lib/admin/admin-sessions.js';
 import { auditRouter } from '../../lib/admin/audit-router.js';
 import { budgetsRouter } from '../../lib/admin/budgets-router.js';
+import { oidcLogin } from '../../lib/admin/oidc-login.js';
+import { usersRouter } from '../../lib/admin/users-router.js';
 import { MemoryAccountBudgetStore } from '../../lib/cost/account-budget-store.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import * as root from '../../lib/index.js';
@@ -16,6 +18,7 @@ import type { AnswerFormat, EndpointFormat, StreamedAnswer, TokenUsage } from '.
 import { modelsRouter } from '../../lib/models/models-router.js';
 import { randomAlphanumeric } from '../../lib/random.js';
 import { MemoryAdminSessionStore } from '../../lib/stores/memory/admin-session-store.js';
+import { MemoryAdminUserStore } from '../../lib/stores/memory/admin-user-store.js';
 import { MemoryAuditStore } from '../../lib/stores/memory/audit-store.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
@@ -104,6 +107,7 @@ test('koa-model-gateway/stores/memory exports every memory implementation, the l
   t.deepEqual(Object.keys(memory).sort(), [
     'MemoryAdminSessionStore',
     'MemoryAdminTokenStore',
+    'MemoryAdminUserStore',
     'MemoryAuditStore',
     'MemoryBlobStore',
     'MemoryCooldownStore',
@@ -121,6 +125,7 @@ test('koa-model-gateway/testing exports the provider contract suite and every st
     'accountBudgetStoreContract',
     'adminSessionStoreContract',
     'adminTokenStoreContract',
+    'adminUserStoreContract',
     'auditStoreContract',
     'blobStoreContract',
     'cooldownStoreContract',
@@ -283,6 +288,8 @@ test('every route of the reference server is in the document, and nothing else',
     adminSessions({ sessions: new MemoryAdminSessionStore() }),
     budgetsRouter({ accounts: new MemoryAccountBudgetStore(), usageStore: new MemoryUsageStore(), catalog: [] }),
     auditRouter({ store: new MemoryAuditStore() }),
+    usersRouter({ users: new MemoryAdminUserStore() }),
+    oidcLogin({ issuer: 'https://id.example.com', clientId: 'dashboard', redirectUri: 'https://gw.example.com/admin/v1/oidc/callback', users: new MemoryAdminUserStore(), sessions: new MemoryAdminSessionStore() }),
     healthRouter({ checks: {} }),
     openApiRouter(),
   ];

@@ -304,6 +304,52 @@ for (const [name, gated, database] of serverDatabases(test)) {
   });
 }
 
+for (const [name, gated, database] of serverDatabases(test)) {
+  gated(`${name}: keys update changes each field given and keeps the rest; keys rotate makes a new key once; both audited with the values`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const all = { ...(await dataDir()), ...env };
+    const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--name', 'batch', '--rpm', '10', '--cost-per-day', '5', '--json'], all)).out) as { id: string };
+    const update = async (...args: string[]) => {
+      const answer = await run(['keys', 'update', created.id, ...args, '--json'], all);
+      t.is(answer.code, 0, answer.err);
+      return JSON.parse(answer.out) as Record<string, unknown>;
+    };
+    t.like(await update('--name', 'nightly', '--model', 'echo-1', '--scope', 'models:read', '--expires', '2099-01-01', '--tpm', '4000', '--cost-per-day', 'none'), {
+      name: 'nightly',
+      models: ['echo-1'],
+      scopes: ['models:read'],
+      expires_at: 4_070_908_800,
+      limits: { requests_per_minute: 10, tokens_per_minute: 4000, tokens_per_day: null, cost_per_day: null, cost_per_month: null },
+    });
+    t.like(await update('--name', 'none', '--every-model', '--expires', 'never', '--rpm', 'none', '--tpm', 'none'), { name: null, models: null, expires_at: null, limits: null, scopes: ['models:read'] });
+    t.regex((await run(['keys', 'update', created.id, '--cost-per-month', '9'], all)).out, new RegExp(`^Updated ${created.id}: .*limits 9 USD/month$`));
+    t.is((await run(['keys', 'update', 'key_missing', '--name', 'x'], all)).code, 1);
+    await t.throwsAsync(run(['keys', 'update', created.id], all), { instanceOf: UsageError });
+    await t.throwsAsync(run(['keys', 'update', created.id, '--rpm', '0'], all), { instanceOf: UsageError });
+
+    const rotated = await run(['keys', 'rotate', created.id, '--grace', '600', '--json'], all);
+    t.is(rotated.code, 0, rotated.err);
+    const replacement = JSON.parse(rotated.out) as { id: string; key: string; replaces: { id: string; expires_at: number }; limits: unknown };
+    t.like(replacement, { replaces: { id: created.id }, limits: { cost_per_month: 9 } });
+    t.regex(replacement.key, /^kmg_sk_/);
+    t.true(replacement.replaces.expires_at - Date.now() / 1000 <= 601);
+    const again = await run(['keys', 'rotate', created.id], all);
+    t.is(again.code, 1);
+    t.regex(again.err, /rotated already/);
+    await t.throwsAsync(run(['keys', 'rotate', created.id, '--grace', '-1'], all), { instanceOf: UsageError });
+
+    // The audit log has each change with its values, and never the new key.
+    const database_ = await openMigratedDatabase(loadConfig(all).database);
+    t.teardown(() => database_.close());
+    const { entries } = await new KnexAuditStore(database_.knex).list({ keyId: created.id }, { limit: 10 });
+    t.deepEqual(entries.map((entry) => entry.action), ['key.rotated', 'key.updated', 'key.updated', 'key.updated', 'key.created']);
+    t.deepEqual(entries[3]?.changes?.name, { from: 'batch', to: 'nightly' });
+    t.deepEqual(entries[2]?.changes?.limits?.to, null);
+    t.false(JSON.stringify(entries).includes(replacement.key));
+  });
+}
+
 for (const bad of ['', '   ', 'x'.repeat(101), 'tab\there', 'rtl\u202E']) {
   test(`keys create --name ${JSON.stringify(bad)} is refused with one line, and creates no key`, async (t) => {
     const env = await dataDir();

@@ -109,7 +109,7 @@ test('provider credentials are read from the variables apiKeyEnv names only when
 // Each case: the file's content and the one line that refuses it (after `test: `).
 const badFiles: Array<[unknown, string]> = [
   [[], 'the config must be an object'],
-  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, routing, upstreamTimeoutMs, upstreamMaxBytes, sweep, providerModules, providers, models)'],
+  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, routing, upstreamTimeoutMs, upstreamMaxBytes, sweep, dashboard, providerModules, providers, models)'],
   [{ keyPrefix: 'a_b' }, 'keyPrefix must be 1 to 32 letters and digits'],
   [{ routing: { maxAttempts: 0 } }, 'routing.maxAttempts must be a positive integer'],
   [{ upstreamMaxBytes: 0 }, 'upstreamMaxBytes must be a positive integer'],

@@ -38,12 +38,12 @@ export interface ReferenceApp {
  * memory) in a temp DATA_DIR, with the default echo catalog and the spec's limits, or the
  * `GATEWAY_CONFIG` file `gatewayConfig` describes, and its log lines collected; `extraEnv` adds to
  * the environment (DATABASE_URL and REDIS_URL for the other deployment); `nowMs` is the
- * deployment's clock (`openDeployment`'s). Cheaper than a child process, and the same composition.
+ * deployment's clock (`openDeployment`'s); `port` where it listens (default: any free one). Cheaper than a child process, and the same composition.
  */
 export async function referenceApp(
   gatewayConfig?: Record<string, unknown>,
   extraEnv: Record<string, string> = {},
-  { nowMs }: { nowMs?: () => number } = {},
+  { nowMs, port }: { nowMs?: () => number; port?: number } = {},
 ): Promise<ReferenceApp> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kmg-spec-'));
   const env: Record<string, string> = { ...extraEnv, DATA_DIR: dataDir };
@@ -72,6 +72,7 @@ export async function referenceApp(
         if (inFlight === 0) for (const resolve of waiting.splice(0)) resolve();
       });
     }, logger),
+    port,
   );
   return {
     url: server.url,

@@ -3,6 +3,7 @@ import knexFactory from 'knex';
 import { cachedKeyStore } from '../../lib/auth/cached-key-store.js';
 import { KnexAdminSessionStore } from '../../lib/stores/knex/admin-session-store.js';
 import { KnexAdminTokenStore } from '../../lib/stores/knex/admin-token-store.js';
+import { KnexAdminUserStore } from '../../lib/stores/knex/admin-user-store.js';
 import { KnexAuditStore } from '../../lib/stores/knex/audit-store.js';
 import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
@@ -10,11 +11,13 @@ import { sqliteWriter, SqliteWriterGoneError } from '../../lib/stores/knex/sqlit
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { MemoryAdminSessionStore } from '../../lib/stores/memory/admin-session-store.js';
 import { MemoryAdminTokenStore } from '../../lib/stores/memory/admin-token-store.js';
+import { MemoryAdminUserStore } from '../../lib/stores/memory/admin-user-store.js';
 import { MemoryAuditStore } from '../../lib/stores/memory/audit-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import { adminSessionStoreContract } from '../../lib/testing/admin-session-store-contract.js';
 import { adminTokenStoreContract } from '../../lib/testing/admin-token-store-contract.js';
+import { adminUserStoreContract } from '../../lib/testing/admin-user-store-contract.js';
 import { auditStoreContract } from '../../lib/testing/audit-store-contract.js';
 import { keyRotationContract, keyStoreContract } from '../../lib/testing/key-store-contract.js';
 import { usageRecord, usageStoreContract } from '../../lib/testing/usage-store-contract.js';
@@ -34,13 +37,16 @@ const stores = contractStores(test, {
   },
 });
 
-// Admin tokens and sessions, audit log.
+// Admin tokens, sessions and users, audit log.
 
 adminTokenStoreContract(test, 'memory', async () => new MemoryAdminTokenStore());
 adminTokenStoreContract(test, 'sqlite', async () => new KnexAdminTokenStore(await stores.migrated(sqliteDatabase), CONTRACT_STORE_OPTIONS));
 
 adminSessionStoreContract(test, 'memory', async () => new MemoryAdminSessionStore());
 adminSessionStoreContract(test, 'sqlite', async () => new KnexAdminSessionStore(await stores.migrated(sqliteDatabase), CONTRACT_STORE_OPTIONS));
+
+adminUserStoreContract(test, 'memory', async () => new MemoryAdminUserStore());
+adminUserStoreContract(test, 'sqlite', async () => new KnexAdminUserStore(await stores.migrated(sqliteDatabase), CONTRACT_STORE_OPTIONS));
 
 auditStoreContract(test, 'memory', async () => new MemoryAuditStore());
 auditStoreContract(test, 'sqlite', async () => new KnexAuditStore(await stores.migrated(sqliteDatabase), CONTRACT_STORE_OPTIONS));

@@ -8,6 +8,7 @@ export { KnexFileStore } from './file-store.js';
 export { KnexKeyChanges, type KnexKeyChangesOptions } from './key-changes.js';
 export { KnexAdminTokenStore } from './admin-token-store.js';
 export { KnexAdminSessionStore } from './admin-session-store.js';
+export { KnexAdminUserStore } from './admin-user-store.js';
 export { KnexUsageStore } from './usage-store.js';
 export { postgresPreparedReads, sqlitePreparedReads, type PgPoolLike, type PreparedReads, type SqliteDatabaseLike } from './prepared-reads.js';
 export { DEFAULT_STORE_TIMEOUT_MS, type KnexStoreOptions } from './store-options.js';

@@ -240,7 +240,7 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
-    name: '20261207_keys_original_id',
+    name: '20261206_keys_original_id',
     async up(knex) {
       // The first key of a replacement's rotations: the one whose budget they all spend against.
       await knex.schema.alterTable('kmg_api_keys', (table) => {
@@ -251,6 +251,47 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.alterTable('kmg_api_keys', (table) => {
         table.dropColumn('original_id');
       });
+    },
+  },
+  {
+    name: '20261206_admin_users',
+    async up(knex) {
+      // The dashboard's people (OIDC sign-in) and their sessions: a session belongs to an admin
+      // token or to a user; last_seen_at is what the idle timeout counts from.
+      await knex.schema.createTable('kmg_admin_users', (table) => {
+        table.bigIncrements('seq').primary(); // order of first sign-in
+        table.string('id', 64).notNullable().unique();
+        table.string('issuer', 512).notNullable();
+        table.string('subject', 255).notNullable();
+        table.string('email', 320);
+        table.string('name', 255);
+        table.string('role', 16); // assigned by an admin
+        table.string('claim_role', 16); // from the provider's claim at the last sign-in
+        table.boolean('disabled').notNullable().defaultTo(false);
+        table.bigInteger('created_at').notNullable();
+        table.bigInteger('last_sign_in_at').notNullable();
+        table.unique(['issuer', 'subject']);
+      });
+      await knex.schema.alterTable('kmg_admin_sessions', (table) => {
+        table.setNullable('token_id');
+        table.string('user_id', 64).index();
+        table.bigInteger('last_seen_at');
+      });
+      await knex.schema.alterTable('kmg_audit_log', (table) => {
+        table.string('user_id', 64); // the person acted on (user.*)
+        table.text('changes'); // JSON: { field: { from, to } }
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_audit_log', (table) => {
+        table.dropColumns('user_id', 'changes');
+      });
+      await knex('kmg_admin_sessions').whereNull('token_id').delete();
+      await knex.schema.alterTable('kmg_admin_sessions', (table) => {
+        table.dropColumns('user_id', 'last_seen_at');
+        table.dropNullable('token_id');
+      });
+      await knex.schema.dropTable('kmg_admin_users');
     },
   },
 ];

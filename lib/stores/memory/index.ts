@@ -8,6 +8,7 @@ export { MemoryBlobStore } from './blob-store.js';
 export { MemoryKeyChanges } from './key-changes.js';
 export { MemoryAdminTokenStore } from './admin-token-store.js';
 export { MemoryAdminSessionStore } from './admin-session-store.js';
+export { MemoryAdminUserStore } from './admin-user-store.js';
 export { MemoryUsageStore } from './usage-store.js';
 export { MemoryAuditStore } from './audit-store.js';
 export { MemoryCreationLimiter } from './creation-limiter.js';
