@@ -43,7 +43,7 @@ export type ToolChoice = { type: 'auto' | 'none' | 'required' } | { type: 'tool'
  * the two as the client sent them; hints Messages has no place for (`safety_identifier` is carried
  * there as the end user's id).
  */
-export const OPENAI_SHARED_FIELDS = ['metadata', 'prompt_cache_key', 'prompt_cache_retention', 'safety_identifier'] as const;
+export const OPENAI_SHARED_FIELDS = ['metadata', 'prompt_cache_key', 'prompt_cache_retention', 'prompt_cache_options', 'safety_identifier'] as const;
 
 /** How hard a model thinks, by OpenAI's names (`reasoning_effort`, `output_config.effort` of Messages). */
 export type Effort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';

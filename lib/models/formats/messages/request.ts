@@ -60,7 +60,7 @@ const cacheHinted = (blocks: unknown): boolean => Array.isArray(blocks) && block
  * The betas (`anthropic-beta`) whose effect a translated call keeps: those that only enable what
  * is translated anyway. Any other changes what Anthropic does, which another format cannot.
  */
-const TRANSLATED_BETAS: ReadonlySet<string> = new Set([
+export const TRANSLATED_BETAS: ReadonlySet<string> = new Set([
   // Stored files in document blocks: the gateway inlines them before the call.
   'files-api-2025-04-14',
   // PDF document blocks, since generally available: translated as files.

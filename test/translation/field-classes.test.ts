@@ -1,0 +1,157 @@
+import { readFile } from 'node:fs/promises';
+import test from 'ava';
+import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
+import { translationTable } from '../../lib/models/formats/field-table.js';
+import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { openAIProvider } from '../../lib/models/providers/openai/index.js';
+import { modelsApp } from '../helpers/models-app.js';
+import { mockProviders } from '../helpers/models-upstream.js';
+
+// The four classes of a field in a translated call (docs/TRANSLATION.md), through the lib's models
+// router against mock upstreams: what is carried each way, what is left out and named in
+// x-kmg-omitted, what is made valid before it is sent. The tests share the upstream: serial.
+
+const mock = await mockProviders();
+const app = await modelsApp({
+  providers: [
+    openAIProvider({ id: 'chat-only', baseURL: `${mock.url}/v1`, endpoints: ['chat.completions'] }),
+    openAIProvider({ id: 'responses-only', baseURL: `${mock.url}/v1`, endpoints: ['responses'] }),
+    anthropicProvider({ id: 'anthropic', baseURL: mock.url }),
+  ],
+  catalog: [
+    { id: 'gpt', provider: 'chat-only' },
+    { id: 'gpt-responses', provider: 'responses-only' },
+    { id: 'claude', provider: 'anthropic' },
+  ],
+});
+test.after.always(() => Promise.all([app.close(), mock.close()]));
+
+const key = await app.keyFor();
+const hi = [{ role: 'user', content: 'hi' }];
+const chat = (body: Record<string, unknown>) => app.post('/v1/chat/completions', { model: 'claude', messages: hi, ...body }, { authorization: `Bearer ${key}` });
+const responses = (body: Record<string, unknown>) => app.post('/v1/responses', { model: 'claude', input: 'hi', ...body }, { authorization: `Bearer ${key}` });
+const messages = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  app.post('/v1/messages', { model: 'gpt', max_tokens: 10_000, messages: hi, ...body }, { 'x-api-key': key, ...headers });
+/** The body the upstream got last. */
+const sent = () => mock.calls.at(-1)?.body ?? {};
+
+test('docs/TRANSLATION.md is the table the code says: `npm run docs:translation` writes it', async (t) => {
+  const committed = await readFile(new URL('../../../docs/TRANSLATION.md', import.meta.url), 'utf8');
+  t.is(committed, translationTable());
+});
+
+test.serial('hints that cannot change the answer are left out and named in x-kmg-omitted, on JSON and streamed answers', async (t) => {
+  const hints = { prompt_cache_key: 'tenant-7', store: true, metadata: { team: 'a' } };
+  const whole = await chat(hints);
+  t.is(whole.status, 200);
+  // In the order the client sent them.
+  t.is(whole.headers.get('x-kmg-omitted'), 'prompt_cache_key,store,metadata');
+  const upstream = sent();
+  t.false(['prompt_cache_key', 'store', 'metadata'].some((field) => field in upstream));
+  const streamed = await chat({ ...hints, stream: true });
+  t.is(streamed.headers.get('x-kmg-omitted'), 'prompt_cache_key,store,metadata');
+  t.true((await streamed.text()).includes('[DONE]'));
+  // A default value is no hint: nothing to name.
+  t.is((await chat({ store: false })).headers.get('x-kmg-omitted'), null);
+  const truncated = await responses({ truncation: 'auto', store: true, prompt_cache_retention: '24h' });
+  t.is(truncated.status, 200);
+  t.is(truncated.headers.get('x-kmg-omitted'), 'truncation,store,prompt_cache_retention');
+});
+
+test.serial('betas for features a translated call does not use are left out, named; the token-counting beta counts', async (t) => {
+  const answer = await messages({}, { 'anthropic-beta': 'interleaved-thinking-2025-05-14,context-1m-2025-08-07' });
+  t.is(answer.status, 200);
+  t.is(answer.headers.get('x-kmg-omitted'), 'anthropic-beta:interleaved-thinking-2025-05-14,anthropic-beta:context-1m-2025-08-07');
+  const count = await app.post('/v1/messages/count_tokens', { model: 'gpt', messages: hi }, { 'x-api-key': key, 'anthropic-beta': 'token-counting-2024-11-01' });
+  t.is(count.status, 200);
+  t.like(await count.json(), { input_tokens: 1 });
+});
+
+test('the omitted fields are counted by name', async (t) => {
+  const metrics = createGatewayMetrics();
+  metrics.observeRouting({ attempts: [], cooldowns: [], omitted: ['store', 'prompt_cache_key'] });
+  metrics.observeRouting({ attempts: [], cooldowns: [], omitted: ['store'] });
+  const text = await metrics.registry.metrics();
+  t.regex(text, /kmg_translation_omitted_total\{field="store"\} 2/);
+  t.regex(text, /kmg_translation_omitted_total\{field="prompt_cache_key"\} 1/);
+});
+
+test.serial('strict function tools are carried each way', async (t) => {
+  const parameters = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false };
+  t.is((await chat({ tools: [{ type: 'function', function: { name: 'weather', parameters, strict: true } }] })).status, 200);
+  t.deepEqual(sent().tools, [{ name: 'weather', input_schema: parameters, strict: true }]);
+  t.is((await messages({ tools: [{ name: 'weather', input_schema: parameters, strict: true }] })).status, 200);
+  t.deepEqual(sent().tools, [{ type: 'function', function: { name: 'weather', parameters, strict: true } }]);
+  t.is((await messages({ model: 'gpt-responses', tools: [{ name: 'weather', input_schema: parameters, strict: true }] })).status, 200);
+  t.like(sent(), { tools: [{ type: 'function', name: 'weather', strict: true }] });
+});
+
+test.serial("reasoning efforts and thinking budgets are carried each way, by the efforts' table", async (t) => {
+  const budgets: Array<[string, number]> = [['minimal', 1024], ['low', 2048], ['medium', 8192], ['high', 24_576]];
+  for (const [effort, budget] of budgets) {
+    t.is((await chat({ reasoning_effort: effort, max_completion_tokens: 30_000 })).status, 200, effort);
+    t.deepEqual(sent().thinking, { type: 'enabled', budget_tokens: budget }, effort);
+    t.is((await messages({ thinking: { type: 'enabled', budget_tokens: budget } })).status, 200, effort);
+    t.is(sent().reasoning_effort, effort, `${budget} back`);
+  }
+  t.is((await chat({ reasoning_effort: 'none' })).status, 200);
+  t.false('thinking' in sent());
+  // Adaptive: as much as the model decides, its default; an explicit effort is the effort.
+  t.is((await messages({ thinking: { type: 'adaptive' } })).status, 200);
+  t.false('reasoning_effort' in sent());
+  t.is((await messages({ thinking: { type: 'adaptive' }, output_config: { effort: 'low' } })).status, 200);
+  t.is(sent().reasoning_effort, 'low');
+  t.is((await messages({ model: 'gpt-responses', thinking: { type: 'enabled', budget_tokens: 3000 } })).status, 200);
+  t.deepEqual(sent().reasoning, { effort: 'medium' });
+  t.is((await responses({ reasoning: { effort: 'minimal' }, max_output_tokens: 5000 })).status, 200);
+  t.deepEqual(sent().thinking, { type: 'enabled', budget_tokens: 1024 });
+});
+
+test.serial("the end user's id and the service tier are carried each way where both formats have them", async (t) => {
+  t.is((await chat({ safety_identifier: 'user-42', service_tier: 'auto' })).status, 200);
+  t.like(sent(), { metadata: { user_id: 'user-42' }, service_tier: 'auto' });
+  t.is((await chat({ user: 'user-7' })).status, 200);
+  t.like(sent(), { metadata: { user_id: 'user-7' } });
+  t.is((await messages({ metadata: { user_id: 'user-42' }, service_tier: 'standard_only' })).status, 200);
+  t.like(sent(), { user: 'user-42', service_tier: 'default' });
+  t.is((await messages({ model: 'gpt-responses', service_tier: 'auto' })).status, 200);
+  t.like(sent(), { service_tier: 'auto' });
+});
+
+test.serial('what the gateway answered and the SDK helpers add to a message are accepted back, on a translated model', async (t) => {
+  const answered = {
+    role: 'assistant',
+    content: null,
+    refusal: null,
+    annotations: [],
+    parsed: null,
+    tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}', parsed_arguments: { city: 'Paris' } } }],
+  };
+  const tools = [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: {} } } }];
+  const answer = await chat({ tools, messages: [...hi, answered, { role: 'tool', tool_call_id: 'toolu_1', content: '18°C' }] });
+  t.is(answer.status, 200);
+  t.is(answer.headers.get('x-kmg-omitted'), null);
+  t.deepEqual(sent().messages, [
+    { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+    { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } }] },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: '18°C' }] }] },
+  ]);
+  // Citations of an earlier answer are for the client's eyes: left out, named.
+  const cited = await chat({ messages: [...hi, { role: 'assistant', content: 'See it.', annotations: [{ type: 'url_citation', url_citation: { url: 'https://x', title: 'x', start_index: 0, end_index: 3 } }] }, ...hi] });
+  t.is(cited.status, 200);
+  t.is(cited.headers.get('x-kmg-omitted'), 'annotations');
+});
+
+test.serial('a conversation of only system instructions reaches a Claude model with their text as its user turn, never as an upstream 400', async (t) => {
+  const before = mock.calls.length;
+  t.is((await chat({ messages: [{ role: 'system', content: 'Say hello.' }, { role: 'developer', content: 'In French.' }] })).status, 200);
+  t.like(sent(), { messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hello.\n\nIn French.' }] }] });
+  t.false('system' in sent());
+  t.is((await responses({ input: [], instructions: 'Say hello.' })).status, 200);
+  t.like(sent(), { messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hello.' }] }] });
+  // Nothing at all to send: the gateway's own 400, naming it.
+  const empty = await responses({ input: [] });
+  t.is(empty.status, 400);
+  t.like(await empty.json(), { error: { message: "'input' must hold a user turn with content" } });
+  t.is(mock.calls.length, before + 2);
+});
