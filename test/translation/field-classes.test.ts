@@ -3,6 +3,7 @@ import test from 'ava';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { translationTable } from '../../lib/models/formats/field-table.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { mockProviders } from '../helpers/models-upstream.js';
@@ -17,11 +18,13 @@ const app = await modelsApp({
     openAIProvider({ id: 'chat-only', baseURL: `${mock.url}/v1`, endpoints: ['chat.completions'] }),
     openAIProvider({ id: 'responses-only', baseURL: `${mock.url}/v1`, endpoints: ['responses'] }),
     anthropicProvider({ id: 'anthropic', baseURL: mock.url }),
+    echoProvider({ id: 'local' }),
   ],
   catalog: [
     { id: 'gpt', provider: 'chat-only' },
     { id: 'gpt-responses', provider: 'responses-only' },
     { id: 'claude', provider: 'anthropic' },
+    { id: 'echo', provider: 'local' },
   ],
 });
 test.after.always(() => Promise.all([app.close(), mock.close()]));
@@ -154,4 +157,26 @@ test.serial('a conversation of only system instructions reaches a Claude model w
   t.is(empty.status, 400);
   t.like(await empty.json(), { error: { message: "'input' must hold a user turn with content" } });
   t.is(mock.calls.length, before + 2);
+});
+
+/** The fields `name` of the installed @anthropic-ai/sdk declares required (no `?`), read from its types. */
+async function declaredFields(name: string): Promise<string[]> {
+  const types = await readFile(new URL('../../../node_modules/@anthropic-ai/sdk/resources/messages/messages.d.ts', import.meta.url), 'utf8');
+  const body = new RegExp(`^export interface ${name} \\{\\n([\\s\\S]*?)^\\}`, 'm').exec(types)?.[1] ?? '';
+  return [...body.matchAll(/^ {4}(\w+):/gm)].map((match) => match[1] as string);
+}
+
+test.serial("an Anthropic Message, translated or echoed, whole or streamed, has every field the installed SDK's Message and Usage declare", async (t) => {
+  const [message, usage] = [await declaredFields('Message'), await declaredFields('Usage')];
+  t.true(message.includes('container') && usage.includes('service_tier'), 'the SDK declares what the issue named');
+  const check = (answer: Record<string, unknown>, what: string) => {
+    t.deepEqual(message.filter((field) => !(field in answer)), [], what);
+    t.deepEqual(usage.filter((field) => !(field in (answer.usage as object))), [], `${what}: usage`);
+  };
+  for (const model of ['gpt', 'gpt-responses', 'echo']) {
+    check((await (await messages({ model })).json()) as Record<string, unknown>, model);
+    const text = await (await messages({ model, stream: true })).text();
+    const start = /data: (\{"type":"message_start".*)/.exec(text)?.[1] ?? '{}';
+    check((JSON.parse(start) as { message: Record<string, unknown> }).message, `${model}, streamed`);
+  }
 });
