@@ -87,6 +87,8 @@ export interface Request {
   user?: string;
   /** The capacity the call is served from, by OpenAI's names: `auto`, `default`, `flex`, `priority`... */
   serviceTier?: string;
+  /** How long an answer OpenAI's models give: `low`, `medium`, `high`. */
+  verbosity?: string;
   /** `OPENAI_SHARED_FIELDS` the client set, as it set them: Messages has no place for them. */
   openAI?: Partial<Record<(typeof OPENAI_SHARED_FIELDS)[number], unknown>>;
 }

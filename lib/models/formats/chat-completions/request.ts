@@ -42,7 +42,7 @@ export const CHAT_REQUEST_FIELDS: FieldRules = {
   audio: refused('audio answers'),
   modalities: refused('audio answers', (value) => Array.isArray(value) && value.length === 1 && value[0] === 'text'),
   prediction: refused('predicted outputs'),
-  verbosity: refused('no equivalent'),
+  verbosity: { class: { Responses: 'carried', Messages: 'refused' }, note: "Responses' `text.verbosity`; Messages has none" },
   web_search_options: refused("OpenAI's own web search"),
   functions: refused('the deprecated form of `tools`'),
   function_call: refused('the deprecated form of `tool_choice`'),
@@ -222,6 +222,7 @@ export function readChatRequest(body: JsonObject, target: string): ReadRequest {
   const responseFormat = readResponseFormat(body.response_format, target);
   const reasoning = readEffort(body.reasoning_effort, 'reasoning_effort');
   const serviceTier = optionalString(body, 'service_tier');
+  const verbosity = optionalString(body, 'verbosity');
   const { user, openAI } = readEndUser(body, target, omitted);
   return {
     model: String(body.model),
@@ -239,6 +240,7 @@ export function readChatRequest(body: JsonObject, target: string): ReadRequest {
     ...(reasoning && { reasoning }),
     ...(user !== undefined && { user }),
     ...(serviceTier !== undefined && { serviceTier }),
+    ...(verbosity !== undefined && { verbosity }),
     ...(openAI && { openAI }),
     omitted,
     params: {
@@ -348,6 +350,7 @@ export function writeChatRequest(request: ReadRequest): JsonObject {
     ...(effort && { reasoning_effort: effort }),
     ...(request.user !== undefined && { user: request.user }),
     ...(request.serviceTier !== undefined && { service_tier: request.serviceTier }),
+    ...(request.verbosity !== undefined && { verbosity: request.verbosity }),
     ...request.openAI,
     ...(request.stream && { stream: true, stream_options: { include_usage: true } }),
   };

@@ -26,7 +26,7 @@ export const MESSAGES_REQUEST_FIELDS: FieldRules = {
   output_config: { class: 'carried', note: '`format` as a JSON schema answer, `effort` as the effort' },
   metadata: { class: 'carried', note: '`user_id` as `user`' },
   service_tier: { class: 'carried', note: '`auto` as `auto`, `standard_only` as `default`' },
-  cache_control: { class: 'omitted', note: 'a caching hint: OpenAI caches a prompt\'s prefix by itself; at any level, blocks and tools too' },
+  cache_control: { class: 'omitted', note: "a caching hint: OpenAI caches a prompt's prefix by itself; at any level, blocks and tools too (and a text block's `citations` given back, omitted by that name)" },
   top_k: refused('OpenAI has no top-k sampling'),
   container: refused("Anthropic's code execution container"),
   mcp_servers: refused("Anthropic's own MCP connector"),
@@ -53,8 +53,19 @@ function source(block: JsonObject, at: string, target: string): { url: string } 
 // prompt's prefix by itself (docs/TRANSLATION.md).
 const BLOCK_FIELDS = { type: any, cache_control: any };
 
-/** Whether a block of `blocks`, or of a tool result among them, carries `cache_control`. */
-const cacheHinted = (blocks: unknown): boolean => Array.isArray(blocks) && blocks.some((block) => isObject(block) && (!absent(block.cache_control) || cacheHinted(block.content)));
+/**
+ * The hints of `blocks` (and of the tool results among them), added to `omitted`: `cache_control`,
+ * and the citations of a text block given back, which were for the client's eyes.
+ */
+function blockHints(blocks: unknown, omitted: string[]): void {
+  if (!Array.isArray(blocks)) return;
+  for (const block of blocks) {
+    if (!isObject(block)) continue;
+    if (!absent(block.cache_control)) omit(omitted, 'cache_control');
+    if (block.type === 'text' && Array.isArray(block.citations) && block.citations.length > 0) omit(omitted, 'citations');
+    blockHints(block.content, omitted);
+  }
+}
 
 /**
  * The betas (`anthropic-beta`) whose effect a translated call keeps: those that only enable what
@@ -101,7 +112,7 @@ function readBlock(block: unknown, at: string, target: string): Part {
   const fields = (known: Record<string, (value: unknown) => boolean>) => refuseUnknown(block, { ...BLOCK_FIELDS, ...known }, target, `${at}.`);
   switch (block.type) {
     case 'text':
-      fields({ text: any, citations: absent });
+      fields({ text: any, citations: (value) => absent(value) || Array.isArray(value) });
       if (typeof block.text !== 'string') throw invalid(`${at}.text`, 'must be a string');
       return { type: 'text', text: block.text };
     case 'image':
@@ -165,7 +176,17 @@ function readTools(tools: unknown, target: string): Tool[] {
     // Fine-grained streaming of the input is a hint: Chat Completions streams arguments in pieces anyway.
     refuseUnknown(
       tool,
-      { name: any, description: any, input_schema: any, type: (value) => absent(value) || value === 'custom', cache_control: any, eager_input_streaming: any, strict: any },
+      {
+        name: any,
+        description: any,
+        input_schema: any,
+        type: (value) => absent(value) || value === 'custom',
+        cache_control: any,
+        eager_input_streaming: any,
+        strict: any,
+        // Called by the model itself, the one caller a translated call has.
+        allowed_callers: (value) => absent(value) || (Array.isArray(value) && value.every((caller) => caller === 'direct')),
+      },
       target,
       `${at}.`,
     );
@@ -227,7 +248,7 @@ export function readMessagesRequest(body: JsonObject, target: string): ReadReque
   const omitted: string[] = [];
   sortFields(body, MESSAGES_REQUEST_FIELDS, target, omitted);
   if (!Array.isArray(body.messages)) throw invalid('messages', 'must be an array');
-  if (cacheHinted(body.system) || cacheHinted(body.tools) || body.messages.some((message) => isObject(message) && cacheHinted(message.content))) omit(omitted, 'cache_control');
+  for (const blocks of [body.system, body.tools, ...body.messages.map((message) => (isObject(message) ? message.content : undefined))]) blockHints(blocks, omitted);
   const messages: Message[] = body.messages.map((message, index) => {
     const at = `messages[${index}]`;
     if (!isObject(message) || (message.role !== 'user' && message.role !== 'assistant')) throw invalid(`${at}.role`, "must be 'user' or 'assistant'");

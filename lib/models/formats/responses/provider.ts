@@ -79,12 +79,15 @@ export function writeResponsesRequest(request: ReadRequest): JsonObject {
     ...(request.maxTokens !== undefined && { max_output_tokens: request.maxTokens }),
     ...(request.temperature !== undefined && { temperature: request.temperature }),
     ...(request.topP !== undefined && { top_p: request.topP }),
-    ...(responseFormat && {
+    ...((responseFormat || request.verbosity !== undefined) && {
       text: {
-        format:
-          responseFormat.type === 'json'
-            ? { type: 'json_object' }
-            : { type: 'json_schema', name: responseFormat.name, schema: responseFormat.schema, ...(responseFormat.strict !== undefined && { strict: responseFormat.strict }) },
+        ...(responseFormat && {
+          format:
+            responseFormat.type === 'json'
+              ? { type: 'json_object' }
+              : { type: 'json_schema', name: responseFormat.name, schema: responseFormat.schema, ...(responseFormat.strict !== undefined && { strict: responseFormat.strict }) },
+        }),
+        ...(request.verbosity !== undefined && { verbosity: request.verbosity }),
       },
     }),
     ...(effort && { reasoning: { effort } }),

@@ -19,7 +19,7 @@ export const RESPONSES_REQUEST_FIELDS: FieldRules = {
   max_output_tokens: { class: 'carried', note: 'the output limit' },
   temperature: { class: { 'Chat Completions': 'carried', Messages: 'validated' }, note: "Messages' range is 0 to 1: above it refused" },
   top_p: { class: 'carried', note: '' },
-  text: { class: 'carried', note: "`format` as `response_format` or Messages' `output_config.format`" },
+  text: { class: 'carried', note: "`format` as `response_format` or Messages' `output_config.format`; `verbosity` as Chat Completions' `verbosity` (refused to Messages, which has none)" },
   reasoning: { class: 'carried', note: '`effort` as `reasoning_effort`, or to Messages a thinking budget (the efforts\' table); `summary` is how thinking is shown' },
   include: { class: 'carried', inert: (value) => Array.isArray(value) && value.every((item) => item === 'reasoning.encrypted_content'), note: 'reasoning is always given back whole; anything else refused' },
   user: { class: 'carried', note: "Messages' `metadata.user_id` when `safety_identifier` is not set (then omitted)" },
@@ -147,7 +147,7 @@ function readToolChoice(choice: unknown, target: string): ToolChoice | undefined
 function readText(text: unknown, target: string): Request['responseFormat'] {
   if (absent(text)) return undefined;
   if (!isObject(text)) throw invalid('text', 'must be an object');
-  refuseUnknown(text, { format: any }, target, 'text.');
+  refuseUnknown(text, { format: any, verbosity: (value) => absent(value) || target !== 'Messages' }, target, 'text.');
   const { format } = text;
   if (absent(format) || (isObject(format) && format.type === 'text')) return undefined;
   if (isObject(format) && format.type === 'json_object') return { type: 'json' };
@@ -177,6 +177,7 @@ export function readResponsesRequest(body: JsonObject, target: string): ReadRequ
   const responseFormat = readText(body.text, target);
   const reasoning = readReasoning(body.reasoning, target);
   const serviceTier = optionalString(body, 'service_tier');
+  const verbosity = isObject(body.text) ? optionalString(body.text, 'verbosity') : undefined;
   const { user, openAI } = readEndUser(body, target, omitted);
   return {
     model: String(body.model),
@@ -193,6 +194,7 @@ export function readResponsesRequest(body: JsonObject, target: string): ReadRequ
     ...(reasoning && { reasoning }),
     ...(user !== undefined && { user }),
     ...(serviceTier !== undefined && { serviceTier }),
+    ...(verbosity !== undefined && { verbosity }),
     ...(openAI && { openAI }),
     omitted,
     params: {
