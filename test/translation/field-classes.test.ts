@@ -104,6 +104,13 @@ test.serial("reasoning efforts and thinking budgets are carried each way, by the
   }
   t.is((await chat({ reasoning_effort: 'none' })).status, 200);
   t.false('thinking' in sent());
+  // Amid a tool loop whose calls came without their signed thinking (Chat Completions has no place
+  // for it): this turn goes without thinking, named, where Anthropic would refuse it.
+  const loop = [...hi, { role: 'assistant', content: null, tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'toolu_1', content: 'done' }];
+  const unsigned = await chat({ reasoning_effort: 'low', messages: loop, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] });
+  t.is(unsigned.status, 200);
+  t.is(unsigned.headers.get('x-kmg-omitted'), 'reasoning_effort');
+  t.false('thinking' in sent());
   // Adaptive: as much as the model decides, its default; an explicit effort is the effort.
   t.is((await messages({ thinking: { type: 'adaptive' } })).status, 200);
   t.false('reasoning_effort' in sent());

@@ -374,6 +374,12 @@ function readServiceTier(tier: unknown): string | undefined {
   if (openAI === undefined) throw invalid('service_tier', "must be 'auto' or 'standard_only'");
   return openAI;
 }
+/** Whether the last assistant turn called tools without the thinking that came before the calls. */
+function unsignedToolTurn(request: ReadRequest): boolean {
+  const last = request.messages.findLast((message) => message.role === 'assistant');
+  return last !== undefined && last.parts.some((part) => part.type === 'tool-call') && !last.parts.some((part) => part.type === 'reasoning' || part.type === 'redacted-reasoning');
+}
+
 /** The least thinking budget Messages takes. */
 const MIN_THINKING_BUDGET = 1024;
 
@@ -388,6 +394,12 @@ function thinkingBudget(request: ReadRequest): number | undefined {
   const effort = reasoning?.effort;
   const wanted = reasoning?.budgetTokens ?? (effort === undefined || effort === 'none' ? undefined : EFFORT_BUDGETS[effort]);
   if (wanted === undefined) return undefined;
+  // Amid a tool loop Anthropic thinks only after its own signed thinking, which a format without a
+  // place for it could not give back: this turn goes without, named, rather than refused upstream.
+  if (unsignedToolTurn(request)) {
+    omit(request.omitted, params.reasoning ?? 'reasoning');
+    return undefined;
+  }
   const withReasoning = (param: string | undefined, fallback: string, why: string) =>
     errors.invalidRequest(`'${param ?? fallback}' cannot be sent to this model with '${params.reasoning ?? 'reasoning'}': ${why}`);
   if (request.temperature !== undefined && request.temperature !== 1) throw withReasoning(params.temperature, 'temperature', 'its provider thinks at temperature 1 only');
