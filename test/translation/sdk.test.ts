@@ -10,6 +10,7 @@ import { ChatOpenAI } from '@langchain/openai';
 import { generateText, stepCountIs, streamText, tool } from 'ai';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
+import { betaZodOutputFormat } from '@anthropic-ai/sdk/helpers/beta/zod';
 import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
 import { HumanMessage, ToolMessage } from '@langchain/core/messages';
 import OpenAI, { toFile } from 'openai';
@@ -698,6 +699,17 @@ test.serial('LangChain bindTools: a tool loop on a translated model each way', a
     const answered = await bound.invoke([question, called, ...results]);
     t.is(answered.text, 'Sunny everywhere.');
   }
+});
+
+test.serial('anthropic SDK beta.messages.parse() on a model of an openai provider: its own structured-outputs beta and output_format are carried', async (t) => {
+  const message = await anthropicClient(t).beta.messages.parse({
+    model: 'gpt-mock',
+    max_tokens: 200,
+    messages: [{ role: 'user', content: 'The weather in Paris, as JSON.' }],
+    output_format: betaZodOutputFormat(weatherSchema),
+  });
+  t.deepEqual(message.parsed_output, { city: 'Paris', temperature_c: 18 });
+  t.like(lastUpstream('/v1/chat/completions')?.response_format, { type: 'json_schema', json_schema: { strict: true } });
 });
 
 test.serial('anthropic SDK beta.messages.countTokens() on a model of an openai provider: its own token-counting beta is accepted', async (t) => {

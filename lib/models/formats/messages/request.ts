@@ -24,6 +24,7 @@ export const MESSAGES_REQUEST_FIELDS: FieldRules = {
   tool_choice: { class: 'carried', note: '`any` as `required`; `disable_parallel_tool_use` as `parallel_tool_calls: false`' },
   thinking: { class: 'carried', note: 'a budget as an effort (the efforts\' table); `adaptive` as the model\'s default effort' },
   output_config: { class: 'carried', note: '`format` as a JSON schema answer, `effort` as the effort' },
+  output_format: { class: 'carried', note: "the beta API's earlier `output_config.format`" },
   metadata: { class: 'carried', note: '`user_id` as `user`' },
   service_tier: { class: 'carried', note: '`auto` as `auto`, `standard_only` as `default`' },
   cache_control: { class: 'omitted', note: "a caching hint: OpenAI caches a prompt's prefix by itself; at any level, blocks and tools too (and a text block's `citations` given back, omitted by that name)" },
@@ -82,8 +83,10 @@ export const TRANSLATED_BETAS: ReadonlySet<string> = new Set([
   'fine-grained-tool-streaming-2025-05-14',
   // Sent by @anthropic-ai/sdk's beta.messages.countTokens() itself: a count is estimated anyway.
   'token-counting-2024-11-01',
-  // Structured outputs, since generally available: translated as a JSON schema answer.
+  // Structured outputs, since generally available: translated as a JSON schema answer
+  // (beta.messages.parse() sends the second by itself).
   'structured-outputs-2025-11-13',
+  'structured-outputs-2025-12-15',
 ]);
 
 /**
@@ -232,14 +235,15 @@ function readThinking(thinking: unknown, effort: unknown, target: string): Reque
  * Structured outputs (`output_config.format`): a JSON schema the answer follows, strictly, as
  * Anthropic always does; named `response` where the provider's format wants a name.
  */
-function readOutputConfig(config: unknown, target: string): Request['responseFormat'] {
-  if (absent(config)) return undefined;
-  if (!isObject(config)) throw invalid('output_config', 'must be an object');
-  refuseUnknown(config, { format: any, effort: any }, target, 'output_config.');
-  const { format } = config;
+function readOutputConfig(body: JsonObject, target: string): Request['responseFormat'] {
+  const config = body.output_config;
+  if (!absent(config) && !isObject(config)) throw invalid('output_config', 'must be an object');
+  if (isObject(config)) refuseUnknown(config, { format: any, effort: any }, target, 'output_config.');
+  // The beta API's earlier place for it, which @anthropic-ai/sdk's beta.messages.parse() fills.
+  const [format, param] = isObject(config) && !absent(config.format) ? [config.format, 'output_config.format'] : [body.output_format, 'output_format'];
   if (absent(format)) return undefined;
-  if (!isObject(format) || format.type !== 'json_schema' || !isObject(format.schema)) throw untranslatable('output_config.format', target);
-  refuseUnknown(format, { type: any, schema: any }, target, 'output_config.format.');
+  if (!isObject(format) || format.type !== 'json_schema' || !isObject(format.schema)) throw untranslatable(param, target);
+  refuseUnknown(format, { type: any, schema: any }, target, `${param}.`);
   return { type: 'json-schema', name: 'response', schema: format.schema, strict: true };
 }
 
@@ -265,7 +269,7 @@ export function readMessagesRequest(body: JsonObject, target: string): ReadReque
   const topP = optionalNumber(body, 'top_p');
   const reasoning = readThinking(body.thinking, isObject(body.output_config) ? body.output_config.effort : undefined, target);
   const serviceTier = readServiceTier(body.service_tier);
-  const responseFormat = readOutputConfig(body.output_config, target);
+  const responseFormat = readOutputConfig(body, target);
   return {
     model: String(body.model),
     stream: body.stream === true,
