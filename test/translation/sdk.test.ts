@@ -30,6 +30,7 @@ const fixture = (name: string) => readFile(new URL(`../../../test/fixtures/trans
 const ANTHROPIC_TOOL_STREAM = await fixture('anthropic-text-and-parallel-tool-use.sse');
 const OPENAI_TOOL_STREAM = await fixture('openai-parallel-tool-calls.sse');
 const OPENAI_TEXT_STREAM = await fixture('openai-text.sse');
+const ANTHROPIC_THINKING_STREAM = await fixture('anthropic-thinking-then-text.sse');
 const RESPONSES_TOOL_STREAM = await fixture('openai-responses-text-and-function-calls.sse');
 const responsesToolAnswer = (JSON.parse(await fixture('chat-to-responses-tool-history-image.case.json')) as { upstreamAnswer: unknown }).upstreamAnswer;
 
@@ -137,6 +138,7 @@ const openAIWeatherJson = {
 const lastTurn = (body: Record<string, unknown>) => (Array.isArray(body.messages) ? body.messages.at(-1) : undefined) as Record<string, unknown> | undefined;
 const afterToolResult = (body: Record<string, unknown>) => lastTurn(body)?.role === 'tool' || JSON.stringify(lastTurn(body)?.content ?? '').includes('"tool_result"');
 const anthropicTextAnswer = { ...anthropicToolAnswer, content: [{ type: 'text', text: 'Sunny everywhere.' }], stop_reason: 'end_turn' };
+const anthropicThinkingAnswer = { ...anthropicToolAnswer, content: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }, ...anthropicToolAnswer.content] };
 const openAITextAnswer = { ...openAIToolAnswer, choices: [{ index: 0, message: { role: 'assistant', content: 'Sunny everywhere.', refusal: null }, logprobs: null, finish_reason: 'stop' }] };
 
 const upstream = createServer(async (req: IncomingMessage, res) => {
@@ -149,6 +151,7 @@ const upstream = createServer(async (req: IncomingMessage, res) => {
   if (req.url === '/v1/messages') {
     if (body.output_config !== undefined) return json(anthropicWeatherJson);
     if (afterToolResult(body) && body.stream !== true) return json(anthropicTextAnswer);
+    if (body.thinking !== undefined) return body.stream === true ? events(ANTHROPIC_THINKING_STREAM) : json(anthropicThinkingAnswer);
     if (body.stream === true) return events(ANTHROPIC_TOOL_STREAM);
     return json(anthropicToolAnswer);
   }
@@ -715,4 +718,24 @@ test.serial('anthropic SDK beta.messages.parse() on a model of an openai provide
 test.serial('anthropic SDK beta.messages.countTokens() on a model of an openai provider: its own token-counting beta is accepted', async (t) => {
   const counted = await anthropicClient(t).beta.messages.countTokens({ model: 'gpt-mock', messages: [{ role: 'user', content: 'Hello there, how are you?' }] });
   t.true(counted.input_tokens > 0);
+});
+
+test.serial("openai SDK with reasoning_effort → anthropic provider: Claude's signed thinking comes back in thinking_blocks and goes back with the tool loop, whole and streamed", async (t) => {
+  const client = openaiClient(t);
+  const question: OpenAI.Chat.ChatCompletionMessageParam = { role: 'user', content: 'Weather in SF and Paris?' };
+  const whole = await client.chat.completions.create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question], tools: [weatherTool] });
+  const message = whole.choices[0]!.message;
+  t.like(message, { reasoning_content: 'Both cities.', thinking_blocks: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }] } as object);
+  const results = (message.tool_calls ?? []).map((call): OpenAI.Chat.ChatCompletionMessageParam => ({ role: 'tool', tool_call_id: call.id, content: '18°C' }));
+  const next = await client.chat.completions.create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question, message, ...results], tools: [weatherTool] }).withResponse();
+  t.is(next.response.headers.get('x-kmg-omitted'), null, 'thinking stays on: its signed thinking came back');
+  const sent = lastUpstream('/v1/messages');
+  t.like(sent, { thinking: { type: 'enabled', budget_tokens: 2048 } });
+  t.like((sent?.messages as unknown[])[1], { role: 'assistant', content: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }, { type: 'text' }, { type: 'tool_use' }] });
+
+  const streamed = await client.chat.completions.stream({ model: 'claude-mock', reasoning_effort: 'low', messages: [question] }).finalChatCompletion();
+  const thought = streamed.choices[0]!.message;
+  t.like(thought, { content: 'Two.', thinking_blocks: [{ type: 'thinking', thinking: 'Two pages, so: two.', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' }] } as object);
+  await client.chat.completions.create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question, thought, { role: 'user', content: 'And Bogotá?' }] });
+  t.like((lastUpstream('/v1/messages')?.messages as unknown[])[1], { content: [{ type: 'thinking', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' }, { type: 'text', text: 'Two.' }] });
 });

@@ -59,6 +59,8 @@ export const CHAT_MESSAGE_FIELDS: FieldRules = {
   tool_calls: { class: 'carried', note: "each function's `parsed_arguments`, the openai SDK's parse of its arguments, carried as the arguments it repeats" },
   tool_call_id: { class: 'carried', note: '' },
   refusal: { class: 'carried', note: 'as text of the assistant turn' },
+  thinking_blocks: { class: 'carried', note: "Claude's thinking with its signature, as the gateway answered it: back to Messages as thinking blocks (to Responses omitted, named `thinking`)" },
+  reasoning_content: { class: 'carried', inert: () => true, note: 'the text of `thinking_blocks`: carried as the blocks it repeats' },
   parsed: { class: 'carried', inert: () => true, note: "the openai SDK's parse of `content`: carried as the content it repeats" },
   annotations: { class: 'omitted', inert: (value) => Array.isArray(value) && value.length === 0, note: "citations of an earlier answer, for the client's eyes" },
   name: refused("a participant's name"),
@@ -121,6 +123,19 @@ function toolCalls(calls: unknown, param: string, target: string): Part[] {
   });
 }
 
+/** The thinking an answer of the gateway gave (`thinking_blocks`, `thinkingFields()`), given back. */
+function thinkingParts(blocks: unknown, param: string): Part[] {
+  if (absent(blocks)) return [];
+  if (!Array.isArray(blocks)) throw invalid(param, 'must be an array');
+  return blocks.map((block, index): Part => {
+    if (isObject(block) && block.type === 'thinking' && typeof block.thinking === 'string' && typeof block.signature === 'string') {
+      return { type: 'reasoning', text: block.thinking, signature: block.signature };
+    }
+    if (isObject(block) && block.type === 'redacted_thinking' && typeof block.data === 'string') return { type: 'redacted-reasoning', data: block.data };
+    throw invalid(`${param}[${index}]`, "must be a thinking block (type, thinking, signature) or a redacted_thinking block (type, data)");
+  });
+}
+
 /** The messages: system and developer ones become the system prompt; tool results join the user turn that follows. */
 function readMessages(messages: unknown, target: string, omitted: string[]): { system: string[]; messages: Message[] } {
   if (!Array.isArray(messages)) throw invalid('messages', 'must be an array');
@@ -144,7 +159,7 @@ function readMessages(messages: unknown, target: string, omitted: string[]): { s
         add('user', userParts(message.content, `${at}.content`, target));
         return;
       case 'assistant': {
-        const parts = absent(message.content) ? [] : textParts(message.content, `${at}.content`, target);
+        const parts = [...thinkingParts(message.thinking_blocks, `${at}.thinking_blocks`), ...(absent(message.content) ? [] : textParts(message.content, `${at}.content`, target))];
         if (typeof message.refusal === 'string' && message.refusal !== '') parts.push({ type: 'text', text: message.refusal });
         add('assistant', [...parts, ...toolCalls(message.tool_calls, `${at}.tool_calls`, target)]);
         return;
