@@ -160,6 +160,11 @@ test.serial('what the gateway answered and the SDK helpers add to a message are 
   const cited = await chat({ messages: [...hi, { role: 'assistant', content: 'See it.', annotations: [{ type: 'url_citation', url_citation: { url: 'https://x', title: 'x', start_index: 0, end_index: 3 } }] }, ...hi] });
   t.is(cited.status, 200);
   t.is(cited.headers.get('x-kmg-omitted'), 'annotations');
+  // Thinking another model gave (no signature of Anthropic's) cannot go to Claude: left out, named.
+  const unsigned = await chat({ messages: [...hi, { role: 'assistant', content: 'Hi.', thinking_blocks: [{ type: 'thinking', thinking: 'Hmm.', signature: '' }] }, ...hi] });
+  t.is(unsigned.status, 200);
+  t.is(unsigned.headers.get('x-kmg-omitted'), 'thinking');
+  t.like((sent().messages as unknown[])[1], { role: 'assistant', content: [{ type: 'text', text: 'Hi.' }] });
 });
 
 test.serial('a conversation of only system instructions reaches a Claude model with their text as its user turn, never as an upstream 400', async (t) => {

@@ -326,9 +326,7 @@ function writeBlock(part: Part, request: ReadRequest): JsonObject {
         ...(part.isError && { is_error: true }),
       };
     case 'reasoning':
-      // Thinking goes back only with the signature Anthropic gave it.
-      if (part.signature === undefined || part.signature === '') throw untranslatable(`${where} (reasoning without a signature)`, NAME);
-      return { type: 'thinking', thinking: part.text, signature: part.signature };
+      return { type: 'thinking', thinking: part.text, signature: part.signature ?? '' };
     case 'redacted-reasoning':
       return { type: 'redacted_thinking', data: part.data };
   }
@@ -339,7 +337,9 @@ function writeMessages(request: ReadRequest): JsonObject[] {
   for (const message of request.messages) {
     // Tool results first in their turn, as Messages wants them; empty texts are refused upstream.
     const parts = [...message.parts.filter((part) => part.type === 'tool-result'), ...message.parts.filter((part) => part.type !== 'tool-result')];
-    const blocks = parts.filter((part) => part.type !== 'text' || part.text !== '').map((part) => writeBlock(part, request));
+    // Thinking goes back only with the signature Anthropic gave it: another model's is left out, named.
+    if (parts.some((part) => part.type === 'reasoning' && !signed(part))) omit(request.omitted, 'thinking');
+    const blocks = parts.filter((part) => (part.type !== 'text' || part.text !== '') && (part.type !== 'reasoning' || signed(part))).map((part) => writeBlock(part, request));
     if (blocks.length === 0) continue;
     const last = written.at(-1);
     if (last?.role === message.role) last.content.push(...blocks);
@@ -378,10 +378,13 @@ function readServiceTier(tier: unknown): string | undefined {
   if (openAI === undefined) throw invalid('service_tier', "must be 'auto' or 'standard_only'");
   return openAI;
 }
-/** Whether the last assistant turn called tools without the thinking that came before the calls. */
+/** Whether a part is thinking Anthropic signed (redacted thinking is, by its data). */
+const signed = (part: Part) => (part.type === 'reasoning' && part.signature !== undefined && part.signature !== '') || part.type === 'redacted-reasoning';
+
+/** Whether the last assistant turn called tools without the signed thinking that came before the calls. */
 function unsignedToolTurn(request: ReadRequest): boolean {
   const last = request.messages.findLast((message) => message.role === 'assistant');
-  return last !== undefined && last.parts.some((part) => part.type === 'tool-call') && !last.parts.some((part) => part.type === 'reasoning' || part.type === 'redacted-reasoning');
+  return last !== undefined && last.parts.some((part) => part.type === 'tool-call') && !last.parts.some(signed);
 }
 
 /** The least thinking budget Messages takes. */
