@@ -626,6 +626,16 @@ test.serial('openai SDK tool loop → anthropic provider: the message pushed bac
   await loop(streamed.choices[0]!.message);
 });
 
+test.serial('openai SDK responses tool loop → anthropic provider: the output items pushed back as the SDK hands them', async (t) => {
+  const client = openaiClient(t);
+  const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', parameters: weatherTool.function.parameters ?? null, strict: false }];
+  const first = await client.responses.create({ model: 'claude-mock', input: 'Weather in SF and Paris?', tools });
+  const results = first.output.flatMap((item): OpenAI.Responses.ResponseInputItem[] => (item.type === 'function_call' ? [{ type: 'function_call_output', call_id: item.call_id, output: '18°C' }] : []));
+  const question: OpenAI.Responses.ResponseInputItem = { role: 'user', content: 'Weather in SF and Paris?' };
+  const next = await client.responses.create({ model: 'claude-mock', input: [question, ...(first.output as OpenAI.Responses.ResponseInputItem[]), ...results], tools });
+  t.is(next.output_text, 'Sunny everywhere.');
+});
+
 test.serial('openai SDK runTools → anthropic provider: the loop runs the tool and ends on the answer', async (t) => {
   const ran: string[] = [];
   const runner = openaiClient(t).chat.completions.runTools({
