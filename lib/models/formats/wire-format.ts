@@ -144,12 +144,11 @@ export function refuseUnknown(body: JsonObject, known: Readonly<Record<string, (
 /** Field checks for `refuseUnknown()`. */
 export const any = () => true;
 export const absent = (value: unknown) => value === null || value === undefined;
-export const falsy = (value: unknown) => absent(value) || value === false;
 /** Unset, or the value everything else behaves as anyway. */
 export const defaultOnly = (expected: unknown) => (value: unknown) => absent(value) || value === expected;
 
 /** The `OPENAI_SHARED_FIELDS` that `body` sets, for a reader of either OpenAI format; undefined when none. */
-export function readOpenAIShared(body: JsonObject): Request['openAI'] {
+function readOpenAIShared(body: JsonObject): Request['openAI'] {
   let shared: Request['openAI'];
   for (const field of OPENAI_SHARED_FIELDS) if (!absent(body[field])) (shared ??= {})[field] = body[field];
   return shared;
