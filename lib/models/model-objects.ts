@@ -24,6 +24,7 @@ export const anthropicModel = (model: ResolvedModel) => ({
   max_tokens: model.max_tokens ?? null,
   lifecycle: 'active',
   deprecated_at: null,
+  retires_at: null,
   capabilities: null,
   line: null,
 });

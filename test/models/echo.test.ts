@@ -408,7 +408,7 @@ test('GET /v1/models/{model}: the model in OpenAI shape, ids with dots and slash
 });
 
 // Every field of @anthropic-ai/sdk's ModelInfo: the token limits the catalog says, null for what it cannot.
-const MODEL_INFO_UNKNOWNS = { lifecycle: 'active', deprecated_at: null, capabilities: null, line: null };
+const MODEL_INFO_UNKNOWNS = { lifecycle: 'active', deprecated_at: null, retires_at: null, capabilities: null, line: null };
 const unknownLimits = { max_input_tokens: null, max_tokens: null, ...MODEL_INFO_UNKNOWNS };
 
 test('GET /v1/models/{model}: with anthropic-version, Anthropic shape, display_name defaulting to the id, token limits as the catalog says them', async (t) => {

@@ -181,9 +181,9 @@ test.serial('a conversation of only system instructions reaches a Claude model w
   t.is(mock.calls.length, before + 2);
 });
 
-/** The fields `name` of the installed @anthropic-ai/sdk declares required (no `?`), read from its types. */
-async function declaredFields(name: string): Promise<string[]> {
-  const types = await readFile(new URL('../../../node_modules/@anthropic-ai/sdk/resources/messages/messages.d.ts', import.meta.url), 'utf8');
+/** The fields `name` of the installed @anthropic-ai/sdk declares required (no `?`), read from its types in `file`. */
+async function declaredFields(name: string, file = 'resources/messages/messages.d.ts'): Promise<string[]> {
+  const types = await readFile(new URL(`../../../node_modules/@anthropic-ai/sdk/${file}`, import.meta.url), 'utf8');
   const body = new RegExp(`^export interface ${name} \\{\\n([\\s\\S]*?)^\\}`, 'm').exec(types)?.[1] ?? '';
   return [...body.matchAll(/^ {4}(\w+):/gm)].map((match) => match[1] as string);
 }
@@ -276,3 +276,11 @@ for (const [index, model, expected] of REPLAYS) {
     t.deepEqual(replayed, expected);
   });
 }
+
+test("a model in Anthropic's shape has every field the installed SDK's ModelInfo declares", async (t) => {
+  const declared = await declaredFields('ModelInfo', 'resources/models.d.ts');
+  t.true(declared.includes('max_input_tokens') && declared.includes('max_tokens'), 'the SDK declares what the issue named');
+  const answer = await fetch(`${app.url}/v1/models/claude`, { headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' } });
+  const model = (await answer.json()) as Record<string, unknown>;
+  t.deepEqual(declared.filter((field) => !(field in model)), []);
+});
