@@ -84,6 +84,8 @@ export interface ModelRequestState {
   attachments: number;
   /** The provider's format when it does not speak the endpoint's and the call is translated. */
   translatedTo?: ProviderEndpoint;
+  /** What translation left out of the client's request, by name (the answer's `x-kmg-omitted`); unset when nothing. */
+  omitted?: string[];
   /** Set when the key's limits refused the call (429): which of them. */
   limitedBy?: 'requests' | 'tokens' | 'budget';
   /** Tokens of the answer, from the upstream's own usage; 0 until its answer has ended, and when it reported none. */

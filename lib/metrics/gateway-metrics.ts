@@ -24,7 +24,7 @@ export type ObservedModelCall = Pick<
 >;
 
 /** What a routed model call adds: its attempts, the cooldowns it began and those it found. */
-export type ObservedRouting = Pick<ModelRequestState, 'attempts' | 'cooldowns' | 'cooling'>;
+export type ObservedRouting = Pick<ModelRequestState, 'attempts' | 'cooldowns' | 'cooling' | 'omitted'>;
 
 /** The gateway's Prometheus metrics, on a registry of their own (`createGatewayMetrics()`). */
 export interface GatewayMetrics {
@@ -67,6 +67,7 @@ const FIRST_BYTE_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
  * | `kmg_upstream_attempts_total` (counter): upstream attempts, `outcome` `ok`, `failed` (retryable) or `refused` | `provider`, `model`, `outcome` |
  * | `kmg_deployment_cooldowns_total` (counter): cooldowns begun | `provider` |
  * | `kmg_deployments_cooling_down` (gauge): deployments cooling down, as this instance's calls found them | |
+ * | `kmg_translation_omitted_total` (counter): fields translation left out of a client's request (`x-kmg-omitted`) | `field` |
  * | `kmg_limit_refusals_total` (counter) | `kind` |
  * | `kmg_uploaded_bytes_total` (counter) | |
  *
@@ -162,6 +163,13 @@ export function createGatewayMetrics(): GatewayMetrics {
       this.set(coolingUntil.size);
     },
   });
+  // The names come from the formats' tables of fields: a bounded set, never a client's own word.
+  const omittedFields = new Counter({
+    name: 'kmg_translation_omitted_total',
+    help: "Fields translation left out of a client's request, by name, as x-kmg-omitted names them",
+    labelNames: ['field'],
+    registers,
+  });
   const uploadedBytes = new Counter({ name: 'kmg_uploaded_bytes_total', help: 'Bytes of files created by uploads', registers });
 
   return {
@@ -184,9 +192,10 @@ export function createGatewayMetrics(): GatewayMetrics {
     limitRefused(kind) {
       refusals.inc({ kind });
     },
-    observeRouting({ attempts, cooldowns, cooling }) {
+    observeRouting({ attempts, cooldowns, cooling, omitted }) {
       for (const { provider, model, outcome } of attempts) upstreamAttempts.inc({ provider, model, outcome });
       for (const provider of cooldowns) cooldownsBegun.inc({ provider });
+      for (const field of omitted ?? []) omittedFields.inc({ field });
       for (const { deployment, until } of cooling ?? []) coolingUntil.set(deployment, until);
     },
     uploaded(bytes) {

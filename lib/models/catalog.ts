@@ -24,7 +24,9 @@ export const deploymentSchema = settingsObject({
  * a fallback needs no allowlist entry of its own, and its own fallbacks are not followed),
  * `created` (Unix seconds shown by `GET /v1/models`; default 0, the epoch, for "unknown"),
  * `owned_by` (shown by `GET /v1/models`; default: the first deployment's provider id),
- * `display_name` (shown in Anthropic's shape of the models; default: `id`), `price` (USD per
+ * `display_name` (shown in Anthropic's shape of the models; default: `id`), `max_input_tokens`
+ * and `max_tokens` (its context window and largest output, shown in Anthropic's shape of the
+ * models; default: unknown, shown as null), `price` (USD per
  * million tokens, `{ input, output, cacheRead?, cacheWrite? }`: what its calls cost; default: none,
  * which `priceCatalog()` looks up in a price table for `upstreamModel` under `provider`, the
  * first deployment's for a model of `deployments`, and costs 0 if not found).
@@ -41,6 +43,8 @@ export const catalogModelSchema = settingsObject({
   created: nonNegativeInteger.optional(),
   owned_by: nonEmptyString.optional(),
   display_name: nonEmptyString.optional(),
+  max_input_tokens: positiveInteger.optional(),
+  max_tokens: positiveInteger.optional(),
   price: modelPriceSchema.optional(),
 })
   .superRefine((model, ctx) => {

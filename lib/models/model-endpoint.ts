@@ -18,6 +18,7 @@ import type { ModelRequestState } from '../state.js';
 import type { TokenUsage } from '../usage/token-usage.js';
 import { findAttachments, readAttachments, type FileStores } from './attachments.js';
 import { endpointCatalogOptions, type CatalogModel } from './catalog.js';
+import { OMITTED_HEADER } from './formats/translate.js';
 import type { EndpointFormat } from './endpoint-format.js';
 import type { Provider, ProviderRequest } from './provider.js';
 import { forward, UPSTREAM_PATHS, type Forwarding } from './relay.js';
@@ -212,6 +213,8 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       else state.translatedTo = translated.target;
       ctx.res.setHeader('x-kmg-attempts', String(number));
       ctx.res.setHeader('x-kmg-deployment', leg.provider.id);
+      ctx.res.removeHeader(OMITTED_HEADER);
+      delete state.omitted;
       const inlined = { ...withFiles, model: leg.upstreamModel };
       const upstreamBody = stream && format.answer.streamRequest ? format.answer.streamRequest(inlined) : inlined;
       const trace = ctx.state.tracing?.attempt({ endpoint: format.endpoint, provider: leg.provider, model: requested, body: upstreamBody, stream });
@@ -223,6 +226,10 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
         ? async (request: ProviderRequest) => {
             const answer = await translated.send(request);
             translatedUsage = answer.usage;
+            if (answer.omitted.length > 0) {
+              ctx.res.setHeader(OMITTED_HEADER, answer.omitted.join(','));
+              state.omitted = [...answer.omitted];
+            }
             return answer;
           }
         : send;

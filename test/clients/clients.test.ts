@@ -161,7 +161,7 @@ test('openai SDK: models.retrieve, for a model the key may use and one it may no
 test('anthropic SDK: models.list pages in Anthropic shape, models.retrieve, and their 404', async (t) => {
   const client = anthropicClient(t);
   const page = await client.models.list({ limit: 3 });
-  t.deepEqual(page.data[0], { type: 'model', id: 'echo-1', display_name: 'Echo One', created_at: '2025-04-07T04:26:40Z' });
+  t.deepEqual(page.data[0], { type: 'model', id: 'echo-1', display_name: 'Echo One', created_at: '2025-04-07T04:26:40Z', max_input_tokens: null, max_tokens: null, lifecycle: 'active', deprecated_at: null, retires_at: null, capabilities: null, line: null });
   t.true(page.has_more);
   const ids: string[] = [];
   for await (const model of client.models.list({ limit: 1 })) ids.push(model.id);

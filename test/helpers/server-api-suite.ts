@@ -215,7 +215,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     t.deepEqual(await (await call('GET', '/v1/models/echo-1', { key })).json(), { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'echo' });
     const anthropic = await call('GET', '/v1/models/echo-1', { key, headers: { 'anthropic-version': '2023-06-01' } });
     t.regex(anthropic.headers.get('request-id') ?? '', REQUEST_ID);
-    t.deepEqual(await anthropic.json(), { type: 'model', id: 'echo-1', display_name: 'echo-1', created_at: '2025-04-07T04:26:40Z' });
+    t.deepEqual(await anthropic.json(), { type: 'model', id: 'echo-1', display_name: 'echo-1', created_at: '2025-04-07T04:26:40Z', max_input_tokens: null, max_tokens: null, lifecycle: 'active', deprecated_at: null, retires_at: null, capabilities: null, line: null });
 
     const counted = await call('POST', '/v1/messages/count_tokens', {
       key,

@@ -6,6 +6,7 @@ import { isObject, type JsonObject } from '../../content.js';
 import type { Provider, ProviderAnswer, ProviderRequest } from '../../provider.js';
 import { answerLines, inputWords, receivedChat, receivedMessages, receivedResponses, responsesMessages, words } from './received.js';
 import { argumentPieces, chatToolCall, messagesToolCall, responsesToolCall, type EchoToolCall } from './tools.js';
+import { MESSAGE_UNKNOWNS, messageUsage } from '../../formats/messages/answer.js';
 
 /** The echo provider needs nothing but its `id`. */
 export const echoProviderOptions = settingsObject({ id: nonEmptyString });
@@ -89,7 +90,7 @@ function message({ body, signal }: ProviderRequest): ProviderAnswer {
   const inputTokens = inputWords(body.messages);
   const outputTokens = call === undefined ? words(text) : callWords(call);
   const stopReason = call === undefined ? 'end_turn' : 'tool_use';
-  const toolUse = (input: unknown) => ({ type: 'tool_use', id: `toolu_echo${key}`, name: call?.name, input });
+  const toolUse = (input: unknown) => ({ type: 'tool_use', id: `toolu_echo${key}`, name: call?.name, input, caller: { type: 'direct' } });
   if (body.stream !== true) {
     return json(200, {
       id,
@@ -99,10 +100,11 @@ function message({ body, signal }: ProviderRequest): ProviderAnswer {
       content: [call === undefined ? { type: 'text', text } : toolUse(JSON.parse(call.arguments))],
       stop_reason: stopReason,
       stop_sequence: null,
-      usage: { input_tokens: inputTokens, output_tokens: outputTokens },
+      usage: messageUsage({ inputTokens, outputTokens }),
+      ...MESSAGE_UNKNOWNS,
     });
   }
-  const start = { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 0 } };
+  const start = { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: messageUsage({ inputTokens, outputTokens: 0 }), ...MESSAGE_UNKNOWNS };
   // As Anthropic streams a tool_use block: empty `input` at its start, then `input_json_delta` pieces.
   const [block, deltas] =
     call === undefined
