@@ -243,9 +243,10 @@ async function replay(request: SdkRequest, model: string) {
   throw new Error('still refused after 30 fields');
 }
 
-// The SDKs' fixtures set both max_tokens and max_completion_tokens, and stream_options without a
-// stream, which OpenAI refuses too: validated locally, as for a native call.
-const CHAT_INVALID = ['max_tokens', 'stream_options'];
+// The SDKs' fixtures set both max_tokens and max_completion_tokens, a max_completion_tokens of 0,
+// and stream_options without a stream, which OpenAI refuses too: validated locally, as for a
+// native call.
+const CHAT_INVALID = ['max_tokens', 'max_completion_tokens', 'stream_options'];
 const ANTHROPIC_REFUSED = ['tools[0].defer_loading', 'tools[0].input_examples'];
 const REPLAYS: Array<[number, string, { refused: string[]; invalid: string[]; omitted: string[] }]> = [
   [
