@@ -36,6 +36,8 @@ export interface VerifiedKey {
   models: readonly string[] | null;
   /** The key's own limits on model calls; absent when it has none (the deployment's defaults apply). */
   limits?: Readonly<ModelLimits>;
+  /** The key's MCP grant: globs over `{server}/{tool}`; absent when it has none (no tool). */
+  mcpTools?: readonly string[];
 }
 
 /** What `adminAuth()` puts on `ctx.state.admin`. */
@@ -133,4 +135,22 @@ export interface RequestTracing {
   /** The W3C trace id (32 hex digits) of the request's span; '' when there is none. */
   readonly traceId: string;
   attempt(start: AttemptStart): AttemptTrace;
+  /** An `execute_tool` span for one MCP `tools/call` (`mcpGateway()`), a child of the request's span. */
+  tool?(start: ToolCallStart): ToolCallTrace;
+}
+
+/** One MCP `tools/call` as a tracer is told of it when it starts. */
+export interface ToolCallStart {
+  /** The upstream server's id. */
+  server: string;
+  /** The tool's name on its server. */
+  tool: string;
+  /** The JSON-RPC id of the call. */
+  callId: string;
+}
+
+/** The trace of one MCP `tools/call`. */
+export interface ToolCallTrace {
+  /** The call is over: `errorType` set when it failed (`timeout`, `denied`, …). */
+  end(errorType?: string): void;
 }
