@@ -114,7 +114,8 @@ function clientError(server: string, err: unknown, timeoutMs: number): { outcome
  * mode has none of) are 405.
  *
  * - `tools/list`: every server's tools, named `{serverId}__{tool}`, those outside the key's grant
- *   left out; a server down or slower than `listTimeoutMs` is left out and the others answer.
+ *   left out (a server the key has no tool of is not asked); a server down or slower than
+ *   `listTimeoutMs` is left out and the others answer.
  * - `tools/call`: the grant checked again (`access`, at dispatch), then the key's request limits
  *   (429, nothing sent), then the server's tool within `callTimeoutMs`. A tool outside the grant and
  *   an unknown one are the same MCP error (-32602). The server's MCP errors come back as they are;
@@ -147,7 +148,7 @@ export function mcpGateway(options: McpGatewayOptions): Middleware {
     try {
       const tools = await within(listTimeoutMs, upstream.listTools({ timeoutMs: listTimeoutMs }));
       listed.set(upstream.id, new Set(tools.map((tool) => tool.name)));
-      return tools.filter((tool) => granted(upstream.id, tool.name)).map((tool) => ({ ...tool, name: `${upstream.id}${SEPARATOR}${tool.name}` }));
+      return tools.filter((tool) => granted.tool(upstream.id, tool.name)).map((tool) => ({ ...tool, name: `${upstream.id}${SEPARATOR}${tool.name}` }));
     } catch (err) {
       onUpstreamError?.(upstream.id, err as Error);
       return [];
@@ -157,7 +158,7 @@ export function mcpGateway(options: McpGatewayOptions): Middleware {
   function serverFor(ctx: Context, key: VerifiedKey, granted: ToolGrant): Server {
     const server = new Server({ name: 'koa-model-gateway', version: '1' }, { capabilities: { tools: { listChanged: false } } });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: (await Promise.all([...upstreams.values()].map((upstream) => listOne(upstream, granted)))).flat(),
+      tools: (await Promise.all([...upstreams.values()].filter((upstream) => granted.server(upstream.id)).map((upstream) => listOne(upstream, granted)))).flat(),
     }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
       const time = nowMs();
@@ -172,7 +173,7 @@ export function mcpGateway(options: McpGatewayOptions): Middleware {
       let answer: unknown;
       try {
         // Checked where the call happens, whatever the list showed: a grant revoked since is refused.
-        if (!upstream || !granted(upstream.id, tool)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+        if (!upstream || !granted.tool(upstream.id, tool)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
         try {
           const result = await within(callTimeoutMs, upstream.callTool(tool, args, { timeoutMs: callTimeoutMs }));
           outcome = result.isError === true ? 'tool_error' : 'ok';
@@ -224,7 +225,7 @@ export function mcpGateway(options: McpGatewayOptions): Middleware {
       // A call that will be dispatched counts once; refused ones, as at the model endpoints, do not.
       for (const { name } of toolCallsOf(body)) {
         const parts = splitName(name);
-        if (!parts || !upstreams.has(parts.server) || !granted(parts.server, parts.tool)) continue;
+        if (!parts || !upstreams.has(parts.server) || !granted.tool(parts.server, parts.tool)) continue;
         const decision = await limiter.consume(key.id, keyLimits);
         if (!decision.allowed) throw modelLimitRefusal(decision, 'openai');
       }

@@ -16,27 +16,39 @@ export function isMcpToolGlob(value: unknown): value is string {
   return typeof value === 'string' && GLOB.test(value);
 }
 
-/** Whether one tool of one upstream server is granted. */
-export type ToolGrant = (server: string, tool: string) => boolean;
+/** What a key is granted: which tools, and which servers it may have a tool of (the others are not even asked for their list). */
+export interface ToolGrant {
+  tool(server: string, tool: string): boolean;
+  server(server: string): boolean;
+}
+
+const GLOB_OPTIONS = { dot: true, nobrace: true, noextglob: true, noglobstar: true };
 
 function matcherOf(globs: readonly string[]): (name: string) => boolean {
-  const valid = globs.filter(isMcpToolGlob);
-  if (valid.length === 0) return () => false;
-  return picomatch(valid, { dot: true, nobrace: true, noextglob: true, noglobstar: true });
+  if (globs.length === 0) return () => false;
+  return picomatch([...globs], GLOB_OPTIONS);
 }
 
 /**
  * The grant of a key: a tool `{server}/{tool}` is granted when a glob of the key's AND one of its
  * account's match it (the intersection). Deny by default: an empty list on either side grants
  * nothing, so neither list can grant what the other withholds.
- * @example const granted = toolGrant(key.mcpTools ?? [], await accountGrants.get(key.account)); granted('github', 'search')
+ * @example const granted = toolGrant(key.mcpTools ?? [], await accountGrants.get(key.account)); granted.tool('github', 'search')
  */
 export function toolGrant(keyGlobs: readonly string[], accountGlobs: readonly string[]): ToolGrant {
-  const byKey = matcherOf(keyGlobs);
-  const byAccount = matcherOf(accountGlobs);
-  return (server, tool) => {
-    const name = `${server}/${tool}`;
-    return byKey(name) && byAccount(name);
+  const keyValid = keyGlobs.filter(isMcpToolGlob);
+  const accountValid = accountGlobs.filter(isMcpToolGlob);
+  const byKey = matcherOf(keyValid);
+  const byAccount = matcherOf(accountValid);
+  const serverOf = (glob: string) => glob.slice(0, glob.indexOf('/'));
+  const keyServers = matcherOf(keyValid.map(serverOf));
+  const accountServers = matcherOf(accountValid.map(serverOf));
+  return {
+    tool(server, tool) {
+      const name = `${server}/${tool}`;
+      return byKey(name) && byAccount(name);
+    },
+    server: (server) => keyServers(server) && accountServers(server),
   };
 }
 

@@ -66,7 +66,12 @@ function boundedAnswer(response: Response, limit: number): Response {
 /** `err` as the gateway tells it: the server's MCP error as it is, anything else a reason. */
 function upstreamFailure(err: unknown): Error {
   if (err instanceof McpUpstreamError) return err;
-  if (err instanceof McpError) return err.code === ErrorCode.RequestTimeout ? new McpUpstreamError('timeout', { cause: err }) : err;
+  if (err instanceof McpError) {
+    // The SDK's own two codes: no answer came, rather than the server's error.
+    if (err.code === ErrorCode.RequestTimeout) return new McpUpstreamError('timeout', { cause: err });
+    if (err.code === ErrorCode.ConnectionClosed) return new McpUpstreamError('unavailable', { cause: err });
+    return err;
+  }
   if (err instanceof StreamableHTTPError && (err.code === 401 || err.code === 403)) return new McpUpstreamError('unauthorized', { cause: err });
   if (err instanceof Error && err.name === 'UnauthorizedError') return new McpUpstreamError('unauthorized', { cause: err });
   return new McpUpstreamError('unavailable', { cause: err });
@@ -85,9 +90,18 @@ export function httpMcpUpstream(options: HttpMcpUpstreamOptions): McpUpstream {
   if (!URL.canParse(url)) throw new TypeError(`koa-model-gateway: httpMcpUpstream(): server '${id}' needs an http(s) url`);
   let connected: Promise<Client> | undefined;
 
+  const credentials = async () => {
+    try {
+      return authorization ? await authorization() : {};
+    } catch (err) {
+      // The token endpoint refused or failed: the server cannot be called, for want of authorization.
+      throw new McpUpstreamError('unauthorized', { cause: err });
+    }
+  };
+
   const upstreamFetch = async (target: string | URL, init?: RequestInit): Promise<Response> => {
     const merged = new Headers(init?.headers);
-    for (const [name, value] of Object.entries({ ...headers, ...(authorization && (await authorization())) })) merged.set(name, value);
+    for (const [name, value] of Object.entries({ ...headers, ...(await credentials()) })) merged.set(name, value);
     return boundedAnswer(await fetchFn(target, { ...init, headers: merged }), maxAnswerBytes);
   };
 
@@ -100,7 +114,10 @@ export function httpMcpUpstream(options: HttpMcpUpstreamOptions): McpUpstream {
     return connected;
   };
 
-  /** `action` on the connection, within `timeoutMs` in all; a failure other than an MCP error drops the connection. */
+  /**
+   * `action` on the connection, within `timeoutMs` in all. A server that could not be reached or
+   * refused the gateway loses its connection; a slow one keeps it for the calls still under way.
+   */
   const withClient = async <T>(timeoutMs: number, action: (client: Client, timeout: number) => Promise<T>): Promise<T> => {
     const started = Date.now();
     const current = connect(timeoutMs);
@@ -109,7 +126,7 @@ export function httpMcpUpstream(options: HttpMcpUpstreamOptions): McpUpstream {
       return await action(client, Math.max(1, timeoutMs - (Date.now() - started)));
     } catch (err) {
       const failure = upstreamFailure(err);
-      if (!(failure instanceof McpError) && connected === current) {
+      if (failure instanceof McpUpstreamError && failure.reason !== 'timeout' && connected === current) {
         connected = undefined;
         void current.then((client) => client.close()).catch(() => {});
       }
