@@ -8,8 +8,10 @@ import {
   auditRouter,
   auditTrail,
   budgetsRouter,
+  mcpAdminRouter,
   type AdminChange,
   type BudgetChange,
+  type McpGrantChange,
 } from 'koa-model-gateway/admin';
 import type { Deployment } from './deployment.js';
 
@@ -21,7 +23,7 @@ import type { Deployment } from './deployment.js';
 export function adminApi(deployment: Deployment, logger: Logger): { auth: Middleware; audit: Middleware; routers: Router[] } {
   const { keys, files, creationLimiter, usageStore, adminTokens, adminSessions: sessions, audit } = deployment;
   const { keyPrefix, limits, models } = deployment.config.gateway;
-  const onChange = (change: AdminChange | BudgetChange, ctx: Context) => logger.info({ requestId: ctx.state.requestId, ...change }, 'admin change');
+  const onChange = (change: AdminChange | BudgetChange | McpGrantChange, ctx: Context) => logger.info({ requestId: ctx.state.requestId, ...change }, 'admin change');
   return {
     auth: adminAuth({ tokens: adminTokens, sessions }),
     audit: auditTrail({
@@ -33,6 +35,7 @@ export function adminApi(deployment: Deployment, logger: Logger): { auth: Middle
       adminSessions({ sessions, onChange }),
       budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs: deployment.nowMs }),
       auditRouter({ store: audit }),
+      mcpAdminRouter({ grants: deployment.mcpGrants, calls: deployment.mcpCalls, onChange }),
     ],
   };
 }

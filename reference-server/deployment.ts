@@ -26,15 +26,21 @@ import {
   KnexFileStore,
   KnexKeyChanges,
   KnexKeyStore,
+  KnexMcpCallStore,
+  KnexMcpGrantStore,
   KnexUsageStore,
 } from 'koa-model-gateway/stores/knex';
 import { MemoryCooldownStore, MemoryCreationLimiter, MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
+// Types only: the MCP SDK is loaded when the config file names a server.
+import type { McpCallStore, McpGrantStore, McpUpstream } from 'koa-model-gateway/mcp';
+import type * as McpLibrary from 'koa-model-gateway/mcp';
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog, type DatabaseOptions } from './database.js';
 import { OutageLog } from './outage-log.js';
 import type { ReadinessCheck } from './health.js';
+import { configuredMcpUpstreams } from './mcp-config.js';
 import { openMetrics, type ServerMetrics } from './metrics.js';
 import { missingPackages } from './peers.js';
 import { claimUploadsDir, removeStaleUploads } from './stale-uploads.js';
@@ -65,6 +71,12 @@ export interface Deployment {
   accountBudgets: AccountBudgetStore;
   /** The admin actions, recorded by the admin API and the command line. */
   audit: AuditStore;
+  /** The accounts' MCP grants, as the admin API and the CLI set them. */
+  mcpGrants: McpGrantStore;
+  /** One record per MCP tools/call. */
+  mcpCalls: McpCallStore;
+  /** With `mcpServers` in the config file: the servers and the SDK's gateway (loaded only then). */
+  mcp: { upstreams: McpUpstream[]; library: typeof McpLibrary } | null;
   /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
   budgets: SpendBudgets;
   /** One record per model call, written to the database in batches. */
@@ -125,6 +137,8 @@ export async function openStores(config: ServerConfig, options: DatabaseOptions 
     usageStore: new KnexUsageStore(knex, storeOptions),
     accountBudgets: new KnexAccountBudgetStore(knex, storeOptions),
     audit: new KnexAuditStore(knex, storeOptions),
+    mcpGrants: new KnexMcpGrantStore(knex, storeOptions),
+    mcpCalls: new KnexMcpCallStore(knex, storeOptions),
     async close() {
       blobs.close();
       await database.close();
@@ -275,7 +289,9 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   const opened = new Opened();
   opened.add(providers, (made) => Promise.all(made.map((provider) => provider.close?.())));
   try {
-    return await openServices(config, logger, nowMs, providers, opened);
+    const mcpUpstreams = opened.add(await configuredMcpUpstreams(config.gateway.mcpServers, config.env), (made) => Promise.all(made.map((upstream) => upstream.close?.())));
+    const mcp = mcpUpstreams.length === 0 ? null : { upstreams: mcpUpstreams, library: await import('koa-model-gateway/mcp') };
+    return { ...(await openServices(config, logger, nowMs, providers, opened)), mcp };
   } catch (err) {
     await opened.release().catch((releaseError: unknown) => logger.warn({ err: releaseError }, 'releasing what the failed start had opened'));
     throw err;
@@ -283,7 +299,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
 }
 
 /** `openDeployment`'s steps once the providers are made: each adds what it opens to `opened`. */
-async function openServices(config: ServerConfig, logger: Logger, nowMs: () => number, providers: Provider[], opened: Opened): Promise<Deployment> {
+async function openServices(config: ServerConfig, logger: Logger, nowMs: () => number, providers: Provider[], opened: Opened): Promise<Omit<Deployment, 'mcp'>> {
   const tracing = await startTracing(config.env, logger);
   if (tracing) opened.add(tracing, (started) => started.shutdown());
   const { models: catalog, unpriced } = await priceCatalog(config.gateway.models);

@@ -11,6 +11,7 @@ export const AUDIT_ACTIONS = [
   'session.opened',
   'session.closed',
   'account.limits_set',
+  'account.mcp_tools_set',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -1,5 +1,5 @@
 /**
- * `koa-model-gateway/admin`: the admin API under `/admin/v1` (`adminRouter()`, `budgetsRouter()`,
+ * `koa-model-gateway/admin`: the admin API under `/admin/v1` (`adminRouter()`, `budgetsRouter()`, `mcpAdminRouter()`,
  * `auditRouter()`), its authentication by admin tokens and dashboard sessions, and the audit trail;
  * the `AdminTokenStore`, `AdminSessionStore` and `AuditStore` interfaces.
  */
@@ -11,6 +11,7 @@ export type { VerifiedAdmin } from '../state.js';
 export { adminRouter, type AccountLimits, type AdminChange, type AdminRouterOptions } from './admin-router.js';
 export { adminSessions, type AdminSessionsOptions } from './admin-sessions.js';
 export { budgetsRouter, type BudgetChange, type BudgetsRouterOptions } from './budgets-router.js';
+export { mcpAdminRouter, type McpAdminRouterOptions, type McpGrantChange } from './mcp-router.js';
 export { keyObject, type KeyLimitsObject, type KeyObject, type NewKeyObject, type RotatedKeyObject } from './key-object.js';
 export {
   auditEntry,

@@ -7,7 +7,7 @@ import { KnexKeyStore } from 'koa-model-gateway/stores/knex';
 import { loadConfigWithModules, type ServerConfig } from '../config.js';
 import { openKeyChanges } from '../deployment.js';
 import { describeStore, storeLine } from '../store-description.js';
-import { BUDGET_OPTIONS, parseBudget } from './accounts.js';
+import { BUDGET_OPTIONS, parseBudget, parseMcpTools } from './accounts.js';
 import { recordCliAction } from './audit.js';
 import { UsageError, accountOption, isoTime, parseCommand, parseTime, withDatabase, type CommandIo } from './command-line.js';
 
@@ -63,10 +63,12 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       'tokens-per-day': { type: 'string' },
       'cost-per-day': { type: 'string' },
       'cost-per-month': { type: 'string' },
+      'mcp-tools': { type: 'string', multiple: true },
     },
     0,
   );
   if (values.account === undefined) throw new UsageError('keys create needs --account <id>');
+  const mcpTools = parseMcpTools(values['mcp-tools'] ?? []);
   const account = accountOption(values.account);
   const name = values.name === undefined ? null : canonicalKeyName(values.name);
   if (name === undefined) throw new UsageError(`--name ${KEY_NAME_RULE}`);
@@ -91,9 +93,17 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       expiresAt,
       limits,
       name,
+      mcpTools,
     });
     // The options given, by the admin API's names for them.
-    const given = { name: values.name, scopes: values.scope, models: values.model, expires_at: values.expires, limits: Object.keys(limits).length > 0 || undefined };
+    const given = {
+      name: values.name,
+      scopes: values.scope,
+      models: values.model,
+      expires_at: values.expires,
+      limits: Object.keys(limits).length > 0 || undefined,
+      mcp_tools: values['mcp-tools'],
+    };
     const fields = ['account', ...Object.entries(given).flatMap(([field, value]) => (value === undefined ? [] : [field]))];
     await recordCliAction(database, { action: 'key.created', keyId: created.record.id, account, fields }, io);
     return created;
@@ -110,6 +120,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
         `  models:  ${models === null ? 'every model' : models.join(', ')}`,
         `  expires: ${isoTime(expiresAt)}`,
         `  limits:  ${limitsText(record.limits)}`,
+        `  MCP tools: ${mcpTools.length === 0 ? 'none' : mcpTools.join(', ')}`,
         '',
         key,
         '',
