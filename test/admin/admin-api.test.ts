@@ -129,7 +129,7 @@ test('POST /keys: 201 with the secret this once; it works at once, is stored as 
   const created = await createKey({ account: 'secret-once' });
   t.regex(created.key, new RegExp(`^${prefix}_sk_[A-Za-z0-9_-]{43}$`));
   t.like(created, { object: 'api_key', account: 'secret-once', status: 'active', models: null, limits: null, expires_at: null, revoked_at: null });
-  t.deepEqual(created.scopes, ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete']);
+  t.deepEqual(created.scopes, ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'mcp:call']);
   t.is((await models(created.key)).status, 200);
 
   const stored = await app.deployment.knex('kmg_api_keys').where({ id: created.id }).first();
@@ -333,7 +333,7 @@ test('every change is logged with the admin token id and the request id', async 
 test('GET /catalog: the scopes and models a key may be given, and the prefix of keys', async (t) => {
   t.deepEqual(await (await admin('GET', '/catalog')).json(), {
     object: 'catalog',
-    scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete'],
+    scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'mcp:call'],
     models: ['echo-1', 'echo-2'],
     key_prefix: 'kmg',
   });

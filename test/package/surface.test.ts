@@ -9,6 +9,9 @@ import { adminRouter } from '../../lib/admin/admin-router.js';
 import { adminSessions } from '../../lib/admin/admin-sessions.js';
 import { auditRouter } from '../../lib/admin/audit-router.js';
 import { budgetsRouter } from '../../lib/admin/budgets-router.js';
+import { mcpAdminRouter } from '../../lib/admin/mcp-router.js';
+import { MemoryMcpCallStore } from '../../lib/mcp/call-store.js';
+import { MemoryMcpGrantStore } from '../../lib/mcp/grant-store.js';
 import { MemoryAccountBudgetStore } from '../../lib/cost/account-budget-store.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import * as root from '../../lib/index.js';
@@ -62,6 +65,7 @@ test('package.json has an entry point per feature, per store family, and for set
       './tracing',
       './settings',
       './testing',
+      './mcp',
       './stores/memory',
       './stores/knex',
       './stores/redis',
@@ -111,6 +115,8 @@ test('koa-model-gateway/stores/memory exports every memory implementation, the l
     'MemoryFileStore',
     'MemoryKeyChanges',
     'MemoryKeyStore',
+    'MemoryMcpCallStore',
+    'MemoryMcpGrantStore',
     'MemoryModelLimiter',
     'MemoryUsageStore',
   ]);
@@ -129,6 +135,8 @@ test('koa-model-gateway/testing exports the provider contract suite and every st
     'keyChangesContract',
     'keyRotationContract',
     'keyStoreContract',
+    'mcpCallStoreContract',
+    'mcpGrantStoreContract',
     'modelLimiterContract',
     'providerContract',
     'putFileContract',
@@ -171,6 +179,7 @@ const LAYERS = [
   'metrics', // the gateway's Prometheus metrics, fed by the models' meter
   'models', // model endpoints, formats, providers, routing
   'tracing', // spans of requests and upstream attempts
+  'mcp', // the MCP gateway: upstream servers, tool grants, tool-call records
   'admin', // the admin API, its auth and audit trail
   'stores', // the stores' implementations, each of an interface above
   'testing', // the contract suites, over everything
@@ -283,6 +292,7 @@ test('every route of the reference server is in the document, and nothing else',
     adminSessions({ sessions: new MemoryAdminSessionStore() }),
     budgetsRouter({ accounts: new MemoryAccountBudgetStore(), usageStore: new MemoryUsageStore(), catalog: [] }),
     auditRouter({ store: new MemoryAuditStore() }),
+    mcpAdminRouter({ grants: new MemoryMcpGrantStore(), calls: new MemoryMcpCallStore() }),
     healthRouter({ checks: {} }),
     openApiRouter(),
   ];
@@ -292,6 +302,8 @@ test('every route of the reference server is in the document, and nothing else',
       const path = String(layer.path).replace(/[:*](\w+)/g, '{$1}');
       return layer.methods.filter((method) => method !== 'HEAD').map((method) => `${method} ${path}`);
     })
+    // mcpGateway() is a middleware of its own, not a router: its one operation.
+    .concat('POST /mcp')
     .sort();
   t.deepEqual(served, documented);
 });
