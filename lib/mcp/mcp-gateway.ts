@@ -95,6 +95,7 @@ const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value ?? 
 
 /** A failure of an upstream as the client hears it: an MCP error naming the server, never its internals. */
 function clientError(server: string, err: unknown, timeoutMs: number): { outcome: McpCallOutcome; error: McpError } {
+  // McpError's constructor writes "MCP error <code>: " before a message: the upstream's, once.
   if (err instanceof McpError) return { outcome: 'upstream_error', error: new McpError(err.code, err.message.replace(/^MCP error -?\d+: /, ''), err.data) };
   const reason = err instanceof McpUpstreamError ? err.reason : 'unavailable';
   if (reason === 'timeout') {

@@ -7,11 +7,7 @@ const TABLE = 'kmg_mcp_calls';
 const INSERT_SLICE = 500;
 
 /** The SQL of a group: the same as `callGroup()`. */
-function groupColumn(knex: Knex, by: McpCallGrouping): Knex.Raw {
-  if (by === 'server') return knex.raw('server');
-  if (by === 'key') return knex.raw('key_id');
-  return knex.raw("server || '/' || tool");
-}
+const GROUP_SQL: Record<McpCallGrouping, string> = { server: 'server', key: 'key_id', tool: "server || '/' || tool" };
 
 /**
  * McpCallStore on Knex (PostgreSQL or SQLite), in the table `kmg_mcp_calls`. Run `migrate(knex)`
@@ -50,14 +46,14 @@ export class KnexMcpCallStore implements McpCallStore {
 
   async summarize(filter: McpCallFilter, by: McpCallGrouping): Promise<McpCallRow[]> {
     const knex = this.#knex;
-    const group = groupColumn(knex, by);
+    const group = GROUP_SQL[by];
     const query = knex(TABLE)
-      .select({ group })
+      .select(knex.raw(`${group} as "group"`))
       .count({ calls: '*' })
       .sum({ failed: knex.raw("case when outcome = 'ok' then 0 else 1 end") })
       .sum({ duration_ms: 'duration_ms', request_bytes: 'request_bytes', response_bytes: 'response_bytes' })
-      .groupBy(group)
-      .orderBy(group as unknown as string);
+      .groupByRaw(group)
+      .orderByRaw(group);
     if (filter.account !== undefined) query.where({ account: filter.account });
     if (filter.keyId !== undefined) query.where({ key_id: filter.keyId });
     if (filter.since !== undefined) query.where('time', '>=', filter.since);
