@@ -67,6 +67,7 @@ interface KeyBody {
   last_used_at: number | null;
   replaces: { id: string; expires_at?: number } | null;
   replaced_by: { id: string } | null;
+  mcp_tools: string[];
 }
 
 const call = (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>
@@ -194,6 +195,19 @@ test('every change is validated: 400 naming the field, and nothing is created or
   const keys = (await (await admin('GET', '/keys?account=validation')).json()) as { data: KeyBody[] };
   t.is(keys.data.length, 1);
   t.like(keys.data[0], { scopes: ['models:read'], models: null, limits: null, expires_at: null });
+});
+
+test("a key's MCP grant: none by default, set on creation, replaced by PATCH, [] removes it; a glob of another form is 400", async (t) => {
+  t.deepEqual((await createKey({ account: 'mcp' })).mcp_tools, []);
+  const { id, mcp_tools: granted } = await createKey({ account: 'mcp', mcp_tools: ['github/*', 'search/web_search', 'github/*'] });
+  t.deepEqual(granted, ['github/*', 'search/web_search']);
+  t.like(await (await admin('PATCH', `/keys/${id}`, { mcp_tools: ['crm/*'] })).json(), { mcp_tools: ['crm/*'] });
+  t.like(await (await admin('PATCH', `/keys/${id}`, { mcp_tools: [] })).json(), { mcp_tools: [] });
+  for (const mcpTools of [['github'], ['a/b/c'], 'github/*', [1]]) {
+    const refused = await admin('PATCH', `/keys/${id}`, { mcp_tools: mcpTools });
+    t.is(refused.status, 400);
+    t.like(await refused.json(), { error: { code: 'invalid_mcp_tools' } });
+  }
 });
 
 test('PATCH changes scopes, models, limits and expiry; the key obeys at once, and null clears', async (t) => {
