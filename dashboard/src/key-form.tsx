@@ -187,10 +187,9 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
         </div>
       </fieldset>
       <fieldset>
-        <legend>MCP tools (empty: none)</legend>
+        <legend>MCP tools (empty: none; within what the owner's MCP grant allows)</legend>
         <label for="new-mcp-tools">
-          Globs over <code>server/tool</code>, separated by commas or spaces: <code>github/*</code>, <code>search/web_search</code>. The
-          account's own grant still applies.
+          Globs over <code>server/tool</code>, separated by commas or spaces: <code>github/*</code>, <code>search/web_search</code>
         </label>
         <input id="new-mcp-tools" value={form.mcpTools} onInput={(event) => set({ mcpTools: event.currentTarget.value })} />
       </fieldset>
