@@ -32,7 +32,7 @@ import {
 } from 'koa-model-gateway/stores/knex';
 import { MemoryCooldownStore, MemoryCreationLimiter, MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
 // Types only: the MCP SDK is loaded when the config file names a server.
-import type { McpCallStore, McpGrantStore, McpUpstream } from 'koa-model-gateway/mcp';
+import type { McpCallRecord, McpCallStore, McpGrantStore, McpUpstream } from 'koa-model-gateway/mcp';
 import type * as McpLibrary from 'koa-model-gateway/mcp';
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
@@ -46,6 +46,30 @@ import { missingPackages } from './peers.js';
 import { claimUploadsDir, removeStaleUploads } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 import { startTracing, tracingPackages, type ServerTracing } from './tracing.js';
+
+/** Where `mcpGateway()`'s records go: written at once, never awaited by the request; a failed write is logged. */
+export interface McpCallRecorder {
+  record(record: McpCallRecord): void;
+  /** Resolves once every write under way has ended; records after it are dropped. */
+  close(): Promise<void>;
+}
+
+function mcpCallRecorder(store: McpCallStore, logger: Logger): McpCallRecorder {
+  const writing = new Set<Promise<void>>();
+  let closed = false;
+  return {
+    record(record) {
+      if (closed) return;
+      const write = store.insert([record]).catch((err: unknown) => logger.warn({ err }, 'MCP usage record lost'));
+      writing.add(write);
+      void write.finally(() => writing.delete(write));
+    },
+    async close() {
+      closed = true;
+      await Promise.all(writing);
+    },
+  };
+}
 
 /** How often a server's SQLite WAL is checkpointed by its writer thread, which writes the usage records too. */
 const WAL_CHECKPOINT_MS = 1000;
@@ -75,6 +99,8 @@ export interface Deployment {
   mcpGrants: McpGrantStore;
   /** One record per MCP tools/call. */
   mcpCalls: McpCallStore;
+  /** Writes each MCP tools/call's record off the request's path; `close` waits for the writes under way. */
+  mcpCallRecorder: McpCallRecorder;
   /** With `mcpServers` in the config file: the servers and the SDK's gateway (loaded only then). */
   mcp: { upstreams: McpUpstream[]; library: typeof McpLibrary } | null;
   /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
@@ -347,6 +373,8 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     // After the HTTP server has closed: every call has its record by then.
     (recorder) => recorder.close(),
   );
+  // After the HTTP server has closed, before the database: the last calls' records are written.
+  const mcpCalls = opened.add(mcpCallRecorder(stores.mcpCalls, logger), (recorder) => recorder.close());
   const keyUses = opened.add(
     keyUseRecorder({
       store: stores.keys,
@@ -375,6 +403,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
     budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore, usage), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
     usageRecorder: usage,
+    mcpCallRecorder: mcpCalls,
     keyUses,
     metrics: await openMetrics(config),
     tracing,

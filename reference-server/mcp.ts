@@ -13,7 +13,6 @@ export function mcpEndpoint(deployment: Deployment, logger: Logger, traced: <Sto
   if (!mcp) return null;
   const { cachedMcpGrants, mcpGateway } = mcp.library;
   const { listTimeoutMs, callTimeoutMs, bodyLimit } = deployment.config.gateway.mcp;
-  const calls = deployment.mcpCalls;
   return mcpGateway({
     upstreams: mcp.upstreams,
     accountGrants: cachedMcpGrants(traced(deployment.mcpGrants, 'McpGrantStore'), { ttlMs: 1000, nowMs: deployment.nowMs }),
@@ -22,7 +21,7 @@ export function mcpEndpoint(deployment: Deployment, logger: Logger, traced: <Sto
     bodyLimit,
     limiter: traced(deployment.modelLimiter, 'ModelLimiter'),
     limits: deployment.config.gateway.modelLimits,
-    onCall: (record) => void calls.insert([record]).catch((err: unknown) => logger.warn({ err }, 'MCP usage record lost')),
+    onCall: (record) => deployment.mcpCallRecorder.record(record),
     ...(deployment.metrics && { metrics: deployment.metrics.metrics }),
     onUpstreamError: (server, err) => logger.warn({ server, reason: err.name === 'McpUpstreamError' ? (err as { reason?: string }).reason : err.name }, 'MCP server failed'),
     nowMs: deployment.nowMs,
