@@ -13,7 +13,7 @@ import { MemoryMcpCallStore, type McpCallRecord } from '../../lib/mcp/call-store
 import { clientCredentials } from '../../lib/mcp/client-credentials.js';
 import { MemoryMcpGrantStore } from '../../lib/mcp/grant-store.js';
 import { mcpGateway } from '../../lib/mcp/mcp-gateway.js';
-import { httpMcpUpstream } from '../../lib/mcp/upstream.js';
+import { httpMcpUpstream, type McpUpstream } from '../../lib/mcp/upstream.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
@@ -206,6 +206,13 @@ test.serial('tools/call counts against the key\'s request limits: 429 with retry
   const before = search.received.length;
   const refusal = await t.throwsAsync(client.callTool({ name: 'search__web', arguments: {} }), { instanceOf: StreamableHTTPError });
   t.is(refusal.code, 429);
+  const raw = await fetch(`${gateway.url}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'search__web', arguments: {} } }),
+  });
+  t.is(raw.status, 429);
+  t.regex(raw.headers.get('retry-after') ?? '', /^\d+$/);
   t.is(search.received.length, before);
   // Listing is not a call: it still answers.
   t.deepEqual(await toolNames(client), ['search__web']);
@@ -254,4 +261,35 @@ test.serial('usage, metrics and an execute_tool span per call', async (t) => {
   const server = exporter.getFinishedSpans().find((span) => span.spanContext().spanId === spans[0]?.parentSpanContext?.spanId);
   t.is(server?.attributes['url.path'], '/mcp');
   await client.close();
+});
+
+test('the upstream and the grant rule are pluggable: an upstream of its own shape, an access rule of the caller', async (t) => {
+  const local: McpUpstream = {
+    id: 'local',
+    listTools: async () => [{ name: 'clock', inputSchema: { type: 'object' } }, { name: 'secret', inputSchema: { type: 'object' } }],
+    callTool: async (tool) => ({ content: [{ type: 'text', text: `called ${tool}` }] }),
+  };
+  const custom = new Koa();
+  custom.use(gatewayErrors());
+  custom.use(underPath('/mcp', apiKey({ store: keys })));
+  // Whatever the key's own grant: this rule allows the clock only.
+  custom.use(mcpGateway({ upstreams: [local], access: async () => ({ tool: (_server, tool) => tool === 'clock', server: () => true }) }));
+  const served = await listen(custom);
+  t.teardown(served.close);
+  const { key } = await keyFor([]);
+  const client = new Client({ name: 'test', version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${served.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  t.deepEqual(await toolNames(client), ['local__clock']);
+  t.deepEqual((await client.callTool({ name: 'local__clock', arguments: {} })).content, [{ type: 'text', text: 'called clock' }]);
+  await t.throwsAsync(client.callTool({ name: 'local__secret', arguments: {} }), { instanceOf: McpError });
+  await client.close();
+});
+
+test('a server id that could collide, or two servers of one id, are refused at start', (t) => {
+  const upstream = (id: string): McpUpstream => ({ id, listTools: async () => [], callTool: async () => ({ content: [] }) });
+  for (const id of ['git__hub', 'git_hub', '', '-x']) {
+    t.throws(() => mcpGateway({ upstreams: [upstream(id)], accountGrants: grants }), { instanceOf: TypeError, message: /server id/ });
+  }
+  t.throws(() => mcpGateway({ upstreams: [upstream('a'), upstream('a')], accountGrants: grants }), { instanceOf: TypeError, message: /two servers have the id 'a'/ });
+  t.throws(() => mcpGateway({ upstreams: [upstream('a')] }), { instanceOf: TypeError, message: /accountGrants/ });
 });
