@@ -151,6 +151,8 @@ export interface ToolCallStart {
 
 /** The trace of one MCP `tools/call`. */
 export interface ToolCallTrace {
+  /** The W3C trace context (`traceparent`, `tracestate`) of the call's span, to send upstream; empty when there is none. */
+  readonly headers: Readonly<Record<string, string>>;
   /** The call is over: `errorType` set when it failed (`timeout`, `denied`, …). */
   end(errorType?: string): void;
 }

@@ -176,7 +176,7 @@ export function mcpGateway(options: McpGatewayOptions): Middleware {
         // Checked where the call happens, whatever the list showed: a grant revoked since is refused.
         if (!upstream || !granted.tool(upstream.id, tool)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
         try {
-          const result = await within(callTimeoutMs, upstream.callTool(tool, args, { timeoutMs: callTimeoutMs }));
+          const result = await within(callTimeoutMs, upstream.callTool(tool, args, { timeoutMs: callTimeoutMs, ...(trace && { headers: trace.headers }) }));
           outcome = result.isError === true ? 'tool_error' : 'ok';
           answer = result;
           return result;

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
@@ -15,7 +16,7 @@ export interface McpUpstream {
    * Calls one tool; rejects past `timeoutMs`. An `McpError` is the server's own answer, passed
    * back to the client; `McpUpstreamError` says why there was none.
    */
-  callTool(tool: string, args: Record<string, unknown> | undefined, options: { timeoutMs: number }): Promise<CallToolResult>;
+  callTool(tool: string, args: Record<string, unknown> | undefined, options: { timeoutMs: number; headers?: Readonly<Record<string, string>> }): Promise<CallToolResult>;
   close?(): Promise<void>;
 }
 
@@ -45,6 +46,10 @@ export interface HttpMcpUpstreamOptions {
 }
 
 const DEFAULT_MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+// The headers of the call under way (its trace context): the SDK's client sends its requests from
+// within the call, on one connection shared by every call.
+const callHeaders = new AsyncLocalStorage<Readonly<Record<string, string>>>();
 const MAX_PAGES = 20;
 
 /** `response` whose body errors once more than `limit` bytes have come. */
@@ -101,7 +106,7 @@ export function httpMcpUpstream(options: HttpMcpUpstreamOptions): McpUpstream {
 
   const upstreamFetch = async (target: string | URL, init?: RequestInit): Promise<Response> => {
     const merged = new Headers(init?.headers);
-    for (const [name, value] of Object.entries({ ...headers, ...(await credentials()) })) merged.set(name, value);
+    for (const [name, value] of Object.entries({ ...callHeaders.getStore(), ...headers, ...(await credentials()) })) merged.set(name, value);
     return boundedAnswer(await fetchFn(target, { ...init, headers: merged }), maxAnswerBytes);
   };
 
@@ -150,8 +155,10 @@ export function httpMcpUpstream(options: HttpMcpUpstreamOptions): McpUpstream {
         return tools;
       });
     },
-    async callTool(tool, args, { timeoutMs }) {
-      return withClient(timeoutMs, async (client, timeout) => (await client.callTool({ name: tool, ...(args && { arguments: args }) }, undefined, { timeout })) as CallToolResult);
+    async callTool(tool, args, { timeoutMs, headers: traceHeaders = {} }) {
+      return callHeaders.run(traceHeaders, () =>
+        withClient(timeoutMs, async (client, timeout) => (await client.callTool({ name: tool, ...(args && { arguments: args }) }, undefined, { timeout })) as CallToolResult),
+      );
     },
     async close() {
       const current = connected;

@@ -71,7 +71,10 @@ class RequestTrace implements RequestTracing {
       'kmg.mcp.server': server,
     };
     const span = this.#tracer.startSpan(`execute_tool ${tool}`, { kind: SpanKind.INTERNAL, attributes }, this.#context);
+    const headers: Record<string, string> = {};
+    propagation.inject(trace.setSpan(this.#context, span), headers);
     return {
+      headers,
       end(errorType) {
         if (errorType !== undefined) {
           span.setAttribute('error.type', errorType);

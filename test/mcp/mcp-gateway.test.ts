@@ -239,7 +239,7 @@ test.serial('HTTP refusals: no key 401, no mcp:call 403, GET and DELETE 405, an 
   t.is((await post(auth, '{')).status, 400);
 });
 
-test.serial('usage, metrics and an execute_tool span per call', async (t) => {
+test.serial('usage, metrics and an execute_tool span per call, whose trace context goes upstream', async (t) => {
   const { key, id } = await keyFor(['search/*']);
   const client = await clientWith(key);
   exporter.reset();
@@ -258,6 +258,9 @@ test.serial('usage, metrics and an execute_tool span per call', async (t) => {
     ['execute_tool web', 'web', undefined],
     ['execute_tool search', 'search', 'denied'],
   ]);
+  // The server hears the call as a child of its span.
+  const { traceId, spanId } = spans[0]?.spanContext() ?? {};
+  t.is(search.received.at(-1)?.traceparent, `00-${traceId}-${spanId}-01`);
   const server = exporter.getFinishedSpans().find((span) => span.spanContext().spanId === spans[0]?.parentSpanContext?.spanId);
   t.is(server?.attributes['url.path'], '/mcp');
   await client.close();
