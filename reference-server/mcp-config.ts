@@ -27,7 +27,7 @@ const authSchema = z.discriminatedUnion(
       scope: z.string({ error: 'must be a string of space-separated scopes' }).optional(),
     }),
   ],
-  { error: (issue) => (issue.code === 'invalid_union' ? "must have a type: 'none', 'header' or 'oauth_client_credentials'" : 'must be an object') },
+  { error: (issue) => (issue.code === 'invalid_union' ? "must be 'none', 'header' or 'oauth_client_credentials'" : 'must be an object') },
 );
 
 const mcpServerSchema = settingsObject({
