@@ -20,14 +20,22 @@ export function McpUsageTable({ account, since }: { account: string; since: stri
   return (
     <section class="card" aria-labelledby="mcp-usage-title">
       <h2 id="mcp-usage-title">MCP tool calls</h2>
-      <table>
+      <table aria-label="MCP tool calls by tool">
         <thead>
           <tr>
             <th scope="col">Tool</th>
-            <th scope="col">Calls</th>
-            <th scope="col">Failed</th>
-            <th scope="col">Average time</th>
-            <th scope="col">Bytes in / out</th>
+            <th scope="col" class="number">
+              Calls
+            </th>
+            <th scope="col" class="number">
+              Failed
+            </th>
+            <th scope="col" class="number">
+              Average time
+            </th>
+            <th scope="col" class="number">
+              Bytes in / out
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -36,10 +44,10 @@ export function McpUsageTable({ account, since }: { account: string; since: stri
               <td>
                 <code>{row.group}</code>
               </td>
-              <td>{formatCount(row.calls)}</td>
-              <td>{formatCount(row.failed)}</td>
-              <td>{formatCount(Math.round(row.duration_ms / row.calls))} ms</td>
-              <td>
+              <td class="number">{formatCount(row.calls)}</td>
+              <td class="number">{formatCount(row.failed)}</td>
+              <td class="number">{formatCount(Math.round(row.duration_ms / row.calls))} ms</td>
+              <td class="number">
                 {formatCount(row.request_bytes)} / {formatCount(row.response_bytes)}
               </td>
             </tr>
