@@ -1,5 +1,9 @@
 import { fetchToken } from '@modelcontextprotocol/sdk/client/auth.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
+import { boundedAnswer } from './upstream.js';
+
+/** A token endpoint's answer is a few fields: 64 KiB is ample. */
+const MAX_TOKEN_ANSWER_BYTES = 65_536;
 
 export interface ClientCredentialsOptions {
   /** The authorization server's token endpoint. */
@@ -22,7 +26,7 @@ export interface ClientCredentialsOptions {
 
 /**
  * OAuth 2.0 client credentials for an upstream MCP server: a token from `tokenUrl` (the MCP SDK's
- * own client_credentials request, client_secret_basic), kept until `refreshBeforeMs` before it
+ * own client_credentials request, client_secret_basic; bounded by `timeoutMs` and 64 KiB), kept until `refreshBeforeMs` before it
  * expires; requests made while one is being fetched share it, and a failed fetch is not kept.
  * Answers the `Authorization` header, for `httpMcpUpstream({ authorization })`.
  * @example httpMcpUpstream({ id: 'crm', url, authorization: clientCredentials({ tokenUrl, clientId, clientSecret }) })
@@ -34,7 +38,8 @@ export function clientCredentials(options: ClientCredentialsOptions): () => Prom
   const issuer = new URL(tokenUrl).origin;
   const provider = new ClientCredentialsProvider({ clientId, clientSecret, expectedIssuer: issuer, ...(scope !== undefined && { scope }) });
   const metadata = { issuer, token_endpoint: tokenUrl, authorization_endpoint: tokenUrl, response_types_supported: ['token'] };
-  const bounded: typeof fetch = (input, init) => fetchFn(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+  const bounded: typeof fetch = async (input, init) =>
+    boundedAnswer(await fetchFn(input, { ...init, signal: AbortSignal.timeout(timeoutMs) }), MAX_TOKEN_ANSWER_BYTES);
   let current: { until: number; header: Promise<Record<string, string>> } | undefined;
 
   return () => {

@@ -53,7 +53,7 @@ const callHeaders = new AsyncLocalStorage<Readonly<Record<string, string>>>();
 const MAX_PAGES = 20;
 
 /** `response` whose body errors once more than `limit` bytes have come. */
-function boundedAnswer(response: Response, limit: number): Response {
+export function boundedAnswer(response: Response, limit: number): Response {
   if (response.body === null) return response;
   let size = 0;
   const counted = response.body.pipeThrough(

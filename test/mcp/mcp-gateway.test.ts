@@ -296,3 +296,21 @@ test('a server id that could collide, or two servers of one id, are refused at s
   t.throws(() => mcpGateway({ upstreams: [upstream('a'), upstream('a')], accountGrants: grants }), { instanceOf: TypeError, message: /two servers have the id 'a'/ });
   t.throws(() => mcpGateway({ upstreams: [upstream('a')] }), { instanceOf: TypeError, message: /accountGrants/ });
 });
+
+test('client credentials: the token is kept until 30 s before it expires, then fetched again; wrong credentials are refused', async (t) => {
+  const server = await mockMcpServer({ tools: {}, oauth: { clientId: 'gateway', clientSecret: 's3cret' } });
+  t.teardown(server.close);
+  let now = 0;
+  const authorization = clientCredentials({ tokenUrl: server.tokenUrl, clientId: 'gateway', clientSecret: 's3cret', nowMs: () => now });
+  const first = await authorization();
+  t.regex(first.authorization ?? '', /^Bearer token-/);
+  // The mock's tokens live 3600 s.
+  now = 3_569_999;
+  t.deepEqual(await authorization(), first);
+  t.is(server.tokensIssued, 1);
+  now = 3_570_000;
+  await authorization();
+  t.is(server.tokensIssued, 2);
+  const refused = clientCredentials({ tokenUrl: server.tokenUrl, clientId: 'gateway', clientSecret: 'wrong', nowMs: () => now });
+  await t.throwsAsync(refused());
+});
