@@ -11,7 +11,7 @@ import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
 import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
 import { MemoryMcpCallStore, type McpCallRecord } from '../../lib/mcp/call-store.js';
 import { clientCredentials } from '../../lib/mcp/client-credentials.js';
-import { MemoryMcpGrantStore } from '../../lib/mcp/grant-store.js';
+import { cachedMcpGrants, MemoryMcpGrantStore } from '../../lib/mcp/grant-store.js';
 import { mcpGateway } from '../../lib/mcp/mcp-gateway.js';
 import { httpMcpUpstream, type McpUpstream } from '../../lib/mcp/upstream.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
@@ -19,6 +19,11 @@ import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { traceRequests } from '../../lib/tracing/trace-requests.js';
 import { underPath } from '../../lib/under-path.js';
+import { KnexMcpCallStore } from '../../lib/stores/knex/mcp-call-store.js';
+import { KnexMcpGrantStore } from '../../lib/stores/knex/mcp-grant-store.js';
+import { migrate } from '../../lib/stores/knex/migrations.js';
+import { mcpCallStoreContract, mcpGrantStoreContract } from '../../lib/testing/mcp-store-contract.js';
+import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
 import { listen } from '../helpers/http.js';
 import { echoTool, failingTool, hangingTool, mockMcpServer, refusingTool } from '../helpers/mcp-servers.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
@@ -313,4 +318,38 @@ test('client credentials: the token is kept until 30 s before it expires, then f
   t.is(server.tokensIssued, 2);
   const refused = clientCredentials({ tokenUrl: server.tokenUrl, clientId: 'gateway', clientSecret: 'wrong', nowMs: () => now });
   await t.throwsAsync(refused());
+});
+
+// The stores of the grants and the tool calls, on every implementation.
+
+const databases: TestDatabase[] = [];
+closers.push(async () => void (await Promise.all(databases.map((database) => database.destroy()))));
+
+const migrated = async (open: () => Promise<TestDatabase>) => {
+  const database = await open();
+  databases.push(database);
+  await migrate(database.knex);
+  return database.knex;
+};
+
+mcpGrantStoreContract(test, 'memory', async () => new MemoryMcpGrantStore());
+mcpGrantStoreContract(test, 'sqlite', async () => new KnexMcpGrantStore(await migrated(sqliteDatabase)));
+mcpGrantStoreContract(withPostgres(test), 'postgres', async () => new KnexMcpGrantStore(await migrated(postgresDatabase)));
+mcpCallStoreContract(test, 'memory', async () => new MemoryMcpCallStore());
+mcpCallStoreContract(test, 'sqlite', async () => new KnexMcpCallStore(await migrated(sqliteDatabase)));
+mcpCallStoreContract(withPostgres(test), 'postgres', async () => new KnexMcpCallStore(await migrated(postgresDatabase)));
+
+test("cachedMcpGrants() reads an account's grant at most once per ttl, and again after it", async (t) => {
+  const store = new MemoryMcpGrantStore();
+  let now = 0;
+  let reads = 0;
+  const counted = { get: (account: string) => ((reads += 1), store.get(account)) };
+  const cached = cachedMcpGrants(counted, { ttlMs: 1000, nowMs: () => now });
+  await store.set('acme', ['github/*']);
+  t.deepEqual(await cached.get('acme'), ['github/*']);
+  await store.set('acme', []);
+  t.deepEqual(await cached.get('acme'), ['github/*']);
+  now = 1000;
+  t.deepEqual(await cached.get('acme'), []);
+  t.is(reads, 2);
 });
