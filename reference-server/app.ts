@@ -69,16 +69,13 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   app.use(underPath('/v1', apiKey({ store: traced(deployment.keys, 'KeyStore'), uses: deployment.keyUses, nowMs: deployment.nowMs })));
   const mcp = mcpEndpoint(deployment, logger, traced);
   // /mcp, with MCP servers configured: the same keys, their own scope (mcp:call) and grants.
-  if (mcp) {
-    app.use(underPath('/mcp', apiKey({ store: traced(deployment.keys, 'KeyStore'), uses: deployment.keyUses, nowMs: deployment.nowMs })));
-    app.use(underPath('/mcp', mcp));
-  }
+  if (mcp) app.use(underPath('/mcp', apiKey({ store: traced(deployment.keys, 'KeyStore'), uses: deployment.keyUses, nowMs: deployment.nowMs })));
   app.use(underPath('/admin/v1', admin.auth));
   app.use(underPath('/admin/v1', admin.audit));
   // The API's routers first: a probe of /healthz may pass a router more, an API request may not.
   // The models router before the files router: a model call, the hot path, matches no other
   // router's routes (their paths are apart, so the order changes no answer).
-  for (const router of [models, files, ...admin.routers, dashboardRouter(logger), health, openApiRouter()]) {
+  for (const router of [models, ...(mcp ? [mcp] : []), files, ...admin.routers, dashboardRouter(logger), health, openApiRouter()]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type Router from '@koa/router';
 import type { Logger } from 'pino';
 import type { Deployment } from './deployment.js';
 
@@ -8,7 +8,7 @@ import type { Deployment } from './deployment.js';
  * the request's path) and metrics; a server left out or failing is logged in one line, without its
  * answer. `null` without servers.
  */
-export function mcpEndpoint(deployment: Deployment, logger: Logger, traced: <Store extends object>(store: Store, name: string) => Store): Middleware | null {
+export function mcpEndpoint(deployment: Deployment, logger: Logger, traced: <Store extends object>(store: Store, name: string) => Store): Router | null {
   const { mcp } = deployment;
   if (!mcp) return null;
   const { cachedMcpGrants, mcpGateway } = mcp.library;

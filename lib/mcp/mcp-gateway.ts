@@ -9,7 +9,8 @@ import {
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Context, Middleware } from 'koa';
+import Router from '@koa/router';
+import type { Context } from 'koa';
 import { z } from 'zod';
 import { verifiedKey } from '../auth/api-key.js';
 import { errors } from '../errors/gateway-error.js';
@@ -111,8 +112,8 @@ function clientError(server: string, err: unknown, timeoutMs: number): { outcome
  * One MCP endpoint in front of several upstream MCP servers, over Streamable HTTP, on the official
  * `@modelcontextprotocol/sdk` (every protocol version it supports). Stateless: each POST is
  * answered by a server made for it, so any instance behind a balancer answers any request of a
- * client, and no session is kept anywhere. GET and DELETE (a stream or a session the stateless
- * mode has none of) are 405.
+ * client, and no session is kept anywhere. A router of the one route `POST {path}`: with its
+ * `allowedMethods()`, GET and DELETE (a stream or a session the stateless mode has none of) are 405.
  *
  * - `tools/list`: every server's tools, named `{serverId}__{tool}`, those outside the key's grant
  *   left out (a server the key has no tool of is not asked); a server down or slower than
@@ -125,9 +126,11 @@ function clientError(server: string, err: unknown, timeoutMs: number): { outcome
  * - each call: one usage record (`onCall`), `kmg_mcp_calls_total`, an `execute_tool` span.
  *
  * Runs after `apiKey()`; the key needs the scope `mcp:call` (403).
- * @example app.use(underPath('/mcp', apiKey({ store }))).use(mcpGateway({ upstreams: [httpMcpUpstream({ id: 'github', url })], accountGrants }))
+ * @example
+ * const mcp = mcpGateway({ upstreams: [httpMcpUpstream({ id: 'github', url })], accountGrants })
+ * app.use(underPath('/mcp', apiKey({ store }))).use(mcp.routes()).use(mcp.allowedMethods())
  */
-export function mcpGateway(options: McpGatewayOptions): Middleware {
+export function mcpGateway(options: McpGatewayOptions): Router {
   const { path, listTimeoutMs, callTimeoutMs, bodyLimit } = parseOptions(optionsSchema, options, 'mcpGateway()');
   const limits = checkModelLimits(options.limits ?? {}, 'mcpGateway() limits');
   const { limiter, onCall, metrics, onUpstreamError, nowMs = Date.now } = options;
@@ -210,13 +213,9 @@ export function mcpGateway(options: McpGatewayOptions): Middleware {
     return server;
   }
 
-  return async function mcpGateway(ctx, next) {
-    if (ctx.path !== path) return next();
-    if (ctx.method !== 'POST') {
-      // Stateless: no stream of the server's own to GET, no session to DELETE.
-      ctx.set('Allow', 'POST');
-      throw errors.methodNotAllowed(ctx.method);
-    }
+  const router = new Router({ sensitive: true, strict: true });
+  // Stateless: no stream of the server's own to GET, no session to DELETE.
+  router.post(path, async function mcpGateway(ctx) {
     const key = verifiedKey(ctx);
     if (!key.scopes.includes('mcp:call')) throw errors.forbidden();
     const body = await readJsonValue(ctx.req, bodyLimit);
@@ -237,5 +236,6 @@ export function mcpGateway(options: McpGatewayOptions): Middleware {
     ctx.respond = false;
     ctx.res.once('close', () => void server.close().catch(() => {}));
     await transport.handleRequest(ctx.req, ctx.res, body);
-  };
+  });
+  return router;
 }
