@@ -39,6 +39,8 @@ export interface VerifiedKey {
   limits?: Readonly<ModelLimits>;
   /** On a replacement, the first key of its rotations: its budgets count the spend of them all. */
   originalId?: string;
+  /** The key's MCP grant: globs over `{server}/{tool}`; absent when it has none (no tool). */
+  mcpTools?: readonly string[];
 }
 
 /** What `adminAuth()` puts on `ctx.state.admin`. */
@@ -142,4 +144,24 @@ export interface RequestTracing {
   /** The W3C trace id (32 hex digits) of the request's span; '' when there is none. */
   readonly traceId: string;
   attempt(start: AttemptStart): AttemptTrace;
+  /** An `execute_tool` span for one MCP `tools/call` (`mcpGateway()`), a child of the request's span. */
+  tool?(start: ToolCallStart): ToolCallTrace;
+}
+
+/** One MCP `tools/call` as a tracer is told of it when it starts. */
+export interface ToolCallStart {
+  /** The upstream server's id. */
+  server: string;
+  /** The tool's name on its server. */
+  tool: string;
+  /** The JSON-RPC id of the call. */
+  callId: string;
+}
+
+/** The trace of one MCP `tools/call`. */
+export interface ToolCallTrace {
+  /** The W3C trace context (`traceparent`, `tracestate`) of the call's span, to send upstream; empty when there is none. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The call is over: `errorType` set when it failed (`timeout`, `denied`, …). */
+  end(errorType?: string): void;
 }

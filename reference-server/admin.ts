@@ -11,8 +11,10 @@ import {
   budgetsRouter,
   oidcLogin,
   usersRouter,
+  mcpAdminRouter,
   type AdminChange,
   type BudgetChange,
+  type McpGrantChange,
 } from 'koa-model-gateway/admin';
 import type { Deployment } from './deployment.js';
 
@@ -28,7 +30,7 @@ export function adminApi(deployment: Deployment, logger: Logger): { audit: Middl
   const { keys, files, creationLimiter, usageStore, adminTokens, adminSessions: sessions, adminUsers: users, audit } = deployment;
   const { keyPrefix, limits, models } = deployment.config.gateway;
   const { sessionSeconds, idleSeconds, tokenSignIn, oidc } = deployment.config.dashboard;
-  const onChange = (change: AdminChange | BudgetChange, ctx: Context) => logger.info({ requestId: ctx.state.requestId, ...change }, 'admin change');
+  const onChange = (change: AdminChange | BudgetChange | McpGrantChange, ctx: Context) => logger.info({ requestId: ctx.state.requestId, ...change }, 'admin change');
   const nowMs = deployment.nowMs;
   return {
     audit: auditTrail({
@@ -43,6 +45,7 @@ export function adminApi(deployment: Deployment, logger: Logger): { audit: Middl
       budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs }),
       auditRouter({ store: audit }),
       usersRouter({ users }),
+      mcpAdminRouter({ grants: deployment.mcpGrants, calls: deployment.mcpCalls, onChange }),
     ],
   };
 }

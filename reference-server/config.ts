@@ -21,6 +21,7 @@ import { parseS3Settings, type S3Settings } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { dashboardFileSchema, dashboardSettings, type DashboardSettings } from './dashboard-config.js';
 import { BUILTIN_PROVIDER, DEFAULT_GATEWAY_CONFIG } from './default-config.js';
+import { mcpServersSchema, mcpSettingsSchema } from './mcp-config.js';
 import { importProviderKinds } from './provider-modules.js';
 
 type Environment = Readonly<Record<string, string | undefined>>;
@@ -112,6 +113,9 @@ const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
   providerModules: z.array(nonEmptyString, { error: ARRAY }).optional(),
   providers: z.array(providerSchema(kinds), { error: ARRAY }).optional(),
   models: z.array(catalogModelSchema, { error: ARRAY }).optional(),
+  /** The upstream MCP servers behind `/mcp` (docs/MCP.md): none by default, and then no `/mcp`. */
+  mcpServers: mcpServersSchema,
+  mcp: mcpSettingsSchema.prefault({}),
 })
   .transform(({ providers, models, ...settings }) => {
     const listed = providers ?? [];

@@ -27,20 +27,50 @@ import {
   KnexFileStore,
   KnexKeyChanges,
   KnexKeyStore,
+  KnexMcpCallStore,
+  KnexMcpGrantStore,
   KnexUsageStore,
 } from 'koa-model-gateway/stores/knex';
 import { MemoryCooldownStore, MemoryCreationLimiter, MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
+// Types only: the MCP SDK is loaded when the config file names a server.
+import type { McpCallRecord, McpCallStore, McpGrantStore, McpUpstream } from 'koa-model-gateway/mcp';
+import type * as McpLibrary from 'koa-model-gateway/mcp';
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog, type DatabaseOptions } from './database.js';
 import { OutageLog } from './outage-log.js';
 import type { ReadinessCheck } from './health.js';
+import { configuredMcpUpstreams } from './mcp-config.js';
 import { openMetrics, type ServerMetrics } from './metrics.js';
 import { missingPackages } from './peers.js';
 import { claimUploadsDir, removeStaleUploads } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 import { startTracing, tracingPackages, type ServerTracing } from './tracing.js';
+
+/** Where `mcpGateway()`'s records go: written at once, never awaited by the request; a failed write is logged. */
+export interface McpCallRecorder {
+  record(record: McpCallRecord): void;
+  /** Resolves once every write under way has ended; records after it are dropped. */
+  close(): Promise<void>;
+}
+
+function mcpCallRecorder(store: McpCallStore, logger: Logger): McpCallRecorder {
+  const writing = new Set<Promise<void>>();
+  let closed = false;
+  return {
+    record(record) {
+      if (closed) return;
+      const write = store.insert([record]).catch((err: unknown) => logger.warn({ err }, 'MCP usage record lost'));
+      writing.add(write);
+      void write.finally(() => writing.delete(write));
+    },
+    async close() {
+      closed = true;
+      await Promise.all(writing);
+    },
+  };
+}
 
 /** How often a server's SQLite WAL is checkpointed by its writer thread, which writes the usage records too. */
 const WAL_CHECKPOINT_MS = 1000;
@@ -68,6 +98,14 @@ export interface Deployment {
   accountBudgets: AccountBudgetStore;
   /** The admin actions, recorded by the admin API and the command line. */
   audit: AuditStore;
+  /** The accounts' MCP grants, as the admin API and the CLI set them. */
+  mcpGrants: McpGrantStore;
+  /** One record per MCP tools/call. */
+  mcpCalls: McpCallStore;
+  /** Writes each MCP tools/call's record off the request's path; `close` waits for the writes under way. */
+  mcpCallRecorder: McpCallRecorder;
+  /** With `mcpServers` in the config file: the servers and the SDK's gateway (loaded only then). */
+  mcp: { upstreams: McpUpstream[]; library: typeof McpLibrary } | null;
   /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
   budgets: SpendBudgets;
   /** One record per model call, written to the database in batches. */
@@ -129,6 +167,8 @@ export async function openStores(config: ServerConfig, options: DatabaseOptions 
     usageStore: new KnexUsageStore(knex, storeOptions),
     accountBudgets: new KnexAccountBudgetStore(knex, storeOptions),
     audit: new KnexAuditStore(knex, storeOptions),
+    mcpGrants: new KnexMcpGrantStore(knex, storeOptions),
+    mcpCalls: new KnexMcpCallStore(knex, storeOptions),
     async close() {
       blobs.close();
       await database.close();
@@ -280,7 +320,9 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   const opened = new Opened();
   opened.add(providers, (made) => Promise.all(made.map((provider) => provider.close?.())));
   try {
-    return await openServices(config, logger, nowMs, providers, opened);
+    const mcpUpstreams = opened.add(await configuredMcpUpstreams(config.gateway.mcpServers, config.env), (made) => Promise.all(made.map((upstream) => upstream.close?.())));
+    const mcp = mcpUpstreams.length === 0 ? null : { upstreams: mcpUpstreams, library: await import('koa-model-gateway/mcp') };
+    return { ...(await openServices(config, logger, nowMs, providers, opened)), mcp };
   } catch (err) {
     await opened.release().catch((releaseError: unknown) => logger.warn({ err: releaseError }, 'releasing what the failed start had opened'));
     throw err;
@@ -288,7 +330,7 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
 }
 
 /** `openDeployment`'s steps once the providers are made: each adds what it opens to `opened`. */
-async function openServices(config: ServerConfig, logger: Logger, nowMs: () => number, providers: Provider[], opened: Opened): Promise<Deployment> {
+async function openServices(config: ServerConfig, logger: Logger, nowMs: () => number, providers: Provider[], opened: Opened): Promise<Omit<Deployment, 'mcp'>> {
   const tracing = await startTracing(config.env, logger);
   if (tracing) opened.add(tracing, (started) => started.shutdown());
   const { models: catalog, unpriced } = await priceCatalog(config.gateway.models);
@@ -336,6 +378,8 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     // After the HTTP server has closed: every call has its record by then.
     (recorder) => recorder.close(),
   );
+  // After the HTTP server has closed, before the database: the last calls' records are written.
+  const mcpCalls = opened.add(mcpCallRecorder(stores.mcpCalls, logger), (recorder) => recorder.close());
   const keyUses = opened.add(
     keyUseRecorder({
       store: stores.keys,
@@ -364,6 +408,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
     budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore, usage, stores.keys), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
     usageRecorder: usage,
+    mcpCallRecorder: mcpCalls,
     keyUses,
     metrics: await openMetrics(config),
     tracing,

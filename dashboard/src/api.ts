@@ -102,6 +102,11 @@ export interface KeyUsage {
   data: Array<UsageFigures & { key: string; series: UsageGroup[] }>;
 }
 
+/** `GET /mcp/usage?by=tool`: each tool's calls. */
+export interface McpUsage {
+  data: Array<{ group: string; calls: number; failed: number; duration_ms: number; request_bytes: number; response_bytes: number }>;
+}
+
 /** What the usage page splits each day by. */
 export type UsageSplit = 'model' | 'key';
 
@@ -235,6 +240,12 @@ export const api = {
     const query = new URLSearchParams({ by: 'day', series: split, since });
     if (account !== '') query.set('account', account);
     return request<DailyUsage>('GET', `/usage?${query}`);
+  },
+  /** The MCP tool calls since `since` (a UTC date), by `server/tool`; every account when `account` is empty. */
+  mcpUsage: (account: string, since: string) => {
+    const query = new URLSearchParams({ by: 'tool', since });
+    if (account !== '') query.set('account', account);
+    return request<McpUsage>('GET', `/mcp/usage?${query}`);
   },
   /** A page of the audit log, newest first; `cursor` (a page's `next_cursor`) gives the older page after it. */
   audit: (filters: AuditFilters, cursor: string | null) => {

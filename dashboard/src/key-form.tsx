@@ -26,7 +26,9 @@ function keyRequest(form: {
   models: string[];
   limits: Record<LimitName, string>;
   expires: string;
+  mcpTools: string;
 }) {
+  const mcpTools = form.mcpTools.split(/[\s,]+/).filter((glob) => glob !== '');
   const limits = Object.fromEntries([...LIMITS, ...BUDGETS].filter(([name]) => form.limits[name] !== '').map(([name]) => [name, Number(form.limits[name])]));
   return {
     account: form.account,
@@ -34,6 +36,7 @@ function keyRequest(form: {
     scopes: form.scopes,
     models: form.everyModel ? null : form.models,
     ...(Object.keys(limits).length > 0 ? { limits } : {}),
+    ...(mcpTools.length > 0 ? { mcp_tools: mcpTools } : {}),
     // datetime-local is the viewer's local time; the API takes Unix seconds.
     ...(form.expires === '' ? {} : { expires_at: Math.floor(new Date(form.expires).getTime() / 1000) }),
   };
@@ -76,6 +79,7 @@ export function KeyForm({ catalog, account, editing, onCreated, onUpdated, onCan
     models: editing?.models ?? ([] as string[]),
     limits: Object.fromEntries([...LIMITS, ...BUDGETS].map(([name]) => [name, limit(name)])) as Record<LimitName, string>,
     expires: localTime(editing?.expires_at ?? null),
+    mcpTools: (editing?.mcp_tools ?? []).join(', '),
   });
   const card = useRef<HTMLFormElement>(null);
   useEffect(() => {
@@ -219,6 +223,13 @@ export function KeyForm({ catalog, account, editing, onCreated, onUpdated, onCan
             </div>
           ))}
         </div>
+      </fieldset>
+      <fieldset>
+        <legend>MCP tools (empty: none; within what the owner's MCP grant allows)</legend>
+        <label for="new-mcp-tools">
+          Globs over <code>server/tool</code>, separated by commas or spaces: <code>github/*</code>, <code>search/web_search</code>
+        </label>
+        <input id="new-mcp-tools" value={form.mcpTools} onInput={(event) => set({ mcpTools: event.currentTarget.value })} />
       </fieldset>
       {confirming && (
         <p class="notice" role="alert">

@@ -84,10 +84,10 @@ export interface AdminApi {
 /**
  * The admin API under `/admin/v1`, to mount behind `adminAuth()`:
  * - `GET /catalog`: the scopes and models a key may be given, and the prefix of keys;
- * - `POST /keys` `{ account, name?, scopes?, models?, expires_at?, limits? }` → 201, the key with its
+ * - `POST /keys` `{ account, name?, scopes?, models?, expires_at?, limits?, mcp_tools? }` → 201, the key with its
  *   secret `key`, the only time it is shown; `GET /keys?account=&q=` → `{ object: "list", data }`,
  *   `q` a prefix of the account, id or name (case-insensitive);
- * - `GET` and `PATCH /keys/{id}` (`scopes`, `models`, `expires_at`, `limits`, `name`);
+ * - `GET` and `PATCH /keys/{id}` (`scopes`, `models`, `expires_at`, `limits`, `name`, `mcp_tools`);
  *   `POST /keys/{id}/revoke`; `POST /keys/{id}/rotate` `{ grace_seconds }` → 201, a new key with
  *   the old one's account, scopes, models, limits and expiry; the old key expires after the grace
  *   (or sooner, at its own expiry). Only an active key never rotated before is: 409

@@ -12,6 +12,7 @@ export const AUDIT_ACTIONS = [
   'session.closed',
   'account.limits_set',
   'user.updated',
+  'account.mcp_tools_set',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -1,8 +1,9 @@
 /**
  * `koa-model-gateway/admin`: the admin API under `/admin/v1` (`adminRouter()`, `budgetsRouter()`,
- * `auditRouter()`, `usersRouter()`), its authentication by admin tokens, dashboard sessions and
- * the OIDC provider's sign-in (`oidcLogin()`), the roles (`adminRoles()`) and the audit trail; the
- * `AdminTokenStore`, `AdminSessionStore`, `AdminUserStore` and `AuditStore` interfaces.
+ * `mcpAdminRouter()`, `auditRouter()`, `usersRouter()`), its authentication by admin tokens,
+ * dashboard sessions and the OIDC provider's sign-in (`oidcLogin()`), the roles (`adminRoles()`)
+ * and the audit trail; the `AdminTokenStore`, `AdminSessionStore`, `AdminUserStore` and
+ * `AuditStore` interfaces.
  */
 export type { AdminTokenRecord, AdminTokenStore, NewAdminToken } from './admin-token-store.js';
 export type { AdminSession, AdminSessionStore } from './admin-session-store.js';
@@ -24,6 +25,7 @@ export type { VerifiedAdmin } from '../state.js';
 export { adminRouter, type AccountLimits, type AdminChange, type AdminRouterOptions } from './admin-router.js';
 export { adminSessions, sessionOpener, type AdminSessionsOptions, type SessionOpener } from './admin-sessions.js';
 export { budgetsRouter, type BudgetChange, type BudgetsRouterOptions } from './budgets-router.js';
+export { mcpAdminRouter, type McpAdminRouterOptions, type McpGrantChange } from './mcp-router.js';
 export { keyObject, type KeyLimitsObject, type KeyObject, type NewKeyObject, type RotatedKeyObject } from './key-object.js';
 export {
   auditEntry,

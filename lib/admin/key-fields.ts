@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ACCOUNT_NAME_RULE, canonicalAccountName } from '../auth/account-name.js';
 import { canonicalKeyName, KEY_NAME_RULE } from '../auth/key-name.js';
 import { SCOPES, isScope, type Scope } from '../auth/scopes.js';
+import { isMcpToolGlob, MCP_TOOL_GLOB_RULE } from '../mcp/tool-grants.js';
 import type { ModelLimits } from '../quota/model-limits.js';
 import { positiveInteger } from '../settings/schemas.js';
 import { BUDGET_RULE, budgetUsd } from '../settings/budget-usd.js';
@@ -60,6 +61,16 @@ const keyName = z
   })
   .nullable();
 
+/** An MCP grant (`mcp_tools`): globs over `{server}/{tool}`, at most 100, without repeats; `[]` grants nothing. */
+export const mcpToolGlobs = z
+  .array(z.string({ error: MCP_TOOL_GLOB_RULE }), { error: MCP_TOOL_GLOB_RULE })
+  .max(100, { error: `${MCP_TOOL_GLOB_RULE}, at most 100` })
+  .superRefine((values, ctx) => {
+    const invalid = values.find((value) => !isMcpToolGlob(value));
+    if (invalid !== undefined) ctx.addIssue({ code: 'custom', message: `'${invalid}' ${MCP_TOOL_GLOB_RULE.replace(/^must be an array of globs/, 'is not a glob')}` });
+  })
+  .transform(unique);
+
 /**
  * The zod schemas of the admin API's request bodies, checking models against `catalog` and
  * expiry against `nowSeconds()` (Unix seconds) at the time of parsing.
@@ -95,7 +106,14 @@ export function keyFieldSchemas(catalog: ReadonlySet<string>, nowSeconds: () => 
     )
     .nullable()
     .transform(toKeyLimits);
-  const changes = { scopes: scopes.optional(), models: models.optional(), expires_at: expiresAt.optional(), limits: limits.optional(), name: keyName.optional() };
+  const changes = {
+    scopes: scopes.optional(),
+    models: models.optional(),
+    expires_at: expiresAt.optional(),
+    limits: limits.optional(),
+    name: keyName.optional(),
+    mcp_tools: mcpToolGlobs.optional(),
+  };
   return {
     create: z.strictObject({ account: accountName, ...changes }),
     update: z.strictObject(changes),

@@ -67,6 +67,8 @@ export async function createApiKey(
     expiresAt?: number | null;
     limits?: ModelLimits;
     name?: string | null;
+    /** The key's MCP grant: globs over `{server}/{tool}`; default none. */
+    mcpTools?: string[];
   },
 ): Promise<{ key: string; record: ApiKeyRecord }> {
   const limits = checkModelLimits(options.limits ?? {}, 'key limits');
@@ -86,6 +88,7 @@ export async function createApiKey(
     models: options.models ?? null,
     expiresAt: options.expiresAt ?? null,
     limits,
+    ...(options.mcpTools !== undefined && options.mcpTools.length > 0 && { mcpTools: options.mcpTools }),
   });
   return { key, record };
 }

@@ -42,6 +42,15 @@ export interface GatewayMetrics {
   observeRouting(routing: ObservedRouting): void;
   /** Bytes of a file created by an upload. */
   uploaded(bytes: number): void;
+  /** One MCP `tools/call` by server, tool and outcome (`mcpGateway()`): `tool` is `_other` for a name its server did not list. */
+  observeToolCall(call: ObservedToolCall): void;
+}
+
+/** What an MCP `tools/call` adds. */
+export interface ObservedToolCall {
+  server: string;
+  tool: string;
+  outcome: string;
 }
 
 // Seconds. HTTP requests include model calls that stream for minutes; the gateway's own share
@@ -70,6 +79,7 @@ const FIRST_BYTE_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
  * | `kmg_translation_omitted_total` (counter): fields translation left out of a client's request (`x-kmg-omitted`) | `field` |
  * | `kmg_limit_refusals_total` (counter) | `kind` |
  * | `kmg_uploaded_bytes_total` (counter) | |
+ * | `kmg_mcp_calls_total` (counter): MCP `tools/call`s, `outcome` as the usage record's | `server`, `tool`, `outcome` |
  *
  * No label ever holds a key or a file name, and only `kmg_cost_usd_total` an account: one series
  * per account and model, for spend by account. Node's process metrics are left out; add
@@ -171,6 +181,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     registers,
   });
   const uploadedBytes = new Counter({ name: 'kmg_uploaded_bytes_total', help: 'Bytes of files created by uploads', registers });
+  const toolCalls = new Counter({
+    name: 'kmg_mcp_calls_total',
+    help: 'MCP tools/call requests, by upstream server, tool and outcome',
+    labelNames: ['server', 'tool', 'outcome'] as const,
+    registers,
+  });
 
   return {
     registry,
@@ -200,6 +216,9 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
     uploaded(bytes) {
       uploadedBytes.inc(bytes);
+    },
+    observeToolCall({ server, tool, outcome }) {
+      toolCalls.inc({ server, tool, outcome });
     },
   };
 }

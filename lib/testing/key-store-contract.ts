@@ -114,6 +114,18 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     t.is((await store.get(untouched.id))?.lastUsedAt, 1_900_000_180);
   });
 
+  test(`${name}: a key's MCP grant is kept, replaced by an update, removed with []; a key without one has none`, async (t) => {
+    const store = await makeStore();
+    const granted = await store.create(newKey('acme', { mcpTools: ['github/*', 'search/web_search'] }));
+    t.deepEqual(granted.mcpTools, ['github/*', 'search/web_search']);
+    t.deepEqual(await store.findByHash(granted.hash), granted);
+    t.deepEqual((await store.update(granted.id, { mcpTools: ['crm/*'] }))?.mcpTools, ['crm/*']);
+    t.deepEqual((await store.update(granted.id, { name: 'agent' }))?.mcpTools, ['crm/*']);
+    const removed = await store.update(granted.id, { mcpTools: [] });
+    t.false(removed !== undefined && 'mcpTools' in removed);
+    for (const input of [newKey('acme'), newKey('acme', { mcpTools: [] })]) t.false('mcpTools' in (await store.create(input)));
+  });
+
   test(`${name}: an unknown hash finds nothing`, async (t) => {
     const store = await makeStore();
     await store.create(newKey('acme'));
@@ -210,11 +222,11 @@ const rotation = (graceSeconds: number, nowSeconds = NOW) => ({
  * views of the same keys, as two server processes sharing a database have.
  */
 export function keyRotationContract(test: StoreContractTest, name: string, makeStores: () => Promise<[KeyStore, KeyStore]>): void {
-  test(`${name}: rotate makes a replacement with the old key's account, scopes, models, limits and expiry, and ends the old key after the grace`, async (t) => {
+  test(`${name}: rotate makes a replacement with the old key's account, scopes, models, limits, expiry and MCP grant, and ends the old key after the grace`, async (t) => {
     const [store] = await makeStores();
     const expiresAt = Math.floor(NOW) + 86_400;
     const old = await store.create(
-      newKey('acme', { scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 }, name: 'billing', hint: 'oldH' }),
+      newKey('acme', { scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 }, name: 'billing', hint: 'oldH', mcpTools: ['github/*'] }),
     );
     const input = { ...rotation(60), hint: 'newH' };
     const result = await store.rotate(old.id, input);
@@ -233,6 +245,7 @@ export function keyRotationContract(test: StoreContractTest, name: string, makeS
       hint: 'newH',
       replaces: old.id,
       originalId: old.id,
+      mcpTools: ['github/*'],
     });
     t.false('replacedBy' in result.replacement);
     t.false('originalId' in old, 'a key that replaced none is its own original');

@@ -18,7 +18,7 @@ import { KnexKeyStore } from 'koa-model-gateway/stores/knex';
 import { loadConfigWithModules, type ServerConfig } from '../config.js';
 import { openKeyChanges } from '../deployment.js';
 import { describeStore, storeLine } from '../store-description.js';
-import { BUDGET_OPTIONS, parseBudget } from './accounts.js';
+import { BUDGET_OPTIONS, parseBudget, parseMcpTools } from './accounts.js';
 import { recordCliAction } from './audit.js';
 import { UsageError, accountOption, isoTime, parseCommand, parseTime, withDatabase, type CommandIo } from './command-line.js';
 
@@ -76,10 +76,11 @@ function parseExpiry(value: string | undefined): number | null {
 async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseCommand(
     args,
-    { account: { type: 'string' }, ...KEY_FIELD_OPTIONS },
+    { account: { type: 'string' }, ...KEY_FIELD_OPTIONS, 'mcp-tools': { type: 'string', multiple: true } },
     0,
   );
   if (values.account === undefined) throw new UsageError('keys create needs --account <id>');
+  const mcpTools = parseMcpTools(values['mcp-tools'] ?? []);
   const account = accountOption(values.account);
   const name = values.name === undefined ? null : canonicalKeyName(values.name);
   if (name === undefined) throw new UsageError(`--name ${KEY_NAME_RULE}`);
@@ -104,9 +105,17 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       expiresAt,
       limits,
       name,
+      mcpTools,
     });
     // The options given, by the admin API's names for them.
-    const given = { name: values.name, scopes: values.scope, models: values.model, expires_at: values.expires, limits: Object.keys(limits).length > 0 || undefined };
+    const given = {
+      name: values.name,
+      scopes: values.scope,
+      models: values.model,
+      expires_at: values.expires,
+      limits: Object.keys(limits).length > 0 || undefined,
+      mcp_tools: values['mcp-tools'],
+    };
     const fields = ['account', ...Object.entries(given).flatMap(([field, value]) => (value === undefined ? [] : [field]))];
     await recordCliAction(database, { action: 'key.created', keyId: created.record.id, account, fields }, io);
     return created;
@@ -123,6 +132,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
         `  models:  ${models === null ? 'every model' : models.join(', ')}`,
         `  expires: ${isoTime(expiresAt)}`,
         `  limits:  ${limitsText(record.limits)}`,
+        `  MCP tools: ${mcpTools.length === 0 ? 'none' : mcpTools.join(', ')}`,
         '',
         key,
         '',

@@ -67,6 +67,7 @@ interface KeyBody {
   last_used_at: number | null;
   replaces: { id: string; expires_at?: number } | null;
   replaced_by: { id: string } | null;
+  mcp_tools: string[];
 }
 
 const call = (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>
@@ -129,7 +130,7 @@ test('POST /keys: 201 with the secret this once; it works at once, is stored as 
   const created = await createKey({ account: 'secret-once' });
   t.regex(created.key, new RegExp(`^${prefix}_sk_[A-Za-z0-9_-]{43}$`));
   t.like(created, { object: 'api_key', account: 'secret-once', status: 'active', models: null, limits: null, expires_at: null, revoked_at: null });
-  t.deepEqual(created.scopes, ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete']);
+  t.deepEqual(created.scopes, ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'mcp:call']);
   t.is((await models(created.key)).status, 200);
 
   const stored = await app.deployment.knex('kmg_api_keys').where({ id: created.id }).first();
@@ -194,6 +195,19 @@ test('every change is validated: 400 naming the field, and nothing is created or
   const keys = (await (await admin('GET', '/keys?account=validation')).json()) as { data: KeyBody[] };
   t.is(keys.data.length, 1);
   t.like(keys.data[0], { scopes: ['models:read'], models: null, limits: null, expires_at: null });
+});
+
+test("a key's MCP grant: none by default, set on creation, replaced by PATCH, [] removes it; a glob of another form is 400", async (t) => {
+  t.deepEqual((await createKey({ account: 'mcp' })).mcp_tools, []);
+  const { id, mcp_tools: granted } = await createKey({ account: 'mcp', mcp_tools: ['github/*', 'search/web_search', 'github/*'] });
+  t.deepEqual(granted, ['github/*', 'search/web_search']);
+  t.like(await (await admin('PATCH', `/keys/${id}`, { mcp_tools: ['crm/*'] })).json(), { mcp_tools: ['crm/*'] });
+  t.like(await (await admin('PATCH', `/keys/${id}`, { mcp_tools: [] })).json(), { mcp_tools: [] });
+  for (const mcpTools of [['github'], ['a/b/c'], 'github/*', [1]]) {
+    const refused = await admin('PATCH', `/keys/${id}`, { mcp_tools: mcpTools });
+    t.is(refused.status, 400);
+    t.like(await refused.json(), { error: { code: 'invalid_mcp_tools' } });
+  }
 });
 
 test('PATCH changes scopes, models, limits and expiry; the key obeys at once, and null clears', async (t) => {
@@ -333,7 +347,7 @@ test('every change is logged with the admin token id and the request id', async 
 test('GET /catalog: the scopes and models a key may be given, and the prefix of keys', async (t) => {
   t.deepEqual(await (await admin('GET', '/catalog')).json(), {
     object: 'catalog',
-    scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete'],
+    scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'mcp:call'],
     models: ['echo-1', 'echo-2'],
     key_prefix: 'kmg',
   });

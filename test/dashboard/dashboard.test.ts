@@ -399,6 +399,10 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
       usageRecord({ time: now - daysAgo * DAY_MS, account: acme, keyId: keyId as string, model: i % 3 === 0 ? 'echo-2' : 'echo-1', inputTokens: 40 + 17 * i, outputTokens: 25 + 9 * i }),
     ),
   );
+  // And an MCP tool call of the account, as mcpGateway() records one.
+  await app.deployment.mcpCalls.insert([
+    { time: now, requestId: 'req_mcp', keyId: keyId as string, account: acme, server: 'github', tool: 'search_issues', outcome: 'ok', durationMs: 42, requestBytes: 12, responseBytes: 345 },
+  ]);
   await page.goto(`${app.url}/dashboard#/accounts/${acme}`);
   await page.getByRole('link', { name: 'Model calls of this account: requests and tokens per day' }).click();
   const figures = page.getByRole('table', { name: `Requests and tokens of account ${acme} per day and model, the last 7 days` });
@@ -415,6 +419,9 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
     '$0.00',
   ]);
   t.is(await figures.locator('tfoot td').first().textContent(), '10', 'requests: 2 calls today and 8 before');
+  const toolCalls = page.getByRole('region', { name: 'MCP tool calls' }).getByRole('row').filter({ hasText: 'github/search_issues' });
+  await toolCalls.waitFor();
+  t.deepEqual(await toolCalls.getByRole('cell').allTextContents(), ['github/search_issues', '1', '0', '42 ms', '12 / 345']);
   await shoot('usage');
   await page.getByLabel('Split by').selectOption('key');
   await page.getByRole('table', { name: /per day and key/ }).getByText(keyId as string).first().waitFor();

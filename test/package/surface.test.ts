@@ -11,6 +11,10 @@ import { auditRouter } from '../../lib/admin/audit-router.js';
 import { budgetsRouter } from '../../lib/admin/budgets-router.js';
 import { oidcLogin } from '../../lib/admin/oidc-login.js';
 import { usersRouter } from '../../lib/admin/users-router.js';
+import { mcpAdminRouter } from '../../lib/admin/mcp-router.js';
+import { MemoryMcpCallStore } from '../../lib/mcp/call-store.js';
+import { MemoryMcpGrantStore } from '../../lib/mcp/grant-store.js';
+import { mcpGateway } from '../../lib/mcp/mcp-gateway.js';
 import { MemoryAccountBudgetStore } from '../../lib/cost/account-budget-store.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import * as root from '../../lib/index.js';
@@ -65,6 +69,7 @@ test('package.json has an entry point per feature, per store family, and for set
       './tracing',
       './settings',
       './testing',
+      './mcp',
       './stores/memory',
       './stores/knex',
       './stores/redis',
@@ -115,6 +120,8 @@ test('koa-model-gateway/stores/memory exports every memory implementation, the l
     'MemoryFileStore',
     'MemoryKeyChanges',
     'MemoryKeyStore',
+    'MemoryMcpCallStore',
+    'MemoryMcpGrantStore',
     'MemoryModelLimiter',
     'MemoryUsageStore',
   ]);
@@ -134,6 +141,8 @@ test('koa-model-gateway/testing exports the provider contract suite and every st
     'keyChangesContract',
     'keyRotationContract',
     'keyStoreContract',
+    'mcpCallStoreContract',
+    'mcpGrantStoreContract',
     'modelLimiterContract',
     'providerContract',
     'putFileContract',
@@ -176,6 +185,7 @@ const LAYERS = [
   'metrics', // the gateway's Prometheus metrics, fed by the models' meter
   'models', // model endpoints, formats, providers, routing
   'tracing', // spans of requests and upstream attempts
+  'mcp', // the MCP gateway: upstream servers, tool grants, tool-call records
   'admin', // the admin API, its auth and audit trail
   'stores', // the stores' implementations, each of an interface above
   'testing', // the contract suites, over everything
@@ -290,6 +300,8 @@ test('every route of the reference server is in the document, and nothing else',
     auditRouter({ store: new MemoryAuditStore() }),
     usersRouter({ users: new MemoryAdminUserStore() }),
     oidcLogin({ issuer: 'https://id.example.com', clientId: 'dashboard', redirectUri: 'https://gw.example.com/admin/v1/oidc/callback', users: new MemoryAdminUserStore(), sessions: new MemoryAdminSessionStore() }),
+    mcpAdminRouter({ grants: new MemoryMcpGrantStore(), calls: new MemoryMcpCallStore() }),
+    mcpGateway({ upstreams: [], accountGrants: new MemoryMcpGrantStore() }),
     healthRouter({ checks: {} }),
     openApiRouter(),
   ];

@@ -39,7 +39,7 @@ test('keys create --json prints one document with the key, every scope and no al
   const created = JSON.parse(result.stdout) as Record<string, unknown>;
   // The admin API's key object, with the secret this once.
   t.deepEqual(Object.keys(created).sort(), [
-    'account', 'created_at', 'expires_at', 'hint', 'id', 'key', 'last_used_at', 'limits', 'models', 'name', 'object', 'replaced_by', 'replaces', 'revoked_at', 'scopes', 'status', 'store',
+    'account', 'created_at', 'expires_at', 'hint', 'id', 'key', 'last_used_at', 'limits', 'mcp_tools', 'models', 'name', 'object', 'replaced_by', 'replaces', 'revoked_at', 'scopes', 'status', 'store',
   ]);
   t.regex(created.key as string, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
   t.regex(created.id as string, /^key_/);
@@ -276,6 +276,17 @@ test('accounts set-limits sets and removes an account\'s budgets; a bad amount o
   await t.throwsAsync(run(['accounts', 'set-limits', 'acme', '--cost-per-day=-1'], env), { instanceOf: UsageError, message: "--cost-per-day must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, got '-1'" });
   await t.throwsAsync(run(['accounts', 'set-limits', 'acme'], env), { instanceOf: UsageError, message: 'accounts set-limits needs --cost-per-day or --cost-per-month' });
   await t.throwsAsync(run(['accounts', 'set-limits', '--cost-per-day', '1'], env), { instanceOf: UsageError, message: 'accounts set-limits needs exactly one account' });
+});
+
+test('keys create --mcp-tools and accounts set-mcp-tools set MCP grants; a glob of another form is refused', async (t) => {
+  const env = await dataDir();
+  const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--mcp-tools', 'github/*,search/web', '--mcp-tools', 'crm/*', '--json'], env)).out) as { mcp_tools: string[] };
+  t.deepEqual(created.mcp_tools, ['github/*', 'search/web', 'crm/*']);
+  t.deepEqual(JSON.parse((await run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'github/*', '--json'], env)).out), { account: 'acme', mcp_tools: ['github/*'] });
+  t.is((await run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'none'], env)).out, 'MCP tools of acme: none');
+  await t.throwsAsync(run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'github'], env), { instanceOf: UsageError, message: /--mcp-tools takes globs over '\{server\}\/\{tool\}'.*got 'github'/ });
+  await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--mcp-tools', 'a/b/c'], env), { instanceOf: UsageError, message: /got 'a\/b\/c'/ });
+  await t.throwsAsync(run(['accounts', 'set-mcp-tools', 'acme'], env), { instanceOf: UsageError, message: 'accounts set-mcp-tools needs --mcp-tools <globs> (or none)' });
 });
 
 for (const [name, gated, database] of serverDatabases(test)) {

@@ -15,3 +15,5 @@ export { DEFAULT_STORE_TIMEOUT_MS, type KnexStoreOptions } from './store-options
 export { sqliteWriter, SqliteWriterGoneError, type PreparedWrites, type SqliteWriter, type SqliteWriterOptions } from './sqlite-writer.js';
 export { KnexAccountBudgetStore } from './account-budget-store.js';
 export { KnexAuditStore } from './audit-store.js';
+export { KnexMcpGrantStore } from './mcp-grant-store.js';
+export { KnexMcpCallStore } from './mcp-call-store.js';

@@ -20,7 +20,7 @@ const LIMIT_COLUMNS = {
 } as const satisfies Record<keyof ModelLimits, string>;
 /** Key ids per statement of `touch`. */
 const TOUCH_SLICE = 500;
-const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'original_id', 'last_used_at'];
+const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'original_id', 'last_used_at', 'mcp_tools'];
 const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS), ...LINK_COLUMNS];
 
 interface KeyRow {
@@ -38,6 +38,8 @@ interface KeyRow {
   replaces: string | null;
   original_id: string | null;
   last_used_at: number | string | null;
+  /** JSON array; null: no grant. */
+  mcp_tools: string | null;
   limit_requests_per_minute: number | string | null;
   limit_tokens_per_minute: number | string | null;
   limit_tokens_per_day: number | string | null;
@@ -79,13 +81,17 @@ function toRow(record: ApiKeyRecord) {
     hint: record.hint ?? null,
     replaces: record.replaces ?? null,
     original_id: record.originalId ?? null,
+    mcp_tools: mcpToolsColumn(record.mcpTools),
   };
 }
 
+const mcpToolsColumn = (tools: string[] | undefined) => (tools === undefined || tools.length === 0 ? null : JSON.stringify(tools));
+
 function newRecord(key: NewApiKey, createdAt: number): ApiKeyRecord {
-  const { limits, ...rest } = key;
+  const { limits, mcpTools, ...rest } = key;
   return {
     ...rest,
+    ...(mcpTools !== undefined && mcpTools.length > 0 && { mcpTools: [...mcpTools] }),
     expiresAt: expirySeconds(key.expiresAt),
     ...(limits && hasModelLimits(limits) && { limits: { ...limits } }),
     id: `key_${randomAlphanumeric(24)}`,
@@ -112,6 +118,7 @@ function toRecord(row: KeyRow): ApiKeyRecord {
     ...(row.replaces !== null && { replaces: row.replaces }),
     ...(row.original_id !== null && { originalId: row.original_id }),
     ...(row.last_used_at !== null && { lastUsedAt: Number(row.last_used_at) }),
+    ...(row.mcp_tools !== null && { mcpTools: JSON.parse(row.mcp_tools) as string[] }),
   };
 }
 
@@ -174,6 +181,7 @@ export class KnexKeyStore implements KeyStore {
     // New limits replace the old ones whole: a limit left out is no longer the key's own.
     if (update.limits !== undefined) Object.assign(columns, limitColumns(update.limits));
     if (update.name !== undefined) columns.name = update.name;
+    if (update.mcpTools !== undefined) columns.mcp_tools = mcpToolsColumn(update.mcpTools);
     if (Object.keys(columns).length > 0) await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).where({ id }).update(columns));
     return this.get(id);
   }
@@ -198,8 +206,8 @@ export class KnexKeyStore implements KeyStore {
         return { outcome: row.replaced_by === null ? 'not_active' : 'replaced' };
       }
       const old = toRecord(row as KeyRow);
-      const { account, scopes, models, expiresAt, limits, name } = old;
-      const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
+      const { account, scopes, models, expiresAt, limits, name, mcpTools } = old;
+      const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(mcpTools && { mcpTools }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
       const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, now), id: replacementId, replaces: id, originalId: old.originalId ?? id };
       await trx<KeyRow>(TABLE).insert(toRow(replacement));
       old.expiresAt = wholeSeconds(expiresAt === null ? rotation.graceEndsAt : Math.min(expiresAt, rotation.graceEndsAt));

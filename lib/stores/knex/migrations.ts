@@ -294,6 +294,44 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTable('kmg_admin_users');
     },
   },
+  {
+    name: '20261206_mcp',
+    async up(knex) {
+      // A key's MCP grant: a JSON array of globs over {server}/{tool}; null: none.
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.text('mcp_tools');
+      });
+      // An account's MCP grant (KnexMcpGrantStore): a key's grant is the intersection with it.
+      await knex.schema.createTable('kmg_mcp_account_grants', (table) => {
+        table.string('account', 255).primary();
+        table.text('tools').notNullable(); // JSON array of globs
+      });
+      // One row per MCP tools/call (KnexMcpCallStore): usage, not an audit row.
+      await knex.schema.createTable('kmg_mcp_calls', (table) => {
+        table.bigIncrements('seq').primary();
+        table.bigInteger('time').notNullable(); // Unix ms
+        table.string('request_id', 64).notNullable();
+        table.string('key_id', 64).notNullable();
+        table.string('account', 255).notNullable();
+        table.string('server', 64).notNullable();
+        table.string('tool', 128).notNullable();
+        table.string('outcome', 16).notNullable();
+        table.integer('duration_ms').notNullable();
+        table.bigInteger('request_bytes').notNullable();
+        table.bigInteger('response_bytes').notNullable();
+        table.index(['account', 'time']);
+        table.index(['key_id', 'time']);
+        table.index(['time']);
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('kmg_mcp_calls');
+      await knex.schema.dropTable('kmg_mcp_account_grants');
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumn('mcp_tools');
+      });
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {

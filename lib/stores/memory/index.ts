@@ -14,3 +14,5 @@ export { MemoryAuditStore } from './audit-store.js';
 export { MemoryCreationLimiter } from './creation-limiter.js';
 export { MemoryModelLimiter, type MemoryModelLimiterOptions } from '../../quota/memory-model-limiter.js';
 export { MemoryCooldownStore } from '../../models/routing/cooldown-store.js';
+export { MemoryMcpGrantStore } from '../../mcp/grant-store.js';
+export { MemoryMcpCallStore } from '../../mcp/call-store.js';
