@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { modelPriceSchema } from '../cost/price.js';
 import { nonEmptyString, nonNegativeInteger, parseOptions, positiveInteger, settingsObject } from '../settings/schemas.js';
 import { isObject } from './content.js';
-import type { Provider, ProviderEndpoint } from './provider.js';
+import type { Provider } from './provider.js';
+
+/** Which endpoints a catalog model serves: the chat endpoints, or `/v1/embeddings`. */
+export const MODEL_TYPES = ['chat', 'embeddings'] as const;
 
 /**
  * One deployment of a catalog model: the `id` of a provider, the name sent to it (`upstreamModel`;
@@ -27,7 +30,8 @@ export const deploymentSchema = settingsObject({
  * `display_name` (shown in Anthropic's shape of the models; default: `id`), `price` (USD per
  * million tokens, `{ input, output, cacheRead?, cacheWrite? }`: what its calls cost; default: none,
  * which `priceCatalog()` looks up in a price table for `upstreamModel` under `provider`, the
- * first deployment's for a model of `deployments`, and costs 0 if not found).
+ * first deployment's for a model of `deployments`, and costs 0 if not found), `type` (`"chat"`:
+ * served by the chat endpoints, the default; `"embeddings"`: by `/v1/embeddings` only).
  * Resolved, `provider` and `upstreamModel` are those of the first deployment.
  * @example const model = catalogModelSchema.parse({ id: 'gpt-4.1-mini', provider: 'openai', price: { input: 0.4, output: 1.6, cacheRead: 0.1 } })
  * @example const smart = catalogModelSchema.parse({ id: 'smart', deployments: [{ provider: 'openai-east', upstreamModel: 'gpt-4.1', weight: 3 }, { provider: 'openai-west', upstreamModel: 'gpt-4.1' }], fallbacks: ['claude'] })
@@ -42,6 +46,7 @@ export const catalogModelSchema = settingsObject({
   owned_by: nonEmptyString.optional(),
   display_name: nonEmptyString.optional(),
   price: modelPriceSchema.optional(),
+  type: z.enum(MODEL_TYPES, { error: "must be 'chat' or 'embeddings'" }).optional(),
 })
   .superRefine((model, ctx) => {
     if (model.deployments === undefined && model.provider === undefined) ctx.addIssue({ code: 'custom', path: ['provider'], message: 'must be given (or deployments)' });
@@ -52,7 +57,7 @@ export const catalogModelSchema = settingsObject({
       ctx.addIssue({ code: 'custom', path: ['deployments'], message: 'cannot go with provider or upstreamModel (list them as a deployment)' });
     }
   })
-  .transform(({ provider, upstreamModel, deployments, fallbacks, created, display_name: displayName, ...model }) => {
+  .transform(({ provider, upstreamModel, deployments, fallbacks, created, display_name: displayName, type, ...model }) => {
     const listed = (deployments ?? [{ provider: provider ?? '', upstreamModel }]).map((deployment) => ({
       provider: deployment.provider,
       upstreamModel: deployment.upstreamModel ?? model.id,
@@ -67,6 +72,7 @@ export const catalogModelSchema = settingsObject({
       fallbacks: fallbacks ?? [],
       created: created ?? 0,
       display_name: displayName ?? model.id,
+      type: type ?? 'chat',
     };
   });
 
@@ -115,7 +121,7 @@ export function checkCatalog(
   });
 }
 
-const ENDPOINTS = ['chatCompletions', 'responses', 'messages', 'countTokens'] as const satisfies readonly ProviderEndpoint[];
+const ENDPOINTS = ['chatCompletions', 'responses', 'messages', 'countTokens', 'embeddings', 'embed'] as const satisfies ReadonlyArray<keyof Provider>;
 
 const isProvider = (value: unknown): value is Provider =>
   isObject(value) && typeof value.id === 'string' && value.id !== '' && ENDPOINTS.some((endpoint) => typeof value[endpoint] === 'function');

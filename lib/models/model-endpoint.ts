@@ -120,6 +120,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   const routes = modelRoutes(catalog, providers, format.endpoint);
   const planner: Planner = { routes, routing, nowMs };
   const catalogIds = new Set(routes.keys());
+  const servedType = format.endpoint === 'embeddings' ? 'embeddings' : 'chat';
 
   return async (ctx) => {
     const key = verifiedKey(ctx);
@@ -145,6 +146,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
 
     const route = access === 'allowed' ? routes.get(requested) : undefined;
     if (route === undefined) throw format.modelNotFound(requested);
+    if (route.model.type !== servedType) throw wrongModelType(requested, route.model.type);
     const first = route.legs[0];
     if (first === undefined) throw format.unsupported(requested);
     const headers = forwardedHeaders(ctx, format.forwardHeaders);
@@ -297,6 +299,13 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       if (state.costPicoUsd > 0) void budgets.charge(budget.parties, state.costPicoUsd).catch((err: unknown) => ctx.app.emit('error', err, ctx));
     }
   };
+}
+
+/** A model of the catalog that this endpoint does not serve: a 400 naming it and where it is served. */
+function wrongModelType(model: string, type: 'chat' | 'embeddings'): GatewayError {
+  return type === 'embeddings'
+    ? errors.invalidRequest(`The model '${model}' is an embeddings model: it is served on /v1/embeddings only`)
+    : errors.invalidRequest(`The model '${model}' is not an embeddings model: it is served on the chat endpoints, not /v1/embeddings`);
 }
 
 // Async, so that a limiter that throws at once still ends in the caller's catch.

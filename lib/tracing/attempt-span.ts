@@ -12,6 +12,7 @@ const OPERATIONS: Record<ProviderEndpoint, string> = {
   responses: 'chat',
   messages: 'chat',
   countTokens: 'count_tokens',
+  embeddings: 'embeddings',
 };
 
 const EVENT_STREAM = /^text\/event-stream\b/i;
