@@ -145,6 +145,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
         data: [
           { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'echo' },
           { id: 'echo-2', object: 'model', created: 1_744_000_000, owned_by: 'echo' },
+          { id: 'echo-embed-1', object: 'model', created: 1_744_000_000, owned_by: 'echo' },
         ],
       });
 
@@ -287,7 +288,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
 
     const models = [];
     for await (const model of client.models.list()) models.push(model.id);
-    t.deepEqual(models, ['echo-1', 'echo-2']);
+    t.deepEqual(models, ['echo-1', 'echo-2', 'echo-embed-1']);
 
     const denied = new OpenAI({ apiKey: state.keys.readOnly.key, baseURL: `${state.server.url}/v1`, maxRetries: 0, fetch: checked });
     const forbidden = await t.throwsAsync(denied.files.create({ file: await toFile(pdf, 'x.pdf'), purpose: 'user_data' }), {
