@@ -28,7 +28,7 @@ import { nextLeg, plan, type Planner } from './routing/plan.js';
 import { backoffMs, routingOptions, type RoutingOptions } from './routing/routing-options.js';
 import { DEFAULT_MAX_UPSTREAM_BYTES, UpstreamCall } from './upstream-call.js';
 
-/** Options of `chatCompletions()`, `responses()`, `messages()` and `countTokens()`. */
+/** Options of `chatCompletions()`, `responses()`, `messages()`, `countTokens()` and `embeddings()`. */
 export interface ModelEndpointOptions {
   /** The models clients may ask for. */
   catalog: readonly CatalogModel[];
