@@ -93,7 +93,7 @@ function uniqueIds(ctx: z.RefinementCtx, entries: ReadonlyArray<{ id: string }>,
 /**
  * The rules of a catalog across its entries, for a schema's `superRefine`: model ids unique,
  * provider ids unique, every deployment's provider among the providers, and every fallback another
- * model of the catalog. `keys` names the two lists in the object checked, for the messages.
+ * model of the catalog, of the same type. `keys` names the two lists in the object checked, for the messages.
  * @example settingsObject({ models, providers }).superRefine((value, ctx) => checkCatalog(ctx, value))
  */
 export function checkCatalog(
@@ -104,7 +104,7 @@ export function checkCatalog(
   uniqueIds(ctx, catalog.models, keys.models);
   uniqueIds(ctx, catalog.providers, keys.providers);
   const providerIds = new Set(catalog.providers.map((provider) => provider.id));
-  const modelIds = new Set(catalog.models.map((model) => model.id));
+  const modelTypes = new Map(catalog.models.map((model) => [model.id, model.type]));
   catalog.models.forEach((model, index) => {
     // A model refused by its own schema has no deployments to check.
     if (!Array.isArray(model.deployments) || !Array.isArray(model.fallbacks)) return;
@@ -115,8 +115,11 @@ export function checkCatalog(
       ctx.addIssue({ code: 'custom', path, message: `must name a configured provider ('${deployment.provider}' is not one)` });
     });
     model.fallbacks.forEach((fallback, at) => {
-      if (modelIds.has(fallback) && fallback !== model.id) return;
-      ctx.addIssue({ code: 'custom', path: [keys.models, index, 'fallbacks', at], message: `must name another model of the catalog ('${fallback}' is not one)` });
+      const type = modelTypes.get(fallback);
+      const path = [keys.models, index, 'fallbacks', at];
+      if (type === undefined || fallback === model.id) ctx.addIssue({ code: 'custom', path, message: `must name another model of the catalog ('${fallback}' is not one)` });
+      // A fallback answers the same endpoints: a chat model's is a chat model.
+      else if (type !== model.type) ctx.addIssue({ code: 'custom', path, message: `must name a model of the same type ('${fallback}' is of type ${type})` });
     });
   });
 }

@@ -59,6 +59,7 @@ const badCatalogs: Array<[string, unknown, unknown, string]> = [
   ['a weight that is not a positive integer', [{ id: 'm', deployments: [{ provider: 'p', weight: 0 }] }], [provider], 'catalog[0].deployments[0].weight must be a positive integer'],
   ['no deployments', [{ id: 'm', deployments: [] }], [provider], 'catalog[0].deployments must list at least one deployment'],
   ['a fallback that is no model of the catalog', [{ ...model, fallbacks: ['nope'] }], [provider], "catalog[0].fallbacks[0] must name another model of the catalog ('nope' is not one)"],
+  ['a fallback of another type', [{ ...model, fallbacks: ['e'] }, { id: 'e', provider: 'p', type: 'embeddings' }], [provider], "catalog[0].fallbacks[0] must name a model of the same type ('e' is of type embeddings)"],
   ['a model its own fallback', [{ ...model, fallbacks: ['m'] }], [provider], "catalog[0].fallbacks[0] must name another model of the catalog ('m' is not one)"],
   ['a created time that is not whole seconds', [{ ...model, created: '2024' }], [provider], 'catalog[0].created must be a non-negative integer'],
 ];

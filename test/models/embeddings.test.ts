@@ -1,5 +1,6 @@
 import test from 'ava';
 import { SCOPES } from '../../lib/auth/scopes.js';
+import { MemorySpendLedger, spendBudgets } from '../../lib/cost/budgets.js';
 import { priceCatalog } from '../../lib/cost/price-table.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';
@@ -202,4 +203,29 @@ test('embeddings are metered, priced and limited as model calls', async (t) => {
   const { models, unpriced } = await priceCatalog([small]);
   t.deepEqual(unpriced, [], "the table's input price is enough for an embeddings model");
   t.is(models[0]?.price?.output, 0);
+});
+
+test('embeddings are routed as model calls: a failed deployment is retried on another, then the fallback answers; a spent budget refuses the next call', async (t) => {
+  const failing: Provider = { id: 'failing', embed: async () => Promise.reject(new Error('connection reset')) };
+  const answering: Provider = { id: 'answering', embed: async ({ inputs }) => ({ vectors: inputs.map(() => Float32Array.of(1)), inputTokens: 3 }) };
+  const routed = await modelsApp({
+    catalog: [
+      { id: 'spread', deployments: [{ provider: 'failing' }, { provider: 'failing', upstreamModel: 'other' }], type: 'embeddings', fallbacks: ['backup'] },
+      { id: 'backup', provider: 'answering', type: 'embeddings', price: { input: 1_000_000, output: 0 } },
+    ],
+    providers: [failing, answering],
+    routing: { maxAttempts: 3, sleep: async () => undefined },
+    budgets: spendBudgets({ ledger: new MemorySpendLedger() }),
+  });
+  t.teardown(() => routed.close());
+  const budgeted = await routed.keyFor(undefined, { limits: { costPerDay: 1 } });
+  const send = () => routed.post('/v1/embeddings', { model: 'spread', input: 'a' }, { authorization: `Bearer ${budgeted}` });
+  const answer = await send();
+  t.is(answer.status, 200);
+  t.is(answer.headers.get('x-kmg-attempts'), '3');
+  t.is(answer.headers.get('x-kmg-deployment'), 'answering');
+  t.like(await answer.json(), { model: 'spread', usage: { prompt_tokens: 3 } });
+  // 3 tokens at a million USD per million: 3 USD, over the day's 1.
+  const refused = await until(send, (res) => res.status === 429);
+  t.like(await refused.json(), { error: { code: 'budget_exceeded' } });
 });
