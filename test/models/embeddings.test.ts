@@ -229,3 +229,31 @@ test('embeddings are routed as model calls: a failed deployment is retried on an
   const refused = await until(send, (res) => res.status === 429);
   t.like(await refused.json(), { error: { code: 'budget_exceeded' } });
 });
+
+test('a client that leaves during a batch stops the runs left', async (t) => {
+  let calls = 0;
+  let ended = false;
+  let started!: () => void;
+  const firstRun = new Promise<void>((resolve) => (started = resolve));
+  const slow: Provider = {
+    id: 'slow',
+    embeddingInputsPerCall: 1,
+    embed: async ({ inputs, signal }) => {
+      calls++;
+      started();
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      ended = true;
+      return { vectors: inputs.map(() => Float32Array.of(1)), inputTokens: 1 };
+    },
+  };
+  const app = await modelsApp({ catalog: [{ id: 'slow-embed', provider: 'slow', type: 'embeddings' }], providers: [slow] });
+  t.teardown(() => app.close());
+  const leaving = new AbortController();
+  const sent = app.post('/v1/embeddings', { model: 'slow-embed', input: ['a', 'b', 'c'] }, { authorization: `Bearer ${await app.keyFor()}` }, leaving.signal);
+  await firstRun;
+  leaving.abort();
+  await sent.catch(() => undefined);
+  await until(async () => ended, (done) => done);
+  await new Promise((resolve) => setImmediate(resolve));
+  t.is(calls, 1);
+});

@@ -57,6 +57,8 @@ export function embeddingsSender(provider: Provider): ((request: ProviderRequest
     const dimensions = body.dimensions as number | undefined;
     const answers: EmbedAnswer[] = [];
     for (const inputs of runs(embeddingInputs(body.input), perCall)) {
+      // A client gone, or an upstream too slow, stops the runs left.
+      signal.throwIfAborted();
       const answer = await embed({ model: body.model as string, inputs, dimensions, signal, traceHeaders });
       if (answer.vectors.length !== inputs.length) throw new Error(`the provider's embed() answered ${answer.vectors.length} vectors for ${inputs.length} inputs`);
       answers.push(answer);
