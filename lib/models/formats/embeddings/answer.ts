@@ -81,6 +81,8 @@ async function joinAnswers(send: (request: ProviderRequest) => Promise<ProviderA
   const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
   let model: unknown = request.body.model;
   for (const input of inputRuns) {
+    // A client gone, or an upstream too slow, stops the runs left.
+    request.signal.throwIfAborted();
     const answer = providerAnswer(await send(withBody(request, { ...request.body, input })));
     // A refusal or a failure is answered as a native call's is.
     if (answer.statusCode < 200 || answer.statusCode > 299) return answer;
