@@ -2,6 +2,8 @@ import test from 'ava';
 import { SCOPES } from '../../lib/auth/scopes.js';
 import { MemorySpendLedger, spendBudgets } from '../../lib/cost/budgets.js';
 import { priceCatalog } from '../../lib/cost/price-table.js';
+import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';
 import type { EmbedRequest, Provider } from '../../lib/models/provider.js';
@@ -36,6 +38,8 @@ const CATALOG: CatalogModel[] = [
   { id: 'openai-embed-split', provider: 'openai-split', upstreamModel: 'text-embedding-3-small', type: 'embeddings' },
   { id: 'neutral-embed', provider: 'neutral', upstreamModel: 'neutral-upstream', type: 'embeddings' },
 ];
+// Limits and budgets count on a clock that stands still: no test straddles two minutes or days.
+const STILL_CLOCK = testClock('2030-01-15T12:00:30.000Z').nowMs;
 const records: UsageRecord[] = [];
 const metrics = createGatewayMetrics();
 const gateway = await modelsApp({
@@ -43,6 +47,7 @@ const gateway = await modelsApp({
   providers: [echoProvider({ id: 'echo' }), openai, { ...openai, id: 'openai-split', embeddingInputsPerCall: 2 }, neutral],
   usageRecorder: { record: (record) => void records.push(record) },
   metrics,
+  modelLimiter: new MemoryModelLimiter({ nowMs: STILL_CLOCK }),
 });
 test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
 
@@ -215,7 +220,7 @@ test('embeddings are routed as model calls: a failed deployment is retried on an
     ],
     providers: [failing, answering],
     routing: { maxAttempts: 3, sleep: async () => undefined },
-    budgets: spendBudgets({ ledger: new MemorySpendLedger() }),
+    budgets: spendBudgets({ ledger: new MemorySpendLedger({ nowMs: STILL_CLOCK }) }),
   });
   t.teardown(() => routed.close());
   const budgeted = await routed.keyFor(undefined, { limits: { costPerDay: 1 } });
@@ -256,4 +261,17 @@ test('a client that leaves during a batch stops the runs left', async (t) => {
   await until(async () => ended, (done) => done);
   await new Promise((resolve) => setImmediate(resolve));
   t.is(calls, 1);
+});
+
+test('the checks come in the order decisions.md gives: 403 before 400 before 404 before 429', async (t) => {
+  const bad = { input: [] };
+  const noScope = await gateway.keyFor(SCOPES.filter((scope) => scope !== 'embeddings:create'));
+  t.is((await embed({ model: 'nope', ...bad }, noScope)).status, 403);
+  t.is((await embed({ model: 'echo-embed', ...bad }, await gateway.keyFor(undefined, { models: ['echo-chat'] }))).status, 403);
+  t.is((await embed({ model: 'nope', ...bad })).status, 400);
+  const spent = await gateway.keyFor(undefined, { limits: { requestsPerMinute: 1 } });
+  t.is((await embed({ model: 'echo-embed', input: 'a' }, spent)).status, 200);
+  t.is((await embed({ model: 'nope', input: 'a' }, spent)).status, 404);
+  t.is((await embed({ model: 'echo-chat', input: 'a' }, spent)).status, 400);
+  t.is((await embed({ model: 'echo-embed', input: 'a' }, spent)).status, 429);
 });
