@@ -1,7 +1,8 @@
 /**
  * Proxy: what a gateway adds to a model call (issues 18 and 34), measured as an outsider measures
  * it. A mock provider (bench/servers/mock-upstream.ts, on the load core) answers Chat Completions,
- * Messages and the Responses API; in front of it, in one run, interleaved round by round: nothing
+ * Messages, the Responses API and embeddings (BENCH_PROXY_ROUTES=embeddings: a native call, never
+ * streamed); in front of it, in one run, interleaved round by round: nothing
  * (straight to the mock), the floor (bare Koa + one undici Pool that parses the request and the
  * answer and rewrites `model` in both, piping event streams), and the reference server started as
  * a user starts it (`node dist/reference-server/cli.js serve`, LOG_LEVEL=info to a pipe, the
@@ -52,13 +53,14 @@ const SOCKET_CHUNK_BYTES = 65_536;
 const RPM = 1_000_000_000;
 const TPM = 1_000_000_000_000;
 
-type RouteName = 'chat' | 'messages' | 'translated' | 'responses';
+type RouteName = 'chat' | 'messages' | 'translated' | 'responses' | 'embeddings';
 
 interface Route {
   name: RouteName;
   path: string;
   json: Buffer;
-  stream: Buffer;
+  /** Undefined for an endpoint that never streams (embeddings). */
+  stream: Buffer | undefined;
   /** Matches one text delta of the stream, however a gateway re-serialises it. */
   delta: RegExp;
   /** The format the client speaks: its SDK's headers, and Portkey's provider. */
@@ -67,8 +69,9 @@ interface Route {
   translated: boolean;
 }
 
-function route(name: RouteName, path: string, body: Record<string, unknown>, delta: RegExp, provider: Route['provider'], translated = false): Route {
-  return { name, path, json: Buffer.from(JSON.stringify(body)), stream: Buffer.from(JSON.stringify({ ...body, stream: true })), delta, provider, translated };
+function route(name: RouteName, path: string, body: Record<string, unknown>, delta: RegExp, provider: Route['provider'], translated = false, streams = true): Route {
+  const stream = streams ? Buffer.from(JSON.stringify({ ...body, stream: true })) : undefined;
+  return { name, path, json: Buffer.from(JSON.stringify(body)), stream, delta, provider, translated };
 }
 
 const SAY_HELLO = [{ role: 'user', content: 'Say hello.' }];
@@ -80,10 +83,12 @@ const ROUTES: Route[] = [
   // Chat Completions as it is: it is there to be compared with the native call of the same case.
   route('translated', '/v1/chat/completions', { model: 'bench-claude', messages: SAY_HELLO, max_tokens: 16 }, CHAT_DELTA, 'openai', true),
   route('responses', '/v1/responses', { model: 'bench-gpt', input: 'Say hello.', max_output_tokens: 16 }, /"delta":\s*"tok"/g, 'openai'),
+  // As the openai SDK asks by default: base64. Passed through natively; never streamed.
+  route('embeddings', '/v1/embeddings', { model: 'bench-embed', input: 'Say hello.', encoding_format: 'base64' }, /$^/g, 'openai', false, false),
 ];
-const DEFAULT_ROUTES: RouteName[] = ['chat', 'messages', 'translated'];
+const DEFAULT_ROUTES: RouteName[] = ['chat', 'messages', 'translated', 'embeddings'];
 /** Catalog id → the mock's model name: the reference server's catalog and the floor's rewrite. */
-const UPSTREAM_MODELS = { 'bench-gpt': 'mock-gpt', 'bench-claude': 'mock-claude' };
+const UPSTREAM_MODELS = { 'bench-gpt': 'mock-gpt', 'bench-claude': 'mock-claude', 'bench-embed': 'mock-embed' };
 
 /** The names a comma-separated variable lists (`defaults` when unset), refusing unknown ones. */
 function chosen<T extends string>(variable: string, all: readonly T[], defaults: readonly T[] = all): T[] {
@@ -164,6 +169,7 @@ function catalogConfig(mock: Service) {
     models: [
       { id: 'bench-gpt', provider: 'mock-openai', upstreamModel: UPSTREAM_MODELS['bench-gpt'] },
       { id: 'bench-claude', provider: 'mock-anthropic', upstreamModel: UPSTREAM_MODELS['bench-claude'] },
+      { id: 'bench-embed', provider: 'mock-openai', upstreamModel: UPSTREAM_MODELS['bench-embed'], type: 'embeddings' },
     ],
   };
 }
@@ -346,13 +352,14 @@ async function probe(c: Case, routes: Route[], notes: string[]): Promise<void> {
         continue;
       }
       c.answers.add(r.name);
+      if (r.stream === undefined) continue;
       const streamed = await call(client, r.path, c.headers(r), r.stream);
       const relayed = deltas(r, streamed.text);
       if (streamed.status === 200 && relayed === STREAM_EVENTS) c.streams.add(r.name);
       else notes.push(`${c.name}: ${r.path} streams left out: ${streamed.status}, ${relayed} of ${STREAM_EVENTS} deltas relayed ${streamed.text.slice(0, 160)}`);
     }
   });
-  if (c.kind === 'direct' && c.streams.size < routes.length) throw new Error(`bench: the mock upstream does not answer as it should: ${notes.join('; ')}`);
+  if (c.kind === 'direct' && c.streams.size < routes.filter((r) => r.stream !== undefined).length) throw new Error(`bench: the mock upstream does not answer as it should: ${notes.join('; ')}`);
 }
 
 /** Requests one at a time over one keep-alive connection: latency percentiles (ms), and when. */
@@ -390,17 +397,24 @@ async function ownTimes(c: Case, r: Route, runs: Figures[]): Promise<void> {
   }
 }
 
+/** The streamed body of an endpoint that streams. */
+function streamBody(r: Route): Buffer {
+  if (r.stream === undefined) throw new Error(`bench: ${r.path} never streams`);
+  return r.stream;
+}
+
 /** 1,000-event streams one at a time over one keep-alive connection: first byte, last byte, server CPU per stream. */
 function relay(c: Case, r: Route): Promise<StreamFigures & { failures: number }> {
   return connected(c, async (client) => {
     const headers = c.headers(r);
-    await call(client, r.path, headers, r.stream);
+    const stream = streamBody(r);
+    await call(client, r.path, headers, stream);
     const firstBytes: number[] = [];
     const totals: number[] = [];
     let failures = 0;
     const cpuBefore = cpuMicros(c.service.pid);
     for (let index = 0; index < STREAMS; index++) {
-      const answer = await call(client, r.path, headers, r.stream);
+      const answer = await call(client, r.path, headers, stream);
       if (answer.status !== 200 || deltas(r, answer.text) !== STREAM_EVENTS) failures++;
       firstBytes.push(answer.firstByteMs);
       totals.push(answer.totalMs);
@@ -420,7 +434,7 @@ async function holdStreams(c: Case, r: Route, mock: Service): Promise<Held> {
   setMaxListeners(HELD_STREAMS + 1, signal);
   const ends: Promise<unknown>[] = [];
   const open = async () => {
-    const { statusCode, body } = await pool.request({ path: r.path, method: 'POST', headers: c.headers(r), body: r.stream, signal });
+    const { statusCode, body } = await pool.request({ path: r.path, method: 'POST', headers: c.headers(r), body: streamBody(r), signal });
     const firstEvent = new Promise((resolve, reject) => {
       body.once('data', resolve);
       body.once('error', reject);

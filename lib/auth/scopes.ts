@@ -10,6 +10,7 @@ export const SCOPES = [
   'files:write',
   'files:read',
   'files:delete',
+  'embeddings:create',
   'mcp:call',
 ] as const;
 

@@ -10,6 +10,7 @@ interface PricedModel {
   upstreamModel?: string | undefined;
   deployments?: ReadonlyArray<{ provider: string; upstreamModel?: string | undefined }> | undefined;
   price?: { input: number; output: number; cacheRead?: number | undefined; cacheWrite?: number | undefined } | undefined;
+  type?: 'chat' | 'embeddings' | undefined;
 }
 
 /** What `priceCatalog()` answers. */
@@ -36,7 +37,8 @@ function tablePrice(value: unknown): number | undefined {
  * upstream model name, under the provider of the same id if the table has it (`openai`,
  * `anthropic`, ...), else under whichever provider the table matches the name to. A model listed
  * by its `deployments` is looked up by its first deployment's (its `upstreamModel`, default the
- * model's `id`, under its `provider`), as the catalog resolves it. Models found in neither are
+ * model's `id`, under its `provider`), as the catalog resolves it; a model of `type: "embeddings"`
+ * needs only an input price (its output costs 0). Models found in neither are
  * listed in `unpriced`: their calls cost 0. Call it once, at start-up: the table is loaded then,
  * never on the way of a request.
  * @example
@@ -57,7 +59,8 @@ export async function priceCatalog<Model extends PricedModel>(catalog: readonly 
     const usage = { input_tokens: 0, output_tokens: 0 };
     const found = (provider === undefined ? null : table.calcPrice(usage, name, { providerId: provider })) ?? table.calcPrice(usage, name);
     const input = tablePrice(found?.model_price[TABLE_KEYS.input]);
-    const output = tablePrice(found?.model_price[TABLE_KEYS.output]);
+    // An embeddings model has no output, and the table no output price for it.
+    const output = tablePrice(found?.model_price[TABLE_KEYS.output]) ?? (model.type === 'embeddings' ? 0 : undefined);
     if (found === null || input === undefined || output === undefined) {
       unpriced.push(model.id);
       return model;

@@ -29,7 +29,7 @@ import { nextLeg, plan, type Planner } from './routing/plan.js';
 import { backoffMs, routingOptions, type RoutingOptions } from './routing/routing-options.js';
 import { DEFAULT_MAX_UPSTREAM_BYTES, UpstreamCall } from './upstream-call.js';
 
-/** Options of `chatCompletions()`, `responses()`, `messages()` and `countTokens()`. */
+/** Options of `chatCompletions()`, `responses()`, `messages()`, `countTokens()` and `embeddings()`. */
 export interface ModelEndpointOptions {
   /** The models clients may ask for. */
   catalog: readonly CatalogModel[];
@@ -121,6 +121,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   const routes = modelRoutes(catalog, providers, format.endpoint);
   const planner: Planner = { routes, routing, nowMs };
   const catalogIds = new Set(routes.keys());
+  const servedType = format.endpoint === 'embeddings' ? 'embeddings' : 'chat';
 
   return async (ctx) => {
     const key = verifiedKey(ctx);
@@ -146,6 +147,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
 
     const route = access === 'allowed' ? routes.get(requested) : undefined;
     if (route === undefined) throw format.modelNotFound(requested);
+    if (route.model.type !== servedType) throw wrongModelType(requested, route.model.type);
     const first = route.legs[0];
     if (first === undefined) throw format.unsupported(requested);
     const headers = forwardedHeaders(ctx, format.forwardHeaders);
@@ -314,6 +316,13 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       if (state.costPicoUsd > 0) void budgets.charge(budget.parties, state.costPicoUsd).catch((err: unknown) => ctx.app.emit('error', err, ctx));
     }
   };
+}
+
+/** A model of the catalog that this endpoint does not serve: a 400 naming it and where it is served. */
+function wrongModelType(model: string, type: 'chat' | 'embeddings'): GatewayError {
+  return type === 'embeddings'
+    ? errors.invalidRequest(`The model '${model}' is an embeddings model: it is served on /v1/embeddings only`)
+    : errors.invalidRequest(`The model '${model}' is not an embeddings model: it is served on the chat endpoints, not /v1/embeddings`);
 }
 
 // Async, so that a limiter that throws at once still ends in the caller's catch.

@@ -17,6 +17,7 @@ export const UPSTREAM_PATHS: Readonly<Record<ProviderEndpoint, string>> = {
   responses: '/v1/responses',
   messages: '/v1/messages',
   countTokens: '/v1/messages/count_tokens',
+  embeddings: '/v1/embeddings',
 };
 
 /**

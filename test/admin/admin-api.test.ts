@@ -130,7 +130,7 @@ test('POST /keys: 201 with the secret this once; it works at once, is stored as 
   const created = await createKey({ account: 'secret-once' });
   t.regex(created.key, new RegExp(`^${prefix}_sk_[A-Za-z0-9_-]{43}$`));
   t.like(created, { object: 'api_key', account: 'secret-once', status: 'active', models: null, limits: null, expires_at: null, revoked_at: null });
-  t.deepEqual(created.scopes, ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'mcp:call']);
+  t.deepEqual(created.scopes, ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'embeddings:create', 'mcp:call']);
   t.is((await models(created.key)).status, 200);
 
   const stored = await app.deployment.knex('kmg_api_keys').where({ id: created.id }).first();
@@ -212,7 +212,7 @@ test("a key's MCP grant: none by default, set on creation, replaced by PATCH, []
 
 test('PATCH changes scopes, models, limits and expiry; the key obeys at once, and null clears', async (t) => {
   const { id, key } = await createKey({ account: 'patched' });
-  t.deepEqual((await models(key)).ids, ['echo-1', 'echo-2']);
+  t.deepEqual((await models(key)).ids, ['echo-1', 'echo-2', 'echo-embed-1']);
   const expiresAt = Math.floor(Date.now() / 1000) + 86_400;
   const patched = await admin('PATCH', `/keys/${id}`, { models: ['echo-2'], limits: { requests_per_minute: 30 }, expires_at: expiresAt });
   t.is(patched.status, 200);
@@ -227,7 +227,7 @@ test('PATCH changes scopes, models, limits and expiry; the key obeys at once, an
   t.is((await models(key)).status, 403);
   const cleared = await admin('PATCH', `/keys/${id}`, { scopes: ['models:read'], models: null, limits: null, expires_at: null });
   t.like(await cleared.json(), { models: null, limits: null, expires_at: null });
-  t.deepEqual((await models(key)).ids, ['echo-1', 'echo-2']);
+  t.deepEqual((await models(key)).ids, ['echo-1', 'echo-2', 'echo-embed-1']);
   t.is((await admin('PATCH', '/keys/key_doesnotexist', { scopes: ['models:read'] })).status, 404);
 });
 
@@ -347,8 +347,8 @@ test('every change is logged with the admin token id and the request id', async 
 test('GET /catalog: the scopes and models a key may be given, and the prefix of keys', async (t) => {
   t.deepEqual(await (await admin('GET', '/catalog')).json(), {
     object: 'catalog',
-    scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'mcp:call'],
-    models: ['echo-1', 'echo-2'],
+    scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'embeddings:create', 'mcp:call'],
+    models: ['echo-1', 'echo-2', 'echo-embed-1'],
     key_prefix: 'kmg',
   });
 });

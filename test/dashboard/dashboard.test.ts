@@ -286,7 +286,7 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
 
   // The key works from the openai SDK, and a stored string is shown as text, never as markup.
   const openai = new OpenAI({ apiKey: key, baseURL: `${app.url}/v1`, maxRetries: 0 });
-  t.deepEqual((await openai.models.list()).data.map((model) => model.id), ['echo-1', 'echo-2']);
+  t.deepEqual((await openai.models.list()).data.map((model) => model.id), ['echo-1', 'echo-2', 'echo-embed-1']);
   await openai.files.create({ file: await toFile(makePdf(2), 'report.pdf', { type: 'application/pdf' }), purpose: 'user_data' });
   const completion = await openai.chat.completions.create({ model: 'echo-1', messages: [{ role: 'user', content: 'Count these five words' }] });
   await openai.chat.completions.create({ model: 'echo-2', messages: [{ role: 'user', content: 'And these three' }] });

@@ -145,6 +145,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
         data: [
           { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'echo' },
           { id: 'echo-2', object: 'model', created: 1_744_000_000, owned_by: 'echo' },
+          { id: 'echo-embed-1', object: 'model', created: 1_744_000_000, owned_by: 'echo' },
         ],
       });
 
@@ -192,10 +193,24 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     t.is((await post('/v1/chat/completions', { model: 'echo-1' })).status, 400);
     t.is((await post('/v1/messages', { model: 'echo-1', messages: hi })).status, 400);
     t.is((await post('/v1/responses', { model: 'echo-1', input: 5 })).status, 400);
+    t.is((await post('/v1/embeddings', { model: 'echo-embed-1', input: [] })).status, 400);
     const answered = await post('/v1/chat/completions', { model: 'echo-1', messages: hi });
     t.is(answered.status, 200);
     // Counted on this deployment's limiter (Redis with REDIS_URL): the first request of the key's minute.
     t.is(answered.headers.get('x-ratelimit-remaining-requests'), '999');
+    const embedded = await post('/v1/embeddings', { model: 'echo-embed-1', input: 'hi' });
+    t.is(embedded.status, 200);
+    t.is(embedded.headers.get('x-ratelimit-remaining-requests'), '998', 'an embeddings call counts as a model call');
+  });
+
+  test(`${name}: embeddings through the openai SDK, its default base64 and floats alike`, async (t) => {
+    const client = new OpenAI({ apiKey: state.keys.all.key, baseURL: `${state.server.url}/v1`, maxRetries: 0, fetch: checked });
+    const input = ['one two three', 'four five'];
+    const decoded = await client.embeddings.create({ model: 'echo-embed-1', input });
+    t.like(decoded, { object: 'list', model: 'echo-embed-1', usage: { prompt_tokens: 5, total_tokens: 5 } });
+    t.deepEqual((await client.embeddings.create({ model: 'echo-embed-1', input, encoding_format: 'float' })).data, decoded.data);
+    const chat = await t.throwsAsync(client.chat.completions.create({ model: 'echo-embed-1', messages: [{ role: 'user', content: 'hi' }] }), { instanceOf: OpenAI.BadRequestError });
+    t.regex(chat?.message ?? '', /'echo-embed-1' is an embeddings model/);
   });
 
   test(`${name}: the Responses API, models by id in both shapes, and Messages token counts`, async (t) => {
@@ -287,7 +302,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
 
     const models = [];
     for await (const model of client.models.list()) models.push(model.id);
-    t.deepEqual(models, ['echo-1', 'echo-2']);
+    t.deepEqual(models, ['echo-1', 'echo-2', 'echo-embed-1']);
 
     const denied = new OpenAI({ apiKey: state.keys.readOnly.key, baseURL: `${state.server.url}/v1`, maxRetries: 0, fetch: checked });
     const forbidden = await t.throwsAsync(denied.files.create({ file: await toFile(pdf, 'x.pdf'), purpose: 'user_data' }), {

@@ -34,7 +34,7 @@ test('the defaults: 127.0.0.1:8080, everything under ./data, SQLite, limits in m
   t.deepEqual(config.gateway.providers, [{ id: 'echo', kind: 'echo' }]);
   t.deepEqual(
     config.gateway.models.map((model) => model.id),
-    ['echo-1', 'echo-2'],
+    ['echo-1', 'echo-2', 'echo-embed-1'],
   );
   t.true(config.gateway.sweep.intervalSeconds > 0, 'the sweep is on by default');
 });
@@ -94,7 +94,7 @@ test('METRICS_PORT: unset, no metrics listener; a port, or 0 for any free one', 
 
 test('a file that gives only models can use the built-in echo provider', (t) => {
   const config = parseGatewayConfig({ models: [{ id: 'my-echo', provider: 'echo' }] }, 'test');
-  t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', deployments: [{ provider: 'echo', upstreamModel: 'my-echo', weight: 1 }], fallbacks: [], created: 0, display_name: 'my-echo' }]);
+  t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', deployments: [{ provider: 'echo', upstreamModel: 'my-echo', weight: 1 }], fallbacks: [], created: 0, display_name: 'my-echo', type: 'chat' }]);
   t.deepEqual(configuredProviders({ gateway: config, env: {}, providerKinds: providerRegistry }).map((provider) => provider.id), ['echo']);
 });
 

@@ -13,7 +13,7 @@ import type { Part, Request, StreamPart, Usage } from './neutral.js';
 import { responsesFormat } from './responses/index.js';
 import { checkToolChoice, type ReadRequest, type WireFormat } from './wire-format.js';
 
-type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens'>;
+type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens' | 'embeddings'>;
 
 const FORMATS: Readonly<Record<FormatEndpoint, WireFormat>> = {
   chatCompletions: chatCompletionsFormat,
@@ -65,6 +65,8 @@ const EVENT_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8' };
  */
 export function translation(client: ProviderEndpoint, provider: Provider): Translation | undefined {
   if (client === 'countTokens') return estimate(provider);
+  // Embeddings have no other format: a provider has them (embeddingsSender()) or not.
+  if (client === 'embeddings') return undefined;
   const from = FORMATS[client];
   for (const target of TARGETS[client]) {
     const method = provider[target];
@@ -125,7 +127,7 @@ function tokenUsage(usage: Usage): TokenUsage {
  * `request` with another body. One made by `UpstreamCall.request()` is made again by its call,
  * so that its signal stays unmade until a provider reads it: spreading it would make it.
  */
-function withBody(request: ProviderRequest, body: JsonObject): ProviderRequest {
+export function withBody(request: ProviderRequest, body: JsonObject): ProviderRequest {
   const call = (request as Partial<CallRequest>)[UPSTREAM_CALL];
   return call ? call.request(body, request.headers) : { ...request, body };
 }
@@ -283,7 +285,7 @@ export function estimateInputTokens(request: Request): number {
  * a token.
  */
 export function estimateCallInputTokens(endpoint: ProviderEndpoint, body: JsonObject): number {
-  if (endpoint !== 'countTokens') {
+  if (endpoint !== 'countTokens' && endpoint !== 'embeddings') {
     // Read as if translated to its first target: a reader knows the classes of its fields only there.
     const target = FORMATS[TARGETS[endpoint][0] as FormatEndpoint].name;
     try {
