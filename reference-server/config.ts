@@ -99,6 +99,13 @@ const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
    * bytes (the model handlers' `maxUpstreamBytes`): one over it is a 502 naming the limit. Default 33,554,432 (32 MiB).
    */
   upstreamMaxBytes: positiveInteger.optional(),
+  /** How calls reserve their maximum cost against budgets (`SpendBudgetsOptions` of the library). */
+  budgets: settingsObject({
+    /** How long a call's reservation holds at most, in seconds: an instance that dies holds its calls' reservations no longer. Default 900. */
+    reservationTtlSeconds: positiveInteger.max(86_400, { error: 'must be a whole number of seconds from 1 to 86,400' }).default(900),
+    /** The output tokens reserved for a call that names no maximum. Default 4096. */
+    defaultMaxOutputTokens: positiveInteger.default(4096),
+  }).prefault({}),
   sweep: settingsObject({
     /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
     intervalSeconds: timerSeconds.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),

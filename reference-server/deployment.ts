@@ -358,7 +358,12 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     modelLimiter: await modelLimiter(redis, nowMs),
     cooldowns: await cooldownStore(redis),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
-    budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore, usage, stores.keys), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
+    budgets: spendBudgets({
+      ledger: await spendLedger(redis, nowMs, stores.usageStore, usage, stores.keys),
+      accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }),
+      reservationTtlMs: config.gateway.budgets.reservationTtlSeconds * 1000,
+      defaultMaxOutputTokens: config.gateway.budgets.defaultMaxOutputTokens,
+    }),
     usageRecorder: usage,
     keyUses,
     metrics: await openMetrics(config),

@@ -173,7 +173,9 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
 
     const limits: ModelLimits = { ...modelLimits, ...key.limits };
     // Before the rate limits: a call the budget refuses counts no request.
-    const budget = await budgets.check(key, limits, maxCallCost(dearest(route), body, requestBytes(ctx, body) + files.reduce((sum, file) => sum + file.bytes, 0), budgets.defaultMaxOutputTokens));
+    // A count of tokens generates nothing and costs nothing: it reserves nothing either.
+    const maxCost = format.endpoint === 'countTokens' ? 0 : maxCallCost(dearest(route), body, requestBytes(ctx, body) + files.reduce((sum, file) => sum + file.bytes, 0), budgets.defaultMaxOutputTokens);
+    const budget = await budgets.check(key, limits, maxCost);
     if (budget.refusal) {
       state.limitedBy = 'budget';
       throw budget.refusal;
