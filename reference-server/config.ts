@@ -105,6 +105,8 @@ const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
     reservationTtlSeconds: positiveInteger.max(86_400, { error: 'must be a whole number of seconds from 1 to 86,400' }).default(900),
     /** The output tokens reserved for a call that names no maximum. Default 4096. */
     defaultMaxOutputTokens: positiveInteger.default(4096),
+    /** Whether a call to a model with no known price is refused (400 `model_unpriced`) when its key or account has a budget. Default false. */
+    refuseUnpriced: z.boolean({ error: 'must be true or false' }).default(false),
   }).prefault({}),
   sweep: settingsObject({
     /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */

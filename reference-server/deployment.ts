@@ -283,6 +283,12 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   }
 }
 
+/** `metrics`, saying how many models have no known price. */
+function countUnpriced(metrics: ServerMetrics | null, count: number): ServerMetrics | null {
+  metrics?.metrics.unpricedModels(count);
+  return metrics;
+}
+
 /** `openDeployment`'s steps once the providers are made: each adds what it opens to `opened`. */
 async function openServices(config: ServerConfig, logger: Logger, nowMs: () => number, providers: Provider[], opened: Opened): Promise<Deployment> {
   const tracing = await startTracing(config.env, logger);
@@ -363,10 +369,11 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
       accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }),
       reservationTtlMs: config.gateway.budgets.reservationTtlSeconds * 1000,
       defaultMaxOutputTokens: config.gateway.budgets.defaultMaxOutputTokens,
+      refuseUnpriced: config.gateway.budgets.refuseUnpriced,
     }),
     usageRecorder: usage,
     keyUses,
-    metrics: await openMetrics(config),
+    metrics: countUnpriced(await openMetrics(config), unpriced.length),
     tracing,
     providers,
     catalog,

@@ -358,6 +358,11 @@ export interface SpendBudgetsOptions {
    * `max_output_tokens`, `max_completion_tokens`). Default 4096.
    */
   defaultMaxOutputTokens?: number;
+  /**
+   * Whether a call to a model with no known price (whose calls cost 0: `priceCatalog()`'s
+   * `unpriced`) is refused, 400 `model_unpriced`, when its key or account has a budget. Default false.
+   */
+  refuseUnpriced?: boolean;
 }
 
 /** What `SpendBudgets.check()` answers. */
@@ -376,6 +381,8 @@ export interface BudgetCheck {
 export interface SpendBudgets {
   /** The output tokens reserved for a call that names no maximum: `SpendBudgetsOptions.defaultMaxOutputTokens`. */
   readonly defaultMaxOutputTokens: number;
+  /** `SpendBudgetsOptions.refuseUnpriced`. */
+  readonly refuseUnpriced: boolean;
   /**
    * Before the call is forwarded: reserves `maxPicoUsd` (the call's maximum cost: `maxCallCost()`)
    * against the key's and its account's budgets, or refuses when it does not fit one of them.
@@ -404,11 +411,12 @@ const hasBudget = (budget: Budget) => budget.costPerDay !== undefined || budget.
  */
 export function spendBudgets(options: SpendBudgetsOptions): SpendBudgets {
   const { ledger, accounts } = options;
-  const { reservationTtlMs, defaultMaxOutputTokens } = parseOptions(reservationOptions, options, 'spendBudgets()');
+  const { reservationTtlMs, defaultMaxOutputTokens, refuseUnpriced } = parseOptions(reservationOptions, options, 'spendBudgets()');
   if (typeof ledger?.spent !== 'function' || typeof ledger.add !== 'function' || typeof ledger.reserve !== 'function') throw new TypeError('koa-model-gateway: spendBudgets() needs a SpendLedger as `ledger`');
   if (accounts !== undefined && typeof accounts.get !== 'function') throw new TypeError('koa-model-gateway: spendBudgets() `accounts` must have get(account)');
   return {
     defaultMaxOutputTokens,
+    refuseUnpriced,
     async check(key, keyBudget, maxPicoUsd = 0) {
       const parties: BudgetedParty[] = [];
       // A replacement and the key it replaced spend against one budget: a rotation resets no spend.
@@ -439,6 +447,7 @@ const UNFITTING = 2n ** 128n;
 const reservationOptions = z.object({
   reservationTtlMs: timerMs.default(900_000),
   defaultMaxOutputTokens: positiveInteger.default(4096),
+  refuseUnpriced: z.boolean({ error: 'must be true or false' }).default(false),
 });
 
 /** The room left in the tightest of `limits` once `held` more is held on `spend`. */

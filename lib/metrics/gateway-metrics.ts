@@ -42,6 +42,8 @@ export interface GatewayMetrics {
   observeRouting(routing: ObservedRouting): void;
   /** Bytes of a file created by an upload. */
   uploaded(bytes: number): void;
+  /** How many catalog models have no known price (`priceCatalog()`'s `unpriced`): their calls cost 0. */
+  unpricedModels(count: number): void;
 }
 
 // Seconds. HTTP requests include model calls that stream for minutes; the gateway's own share
@@ -69,6 +71,7 @@ const FIRST_BYTE_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
  * | `kmg_deployments_cooling_down` (gauge): deployments cooling down, as this instance's calls found them | |
  * | `kmg_limit_refusals_total` (counter) | `kind` |
  * | `kmg_uploaded_bytes_total` (counter) | |
+ * | `kmg_unpriced_models` (gauge): catalog models with no known price, whose calls cost 0 | |
  *
  * No label ever holds a key or a file name, and only `kmg_cost_usd_total` an account: one series
  * per account and model, for spend by account. Node's process metrics are left out; add
@@ -163,6 +166,7 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
   });
   const uploadedBytes = new Counter({ name: 'kmg_uploaded_bytes_total', help: 'Bytes of files created by uploads', registers });
+  const unpriced = new Gauge({ name: 'kmg_unpriced_models', help: 'Catalog models with no known price: their calls cost 0', registers });
 
   return {
     registry,
@@ -191,6 +195,9 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
     uploaded(bytes) {
       uploadedBytes.inc(bytes);
+    },
+    unpricedModels(count) {
+      unpriced.set(count);
     },
   };
 }

@@ -180,6 +180,11 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       state.limitedBy = 'budget';
       throw budget.refusal;
     }
+    // Nothing a call to an unpriced model spends would count against the budget.
+    if (budgets.refuseUnpriced && budget.parties.length > 0 && route.legs.some((leg) => leg.route.model.price === undefined)) {
+      await budgets.charge(budget.parties, 0, budget.reservation);
+      throw errors.modelUnpriced();
+    }
     if (budget.remainingPicoUsd !== undefined) ctx.res.setHeader('x-kmg-budget-remaining-usd', String(usdOfPico(budget.remainingPicoUsd)));
     // From here the call holds a reservation: however it ends, its cost replaces it.
     try {

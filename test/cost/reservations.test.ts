@@ -4,6 +4,7 @@ import { MemoryAccountBudgetStore } from '../../lib/cost/account-budget-store.js
 import { MemorySpendLedger, spendBudgets, type SpendLedger } from '../../lib/cost/budgets.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';
 import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
+import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { RedisSpendLedger } from '../../lib/stores/redis/spend-ledger.js';
 import { newAccount } from '../../lib/testing/creation-limiter-contract.js';
 import { modelsApp } from '../helpers/models-app.js';
@@ -92,4 +93,25 @@ reservationSuite(test, 'memory', () => {
 reservationSuite(withRedis(test), 'redis', () => {
   const prefix = keyPrefix();
   return async () => new RedisSpendLedger({ client: await client(), keyPrefix: prefix });
+});
+
+test('with refuseUnpriced, a call to a model with no known price is refused where a budget applies, and only there', async (t) => {
+  const accounts = new MemoryAccountBudgetStore();
+  await accounts.set('budgeted', { costPerMonth: 10 });
+  const catalog: CatalogModel[] = [...CATALOG, { id: 'unpriced', provider: 'spender', upstreamModel: 'unknown-1' }];
+  const app = await modelsApp({ catalog, providers: [spender], budgets: spendBudgets({ ledger: new MemorySpendLedger(), accounts, refuseUnpriced: true }) });
+  t.teardown(() => app.close());
+  const call = async (account: string, model: string) => {
+    const answer = await app.post('/v1/chat/completions', { model, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${await app.keyFor(undefined, { account })}` });
+    return { status: answer.status, body: (await answer.json()) as { error?: { code: string } } };
+  };
+  t.like(await call('budgeted', 'unpriced'), { status: 400, body: { error: { code: 'model_unpriced' } } });
+  t.is((await call('budgeted', 'metered')).status, 200);
+  t.is((await call('free', 'unpriced')).status, 200, 'no budget, nothing to protect');
+});
+
+test('the metrics say how many models have no known price', async (t) => {
+  const metrics = createGatewayMetrics();
+  metrics.unpricedModels(2);
+  t.regex(await metrics.registry.metrics(), /^kmg_unpriced_models 2$/m);
 });
