@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { GatewayError } from '../errors/gateway-error.js';
 import { parseOptions, positiveInteger, timerMs } from '../settings/schemas.js';
+import type { AlertClaims, BudgetAlert } from './budget-alerts.js';
 import { secondsUntil, utcDate } from '../quota/clock-windows.js';
 import type { UsageStore } from '../usage/usage-store.js';
 import { picoOfUsd, usdOfPico } from '../picodollars.js';
@@ -14,6 +15,10 @@ import { picoOfUsd, usdOfPico } from '../picodollars.js';
 export interface Budget {
   costPerDay?: number;
   costPerMonth?: number;
+  /** Soft: its spend alerts (`spendBudgets()`'s `alerts`), and never refuses a call. Default false. */
+  costSoft?: boolean;
+  /** The percents of each budget whose crossing sends an alert. Default: `spendBudgets()`'s `alerts.thresholds` (50, 80, 100). */
+  costAlertThresholds?: number[];
 }
 
 /** Spend in one UTC day and month, in picodollars (exact). */
@@ -300,10 +305,13 @@ const PERIODS = [
 
 /** Each party's budgets in picodollars, as `SpendLedger.reserve()` checks them. */
 export function partyLimits(parties: readonly BudgetedParty[]): PartyLimits[] {
+  // A soft budget limits nothing: it is watched for alerts only.
   return parties.map(({ party, budget }) => ({
     party,
-    ...(budget.costPerDay !== undefined && { day: picoOfUsd(budget.costPerDay) }),
-    ...(budget.costPerMonth !== undefined && { month: picoOfUsd(budget.costPerMonth) }),
+    ...(budget.costSoft !== true && {
+      ...(budget.costPerDay !== undefined && { day: picoOfUsd(budget.costPerDay) }),
+      ...(budget.costPerMonth !== undefined && { month: picoOfUsd(budget.costPerMonth) }),
+    }),
   }));
 }
 
@@ -363,6 +371,14 @@ export interface SpendBudgetsOptions {
    * `unpriced`) is refused, 400 `model_unpriced`, when its key or account has a budget. Default false.
    */
   refuseUnpriced?: boolean;
+  /**
+   * Alerts when a call's cost takes a budget's spend past one of its thresholds, once per threshold,
+   * party and period, decided by `claims` (`MemoryAlertClaims`, `RedisAlertClaims`), sent by
+   * `notify` (`webhookNotifier()`): after the charge, never on a call's way. `thresholds`: the
+   * percents of a budget that alert, unless the budget names its own (`costAlertThresholds`).
+   * Default: none.
+   */
+  alerts?: { claims: AlertClaims; notify: (alert: BudgetAlert) => void; thresholds?: number[] };
 }
 
 /** What `SpendBudgets.check()` answers. */
@@ -412,6 +428,10 @@ const hasBudget = (budget: Budget) => budget.costPerDay !== undefined || budget.
 export function spendBudgets(options: SpendBudgetsOptions): SpendBudgets {
   const { ledger, accounts } = options;
   const { reservationTtlMs, defaultMaxOutputTokens, refuseUnpriced } = parseOptions(reservationOptions, options, 'spendBudgets()');
+  if (options.alerts?.thresholds?.some((threshold) => !Number.isSafeInteger(threshold) || threshold <= 0)) throw new TypeError('koa-model-gateway: spendBudgets(): alerts.thresholds must be positive whole percents');
+  const alerts = options.alerts === undefined ? undefined : { ...options.alerts, thresholds: options.alerts.thresholds ?? DEFAULT_ALERT_THRESHOLDS };
+  // The budgets each reservation was made against, until it is charged: what its alerts compare to.
+  const watched = new Map<string, BudgetedParty[]>();
   if (typeof ledger?.spent !== 'function' || typeof ledger.add !== 'function' || typeof ledger.reserve !== 'function') throw new TypeError('koa-model-gateway: spendBudgets() needs a SpendLedger as `ledger`');
   if (accounts !== undefined && typeof accounts.get !== 'function') throw new TypeError('koa-model-gateway: spendBudgets() `accounts` must have get(account)');
   return {
@@ -431,18 +451,46 @@ export function spendBudgets(options: SpendBudgetsOptions): SpendBudgets {
         const refusal = budgetRefusal(parties, spend, at, BigInt(maxPicoUsd)) ?? (budgetRefusal(parties, spend, at, UNFITTING) as GatewayError);
         return { refusal, parties: [] };
       }
-      return { parties: limits.map(({ party }) => party), reservation, remainingPicoUsd: remaining(limits, spend, BigInt(maxPicoUsd)) };
+      if (alerts !== undefined) watched.set(reservation, parties);
+      const left = remaining(limits, spend, BigInt(maxPicoUsd));
+      return { parties: limits.map(({ party }) => party), reservation, ...(left !== undefined && { remainingPicoUsd: left }) };
     },
     async charge(parties, picoUsd, reservation) {
       if (parties.length === 0) return;
       if (picoUsd > 0) await ledger.add(parties, picoUsd);
       // After the cost is counted: in between, the call counts twice (over, never under).
       if (reservation !== undefined) await ledger.release(parties, reservation);
+      const budgeted = reservation === undefined ? undefined : watched.get(reservation);
+      if (reservation !== undefined) watched.delete(reservation);
+      if (alerts !== undefined && budgeted !== undefined && picoUsd > 0) await alert(alerts, ledger, budgeted);
     },
   };
 }
 
 const UNFITTING = 2n ** 128n;
+const DEFAULT_ALERT_THRESHOLDS = [50, 80, 100];
+
+/** Claims and notifies each threshold of `parties`' budgets that their spend has crossed. */
+async function alert(alerts: Required<NonNullable<SpendBudgetsOptions['alerts']>>, ledger: SpendLedger, parties: readonly BudgetedParty[]): Promise<void> {
+  const { at, spend } = await ledger.spent(parties.map(({ party }) => party));
+  const periods = budgetPeriods(at);
+  await Promise.all(
+    parties.flatMap(({ party, who, budget }, index) =>
+      PERIODS.flatMap(({ per, field }) => {
+        const usd = budget[field];
+        const spent = spend[index]?.[per] ?? 0n;
+        if (usd === undefined) return [];
+        return (budget.costAlertThresholds ?? alerts.thresholds)
+          .filter((threshold) => spent * 100n >= picoOfUsd(usd) * BigInt(threshold))
+          .map(async (threshold) => {
+            // Kept a day past the period's end: a process whose clock lags a little still finds it.
+            const claimed = await alerts.claims.claim(`${party}:${periods[per].id}:${threshold}`, periods[per].endsAt + 86_400_000);
+            if (claimed) alerts.notify({ type: 'budget.threshold', scope: who, id: party.slice(party.indexOf(':') + 1), threshold, spent_usd: usdOfPico(spent), budget_usd: usd, period: per });
+          });
+      }),
+    ),
+  );
+}
 
 const reservationOptions = z.object({
   reservationTtlMs: timerMs.default(900_000),
@@ -450,8 +498,8 @@ const reservationOptions = z.object({
   refuseUnpriced: z.boolean({ error: 'must be true or false' }).default(false),
 });
 
-/** The room left in the tightest of `limits` once `held` more is held on `spend`. */
-function remaining(limits: readonly PartyLimits[], spend: readonly PeriodSpend[], held: bigint): bigint {
+/** The room left in the tightest of `limits` once `held` more is held on `spend`; undefined when none limits (soft budgets only). */
+function remaining(limits: readonly PartyLimits[], spend: readonly PeriodSpend[], held: bigint): bigint | undefined {
   let least: bigint | undefined;
   limits.forEach((limit, index) => {
     const spent = spend[index] as PeriodSpend;
@@ -460,5 +508,5 @@ function remaining(limits: readonly PartyLimits[], spend: readonly PeriodSpend[]
       if (room !== undefined && (least === undefined || room < least)) least = room;
     }
   });
-  return least !== undefined && least > 0n ? least : 0n;
+  return least === undefined || least > 0n ? least : 0n;
 }
