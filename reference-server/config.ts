@@ -7,6 +7,7 @@ import { createProvider, providerRegistry, type Provider, type ProviderRegistry 
 import {
   catalogModelSchema,
   checkCatalog,
+  httpBaseUrl,
   modelLimitsSchema,
   nonEmptyString,
   nonNegativeInteger,
@@ -107,6 +108,11 @@ const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
     defaultMaxOutputTokens: positiveInteger.default(4096),
     /** Whether a call to a model with no known price is refused (400 `model_unpriced`) when its key or account has a budget. Default false. */
     refuseUnpriced: z.boolean({ error: 'must be true or false' }).default(false),
+  }).prefault({}),
+  /** Budget alerts: the webhooks told (besides ALERT_WEBHOOK_URL) and the thresholds, in percent of each budget. */
+  alerts: settingsObject({
+    webhooks: z.array(settingsObject({ url: httpBaseUrl, format: z.enum(['generic', 'slack'], { error: "must be 'generic' or 'slack'" }).default('generic') }), { error: ARRAY }).max(10).default([]),
+    thresholds: z.array(positiveInteger.max(1000, { error: 'must be whole percents from 1 to 1000' }), { error: ARRAY }).min(1).max(10).default([50, 80, 100]),
   }).prefault({}),
   sweep: settingsObject({
     /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */

@@ -8,13 +8,16 @@ import type { CreationLimiter, CreationLimitsOptions, CreationUsage, ModelLimite
 import type { CooldownStore, Provider } from 'koa-model-gateway/models';
 import { usageRecorder, type UsageRecorder, type UsageStore } from 'koa-model-gateway/usage';
 import {
+  MemoryAlertClaims,
   MemorySpendLedger,
   cachedAccountBudgets,
   priceCatalog,
   spendBudgets,
   spendFromUsage,
+  webhookNotifier,
   type AccountBudgetStore,
   type SpendBudgets,
+  type SpendBudgetsOptions,
   type SpendLedger,
 } from 'koa-model-gateway/cost';
 import type { AuditStore, AdminSessionStore, AdminTokenStore } from 'koa-model-gateway/admin';
@@ -210,6 +213,27 @@ async function spendLedger(redis: Redis | null, nowMs: () => number, store: Usag
   return new RedisSpendLedger({ client: redis, nowMs, spentBefore });
 }
 
+/**
+ * Budget alerts, when a webhook is configured (ALERT_WEBHOOK_URL, the file's `alerts.webhooks`):
+ * signed with ALERT_WEBHOOK_SECRET, once per threshold per period across instances (Redis when
+ * there is one, else this process's memory), each delivery or failure logged.
+ */
+async function budgetAlerts(config: ServerConfig, redis: Redis | null, logger: Logger, nowMs: () => number): Promise<Pick<SpendBudgetsOptions, 'alerts'>> {
+  const fromEnv = config.env.ALERT_WEBHOOK_URL ? [{ url: config.env.ALERT_WEBHOOK_URL, format: 'generic' as const }] : [];
+  const webhooks = [...fromEnv, ...config.gateway.alerts.webhooks];
+  if (webhooks.length === 0) return {};
+  const secret = config.env.ALERT_WEBHOOK_SECRET || undefined;
+  const notify = webhookNotifier({
+    webhooks,
+    secret,
+    // The alert only: never the webhook's URL, which may hold a token.
+    onOutcome: ({ alert, attempts, error }) =>
+      error === undefined ? logger.info({ alert, attempts }, 'budget alert sent') : logger.warn({ alert, attempts, err: error.message }, 'budget alert not delivered'),
+  });
+  const claims = redis ? new (await import('koa-model-gateway/stores/redis')).RedisAlertClaims({ client: redis }) : new MemoryAlertClaims({ nowMs });
+  return { alerts: { claims, notify, thresholds: config.gateway.alerts.thresholds } };
+}
+
 /** The optional packages a configuration asks for, each list by the setting that asks for it. */
 function optionalPeers(config: ServerConfig): Array<[setting: string, packages: string[]]> {
   return [
@@ -370,6 +394,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
       reservationTtlMs: config.gateway.budgets.reservationTtlSeconds * 1000,
       defaultMaxOutputTokens: config.gateway.budgets.defaultMaxOutputTokens,
       refuseUnpriced: config.gateway.budgets.refuseUnpriced,
+      ...(await budgetAlerts(config, redis, logger, nowMs)),
     }),
     usageRecorder: usage,
     keyUses,

@@ -6,6 +6,7 @@ export { callCost, maxCallCost, tokenPrice, type ModelPrice, type TokenPrice } f
 export { picoOfUsd, usdOfPico } from '../picodollars.js';
 export { BUDGET_RULE, budgetUsd, parseBudgetUsd } from '../settings/budget-usd.js';
 export { priceCatalog, type PricedCatalog } from './price-table.js';
+export { MemoryAlertClaims, webhookNotifier, type AlertClaims, type AlertWebhook, type BudgetAlert, type WebhookNotifierOptions } from './budget-alerts.js';
 export {
   MemorySpendLedger,
   budgetPeriods,
