@@ -20,7 +20,7 @@ import {
   type SpendBudgetsOptions,
   type SpendLedger,
 } from 'koa-model-gateway/cost';
-import type { AuditStore, AdminSessionStore, AdminTokenStore } from 'koa-model-gateway/admin';
+import { auditEntry, type AuditStore, type AdminSessionStore, type AdminTokenStore } from 'koa-model-gateway/admin';
 import {
   KnexAccountBudgetStore,
   KnexAuditStore,
@@ -218,7 +218,7 @@ async function spendLedger(redis: Redis | null, nowMs: () => number, store: Usag
  * signed with ALERT_WEBHOOK_SECRET, once per threshold per period across instances (Redis when
  * there is one, else this process's memory), each delivery or failure logged.
  */
-async function budgetAlerts(config: ServerConfig, redis: Redis | null, logger: Logger, nowMs: () => number): Promise<Pick<SpendBudgetsOptions, 'alerts'>> {
+async function budgetAlerts(config: ServerConfig, redis: Redis | null, logger: Logger, nowMs: () => number, audit: AuditStore): Promise<Pick<SpendBudgetsOptions, 'alerts'>> {
   const fromEnv = config.env.ALERT_WEBHOOK_URL ? [{ url: config.env.ALERT_WEBHOOK_URL, format: 'generic' as const }] : [];
   const webhooks = [...fromEnv, ...config.gateway.alerts.webhooks];
   if (webhooks.length === 0) return {};
@@ -227,8 +227,14 @@ async function budgetAlerts(config: ServerConfig, redis: Redis | null, logger: L
     webhooks,
     secret,
     // The alert only: never the webhook's URL, which may hold a token.
-    onOutcome: ({ alert, attempts, error }) =>
-      error === undefined ? logger.info({ alert, attempts }, 'budget alert sent') : logger.warn({ alert, attempts, err: error.message }, 'budget alert not delivered'),
+    onOutcome: ({ alert, attempts, error }) => {
+      if (error === undefined) logger.info({ alert, attempts }, 'budget alert sent');
+      else logger.warn({ alert, attempts, err: error.message }, 'budget alert not delivered');
+      const about = alert.scope === 'key' ? { keyId: alert.id } : { account: alert.id };
+      const event = { action: 'budget.alert_sent' as const, ...about, fields: [alert.period, `${alert.threshold}%`, error === undefined ? 'delivered' : 'failed'] };
+      const entry = auditEntry(event, { actor: { type: 'gateway', id: null, name: null }, at: Math.floor(nowMs() / 1000), address: null });
+      audit.append(entry).catch((err: unknown) => logger.warn({ err }, 'budget alert not recorded in the audit log'));
+    },
   });
   const claims = redis ? new (await import('koa-model-gateway/stores/redis')).RedisAlertClaims({ client: redis }) : new MemoryAlertClaims({ nowMs });
   return { alerts: { claims, notify, thresholds: config.gateway.alerts.thresholds } };
@@ -394,7 +400,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
       reservationTtlMs: config.gateway.budgets.reservationTtlSeconds * 1000,
       defaultMaxOutputTokens: config.gateway.budgets.defaultMaxOutputTokens,
       refuseUnpriced: config.gateway.budgets.refuseUnpriced,
-      ...(await budgetAlerts(config, redis, logger, nowMs)),
+      ...(await budgetAlerts(config, redis, logger, nowMs, stores.audit)),
     }),
     usageRecorder: usage,
     keyUses,

@@ -96,7 +96,7 @@ export interface AuditEntry {
   id: string;
   at: number;
   action: string;
-  actor: { type: 'admin_token' | 'cli'; id: string | null; name: string | null };
+  actor: { type: 'admin_token' | 'cli' | 'gateway'; id: string | null; name: string | null };
   key_id: string | null;
   account: string | null;
   admin_token_id: string | null;

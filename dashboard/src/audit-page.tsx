@@ -15,6 +15,7 @@ const ACTIONS: ReadonlyArray<[string, string]> = [
   ['session.opened', 'Dashboard log-in'],
   ['session.closed', 'Dashboard log-out'],
   ['account.limits_set', 'Account budgets set'],
+  ['budget.alert_sent', 'Budget alert'],
 ];
 const actionName = (action: string) => ACTIONS.find(([value]) => value === action)?.[1] ?? action;
 
@@ -23,6 +24,7 @@ const NO_FILTERS: AuditFilters = { action: '', key: '', account: '' };
 /** Who acted, as stored: every string is text to Preact, escaped, never markup. */
 function Actor({ actor }: { actor: AuditEntry['actor'] }) {
   if (actor.type === 'cli') return <>Command line{actor.name !== null && <> ({actor.name})</>}</>;
+  if (actor.type === 'gateway') return <>Gateway</>;
   return (
     <>
       {actor.name ?? 'Unnamed token'} <code>{actor.id}</code>

@@ -11,6 +11,7 @@ export const AUDIT_ACTIONS = [
   'session.opened',
   'session.closed',
   'account.limits_set',
+  'budget.alert_sent',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
@@ -29,14 +30,15 @@ export interface AuditEvent {
   tokenId?: string;
   /** `key.rotated`: the new key. */
   replacementId?: string;
-  /** The names of the fields the request set (`key.updated`, `account.limits_set`, `key.created`). */
+  /** The names of the fields the request set (`key.updated`, `account.limits_set`, `key.created`); `budget.alert_sent`: the period, the threshold and the outcome (`day`, `80%`, `delivered` or `failed`). */
   fields?: string[];
 }
 
-/** Who acted: an admin token (directly or through a dashboard session opened with it), or the command line. */
+/** Who acted: an admin token (directly or through a dashboard session opened with it), the command line, or the gateway itself (`budget.alert_sent`). */
 export type AuditActor =
   | { type: 'admin_token'; /** The admin token's id. */ id: string; /** Its name, `null` when unnamed. */ name: string | null }
-  | { type: 'cli'; id: null; /** The operating system's user, when known. */ name: string | null };
+  | { type: 'cli'; id: null; /** The operating system's user, when known. */ name: string | null }
+  | { type: 'gateway'; id: null; /** The gateway itself (a budget alert): no name. */ name: null };
 
 /** One recorded admin action. */
 export interface AuditEntry {

@@ -30,7 +30,11 @@ interface AuditRow {
 }
 
 const toActor = (row: AuditRow): AuditActor =>
-  row.actor_type === 'cli' ? { type: 'cli', id: null, name: row.actor_name } : { type: 'admin_token', id: row.actor_id ?? '', name: row.actor_name };
+  row.actor_type === 'cli'
+    ? { type: 'cli', id: null, name: row.actor_name }
+    : row.actor_type === 'gateway'
+      ? { type: 'gateway', id: null, name: null }
+      : { type: 'admin_token', id: row.actor_id ?? '', name: row.actor_name };
 
 // pg returns bigint columns as strings.
 const toEntry = (row: AuditRow): AuditEntry => ({
