@@ -31,7 +31,7 @@ export function adminApi(deployment: Deployment, logger: Logger): { auth: Middle
     routers: [
       adminRouter({ keys, files, creationLimiter, usageStore, catalog: models, keyPrefix, limits, onChange, nowMs: deployment.nowMs }),
       adminSessions({ sessions, onChange }),
-      budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs: deployment.nowMs }),
+      budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs: deployment.nowMs, ledger: deployment.spendLedger }),
       auditRouter({ store: audit }),
     ],
   };

@@ -70,6 +70,8 @@ export interface Deployment {
   audit: AuditStore;
   /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
   budgets: SpendBudgets;
+  /** The ledger `budgets` count on: the admin API reads what calls under way hold from it. */
+  spendLedger: SpendLedger;
   /** One record per model call, written to the database in batches. */
   usageRecorder: UsageRecorder;
   /** Each key's last use, written at most once a minute per key, off the request path. */
@@ -377,6 +379,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     (recorder) => recorder.close(),
   );
   const { keyCacheSeconds } = config.gateway;
+  const ledger = await spendLedger(redis, nowMs, stores.usageStore, usage, stores.keys);
   const keyChanges = opened.add(await openKeyChanges(knex, redis), (changes) => changes.close());
   // A change made but not announced (Redis away or stalled, past the limiters' timeout) still
   // answers: the other processes refuse or see it once their cache of the key expires.
@@ -394,8 +397,9 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     modelLimiter: await modelLimiter(redis, nowMs),
     cooldowns: await cooldownStore(redis),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
+    spendLedger: ledger,
     budgets: spendBudgets({
-      ledger: await spendLedger(redis, nowMs, stores.usageStore, usage, stores.keys),
+      ledger,
       accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }),
       reservationTtlMs: config.gateway.budgets.reservationTtlSeconds * 1000,
       defaultMaxOutputTokens: config.gateway.budgets.defaultMaxOutputTokens,

@@ -67,6 +67,8 @@ export interface AccountLimits {
   costPerDay: number | null;
   costPerMonth: number | null;
   spent: { day: number; month: number };
+  /** What the account's calls under way hold against its budgets, in USD. */
+  reserved: number;
 }
 
 /** `GET /usage?by=key&series=day`: each key's figures, split by day. */

@@ -1,12 +1,16 @@
 import { Readable } from 'node:stream';
 import test, { type TestFn } from 'ava';
+import Koa from 'koa';
+import { budgetsRouter } from '../../lib/admin/budgets-router.js';
 import { MemoryAccountBudgetStore } from '../../lib/cost/account-budget-store.js';
 import { MemorySpendLedger, spendBudgets, type SpendLedger } from '../../lib/cost/budgets.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';
 import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
+import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import { RedisSpendLedger } from '../../lib/stores/redis/spend-ledger.js';
 import { newAccount } from '../../lib/testing/creation-limiter-contract.js';
+import { listen } from '../helpers/http.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { until } from '../helpers/poll.js';
 import { redisClients } from '../helpers/redis-clients.js';
@@ -114,4 +118,17 @@ test('the metrics say how many models have no known price', async (t) => {
   const metrics = createGatewayMetrics();
   metrics.unpricedModels(2);
   t.regex(await metrics.registry.metrics(), /^kmg_unpriced_models 2$/m);
+});
+
+test("the admin API shows what an account's calls under way hold against its budgets", async (t) => {
+  const ledger = new MemorySpendLedger();
+  const accounts = new MemoryAccountBudgetStore();
+  await accounts.set('acme', { costPerDay: 1 });
+  const app = new Koa();
+  app.use(budgetsRouter({ accounts, usageStore: new MemoryUsageStore(), catalog: [], ledger }).routes());
+  const server = await listen(app);
+  t.teardown(() => server.close());
+  await ledger.reserve([{ party: 'account:acme', day: 1_000_000_000_000n }], 250_000_000_000, 60_000);
+  const limits = await (await fetch(`${server.url}/admin/v1/accounts/acme/limits`)).json();
+  t.like(limits, { object: 'account_limits', account: 'acme', costPerDay: 1, spent: { day: 0, month: 0 }, reserved: 0.25 });
 });
