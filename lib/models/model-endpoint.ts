@@ -174,7 +174,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const limits: ModelLimits = { ...modelLimits, ...key.limits };
     // Before the rate limits: a call the budget refuses counts no request.
     // A count of tokens generates nothing and costs nothing: it reserves nothing either.
-    const maxCost = format.endpoint === 'countTokens' ? 0 : maxCallCost(dearest(route), body, requestBytes(ctx, body) + files.reduce((sum, file) => sum + file.bytes, 0), budgets.defaultMaxOutputTokens);
+    const maxCost = format.endpoint === 'countTokens' ? 0 : maxCallCost(dearest(route), body, requestBytes(ctx, body) + files.reduce((sum, file) => sum + file.bytes, 0), longestAnswer(route, budgets.defaultMaxOutputTokens));
     const budget = await budgets.check(key, limits, maxCost);
     if (budget.refusal) {
       state.limitedBy = 'budget';
@@ -319,6 +319,11 @@ function dearest(route: ModelRoute): TokenPrice {
     for (const kind of ['input', 'output', 'cacheRead', 'cacheWrite'] as const) price[kind] = Math.max(price[kind], reached.price[kind]);
   }
   return price;
+}
+
+/** The most output tokens a call may get from the models it may reach, as their catalog entries say; `fallback` for one that does not. */
+function longestAnswer(route: ModelRoute, fallback: number): number {
+  return Math.max(route.model.maxOutputTokens ?? fallback, ...route.legs.map(({ route: reached }) => reached.model.maxOutputTokens ?? fallback));
 }
 
 /** The size of the request body in bytes: as declared, else as parsed (without its whitespace). */

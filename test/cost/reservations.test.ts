@@ -132,3 +132,19 @@ test("the admin API shows what an account's calls under way hold against its bud
   const limits = await (await fetch(`${server.url}/admin/v1/accounts/acme/limits`)).json();
   t.like(limits, { object: 'account_limits', account: 'acme', costPerDay: 1, spent: { day: 0, month: 0 }, reserved: 0.25 });
 });
+
+test("a call naming no maximum reserves its model's maxOutputTokens from the catalog, when it gives one", async (t) => {
+  const accounts = new MemoryAccountBudgetStore();
+  await accounts.set('short', { costPerDay: (100 * PICO_PER_OUTPUT_TOKEN) / 1e12 });
+  await accounts.set('shorter', { costPerDay: (99 * PICO_PER_OUTPUT_TOKEN) / 1e12 });
+  const catalog: CatalogModel[] = [{ ...CATALOG[0]!, maxOutputTokens: 100 }];
+  const app = await modelsApp({ catalog, providers: [spender], budgets: spendBudgets({ ledger: new MemorySpendLedger(), accounts }) });
+  t.teardown(() => app.close());
+  const call = async (account: string) => {
+    const answer = await app.post('/v1/chat/completions', { model: 'metered', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${await app.keyFor(undefined, { account })}` });
+    await answer.arrayBuffer();
+    return answer.status;
+  };
+  t.is(await call('short'), 200);
+  t.is(await call('shorter'), 429);
+});
