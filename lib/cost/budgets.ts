@@ -320,7 +320,7 @@ export function partyLimits(parties: readonly BudgetedParty[]): PartyLimits[] {
  * picodollar) does not fit on `spend` (one entry per party, in order; what calls under way hold
  * included) at `at`, or undefined when every budget has room: Shape A `budget_exceeded` (Shape B
  * `rate_limit_error`), the message naming the budget (whose: the key's or the account's; its
- * period) and whether it is spent or has too little left for the call, `retry-after` until its
+ * period), whether it is spent or has too little left for the call, and when it resets; `retry-after` until its
  * period ends (the latest, when several refuse; on a tie, the first: the key's before the
  * account's, the day before the month).
  * @example const refusal = budgetRefusal(parties, (await ledger.spent(parties.map((p) => p.party))).spend, Date.now())
@@ -340,8 +340,8 @@ export function budgetRefusal(parties: readonly BudgetedParty[], spend: readonly
   if (reached === undefined) return undefined;
   const { who, adjective, usd, left, endsAt } = reached;
   const budget = `the ${who}'s ${adjective} budget of ${usd} USD`;
-  const message =
-    left <= 0n ? `Budget exceeded: ${budget} is spent` : `Budget exceeded: ${budget} has ${usdOfPico(left)} USD left, less than this call's maximum cost of ${usdOfPico(picoUsd)} USD`;
+  const why = left <= 0n ? 'is spent' : `has ${usdOfPico(left)} USD left, less than this call's maximum cost of ${usdOfPico(picoUsd)} USD`;
+  const message = `Budget exceeded: ${budget} ${why}; it resets at ${new Date(endsAt).toISOString().replace('.000Z', 'Z')}`;
   return new GatewayError(429, 'rate_limit_error', 'budget_exceeded', message, { 'retry-after': String(secondsUntil(endsAt, at)) });
 }
 

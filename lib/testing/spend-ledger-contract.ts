@@ -59,11 +59,11 @@ export function spendLedgerContract(
     await budgets.charge(first.parties, 1);
     const day = (await budgets.check(key, { costPerDay: 1 })).refusal;
     t.true(day instanceof GatewayError);
-    t.like(day, { status: 429, type: 'rate_limit_error', code: 'budget_exceeded', message: "Budget exceeded: the key's daily budget of 1 USD is spent", headers: { 'retry-after': '60' } });
+    t.like(day, { status: 429, type: 'rate_limit_error', code: 'budget_exceeded', message: "Budget exceeded: the key's daily budget of 1 USD is spent; it resets at 2030-02-01T00:00:00Z", headers: { 'retry-after': '60' } });
     await budgets.charge(first.parties, Number(USD));
     // Both reached, ending at the same midnight: the first is named, the key's before the account's.
-    t.like((await budgets.check(key, { costPerDay: 1 })).refusal, { message: "Budget exceeded: the key's daily budget of 1 USD is spent", headers: { 'retry-after': '60' } });
-    t.like((await budgets.check(key, {})).refusal, { message: "Budget exceeded: the account's monthly budget of 2 USD is spent", headers: { 'retry-after': '60' } });
+    t.like((await budgets.check(key, { costPerDay: 1 })).refusal, { message: "Budget exceeded: the key's daily budget of 1 USD is spent; it resets at 2030-02-01T00:00:00Z", headers: { 'retry-after': '60' } });
+    t.like((await budgets.check(key, {})).refusal, { message: "Budget exceeded: the account's monthly budget of 2 USD is spent; it resets at 2030-02-01T00:00:00Z", headers: { 'retry-after': '60' } });
     clock.ms = Date.parse('2030-02-01T00:00:00.000Z');
     t.is((await budgets.check(key, { costPerDay: 1 })).refusal, undefined, 'a new month, a new budget');
   });

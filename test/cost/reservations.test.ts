@@ -81,7 +81,7 @@ function reservationSuite(suiteTest: TestFn, name: string, makeLedger: () => () 
     const unbounded = await app!.post('/v1/chat/completions', { model: 'metered', messages: [{ role: 'user', content: 'hi' }] }, headers);
     t.is(unbounded.status, 429);
     t.like(await unbounded.json(), {
-      error: { code: 'budget_exceeded', message: "Budget exceeded: the account's daily budget of 0.004095 USD has 0.004095 USD left, less than this call's maximum cost of 0.004096 USD" },
+      error: { code: 'budget_exceeded', message: "Budget exceeded: the account's daily budget of 0.004095 USD has 0.004095 USD left, less than this call's maximum cost of 0.004096 USD; it resets at 2030-01-16T00:00:00Z" },
     });
     const bounded = await app!.post('/v1/chat/completions', { model: 'metered', max_tokens: 95, messages: [{ role: 'user', content: 'hi' }] }, headers);
     t.is(bounded.status, 200);
@@ -90,13 +90,16 @@ function reservationSuite(suiteTest: TestFn, name: string, makeLedger: () => () 
   });
 }
 
+// The ledgers' clock: a day whose end the refusals name.
+const NOON = () => Date.UTC(2030, 0, 15, 12);
+
 reservationSuite(test, 'memory', () => {
-  const ledger = new MemorySpendLedger();
+  const ledger = new MemorySpendLedger({ nowMs: NOON });
   return async () => ledger;
 });
 reservationSuite(withRedis(test), 'redis', () => {
   const prefix = keyPrefix();
-  return async () => new RedisSpendLedger({ client: await client(), keyPrefix: prefix });
+  return async () => new RedisSpendLedger({ client: await client(), keyPrefix: prefix, nowMs: NOON });
 });
 
 test('with refuseUnpriced, a call to a model with no known price is refused where a budget applies, and only there', async (t) => {
