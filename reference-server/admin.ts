@@ -42,7 +42,7 @@ export function adminApi(deployment: Deployment, logger: Logger): { audit: Middl
     routers: [
       adminRouter({ keys, files, creationLimiter, usageStore, catalog: models, keyPrefix, limits, onChange, nowMs }),
       adminSessions({ sessions, ttlSeconds: sessionSeconds, tokenSignIn, onChange, nowMs }),
-      budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs }),
+      budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs, ledger: deployment.spendLedger }),
       auditRouter({ store: audit }),
       usersRouter({ users }),
       mcpAdminRouter({ grants: deployment.mcpGrants, calls: deployment.mcpCalls, onChange }),

@@ -7,6 +7,7 @@ import { createProvider, providerRegistry, type Provider, type ProviderRegistry 
 import {
   catalogModelSchema,
   checkCatalog,
+  httpBaseUrl,
   modelLimitsSchema,
   nonEmptyString,
   nonNegativeInteger,
@@ -101,6 +102,20 @@ const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
    * bytes (the model handlers' `maxUpstreamBytes`): one over it is a 502 naming the limit. Default 33,554,432 (32 MiB).
    */
   upstreamMaxBytes: positiveInteger.optional(),
+  /** How calls reserve their maximum cost against budgets (`SpendBudgetsOptions` of the library). */
+  budgets: settingsObject({
+    /** How long a call's reservation holds at most, in seconds: an instance that dies holds its calls' reservations no longer. Default 900. */
+    reservationTtlSeconds: positiveInteger.max(86_400, { error: 'must be a whole number of seconds from 1 to 86,400' }).default(900),
+    /** The output tokens reserved for a call that names no maximum. Default 4096. */
+    defaultMaxOutputTokens: positiveInteger.default(4096),
+    /** Whether a call to a model with no known price is refused (400 `model_unpriced`) when its key or account has a budget. Default false. */
+    refuseUnpriced: z.boolean({ error: 'must be true or false' }).default(false),
+  }).prefault({}),
+  /** Budget alerts: the webhooks told (besides ALERT_WEBHOOK_URL) and the thresholds, in percent of each budget. */
+  alerts: settingsObject({
+    webhooks: z.array(settingsObject({ url: httpBaseUrl, format: z.enum(['generic', 'slack'], { error: "must be 'generic' or 'slack'" }).default('generic') }), { error: ARRAY }).max(10).default([]),
+    thresholds: z.array(positiveInteger.max(1000, { error: 'must be whole percents from 1 to 1000' }), { error: ARRAY }).min(1).max(10).default([50, 80, 100]),
+  }).prefault({}),
   sweep: settingsObject({
     /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
     intervalSeconds: timerSeconds.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),

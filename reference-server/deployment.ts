@@ -8,16 +8,19 @@ import type { CreationLimiter, CreationLimitsOptions, CreationUsage, ModelLimite
 import type { CooldownStore, Provider } from 'koa-model-gateway/models';
 import { usageRecorder, type UsageRecorder, type UsageStore } from 'koa-model-gateway/usage';
 import {
+  MemoryAlertClaims,
   MemorySpendLedger,
   cachedAccountBudgets,
   priceCatalog,
   spendBudgets,
   spendFromUsage,
+  webhookNotifier,
   type AccountBudgetStore,
   type SpendBudgets,
+  type SpendBudgetsOptions,
   type SpendLedger,
 } from 'koa-model-gateway/cost';
-import type { AuditStore, AdminSessionStore, AdminTokenStore, AdminUserStore } from 'koa-model-gateway/admin';
+import { auditEntry, type AuditStore, type AdminSessionStore, type AdminTokenStore, type AdminUserStore } from 'koa-model-gateway/admin';
 import {
   KnexAccountBudgetStore,
   KnexAuditStore,
@@ -108,6 +111,8 @@ export interface Deployment {
   mcp: { upstreams: McpUpstream[]; library: typeof McpLibrary } | null;
   /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
   budgets: SpendBudgets;
+  /** The ledger `budgets` count on: the admin API reads what calls under way hold from it. */
+  spendLedger: SpendLedger;
   /** One record per model call, written to the database in batches. */
   usageRecorder: UsageRecorder;
   /** Each key's last use, written at most once a minute per key, off the request path. */
@@ -254,6 +259,33 @@ async function spendLedger(redis: Redis | null, nowMs: () => number, store: Usag
   return new RedisSpendLedger({ client: redis, nowMs, spentBefore });
 }
 
+/**
+ * Budget alerts, when a webhook is configured (ALERT_WEBHOOK_URL, the file's `alerts.webhooks`):
+ * signed with ALERT_WEBHOOK_SECRET, once per threshold per period across instances (Redis when
+ * there is one, else this process's memory), each delivery or failure logged.
+ */
+async function budgetAlerts(config: ServerConfig, redis: Redis | null, logger: Logger, nowMs: () => number, audit: AuditStore): Promise<Pick<SpendBudgetsOptions, 'alerts'>> {
+  const fromEnv = config.env.ALERT_WEBHOOK_URL ? [{ url: config.env.ALERT_WEBHOOK_URL, format: 'generic' as const }] : [];
+  const webhooks = [...fromEnv, ...config.gateway.alerts.webhooks];
+  if (webhooks.length === 0) return {};
+  const secret = config.env.ALERT_WEBHOOK_SECRET || undefined;
+  const notify = webhookNotifier({
+    webhooks,
+    secret,
+    // The alert only: never the webhook's URL, which may hold a token.
+    onOutcome: ({ alert, attempts, error }) => {
+      if (error === undefined) logger.info({ alert, attempts }, 'budget alert sent');
+      else logger.warn({ alert, attempts, err: error.message }, 'budget alert not delivered');
+      const about = alert.scope === 'key' ? { keyId: alert.id } : { account: alert.id };
+      const event = { action: 'budget.alert_sent' as const, ...about, fields: [alert.period, `${alert.threshold}%`, error === undefined ? 'delivered' : 'failed'] };
+      const entry = auditEntry(event, { actor: { type: 'gateway', id: null, name: null }, at: Math.floor(nowMs() / 1000), address: null });
+      audit.append(entry).catch((err: unknown) => logger.warn({ err }, 'budget alert not recorded in the audit log'));
+    },
+  });
+  const claims = redis ? new (await import('koa-model-gateway/stores/redis')).RedisAlertClaims({ client: redis }) : new MemoryAlertClaims({ nowMs });
+  return { alerts: { claims, notify, thresholds: config.gateway.alerts.thresholds } };
+}
+
 /** The optional packages a configuration asks for, each list by the setting that asks for it. */
 function optionalPeers(config: ServerConfig): Array<[setting: string, packages: string[]]> {
   return [
@@ -329,6 +361,12 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   }
 }
 
+/** `metrics`, saying how many models have no known price. */
+function countUnpriced(metrics: ServerMetrics | null, count: number): ServerMetrics | null {
+  metrics?.metrics.unpricedModels(count);
+  return metrics;
+}
+
 /** `openDeployment`'s steps once the providers are made: each adds what it opens to `opened`. */
 async function openServices(config: ServerConfig, logger: Logger, nowMs: () => number, providers: Provider[], opened: Opened): Promise<Omit<Deployment, 'mcp'>> {
   const tracing = await startTracing(config.env, logger);
@@ -389,6 +427,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     (recorder) => recorder.close(),
   );
   const { keyCacheSeconds } = config.gateway;
+  const ledger = await spendLedger(redis, nowMs, stores.usageStore, usage, stores.keys);
   const keyChanges = opened.add(await openKeyChanges(knex, redis), (changes) => changes.close());
   // A change made but not announced (Redis away or stalled, past the limiters' timeout) still
   // answers: the other processes refuse or see it once their cache of the key expires.
@@ -406,11 +445,19 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     modelLimiter: await modelLimiter(redis, nowMs),
     cooldowns: await cooldownStore(redis),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
-    budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore, usage, stores.keys), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
+    spendLedger: ledger,
+    budgets: spendBudgets({
+      ledger,
+      accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }),
+      reservationTtlMs: config.gateway.budgets.reservationTtlSeconds * 1000,
+      defaultMaxOutputTokens: config.gateway.budgets.defaultMaxOutputTokens,
+      refuseUnpriced: config.gateway.budgets.refuseUnpriced,
+      ...(await budgetAlerts(config, redis, logger, nowMs, stores.audit)),
+    }),
     usageRecorder: usage,
     mcpCallRecorder: mcpCalls,
     keyUses,
-    metrics: await openMetrics(config),
+    metrics: countUnpriced(await openMetrics(config), unpriced.length),
     tracing,
     providers,
     catalog,

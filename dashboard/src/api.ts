@@ -95,6 +95,8 @@ export interface AccountLimits {
   costPerDay: number | null;
   costPerMonth: number | null;
   spent: { day: number; month: number };
+  /** What the account's calls under way hold against its budgets, in USD. */
+  reserved: number;
 }
 
 /** `GET /usage?by=key&series=day`: each key's figures, split by day. */
@@ -129,7 +131,7 @@ export interface AuditEntry {
   id: string;
   at: number;
   action: string;
-  actor: { type: 'admin_token' | 'user' | 'cli'; id: string | null; name: string | null };
+  actor: { type: 'admin_token' | 'user' | 'cli' | 'gateway'; id: string | null; name: string | null };
   key_id: string | null;
   account: string | null;
   admin_token_id: string | null;

@@ -17,6 +17,7 @@ const ACTIONS: ReadonlyArray<[string, string]> = [
   ['session.closed', 'Dashboard log-out'],
   ['account.limits_set', 'Account budgets set'],
   ['user.updated', 'Person changed'],
+  ['budget.alert_sent', 'Budget alert'],
 ];
 const actionName = (action: string) => ACTIONS.find(([value]) => value === action)?.[1] ?? action;
 
@@ -26,6 +27,7 @@ const NO_FILTERS: AuditFilters = { action: '', key: '', account: '' };
 function Actor({ actor }: { actor: AuditEntry['actor'] }) {
   if (actor.type === 'cli') return <>Command line{actor.name !== null && <> ({actor.name})</>}</>;
   if (actor.type === 'user') return <>{actor.name ?? 'A person'}</>;
+  if (actor.type === 'gateway') return <>Gateway</>;
   return (
     <>
       {actor.name ?? 'Unnamed token'} <code>{actor.id}</code>

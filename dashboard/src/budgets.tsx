@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, may, type AccountLimits, type ApiKey } from './api.ts';
+import { api, ApiError, may, type AccountLimits, type ApiKey, type AuditEntry } from './api.ts';
 import { formatShare, formatUsd } from './format.ts';
 import { utcDay } from './usage-data.ts';
 import { ErrorAlert, Loading } from './ui.tsx';
@@ -108,6 +108,31 @@ function BudgetGauge({ label, spent, budget }: { label: string; spent: number; b
   );
 }
 
+/** The account's last budget alerts, from the audit log: when, which period and threshold, delivered or not. */
+function BudgetAlerts({ account }: { account: string }) {
+  const [alerts, setAlerts] = useState<AuditEntry[] | null>(null);
+  useEffect(() => {
+    setAlerts(null);
+    api.audit({ action: 'budget.alert_sent', key: '', account }, null).then(
+      (page) => setAlerts(page.data.slice(0, 10)),
+      () => setAlerts([]),
+    );
+  }, [account]);
+  if (alerts === null || alerts.length === 0) return null;
+  return (
+    <div>
+      <h3>Recent alerts</h3>
+      <ul>
+        {alerts.map((entry) => (
+          <li key={entry.id}>
+            {new Date(entry.at * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC: {entry.fields.join(', ')}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
 const fieldValue = (usd: number | null) => (usd === null ? '' : String(usd));
 
 /** An account's budgets in money, over all its keys: its spend against them, and a form to set or remove them. */
@@ -152,12 +177,14 @@ export function AccountBudgets({ account }: { account: string }) {
         <div class="gauges">
           <BudgetGauge label="Spent today (UTC)" spent={limits.spent.day} budget={limits.costPerDay} />
           <BudgetGauge label="Spent this month (UTC)" spent={limits.spent.month} budget={limits.costPerMonth} />
+          <p class="hint">{formatUsd(limits.reserved)} reserved by calls under way (their maximum cost, until they end).</p>
         </div>
       )}
+      <BudgetAlerts account={account} />
       {may('change') && (
         <form onSubmit={save}>
           <p class="hint">
-            An account's budgets cover all its keys: once its spend in the UTC day or month reaches one, its model calls are refused until the
+            An account's budgets cover all its keys: once what is left of one in the UTC day or month cannot hold a call's maximum cost, its model calls are refused until the
             period ends. Empty: no budget.
           </p>
           <div class="grid">

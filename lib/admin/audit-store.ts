@@ -13,6 +13,7 @@ export const AUDIT_ACTIONS = [
   'account.limits_set',
   'user.updated',
   'account.mcp_tools_set',
+  'budget.alert_sent',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
@@ -33,7 +34,7 @@ export interface AuditEvent {
   replacementId?: string;
   /** The person acted on (`user.*`). */
   userId?: string;
-  /** The names of the fields the request set (`key.updated`, `account.limits_set`, `key.created`). */
+  /** The names of the fields the request set (`key.updated`, `account.limits_set`, `key.created`); `budget.alert_sent`: the period, the threshold and the outcome (`day`, `80%`, `delivered` or `failed`). */
   fields?: string[];
   /** Each changed field's value before and after, where the handler knows both (never a secret). */
   changes?: AuditChanges;
@@ -57,11 +58,12 @@ export function changedValues(before: object, after: object, fields: readonly st
   return changes;
 }
 
-/** Who acted: an admin token (directly or through a dashboard session opened with it), a person signed in through the OIDC provider, or the command line. */
+/** Who acted: an admin token (directly or through a dashboard session opened with it), a person signed in through the OIDC provider, the command line, or the gateway itself (`budget.alert_sent`). */
 export type AuditActor =
   | { type: 'admin_token'; /** The admin token's id. */ id: string; /** Its name, `null` when unnamed. */ name: string | null }
   | { type: 'user'; /** The user's id (`usr_…`). */ id: string; /** Their email, else their name; `null` when the provider gave neither. */ name: string | null }
-  | { type: 'cli'; id: null; /** The operating system's user, when known. */ name: string | null };
+  | { type: 'cli'; id: null; /** The operating system's user, when known. */ name: string | null }
+  | { type: 'gateway'; id: null; /** The gateway itself (a budget alert): no name. */ name: null };
 
 /** One recorded admin action. */
 export interface AuditEntry {

@@ -2,7 +2,8 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { AccountBudgetStore } from '../cost/account-budget-store.js';
-import { budgetPeriods, type Budget } from '../cost/budgets.js';
+import { budgetPeriods, type Budget, type SpendLedger } from '../cost/budgets.js';
+import { usdOfPico } from '../picodollars.js';
 import type { ModelPrice } from '../cost/price.js';
 import { readJsonBody } from '../http/json-body.js';
 import { usageReport } from '../usage/usage-report.js';
@@ -32,6 +33,8 @@ export interface BudgetsRouterOptions {
   onChange?: (change: BudgetChange, ctx: Context) => void;
   /** The clock, in milliseconds since the Unix epoch, that places the spend in its UTC day and month. Default: `Date.now`. */
   nowMs?: () => number;
+  /** The spend ledger the budgets are held on: `reserved`, what the account's calls under way hold, is read from it. Default: none (`reserved: 0`). */
+  ledger?: Pick<SpendLedger, 'spent'>;
 }
 
 const budgetChanges = z.strictObject({ costPerDay: budgetUsdOrNull.optional(), costPerMonth: budgetUsdOrNull.optional() });
@@ -54,7 +57,7 @@ const priceObject = (price: ModelPrice | undefined) =>
  * @example app.use(budgetsRouter({ accounts: new KnexAccountBudgetStore(knex), usageStore, catalog }).routes())
  */
 export function budgetsRouter(options: BudgetsRouterOptions): Router {
-  const { accounts, usageStore, catalog, onChange, nowMs = Date.now } = options;
+  const { accounts, usageStore, catalog, onChange, nowMs = Date.now, ledger } = options;
   if (typeof accounts?.set !== 'function') throw new TypeError('koa-model-gateway: budgetsRouter() needs an AccountBudgetStore as `accounts`');
   if (typeof usageStore?.summarize !== 'function') throw new TypeError('koa-model-gateway: budgetsRouter() needs a UsageStore as `usageStore`');
   if (!Array.isArray(catalog)) throw new TypeError('koa-model-gateway: budgetsRouter() needs the model catalog as `catalog`');
@@ -71,12 +74,14 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
     const monthStart = Date.parse(`${budgetPeriods(now).month.id}-01T00:00:00Z`);
     const report = await usageReport(usageStore, { account, since: monthStart, by: 'day' });
     const today = report.rows.find((row) => row.group === budgetPeriods(now).day.id);
+    const held = ledger === undefined ? 0n : ((await ledger.spent([`account:${account}`])).held[0] ?? 0n);
     return {
       object: 'account_limits' as const,
       account,
       costPerDay: budget.costPerDay ?? null,
       costPerMonth: budget.costPerMonth ?? null,
       spent: { day: today?.costUsd ?? 0, month: report.totals.costUsd },
+      reserved: usdOfPico(held),
     };
   }
 

@@ -42,6 +42,8 @@ export interface GatewayMetrics {
   observeRouting(routing: ObservedRouting): void;
   /** Bytes of a file created by an upload. */
   uploaded(bytes: number): void;
+  /** How many catalog models have no known price (`priceCatalog()`'s `unpriced`): their calls cost 0. */
+  unpricedModels(count: number): void;
   /** One MCP `tools/call` by server, tool and outcome (`mcpGateway()`): `tool` is `_other` for a name its server did not list. */
   observeToolCall(call: ObservedToolCall): void;
 }
@@ -80,6 +82,7 @@ const FIRST_BYTE_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
  * | `kmg_limit_refusals_total` (counter) | `kind` |
  * | `kmg_uploaded_bytes_total` (counter) | |
  * | `kmg_mcp_calls_total` (counter): MCP `tools/call`s, `outcome` as the usage record's | `server`, `tool`, `outcome` |
+ * | `kmg_unpriced_models` (gauge): catalog models with no known price, whose calls cost 0 | |
  *
  * No label ever holds a key or a file name, and only `kmg_cost_usd_total` an account: one series
  * per account and model, for spend by account. Node's process metrics are left out; add
@@ -187,6 +190,7 @@ export function createGatewayMetrics(): GatewayMetrics {
     labelNames: ['server', 'tool', 'outcome'] as const,
     registers,
   });
+  const unpriced = new Gauge({ name: 'kmg_unpriced_models', help: 'Catalog models with no known price: their calls cost 0', registers });
 
   return {
     registry,
@@ -219,6 +223,9 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
     observeToolCall({ server, tool, outcome }) {
       toolCalls.inc({ server, tool, outcome });
+    },
+    unpricedModels(count) {
+      unpriced.set(count);
     },
   };
 }

@@ -33,7 +33,9 @@ export const deploymentSchema = settingsObject({
  * million tokens, `{ input, output, cacheRead?, cacheWrite? }`: what its calls cost; default: none,
  * which `priceCatalog()` looks up in a price table for `upstreamModel` under `provider`, the
  * first deployment's for a model of `deployments`, and costs 0 if not found), `type` (`"chat"`:
- * served by the chat endpoints, the default; `"embeddings"`: by `/v1/embeddings` only).
+ * served by the chat endpoints, the default; `"embeddings"`: by `/v1/embeddings` only),
+ * `maxOutputTokens` (the most output tokens it writes in one answer: what a call that names no
+ * maximum reserves against budgets; default: `spendBudgets()`'s `defaultMaxOutputTokens`).
  * Resolved, `provider` and `upstreamModel` are those of the first deployment.
  * @example const model = catalogModelSchema.parse({ id: 'gpt-4.1-mini', provider: 'openai', price: { input: 0.4, output: 1.6, cacheRead: 0.1 } })
  * @example const smart = catalogModelSchema.parse({ id: 'smart', deployments: [{ provider: 'openai-east', upstreamModel: 'gpt-4.1', weight: 3 }, { provider: 'openai-west', upstreamModel: 'gpt-4.1' }], fallbacks: ['claude'] })
@@ -51,6 +53,7 @@ export const catalogModelSchema = settingsObject({
   max_tokens: positiveInteger.optional(),
   price: modelPriceSchema.optional(),
   type: z.enum(MODEL_TYPES, { error: "must be 'chat' or 'embeddings'" }).optional(),
+  maxOutputTokens: positiveInteger.optional(),
 })
   .superRefine((model, ctx) => {
     if (model.deployments === undefined && model.provider === undefined) ctx.addIssue({ code: 'custom', path: ['provider'], message: 'must be given (or deployments)' });

@@ -56,6 +56,13 @@ export function auditStoreContract(test: StoreContractTest, name: string, makeSt
     t.deepEqual((await store.list({}, { limit: 10 })).entries, [recorded]);
   });
 
+  test(`${name}: a budget alert is recorded as the gateway's, and listed by its action and account`, async (t) => {
+    const store = await makeStore();
+    const given = entry({ action: 'budget.alert_sent', actor: { type: 'gateway', id: null, name: null }, account: 'acme', keyId: null, fields: ['day', '80%', 'delivered'], address: null });
+    const recorded = await store.append(given);
+    t.deepEqual(await store.list({ action: 'budget.alert_sent', account: 'acme' }, { limit: 10 }), { entries: [recorded], nextCursor: null });
+  });
+
   test(`${name}: lists newest first, a page at a time, each entry once`, async (t) => {
     const store = await makeStore();
     const appended: AuditEntry[] = [];

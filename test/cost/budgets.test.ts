@@ -176,6 +176,8 @@ test('without any budget, nothing is read nor charged', async (t) => {
   const ledger: SpendLedger = {
     spent: () => Promise.reject(new Error('read')),
     add: () => Promise.reject(new Error('written')),
+    reserve: () => Promise.reject(new Error('reserved')),
+    release: () => Promise.reject(new Error('released')),
   };
   const budgets = spendBudgets({ ledger, accounts: new MemoryAccountBudgetStore() });
   const check = await budgets.check({ id: 'k', account: 'a' }, { tokensPerDay: 10 } as object);

@@ -51,7 +51,7 @@ const badCatalogs: Array<[string, unknown, unknown, string]> = [
   ['a model of a provider not given', [{ ...model, provider: 'q' }], [provider], "catalog[0].provider must name a configured provider ('q' is not one)"],
   ['two models of one id', [model, { ...model }], [provider], "catalog[1].id must be unique ('m' is taken)"],
   ['two providers of one id', [model], [provider, echoProvider({ id: 'p' })], "providers[1].id must be unique ('p' is taken)"],
-  ['a typo in a model setting', [{ ...model, upstream_model: 'x' }], [provider], 'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, deployments, fallbacks, created, owned_by, display_name, max_input_tokens, max_tokens, price, type)'],
+  ['a typo in a model setting', [{ ...model, upstream_model: 'x' }], [provider], 'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, deployments, fallbacks, created, owned_by, display_name, max_input_tokens, max_tokens, price, type, maxOutputTokens)'],
   ['an empty upstreamModel', [{ ...model, upstreamModel: '' }], [provider], 'catalog[0].upstreamModel must be a non-empty string'],
   ['a type that is neither chat nor embeddings', [{ ...model, type: 'vision' }], [provider], "catalog[0].type must be 'chat' or 'embeddings'"],
   ['a model with neither provider nor deployments', [{ id: 'm' }], [provider], 'catalog[0].provider must be given (or deployments)'],

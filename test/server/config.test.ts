@@ -110,7 +110,7 @@ test('provider credentials are read from the variables apiKeyEnv names only when
 // Each case: the file's content and the one line that refuses it (after `test: `).
 const badFiles: Array<[unknown, string]> = [
   [[], 'the config must be an object'],
-  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, routing, upstreamTimeoutMs, upstreamMaxBytes, sweep, dashboard, providerModules, providers, models, mcpServers, mcp)'],
+  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, routing, upstreamTimeoutMs, upstreamMaxBytes, budgets, alerts, sweep, dashboard, providerModules, providers, models, mcpServers, mcp)'],
   [{ mcpServers: [{ id: 'git__hub', url: 'http://127.0.0.1:1/mcp' }] }, 'mcpServers[0].id must be 1 to 64 letters, digits and -, starting with a letter or digit'],
   [{ mcpServers: [{ id: 'a', url: 'http://127.0.0.1:1/mcp' }, { id: 'a', url: 'http://127.0.0.1:2/mcp' }] }, "mcpServers[1].id 'a' is the id of another server"],
   [{ mcpServers: [{ id: 'a', url: 'http://u:p@127.0.0.1:1/mcp' }] }, 'mcpServers[0].url must not hold credentials'],
@@ -120,6 +120,10 @@ const badFiles: Array<[unknown, string]> = [
   [{ keyPrefix: 'a_b' }, 'keyPrefix must be 1 to 32 letters and digits'],
   [{ routing: { maxAttempts: 0 } }, 'routing.maxAttempts must be a positive integer'],
   [{ upstreamMaxBytes: 0 }, 'upstreamMaxBytes must be a positive integer'],
+  [{ budgets: { reservationTtlSeconds: 0 } }, 'budgets.reservationTtlSeconds must be a positive integer'],
+  [{ budgets: { defaultMaxOutputTokens: 1.5 } }, 'budgets.defaultMaxOutputTokens must be a positive integer'],
+  [{ alerts: { webhooks: [{ url: 'ftp://x' }] } }, 'alerts.webhooks[0].url must be an http:// or https:// URL'],
+  [{ alerts: { webhooks: [{ url: 'https://hooks.example/x', format: 'teams' }] } }, "alerts.webhooks[0].format must be 'generic' or 'slack'"],
   [{ upstreamTimeoutMs: 0 }, 'upstreamTimeoutMs must be a positive integer of milliseconds, at most 2147483647 (about 24.8 days)'],
   [{ routing: { cooldown: { second: 5 } } }, 'routing.cooldown.second is not a setting (expected failures, windowSeconds, seconds, maxSeconds)'],
   [{ models: [{ id: 'm', provider: 'echo', fallbacks: ['nope'] }] }, "models[0].fallbacks[0] must name another model of the catalog ('nope' is not one)"],

@@ -256,8 +256,8 @@ test('model calls: with the budget spent, an invalid body, an unknown model or f
   // An OpenAI model has no top_k: refused before anything is sent to it (nothing listens there).
   t.regex(await shapeB(await messagesCall({ model: 'gpt-test', messages: userText, top_k: 5 })), /^400 invalid_request_error: 'top_k' cannot be sent to this model/);
 
-  t.is(await shapeA(await chatCall({ model: 'echo-1', messages: userText })), "429 budget_exceeded: Budget exceeded: the account's daily budget of 1 USD is spent");
-  t.is(await shapeB(await messagesCall({ model: 'echo-1', messages: userText })), "429 rate_limit_error: Budget exceeded: the account's daily budget of 1 USD is spent");
+  t.is(await shapeA(await chatCall({ model: 'echo-1', messages: userText })), "429 budget_exceeded: Budget exceeded: the account's daily budget of 1 USD is spent; it resets at 2030-01-16T00:00:00Z");
+  t.is(await shapeB(await messagesCall({ model: 'echo-1', messages: userText })), "429 rate_limit_error: Budget exceeded: the account's daily budget of 1 USD is spent; it resets at 2030-01-16T00:00:00Z");
 });
 
 // The routes of the reference server match their paths exactly.

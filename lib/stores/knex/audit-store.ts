@@ -34,6 +34,7 @@ interface AuditRow {
 
 function toActor(row: AuditRow): AuditActor {
   if (row.actor_type === 'cli') return { type: 'cli', id: null, name: row.actor_name };
+  if (row.actor_type === 'gateway') return { type: 'gateway', id: null, name: null };
   return { type: row.actor_type === 'user' ? 'user' : 'admin_token', id: row.actor_id ?? '', name: row.actor_name };
 }
 
