@@ -60,10 +60,11 @@ function knexLog(log: DatabaseLog): Knex.Logger {
  * Each of the pool's waits ends within the stores' bound: for a pooled connection or a new one
  * (`connectionTimeoutMillis`), and for a statement on the server (`statement_timeout`, which also
  * ends the statements of calls already answered, and their locks, when the database is slow
- * rather than away; migrations lift it for their own transaction). A session left in a transaction
- * by a connection that stalled (the stores destroy it at their bound, but a stalled network may
- * not carry even the close) is ended by the server past the same bound
- * (`idle_in_transaction_session_timeout`), so no lock outlives it.
+ * rather than away). A session left in a transaction by a connection that stalled (the stores
+ * destroy it at their bound, but a stalled network may not carry even the close) is ended by the
+ * server past the same bound
+ * (`idle_in_transaction_session_timeout`), so no lock outlives it. `migrate` lifts both for its
+ * own session: migrations are not requests, and a busy host stretches their pauses.
  */
 async function openPostgres(connectionString: string, log: DatabaseLog, timeoutMs: number): Promise<Database> {
   // The drivers are optional peers: only the configured one is loaded (and must be installed).
