@@ -6,7 +6,6 @@ export { callCost, tokenPrice, type ModelPrice, type TokenPrice } from './price.
 export { picoOfUsd, usdOfPico } from '../picodollars.js';
 export { priceCatalog, type PricedCatalog } from './price-table.js';
 export {
-  MemorySpendLedger,
   budgetPeriods,
   budgetRefusal,
   spendBudgets,
@@ -16,7 +15,6 @@ export {
   type BudgetCheck,
   type BudgetedParty,
   type BudgetPeriods,
-  type MemorySpendLedgerOptions,
   type PeriodSpend,
   type SpendBudgets,
   type SpendBudgetsOptions,
@@ -24,9 +22,11 @@ export {
   type SpentBefore,
 } from './budgets.js';
 export {
-  MemoryAccountBudgetStore,
   cachedAccountBudgets,
   type AccountBudgetStore,
   type BudgetChanges,
   type CachedAccountBudgetsOptions,
 } from './account-budget-store.js';
+// The memory implementations, at home in stores/memory, exported here too as before.
+export { MemorySpendLedger, type MemorySpendLedgerOptions } from '../stores/memory/spend-ledger.js';
+export { MemoryAccountBudgetStore } from '../stores/memory/account-budget-store.js';

@@ -1,14 +1,15 @@
 import Router from '@koa/router';
 import { requireScope } from '../auth/require-scope.js';
-import { MemorySpendLedger, spendBudgets } from '../cost/budgets.js';
-import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
+import { spendBudgets } from '../cost/budgets.js';
+import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
+import { MemorySpendLedger } from '../stores/memory/spend-ledger.js';
 import { endpointCatalogOptions } from './catalog.js';
 import { chatCompletions } from './formats/chat-completions/endpoint.js';
 import { countTokens } from './formats/messages/count-tokens.js';
 import { listModels } from './list-models.js';
 import { messages } from './formats/messages/endpoint.js';
 import { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
-import { MemoryCooldownStore } from './routing/cooldown-store.js';
+import { MemoryCooldownStore } from '../stores/memory/cooldown-store.js';
 import type { ModelEndpointOptions } from './model-endpoint.js';
 import { responses } from './formats/responses/endpoint.js';
 import { retrieveModel } from './retrieve-model.js';

@@ -4,7 +4,7 @@ import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { modelsRouter, type ModelsRouterOptions } from '../../lib/models/models-router.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import type { ModelLimiter } from '../../lib/quota/model-limiter.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';

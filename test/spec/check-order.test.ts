@@ -1,5 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
-import { MemorySpendLedger, spendBudgets } from '../../lib/cost/budgets.js';
+import { spendBudgets } from '../../lib/cost/budgets.js';
+import { MemorySpendLedger } from '../../lib/stores/memory/spend-ledger.js';
 import { picoOfUsd } from '../../lib/picodollars.js';
 import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
