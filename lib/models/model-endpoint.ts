@@ -5,6 +5,7 @@ import { modelAccess } from '../auth/model-access.js';
 import { spendBudgets, type SpendBudgets } from '../cost/budgets.js';
 import { callCost } from '../cost/price.js';
 import { errors, type GatewayError } from '../errors/gateway-error.js';
+import { dialectOf } from '../errors/request-dialect.js';
 import type { BlobStore } from '../files/blob-store.js';
 import { isFileId } from '../files/file-id.js';
 import type { FileStore } from '../files/file-store.js';
@@ -175,11 +176,11 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const decision = await limiter.consume(key.id, limits);
     if (!decision.allowed) {
       if (decision.refusedBy) state.limitedBy = decision.refusedBy;
-      throw modelLimitRefusal(decision, format.rateLimitStyle);
+      throw modelLimitRefusal(decision, dialectOf(ctx));
     }
     // Node's setHeader, not Koa's `set`: that allocates four arrays a header, on every call.
     if (decision.requests || decision.tokens) {
-      const limitHeaders = rateLimitHeaders(decision, format.rateLimitStyle);
+      const limitHeaders = rateLimitHeaders(decision, dialectOf(ctx));
       for (const name in limitHeaders) ctx.res.setHeader(name, limitHeaders[name] as string);
     }
 
