@@ -14,7 +14,7 @@ import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisCooldownStore } from '../../lib/stores/redis/cooldown-store.js';
 import type { UsageRecord, UsageStore } from '../../lib/usage/usage-store.js';
 import { modelsApp } from '../helpers/models-app.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 import { reply, scriptedUpstream, type UpstreamAnswer } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
