@@ -14,6 +14,9 @@ import { ConfigError } from './config-error.js';
 import type { DatabaseSettings } from './config.js';
 import { missingPackages } from './peers.js';
 
+/** PostgreSQL: the connections a server's pool opens at most. */
+const DEFAULT_POOL_MAX = 10;
+
 // SQLite's own: a commit that takes the WAL past this many pages checkpoints it.
 const SQLITE_AUTOCHECKPOINT = 1000;
 
@@ -28,6 +31,8 @@ export interface DatabaseOptions {
   log?: DatabaseLog;
   /** The bound of every store call, in milliseconds (the stores' `timeoutMs`). Default: 5000. */
   timeoutMs?: number;
+  /** On PostgreSQL, the most connections the pool opens. Default: 10. */
+  poolMax?: number;
   /**
    * On SQLite, a writer thread (`sqliteWriter`) for a server: it writes the usage records and
    * checkpoints the WAL every this many milliseconds, instead of the event loop and the commits
@@ -66,12 +71,12 @@ function knexLog(log: DatabaseLog): Knex.Logger {
  * (`idle_in_transaction_session_timeout`), so no lock outlives it. `migrate` lifts both for its
  * own session: migrations are not requests, and a busy host stretches their pauses.
  */
-async function openPostgres(connectionString: string, log: DatabaseLog, timeoutMs: number): Promise<Database> {
+async function openPostgres(connectionString: string, log: DatabaseLog, timeoutMs: number, poolMax: number): Promise<Database> {
   // The drivers are optional peers: only the configured one is loaded (and must be installed).
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({
     connectionString,
-    max: 10,
+    max: poolMax,
     connectionTimeoutMillis: timeoutMs,
     statement_timeout: timeoutMs,
     idle_in_transaction_session_timeout: timeoutMs,
@@ -185,7 +190,7 @@ export async function openMigratedDatabase(settings: DatabaseSettings, options: 
     throw new ConfigError(`${describeDatabase(settings)} needs the driver ${driver}, not installed: npm install ${driver}`);
   }
   try {
-    return settings.client === 'pg' ? await openPostgres(settings.connectionString, log, timeoutMs) : await openSqlite(settings.filename, log, timeoutMs, options.writerCheckpointMs);
+    return settings.client === 'pg' ? await openPostgres(settings.connectionString, log, timeoutMs, options.poolMax ?? DEFAULT_POOL_MAX) : await openSqlite(settings.filename, log, timeoutMs, options.writerCheckpointMs);
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     // Driver messages say what is wrong (refused, no such database, authentication failed) without the password.

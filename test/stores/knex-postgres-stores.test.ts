@@ -12,12 +12,13 @@ import { keyChangesContract } from '../../lib/testing/key-changes-contract.js';
 import { keyRotationContract, keyStoreContract } from '../../lib/testing/key-store-contract.js';
 import { usageStoreContract } from '../../lib/testing/usage-store-contract.js';
 import { CONTRACT_STORE_OPTIONS, contractStores, partialBatchStoresNothing, rotationAcrossProcesses } from '../helpers/contract-stores.js';
-import { postgresDatabase, withPostgres } from '../helpers/services.js';
+import { fewAtOnce, postgresDatabase, withPostgres } from '../helpers/services.js';
 
 // Every store family's contract on the Knex stores on PostgreSQL, on a thread of their own
-// (contract-stores says why).
+// (contract-stores says why). Five tests at a time, each on a pool of its own: the file holds a few
+// dozen connections at most, not one pool for each of its hundred tests (docs/TESTING.md).
 
-const postgres = withPostgres(test);
+const postgres = fewAtOnce(withPostgres(test), 5);
 const stores = contractStores(test);
 
 adminTokenStoreContract(postgres, 'postgres KnexAdminTokenStore', async () => new KnexAdminTokenStore(await stores.migrated(postgresDatabase), CONTRACT_STORE_OPTIONS));
