@@ -2,6 +2,7 @@ import type { AdminSession } from './admin/admin-session-store.js';
 import type { AdminRole, AdminUser } from './admin/admin-user-store.js';
 import type { AuditEvent } from './admin/audit-store.js';
 import type { Scope } from './auth/scopes.js';
+import type { Dialect } from './errors/request-dialect.js';
 import type { JsonObject } from './http/json-body.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint } from './models/provider.js';
 import type { ModelLimits } from './quota/model-limits.js';
@@ -11,6 +12,8 @@ import type { ModelLimits } from './quota/model-limits.js';
 
 declare module 'koa' {
   interface DefaultState {
+    /** Set by `requestDialect()`, which `gatewayErrors()` runs: the API the request speaks. */
+    dialect?: Dialect;
     /** Set by `openAIErrors()` / `anthropicErrors()`: the id of this request, `req_` + 32 alphanumerics. */
     requestId?: string;
     /** Set by `apiKey()`. */

@@ -29,24 +29,6 @@ export function changedBudget(budget: Budget, changes: BudgetChanges): Budget {
   return next;
 }
 
-/**
- * AccountBudgetStore in process memory: for tests and gateways without a database.
- * @example const accounts = new MemoryAccountBudgetStore()
- */
-export class MemoryAccountBudgetStore implements AccountBudgetStore {
-  readonly #budgets = new Map<string, Budget>();
-
-  async get(account: string): Promise<Budget> {
-    return { ...this.#budgets.get(account) };
-  }
-
-  async set(account: string, changes: BudgetChanges): Promise<Budget> {
-    const budget = changedBudget(this.#budgets.get(account) ?? {}, changes);
-    this.#budgets.set(account, budget);
-    return { ...budget };
-  }
-}
-
 export type CachedAccountBudgetsOptions = CachedReadsOptions;
 
 /**

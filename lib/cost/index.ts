@@ -8,7 +8,6 @@ export { BUDGET_RULE, budgetUsd, parseBudgetUsd } from '../settings/budget-usd.j
 export { priceCatalog, type PricedCatalog } from './price-table.js';
 export { MemoryAlertClaims, webhookNotifier, type AlertClaims, type AlertWebhook, type BudgetAlert, type WebhookNotifierOptions } from './budget-alerts.js';
 export {
-  MemorySpendLedger,
   budgetPeriods,
   budgetRefusal,
   fits,
@@ -20,7 +19,6 @@ export {
   type BudgetCheck,
   type BudgetedParty,
   type BudgetPeriods,
-  type MemorySpendLedgerOptions,
   type PartyLimits,
   type PeriodSpend,
   type Reserved,
@@ -31,9 +29,11 @@ export {
   type SpentBefore,
 } from './budgets.js';
 export {
-  MemoryAccountBudgetStore,
   cachedAccountBudgets,
   type AccountBudgetStore,
   type BudgetChanges,
   type CachedAccountBudgetsOptions,
 } from './account-budget-store.js';
+// The memory implementations, at home in stores/memory, exported here too as before.
+export { MemorySpendLedger, type MemorySpendLedgerOptions } from '../stores/memory/spend-ledger.js';
+export { MemoryAccountBudgetStore } from '../stores/memory/account-budget-store.js';

@@ -2,15 +2,17 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { verifiedKey } from '../auth/api-key.js';
 import { modelAccess } from '../auth/model-access.js';
-import { MemorySpendLedger, spendBudgets, type SpendBudgets } from '../cost/budgets.js';
+import { spendBudgets, type SpendBudgets } from '../cost/budgets.js';
 import { callCost, maxCallCost, type TokenPrice } from '../cost/price.js';
 import { errors, type GatewayError } from '../errors/gateway-error.js';
+import { dialectOf } from '../errors/request-dialect.js';
 import { usdOfPico } from '../picodollars.js';
 import type { BlobStore } from '../files/blob-store.js';
 import { isFileId } from '../files/file-id.js';
 import type { FileStore } from '../files/file-store.js';
 import { readJsonBody } from '../http/json-body.js';
-import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
+import { MemorySpendLedger } from '../stores/memory/spend-ledger.js';
 import type { ModelLimiter } from '../quota/model-limiter.js';
 import { modelLimitsSchema, type ModelLimits } from '../quota/model-limits.js';
 import { modelLimitRefusal, rateLimitHeaders } from '../quota/rate-limit-headers.js';
@@ -195,11 +197,11 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       const decision = await limiter.consume(key.id, limits);
       if (!decision.allowed) {
         if (decision.refusedBy) state.limitedBy = decision.refusedBy;
-        throw modelLimitRefusal(decision, format.rateLimitStyle);
+        throw modelLimitRefusal(decision, dialectOf(ctx));
       }
       // Node's setHeader, not Koa's `set`: that allocates four arrays a header, on every call.
       if (decision.requests || decision.tokens) {
-        const limitHeaders = rateLimitHeaders(decision, format.rateLimitStyle);
+        const limitHeaders = rateLimitHeaders(decision, dialectOf(ctx));
         for (const name in limitHeaders) ctx.res.setHeader(name, limitHeaders[name] as string);
       }
 

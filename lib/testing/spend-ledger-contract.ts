@@ -1,4 +1,4 @@
-import { MemoryAccountBudgetStore } from '../cost/account-budget-store.js';
+import { MemoryAccountBudgetStore } from '../stores/memory/account-budget-store.js';
 import { spendBudgets, type SpendLedger, type SpentBefore } from '../cost/budgets.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { newAccount, testClock } from './creation-limiter-contract.js';

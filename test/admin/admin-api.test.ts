@@ -22,7 +22,7 @@ import { ownRedis } from '../helpers/quota-redis-server.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { spawnCli, tempDataDir } from '../helpers/server-process.js';
 import { REDIS_URL, withPostgres, withProgram, withRedis } from '../helpers/services.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // The admin API: its rules on the reference server's own app (SQLite, in this process); the list of
 // accounts and the keys an operator can tell apart, on both deployments; a key's budgets on lib

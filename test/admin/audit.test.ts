@@ -10,7 +10,7 @@ import { MemoryAdminTokenStore } from '../../lib/stores/memory/admin-token-store
 import { MemoryAuditStore } from '../../lib/stores/memory/audit-store.js';
 import { listen } from '../helpers/http.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // The audit log on the reference server's own app (SQLite, in this process): every admin action
 // through the admin API, recorded once, after its success, with no secret in it. Serial: each test

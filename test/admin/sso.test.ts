@@ -7,7 +7,7 @@ import { checkedFetch } from '../helpers/openapi.js';
 import { OIDC_CLIENT, signInWithoutBrowser, ssoReferenceApp } from '../helpers/oidc-provider.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { withPostgres } from '../helpers/services.js';
-import { referenceApp, type ReferenceApp } from '../spec/reference-app.js';
+import { referenceApp, type ReferenceApp } from '../helpers/reference-app.js';
 
 // Dashboard sign-in through a real OpenID Provider (oidc-provider, on a loopback port), on the
 // reference server's own app: sessions of each role, the admin API's refusals by role on every

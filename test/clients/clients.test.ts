@@ -14,7 +14,7 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import OpenAI, { toFile } from 'openai';
 import { makePdf } from '../helpers/models-pdf.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // The clients as their users write them, against the reference server (in this process) and a
 // mock upstream on a loopback port. Every answer any client gets is checked against

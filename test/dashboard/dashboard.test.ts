@@ -20,7 +20,7 @@ import { until } from '../helpers/poll.js';
 import { ROOT } from '../helpers/server-process.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { CHROMIUM, REDIS_URL, withChromium, withPostgres, withRedis } from '../helpers/services.js';
-import { referenceApp, type ReferenceApp } from '../spec/reference-app.js';
+import { referenceApp, type ReferenceApp } from '../helpers/reference-app.js';
 
 // The dashboard end to end, in Debian's Chromium, against the reference server's own app: log in
 // with an admin token, create a key and use it with the openai SDK, revoke it in the page and see

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { parse as parseCookies } from 'cookie';
 import Provider from 'oidc-provider';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from './reference-app.js';
 import { freePort } from './http.js';
 
 /** Someone the test provider knows: the claims of their ID token. */

@@ -6,6 +6,7 @@ import OpenAI, { toFile } from 'openai';
 import { makePdf } from './models-pdf.js';
 import { uploadForm } from './multipart.js';
 import { OPENAPI_DOCUMENT, checkedFetch } from './openapi.js';
+import { until } from './poll.js';
 import { createKey, minuteAlignedClock, startServer, tempDataDir, type CreatedKey, type RunningServer } from './server-process.js';
 
 /** How a deployment is brought up for the suite: the server's environment, and how to clean up. */
@@ -469,10 +470,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
 
 /** The value once `find` returns one; the server writes a request's log line when the response is over. */
 async function waitFor<T>(find: () => T | undefined): Promise<T> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const found = find();
-    if (found !== undefined) return found;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error('not found within 5 s');
+  const found = await until(async () => find(), (value) => value !== undefined, { intervalMs: 25, attempts: 200 });
+  if (found === undefined) throw new Error('not found within 5 s');
+  return found;
 }

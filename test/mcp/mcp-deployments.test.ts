@@ -12,7 +12,7 @@ import { echoTool, mockMcpServer } from '../helpers/mcp-servers.js';
 import { until } from '../helpers/poll.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
-import { referenceApp, type ReferenceApp } from '../spec/reference-app.js';
+import { referenceApp, type ReferenceApp } from '../helpers/reference-app.js';
 import { createApp } from '../../reference-server/app.js';
 import { listen, type Listening } from '../helpers/http.js';
 import { pino } from 'pino';

@@ -15,7 +15,7 @@ import { cachedMcpGrants, MemoryMcpGrantStore } from '../../lib/mcp/grant-store.
 import { mcpGateway } from '../../lib/mcp/mcp-gateway.js';
 import { httpMcpUpstream, type McpUpstream } from '../../lib/mcp/upstream.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { traceRequests } from '../../lib/tracing/trace-requests.js';
 import { underPath } from '../../lib/under-path.js';

@@ -11,7 +11,7 @@ import { exampleOf } from '../../lib/models/providers/echo/tools.js';
 import { CATALOG, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // The echo provider: its answers in each format, whole and streamed, and its tool calls; the
 // model routes' shapes; and the splitting of event streams.

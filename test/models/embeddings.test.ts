@@ -1,8 +1,9 @@
 import test from 'ava';
 import { SCOPES } from '../../lib/auth/scopes.js';
-import { MemorySpendLedger, spendBudgets } from '../../lib/cost/budgets.js';
+import { spendBudgets } from '../../lib/cost/budgets.js';
+import { MemorySpendLedger } from '../../lib/stores/memory/spend-ledger.js';
 import { priceCatalog } from '../../lib/cost/price-table.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';

@@ -1,11 +1,12 @@
 import test, { type ExecutionContext } from 'ava';
-import { MemorySpendLedger, spendBudgets } from '../../lib/cost/budgets.js';
+import { spendBudgets } from '../../lib/cost/budgets.js';
+import { MemorySpendLedger } from '../../lib/stores/memory/spend-ledger.js';
 import { errors, StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { modelsRouter, type ModelsRouterOptions } from '../../lib/models/models-router.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import type { ModelLimiter } from '../../lib/quota/model-limiter.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';

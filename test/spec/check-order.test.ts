@@ -1,5 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
-import { MemorySpendLedger, spendBudgets } from '../../lib/cost/budgets.js';
+import { spendBudgets } from '../../lib/cost/budgets.js';
+import { MemorySpendLedger } from '../../lib/stores/memory/spend-ledger.js';
 import { picoOfUsd } from '../../lib/picodollars.js';
 import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
@@ -9,7 +10,7 @@ import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { multipart, pdfOf, uploadParts, type Part } from '../helpers/multipart.js';
 import { rawRequest, type RawResponse } from '../helpers/raw-request.js';
-import { referenceApp } from './reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // decisions.md: "Every request under /v1 is authenticated first ... Then: scope (403), then request
 // validation (400/413), then existence (404), then quotas (429)." Each request here breaks several

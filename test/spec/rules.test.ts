@@ -12,7 +12,7 @@ import { makePdf } from '../helpers/models-pdf.js';
 import { multipart, pdfOf, uploadForm, uploadParts, type Part } from '../helpers/multipart.js';
 import { rawRequest } from '../helpers/raw-request.js';
 import { SPEC_LIMITS } from '../helpers/spec-limits.js';
-import { referenceApp } from './reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // Rules of api.md and decisions.md about the whole service, on the reference server's own app
 // (one for these tests). Each test uses an account of its own: the creation rate is per account.

@@ -5,7 +5,7 @@ import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { modelsApp, catalogProviders } from '../helpers/models-app.js';
 import { anthropicMessage, mockProviders, reply, replyEvents, scriptedUpstream, streamingUpstream } from '../helpers/models-upstream.js';

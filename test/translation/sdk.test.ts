@@ -18,7 +18,7 @@ import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { makePdf } from '../helpers/models-pdf.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // The SDKs as their users write them, against the reference server, calling models of the other
 // format: the openai SDK a model on an `anthropic` provider, @anthropic-ai/sdk one on an `openai`

@@ -354,8 +354,6 @@ const GATEWAY_ID = 0x6b6d6731;
  */
 async function lockMigrations(trx: Knex.Transaction): Promise<void> {
   if (trx.client.dialect === 'postgresql') {
-    // Migrations are not requests: no statement timeout of the pool for them, the wait included.
-    await trx.raw('set local statement_timeout = 0');
     // Keyed by the schema too: deployments in other schemas of the database migrate undisturbed.
     await trx.raw('select pg_advisory_xact_lock(?, hashtext(current_schema()))', [GATEWAY_ID]);
   } else {
@@ -370,8 +368,34 @@ async function lockMigrations(trx: Knex.Transaction): Promise<void> {
  * @example await migrate(knex)
  */
 export async function migrate(knex: Knex): Promise<void> {
-  await knex.transaction(async (trx) => {
-    await lockMigrations(trx);
-    await trx.migrate.latest({ migrationSource, tableName: TABLE });
-  });
+  const client = knex.client as Knex.Client;
+  const connection = (await client.acquireConnection()) as unknown;
+  // Migrations are not requests: none of the pool's timeouts on their session, for the lock's wait
+  // nor for the pauses between statements, which a busy host stretches past a request's bound. Set
+  // before the transaction begins: the pause after BEGIN counts too.
+  const session = client.dialect === 'postgresql' ? (connection as { query(sql: string): Promise<unknown> }) : undefined;
+  let failure: unknown;
+  try {
+    await session?.query('set statement_timeout = 0; set idle_in_transaction_session_timeout = 0');
+    await knex.transaction(
+      async (trx) => {
+        try {
+          await lockMigrations(trx);
+          await trx.migrate.latest({ migrationSource, tableName: TABLE });
+        } catch (err) {
+          failure = err;
+          throw err;
+        }
+      },
+      { connection },
+    );
+    await session?.query('reset statement_timeout; reset idle_in_transaction_session_timeout');
+  } catch (err) {
+    await client.destroyRawConnection(connection).catch(() => undefined);
+    // On a connection the server ended, the rollback fails too ("Connection terminated
+    // unexpectedly"), and Knex rejects with that: the migration's own failure says why.
+    throw failure ?? err;
+  } finally {
+    await client.releaseConnection(connection);
+  }
 }

@@ -17,7 +17,6 @@ const EMBEDDINGS: EndpointFormat = {
   forwardHeaders: [],
   errorEvent: (err) => openAIErrorEvent(err),
   answer: embeddingsAnswer,
-  rateLimitStyle: 'openai',
 };
 
 /**

@@ -9,7 +9,8 @@ import { createApp } from '../../reference-server/app.js';
 import { loadConfig, type ServerConfig } from '../../reference-server/config.js';
 import { openDeployment, type Deployment } from '../../reference-server/deployment.js';
 import { createHttpServer } from '../../reference-server/http-server.js';
-import { listen } from '../helpers/http.js';
+import { listen } from './http.js';
+import { until } from './poll.js';
 
 export interface LogLine {
   msg: string;
@@ -90,12 +91,9 @@ export async function referenceApp(
       ).key,
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise((resolve) => waiting.push(resolve))),
     async logLine(find) {
-      for (let attempt = 0; attempt < 200; attempt++) {
-        const found = logs.find(find);
-        if (found) return found;
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-      throw new Error('no such log line within 5 s');
+      const found = await until(async () => logs.find(find), (line) => line !== undefined, { intervalMs: 25, attempts: 200 });
+      if (found === undefined) throw new Error('no such log line within 5 s');
+      return found;
     },
     async close() {
       await server.close();
