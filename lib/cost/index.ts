@@ -6,7 +6,7 @@ export { callCost, maxCallCost, tokenPrice, type ModelPrice, type TokenPrice } f
 export { picoOfUsd, usdOfPico } from '../picodollars.js';
 export { BUDGET_RULE, budgetUsd, parseBudgetUsd } from '../settings/budget-usd.js';
 export { priceCatalog, type PricedCatalog } from './price-table.js';
-export { MemoryAlertClaims, webhookNotifier, type AlertClaims, type AlertWebhook, type BudgetAlert, type WebhookNotifierOptions } from './budget-alerts.js';
+export { webhookNotifier, type AlertClaims, type AlertWebhook, type BudgetAlert, type WebhookNotifierOptions } from './budget-alerts.js';
 export {
   budgetPeriods,
   budgetRefusal,
@@ -37,3 +37,4 @@ export {
 // The memory implementations, at home in stores/memory, exported here too as before.
 export { MemorySpendLedger, type MemorySpendLedgerOptions } from '../stores/memory/spend-ledger.js';
 export { MemoryAccountBudgetStore } from '../stores/memory/account-budget-store.js';
+export { MemoryAlertClaims } from '../stores/memory/alert-claims.js';

@@ -24,4 +24,5 @@ export { spendLedgerContract } from './spend-ledger-contract.js';
 export { accountBudgetStoreContract } from './account-budget-store-contract.js';
 export { auditStoreContract } from './audit-store-contract.js';
 export { cooldownStoreContract } from './cooldown-store-contract.js';
+export { alertClaimsContract } from './alert-claims-contract.js';
 export { mcpCallStoreContract, mcpGrantStoreContract } from './mcp-store-contract.js';

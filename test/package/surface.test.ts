@@ -12,8 +12,8 @@ import { budgetsRouter } from '../../lib/admin/budgets-router.js';
 import { oidcLogin } from '../../lib/admin/oidc-login.js';
 import { usersRouter } from '../../lib/admin/users-router.js';
 import { mcpAdminRouter } from '../../lib/admin/mcp-router.js';
-import { MemoryMcpCallStore } from '../../lib/mcp/call-store.js';
-import { MemoryMcpGrantStore } from '../../lib/mcp/grant-store.js';
+import { MemoryMcpCallStore } from '../../lib/stores/memory/mcp-call-store.js';
+import { MemoryMcpGrantStore } from '../../lib/stores/memory/mcp-grant-store.js';
 import { mcpGateway } from '../../lib/mcp/mcp-gateway.js';
 import * as cost from '../../lib/cost/index.js';
 import { MemoryAccountBudgetStore } from '../../lib/stores/memory/account-budget-store.js';
@@ -125,6 +125,7 @@ test('koa-model-gateway/testing exports the provider contract suite and every st
     'adminSessionStoreContract',
     'adminTokenStoreContract',
     'adminUserStoreContract',
+    'alertClaimsContract',
     'auditStoreContract',
     'blobStoreContract',
     'cooldownStoreContract',

@@ -4,6 +4,7 @@ import { MemoryAccountBudgetStore } from '../../lib/stores/memory/account-budget
 import { MemoryAdminSessionStore } from '../../lib/stores/memory/admin-session-store.js';
 import { MemoryAdminUserStore } from '../../lib/stores/memory/admin-user-store.js';
 import { MemoryAdminTokenStore } from '../../lib/stores/memory/admin-token-store.js';
+import { MemoryAlertClaims } from '../../lib/stores/memory/alert-claims.js';
 import { MemoryAuditStore } from '../../lib/stores/memory/audit-store.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryCooldownStore } from '../../lib/stores/memory/cooldown-store.js';
@@ -18,6 +19,7 @@ import { accountBudgetStoreContract } from '../../lib/testing/account-budget-sto
 import { adminSessionStoreContract } from '../../lib/testing/admin-session-store-contract.js';
 import { adminUserStoreContract } from '../../lib/testing/admin-user-store-contract.js';
 import { adminTokenStoreContract } from '../../lib/testing/admin-token-store-contract.js';
+import { alertClaimsContract } from '../../lib/testing/alert-claims-contract.js';
 import { auditStoreContract } from '../../lib/testing/audit-store-contract.js';
 import { blobStoreContract } from '../../lib/testing/blob-store-contract.js';
 import { cooldownStoreContract } from '../../lib/testing/cooldown-store-contract.js';
@@ -49,6 +51,7 @@ creationLimiterContract(test, 'MemoryCreationLimiter', async (options) => new Me
 
 modelLimiterContract(test, 'MemoryModelLimiter', async (clock) => new MemoryModelLimiter({ nowMs: clock }));
 cooldownStoreContract(test, 'MemoryCooldownStore', async () => new MemoryCooldownStore());
+alertClaimsContract(test, 'MemoryAlertClaims', async () => new MemoryAlertClaims());
 
 usageStoreContract(test, 'MemoryUsageStore', async () => new MemoryUsageStore());
 spendLedgerContract(test, 'MemorySpendLedger', async (nowMs, spentBefore) => new MemorySpendLedger({ nowMs, ...(spentBefore && { spentBefore }) }));

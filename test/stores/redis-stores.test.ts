@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { createRedisClient } from '../../lib/stores/redis/client.js';
+import { RedisAlertClaims } from '../../lib/stores/redis/alert-claims.js';
 import { RedisCooldownStore } from '../../lib/stores/redis/cooldown-store.js';
 import { RedisCreationLimiter } from '../../lib/stores/redis/creation-limiter.js';
 import { RedisKeyChanges } from '../../lib/stores/redis/key-changes.js';
 import { RedisModelLimiter } from '../../lib/stores/redis/model-limiter.js';
 import { RedisSpendLedger } from '../../lib/stores/redis/spend-ledger.js';
+import { alertClaimsContract } from '../../lib/testing/alert-claims-contract.js';
 import { cooldownStoreContract } from '../../lib/testing/cooldown-store-contract.js';
 import { creationLimiterContract } from '../../lib/testing/creation-limiter-contract.js';
 import { keyChangesContract, recorder } from '../../lib/testing/key-changes-contract.js';
@@ -33,6 +35,7 @@ creationLimiterContract(redisTest, 'RedisCreationLimiter', async (options) => ne
 modelLimiterContract(redisTest, 'RedisModelLimiter', async (clock) => new RedisModelLimiter({ client: await client(), keyPrefix: keyPrefix(), nowMs: clock, timeoutMs: COUNTING_TIMEOUT_MS }));
 spendLedgerContract(redisTest, 'RedisSpendLedger', async (nowMs, spentBefore) => new RedisSpendLedger({ client: await client(), keyPrefix: keyPrefix(), nowMs, spentBefore }));
 cooldownStoreContract(redisTest, 'RedisCooldownStore', async () => new RedisCooldownStore({ client: await client(), keyPrefix: keyPrefix() }));
+alertClaimsContract(redisTest, 'RedisAlertClaims', async () => new RedisAlertClaims({ client: await client(), keyPrefix: keyPrefix() }));
 
 // Key changes: pub/sub, on a channel of the test's own.
 

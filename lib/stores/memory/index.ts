@@ -16,5 +16,6 @@ export { MemoryModelLimiter, type MemoryModelLimiterOptions } from './model-limi
 export { MemoryCooldownStore } from './cooldown-store.js';
 export { MemorySpendLedger, type MemorySpendLedgerOptions } from './spend-ledger.js';
 export { MemoryAccountBudgetStore } from './account-budget-store.js';
-export { MemoryMcpGrantStore } from '../../mcp/grant-store.js';
-export { MemoryMcpCallStore } from '../../mcp/call-store.js';
+export { MemoryMcpGrantStore } from './mcp-grant-store.js';
+export { MemoryMcpCallStore } from './mcp-call-store.js';
+export { MemoryAlertClaims } from './alert-claims.js';
