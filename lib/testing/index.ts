@@ -23,3 +23,4 @@ export { spendLedgerContract } from './spend-ledger-contract.js';
 export { accountBudgetStoreContract } from './account-budget-store-contract.js';
 export { auditStoreContract } from './audit-store-contract.js';
 export { cooldownStoreContract } from './cooldown-store-contract.js';
+export { responseCacheContract } from './response-cache-contract.js';

@@ -112,6 +112,7 @@ test('koa-model-gateway/stores/memory exports every memory implementation, the l
     'MemoryKeyChanges',
     'MemoryKeyStore',
     'MemoryModelLimiter',
+    'MemoryResponseCache',
     'MemoryUsageStore',
   ]);
 });
@@ -132,6 +133,7 @@ test('koa-model-gateway/testing exports the provider contract suite and every st
     'modelLimiterContract',
     'providerContract',
     'putFileContract',
+    'responseCacheContract',
     'spendLedgerContract',
     'usageStoreContract',
   ]);

@@ -13,3 +13,4 @@ export { MemoryAuditStore } from './audit-store.js';
 export { MemoryCreationLimiter } from './creation-limiter.js';
 export { MemoryModelLimiter, type MemoryModelLimiterOptions } from '../../quota/memory-model-limiter.js';
 export { MemoryCooldownStore } from '../../models/routing/cooldown-store.js';
+export { MemoryResponseCache, type MemoryResponseCacheOptions } from './response-cache.js';

@@ -1,6 +1,6 @@
 /**
  * `koa-model-gateway/stores/redis`: the stores several processes share through Redis (ioredis, an
- * optional peer): limiters, key changes, the spend ledger, cooldowns.
+ * optional peer): limiters, key changes, the spend ledger, cooldowns, the response cache.
  */
 export { createRedisClient, type RedisClientOptions } from './client.js';
 export { RedisCreationLimiter, type RedisCreationLimiterOptions } from './creation-limiter.js';
@@ -9,3 +9,4 @@ export { RedisModelLimiter, type RedisModelLimiterOptions } from './model-limite
 export type { RedisLimiterOptions } from './redis-limiter.js';
 export { RedisSpendLedger, type RedisSpendLedgerOptions } from './spend-ledger.js';
 export { RedisCooldownStore, type RedisCooldownStoreOptions } from './cooldown-store.js';
+export { RedisResponseCache, type RedisResponseCacheOptions } from './response-cache.js';
