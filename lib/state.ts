@@ -36,6 +36,14 @@ export interface VerifiedKey {
   models: readonly string[] | null;
   /** The key's own limits on model calls; absent when it has none (the deployment's defaults apply). */
   limits?: Readonly<ModelLimits>;
+  /** The key's own response caching; absent when it has none (its models' settings apply). */
+  cache?: Readonly<KeyCache>;
+}
+
+/** A key's response caching: its calls' answers kept `ttlSeconds`, in its account's entries or, with `perKey`, in its own. */
+export interface KeyCache {
+  ttlSeconds: number;
+  perKey?: boolean;
 }
 
 /** What `adminAuth()` puts on `ctx.state.admin`. */
@@ -92,6 +100,10 @@ export interface ModelRequestState {
   attempts: Array<{ provider: string; model: string; upstreamModel: string; outcome: 'ok' | 'failed' | 'refused' }>;
   /** The providers of the deployments whose failure in this call made them cool down. */
   cooldowns: string[];
+  /** How the call met the response cache (`hit`, `miss`, `bypass`, or `error`: a miss because the store failed); unset without one. */
+  cache?: 'hit' | 'miss' | 'bypass' | 'error';
+  /** On a hit, what the stored answer cost when it was made, in picodollars: what the hit saved. */
+  costSavedPicoUsd?: number;
   /** The deployments the call found cooling down, and until when (ms since the epoch); unset when it did not look. */
   cooling?: Array<{ deployment: string; until: number }>;
 }

@@ -42,6 +42,8 @@ export interface GatewayMetrics {
   observeRouting(routing: ObservedRouting): void;
   /** Bytes of a file created by an upload. */
   uploaded(bytes: number): void;
+  /** A model call that met the response cache: `hit`, `miss`, `bypass` or `error` (a miss because the store failed). */
+  cacheLookedUp(outcome: 'hit' | 'miss' | 'bypass' | 'error'): void;
 }
 
 // Seconds. HTTP requests include model calls that stream for minutes; the gateway's own share
@@ -69,6 +71,7 @@ const FIRST_BYTE_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
  * | `kmg_deployments_cooling_down` (gauge): deployments cooling down, as this instance's calls found them | |
  * | `kmg_limit_refusals_total` (counter) | `kind` |
  * | `kmg_uploaded_bytes_total` (counter) | |
+ * | `kmg_cache_requests_total` (counter): model calls by how they met the response cache, `hit`, `miss`, `bypass` or `error` (its store failed: a miss) | `outcome` |
  *
  * No label ever holds a key or a file name, and only `kmg_cost_usd_total` an account: one series
  * per account and model, for spend by account. Node's process metrics are left out; add
@@ -163,6 +166,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
   });
   const uploadedBytes = new Counter({ name: 'kmg_uploaded_bytes_total', help: 'Bytes of files created by uploads', registers });
+  const cacheRequests = new Counter({
+    name: 'kmg_cache_requests_total',
+    help: 'Model calls by how they met the response cache: hit, miss, bypass, error (its store failed: a miss)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
 
   return {
     registry,
@@ -191,6 +200,9 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
     uploaded(bytes) {
       uploadedBytes.inc(bytes);
+    },
+    cacheLookedUp(outcome) {
+      cacheRequests.inc({ outcome });
     },
   };
 }

@@ -27,7 +27,9 @@ export const deploymentSchema = settingsObject({
  * `display_name` (shown in Anthropic's shape of the models; default: `id`), `price` (USD per
  * million tokens, `{ input, output, cacheRead?, cacheWrite? }`: what its calls cost; default: none,
  * which `priceCatalog()` looks up in a price table for `upstreamModel` under `provider`, the
- * first deployment's for a model of `deployments`, and costs 0 if not found).
+ * first deployment's for a model of `deployments`, and costs 0 if not found), `cache`
+ * (`{ ttlSeconds }`: its answers kept that long by the model endpoints' response cache, when they
+ * have one; default: none, unless a key or a call asks).
  * Resolved, `provider` and `upstreamModel` are those of the first deployment.
  * @example const model = catalogModelSchema.parse({ id: 'gpt-4.1-mini', provider: 'openai', price: { input: 0.4, output: 1.6, cacheRead: 0.1 } })
  * @example const smart = catalogModelSchema.parse({ id: 'smart', deployments: [{ provider: 'openai-east', upstreamModel: 'gpt-4.1', weight: 3 }, { provider: 'openai-west', upstreamModel: 'gpt-4.1' }], fallbacks: ['claude'] })
@@ -42,6 +44,7 @@ export const catalogModelSchema = settingsObject({
   owned_by: nonEmptyString.optional(),
   display_name: nonEmptyString.optional(),
   price: modelPriceSchema.optional(),
+  cache: settingsObject({ ttlSeconds: positiveInteger }).optional(),
 })
   .superRefine((model, ctx) => {
     if (model.deployments === undefined && model.provider === undefined) ctx.addIssue({ code: 'custom', path: ['provider'], message: 'must be given (or deployments)' });

@@ -59,6 +59,19 @@ export interface Forwarding {
   thrown?: unknown;
   /** True once a byte of the answer reached the client: nothing may be retried after. */
   delivered: boolean;
+  /** Told what the client is sent, for the response cache to keep; unset when nothing keeps it. */
+  tap?: AnswerTap;
+}
+
+/**
+ * What the client of a call is sent, as `forward()` tells it: a JSON answer whole, or a stream's
+ * events as they pass and, once the whole stream was sent, its end (a stream cut, failed or left
+ * has none).
+ */
+export interface AnswerTap {
+  json(body: string): void;
+  events(text: string): void;
+  end(): void;
 }
 
 /** Sends the request upstream and answers the client with the result, streamed or whole. */
@@ -79,7 +92,9 @@ export async function forward(ctx: Context, forwarding: Forwarding, send: () => 
       forwarding.ended(format.answer.json(json, model));
       // Written here with its type, as Koa would write it: Koa would look the type up and set it again.
       ctx.res.setHeader('content-type', 'application/json; charset=utf-8');
-      ctx.body = JSON.stringify(json);
+      const text = JSON.stringify(json);
+      ctx.body = text;
+      forwarding.tap?.json(text);
       return;
     }
     if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) {
@@ -151,6 +166,7 @@ async function relayEvents(ctx: Context, forwarding: Forwarding, body: Readable)
     }
     let more = true;
     if (out !== '') {
+      forwarding.tap?.events(out);
       start();
       more = res.write(out);
     }
@@ -161,6 +177,7 @@ async function relayEvents(ctx: Context, forwarding: Forwarding, body: Readable)
     await call.read(body, (chunk) => pass(splitter.push(chunk)), res);
     pass(splitter.end());
     start();
+    forwarding.tap?.end();
   } catch (thrown) {
     if (!forwarding.delivered) throw thrown;
     if (call.clientGone) {

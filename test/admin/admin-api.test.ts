@@ -346,6 +346,8 @@ interface UsageFigures {
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
+  cache_hits: number;
+  cost_saved_usd: number;
 }
 
 interface UsageBody {
@@ -384,6 +386,8 @@ const figures = (requests: number, input_tokens: number, output_tokens: number, 
   input_tokens,
   output_tokens,
   cost_usd: 0,
+  cache_hits: 0,
+  cost_saved_usd: 0,
 });
 
 test('GET /usage: the figures of real model calls, by day, model and key, narrowed by account, key and since', async (t) => {

@@ -343,26 +343,26 @@ test('usage --json prints the totals and rows (cost in USD too) of the calls it 
   };
   t.deepEqual(await json(['--account', 'acme']), {
     by: 'day',
-    totals: { requests: 4, answered: 3, refused: 1, input_tokens: 70, output_tokens: 7, cost_usd: 0.2500015 },
+    totals: { requests: 4, answered: 3, refused: 1, input_tokens: 70, output_tokens: 7, cost_usd: 0.2500015, cache_hits: 0, cost_saved_usd: 0 },
     rows: [
-      { day: '2030-01-15', requests: 2, answered: 2, refused: 0, input_tokens: 30, output_tokens: 3, cost_usd: 0.0000015 },
-      { day: '2030-01-16', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
+      { day: '2030-01-15', requests: 2, answered: 2, refused: 0, input_tokens: 30, output_tokens: 3, cost_usd: 0.0000015, cache_hits: 0, cost_saved_usd: 0 },
+      { day: '2030-01-16', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25, cache_hits: 0, cost_saved_usd: 0 },
     ],
   });
   t.deepEqual(await json(['--key', 'key_a', '--by', 'model']), {
     by: 'model',
-    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
+    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015, cache_hits: 0, cost_saved_usd: 0 },
     rows: [
-      { model: 'echo-1', requests: 2, answered: 2, refused: 0, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
-      { model: null, requests: 1, answered: 0, refused: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0 },
+      { model: 'echo-1', requests: 2, answered: 2, refused: 0, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015, cache_hits: 0, cost_saved_usd: 0 },
+      { model: null, requests: 1, answered: 0, refused: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0, cache_hits: 0, cost_saved_usd: 0 },
     ],
   });
   t.deepEqual(await json(['--since', '2030-01-16', '--by', 'key']), {
     by: 'key',
-    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 120, output_tokens: 12, cost_usd: 0.25 },
+    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 120, output_tokens: 12, cost_usd: 0.25, cache_hits: 0, cost_saved_usd: 0 },
     rows: [
-      { key: 'key_a', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
-      { key: 'key_c', requests: 1, answered: 1, refused: 0, input_tokens: 80, output_tokens: 8, cost_usd: 0 },
+      { key: 'key_a', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25, cache_hits: 0, cost_saved_usd: 0 },
+      { key: 'key_c', requests: 1, answered: 1, refused: 0, input_tokens: 80, output_tokens: 8, cost_usd: 0, cache_hits: 0, cost_saved_usd: 0 },
     ],
   });
 });
