@@ -1,5 +1,6 @@
 import type { AdminSession } from './admin/admin-session-store.js';
 import type { AuditEvent } from './admin/audit-store.js';
+import type { KeyCache } from './auth/key-store.js';
 import type { Scope } from './auth/scopes.js';
 import type { JsonObject } from './http/json-body.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint } from './models/provider.js';
@@ -40,11 +41,6 @@ export interface VerifiedKey {
   cache?: Readonly<KeyCache>;
 }
 
-/** A key's response caching: its calls' answers kept `ttlSeconds`, in its account's entries or, with `perKey`, in its own. */
-export interface KeyCache {
-  ttlSeconds: number;
-  perKey?: boolean;
-}
 
 /** What `adminAuth()` puts on `ctx.state.admin`. */
 export interface VerifiedAdmin {

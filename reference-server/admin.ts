@@ -29,7 +29,7 @@ export function adminApi(deployment: Deployment, logger: Logger): { auth: Middle
       onError: (err, ctx) => logger.error({ err, requestId: ctx.state.requestId, ...ctx.state.audit }, 'audit entry lost'),
     }),
     routers: [
-      adminRouter({ keys, files, creationLimiter, usageStore, catalog: models, keyPrefix, limits, onChange, nowMs: deployment.nowMs }),
+      adminRouter({ keys, files, creationLimiter, usageStore, responseCache: deployment.responseCache, catalog: models, keyPrefix, limits, onChange, nowMs: deployment.nowMs }),
       adminSessions({ sessions, onChange }),
       budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs: deployment.nowMs }),
       auditRouter({ store: audit }),

@@ -50,6 +50,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     ...(deployment.config.gateway.upstreamTimeoutMs !== undefined && { timeoutMs: deployment.config.gateway.upstreamTimeoutMs }),
     budgets: deployment.budgets,
     routing: { ...routing, cooldown: { ...routing.cooldown, store: traced(deployment.cooldowns, 'CooldownStore') } },
+    cache: { store: traced(deployment.responseCache, 'ResponseCache') },
     usageRecorder: deployment.usageRecorder,
     ...(metrics && { metrics: metrics.metrics }),
     nowMs: deployment.nowMs,

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { announceKeyChanges, cachedKeyStore, keyUseRecorder, type KeyChanges, type KeyStore, type KeyUseRecorder } from 'koa-model-gateway/auth';
 import { sweep, type BlobStore, type FileStore } from 'koa-model-gateway/files';
 import type { CreationLimiter, CreationLimitsOptions, CreationUsage, ModelLimiter } from 'koa-model-gateway/quota';
-import type { CooldownStore, Provider } from 'koa-model-gateway/models';
+import type { CooldownStore, Provider, ResponseCache } from 'koa-model-gateway/models';
 import { usageRecorder, type UsageRecorder, type UsageStore } from 'koa-model-gateway/usage';
 import {
   MemorySpendLedger,
@@ -28,7 +28,7 @@ import {
   KnexKeyStore,
   KnexUsageStore,
 } from 'koa-model-gateway/stores/knex';
-import { MemoryCooldownStore, MemoryCreationLimiter, MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
+import { MemoryCooldownStore, MemoryCreationLimiter, MemoryModelLimiter, MemoryResponseCache } from 'koa-model-gateway/stores/memory';
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
@@ -61,6 +61,8 @@ export interface Deployment {
   modelLimiter: ModelLimiter;
   /** What failed model calls taught of their deployments: shared through Redis when there is one, else in this process's memory. */
   cooldowns: CooldownStore;
+  /** The model calls' answers kept by the response cache: shared through Redis when there is one, else in this process's memory. */
+  responseCache: ResponseCache;
   /** The accounts' budgets in money, as the admin API sets them. */
   accountBudgets: AccountBudgetStore;
   /** The admin actions, recorded by the admin API and the command line. */
@@ -186,6 +188,13 @@ async function cooldownStore(redis: Redis | null): Promise<CooldownStore> {
   if (!redis) return new MemoryCooldownStore();
   const { RedisCooldownStore } = await import('koa-model-gateway/stores/redis');
   return new RedisCooldownStore({ client: redis });
+}
+
+/** The response cache on Redis when there is one (every instance serves what one stored), else in this process's memory. */
+async function responseCache(redis: Redis | null): Promise<ResponseCache> {
+  if (!redis) return new MemoryResponseCache();
+  const { RedisResponseCache } = await import('koa-model-gateway/stores/redis');
+  return new RedisResponseCache({ client: redis });
 }
 
 async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<ModelLimiter> {
@@ -356,6 +365,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     creationLimiter: limiter,
     modelLimiter: await modelLimiter(redis, nowMs),
     cooldowns: await cooldownStore(redis),
+    responseCache: await responseCache(redis),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
     budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore, usage), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
     usageRecorder: usage,

@@ -11,6 +11,7 @@ export const AUDIT_ACTIONS = [
   'session.opened',
   'session.closed',
   'account.limits_set',
+  'cache.purged',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -46,6 +46,7 @@ export function createKey(api: AdminApi): RouterMiddleware {
       models: fields.models ?? null,
       expiresAt: fields.expires_at ?? null,
       ...(fields.limits ? { limits: fields.limits } : {}),
+      ...(fields.cache ? { cache: fields.cache } : {}),
     });
     api.report(ctx, { action: 'key.created', keyId: record.id, account: record.account, fields: Object.keys(fields) });
     ctx.status = 201;
@@ -74,7 +75,7 @@ export function showKey(api: AdminApi): RouterMiddleware {
   };
 }
 
-/** `PATCH /keys/{id}`: `scopes`, `models`, `expires_at`, `limits`, `name`; a field left out stays. */
+/** `PATCH /keys/{id}`: `scopes`, `models`, `expires_at`, `limits`, `cache`, `name`; a field left out stays. */
 export function updateKey(api: AdminApi): RouterMiddleware {
   return async function updateKey(ctx) {
     const fields = parseFields(api.schemas.update, await readBody(ctx));
@@ -83,6 +84,7 @@ export function updateKey(api: AdminApi): RouterMiddleware {
       ...(fields.models === undefined ? {} : { models: fields.models }),
       ...(fields.expires_at === undefined ? {} : { expiresAt: fields.expires_at }),
       ...(fields.limits === undefined ? {} : { limits: fields.limits }),
+      ...(fields.cache === undefined ? {} : { cache: fields.cache }),
       ...(fields.name === undefined ? {} : { name: fields.name }),
     });
     if (!record) throw adminErrors.keyNotFound();

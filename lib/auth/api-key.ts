@@ -41,6 +41,7 @@ export function apiKey(options: ApiKeyOptions): Middleware {
       scopes: record.scopes,
       models: record.models,
       ...(record.limits && { limits: record.limits }),
+      ...(record.cache && { cache: record.cache }),
     };
     return next();
   };

@@ -1,6 +1,12 @@
 import type { ModelLimits } from '../quota/model-limits.js';
 import type { Scope } from './scopes.js';
 
+/** A key's response caching: its calls' answers kept `ttlSeconds`, in its account's entries or, with `perKey`, in its own. */
+export interface KeyCache {
+  ttlSeconds: number;
+  perKey?: boolean;
+}
+
 /** A stored API key. The plaintext is never part of it. */
 export interface ApiKeyRecord {
   id: string;
@@ -15,6 +21,8 @@ export interface ApiKeyRecord {
    * Stores keep only positive integers (`checkModelLimits`).
    */
   limits?: ModelLimits;
+  /** The key's own response caching (`{ ttlSeconds, perKey? }`); absent when it has none (its models' settings apply). */
+  cache?: KeyCache;
   /** Unix seconds. */
   createdAt: number;
   /** Unix seconds; stores keep whole seconds (a fraction is dropped: the key expires no later than asked). */
@@ -32,7 +40,7 @@ export interface ApiKeyRecord {
   lastUsedAt?: number;
 }
 
-export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits' | 'name' | 'hint'>;
+export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits' | 'cache' | 'name' | 'hint'>;
 
 /** What `KeyStore.update` may change; a field left out stays as it is. */
 export interface KeyUpdate {
@@ -40,6 +48,8 @@ export interface KeyUpdate {
   models?: string[] | null;
   /** `null` removes the key's own limits. */
   limits?: ModelLimits | null;
+  /** `null` removes the key's own caching. */
+  cache?: KeyCache | null;
   expiresAt?: number | null;
   /** `null` removes the name. */
   name?: string | null;

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { SCOPES, canonicalKeyName, createApiKey, isScope, keyStatus, type ApiKeyRecord, type KeyChanges, type Scope } from 'koa-model-gateway/auth';
+import { SCOPES, canonicalKeyName, createApiKey, isScope, keyStatus, type ApiKeyRecord, type KeyCache, type KeyChanges, type Scope } from 'koa-model-gateway/auth';
 import type { ModelLimits } from 'koa-model-gateway/quota';
 import { keyObject, type NewKeyObject } from 'koa-model-gateway/admin';
 import { KEY_NAME_RULE } from '../../lib/auth/key-name.js';
@@ -63,6 +63,8 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       'tokens-per-day': { type: 'string' },
       'cost-per-day': { type: 'string' },
       'cost-per-month': { type: 'string' },
+      cache: { type: 'string' },
+      'cache-per-key': { type: 'boolean' },
     },
     0,
   );
@@ -78,6 +80,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const models = values.model ? [...new Set(values.model)] : null;
   const expiresAt = parseExpiry(values.expires);
   const limits = parseLimits(values);
+  const cache = parseCache(values.cache, values['cache-per-key'] === true);
   const config = await loadConfigWithModules(io.env);
   const catalog = new Set(config.gateway.models.map((model) => model.id));
   // Allowed, since the catalog may grow, but most likely a typo.
@@ -90,10 +93,11 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       models,
       expiresAt,
       limits,
+      ...(cache && { cache }),
       name,
     });
     // The options given, by the admin API's names for them.
-    const given = { name: values.name, scopes: values.scope, models: values.model, expires_at: values.expires, limits: Object.keys(limits).length > 0 || undefined };
+    const given = { name: values.name, scopes: values.scope, models: values.model, expires_at: values.expires, limits: Object.keys(limits).length > 0 || undefined, cache: values.cache };
     const fields = ['account', ...Object.entries(given).flatMap(([field, value]) => (value === undefined ? [] : [field]))];
     await recordCliAction(database, { action: 'key.created', keyId: created.record.id, account, fields }, io);
     return created;
@@ -110,6 +114,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
         `  models:  ${models === null ? 'every model' : models.join(', ')}`,
         `  expires: ${isoTime(expiresAt)}`,
         `  limits:  ${limitsText(record.limits)}`,
+        ...(record.cache ? [`  cache:   ${record.cache.ttlSeconds} s${record.cache.perKey ? ', its own entries' : ''}`] : []),
         '',
         key,
         '',
@@ -118,6 +123,16 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
     );
   }
   return 0;
+}
+
+/** `--cache <seconds>` (and `--cache-per-key`): the key's own response caching. */
+function parseCache(seconds: string | undefined, perKey: boolean): KeyCache | undefined {
+  if (seconds === undefined) {
+    if (perKey) throw new UsageError('--cache-per-key needs --cache <seconds>');
+    return undefined;
+  }
+  if (!/^\d{1,9}$/.test(seconds) || Number(seconds) <= 0) throw new UsageError('--cache must be a positive integer of seconds');
+  return { ttlSeconds: Number(seconds), ...(perKey && { perKey: true }) };
 }
 
 /** What tells a key apart in the list: its name, the secret's last four characters, its replacement and its last use. */

@@ -6,13 +6,15 @@ import { hasModelLimits } from '../../quota/model-limits.js';
 
 /** `update` applied to `record` in place: `null` or empty limits remove them. */
 function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
-  const { limits, name, ...rest } = structuredClone(update);
+  const { limits, cache, name, ...rest } = structuredClone(update);
   Object.assign(record, rest);
   if (name === null) delete record.name;
   else if (name !== undefined) record.name = name;
   if (rest.expiresAt != null) record.expiresAt = Math.floor(rest.expiresAt);
   if (limits === null || (limits !== undefined && !hasModelLimits(limits))) delete record.limits;
   else if (limits !== undefined) record.limits = limits;
+  if (cache === null) delete record.cache;
+  else if (cache !== undefined) record.cache = cache;
 }
 
 /**
@@ -64,8 +66,8 @@ export class MemoryKeyStore implements KeyStore {
     if (!old) return { outcome: 'not_found' };
     if (old.replacedBy !== undefined) return { outcome: 'replaced' };
     if (keyStatus(old, rotation.nowSeconds) !== 'active') return { outcome: 'not_active' };
-    const { account, scopes, models, expiresAt, limits, name } = old;
-    const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
+    const { account, scopes, models, expiresAt, limits, cache, name } = old;
+    const kept = { ...(limits && { limits }), ...(cache && { cache }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
     const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), id);
     old.replacedBy = replacement.id;
     old.expiresAt = Math.floor(Math.min(expiresAt ?? Infinity, rotation.graceEndsAt));
