@@ -7,6 +7,7 @@ import OpenAI from 'openai';
 import { cacheKey, IGNORED_FIELDS } from '../../lib/models/cache/cache-key.js';
 import type { ResponseCache } from '../../lib/models/cache/response-cache.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';
+import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { MemoryResponseCache } from '../../lib/stores/memory/response-cache.js';
 import { RedisResponseCache } from '../../lib/stores/redis/response-cache.js';
 import { responseCacheContract } from '../../lib/testing/response-cache-contract.js';
@@ -23,9 +24,11 @@ const redis = redisClients(test);
 const fixture = (name: string) => readFileSync(new URL(`../../../test/fixtures/translation/${name}`, import.meta.url), 'utf8');
 const OPENAI_TOOL_STREAM = fixture('openai-parallel-tool-calls.sse');
 const ANTHROPIC_TOOL_STREAM = fixture('anthropic-text-and-parallel-tool-use.sse');
+const RESPONSES_TOOL_STREAM = fixture('openai-responses-text-and-function-calls.sse');
 
 const CHAT = '/v1/chat/completions';
 const MESSAGES = '/v1/messages';
+const RESPONSES = '/v1/responses';
 const PRICE = { input: 2.5, output: 10 };
 // The test catalog's models, their answers kept a minute.
 const CACHED: CatalogModel[] = CATALOG.map((model) => ({ ...model, price: PRICE, cache: { ttlSeconds: 60 } }));
@@ -266,4 +269,48 @@ withRedis(test)('a hit stored by one instance is served by another on the same R
   const hit = await until(async () => two.chat(ask('across')), (res) => res.headers.get('x-kmg-cache') === 'hit', { attempts: 50 });
   t.is(hit.status, 200);
   t.is(two.upstream.received.length, 0);
+});
+
+test('the openai SDK stream helper reads a replayed Responses stream as the original', async (t) => {
+  const { app, upstream, key } = await cachedApp(t);
+  upstream.answer(RESPONSES, replyEvents(Readable.from([RESPONSES_TOOL_STREAM])));
+  const client = new OpenAI({ baseURL: `${app.url}/v1`, apiKey: key, maxRetries: 0 });
+  const request = { model: 'gpt-test', input: 'Weather in Paris and Tokyo?' };
+  // What the helper's events tell: the text, the function calls done, the usage (the recorded
+  // stream's final response lists no output of its own).
+  const read = async () => {
+    const stream = client.responses.stream(request);
+    let text = '';
+    const calls: unknown[] = [];
+    for await (const event of stream) {
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (event.type === 'response.output_item.done' && event.item.type === 'function_call') calls.push([event.item.name, event.item.arguments, event.item.call_id]);
+    }
+    const final = await stream.finalResponse();
+    return { text, calls, usage: { input: final.usage?.input_tokens, output: final.usage?.output_tokens }, id: final.id };
+  };
+  const original = await read();
+  const replayed = await read();
+  t.is(upstream.received.length, 1);
+  t.true(original.text.length > 0 && original.calls.length > 0);
+  t.deepEqual({ ...replayed, id: '' }, { ...original, id: '' });
+  t.not(replayed.id, original.id);
+});
+
+test('a request the cache could not replay whole is not cached; every outcome is counted', async (t) => {
+  const metrics = createGatewayMetrics();
+  const { upstream, chat } = await cachedApp(t, new MemoryResponseCache(), { metrics });
+  upstream.answer(CHAT, reply(200, chatAnswer('Two.')), 3);
+  // Two choices: the neutral form holds one.
+  t.is((await chat(ask('two ways', { n: 2 }))).headers.get('x-kmg-cache'), 'bypass');
+  t.is((await chat(ask('two ways', { n: 2 }))).headers.get('x-kmg-cache'), 'bypass');
+  t.is((await chat(ask('one way'))).headers.get('x-kmg-cache'), 'miss');
+  t.is((await chat(ask('one way'))).headers.get('x-kmg-cache'), 'hit');
+  t.is(upstream.received.length, 3);
+  const text = await until(
+    () => metrics.registry.metrics(),
+    (scraped) => scraped.includes('kmg_cache_requests_total{outcome="hit"} 1'),
+  );
+  t.regex(text, /kmg_cache_requests_total\{outcome="bypass"\} 2/);
+  t.regex(text, /kmg_cache_requests_total\{outcome="miss"\} 1/);
 });
