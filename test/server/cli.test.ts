@@ -39,8 +39,9 @@ test('keys create --json prints one document with the key, every scope and no al
   const created = JSON.parse(result.stdout) as Record<string, unknown>;
   // The admin API's key object, with the secret this once.
   t.deepEqual(Object.keys(created).sort(), [
-    'account', 'created_at', 'expires_at', 'hint', 'id', 'key', 'last_used_at', 'limits', 'models', 'name', 'object', 'replaced_by', 'replaces', 'revoked_at', 'scopes', 'status', 'store',
+    'account', 'cache', 'created_at', 'expires_at', 'hint', 'id', 'key', 'last_used_at', 'limits', 'models', 'name', 'object', 'replaced_by', 'replaces', 'revoked_at', 'scopes', 'status', 'store',
   ]);
+  t.is(created.cache, null);
   t.regex(created.key as string, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
   t.regex(created.id as string, /^key_/);
   t.is(created.account, 'acme');
@@ -52,9 +53,10 @@ test('keys create --json prints one document with the key, every scope and no al
 test('keys create takes scopes, models and an expiry; list shows them and never the key', async (t) => {
   const env = await dataDir();
   const created = await createKey(env, [
-    '--account', 'acme', '--scope', 'files:read', '--scope', 'models:read', '--model', 'echo-1', '--expires', '2099-01-01T00:00:00Z',
+    '--account', 'acme', '--scope', 'files:read', '--scope', 'models:read', '--model', 'echo-1', '--expires', '2099-01-01T00:00:00Z', '--cache', '600', '--cache-per-key',
   ]);
   t.deepEqual(created.scopes, ['files:read', 'models:read']);
+  t.deepEqual(created.cache, { ttl_seconds: 600, per_key: true });
   t.deepEqual(created.models, ['echo-1']);
   await createKey(env, ['--account', 'other']);
 
