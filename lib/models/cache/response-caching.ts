@@ -85,9 +85,10 @@ export class ResponseCaching {
       ctx.res.once('close', () => ticket.end());
       await ticket.read();
     }
+    // A hit says so once it is answered: a 429 refusing it is no hit.
+    if (ticket.hit) return ticket;
     call.state.cache = ticket.outcome;
     ctx.res.setHeader('x-kmg-cache', ticket.outcome === 'error' ? 'miss' : ticket.outcome);
-    if (ticket.hit) ctx.res.setHeader('age', String(Math.max(0, Math.floor((this.#nowMs() - ticket.hit.storedAt) / 1000))));
     return ticket;
   }
 
@@ -230,7 +231,10 @@ export class CacheTicket {
     const { hit } = this;
     if (call === undefined || hit === undefined) return;
     const { ctx, endpoint, request, format, model, state, body } = call;
+    state.cache = 'hit';
     state.costSavedPicoUsd = hit.costPicoUsd;
+    ctx.res.setHeader('x-kmg-cache', 'hit');
+    ctx.res.setHeader('age', String(Math.max(0, Math.floor((this.#caching.nowMs() - hit.storedAt) / 1000))));
     if (!state.stream) {
       ctx.res.setHeader('content-type', 'application/json; charset=utf-8');
       ctx.body = JSON.stringify(replayJson(endpoint, hit, request, model));
