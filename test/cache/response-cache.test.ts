@@ -158,46 +158,70 @@ test('Cache-Control: no-cache skips the lookup, no-store the write; max-age swit
   t.is((await plain(echo, { 'cache-control': 'max-age=60' })).headers.get('x-kmg-cache'), 'hit');
 });
 
-test('errors, 429s, cut streams and streams the client left are never stored', async (t) => {
-  const { upstream, chat } = await cachedApp(t);
-  upstream.answer(CHAT, reply(500, { error: { message: 'boom', type: 'server_error' } }));
-  upstream.answer(CHAT, reply(429, { error: { message: 'slow down', type: 'rate_limit_error' } }));
-  // A stream whose connection drops after its first chunk.
-  const cut = new Readable({ read() {} });
-  upstream.answer(CHAT, replyEvents(cut));
-  upstream.answer(CHAT, reply(200, chatAnswer('Finally.')));
-  t.is((await chat(ask('flaky'))).status, 502);
-  t.is((await chat(ask('flaky'))).status, 429);
-  // Its first event, which sends the answer's headers, then the drop.
-  cut.push(OPENAI_TOOL_STREAM.split('\n\n')[0] + '\n\n');
-  const streamed = await chat(ask('flaky', { stream: true }));
-  cut.destroy(new Error('dropped'));
-  await streamed.text();
-  const whole = await chat(ask('flaky'));
-  t.is(whole.headers.get('x-kmg-cache'), 'miss');
-  t.is((await whole.json() as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content, 'Finally.');
-  t.is(upstream.received.length, 4);
-});
+/** The stores of both deployments: the embedded default's memory, and Redis (with keys of the test's own). */
+const STORES: Array<[string, TestFn, () => Promise<ResponseCache>]> = [
+  ['memory', test, async () => new MemoryResponseCache()],
+  ['Redis', withRedis(test), async () => new RedisResponseCache({ client: await redis.client(), keyPrefix: redis.keyPrefix() })],
+];
 
-test('a stream the client leaves is not stored', async (t) => {
-  const { upstream, chat } = await cachedApp(t);
-  let upstreamClosed: Promise<unknown> = Promise.resolve();
-  upstream.answer(CHAT, (res) => {
-    upstreamClosed = new Promise((resolve) => res.once('close', resolve));
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.write(OPENAI_TOOL_STREAM.split('\n\n')[0] + '\n\n');
+for (const [storeName, storeTest, makeStore] of STORES) {
+  storeTest(`${storeName}: errors, 429s and cut streams are never stored`, async (t) => {
+    const { upstream, chat } = await cachedApp(t, await makeStore());
+    upstream.answer(CHAT, reply(500, { error: { message: 'boom', type: 'server_error' } }));
+    upstream.answer(CHAT, reply(429, { error: { message: 'slow down', type: 'rate_limit_error' } }));
+    // A stream whose connection drops after its first chunk.
+    const cut = new Readable({ read() {} });
+    upstream.answer(CHAT, replyEvents(cut));
+    upstream.answer(CHAT, reply(200, chatAnswer('Finally.')));
+    t.is((await chat(ask('flaky'))).status, 502);
+    t.is((await chat(ask('flaky'))).status, 429);
+    // Its first event, which sends the answer's headers, then the drop.
+    cut.push(OPENAI_TOOL_STREAM.split('\n\n')[0] + '\n\n');
+    const streamed = await chat(ask('flaky', { stream: true }));
+    cut.destroy(new Error('dropped'));
+    await streamed.text();
+    const whole = await chat(ask('flaky'));
+    t.is(whole.headers.get('x-kmg-cache'), 'miss');
+    t.is((await whole.json() as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content, 'Finally.');
+    t.is(upstream.received.length, 4);
   });
-  upstream.answer(CHAT, reply(200, chatAnswer('Whole.')));
-  const answer = await chat(ask('leave', { stream: true }));
-  const reader = answer.body!.getReader();
-  await reader.read();
-  await reader.cancel();
-  // The gateway let go of the upstream: the client is gone.
-  await upstreamClosed;
-  const after = await chat(ask('leave'));
-  t.is(after.headers.get('x-kmg-cache'), 'miss');
-  t.is(upstream.received.length, 2);
-});
+
+  storeTest(`${storeName}: a stream the client leaves is not stored`, async (t) => {
+    const { upstream, chat } = await cachedApp(t, await makeStore());
+    let upstreamClosed: Promise<unknown> = Promise.resolve();
+    upstream.answer(CHAT, (res) => {
+      upstreamClosed = new Promise((resolve) => res.once('close', resolve));
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(OPENAI_TOOL_STREAM.split('\n\n')[0] + '\n\n');
+    });
+    upstream.answer(CHAT, reply(200, chatAnswer('Whole.')));
+    const answer = await chat(ask('leave', { stream: true }));
+    const reader = answer.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    // The gateway let go of the upstream: the client is gone.
+    await upstreamClosed;
+    const after = await chat(ask('leave'));
+    t.is(after.headers.get('x-kmg-cache'), 'miss');
+    t.is(upstream.received.length, 2);
+  });
+
+  storeTest(`${storeName}: 20 identical calls on a cold key make one upstream call`, async (t) => {
+    const { upstream, chat } = await cachedApp(t, await makeStore());
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    upstream.answer(CHAT, (res, request) => void released.then(() => reply(200, chatAnswer('Once.'))(res, request)));
+    const calls = Array.from({ length: 20 }, () => chat(ask('stampede')));
+    await until(async () => upstream.received.length, (count) => count >= 1);
+    release();
+    const answers = await Promise.all(calls);
+    t.is(upstream.received.length, 1);
+    t.deepEqual(answers.map((answer) => answer.status), Array(20).fill(200));
+    t.is(answers.filter((answer) => answer.headers.get('x-kmg-cache') === 'hit').length, 19);
+  });
+}
 
 /** What a usage says, without the details that are 0 when left out (`audio_tokens`). */
 const usageFigures = (usage: OpenAI.CompletionUsage | undefined) => ({
@@ -243,22 +267,6 @@ test('the Anthropic SDK stream helper reads a replayed Messages stream as the or
   const json = await client.messages.create(request);
   t.deepEqual(json.content, original.content);
   t.deepEqual(json.usage, original.usage);
-});
-
-test('20 identical calls on a cold key make one upstream call', async (t) => {
-  const { upstream, chat } = await cachedApp(t);
-  let release = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  upstream.answer(CHAT, (res, request) => void released.then(() => reply(200, chatAnswer('Once.'))(res, request)));
-  const calls = Array.from({ length: 20 }, () => chat(ask('stampede')));
-  await until(async () => upstream.received.length, (count) => count >= 1);
-  release();
-  const answers = await Promise.all(calls);
-  t.is(upstream.received.length, 1);
-  t.deepEqual(answers.map((answer) => answer.status), Array(20).fill(200));
-  t.is(answers.filter((answer) => answer.headers.get('x-kmg-cache') === 'hit').length, 19);
 });
 
 test('a store that stalls costs the lookup bound and a miss; one that fails a miss, reported', async (t) => {
