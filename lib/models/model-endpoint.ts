@@ -186,7 +186,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
       }
     };
     // After the request limits' checks, before the budgets': a hit costs nothing, but counts as a request.
-    const cached = await caching?.lookup(ctx, { key, format, model: requested, modelTtlSeconds: route.model.cache?.ttlSeconds, body, state });
+    const cached = await caching?.lookup(ctx, { key, format, model: requested, modelTtlSeconds: route.model.cache?.ttlSeconds, body, headers, state });
     if (cached?.hit) {
       await admit();
       cached.replay();

@@ -84,13 +84,15 @@ testProp('any field outside the deny-list changes the key; a field of the deny-l
   t.is(cacheKey({ ...parts, body: Object.fromEntries(Object.entries(body).reverse()) }), key);
 });
 
-test('the key is per account, per key that asks for its own, per endpoint format and per model', (t) => {
+test('the key is per account, per key that asks for its own, per endpoint format, per model and per header the upstream is sent', (t) => {
   const body = ask('hi');
   const key = cacheKey({ ...parts, body });
   t.not(cacheKey({ ...parts, account: 'globex', body }), key);
   t.not(cacheKey({ ...parts, keyId: 'key_1', body }), key);
   t.not(cacheKey({ ...parts, endpoint: 'responses', body }), key);
   t.not(cacheKey({ ...parts, model: 'claude-test', body }), key);
+  // A beta the upstream is sent may change the answer.
+  t.not(cacheKey({ ...parts, body, headers: { 'anthropic-beta': 'output-128k-2025-02-19' } }), key);
 });
 
 test('a repeated call is a hit: the same answer, x-kmg-cache: hit and an age, no upstream call, recorded at cost 0 with what it saved', async (t) => {

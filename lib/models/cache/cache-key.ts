@@ -40,19 +40,21 @@ export interface CacheKeyParts {
   model: string;
   /** The client's request body, as parsed. */
   body: JsonObject;
+  /** The client's headers the upstream is sent (`anthropic-beta`, `anthropic-version`): they may change the answer. Default: none. */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**
  * The entry's key: SHA-256 (hex) of the schema version, the account, the key's id when it has
- * entries of its own, the endpoint format, the catalog model and the body without
- * `IGNORED_FIELDS`, canonicalised by RFC 8785 (`canonicalize`: key order and number forms do
+ * entries of its own, the endpoint format, the catalog model, the body without
+ * `IGNORED_FIELDS` and the client's headers meant for the upstream, canonicalised by RFC 8785 (`canonicalize`: key order and number forms do
  * not matter, `1.0` is `1`).
  * @example cacheKey({ account: 'acme', endpoint: 'chatCompletions', model: 'gpt-4o', body })
  */
-export function cacheKey({ account, keyId, endpoint, model, body }: CacheKeyParts): string {
+export function cacheKey({ account, keyId, endpoint, model, body, headers = {} }: CacheKeyParts): string {
   const kept: JsonObject = {};
   for (const field in body) if (!IGNORED_FIELDS.has(field)) kept[field] = body[field];
-  const text = canonicalize([CACHE_KEY_VERSION, account, keyId ?? null, endpoint, model, kept]);
+  const text = canonicalize([CACHE_KEY_VERSION, account, keyId ?? null, endpoint, model, kept, headers]);
   return createHash('sha256')
     .update(text ?? '')
     .digest('hex');

@@ -43,6 +43,8 @@ export interface CachedCall {
   model: string;
   modelTtlSeconds: number | undefined;
   body: JsonObject;
+  /** The client's headers the upstream is sent: part of the key. */
+  headers: Readonly<Record<string, string>>;
   state: ModelRequestState;
 }
 
@@ -92,7 +94,7 @@ export class ResponseCaching {
     return ticket;
   }
 
-  #ticket(ctx: Context, { key, format, model, modelTtlSeconds, body, state }: CachedCall): CacheTicket {
+  #ticket(ctx: Context, { key, format, model, modelTtlSeconds, body, headers, state }: CachedCall): CacheTicket {
     const { endpoint } = format;
     const directives = cacheDirectives(ctx.get('cache-control'));
     const maxAge = directives.maxAge === undefined ? undefined : Math.min(directives.maxAge, this.#maxTtlSeconds);
@@ -101,7 +103,7 @@ export class ResponseCaching {
     if (request === undefined || !isCachedEndpoint(endpoint) || ttlSeconds === undefined || (directives.noCache && directives.noStore)) {
       return new CacheTicket(this, 'bypass');
     }
-    const name = cacheKey({ account: key.account, keyId: key.cache?.perKey ? key.id : undefined, endpoint, model, body });
+    const name = cacheKey({ account: key.account, keyId: key.cache?.perKey ? key.id : undefined, endpoint, model, body, headers });
     return new CacheTicket(this, directives.noCache ? 'bypass' : 'miss', {
       ctx,
       account: key.account,
