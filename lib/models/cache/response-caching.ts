@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { StoreUnavailableError } from '../../errors/gateway-error.js';
+import { errors, StoreUnavailableError } from '../../errors/gateway-error.js';
 import { EventSplitter } from '../../http/server-sent-events.js';
 import type { JsonObject } from '../content.js';
 import type { EndpointFormat } from '../endpoint-format.js';
@@ -131,7 +131,7 @@ export class ResponseCaching {
       const text = await Promise.race([this.#store.get(account, name), late]);
       return { entry: text === undefined ? undefined : (JSON.parse(text) as CachedAnswer), failed: false };
     } catch (err) {
-      ctx.app.emit('error', err, ctx);
+      reportOutage(ctx, err);
       return { entry: undefined, failed: true };
     } finally {
       clearTimeout(timer);
@@ -140,7 +140,7 @@ export class ResponseCaching {
 
   /** @internal Stores an entry, not awaited by the call: a failure is reported. */
   put(ctx: Context, account: string, name: string, entry: CachedAnswer, ttlSeconds: number): void {
-    this.#store.set(account, name, JSON.stringify(entry), ttlSeconds).catch((err: unknown) => ctx.app.emit('error', err, ctx));
+    this.#store.set(account, name, JSON.stringify(entry), ttlSeconds).catch((err: unknown) => reportOutage(ctx, err));
   }
 
   /** @internal The first call's answer, when one is in flight under `name`, waited for at most `waitMs`; else undefined, and this call is now the first. */
@@ -167,6 +167,17 @@ export class ResponseCaching {
   nowMs(): number {
     return this.#nowMs();
   }
+}
+
+/**
+ * A store's failure, reported as the outage it is (a 503 with the failure as its cause, which
+ * carries no stack): a gateway logs a store that stays away once, then a count, as it does for
+ * its other stores. The call itself goes on.
+ */
+function reportOutage(ctx: Context, err: unknown): void {
+  const outage = errors.serviceUnavailable();
+  outage.cause = err;
+  ctx.app.emit('error', outage, ctx);
 }
 
 interface TicketCall {
