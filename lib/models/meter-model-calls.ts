@@ -46,7 +46,8 @@ function usageRecord(ctx: Context, time: number, started: number): UsageRecord |
     upstreamFirstByteMs: call?.upstreamFirstByteMs ?? null,
     upstreamMs: call?.upstreamMs ?? null,
     costPicoUsd: call?.costPicoUsd ?? 0,
-    ...((call?.cache === 'hit' || call?.cache === 'miss') && { cache: call.cache }),
+    // A lookup the store failed is a miss to the caller: the call went upstream.
+    ...(call?.cache !== undefined && call.cache !== 'bypass' && { cache: call.cache === 'hit' ? 'hit' : 'miss' }),
     ...(call?.costSavedPicoUsd !== undefined && { costSavedPicoUsd: call.costSavedPicoUsd }),
   };
 }

@@ -40,7 +40,7 @@ export interface UsageRecord {
    * price (`callCost()`); 0 when the model has no known price or the call reached no upstream.
    */
   costPicoUsd: number;
-  /** `hit` for a call answered from the response cache (its cost 0), `miss` for one the cache looked up and stored; absent (or null) otherwise. */
+  /** `hit` for a call answered from the response cache (its cost 0), `miss` for one it looked up and did not find (or whose store failed); absent (or null) when it was not looked up. */
   cache?: 'hit' | 'miss' | null;
   /** On a hit, what the stored answer cost when it was made, in picodollars: what the hit saved. 0 (or absent) otherwise. */
   costSavedPicoUsd?: number;
