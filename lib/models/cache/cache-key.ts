@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import type { JsonObject } from '../content.js';
 import type { ProviderEndpoint } from '../provider.js';
@@ -55,7 +55,6 @@ export function cacheKey({ account, keyId, endpoint, model, body, headers = {} }
   const kept: JsonObject = {};
   for (const field in body) if (!IGNORED_FIELDS.has(field)) kept[field] = body[field];
   const text = canonicalize([CACHE_KEY_VERSION, account, keyId ?? null, endpoint, model, kept, headers]);
-  return createHash('sha256')
-    .update(text ?? '')
-    .digest('hex');
+  // One-shot: no Hash object per call.
+  return hash('sha256', text ?? '');
 }

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { EventSplitter, eventFields } from '../../http/server-sent-events.js';
+import { randomAlphanumeric } from '../../random.js';
 import { eventObject } from '../answer.js';
 import type { JsonObject } from '../content.js';
 import { chatCompletionsFormat } from '../formats/chat-completions/index.js';
@@ -211,7 +211,8 @@ export class AnswerCollector {
   }
 }
 
-const freshId = (endpoint: CachedEndpoint) => `${ID_PREFIX[endpoint]}${randomBytes(12).toString('hex')}`;
+// From the pooled CSPRNG bytes of request ids: a `randomBytes()` call of its own cost a hit ~10 µs.
+const freshId = (endpoint: CachedEndpoint) => `${ID_PREFIX[endpoint]}${randomAlphanumeric(24)}`;
 
 /** An entry as the JSON answer of `endpoint`'s format, with a fresh id and `model` as its model. */
 export function replayJson(endpoint: CachedEndpoint, cached: CachedAnswer, request: Request, model: string): JsonObject {

@@ -139,18 +139,22 @@ export class ResponseCaching {
   }
 
   /** @internal Stores an entry, not awaited by the call: a failure is reported. */
-  put(ctx: Context, account: string, name: string, entry: CachedAnswer, ttlSeconds: number): void {
-    this.#store.set(account, name, JSON.stringify(entry), ttlSeconds).catch((err: unknown) => reportOutage(ctx, err));
+  put(ctx: Context, account: string, name: string, entry: CachedAnswer, ttlSeconds: number): Promise<unknown> {
+    return this.#store.set(account, name, JSON.stringify(entry), ttlSeconds).catch((err: unknown) => reportOutage(ctx, err));
   }
 
   /** @internal The first call's answer, when one is in flight under `name`, waited for at most `waitMs`; else undefined, and this call is now the first. */
-  async join(name: string, settled: Promise<CachedAnswer | undefined>): Promise<CachedAnswer | undefined> {
+  async join(name: string, settled: Promise<CachedAnswer | undefined>, over: Promise<unknown>): Promise<CachedAnswer | undefined> {
     const first = this.#inFlight.get(name);
     if (first === undefined) {
       this.#inFlight.set(name, settled);
-      void settled.finally(() => {
-        if (this.#inFlight.get(name) === settled) this.#inFlight.delete(name);
-      });
+      // Kept until the answer is in the store, and the lookups that missed it meanwhile have come
+      // back (a turn of the loop later): they find it here rather than going upstream again.
+      void over.then(() =>
+        setImmediate(() => {
+          if (this.#inFlight.get(name) === settled) this.#inFlight.delete(name);
+        }),
+      );
       return undefined;
     }
     let timer: NodeJS.Timeout | undefined;
@@ -207,6 +211,8 @@ export class CacheTicket {
   /** What the call's answer is told to, to be stored: set on a miss that may be stored. */
   readonly collector: AnswerCollector | undefined;
   #settle: ((entry: CachedAnswer | undefined) => void) | undefined;
+  /** Told when this call's part is over: its answer written to the store, or none to write. */
+  #over: ((written: Promise<unknown>) => void) | undefined;
 
   constructor(caching: ResponseCaching, outcome: CacheOutcome, call?: TicketCall) {
     this.#caching = caching;
@@ -231,7 +237,10 @@ export class CacheTicket {
       const settled = new Promise<CachedAnswer | undefined>((resolve) => {
         this.#settle = resolve;
       });
-      this.hit = fresh(await this.#caching.join(call.name, settled));
+      const over = new Promise<unknown>((resolve) => {
+        this.#over = resolve;
+      });
+      this.hit = fresh(await this.#caching.join(call.name, settled, over));
       // A call that waited for another's answer is not the first: nobody waits for it.
       if (this.hit !== undefined) this.#done(undefined);
     }
@@ -267,8 +276,8 @@ export class CacheTicket {
   store(): void {
     const call = this.#call;
     const entry = call && this.collector?.entry(call.state, call.state.costPicoUsd, this.#caching.nowMs());
-    if (call && entry) this.#caching.put(call.ctx, call.account, call.name, entry, call.ttlSeconds);
-    this.#done(entry);
+    const written = call && entry ? this.#caching.put(call.ctx, call.account, call.name, entry, call.ttlSeconds) : undefined;
+    this.#done(entry, written);
   }
 
   /** The call is over: the calls waiting for it go on (upstream each, when it stored nothing). */
@@ -276,8 +285,10 @@ export class CacheTicket {
     this.#done(undefined);
   }
 
-  #done(entry: CachedAnswer | undefined): void {
+  #done(entry: CachedAnswer | undefined, written: Promise<unknown> = Promise.resolve()): void {
     this.#settle?.(entry);
     this.#settle = undefined;
+    this.#over?.(written);
+    this.#over = undefined;
   }
 }
