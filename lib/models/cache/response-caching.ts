@@ -16,7 +16,7 @@ import type { ResponseCache } from './response-cache.js';
 export interface ResponseCachingOptions {
   /** Where entries live: `MemoryResponseCache` for one process, `RedisResponseCache` shared by every instance. */
   store: ResponseCache;
-  /** How long a lookup may take before the call goes on as a miss, in ms. Default 100. */
+  /** How long a lookup may take before the call goes on as a miss, in ms: half the Redis stores' own bound. Default 250. */
   lookupTimeoutMs?: number;
   /** How long identical calls wait for the first one's answer before each goes upstream, in ms. Default 30,000. */
   waitMs?: number;
@@ -27,7 +27,7 @@ export interface ResponseCachingOptions {
 }
 
 const cachingOptions = z.object({
-  lookupTimeoutMs: timerMs.default(100),
+  lookupTimeoutMs: timerMs.default(250),
   waitMs: timerMs.default(30_000),
   maxTtlSeconds: positiveInteger.default(86_400),
 });
