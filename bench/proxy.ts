@@ -1,7 +1,8 @@
 /**
  * Proxy: what a gateway adds to a model call (issues 18 and 34), measured as an outsider measures
  * it. A mock provider (bench/servers/mock-upstream.ts, on the load core) answers Chat Completions,
- * Messages and the Responses API; in front of it, in one run, interleaved round by round: nothing
+ * Messages, the Responses API and embeddings (BENCH_PROXY_ROUTES=embeddings: a native call, never
+ * streamed); in front of it, in one run, interleaved round by round: nothing
  * (straight to the mock), the floor (bare Koa + one undici Pool that parses the request and the
  * answer and rewrites `model` in both, piping event streams), and the reference server started as
  * a user starts it (`node dist/reference-server/cli.js serve`, LOG_LEVEL=info to a pipe, the
@@ -15,6 +16,8 @@
  * is on one side of it. Before the rounds, the peak RSS of each gateway holding 1,000 streams open.
  * BENCH_BASELINE=<another checkout> adds its reference-server cases, marked "(baseline)", each run
  * right beside the same case of this checkout, first in odd rounds and second in even ones.
+ * First of all, in this process: what splitting one 20 MB upstream event costs (the EventSplitter
+ * of this checkout, and of BENCH_BASELINE's beside it, round by round).
  * Run: node --import tsx bench/proxy.ts
  */
 import { setMaxListeners } from 'node:events';
@@ -22,6 +25,7 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { Client, Pool } from 'undici';
+import { EventSplitter } from '../lib/http/server-sent-events.js';
 import * as thisCheckout from './lib/gateway.js';
 import type { Deployment } from './lib/gateway.js';
 import { DURATION, load, percentiles, WARMUP, type LoadResult } from './lib/load.js';
@@ -42,17 +46,21 @@ const HELD_STREAMS = Number(process.env.BENCH_PROXY_HELD ?? 1000);
 const HOLD_TIMEOUT_MS = 120_000;
 const ACCOUNT = 'acct_proxy_bench';
 const MOCK_KEY = 'sk-mock-provider-key';
+/** One upstream event this large, cut as a socket delivers it, for the splitter's figure. */
+const LARGE_EVENT_BYTES = 20_000_000;
+const SOCKET_CHUNK_BYTES = 65_536;
 // Generous limits: every call is counted and checked, none refused.
 const RPM = 1_000_000_000;
 const TPM = 1_000_000_000_000;
 
-type RouteName = 'chat' | 'messages' | 'translated' | 'responses';
+type RouteName = 'chat' | 'messages' | 'translated' | 'responses' | 'embeddings';
 
 interface Route {
   name: RouteName;
   path: string;
   json: Buffer;
-  stream: Buffer;
+  /** Undefined for an endpoint that never streams (embeddings). */
+  stream: Buffer | undefined;
   /** Matches one text delta of the stream, however a gateway re-serialises it. */
   delta: RegExp;
   /** The format the client speaks: its SDK's headers, and Portkey's provider. */
@@ -61,8 +69,9 @@ interface Route {
   translated: boolean;
 }
 
-function route(name: RouteName, path: string, body: Record<string, unknown>, delta: RegExp, provider: Route['provider'], translated = false): Route {
-  return { name, path, json: Buffer.from(JSON.stringify(body)), stream: Buffer.from(JSON.stringify({ ...body, stream: true })), delta, provider, translated };
+function route(name: RouteName, path: string, body: Record<string, unknown>, delta: RegExp, provider: Route['provider'], translated = false, streams = true): Route {
+  const stream = streams ? Buffer.from(JSON.stringify({ ...body, stream: true })) : undefined;
+  return { name, path, json: Buffer.from(JSON.stringify(body)), stream, delta, provider, translated };
 }
 
 const SAY_HELLO = [{ role: 'user', content: 'Say hello.' }];
@@ -74,10 +83,12 @@ const ROUTES: Route[] = [
   // Chat Completions as it is: it is there to be compared with the native call of the same case.
   route('translated', '/v1/chat/completions', { model: 'bench-claude', messages: SAY_HELLO, max_tokens: 16 }, CHAT_DELTA, 'openai', true),
   route('responses', '/v1/responses', { model: 'bench-gpt', input: 'Say hello.', max_output_tokens: 16 }, /"delta":\s*"tok"/g, 'openai'),
+  // As the openai SDK asks by default: base64. Passed through natively; never streamed.
+  route('embeddings', '/v1/embeddings', { model: 'bench-embed', input: 'Say hello.', encoding_format: 'base64' }, /$^/g, 'openai', false, false),
 ];
-const DEFAULT_ROUTES: RouteName[] = ['chat', 'messages', 'translated'];
+const DEFAULT_ROUTES: RouteName[] = ['chat', 'messages', 'translated', 'embeddings'];
 /** Catalog id → the mock's model name: the reference server's catalog and the floor's rewrite. */
-const UPSTREAM_MODELS = { 'bench-gpt': 'mock-gpt', 'bench-claude': 'mock-claude' };
+const UPSTREAM_MODELS = { 'bench-gpt': 'mock-gpt', 'bench-claude': 'mock-claude', 'bench-embed': 'mock-embed' };
 
 /** The names a comma-separated variable lists (`defaults` when unset), refusing unknown ones. */
 function chosen<T extends string>(variable: string, all: readonly T[], defaults: readonly T[] = all): T[] {
@@ -161,6 +172,7 @@ function catalogConfig(mock: Service) {
     models: [
       { id: 'bench-gpt', provider: 'mock-openai', upstreamModel: UPSTREAM_MODELS['bench-gpt'] },
       { id: 'bench-claude', provider: 'mock-anthropic', upstreamModel: UPSTREAM_MODELS['bench-claude'] },
+      { id: 'bench-embed', provider: 'mock-openai', upstreamModel: UPSTREAM_MODELS['bench-embed'], type: 'embeddings' },
     ],
   };
 }
@@ -346,13 +358,14 @@ async function probe(c: Case, routes: Route[], notes: string[]): Promise<void> {
         continue;
       }
       c.answers.add(r.name);
+      if (r.stream === undefined) continue;
       const streamed = await call(client, r.path, c.headers(r), r.stream);
       const relayed = deltas(r, streamed.text);
       if (streamed.status === 200 && relayed === STREAM_EVENTS) c.streams.add(r.name);
       else notes.push(`${c.name}: ${r.path} streams left out: ${streamed.status}, ${relayed} of ${STREAM_EVENTS} deltas relayed ${streamed.text.slice(0, 160)}`);
     }
   });
-  if (c.kind === 'direct' && c.streams.size < routes.length) throw new Error(`bench: the mock upstream does not answer as it should: ${notes.join('; ')}`);
+  if (c.kind === 'direct' && c.streams.size < routes.filter((r) => r.stream !== undefined).length) throw new Error(`bench: the mock upstream does not answer as it should: ${notes.join('; ')}`);
 }
 
 /** Requests one at a time over one keep-alive connection: latency percentiles (ms), and when. */
@@ -390,17 +403,24 @@ async function ownTimes(c: Case, r: Route, runs: Figures[]): Promise<void> {
   }
 }
 
+/** The streamed body of an endpoint that streams. */
+function streamBody(r: Route): Buffer {
+  if (r.stream === undefined) throw new Error(`bench: ${r.path} never streams`);
+  return r.stream;
+}
+
 /** 1,000-event streams one at a time over one keep-alive connection: first byte, last byte, server CPU per stream. */
 function relay(c: Case, r: Route): Promise<StreamFigures & { failures: number }> {
   return connected(c, async (client) => {
     const headers = c.headers(r);
-    await call(client, r.path, headers, r.stream);
+    const stream = streamBody(r);
+    await call(client, r.path, headers, stream);
     const firstBytes: number[] = [];
     const totals: number[] = [];
     let failures = 0;
     const cpuBefore = cpuMicros(c.service.pid);
     for (let index = 0; index < STREAMS; index++) {
-      const answer = await call(client, r.path, headers, r.stream);
+      const answer = await call(client, r.path, headers, stream);
       if (answer.status !== 200 || deltas(r, answer.text) !== STREAM_EVENTS) failures++;
       firstBytes.push(answer.firstByteMs);
       totals.push(answer.totalMs);
@@ -420,7 +440,7 @@ async function holdStreams(c: Case, r: Route, mock: Service): Promise<Held> {
   setMaxListeners(HELD_STREAMS + 1, signal);
   const ends: Promise<unknown>[] = [];
   const open = async () => {
-    const { statusCode, body } = await pool.request({ path: r.path, method: 'POST', headers: c.headers(r), body: r.stream, signal });
+    const { statusCode, body } = await pool.request({ path: r.path, method: 'POST', headers: c.headers(r), body: streamBody(r), signal });
     const firstEvent = new Promise((resolve, reject) => {
       body.once('data', resolve);
       body.once('error', reject);
@@ -637,8 +657,47 @@ function inRound(cases: Case[], round: number): Case[] {
   return ordered;
 }
 
+/**
+ * The event splitter of this checkout (and of BENCH_BASELINE's), on one event of 20 MB in 64 KiB
+ * chunks, round by round: wall and CPU milliseconds to the event, in this process.
+ */
+export async function largeEvent(): Promise<string[]> {
+  const splitters: Array<[string, new () => { push(chunk: Buffer): string[] }]> = [['this checkout', EventSplitter]];
+  const baselineDir = process.env.BENCH_BASELINE;
+  if (baselineDir) {
+    const module = (await import(pathToFileURL(join(baselineDir, 'lib', 'http', 'server-sent-events.ts')).href)) as { EventSplitter: new () => EventSplitter };
+    splitters.push(['baseline', module.EventSplitter]);
+  }
+  const event = Buffer.from(`data: {"text":"${'a'.repeat(LARGE_EVENT_BYTES)}"}\n\n`);
+  const figures = new Map<string, Array<{ wall: number; cpu: number }>>(splitters.map(([name]) => [name, []]));
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const [name, Splitter] of round % 2 === 1 ? splitters : [...splitters].reverse()) {
+      process.stderr.write(`proxy: round ${round}/${ROUNDS}: one ${num(LARGE_EVENT_BYTES)}-byte event: ${name}\n`);
+      const splitter = new Splitter();
+      const cpuBefore = process.cpuUsage();
+      const started = performance.now();
+      let events = 0;
+      for (let start = 0; start < event.length; start += SOCKET_CHUNK_BYTES) events += splitter.push(event.subarray(start, start + SOCKET_CHUNK_BYTES)).length;
+      const wall = performance.now() - started;
+      const cpu = process.cpuUsage(cpuBefore);
+      if (events !== 1) throw new Error(`bench: the ${name} splitter found ${events} events in one`);
+      figures.get(name)?.push({ wall, cpu: (cpu.user + cpu.system) / 1000 });
+    }
+  }
+  return [
+    `### One upstream event of ${num(LARGE_EVENT_BYTES / 1_000_000)} MB, in ${num(SOCKET_CHUNK_BYTES / 1024)} KiB chunks, through the event splitter (this process, ${ROUNDS} rounds)`,
+    '',
+    table(splitters, [
+      { heading: 'splitter', cell: ([name]) => name },
+      { heading: 'ms to the event', cell: ([name]) => spread((figures.get(name) ?? []).map((run) => run.wall), (value) => num(value)), align: 'right' },
+      { heading: 'CPU ms', cell: ([name]) => spread((figures.get(name) ?? []).map((run) => run.cpu), (value) => num(value)), align: 'right' },
+    ]),
+  ];
+}
+
 export async function proxy(): Promise<string> {
   const baseline = await baselineGateways();
+  const splitting = await largeEvent();
   becomeLoadGenerator();
   const routes = chosen('BENCH_PROXY_ROUTES', ROUTES.map((r) => r.name), DEFAULT_ROUTES).map((name) => ROUTES.find((r) => r.name === name) as Route);
   const services: Service[] = [];
@@ -696,6 +755,8 @@ export async function proxy(): Promise<string> {
       ...notes.map((note) => `- ${note}`),
       '',
       ...report(rows, held, first),
+      '',
+      ...splitting,
     ].join('\n');
   } finally {
     await Promise.all(services.map((service) => service.stop()));

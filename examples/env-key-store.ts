@@ -12,6 +12,7 @@ import { apiKey, gatewayErrors } from 'koa-model-gateway';
 import {
   hashApiKey,
   type ApiKeyRecord,
+  type KeyRevocation,
   type KeyRotation,
   type KeyRotationResult,
   type KeyStore,
@@ -58,7 +59,7 @@ class EnvKeyStore implements KeyStore {
     throw new Error('EnvKeyStore is read-only: add the key to GATEWAY_KEYS');
   }
 
-  async revoke(_id: string): Promise<boolean> {
+  async revoke(_id: string): Promise<KeyRevocation> {
     throw new Error('EnvKeyStore is read-only: remove the key from GATEWAY_KEYS');
   }
 

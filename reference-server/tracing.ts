@@ -7,7 +7,7 @@ type Environment = Readonly<Record<string, string | undefined>>;
 
 const PROTOCOLS = ['http/protobuf', 'http/json'];
 const SDK_PACKAGES = ['@opentelemetry/api', '@opentelemetry/sdk-trace-node', '@opentelemetry/sdk-trace-base', '@opentelemetry/resources'];
-/** What the exporter's and the SDK's own messages may repeat: one line a minute at most, with the count left out. */
+/** How often the exporter's and the SDK's own messages may be logged: one line a minute at most each. */
 const DIAG_LINE_MS = 60_000;
 /** How long shutdown waits for the last spans to be exported: a collector that does not answer may not hold the exit up. */
 const FLUSH_BOUND_MS = 5_000;
@@ -22,19 +22,58 @@ export interface ServerTracing {
   shutdown(): Promise<void>;
 }
 
-/** The OpenTelemetry SDK's warnings and errors as log lines, each message at most once a minute (a collector that is down fails every batch). */
-function diagLogger(logger: Logger) {
-  const last = new Map<string, { at: number; repeated: number }>();
-  const write = (message: string, args: unknown[]) => {
-    const now = Date.now();
-    const seen = last.get(message);
-    if (seen && now - seen.at < DIAG_LINE_MS) {
+// The batch processor's count of the spans it dropped, which changes with every line it writes.
+const DROPPED_SPANS = /^Dropped (\d+) spans\b/;
+
+/**
+ * What the SDK's error handler writes for an exception: its properties as JSON, the stack among
+ * them. Undefined for any other message.
+ */
+function exceptionOf(message: string): { message: string; stack?: string } | undefined {
+  if (!message.startsWith('{')) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(message);
+    const { message: text, stack } = (parsed ?? {}) as { message?: unknown; stack?: unknown };
+    if (typeof text !== 'string') return undefined;
+    return { message: text, ...(typeof stack === 'string' && { stack }) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The OpenTelemetry SDK's warnings and errors as log lines, each message at most once a minute (a
+ * collector that is down fails every batch), with how often it was left out since its last line. The
+ * spans the exporter's queue dropped are one message whatever their count, logged with the spans
+ * dropped since its last line; an exception the SDK wrote as JSON is logged as its message, with its
+ * stack in a field. `nowMs` is the clock.
+ */
+export function diagLogger(logger: Logger, nowMs: () => number = Date.now) {
+  const last = new Map<string, { at: number; repeated: number; spans: number }>();
+  const write = (text: string, args: unknown[]) => {
+    const dropped = DROPPED_SPANS.exec(text);
+    const exception = exceptionOf(text);
+    const message = dropped ? 'Dropped spans' : (exception?.message ?? text);
+    const now = nowMs();
+    let seen = last.get(message);
+    if (seen === undefined) last.set(message, (seen = { at: -Infinity, repeated: 0, spans: 0 }));
+    if (dropped) seen.spans += Number(dropped[1]);
+    if (now - seen.at < DIAG_LINE_MS) {
       seen.repeated++;
       return;
     }
-    last.set(message, { at: now, repeated: 0 });
-    const detail = args.map((arg) => (arg instanceof Error ? arg.message : typeof arg === 'string' ? arg : '')).filter((text) => text !== '');
-    logger.warn({ component: 'tracing', detail: detail.length > 0 ? detail.join('; ') : undefined, repeated: seen?.repeated || undefined }, message);
+    const detail = args.map((arg) => (arg instanceof Error ? arg.message : typeof arg === 'string' ? arg : '')).filter((piece) => piece !== '');
+    logger.warn(
+      {
+        component: 'tracing',
+        detail: detail.length > 0 ? detail.join('; ') : undefined,
+        stack: exception?.stack,
+        spans: dropped ? seen.spans : undefined,
+        repeated: seen.repeated || undefined,
+      },
+      dropped ? `Dropped ${seen.spans} spans since the last such line: the export queue was full` : message,
+    );
+    Object.assign(seen, { at: now, repeated: 0, spans: 0 });
   };
   const ignore = () => undefined;
   return { error: (message: string, ...args: unknown[]) => write(message, args), warn: (message: string, ...args: unknown[]) => write(message, args), info: ignore, debug: ignore, verbose: ignore };

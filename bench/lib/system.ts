@@ -39,7 +39,7 @@ let idleCores: string | undefined;
  * latency-performance profile does). Without it, on a VM, every response that wakes the idle
  * load generator costs the server a wake-up IPI and a VM exit, and a slower server, whose client
  * is more often asleep, pays more of them: per request 1 µs for bare Koa, 5 µs for the 401 and
- * 10 µs for the retrieve (perf, see BENCHMARKS.md). Needs root; BENCH_IDLE_POLL=0 turns it off.
+ * 10 µs for the retrieve (perf; docs/DECISIONS.md, "Performance"). Needs root; BENCH_IDLE_POLL=0 turns it off.
  */
 function keepIdleCoresPolling(): void {
   if (idleCores !== undefined) return;

@@ -2,6 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, ApiError, type ApiKey, type DailyUsage, type UsageSplit } from './api.ts';
 import { formatCount, formatUsd } from './format.ts';
 import { AccountPicker, useKnownAccounts } from './account-picker.tsx';
+import { McpUsageTable } from './mcp-usage.tsx';
 import { UsageChart } from './usage-chart.tsx';
 import { chartStacks, keyLabel, lastDays, outcomeStacks, seriesName } from './usage-data.ts';
 import { LoadFailed, Loading } from './ui.tsx';
@@ -243,6 +244,7 @@ export function UsagePage({ account }: { account: string }) {
         )}
       </section>
       {usage.state === 'ready' && usage.data.figures.data.length > 0 && <UsageFigures shown={usage.data} />}
+      <McpUsageTable account={account} since={lastDays(period)[0] as string} />
     </>
   );
 }

@@ -9,20 +9,26 @@ import type { UsageStore } from '../usage/usage-store.js';
 import type { ResponseCache } from '../models/cache/response-cache.js';
 import { listAccounts, showAccount, showUsage } from './account-routes.js';
 import { purgeCache } from './cache-routes.js';
-import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
+import { ADMIN_API_PATH, changedBy, verifiedAdmin } from './admin-auth.js';
+import type { AuditChanges } from './audit-store.js';
 import { keyFieldSchemas } from './key-fields.js';
 import { createKey, listKeys, revokeKey, rotateKey, showCatalog, showKey, updateKey } from './key-routes.js';
 
 /** What the admin API changed, and with which admin token: for the log of every change. */
 export interface AdminChange {
   action: 'key.created' | 'key.updated' | 'key.revoked' | 'key.rotated' | 'session.opened' | 'session.closed' | 'cache.purged';
-  adminTokenId: string;
+  /** The admin token that made the change; `null` when a person did, through the dashboard. */
+  adminTokenId: string | null;
+  /** The person who made the change through the dashboard. */
+  userId?: string;
   keyId?: string;
   account?: string;
   /** `key.created`, `key.updated`: the fields the request set. */
   fields?: string[];
   /** `key.rotated`: the new key. */
   replacementId?: string;
+  /** `key.updated`: the changed fields' values before and after. */
+  changes?: AuditChanges;
 }
 
 /** The limits an account's figures are shown against (api.md section 8 by default). */
@@ -76,16 +82,16 @@ export interface AdminApi {
   /** Unix seconds, whole, as every store keeps its times. */
   now(): number;
   /** States a change on `ctx.state.audit` for `auditTrail()`, which records it once the answer is a success, and tells `onChange`. */
-  report(ctx: Context, change: Omit<AdminChange, 'adminTokenId'>): void;
+  report(ctx: Context, change: Omit<AdminChange, 'adminTokenId' | 'userId'>): void;
 }
 
 /**
  * The admin API under `/admin/v1`, to mount behind `adminAuth()`:
  * - `GET /catalog`: the scopes and models a key may be given, and the prefix of keys;
- * - `POST /keys` `{ account, name?, scopes?, models?, expires_at?, limits?, cache? }` → 201, the key with its
+ * - `POST /keys` `{ account, name?, scopes?, models?, expires_at?, limits?, cache?, mcp_tools? }` → 201, the key with its
  *   secret `key`, the only time it is shown; `GET /keys?account=&q=` → `{ object: "list", data }`,
  *   `q` a prefix of the account, id or name (case-insensitive);
- * - `GET` and `PATCH /keys/{id}` (`scopes`, `models`, `expires_at`, `limits`, `cache`, `name`);
+ * - `GET` and `PATCH /keys/{id}` (`scopes`, `models`, `expires_at`, `limits`, `cache`, `name`, `mcp_tools`);
  *   `POST /keys/{id}/revoke`; `POST /keys/{id}/rotate` `{ grace_seconds }` → 201, a new key with
  *   the old one's account, scopes, models, limits and expiry; the old key expires after the grace
  *   (or sooner, at its own expiry). Only an active key never rotated before is: 409
@@ -138,7 +144,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
     now,
     report(ctx, change) {
       ctx.state.audit = change;
-      onChange?.({ ...change, adminTokenId: verifiedAdmin(ctx).tokenId }, ctx);
+      onChange?.({ ...change, ...changedBy(verifiedAdmin(ctx)) }, ctx);
     },
   };
 

@@ -3,8 +3,10 @@ import { ACCOUNT_NAME_RULE, canonicalAccountName } from '../auth/account-name.js
 import { canonicalKeyName, KEY_NAME_RULE } from '../auth/key-name.js';
 import type { KeyCache } from '../auth/key-store.js';
 import { SCOPES, isScope, type Scope } from '../auth/scopes.js';
+import { isMcpToolGlob, MCP_TOOL_GLOB_RULE } from '../mcp/tool-grants.js';
 import type { ModelLimits } from '../quota/model-limits.js';
 import { positiveInteger } from '../settings/schemas.js';
+import { BUDGET_RULE, budgetUsd } from '../settings/budget-usd.js';
 import { adminErrors } from './admin-errors.js';
 
 /** 9999-12-31T23:59:59Z: later times do not survive a round trip through a date. */
@@ -16,7 +18,6 @@ const SCOPE_LIST = `must be a non-empty array of scopes (${SCOPES.join(', ')})`;
 const MODEL_LIST = 'must be an array of model ids, or null for every model';
 const EXPIRY = 'must be a Unix time in seconds, in the future, or null for no expiry';
 const LIMITS = 'must be an object of requests_per_minute, tokens_per_minute, tokens_per_day, cost_per_day and cost_per_month, or null';
-const BUDGET = 'must be a positive number of USD, or null';
 const CACHE = 'must be an object of ttl_seconds (a positive integer) and per_key (a boolean), or null';
 const GRACE = `must be an integer number of seconds from 0 to ${MAX_GRACE_SECONDS}`;
 
@@ -34,8 +35,8 @@ function toKeyLimits(input: Record<string, number | null | undefined> | null): M
   return Object.keys(limits).length === 0 ? null : limits;
 }
 
-/** A budget in USD, as `modelLimitsSchema` takes it: positive, at most 1e15. */
-export const budgetUsd = z.number({ error: BUDGET }).positive({ error: BUDGET }).max(1e15, { error: BUDGET });
+/** A budget in USD, as `modelLimitsSchema` and the CLI take it (`budgetUsd()`), or null. */
+export const budgetUsdOrNull = budgetUsd(`${BUDGET_RULE}, or null`).nullable();
 
 /**
  * An account name, as `canonicalAccountName` makes it (trimmed, NFC) or refuses it: the same rule
@@ -61,6 +62,16 @@ const keyName = z
     return name ?? z.NEVER;
   })
   .nullable();
+
+/** An MCP grant (`mcp_tools`): globs over `{server}/{tool}`, at most 100, without repeats; `[]` grants nothing. */
+export const mcpToolGlobs = z
+  .array(z.string({ error: MCP_TOOL_GLOB_RULE }), { error: MCP_TOOL_GLOB_RULE })
+  .max(100, { error: `${MCP_TOOL_GLOB_RULE}, at most 100` })
+  .superRefine((values, ctx) => {
+    const invalid = values.find((value) => !isMcpToolGlob(value));
+    if (invalid !== undefined) ctx.addIssue({ code: 'custom', message: `'${invalid}' ${MCP_TOOL_GLOB_RULE.replace(/^must be an array of globs/, 'is not a glob')}` });
+  })
+  .transform(unique);
 
 /**
  * The zod schemas of the admin API's request bodies, checking models against `catalog` and
@@ -89,7 +100,7 @@ export function keyFieldSchemas(catalog: ReadonlySet<string>, nowSeconds: () => 
     .refine((value) => value === null || (value > nowSeconds() && value <= LATEST_SECONDS), { error: EXPIRY });
   // null: the deployment's default.
   const limit = positiveInteger.nullable().optional();
-  const budget = budgetUsd.nullable().optional();
+  const budget = budgetUsdOrNull.optional();
   const limits = z
     .strictObject(
       { requests_per_minute: limit, tokens_per_minute: limit, tokens_per_day: limit, cost_per_day: budget, cost_per_month: budget },
@@ -108,6 +119,7 @@ export function keyFieldSchemas(catalog: ReadonlySet<string>, nowSeconds: () => 
     limits: limits.optional(),
     cache: cache.optional(),
     name: keyName.optional(),
+    mcp_tools: mcpToolGlobs.optional(),
   };
   return {
     create: z.strictObject({ account: accountName, ...changes }),

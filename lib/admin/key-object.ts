@@ -33,6 +33,8 @@ export interface KeyObject {
   last_used_at: number | null;
   replaces: { id: string } | null;
   replaced_by: { id: string } | null;
+  /** The key's MCP grant: globs over `{server}/{tool}`; `[]` when it has none (no tool). */
+  mcp_tools: string[];
 }
 
 /** A key as created or rotated: with its secret `key`, shown this once. */
@@ -80,5 +82,6 @@ export function keyObject(record: ApiKeyRecord, nowSeconds: number): KeyObject {
     last_used_at: record.lastUsedAt ?? null,
     replaces: record.replaces === undefined ? null : { id: record.replaces },
     replaced_by: record.replacedBy === undefined ? null : { id: record.replacedBy },
+    mcp_tools: record.mcpTools ?? [],
   };
 }

@@ -41,6 +41,8 @@ export function apiKey(options: ApiKeyOptions): Middleware {
       scopes: record.scopes,
       models: record.models,
       ...(record.limits && { limits: record.limits }),
+      ...(record.originalId !== undefined && { originalId: record.originalId }),
+      ...(record.mcpTools && { mcpTools: record.mcpTools }),
       ...(record.cache && { cache: record.cache }),
     };
     return next();

@@ -55,9 +55,9 @@ export function announceKeyChanges(store: KeyStore, changes: KeyChanges, options
     list: (filter) => store.list(filter),
     touch: (ids, atSeconds) => store.touch(ids, atSeconds),
     async revoke(id) {
-      const revoked = await store.revoke(id);
-      if (revoked) await announce(id);
-      return revoked;
+      const revocation = await store.revoke(id);
+      if (revocation === 'revoked') await announce(id);
+      return revocation;
     },
     async update(id, update) {
       const updated = await store.update(id, update);

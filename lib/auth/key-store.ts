@@ -36,11 +36,18 @@ export interface ApiKeyRecord {
   replacedBy?: string;
   /** The id of the key this one replaced in a rotation. */
   replaces?: string;
+  /**
+   * The id of the first key of its rotations, on a replacement (absent on a key that replaced
+   * none): every key of one line of rotations spends against one budget, the original's.
+   */
+  originalId?: string;
   /** Unix seconds: when a request last came with the key, to the minute (`keyUseRecorder`); absent when never. */
   lastUsedAt?: number;
+  /** The key's MCP grant: globs over `{server}/{tool}` (`isMcpToolGlob`); absent when it has none (no tool). */
+  mcpTools?: string[];
 }
 
-export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits' | 'cache' | 'name' | 'hint'>;
+export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits' | 'cache' | 'name' | 'hint' | 'mcpTools'>;
 
 /** What `KeyStore.update` may change; a field left out stays as it is. */
 export interface KeyUpdate {
@@ -53,6 +60,8 @@ export interface KeyUpdate {
   expiresAt?: number | null;
   /** `null` removes the name. */
   name?: string | null;
+  /** `[]` removes the key's MCP grant. */
+  mcpTools?: string[];
 }
 
 /** What `KeyStore.rotate` is given. */
@@ -76,6 +85,12 @@ export type KeyRotationResult =
   | { outcome: 'rotated'; old: ApiKeyRecord; replacement: ApiKeyRecord }
   | { outcome: 'not_found' | 'not_active' | 'replaced' };
 
+/**
+ * What came of a revocation: `revoked` by this call; `already_revoked` before it (its time kept,
+ * nothing changed); `not_found`: no key has the id.
+ */
+export type KeyRevocation = 'revoked' | 'already_revoked' | 'not_found';
+
 /** Where API keys live. Implementations: memory, Knex (PostgreSQL, SQLite). */
 export interface KeyStore {
   /** The key with this hash, revoked and expired ones included; `undefined` when there is none. */
@@ -86,13 +101,17 @@ export interface KeyStore {
   get(id: string): Promise<ApiKeyRecord | undefined>;
   /** Keys in creation order, optionally of one account. */
   list(filter?: { account?: string }): Promise<ApiKeyRecord[]>;
-  /** Marks the key revoked; false when no key has this id. Revoking twice keeps the first time. */
-  revoke(id: string): Promise<boolean>;
+  /**
+   * Marks the key revoked. Revoking twice keeps the first time and says `already_revoked`: of
+   * revocations made at once, in any number of processes, exactly one is `revoked`.
+   */
+  revoke(id: string): Promise<KeyRevocation>;
   /** Applies `update` and returns the key as it now is; `undefined` when no key has this id. */
   update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined>;
   /**
    * Replaces the key `id`, once: creates a key with `rotation.hash` and the old key's account,
-   * scopes, models, limits, expiry and name, linked to it (`replaces`, and the old key's `replacedBy`), and sets the old key's expiry to `graceEndsAt` (or keeps
+   * scopes, models, limits, expiry, name and MCP grant, linked to it (`replaces`, and the old key's `replacedBy`) and
+   * to the first key of its rotations (`originalId`: the old key's, or the old key's id), and sets the old key's expiry to `graceEndsAt` (or keeps
    * its own when sooner). Only an active key that was never rotated is: of rotations of one key
    * made at the same time, in any number of processes, exactly one succeeds.
    */

@@ -68,6 +68,8 @@ export async function createApiKey(
     limits?: ModelLimits;
     cache?: KeyCache;
     name?: string | null;
+    /** The key's MCP grant: globs over `{server}/{tool}`; default none. */
+    mcpTools?: string[];
   },
 ): Promise<{ key: string; record: ApiKeyRecord }> {
   const limits = checkModelLimits(options.limits ?? {}, 'key limits');
@@ -88,6 +90,7 @@ export async function createApiKey(
     expiresAt: options.expiresAt ?? null,
     limits,
     ...(options.cache && { cache: checkKeyCache(options.cache) }),
+    ...(options.mcpTools !== undefined && options.mcpTools.length > 0 && { mcpTools: options.mcpTools }),
   });
   return { key, record };
 }

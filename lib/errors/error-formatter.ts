@@ -5,6 +5,12 @@ import { lingeringClose } from './lingering-close.js';
 import { newRequestId } from './request-id.js';
 import { toGatewayError } from './to-gateway-error.js';
 
+/**
+ * The longest wait, in seconds, that a 429 still asks a client to retry after. The official SDKs
+ * retry a 429 after its `retry-after`, however long (a spent budget's runs to midnight): past this
+ * one, `x-should-retry: false` makes them raise at once.
+ */
+const LONGEST_RETRY_WAIT_SECONDS = 60;
 
 interface ErrorShape {
   /** The response header that carries the request id. */
@@ -21,7 +27,8 @@ interface ErrorShape {
  * CORS) with the values they had then; the headers set after it, on the way to the failure, are
  * dropped, as Koa's own `ctx.onerror` drops them, but for a `Connection: close`. An error answered
  * before the request body has arrived whole closes the connection once the body is read
- * (`lingeringClose`).
+ * (`lingeringClose`). A 429 that waiting will not cure soon (`retry-after` over
+ * `LONGEST_RETRY_WAIT_SECONDS`) says `x-should-retry: false`.
  */
 export function errorFormatter(shape: ErrorShape, name: string): Middleware {
   const handler = async (ctx: Context, next: () => Promise<unknown>) => {
@@ -58,6 +65,7 @@ export function errorFormatter(shape: ErrorShape, name: string): Middleware {
     if (allow) response.set('Allow', allow);
     if (closing) response.set('Connection', 'close');
     response.set(err.headers);
+    if (err.status === 429 && Number(err.headers['retry-after']) > LONGEST_RETRY_WAIT_SECONDS) response.set('x-should-retry', 'false');
     // Through ctx.response, not ctx's delegating setters: those cost a megamorphic store each.
     response.status = err.status;
     response.body = shape.render(err, requestId);

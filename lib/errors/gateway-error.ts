@@ -1,3 +1,5 @@
+import { isPrintableText } from '../printable-text.js';
+
 /** The `error.type` values of Shape A (OpenAI-style) bodies. */
 export type ErrorType =
   | 'invalid_request_error'
@@ -13,7 +15,7 @@ export type ErrorType =
  * constructors, one per row of the API's error table.
  *
  * It is an answer, not a fault: it is made without the `Error` constructor, so a refusal pays for
- * no stack capture (`stack` is undefined; BENCHMARKS.md). Its prototype inherits from
+ * no stack capture (`stack` is undefined; docs/DECISIONS.md, "Performance"). Its prototype inherits from
  * `Error.prototype`, so `instanceof Error` holds and loggers print it as an error, but
  * `util.types.isNativeError()` is false (AVA's `t.throws()` needs `any: true`). What failed
  * behind a 502, 503 or 504 is on `cause`.
@@ -102,10 +104,18 @@ export const errors = {
   /** Anthropic's upload form: its expiry field, with the same bounds. */
   invalidExpiresInSeconds: () =>
     invalid(400, 'invalid_expires_after', "'expires_in_seconds' must be an integer from 3600 to 2592000"),
+  /**
+   * A field the upload form does not have, named when it prints as it reads; `instead` says what
+   * the form takes in its place (the other shape's spelling of a field it has).
+   */
+  unknownUploadField: (name: string, instead?: string) =>
+    invalid(400, 'unknown_field', `${isPrintableText(name) && name.length <= 100 ? `Unknown field '${name}' in the upload form` : 'Unknown field in the upload form'}${instead === undefined ? '' : `: ${instead}`}`),
   invalidOrder: () => invalid(400, 'invalid_order', "'order' must be 'asc' or 'desc'"),
   invalidLimit: (max: number) => invalid(400, 'invalid_limit', `'limit' must be an integer from 1 to ${max}`),
   invalidJson: () => invalid(400, 'invalid_json', 'Request body must be valid JSON'),
   invalidRequest: (message: string) => invalid(400, 'invalid_request', message),
+  /** A model with no known price, refused where a budget applies (`refuseUnpriced`): its calls would count nothing against it. */
+  modelUnpriced: () => invalid(400, 'model_unpriced', 'The model has no known price: its calls are refused under a budget'),
   unknownUrl: (method: string, path: string) => invalid(404, 'unknown_url', `Unknown request URL: ${method} ${path}`),
   methodNotAllowed: (method: string) => invalid(405, 'method_not_allowed', `Method ${method} is not allowed on this URL`),
   createRateExceeded: (retryAfterSeconds: number) =>
@@ -121,6 +131,8 @@ export const errors = {
   serviceUnavailable: () => server(503, 'service_unavailable', 'Service temporarily unavailable'),
   upstreamError: () => server(502, 'upstream_error', 'Upstream provider error'),
   upstreamTimeout: () => server(504, 'upstream_timeout', 'Upstream provider timed out'),
+  /** An upstream's JSON answer, or one event of its stream, over the gateway's limit (`maxUpstreamBytes`): named, as the client cannot see it. */
+  upstreamAnswerTooLarge: (limit: number) => server(502, 'upstream_error', `Upstream provider error: its answer is over the gateway's limit of ${limit} bytes`),
   /** The upstream has no such path (its 404 without an API error): not worth a retry. */
   upstreamPathNotFound: (provider: string, path: string) =>
     invalid(

@@ -1,4 +1,30 @@
+import type { ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
+
+/**
+ * What waits for each response's 'close': one listener per response however many wait, so that a
+ * chain of tracing, metrics, metering and a request log adds one, and a streamed body (whose
+ * pipeline adds seven of its own) stays under EventEmitter's warning at ten.
+ */
+const waiting = new WeakMap<ServerResponse, Set<() => void>>();
+
+/** Calls `callback` when `res` closes; the function returned stops waiting. */
+function whenClosed(res: ServerResponse, callback: () => void): () => void {
+  let callbacks = waiting.get(res);
+  if (callbacks === undefined) {
+    const all = new Set<() => void>();
+    waiting.set(res, all);
+    res.once('close', () => {
+      waiting.delete(res);
+      for (const each of all) each();
+    });
+    callbacks = all;
+  }
+  const mine = callbacks.add(callback);
+  return () => {
+    mine.delete(callback);
+  };
+}
 
 /**
  * Runs the rest of the chain, then `done` once both the chain has returned (or thrown) and the
@@ -23,14 +49,14 @@ export async function afterResponse(ctx: Context, next: Next, done: () => void):
     closed = true;
     if (returned) finish();
   };
-  res.once('close', onClose);
+  const stopWaiting = whenClosed(res, onClose);
   try {
     await next();
   } finally {
     returned = true;
     // Closed before this listener was added: it will not fire.
     if (!closed && res.closed) {
-      res.off('close', onClose);
+      stopWaiting();
       closed = true;
     }
     if (closed) finish();

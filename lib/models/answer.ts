@@ -34,6 +34,12 @@ export interface StreamedAnswer {
    * the output of a stream the client left before the upstream told its usage. Default: 0.
    */
   readonly outputChars?: number;
+  /**
+   * True once the format's last event has passed (`[DONE]`, `message_stop`, `response.completed`):
+   * a stream that ends while it is false was cut off, and the client gets an error event instead
+   * of an answer that looks whole. Undefined: the format cannot tell, and any end is taken as whole.
+   */
+  readonly finished?: boolean;
 }
 
 /** The length of a piece of generated text in an event, or 0 when it is not a string. */
@@ -68,5 +74,17 @@ export function upstreamStreamFailure(error: unknown): GatewayError {
   const err = errors.upstreamError();
   const kind = isObject(error) ? [error.type, error.code].find((value) => typeof value === 'string' && value !== '') : undefined;
   err.cause = kind === undefined ? "the upstream's stream failed" : `the upstream's stream failed: ${(kind as string).slice(0, MAX_KIND_CHARS)}`;
+  return err;
+}
+
+/**
+ * The failure of a stream with an event the gateway cannot read (its data not JSON, or not the
+ * shape of the format's events): 502 `upstream_error`, never an answer that looks whole and empty.
+ * Its `cause`, for the log, says `what` was wrong, never the event's text.
+ * @example if (typeof data.type !== 'string') throw unreadableStreamEvent('an event without a type')
+ */
+export function unreadableStreamEvent(what: string): GatewayError {
+  const err = errors.upstreamError();
+  err.cause = `the upstream's stream sent ${what}`;
   return err;
 }

@@ -17,6 +17,7 @@ export const UPSTREAM_PATHS: Readonly<Record<ProviderEndpoint, string>> = {
   responses: '/v1/responses',
   messages: '/v1/messages',
   countTokens: '/v1/messages/count_tokens',
+  embeddings: '/v1/embeddings',
 };
 
 /**
@@ -117,12 +118,13 @@ export async function forward(ctx: Context, forwarding: Forwarding, send: () => 
 }
 
 /**
- * The usage of a stream the client left: the upstream, cut off, never tells the rest, and a call
- * left before its end must not be free. The input is the upstream's count when it told one
- * (Messages does at the start), else estimated from the request; the output is the larger of what
- * it told and an estimate from the text and arguments relayed.
+ * The usage of a stream cut short, by the client leaving or the upstream failing after its first
+ * event: the upstream never tells the rest, and a call cut before its end must not be free. The
+ * input is the upstream's count when it told one (Messages does at the start), else estimated
+ * from the request; the output is the larger of what it told and an estimate from the text and
+ * arguments relayed.
  */
-function leftUsage(reader: StreamedAnswer, { format, request }: Forwarding): TokenUsage {
+function relayedUsage(reader: StreamedAnswer, { format, request }: Forwarding): TokenUsage {
   const { usage } = reader;
   return {
     ...usage,
@@ -137,18 +139,20 @@ function leftUsage(reader: StreamedAnswer, { format, request }: Forwarding): Tok
  * for it, withheld): one write per chunk of the upstream's, of the events it completes. From here
  * on the status and headers are sent, so this writes the response itself (no buffering, no
  * compression by Koa) and tells a failure as an error event of the endpoint's format, reporting
- * it on `app.on('error')` as the formatters do. Until its first event, nothing is sent: a failure
- * then is thrown, as one before the answer, and may be retried.
+ * it on `app.on('error')` as the formatters do, the call then charged for what was relayed. Until
+ * its first event, nothing is sent: a failure then is thrown, as one before the answer, and may be
+ * retried.
  */
 async function relayEvents(ctx: Context, forwarding: Forwarding, body: Readable): Promise<void> {
   const { format, call } = forwarding;
   const reader = format.answer.stream(forwarding.request, forwarding.model);
-  const splitter = new EventSplitter();
+  const splitter = new EventSplitter({ maxEventBytes: call.maxBytes });
   const { res } = ctx;
   // The status and headers go with the first event: a stream that fails before it can still be retried.
   const start = () => {
     if (forwarding.delivered) return;
     forwarding.delivered = true;
+    call.delivered();
     ctx.status = 200;
     ctx.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
     ctx.respond = false;
@@ -176,19 +180,19 @@ async function relayEvents(ctx: Context, forwarding: Forwarding, body: Readable)
   try {
     await call.read(body, (chunk) => pass(splitter.push(chunk)), res);
     pass(splitter.end());
+    // Ended without its format's last event ([DONE], message_stop, ...): cut off, not a whole answer.
+    if (reader.finished === false) throw call.malformed('ended its stream before its last event');
     start();
     forwarding.tap?.end();
   } catch (thrown) {
     if (!forwarding.delivered) throw thrown;
-    if (call.clientGone) {
-      forwarding.ended(leftUsage(reader, forwarding));
-      return;
-    }
+    forwarding.ended(relayedUsage(reader, forwarding));
+    if (call.clientGone) return;
     const err = call.failure(thrown);
     ctx.app.emit('error', err, ctx);
-    res.write(format.errorEvent(err, ctx.state.requestId ?? newRequestId()));
+    res.end(format.errorEvent(err, ctx.state.requestId ?? newRequestId()));
+    return;
   }
-  // What was read counts, if the stream failed too.
   forwarding.ended(reader.usage);
-  if (!call.clientGone) res.end();
+  res.end();
 }

@@ -11,6 +11,9 @@ import type { ProviderAnswer, ProviderRequest } from './provider.js';
 const REFUSALS = new Set([400, 413, 422, 429]);
 const SECONDS = /^\d+$/;
 
+/** The default of `maxUpstreamBytes`: the largest JSON answer, or event of a stream, an upstream may send. */
+export const DEFAULT_MAX_UPSTREAM_BYTES = 32 * 1024 * 1024;
+
 /** A provider's answer as a `ProviderAnswer`: a fetch `Response` becomes one, its body a Node stream. */
 export function providerAnswer(answer: ProviderAnswer | Response): ProviderAnswer {
   if (typeof (answer as Partial<ProviderAnswer>).statusCode === 'number') return answer as ProviderAnswer;
@@ -59,8 +62,10 @@ const signalOfCall: PropertyDescriptor = {
 
 /**
  * One request to an upstream: the signal that aborts it, an idle timer that aborts it when the
- * upstream stays silent for `timeoutMs` (before its headers, or between two reads of its body),
- * why it ended early, and how long it took. Failures become 502/504 errors whose `cause` says
+ * upstream stays silent for `timeoutMs` (before its headers, or between two reads of its body), a
+ * deadline that aborts it when its answer is not whole (JSON), or its first event not with the
+ * client (a stream), within `answerMs` however many bytes trickle in, why it ended early, and how
+ * long it took. Failures become 502/504 errors whose `cause` says
  * what happened, for the server's log only: bodies never carry the provider's address, key or answer.
  * Given an `AttemptTrace`, it tells it the attempt's answer, chunks, failure and end.
  */
@@ -70,10 +75,15 @@ export class UpstreamCall {
   #aborts: EventEmitter | undefined;
   #aborted = false;
   readonly #timeoutMs: number;
+  /** The largest JSON answer, or one event of a stream, read from the upstream. */
+  readonly maxBytes: number;
   readonly #provider: string;
   readonly #startedAt = performance.now();
   // One timer for the whole call, restarted by each sign of life (refresh(): no new timer per read).
   readonly #timer: NodeJS.Timeout;
+  readonly #answerMs: number;
+  readonly #deadline: NodeJS.Timeout;
+  #overran = false;
   #paused = false;
   /** The answer being read: destroyed with the call, whether or not its provider heeds the signal. */
   #body: Readable | undefined;
@@ -84,15 +94,25 @@ export class UpstreamCall {
   #durationMs: number | null = null;
   readonly #trace: AttemptTrace | undefined;
 
-  constructor(provider: string, timeoutMs: number, trace?: AttemptTrace) {
+  /** `answerMs` defaults to `timeoutMs`; `maxBytes` to 32 MiB. */
+  constructor(provider: string, timeoutMs: number, trace?: AttemptTrace, { maxBytes = DEFAULT_MAX_UPSTREAM_BYTES, answerMs = timeoutMs }: { maxBytes?: number; answerMs?: number } = {}) {
     this.#provider = provider;
     this.#timeoutMs = timeoutMs;
+    this.#answerMs = answerMs;
+    this.maxBytes = maxBytes;
     this.#trace = trace;
     this.#timer = setTimeout(() => {
       if (this.#paused) return;
       this.#timedOut = true;
       this.#abort();
     }, timeoutMs);
+    this.#deadline = setTimeout(() => {
+      // Aborted already (silent, or the client gone): that is the reason.
+      if (this.#aborted) return;
+      this.#timedOut = true;
+      this.#overran = true;
+      this.#abort();
+    }, answerMs);
   }
 
   get signal(): AbortSignal {
@@ -118,7 +138,7 @@ export class UpstreamCall {
     return this.#aborted ? this.signal : (this.#aborts ??= new EventEmitter());
   }
 
-  /** True once the upstream stayed silent longer than `timeoutMs` and the call was aborted for it. */
+  /** True once the upstream stayed silent longer than `timeoutMs`, or its answer took longer than `answerMs`, and the call was aborted for it. */
   get timedOut(): boolean {
     return this.#timedOut;
   }
@@ -141,11 +161,17 @@ export class UpstreamCall {
     this.touch();
   }
 
-  /** The upstream's part is over (its answer read, or the call failed): stops the timer and the clock, once. */
+  /** The first event of a stream reached the client: from now on only silence ends the call, never its length. */
+  delivered(): void {
+    clearTimeout(this.#deadline);
+  }
+
+  /** The upstream's part is over (its answer read, or the call failed): stops the timers and the clock, once. */
   end(): void {
     if (this.#durationMs !== null) return;
     this.#durationMs = performance.now() - this.#startedAt;
     clearTimeout(this.#timer);
+    clearTimeout(this.#deadline);
     this.#trace?.end();
   }
 
@@ -185,7 +211,9 @@ export class UpstreamCall {
     this.#trace?.failed(this.#timedOut ? 'timeout' : errorType(thrown));
     if (thrown instanceof GatewayError) return thrown;
     const err = this.#timedOut ? errors.upstreamTimeout() : errors.upstreamError();
-    err.cause = this.#timedOut ? `provider '${this.#provider}' was silent for ${this.#timeoutMs} ms` : thrown;
+    if (!this.#timedOut) err.cause = thrown;
+    else if (this.#overran) err.cause = `provider '${this.#provider}' did not complete its answer within ${this.#answerMs} ms`;
+    else err.cause = `provider '${this.#provider}' was silent for ${this.#timeoutMs} ms`;
     return err;
   }
 
@@ -245,11 +273,18 @@ export class UpstreamCall {
     });
   }
 
-  /** The whole body, as text. */
+  /** The whole body, as text: at most `maxBytes`, refused past them (502) before more is kept. */
   async text(body: Readable): Promise<string> {
-    const chunks: Buffer[] = [];
-    await this.read(body, (chunk) => chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk) > 0);
-    return chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8');
+    const whole = new WholeBody(this.maxBytes);
+    await this.read(body, (chunk) => {
+      try {
+        return whole.add(chunk);
+      } catch (err) {
+        (err as GatewayError).cause = `provider '${this.#provider}' sent an answer of more than ${this.maxBytes} bytes`;
+        throw err;
+      }
+    });
+    return whole.text();
   }
 
   /** A successful JSON answer, parsed; anything else than a JSON object is malformed. */
@@ -291,6 +326,54 @@ export class UpstreamCall {
     if (status === 429 && SECONDS.test(retryAfter)) err.headers['retry-after'] = retryAfter;
     return err;
   }
+}
+
+/** An answer's chunks, kept up to `maxBytes`: past them, `add()` throws the 502 naming the limit. */
+class WholeBody {
+  readonly #chunks: Buffer[] = [];
+  #bytes = 0;
+  readonly #maxBytes: number;
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  add(chunk: Buffer | string): boolean {
+    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    this.#bytes += buffer.length;
+    if (this.#bytes > this.#maxBytes) throw errors.upstreamAnswerTooLarge(this.#maxBytes);
+    this.#chunks.push(buffer);
+    return true;
+  }
+
+  text(): string {
+    return this.#chunks.length === 1 ? (this.#chunks[0] as Buffer).toString('utf8') : Buffer.concat(this.#chunks).toString('utf8');
+  }
+}
+
+/**
+ * All of `body` as text, for a reader of an upstream's answer other than its call's own (a
+ * translation's): at most `maxBytes` (past them a 502 naming the limit, the body destroyed), each
+ * chunk a sign of life for `call`'s silence limit. Rejects as the body fails or is destroyed before its end.
+ */
+export function readWhole(body: Readable, maxBytes: number, call: UpstreamCall | undefined): Promise<string> {
+  const whole = new WholeBody(maxBytes);
+  return new Promise((resolve, reject) => {
+    body.on('data', (chunk: Buffer | string) => {
+      call?.touch();
+      try {
+        whole.add(chunk);
+      } catch (err) {
+        discard(body);
+        reject(err);
+      }
+    });
+    body.once('end', () => resolve(whole.text()));
+    body.once('error', reject);
+    body.once('close', () => {
+      if (!body.readableEnded) reject(new Error('the upstream answer was closed before its end'));
+    });
+  });
 }
 
 /** A failure's class for a trace: a refusal's status, an error's code (ECONNREFUSED, UND_ERR_SOCKET), else its name. */

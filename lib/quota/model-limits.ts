@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { budgetUsd } from '../settings/budget-usd.js';
 import { parseOptions, positiveInteger, settingsObject } from '../settings/schemas.js';
 import { clockWindows, secondsUntil, type ClockWindow } from './clock-windows.js';
 
@@ -15,7 +15,7 @@ export interface ModelLimits {
   tokensPerMinute?: number;
   /** Tokens (input + output) per UTC day, counted when an answer ends. */
   tokensPerDay?: number;
-  /** USD per UTC day (a positive number): the key's budget, its spend counted when an answer ends (`spendBudgets()`). */
+  /** USD per UTC day (a positive number, at least one picodollar: `budgetUsd()`): the key's budget, its spend counted when an answer ends (`spendBudgets()`). */
   costPerDay?: number;
   /** USD per UTC calendar month (a positive number): the key's budget, as `costPerDay`. */
   costPerMonth?: number;
@@ -24,9 +24,7 @@ export interface ModelLimits {
 const RATE_LIMIT_NAMES = ['requestsPerMinute', 'tokensPerMinute', 'tokensPerDay'] as const;
 const LIMIT_NAMES = [...RATE_LIMIT_NAMES, 'costPerDay', 'costPerMonth'] as const;
 
-const BUDGET = 'must be a positive number of USD';
-/** A budget: positive USD, at most 1e15 (the counters' picodollars stay in a 64-bit integer up to 9.2e6 USD per period; larger never refuses). */
-const usd = z.number({ error: BUDGET }).positive({ error: BUDGET }).max(1e15, { error: BUDGET });
+const usd = budgetUsd();
 
 /**
  * `ModelLimits` as a settings schema: each field optional, a positive integer (the budgets a

@@ -1,7 +1,7 @@
 import type { CooldownStore } from '../models/routing/cooldown-store.js';
 import type { StoreContractTest } from './store-contract-test.js';
 
-const POLICY = { failures: 3, windowMs: 10_000, cooldownMs: 30_000 };
+const POLICY = { failures: 3, windowMs: 10_000, cooldownMs: 30_000, maxCooldownMs: 300_000 };
 const T0 = Date.parse('2026-11-25T12:00:00Z');
 
 /**
@@ -35,5 +35,12 @@ export function cooldownStoreContract(test: StoreContractTest, name: string, mak
     await store.fail('a/m', POLICY, T0, 60_000);
     t.is(await store.fail('a/m', POLICY, T0, 60_000), T0 + 60_000);
     t.is(await store.fail('b/m', { ...POLICY, failures: 1 }, T0, 5_000), T0 + 30_000);
+  });
+
+  test(`${name}: a retry-after longer than maxCooldownMs cools down for maxCooldownMs`, async (t) => {
+    const store = await make();
+    // 999,999,999 s: about 31.7 years.
+    t.is(await store.fail('a/m', { ...POLICY, failures: 1 }, T0, 999_999_999_000), T0 + 300_000);
+    t.deepEqual(await store.coolingUntil(['a/m'], T0 + 300_000), [null]);
   });
 }

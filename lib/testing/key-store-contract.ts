@@ -127,6 +127,18 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     t.is((await store.get(untouched.id))?.lastUsedAt, 1_900_000_180);
   });
 
+  test(`${name}: a key's MCP grant is kept, replaced by an update, removed with []; a key without one has none`, async (t) => {
+    const store = await makeStore();
+    const granted = await store.create(newKey('acme', { mcpTools: ['github/*', 'search/web_search'] }));
+    t.deepEqual(granted.mcpTools, ['github/*', 'search/web_search']);
+    t.deepEqual(await store.findByHash(granted.hash), granted);
+    t.deepEqual((await store.update(granted.id, { mcpTools: ['crm/*'] }))?.mcpTools, ['crm/*']);
+    t.deepEqual((await store.update(granted.id, { name: 'agent' }))?.mcpTools, ['crm/*']);
+    const removed = await store.update(granted.id, { mcpTools: [] });
+    t.false(removed !== undefined && 'mcpTools' in removed);
+    for (const input of [newKey('acme'), newKey('acme', { mcpTools: [] })]) t.false('mcpTools' in (await store.create(input)));
+  });
+
   test(`${name}: an unknown hash finds nothing`, async (t) => {
     const store = await makeStore();
     await store.create(newKey('acme'));
@@ -152,15 +164,19 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     for (const id of [a1.id, a2.id, b1.id]) t.true(all.includes(id));
   });
 
-  test(`${name}: revoke marks the key once and reports unknown ids`, async (t) => {
+  test(`${name}: revoke marks the key once, says when it was revoked before, and reports unknown ids`, async (t) => {
     const store = await makeStore();
     const created = await store.create(newKey('acme'));
-    t.true(await store.revoke(created.id));
+    t.is(await store.revoke(created.id), 'revoked');
     const revokedAt = (await store.findByHash(created.hash))?.revokedAt;
     t.is(typeof revokedAt, 'number');
-    t.true(await store.revoke(created.id));
+    t.is(await store.revoke(created.id), 'already_revoked');
     t.is((await store.findByHash(created.hash))?.revokedAt, revokedAt);
-    t.false(await store.revoke('key_doesnotexist'));
+    t.is(await store.revoke('key_doesnotexist'), 'not_found');
+    // Of revocations at once, exactly one revokes.
+    const raced = await store.create(newKey('acme'));
+    const outcomes = await Promise.all(Array.from({ length: 5 }, () => store.revoke(raced.id)));
+    t.deepEqual(outcomes.sort(), ['already_revoked', 'already_revoked', 'already_revoked', 'already_revoked', 'revoked']);
   });
 
   test(`${name}: two keys never share a hash`, async (t) => {
@@ -219,11 +235,11 @@ const rotation = (graceSeconds: number, nowSeconds = NOW) => ({
  * views of the same keys, as two server processes sharing a database have.
  */
 export function keyRotationContract(test: StoreContractTest, name: string, makeStores: () => Promise<[KeyStore, KeyStore]>): void {
-  test(`${name}: rotate makes a replacement with the old key's account, scopes, models, limits and expiry, and ends the old key after the grace`, async (t) => {
+  test(`${name}: rotate makes a replacement with the old key's account, scopes, models, limits, expiry and MCP grant, and ends the old key after the grace`, async (t) => {
     const [store] = await makeStores();
     const expiresAt = Math.floor(NOW) + 86_400;
     const old = await store.create(
-      newKey('acme', { scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 }, name: 'billing', hint: 'oldH' }),
+      newKey('acme', { scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 }, name: 'billing', hint: 'oldH', mcpTools: ['github/*'] }),
     );
     const input = { ...rotation(60), hint: 'newH' };
     const result = await store.rotate(old.id, input);
@@ -241,12 +257,18 @@ export function keyRotationContract(test: StoreContractTest, name: string, makeS
       name: 'billing',
       hint: 'newH',
       replaces: old.id,
+      originalId: old.id,
+      mcpTools: ['github/*'],
     });
     t.false('replacedBy' in result.replacement);
+    t.false('originalId' in old, 'a key that replaced none is its own original');
     t.is(result.replacement.createdAt, Math.floor(NOW));
     t.not(result.replacement.id, old.id);
     t.deepEqual(await store.findByHash(input.hash), result.replacement);
     t.deepEqual((await store.list({ account: 'acme' })).map((key) => key.id), [old.id, result.replacement.id]);
+    // Its own replacement shares the same original: one line of rotations, one budget.
+    const second = await store.rotate(result.replacement.id, rotation(60));
+    t.like(second, { outcome: 'rotated', replacement: { replaces: result.replacement.id, originalId: old.id } });
   });
 
   test(`${name}: rotate keeps an expiry sooner than the grace, and the replacement keeps the original expiry`, async (t) => {

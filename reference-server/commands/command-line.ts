@@ -32,7 +32,7 @@ type ParsedCommand<O extends Options> = ReturnType<
 export function parseCommand<O extends Options>(args: string[], options: O, positionals: 0 | 1, wrongCount = 'expected exactly one id'): ParsedCommand<O> {
   let parsed: ParsedCommand<O>;
   try {
-    parsed = parseArgs({ args, options: { ...options, json: { type: 'boolean' } }, allowPositionals: positionals > 0, strict: true });
+    parsed = parseArgs({ args: withNegativeValues(args, options), options: { ...options, json: { type: 'boolean' } }, allowPositionals: positionals > 0, strict: true });
   } catch (err) {
     // node:util's messages can run to several lines ('--tpm -5' explains how to pass a dash): one is enough.
     throw new UsageError((err as Error).message.split('\n')[0]);
@@ -41,6 +41,25 @@ export function parseCommand<O extends Options>(args: string[], options: O, posi
     throw new UsageError(positionals === 0 ? `unexpected argument '${parsed.positionals[0]}'` : wrongCount);
   }
   return parsed;
+}
+
+const NEGATIVE_NUMBER = /^-\.?\d/;
+
+/**
+ * `args` with a negative number after an option that takes a value joined to it (`--cost-per-day=-1`):
+ * node:util would take it for an option and call the value ambiguous; it is refused by the option's rule instead.
+ */
+function withNegativeValues(args: string[], options: Options): string[] {
+  const joined: string[] = [];
+  for (let index = 0; index < args.length; index++) {
+    const [arg = '', next] = [args[index], args[index + 1]];
+    const option = arg.startsWith('--') ? options[arg.slice(2)] : undefined;
+    if (option?.type === 'string' && next !== undefined && NEGATIVE_NUMBER.test(next)) {
+      joined.push(`${arg}=${next}`);
+      index++;
+    } else joined.push(arg);
+  }
+  return joined;
 }
 
 /** `--account` (or an account argument) as the key stores keep it, or a `UsageError` saying the rule. */

@@ -6,7 +6,7 @@ import { parseCommand, type CommandIo } from './command-line.js';
  * The young generation of the server thread's heap, in MiB: three semi-spaces' worth, so 32 MiB
  * semi-spaces where Node's default is 16. A model call holds about 30 KB while it waits on its
  * provider: with twice the room, scavenges come half as often and far fewer calls live through two
- * of them into the old generation (BENCHMARKS.md, "Garbage"). V8 sizes the main thread's heap
+ * of them into the old generation (docs/DECISIONS.md, "Performance"). V8 sizes the main thread's heap
  * when Node starts, from its flags alone, and a worker's from `resourceLimits`: so the server runs
  * in a worker thread, and `node dist/reference-server/cli.js serve` needs no flag to be fast.
  */

@@ -333,7 +333,7 @@ test('create and revoke through the cache take effect at once', async (t) => {
 
   const { record } = await newKey();
   t.is((await cached.findByHash(record.hash))?.revokedAt, null);
-  t.true(await cached.revoke(record.id));
+  t.is(await cached.revoke(record.id), 'revoked');
   t.is(typeof (await cached.findByHash(record.hash))?.revokedAt, 'number');
 });
 
@@ -382,7 +382,7 @@ test('with onError, a change made but not announced answers all the same, and on
   const failures: Array<[unknown, string]> = [];
   const keys = announceKeyChanges(inner, { publish: () => Promise.reject(away), subscribe: () => () => {} }, { onError: (err, id) => failures.push([err, id]) });
   const [{ record: revoked }, { record: updated }, { record: rotated }] = [await newKey(inner), await newKey(inner), await newKey(inner)];
-  t.true(await keys.revoke(revoked.id));
+  t.is(await keys.revoke(revoked.id), 'revoked');
   t.like(await keys.update(updated.id, { scopes: ['models:read'] }), { scopes: ['models:read'] });
   const rotation = await keys.rotate(rotated.id, { hash: 'f'.repeat(64), nowSeconds: Date.now() / 1000, graceEndsAt: Math.floor(Date.now() / 1000) });
   t.is(rotation.outcome, 'rotated');
@@ -392,7 +392,8 @@ test('with onError, a change made but not announced answers all the same, and on
     [away, rotated.id],
   ]);
   // Nothing to announce, nothing reported.
-  t.false(await keys.revoke('key_doesnotexist'));
+  t.is(await keys.revoke('key_doesnotexist'), 'not_found');
+  t.is(await keys.revoke(revoked.id), 'already_revoked');
   t.is((await keys.rotate(rotated.id, { hash: 'e'.repeat(64), nowSeconds: Date.now() / 1000, graceEndsAt: 0 })).outcome, 'replaced');
   t.is(failures.length, 3);
 });

@@ -275,6 +275,34 @@ test('the bytes must hold %PDF- within the first 1,024 bytes', async (t) => {
   t.is(accepted.status, 200);
 });
 
+test("a field the upload form does not have is 400 naming it, the other shape's expiry pointing to this shape's own; nothing is stored", async (t) => {
+  const app = await withApp(t);
+  const openAIExpiry = "an upload in OpenAI's shape sets its expiry with 'expires_after[anchor]' and 'expires_after[seconds]'";
+  const cases: Array<[Part[], GatewayError]> = [
+    [[{ name: 'expires_in_seconds', value: '3600' }], errors.unknownUploadField('expires_in_seconds', openAIExpiry)],
+    [[{ name: 'expires_after[anchor]', value: 'created_at' }, { name: 'expires_after[seconds]', value: '3600' }, { name: 'expires_in_seconds', value: '3600' }], errors.unknownUploadField('expires_in_seconds', openAIExpiry)],
+    [[{ name: 'purpose_', value: 'user_data' }], errors.unknownUploadField('purpose_')],
+    [[{ name: 'bell\x07', value: 'x' }], errors.unknownUploadField('bell\x07')],
+  ];
+  for (const [extra, expected] of cases) await isError(t, app, await upload(app, uploadParts(pdfOf(1000), 'a.pdf', extra)), expected);
+  t.is(errors.unknownUploadField('bell\x07').message, 'Unknown field in the upload form', 'a name that does not print as it reads is not echoed');
+
+  // Anthropic's shape: its form has no purpose, and its expiry is expires_in_seconds.
+  const anthropicExpiry = "an upload in Anthropic's shape (with anthropic-version) sets its expiry with 'expires_in_seconds'";
+  const file: Part = { name: 'file', value: pdfOf(1000), filename: 'a.pdf', contentType: 'application/pdf' };
+  for (const [field, instead] of [
+    ['expires_after[anchor]', anthropicExpiry],
+    ['expires_after[seconds]', anthropicExpiry],
+    ['purpose', undefined],
+  ] as const) {
+    const res = await upload(app, [{ name: field, value: field === 'purpose' ? 'user_data' : '3600' }, file], { headers: { 'anthropic-version': '2023-06-01' } });
+    t.is(res.status, 400);
+    const message = errors.unknownUploadField(field, instead).message;
+    t.deepEqual(json(res), { type: 'error', error: { type: 'invalid_request_error', message }, request_id: res.headers['request-id'] });
+  }
+  t.deepEqual(await app.files.list('acct-a', { order: 'asc', limit: 10 }, app.clock.seconds), { files: [], hasMore: false });
+});
+
 test('expires_after: both parts or neither, anchor created_at, seconds an integer from 3600 to 2592000', async (t) => {
   const app = await withApp(t);
   const expiry = (anchor?: string, seconds?: string): Part[] => [
@@ -310,8 +338,8 @@ test('fields beyond the envelope are 413 request_too_large, before the file is r
   await isError(t, app, await upload(app, uploadParts(pdfOf(1000), 'a.pdf', manyFields)), errors.requestTooLarge());
   const bigField: Part = { name: 'note', value: 'x'.repeat(ENVELOPE + 1) };
   await isError(t, app, await upload(app, uploadParts(pdfOf(1000), 'a.pdf', [bigField])), errors.requestTooLarge());
-  const ignored = await upload(app, uploadParts(pdfOf(1000), 'a.pdf', [{ name: 'note', value: 'kept out' }]));
-  t.is(ignored.status, 200);
+  // A small one within the envelope is read, then refused by name.
+  await isError(t, app, await upload(app, uploadParts(pdfOf(1000), 'a.pdf', [{ name: 'note', value: 'kept out' }])), errors.unknownUploadField('note'));
 });
 
 test("a part's headers are read up to 16 KiB: what lies beyond is dropped, and a huge header costs no more", async (t) => {

@@ -1,10 +1,12 @@
 import test, { type ExecutionContext } from 'ava';
+import { spendBudgets } from '../../lib/cost/budgets.js';
+import { MemorySpendLedger } from '../../lib/stores/memory/spend-ledger.js';
 import { errors, StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { modelsRouter, type ModelsRouterOptions } from '../../lib/models/models-router.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import type { ModelLimiter } from '../../lib/quota/model-limiter.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
@@ -14,6 +16,7 @@ import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { mockProviders, streamingUpstream } from '../helpers/models-upstream.js';
+import { until } from '../helpers/poll.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 
@@ -357,59 +360,101 @@ const PRICED = [
   { id: 'claude-mock', provider: 'anthropic', upstreamModel: 'claude-upstream-1', price: { input: 1, output: 2 } },
 ];
 
-/** A stream a client leaves after the upstream's `events`, which end before any usage of the rest is told. */
-async function leaveStream(t: ExecutionContext, path: string, body: Record<string, unknown>, events: string) {
+/**
+ * A native stream cut after the upstream's `events`, which end before any usage of the rest is
+ * told: by the client leaving, or by the upstream ending its stream without its last event, or
+ * resetting the connection. The call's record, what the client got, and what its account's budget
+ * was charged once the call's reservation was released.
+ */
+async function cutStream(t: ExecutionContext, path: string, body: Record<string, unknown>, events: string, by: 'client' | 'end' | 'reset' = 'client') {
   const hanging = await streamingUpstream();
   t.teardown(() => hanging.close());
   const providers = [openAIProvider({ id: 'openai', baseURL: `${hanging.url}/v1` }), anthropicProvider({ id: 'anthropic', baseURL: hanging.url })];
-  const gateway = await meteredGateway(t, { providers, catalog: PRICED });
-  // A budget that the one call left spends: the next is refused.
-  const key = await gateway.key({ costPerDay: 0.000001 });
+  // The account's budget: what the call left is charged against it, its reservation released.
+  const ledger = new MemorySpendLedger();
+  const gateway = await meteredGateway(t, { providers, catalog: PRICED, budgets: spendBudgets({ ledger, accounts: { get: async () => ({ costPerDay: 1 }) } }) });
+  const key = await gateway.key();
   const controller = new AbortController();
   const auth = path === '/v1/messages' ? { 'x-api-key': key } : { authorization: `Bearer ${key}` };
   const answering = gateway.post(path, { ...body, stream: true }, auth, controller.signal);
   const upstream = await hanging.next();
   upstream.res.write(events);
   const reader = ((await answering).body as ReadableStream<Uint8Array>).getReader();
-  for (let read = ''; !read.includes('"!"'); ) read += new TextDecoder().decode((await reader.read()).value);
-  controller.abort();
+  let text = '';
+  while (!text.includes('"!"')) text += new TextDecoder().decode((await reader.read()).value);
+  if (by === 'client') controller.abort();
+  else {
+    if (by === 'end') upstream.res.end();
+    else upstream.res.destroy();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) text += new TextDecoder().decode(read.value);
+  }
   const [record] = await gateway.records(1);
-  // Were the budget not spent, the next call would reach the upstream: answered at once, not held.
-  void hanging.next().then(({ res }) => res.end());
-  return { record, next: await gateway.post(path, body, auth) };
+  const { spend } = await until(() => ledger.spent(['account:acme']), ({ held }) => held[0] === 0n);
+  return { record, text, charged: spend[0]?.day };
 }
 
 const say = 'An answer of just forty characters, okay';
+const chatChunk = (delta: Record<string, unknown>) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-upstream-1', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
+const chatCall = { model: 'gpt-mock', messages: [{ role: 'user', content: 'Count the words of this sentence.' }] };
+const messagesEvents = [
+  'event: message_start\ndata: {"type":"message_start","message":{"model":"claude-upstream-1","usage":{"input_tokens":7,"output_tokens":1}}}\n\n',
+  `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: say } })}\n\n`,
+  'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"!"}}\n\n',
+].join('');
+const messagesCall = { model: 'claude-mock', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
+const responsesEvent = (type: string, fields: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
+const responsesEvents =
+  responsesEvent('response.created', { response: { id: 'resp_1', object: 'response', model: 'gpt-upstream-1', status: 'in_progress', output: [] } }) +
+  responsesEvent('response.output_text.delta', { item_id: 'msg_1', output_index: 0, content_index: 0, delta: say }) +
+  responsesEvent('response.output_text.delta', { item_id: 'msg_1', output_index: 0, content_index: 0, delta: '!' });
+const responsesCall = { model: 'gpt-mock', input: 'Count the words of this sentence.' };
 
 test('a client that leaves a Chat Completions stream before its usage is charged for the request and the text it got, estimated', async (t) => {
-  const chunk = (delta: Record<string, unknown>) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-upstream-1', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
-  const { record, next } = await leaveStream(t, '/v1/chat/completions', { model: 'gpt-mock', messages: [{ role: 'user', content: 'Count the words of this sentence.' }] }, chunk({ role: 'assistant', content: say }) + chunk({ content: '!' }));
+  const { record, charged } = await cutStream(t, '/v1/chat/completions', chatCall, chatChunk({ role: 'assistant', content: say }) + chatChunk({ content: '!' }));
   // 33 characters asked, 41 answered (the 40 of `say` and a "!"): four characters a token, rounded up.
   t.like(record, { status: 499, stream: true, inputTokens: 9, outputTokens: 11, costPicoUsd: 9 * 1_000_000 + 11 * 2_000_000 });
-  t.is(next.status, 429, 'the budget the call spent is spent');
+  t.is(charged, BigInt(9 * 1_000_000 + 11 * 2_000_000), 'the budget is charged what the call cost');
 });
 
 test("a client that leaves a Messages stream is charged for the upstream's input count and the text it got, estimated", async (t) => {
-  const events = [
-    'event: message_start\ndata: {"type":"message_start","message":{"model":"claude-upstream-1","usage":{"input_tokens":7,"output_tokens":1}}}\n\n',
-    `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: say } })}\n\n`,
-    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"!"}}\n\n',
-  ].join('');
-  const { record, next } = await leaveStream(t, '/v1/messages', { model: 'claude-mock', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }, events);
+  const { record, charged } = await cutStream(t, '/v1/messages', messagesCall, messagesEvents);
   t.like(record, { status: 499, inputTokens: 7, outputTokens: 11, costPicoUsd: 7 * 1_000_000 + 11 * 2_000_000 });
-  t.is(next.status, 429);
+  t.is(charged, BigInt(7 * 1_000_000 + 11 * 2_000_000));
 });
 
 test('a client that leaves a Responses stream is charged for the request and the text it got, estimated', async (t) => {
-  const event = (type: string, fields: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
-  const events =
-    event('response.created', { response: { id: 'resp_1', object: 'response', model: 'gpt-upstream-1', status: 'in_progress', output: [] } }) +
-    event('response.output_text.delta', { item_id: 'msg_1', output_index: 0, content_index: 0, delta: say }) +
-    event('response.output_text.delta', { item_id: 'msg_1', output_index: 0, content_index: 0, delta: '!' });
-  const { record, next } = await leaveStream(t, '/v1/responses', { model: 'gpt-mock', input: 'Count the words of this sentence.' }, events);
+  const { record, charged } = await cutStream(t, '/v1/responses', responsesCall, responsesEvents);
   t.like(record, { status: 499, inputTokens: 9, outputTokens: 11 });
-  t.is(next.status, 429);
+  t.is(charged, BigInt(record?.costPicoUsd ?? -1));
 });
+
+const CUT_ERROR_EVENTS: Record<string, RegExp> = {
+  '/v1/chat/completions': /data: \{"error":\{"message":"Upstream provider error","type":"server_error","param":null,"code":"upstream_error"\}\}\n\n$/,
+  '/v1/messages': /event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"Upstream provider error"\}.*\n\n$/,
+  '/v1/responses': /event: error\ndata: \{"type":"error","code":"upstream_error","message":"Upstream provider error".*\n\n$/,
+};
+
+for (const by of ['end', 'reset'] as const) {
+  const how = by === 'end' ? 'ended without its last event' : 'reset';
+  test(`a Chat Completions stream the upstream ${how}: the client gets the error event, the call is charged for the request and the text relayed`, async (t) => {
+    const { record, text, charged } = await cutStream(t, '/v1/chat/completions', chatCall, chatChunk({ role: 'assistant', content: say }) + chatChunk({ content: '!' }), by);
+    t.regex(text, CUT_ERROR_EVENTS['/v1/chat/completions'] as RegExp);
+    t.like(record, { stream: true, inputTokens: 9, outputTokens: 11, costPicoUsd: 9 * 1_000_000 + 11 * 2_000_000 });
+    t.is(charged, BigInt(9 * 1_000_000 + 11 * 2_000_000), 'the budget is charged what the call cost');
+  });
+
+  test(`a Messages stream the upstream ${how}: the client gets the error event, the call is charged for the upstream's input count and the text relayed`, async (t) => {
+    const { record, text } = await cutStream(t, '/v1/messages', messagesCall, messagesEvents, by);
+    t.regex(text, CUT_ERROR_EVENTS['/v1/messages'] as RegExp);
+    t.like(record, { inputTokens: 7, outputTokens: 11, costPicoUsd: 7 * 1_000_000 + 11 * 2_000_000 });
+  });
+
+  test(`a Responses stream the upstream ${how}: the client gets the error event, the call is charged for the request and the text relayed`, async (t) => {
+    const { record, text } = await cutStream(t, '/v1/responses', responsesCall, responsesEvents, by);
+    t.regex(text, CUT_ERROR_EVENTS['/v1/responses'] as RegExp);
+    t.like(record, { inputTokens: 9, outputTokens: 11 });
+  });
+}
 
 test('a limiter that cannot answer fails the call closed: 503, nothing sent upstream', async (t) => {
   const down: ModelLimiter = {

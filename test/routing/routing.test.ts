@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { createGatewayMetrics, type GatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
-import { MemoryCooldownStore } from '../../lib/models/routing/cooldown-store.js';
+import { MemoryCooldownStore } from '../../lib/stores/memory/cooldown-store.js';
 import type { RoutingOptions } from '../../lib/models/routing/routing-options.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
@@ -12,11 +12,10 @@ import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisCooldownStore } from '../../lib/stores/redis/cooldown-store.js';
-import { cooldownStoreContract } from '../../lib/testing/cooldown-store-contract.js';
 import type { UsageRecord, UsageStore } from '../../lib/usage/usage-store.js';
 import { modelsApp } from '../helpers/models-app.js';
-import { referenceApp } from '../spec/reference-app.js';
-import { reply, scriptedUpstream, type UpstreamAnswer } from '../helpers/models-upstream.js';
+import { referenceApp } from '../helpers/reference-app.js';
+import { anthropicMessage, reply, scriptedUpstream, type UpstreamAnswer } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
 import { REDIS_URL, postgresDatabase, sqliteDatabase, withPostgres, withRedis, type TestDatabase } from '../helpers/services.js';
@@ -68,7 +67,7 @@ function testTime(start = Date.now()) {
 async function twoDeployments(
   t: { teardown(fn: () => unknown): void },
   routing: RoutingOptions = {},
-  extra: { usage?: UsageRecord[]; timeoutMs?: number; metrics?: GatewayMetrics } = {},
+  extra: { usage?: UsageRecord[]; timeoutMs?: number; maxUpstreamBytes?: number; metrics?: GatewayMetrics } = {},
 ) {
   const [east, west] = await Promise.all([scriptedUpstream(), scriptedUpstream()]);
   const clock = testTime();
@@ -80,6 +79,7 @@ async function twoDeployments(
     modelLimiter: new MemoryModelLimiter({ nowMs: clock.nowMs }),
     routing: { random: () => 0, sleep: clock.sleep, ...routing },
     ...(extra.timeoutMs !== undefined && { timeoutMs: extra.timeoutMs }),
+    ...(extra.maxUpstreamBytes !== undefined && { maxUpstreamBytes: extra.maxUpstreamBytes }),
     ...(extra.usage && { usageRecorder: { record: (record: UsageRecord) => extra.usage?.push(record) } }),
     ...(extra.metrics && { metrics: extra.metrics }),
   });
@@ -426,14 +426,146 @@ test('the attempts and the waits between them stay within budgetMs', async (t) =
   t.true(clock.time.now - started <= 20_000);
 });
 
-// Each cooldown store against the contract of them all.
-cooldownStoreContract(test, 'MemoryCooldownStore', async () => new MemoryCooldownStore());
-
-cooldownStoreContract(withRedis(test), 'RedisCooldownStore', async () => {
-  const client = await createRedisClient(REDIS_URL);
-  redisClients.push(client);
-  return new RedisCooldownStore({ client, keyPrefix: `kmg-test:${randomBytes(6).toString('hex')}` });
+test('a JSON answer that breaks before its end (reset, not JSON, silent after its headers) is retried on the other deployment, and counts towards a cooldown', async (t) => {
+  // West's answer must beat the silence limit of east's silent answer: on a busy machine that can take a second.
+  const { east, west, chat } = await twoDeployments(t, {}, { timeoutMs: 2_000 });
+  const broken: Array<[string, UpstreamAnswer]> = [
+    ['reset mid-body', (res) => res.writeHead(200, { 'content-type': 'application/json' }).write('{"id":"chatcmpl-1","choi', () => setImmediate(() => res.destroy()))],
+    ['not JSON', reply(200, '<html>Bad gateway</html>')],
+    ['silent after its headers', (res) => res.writeHead(200, { 'content-type': 'application/json' }).flushHeaders()],
+  ];
+  for (const [what, answer] of broken) {
+    east.answer(CHAT, answer);
+    west.answer(CHAT, reply(200, completion('from west')));
+    const answered = await chat();
+    t.deepEqual([answered.status, answered.headers.get('x-kmg-attempts'), answered.headers.get('x-kmg-deployment')], [200, '2', 'west'], what);
+    t.like(await answered.json(), { choices: [{ message: { content: 'from west' } }] }, what);
+  }
+  // The third failure in 10 s: east cools down, and the next call goes to west at once.
+  west.answer(CHAT, reply(200, completion('from west')));
+  const skipping = await chat();
+  t.deepEqual([skipping.headers.get('x-kmg-attempts'), skipping.headers.get('x-kmg-deployment')], ['1', 'west']);
+  t.is(east.received.length, 3);
 });
+
+/**
+ * A 200 that sends `first`, then `drop` every 200 ms, for 10 s at most, and then `last`: an upstream
+ * that is never silent long, and may never finish. Its timers end with its connection.
+ */
+const drips = (contentType: string, first: string, drop: string, last: string, everyMs = 200, forMs = 10_000): UpstreamAnswer => (res) => {
+  res.writeHead(200, { 'content-type': contentType });
+  res.write(first);
+  const dripping = setInterval(() => res.write(drop), everyMs);
+  const ending = setTimeout(() => res.end(last), forMs);
+  res.once('close', () => {
+    clearInterval(dripping);
+    clearTimeout(ending);
+  });
+};
+
+test('an answer that drips a byte every 200 ms is given up on when it is not whole within the bound, JSON or stream, and the other deployment answers', async (t) => {
+  const json = await twoDeployments(t, {}, { timeoutMs: 1_500 });
+  json.east.answer(CHAT, drips('application/json', '{"id":"chatcmpl-1"', ' ', ',"object":"chat.completion","created":1,"model":"up","choices":[]}'));
+  json.west.answer(CHAT, reply(200, completion('from west')));
+  const streamed = await twoDeployments(t, {}, { timeoutMs: 1_500 });
+  // Lines of a comment that never end the event: nothing for the client, ever.
+  streamed.east.answer(CHAT, drips('text/event-stream', ': waiting\n', ': still waiting\n', `\n${chunk('from east')}data: [DONE]\n\n`));
+  streamed.west.answer(CHAT, (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(`${chunk('from west')}data: [DONE]\n\n`);
+  });
+  const [whole, stream] = await Promise.all([json.chat(), streamed.chat({ ...ask, stream: true })]);
+  t.deepEqual([whole.status, whole.headers.get('x-kmg-attempts'), whole.headers.get('x-kmg-deployment')], [200, '2', 'west']);
+  t.like(await whole.json(), { choices: [{ message: { content: 'from west' } }] });
+  t.deepEqual([stream.status, stream.headers.get('x-kmg-attempts'), stream.headers.get('x-kmg-deployment')], [200, '2', 'west']);
+  t.regex(await stream.text(), /from west/);
+});
+
+test('with a budget, an answer dripping past it is a 504; one dripping within it is not cut by the silence limit, translated or not', async (t) => {
+  const upstream = await scriptedUpstream();
+  const app = await modelsApp({
+    catalog: [
+      { id: 'smart', provider: 'openai' },
+      { id: 'claude-x', provider: 'anthropic' },
+    ],
+    providers: [openAIProvider({ id: 'openai', baseURL: `${upstream.url}/v1` }), anthropicProvider({ id: 'anthropic', baseURL: upstream.url })],
+    timeoutMs: 1_000,
+    routing: { budgetMs: 3_000, sleep: async () => undefined },
+  });
+  t.teardown(() => Promise.all([app.close(), upstream.close()]));
+  const key = await app.keyFor();
+  const chat = (body: unknown) => app.post(CHAT, body, { authorization: `Bearer ${key}` });
+  // Whitespace every 100 ms for 1.5 s, longer than the silence limit, then the answer: a Chat client on a Messages model.
+  upstream.answer('/v1/messages', drips('application/json', '', ' ', JSON.stringify(anthropicMessage('dripped')), 100, 1_500));
+  // The same for 10 s: past the budget, whatever the silence.
+  upstream.answer(CHAT, drips('application/json', '', ' ', JSON.stringify(completion('too late'))));
+  const started = Date.now();
+  const [translated, late] = await Promise.all([chat({ ...ask, model: 'claude-x' }), chat(ask)]);
+  t.is(translated.status, 200);
+  t.like(await translated.json(), { model: 'claude-x', choices: [{ message: { content: 'dripped' } }] });
+  t.is(late.status, 504);
+  t.like(await late.json(), { error: { code: 'upstream_timeout' } });
+  t.true(Date.now() - started < 9_000, `answered after ${Date.now() - started} ms`);
+});
+
+test('once its first event reached the client, a stream that keeps sending events is not cut by the bound on its start', async (t) => {
+  const { east, chat } = await twoDeployments(t, {}, { timeoutMs: 1_000 });
+  // An event every 200 ms for 2 s: twice the bound, never silent for long.
+  east.answer(CHAT, drips('text/event-stream', chunk('first'), chunk('more'), 'data: [DONE]\n\n', 200, 2_000));
+  const answer = await chat({ ...ask, stream: true });
+  t.is(answer.status, 200);
+  const text = await answer.text();
+  t.regex(text, /first/);
+  t.regex(text, /\[DONE\]/);
+  t.notRegex(text, /"error"/);
+});
+
+test('an answer over maxUpstreamBytes is refused with a 502 naming the limit: a JSON answer, translated or not, or an event of a stream', async (t) => {
+  const { east, west, chat } = await twoDeployments(t, { maxAttempts: 2 }, { maxUpstreamBytes: 10_000 });
+  const large = completion('x'.repeat(20_000));
+  east.answer(CHAT, reply(200, large));
+  west.answer(CHAT, reply(200, large));
+  const whole = await chat();
+  t.deepEqual([whole.status, whole.headers.get('x-kmg-attempts')], [502, '2']);
+  t.like(await whole.json(), { error: { code: 'upstream_error', message: "Upstream provider error: its answer is over the gateway's limit of 10000 bytes" } });
+
+  // Before the first event, as a failed attempt; after it, as the stream's error event.
+  east.answer(CHAT, (res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(chunk('x'.repeat(20_000))));
+  west.answer(CHAT, (res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`${chunk('small')}${chunk('y'.repeat(20_000))}data: [DONE]\n\n`));
+  const stream = await chat({ ...ask, stream: true });
+  t.deepEqual([stream.status, stream.headers.get('x-kmg-attempts')], [200, '2']);
+  const text = await stream.text();
+  t.regex(text, /small/);
+  t.regex(text, /"error".*limit of 10000 bytes/);
+  t.notRegex(text, /yyyy/);
+
+  const upstream = await scriptedUpstream();
+  const translated = await modelsApp({ catalog: [{ id: 'claude-x', provider: 'anthropic' }], providers: [anthropicProvider({ id: 'anthropic', baseURL: upstream.url })], maxUpstreamBytes: 10_000 });
+  t.teardown(() => Promise.all([translated.close(), upstream.close()]));
+  upstream.answer('/v1/messages', reply(200, anthropicMessage('x'.repeat(20_000))));
+  upstream.answer('/v1/messages', (res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`event: message_start\ndata: {"type":"message_start","padding":"${'x'.repeat(20_000)}"}\n\n`));
+  const key = await translated.keyFor();
+  for (const stream of [false, true]) {
+    const refused = await translated.post(CHAT, { ...ask, model: 'claude-x', stream }, { authorization: `Bearer ${key}` });
+    t.is(refused.status, 502, `stream: ${stream}`);
+    t.like(await refused.json(), { error: { message: "Upstream provider error: its answer is over the gateway's limit of 10000 bytes" } });
+  }
+});
+
+test("a 429's retry-after cools a deployment down for 5 minutes at most, however long it asks", async (t) => {
+  const { east, west, chat, clock } = await twoDeployments(t, { cooldown: { failures: 1 } });
+  // 999,999,999 s: 31.7 years.
+  east.answer(CHAT, reply(429, { error: { message: 'slow down' } }, { 'retry-after': '999999999' }));
+  west.answer(CHAT, reply(200, completion('west')));
+  t.is((await chat()).headers.get('x-kmg-attempts'), '2');
+  clock.time.now += 299_000;
+  west.answer(CHAT, reply(200, completion('west')));
+  t.is((await chat()).headers.get('x-kmg-deployment'), 'west', 'still cooling down after 299 s');
+  clock.time.now += 1_000;
+  east.answer(CHAT, reply(200, completion('east')));
+  t.is((await chat()).headers.get('x-kmg-deployment'), 'east', 'back after 300 s');
+});
+
 
 // A routed call's usage record, in each usage store.
 async function knexStore(open: () => Promise<TestDatabase>): Promise<UsageStore> {

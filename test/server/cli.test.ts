@@ -39,7 +39,7 @@ test('keys create --json prints one document with the key, every scope and no al
   const created = JSON.parse(result.stdout) as Record<string, unknown>;
   // The admin API's key object, with the secret this once.
   t.deepEqual(Object.keys(created).sort(), [
-    'account', 'cache', 'created_at', 'expires_at', 'hint', 'id', 'key', 'last_used_at', 'limits', 'models', 'name', 'object', 'replaced_by', 'replaces', 'revoked_at', 'scopes', 'status', 'store',
+    'account', 'cache', 'created_at', 'expires_at', 'hint', 'id', 'key', 'last_used_at', 'limits', 'mcp_tools', 'models', 'name', 'object', 'replaced_by', 'replaces', 'revoked_at', 'scopes', 'status', 'store',
   ]);
   t.is(created.cache, null);
   t.regex(created.key as string, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
@@ -235,7 +235,9 @@ test('keys create takes --rpm, --tpm, --tokens-per-day, --cost-per-day and --cos
 for (const [option, value] of [
   ['--cost-per-day', '0'],
   ['--cost-per-month', '-5'],
-  ['--cost-per-day', '1e3'],
+  ['--cost-per-day', '1e-13'],
+  ['--cost-per-day', 'Infinity'],
+  ['--cost-per-day', '.5'],
   ['--cost-per-month', 'fifty'],
   ['--rpm', '0'],
   ['--tpm', '-5'],
@@ -248,11 +250,24 @@ for (const [option, value] of [
     const env = await dataDir();
     await t.throwsAsync(run(['keys', 'create', '--account', 'acme', `${option}=${value}`], env), {
       instanceOf: UsageError,
-      message: `${option} must be ${option?.startsWith('--cost') ? 'a positive number of USD' : 'a positive integer'}, got '${value}'`,
+      message: `${option} must be ${option?.startsWith('--cost') ? 'a positive number of USD, from 1e-12 (one picodollar) to 1e15' : 'a positive integer'}, got '${value}'`,
     });
     t.is((await run(['keys', 'list'], env)).out, 'No keys.');
   });
 }
+
+test('a budget option reads numbers as the admin API and the configuration file do: 5e0 is 5 USD, a negative number its value, refused by the rule', async (t) => {
+  const env = await dataDir();
+  const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--cost-per-day', '5e0', '--cost-per-month', '1e-12', '--json'], env)).out) as { limits: unknown };
+  t.like(created.limits, { cost_per_day: 5, cost_per_month: 1e-12 });
+  for (const args of [
+    ['keys', 'create', '--account', 'acme', '--cost-per-day', '-1'],
+    ['accounts', 'set-limits', 'acme', '--cost-per-day', '-1'],
+  ]) {
+    await t.throwsAsync(run(args, env), { instanceOf: UsageError, message: "--cost-per-day must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, got '-1'" });
+  }
+  await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--rpm', '-5'], env), { instanceOf: UsageError, message: "--rpm must be a positive integer, got '-5'" });
+});
 
 test('accounts set-limits sets and removes an account\'s budgets; a bad amount or none given is refused', async (t) => {
   const env = await dataDir();
@@ -260,9 +275,20 @@ test('accounts set-limits sets and removes an account\'s budgets; a bad amount o
   t.deepEqual(await json(['acme', '--cost-per-day', '5', '--cost-per-month', '50']), { account: 'acme', costPerDay: 5, costPerMonth: 50 });
   t.deepEqual(await json(['acme', '--cost-per-day', 'none']), { account: 'acme', costPerDay: null, costPerMonth: 50 });
   t.is((await run(['accounts', 'set-limits', 'acme', '--cost-per-month', '60'], env)).out, 'Budgets of acme: none per day, 60 USD per month');
-  await t.throwsAsync(run(['accounts', 'set-limits', 'acme', '--cost-per-day=-1'], env), { instanceOf: UsageError, message: "--cost-per-day must be a positive number of USD, got '-1'" });
+  await t.throwsAsync(run(['accounts', 'set-limits', 'acme', '--cost-per-day=-1'], env), { instanceOf: UsageError, message: "--cost-per-day must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, got '-1'" });
   await t.throwsAsync(run(['accounts', 'set-limits', 'acme'], env), { instanceOf: UsageError, message: 'accounts set-limits needs --cost-per-day or --cost-per-month' });
   await t.throwsAsync(run(['accounts', 'set-limits', '--cost-per-day', '1'], env), { instanceOf: UsageError, message: 'accounts set-limits needs exactly one account' });
+});
+
+test('keys create --mcp-tools and accounts set-mcp-tools set MCP grants; a glob of another form is refused', async (t) => {
+  const env = await dataDir();
+  const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--mcp-tools', 'github/*,search/web', '--mcp-tools', 'crm/*', '--json'], env)).out) as { mcp_tools: string[] };
+  t.deepEqual(created.mcp_tools, ['github/*', 'search/web', 'crm/*']);
+  t.deepEqual(JSON.parse((await run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'github/*', '--json'], env)).out), { account: 'acme', mcp_tools: ['github/*'] });
+  t.is((await run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'none'], env)).out, 'MCP tools of acme: none');
+  await t.throwsAsync(run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'github'], env), { instanceOf: UsageError, message: /--mcp-tools takes globs over '\{server\}\/\{tool\}'.*got 'github'/ });
+  await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--mcp-tools', 'a/b/c'], env), { instanceOf: UsageError, message: /got 'a\/b\/c'/ });
+  await t.throwsAsync(run(['accounts', 'set-mcp-tools', 'acme'], env), { instanceOf: UsageError, message: 'accounts set-mcp-tools needs --mcp-tools <globs> (or none)' });
 });
 
 for (const [name, gated, database] of serverDatabases(test)) {
@@ -288,6 +314,52 @@ for (const [name, gated, database] of serverDatabases(test)) {
       ['nightly batch', null, 'ops'],
     );
     t.like(json[0], { id: key.id, hint: key.hint });
+  });
+}
+
+for (const [name, gated, database] of serverDatabases(test)) {
+  gated(`${name}: keys update changes each field given and keeps the rest; keys rotate makes a new key once; both audited with the values`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const all = { ...(await dataDir()), ...env };
+    const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--name', 'batch', '--rpm', '10', '--cost-per-day', '5', '--json'], all)).out) as { id: string };
+    const update = async (...args: string[]) => {
+      const answer = await run(['keys', 'update', created.id, ...args, '--json'], all);
+      t.is(answer.code, 0, answer.err);
+      return JSON.parse(answer.out) as Record<string, unknown>;
+    };
+    t.like(await update('--name', 'nightly', '--model', 'echo-1', '--scope', 'models:read', '--expires', '2099-01-01', '--tpm', '4000', '--cost-per-day', 'none'), {
+      name: 'nightly',
+      models: ['echo-1'],
+      scopes: ['models:read'],
+      expires_at: 4_070_908_800,
+      limits: { requests_per_minute: 10, tokens_per_minute: 4000, tokens_per_day: null, cost_per_day: null, cost_per_month: null },
+    });
+    t.like(await update('--name', 'none', '--every-model', '--expires', 'never', '--rpm', 'none', '--tpm', 'none'), { name: null, models: null, expires_at: null, limits: null, scopes: ['models:read'] });
+    t.regex((await run(['keys', 'update', created.id, '--cost-per-month', '9'], all)).out, new RegExp(`^Updated ${created.id}: .*limits 9 USD/month$`));
+    t.is((await run(['keys', 'update', 'key_missing', '--name', 'x'], all)).code, 1);
+    await t.throwsAsync(run(['keys', 'update', created.id], all), { instanceOf: UsageError });
+    await t.throwsAsync(run(['keys', 'update', created.id, '--rpm', '0'], all), { instanceOf: UsageError });
+
+    const rotated = await run(['keys', 'rotate', created.id, '--grace', '600', '--json'], all);
+    t.is(rotated.code, 0, rotated.err);
+    const replacement = JSON.parse(rotated.out) as { id: string; key: string; replaces: { id: string; expires_at: number }; limits: unknown };
+    t.like(replacement, { replaces: { id: created.id }, limits: { cost_per_month: 9 } });
+    t.regex(replacement.key, /^kmg_sk_/);
+    t.true(replacement.replaces.expires_at - Date.now() / 1000 <= 601);
+    const again = await run(['keys', 'rotate', created.id], all);
+    t.is(again.code, 1);
+    t.regex(again.err, /rotated already/);
+    await t.throwsAsync(run(['keys', 'rotate', created.id, '--grace', '-1'], all), { instanceOf: UsageError });
+
+    // The audit log has each change with its values, and never the new key.
+    const database_ = await openMigratedDatabase(loadConfig(all).database);
+    t.teardown(() => database_.close());
+    const { entries } = await new KnexAuditStore(database_.knex).list({ keyId: created.id }, { limit: 10 });
+    t.deepEqual(entries.map((entry) => entry.action), ['key.rotated', 'key.updated', 'key.updated', 'key.updated', 'key.created']);
+    t.deepEqual(entries[3]?.changes?.name, { from: 'batch', to: 'nightly' });
+    t.deepEqual(entries[2]?.changes?.limits?.to, null);
+    t.false(JSON.stringify(entries).includes(replacement.key));
   });
 }
 
@@ -404,6 +476,8 @@ for (const [args, message] of [
 test("the CLI's changes are recorded in the audit log, by cli and the OS user, never with a key or token in them", async (t) => {
   const env = await dataDir();
   const key = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--scope', 'models:read', '--rpm', '5', '--json'], env)).out) as { id: string; key: string };
+  t.is((await run(['keys', 'revoke', key.id], env)).code, 0);
+  // Revoking again succeeds and changes nothing: no second entry.
   t.is((await run(['keys', 'revoke', key.id], env)).code, 0);
   const admin = JSON.parse((await run(['admin-tokens', 'create', '--name', 'ops', '--json'], env)).out) as { id: string; token: string };
   t.is((await run(['admin-tokens', 'revoke', admin.id], env)).code, 0);

@@ -6,7 +6,8 @@ import test, { type ExecutionContext } from 'ava';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { ConfigError } from '../../reference-server/config-error.js';
-import { startTracing } from '../../reference-server/tracing.js';
+import { diagLogger, startTracing } from '../../reference-server/tracing.js';
+import { uploadForm, pdfOf } from '../helpers/multipart.js';
 import { createKey, spawnServer, startServer, tempDataDir } from '../helpers/server-process.js';
 
 /** What a local OTLP receiver got: one entry per export request. */
@@ -169,6 +170,35 @@ test.serial("the tracing line gives the collector's address without the credenti
   t.false(lines.join('').includes('otel-secret'));
 });
 
+test("the SDK's messages: dropped spans at most once a minute with the count since the last line; an exporter's error as its message, its stack apart", (t) => {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  let now = Date.parse('2030-01-15T12:00:00Z');
+  const diag = diagLogger(pino({ level: 'info' }, sink), () => now);
+  // A slow collector: the batch processor reports what it dropped every few seconds.
+  for (const [count, after] of [[3, 0], [5, 3_000], [7, 3_000], [1, 60_000], [2, 3_000]] as const) {
+    now += after;
+    diag.warn(`Dropped ${count} spans because maxQueueSize reached`);
+  }
+  t.deepEqual(
+    lines.map(({ msg, spans, repeated }) => ({ msg, spans, repeated })),
+    [
+      { msg: 'Dropped 3 spans since the last such line: the export queue was full', spans: 3, repeated: undefined },
+      { msg: 'Dropped 13 spans since the last such line: the export queue was full', spans: 13, repeated: 2 },
+    ],
+  );
+  lines.splice(0);
+  // How @opentelemetry/core's error handler writes an exporter's error: its properties as JSON.
+  const stack = 'Error: connect ECONNREFUSED 127.0.0.1:4318\n    at TCPConnectWrap.afterConnect (node:net:1611:16)';
+  diag.error(JSON.stringify({ stack, message: 'connect ECONNREFUSED 127.0.0.1:4318', name: 'Error' }));
+  t.like(lines[0], { component: 'tracing', msg: 'connect ECONNREFUSED 127.0.0.1:4318', stack });
+});
+
 test('an OTLP protocol it does not speak stops the start, naming the setting', async (t) => {
   const temp = await tempDataDir();
   t.teardown(() => temp.remove());
@@ -199,4 +229,37 @@ test('a gateway started twice in one process exports the spans of each: shutdown
     t.is(collector.exports.length, round, `after gateway ${round}`);
   }
   t.true(collector.exports.every((sent) => sent.body.includes('GET /healthz')));
+});
+
+test.serial('with metrics and tracing both on, downloads and model calls, streamed or not, raise no process warning', async (t) => {
+  const warnings: Error[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning);
+  process.on('warning', onWarning);
+  t.teardown(() => void process.off('warning', onWarning));
+  const collector = await receiver(t);
+  const temp = await tempDataDir();
+  t.teardown(() => temp.remove());
+  const env = { DATA_DIR: join(temp.dir, 'data'), METRICS_PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
+  const { key } = await createKey(env, ['--account', 'acme']);
+  const server = await startServer(env);
+  t.teardown(() => server.stop());
+  const authorization = `Bearer ${key}`;
+  const created = await fetch(`${server.url}/v1/files`, { method: 'POST', headers: { authorization }, body: uploadForm(pdfOf(2048)) });
+  t.is(created.status, 200);
+  const { id } = (await created.json()) as { id: string };
+  // Each middleware and a streamed body add their listeners to one response: one of each is enough.
+  const download = await fetch(`${server.url}/v1/files/${id}/content`, { headers: { authorization } });
+  t.is((await download.arrayBuffer()).byteLength, 2048);
+  for (const stream of [false, true]) {
+    const call = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'echo-1', stream, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    t.is(call.status, 200);
+    await call.text();
+  }
+  // A warning is emitted on the next tick.
+  await new Promise((resolve) => setImmediate(resolve));
+  t.deepEqual(warnings.map((warning) => `${warning.name}: ${warning.message}\n${warning.stack}`), []);
 });

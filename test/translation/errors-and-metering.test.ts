@@ -5,7 +5,7 @@ import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { modelsApp, catalogProviders } from '../helpers/models-app.js';
 import { anthropicMessage, mockProviders, reply, replyEvents, scriptedUpstream, streamingUpstream } from '../helpers/models-upstream.js';
@@ -112,16 +112,67 @@ test.serial('a translated stream with no event the reader understands is a 502 b
   t.like(await response.json(), { type: 'error', error: { type: 'api_error', message: 'Upstream provider error' } });
 });
 
+const MESSAGE_START = 'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}\n\n';
+const MESSAGE_STOP = 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
+
+test.serial('a translated stream whose events cannot be read is a failure, never a successful empty answer', async (t) => {
+  // Events whose data is not JSON, or JSON not of the format's shape, before one the reader finishes on.
+  const unreadable = [
+    ['event: message_start\ndata: {"type": message_start, not json\n\n', MESSAGE_STOP],
+    ['event: message_start\ndata: ["message_start"]\n\n', MESSAGE_STOP],
+    ['event: message_start\ndata: {"type":"message_start"}\n\n', MESSAGE_STOP],
+    [MESSAGE_STOP],
+  ];
+  for (const events of unreadable) {
+    upstream.answer('/v1/messages', replyEvents(Readable.from(events)));
+    const response = await chat({ stream: true });
+    t.is(response.status, 502, events[0]);
+    t.like(await response.json(), { error: { code: 'upstream_error' } });
+  }
+  // After the first event reached the client: its stream ends with the format's error event.
+  const text = 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hel"}}\n\n';
+  upstream.answer('/v1/messages', replyEvents(Readable.from([MESSAGE_START, text, 'event: content_block_delta\ndata: lo, not json\n\n', MESSAGE_STOP])));
+  const chatText = await (await chat({ stream: true })).text();
+  t.true(chatText.includes('"content":"Hel"'));
+  t.false(chatText.includes('"finish_reason":"stop"'));
+  t.true(chatText.trimEnd().endsWith('data: {"error":{"message":"Upstream provider error","type":"server_error","param":null,"code":"upstream_error"}}'));
+
+  const chunk = 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}\n\n';
+  const finish = 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n';
+  upstream.answer('/v1/chat/completions', replyEvents(Readable.from([chunk, 'data: {"id":"c1","object":"chat.completion.chunk"}\n\n', finish, 'data: [DONE]\n\n'])));
+  const messagesText = await (await messages({ stream: true })).text();
+  t.true(messagesText.includes('"text":"Hel"'));
+  t.false(messagesText.includes('message_stop'));
+  t.regex(messagesText, /event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"Upstream provider error"\}/);
+});
+
+test.serial('a translated call that failed before its first event reached the client is charged nothing', async (t) => {
+  // The upstream told its input, then failed: the client got a 502 and no answer.
+  upstream.answer('/v1/messages', replyEvents(Readable.from([MESSAGE_START + 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'])));
+  t.is((await chat({ stream: true })).status, 502);
+  await until(async () => records.length, (count) => count === 1);
+  t.like(records[0], { status: 502, inputTokens: 0, outputTokens: 0, costPicoUsd: 0 });
+});
+
+test.serial("a translated stream the upstream cuts after its first event is charged the input the provider told, not the request's estimate", async (t) => {
+  const text = 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hel"}}\n\n';
+  upstream.answer('/v1/messages', replyEvents(Readable.from([MESSAGE_START, text])));
+  // About a hundred tokens estimated from the request; the provider counted 10.
+  const response = await chat({ stream: true, messages: [{ role: 'user', content: 'word '.repeat(80) }] });
+  t.regex(await response.text(), /"code":"upstream_error"/);
+  await until(async () => records.length, (count) => count === 1);
+  t.like(records[0], { inputTokens: 10, outputTokens: 1 });
+});
+
 const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['logprobs to an Anthropic model', () => chat({ logprobs: true }), 'logprobs'],
   ['n: 2 to an Anthropic model', () => chat({ n: 2 }), 'n'],
   ['seed to an Anthropic model', () => chat({ seed: 7 }), 'seed'],
-  ['reasoning_effort to an Anthropic model (its thinking could not come back)', () => chat({ reasoning_effort: 'low' }), 'reasoning_effort'],
   ['JSON mode without a schema (response_format json_object) to an Anthropic model', () => chat({ response_format: { type: 'json_object' } }), 'response_format json_object'],
   ['a temperature above 1 to an Anthropic model', () => chat({ temperature: 1.5 }), 'temperature above 1'],
   ['an image detail to an Anthropic model', () => chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png', detail: 'low' } }] }] }), 'messages[0].content[0].image_url.detail'],
   ['audio input to an Anthropic model', () => chat({ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }] }), 'messages[0].content[0].type'],
-  ['strict tools to an Anthropic model', () => chat({ tools: [{ type: 'function', function: { name: 'f', parameters: {}, strict: true } }] }), 'tools[0].function.strict'],
+  ['a service tier Anthropic does not have', () => chat({ service_tier: 'flex' }), 'service_tier flex'],
   ['top_k to an OpenAI model', () => messages({ top_k: 5 }), 'top_k'],
   ["Anthropic's web search tool to an OpenAI model", () => messages({ tools: [{ type: 'web_search_20250305', name: 'web_search' }] }), 'tools[0].type'],
   ['a document with citations to an OpenAI model', () => messages({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' }, citations: { enabled: true } }] }] }), 'messages[0].content[0].citations'],
@@ -137,11 +188,10 @@ const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['max_output_tokens that leave reasoning under 1024 tokens, to an Anthropic model', () => responses({ reasoning: { effort: 'low' }, max_output_tokens: 1000 }), 'max_output_tokens'],
   ["OpenAI's web search tool to an Anthropic model", () => responses({ tools: [{ type: 'web_search' }] }), 'tools[0].type'],
   ['JSON mode without a schema (text.format json_object) to an Anthropic model', () => responses({ text: { format: { type: 'json_object' } } }), 'text.format json_object'],
-  ['output_config.effort to an OpenAI model', () => messages({ output_config: { effort: 'high' } }), 'output_config.effort'],
   [
     'an anthropic-beta whose feature is not translated, to an OpenAI model',
-    () => gateway.post('/v1/messages', { model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key, 'anthropic-beta': 'files-api-2025-04-14, interleaved-thinking-2025-05-14' }),
-    'anthropic-beta: interleaved-thinking-2025-05-14',
+    () => gateway.post('/v1/messages', { model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key, 'anthropic-beta': 'files-api-2025-04-14, code-execution-2025-08-25' }),
+    'anthropic-beta: code-execution-2025-08-25',
   ],
   [
     'an anthropic-beta whose feature is not translated, to count the tokens of an OpenAI model',
@@ -158,6 +208,49 @@ for (const [name, send, param] of refusals) {
     t.is(upstream.received.length, 0);
   });
 }
+
+test.serial('a token limit that is not a positive integer is the same 400, translated or native, in either format, nothing sent', async (t) => {
+  for (const value of [-1, 0, 10.5, 1e20]) {
+    const answers = [
+      await chat({ max_tokens: value }),
+      await chat({ model: 'gpt-test', max_tokens: value }),
+      await chat({ max_completion_tokens: value }),
+      await messages({ max_tokens: value }),
+      await messages({ model: 'claude-test', max_tokens: value }),
+      await responses({ max_output_tokens: value }),
+    ];
+    t.deepEqual(answers.map((answer) => answer.status), [400, 400, 400, 400, 400, 400], String(value));
+    const [translated, native, completion, messagesTranslated, messagesNative, output] = (await Promise.all(answers.map((answer) => answer.json()))) as Array<{ error: { message: string } }>;
+    t.deepEqual(translated, native);
+    t.is(translated?.error.message, "'max_tokens' must be a positive integer");
+    t.is(completion?.error.message, "'max_completion_tokens' must be a positive integer");
+    t.deepEqual(messagesTranslated?.error, messagesNative?.error);
+    t.is(messagesNative?.error.message, "'max_tokens' must be a positive integer");
+    t.is(output?.error.message, "'max_output_tokens' must be a positive integer");
+  }
+  t.is(upstream.received.length, 0);
+});
+
+test.serial('a translated call is refused, as the APIs refuse it, a parallel_tool_calls that is not a boolean and a tool choice that demands a call without tools', async (t) => {
+  const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }];
+  const refused: Array<[() => Promise<Response>, string]> = [
+    [() => chat({ tools, parallel_tool_calls: 'no' }), "'parallel_tool_calls' must be a boolean"],
+    [() => responses({ parallel_tool_calls: 'no' }), "'parallel_tool_calls' must be a boolean"],
+    [() => chat({ tool_choice: 'required' }), "'tool_choice' requires 'tools'"],
+    [() => chat({ tool_choice: { type: 'function', function: { name: 'f' } } }), "'tool_choice' requires 'tools'"],
+    [() => responses({ tool_choice: 'required' }), "'tool_choice' requires 'tools'"],
+    [() => messages({ tool_choice: { type: 'any' } }), "'tool_choice' requires 'tools'"],
+    [() => messages({ tool_choice: { type: 'tool', name: 'f' } }), "'tool_choice' requires 'tools'"],
+    [() => messages({ tools: [{ name: 'f', input_schema: { type: 'object' } }], tool_choice: { type: 'auto', disable_parallel_tool_use: 'no' } }), "'tool_choice.disable_parallel_tool_use' must be a boolean"],
+  ];
+  for (const [send, message] of refused) {
+    const response = await send();
+    t.is(response.status, 400, message);
+    const body = (await response.json()) as { error: { message: string } };
+    t.is(body.error.message, message);
+  }
+  t.is(upstream.received.length, 0);
+});
 
 test.serial("stream_options without stream is a 400 naming it, as OpenAI answers it", async (t) => {
   const response = await chat({ stream_options: { include_usage: true } });
@@ -190,7 +283,7 @@ test.serial("an effort's thinking budget is lowered below the client's max token
   t.like(upstream.received[1]?.body, { max_tokens: 4096 + 2048, temperature: 1, thinking: { type: 'enabled', budget_tokens: 2048 } });
 });
 
-test.serial('to an OpenAI model, betas that only enable what is translated pass, and cache_control hints are carried over as nothing', async (t) => {
+test.serial('to an OpenAI model, betas that only enable what is translated pass, and cache_control hints are left out, named', async (t) => {
   upstream.answer('/v1/chat/completions', reply(200, { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 2 } }));
   const cached = { cache_control: { type: 'ephemeral' } };
   const response = await gateway.post(
@@ -205,6 +298,7 @@ test.serial('to an OpenAI model, betas that only enable what is translated pass,
     { 'x-api-key': key, 'anthropic-beta': 'files-api-2025-04-14,prompt-caching-2024-07-31' },
   );
   t.is(response.status, 200);
+  t.is(response.headers.get('x-kmg-omitted'), 'cache_control');
   const sent = upstream.received[0];
   t.is(sent?.headers['anthropic-beta'], undefined);
   t.false(JSON.stringify(sent?.body).includes('cache_control'));
@@ -277,22 +371,40 @@ async function oneApiEach(t: ExecutionContext) {
   return { mock, app };
 }
 
-test.serial("OpenAI's shared fields pass between Chat Completions and Responses as they are, and are refused by name to Messages", async (t) => {
+test.serial("OpenAI's shared fields pass between Chat Completions and Responses as they are; to Messages the end user is carried and the hints left out, named", async (t) => {
   const { mock, app } = await oneApiEach(t);
   const auth = { authorization: `Bearer ${await app.keyFor()}` };
-  const shared = { metadata: { team: 'search' }, service_tier: 'flex', prompt_cache_key: 'tenant-7', safety_identifier: 'user-42' };
+  const shared = { metadata: { team: 'search' }, service_tier: 'flex', prompt_cache_key: 'tenant-7', prompt_cache_retention: '24h', safety_identifier: 'user-42' };
   const hi = [{ role: 'user', content: 'hi' }];
   t.is((await app.post('/v1/chat/completions', { model: 'responses-model', messages: hi, ...shared }, auth)).status, 200);
   t.is((await app.post('/v1/responses', { model: 'chat-model', input: 'hi', ...shared }, auth)).status, 200);
   t.like(mock.calls[0], { path: '/v1/responses', body: shared });
   t.like(mock.calls[1], { path: '/v1/chat/completions', body: shared });
-  for (const [field, value] of Object.entries(shared)) {
-    const refused = await app.post('/v1/chat/completions', { model: 'claude', messages: hi, [field]: value }, auth);
-    t.is(refused.status, 400, field);
-    const { error } = (await refused.json()) as { error: { message: string } };
-    t.true(error.message.startsWith(`'${field}' cannot be sent to this model: its provider speaks Messages`), error.message);
+  const hints = { metadata: shared.metadata, prompt_cache_key: shared.prompt_cache_key, prompt_cache_retention: shared.prompt_cache_retention, safety_identifier: shared.safety_identifier };
+  for (const [path, body] of [['/v1/chat/completions', { messages: hi }], ['/v1/responses', { input: 'hi' }]] as const) {
+    const answer = await app.post(path, { model: 'claude', ...body, ...hints, user: 'legacy-id', service_tier: 'default' }, auth);
+    t.is(answer.status, 200, path);
+    t.is(answer.headers.get('x-kmg-omitted'), 'metadata,prompt_cache_key,prompt_cache_retention,user', path);
+    const sent = mock.calls.at(-1)?.body ?? {};
+    t.like(sent, { metadata: { user_id: 'user-42' }, service_tier: 'standard_only' }, path);
+    t.false(['prompt_cache_key', 'prompt_cache_retention', 'safety_identifier', 'user'].some((field) => field in sent), path);
   }
-  t.is(mock.calls.length, 2, 'no refused call was sent');
+});
+
+test.serial('an output limit below the 16 tokens the Responses API takes is refused by name before a translated call to it is sent', async (t) => {
+  const { mock, app } = await oneApiEach(t);
+  const key = await app.keyFor();
+  const hi = [{ role: 'user', content: 'hi' }];
+  const refused = [
+    await app.post('/v1/chat/completions', { model: 'responses-model', messages: hi, max_tokens: 15 }, { authorization: `Bearer ${key}` }),
+    await app.post('/v1/messages', { model: 'responses-model', messages: hi, max_tokens: 1 }, { 'x-api-key': key }),
+  ];
+  t.deepEqual(refused.map((response) => response.status), [400, 400]);
+  const [chat, messages] = (await Promise.all(refused.map((response) => response.json()))) as Array<{ error: { message: string } }>;
+  t.is(chat?.error.message, "'max_tokens' must be at least 16 for this model: its provider speaks Responses, which refuses fewer");
+  t.is(messages?.error.message, "'max_tokens' must be at least 16 for this model: its provider speaks Responses, which refuses fewer");
+  t.is((await app.post('/v1/chat/completions', { model: 'responses-model', messages: hi, max_tokens: 16 }, { authorization: `Bearer ${key}` })).status, 200);
+  t.is(mock.calls.length, 1, 'no refused call was sent');
 });
 
 test.serial('a file that is not a PDF is refused by name where the target takes only PDFs, never sent as one', async (t) => {
@@ -306,8 +418,8 @@ test.serial('a file that is not a PDF is refused by name where the target takes 
   // Anthropic takes a document as bytes only as a PDF.
   const document = (mediaType: string) => [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: mediaType, data: 'JVBERi0=' } }] }];
   for (const model of ['chat-model', 'responses-model']) {
-    await refusedFor(await app.post('/v1/messages', { model, max_tokens: 10, messages: document('text/plain') }, { 'x-api-key': key }), 'messages[0].content[0].source.media_type');
-    t.is((await app.post('/v1/messages', { model, max_tokens: 10, messages: document('application/pdf') }, { 'x-api-key': key })).status, 200, model);
+    await refusedFor(await app.post('/v1/messages', { model, max_tokens: 16, messages: document('text/plain') }, { 'x-api-key': key }), 'messages[0].content[0].source.media_type');
+    t.is((await app.post('/v1/messages', { model, max_tokens: 16, messages: document('application/pdf') }, { 'x-api-key': key })).status, 200, model);
   }
   // Chat Completions reads only PDFs; the Responses API reads text files too.
   const input = [{ role: 'user', content: [{ type: 'input_file', filename: 'notes.txt', file_data: 'data:text/plain;base64,aGk=' }] }];

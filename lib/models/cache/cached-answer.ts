@@ -10,8 +10,8 @@ import type { WireFormat } from '../formats/wire-format.js';
 import type { ProviderEndpoint } from '../provider.js';
 import type { TokenUsage } from '../../usage/token-usage.js';
 
-/** The formats whose answers are cached: those the neutral representation reads and writes. */
-export type CachedEndpoint = Exclude<ProviderEndpoint, 'countTokens'>;
+/** The formats whose answers are cached: those the neutral representation reads and writes (no token count, no embeddings). */
+export type CachedEndpoint = Exclude<ProviderEndpoint, 'countTokens' | 'embeddings'>;
 
 const FORMATS: Readonly<Record<CachedEndpoint, WireFormat>> = {
   chatCompletions: chatCompletionsFormat,
@@ -39,7 +39,7 @@ export interface CachedAnswer {
   costPicoUsd: number;
 }
 
-export const isCachedEndpoint = (endpoint: ProviderEndpoint): endpoint is CachedEndpoint => endpoint !== 'countTokens';
+export const isCachedEndpoint = (endpoint: ProviderEndpoint): endpoint is CachedEndpoint => endpoint !== 'countTokens' && endpoint !== 'embeddings';
 
 /**
  * The request in the neutral representation, which the writers of a replay need; undefined when

@@ -1,20 +1,19 @@
 import { pipeline, Readable, Transform } from 'node:stream';
-import { text } from 'node:stream/consumers';
 import { errors } from '../../errors/gateway-error.js';
 import type { TokenUsage } from '../../usage/token-usage.js';
-import { eventObject } from '../answer.js';
+import { eventObject, unreadableStreamEvent } from '../answer.js';
 import { isObject, type JsonObject } from '../content.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from '../provider.js';
 import { countPdfPages } from '../providers/echo/received.js';
 import { EventSplitter, eventFields } from '../../http/server-sent-events.js';
-import { answerHeader, discard, providerAnswer, UPSTREAM_CALL, type CallRequest } from '../upstream-call.js';
+import { answerHeader, DEFAULT_MAX_UPSTREAM_BYTES, discard, providerAnswer, readWhole, UPSTREAM_CALL, type CallRequest, type UpstreamCall } from '../upstream-call.js';
 import { chatCompletionsFormat } from './chat-completions/index.js';
 import { messagesFormat } from './messages/index.js';
 import type { Part, Request, StreamPart, Usage } from './neutral.js';
 import { responsesFormat } from './responses/index.js';
-import type { ReadRequest, WireFormat } from './wire-format.js';
+import { checkToolChoice, type ReadRequest, type WireFormat } from './wire-format.js';
 
-type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens'>;
+type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens' | 'embeddings'>;
 
 const FORMATS: Readonly<Record<FormatEndpoint, WireFormat>> = {
   chatCompletions: chatCompletionsFormat,
@@ -35,9 +34,10 @@ export interface Translation {
   readonly target: ProviderEndpoint;
   /**
    * Refuses (400, by name) what cannot be carried over, before anything is sent or counted: in
-   * the body, or in the client's headers meant for the upstream (`anthropic-beta`).
+   * the body, or in the client's headers meant for the upstream (`anthropic-beta`). Answers what
+   * it would leave out, by name (`x-kmg-omitted`).
    */
-  check(body: JsonObject, headers: Readonly<Record<string, string>>): void;
+  check(body: JsonObject, headers: Readonly<Record<string, string>>): string[];
   /** Sends the translated request, and answers as the client's format would: JSON or events. */
   send(request: ProviderRequest): Promise<TranslatedAnswer>;
 }
@@ -48,7 +48,12 @@ export interface Translation {
  */
 export interface TranslatedAnswer extends ProviderAnswer {
   readonly usage: TokenUsage;
+  /** The client's fields and betas left out, by name: what the answer's `x-kmg-omitted` says. */
+  readonly omitted: readonly string[];
 }
+
+/** The header of a translated answer naming what was left out of the client's request (decisions.md). */
+export const OMITTED_HEADER = 'x-kmg-omitted';
 
 const EVENT_STREAM = /^text\/event-stream\b/i;
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -60,27 +65,39 @@ const EVENT_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8' };
  */
 export function translation(client: ProviderEndpoint, provider: Provider): Translation | undefined {
   if (client === 'countTokens') return estimate(provider);
+  // Embeddings have no other format: a provider has them (embeddingsSender()) or not.
+  if (client === 'embeddings') return undefined;
   const from = FORMATS[client];
   for (const target of TARGETS[client]) {
     const method = provider[target];
     const to = FORMATS[target].provider;
     if (method === undefined || to === undefined) continue;
-    const read = (body: JsonObject) => from.client.readRequest(body, FORMATS[target].name);
+    const read = (body: JsonObject) => {
+      const request = from.client.readRequest(body, FORMATS[target].name);
+      checkToolChoice(request);
+      return request;
+    };
+    // The request as the provider's format, and what was left out of it: of the body, then of the headers.
+    const write = (body: JsonObject, headers: Readonly<Record<string, string>>) => {
+      const betas = from.client.checkHeaders?.(headers, FORMATS[target].name) ?? [];
+      const neutral = read(body);
+      const written = to.writeRequest(neutral);
+      return { neutral, written, omitted: [...neutral.omitted, ...betas] };
+    };
     return {
       target,
-      check(body, headers) {
-        from.client.checkHeaders?.(headers, FORMATS[target].name);
-        to.writeRequest(read(body));
-      },
+      check: (body, headers) => write(body, headers).omitted,
       async send(request) {
-        const neutral = read(request.body);
-        const answer = providerAnswer(await method.call(provider, withBody(request, to.writeRequest(neutral))));
+        const { neutral, written, omitted } = write(request.body, request.headers);
+        const call = (request as Partial<CallRequest>)[UPSTREAM_CALL];
+        const maxBytes = call?.maxBytes ?? DEFAULT_MAX_UPSTREAM_BYTES;
+        const answer = providerAnswer(await method.call(provider, withBody(request, written)));
         const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
         // A refusal or a failure is answered as a native call's is (decisions.md: 5xx is 502).
-        if (answer.statusCode < 200 || answer.statusCode > 299) return { ...answer, usage };
-        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: translatedJson(answer.body, from, to, neutral, usage), usage };
-        if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return { ...answer, usage };
-        return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage)), usage };
+        if (answer.statusCode < 200 || answer.statusCode > 299) return { ...answer, usage, omitted };
+        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: translatedJson(answer.body, from, to, neutral, usage, { maxBytes, call }), usage, omitted };
+        if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return { ...answer, usage, omitted };
+        return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage, maxBytes)), usage, omitted };
       },
     };
   }
@@ -110,18 +127,26 @@ function tokenUsage(usage: Usage): TokenUsage {
  * `request` with another body. One made by `UpstreamCall.request()` is made again by its call,
  * so that its signal stays unmade until a provider reads it: spreading it would make it.
  */
-function withBody(request: ProviderRequest, body: JsonObject): ProviderRequest {
+export function withBody(request: ProviderRequest, body: JsonObject): ProviderRequest {
   const call = (request as Partial<CallRequest>)[UPSTREAM_CALL];
   return call ? call.request(body, request.headers) : { ...request, body };
 }
 
 /**
- * A JSON answer in the client's format: `body` read whole, translated once, and given as one
- * chunk. What is not a JSON object passes as it is, to be refused as malformed. Destroying the
- * result destroys `body`; a failure of `body` fails the result. Not a Transform in a pipeline: that
- * makes an AbortController and, at its end, an AbortError with its stack, on every call.
+ * A JSON answer in the client's format: `body` read whole (at most `maxBytes`, each chunk a sign
+ * of life for `call`: the result's one chunk comes only at the end), translated once, and given
+ * as one chunk. What is not a JSON object passes as it is, to be refused as malformed. Destroying
+ * the result destroys `body`; a failure of `body` fails the result. Not a Transform in a pipeline:
+ * that makes an AbortController and, at its end, an AbortError with its stack, on every call.
  */
-function translatedJson(body: Readable, from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage): Readable {
+function translatedJson(
+  body: Readable,
+  from: WireFormat,
+  to: NonNullable<WireFormat['provider']>,
+  request: Request,
+  usage: TokenUsage,
+  { maxBytes, call }: { maxBytes: number; call: UpstreamCall | undefined },
+): Readable {
   const result = new Readable({
     read() {},
     destroy(err, callback) {
@@ -141,8 +166,8 @@ function translatedJson(body: Readable, from: WireFormat, to: NonNullable<WireFo
     Object.assign(usage, tokenUsage(answer.usage));
     return JSON.stringify(from.client.writeAnswer(answer, request));
   };
-  // text() fails as the body does, and when it is destroyed before its end.
-  text(body).then(
+  // readWhole() fails as the body does, and when it is destroyed before its end.
+  readWhole(body, maxBytes, call).then(
     (whole) => {
       try {
         result.push(translate(whole));
@@ -158,16 +183,22 @@ function translatedJson(body: Readable, from: WireFormat, to: NonNullable<WireFo
 
 /**
  * An event stream, event by event, in the client's format: the provider's reader and the client's
- * writer, one per stream; `usage` is kept up to date with what the provider's events tell.
+ * writer, one per stream; `usage` is kept up to date with what the provider's events tell. An
+ * event it cannot read (not JSON, not the format's shape, content before the start) fails the
+ * stream, as a stream cut before its finish does: the client never gets an answer that looks whole.
  */
-function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage): Transform {
-  const splitter = new EventSplitter();
+function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage, maxEventBytes: number): Transform {
+  const splitter = new EventSplitter({ maxEventBytes });
   const reader = to.streamReader();
   const writer = from.client.streamWriter(request);
+  let started = false;
   let finished = false;
   const write = (parts: StreamPart[]) => {
     let out = '';
     for (const part of parts) {
+      // Content or a finish with no start before it: what the upstream sent was not its format's stream.
+      if (part.type === 'start') started = true;
+      else if (!started) throw unreadableStreamEvent('an event before the one that starts its answer');
       if ((part.type === 'start' || part.type === 'finish') && part.usage) Object.assign(usage, tokenUsage(part.usage));
       if (part.type === 'finish') finished = true;
       out += writer.write(part);
@@ -178,8 +209,11 @@ function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider
     let out = '';
     for (const event of events) {
       const { name, data } = eventFields(event);
+      // A comment or a keep-alive has no data; `[DONE]` ends an OpenAI stream, whose reader finishes without it.
+      if (data === undefined || data === '[DONE]') continue;
       const parsed = eventObject(data);
-      if (parsed !== undefined) out += write(reader.read(name, parsed));
+      if (parsed === undefined) throw unreadableStreamEvent('an event whose data is not a JSON object');
+      out += write(reader.read(name, parsed));
     }
     return out;
   };
@@ -251,10 +285,11 @@ export function estimateInputTokens(request: Request): number {
  * a token.
  */
 export function estimateCallInputTokens(endpoint: ProviderEndpoint, body: JsonObject): number {
-  if (endpoint !== 'countTokens') {
-    const format = FORMATS[endpoint];
+  if (endpoint !== 'countTokens' && endpoint !== 'embeddings') {
+    // Read as if translated to its first target: a reader knows the classes of its fields only there.
+    const target = FORMATS[TARGETS[endpoint][0] as FormatEndpoint].name;
     try {
-      return estimateInputTokens(format.client.readRequest(body, format.name));
+      return estimateInputTokens(FORMATS[endpoint].client.readRequest(body, target));
     } catch {
       // Read as text below.
     }
@@ -274,17 +309,24 @@ function estimate(provider: Provider): Translation | undefined {
   if (target === undefined) return undefined;
   const to = FORMATS[target];
   const read = (body: JsonObject): ReadRequest => messagesFormat.client.readRequest(body, to.name);
+  const write = (body: JsonObject, headers: Readonly<Record<string, string>>) => {
+    const betas = messagesFormat.client.checkHeaders?.(headers, to.name) ?? [];
+    const neutral = read(body);
+    to.provider?.writeRequest(neutral);
+    return { neutral, omitted: [...neutral.omitted, ...betas] };
+  };
   return {
     target,
-    check(body, headers) {
-      messagesFormat.client.checkHeaders?.(headers, to.name);
-      to.provider?.writeRequest(read(body));
+    check: (body, headers) => write(body, headers).omitted,
+    send: async ({ body, headers }) => {
+      const { neutral, omitted } = write(body, headers);
+      return {
+        statusCode: 200,
+        headers: JSON_HEADERS,
+        body: Readable.from([JSON.stringify({ input_tokens: estimateInputTokens(neutral) })]),
+        usage: { inputTokens: 0, outputTokens: 0 },
+        omitted,
+      };
     },
-    send: async ({ body }) => ({
-      statusCode: 200,
-      headers: JSON_HEADERS,
-      body: Readable.from([JSON.stringify({ input_tokens: estimateInputTokens(read(body)) })]),
-      usage: { inputTokens: 0, outputTokens: 0 },
-    }),
   };
 }

@@ -1,13 +1,22 @@
-/** How failures put a deployment in cooldown: `failures` within `windowMs` make it cool down for `cooldownMs`. */
+/**
+ * How failures put a deployment in cooldown: `failures` within `windowMs` make it cool down for
+ * `cooldownMs`, or for what a 429's retry-after asks when longer, up to `maxCooldownMs`.
+ */
 export interface CooldownPolicy {
   failures: number;
   windowMs: number;
   cooldownMs: number;
+  maxCooldownMs: number;
+}
+
+/** How long a cooldown begun now lasts: `cooldownMs`, or `retryAfterMs` when longer, which `maxCooldownMs` caps. */
+export function cooldownLength(policy: CooldownPolicy, retryAfterMs: number): number {
+  return Math.max(policy.cooldownMs, Math.min(retryAfterMs, policy.maxCooldownMs));
 }
 
 /**
  * What the model handlers learn from failed attempts, shared by every instance that uses the same
- * store: `MemoryCooldownStore` for one process, `RedisCooldownStore` (`koa-model-gateway/redis`)
+ * store: `MemoryCooldownStore` for one process, `RedisCooldownStore` (`koa-model-gateway/stores/redis`)
  * for several. A deployment is named by a string of the handlers' own (provider and upstream model).
  * Both methods are bounded in time; a store that fails makes the handlers route as if nothing
  * cooled down.
@@ -15,46 +24,11 @@ export interface CooldownPolicy {
 export interface CooldownStore {
   /**
    * Counts a failure of `deployment` at `nowMs`. When it is the policy's `failures`-th within its
-   * window, the deployment cools down until `nowMs + max(cooldownMs, retryAfterMs)`, and the answer
-   * is that time; otherwise (or when it was cooling down already) null.
+   * window, the deployment cools down until `nowMs + cooldownLength(policy, retryAfterMs)` (the
+   * longer of `cooldownMs` and `retryAfterMs`, this one at most `maxCooldownMs`), and the answer is
+   * that time; otherwise (or when it was cooling down already) null.
    */
   fail(deployment: string, policy: CooldownPolicy, nowMs: number, retryAfterMs?: number): Promise<number | null>;
   /** For each of `deployments`, the time its cooldown ends when it is cooling down at `nowMs`, else null. */
   coolingUntil(deployments: readonly string[], nowMs: number): Promise<Array<number | null>>;
-}
-
-interface Health {
-  /** Times of the recent failures, oldest first. */
-  failures: number[];
-  until: number;
-}
-
-/**
- * A `CooldownStore` in this process's memory: what one instance learns, only it knows. Holds one
- * small entry per deployment that failed.
- * @example modelsRouter({ catalog, providers, routing: { cooldown: { store: new MemoryCooldownStore() } } })
- */
-export class MemoryCooldownStore implements CooldownStore {
-  readonly #health = new Map<string, Health>();
-
-  fail(deployment: string, policy: CooldownPolicy, nowMs: number, retryAfterMs = 0): Promise<number | null> {
-    const health = this.#health.get(deployment) ?? { failures: [], until: 0 };
-    this.#health.set(deployment, health);
-    if (health.until > nowMs) return Promise.resolve(null);
-    health.failures = health.failures.filter((time) => time > nowMs - policy.windowMs);
-    health.failures.push(nowMs);
-    if (health.failures.length < policy.failures) return Promise.resolve(null);
-    health.failures = [];
-    health.until = nowMs + Math.max(policy.cooldownMs, retryAfterMs);
-    return Promise.resolve(health.until);
-  }
-
-  coolingUntil(deployments: readonly string[], nowMs: number): Promise<Array<number | null>> {
-    return Promise.resolve(
-      deployments.map((deployment) => {
-        const until = this.#health.get(deployment)?.until ?? 0;
-        return until > nowMs ? until : null;
-      }),
-    );
-  }
 }

@@ -19,18 +19,19 @@ export interface Failure {
 /**
  * Whether a failed attempt is retried (decisions.md): never once the client has a byte of the
  * answer; a connection error or a timeout before the upstream's first byte, or one of the retried
- * statuses; a 2xx stream that failed before its first event reached the client.
+ * statuses; a 2xx answer that failed before any of it reached the client: a JSON answer cut,
+ * unreadable, too large or too slow, a stream before its first event.
  */
 export function classify(routing: Routing, forwarding: Forwarding, error: GatewayError): Failure {
   const { answer, thrown, call } = forwarding;
   const status = answer?.statusCode;
   const retryAfterMs = answer && retryAfter({ get: (name) => answerHeader(answer, name) }, Date.now());
-  const outcome = status !== undefined ? String(status) : call.timedOut ? 'timeout' : errorClass(thrown);
+  const failedStatus = status !== undefined && (status < 200 || status > 299);
+  const outcome = failedStatus ? String(status) : call.timedOut ? 'timeout' : errorClass(thrown);
   let retryable: boolean;
   if (forwarding.delivered) retryable = false;
   else if (status === undefined) retryable = !(thrown instanceof GatewayError) || routing.retryStatuses.has(thrown.status);
-  else if (status >= 200 && status <= 299) retryable = forwarding.stream;
-  else retryable = routing.retryStatuses.has(status);
+  else retryable = !failedStatus || routing.retryStatuses.has(status);
   return { error, retryable, status, retryAfterMs, outcome };
 }
 

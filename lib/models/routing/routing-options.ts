@@ -1,7 +1,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import { parseOptions, positiveInteger, settingsObject, timerMs } from '../../settings/schemas.js';
-import { MemoryCooldownStore, type CooldownPolicy, type CooldownStore } from './cooldown-store.js';
+import { MemoryCooldownStore } from '../../stores/memory/cooldown-store.js';
+import type { CooldownPolicy, CooldownStore } from './cooldown-store.js';
 
 /** The statuses retried by default: timeouts, rate limits and the upstream's own failures (decisions.md). */
 export const DEFAULT_RETRY_STATUSES: readonly number[] = [408, 429, 500, 502, 503, 504, 529];
@@ -17,9 +18,9 @@ export const DEFAULT_RETRY_STATUSES: readonly number[] = [408, 429, 500, 502, 50
  *   `maxMs`, with full jitter (a random part of it). Defaults 100 and 2,000.
  * - `retryAfterCapMs`: the longest wait an upstream's `retry-after` / `retry-after-ms` may ask for
  *   before a retry on the same deployment. Default 10,000.
- * - `cooldown`: `{ failures, windowSeconds, seconds, store }`: a deployment failing `failures`
- *   times within `windowSeconds` is skipped for `seconds` (or a 429's `retry-after`, when longer).
- *   Defaults 3, 10 and 30; `store`: a `MemoryCooldownStore` of the handler's own (`modelsRouter()`
+ * - `cooldown`: `{ failures, windowSeconds, seconds, maxSeconds, store }`: a deployment failing
+ *   `failures` times within `windowSeconds` is skipped for `seconds` (or a 429's `retry-after`,
+ *   when longer, up to `maxSeconds`). Defaults 3, 10, 30 and 300; `store`: a `MemoryCooldownStore` of the handler's own (`modelsRouter()`
  *   makes one for all its endpoints); a `RedisCooldownStore` shares what one instance learns.
  * - `random`: a source of numbers in [0, 1) for the weights and the jitter. Default `Math.random`.
  * - `sleep`: how the handler waits between attempts. Default: a timer.
@@ -31,7 +32,9 @@ export interface RoutingOptions {
   retryStatuses?: readonly number[] | undefined;
   backoff?: { baseMs?: number | undefined; maxMs?: number | undefined } | undefined;
   retryAfterCapMs?: number | undefined;
-  cooldown?: { failures?: number | undefined; windowSeconds?: number | undefined; seconds?: number | undefined; store?: CooldownStore | undefined } | undefined;
+  cooldown?:
+    | { failures?: number | undefined; windowSeconds?: number | undefined; seconds?: number | undefined; maxSeconds?: number | undefined; store?: CooldownStore | undefined }
+    | undefined;
   random?: (() => number) | undefined;
   sleep?: ((ms: number) => Promise<void>) | undefined;
 }
@@ -45,6 +48,7 @@ const cooldownSettings = {
   failures: positiveInteger.optional(),
   windowSeconds: positiveInteger.optional(),
   seconds: positiveInteger.optional(),
+  maxSeconds: positiveInteger.optional(),
 };
 
 const HTTP_ERROR_STATUS = 'must be an HTTP error status (400 to 599)';
@@ -61,7 +65,7 @@ const dataSettings = {
 /**
  * The routing settings a config file can hold: `RoutingOptions` without the functions and the
  * store (`{ maxAttempts, budgetMs, retryStatuses, backoff: { baseMs, maxMs }, retryAfterCapMs,
- * cooldown: { failures, windowSeconds, seconds } }`, every field optional), for a schema of one.
+ * cooldown: { failures, windowSeconds, seconds, maxSeconds } }`, every field optional), for a schema of one.
  * @example settingsObject({ routing: routingSettingsSchema.optional() })
  */
 export const routingSettingsSchema = settingsObject({ ...dataSettings, cooldown: settingsObject(cooldownSettings).optional() });
@@ -99,7 +103,12 @@ export function routingOptions(options: RoutingOptions | undefined, where: strin
     retryStatuses: new Set(parsed.retryStatuses ?? DEFAULT_RETRY_STATUSES),
     backoff: { baseMs: backoff.baseMs ?? 100, maxMs: backoff.maxMs ?? 2_000 },
     retryAfterCapMs: parsed.retryAfterCapMs ?? 10_000,
-    policy: { failures: cooldown.failures ?? 3, windowMs: (cooldown.windowSeconds ?? 10) * 1000, cooldownMs: (cooldown.seconds ?? 30) * 1000 },
+    policy: {
+      failures: cooldown.failures ?? 3,
+      windowMs: (cooldown.windowSeconds ?? 10) * 1000,
+      cooldownMs: (cooldown.seconds ?? 30) * 1000,
+      maxCooldownMs: (cooldown.maxSeconds ?? 300) * 1000,
+    },
     store: cooldown.store ?? new MemoryCooldownStore(),
     random: parsed.random ?? Math.random,
     sleep: parsed.sleep ?? ((ms: number) => delay(ms).then(() => undefined)),

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
-import type { ApiKeyRecord, KeyCache, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import type { ApiKeyRecord, KeyCache, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import { assertKeyHint } from '../../auth/keys.js';
 import type { Scope } from '../../auth/scopes.js';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
@@ -20,7 +20,7 @@ const LIMIT_COLUMNS = {
 } as const satisfies Record<keyof ModelLimits, string>;
 /** Key ids per statement of `touch`. */
 const TOUCH_SLICE = 500;
-const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'last_used_at'];
+const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'original_id', 'last_used_at', 'mcp_tools'];
 const CACHE_COLUMNS = ['cache_ttl_seconds', 'cache_per_key'];
 const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS), ...LINK_COLUMNS, ...CACHE_COLUMNS];
 
@@ -37,9 +37,12 @@ interface KeyRow {
   hint: string | null;
   replaced_by: string | null;
   replaces: string | null;
+  original_id: string | null;
   last_used_at: number | string | null;
   cache_ttl_seconds: number | null;
   cache_per_key: boolean | number;
+  /** JSON array; null: no grant. */
+  mcp_tools: string | null;
   limit_requests_per_minute: number | string | null;
   limit_tokens_per_minute: number | string | null;
   limit_tokens_per_day: number | string | null;
@@ -89,13 +92,18 @@ function toRow(record: ApiKeyRecord) {
     name: record.name ?? null,
     hint: record.hint ?? null,
     replaces: record.replaces ?? null,
+    original_id: record.originalId ?? null,
+    mcp_tools: mcpToolsColumn(record.mcpTools),
   };
 }
 
+const mcpToolsColumn = (tools: string[] | undefined) => (tools === undefined || tools.length === 0 ? null : JSON.stringify(tools));
+
 function newRecord(key: NewApiKey, createdAt: number): ApiKeyRecord {
-  const { limits, ...rest } = key;
+  const { limits, mcpTools, ...rest } = key;
   return {
     ...rest,
+    ...(mcpTools !== undefined && mcpTools.length > 0 && { mcpTools: [...mcpTools] }),
     expiresAt: expirySeconds(key.expiresAt),
     ...(limits && hasModelLimits(limits) && { limits: { ...limits } }),
     id: `key_${randomAlphanumeric(24)}`,
@@ -122,7 +130,9 @@ function toRecord(row: KeyRow): ApiKeyRecord {
     ...(row.hint !== null && { hint: row.hint }),
     ...(row.replaced_by !== null && { replacedBy: row.replaced_by }),
     ...(row.replaces !== null && { replaces: row.replaces }),
+    ...(row.original_id !== null && { originalId: row.original_id }),
     ...(row.last_used_at !== null && { lastUsedAt: Number(row.last_used_at) }),
+    ...(row.mcp_tools !== null && { mcpTools: JSON.parse(row.mcp_tools) as string[] }),
   };
 }
 
@@ -167,12 +177,13 @@ export class KnexKeyStore implements KeyStore {
     return (await withinTimeout(this.#timeoutMs, async () => query)).map(toRecord);
   }
 
-  async revoke(id: string): Promise<boolean> {
+  async revoke(id: string): Promise<KeyRevocation> {
     const now = Math.floor(Date.now() / 1000);
     return withinTimeout(this.#timeoutMs, async () => {
+      // One conditional write: of revocations at once, exactly one changes the row.
       const changed = await this.#knex<KeyRow>(TABLE).where({ id }).update({ revoked_at: now }).whereNull('revoked_at');
-      if (changed > 0) return true;
-      return (await this.#knex<KeyRow>(TABLE).where({ id }).first('id')) !== undefined;
+      if (changed > 0) return 'revoked';
+      return (await this.#knex<KeyRow>(TABLE).where({ id }).first('id')) === undefined ? 'not_found' : 'already_revoked';
     });
   }
 
@@ -185,6 +196,7 @@ export class KnexKeyStore implements KeyStore {
     if (update.limits !== undefined) Object.assign(columns, limitColumns(update.limits));
     if (update.cache !== undefined) Object.assign(columns, cacheColumns(update.cache));
     if (update.name !== undefined) columns.name = update.name;
+    if (update.mcpTools !== undefined) columns.mcp_tools = mcpToolsColumn(update.mcpTools);
     if (Object.keys(columns).length > 0) await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).where({ id }).update(columns));
     return this.get(id);
   }
@@ -209,9 +221,9 @@ export class KnexKeyStore implements KeyStore {
         return { outcome: row.replaced_by === null ? 'not_active' : 'replaced' };
       }
       const old = toRecord(row as KeyRow);
-      const { account, scopes, models, expiresAt, limits, cache, name } = old;
-      const kept = { ...(limits && { limits }), ...(cache && { cache }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
-      const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, now), id: replacementId, replaces: id };
+      const { account, scopes, models, expiresAt, limits, cache, name, mcpTools } = old;
+      const kept = { ...(limits && { limits }), ...(cache && { cache }), ...(name !== undefined && { name }), ...(mcpTools && { mcpTools }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
+      const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, now), id: replacementId, replaces: id, originalId: old.originalId ?? id };
       await trx<KeyRow>(TABLE).insert(toRow(replacement));
       old.expiresAt = wholeSeconds(expiresAt === null ? rotation.graceEndsAt : Math.min(expiresAt, rotation.graceEndsAt));
       await trx<KeyRow>(TABLE).where({ id }).update({ expires_at: old.expiresAt });

@@ -5,7 +5,7 @@ import type { Knex } from 'knex';
  * Reads of at most one row by a fixed SQL text, prepared once, on a driver handle beside Knex.
  * The Knex stores take one (`preparedReads`) for the reads on every request, a key by its hash
  * and a file by its id: Knex's query builder, compiler and per-query `prepare` cost several times
- * the lookup itself (BENCHMARKS.md). Make one with `sqlitePreparedReads` or
+ * the lookup itself (docs/DECISIONS.md, "Performance"). Make one with `sqlitePreparedReads` or
  * `postgresPreparedReads`, on the same database as the stores' Knex.
  */
 export interface PreparedReads {

@@ -42,7 +42,8 @@ const COLUMN_LIST = COLUMNS.map((column) => `"${column}"`).join(', ');
 /**
  * One INSERT for a whole batch, its rows bound as one JSON array that the database takes apart
  * (PostgreSQL's json_populate_recordset by the table's own column types, SQLite's jsonb_each): a
- * bound value per field cost the client more than the database's own work (BENCHMARKS.md, proxy).
+ * bound value per field cost the client more than the database's own work (measured with
+ * bench:proxy; the run is in the git history of BENCHMARKS.md).
  * jsonb_each (SQLite 3.45 and later, which every better-sqlite3 12 bundles) hands each row over
  * parsed once, where json_each's text made every json_extract parse the row again. Rows are
  * numbered (`seq`) in the array's order.

@@ -1,13 +1,15 @@
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
-import type { ApiKeyRecord, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import type { ApiKeyRecord, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import { assertKeyHint, keyStatus } from '../../auth/keys.js';
 import { randomAlphanumeric } from '../../random.js';
 import { hasModelLimits } from '../../quota/model-limits.js';
 
 /** `update` applied to `record` in place: `null` or empty limits remove them. */
 function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
-  const { limits, cache, name, ...rest } = structuredClone(update);
+  const { limits, cache, name, mcpTools, ...rest } = structuredClone(update);
   Object.assign(record, rest);
+  if (mcpTools !== undefined && mcpTools.length === 0) delete record.mcpTools;
+  else if (mcpTools !== undefined) record.mcpTools = mcpTools;
   if (name === null) delete record.name;
   else if (name !== undefined) record.name = name;
   if (rest.expiresAt != null) record.expiresAt = Math.floor(rest.expiresAt);
@@ -46,11 +48,12 @@ export class MemoryKeyStore implements KeyStore {
       .map((record) => structuredClone(record));
   }
 
-  async revoke(id: string): Promise<boolean> {
+  async revoke(id: string): Promise<KeyRevocation> {
     const record = this.#byId(id);
-    if (!record) return false;
-    record.revokedAt ??= Math.floor(Date.now() / 1000);
-    return true;
+    if (!record) return 'not_found';
+    if (record.revokedAt !== null) return 'already_revoked';
+    record.revokedAt = Math.floor(Date.now() / 1000);
+    return 'revoked';
   }
 
   async update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined> {
@@ -66,9 +69,12 @@ export class MemoryKeyStore implements KeyStore {
     if (!old) return { outcome: 'not_found' };
     if (old.replacedBy !== undefined) return { outcome: 'replaced' };
     if (keyStatus(old, rotation.nowSeconds) !== 'active') return { outcome: 'not_active' };
-    const { account, scopes, models, expiresAt, limits, cache, name } = old;
-    const kept = { ...(limits && { limits }), ...(cache && { cache }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
-    const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), id);
+    const { account, scopes, models, expiresAt, limits, cache, name, mcpTools } = old;
+    const kept = { ...(limits && { limits }), ...(cache && { cache }), ...(name !== undefined && { name }), ...(mcpTools && { mcpTools }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
+    const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), {
+      replaces: id,
+      originalId: old.originalId ?? id,
+    });
     old.replacedBy = replacement.id;
     old.expiresAt = Math.floor(Math.min(expiresAt ?? Infinity, rotation.graceEndsAt));
     return { outcome: 'rotated', old: structuredClone(old), replacement };
@@ -82,18 +88,19 @@ export class MemoryKeyStore implements KeyStore {
     }
   }
 
-  #create(key: NewApiKey, createdAt: number, replaces?: string): ApiKeyRecord {
+  #create(key: NewApiKey, createdAt: number, links?: Pick<ApiKeyRecord, 'replaces' | 'originalId'>): ApiKeyRecord {
     if (this.#byHash.has(key.hash)) throw new Error('koa-model-gateway: a key with this hash exists');
-    const { limits, ...rest } = structuredClone(key);
+    const { limits, mcpTools, ...rest } = structuredClone(key);
     const record: ApiKeyRecord = {
       ...rest,
+      ...(mcpTools !== undefined && mcpTools.length > 0 && { mcpTools }),
       // Whole seconds, as the Knex store keeps them: the key expires no later than asked.
       expiresAt: rest.expiresAt === null ? null : Math.floor(rest.expiresAt),
       ...(limits && hasModelLimits(limits) && { limits }),
       id: `key_${randomAlphanumeric(24)}`,
       createdAt,
       revokedAt: null,
-      ...(replaces !== undefined && { replaces }),
+      ...links,
     };
     this.#byHash.set(key.hash, record);
     return structuredClone(record);

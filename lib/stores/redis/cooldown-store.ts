@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { CooldownPolicy, CooldownStore } from '../../models/routing/cooldown-store.js';
+import { cooldownLength, type CooldownPolicy, type CooldownStore } from '../../models/routing/cooldown-store.js';
 import { answerWithin, partyKey, RedisScript, resolveRedisLimiterOptions } from './redis-limiter.js';
 
 export interface RedisCooldownStoreOptions {
@@ -50,7 +50,7 @@ export class RedisCooldownStore implements CooldownStore {
 
   async fail(deployment: string, policy: CooldownPolicy, nowMs: number, retryAfterMs = 0): Promise<number | null> {
     const base = partyKey(this.#keyPrefix, deployment);
-    const cooldown = Math.max(policy.cooldownMs, retryAfterMs);
+    const cooldown = cooldownLength(policy, retryAfterMs);
     const member = `${nowMs}:${process.pid}:${sequence++}`;
     const until = await answerWithin(FAIL.run(this.#client, 2, `${base}:failures`, `${base}:until`, nowMs, policy.windowMs, policy.failures, cooldown, member), this.#timeoutMs);
     return Number(until) < 0 ? null : Number(until);

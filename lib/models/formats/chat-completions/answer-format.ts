@@ -28,8 +28,8 @@ function deltaChars(chunk: JsonObject): number {
  * answer and in every chunk of a stream. A stream reports usage only when asked
  * (`stream_options.include_usage`): the gateway always asks, and when the client did not, it
  * withholds the extra final chunk (`choices: []` with `usage`) and the `usage: null` of the others,
- * so the client gets the stream it asked for. An error chunk (`{"error":{...}}`) is the gateway's
- * own to tell (`upstreamStreamFailure`).
+ * so the client gets the stream it asked for. `data: [DONE]` ends a whole stream. An error chunk
+ * (`{"error":{...}}`) is the gateway's own to tell (`upstreamStreamFailure`).
  */
 export const chatCompletionsAnswer: AnswerFormat = {
   streamRequest(body) {
@@ -46,13 +46,19 @@ export const chatCompletionsAnswer: AnswerFormat = {
     const clientAsked = isObject(request.stream_options) && request.stream_options.include_usage === true;
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
     let outputChars = 0;
+    let finished = false;
     return {
       usage,
       get outputChars() {
         return outputChars;
       },
+      get finished() {
+        return finished;
+      },
       event(event) {
-        const chunk = eventObject(eventFields(event).data);
+        const { data } = eventFields(event);
+        if (data === '[DONE]') finished = true;
+        const chunk = eventObject(data);
         if (chunk === undefined) return event;
         if (isObject(chunk.error)) throw upstreamStreamFailure(chunk.error);
         if (isObject(chunk.usage)) Object.assign(usage, usageOf(chunk.usage));

@@ -4,7 +4,7 @@ import { chatCompletionsAnswer } from './answer-format.js';
 import { isObject, mapChatContentParts } from '../../content.js';
 import type { EndpointFormat } from '../../endpoint-format.js';
 import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
-import { checkMessages, checkStream } from '../wire-format.js';
+import { checkMessages, checkStream, checkTokenLimit } from '../wire-format.js';
 import { openAIErrorEvent } from './error-event.js';
 
 const CHAT_COMPLETIONS: EndpointFormat = {
@@ -13,6 +13,8 @@ const CHAT_COMPLETIONS: EndpointFormat = {
   modelNotFound: (model) => errors.modelDoesNotExist(model),
   checkBody: (body) => {
     checkMessages(body.messages);
+    checkTokenLimit(body, 'max_tokens');
+    checkTokenLimit(body, 'max_completion_tokens');
     checkStream(body.stream);
   },
   unsupported: (model) =>
@@ -28,7 +30,6 @@ const CHAT_COMPLETIONS: EndpointFormat = {
   forwardHeaders: [],
   errorEvent: (err) => openAIErrorEvent(err),
   answer: chatCompletionsAnswer,
-  rateLimitStyle: 'openai',
 };
 
 /**

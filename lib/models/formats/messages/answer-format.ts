@@ -19,8 +19,8 @@ const usageOf = (usage: unknown): TokenUsage =>
  * Messages answers: `usage` (input, cache writes and reads, output) and `model` in a JSON answer;
  * in a stream, `message_start` carries the model and the input usage, and each `message_delta`
  * the output so far (and, in newer versions, the input again). Only those two events are parsed;
- * the content events pass as they came. An `error` event is the gateway's own to tell
- * (`upstreamStreamFailure`).
+ * the content events pass as they came; `message_stop` ends a whole stream. An `error` event is
+ * the gateway's own to tell (`upstreamStreamFailure`).
  */
 export const messagesAnswer: AnswerFormat = {
   json(answer, model) {
@@ -30,14 +30,19 @@ export const messagesAnswer: AnswerFormat = {
   stream(_request, model) {
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
     let outputChars = 0;
+    let finished = false;
     return {
       usage,
       get outputChars() {
         return outputChars;
       },
+      get finished() {
+        return finished;
+      },
       event(event) {
         const { name, data } = eventFields(event);
         if (name === 'error') throw upstreamStreamFailure(eventObject(data)?.error);
+        if (name === 'message_stop') finished = true;
         if (name === 'content_block_delta') {
           const delta = eventObject(data)?.delta;
           if (isObject(delta)) outputChars += textLength(delta.text) + textLength(delta.partial_json) + textLength(delta.thinking);

@@ -4,8 +4,7 @@ import { messagesAnswer } from './answer-format.js';
 import { isObject, mapMessagesContentBlocks } from '../../content.js';
 import type { EndpointFormat } from '../../endpoint-format.js';
 import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
-import { invalid } from '../neutral.js';
-import { checkMessages, checkStream } from '../wire-format.js';
+import { checkMessages, checkStream, checkTokenLimit } from '../wire-format.js';
 import { anthropicErrorEvent } from './error-event.js';
 
 const FILES_IN_DOCUMENTS_ONLY = "Files are attached as {\"type\":\"document\",\"source\":{\"type\":\"file\",\"file_id\"}} blocks only";
@@ -17,8 +16,7 @@ export const MESSAGES: EndpointFormat = {
   modelNotFound: () => errors.modelNotFound(),
   checkBody: (body) => {
     checkMessages(body.messages);
-    const maxTokens = body.max_tokens;
-    if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) throw invalid('max_tokens', 'must be a positive integer');
+    checkTokenLimit(body, 'max_tokens', true);
     checkStream(body.stream);
   },
   unsupported: (model) =>
@@ -45,7 +43,6 @@ export const MESSAGES: EndpointFormat = {
   forwardHeaders: ['anthropic-version', 'anthropic-beta'],
   errorEvent: (err, requestId) => anthropicErrorEvent(err, requestId),
   answer: messagesAnswer,
-  rateLimitStyle: 'anthropic',
 };
 
 /**

@@ -19,9 +19,9 @@ export const RESPONSE_EVENTS: ReadonlySet<string> = new Set([
  * it is the `response` of the events in `RESPONSE_EVENTS`, `usage` set in the last one
  * (`response.completed`, or `response.incomplete` / `response.failed`). Undefined for any other
  * event.
- * @example const model = responseObject(JSON.parse(data), true)?.model
+ * @example const model = findResponseObject(JSON.parse(data), true)?.model
  */
-export function responseObject(answerOrEvent: JsonObject, streamed: boolean): JsonObject | undefined {
+export function findResponseObject(answerOrEvent: JsonObject, streamed: boolean): JsonObject | undefined {
   if (!streamed) return answerOrEvent;
   const { type, response } = answerOrEvent;
   return typeof type === 'string' && RESPONSE_EVENTS.has(type) && isObject(response) ? response : undefined;
@@ -30,7 +30,7 @@ export function responseObject(answerOrEvent: JsonObject, streamed: boolean): Js
 /**
  * The tokens a response object counts (`usage.input_tokens`, `usage.output_tokens`), or
  * undefined while it has no usage.
- * @example const usage = responseUsage(responseObject(answer, false) ?? {})
+ * @example const usage = responseUsage(findResponseObject(answer, false) ?? {})
  */
 export function responseUsage(response: JsonObject): TokenUsage | undefined {
   const { usage } = response;
@@ -45,6 +45,9 @@ export function responseUsage(response: JsonObject): TokenUsage | undefined {
   };
 }
 
+/** The events that end a whole stream: the response's last state, whatever it is. */
+const FINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
 function renamed(response: JsonObject, model: string): void {
   if (typeof response.model === 'string') response.model = model;
 }
@@ -54,7 +57,8 @@ function renamed(response: JsonObject, model: string): void {
  * / `output_tokens`; in a stream, the `response.*` events of `RESPONSE_EVENTS` carry the response
  * object so far, its `usage` set in the last (`response.completed`, `response.incomplete` or
  * `response.failed`). Only those events are parsed (an event's name is its type); the
- * content events pass as they came. A stream reports usage without being asked. An `error` event
+ * content events pass as they came; the last of those ends a whole stream. A stream reports usage
+ * without being asked. An `error` event
  * is the gateway's own to tell (`upstreamStreamFailure`).
  */
 export const responsesAnswer: AnswerFormat = {
@@ -65,14 +69,19 @@ export const responsesAnswer: AnswerFormat = {
   stream(_request, model) {
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
     let outputChars = 0;
+    let finished = false;
     return {
       usage,
       get outputChars() {
         return outputChars;
       },
+      get finished() {
+        return finished;
+      },
       event(event) {
         const { name, data } = eventFields(event);
         if (name === 'error') throw upstreamStreamFailure(eventObject(data));
+        if (name !== undefined && FINAL_EVENTS.has(name)) finished = true;
         // Text, refusals, reasoning and tool arguments come in pieces, each a `*.delta` event's `delta`.
         if (name?.endsWith('.delta')) {
           outputChars += textLength(eventObject(data)?.delta);
@@ -80,7 +89,7 @@ export const responsesAnswer: AnswerFormat = {
         }
         if (name !== undefined && !RESPONSE_EVENTS.has(name)) return event;
         const parsed = eventObject(data);
-        const response = parsed && responseObject(parsed, true);
+        const response = parsed && findResponseObject(parsed, true);
         if (parsed === undefined || response === undefined) return event;
         const counted = responseUsage(response);
         if (counted !== undefined) Object.assign(usage, counted);

@@ -5,10 +5,10 @@ import type { EndpointFormat } from '../../endpoint-format.js';
 import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
 import { responsesAnswer } from './answer-format.js';
 import { invalid } from '../neutral.js';
-import { checkStream } from '../wire-format.js';
+import { checkStream, checkTokenLimit } from '../wire-format.js';
 import { responsesErrorEvent } from './error-event.js';
 
-export { RESPONSE_EVENTS, responseObject, responseUsage } from './answer-format.js';
+export { RESPONSE_EVENTS, findResponseObject, responseUsage } from './answer-format.js';
 
 const FILES_IN_INPUT_FILE_ONLY = 'Files are attached as {"type":"input_file","file_id"} parts only';
 
@@ -18,6 +18,7 @@ const RESPONSES: EndpointFormat = {
   modelNotFound: (model) => errors.modelDoesNotExist(model),
   checkBody: (body) => {
     if (typeof body.input !== 'string' && !Array.isArray(body.input)) throw invalid('input', 'must be a string or an array');
+    checkTokenLimit(body, 'max_output_tokens');
     checkStream(body.stream);
   },
   unsupported: (model) =>
@@ -41,7 +42,6 @@ const RESPONSES: EndpointFormat = {
   forwardHeaders: [],
   errorEvent: (err) => responsesErrorEvent(err),
   answer: responsesAnswer,
-  rateLimitStyle: 'openai',
 };
 
 /**
