@@ -104,13 +104,16 @@ function chosen<T extends string>(variable: string, all: readonly T[], defaults:
  * `bare`: the floor; `bare-pipe`: the floor passing answers back unparsed (the floor before issue
  * 34); `gateway`: the reference server with `modelLimits` and METRICS_PORT (the headline case);
  * `gateway-plain`: without them; `tracing`: the headline case exporting every trace to a local
- * sink; `postgres`: the headline case on PostgreSQL + Redis; `portkey`: Portkey's gateway.
+ * sink; `postgres`: the headline case on PostgreSQL + Redis; `cache-hit`: the headline case with
+ * every call asking for the response cache (`Cache-Control: max-age`), so that every call after
+ * the first of each endpoint is a hit (its streams replay the JSON answer: their deltas are not
+ * the 1,000 of the upstream's, and are left out); `portkey`: Portkey's gateway.
  */
-const CASE_KINDS = ['bare', 'bare-pipe', 'gateway', 'gateway-plain', 'tracing', 'postgres', 'portkey'] as const;
+const CASE_KINDS = ['bare', 'bare-pipe', 'gateway', 'gateway-plain', 'tracing', 'postgres', 'cache-hit', 'portkey'] as const;
 type CaseKind = (typeof CASE_KINDS)[number] | 'direct';
-type ReferenceKind = Extract<CaseKind, 'gateway' | 'gateway-plain' | 'tracing' | 'postgres'>;
-const DEFAULT_CASES: CaseKind[] = ['bare', 'gateway', 'gateway-plain', 'tracing', 'portkey'];
-const isReference = (kind: CaseKind): kind is ReferenceKind => kind === 'gateway' || kind === 'gateway-plain' || kind === 'tracing' || kind === 'postgres';
+type ReferenceKind = Extract<CaseKind, 'gateway' | 'gateway-plain' | 'tracing' | 'postgres' | 'cache-hit'>;
+const DEFAULT_CASES: CaseKind[] = ['bare', 'gateway', 'gateway-plain', 'tracing', 'cache-hit', 'portkey'];
+const isReference = (kind: CaseKind): kind is ReferenceKind => kind === 'gateway' || kind === 'gateway-plain' || kind === 'tracing' || kind === 'postgres' || kind === 'cache-hit';
 
 interface Case {
   kind: CaseKind;
@@ -194,6 +197,7 @@ const REFERENCE_NAMES: Record<ReferenceKind, string> = {
   'gateway-plain': 'reference server, no modelLimits, no METRICS_PORT',
   tracing: 'reference server, modelLimits + METRICS_PORT + traces',
   postgres: 'reference server, PostgreSQL + Redis, modelLimits + METRICS_PORT',
+  'cache-hit': 'reference server, modelLimits + METRICS_PORT, every call a cache hit',
 };
 
 /**
@@ -230,7 +234,9 @@ async function referenceCase(
   const metricsPort = limited ? await freePort() : 0;
   if (limited) env.METRICS_PORT = String(metricsPort);
   if (kind === 'tracing' && sink) env.OTEL_EXPORTER_OTLP_ENDPOINT = sink.url;
-  const c = newCase(kind, REFERENCE_NAMES[kind], await deployment.serve({ env }), clientHeaders(key), baseline, deployment);
+  const headers = clientHeaders(key);
+  const cached = (r: Route) => ({ ...headers(r), 'cache-control': 'max-age=86400' });
+  const c = newCase(kind, REFERENCE_NAMES[kind], await deployment.serve({ env }), kind === 'cache-hit' ? cached : headers, baseline, deployment);
   return limited ? { c, everything: { c, metricsPort } } : { c };
 }
 
@@ -603,6 +609,10 @@ function report(rows: Row[], held: Map<Case, Held>, first: Route): string[] {
       if (kind === 'tracing') {
         // Traces cost what exporting every span costs: measured beside the same server without them, no target.
         return [target('traces on: CPU per chat call vs the same server without traces', ratios(chat, find('chat', 'gateway', baseline), cpu), times)];
+      }
+      if (kind === 'cache-hit') {
+        // Issue 49: a hit sends nothing upstream, so it must cost less than the floor's proxied call.
+        return [target('cache hit: CPU per chat call < the floor', ratios(chat, floor(chat), cpu), times, (value) => value < 1)];
       }
       return [
         target('server CPU per chat call ≤ 2x the floor', ratios(chat, floor(chat), cpu), times, (value) => value <= 2),

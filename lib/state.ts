@@ -1,6 +1,7 @@
 import type { AdminSession } from './admin/admin-session-store.js';
 import type { AdminRole, AdminUser } from './admin/admin-user-store.js';
 import type { AuditEvent } from './admin/audit-store.js';
+import type { KeyCache } from './auth/key-store.js';
 import type { Scope } from './auth/scopes.js';
 import type { Dialect } from './errors/request-dialect.js';
 import type { JsonObject } from './http/json-body.js';
@@ -44,7 +45,10 @@ export interface VerifiedKey {
   originalId?: string;
   /** The key's MCP grant: globs over `{server}/{tool}`; absent when it has none (no tool). */
   mcpTools?: readonly string[];
+  /** The key's own response caching; absent when it has none (its models' settings apply). */
+  cache?: Readonly<KeyCache>;
 }
+
 
 /** What `adminAuth()` puts on `ctx.state.admin`. */
 export interface VerifiedAdmin {
@@ -106,6 +110,10 @@ export interface ModelRequestState {
   attempts: Array<{ provider: string; model: string; upstreamModel: string; outcome: 'ok' | 'failed' | 'refused' }>;
   /** The providers of the deployments whose failure in this call made them cool down. */
   cooldowns: string[];
+  /** How the call met the response cache (`hit`, `miss`, `bypass`, or `error`: a miss because the store failed); unset without one. */
+  cache?: 'hit' | 'miss' | 'bypass' | 'error';
+  /** On a hit, what the stored answer cost when it was made, in picodollars: what the hit saved. */
+  costSavedPicoUsd?: number;
   /** The deployments the call found cooling down, and until when (ms since the epoch); unset when it did not look. */
   cooling?: Array<{ deployment: string; until: number }>;
 }

@@ -40,7 +40,7 @@ export function adminApi(deployment: Deployment, logger: Logger): { audit: Middl
     signIn: oidc && oidcLogin({ ...oidc, users, sessions, ttlSeconds: sessionSeconds, tokenSignIn, onChange, nowMs }),
     auth: [adminAuth({ tokens: adminTokens, sessions, users, idleSeconds, nowMs }), adminRoles()],
     routers: [
-      adminRouter({ keys, files, creationLimiter, usageStore, catalog: models, keyPrefix, limits, onChange, nowMs }),
+      adminRouter({ keys, files, creationLimiter, usageStore, responseCache: deployment.responseCache, catalog: models, keyPrefix, limits, onChange, nowMs }),
       adminSessions({ sessions, ttlSeconds: sessionSeconds, tokenSignIn, onChange, nowMs }),
       budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs, ledger: deployment.spendLedger }),
       auditRouter({ store: audit }),

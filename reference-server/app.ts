@@ -52,6 +52,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     ...(deployment.config.gateway.upstreamMaxBytes !== undefined && { maxUpstreamBytes: deployment.config.gateway.upstreamMaxBytes }),
     budgets: deployment.budgets,
     routing: { ...routing, cooldown: { ...routing.cooldown, store: traced(deployment.cooldowns, 'CooldownStore') } },
+    cache: { store: traced(deployment.responseCache, 'ResponseCache') },
     usageRecorder: deployment.usageRecorder,
     ...(metrics && { metrics: metrics.metrics }),
     nowMs: deployment.nowMs,

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { announceKeyChanges, cachedKeyStore, keyUseRecorder, type KeyChanges, type KeyStore, type KeyUseRecorder } from 'koa-model-gateway/auth';
 import { sweep, type BlobStore, type FileStore } from 'koa-model-gateway/files';
 import type { CreationLimiter, CreationLimitsOptions, CreationUsage, ModelLimiter } from 'koa-model-gateway/quota';
-import type { CooldownStore, Provider } from 'koa-model-gateway/models';
+import type { CooldownStore, Provider, ResponseCache } from 'koa-model-gateway/models';
 import { usageRecorder, type UsageRecorder, type UsageStore } from 'koa-model-gateway/usage';
 import {
   MemoryAlertClaims,
@@ -34,7 +34,7 @@ import {
   KnexMcpGrantStore,
   KnexUsageStore,
 } from 'koa-model-gateway/stores/knex';
-import { MemoryCooldownStore, MemoryCreationLimiter, MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
+import { MemoryCooldownStore, MemoryCreationLimiter, MemoryModelLimiter, MemoryResponseCache } from 'koa-model-gateway/stores/memory';
 // Types only: the MCP SDK is loaded when the config file names a server.
 import type { McpCallRecord, McpCallStore, McpGrantStore, McpUpstream } from 'koa-model-gateway/mcp';
 import type * as McpLibrary from 'koa-model-gateway/mcp';
@@ -97,6 +97,8 @@ export interface Deployment {
   modelLimiter: ModelLimiter;
   /** What failed model calls taught of their deployments: shared through Redis when there is one, else in this process's memory. */
   cooldowns: CooldownStore;
+  /** The model calls' answers kept by the response cache: shared through Redis when there is one, else in this process's memory. */
+  responseCache: ResponseCache;
   /** The accounts' budgets in money, as the admin API sets them. */
   accountBudgets: AccountBudgetStore;
   /** The admin actions, recorded by the admin API and the command line. */
@@ -235,6 +237,13 @@ async function cooldownStore(redis: Redis | null): Promise<CooldownStore> {
   if (!redis) return new MemoryCooldownStore();
   const { RedisCooldownStore } = await import('koa-model-gateway/stores/redis');
   return new RedisCooldownStore({ client: redis });
+}
+
+/** The response cache on Redis when there is one (every instance serves what one stored), else in this process's memory. */
+async function responseCache(redis: Redis | null): Promise<ResponseCache> {
+  if (!redis) return new MemoryResponseCache();
+  const { RedisResponseCache } = await import('koa-model-gateway/stores/redis');
+  return new RedisResponseCache({ client: redis });
 }
 
 async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<ModelLimiter> {
@@ -444,6 +453,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     creationLimiter: limiter,
     modelLimiter: await modelLimiter(redis, nowMs),
     cooldowns: await cooldownStore(redis),
+    responseCache: await responseCache(redis),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
     spendLedger: ledger,
     budgets: spendBudgets({

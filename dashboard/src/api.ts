@@ -87,6 +87,9 @@ export interface UsageFigures {
   output_tokens: number;
   /** What the calls cost, in USD. */
   cost_usd: number;
+  /** The requests answered from the response cache, and what their answers cost when they were made (USD). */
+  cache_hits: number;
+  cost_saved_usd: number;
 }
 
 /** `GET /accounts/{account}/limits`: an account's budgets and its spend so far, in USD. */

@@ -14,6 +14,7 @@ export const AUDIT_ACTIONS = [
   'user.updated',
   'account.mcp_tools_set',
   'budget.alert_sent',
+  'cache.purged',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -47,6 +47,7 @@ export function createKey(api: AdminApi): RouterMiddleware {
       models: fields.models ?? null,
       expiresAt: fields.expires_at ?? null,
       ...(fields.limits ? { limits: fields.limits } : {}),
+      ...(fields.cache ? { cache: fields.cache } : {}),
       ...(fields.mcp_tools === undefined ? {} : { mcpTools: fields.mcp_tools }),
     });
     api.report(ctx, { action: 'key.created', keyId: record.id, account: record.account, fields: Object.keys(fields) });
@@ -76,7 +77,7 @@ export function showKey(api: AdminApi): RouterMiddleware {
   };
 }
 
-/** `PATCH /keys/{id}`: `scopes`, `models`, `expires_at`, `limits`, `name`, `mcp_tools`; a field left out stays. */
+/** `PATCH /keys/{id}`: `scopes`, `models`, `expires_at`, `limits`, `cache`, `name`, `mcp_tools`; a field left out stays. */
 export function updateKey(api: AdminApi): RouterMiddleware {
   return async function updateKey(ctx) {
     const fields = parseFields(api.schemas.update, await readBody(ctx));
@@ -86,6 +87,7 @@ export function updateKey(api: AdminApi): RouterMiddleware {
       ...(fields.models === undefined ? {} : { models: fields.models }),
       ...(fields.expires_at === undefined ? {} : { expiresAt: fields.expires_at }),
       ...(fields.limits === undefined ? {} : { limits: fields.limits }),
+      ...(fields.cache === undefined ? {} : { cache: fields.cache }),
       ...(fields.name === undefined ? {} : { name: fields.name }),
       ...(fields.mcp_tools === undefined ? {} : { mcpTools: fields.mcp_tools }),
     });

@@ -43,6 +43,7 @@ export function apiKey(options: ApiKeyOptions): Middleware {
       ...(record.limits && { limits: record.limits }),
       ...(record.originalId !== undefined && { originalId: record.originalId }),
       ...(record.mcpTools && { mcpTools: record.mcpTools }),
+      ...(record.cache && { cache: record.cache }),
     };
     return next();
   };

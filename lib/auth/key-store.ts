@@ -1,6 +1,12 @@
 import type { ModelLimits } from '../quota/model-limits.js';
 import type { Scope } from './scopes.js';
 
+/** A key's response caching: its calls' answers kept `ttlSeconds`, in its account's entries or, with `perKey`, in its own. */
+export interface KeyCache {
+  ttlSeconds: number;
+  perKey?: boolean;
+}
+
 /** A stored API key. The plaintext is never part of it. */
 export interface ApiKeyRecord {
   id: string;
@@ -15,6 +21,8 @@ export interface ApiKeyRecord {
    * Stores keep only positive integers (`checkModelLimits`).
    */
   limits?: ModelLimits;
+  /** The key's own response caching (`{ ttlSeconds, perKey? }`); absent when it has none (its models' settings apply). */
+  cache?: KeyCache;
   /** Unix seconds. */
   createdAt: number;
   /** Unix seconds; stores keep whole seconds (a fraction is dropped: the key expires no later than asked). */
@@ -39,7 +47,7 @@ export interface ApiKeyRecord {
   mcpTools?: string[];
 }
 
-export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits' | 'name' | 'hint' | 'mcpTools'>;
+export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits' | 'cache' | 'name' | 'hint' | 'mcpTools'>;
 
 /** What `KeyStore.update` may change; a field left out stays as it is. */
 export interface KeyUpdate {
@@ -47,6 +55,8 @@ export interface KeyUpdate {
   models?: string[] | null;
   /** `null` removes the key's own limits. */
   limits?: ModelLimits | null;
+  /** `null` removes the key's own caching. */
+  cache?: KeyCache | null;
   expiresAt?: number | null;
   /** `null` removes the name. */
   name?: string | null;

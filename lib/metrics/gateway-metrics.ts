@@ -42,6 +42,8 @@ export interface GatewayMetrics {
   observeRouting(routing: ObservedRouting): void;
   /** Bytes of a file created by an upload. */
   uploaded(bytes: number): void;
+  /** A model call that met the response cache: `hit`, `miss`, `bypass` or `error` (a miss because the store failed). */
+  cacheLookedUp(outcome: 'hit' | 'miss' | 'bypass' | 'error'): void;
   /** How many catalog models have no known price (`priceCatalog()`'s `unpriced`): their calls cost 0. */
   unpricedModels(count: number): void;
   /** One MCP `tools/call` by server, tool and outcome (`mcpGateway()`): `tool` is `_other` for a name its server did not list. */
@@ -81,6 +83,7 @@ const FIRST_BYTE_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
  * | `kmg_translation_omitted_total` (counter): fields translation left out of a client's request (`x-kmg-omitted`) | `field` |
  * | `kmg_limit_refusals_total` (counter) | `kind` |
  * | `kmg_uploaded_bytes_total` (counter) | |
+ * | `kmg_cache_requests_total` (counter): model calls by how they met the response cache, `hit`, `miss`, `bypass` or `error` (its store failed: a miss) | `outcome` |
  * | `kmg_mcp_calls_total` (counter): MCP `tools/call`s, `outcome` as the usage record's | `server`, `tool`, `outcome` |
  * | `kmg_unpriced_models` (gauge): catalog models with no known price, whose calls cost 0 | |
  *
@@ -184,6 +187,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     registers,
   });
   const uploadedBytes = new Counter({ name: 'kmg_uploaded_bytes_total', help: 'Bytes of files created by uploads', registers });
+  const cacheRequests = new Counter({
+    name: 'kmg_cache_requests_total',
+    help: 'Model calls by how they met the response cache: hit, miss, bypass, error (its store failed: a miss)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
   const toolCalls = new Counter({
     name: 'kmg_mcp_calls_total',
     help: 'MCP tools/call requests, by upstream server, tool and outcome',
@@ -220,6 +229,9 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
     uploaded(bytes) {
       uploadedBytes.inc(bytes);
+    },
+    cacheLookedUp(outcome) {
+      cacheRequests.inc({ outcome });
     },
     observeToolCall({ server, tool, outcome }) {
       toolCalls.inc({ server, tool, outcome });

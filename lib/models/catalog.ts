@@ -35,7 +35,9 @@ export const deploymentSchema = settingsObject({
  * first deployment's for a model of `deployments`, and costs 0 if not found), `type` (`"chat"`:
  * served by the chat endpoints, the default; `"embeddings"`: by `/v1/embeddings` only),
  * `maxOutputTokens` (the most output tokens it writes in one answer: what a call that names no
- * maximum reserves against budgets; default: `spendBudgets()`'s `defaultMaxOutputTokens`).
+ * maximum reserves against budgets; default: `spendBudgets()`'s `defaultMaxOutputTokens`), `cache`
+ * (`{ ttlSeconds }`: its answers kept that long by the model endpoints' response cache, when they
+ * have one; default: none, unless a key or a call asks).
  * Resolved, `provider` and `upstreamModel` are those of the first deployment.
  * @example const model = catalogModelSchema.parse({ id: 'gpt-4.1-mini', provider: 'openai', price: { input: 0.4, output: 1.6, cacheRead: 0.1 } })
  * @example const smart = catalogModelSchema.parse({ id: 'smart', deployments: [{ provider: 'openai-east', upstreamModel: 'gpt-4.1', weight: 3 }, { provider: 'openai-west', upstreamModel: 'gpt-4.1' }], fallbacks: ['claude'] })
@@ -52,6 +54,7 @@ export const catalogModelSchema = settingsObject({
   max_input_tokens: positiveInteger.optional(),
   max_tokens: positiveInteger.optional(),
   price: modelPriceSchema.optional(),
+  cache: settingsObject({ ttlSeconds: positiveInteger }).optional(),
   type: z.enum(MODEL_TYPES, { error: "must be 'chat' or 'embeddings'" }).optional(),
   maxOutputTokens: positiveInteger.optional(),
 })

@@ -36,3 +36,6 @@ export type { FileReferences } from './attachments.js';
 export { DEFAULT_RETRY_STATUSES, type RoutingOptions } from './routing/routing-options.js';
 export { cooldownLength, type CooldownPolicy, type CooldownStore } from './routing/cooldown-store.js';
 export { AttemptFailedError } from './routing/attempt-failed.js';
+export type { ResponseCache } from './cache/response-cache.js';
+export type { ResponseCachingOptions, CacheOutcome } from './cache/response-caching.js';
+export { cacheKey, IGNORED_FIELDS, CACHE_KEY_VERSION, type CacheKeyParts } from './cache/cache-key.js';

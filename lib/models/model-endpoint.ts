@@ -18,6 +18,7 @@ import { modelLimitsSchema, type ModelLimits } from '../quota/model-limits.js';
 import { modelLimitRefusal, rateLimitHeaders } from '../quota/rate-limit-headers.js';
 import { parseOptions, positiveInteger, timerMs } from '../settings/schemas.js';
 import type { ModelRequestState } from '../state.js';
+import { ResponseCaching, type ResponseCachingOptions } from './cache/response-caching.js';
 import type { TokenUsage } from '../usage/token-usage.js';
 import { findAttachments, readAttachments, type FileStores } from './attachments.js';
 import { endpointCatalogOptions, type CatalogModel } from './catalog.js';
@@ -83,6 +84,12 @@ export interface ModelEndpointOptions {
    * 30 s after 3 failures in 10 s, in a `MemoryCooldownStore` of the handler's own).
    */
   routing?: RoutingOptions;
+  /**
+   * The exact response cache: `{ store, lookupTimeoutMs?, waitMs?, maxTtlSeconds? }` (see
+   * `ResponseCachingOptions`). A call is cached only when its model, its key or the call itself
+   * asks for it. Default: none (every call goes upstream).
+   */
+  cache?: ResponseCachingOptions;
 }
 
 
@@ -125,6 +132,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   const planner: Planner = { routes, routing, nowMs };
   const catalogIds = new Set(routes.keys());
   const servedType = format.endpoint === 'embeddings' ? 'embeddings' : 'chat';
+  const caching = options.cache && new ResponseCaching(options.cache, where);
 
   return async (ctx) => {
     const key = verifiedKey(ctx);
@@ -177,6 +185,26 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const files = checkedIds.length === 0 ? [] : await findAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
 
     const limits: ModelLimits = { ...modelLimits, ...key.limits };
+    // Once per client call, however many attempts it takes, a cached answer included.
+    const admit = async () => {
+      const decision = await limiter.consume(key.id, limits);
+      if (!decision.allowed) {
+        if (decision.refusedBy) state.limitedBy = decision.refusedBy;
+        throw modelLimitRefusal(decision, dialectOf(ctx));
+      }
+      // Node's setHeader, not Koa's `set`: that allocates four arrays a header, on every call.
+      if (decision.requests || decision.tokens) {
+        const limitHeaders = rateLimitHeaders(decision, dialectOf(ctx));
+        for (const name in limitHeaders) ctx.res.setHeader(name, limitHeaders[name] as string);
+      }
+    };
+    // After the request limits' checks, before the budgets': a hit costs nothing, but counts as a request.
+    const cached = await caching?.lookup(ctx, { key, format, model: requested, modelTtlSeconds: route.model.cache?.ttlSeconds, body, headers, state });
+    if (cached?.hit) {
+      await admit();
+      cached.replay();
+      return;
+    }
     // Before the rate limits: a call the budget refuses counts no request.
     // A count of tokens generates nothing and costs nothing: it reserves nothing either.
     const maxCost = format.endpoint === 'countTokens' ? 0 : maxCallCost(dearest(route), body, requestBytes(ctx, body) + files.reduce((sum, file) => sum + file.bytes, 0), longestAnswer(route, budgets.defaultMaxOutputTokens));
@@ -193,17 +221,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     if (budget.remainingPicoUsd !== undefined) ctx.res.setHeader('x-kmg-budget-remaining-usd', String(usdOfPico(budget.remainingPicoUsd)));
     // From here the call holds a reservation: however it ends, its cost replaces it.
     try {
-      // Once per client call, however many attempts it takes.
-      const decision = await limiter.consume(key.id, limits);
-      if (!decision.allowed) {
-        if (decision.refusedBy) state.limitedBy = decision.refusedBy;
-        throw modelLimitRefusal(decision, dialectOf(ctx));
-      }
-      // Node's setHeader, not Koa's `set`: that allocates four arrays a header, on every call.
-      if (decision.requests || decision.tokens) {
-        const limitHeaders = rateLimitHeaders(decision, dialectOf(ctx));
-        for (const name in limitHeaders) ctx.res.setHeader(name, limitHeaders[name] as string);
-      }
+      await admit();
 
       // The bytes only now: a refused call reads none.
       const attached = files.length === 0 ? undefined : await readAttachments(stores, files);
@@ -274,6 +292,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
         };
         const path = UPSTREAM_PATHS[translated?.target ?? format.endpoint];
         const forwarding: Forwarding = { format, call, stream, request: body, model: requested, provider: leg.provider.id, path, ended: told, delivered: false };
+        if (cached?.collector) forwarding.tap = cached.collector;
         try {
           await forward(ctx, forwarding, () => sendCall(call.request(upstreamBody, headers)));
           state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: 'ok' });
@@ -312,7 +331,10 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
           if (silenceMs <= 0) break;
           number++;
           failure = await attempt(leg, number, silenceMs, answerMs);
-          if (failure === undefined) return;
+          if (failure === undefined) {
+            cached?.store();
+            return;
+          }
           previous = leg;
           if (!failure.retryable) break;
           const coolsDown = await learn(ctx, leg, failure, routing, nowMs);

@@ -25,4 +25,5 @@ export { accountBudgetStoreContract } from './account-budget-store-contract.js';
 export { auditStoreContract } from './audit-store-contract.js';
 export { cooldownStoreContract } from './cooldown-store-contract.js';
 export { alertClaimsContract } from './alert-claims-contract.js';
+export { responseCacheContract } from './response-cache-contract.js';
 export { mcpCallStoreContract, mcpGrantStoreContract } from './mcp-store-contract.js';

@@ -66,6 +66,19 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     );
   });
 
+  test(`${name}: a key's own response caching is kept, changed, removed by null, and carried over by a rotation`, async (t) => {
+    const store = await makeStore();
+    const created = await store.create(newKey('acme', { cache: { ttlSeconds: 600, perKey: true } }));
+    t.deepEqual(created.cache, { ttlSeconds: 600, perKey: true });
+    t.deepEqual((await store.findByHash(created.hash))?.cache, { ttlSeconds: 600, perKey: true });
+    t.false('cache' in (await store.create(newKey('acme'))));
+    t.deepEqual((await store.update(created.id, { cache: { ttlSeconds: 60 } }))?.cache, { ttlSeconds: 60 });
+    const rotated = await store.rotate(created.id, { hash: hashApiKey(`kmg_sk_${Math.random()}`), nowSeconds: Math.floor(Date.now() / 1000), graceEndsAt: Math.floor(Date.now() / 1000) + 60 });
+    if (rotated.outcome !== 'rotated') return t.fail(rotated.outcome);
+    t.deepEqual(rotated.replacement.cache, { ttlSeconds: 60 });
+    t.false('cache' in ((await store.update(rotated.replacement.id, { cache: null })) ?? {}));
+  });
+
   test(`${name}: a key's name and hint are kept; an update renames it, null removes the name; a key without them has neither`, async (t) => {
     const store = await makeStore();
     const named = await store.create(newKey('acme', { name: 'Billing \u{1F4B8}', hint: '3tKs' }));

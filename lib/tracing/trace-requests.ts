@@ -104,6 +104,7 @@ function endServerSpan(ctx: Context, span: Span, method: string): void {
   if (model) {
     attributes['kmg.model'] = model.model;
     if (model.limitedBy) attributes['kmg.limited_by'] = model.limitedBy;
+    if (model.cache) attributes['kmg.cache'] = model.cache;
   }
   if (res.statusCode >= 500) {
     attributes['error.type'] = String(res.statusCode);

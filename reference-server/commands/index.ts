@@ -8,7 +8,8 @@ Commands:
   migrate                               bring the database to the latest schema
   keys create --account <id> [--name <text>] [--scope <scope>]... [--model <model>]...
               [--expires <iso-time>] [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>]
-              [--cost-per-day <usd>] [--cost-per-month <usd>] [--mcp-tools <glob,...>]
+              [--cost-per-day <usd>] [--cost-per-month <usd>] [--cache <seconds> [--cache-per-key]]
+              [--mcp-tools <glob,...>]
                                         create a key and print it, once (no --scope: every scope;
                                         a limit left out: the deployment's default; no --mcp-tools:
                                         no MCP tool)

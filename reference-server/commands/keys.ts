@@ -7,6 +7,7 @@ import {
   keyStatus,
   rotateApiKey,
   type ApiKeyRecord,
+  type KeyCache,
   type KeyChanges,
   type KeyUpdate,
   type Scope,
@@ -76,7 +77,7 @@ function parseExpiry(value: string | undefined): number | null {
 async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseCommand(
     args,
-    { account: { type: 'string' }, ...KEY_FIELD_OPTIONS, 'mcp-tools': { type: 'string', multiple: true } },
+    { account: { type: 'string' }, ...KEY_FIELD_OPTIONS, cache: { type: 'string' }, 'cache-per-key': { type: 'boolean' }, 'mcp-tools': { type: 'string', multiple: true } },
     0,
   );
   if (values.account === undefined) throw new UsageError('keys create needs --account <id>');
@@ -92,6 +93,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const models = values.model ? [...new Set(values.model)] : null;
   const expiresAt = parseExpiry(values.expires);
   const limits = parseLimits(values);
+  const cache = parseCache(values.cache, values['cache-per-key'] === true);
   const config = await loadConfigWithModules(io.env);
   const catalog = new Set(config.gateway.models.map((model) => model.id));
   // Allowed, since the catalog may grow, but most likely a typo.
@@ -104,6 +106,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       models,
       expiresAt,
       limits,
+      ...(cache && { cache }),
       name,
       mcpTools,
     });
@@ -114,6 +117,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
       models: values.model,
       expires_at: values.expires,
       limits: Object.keys(limits).length > 0 || undefined,
+      cache: values.cache,
       mcp_tools: values['mcp-tools'],
     };
     const fields = ['account', ...Object.entries(given).flatMap(([field, value]) => (value === undefined ? [] : [field]))];
@@ -132,6 +136,7 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
         `  models:  ${models === null ? 'every model' : models.join(', ')}`,
         `  expires: ${isoTime(expiresAt)}`,
         `  limits:  ${limitsText(record.limits)}`,
+        ...(record.cache ? [`  cache:   ${record.cache.ttlSeconds} s${record.cache.perKey ? ', its own entries' : ''}`] : []),
         `  MCP tools: ${mcpTools.length === 0 ? 'none' : mcpTools.join(', ')}`,
         '',
         key,
@@ -141,6 +146,16 @@ async function keysCreate(args: string[], io: CommandIo): Promise<number> {
     );
   }
   return 0;
+}
+
+/** `--cache <seconds>` (and `--cache-per-key`): the key's own response caching. */
+function parseCache(seconds: string | undefined, perKey: boolean): KeyCache | undefined {
+  if (seconds === undefined) {
+    if (perKey) throw new UsageError('--cache-per-key needs --cache <seconds>');
+    return undefined;
+  }
+  if (!/^\d{1,9}$/.test(seconds) || Number(seconds) <= 0) throw new UsageError('--cache must be a positive integer of seconds');
+  return { ttlSeconds: Number(seconds), ...(perKey && { perKey: true }) };
 }
 
 /** What tells a key apart in the list: its name, the secret's last four characters, its replacement and its last use. */

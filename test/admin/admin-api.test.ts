@@ -67,6 +67,7 @@ interface KeyBody {
   last_used_at: number | null;
   replaces: { id: string; expires_at?: number } | null;
   replaced_by: { id: string } | null;
+  cache: { ttl_seconds: number; per_key: boolean } | null;
   mcp_tools: string[];
 }
 
@@ -231,6 +232,36 @@ test('PATCH changes scopes, models, limits and expiry; the key obeys at once, an
   t.is((await admin('PATCH', '/keys/key_doesnotexist', { scopes: ['models:read'] })).status, 404);
 });
 
+test('a key with cache answers repeats from the cache, per key when it asks; DELETE /cache purges one account, or all, and is audited', async (t) => {
+  const perKey = await createKey({ account: 'cached', cache: { ttl_seconds: 600, per_key: true } });
+  t.deepEqual(perKey.cache, { ttl_seconds: 600, per_key: true });
+  const shared = await createKey({ account: 'cached', cache: { ttl_seconds: 600 } });
+  const other = await createKey({ account: 'cached-elsewhere', cache: { ttl_seconds: 600 } });
+  const ask = (key: string) =>
+    call('POST', '/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, { model: 'echo-1', messages: [{ role: 'user', content: 'purge me' }] });
+  const outcome = async (key: string) => (await ask(key)).headers.get('x-kmg-cache');
+  t.is(await outcome(perKey.key), 'miss');
+  t.is(await outcome(perKey.key), 'hit');
+  // The per-key entries are the key's alone; the shared key's are its account's.
+  t.is(await outcome(shared.key), 'miss');
+  t.is(await outcome(other.key), 'miss');
+  t.is((await admin('DELETE', '/cache?account=cached')).status, 204);
+  t.is(await outcome(perKey.key), 'miss');
+  t.is(await outcome(shared.key), 'miss');
+  t.is(await outcome(other.key), 'hit');
+  t.is((await admin('DELETE', '/cache')).status, 204);
+  t.is(await outcome(other.key), 'miss');
+  t.is((await admin('DELETE', '/cache?account=')).status, 400);
+  const audited = await until(
+    async () => ((await (await admin('GET', '/audit?action=cache.purged')).json()) as { data: Array<{ account: string | null }> }).data,
+    (entries) => entries.length >= 2,
+  );
+  t.deepEqual(audited.slice(0, 2).map((entry) => entry.account), [null, 'cached']);
+  const patched = await admin('PATCH', `/keys/${shared.id}`, { cache: null });
+  t.like(await patched.json(), { cache: null });
+  t.is(await outcome(shared.key), 'bypass');
+});
+
 test('revoke: the key is refused at once; revoking again keeps the first time; an unknown id is 404', async (t) => {
   const { id, key } = await createKey({ account: 'revoked' });
   const revoked = await admin('POST', `/keys/${id}/revoke`);
@@ -360,6 +391,8 @@ interface UsageFigures {
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
+  cache_hits: number;
+  cost_saved_usd: number;
 }
 
 interface UsageBody {
@@ -398,6 +431,8 @@ const figures = (requests: number, input_tokens: number, output_tokens: number, 
   input_tokens,
   output_tokens,
   cost_usd: 0,
+  cache_hits: 0,
+  cost_saved_usd: 0,
 });
 
 test('GET /usage: the figures of real model calls, by day, model and key, narrowed by account, key and since', async (t) => {

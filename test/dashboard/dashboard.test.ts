@@ -417,6 +417,8 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
     String(completion.usage?.prompt_tokens),
     String(completion.usage?.completion_tokens),
     '$0.00',
+    '0',
+    '$0.00',
   ]);
   t.is(await figures.locator('tfoot td').first().textContent(), '10', 'requests: 2 calls today and 8 before');
   const toolCalls = page.getByRole('region', { name: 'MCP tool calls' }).getByRole('row').filter({ hasText: 'github/search_issues' });
@@ -527,8 +529,9 @@ withChromium(test)('the dashboard shows cost per day beside tokens and spend aga
   t.is(await page.getByRole('img', { name: /^Tokens per day/ }).count(), 1);
   t.is(await page.getByRole('definition').filter({ hasText: '$1.75' }).count(), 1, 'the total cost');
   const figures = page.getByRole('table', { name: /and their cost/ });
-  t.deepEqual((await figures.getByRole('row').filter({ hasText: 'echo-1' }).getByRole('cell').allTextContents()).at(-1), '$1.25');
-  t.is(await figures.locator('tfoot td').last().textContent(), '$1.75');
+  // The cost, then the cache's hits and savings.
+  t.deepEqual((await figures.getByRole('row').filter({ hasText: 'echo-1' }).getByRole('cell').allTextContents()).slice(-3), ['$1.25', '0', '$0.00']);
+  t.deepEqual((await figures.locator('tfoot td').allTextContents()).slice(-3), ['$1.75', '0', '$0.00']);
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-usage.png'), fullPage: true });
 
   // The account view: no budget yet; set one, and see the spend against it.

@@ -214,6 +214,27 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     t.regex(chat?.message ?? '', /'echo-embed-1' is an embeddings model/);
   });
 
+  test(`${name}: a repeated model call is answered from the response cache, per account, JSON and streamed alike`, async (t) => {
+    const body = { model: 'echo-1', messages: [{ role: 'user', content: `cache me ${name}` }] };
+    const ask = (key: string, extra: Record<string, unknown> = {}) =>
+      call('POST', '/v1/chat/completions', { key, headers: { ...jsonHeaders, 'cache-control': 'max-age=60' }, body: json({ ...body, ...extra }) });
+    const first = await ask(state.keys.all.key);
+    t.is(first.headers.get('x-kmg-cache'), 'miss');
+    const original = (await first.json()) as { id: string; choices: Array<Record<string, unknown>> };
+    const second = await ask(state.keys.all.key);
+    t.is(second.headers.get('x-kmg-cache'), 'hit');
+    t.regex(second.headers.get('age') ?? '', /^\d+$/);
+    const replayed = (await second.json()) as typeof original;
+    // Written by the gateway's own writer: what the original had, and the fields it may leave out (`annotations: []`).
+    t.like(replayed.choices, original.choices);
+    t.not(replayed.id, original.id);
+    const streamed = await ask(state.keys.all.key, { stream: true });
+    t.is(streamed.headers.get('x-kmg-cache'), 'hit');
+    t.regex(await streamed.text(), /data: \[DONE\]/);
+    // Another account's same body is its own.
+    t.is((await ask(state.keys.otherAccount.key)).headers.get('x-kmg-cache'), 'miss');
+  });
+
   test(`${name}: the Responses API, models by id in both shapes, and Messages token counts`, async (t) => {
     const key = state.keys.all.key;
     const pdf = makePdf(2);

@@ -144,7 +144,7 @@ test("usage of both endpoints, streamed or not, is the upstream's own, call by c
     t.true(firstByte !== null && upstream !== null && firstByte <= upstream && upstream <= record.latencyMs, JSON.stringify(record));
   }
   // The catalog here gives no price: the calls cost 0.
-  const totals = { requests: 5, answered: 5, refused: 0, inputTokens: sum(calls.map((call) => call.usage.input)), outputTokens: sum(calls.map((call) => call.usage.output)), costUsd: 0 };
+  const totals = { requests: 5, answered: 5, refused: 0, inputTokens: sum(calls.map((call) => call.usage.input)), outputTokens: sum(calls.map((call) => call.usage.output)), costUsd: 0, cacheHits: 0, costSavedUsd: 0 };
   t.deepEqual((await gateway.report()).totals, totals);
   const samples = await gateway.samples();
   t.is(

@@ -29,6 +29,7 @@ import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import * as memory from '../../lib/stores/memory/index.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
+import { MemoryResponseCache } from '../../lib/stores/memory/response-cache.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import * as testing from '../../lib/testing/index.js';
 import { healthRouter } from '../../reference-server/health.js';
@@ -139,6 +140,7 @@ test('koa-model-gateway/testing exports the provider contract suite and every st
     'modelLimiterContract',
     'providerContract',
     'putFileContract',
+    'responseCacheContract',
     'spendLedgerContract',
     'usageStoreContract',
   ]);
@@ -308,7 +310,7 @@ test('every route of the reference server is in the document, and nothing else',
   const routers = [
     filesRouter(stores),
     modelsRouter({ catalog: CATALOG, providers: PROVIDERS, ...stores }),
-    adminRouter({ keys: new MemoryKeyStore(), files: stores.files, usageStore: new MemoryUsageStore(), catalog: CATALOG }),
+    adminRouter({ keys: new MemoryKeyStore(), files: stores.files, usageStore: new MemoryUsageStore(), responseCache: new MemoryResponseCache(), catalog: CATALOG }),
     adminSessions({ sessions: new MemoryAdminSessionStore() }),
     budgetsRouter({ accounts: new MemoryAccountBudgetStore(), usageStore: new MemoryUsageStore(), catalog: [] }),
     auditRouter({ store: new MemoryAuditStore() }),

@@ -39,8 +39,9 @@ test('keys create --json prints one document with the key, every scope and no al
   const created = JSON.parse(result.stdout) as Record<string, unknown>;
   // The admin API's key object, with the secret this once.
   t.deepEqual(Object.keys(created).sort(), [
-    'account', 'created_at', 'expires_at', 'hint', 'id', 'key', 'last_used_at', 'limits', 'mcp_tools', 'models', 'name', 'object', 'replaced_by', 'replaces', 'revoked_at', 'scopes', 'status', 'store',
+    'account', 'cache', 'created_at', 'expires_at', 'hint', 'id', 'key', 'last_used_at', 'limits', 'mcp_tools', 'models', 'name', 'object', 'replaced_by', 'replaces', 'revoked_at', 'scopes', 'status', 'store',
   ]);
+  t.is(created.cache, null);
   t.regex(created.key as string, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
   t.regex(created.id as string, /^key_/);
   t.is(created.account, 'acme');
@@ -52,9 +53,10 @@ test('keys create --json prints one document with the key, every scope and no al
 test('keys create takes scopes, models and an expiry; list shows them and never the key', async (t) => {
   const env = await dataDir();
   const created = await createKey(env, [
-    '--account', 'acme', '--scope', 'files:read', '--scope', 'models:read', '--model', 'echo-1', '--expires', '2099-01-01T00:00:00Z',
+    '--account', 'acme', '--scope', 'files:read', '--scope', 'models:read', '--model', 'echo-1', '--expires', '2099-01-01T00:00:00Z', '--cache', '600', '--cache-per-key',
   ]);
   t.deepEqual(created.scopes, ['files:read', 'models:read']);
+  t.deepEqual(created.cache, { ttl_seconds: 600, per_key: true });
   t.deepEqual(created.models, ['echo-1']);
   await createKey(env, ['--account', 'other']);
 
@@ -415,26 +417,26 @@ test('usage --json prints the totals and rows (cost in USD too) of the calls it 
   };
   t.deepEqual(await json(['--account', 'acme']), {
     by: 'day',
-    totals: { requests: 4, answered: 3, refused: 1, input_tokens: 70, output_tokens: 7, cost_usd: 0.2500015 },
+    totals: { requests: 4, answered: 3, refused: 1, input_tokens: 70, output_tokens: 7, cost_usd: 0.2500015, cache_hits: 0, cost_saved_usd: 0 },
     rows: [
-      { day: '2030-01-15', requests: 2, answered: 2, refused: 0, input_tokens: 30, output_tokens: 3, cost_usd: 0.0000015 },
-      { day: '2030-01-16', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
+      { day: '2030-01-15', requests: 2, answered: 2, refused: 0, input_tokens: 30, output_tokens: 3, cost_usd: 0.0000015, cache_hits: 0, cost_saved_usd: 0 },
+      { day: '2030-01-16', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25, cache_hits: 0, cost_saved_usd: 0 },
     ],
   });
   t.deepEqual(await json(['--key', 'key_a', '--by', 'model']), {
     by: 'model',
-    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
+    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015, cache_hits: 0, cost_saved_usd: 0 },
     rows: [
-      { model: 'echo-1', requests: 2, answered: 2, refused: 0, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
-      { model: null, requests: 1, answered: 0, refused: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0 },
+      { model: 'echo-1', requests: 2, answered: 2, refused: 0, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015, cache_hits: 0, cost_saved_usd: 0 },
+      { model: null, requests: 1, answered: 0, refused: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0, cache_hits: 0, cost_saved_usd: 0 },
     ],
   });
   t.deepEqual(await json(['--since', '2030-01-16', '--by', 'key']), {
     by: 'key',
-    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 120, output_tokens: 12, cost_usd: 0.25 },
+    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 120, output_tokens: 12, cost_usd: 0.25, cache_hits: 0, cost_saved_usd: 0 },
     rows: [
-      { key: 'key_a', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
-      { key: 'key_c', requests: 1, answered: 1, refused: 0, input_tokens: 80, output_tokens: 8, cost_usd: 0 },
+      { key: 'key_a', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25, cache_hits: 0, cost_saved_usd: 0 },
+      { key: 'key_c', requests: 1, answered: 1, refused: 0, input_tokens: 80, output_tokens: 8, cost_usd: 0, cache_hits: 0, cost_saved_usd: 0 },
     ],
   });
 });

@@ -13,6 +13,7 @@ import { newFileId } from '../../lib/files/file-id.js';
 import type { FileStore } from '../../lib/files/file-store.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
+import { MemoryResponseCache } from '../../lib/stores/memory/response-cache.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
@@ -61,7 +62,7 @@ async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttem
   app.use(underPath('/v1', apiKey({ store: keys })));
   const routers = [
     filesRouter({ files, blobs, creationLimiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
-    modelsRouter({ catalog: [...CATALOG, EMBEDDINGS_MODEL], providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, modelLimiter: tracedStore(new MemoryModelLimiter({ nowMs: STILL_CLOCK }), 'ModelLimiter') }),
+    modelsRouter({ catalog: [...CATALOG, EMBEDDINGS_MODEL], providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, modelLimiter: tracedStore(new MemoryModelLimiter({ nowMs: STILL_CLOCK }), 'ModelLimiter'), cache: { store: new MemoryResponseCache() } }),
   ];
   for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
   const server = await listen(app);
@@ -175,6 +176,19 @@ const openAIAnswer = {
   choices: [{ index: 0, message: { role: 'assistant', content: 'A secret answer.' }, finish_reason: 'stop' }],
   usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14, prompt_tokens_details: { cached_tokens: 6 } },
 };
+
+test.serial('the server span says how a model call met the response cache: a miss, then a hit', async (t) => {
+  upstream.answer('/v1/chat/completions', reply(200, openAIAnswer));
+  const key = await gateway.keyFor();
+  const ask = async () => {
+    exporter.reset();
+    const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'Cache this' }] }, { authorization: `Bearer ${key}`, 'cache-control': 'max-age=60' });
+    await response.json();
+    return serverSpan(await requestSpans()).attributes['kmg.cache'];
+  };
+  t.is(await ask(), 'miss');
+  t.is(await ask(), 'hit');
+});
 
 test.serial('a key a client puts in the path or the user agent is recorded as [secret]', async (t) => {
   const key = await gateway.keyFor();

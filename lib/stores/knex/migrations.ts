@@ -332,6 +332,29 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    name: '20261206_response_cache',
+    async up(knex) {
+      // A call answered from the response cache, and what its answer cost when it was made; a
+      // key's own caching (its time to live, and whether its entries are its own).
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.string('cache', 8);
+        table.bigInteger('cost_saved_picousd').notNullable().defaultTo(0);
+      });
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.integer('cache_ttl_seconds');
+        table.boolean('cache_per_key').notNullable().defaultTo(false);
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.dropColumns('cache', 'cost_saved_picousd');
+      });
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumns('cache_ttl_seconds', 'cache_per_key');
+      });
+    },
+  },
 ];
 
 const migrationSource: Knex.MigrationSource<Migration> = {

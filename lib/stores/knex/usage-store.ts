@@ -26,12 +26,15 @@ interface UsageRowDb {
   upstream_first_byte_ms: number | null;
   upstream_ms: number | null;
   cost_picousd: number | string;
+  cache: string | null;
+  cost_saved_picousd: number | string;
 }
 
 // The columns an insert writes.
 const COLUMNS = [
   'time', 'day', 'request_id', 'key_id', 'account', 'endpoint', 'model', 'provider', 'upstream_model', 'attempts', 'status', 'stream',
   'input_tokens', 'output_tokens', 'attachments', 'latency_ms', 'upstream_first_byte_ms', 'upstream_ms', 'cost_picousd',
+  'cache', 'cost_saved_picousd',
 ] as const satisfies ReadonlyArray<keyof UsageRowDb>;
 
 const COLUMN_LIST = COLUMNS.map((column) => `"${column}"`).join(', ');
@@ -74,6 +77,8 @@ function toRow(record: UsageRecord): UsageRowDb {
     upstream_first_byte_ms: record.upstreamFirstByteMs,
     upstream_ms: record.upstreamMs,
     cost_picousd: record.costPicoUsd,
+    cache: record.cache ?? null,
+    cost_saved_picousd: record.costSavedPicoUsd ?? 0,
   };
 }
 
@@ -99,6 +104,8 @@ function toRecord(row: UsageRowDb): UsageRecord {
     upstreamFirstByteMs: row.upstream_first_byte_ms,
     upstreamMs: row.upstream_ms,
     costPicoUsd: Number(row.cost_picousd),
+    ...(row.cache !== null && { cache: row.cache as 'hit' | 'miss' }),
+    ...(Number(row.cost_saved_picousd) > 0 && { costSavedPicoUsd: Number(row.cost_saved_picousd) }),
   };
 }
 
@@ -165,6 +172,8 @@ export class KnexUsageStore implements UsageStore {
         .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
         // As text: both drivers give a large integer as a number that has lost its last digits.
         .select(this.#knex.raw('cast(sum(cost_picousd) as text) as cost_picousd'))
+        .select(this.#knex.raw("sum(case when cache = 'hit' then 1 else 0 end) as cache_hits"))
+        .select(this.#knex.raw('cast(sum(cost_saved_picousd) as text) as cost_saved_picousd'))
         .groupBy(Object.values(columns)),
     )) as Array<{
       group: string | null;
@@ -174,6 +183,8 @@ export class KnexUsageStore implements UsageStore {
       input_tokens: number | string;
       output_tokens: number | string;
       cost_picousd: string;
+      cache_hits: number | string;
+      cost_saved_picousd: string;
     }>;
     return rows.map((row) => ({
       group: row.group,
@@ -183,6 +194,8 @@ export class KnexUsageStore implements UsageStore {
       inputTokens: Number(row.input_tokens),
       outputTokens: Number(row.output_tokens),
       costPicoUsd: BigInt(row.cost_picousd),
+      cacheHits: Number(row.cache_hits),
+      costSavedPicoUsd: BigInt(row.cost_saved_picousd),
     }));
   }
 

@@ -19,3 +19,4 @@ export { MemoryAccountBudgetStore } from './account-budget-store.js';
 export { MemoryMcpGrantStore } from './mcp-grant-store.js';
 export { MemoryMcpCallStore } from './mcp-call-store.js';
 export { MemoryAlertClaims } from './alert-claims.js';
+export { MemoryResponseCache, type MemoryResponseCacheOptions } from './response-cache.js';

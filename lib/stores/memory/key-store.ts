@@ -6,7 +6,7 @@ import { hasModelLimits } from '../../quota/model-limits.js';
 
 /** `update` applied to `record` in place: `null` or empty limits remove them. */
 function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
-  const { limits, name, mcpTools, ...rest } = structuredClone(update);
+  const { limits, cache, name, mcpTools, ...rest } = structuredClone(update);
   Object.assign(record, rest);
   if (mcpTools !== undefined && mcpTools.length === 0) delete record.mcpTools;
   else if (mcpTools !== undefined) record.mcpTools = mcpTools;
@@ -15,6 +15,8 @@ function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
   if (rest.expiresAt != null) record.expiresAt = Math.floor(rest.expiresAt);
   if (limits === null || (limits !== undefined && !hasModelLimits(limits))) delete record.limits;
   else if (limits !== undefined) record.limits = limits;
+  if (cache === null) delete record.cache;
+  else if (cache !== undefined) record.cache = cache;
 }
 
 /**
@@ -67,8 +69,8 @@ export class MemoryKeyStore implements KeyStore {
     if (!old) return { outcome: 'not_found' };
     if (old.replacedBy !== undefined) return { outcome: 'replaced' };
     if (keyStatus(old, rotation.nowSeconds) !== 'active') return { outcome: 'not_active' };
-    const { account, scopes, models, expiresAt, limits, name, mcpTools } = old;
-    const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(mcpTools && { mcpTools }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
+    const { account, scopes, models, expiresAt, limits, cache, name, mcpTools } = old;
+    const kept = { ...(limits && { limits }), ...(cache && { cache }), ...(name !== undefined && { name }), ...(mcpTools && { mcpTools }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
     const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), {
       replaces: id,
       originalId: old.originalId ?? id,

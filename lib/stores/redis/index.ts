@@ -1,6 +1,7 @@
 /**
  * `koa-model-gateway/stores/redis`: the stores several processes share through Redis (ioredis, an
- * optional peer): limiters, key changes, the spend ledger, budget alerts' claims, cooldowns.
+ * optional peer): limiters, key changes, the spend ledger, budget alerts' claims, cooldowns, the
+ * response cache.
  */
 export { createRedisClient, type RedisClientOptions } from './client.js';
 export { RedisCreationLimiter, type RedisCreationLimiterOptions } from './creation-limiter.js';
@@ -10,3 +11,4 @@ export type { RedisLimiterOptions } from './redis-limiter.js';
 export { RedisSpendLedger, type RedisSpendLedgerOptions } from './spend-ledger.js';
 export { RedisAlertClaims, type RedisAlertClaimsOptions } from './alert-claims.js';
 export { RedisCooldownStore, type RedisCooldownStoreOptions } from './cooldown-store.js';
+export { RedisResponseCache, type RedisResponseCacheOptions } from './response-cache.js';
