@@ -190,7 +190,9 @@ export async function openMigratedDatabase(settings: DatabaseSettings, options: 
     throw new ConfigError(`${describeDatabase(settings)} needs the driver ${driver}, not installed: npm install ${driver}`);
   }
   try {
-    return settings.client === 'pg' ? await openPostgres(settings.connectionString, log, timeoutMs, options.poolMax ?? DEFAULT_POOL_MAX) : await openSqlite(settings.filename, log, timeoutMs, options.writerCheckpointMs);
+    return settings.client === 'pg'
+      ? await openPostgres(settings.connectionString, log, timeoutMs, options.poolMax ?? DEFAULT_POOL_MAX)
+      : await openSqlite(settings.filename, log, timeoutMs, options.writerCheckpointMs);
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     // Driver messages say what is wrong (refused, no such database, authentication failed) without the password.

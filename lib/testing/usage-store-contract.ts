@@ -60,8 +60,14 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     const [a, b, c, d] = [usageRecord({ time: T0 + 5 }), usageRecord({ time: T0 }), usageRecord({ time: T0 }), usageRecord({ time: T0 + 9 })];
     await store.insert([a!, b!]);
     await store.insert([c!, d!]);
-    t.deepEqual((await store.list()).map((record) => record.requestId), [d!, a!, c!, b!].map((record) => record.requestId));
-    t.deepEqual((await store.list({ limit: 2 })).map((record) => record.requestId), [d!.requestId, a!.requestId]);
+    t.deepEqual(
+      (await store.list()).map((record) => record.requestId),
+      [d!, a!, c!, b!].map((record) => record.requestId),
+    );
+    t.deepEqual(
+      (await store.list({ limit: 2 })).map((record) => record.requestId),
+      [d!.requestId, a!.requestId],
+    );
   });
 
   test(`${name}: list and summarize filter by account, key and since (inclusive)`, async (t) => {
@@ -84,8 +90,16 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     for (const [filter, count, input] of cases) {
       t.is((await store.list(filter)).length, count, JSON.stringify(filter));
       const rows = await store.summarize(filter ?? {}, 'key');
-      t.is(rows.reduce((sum, row) => sum + row.requests, 0), count, JSON.stringify(filter));
-      t.is(rows.reduce((sum, row) => sum + row.inputTokens, 0), input, JSON.stringify(filter));
+      t.is(
+        rows.reduce((sum, row) => sum + row.requests, 0),
+        count,
+        JSON.stringify(filter),
+      );
+      t.is(
+        rows.reduce((sum, row) => sum + row.inputTokens, 0),
+        input,
+        JSON.stringify(filter),
+      );
     }
   });
 
@@ -98,9 +112,14 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
       { ...late, time: Date.parse('2030-01-15T23:59:59.999Z') },
       { ...early, time: T0 },
     ]);
-    t.deepEqual((await store.list({ since: T0 + 0.5 })).map((record) => record.requestId), [late.requestId]);
+    t.deepEqual(
+      (await store.list({ since: T0 + 0.5 })).map((record) => record.requestId),
+      [late.requestId],
+    );
     t.deepEqual((await store.list({ since: T0 - 0.5 })).length, 2);
-    t.deepEqual(await store.summarize({ since: T0 - 0.5 }, 'day'), [{ group: '2030-01-15', requests: 2, answered: 2, inputTokens: 20, outputTokens: 10, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n }]);
+    t.deepEqual(await store.summarize({ since: T0 - 0.5 }, 'day'), [
+      { group: '2030-01-15', requests: 2, answered: 2, inputTokens: 20, outputTokens: 10, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+    ]);
   });
 
   test(`${name}: summarize by day counts requests and sums tokens per UTC day`, async (t) => {
@@ -149,19 +168,99 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     ]);
     const bySubgroup = (rows: UsageRow[]) => [...rows].sort((a, b) => `${a.group}/${a.subgroup}`.localeCompare(`${b.group}/${b.subgroup}`));
     t.deepEqual(bySubgroup(await store.summarize({}, 'day', 'model')), [
-      { group: '2030-01-15', subgroup: 'echo-1', requests: 2, answered: 2, inputTokens: 11, outputTokens: 22, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
-      { group: '2030-01-15', subgroup: 'echo-2', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
-      { group: '2030-01-16', subgroup: 'echo-1', requests: 1, answered: 1, inputTokens: 1000, outputTokens: 2000, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      {
+        group: '2030-01-15',
+        subgroup: 'echo-1',
+        requests: 2,
+        answered: 2,
+        inputTokens: 11,
+        outputTokens: 22,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
+      {
+        group: '2030-01-15',
+        subgroup: 'echo-2',
+        requests: 1,
+        answered: 1,
+        inputTokens: 100,
+        outputTokens: 200,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
+      {
+        group: '2030-01-16',
+        subgroup: 'echo-1',
+        requests: 1,
+        answered: 1,
+        inputTokens: 1000,
+        outputTokens: 2000,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
       { group: '2030-01-16', subgroup: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
     ]);
     t.deepEqual(bySubgroup(await store.summarize({ account: 'acme', since: day1 + 1 }, 'day', 'key')), [
-      { group: '2030-01-15', subgroup: 'key_a', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
-      { group: '2030-01-15', subgroup: 'key_b', requests: 1, answered: 1, inputTokens: 10, outputTokens: 20, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
-      { group: '2030-01-16', subgroup: 'key_a', requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      {
+        group: '2030-01-15',
+        subgroup: 'key_a',
+        requests: 1,
+        answered: 1,
+        inputTokens: 100,
+        outputTokens: 200,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
+      {
+        group: '2030-01-15',
+        subgroup: 'key_b',
+        requests: 1,
+        answered: 1,
+        inputTokens: 10,
+        outputTokens: 20,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
+      {
+        group: '2030-01-16',
+        subgroup: 'key_a',
+        requests: 1,
+        answered: 0,
+        inputTokens: 0,
+        outputTokens: 0,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
     ]);
     t.deepEqual(bySubgroup(await store.summarize({ keyId: 'key_a' }, 'model', 'day')), [
-      { group: 'echo-1', subgroup: '2030-01-15', requests: 1, answered: 1, inputTokens: 1, outputTokens: 2, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
-      { group: 'echo-2', subgroup: '2030-01-15', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      {
+        group: 'echo-1',
+        subgroup: '2030-01-15',
+        requests: 1,
+        answered: 1,
+        inputTokens: 1,
+        outputTokens: 2,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
+      {
+        group: 'echo-2',
+        subgroup: '2030-01-15',
+        requests: 1,
+        answered: 1,
+        inputTokens: 100,
+        outputTokens: 200,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
       { group: null, subgroup: '2030-01-16', requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
     ]);
     t.deepEqual(await store.summarize({ account: 'nobody' }, 'day', 'model'), []);
@@ -171,7 +270,9 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     const store = await makeStore();
     await store.insert([]);
     await store.insert(Array.from({ length: 1201 }, (_, i) => usageRecord({ time: T0 + i, inputTokens: i })));
-    t.deepEqual(await store.summarize({}, 'day'), [{ group: '2030-01-15', requests: 1201, answered: 1201, inputTokens: 720_600, outputTokens: 6005, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n }]);
+    t.deepEqual(await store.summarize({}, 'day'), [
+      { group: '2030-01-15', requests: 1201, answered: 1201, inputTokens: 720_600, outputTokens: 6005, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+    ]);
   });
 
   test(`${name}: costs are kept and summed exactly, in picodollars, past what a double holds`, async (t) => {
@@ -184,10 +285,16 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
       usageRecord({ keyId: 'key_b', costPicoUsd: 300_000 }),
       usageRecord({ keyId: 'key_b', costPicoUsd: 1 }),
     ]);
-    t.deepEqual((await store.list({ keyId: 'key_b' })).map((record) => record.costPicoUsd), [1, 300_000]);
+    t.deepEqual(
+      (await store.list({ keyId: 'key_b' })).map((record) => record.costPicoUsd),
+      [1, 300_000],
+    );
     t.deepEqual(
       byGroup(await store.summarize({}, 'key')).map((row) => [row.group, row.costPicoUsd]),
-      [['key_a', 18_014_398_509_481_982n], ['key_b', 300_001n]],
+      [
+        ['key_a', 18_014_398_509_481_982n],
+        ['key_b', 300_001n],
+      ],
     );
   });
 
@@ -200,10 +307,13 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     ];
     await store.insert(records);
     t.deepEqual(await store.list(), [records[2], records[1], records[0]]);
-    t.deepEqual(byGroup(await store.summarize({}, 'key')).map((row) => [row.group, row.requests, row.cacheHits, row.costSavedPicoUsd]), [
-      ['key_a', 2, 1, 7_000_000n],
-      ['key_b', 1, 1, 7_000_000n],
-    ]);
+    t.deepEqual(
+      byGroup(await store.summarize({}, 'key')).map((row) => [row.group, row.requests, row.cacheHits, row.costSavedPicoUsd]),
+      [
+        ['key_a', 2, 1, 7_000_000n],
+        ['key_b', 1, 1, 7_000_000n],
+      ],
+    );
   });
 
   test(`${name}: records read or written are copies`, async (t) => {

@@ -9,14 +9,9 @@ const GROUPINGS: readonly string[] = ['day', 'model', 'key'] satisfies UsageGrou
 /** The row of calls without a model: refused before one was chosen (a bad body, an unknown model, a limit). */
 const NO_MODEL = '(refused before a model was chosen)';
 
-
 /** `usage`: the model calls' requests, tokens and cost, in totals and rows per day, model or key. */
 export async function usageCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values } = parseCommand(
-    args,
-    { account: { type: 'string' }, key: { type: 'string' }, since: { type: 'string' }, by: { type: 'string' } },
-    0,
-  );
+  const { values } = parseCommand(args, { account: { type: 'string' }, key: { type: 'string' }, since: { type: 'string' }, by: { type: 'string' } }, 0);
   const by = values.by ?? 'day';
   if (!GROUPINGS.includes(by)) throw new UsageError(`--by must be day, model or key, got '${by}'`);
   const query: UsageQuery = { by: by as UsageGrouping };
@@ -35,7 +30,15 @@ export async function usageCommand(args: string[], io: CommandIo): Promise<numbe
   const lines = [
     [by, 'requests', 'answered', 'refused', 'input_tokens', 'output_tokens', 'cost_usd'],
     ...report.rows.map((row) => [row.group ?? NO_MODEL, row.requests, row.answered, row.refused, row.inputTokens, row.outputTokens, row.costUsd]),
-    ['total', report.totals.requests, report.totals.answered, report.totals.refused, report.totals.inputTokens, report.totals.outputTokens, report.totals.costUsd],
+    [
+      'total',
+      report.totals.requests,
+      report.totals.answered,
+      report.totals.refused,
+      report.totals.inputTokens,
+      report.totals.outputTokens,
+      report.totals.costUsd,
+    ],
   ].map((cells) => cells.map(String));
   const widths = lines[0]!.map((_, column) => Math.max(...lines.map((cells) => cells[column]!.length)));
   for (const cells of lines) {

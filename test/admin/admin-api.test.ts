@@ -131,7 +131,17 @@ test('POST /keys: 201 with the secret this once; it works at once, is stored as 
   const created = await createKey({ account: 'secret-once' });
   t.regex(created.key, new RegExp(`^${prefix}_sk_[A-Za-z0-9_-]{43}$`));
   t.like(created, { object: 'api_key', account: 'secret-once', status: 'active', models: null, limits: null, expires_at: null, revoked_at: null });
-  t.deepEqual(created.scopes, ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'embeddings:create', 'mcp:call']);
+  t.deepEqual(created.scopes, [
+    'chat:completions',
+    'responses:create',
+    'messages:create',
+    'models:read',
+    'files:write',
+    'files:read',
+    'files:delete',
+    'embeddings:create',
+    'mcp:call',
+  ]);
   t.is((await models(created.key)).status, 200);
 
   const stored = await app.deployment.knex('kmg_api_keys').where({ id: created.id }).first();
@@ -238,7 +248,12 @@ test('a key with cache answers repeats from the cache, per key when it asks; DEL
   const shared = await createKey({ account: 'cached', cache: { ttl_seconds: 600 } });
   const other = await createKey({ account: 'cached-elsewhere', cache: { ttl_seconds: 600 } });
   const ask = (key: string) =>
-    call('POST', '/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, { model: 'echo-1', messages: [{ role: 'user', content: 'purge me' }] });
+    call(
+      'POST',
+      '/v1/chat/completions',
+      { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      { model: 'echo-1', messages: [{ role: 'user', content: 'purge me' }] },
+    );
   const outcome = async (key: string) => (await ask(key)).headers.get('x-kmg-cache');
   t.is(await outcome(perKey.key), 'miss');
   t.is(await outcome(perKey.key), 'hit');
@@ -256,7 +271,10 @@ test('a key with cache answers repeats from the cache, per key when it asks; DEL
     async () => ((await (await admin('GET', '/audit?action=cache.purged')).json()) as { data: Array<{ account: string | null }> }).data,
     (entries) => entries.length >= 2,
   );
-  t.deepEqual(audited.slice(0, 2).map((entry) => entry.account), [null, 'cached']);
+  t.deepEqual(
+    audited.slice(0, 2).map((entry) => entry.account),
+    [null, 'cached'],
+  );
   const patched = await admin('PATCH', `/keys/${shared.id}`, { cache: null });
   t.like(await patched.json(), { cache: null });
   t.is(await outcome(shared.key), 'bypass');
@@ -277,7 +295,7 @@ test('revoke: the key is refused at once; revoking again keeps the first time; a
   t.is((await admin('GET', '/keys/key_doesnotexist')).status, 404);
 });
 
-test('account names follow the file names\' rule: control and format characters, lone surrogates, bytes that are not UTF-8, . and .. are 400; one name typed composed or decomposed is one account', async (t) => {
+test("account names follow the file names' rule: control and format characters, lone surrogates, bytes that are not UTF-8, . and .. are 400; one name typed composed or decomposed is one account", async (t) => {
   const refused: Array<[string, unknown]> = [
     ['U+202E', { account: 'acme\u202Efdp.exe' }],
     ['U+200B', { account: 'ac\u200Bme' }],
@@ -299,7 +317,10 @@ test('account names follow the file names\' rule: control and format characters,
   const response = await fetch(`${app.url}/admin/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: notUtf8 });
   t.is(response.status, 400);
   t.like(await response.json(), { error: { code: 'invalid_account' } });
-  for (const [what, query] of [['a lone surrogate', '%ED%A0%80'], ['U+202E', '%E2%80%AE']]) {
+  for (const [what, query] of [
+    ['a lone surrogate', '%ED%A0%80'],
+    ['U+202E', '%E2%80%AE'],
+  ]) {
     t.is((await admin('GET', `/keys?account=a${query}`)).status, 400, what);
   }
   t.is((await admin('GET', '/accounts/a%E2%80%AE')).status, 400);
@@ -321,7 +342,10 @@ test('GET /keys?account= lists that account only, in creation order; without it,
   const second = await createKey({ account: 'listed' });
   const listed = (await (await admin('GET', '/keys?account=listed')).json()) as { object: string; data: KeyBody[] };
   t.is(listed.object, 'list');
-  t.deepEqual(listed.data.map((key) => key.id), [first.id, second.id]);
+  t.deepEqual(
+    listed.data.map((key) => key.id),
+    [first.id, second.id],
+  );
   const all = (await (await admin('GET', '/keys')).json()) as { data: KeyBody[] };
   t.true(['listed', 'listed-other'].every((account) => all.data.some((key) => key.account === account)));
 });
@@ -372,13 +396,26 @@ test('every change is logged with the admin token id and the request id', async 
   t.like(await app.logLine((entry) => entry.msg === 'admin change' && entry.action === 'key.rotated' && entry.keyId === id), {
     adminTokenId: adminRecord.id,
   });
-  t.false(app.logs.some((entry) => JSON.stringify(entry).includes(ADMIN)), 'never the token');
+  t.false(
+    app.logs.some((entry) => JSON.stringify(entry).includes(ADMIN)),
+    'never the token',
+  );
 });
 
 test('GET /catalog: the scopes and models a key may be given, and the prefix of keys', async (t) => {
   t.deepEqual(await (await admin('GET', '/catalog')).json(), {
     object: 'catalog',
-    scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'embeddings:create', 'mcp:call'],
+    scopes: [
+      'chat:completions',
+      'responses:create',
+      'messages:create',
+      'models:read',
+      'files:write',
+      'files:read',
+      'files:delete',
+      'embeddings:create',
+      'mcp:call',
+    ],
     models: ['echo-1', 'echo-2', 'echo-embed-1'],
     key_prefix: 'kmg',
   });
@@ -623,7 +660,11 @@ for (const [name, gated, database] of deployments) {
     const revoked = await admin('POST', '/keys', { account: 'acme <b>' });
     t.is((await admin('POST', `/keys/${revoked.body.id}/revoke`)).status, 200);
     const pdf = makePdf(1);
-    const uploaded = await fetch(`${server.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${first.body.key}` }, body: uploadForm(pdf, 'a.pdf') });
+    const uploaded = await fetch(`${server.url}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${first.body.key}` },
+      body: uploadForm(pdf, 'a.pdf'),
+    });
     t.is(uploaded.status, 200);
     await uploaded.arrayBuffer();
     const now = new Date();
@@ -638,8 +679,28 @@ for (const [name, gated, database] of deployments) {
     const listed = await admin('GET', '/accounts');
     t.is(listed.status, 200);
     t.deepEqual(listed.body.data, [
-      { object: 'account_summary', account: 'acme <b>', keys: 0, files: 0, bytes: 0, requests_this_month: 1, input_tokens_this_month: 7, output_tokens_this_month: 0, cost_usd_this_month: 0 },
-      { object: 'account_summary', account: 'zeta', keys: 2, files: 1, bytes: pdf.length, requests_this_month: 2, input_tokens_this_month: 11, output_tokens_this_month: 22, cost_usd_this_month: 1.75 },
+      {
+        object: 'account_summary',
+        account: 'acme <b>',
+        keys: 0,
+        files: 0,
+        bytes: 0,
+        requests_this_month: 1,
+        input_tokens_this_month: 7,
+        output_tokens_this_month: 0,
+        cost_usd_this_month: 0,
+      },
+      {
+        object: 'account_summary',
+        account: 'zeta',
+        keys: 2,
+        files: 1,
+        bytes: pdf.length,
+        requests_this_month: 2,
+        input_tokens_this_month: 11,
+        output_tokens_this_month: 22,
+        cost_usd_this_month: 1.75,
+      },
     ]);
   });
 
@@ -721,7 +782,10 @@ for (const [name, gated, database] of deployments) {
     t.is(writes.length, 1, writes.join('\n'));
     const used = (await admin('GET', `/keys/${created.id}`)).body.last_used_at;
     t.true(used !== null && used >= before && used <= Math.floor(Date.now() / 1000), String(used));
-    t.like((await admin('GET', '/keys')).body.data.find((key) => key.id === created.id), { last_used_at: used });
+    t.like(
+      (await admin('GET', '/keys')).body.data.find((key) => key.id === created.id),
+      { last_used_at: used },
+    );
   });
 }
 
@@ -743,7 +807,17 @@ test("without a usage store the month's figures are null; an expired key is no a
   memoryApp.clock.seconds += 60;
   const listed = await memoryApp.admin('GET', '/accounts');
   t.deepEqual(((await listed.json()) as { data: unknown[] }).data, [
-    { object: 'account_summary', account: 'acme', keys: 1, files: 0, bytes: 0, requests_this_month: null, input_tokens_this_month: null, output_tokens_this_month: null, cost_usd_this_month: null },
+    {
+      object: 'account_summary',
+      account: 'acme',
+      keys: 1,
+      files: 0,
+      bytes: 0,
+      requests_this_month: null,
+      input_tokens_this_month: null,
+      output_tokens_this_month: null,
+      cost_usd_this_month: null,
+    },
   ]);
   t.deepEqual(memoryApp.problems, []);
 });
@@ -766,7 +840,12 @@ test('a key is created with budgets in USD, PATCH changes or removes them, a bad
   for (const bad of [0, -1, '5', 1e16, 1e-13]) {
     const refused = await memoryApp.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_day: bad } });
     t.is(refused.status, 400, String(bad));
-    t.like(await refused.json(), { error: { code: 'invalid_limits', message: "Invalid 'limits.cost_per_day': must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, or null" } });
+    t.like(await refused.json(), {
+      error: {
+        code: 'invalid_limits',
+        message: "Invalid 'limits.cost_per_day': must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, or null",
+      },
+    });
   }
   t.like((await memoryApp.keys.get(key.id))?.limits, { costPerMonth: 50 });
   t.deepEqual(memoryApp.problems, []);
@@ -787,7 +866,10 @@ test('the admin factories refuse a configuration they cannot serve, when they ar
 
 test('createAdminToken() takes a name only as canonicalAdminTokenName() makes it: printable, trimmed, NFC, 255 characters at most', async (t) => {
   for (const name of ['esc\u001b[31m', 'line\nbreak', ' padded ', 'x'.repeat(256), '']) {
-    await t.throwsAsync(createAdminToken(tokens, { prefix, name }), { instanceOf: TypeError, message: /admin token name must be 1 to 255 printable characters/ });
+    await t.throwsAsync(createAdminToken(tokens, { prefix, name }), {
+      instanceOf: TypeError,
+      message: /admin token name must be 1 to 255 printable characters/,
+    });
   }
   t.is(canonicalAdminTokenName(' ops laptop '), 'ops laptop');
   t.is((await createAdminToken(tokens, { prefix, name: 'x'.repeat(255) })).record.name, 'x'.repeat(255));
@@ -854,55 +936,68 @@ withRedisServer('revoke, PATCH and rotate answer while Redis stalls: the databas
   t.deepEqual(warnings.map((line) => line.keyId).sort(), [revoked.id, patched.id, rotated.id].sort());
 });
 
-withRedisServer('keys revoke on the command line, Redis stalled: the revocation stands, one warning line says when the servers refuse the key, exit 0', async (t) => {
-  const redis = await ownRedis();
-  t.teardown(() => redis.kill());
-  const data = await tempDataDir();
-  t.teardown(() => data.remove());
-  const env = { DATA_DIR: join(data.dir, 'data'), REDIS_URL: redis.url };
-  const io = (lines: string[]) => ({ env, out: (text: string) => lines.push(text), err: (text: string) => lines.push(text) });
-  const created: string[] = [];
-  t.is(await runCommand(['keys', 'create', '--account', 'stalled', '--json'], io(created)), 0);
-  const { id } = JSON.parse(created[0] ?? '') as { id: string };
+withRedisServer(
+  'keys revoke on the command line, Redis stalled: the revocation stands, one warning line says when the servers refuse the key, exit 0',
+  async (t) => {
+    const redis = await ownRedis();
+    t.teardown(() => redis.kill());
+    const data = await tempDataDir();
+    t.teardown(() => data.remove());
+    const env = { DATA_DIR: join(data.dir, 'data'), REDIS_URL: redis.url };
+    const io = (lines: string[]) => ({ env, out: (text: string) => lines.push(text), err: (text: string) => lines.push(text) });
+    const created: string[] = [];
+    t.is(await runCommand(['keys', 'create', '--account', 'stalled', '--json'], io(created)), 0);
+    const { id } = JSON.parse(created[0] ?? '') as { id: string };
 
-  redis.pause();
-  t.teardown(() => redis.resume());
-  // In a process of its own, as an operator runs it: its whole stderr is the one warning line.
-  const revoked = await spawnCli(['keys', 'revoke', id], env);
-  t.is(revoked.code, 0);
-  t.regex(revoked.stderr, /^koa-model-gateway: warning: revoked, but the servers were not told \(.*\): they refuse the key within 1 s\n$/);
-  t.is(revoked.stdout, `Revoked ${id}\n`);
-  const listed: string[] = [];
-  await runCommand(['keys', 'list', '--json'], io(listed));
-  t.is(typeof (JSON.parse(listed[0] ?? '') as Array<{ revoked_at: number | null }>)[0]?.revoked_at, 'number');
-});
+    redis.pause();
+    t.teardown(() => redis.resume());
+    // In a process of its own, as an operator runs it: its whole stderr is the one warning line.
+    const revoked = await spawnCli(['keys', 'revoke', id], env);
+    t.is(revoked.code, 0);
+    t.regex(revoked.stderr, /^koa-model-gateway: warning: revoked, but the servers were not told \(.*\): they refuse the key within 1 s\n$/);
+    t.is(revoked.stdout, `Revoked ${id}\n`);
+    const listed: string[] = [];
+    await runCommand(['keys', 'list', '--json'], io(listed));
+    t.is(typeof (JSON.parse(listed[0] ?? '') as Array<{ revoked_at: number | null }>)[0]?.revoked_at, 'number');
+  },
+);
 
 for (const [name, gated, database] of deployments) {
-  gated(`${name}: the reference server counts days and months by the deployment's clock: a call's record, an account's spend and its month's calls`, async (t) => {
-    const { env, drop } = await database();
-    t.teardown(drop);
-    const now = Date.parse('2030-02-10T12:00:00Z');
-    const clocked = await referenceApp(undefined, env, { nowMs: () => now });
-    t.teardown(() => clocked.close());
-    const { token } = await createAdminToken(clocked.deployment.adminTokens, { prefix: clocked.config.gateway.keyPrefix });
-    const { record: key, key: secret } = await createApiKey(clocked.deployment.keys, { prefix: clocked.config.gateway.keyPrefix, account: 'clocked', scopes: ['chat:completions'] });
-    const answered = await fetch(`${clocked.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${secret}` },
-      body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
-    });
-    t.is(answered.status, 200);
-    await clocked.deployment.usageRecorder.flush();
-    t.deepEqual((await clocked.deployment.usageStore.list({ account: 'clocked' })).map((record) => record.time), [now]);
-    const at = (time: string, costPicoUsd: number) => usageRecord({ time: Date.parse(time), account: 'clocked', keyId: key.id, costPicoUsd });
-    // The clock's day, its month's first day, and the month before: 1.25, 0.5 and 4 USD.
-    await clocked.deployment.usageStore.insert([
-      at('2030-02-10T00:00:00Z', 1_250_000_000_000),
-      at('2030-02-01T00:00:00Z', 500_000_000_000),
-      at('2030-01-31T23:59:59Z', 4_000_000_000_000),
-    ]);
-    const get = async (path: string) => (await checked(`${clocked.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${token}` } })).json();
-    t.like(await get('/accounts/clocked/limits'), { spent: { day: 1.25, month: 1.75 } });
-    t.like(((await get('/accounts')) as { data: unknown[] }).data[0], { account: 'clocked', requests_this_month: 3 });
-  });
+  gated(
+    `${name}: the reference server counts days and months by the deployment's clock: a call's record, an account's spend and its month's calls`,
+    async (t) => {
+      const { env, drop } = await database();
+      t.teardown(drop);
+      const now = Date.parse('2030-02-10T12:00:00Z');
+      const clocked = await referenceApp(undefined, env, { nowMs: () => now });
+      t.teardown(() => clocked.close());
+      const { token } = await createAdminToken(clocked.deployment.adminTokens, { prefix: clocked.config.gateway.keyPrefix });
+      const { record: key, key: secret } = await createApiKey(clocked.deployment.keys, {
+        prefix: clocked.config.gateway.keyPrefix,
+        account: 'clocked',
+        scopes: ['chat:completions'],
+      });
+      const answered = await fetch(`${clocked.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}` },
+        body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      t.is(answered.status, 200);
+      await clocked.deployment.usageRecorder.flush();
+      t.deepEqual(
+        (await clocked.deployment.usageStore.list({ account: 'clocked' })).map((record) => record.time),
+        [now],
+      );
+      const at = (time: string, costPicoUsd: number) => usageRecord({ time: Date.parse(time), account: 'clocked', keyId: key.id, costPicoUsd });
+      // The clock's day, its month's first day, and the month before: 1.25, 0.5 and 4 USD.
+      await clocked.deployment.usageStore.insert([
+        at('2030-02-10T00:00:00Z', 1_250_000_000_000),
+        at('2030-02-01T00:00:00Z', 500_000_000_000),
+        at('2030-01-31T23:59:59Z', 4_000_000_000_000),
+      ]);
+      const get = async (path: string) => (await checked(`${clocked.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${token}` } })).json();
+      t.like(await get('/accounts/clocked/limits'), { spent: { day: 1.25, month: 1.75 } });
+      t.like(((await get('/accounts')) as { data: unknown[] }).data[0], { account: 'clocked', requests_this_month: 3 });
+    },
+  );
 }

@@ -32,9 +32,27 @@ interface UsageRowDb {
 
 // The columns an insert writes.
 const COLUMNS = [
-  'time', 'day', 'request_id', 'key_id', 'account', 'endpoint', 'model', 'provider', 'upstream_model', 'attempts', 'status', 'stream',
-  'input_tokens', 'output_tokens', 'attachments', 'latency_ms', 'upstream_first_byte_ms', 'upstream_ms', 'cost_picousd',
-  'cache', 'cost_saved_picousd',
+  'time',
+  'day',
+  'request_id',
+  'key_id',
+  'account',
+  'endpoint',
+  'model',
+  'provider',
+  'upstream_model',
+  'attempts',
+  'status',
+  'stream',
+  'input_tokens',
+  'output_tokens',
+  'attachments',
+  'latency_ms',
+  'upstream_first_byte_ms',
+  'upstream_ms',
+  'cost_picousd',
+  'cache',
+  'cost_saved_picousd',
 ] as const satisfies ReadonlyArray<keyof UsageRowDb>;
 
 const COLUMN_LIST = COLUMNS.map((column) => `"${column}"`).join(', ');
@@ -153,10 +171,12 @@ export class KnexUsageStore implements UsageStore {
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {
     const { limit = 1000 } = filter;
     const rows = await withinTimeout(this.#timeoutMs, async () =>
-      this.#where(filter).orderBy([
-        { column: 'time', order: 'desc' },
-        { column: 'seq', order: 'desc' },
-      ]).limit(limit),
+      this.#where(filter)
+        .orderBy([
+          { column: 'time', order: 'desc' },
+          { column: 'seq', order: 'desc' },
+        ])
+        .limit(limit),
     );
     return (rows as UsageRowDb[]).map(toRecord);
   }

@@ -43,7 +43,17 @@ export class MemoryUsageStore implements UsageStore {
       const id = JSON.stringify([group, subgroup]);
       let row = rows.get(id);
       if (row === undefined) {
-        row = { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n };
+        row = {
+          group,
+          ...(subgroup === undefined ? {} : { subgroup }),
+          requests: 0,
+          answered: 0,
+          inputTokens: 0,
+          outputTokens: 0,
+          costPicoUsd: 0n,
+          cacheHits: 0,
+          costSavedPicoUsd: 0n,
+        };
         rows.set(id, row);
       }
       row.requests += 1;
