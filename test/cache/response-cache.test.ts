@@ -287,7 +287,9 @@ test('the Anthropic SDK stream helper reads a replayed Messages stream as the or
   const original = await client.messages.stream(request).finalMessage();
   const replayed = await client.messages.stream(request).finalMessage();
   t.is(upstream.received.length, 1);
-  t.deepEqual(replayed.content, original.content);
+  // The replay is written by the gateway's writer, which adds the fields the SDK declares (a tool_use block's `caller`).
+  const withoutCaller = (content: typeof original.content) => content.map((block) => ({ ...block, caller: undefined }));
+  t.deepEqual(withoutCaller(replayed.content), withoutCaller(original.content));
   t.deepEqual(replayed.usage, original.usage);
   t.is(replayed.stop_reason, original.stop_reason);
   t.not(replayed.id, original.id);

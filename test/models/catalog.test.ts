@@ -60,7 +60,7 @@ const badCatalogs: Array<[string, unknown, unknown, string]> = [
     'a typo in a model setting',
     [{ ...model, upstream_model: 'x' }],
     [provider],
-    'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, deployments, fallbacks, created, owned_by, display_name, max_input_tokens, max_tokens, price, type, maxOutputTokens)',
+    'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, deployments, fallbacks, created, owned_by, display_name, max_input_tokens, max_tokens, price, cache, type, maxOutputTokens)',
   ],
   ['an empty upstreamModel', [{ ...model, upstreamModel: '' }], [provider], 'catalog[0].upstreamModel must be a non-empty string'],
   ['a type that is neither chat nor embeddings', [{ ...model, type: 'vision' }], [provider], "catalog[0].type must be 'chat' or 'embeddings'"],

@@ -5,6 +5,7 @@ import type { JsonObject } from '../content.js';
 import { chatCompletionsFormat } from '../formats/chat-completions/index.js';
 import { messagesFormat } from '../formats/messages/index.js';
 import type { Answer, Part, Request, StreamPart, StreamReader, Usage } from '../formats/neutral.js';
+import { readNeutral } from '../formats/translate.js';
 import { responsesFormat } from '../formats/responses/index.js';
 import type { WireFormat } from '../formats/wire-format.js';
 import type { ProviderEndpoint } from '../provider.js';
@@ -43,17 +44,10 @@ export const isCachedEndpoint = (endpoint: ProviderEndpoint): endpoint is Cached
 
 /**
  * The request in the neutral representation, which the writers of a replay need; undefined when
- * the format's reader refuses it (a field the neutral representation cannot hold, such as
+ * no reader takes it (a field the neutral representation cannot hold, such as
  * `previous_response_id` or `n`): such an answer could not be replayed whole, and is not cached.
  */
-export function neutralRequest(endpoint: CachedEndpoint, body: JsonObject): Request | undefined {
-  const format = FORMATS[endpoint];
-  try {
-    return format.client.readRequest(body, format.name);
-  } catch {
-    return undefined;
-  }
-}
+export const neutralRequest = (endpoint: CachedEndpoint, body: JsonObject): Request | undefined => readNeutral(endpoint, body);
 
 /** The neutral usage of an answer, from the counts the gateway metered. */
 function neutralUsage(usage: TokenUsage): Usage {

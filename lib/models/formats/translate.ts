@@ -22,7 +22,7 @@ import type { Part, Request, StreamPart, Usage } from './neutral.js';
 import { responsesFormat } from './responses/index.js';
 import { checkToolChoice, type ReadRequest, type WireFormat } from './wire-format.js';
 
-type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens' | 'embeddings'>;
+export type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens' | 'embeddings'>;
 
 const FORMATS: Readonly<Record<FormatEndpoint, WireFormat>> = {
   chatCompletions: chatCompletionsFormat,
@@ -297,16 +297,24 @@ export function estimateInputTokens(request: Request): number {
  * a token.
  */
 export function estimateCallInputTokens(endpoint: ProviderEndpoint, body: JsonObject): number {
-  if (endpoint !== 'countTokens' && endpoint !== 'embeddings') {
-    // Read as if translated to its first target: a reader knows the classes of its fields only there.
-    const target = FORMATS[TARGETS[endpoint][0] as FormatEndpoint].name;
+  const request = endpoint === 'countTokens' || endpoint === 'embeddings' ? undefined : readNeutral(endpoint, body);
+  return request === undefined ? Math.ceil(JSON.stringify(body).length / CHARS_PER_TOKEN) : estimateInputTokens(request);
+}
+
+/**
+ * A call in `endpoint`'s format in the neutral representation: read as if translated to the first
+ * of its targets that can carry it (a reader knows the classes of its fields only towards another
+ * format); undefined when none can (a field the neutral representation cannot hold, such as `n`).
+ */
+export function readNeutral(endpoint: FormatEndpoint, body: JsonObject): ReadRequest | undefined {
+  for (const target of TARGETS[endpoint]) {
     try {
-      return estimateInputTokens(FORMATS[endpoint].client.readRequest(body, target));
+      return FORMATS[endpoint].client.readRequest(body, FORMATS[target].name);
     } catch {
-      // Read as text below.
+      // The next target may carry it.
     }
   }
-  return Math.ceil(JSON.stringify(body).length / CHARS_PER_TOKEN);
+  return undefined;
 }
 
 /**
