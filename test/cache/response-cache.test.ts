@@ -290,7 +290,8 @@ test('the Anthropic SDK stream helper reads a replayed Messages stream as the or
   // The replay is written by the gateway's writer, which adds the fields the SDK declares (a tool_use block's `caller`).
   const withoutCaller = (content: typeof original.content) => content.map((block) => ({ ...block, caller: undefined }));
   t.deepEqual(withoutCaller(replayed.content), withoutCaller(original.content));
-  t.deepEqual(replayed.usage, original.usage);
+  // Every figure of the original's usage; the writer adds the fields the SDK declares as null.
+  t.like(replayed.usage, original.usage);
   t.is(replayed.stop_reason, original.stop_reason);
   t.not(replayed.id, original.id);
   const json = await client.messages.create(request);

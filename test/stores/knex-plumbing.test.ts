@@ -74,18 +74,16 @@ for (const [kind, gate] of [
     for (const statement of legacy[kind]) await db.knex.raw(statement);
     // A key as that schema stored it, before the later migrations added columns.
     const hash = 'a'.repeat(64);
-    await db
-      .knex('kmg_api_keys')
-      .insert({
-        id: 'key_before',
-        account: 'acme',
-        hash,
-        scopes: '["files:read"]',
-        models: null,
-        created_at: 1_700_000_000,
-        expires_at: null,
-        revoked_at: null,
-      });
+    await db.knex('kmg_api_keys').insert({
+      id: 'key_before',
+      account: 'acme',
+      hash,
+      scopes: '["files:read"]',
+      models: null,
+      created_at: 1_700_000_000,
+      expires_at: null,
+      revoked_at: null,
+    });
     await migrate(db.knex);
     await migratedOnce(t, db);
     t.deepEqual(await new KnexKeyStore(db.knex).findByHash(hash), {
