@@ -295,8 +295,8 @@ test('the Anthropic SDK stream helper reads a replayed Messages stream as the or
   t.is(replayed.stop_reason, original.stop_reason);
   t.not(replayed.id, original.id);
   const json = await client.messages.create(request);
-  t.deepEqual(json.content, original.content);
-  t.deepEqual(json.usage, original.usage);
+  t.deepEqual(withoutCaller(json.content), withoutCaller(original.content));
+  t.like(json.usage, original.usage);
 });
 
 test('a store that stalls costs the lookup bound and a miss; one that fails a miss, reported', async (t) => {
