@@ -288,7 +288,7 @@ test('the Anthropic SDK stream helper reads a replayed Messages stream as the or
   const replayed = await client.messages.stream(request).finalMessage();
   t.is(upstream.received.length, 1);
   // The replay is written by the gateway's writer, which adds the fields the SDK declares (a tool_use block's `caller`).
-  const withoutCaller = (content: typeof original.content) => content.map((block) => ({ ...block, caller: undefined }));
+  const withoutCaller = (content: readonly object[]) => content.map((block) => ({ ...block, caller: undefined }));
   t.deepEqual(withoutCaller(replayed.content), withoutCaller(original.content));
   // Every figure of the original's usage; the writer adds the fields the SDK declares as null.
   t.like(replayed.usage, original.usage);
