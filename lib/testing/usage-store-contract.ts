@@ -1,5 +1,5 @@
 import type { StoreContractTest } from './store-contract-test.js';
-import type { UsageRecord, UsageRow, UsageStore } from '../usage/usage-store.js';
+import type { UsageFilter, UsageGrouping, UsageRecord, UsageRow, UsageStore } from '../usage/usage-store.js';
 
 const T0 = Date.parse('2030-01-15T12:00:00.000Z');
 let sequence = 0;
@@ -27,6 +27,46 @@ export function usageRecord(overrides: Partial<UsageRecord> = {}): UsageRecord {
     ...overrides,
   };
 }
+
+/** A small seeded generator (mulberry32): the same records on every run and store. */
+function seeded(seed: number): (below: number) => number {
+  let state = seed >>> 0;
+  return (below) => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = Math.imul(state ^ (state >>> 15), 1 | state);
+    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
+    return Math.floor((((mixed ^ (mixed >>> 14)) >>> 0) / 4_294_967_296) * below);
+  };
+}
+
+const GROUP_OF: Record<UsageGrouping, (record: UsageRecord) => string | null> = {
+  day: (record) => new Date(record.time).toISOString().slice(0, 10),
+  model: (record) => record.model,
+  key: (record) => record.keyId,
+};
+
+/** What `summarize` must answer, summed from the records themselves. */
+function expectedSummary(records: readonly UsageRecord[], filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): string[] {
+  const rows = new Map<string, UsageRow>();
+  for (const record of records) {
+    if (filter.account !== undefined && record.account !== filter.account) continue;
+    if (filter.keyId !== undefined && record.keyId !== filter.keyId) continue;
+    if (filter.since !== undefined && record.time < filter.since) continue;
+    const group = GROUP_OF[by](record);
+    const subgroup = thenBy === undefined ? undefined : GROUP_OF[thenBy](record);
+    const id = JSON.stringify([group, subgroup]);
+    const row = rows.get(id) ?? { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
+    row.requests += 1;
+    if (record.status >= 200 && record.status <= 299) row.answered += 1;
+    row.inputTokens += record.inputTokens;
+    row.outputTokens += record.outputTokens;
+    row.costPicoUsd += BigInt(record.costPicoUsd);
+    rows.set(id, row);
+  }
+  return sortedRows([...rows.values()]);
+}
+
+const sortedRows = (rows: UsageRow[]) => rows.map((row) => JSON.stringify(row, (_, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value))).sort();
 
 const byGroup = (rows: UsageRow[]) => [...rows].sort((a, b) => String(a.group).localeCompare(String(b.group)));
 
@@ -200,5 +240,42 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     t.is(listed?.inputTokens, 10);
     if (listed) listed.outputTokens = 999;
     t.is((await store.list())[0]?.outputTokens, 5);
+  });
+
+  test(`${name}: summaries equal the sums of the records, whatever the batches, the filter and the time since`, async (t) => {
+    const store = await makeStore();
+    const random = seeded(54);
+    const HOUR = 3_600_000;
+    const records: UsageRecord[] = [];
+    // Three days from a midnight, some records on the hour or the day exactly.
+    const start = Date.parse('2030-03-01T00:00:00.000Z');
+    for (let batch = 0; batch < 12; batch += 1) {
+      const size = 1 + random(40);
+      const written = Array.from({ length: size }, () =>
+        usageRecord({
+          time: start + (random(4) === 0 ? random(72) * HOUR : random(72 * HOUR)),
+          account: ['acme', 'globex'][random(2)] as string,
+          keyId: ['key_a', 'key_b', 'key_c'][random(3)] as string,
+          endpoint: ['/v1/chat/completions', '/v1/messages'][random(2)] as string,
+          model: ['echo-1', 'echo-2', null][random(3)] as string | null,
+          status: [200, 200, 429, 502][random(4)] as number,
+          inputTokens: random(5000),
+          outputTokens: random(500),
+          costPicoUsd: random(3) === 0 ? 0 : random(2_000_000_000) * 1000,
+        }),
+      );
+      await store.insert(written);
+      records.push(...written);
+    }
+    const sinces = [undefined, start, start + HOUR, start + 25 * HOUR + 1, start + 47 * HOUR - 1, start + random(72 * HOUR), start + random(72 * HOUR) + 0.5, start + 80 * HOUR];
+    const filters: UsageFilter[] = [{}, { account: 'acme' }, { keyId: 'key_b' }, { account: 'globex', keyId: 'key_c' }];
+    const groupings: Array<[UsageGrouping, UsageGrouping?]> = [['day'], ['model'], ['key'], ['day', 'model'], ['key', 'day'], ['model', 'key']];
+    for (const since of sinces) {
+      for (const [index, narrowing] of filters.entries()) {
+        const filter = since === undefined ? narrowing : { ...narrowing, since };
+        const [by, thenBy] = groupings[(index + sinces.indexOf(since)) % groupings.length] as [UsageGrouping, UsageGrouping?];
+        t.deepEqual(sortedRows(await store.summarize(filter, by, thenBy)), expectedSummary(records, filter, by, thenBy), JSON.stringify({ filter, by, thenBy }));
+      }
+    }
   });
 }

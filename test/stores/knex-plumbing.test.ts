@@ -5,6 +5,7 @@ import test, { type ExecutionContext } from 'ava';
 import type { Knex } from 'knex';
 import { StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
+import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { firstRowReader, type PreparedReads } from '../../lib/stores/knex/prepared-reads.js';
 import { withinTimeout } from '../../lib/stores/knex/store-options.js';
@@ -34,7 +35,7 @@ async function openDatabase(kind: 'sqlite' | 'postgres'): Promise<TestDatabase> 
 
 async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
   t.deepEqual(await db.knex('kmg_migrations_lock').select('index', 'is_locked'), [{ index: 1, is_locked: 0 }]);
-  t.deepEqual(await db.knex('kmg_migrations').orderBy('id').pluck('name'), ['001_api_keys', '002_files', '003_key_limits', '004_usage', '005_admin_tokens_and_sessions', '006_key_version', '20261125_rotation_replaced_by', 'cost_and_budgets', '20261125_keys_name_hint_links_last_used', '20261125_audit_log', '20261125_routing_attempts', '20261207_keys_original_id']);
+  t.deepEqual(await db.knex('kmg_migrations').orderBy('id').pluck('name'), ['001_api_keys', '002_files', '003_key_limits', '004_usage', '005_admin_tokens_and_sessions', '006_key_version', '20261125_rotation_replaced_by', 'cost_and_budgets', '20261125_keys_name_hint_links_last_used', '20261125_audit_log', '20261125_routing_attempts', '20261207_keys_original_id', '20261207_usage_rollups']);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
 
@@ -67,6 +68,30 @@ for (const [kind, gate] of [
       expiresAt: null,
       revokedAt: null,
     });
+  });
+
+  gate(`${kind}: the usage roll-ups' migration back-fills them from the records already there`, async (t) => {
+    const db = await openDatabase(kind);
+    await migrate(db.knex);
+    // The database as it was before that migration, with records.
+    await db.knex.raw(kind === 'postgres' ? 'drop function kmg_usage_roll_up() cascade' : 'drop trigger kmg_usage_roll_up');
+    await db.knex.schema.dropTable('kmg_usage_hourly').dropTable('kmg_usage_daily');
+    await db.knex('kmg_migrations').where('name', '20261207_usage_rollups').delete();
+    const call = { day: '2023-11-14', request_id: 'req_before', key_id: 'key_a', account: 'acme', endpoint: '/v1/chat/completions', provider: 'local', stream: false, attachments: 0, latency_ms: 1 };
+    await db.knex('kmg_usage').insert([
+      { ...call, time: 1_700_000_000_000, model: 'echo-1', status: 200, input_tokens: 10, output_tokens: 5 },
+      { ...call, time: 1_700_000_000_001, model: null, status: 429, input_tokens: 0, output_tokens: 0 },
+    ]);
+    await migrate(db.knex);
+    // The roll-ups the reports read are back-filled from the records already there.
+    const byModel = [
+      { group: 'echo-1', requests: 1, answered: 1, inputTokens: 10, outputTokens: 5, costPicoUsd: 0n },
+      { group: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n },
+    ];
+    const usage = new KnexUsageStore(db.knex);
+    const sorted = (rows: Array<{ group: string | null }>) => rows.sort((a, b) => String(a.group).localeCompare(String(b.group)));
+    t.deepEqual(sorted(await usage.summarize({}, 'model')), byModel, 'the daily roll-ups');
+    t.deepEqual(sorted(await usage.summarize({ since: Date.parse('2023-11-14T22:00:00Z') }, 'model')), byModel, 'the hourly roll-ups');
   });
 }
 

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { usageDay, type UsageFilter, type UsageGrouping, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+import { mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
 import { SqliteWriterGoneError } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { wholeLowerBound, wholeMs } from './whole-times.js';
@@ -50,7 +51,39 @@ const INSERT_SQL: Record<string, string> = {
   sqlite3: `insert into ${TABLE} (${COLUMN_LIST}) select ${COLUMNS.map((column) => `json_extract(value, '$.${column}')`).join(', ')} from jsonb_each(?)`,
 };
 
-const GROUP_COLUMN: Record<UsageGrouping, string> = { day: 'day', model: 'model', key: 'key_id' };
+const HOURLY = 'kmg_usage_hourly';
+const DAILY = 'kmg_usage_daily';
+
+/** How a summary sums the rows of one table: the raw records, or a roll-up of them. */
+interface SumSource {
+  requests: string;
+  /** The requests with a 2xx status. */
+  answered: string;
+  group: Record<UsageGrouping, string>;
+}
+
+const ROLLUP: SumSource = {
+  requests: 'sum(requests)',
+  answered: 'sum(case when status between 200 and 299 then requests else 0 end)',
+  // A roll-up keeps the calls without a model as '' (a key column cannot be null).
+  group: { day: 'day', model: "nullif(model, '')", key: 'key_id' },
+};
+
+const RAW: SumSource = {
+  requests: 'count(*)',
+  answered: 'sum(case when status between 200 and 299 then 1 else 0 end)',
+  group: { day: 'day', model: 'model', key: 'key_id' },
+};
+
+interface SummedRow {
+  group: string | null;
+  subgroup: string | null;
+  requests: number | string;
+  answered: number | string;
+  input_tokens: number | string;
+  output_tokens: number | string;
+  cost_picousd: string;
+}
 
 function toRow(record: UsageRecord): UsageRowDb {
   const time = wholeMs(record.time);
@@ -154,27 +187,32 @@ export class KnexUsageStore implements UsageStore {
     return (rows as UsageRowDb[]).map(toRecord);
   }
 
+  /** Reads the roll-ups (and, for a `since` within an hour, that hour's records): see `usageSpans()`. */
   async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
-    const columns = { group: GROUP_COLUMN[by], ...(thenBy === undefined ? {} : { subgroup: GROUP_COLUMN[thenBy] }) };
-    const rows = (await withinTimeout(this.#timeoutMs, async () =>
-      this.#where(filter)
-        .clearSelect()
-        .select(columns)
-        .count({ requests: '*' })
-        .select(this.#knex.raw('sum(case when status between 200 and 299 then 1 else 0 end) as answered'))
-        .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
-        // As text: both drivers give a large integer as a number that has lost its last digits.
-        .select(this.#knex.raw('cast(sum(cost_picousd) as text) as cost_picousd'))
-        .groupBy(Object.values(columns)),
-    )) as Array<{
-      group: string | null;
-      subgroup?: string | null;
-      requests: number | string;
-      answered: number | string;
-      input_tokens: number | string;
-      output_tokens: number | string;
-      cost_picousd: string;
-    }>;
+    const spans = usageSpans(filter.since === undefined ? undefined : wholeLowerBound(filter.since));
+    const parts = await withinTimeout(this.#timeoutMs, async () =>
+      Promise.all([
+        spans.raw && this.#sum(RAW, this.#narrowed(TABLE, filter).where('time', '>=', spans.raw.since).where('time', '<', spans.raw.until), by, thenBy),
+        spans.hourly &&
+          this.#sum(ROLLUP, this.#narrowed(HOURLY, filter).where('hour', '>=', spans.hourly.since).where('hour', '<', spans.hourly.until), by, thenBy),
+        this.#sum(ROLLUP, spans.daily.sinceDay === undefined ? this.#narrowed(DAILY, filter) : this.#narrowed(DAILY, filter).where('day', '>=', spans.daily.sinceDay), by, thenBy),
+      ].filter((part) => part !== undefined)),
+    );
+    return mergeUsageRows(parts);
+  }
+
+  async #sum(source: SumSource, query: Knex.QueryBuilder, by: UsageGrouping, thenBy: UsageGrouping | undefined): Promise<UsageRow[]> {
+    const group = source.group[by];
+    const subgroup = thenBy === undefined ? undefined : source.group[thenBy];
+    const rows = (await query
+      .select(this.#knex.raw(`${group} as "group"`))
+      .select(this.#knex.raw(subgroup === undefined ? 'null as subgroup' : `${subgroup} as subgroup`))
+      .select(this.#knex.raw(`${source.requests} as requests`))
+      .select(this.#knex.raw(`${source.answered} as answered`))
+      .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
+      // As text: both drivers give a large integer as a number that has lost its last digits.
+      .select(this.#knex.raw('cast(sum(cost_picousd) as text) as cost_picousd'))
+      .groupBy(subgroup === undefined ? [this.#knex.raw(group)] : [this.#knex.raw(group), this.#knex.raw(subgroup)])) as SummedRow[];
     return rows.map((row) => ({
       group: row.group,
       ...(thenBy === undefined ? {} : { subgroup: row.subgroup ?? null }),
@@ -186,10 +224,16 @@ export class KnexUsageStore implements UsageStore {
     }));
   }
 
-  #where(filter: UsageFilter): Knex.QueryBuilder {
-    const query = this.#knex(TABLE).select('*');
+  /** The rows of `table` that `filter`'s account and key select. */
+  #narrowed(table: string, filter: UsageFilter): Knex.QueryBuilder {
+    const query = this.#knex(table);
     if (filter.account !== undefined) query.where('account', filter.account);
     if (filter.keyId !== undefined) query.where('key_id', filter.keyId);
+    return query;
+  }
+
+  #where(filter: UsageFilter): Knex.QueryBuilder {
+    const query = this.#narrowed(TABLE, filter).select('*');
     if (filter.since !== undefined) query.where('time', '>=', wholeLowerBound(filter.since));
     return query;
   }

@@ -1,3 +1,4 @@
+import { mergeUsageRows, usageHour, usageSpans } from '../../usage/usage-rollups.js';
 import { usageDay, type UsageFilter, type UsageGrouping, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
 
 const matches = (record: UsageRecord, filter: UsageFilter) =>
@@ -5,23 +6,89 @@ const matches = (record: UsageRecord, filter: UsageFilter) =>
   (filter.keyId === undefined || record.keyId === filter.keyId) &&
   (filter.since === undefined || record.time >= filter.since);
 
-const GROUP_OF: Record<UsageGrouping, (record: UsageRecord) => string | null> = {
-  day: (record) => usageDay(record.time),
-  model: (record) => record.model,
-  key: (record) => record.keyId,
+/** The records of one period, account, key, model, endpoint and status, summed. */
+interface Rollup {
+  /** Unix ms of the UTC hour (read from the hourly roll-ups only). */
+  hour: number;
+  day: string;
+  account: string;
+  keyId: string;
+  model: string | null;
+  status: number;
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+  costPicoUsd: bigint;
+}
+
+const GROUP_OF: Record<UsageGrouping, (row: { time?: number; day?: string; model: string | null; keyId: string }) => string | null> = {
+  day: (row) => row.day ?? usageDay(row.time ?? 0),
+  model: (row) => row.model,
+  key: (row) => row.keyId,
 };
+
+function addTo(rollups: Map<string, Rollup>, id: unknown[], record: UsageRecord, hour: number): void {
+  const key = JSON.stringify(id);
+  let rollup = rollups.get(key);
+  if (rollup === undefined) {
+    const { account, keyId, model, status } = record;
+    rollup = { hour, day: usageDay(record.time), account, keyId, model, status, requests: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
+    rollups.set(key, rollup);
+  }
+  rollup.requests += 1;
+  rollup.inputTokens += record.inputTokens;
+  rollup.outputTokens += record.outputTokens;
+  rollup.costPicoUsd += BigInt(record.costPicoUsd);
+}
+
+/** Sums rows (records, each one request, or roll-ups) by `by` and `thenBy`. */
+function summed<Row extends { day?: string; time?: number; model: string | null; keyId: string; status: number; inputTokens: number; outputTokens: number; costPicoUsd: number | bigint }>(
+  rows: Iterable<Row>,
+  requestsOf: (row: Row) => number,
+  by: UsageGrouping,
+  thenBy: UsageGrouping | undefined,
+): UsageRow[] {
+  const sums = new Map<string, UsageRow>();
+  for (const row of rows) {
+    const group = GROUP_OF[by](row);
+    const subgroup = thenBy === undefined ? undefined : GROUP_OF[thenBy](row);
+    const id = JSON.stringify([group, subgroup]);
+    let sum = sums.get(id);
+    if (sum === undefined) {
+      sum = { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
+      sums.set(id, sum);
+    }
+    const requests = requestsOf(row);
+    sum.requests += requests;
+    if (row.status >= 200 && row.status <= 299) sum.answered += requests;
+    sum.inputTokens += row.inputTokens;
+    sum.outputTokens += row.outputTokens;
+    sum.costPicoUsd += BigInt(row.costPicoUsd);
+  }
+  return [...sums.values()];
+}
 
 /**
  * UsageStore in process memory: for tests, examples and gateways that do not keep usage. It
- * keeps every record until the process ends.
+ * keeps every record until the process ends, and rolls them up per hour and day as the Knex store
+ * does, for its summaries.
  * @example usageRecorder({ store: new MemoryUsageStore() })
  */
 export class MemoryUsageStore implements UsageStore {
   readonly #records: UsageRecord[] = [];
+  readonly #hourly = new Map<string, Rollup>();
+  readonly #daily = new Map<string, Rollup>();
 
   async insert(records: readonly UsageRecord[]): Promise<void> {
     // Whole milliseconds, as the Knex store keeps them.
-    this.#records.push(...records.map((record) => ({ ...record, time: Math.floor(record.time) })));
+    const whole = records.map((record) => ({ ...record, time: Math.floor(record.time) }));
+    this.#records.push(...whole);
+    for (const record of whole) {
+      const { account, keyId, model, endpoint, status } = record;
+      const hour = usageHour(record.time);
+      addTo(this.#hourly, [hour, account, keyId, model, endpoint, status], record, hour);
+      addTo(this.#daily, [usageDay(record.time), account, keyId, model, endpoint, status], record, hour);
+    }
   }
 
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {
@@ -35,23 +102,18 @@ export class MemoryUsageStore implements UsageStore {
   }
 
   async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
-    const rows = new Map<string, UsageRow>();
-    for (const record of this.#records) {
-      if (!matches(record, filter)) continue;
-      const group = GROUP_OF[by](record);
-      const subgroup = thenBy === undefined ? undefined : GROUP_OF[thenBy](record);
-      const id = JSON.stringify([group, subgroup]);
-      let row = rows.get(id);
-      if (row === undefined) {
-        row = { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
-        rows.set(id, row);
-      }
-      row.requests += 1;
-      if (record.status >= 200 && record.status <= 299) row.answered += 1;
-      row.inputTokens += record.inputTokens;
-      row.outputTokens += record.outputTokens;
-      row.costPicoUsd += BigInt(record.costPicoUsd);
+    const { raw, hourly, daily } = usageSpans(filter.since === undefined ? undefined : Math.ceil(filter.since));
+    const narrowed = (row: { account: string; keyId: string }) =>
+      (filter.account === undefined || row.account === filter.account) && (filter.keyId === undefined || row.keyId === filter.keyId);
+    const parts = [
+      summed([...this.#daily.values()].filter((row) => narrowed(row) && (daily.sinceDay === undefined || row.day >= daily.sinceDay)), (row) => row.requests, by, thenBy),
+    ];
+    if (hourly !== undefined) {
+      parts.push(summed([...this.#hourly.values()].filter((row) => narrowed(row) && row.hour >= hourly.since && row.hour < hourly.until), (row) => row.requests, by, thenBy));
     }
-    return [...rows.values()];
+    if (raw !== undefined) {
+      parts.push(summed(this.#records.filter((record) => narrowed(record) && record.time >= raw.since && record.time < raw.until), () => 1, by, thenBy));
+    }
+    return mergeUsageRows(parts);
   }
 }
