@@ -81,6 +81,8 @@ export interface UsageStore {
    * One row per group of the records matching `filter`, in no particular order; with `thenBy`
    * (another grouping than `by`), one row per group and subgroup that has records, each with
    * `subgroup` set: `summarize(filter, 'day', 'model')` gives each day's figures per model.
+   * Stores read it from roll-ups kept as records are written (`usageSpans()`): its cost grows with
+   * the groups and days it covers, not with the records.
    */
   summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]>;
 }
