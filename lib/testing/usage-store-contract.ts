@@ -242,7 +242,7 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     t.is((await store.list())[0]?.outputTokens, 5);
   });
 
-  test(`${name}: summaries equal the sums of the records, whatever the batches, the filter and the time since`, async (t) => {
+  test(`${name}: summaries equal the sums of the records, whatever the batches, the filter and the time since, and after prunes`, async (t) => {
     const store = await makeStore();
     const random = seeded(54);
     const HOUR = 3_600_000;
@@ -276,6 +276,20 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
         const [by, thenBy] = groupings[(index + sinces.indexOf(since)) % groupings.length] as [UsageGrouping, UsageGrouping?];
         t.deepEqual(sortedRows(await store.summarize(filter, by, thenBy)), expectedSummary(records, filter, by, thenBy), JSON.stringify({ filter, by, thenBy }));
       }
+    }
+    if (store.prune === undefined) return;
+    // Pruned in batches of 7: the records before 30 h, the roll-ups of the first day.
+    const pruning = { recordsBefore: start + 30 * HOUR, rollupsBefore: start + 30 * HOUR, limit: 7 };
+    const deleted = [];
+    for (let count = await store.prune(pruning); count > 0; count = await store.prune(pruning)) deleted.push(count);
+    t.true(deleted.length > 1 && deleted.every((count) => count <= 3 * 7), 'bounded batches');
+    const kept = records.filter((record) => record.time >= start + 30 * HOUR);
+    t.deepEqual((await store.list({ limit: records.length })).map((record) => record.requestId).sort(), kept.map((record) => record.requestId).sort());
+    // Summaries of the days kept are whole: they read the roll-ups, not the records pruned.
+    const sinceSecondDay = records.filter((record) => record.time >= start + 24 * HOUR);
+    t.deepEqual(sortedRows(await store.summarize({}, 'day', 'model')), expectedSummary(sinceSecondDay, {}, 'day', 'model'));
+    for (const since of [start + 24 * HOUR, start + 29 * HOUR, start + 30 * HOUR + 1, start + 50 * HOUR - 1]) {
+      t.deepEqual(sortedRows(await store.summarize({ account: 'acme', since }, 'key', 'model')), expectedSummary(records, { account: 'acme', since }, 'key', 'model'), String(since));
     }
   });
 }

@@ -68,6 +68,16 @@ export interface UsageRow {
   costPicoUsd: bigint;
 }
 
+/** What `UsageStore.prune` removes, each a Unix ms. */
+export interface UsagePruning {
+  /** The records from before it. */
+  recordsBefore: number;
+  /** The roll-ups of the UTC days before its day (hourly and daily): summaries since then are kept whole. */
+  rollupsBefore: number;
+  /** The most rows one call deletes from each table: a bound on the lock it takes. Default 1,000. */
+  limit?: number;
+}
+
 /**
  * Where usage records live. Implementations: `MemoryUsageStore`, `KnexUsageStore` (PostgreSQL,
  * SQLite). Written through `usageRecorder()`, which batches; read through `usageReport()`.
@@ -85,6 +95,13 @@ export interface UsageStore {
    * the groups and days it covers, not with the records.
    */
   summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]>;
+  /**
+   * Deletes at most `limit` of the records and of each roll-up's rows that `pruning` names, the
+   * oldest first, and resolves to how many rows it deleted: call it again until 0 (`pruneUsage()`).
+   * Summaries read the roll-ups, so records pruned still count in them; a summary since a time in
+   * an hour whose records were pruned misses that hour's records after it.
+   */
+  prune?(pruning: UsagePruning): Promise<number>;
 }
 
 /** The UTC day of a record, as `summarize(…, 'day')` groups it. */

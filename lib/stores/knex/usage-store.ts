@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { usageDay, type UsageFilter, type UsageGrouping, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+import { usageDay, type UsageFilter, type UsageGrouping, type UsagePruning, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
 import { mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
 import { SqliteWriterGoneError } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
@@ -185,6 +185,31 @@ export class KnexUsageStore implements UsageStore {
       ]).limit(limit),
     );
     return (rows as UsageRowDb[]).map(toRecord);
+  }
+
+  /**
+   * One statement per table, each deleting at most `limit` rows, the oldest by its index (the
+   * records' time, a roll-up's period): no lock longer than one such batch.
+   */
+  async prune({ recordsBefore, rollupsBefore, limit = 1000 }: UsagePruning): Promise<number> {
+    const firstDay = usageDay(rollupsBefore);
+    const postgres = this.#knex.client.dialect === 'postgresql';
+    // A roll-up has no id column: PostgreSQL's row address (ctid), SQLite's rowid.
+    const rowId = postgres ? 'ctid' : 'rowid';
+    const oldest = (table: string, where: string) =>
+      postgres
+        ? `delete from ${table} where ${rowId} = any(array(select ${rowId} from ${table} where ${where} limit ?))`
+        : `delete from ${table} where ${rowId} in (select ${rowId} from ${table} where ${where} limit ?)`;
+    let deleted = 0;
+    for (const [sql, before] of [
+      [oldest(TABLE, 'time < ? order by time'), wholeLowerBound(recordsBefore)],
+      [oldest(HOURLY, 'hour < ? order by hour'), Date.parse(firstDay)],
+      [oldest(DAILY, 'day < ? order by day'), firstDay],
+    ] as const) {
+      const result = (await withinTimeout(this.#timeoutMs, async () => this.#knex.raw(sql, [before, limit]))) as { rowCount?: number; changes?: number } | undefined;
+      deleted += Number(result?.rowCount ?? result?.changes ?? 0);
+    }
+    return deleted;
   }
 
   /** Reads the roll-ups (and, for a `since` within an hour, that hour's records): see `usageSpans()`. */

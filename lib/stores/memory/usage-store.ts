@@ -1,5 +1,5 @@
 import { mergeUsageRows, usageHour, usageSpans } from '../../usage/usage-rollups.js';
-import { usageDay, type UsageFilter, type UsageGrouping, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+import { usageDay, type UsageFilter, type UsageGrouping, type UsagePruning, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
 
 const matches = (record: UsageRecord, filter: UsageFilter) =>
   (filter.account === undefined || record.account === filter.account) &&
@@ -99,6 +99,23 @@ export class MemoryUsageStore implements UsageStore {
       .sort((a, b) => b.time - a.time)
       .slice(0, limit)
       .map((record) => ({ ...record }));
+  }
+
+  async prune({ recordsBefore, rollupsBefore, limit = 1000 }: UsagePruning): Promise<number> {
+    const firstDay = usageDay(rollupsBefore);
+    let deleted = 0;
+    // Oldest first and at most `limit` of each, as the Knex store deletes them.
+    const byTime = this.#records.map((record, index) => ({ record, index })).filter(({ record }) => record.time < recordsBefore);
+    const gone = new Set(byTime.sort((a, b) => a.record.time - b.record.time).slice(0, limit).map(({ index }) => index));
+    deleted += gone.size;
+    const kept = this.#records.filter((_, index) => !gone.has(index));
+    this.#records.splice(0, this.#records.length, ...kept);
+    for (const rollups of [this.#hourly, this.#daily]) {
+      const old = [...rollups].filter(([, rollup]) => rollup.day < firstDay).slice(0, limit);
+      for (const [id] of old) rollups.delete(id);
+      deleted += old.length;
+    }
+    return deleted;
   }
 
   async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
