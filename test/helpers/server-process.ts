@@ -14,7 +14,7 @@ import { startGateway, type GatewayOptions } from '../../reference-server/server
 export const ROOT = process.cwd();
 /** The compiled CLI (`npm run build`), as the package ships it: what tests about processes run. */
 export const COMPILED_CLI = join(ROOT, 'dist/reference-server/cli.js');
-const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS', 'METRICS_PORT'];
+const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS', 'METRICS_PORT', 'USAGE_RETENTION_DAYS', 'USAGE_ROLLUP_RETENTION_DAYS'];
 // What the SDK would read from the environment, and the bucket settings.
 const S3_VARS = ['BLOB_URL', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE', 'AWS_REGION', 'AWS_DEFAULT_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'];
 

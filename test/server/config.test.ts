@@ -26,6 +26,7 @@ test('the defaults: 127.0.0.1:8080, everything under ./data, SQLite, limits in m
     redisUrl: null,
     logLevel: 'info',
     shutdownGraceSeconds: 30,
+    usageRetention: { recordsDays: 30, rollupsDays: 400 },
   });
   t.deepEqual(config.gateway.limits, SPEC_LIMITS);
   t.is(config.gateway.keyPrefix, 'kmg');
@@ -171,7 +172,7 @@ test('GATEWAY_CONFIG: a file that cannot be read or is not JSON is one line nami
 });
 
 test('environment values that make no sense are refused', (t) => {
-  for (const env of [{ PORT: '70000' }, { PORT: '-1' }, { PORT: 'http' }, { SHUTDOWN_GRACE_SECONDS: 'soon' }, { LOG_LEVEL: 'verbose' }, { REDIS_URL: '127.0.0.1' }, { METRICS_PORT: '-1' }, { METRICS_PORT: '65536' }]) {
+  for (const env of [{ PORT: '70000' }, { PORT: '-1' }, { PORT: 'http' }, { SHUTDOWN_GRACE_SECONDS: 'soon' }, { LOG_LEVEL: 'verbose' }, { REDIS_URL: '127.0.0.1' }, { METRICS_PORT: '-1' }, { METRICS_PORT: '65536' }, { USAGE_RETENTION_DAYS: '-1' }, { USAGE_ROLLUP_RETENTION_DAYS: 'a year' }]) {
     t.throws(() => loadConfig(env), { instanceOf: ConfigError }, JSON.stringify(env));
   }
 });
