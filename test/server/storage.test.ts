@@ -74,7 +74,7 @@ async function openOn(filename: string): Promise<number> {
 });
 
 (process.platform === 'linux' ? test : test.skip)(
-  'with writerCheckpointMs, commits leave the WAL to a writer thread, which copies it into the database and closes with the rest',
+  'with writerCheckpointMs, commits leave the WAL to a writer thread, which copies it into the database, reports read on a thread of their own, and both close with the rest',
   async (t) => {
     const { filename, database, remove } = await embedded({ writerCheckpointMs: 20 });
     try {
@@ -87,10 +87,11 @@ async function openOn(filename: string): Promise<number> {
       const deadline = Date.now() + 10_000;
       while ((await stat(filename)).size < before + 1_048_576 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
       t.true((await stat(filename)).size >= before + 1_048_576, 'the rows reached the database file');
-      t.is(await openOn(filename), 3, "Knex's connection, the reader and the writer's");
       const usage = new KnexUsageStore(knex, database.storeOptions);
       await usage.insert([usageRecord()]);
       t.is((await usage.list()).length, 1, 'the usage store writes through the writer');
+      t.like((await usage.summarize({}, 'day'))[0], { requests: 1 }, 'and sums through the report reader');
+      t.is(await openOn(filename), 4, "Knex's connection, the reader, the writer's and the report reader's");
       await database.close();
       t.is(await openOn(filename), 0);
     } finally {

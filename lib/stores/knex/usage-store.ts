@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { usageDay, type UsageFilter, type UsageGrouping, type UsagePruning, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
 import { mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
-import { SqliteWriterGoneError } from './sqlite-writer.js';
+import { SqliteWriterGoneError, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { wholeLowerBound, wholeMs } from './whole-times.js';
 
@@ -151,6 +151,7 @@ export class KnexUsageStore implements UsageStore {
   readonly #timeoutMs: number;
   readonly #insertSql: string;
   readonly #preparedInsert: ((bindings: readonly unknown[]) => Promise<void>) | undefined;
+  readonly #reportReads: ReportReads | undefined;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
     const insertSql = INSERT_SQL[knex.client.dialect as string];
@@ -159,6 +160,7 @@ export class KnexUsageStore implements UsageStore {
     this.#timeoutMs = storeTimeoutMs(options);
     this.#insertSql = insertSql;
     this.#preparedInsert = options.preparedWrites?.prepare(insertSql);
+    this.#reportReads = options.reportReads;
   }
 
   /** All the records or none: one statement. */
@@ -229,7 +231,7 @@ export class KnexUsageStore implements UsageStore {
   async #sum(source: SumSource, query: Knex.QueryBuilder, by: UsageGrouping, thenBy: UsageGrouping | undefined): Promise<UsageRow[]> {
     const group = source.group[by];
     const subgroup = thenBy === undefined ? undefined : source.group[thenBy];
-    const rows = (await query
+    query
       .select(this.#knex.raw(`${group} as "group"`))
       .select(this.#knex.raw(subgroup === undefined ? 'null as subgroup' : `${subgroup} as subgroup`))
       .select(this.#knex.raw(`${source.requests} as requests`))
@@ -237,7 +239,8 @@ export class KnexUsageStore implements UsageStore {
       .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
       // As text: both drivers give a large integer as a number that has lost its last digits.
       .select(this.#knex.raw('cast(sum(cost_picousd) as text) as cost_picousd'))
-      .groupBy(subgroup === undefined ? [this.#knex.raw(group)] : [this.#knex.raw(group), this.#knex.raw(subgroup)])) as SummedRow[];
+      .groupBy(subgroup === undefined ? [this.#knex.raw(group)] : [this.#knex.raw(group), this.#knex.raw(subgroup)]);
+    const rows = (await this.#all(query)) as SummedRow[];
     return rows.map((row) => ({
       group: row.group,
       ...(thenBy === undefined ? {} : { subgroup: row.subgroup ?? null }),
@@ -247,6 +250,20 @@ export class KnexUsageStore implements UsageStore {
       outputTokens: Number(row.output_tokens),
       costPicoUsd: BigInt(row.cost_picousd),
     }));
+  }
+
+  /** The rows of `query`, read by `reportReads` when there is one. */
+  async #all(query: Knex.QueryBuilder): Promise<unknown[]> {
+    if (this.#reportReads !== undefined) {
+      const { sql, bindings } = query.toSQL().toNative();
+      try {
+        return await this.#reportReads.all(sql, bindings);
+      } catch (err) {
+        // The reader never ran it: Knex's connection will.
+        if (!(err instanceof SqliteWriterGoneError)) throw err;
+      }
+    }
+    return (await query) as unknown[];
   }
 
   /** The rows of `table` that `filter`'s account and key select. */
