@@ -292,4 +292,36 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
       t.deepEqual(sortedRows(await store.summarize({ account: 'acme', since }, 'key', 'model')), expectedSummary(records, { account: 'acme', since }, 'key', 'model'), String(since));
     }
   });
+
+  test(`${name}: page walks the records newest first by keyset, each once, filtered by account, key, model, status and time`, async (t) => {
+    const store = await makeStore();
+    if (store.page === undefined) return void t.is(store.page, undefined, 'a store without a request log');
+    const records = Array.from({ length: 11 }, (_, i) =>
+      usageRecord({ time: T0 + Math.floor(i / 3), keyId: i % 2 === 0 ? 'key_a' : 'key_b', model: i % 4 === 0 ? null : 'echo-1', status: i % 5 === 0 ? 429 : 200 }),
+    );
+    await store.insert(records.slice(0, 6));
+    await store.insert(records.slice(6));
+    const walk = async (filter: Parameters<NonNullable<UsageStore['page']>>[0], limit: number) => {
+      const ids: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.page!(filter, { limit, ...(cursor === undefined ? {} : { cursor }) });
+        t.true(page.records.length <= limit);
+        ids.push(...page.records.map((record) => record.requestId));
+        cursor = page.nextCursor ?? undefined;
+        // A newer record written meanwhile is not on the older pages.
+        if (cursor !== undefined) await store.insert([usageRecord({ time: T0 + 100 })]);
+      } while (cursor !== undefined);
+      return ids;
+    };
+    const newestFirst = [...records].reverse();
+    const ids = (kept: UsageRecord[]) => kept.map((record) => record.requestId);
+    t.deepEqual(await walk({ until: T0 + 100 }, 3), ids(newestFirst));
+    t.deepEqual(await walk({ keyId: 'key_b', until: T0 + 100 }, 2), ids(newestFirst.filter((record) => record.keyId === 'key_b')));
+    t.deepEqual(await walk({ model: 'echo-1', status: 200, account: 'acme', until: T0 + 100 }, 4), ids(newestFirst.filter((record) => record.model === 'echo-1' && record.status === 200)));
+    t.deepEqual(await walk({ since: T0 + 1, until: T0 + 3 }, 10), ids(newestFirst.filter((record) => record.time >= T0 + 1 && record.time < T0 + 3)));
+    t.deepEqual(await store.page({ account: 'nobody' }, { limit: 5 }), { records: [], nextCursor: null });
+    const [first] = (await store.page({ until: T0 + 100 }, { limit: 1 })).records;
+    t.deepEqual(first, records[10], 'every field as written');
+  });
 }

@@ -68,6 +68,24 @@ export interface UsageRow {
   costPicoUsd: bigint;
 }
 
+/** Which records a page of the request log covers: `UsageFilter`'s, narrowed further. */
+export interface UsageRecordFilter extends UsageFilter {
+  model?: string;
+  /** The HTTP status of the answer. */
+  status?: number;
+  /** Unix ms: records before it. */
+  until?: number;
+}
+
+/** A page of records, newest first; `nextCursor` (`null` on the last page) as `cursor` gives the next, older page. */
+export interface UsagePage {
+  records: UsageRecord[];
+  nextCursor: string | null;
+}
+
+/** The shape of a `UsagePage`'s cursor: a record's time and its place in the store's order. */
+export const USAGE_CURSOR = /^\d{1,15}_\d{1,15}$/;
+
 /** What `UsageStore.prune` removes, each a Unix ms. */
 export interface UsagePruning {
   /** The records from before it. */
@@ -102,6 +120,12 @@ export interface UsageStore {
    * an hour whose records were pruned misses that hour's records after it.
    */
   prune?(pruning: UsagePruning): Promise<number>;
+  /**
+   * The records matching `filter`, newest first (by `time`, then the last inserted), at most
+   * `limit`, after the record of `cursor` (a `nextCursor` of this store); by keyset, as fast on the
+   * last page as on the first.
+   */
+  page?(filter: UsageRecordFilter, page: { limit: number; cursor?: string }): Promise<UsagePage>;
 }
 
 /** The UTC day of a record, as `summarize(…, 'day')` groups it. */

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { usageDay, type UsageFilter, type UsageGrouping, type UsagePruning, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+import { usageDay, type UsageFilter, type UsageGrouping, type UsagePage, type UsagePruning, type UsageRecord, type UsageRecordFilter, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
 import { mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
 import { SqliteWriterGoneError, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
@@ -187,6 +187,27 @@ export class KnexUsageStore implements UsageStore {
       ]).limit(limit),
     );
     return (rows as UsageRowDb[]).map(toRecord);
+  }
+
+  /** The `(time, seq)` keyset, served by the indexes on (time), (account, time) and (key_id, time). */
+  async page(filter: UsageRecordFilter, page: { limit: number; cursor?: string }): Promise<UsagePage> {
+    const query = this.#where(filter);
+    if (filter.model !== undefined) query.where('model', filter.model);
+    if (filter.status !== undefined) query.where('status', filter.status);
+    if (filter.until !== undefined) query.where('time', '<', wholeLowerBound(filter.until));
+    if (page.cursor !== undefined) {
+      const [time, seq] = page.cursor.split('_').map(Number) as [number, number];
+      query.where((older) => older.where('time', '<', time).orWhere((tie) => tie.where('time', time).where('seq', '<', seq)));
+    }
+    const rows = (await withinTimeout(this.#timeoutMs, async () =>
+      query.orderBy([
+        { column: 'time', order: 'desc' },
+        { column: 'seq', order: 'desc' },
+      ]).limit(page.limit + 1),
+    )) as Array<UsageRowDb & { seq: number | string }>;
+    const kept = rows.slice(0, page.limit);
+    const last = kept.at(-1);
+    return { records: kept.map(toRecord), nextCursor: rows.length > page.limit && last !== undefined ? `${Number(last.time)}_${Number(last.seq)}` : null };
   }
 
   /**

@@ -1,5 +1,5 @@
 import { mergeUsageRows, usageHour, usageSpans } from '../../usage/usage-rollups.js';
-import { usageDay, type UsageFilter, type UsageGrouping, type UsagePruning, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+import { usageDay, type UsageFilter, type UsageGrouping, type UsagePage, type UsagePruning, type UsageRecord, type UsageRecordFilter, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
 
 const matches = (record: UsageRecord, filter: UsageFilter) =>
   (filter.account === undefined || record.account === filter.account) &&
@@ -78,11 +78,15 @@ export class MemoryUsageStore implements UsageStore {
   readonly #records: UsageRecord[] = [];
   readonly #hourly = new Map<string, Rollup>();
   readonly #daily = new Map<string, Rollup>();
+  /** Each record's place in the order of insertion, as the Knex store's `seq`. */
+  readonly #seq = new WeakMap<UsageRecord, number>();
+  #inserted = 0;
 
   async insert(records: readonly UsageRecord[]): Promise<void> {
     // Whole milliseconds, as the Knex store keeps them.
     const whole = records.map((record) => ({ ...record, time: Math.floor(record.time) }));
     this.#records.push(...whole);
+    for (const record of whole) this.#seq.set(record, this.#inserted++);
     for (const record of whole) {
       const { account, keyId, model, endpoint, status } = record;
       const hour = usageHour(record.time);
@@ -99,6 +103,26 @@ export class MemoryUsageStore implements UsageStore {
       .sort((a, b) => b.time - a.time)
       .slice(0, limit)
       .map((record) => ({ ...record }));
+  }
+
+  async page(filter: UsageRecordFilter, page: { limit: number; cursor?: string }): Promise<UsagePage> {
+    const [cursorTime, cursorSeq] = page.cursor === undefined ? [Infinity, Infinity] : (page.cursor.split('_').map(Number) as [number, number]);
+    const matching = this.#records
+      .map((record) => ({ record, seq: this.#seq.get(record) ?? 0 }))
+      .filter(({ record, seq }) =>
+        matches(record, filter) &&
+        (filter.model === undefined || record.model === filter.model) &&
+        (filter.status === undefined || record.status === filter.status) &&
+        (filter.until === undefined || record.time < filter.until) &&
+        (record.time < cursorTime || (record.time === cursorTime && seq < cursorSeq)),
+      )
+      .sort((a, b) => b.record.time - a.record.time || b.seq - a.seq);
+    const kept = matching.slice(0, page.limit);
+    const last = kept.at(-1);
+    return {
+      records: kept.map(({ record }) => ({ ...record })),
+      nextCursor: matching.length > page.limit && last !== undefined ? `${last.record.time}_${last.seq}` : null,
+    };
   }
 
   async prune({ recordsBefore, rollupsBefore, limit = 1000 }: UsagePruning): Promise<number> {
