@@ -8,6 +8,7 @@ import {
   auditRouter,
   auditTrail,
   budgetsRouter,
+  requestLogRouter,
   type AdminChange,
   type BudgetChange,
 } from 'koa-model-gateway/admin';
@@ -15,7 +16,7 @@ import type { Deployment } from './deployment.js';
 
 /**
  * The admin API of the reference server: admin tokens or dashboard sessions (`adminAuth`), the
- * keys, accounts and usage routes and the session routes, every change logged with the admin token's id
+ * keys, accounts, usage and request log routes and the session routes, every change logged with the admin token's id
  * and recorded in the audit log (`auditTrail`; an entry that could not be recorded is logged as an error).
  */
 export function adminApi(deployment: Deployment, logger: Logger): { auth: Middleware; audit: Middleware; routers: Router[] } {
@@ -33,6 +34,7 @@ export function adminApi(deployment: Deployment, logger: Logger): { auth: Middle
       adminSessions({ sessions, onChange }),
       budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs: deployment.nowMs }),
       auditRouter({ store: audit }),
+      requestLogRouter({ store: usageStore }),
     ],
   };
 }

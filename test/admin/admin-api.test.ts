@@ -594,6 +594,49 @@ for (const [name, gated, database] of deployments) {
     ]);
   });
 
+  gated(`${name}: GET /requests lists the calls newest first, filtered, a page at a time by keyset; a bad parameter is a 400 naming it`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const { server, admin } = await openServer(t, env);
+    const { body: key } = await admin('POST', '/keys', { account: 'acme' });
+    // One call through the gateway, metered as any is.
+    const answered = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    t.is(answered.status, 200);
+    const requestId = answered.headers.get('x-request-id');
+    await answered.arrayBuffer();
+    // Before the call: whole seconds, an hour ago.
+    const base = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
+    const older = Array.from({ length: 5 }, (_, i) => ({ ...callRecord(key.id, 'acme', base + Math.floor(i / 2) * 1000, [i, 1]), requestId: `req_older_${i}`, status: i === 3 ? 429 : 200 }));
+    await server.deployment.usageStore.insert([...older, callRecord('key_other', 'globex', base, [1, 1])]);
+    const list = async (query: string) => (await admin('GET', `/requests${query}`)) as unknown as { status: number; body: { data: Array<Record<string, unknown>>; has_more: boolean; next_cursor: string | null } };
+
+    await server.idle();
+    await server.deployment.usageRecorder.flush();
+    const newest = await list('?account=acme&limit=1');
+    t.is(newest.body.data[0]?.request_id, requestId);
+    t.like(newest.body.data[0], { object: 'request', account: 'acme', key_id: key.id, model: 'echo-1', deployment: 'echo', status: 200, attempts: 1, endpoint: '/v1/chat/completions' });
+    t.true(newest.body.has_more);
+    const ids: unknown[] = [];
+    for (let cursor: string | null = newest.body.next_cursor; cursor !== null; ) {
+      const page = await list(`?account=acme&limit=2&cursor=${cursor}`);
+      ids.push(...page.body.data.map((call) => call.request_id));
+      cursor = page.body.next_cursor;
+    }
+    t.deepEqual(ids, ['req_older_4', 'req_older_3', 'req_older_2', 'req_older_1', 'req_older_0']);
+    t.deepEqual((await list('?status=429')).body.data.map((call) => call.request_id), ['req_older_3']);
+    const inASecond = (await list(`?key=${key.id}&model=test-model&since=${base / 1000 + 1}&until=${base / 1000 + 2}`)).body.data;
+    t.deepEqual(inASecond.map((call) => [call.request_id, call.time, call.cost_usd]), [['req_older_3', base / 1000 + 1, 0], ['req_older_2', base / 1000 + 1, 0]]);
+    for (const bad of ['limit=0', 'limit=101', 'status=99', 'status=600', 'cursor=abc', 'until=soon', 'model=', 'colour=red', 'status=200&status=429']) {
+      const refused = await list(`?${bad}`);
+      t.is(refused.status, 400, bad);
+      t.regex(JSON.stringify(refused.body), new RegExp(bad.split('=')[0] as string), bad);
+    }
+  });
+
   gated(`${name}: a key's name is set at creation, changed and removed by PATCH; the hint is the secret's last four characters, never more`, async (t) => {
     const { env, drop } = await database();
     t.teardown(drop);
