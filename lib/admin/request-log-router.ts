@@ -1,6 +1,7 @@
+import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import { z } from 'zod';
-import { usdOfPico } from '../picodollars.js';
+import { exportUsage, USAGE_EXPORT_FORMATS, usageRecordFields } from '../usage/usage-export.js';
 import { USAGE_CURSOR, type UsageRecord, type UsageRecordFilter, type UsageStore } from '../usage/usage-store.js';
 import { ADMIN_API_PATH } from './admin-auth.js';
 import { accountName, keyIdParameter, parseFields } from './key-fields.js';
@@ -11,8 +12,10 @@ const STATUS = 'must be an HTTP status, 100 to 599';
 const MODEL = 'must be a model id of 1 to 255 characters';
 const CURSOR = 'must be the next_cursor of a previous page';
 
-/** The query of `GET /admin/v1/requests`: every parameter optional, none repeated, none unknown. */
-const requestLogQuerySchema = z.strictObject({
+const FORMAT = `must be one of ${USAGE_EXPORT_FORMATS.join(', ')}`;
+
+/** What both routes filter by. */
+const filterFields = {
   account: accountName.optional(),
   key: keyIdParameter.optional(),
   model: z.string({ error: MODEL }).min(1, { error: MODEL }).max(255, { error: MODEL }).optional(),
@@ -23,6 +26,11 @@ const requestLogQuerySchema = z.strictObject({
     .optional(),
   since: sinceParameter.optional(),
   until: sinceParameter.optional(),
+};
+
+/** The query of `GET /admin/v1/requests`: every parameter optional, none repeated, none unknown. */
+const requestLogQuerySchema = z.strictObject({
+  ...filterFields,
   limit: z
     .string({ error: LIMIT })
     .regex(/^\d{1,3}$/, { error: LIMIT })
@@ -32,28 +40,26 @@ const requestLogQuerySchema = z.strictObject({
   cursor: z.string({ error: CURSOR }).regex(USAGE_CURSOR, { error: CURSOR }).optional(),
 });
 
-/** A usage record as the admin API answers it: snake_case, its time in Unix seconds (to the millisecond), its cost in USD. */
-export function requestObject(record: UsageRecord) {
+/** The query of `GET /admin/v1/requests/export`: a period (`since` required) and a format. */
+const exportQuerySchema = z.strictObject({
+  ...filterFields,
+  since: sinceParameter,
+  format: z.enum(USAGE_EXPORT_FORMATS, { error: FORMAT }),
+});
+
+function recordFilter(query: z.output<z.ZodObject<typeof filterFields>>): UsageRecordFilter {
   return {
-    object: 'request' as const,
-    request_id: record.requestId,
-    time: record.time / 1000,
-    account: record.account,
-    key_id: record.keyId,
-    endpoint: record.endpoint,
-    model: record.model,
-    deployment: record.provider,
-    upstream_model: record.upstreamModel ?? null,
-    status: record.status,
-    stream: record.stream,
-    attempts: record.attempts ?? 0,
-    input_tokens: record.inputTokens,
-    output_tokens: record.outputTokens,
-    cost_usd: usdOfPico(record.costPicoUsd),
-    latency_ms: record.latencyMs,
-    upstream_first_byte_ms: record.upstreamFirstByteMs,
+    ...(query.account === undefined ? {} : { account: query.account }),
+    ...(query.key === undefined ? {} : { keyId: query.key }),
+    ...(query.model === undefined ? {} : { model: query.model }),
+    ...(query.status === undefined ? {} : { status: query.status }),
+    ...(query.since === undefined ? {} : { since: query.since * 1000 }),
+    ...(query.until === undefined ? {} : { until: query.until * 1000 }),
   };
 }
+
+/** A usage record as the admin API answers it: snake_case, its time in Unix seconds (to the millisecond), its cost in USD. */
+export const requestObject = (record: UsageRecord) => ({ object: 'request' as const, ...usageRecordFields(record), time: record.time / 1000 });
 
 export interface RequestLogRouterOptions {
   /** Where `usageRecorder()` writes the model calls' records: a store with `page` (`KnexUsageStore`, `MemoryUsageStore`). */
@@ -65,7 +71,9 @@ export interface RequestLogRouterOptions {
  * → `{ object: "list", data, has_more, next_cursor }`, the model calls' usage records newest
  * first, `limit` a page (1 to 100, default 20); `next_cursor` (or `null` on the last page) as
  * `cursor` gives the next, older page, by keyset: as fast on the last page as on the first. The
- * records are kept `USAGE_RETENTION_DAYS` (the reference server's sweep). 400 naming the parameter for a bad one.
+ * records are kept `USAGE_RETENTION_DAYS` (the reference server's sweep). `GET /requests/export?since=&until=&format=csv|jsonl`
+ * (and the same filters) streams every record of the period, CSV or JSON Lines (`exportUsage()`).
+ * 400 naming the parameter for a bad one.
  * @example app.use(requestLogRouter({ store: new KnexUsageStore(knex) }).routes())
  */
 export function requestLogRouter(options: RequestLogRouterOptions): Router {
@@ -74,16 +82,22 @@ export function requestLogRouter(options: RequestLogRouterOptions): Router {
   const router = new Router({ prefix: ADMIN_API_PATH, sensitive: true, strict: true });
   router.get('/requests', async function listRequests(ctx) {
     const query = parseFields(requestLogQuerySchema, { ...ctx.query });
-    const filter: UsageRecordFilter = {
-      ...(query.account === undefined ? {} : { account: query.account }),
-      ...(query.key === undefined ? {} : { keyId: query.key }),
-      ...(query.model === undefined ? {} : { model: query.model }),
-      ...(query.status === undefined ? {} : { status: query.status }),
-      ...(query.since === undefined ? {} : { since: query.since * 1000 }),
-      ...(query.until === undefined ? {} : { until: query.until * 1000 }),
-    };
-    const page = await store.page!(filter, { limit: query.limit, ...(query.cursor === undefined ? {} : { cursor: query.cursor }) });
+    const page = await store.page!(recordFilter(query), { limit: query.limit, ...(query.cursor === undefined ? {} : { cursor: query.cursor }) });
     ctx.body = { object: 'list', data: page.records.map(requestObject), has_more: page.nextCursor !== null, next_cursor: page.nextCursor };
+  });
+  router.get('/requests/export', async function exportRequests(ctx) {
+    const query = parseFields(exportQuerySchema, { ...ctx.query });
+    const lines = exportUsage(store, recordFilter(query), query.format);
+    // The first page read before the answer starts: a store that is down is a 503, not an empty export.
+    const first = await lines.next();
+    ctx.type = query.format === 'csv' ? 'text/csv' : 'application/jsonl';
+    ctx.attachment(`usage.${query.format}`);
+    ctx.body = Readable.from(
+      (async function* () {
+        if (first.done !== true) yield `${first.value}\n`;
+        for await (const line of lines) yield `${line}\n`;
+      })(),
+    );
   });
   return router;
 }

@@ -526,7 +526,7 @@ async function openServer(t: ExecutionContext, env: Record<string, string>) {
     });
     return { status: response.status, body: (await response.json()) as KeyBody & { data: KeyBody[]; error: { code: string } } };
   };
-  return { server, admin };
+  return { server, admin, token };
 }
 
 function callRecord(keyId: string, account: string, time: number, tokens: [number, number]): UsageRecord {
@@ -594,10 +594,10 @@ for (const [name, gated, database] of deployments) {
     ]);
   });
 
-  gated(`${name}: GET /requests lists the calls newest first, filtered, a page at a time by keyset; a bad parameter is a 400 naming it`, async (t) => {
+  gated(`${name}: GET /requests lists the calls newest first, filtered, a page at a time by keyset, and /requests/export streams them as CSV or JSON Lines; a bad parameter is a 400 naming it`, async (t) => {
     const { env, drop } = await database();
     t.teardown(drop);
-    const { server, admin } = await openServer(t, env);
+    const { server, admin, token } = await openServer(t, env);
     const { body: key } = await admin('POST', '/keys', { account: 'acme' });
     // One call through the gateway, metered as any is.
     const answered = await fetch(`${server.url}/v1/chat/completions`, {
@@ -630,6 +630,20 @@ for (const [name, gated, database] of deployments) {
     t.deepEqual((await list('?status=429')).body.data.map((call) => call.request_id), ['req_older_3']);
     const inASecond = (await list(`?key=${key.id}&model=test-model&since=${base / 1000 + 1}&until=${base / 1000 + 2}`)).body.data;
     t.deepEqual(inASecond.map((call) => [call.request_id, call.time, call.cost_usd]), [['req_older_3', base / 1000 + 1, 0], ['req_older_2', base / 1000 + 1, 0]]);
+    // The same records, exported: CSV with a header, or JSON Lines, every record of the period.
+    const exported = async (query: string) => {
+      const response = await checked(`${server.url}/admin/v1/requests/export?${query}`, { headers: { authorization: `Bearer ${token}` } });
+      return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+    };
+    const csv = await exported(`since=${base / 1000}&until=${base / 1000 + 2}&account=acme&format=csv`);
+    t.is(csv.type, 'text/csv; charset=utf-8');
+    const [header, ...rows] = csv.text.trimEnd().split('\n');
+    t.is(header, 'request_id,time,account,key_id,endpoint,model,deployment,upstream_model,status,stream,attempts,input_tokens,output_tokens,cost_usd,latency_ms,upstream_first_byte_ms,upstream_ms');
+    t.deepEqual(rows.map((row) => row.split(',').slice(0, 2)), [3, 2, 1, 0].map((i) => [`req_older_${i}`, new Date(base + Math.floor(i / 2) * 1000).toISOString()]));
+    const jsonl = await exported(`since=${base / 1000}&format=jsonl&status=429`);
+    t.deepEqual(jsonl.text.trimEnd().split('\n').map((line) => (JSON.parse(line) as { request_id: string }).request_id), ['req_older_3']);
+    t.is((await exported('format=csv')).status, 400, 'a period starts somewhere');
+    t.is((await exported(`since=${base / 1000}&format=xml`)).status, 400);
     for (const bad of ['limit=0', 'limit=101', 'status=99', 'status=600', 'cursor=abc', 'until=soon', 'model=', 'colour=red', 'status=200&status=429']) {
       const refused = await list(`?${bad}`);
       t.is(refused.status, 400, bad);
