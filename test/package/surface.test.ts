@@ -8,6 +8,7 @@ import test from 'ava';
 import { adminRouter } from '../../lib/admin/admin-router.js';
 import { adminSessions } from '../../lib/admin/admin-sessions.js';
 import { auditRouter } from '../../lib/admin/audit-router.js';
+import { requestLogRouter } from '../../lib/admin/request-log-router.js';
 import { budgetsRouter } from '../../lib/admin/budgets-router.js';
 import { MemoryAccountBudgetStore } from '../../lib/cost/account-budget-store.js';
 import { filesRouter } from '../../lib/files/files-router.js';
@@ -283,6 +284,7 @@ test('every route of the reference server is in the document, and nothing else',
     adminSessions({ sessions: new MemoryAdminSessionStore() }),
     budgetsRouter({ accounts: new MemoryAccountBudgetStore(), usageStore: new MemoryUsageStore(), catalog: [] }),
     auditRouter({ store: new MemoryAuditStore() }),
+    requestLogRouter({ store: new MemoryUsageStore() }),
     healthRouter({ checks: {} }),
     openApiRouter(),
   ];
