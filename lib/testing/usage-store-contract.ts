@@ -75,7 +75,7 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
   test(`${name}: a record is read back with every field exactly as written`, async (t) => {
     const store = await makeStore();
     const records = [
-      usageRecord({ inputTokens: 9_000_000_000, outputTokens: 123_456, attachments: 3, latencyMs: 1234.0625, costPicoUsd: 4_500_000_300_000 }),
+      usageRecord({ inputTokens: 9_000_000_000, outputTokens: 123_456, attachments: 3, latencyMs: 1234.0625, costPicoUsd: 4_500_000_300_000, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }),
       usageRecord({
         endpoint: '/v1/messages',
         model: null,

@@ -25,6 +25,7 @@ export function usageRecordFields(record: UsageRecord) {
     latency_ms: record.latencyMs,
     upstream_first_byte_ms: record.upstreamFirstByteMs,
     upstream_ms: record.upstreamMs,
+    trace_id: record.traceId ?? null,
   };
 }
 

@@ -19,6 +19,8 @@ export interface UsageRecord {
   provider: string | null;
   /** The model name that provider was sent; `null` (or left out) when the model was not resolved. */
   upstreamModel?: string | null;
+  /** The W3C trace id of the request's span (`traceRequests()`), to find the call in the tracing backend; `null` (or left out) when it was not traced. */
+  traceId?: string | null;
   /** Upstream attempts the call took (retries and fallbacks included); 0 (or left out) when none was made. */
   attempts?: number;
   /** The HTTP status of the answer (429 for a call the limits refused). */

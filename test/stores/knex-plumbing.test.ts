@@ -35,7 +35,7 @@ async function openDatabase(kind: 'sqlite' | 'postgres'): Promise<TestDatabase> 
 
 async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
   t.deepEqual(await db.knex('kmg_migrations_lock').select('index', 'is_locked'), [{ index: 1, is_locked: 0 }]);
-  t.deepEqual(await db.knex('kmg_migrations').orderBy('id').pluck('name'), ['001_api_keys', '002_files', '003_key_limits', '004_usage', '005_admin_tokens_and_sessions', '006_key_version', '20261125_rotation_replaced_by', 'cost_and_budgets', '20261125_keys_name_hint_links_last_used', '20261125_audit_log', '20261125_routing_attempts', '20261207_keys_original_id', '20261207_usage_rollups']);
+  t.deepEqual(await db.knex('kmg_migrations').orderBy('id').pluck('name'), ['001_api_keys', '002_files', '003_key_limits', '004_usage', '005_admin_tokens_and_sessions', '006_key_version', '20261125_rotation_replaced_by', 'cost_and_budgets', '20261125_keys_name_hint_links_last_used', '20261125_audit_log', '20261125_routing_attempts', '20261207_keys_original_id', '20261207_usage_rollups', '20261207_usage_trace_id']);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
 

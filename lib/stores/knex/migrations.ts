@@ -292,6 +292,20 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTable('kmg_usage_hourly');
     },
   },
+  {
+    name: '20261207_usage_trace_id',
+    async up(knex) {
+      // The request log links a call to the operator's tracing backend.
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.string('trace_id', 32);
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.dropColumn('trace_id');
+      });
+    },
+  },
 ];
 
 type RollupTable = 'kmg_usage_hourly' | 'kmg_usage_daily';

@@ -27,12 +27,13 @@ interface UsageRowDb {
   upstream_first_byte_ms: number | null;
   upstream_ms: number | null;
   cost_picousd: number | string;
+  trace_id: string | null;
 }
 
 // The columns an insert writes.
 const COLUMNS = [
   'time', 'day', 'request_id', 'key_id', 'account', 'endpoint', 'model', 'provider', 'upstream_model', 'attempts', 'status', 'stream',
-  'input_tokens', 'output_tokens', 'attachments', 'latency_ms', 'upstream_first_byte_ms', 'upstream_ms', 'cost_picousd',
+  'input_tokens', 'output_tokens', 'attachments', 'latency_ms', 'upstream_first_byte_ms', 'upstream_ms', 'cost_picousd', 'trace_id',
 ] as const satisfies ReadonlyArray<keyof UsageRowDb>;
 
 const COLUMN_LIST = COLUMNS.map((column) => `"${column}"`).join(', ');
@@ -107,6 +108,7 @@ function toRow(record: UsageRecord): UsageRowDb {
     upstream_first_byte_ms: record.upstreamFirstByteMs,
     upstream_ms: record.upstreamMs,
     cost_picousd: record.costPicoUsd,
+    trace_id: record.traceId ?? null,
   };
 }
 
@@ -123,6 +125,7 @@ function toRecord(row: UsageRowDb): UsageRecord {
     // Left out as a record without them was written: the fields are optional.
     ...(row.upstream_model !== null && { upstreamModel: row.upstream_model }),
     ...(row.attempts > 0 && { attempts: row.attempts }),
+    ...(row.trace_id !== null && { traceId: row.trace_id }),
     status: row.status,
     stream: Boolean(row.stream),
     inputTokens: Number(row.input_tokens),
