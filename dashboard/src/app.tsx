@@ -4,9 +4,10 @@ import { api, useSession, whenSignedOut, type Session } from './api.ts';
 import { AuditPage } from './audit-page.tsx';
 import { KeysPage } from './keys-page.tsx';
 import { LogIn } from './log-in.tsx';
+import { RequestsPage } from './requests-page.tsx';
 import { UsagePage } from './usage-page.tsx';
 
-type Route = { page: 'keys' | 'audit' } | { page: 'accounts' | 'usage'; account: string };
+type Route = { page: 'keys' | 'audit' | 'requests' } | { page: 'accounts' | 'usage'; account: string };
 
 /** `text` decoded from an address; as it is when it is not well encoded (`50%`, typed by hand). */
 function decoded(text: string): string {
@@ -20,7 +21,7 @@ function decoded(text: string): string {
 function readRoute(): Route {
   const [page, ...rest] = location.hash.replace(/^#\/?/, '').split('/');
   if (page === 'accounts' || page === 'usage') return { page, account: decoded(rest.join('/')) };
-  if (page === 'audit') return { page };
+  if (page === 'audit' || page === 'requests') return { page };
   return { page: 'keys' };
 }
 
@@ -75,6 +76,9 @@ export function App() {
           <a href="#/usage/" aria-current={route.page === 'usage' ? 'page' : undefined}>
             Usage
           </a>
+          <a href="#/requests" aria-current={route.page === 'requests' ? 'page' : undefined}>
+            Requests
+          </a>
           <a href="#/audit" aria-current={route.page === 'audit' ? 'page' : undefined}>
             Audit log
           </a>
@@ -98,6 +102,7 @@ export function App() {
         {route.page === 'keys' && <KeysPage />}
         {route.page === 'accounts' && <AccountsPage account={route.account} />}
         {route.page === 'usage' && <UsagePage account={route.account} />}
+        {route.page === 'requests' && <RequestsPage />}
         {route.page === 'audit' && <AuditPage />}
       </main>
     </>
