@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import { z } from 'zod';
-import { exportUsage, USAGE_EXPORT_FORMATS, usageRecordFields } from '../usage/usage-export.js';
+import { exportUsage, exportUsageRollups, USAGE_EXPORT_FORMATS, usageRecordFields } from '../usage/usage-export.js';
 import { USAGE_CURSOR, type UsageRecord, type UsageRecordFilter, type UsageStore } from '../usage/usage-store.js';
 import { ADMIN_API_PATH } from './admin-auth.js';
 import { accountName, keyIdParameter, parseFields } from './key-fields.js';
@@ -45,6 +45,10 @@ const exportQuerySchema = z.strictObject({
   ...filterFields,
   since: sinceParameter,
   format: z.enum(USAGE_EXPORT_FORMATS, { error: FORMAT }),
+  rollups: z.enum(['hour', 'day'], { error: 'must be hour or day' }).optional(),
+}).refine((query) => query.rollups === undefined || (query.model === undefined && query.status === undefined), {
+  error: 'must be left out with model or status: the roll-ups are filtered by account, key and time only',
+  path: ['rollups'],
 });
 
 function recordFilter(query: z.output<z.ZodObject<typeof filterFields>>): UsageRecordFilter {
@@ -63,7 +67,7 @@ export const requestObject = (record: UsageRecord) => ({ object: 'request' as co
 
 export interface RequestLogRouterOptions {
   /** Where `usageRecorder()` writes the model calls' records: a store with `page` (`KnexUsageStore`, `MemoryUsageStore`). */
-  store: Pick<UsageStore, 'page'>;
+  store: Pick<UsageStore, 'page' | 'rollups'>;
 }
 
 /**
@@ -72,7 +76,8 @@ export interface RequestLogRouterOptions {
  * first, `limit` a page (1 to 100, default 20); `next_cursor` (or `null` on the last page) as
  * `cursor` gives the next, older page, by keyset: as fast on the last page as on the first. The
  * records are kept `USAGE_RETENTION_DAYS` (the reference server's sweep). `GET /requests/export?since=&until=&format=csv|jsonl`
- * (and the same filters) streams every record of the period, CSV or JSON Lines (`exportUsage()`).
+ * (and the same filters) streams every record of the period, CSV or JSON Lines (`exportUsage()`); with
+ * `rollups=hour|day`, the roll-ups of the period instead (`exportUsageRollups()`).
  * 400 naming the parameter for a bad one.
  * @example app.use(requestLogRouter({ store: new KnexUsageStore(knex) }).routes())
  */
@@ -87,11 +92,12 @@ export function requestLogRouter(options: RequestLogRouterOptions): Router {
   });
   router.get('/requests/export', async function exportRequests(ctx) {
     const query = parseFields(exportQuerySchema, { ...ctx.query });
-    const lines = exportUsage(store, recordFilter(query), query.format);
+    const filter = recordFilter(query);
+    const lines = query.rollups === undefined ? exportUsage(store, filter, query.format) : exportUsageRollups(store, query.rollups, filter, query.format);
     // The first page read before the answer starts: a store that is down is a 503, not an empty export.
     const first = await lines.next();
     ctx.type = query.format === 'csv' ? 'text/csv' : 'application/jsonl';
-    ctx.attachment(`usage.${query.format}`);
+    ctx.attachment(`usage${query.rollups === undefined ? '' : `-${query.rollups}`}.${query.format}`);
     ctx.body = Readable.from(
       (async function* () {
         if (first.done !== true) yield `${first.value}\n`;

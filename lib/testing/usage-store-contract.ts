@@ -324,4 +324,54 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     const [first] = (await store.page({ until: T0 + 100 }, { limit: 1 })).records;
     t.deepEqual(first, records[10], 'every field as written');
   });
+
+  test(`${name}: rollups walks the hourly and daily roll-up rows oldest first, a page at a time, each the sum of its records`, async (t) => {
+    const store = await makeStore();
+    if (store.rollups === undefined) return void t.is(store.rollups, undefined, 'a store without roll-up exports');
+    const HOUR = 3_600_000;
+    const start = Date.parse('2030-03-01T00:00:00.000Z');
+    const records = Array.from({ length: 40 }, (_, i) =>
+      usageRecord({
+        time: start + ((i * 7) % 50) * HOUR + i,
+        account: i % 3 === 0 ? 'globex' : 'acme',
+        keyId: `key_${i % 2}`,
+        model: i % 5 === 0 ? null : 'echo-1',
+        status: i % 4 === 0 ? 429 : 200,
+        inputTokens: i,
+        costPicoUsd: i * 1000,
+      }),
+    );
+    await store.insert(records.slice(0, 25));
+    await store.insert(records.slice(25));
+    for (const period of ['hour', 'day'] as const) {
+      const unit = period === 'hour' ? HOUR : 24 * HOUR;
+      const filter = { account: 'acme', since: start + 1, until: start + 30 * HOUR };
+      // Periods that start in [since, until): since rounded up to a whole period, as until.
+      const [first, end] = [Math.ceil(filter.since / unit) * unit, Math.ceil(filter.until / unit) * unit];
+      const expected = new Map<string, { requests: number; inputTokens: number; costPicoUsd: bigint }>();
+      for (const record of records) {
+        const period = record.time - (record.time % unit);
+        if (record.account !== 'acme' || period < first || period >= end) continue;
+        const id = JSON.stringify([period, record.account, record.keyId, record.model ?? '', record.endpoint, record.status]);
+        const sum = expected.get(id) ?? { requests: 0, inputTokens: 0, costPicoUsd: 0n };
+        expected.set(id, { requests: sum.requests + 1, inputTokens: sum.inputTokens + record.inputTokens, costPicoUsd: sum.costPicoUsd + BigInt(record.costPicoUsd) });
+      }
+      const walked: string[] = [];
+      let after: Parameters<NonNullable<UsageStore['rollups']>>[2]['after'];
+      for (;;) {
+        const rows = await store.rollups(period, filter, { limit: 3, ...(after === undefined ? {} : { after }) });
+        t.true(rows.length <= 3);
+        for (const row of rows) {
+          const id = JSON.stringify([row.period, row.account, row.keyId, row.model ?? '', row.endpoint, row.status]);
+          walked.push(id);
+          t.deepEqual({ requests: row.requests, inputTokens: row.inputTokens, costPicoUsd: row.costPicoUsd }, expected.get(id), id);
+        }
+        if (rows.length < 3) break;
+        after = rows.at(-1);
+      }
+      t.deepEqual([...walked].sort(), [...expected.keys()].sort(), `${period}: each row once`);
+      const periods = walked.map((id) => JSON.parse(id)[0] as number);
+      t.deepEqual(periods, [...periods].sort((a, b) => a - b), `${period}: oldest first`);
+    }
+  });
 }

@@ -1,5 +1,5 @@
 import { usdOfPico } from '../picodollars.js';
-import type { UsageRecord, UsageRecordFilter, UsageStore } from './usage-store.js';
+import type { UsageFilter, UsageRecord, UsageRecordFilter, UsageRollup, UsageRollupKey, UsageStore } from './usage-store.js';
 
 export type UsageExportFormat = 'csv' | 'jsonl';
 
@@ -42,6 +42,53 @@ const csvField = (value: unknown) => {
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 };
 
+/** A roll-up row's fields as the exports name them. */
+const rollupFields = (row: UsageRollup) => ({
+  period: new Date(row.period).toISOString(),
+  account: row.account,
+  key_id: row.keyId,
+  model: row.model,
+  endpoint: row.endpoint,
+  status: row.status,
+  requests: row.requests,
+  input_tokens: row.inputTokens,
+  output_tokens: row.outputTokens,
+  cost_usd: usdOfPico(row.costPicoUsd),
+});
+
+const ROLLUP_COLUMNS = ['period', 'account', 'key_id', 'model', 'endpoint', 'status', 'requests', 'input_tokens', 'output_tokens', 'cost_usd'] as const;
+
+/** One exported line of `fields`: CSV in `columns`' order, or a JSON object. */
+const line = <Fields extends Record<string, unknown>>(fields: Fields, columns: ReadonlyArray<keyof Fields>, format: UsageExportFormat) =>
+  format === 'csv' ? columns.map((column) => csvField(fields[column])).join(',') : JSON.stringify(fields);
+
+/**
+ * The hourly or daily roll-ups (`period`) of `filter` (its account, key, `since` and `until`),
+ * oldest first, one line each, as `exportUsage` writes the records: the figures per period,
+ * account, key, model, endpoint and status, kept longer than the records. A page of `pageSize`
+ * at a time (`UsageStore.rollups`).
+ * @example for await (const line of exportUsageRollups(store, 'day', { since, until }, 'csv')) out.write(`${line}\n`)
+ */
+export async function* exportUsageRollups(
+  store: Pick<UsageStore, 'rollups'>,
+  period: 'hour' | 'day',
+  filter: UsageFilter & { until?: number },
+  format: UsageExportFormat,
+  { pageSize = 1000 }: { pageSize?: number } = {},
+): AsyncGenerator<string> {
+  if (store.rollups === undefined) throw new TypeError('koa-model-gateway: exportUsageRollups() needs a UsageStore with rollups()');
+  let after: UsageRollupKey | undefined;
+  let header = format === 'csv';
+  for (;;) {
+    const rows = await store.rollups(period, filter, { limit: pageSize, ...(after === undefined ? {} : { after }) });
+    if (header) yield ROLLUP_COLUMNS.join(',');
+    header = false;
+    for (const row of rows) yield line(rollupFields(row), ROLLUP_COLUMNS, format);
+    if (rows.length < pageSize) return;
+    after = rows.at(-1);
+  }
+}
+
 /**
  * The usage records of `filter` (a `since` and an `until` bound it), newest first, one line each
  * (without its line break): CSV with a header line first, or JSON Lines; times in ISO 8601 (UTC).
@@ -66,7 +113,7 @@ export async function* exportUsage(
     header = false;
     for (const record of page.records) {
       const fields: ExportedRecord = { ...usageRecordFields(record), time: new Date(record.time).toISOString() };
-      yield format === 'csv' ? COLUMNS.map((column) => csvField(fields[column])).join(',') : JSON.stringify(fields);
+      yield line(fields, COLUMNS, format);
     }
     cursor = page.nextCursor ?? undefined;
   } while (cursor !== undefined);

@@ -88,6 +88,24 @@ export interface UsagePage {
 /** The shape of a `UsagePage`'s cursor: a record's time and its place in the store's order. */
 export const USAGE_CURSOR = /^\d{1,15}_\d{1,15}$/;
 
+/** The records of one hour or UTC day, account, key, model, endpoint and status, summed: a roll-up row. */
+export interface UsageRollup {
+  /** Unix ms of the start of the hour or UTC day. */
+  period: number;
+  account: string;
+  keyId: string;
+  model: string | null;
+  endpoint: string;
+  status: number;
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+  costPicoUsd: bigint;
+}
+
+/** Where `UsageStore.rollups` reads on from: the roll-up row last read. */
+export type UsageRollupKey = Pick<UsageRollup, 'period' | 'account' | 'keyId' | 'model' | 'endpoint' | 'status'>;
+
 /** What `UsageStore.prune` removes, each a Unix ms. */
 export interface UsagePruning {
   /** The records from before it. */
@@ -128,6 +146,12 @@ export interface UsageStore {
    * last page as on the first.
    */
   page?(filter: UsageRecordFilter, page: { limit: number; cursor?: string }): Promise<UsagePage>;
+  /**
+   * At most `limit` of the hourly or daily roll-up rows of `filter`'s account and key whose period
+   * starts in [`since`, `until`), oldest first, then by account, key, model, endpoint and status,
+   * after the row `after` (the last of the previous call): what an export of the roll-ups reads.
+   */
+  rollups?(period: 'hour' | 'day', filter: UsageFilter & { until?: number }, page: { limit: number; after?: UsageRollupKey }): Promise<UsageRollup[]>;
 }
 
 /** The UTC day of a record, as `summarize(…, 'day')` groups it. */

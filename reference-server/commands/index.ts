@@ -22,9 +22,10 @@ Commands:
   usage [--account <id>] [--key <key-id>] [--since <iso-time>] [--by day|model|key]
                                         requests (answered: 2xx; refused: 4xx, 5xx), tokens and cost (USD)
                                         of model calls: totals, and rows per UTC day (default), model or key
-  usage export --since <iso-time> [--until <iso-time>] [--format csv|jsonl] [--account <id>]
+  usage export --since <iso-time> [--until <iso-time>] [--format csv|jsonl] [--account <id>] [--rollups hour|day]
                                         every model call's usage record of the period, one a line, newest first
-                                        (CSV with a header, the default, or JSON Lines)
+                                        (CSV with a header, the default, or JSON Lines); with --rollups, the
+                                        hourly or daily figures per account, key, model, endpoint and status
 
 Options:
   --json                                print one JSON document

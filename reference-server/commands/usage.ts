@@ -1,4 +1,4 @@
-import { exportUsage, USAGE_EXPORT_FORMATS, usageReport, type UsageExportFormat, type UsageGrouping, type UsageQuery } from 'koa-model-gateway/usage';
+import { exportUsage, exportUsageRollups, USAGE_EXPORT_FORMATS, usageReport, type UsageExportFormat, type UsageGrouping, type UsageQuery } from 'koa-model-gateway/usage';
 import { KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { KEY_ID_RULE, keyIdParameter } from '../../lib/admin/key-fields.js';
 import { totalsJson } from '../../lib/admin/usage-query.js';
@@ -45,12 +45,18 @@ export async function usageCommand(args: string[], io: CommandIo): Promise<numbe
   return 0;
 }
 
-/** `usage export --since --until --format csv|jsonl`: every usage record of the period, one a line (`exportUsage`). */
+/** `usage export --since --until --format csv|jsonl [--rollups hour|day]`: every usage record (or roll-up row) of the period, one a line (`exportUsage`). */
 async function usageExportCommand(args: string[], io: CommandIo): Promise<number> {
-  const { values } = parseCommand(args, { since: { type: 'string' }, until: { type: 'string' }, format: { type: 'string' }, account: { type: 'string' } }, 0);
+  const { values } = parseCommand(
+    args,
+    { since: { type: 'string' }, until: { type: 'string' }, format: { type: 'string' }, account: { type: 'string' }, rollups: { type: 'string' } },
+    0,
+  );
   if (values.since === undefined) throw new UsageError('--since is required: the start of the period to export');
   const format = values.format ?? 'csv';
   if (!(USAGE_EXPORT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`--format must be csv or jsonl, got '${format}'`);
+  const { rollups } = values;
+  if (rollups !== undefined && rollups !== 'hour' && rollups !== 'day') throw new UsageError(`--rollups must be hour or day, got '${rollups}'`);
   const filter = {
     since: parseTime('--since', values.since),
     ...(values.until === undefined ? {} : { until: parseTime('--until', values.until) }),
@@ -58,7 +64,9 @@ async function usageExportCommand(args: string[], io: CommandIo): Promise<number
   };
   const config = await loadConfigWithModules(io.env);
   await withDatabase(config, async ({ knex }) => {
-    for await (const line of exportUsage(new KnexUsageStore(knex), filter, format as UsageExportFormat)) io.out(line);
+    const store = new KnexUsageStore(knex);
+    const lines = rollups === undefined ? exportUsage(store, filter, format as UsageExportFormat) : exportUsageRollups(store, rollups, filter, format as UsageExportFormat);
+    for await (const line of lines) io.out(line);
   });
   return 0;
 }

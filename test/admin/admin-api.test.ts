@@ -642,6 +642,12 @@ for (const [name, gated, database] of deployments) {
     t.deepEqual(rows.map((row) => row.split(',').slice(0, 2)), [3, 2, 1, 0].map((i) => [`req_older_${i}`, new Date(base + Math.floor(i / 2) * 1000).toISOString()]));
     const jsonl = await exported(`since=${base / 1000}&format=jsonl&status=429`);
     t.deepEqual(jsonl.text.trimEnd().split('\n').map((line) => (JSON.parse(line) as { request_id: string }).request_id), ['req_older_3']);
+    // Or their daily roll-ups: one row per day, account, key, model, endpoint and status.
+    const daily = await exported(`since=${base / 1000 - 86_400}&account=acme&rollups=day&format=jsonl`);
+    const rollups = daily.text.trimEnd().split('\n').map((row) => JSON.parse(row) as { status: number; requests: number; model: string });
+    t.is(rollups.reduce((sum, row) => sum + row.requests, 0), 6, 'the call and the five records');
+    t.deepEqual(rollups.filter((row) => row.status === 429).map((row) => [row.model, row.requests]), [['test-model', 1]]);
+    t.is((await exported(`since=${base / 1000}&rollups=day&status=429&format=csv`)).status, 400, 'the roll-ups know no status filter');
     t.is((await exported('format=csv')).status, 400, 'a period starts somewhere');
     t.is((await exported(`since=${base / 1000}&format=xml`)).status, 400);
     for (const bad of ['limit=0', 'limit=101', 'status=99', 'status=600', 'cursor=abc', 'until=soon', 'model=', 'colour=red', 'status=200&status=429']) {

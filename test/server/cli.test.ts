@@ -428,6 +428,12 @@ test('usage export writes every record of the period, newest first: CSV with a h
       ['req_second', null, 429],
     ],
   );
+  const daily = await run(['usage', 'export', '--since', '2030-01-15', '--until', '2030-01-16', '--rollups', 'day'], env);
+  t.deepEqual(daily.out.split('\n').map((row) => row.split(',').slice(0, 2).concat(row.split(',').slice(-4, -3))), [
+    ['period', 'account', 'requests'],
+    ['2030-01-15T00:00:00.000Z', 'acme', '1'],
+    ['2030-01-15T00:00:00.000Z', '"acme', '1'],
+  ]);
   await t.throwsAsync(run(['usage', 'export', '--format', 'csv'], env), { instanceOf: UsageError, message: '--since is required: the start of the period to export' });
   await t.throwsAsync(run(['usage', 'export', '--since', '2030-01-15', '--format', 'xml'], env), { instanceOf: UsageError, message: "--format must be csv or jsonl, got 'xml'" });
 });

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import { usageDay, type UsageFilter, type UsageGrouping, type UsagePage, type UsagePruning, type UsageRecord, type UsageRecordFilter, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
-import { mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
+import { usageDay, type UsageFilter, type UsageGrouping, type UsagePage, type UsagePruning, type UsageRecord, type UsageRecordFilter, type UsageRollup, type UsageRollupKey, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+import { DAY_MS, HOUR_MS, mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
 import { SqliteWriterGoneError, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { wholeLowerBound, wholeMs } from './whole-times.js';
@@ -211,6 +211,39 @@ export class KnexUsageStore implements UsageStore {
     const kept = rows.slice(0, page.limit);
     const last = kept.at(-1);
     return { records: kept.map(toRecord), nextCursor: rows.length > page.limit && last !== undefined ? `${Number(last.time)}_${Number(last.seq)}` : null };
+  }
+
+  /** A range of the roll-up's primary key: (period, account, key_id, model, endpoint, status). */
+  async rollups(period: 'hour' | 'day', filter: UsageFilter & { until?: number }, page: { limit: number; after?: UsageRollupKey }): Promise<UsageRollup[]> {
+    const hourly = period === 'hour';
+    const column = hourly ? 'hour' : 'day';
+    // The period as the table keeps it: Unix ms of the hour, or the UTC date.
+    const stored = (ms: number) => (hourly ? ms : usageDay(ms));
+    const unit = hourly ? HOUR_MS : DAY_MS;
+    const query = this.#narrowed(hourly ? HOURLY : DAILY, filter).select('*');
+    if (filter.since !== undefined) query.where(column, '>=', stored(Math.ceil(filter.since / unit) * unit));
+    if (filter.until !== undefined) query.where(column, '<', stored(Math.ceil(filter.until / unit) * unit));
+    const { after } = page;
+    if (after !== undefined) {
+      query.whereRaw(`(${column}, account, key_id, model, endpoint, status) > (?, ?, ?, ?, ?, ?)`, [
+        stored(after.period), after.account, after.keyId, after.model ?? '', after.endpoint, after.status,
+      ]);
+    }
+    const rows = (await withinTimeout(this.#timeoutMs, async () =>
+      query.orderBy([column, 'account', 'key_id', 'model', 'endpoint', 'status']).limit(page.limit),
+    )) as Array<{ hour?: number | string; day: string; account: string; key_id: string; model: string; endpoint: string; status: number; requests: number | string; input_tokens: number | string; output_tokens: number | string; cost_picousd: number | string }>;
+    return rows.map((row) => ({
+      period: hourly ? Number(row.hour) : Date.parse(row.day),
+      account: row.account,
+      keyId: row.key_id,
+      model: row.model === '' ? null : row.model,
+      endpoint: row.endpoint,
+      status: row.status,
+      requests: Number(row.requests),
+      inputTokens: Number(row.input_tokens),
+      outputTokens: Number(row.output_tokens),
+      costPicoUsd: BigInt(row.cost_picousd),
+    }));
   }
 
   /**

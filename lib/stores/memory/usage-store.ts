@@ -1,5 +1,5 @@
-import { mergeUsageRows, usageHour, usageSpans } from '../../usage/usage-rollups.js';
-import { usageDay, type UsageFilter, type UsageGrouping, type UsagePage, type UsagePruning, type UsageRecord, type UsageRecordFilter, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+import { DAY_MS, HOUR_MS, mergeUsageRows, usageHour, usageSpans } from '../../usage/usage-rollups.js';
+import { usageDay, type UsageFilter, type UsageGrouping, type UsagePage, type UsagePruning, type UsageRecord, type UsageRecordFilter, type UsageRollup, type UsageRollupKey, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
 
 const matches = (record: UsageRecord, filter: UsageFilter) =>
   (filter.account === undefined || record.account === filter.account) &&
@@ -14,6 +14,7 @@ interface Rollup {
   account: string;
   keyId: string;
   model: string | null;
+  endpoint: string;
   status: number;
   requests: number;
   inputTokens: number;
@@ -31,14 +32,24 @@ function addTo(rollups: Map<string, Rollup>, id: unknown[], record: UsageRecord,
   const key = JSON.stringify(id);
   let rollup = rollups.get(key);
   if (rollup === undefined) {
-    const { account, keyId, model, status } = record;
-    rollup = { hour, day: usageDay(record.time), account, keyId, model, status, requests: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
+    const { account, keyId, model, endpoint, status } = record;
+    rollup = { hour, day: usageDay(record.time), account, keyId, model, endpoint, status, requests: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
     rollups.set(key, rollup);
   }
   rollup.requests += 1;
   rollup.inputTokens += record.inputTokens;
   rollup.outputTokens += record.outputTokens;
   rollup.costPicoUsd += BigInt(record.costPicoUsd);
+}
+
+/** The order of roll-up rows: by period, then account, key, model (calls without one first, as '' sorts), endpoint and status. */
+function compareRollupKeys(a: UsageRollupKey, b: UsageRollupKey): number {
+  const tuple = (key: UsageRollupKey) => [key.period, key.account, key.keyId, key.model ?? '', key.endpoint, key.status] as const;
+  const [x, y] = [tuple(a), tuple(b)];
+  for (let index = 0; index < x.length; index++) {
+    if (x[index] !== y[index]) return (x[index] as string | number) < (y[index] as string | number) ? -1 : 1;
+  }
+  return 0;
 }
 
 /** Sums rows (records, each one request, or roll-ups) by `by` and `thenBy`. */
@@ -123,6 +134,18 @@ export class MemoryUsageStore implements UsageStore {
       records: kept.map(({ record }) => ({ ...record })),
       nextCursor: matching.length > page.limit && last !== undefined ? `${last.record.time}_${last.seq}` : null,
     };
+  }
+
+  async rollups(period: 'hour' | 'day', filter: UsageFilter & { until?: number }, page: { limit: number; after?: UsageRollupKey }): Promise<UsageRollup[]> {
+    const unit = period === 'hour' ? HOUR_MS : DAY_MS;
+    const since = filter.since === undefined ? -Infinity : Math.ceil(filter.since / unit) * unit;
+    const until = filter.until === undefined ? Infinity : Math.ceil(filter.until / unit) * unit;
+    const rows = [...(period === 'hour' ? this.#hourly : this.#daily).values()]
+      .filter((rollup) => (filter.account === undefined || rollup.account === filter.account) && (filter.keyId === undefined || rollup.keyId === filter.keyId))
+      .map(({ hour, day, ...rollup }) => ({ period: period === 'hour' ? hour : Date.parse(day), ...rollup }))
+      .filter((row) => row.period >= since && row.period < until && (page.after === undefined || compareRollupKeys(row, page.after) > 0))
+      .sort(compareRollupKeys);
+    return rows.slice(0, page.limit);
   }
 
   async prune({ recordsBefore, rollupsBefore, limit = 1000 }: UsagePruning): Promise<number> {
