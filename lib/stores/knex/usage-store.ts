@@ -147,6 +147,9 @@ function toRecord(row: UsageRowDb): UsageRecord {
  * when the recorder tries it again. On SQLite, better-sqlite3 runs an insert through Knex on the
  * event loop, which no other request uses meanwhile: give the store a `sqliteWriter` as
  * `preparedWrites`, which runs it on a thread of its own, or the recorder a small `maxBatch`.
+ * The migrations' trigger adds each insert to the roll-ups `kmg_usage_hourly` and
+ * `kmg_usage_daily` in its transaction; `summarize` reads them (`usageSpans()`), on SQLite through
+ * a `sqliteReader` given as `reportReads`, off the event loop.
  * @example usageRecorder({ store: new KnexUsageStore(knex) })
  */
 export class KnexUsageStore implements UsageStore {
