@@ -1,7 +1,8 @@
 /**
  * Proxy: what a gateway adds to a model call (issues 18 and 34), measured as an outsider measures
  * it. A mock provider (bench/servers/mock-upstream.ts, on the load core) answers Chat Completions,
- * Messages and the Responses API; in front of it, in one run, interleaved round by round: nothing
+ * Messages, the Responses API and embeddings (BENCH_PROXY_ROUTES=embeddings: a native call, never
+ * streamed); in front of it, in one run, interleaved round by round: nothing
  * (straight to the mock), the floor (bare Koa + one undici Pool that parses the request and the
  * answer and rewrites `model` in both, piping event streams), and the reference server started as
  * a user starts it (`node dist/reference-server/cli.js serve`, LOG_LEVEL=info to a pipe, the
@@ -52,13 +53,14 @@ const SOCKET_CHUNK_BYTES = 65_536;
 const RPM = 1_000_000_000;
 const TPM = 1_000_000_000_000;
 
-type RouteName = 'chat' | 'messages' | 'translated' | 'responses';
+type RouteName = 'chat' | 'messages' | 'translated' | 'responses' | 'embeddings';
 
 interface Route {
   name: RouteName;
   path: string;
   json: Buffer;
-  stream: Buffer;
+  /** Undefined for an endpoint that never streams (embeddings). */
+  stream: Buffer | undefined;
   /** Matches one text delta of the stream, however a gateway re-serialises it. */
   delta: RegExp;
   /** The format the client speaks: its SDK's headers, and Portkey's provider. */
@@ -67,8 +69,9 @@ interface Route {
   translated: boolean;
 }
 
-function route(name: RouteName, path: string, body: Record<string, unknown>, delta: RegExp, provider: Route['provider'], translated = false): Route {
-  return { name, path, json: Buffer.from(JSON.stringify(body)), stream: Buffer.from(JSON.stringify({ ...body, stream: true })), delta, provider, translated };
+function route(name: RouteName, path: string, body: Record<string, unknown>, delta: RegExp, provider: Route['provider'], translated = false, streams = true): Route {
+  const stream = streams ? Buffer.from(JSON.stringify({ ...body, stream: true })) : undefined;
+  return { name, path, json: Buffer.from(JSON.stringify(body)), stream, delta, provider, translated };
 }
 
 const SAY_HELLO = [{ role: 'user', content: 'Say hello.' }];
@@ -80,10 +83,12 @@ const ROUTES: Route[] = [
   // Chat Completions as it is: it is there to be compared with the native call of the same case.
   route('translated', '/v1/chat/completions', { model: 'bench-claude', messages: SAY_HELLO, max_tokens: 16 }, CHAT_DELTA, 'openai', true),
   route('responses', '/v1/responses', { model: 'bench-gpt', input: 'Say hello.', max_output_tokens: 16 }, /"delta":\s*"tok"/g, 'openai'),
+  // As the openai SDK asks by default: base64. Passed through natively; never streamed.
+  route('embeddings', '/v1/embeddings', { model: 'bench-embed', input: 'Say hello.', encoding_format: 'base64' }, /$^/g, 'openai', false, false),
 ];
-const DEFAULT_ROUTES: RouteName[] = ['chat', 'messages', 'translated'];
+const DEFAULT_ROUTES: RouteName[] = ['chat', 'messages', 'translated', 'embeddings'];
 /** Catalog id → the mock's model name: the reference server's catalog and the floor's rewrite. */
-const UPSTREAM_MODELS = { 'bench-gpt': 'mock-gpt', 'bench-claude': 'mock-claude' };
+const UPSTREAM_MODELS = { 'bench-gpt': 'mock-gpt', 'bench-claude': 'mock-claude', 'bench-embed': 'mock-embed' };
 
 /** The names a comma-separated variable lists (`defaults` when unset), refusing unknown ones. */
 function chosen<T extends string>(variable: string, all: readonly T[], defaults: readonly T[] = all): T[] {
@@ -99,13 +104,16 @@ function chosen<T extends string>(variable: string, all: readonly T[], defaults:
  * `bare`: the floor; `bare-pipe`: the floor passing answers back unparsed (the floor before issue
  * 34); `gateway`: the reference server with `modelLimits` and METRICS_PORT (the headline case);
  * `gateway-plain`: without them; `tracing`: the headline case exporting every trace to a local
- * sink; `postgres`: the headline case on PostgreSQL + Redis; `portkey`: Portkey's gateway.
+ * sink; `postgres`: the headline case on PostgreSQL + Redis; `cache-hit`: the headline case with
+ * every call asking for the response cache (`Cache-Control: max-age`), so that every call after
+ * the first of each endpoint is a hit (its streams replay the JSON answer: their deltas are not
+ * the 1,000 of the upstream's, and are left out); `portkey`: Portkey's gateway.
  */
-const CASE_KINDS = ['bare', 'bare-pipe', 'gateway', 'gateway-plain', 'tracing', 'postgres', 'portkey'] as const;
+const CASE_KINDS = ['bare', 'bare-pipe', 'gateway', 'gateway-plain', 'tracing', 'postgres', 'cache-hit', 'portkey'] as const;
 type CaseKind = (typeof CASE_KINDS)[number] | 'direct';
-type ReferenceKind = Extract<CaseKind, 'gateway' | 'gateway-plain' | 'tracing' | 'postgres'>;
-const DEFAULT_CASES: CaseKind[] = ['bare', 'gateway', 'gateway-plain', 'tracing', 'portkey'];
-const isReference = (kind: CaseKind): kind is ReferenceKind => kind === 'gateway' || kind === 'gateway-plain' || kind === 'tracing' || kind === 'postgres';
+type ReferenceKind = Extract<CaseKind, 'gateway' | 'gateway-plain' | 'tracing' | 'postgres' | 'cache-hit'>;
+const DEFAULT_CASES: CaseKind[] = ['bare', 'gateway', 'gateway-plain', 'tracing', 'cache-hit', 'portkey'];
+const isReference = (kind: CaseKind): kind is ReferenceKind => kind === 'gateway' || kind === 'gateway-plain' || kind === 'tracing' || kind === 'postgres' || kind === 'cache-hit';
 
 interface Case {
   kind: CaseKind;
@@ -164,6 +172,7 @@ function catalogConfig(mock: Service) {
     models: [
       { id: 'bench-gpt', provider: 'mock-openai', upstreamModel: UPSTREAM_MODELS['bench-gpt'] },
       { id: 'bench-claude', provider: 'mock-anthropic', upstreamModel: UPSTREAM_MODELS['bench-claude'] },
+      { id: 'bench-embed', provider: 'mock-openai', upstreamModel: UPSTREAM_MODELS['bench-embed'], type: 'embeddings' },
     ],
   };
 }
@@ -188,6 +197,7 @@ const REFERENCE_NAMES: Record<ReferenceKind, string> = {
   'gateway-plain': 'reference server, no modelLimits, no METRICS_PORT',
   tracing: 'reference server, modelLimits + METRICS_PORT + traces',
   postgres: 'reference server, PostgreSQL + Redis, modelLimits + METRICS_PORT',
+  'cache-hit': 'reference server, modelLimits + METRICS_PORT, every call a cache hit',
 };
 
 /**
@@ -224,7 +234,9 @@ async function referenceCase(
   const metricsPort = limited ? await freePort() : 0;
   if (limited) env.METRICS_PORT = String(metricsPort);
   if (kind === 'tracing' && sink) env.OTEL_EXPORTER_OTLP_ENDPOINT = sink.url;
-  const c = newCase(kind, REFERENCE_NAMES[kind], await deployment.serve({ env }), clientHeaders(key), baseline, deployment);
+  const headers = clientHeaders(key);
+  const cached = (r: Route) => ({ ...headers(r), 'cache-control': 'max-age=86400' });
+  const c = newCase(kind, REFERENCE_NAMES[kind], await deployment.serve({ env }), kind === 'cache-hit' ? cached : headers, baseline, deployment);
   return limited ? { c, everything: { c, metricsPort } } : { c };
 }
 
@@ -346,13 +358,14 @@ async function probe(c: Case, routes: Route[], notes: string[]): Promise<void> {
         continue;
       }
       c.answers.add(r.name);
+      if (r.stream === undefined) continue;
       const streamed = await call(client, r.path, c.headers(r), r.stream);
       const relayed = deltas(r, streamed.text);
       if (streamed.status === 200 && relayed === STREAM_EVENTS) c.streams.add(r.name);
       else notes.push(`${c.name}: ${r.path} streams left out: ${streamed.status}, ${relayed} of ${STREAM_EVENTS} deltas relayed ${streamed.text.slice(0, 160)}`);
     }
   });
-  if (c.kind === 'direct' && c.streams.size < routes.length) throw new Error(`bench: the mock upstream does not answer as it should: ${notes.join('; ')}`);
+  if (c.kind === 'direct' && c.streams.size < routes.filter((r) => r.stream !== undefined).length) throw new Error(`bench: the mock upstream does not answer as it should: ${notes.join('; ')}`);
 }
 
 /** Requests one at a time over one keep-alive connection: latency percentiles (ms), and when. */
@@ -390,17 +403,24 @@ async function ownTimes(c: Case, r: Route, runs: Figures[]): Promise<void> {
   }
 }
 
+/** The streamed body of an endpoint that streams. */
+function streamBody(r: Route): Buffer {
+  if (r.stream === undefined) throw new Error(`bench: ${r.path} never streams`);
+  return r.stream;
+}
+
 /** 1,000-event streams one at a time over one keep-alive connection: first byte, last byte, server CPU per stream. */
 function relay(c: Case, r: Route): Promise<StreamFigures & { failures: number }> {
   return connected(c, async (client) => {
     const headers = c.headers(r);
-    await call(client, r.path, headers, r.stream);
+    const stream = streamBody(r);
+    await call(client, r.path, headers, stream);
     const firstBytes: number[] = [];
     const totals: number[] = [];
     let failures = 0;
     const cpuBefore = cpuMicros(c.service.pid);
     for (let index = 0; index < STREAMS; index++) {
-      const answer = await call(client, r.path, headers, r.stream);
+      const answer = await call(client, r.path, headers, stream);
       if (answer.status !== 200 || deltas(r, answer.text) !== STREAM_EVENTS) failures++;
       firstBytes.push(answer.firstByteMs);
       totals.push(answer.totalMs);
@@ -420,7 +440,7 @@ async function holdStreams(c: Case, r: Route, mock: Service): Promise<Held> {
   setMaxListeners(HELD_STREAMS + 1, signal);
   const ends: Promise<unknown>[] = [];
   const open = async () => {
-    const { statusCode, body } = await pool.request({ path: r.path, method: 'POST', headers: c.headers(r), body: r.stream, signal });
+    const { statusCode, body } = await pool.request({ path: r.path, method: 'POST', headers: c.headers(r), body: streamBody(r), signal });
     const firstEvent = new Promise((resolve, reject) => {
       body.once('data', resolve);
       body.once('error', reject);
@@ -589,6 +609,10 @@ function report(rows: Row[], held: Map<Case, Held>, first: Route): string[] {
       if (kind === 'tracing') {
         // Traces cost what exporting every span costs: measured beside the same server without them, no target.
         return [target('traces on: CPU per chat call vs the same server without traces', ratios(chat, find('chat', 'gateway', baseline), cpu), times)];
+      }
+      if (kind === 'cache-hit') {
+        // Issue 49: a hit sends nothing upstream, so it must cost less than the floor's proxied call.
+        return [target('cache hit: CPU per chat call < the floor', ratios(chat, floor(chat), cpu), times, (value) => value < 1)];
       }
       return [
         target('server CPU per chat call ≤ 2x the floor', ratios(chat, floor(chat), cpu), times, (value) => value <= 2),

@@ -1,6 +1,9 @@
 import type { AdminSession } from './admin/admin-session-store.js';
+import type { AdminRole, AdminUser } from './admin/admin-user-store.js';
 import type { AuditEvent } from './admin/audit-store.js';
+import type { KeyCache } from './auth/key-store.js';
 import type { Scope } from './auth/scopes.js';
+import type { Dialect } from './errors/request-dialect.js';
 import type { JsonObject } from './http/json-body.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint } from './models/provider.js';
 import type { ModelLimits } from './quota/model-limits.js';
@@ -10,6 +13,8 @@ import type { ModelLimits } from './quota/model-limits.js';
 
 declare module 'koa' {
   interface DefaultState {
+    /** Set by `requestDialect()`, which `gatewayErrors()` runs: the API the request speaks. */
+    dialect?: Dialect;
     /** Set by `openAIErrors()` / `anthropicErrors()`: the id of this request, `req_` + 32 alphanumerics. */
     requestId?: string;
     /** Set by `apiKey()`. */
@@ -38,14 +43,23 @@ export interface VerifiedKey {
   limits?: Readonly<ModelLimits>;
   /** On a replacement, the first key of its rotations: its budgets count the spend of them all. */
   originalId?: string;
+  /** The key's MCP grant: globs over `{server}/{tool}`; absent when it has none (no tool). */
+  mcpTools?: readonly string[];
+  /** The key's own response caching; absent when it has none (its models' settings apply). */
+  cache?: Readonly<KeyCache>;
 }
+
 
 /** What `adminAuth()` puts on `ctx.state.admin`. */
 export interface VerifiedAdmin {
-  /** The admin token's id: every change is logged with it. */
-  tokenId: string;
-  /** What the admin token's creator called it; `null` when unnamed. */
+  /** The admin token's id (every change is logged with it); `null` for a person signed in through the OIDC provider. */
+  tokenId: string | null;
+  /** What the admin token's creator called it; `null` when unnamed, or for a person. */
   tokenName: string | null;
+  /** The person signed in through the OIDC provider, when the request came with their session. */
+  user?: AdminUser;
+  /** What the request may do: `admin` for an admin token, the user's role for a person. */
+  role: AdminRole;
   /** The dashboard session the request came with, when it came with one rather than the token. */
   session?: AdminSession;
 }
@@ -79,6 +93,8 @@ export interface ModelRequestState {
   attachments: number;
   /** The provider's format when it does not speak the endpoint's and the call is translated. */
   translatedTo?: ProviderEndpoint;
+  /** What translation left out of the client's request, by name (the answer's `x-kmg-omitted`); unset when nothing. */
+  omitted?: string[];
   /** Set when the key's limits refused the call (429): which of them. */
   limitedBy?: 'requests' | 'tokens' | 'budget';
   /** Tokens of the answer, from the upstream's own usage; 0 until its answer has ended, and when it reported none. */
@@ -94,6 +110,10 @@ export interface ModelRequestState {
   attempts: Array<{ provider: string; model: string; upstreamModel: string; outcome: 'ok' | 'failed' | 'refused' }>;
   /** The providers of the deployments whose failure in this call made them cool down. */
   cooldowns: string[];
+  /** How the call met the response cache (`hit`, `miss`, `bypass`, or `error`: a miss because the store failed); unset without one. */
+  cache?: 'hit' | 'miss' | 'bypass' | 'error';
+  /** On a hit, what the stored answer cost when it was made, in picodollars: what the hit saved. */
+  costSavedPicoUsd?: number;
   /** The deployments the call found cooling down, and until when (ms since the epoch); unset when it did not look. */
   cooling?: Array<{ deployment: string; until: number }>;
 }
@@ -135,4 +155,24 @@ export interface RequestTracing {
   /** The W3C trace id (32 hex digits) of the request's span; '' when there is none. */
   readonly traceId: string;
   attempt(start: AttemptStart): AttemptTrace;
+  /** An `execute_tool` span for one MCP `tools/call` (`mcpGateway()`), a child of the request's span. */
+  tool?(start: ToolCallStart): ToolCallTrace;
+}
+
+/** One MCP `tools/call` as a tracer is told of it when it starts. */
+export interface ToolCallStart {
+  /** The upstream server's id. */
+  server: string;
+  /** The tool's name on its server. */
+  tool: string;
+  /** The JSON-RPC id of the call. */
+  callId: string;
+}
+
+/** The trace of one MCP `tools/call`. */
+export interface ToolCallTrace {
+  /** The W3C trace context (`traceparent`, `tracestate`) of the call's span, to send upstream; empty when there is none. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The call is over: `errorType` set when it failed (`timeout`, `denied`, …). */
+  end(errorType?: string): void;
 }

@@ -8,6 +8,7 @@ import { dashboardRouter } from './dashboard.js';
 import type { Deployment } from './deployment.js';
 import { healthRouter } from './health.js';
 import { logAppError } from './logger.js';
+import { mcpEndpoint } from './mcp.js';
 import { openApiRouter } from './openapi.js';
 import { requestLog } from './request-log.js';
 import { securityHeaders } from './security-headers.js';
@@ -51,6 +52,7 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
     ...(deployment.config.gateway.upstreamMaxBytes !== undefined && { maxUpstreamBytes: deployment.config.gateway.upstreamMaxBytes }),
     budgets: deployment.budgets,
     routing: { ...routing, cooldown: { ...routing.cooldown, store: traced(deployment.cooldowns, 'CooldownStore') } },
+    cache: { store: traced(deployment.responseCache, 'ResponseCache') },
     usageRecorder: deployment.usageRecorder,
     ...(metrics && { metrics: metrics.metrics }),
     nowMs: deployment.nowMs,
@@ -67,12 +69,18 @@ export function createApp(deployment: Deployment, logger: Logger): Koa {
   // Every /v1 and /admin/v1 request is authenticated first, whether or not its route exists;
   // each with its own credentials, neither of which opens the other.
   app.use(underPath('/v1', apiKey({ store: traced(deployment.keys, 'KeyStore'), uses: deployment.keyUses, nowMs: deployment.nowMs })));
-  app.use(underPath('/admin/v1', admin.auth));
+  const mcp = mcpEndpoint(deployment, logger, traced);
+  // /mcp, with MCP servers configured: the same keys, their own scope (mcp:call) and grants.
+  if (mcp) app.use(underPath('/mcp', apiKey({ store: traced(deployment.keys, 'KeyStore'), uses: deployment.keyUses, nowMs: deployment.nowMs })));
+  // The audit trail first: it records, once the answer is made, what a session's opening (the
+  // OIDC provider's sign-in, which needs no credential) or an authenticated request did.
   app.use(underPath('/admin/v1', admin.audit));
+  if (admin.signIn) app.use(admin.signIn.routes());
+  for (const auth of admin.auth) app.use(underPath('/admin/v1', auth));
   // The API's routers first: a probe of /healthz may pass a router more, an API request may not.
   // The models router before the files router: a model call, the hot path, matches no other
   // router's routes (their paths are apart, so the order changes no answer).
-  for (const router of [models, files, ...admin.routers, dashboardRouter(logger), health, openApiRouter()]) {
+  for (const router of [models, ...(mcp ? [mcp] : []), files, ...admin.routers, dashboardRouter(logger), health, openApiRouter()]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

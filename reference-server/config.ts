@@ -7,6 +7,7 @@ import { createProvider, providerRegistry, type Provider, type ProviderRegistry 
 import {
   catalogModelSchema,
   checkCatalog,
+  httpBaseUrl,
   modelLimitsSchema,
   nonEmptyString,
   nonNegativeInteger,
@@ -19,7 +20,9 @@ import {
 } from 'koa-model-gateway/settings';
 import { parseS3Settings, type S3Settings } from './blob-config.js';
 import { ConfigError } from './config-error.js';
+import { dashboardFileSchema, dashboardSettings, type DashboardSettings } from './dashboard-config.js';
 import { BUILTIN_PROVIDER, DEFAULT_GATEWAY_CONFIG } from './default-config.js';
+import { mcpServersSchema, mcpSettingsSchema } from './mcp-config.js';
 import { importProviderKinds } from './provider-modules.js';
 
 type Environment = Readonly<Record<string, string | undefined>>;
@@ -99,16 +102,35 @@ const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
    * bytes (the model handlers' `maxUpstreamBytes`): one over it is a 502 naming the limit. Default 33,554,432 (32 MiB).
    */
   upstreamMaxBytes: positiveInteger.optional(),
+  /** How calls reserve their maximum cost against budgets (`SpendBudgetsOptions` of the library). */
+  budgets: settingsObject({
+    /** How long a call's reservation holds at most, in seconds: an instance that dies holds its calls' reservations no longer. Default 900. */
+    reservationTtlSeconds: positiveInteger.max(86_400, { error: 'must be a whole number of seconds from 1 to 86,400' }).default(900),
+    /** The output tokens reserved for a call that names no maximum. Default 4096. */
+    defaultMaxOutputTokens: positiveInteger.default(4096),
+    /** Whether a call to a model with no known price is refused (400 `model_unpriced`) when its key or account has a budget. Default false. */
+    refuseUnpriced: z.boolean({ error: 'must be true or false' }).default(false),
+  }).prefault({}),
+  /** Budget alerts: the webhooks told (besides ALERT_WEBHOOK_URL) and the thresholds, in percent of each budget. */
+  alerts: settingsObject({
+    webhooks: z.array(settingsObject({ url: httpBaseUrl, format: z.enum(['generic', 'slack'], { error: "must be 'generic' or 'slack'" }).default('generic') }), { error: ARRAY }).max(10).default([]),
+    thresholds: z.array(positiveInteger.max(1000, { error: 'must be whole percents from 1 to 1000' }), { error: ARRAY }).min(1).max(10).default([50, 80, 100]),
+  }).prefault({}),
   sweep: settingsObject({
     /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
     intervalSeconds: timerSeconds.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),
     /** How old a blob without metadata must be before the sweep removes it. */
     orphanGraceSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.orphanGraceSeconds),
   }).prefault({}),
+  /** Who signs in to the dashboard and for how long (dashboard-config.ts); the environment's settings win. */
+  dashboard: dashboardFileSchema,
   /** Modules that add provider kinds (`importProviderKinds()`), read by `loadConfigWithModules()`. */
   providerModules: z.array(nonEmptyString, { error: ARRAY }).optional(),
   providers: z.array(providerSchema(kinds), { error: ARRAY }).optional(),
   models: z.array(catalogModelSchema, { error: ARRAY }).optional(),
+  /** The upstream MCP servers behind `/mcp` (docs/MCP.md): none by default, and then no `/mcp`. */
+  mcpServers: mcpServersSchema,
+  mcp: mcpSettingsSchema.prefault({}),
 })
   .transform(({ providers, models, ...settings }) => {
     const listed = providers ?? [];
@@ -150,6 +172,8 @@ export interface ServerConfig {
   /** Days the sweep keeps the usage records (`USAGE_RETENTION_DAYS`) and their roll-ups (`USAGE_ROLLUP_RETENTION_DAYS`); 0: forever. */
   usageRetention: { recordsDays: number; rollupsDays: number };
   gateway: GatewayConfig;
+  /** The dashboard's sign-in: sessions, the admin token's sign-in, the OIDC provider. */
+  dashboard: DashboardSettings;
   /** The provider kinds the file's providers were checked against, and are made by. */
   providerKinds: ProviderRegistry;
   /** The environment the configuration was read from: `configuredProviders()` reads the credentials there. */
@@ -250,7 +274,7 @@ export interface LoadConfigOptions {
 /**
  * The server's configuration from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL,
  * FILES_DIR, BLOB_URL and the S3 variables of `parseS3Settings`, GATEWAY_CONFIG, LOG_LEVEL,
- * SHUTDOWN_GRACE_SECONDS, METRICS_PORT, USAGE_RETENTION_DAYS, USAGE_ROLLUP_RETENTION_DAYS). Throws a `ConfigError` naming the bad setting.
+ * SHUTDOWN_GRACE_SECONDS, METRICS_PORT, USAGE_RETENTION_DAYS, USAGE_ROLLUP_RETENTION_DAYS, and the dashboard's of `dashboardSettings`). Throws a `ConfigError` naming the bad setting.
  */
 export function loadConfig(env: Environment = process.env, { providerKinds = providerRegistry }: LoadConfigOptions = {}): ServerConfig {
   const dataDir = resolve(env.DATA_DIR || './data');
@@ -283,6 +307,7 @@ export function loadConfig(env: Environment = process.env, { providerKinds = pro
       rollupsDays: readInteger('USAGE_ROLLUP_RETENTION_DAYS', env.USAGE_ROLLUP_RETENTION_DAYS, 400, 36_500),
     },
     gateway,
+    dashboard: dashboardSettings(gateway.dashboard, env),
     providerKinds,
     env,
   };

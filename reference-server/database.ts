@@ -15,6 +15,9 @@ import { ConfigError } from './config-error.js';
 import type { DatabaseSettings } from './config.js';
 import { missingPackages } from './peers.js';
 
+/** PostgreSQL: the connections a server's pool opens at most. */
+const DEFAULT_POOL_MAX = 10;
+
 // SQLite's own: a commit that takes the WAL past this many pages checkpoints it.
 const SQLITE_AUTOCHECKPOINT = 1000;
 
@@ -29,6 +32,8 @@ export interface DatabaseOptions {
   log?: DatabaseLog;
   /** The bound of every store call, in milliseconds (the stores' `timeoutMs`). Default: 5000. */
   timeoutMs?: number;
+  /** On PostgreSQL, the most connections the pool opens. Default: 10. */
+  poolMax?: number;
   /**
    * On SQLite, a writer thread (`sqliteWriter`) for a server: it writes the usage records and
    * checkpoints the WAL every this many milliseconds, instead of the event loop and the commits
@@ -62,17 +67,18 @@ function knexLog(log: DatabaseLog): Knex.Logger {
  * Each of the pool's waits ends within the stores' bound: for a pooled connection or a new one
  * (`connectionTimeoutMillis`), and for a statement on the server (`statement_timeout`, which also
  * ends the statements of calls already answered, and their locks, when the database is slow
- * rather than away; migrations lift it for their own transaction). A session left in a transaction
- * by a connection that stalled (the stores destroy it at their bound, but a stalled network may
- * not carry even the close) is ended by the server past the same bound
- * (`idle_in_transaction_session_timeout`), so no lock outlives it.
+ * rather than away). A session left in a transaction by a connection that stalled (the stores
+ * destroy it at their bound, but a stalled network may not carry even the close) is ended by the
+ * server past the same bound
+ * (`idle_in_transaction_session_timeout`), so no lock outlives it. `migrate` lifts both for its
+ * own session: migrations are not requests, and a busy host stretches their pauses.
  */
-async function openPostgres(connectionString: string, log: DatabaseLog, timeoutMs: number): Promise<Database> {
+async function openPostgres(connectionString: string, log: DatabaseLog, timeoutMs: number, poolMax: number): Promise<Database> {
   // The drivers are optional peers: only the configured one is loaded (and must be installed).
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({
     connectionString,
-    max: 10,
+    max: poolMax,
     connectionTimeoutMillis: timeoutMs,
     statement_timeout: timeoutMs,
     idle_in_transaction_session_timeout: timeoutMs,
@@ -193,7 +199,7 @@ export async function openMigratedDatabase(settings: DatabaseSettings, options: 
     throw new ConfigError(`${describeDatabase(settings)} needs the driver ${driver}, not installed: npm install ${driver}`);
   }
   try {
-    return settings.client === 'pg' ? await openPostgres(settings.connectionString, log, timeoutMs) : await openSqlite(settings.filename, log, timeoutMs, options.writerCheckpointMs);
+    return settings.client === 'pg' ? await openPostgres(settings.connectionString, log, timeoutMs, options.poolMax ?? DEFAULT_POOL_MAX) : await openSqlite(settings.filename, log, timeoutMs, options.writerCheckpointMs);
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     // Driver messages say what is wrong (refused, no such database, authentication failed) without the password.

@@ -18,6 +18,7 @@ export const DEFAULT_GATEWAY_CONFIG = {
     // Offline: they cost nothing.
     { id: 'echo-1', provider: 'echo', created: 1_744_000_000, price: { input: 0, output: 0 } },
     { id: 'echo-2', provider: 'echo', created: 1_744_000_000, price: { input: 0, output: 0 } },
+    { id: 'echo-embed-1', provider: 'echo', type: 'embeddings', created: 1_744_000_000, price: { input: 0, output: 0 } },
   ],
 };
 

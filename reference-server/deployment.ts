@@ -5,41 +5,75 @@ import type { Logger } from 'pino';
 import { announceKeyChanges, cachedKeyStore, keyUseRecorder, type KeyChanges, type KeyStore, type KeyUseRecorder } from 'koa-model-gateway/auth';
 import { sweep, type BlobStore, type FileStore } from 'koa-model-gateway/files';
 import type { CreationLimiter, CreationLimitsOptions, CreationUsage, ModelLimiter } from 'koa-model-gateway/quota';
-import type { CooldownStore, Provider } from 'koa-model-gateway/models';
+import type { CooldownStore, Provider, ResponseCache } from 'koa-model-gateway/models';
 import { pruneUsage, usageRecorder, type UsageRecorder, type UsageStore } from 'koa-model-gateway/usage';
 import {
+  MemoryAlertClaims,
   MemorySpendLedger,
   cachedAccountBudgets,
   priceCatalog,
   spendBudgets,
   spendFromUsage,
+  webhookNotifier,
   type AccountBudgetStore,
   type SpendBudgets,
+  type SpendBudgetsOptions,
   type SpendLedger,
 } from 'koa-model-gateway/cost';
-import type { AuditStore, AdminSessionStore, AdminTokenStore } from 'koa-model-gateway/admin';
+import { auditEntry, type AuditStore, type AdminSessionStore, type AdminTokenStore, type AdminUserStore } from 'koa-model-gateway/admin';
 import {
   KnexAccountBudgetStore,
   KnexAuditStore,
   KnexAdminSessionStore,
   KnexAdminTokenStore,
+  KnexAdminUserStore,
   KnexFileStore,
   KnexKeyChanges,
   KnexKeyStore,
+  KnexMcpCallStore,
+  KnexMcpGrantStore,
   KnexUsageStore,
 } from 'koa-model-gateway/stores/knex';
-import { MemoryCooldownStore, MemoryCreationLimiter, MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
+import { MemoryCooldownStore, MemoryCreationLimiter, MemoryModelLimiter, MemoryResponseCache } from 'koa-model-gateway/stores/memory';
+// Types only: the MCP SDK is loaded when the config file names a server.
+import type { McpCallRecord, McpCallStore, McpGrantStore, McpUpstream } from 'koa-model-gateway/mcp';
+import type * as McpLibrary from 'koa-model-gateway/mcp';
 import { openBlobStore } from './blob-config.js';
 import { ConfigError } from './config-error.js';
 import { configuredProviders, type ServerConfig } from './config.js';
 import { openMigratedDatabase, type DatabaseLog, type DatabaseOptions } from './database.js';
 import { OutageLog } from './outage-log.js';
 import type { ReadinessCheck } from './health.js';
+import { configuredMcpUpstreams } from './mcp-config.js';
 import { openMetrics, type ServerMetrics } from './metrics.js';
 import { missingPackages } from './peers.js';
 import { claimUploadsDir, removeStaleUploads } from './stale-uploads.js';
 import type { SweepReport } from './sweeper.js';
 import { startTracing, tracingPackages, type ServerTracing } from './tracing.js';
+
+/** Where `mcpGateway()`'s records go: written at once, never awaited by the request; a failed write is logged. */
+export interface McpCallRecorder {
+  record(record: McpCallRecord): void;
+  /** Resolves once every write under way has ended; records after it are dropped. */
+  close(): Promise<void>;
+}
+
+function mcpCallRecorder(store: McpCallStore, logger: Logger): McpCallRecorder {
+  const writing = new Set<Promise<void>>();
+  let closed = false;
+  return {
+    record(record) {
+      if (closed) return;
+      const write = store.insert([record]).catch((err: unknown) => logger.warn({ err }, 'MCP usage record lost'));
+      writing.add(write);
+      void write.finally(() => writing.delete(write));
+    },
+    async close() {
+      closed = true;
+      await Promise.all(writing);
+    },
+  };
+}
 
 /** How often a server's SQLite WAL is checkpointed by its writer thread, which writes the usage records too. */
 const WAL_CHECKPOINT_MS = 1000;
@@ -55,18 +89,32 @@ export interface Deployment {
   blobs: BlobStore;
   adminTokens: AdminTokenStore;
   adminSessions: AdminSessionStore;
+  /** The people who signed in through the OIDC provider. */
+  adminUsers: AdminUserStore;
   /** `usage` gives the admin API an account's figures. */
   creationLimiter: CreationLimiter & { usage(account: string): Promise<CreationUsage> };
   /** Every key's model calls, counted against its limits. */
   modelLimiter: ModelLimiter;
   /** What failed model calls taught of their deployments: shared through Redis when there is one, else in this process's memory. */
   cooldowns: CooldownStore;
+  /** The model calls' answers kept by the response cache: shared through Redis when there is one, else in this process's memory. */
+  responseCache: ResponseCache;
   /** The accounts' budgets in money, as the admin API sets them. */
   accountBudgets: AccountBudgetStore;
   /** The admin actions, recorded by the admin API and the command line. */
   audit: AuditStore;
+  /** The accounts' MCP grants, as the admin API and the CLI set them. */
+  mcpGrants: McpGrantStore;
+  /** One record per MCP tools/call. */
+  mcpCalls: McpCallStore;
+  /** Writes each MCP tools/call's record off the request's path; `close` waits for the writes under way. */
+  mcpCallRecorder: McpCallRecorder;
+  /** With `mcpServers` in the config file: the servers and the SDK's gateway (loaded only then). */
+  mcp: { upstreams: McpUpstream[]; library: typeof McpLibrary } | null;
   /** The keys' and accounts' budgets, on the spend shared through Redis when there is one, else in this process's memory. */
   budgets: SpendBudgets;
+  /** The ledger `budgets` count on: the admin API reads what calls under way hold from it. */
+  spendLedger: SpendLedger;
   /** One record per model call, written to the database in batches. */
   usageRecorder: UsageRecorder;
   /** Each key's last use, written at most once a minute per key, off the request path. */
@@ -122,9 +170,12 @@ export async function openStores(config: ServerConfig, options: DatabaseOptions 
     blobsReady: blobs.ready,
     adminTokens: new KnexAdminTokenStore(knex, storeOptions),
     adminSessions: new KnexAdminSessionStore(knex, storeOptions),
+    adminUsers: new KnexAdminUserStore(knex, storeOptions),
     usageStore: new KnexUsageStore(knex, storeOptions),
     accountBudgets: new KnexAccountBudgetStore(knex, storeOptions),
     audit: new KnexAuditStore(knex, storeOptions),
+    mcpGrants: new KnexMcpGrantStore(knex, storeOptions),
+    mcpCalls: new KnexMcpCallStore(knex, storeOptions),
     async close() {
       blobs.close();
       await database.close();
@@ -192,6 +243,13 @@ async function cooldownStore(redis: Redis | null): Promise<CooldownStore> {
   return new RedisCooldownStore({ client: redis });
 }
 
+/** The response cache on Redis when there is one (every instance serves what one stored), else in this process's memory. */
+async function responseCache(redis: Redis | null): Promise<ResponseCache> {
+  if (!redis) return new MemoryResponseCache();
+  const { RedisResponseCache } = await import('koa-model-gateway/stores/redis');
+  return new RedisResponseCache({ client: redis });
+}
+
 async function modelLimiter(redis: Redis | null, nowMs: () => number): Promise<ModelLimiter> {
   if (!redis) return new MemoryModelLimiter({ nowMs });
   const { RedisModelLimiter } = await import('koa-model-gateway/stores/redis');
@@ -212,6 +270,33 @@ async function spendLedger(redis: Redis | null, nowMs: () => number, store: Usag
   if (!redis) return new MemorySpendLedger({ nowMs, spentBefore });
   const { RedisSpendLedger } = await import('koa-model-gateway/stores/redis');
   return new RedisSpendLedger({ client: redis, nowMs, spentBefore });
+}
+
+/**
+ * Budget alerts, when a webhook is configured (ALERT_WEBHOOK_URL, the file's `alerts.webhooks`):
+ * signed with ALERT_WEBHOOK_SECRET, once per threshold per period across instances (Redis when
+ * there is one, else this process's memory), each delivery or failure logged.
+ */
+async function budgetAlerts(config: ServerConfig, redis: Redis | null, logger: Logger, nowMs: () => number, audit: AuditStore): Promise<Pick<SpendBudgetsOptions, 'alerts'>> {
+  const fromEnv = config.env.ALERT_WEBHOOK_URL ? [{ url: config.env.ALERT_WEBHOOK_URL, format: 'generic' as const }] : [];
+  const webhooks = [...fromEnv, ...config.gateway.alerts.webhooks];
+  if (webhooks.length === 0) return {};
+  const secret = config.env.ALERT_WEBHOOK_SECRET || undefined;
+  const notify = webhookNotifier({
+    webhooks,
+    secret,
+    // The alert only: never the webhook's URL, which may hold a token.
+    onOutcome: ({ alert, attempts, error }) => {
+      if (error === undefined) logger.info({ alert, attempts }, 'budget alert sent');
+      else logger.warn({ alert, attempts, err: error.message }, 'budget alert not delivered');
+      const about = alert.scope === 'key' ? { keyId: alert.id } : { account: alert.id };
+      const event = { action: 'budget.alert_sent' as const, ...about, fields: [alert.period, `${alert.threshold}%`, error === undefined ? 'delivered' : 'failed'] };
+      const entry = auditEntry(event, { actor: { type: 'gateway', id: null, name: null }, at: Math.floor(nowMs() / 1000), address: null });
+      audit.append(entry).catch((err: unknown) => logger.warn({ err }, 'budget alert not recorded in the audit log'));
+    },
+  });
+  const claims = redis ? new (await import('koa-model-gateway/stores/redis')).RedisAlertClaims({ client: redis }) : new MemoryAlertClaims({ nowMs });
+  return { alerts: { claims, notify, thresholds: config.gateway.alerts.thresholds } };
 }
 
 /** The optional packages a configuration asks for, each list by the setting that asks for it. */
@@ -280,15 +365,23 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   const opened = new Opened();
   opened.add(providers, (made) => Promise.all(made.map((provider) => provider.close?.())));
   try {
-    return await openServices(config, logger, nowMs, providers, opened);
+    const mcpUpstreams = opened.add(await configuredMcpUpstreams(config.gateway.mcpServers, config.env), (made) => Promise.all(made.map((upstream) => upstream.close?.())));
+    const mcp = mcpUpstreams.length === 0 ? null : { upstreams: mcpUpstreams, library: await import('koa-model-gateway/mcp') };
+    return { ...(await openServices(config, logger, nowMs, providers, opened)), mcp };
   } catch (err) {
     await opened.release().catch((releaseError: unknown) => logger.warn({ err: releaseError }, 'releasing what the failed start had opened'));
     throw err;
   }
 }
 
+/** `metrics`, saying how many models have no known price. */
+function countUnpriced(metrics: ServerMetrics | null, count: number): ServerMetrics | null {
+  metrics?.metrics.unpricedModels(count);
+  return metrics;
+}
+
 /** `openDeployment`'s steps once the providers are made: each adds what it opens to `opened`. */
-async function openServices(config: ServerConfig, logger: Logger, nowMs: () => number, providers: Provider[], opened: Opened): Promise<Deployment> {
+async function openServices(config: ServerConfig, logger: Logger, nowMs: () => number, providers: Provider[], opened: Opened): Promise<Omit<Deployment, 'mcp'>> {
   const tracing = await startTracing(config.env, logger);
   if (tracing) opened.add(tracing, (started) => started.shutdown());
   const { models: catalog, unpriced } = await priceCatalog(config.gateway.models);
@@ -336,6 +429,8 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     // After the HTTP server has closed: every call has its record by then.
     (recorder) => recorder.close(),
   );
+  // After the HTTP server has closed, before the database: the last calls' records are written.
+  const mcpCalls = opened.add(mcpCallRecorder(stores.mcpCalls, logger), (recorder) => recorder.close());
   const keyUses = opened.add(
     keyUseRecorder({
       store: stores.keys,
@@ -345,6 +440,7 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     (recorder) => recorder.close(),
   );
   const { keyCacheSeconds } = config.gateway;
+  const ledger = await spendLedger(redis, nowMs, stores.usageStore, usage, stores.keys);
   const keyChanges = opened.add(await openKeyChanges(knex, redis), (changes) => changes.close());
   // A change made but not announced (Redis away or stalled, past the limiters' timeout) still
   // answers: the other processes refuse or see it once their cache of the key expires.
@@ -361,11 +457,21 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     creationLimiter: limiter,
     modelLimiter: await modelLimiter(redis, nowMs),
     cooldowns: await cooldownStore(redis),
+    responseCache: await responseCache(redis),
     // An account's budgets are read at most once a second per process: a change reaches every process within that.
-    budgets: spendBudgets({ ledger: await spendLedger(redis, nowMs, stores.usageStore, usage, stores.keys), accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }) }),
+    spendLedger: ledger,
+    budgets: spendBudgets({
+      ledger,
+      accounts: cachedAccountBudgets(stores.accountBudgets, { ttlMs: 1000, nowMs }),
+      reservationTtlMs: config.gateway.budgets.reservationTtlSeconds * 1000,
+      defaultMaxOutputTokens: config.gateway.budgets.defaultMaxOutputTokens,
+      refuseUnpriced: config.gateway.budgets.refuseUnpriced,
+      ...(await budgetAlerts(config, redis, logger, nowMs, stores.audit)),
+    }),
     usageRecorder: usage,
+    mcpCallRecorder: mcpCalls,
     keyUses,
-    metrics: await openMetrics(config),
+    metrics: countUnpriced(await openMetrics(config), unpriced.length),
     tracing,
     providers,
     catalog,

@@ -10,7 +10,8 @@ import { afterResponse } from '../lib/http/after-response.js';
  * request id, key id and account (never the key, nor one a client put in the path), method,
  * route, path, status (499 when the client left first) and duration, the model and provider of a
  * model request, and the trace id when the request is traced (`traceRequests()`, with tracing on).
- * A field with no value (no key, no route, no trace) is left out.
+ * A field with no value (no key, no route, no trace) is left out. At debug, a translated call's
+ * omitted fields (`x-kmg-omitted`) have a line of their own.
  * Put it first, so that the status is the one the error formatters wrote.
  * @example app.use(requestLog(logger))
  */
@@ -25,6 +26,8 @@ export function requestLog(logger: Logger): Middleware {
       const route = (ctx as Partial<RouterContext>).routerPath;
       const finished = res.writableFinished;
       // `undefined`, not `null`, for what is absent: pino skips it, where it serialises a null.
+      // What translation left out, for whoever looks into why an answer differs from a native one's.
+      if (model?.omitted) logger.debug({ requestId: state.requestId, model: model.model, omitted: model.omitted }, 'translation omitted');
       logger.info(
         {
           requestId: state.requestId,

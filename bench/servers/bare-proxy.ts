@@ -1,6 +1,6 @@
 /**
- * The floor for the model proxy: bare Koa forwarding POST /v1/chat/completions, /v1/messages and
- * /v1/responses to UPSTREAM with one keep-alive `undici` Pool. It reads the request body,
+ * The floor for the model proxy: bare Koa forwarding POST /v1/chat/completions, /v1/messages,
+ * /v1/responses and /v1/embeddings to UPSTREAM with one keep-alive `undici` Pool. It reads the request body,
  * `JSON.parse`s it, rewrites `model` (MODELS, `client=upstream` pairs, comma-separated), sends it
  * with `pool.request()`, `JSON.parse`s the answer, rewrites its `model` back to the client's and
  * sends it as `ctx.body`: the least a gateway that reads its answers (for their usage) does. An
@@ -17,7 +17,7 @@ const port = Number(process.env.PORT ?? 8083);
 const upstream = new Pool(process.env.UPSTREAM ?? 'http://127.0.0.1:8082');
 const models = new Map((process.env.MODELS ?? '').split(',').filter(Boolean).map((pair) => pair.split('=') as [string, string]));
 const parseAnswers = process.env.FLOOR_ANSWER !== 'pipe';
-const PATHS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/responses']);
+const PATHS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1/embeddings']);
 
 const app = new Koa();
 app.use(async function bareProxy(ctx) {

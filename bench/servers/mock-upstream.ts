@@ -6,7 +6,8 @@
  * loop yielding between them, as tokens arrive), then the closing events with the usage where
  * that provider puts it (Chat Completions: a last chunk with `usage` when
  * `stream_options.include_usage` asks for it; Messages: `message_start` and `message_delta`;
- * Responses: `response.completed`).
+ * Responses: `response.completed`). POST /v1/embeddings (OpenAI) answers one vector of
+ * EMBEDDING_DIMENSIONS per input, in base64 unless `encoding_format: "float"`, never streamed.
  * PUT /mock `{"hold": true}` holds new streams open after their opening events; `{"hold": false}`
  * ends every held stream (with one delta and the closing events) and stops holding.
  * GET /healthz: 200. Plain node:http, so that it costs as little as it can.
@@ -138,6 +139,20 @@ const responses: Format = {
   },
 };
 
+/** As text-embedding-3-small's: a base64 vector of 8 KiB, what a gateway relays per input. */
+const EMBEDDING_DIMENSIONS = 1536;
+const VECTOR = Float32Array.from({ length: EMBEDDING_DIMENSIONS }, (_, at) => Math.sin(at) / 40);
+const BASE64_VECTOR = Buffer.from(VECTOR.buffer).toString('base64');
+const FLOAT_VECTOR = Array.from(VECTOR);
+
+/** OpenAI's embeddings answer, one vector per input. */
+function embeddings(model: string, body: Body): unknown {
+  const inputs = Array.isArray(body.input) && typeof body.input[0] !== 'number' ? body.input.length : 1;
+  const embedding = body.encoding_format === 'float' ? FLOAT_VECTOR : BASE64_VECTOR;
+  const data = Array.from({ length: inputs }, (_, index) => ({ object: 'embedding', index, embedding }));
+  return { object: 'list', data, model, usage: { prompt_tokens: INPUT_TOKENS * inputs, total_tokens: INPUT_TOKENS * inputs } };
+}
+
 const FORMATS: Record<string, Format> = { '/v1/chat/completions': chatCompletions, '/v1/messages': messages, '/v1/responses': responses };
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -169,19 +184,20 @@ async function configure(req: IncomingMessage, res: ServerResponse): Promise<voi
 
 async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const format = req.method === 'POST' ? FORMATS[req.url ?? ''] : undefined;
+  const embedding = req.method === 'POST' && req.url === '/v1/embeddings';
   if (req.method === 'PUT' && req.url === '/mock') return configure(req, res);
   if (req.url === '/healthz') {
     res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
     return;
   }
-  if (format === undefined) {
+  if (format === undefined && !embedding) {
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
     return;
   }
   const body = JSON.parse(await text(req)) as Body;
   const model = typeof body.model === 'string' ? body.model : 'unknown';
-  if (body.stream === true) return sendStream(res, format.stream(model, body));
-  const json = JSON.stringify(format.answer(model));
+  if (format !== undefined && body.stream === true) return sendStream(res, format.stream(model, body));
+  const json = JSON.stringify(format === undefined ? embeddings(model, body) : format.answer(model));
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) }).end(json);
 }
 

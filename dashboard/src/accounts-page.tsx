@@ -1,9 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type Account, type AccountSummary } from './api.ts';
+import { api, ApiError, type Account, type AccountSummary, type ApiKey } from './api.ts';
 import { accountHref } from './app.tsx';
-import { formatBytes, formatCount, formatShare } from './format.ts';
+import { formatBytes, formatCount, formatShare, formatUsd } from './format.ts';
 import { AccountPicker, useKnownAccounts } from './account-picker.tsx';
-import { AccountBudgets } from './budgets.tsx';
+import { AccountBudgets, KeySpend, useKeySpend } from './budgets.tsx';
+import { KeyIdentity } from './key-identity.tsx';
 import { usageHref } from './usage-page.tsx';
 import { ErrorAlert, Loading } from './ui.tsx';
 
@@ -86,6 +87,7 @@ function AccountList({ current }: { current: string }) {
             <th scope="col">Requests this month (UTC)</th>
             <th scope="col">Input tokens this month</th>
             <th scope="col">Output tokens this month</th>
+            <th scope="col">Cost this month (USD)</th>
           </tr>
         </thead>
         <tbody>
@@ -102,11 +104,62 @@ function AccountList({ current }: { current: string }) {
               <td>{month(row.requests_this_month)}</td>
               <td>{month(row.input_tokens_this_month)}</td>
               <td>{month(row.output_tokens_this_month)}</td>
+              <td>{row.cost_usd_this_month === null ? '—' : formatUsd(row.cost_usd_this_month)}</td>
             </tr>
           ))}
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** The account's keys: each one's identity, status and spend against its budgets; the key list edits them. */
+function AccountKeys({ account }: { account: string }) {
+  const [keys, setKeys] = useState<Loaded<ApiKey[]>>({ state: 'loading' });
+  const spend = useKeySpend(account);
+  useEffect(() => {
+    setKeys({ state: 'loading' });
+    api.accountKeys(account).then(
+      (data) => setKeys({ state: 'ready', data }),
+      (err: unknown) => setKeys({ state: 'error', message: err instanceof ApiError ? err.message : 'Something went wrong.' }),
+    );
+  }, [account]);
+  return (
+    <section class="card" aria-labelledby="account-keys-title">
+      <h2 id="account-keys-title">Keys of this account</h2>
+      {keys.state === 'loading' && <Loading what="the keys" />}
+      {keys.state === 'error' && <ErrorAlert message={`The keys could not be loaded: ${keys.message}`} />}
+      {keys.state === 'ready' && keys.data.length === 0 && <p class="empty">This account has no key.</p>}
+      {keys.state === 'ready' && keys.data.length > 0 && (
+        <div class="table-wrap">
+          <table>
+            <caption class="visually-hidden">The keys of {account}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Key</th>
+                <th scope="col">Status</th>
+                <th scope="col">Spend (UTC)</th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.data.map((key) => (
+                <tr key={key.id}>
+                  <td class="key">
+                    <KeyIdentity apiKey={key} prefix={undefined} />
+                  </td>
+                  <td>
+                    <span class={`badge ${key.status}`}>{key.status}</span>
+                  </td>
+                  <td>
+                    <KeySpend spend={spend.get(key.id)} limits={key.limits} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
   );
 }
 
@@ -136,6 +189,7 @@ export function AccountsPage({ account }: { account: string }) {
       </section>
       {figures.state === 'ready' && <AccountFigures account={figures.data} />}
       {figures.state === 'ready' && <AccountBudgets account={figures.data.account} />}
+      {figures.state === 'ready' && <AccountKeys account={figures.data.account} />}
     </>
   );
 }

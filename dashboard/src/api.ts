@@ -3,12 +3,38 @@ import type { KeyObject as ApiKey, NewKeyObject as NewKey } from '../../lib/admi
 // The admin API as the page uses it: same origin, the session cookie (HttpOnly, so never read
 // here) and the session's CSRF token on every request that changes something.
 
+/** What a session may do: a viewer reads, an operator also changes keys and budgets, an admin everything. */
+export type Role = 'admin' | 'operator' | 'viewer';
+
 export interface Session {
-  admin_token_id: string;
+  /** The admin token the session was opened with; `null` for a person's, signed in through the OIDC provider. */
+  admin_token_id: string | null;
   /** What the token's creator called it; `null` when unnamed. */
   admin_token_name: string | null;
+  user: { id: string; email: string | null; name: string | null } | null;
+  role: Role;
   csrf_token: string;
   expires_at: number;
+}
+
+/** `GET /oidc`: the identity provider the login page offers; the request fails when there is none. */
+export interface OidcProvider {
+  name: string;
+  login_url: string;
+  token_sign_in: boolean;
+}
+
+/** A person who signed in through the identity provider. */
+export interface User {
+  id: string;
+  email: string | null;
+  name: string | null;
+  role: Role | null;
+  assigned_role: Role | null;
+  claim_role: Role | null;
+  disabled: boolean;
+  created_at: number;
+  last_sign_in_at: number;
 }
 
 // A key as the admin API shows it, and as created or rotated (with the secret `key`, shown this once).
@@ -47,6 +73,8 @@ export interface AccountSummary {
   requests_this_month: number | null;
   input_tokens_this_month: number | null;
   output_tokens_this_month: number | null;
+  /** USD. */
+  cost_usd_this_month: number | null;
 }
 
 export interface UsageFigures {
@@ -59,6 +87,9 @@ export interface UsageFigures {
   output_tokens: number;
   /** What the calls cost, in USD. */
   cost_usd: number;
+  /** The requests answered from the response cache, and what their answers cost when they were made (USD). */
+  cache_hits: number;
+  cost_saved_usd: number;
 }
 
 /** `GET /accounts/{account}/limits`: an account's budgets and its spend so far, in USD. */
@@ -67,11 +98,18 @@ export interface AccountLimits {
   costPerDay: number | null;
   costPerMonth: number | null;
   spent: { day: number; month: number };
+  /** What the account's calls under way hold against its budgets, in USD. */
+  reserved: number;
 }
 
 /** `GET /usage?by=key&series=day`: each key's figures, split by day. */
 export interface KeyUsage {
   data: Array<UsageFigures & { key: string; series: UsageGroup[] }>;
+}
+
+/** `GET /mcp/usage?by=tool`: each tool's calls. */
+export interface McpUsage {
+  data: Array<{ group: string; calls: number; failed: number; duration_ms: number; request_bytes: number; response_bytes: number }>;
 }
 
 /** What the usage page splits each day by. */
@@ -96,12 +134,15 @@ export interface AuditEntry {
   id: string;
   at: number;
   action: string;
-  actor: { type: 'admin_token' | 'cli'; id: string | null; name: string | null };
+  actor: { type: 'admin_token' | 'user' | 'cli' | 'gateway'; id: string | null; name: string | null };
   key_id: string | null;
   account: string | null;
   admin_token_id: string | null;
   replacement_key_id: string | null;
+  user_id: string | null;
   fields: string[];
+  /** Each changed field's value before and after, when the action states them. */
+  changes: Record<string, { from: unknown; to: unknown }> | null;
   address: string | null;
 }
 
@@ -149,12 +190,20 @@ export class ApiError extends Error {
 }
 
 let csrfToken = '';
+let role: Role = 'viewer';
 let onSignedOut: () => void = () => {};
 
-/** The session the page works in: its CSRF token goes with every change. */
+/** The session the page works in: its CSRF token goes with every change, its role says what the page offers. */
 export function useSession(session: Session | null): void {
   csrfToken = session?.csrf_token ?? '';
+  role = session?.role ?? 'viewer';
 }
+
+/**
+ * Whether the session may change keys and budgets (`operator`, `admin`), or people (`admin`): the
+ * page offers only what the admin API would accept.
+ */
+export const may = (what: 'change' | 'people') => (what === 'people' ? role === 'admin' : role !== 'viewer');
 
 /** Called when any answer says the session is over (401). */
 export function whenSignedOut(listener: () => void): void {
@@ -193,11 +242,19 @@ export const api = {
   logIn: (token: string) => request<Session>('POST', '/sessions', { token }),
   currentSession: () => request<Session>('GET', '/sessions/current'),
   logOut: () => request<void>('DELETE', '/sessions/current'),
+  /** The identity provider to sign in with; `null` when the server has none. */
+  oidc: () => request<OidcProvider>('GET', '/oidc').catch(() => null),
+  users: () => request<{ data: User[] }>('GET', '/users').then((list) => list.data),
+  updateUser: (id: string, body: { role?: Role | null; disabled?: boolean }) => request<User>('PATCH', `/users/${encodeURIComponent(id)}`, { body }),
   catalog: () => request<Catalog>('GET', '/catalog'),
   /** Every key, or those whose account, id or name starts with `search`. */
   keys: (search: string) =>
     request<{ data: ApiKey[] }>('GET', `/keys${search === '' ? '' : `?q=${encodeURIComponent(search)}`}`).then((list) => list.data),
+  /** The keys of one account. */
+  accountKeys: (account: string) => request<{ data: ApiKey[] }>('GET', `/keys?account=${encodeURIComponent(account)}`).then((list) => list.data),
   createKey: (body: Record<string, unknown>) => request<NewKey>('POST', '/keys', { body }),
+  /** Changes a key's name, scopes, models, expiry and limits (`null` clears one). */
+  updateKey: (id: string, body: Record<string, unknown>) => request<ApiKey>('PATCH', `/keys/${encodeURIComponent(id)}`, { body }),
   revokeKey: (id: string) => request<ApiKey>('POST', `/keys/${encodeURIComponent(id)}/revoke`),
   rotateKey: (id: string, graceSeconds: number) =>
     request<NewKey>('POST', `/keys/${encodeURIComponent(id)}/rotate`, { body: { grace_seconds: graceSeconds } }),
@@ -214,6 +271,12 @@ export const api = {
     const query = new URLSearchParams({ by: 'day', series: split, since });
     if (account !== '') query.set('account', account);
     return request<DailyUsage>('GET', `/usage?${query}`);
+  },
+  /** The MCP tool calls since `since` (a UTC date), by `server/tool`; every account when `account` is empty. */
+  mcpUsage: (account: string, since: string) => {
+    const query = new URLSearchParams({ by: 'tool', since });
+    if (account !== '') query.set('account', account);
+    return request<McpUsage>('GET', `/mcp/usage?${query}`);
   },
   /** A page of the audit log, newest first; `cursor` (a page's `next_cursor`) gives the older page after it. */
   audit: (filters: AuditFilters, cursor: string | null) => {

@@ -1,13 +1,14 @@
 import { useEffect, useState } from 'preact/hooks';
 import { AccountsPage } from './accounts-page.tsx';
-import { api, useSession, whenSignedOut, type Session } from './api.ts';
+import { api, may, useSession, whenSignedOut, type Session } from './api.ts';
 import { AuditPage } from './audit-page.tsx';
 import { KeysPage } from './keys-page.tsx';
 import { LogIn } from './log-in.tsx';
 import { RequestsPage } from './requests-page.tsx';
 import { UsagePage } from './usage-page.tsx';
+import { UsersPage } from './users-page.tsx';
 
-type Route = { page: 'keys' | 'audit' | 'requests' } | { page: 'accounts' | 'usage'; account: string };
+type Route = { page: 'keys' | 'audit' | 'requests' | 'people' } | { page: 'accounts' | 'usage'; account: string };
 
 /** `text` decoded from an address; as it is when it is not well encoded (`50%`, typed by hand). */
 function decoded(text: string): string {
@@ -21,7 +22,7 @@ function decoded(text: string): string {
 function readRoute(): Route {
   const [page, ...rest] = location.hash.replace(/^#\/?/, '').split('/');
   if (page === 'accounts' || page === 'usage') return { page, account: decoded(rest.join('/')) };
-  if (page === 'audit' || page === 'requests') return { page };
+  if (page === 'audit' || page === 'requests' || page === 'people') return { page };
   return { page: 'keys' };
 }
 
@@ -82,15 +83,25 @@ export function App() {
           <a href="#/audit" aria-current={route.page === 'audit' ? 'page' : undefined}>
             Audit log
           </a>
+          {may('people') && (
+            <a href="#/people" aria-current={route.page === 'people' ? 'page' : undefined}>
+              People
+            </a>
+          )}
         </nav>
         <span class="who">
-          {session.admin_token_name === null ? (
+          {session.user ? (
+            <>
+              <span class="who-label">Signed in as </span>
+              <strong title={session.user.id}>{session.user.name ?? session.user.email}</strong> <span class="badge role">{session.role}</span>
+            </>
+          ) : session.admin_token_name === null ? (
             <>
               Signed in with <code>{session.admin_token_id}</code>
             </>
           ) : (
             <>
-              Signed in as <strong title={session.admin_token_id}>{session.admin_token_name}</strong>
+              Signed in as <strong title={session.admin_token_id ?? undefined}>{session.admin_token_name}</strong>
             </>
           )}
         </span>
@@ -104,6 +115,7 @@ export function App() {
         {route.page === 'usage' && <UsagePage account={route.account} />}
         {route.page === 'requests' && <RequestsPage />}
         {route.page === 'audit' && <AuditPage />}
+        {route.page === 'people' && may('people') && <UsersPage />}
       </main>
     </>
   );

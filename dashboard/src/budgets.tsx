@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type AccountLimits, type ApiKey } from './api.ts';
+import { api, ApiError, may, type AccountLimits, type ApiKey, type AuditEntry } from './api.ts';
 import { formatShare, formatUsd } from './format.ts';
 import { utcDay } from './usage-data.ts';
 import { ErrorAlert, Loading } from './ui.tsx';
@@ -44,13 +44,36 @@ function against(spent: number, budget: number | null): string {
   return budget === null ? formatUsd(spent) : `${formatUsd(spent)} of ${formatUsd(budget)} (${formatShare(spent, budget)})`;
 }
 
+/**
+ * Where spend stands against a budget: `over` at 100 % and past (calls are refused), `near` from
+ * 80 %, else none; said in words too, not by colour alone.
+ */
+export function budgetState(spent: number, budget: number | null): 'over' | 'near' | null {
+  if (budget === null) return null;
+  if (spent >= budget) return 'over';
+  return spent >= budget * 0.8 ? 'near' : null;
+}
+
+const STATE_WORDS = { over: 'over budget', near: 'near budget' } as const;
+
+/** One spend against its budget, coloured and named when near or over it. */
+function SpendLine({ period, spent, budget }: { period: string; spent: number; budget: number | null }) {
+  const state = budgetState(spent, budget);
+  return (
+    <span class={state ?? undefined}>
+      {period} {against(spent, budget)}
+      {state && <strong class="budget-state"> {STATE_WORDS[state]}</strong>}
+    </span>
+  );
+}
+
 /** A key's spend this day and month, each against the key's budget when it has one. */
 export function KeySpend({ spend, limits }: { spend: Spend | undefined; limits: ApiKey['limits'] }) {
   const { day, month } = spend ?? { day: 0, month: 0 };
   return (
     <span class="spend">
-      <span>today {against(day, limits?.cost_per_day ?? null)}</span>
-      <span>month {against(month, limits?.cost_per_month ?? null)}</span>
+      <SpendLine period="today" spent={day} budget={limits?.cost_per_day ?? null} />
+      <SpendLine period="month" spent={month} budget={limits?.cost_per_month ?? null} />
     </span>
   );
 }
@@ -68,15 +91,44 @@ function BudgetGauge({ label, spent, budget }: { label: string; spent: number; b
       </div>
     );
   }
+  const state = budgetState(spent, budget);
   return (
-    <div class="gauge">
+    <div class={`gauge ${state ?? ''}`}>
       <label for={id} class="gauge-label">
         {label}
       </label>
-      <meter id={id} min={0} max={budget} low={budget * 0.75} high={budget * 0.9} optimum={0} value={Math.min(spent, budget)}>
+      <meter id={id} min={0} max={budget} low={budget * 0.8} high={budget * 0.999} optimum={0} value={Math.min(spent, budget)}>
         {formatShare(spent, budget)}
       </meter>
-      <span class="gauge-figures">{against(spent, budget)}</span>
+      <span class="gauge-figures">
+        {against(spent, budget)}
+        {state && <strong class="budget-state"> {STATE_WORDS[state]}</strong>}
+      </span>
+    </div>
+  );
+}
+
+/** The account's last budget alerts, from the audit log: when, which period and threshold, delivered or not. */
+function BudgetAlerts({ account }: { account: string }) {
+  const [alerts, setAlerts] = useState<AuditEntry[] | null>(null);
+  useEffect(() => {
+    setAlerts(null);
+    api.audit({ action: 'budget.alert_sent', key: '', account }, null).then(
+      (page) => setAlerts(page.data.slice(0, 10)),
+      () => setAlerts([]),
+    );
+  }, [account]);
+  if (alerts === null || alerts.length === 0) return null;
+  return (
+    <div>
+      <h3>Recent alerts</h3>
+      <ul>
+        {alerts.map((entry) => (
+          <li key={entry.id}>
+            {new Date(entry.at * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC: {entry.fields.join(', ')}
+          </li>
+        ))}
+      </ul>
     </div>
   );
 }
@@ -125,28 +177,32 @@ export function AccountBudgets({ account }: { account: string }) {
         <div class="gauges">
           <BudgetGauge label="Spent today (UTC)" spent={limits.spent.day} budget={limits.costPerDay} />
           <BudgetGauge label="Spent this month (UTC)" spent={limits.spent.month} budget={limits.costPerMonth} />
+          <p class="hint">{formatUsd(limits.reserved)} reserved by calls under way (their maximum cost, until they end).</p>
         </div>
       )}
-      <form onSubmit={save}>
-        <p class="hint">
-          An account's budgets cover all its keys: once its spend in the UTC day or month reaches one, its model calls are refused until the
-          period ends. Empty: no budget.
-        </p>
-        <div class="grid">
-          <div>
-            <label for="budget-day">Budget per UTC day (USD)</label>
-            <input id="budget-day" type="number" min={0} step="any" inputMode="decimal" value={form.day} onInput={(event) => setForm({ ...form, day: event.currentTarget.value })} />
+      <BudgetAlerts account={account} />
+      {may('change') && (
+        <form onSubmit={save}>
+          <p class="hint">
+            An account's budgets cover all its keys: once what is left of one in the UTC day or month cannot hold a call's maximum cost, its model calls are refused until the
+            period ends. Empty: no budget.
+          </p>
+          <div class="grid">
+            <div>
+              <label for="budget-day">Budget per UTC day (USD)</label>
+              <input id="budget-day" type="number" min={0} step="any" inputMode="decimal" value={form.day} onInput={(event) => setForm({ ...form, day: event.currentTarget.value })} />
+            </div>
+            <div>
+              <label for="budget-month">Budget per UTC month (USD)</label>
+              <input id="budget-month" type="number" min={0} step="any" inputMode="decimal" value={form.month} onInput={(event) => setForm({ ...form, month: event.currentTarget.value })} />
+            </div>
           </div>
-          <div>
-            <label for="budget-month">Budget per UTC month (USD)</label>
-            <input id="budget-month" type="number" min={0} step="any" inputMode="decimal" value={form.month} onInput={(event) => setForm({ ...form, month: event.currentTarget.value })} />
-          </div>
-        </div>
-        <ErrorAlert message={error} />
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : 'Save budgets'}
-        </button>
-      </form>
+          <ErrorAlert message={error} />
+          <button type="submit" disabled={busy}>
+            {busy ? 'Saving…' : 'Save budgets'}
+          </button>
+        </form>
+      )}
     </section>
   );
 }

@@ -1,5 +1,5 @@
-import { useState } from 'preact/hooks';
-import { api, ApiError, type Catalog, type NewKey } from './api.ts';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError, type ApiKey, type Catalog, type NewKey } from './api.ts';
 import { useKnownAccounts } from './account-picker.tsx';
 import { Actions, ErrorAlert } from './ui.tsx';
 
@@ -26,7 +26,9 @@ function keyRequest(form: {
   models: string[];
   limits: Record<LimitName, string>;
   expires: string;
+  mcpTools: string;
 }) {
+  const mcpTools = form.mcpTools.split(/[\s,]+/).filter((glob) => glob !== '');
   const limits = Object.fromEntries([...LIMITS, ...BUDGETS].filter(([name]) => form.limits[name] !== '').map(([name]) => [name, Number(form.limits[name])]));
   return {
     account: form.account,
@@ -34,29 +36,56 @@ function keyRequest(form: {
     scopes: form.scopes,
     models: form.everyModel ? null : form.models,
     ...(Object.keys(limits).length > 0 ? { limits } : {}),
+    ...(mcpTools.length > 0 ? { mcp_tools: mcpTools } : {}),
     // datetime-local is the viewer's local time; the API takes Unix seconds.
     ...(form.expires === '' ? {} : { expires_at: Math.floor(new Date(form.expires).getTime() / 1000) }),
   };
 }
 
+/**
+ * The change of every mutable field, as `PATCH /keys/{id}` takes it: an empty name, expiry or set
+ * of limits clears it (`null`).
+ */
+function keyChanges(form: Parameters<typeof keyRequest>[0]) {
+  const { name = null, scopes, models, limits = null, expires_at = null } = keyRequest(form);
+  return { name, scopes, models, limits, expires_at };
+}
+
+/** A time in Unix seconds as a datetime-local field shows it: the viewer's local time, to the minute. */
+const localTime = (seconds: number | null) =>
+  seconds === null ? '' : new Date(seconds * 1000 - new Date(seconds * 1000).getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+
 const toggled = (list: string[], value: string, on: boolean) => (on ? [...list, value] : list.filter((item) => item !== value));
 
-/** Create a key: account, name, scopes, models, limits and expiry; the server checks every field. */
-export function KeyForm({ catalog, account, onCreated, onCancel }: {
+/**
+ * Create a key (account, name, scopes, models, limits and expiry), or with `editing` change every
+ * field of one but its account; the server checks every field. It opens where it is seen: scrolled
+ * to, its first field focused.
+ */
+export function KeyForm({ catalog, account, editing, onCreated, onUpdated, onCancel }: {
   catalog: Catalog;
   account: string;
+  editing?: ApiKey;
   onCreated: (created: NewKey) => void;
+  onUpdated?: (updated: ApiKey) => void;
   onCancel: () => void;
 }) {
+  const limit = (name: LimitName) => String(editing?.limits?.[name] ?? '');
   const [form, setForm] = useState({
-    account,
-    name: '',
-    scopes: catalog.scopes,
-    everyModel: true,
-    models: [] as string[],
-    limits: { requests_per_minute: '', tokens_per_minute: '', tokens_per_day: '', cost_per_day: '', cost_per_month: '' } as Record<LimitName, string>,
-    expires: '',
+    account: editing?.account ?? account,
+    name: editing?.name ?? '',
+    scopes: editing?.scopes ?? catalog.scopes,
+    everyModel: editing ? editing.models === null : true,
+    models: editing?.models ?? ([] as string[]),
+    limits: Object.fromEntries([...LIMITS, ...BUDGETS].map(([name]) => [name, limit(name)])) as Record<LimitName, string>,
+    expires: localTime(editing?.expires_at ?? null),
+    mcpTools: (editing?.mcp_tools ?? []).join(', '),
   });
+  const card = useRef<HTMLFormElement>(null);
+  useEffect(() => {
+    card.current?.scrollIntoView({ block: 'start' });
+    card.current?.querySelector<HTMLInputElement>('input:not([readonly])')?.focus({ preventScroll: true });
+  }, [editing?.id]);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const known = useKnownAccounts();
@@ -69,6 +98,18 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
 
   const submit = async (event: Event) => {
     event.preventDefault();
+    if (editing) {
+      setBusy(true);
+      setError(null);
+      try {
+        onUpdated?.(await api.updateKey(editing.id, keyChanges(form)));
+      } catch (err) {
+        setError(err instanceof ApiError ? err.message : 'The key could not be saved.');
+      } finally {
+        setBusy(false);
+      }
+      return;
+    }
     if (!known.includes(accountName) && !confirming) {
       setAskedAbout(accountName);
       return;
@@ -85,14 +126,15 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
   };
 
   return (
-    <form class="card" onSubmit={submit} aria-labelledby="new-key-title">
-      <h2 id="new-key-title">New key</h2>
+    <form class="card key-form" ref={card} onSubmit={submit} aria-labelledby="new-key-title">
+      <h2 id="new-key-title">{editing ? <>Edit key <code>{editing.id}</code></> : 'New key'}</h2>
       <div class="grid">
         <div>
           <label for="new-account">Account</label>
           <input
             id="new-account"
             required
+            readOnly={editing !== undefined}
             list="new-account-known"
             value={form.account}
             onInput={(event) => set({ account: event.currentTarget.value })}
@@ -182,6 +224,13 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
           ))}
         </div>
       </fieldset>
+      <fieldset>
+        <legend>MCP tools (empty: none; within what the owner's MCP grant allows)</legend>
+        <label for="new-mcp-tools">
+          Globs over <code>server/tool</code>, separated by commas or spaces: <code>github/*</code>, <code>search/web_search</code>
+        </label>
+        <input id="new-mcp-tools" value={form.mcpTools} onInput={(event) => set({ mcpTools: event.currentTarget.value })} />
+      </fieldset>
       {confirming && (
         <p class="notice" role="alert">
           <strong class="account-name">{accountName}</strong> is a new account: create it? No key has this account yet.
@@ -190,7 +239,7 @@ export function KeyForm({ catalog, account, onCreated, onCancel }: {
       <ErrorAlert message={error} />
       <Actions onCancel={onCancel}>
         <button type="submit" disabled={busy}>
-          {busy ? 'Creating…' : confirming ? 'Create the account and its key' : 'Create key'}
+          {editing ? (busy ? 'Saving…' : 'Save key') : busy ? 'Creating…' : confirming ? 'Create the account and its key' : 'Create key'}
         </button>
       </Actions>
     </form>

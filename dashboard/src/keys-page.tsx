@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type ApiKey, type Catalog, type NewKey } from './api.ts';
+import { api, ApiError, may, type ApiKey, type Catalog, type NewKey } from './api.ts';
 import { accountHref } from './app.tsx';
 import { KeySpend, useKeySpend } from './budgets.tsx';
 import { formatCount, formatUsd } from './format.ts';
@@ -43,6 +43,7 @@ export function KeysPage() {
   const [keys, setKeys] = useState<Loaded<ApiKey[]>>({ state: 'loading' });
   const [catalog, setCatalog] = useState<Catalog | null>(null);
   const [creating, setCreating] = useState(false);
+  const [editing, setEditing] = useState<ApiKey | null>(null);
   const [secret, setSecret] = useState<{ created: NewKey; title: string } | null>(null);
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
   const [rotating, setRotating] = useState<ApiKey | null>(null);
@@ -103,12 +104,43 @@ export function KeysPage() {
 
   return (
     <>
+      {/* Above the list, where it is seen however many keys there are. */}
+      {(creating || editing) && catalog && (
+        <KeyForm
+          catalog={catalog}
+          // The text found by, when it is an account shown: a name or key id is no account for a new key.
+          account={keys.state === 'ready' && keys.data.some((key) => key.account === account) ? account : ''}
+          {...(editing && { editing })}
+          onCancel={() => {
+            setCreating(false);
+            setEditing(null);
+          }}
+          onCreated={(created) => {
+            setCreating(false);
+            setSecret({ created, title: 'Key created' });
+            load();
+          }}
+          onUpdated={() => {
+            setEditing(null);
+            load();
+          }}
+        />
+      )}
       <section class="card" aria-labelledby="keys-title">
         <div class="heading">
           <h1 id="keys-title">Keys</h1>
-          <button type="button" onClick={() => setCreating(true)} disabled={creating || catalog === null}>
-            New key
-          </button>
+          {may('change') && (
+            <button
+              type="button"
+              onClick={() => {
+                setEditing(null);
+                setCreating(true);
+              }}
+              disabled={creating || catalog === null}
+            >
+              New key
+            </button>
+          )}
         </div>
         <form class="toolbar" onSubmit={show} role="search">
           <label for="filter">Find</label>
@@ -154,7 +186,7 @@ export function KeysPage() {
                     <td>
                       <a href={accountHref(key.account)}>{key.account}</a>
                     </td>
-                    <td>
+                    <td class="key">
                       <KeyIdentity apiKey={key} prefix={catalog?.key_prefix} />
                     </td>
                     <td>
@@ -177,8 +209,19 @@ export function KeysPage() {
                       <Time seconds={key.last_used_at} />
                     </td>
                     <td class="row-actions">
-                      {key.status === 'active' && (
+                      {key.status === 'active' && may('change') && (
                         <>
+                          <button
+                            type="button"
+                            class="secondary"
+                            onClick={() => {
+                              setCreating(false);
+                              setEditing(key);
+                            }}
+                            aria-label={`Edit ${key.id}`}
+                          >
+                            Edit
+                          </button>
                           {/* The API rotates a key once: a replaced key (in its grace) is refused, its replacement revoked or not. */}
                           {key.replaced_by === null && (
                             <button type="button" class="secondary" onClick={() => setRotating(key)} aria-label={`Rotate ${key.id}`}>
@@ -198,20 +241,6 @@ export function KeysPage() {
           </div>
         )}
       </section>
-
-      {creating && catalog && (
-        <KeyForm
-          catalog={catalog}
-          // The text found by, when it is an account shown: a name or key id is no account for a new key.
-          account={keys.state === 'ready' && keys.data.some((key) => key.account === account) ? account : ''}
-          onCancel={() => setCreating(false)}
-          onCreated={(created) => {
-            setCreating(false);
-            setSecret({ created, title: 'Key created' });
-            load();
-          }}
-        />
-      )}
 
       {secret && <SecretDialog created={secret.created} title={secret.title} onClose={() => setSecret(null)} />}
 

@@ -2,6 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, ApiError, type ApiKey, type DailyUsage, type UsageSplit } from './api.ts';
 import { formatCount, formatUsd } from './format.ts';
 import { AccountPicker, useKnownAccounts } from './account-picker.tsx';
+import { McpUsageTable } from './mcp-usage.tsx';
 import { UsageChart } from './usage-chart.tsx';
 import { chartStacks, keyLabel, lastDays, outcomeStacks, seriesName } from './usage-data.ts';
 import { LoadFailed, Loading } from './ui.tsx';
@@ -50,6 +51,12 @@ function UsageTable({ usage, split, names, caption }: { usage: DailyUsage; split
             <th scope="col" class="number">
               Cost (USD)
             </th>
+            <th scope="col" class="number">
+              Cache hits
+            </th>
+            <th scope="col" class="number">
+              Saved (USD)
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -68,6 +75,8 @@ function UsageTable({ usage, split, names, caption }: { usage: DailyUsage; split
                 <td class="number">{formatCount(entry.input_tokens)}</td>
                 <td class="number">{formatCount(entry.output_tokens)}</td>
                 <td class="number">{formatUsd(entry.cost_usd)}</td>
+                <td class="number">{formatCount(entry.cache_hits)}</td>
+                <td class="number">{formatUsd(entry.cost_saved_usd)}</td>
               </tr>
             )),
           )}
@@ -83,12 +92,17 @@ function UsageTable({ usage, split, names, caption }: { usage: DailyUsage; split
             <td class="number">{formatCount(usage.totals.input_tokens)}</td>
             <td class="number">{formatCount(usage.totals.output_tokens)}</td>
             <td class="number">{formatUsd(usage.totals.cost_usd)}</td>
+            <td class="number">{formatCount(usage.totals.cache_hits)}</td>
+            <td class="number">{formatUsd(usage.totals.cost_saved_usd)}</td>
           </tr>
         </tfoot>
       </table>
     </div>
   );
 }
+
+/** The share of the requests answered from the response cache. */
+const hitRatio = ({ requests, cache_hits: hits }: { requests: number; cache_hits: number }) => (requests === 0 ? '0%' : `${((hits / requests) * 100).toFixed(1)}%`);
 
 /** A key in the figures: its name, where it has one, before its id. */
 function KeyName({ id, names }: { id: string; names: ReadonlyMap<string, string> }) {
@@ -145,6 +159,16 @@ function UsageFigures({ shown }: { shown: Shown }) {
           <dt>Cost</dt>
           <dd>{formatUsd(figures.totals.cost_usd)}</dd>
         </div>
+        <div>
+          <dt>Cache hits</dt>
+          <dd>
+            {formatCount(figures.totals.cache_hits)} ({hitRatio(figures.totals)})
+          </dd>
+        </div>
+        <div>
+          <dt>Saved by the cache</dt>
+          <dd>{formatUsd(figures.totals.cost_saved_usd)}</dd>
+        </div>
       </dl>
       <div class="charts">
         <UsageChart title={`Requests per day, by ${split}`} days={days} stacks={stacks} figure="requests" />
@@ -152,7 +176,7 @@ function UsageFigures({ shown }: { shown: Shown }) {
         <UsageChart title={`Tokens per day (input and output), by ${split}`} days={days} stacks={stacks} figure="tokens" />
         <UsageChart title={`Cost per day (USD), by ${split}`} days={days} stacks={stacks} figure="cost" />
       </div>
-      <UsageTable usage={figures} split={split} names={names} caption={`Requests and tokens of ${whose(account)} per day and ${split}, ${period}, and their cost`} />
+      <UsageTable usage={figures} split={split} names={names} caption={`Requests and tokens of ${whose(account)} per day and ${split}, ${period}, and their cost, cache hits and savings`} />
     </section>
   );
 }
@@ -206,7 +230,8 @@ export function UsagePage({ account }: { account: string }) {
         </div>
         <p class="hint">
           Every model call is one request, refused ones included: answered is a 2xx answer, refused a 4xx or 5xx one (a call refused
-          before its model was read has no model). Tokens are the provider's own count, and cost is those tokens at the model's price.
+          before its model was read has no model). Tokens are the provider's own count, and cost is those tokens at the model's price; a
+          call answered from the response cache costs nothing, and saves what its answer cost when it was made.
           Days are UTC; a call shows here within about a second.
         </p>
         {usage.state === 'loading' && <Loading what="usage" />}
@@ -219,6 +244,7 @@ export function UsagePage({ account }: { account: string }) {
         )}
       </section>
       {usage.state === 'ready' && usage.data.figures.data.length > 0 && <UsageFigures shown={usage.data} />}
+      <McpUsageTable account={account} since={lastDays(period)[0] as string} />
     </>
   );
 }

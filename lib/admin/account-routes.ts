@@ -2,6 +2,7 @@ import type { RouterMiddleware } from '@koa/router';
 import type { ApiKeyRecord } from '../auth/key-store.js';
 import { keyStatus } from '../auth/keys.js';
 import type { FileStore } from '../files/file-store.js';
+import { usdOfPico } from '../picodollars.js';
 import { usageReport } from '../usage/usage-report.js';
 import type { UsageStore, UsageRow } from '../usage/usage-store.js';
 import type { AdminApi } from './admin-router.js';
@@ -17,6 +18,7 @@ interface AccountTotals {
   requests: number;
   input: number;
   output: number;
+  costPicoUsd: bigint;
 }
 
 /** Every account that has a key, in name order, with its active keys and the usage rows of its keys folded in. */
@@ -25,7 +27,7 @@ function accountTotals(records: ApiKeyRecord[], byKey: UsageRow[], nowSeconds: n
   const accountOfKey = new Map<string, string>();
   for (const record of records) {
     accountOfKey.set(record.id, record.account);
-    const entry = accounts.get(record.account) ?? { keys: 0, requests: 0, input: 0, output: 0 };
+    const entry = accounts.get(record.account) ?? { keys: 0, requests: 0, input: 0, output: 0, costPicoUsd: 0n };
     if (keyStatus(record, nowSeconds) === 'active') entry.keys += 1;
     accounts.set(record.account, entry);
   }
@@ -35,6 +37,7 @@ function accountTotals(records: ApiKeyRecord[], byKey: UsageRow[], nowSeconds: n
     entry.requests += row.requests;
     entry.input += row.inputTokens;
     entry.output += row.outputTokens;
+    entry.costPicoUsd += row.costPicoUsd;
   }
   return [...accounts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
@@ -57,7 +60,7 @@ function monthStartMs(nowSeconds: number): number {
 
 /**
  * `GET /accounts`: every account that has a key, with its active keys, files and bytes kept and
- * (with a usage store, else `null`) this UTC month's requests and tokens.
+ * (with a usage store, else `null`) this UTC month's requests, tokens and cost in USD.
  */
 export function listAccounts(api: AdminApi): RouterMiddleware {
   return async function listAccounts(ctx) {
@@ -78,6 +81,7 @@ export function listAccounts(api: AdminApi): RouterMiddleware {
         requests_this_month: monthly ? totals.requests : null,
         input_tokens_this_month: monthly ? totals.input : null,
         output_tokens_this_month: monthly ? totals.output : null,
+        cost_usd_this_month: monthly ? usdOfPico(totals.costPicoUsd) : null,
       })),
     };
   };

@@ -2,13 +2,17 @@
 export interface AdminSession {
   /** SHA-256 (hex) of the cookie's value: the value itself is never stored. */
   hash: string;
-  /** The admin token the session was opened with: revoking it ends the session. */
-  tokenId: string;
+  /** The admin token the session was opened with (revoking it ends the session); `null` for a user's session. */
+  tokenId: string | null;
+  /** The user who signed in through the OIDC provider (disabling them ends the session); `null` for a token's session. */
+  userId: string | null;
   /** Sent back in `X-CSRF-Token` on every request of the session that changes something. */
   csrfToken: string;
   /** Unix seconds. */
   createdAt: number;
   expiresAt: number;
+  /** When the session was last used, as `touch` recorded it: what an idle timeout counts from. */
+  lastSeenAt: number;
 }
 
 /** Where dashboard sessions live. Implementations: memory, Knex (PostgreSQL, SQLite). */
@@ -16,6 +20,8 @@ export interface AdminSessionStore {
   create(session: AdminSession): Promise<void>;
   /** The session with this hash, unless it has expired at `nowSeconds` (Unix seconds). */
   get(hash: string, nowSeconds: number): Promise<AdminSession | undefined>;
+  /** Records that the session was used at `at` (Unix seconds); nothing happens when there is none. */
+  touch(hash: string, at: number): Promise<void>;
   /** Ends the session; nothing happens when there is none. */
   delete(hash: string): Promise<void>;
   /** Removes every session expired at `nowSeconds`; returns how many. */

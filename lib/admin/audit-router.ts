@@ -34,7 +34,9 @@ function auditEntryObject(entry: AuditEntry) {
     account: entry.account,
     admin_token_id: entry.tokenId,
     replacement_key_id: entry.replacementId,
+    user_id: entry.userId,
     fields: entry.fields,
+    changes: entry.changes,
     address: entry.address,
   };
 }

@@ -11,6 +11,10 @@ export const AUDIT_ACTIONS = [
   'session.opened',
   'session.closed',
   'account.limits_set',
+  'user.updated',
+  'account.mcp_tools_set',
+  'budget.alert_sent',
+  'cache.purged',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
@@ -29,14 +33,38 @@ export interface AuditEvent {
   tokenId?: string;
   /** `key.rotated`: the new key. */
   replacementId?: string;
-  /** The names of the fields the request set (`key.updated`, `account.limits_set`, `key.created`). */
+  /** The person acted on (`user.*`). */
+  userId?: string;
+  /** The names of the fields the request set (`key.updated`, `account.limits_set`, `key.created`); `budget.alert_sent`: the period, the threshold and the outcome (`day`, `80%`, `delivered` or `failed`). */
   fields?: string[];
+  /** Each changed field's value before and after, where the handler knows both (never a secret). */
+  changes?: AuditChanges;
 }
 
-/** Who acted: an admin token (directly or through a dashboard session opened with it), or the command line. */
+/** Changed fields' values, before (`from`) and after (`to`), by field name. */
+export type AuditChanges = Record<string, { from: unknown; to: unknown }>;
+
+/**
+ * The values of `fields` before and after a change, as the admin API shows the object (never a
+ * secret: a key object has none), those that differ.
+ * @example changedValues(keyObject(old, now), keyObject(updated, now), ['name', 'limits'])
+ */
+export function changedValues(before: object, after: object, fields: readonly string[]): AuditChanges {
+  const changes: AuditChanges = {};
+  for (const field of fields) {
+    const from = (before as Record<string, unknown>)[field] ?? null;
+    const to = (after as Record<string, unknown>)[field] ?? null;
+    if (JSON.stringify(from) !== JSON.stringify(to)) changes[field] = { from, to };
+  }
+  return changes;
+}
+
+/** Who acted: an admin token (directly or through a dashboard session opened with it), a person signed in through the OIDC provider, the command line, or the gateway itself (`budget.alert_sent`). */
 export type AuditActor =
   | { type: 'admin_token'; /** The admin token's id. */ id: string; /** Its name, `null` when unnamed. */ name: string | null }
-  | { type: 'cli'; id: null; /** The operating system's user, when known. */ name: string | null };
+  | { type: 'user'; /** The user's id (`usr_…`). */ id: string; /** Their email, else their name; `null` when the provider gave neither. */ name: string | null }
+  | { type: 'cli'; id: null; /** The operating system's user, when known. */ name: string | null }
+  | { type: 'gateway'; id: null; /** The gateway itself (a budget alert): no name. */ name: null };
 
 /** One recorded admin action. */
 export interface AuditEntry {
@@ -50,7 +78,11 @@ export interface AuditEntry {
   account: string | null;
   tokenId: string | null;
   replacementId: string | null;
+  /** The person acted on (`user.*`). */
+  userId: string | null;
   fields: string[];
+  /** The changed fields' values before and after, when the action states them. */
+  changes: AuditChanges | null;
   /** The client's address (`ctx.ip`), `null` for the command line. */
   address: string | null;
 }
@@ -70,7 +102,9 @@ export function auditEntry(event: AuditEvent, context: Pick<AuditEntry, 'actor' 
     account: event.account ?? null,
     tokenId: event.tokenId ?? null,
     replacementId: event.replacementId ?? null,
+    userId: event.userId ?? null,
     fields: event.fields ?? [],
+    changes: event.changes ?? null,
     address: context.address,
   };
 }

@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { parseOptions, positiveInteger } from '../settings/schemas.js';
-import { auditEntry, type AuditStore } from './audit-store.js';
+import { auditEntry, type AuditActor, type AuditStore } from './audit-store.js';
 
 
 export interface AuditTrailOptions {
@@ -41,9 +41,11 @@ async function within<T>(timeoutMs: number, work: Promise<T>): Promise<T> {
 
 /**
  * Records each admin action in the audit log, in one place: a handler behind it states what it
- * did on `ctx.state.audit` (`{ action, keyId?, account?, tokenId?, replacementId?, fields? }`,
- * never a secret), and once the handler answered 2xx this middleware appends who did it (the
- * admin token on `ctx.state.admin`, with its name; a dashboard session acts for its token), when
+ * did on `ctx.state.audit` (`{ action, keyId?, account?, tokenId?, replacementId?, userId?, fields?,
+ * changes? }`, never a secret), and once the handler answered 2xx (or 3xx: a sign-in through the
+ * OIDC provider ends in a redirect) this middleware appends who did it (the
+ * admin token on `ctx.state.admin`, with its name, a dashboard session acting for its token; or the
+ * person signed in through the OIDC provider, by id and email), when
  * (Unix seconds) and from where (`ctx.ip`). Mount it after `adminAuth()`, before the admin routers.
  *
  * The change is made before it is recorded, and cannot be taken back: an entry that fails or
@@ -62,9 +64,11 @@ export function auditTrail(options: AuditTrailOptions): Middleware {
     await next();
     const event = ctx.state.audit;
     const admin = ctx.state.admin;
-    if (!event || !admin || ctx.status < 200 || ctx.status > 299) return;
+    if (!event || !admin || ctx.status < 200 || ctx.status >= 400) return;
     try {
-      const actor = { type: 'admin_token' as const, id: admin.tokenId, name: admin.tokenName };
+      const actor: AuditActor = admin.user
+        ? { type: 'user', id: admin.user.id, name: admin.user.email ?? admin.user.name }
+        : { type: 'admin_token', id: admin.tokenId ?? '', name: admin.tokenName };
       const at = Math.floor(nowMs() / 1000);
       await within(timeoutMs, store.append(auditEntry(event, { actor, at, address: ctx.ip || null })));
     } catch (err) {

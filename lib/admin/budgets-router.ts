@@ -2,18 +2,21 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { AccountBudgetStore } from '../cost/account-budget-store.js';
-import { budgetPeriods, type Budget } from '../cost/budgets.js';
+import { budgetPeriods, type Budget, type SpendLedger } from '../cost/budgets.js';
+import { usdOfPico } from '../picodollars.js';
 import type { ModelPrice } from '../cost/price.js';
 import { readJsonBody } from '../http/json-body.js';
 import { usageReport } from '../usage/usage-report.js';
 import type { UsageStore } from '../usage/usage-store.js';
-import { ADMIN_API_PATH, verifiedAdmin } from './admin-auth.js';
+import { ADMIN_API_PATH, changedBy, verifiedAdmin } from './admin-auth.js';
+import { changedValues } from './audit-store.js';
 import { accountName, budgetUsdOrNull, parseFields } from './key-fields.js';
 
 /** A change of an account's budgets, for the log of every change. */
 export interface BudgetChange {
   action: 'account.limits_set';
-  adminTokenId: string;
+  adminTokenId: string | null;
+  userId?: string;
   account: string;
   /** The fields the request set (a `null` among them removed its budget). */
   fields: string[];
@@ -30,6 +33,8 @@ export interface BudgetsRouterOptions {
   onChange?: (change: BudgetChange, ctx: Context) => void;
   /** The clock, in milliseconds since the Unix epoch, that places the spend in its UTC day and month. Default: `Date.now`. */
   nowMs?: () => number;
+  /** The spend ledger the budgets are held on: `reserved`, what the account's calls under way hold, is read from it. Default: none (`reserved: 0`). */
+  ledger?: Pick<SpendLedger, 'spent'>;
 }
 
 const budgetChanges = z.strictObject({ costPerDay: budgetUsdOrNull.optional(), costPerMonth: budgetUsdOrNull.optional() });
@@ -52,7 +57,7 @@ const priceObject = (price: ModelPrice | undefined) =>
  * @example app.use(budgetsRouter({ accounts: new KnexAccountBudgetStore(knex), usageStore, catalog }).routes())
  */
 export function budgetsRouter(options: BudgetsRouterOptions): Router {
-  const { accounts, usageStore, catalog, onChange, nowMs = Date.now } = options;
+  const { accounts, usageStore, catalog, onChange, nowMs = Date.now, ledger } = options;
   if (typeof accounts?.set !== 'function') throw new TypeError('koa-model-gateway: budgetsRouter() needs an AccountBudgetStore as `accounts`');
   if (typeof usageStore?.summarize !== 'function') throw new TypeError('koa-model-gateway: budgetsRouter() needs a UsageStore as `usageStore`');
   if (!Array.isArray(catalog)) throw new TypeError('koa-model-gateway: budgetsRouter() needs the model catalog as `catalog`');
@@ -69,12 +74,14 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
     const monthStart = Date.parse(`${budgetPeriods(now).month.id}-01T00:00:00Z`);
     const report = await usageReport(usageStore, { account, since: monthStart, by: 'day' });
     const today = report.rows.find((row) => row.group === budgetPeriods(now).day.id);
+    const held = ledger === undefined ? 0n : ((await ledger.spent([`account:${account}`])).held[0] ?? 0n);
     return {
       object: 'account_limits' as const,
       account,
       costPerDay: budget.costPerDay ?? null,
       costPerMonth: budget.costPerMonth ?? null,
       spent: { day: today?.costUsd ?? 0, month: report.totals.costUsd },
+      reserved: usdOfPico(held),
     };
   }
 
@@ -89,9 +96,11 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
   router.put('/accounts/:account/limits', async (ctx) => {
     const account = parseFields(accountName, ctx.params.account, 'account');
     const changes = parseFields(budgetChanges, await readJsonBody(ctx.req, 4096));
+    const before = await accounts.get(account);
     const budget = await accounts.set(account, changes);
-    ctx.state.audit = { action: 'account.limits_set', account, fields: Object.keys(changes) };
-    onChange?.({ action: 'account.limits_set', adminTokenId: verifiedAdmin(ctx).tokenId, account, fields: Object.keys(changes) }, ctx);
+    const values = changedValues({ costPerDay: null, costPerMonth: null, ...before }, { costPerDay: null, costPerMonth: null, ...budget }, Object.keys(changes));
+    ctx.state.audit = { action: 'account.limits_set', account, fields: Object.keys(changes), changes: values };
+    onChange?.({ action: 'account.limits_set', ...changedBy(verifiedAdmin(ctx)), account, fields: Object.keys(changes) }, ctx);
     ctx.body = await limitsObject(account, budget);
   });
   return router;

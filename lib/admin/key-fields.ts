@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { ACCOUNT_NAME_RULE, canonicalAccountName } from '../auth/account-name.js';
 import { canonicalKeyName, KEY_NAME_RULE } from '../auth/key-name.js';
+import type { KeyCache } from '../auth/key-store.js';
 import { SCOPES, isScope, type Scope } from '../auth/scopes.js';
+import { isMcpToolGlob, MCP_TOOL_GLOB_RULE } from '../mcp/tool-grants.js';
 import type { ModelLimits } from '../quota/model-limits.js';
 import { positiveInteger } from '../settings/schemas.js';
 import { BUDGET_RULE, budgetUsd } from '../settings/budget-usd.js';
@@ -16,6 +18,7 @@ const SCOPE_LIST = `must be a non-empty array of scopes (${SCOPES.join(', ')})`;
 const MODEL_LIST = 'must be an array of model ids, or null for every model';
 const EXPIRY = 'must be a Unix time in seconds, in the future, or null for no expiry';
 const LIMITS = 'must be an object of requests_per_minute, tokens_per_minute, tokens_per_day, cost_per_day and cost_per_month, or null';
+const CACHE = 'must be an object of ttl_seconds (a positive integer) and per_key (a boolean), or null';
 const GRACE = `must be an integer number of seconds from 0 to ${MAX_GRACE_SECONDS}`;
 
 const unique = <T>(values: T[]) => [...new Set(values)];
@@ -60,6 +63,16 @@ const keyName = z
   })
   .nullable();
 
+/** An MCP grant (`mcp_tools`): globs over `{server}/{tool}`, at most 100, without repeats; `[]` grants nothing. */
+export const mcpToolGlobs = z
+  .array(z.string({ error: MCP_TOOL_GLOB_RULE }), { error: MCP_TOOL_GLOB_RULE })
+  .max(100, { error: `${MCP_TOOL_GLOB_RULE}, at most 100` })
+  .superRefine((values, ctx) => {
+    const invalid = values.find((value) => !isMcpToolGlob(value));
+    if (invalid !== undefined) ctx.addIssue({ code: 'custom', message: `'${invalid}' ${MCP_TOOL_GLOB_RULE.replace(/^must be an array of globs/, 'is not a glob')}` });
+  })
+  .transform(unique);
+
 /**
  * The zod schemas of the admin API's request bodies, checking models against `catalog` and
  * expiry against `nowSeconds()` (Unix seconds) at the time of parsing.
@@ -95,7 +108,19 @@ export function keyFieldSchemas(catalog: ReadonlySet<string>, nowSeconds: () => 
     )
     .nullable()
     .transform(toKeyLimits);
-  const changes = { scopes: scopes.optional(), models: models.optional(), expires_at: expiresAt.optional(), limits: limits.optional(), name: keyName.optional() };
+  const cache = z
+    .strictObject({ ttl_seconds: positiveInteger, per_key: z.boolean({ error: CACHE }).optional() }, { error: CACHE })
+    .nullable()
+    .transform((input): KeyCache | null => input && { ttlSeconds: input.ttl_seconds, ...(input.per_key && { perKey: true }) });
+  const changes = {
+    scopes: scopes.optional(),
+    models: models.optional(),
+    expires_at: expiresAt.optional(),
+    limits: limits.optional(),
+    cache: cache.optional(),
+    name: keyName.optional(),
+    mcp_tools: mcpToolGlobs.optional(),
+  };
   return {
     create: z.strictObject({ account: accountName, ...changes }),
     update: z.strictObject(changes),

@@ -22,6 +22,8 @@ export interface KeyObject {
   models: string[] | null;
   /** `null` when the key has no limits of its own. */
   limits: KeyLimitsObject | null;
+  /** The key's own response caching; `null` when it has none (its models' settings apply). */
+  cache: { ttl_seconds: number; per_key: boolean } | null;
   created_at: number;
   expires_at: number | null;
   revoked_at: number | null;
@@ -31,6 +33,8 @@ export interface KeyObject {
   last_used_at: number | null;
   replaces: { id: string } | null;
   replaced_by: { id: string } | null;
+  /** The key's MCP grant: globs over `{server}/{tool}`; `[]` when it has none (no tool). */
+  mcp_tools: string[];
 }
 
 /** A key as created or rotated: with its secret `key`, shown this once. */
@@ -69,6 +73,7 @@ export function keyObject(record: ApiKeyRecord, nowSeconds: number): KeyObject {
             cost_per_day: limits.costPerDay ?? null,
             cost_per_month: limits.costPerMonth ?? null,
           },
+    cache: record.cache === undefined ? null : { ttl_seconds: record.cache.ttlSeconds, per_key: record.cache.perKey === true },
     created_at: record.createdAt,
     expires_at: record.expiresAt,
     revoked_at: record.revokedAt,
@@ -77,5 +82,6 @@ export function keyObject(record: ApiKeyRecord, nowSeconds: number): KeyObject {
     last_used_at: record.lastUsedAt ?? null,
     replaces: record.replaces === undefined ? null : { id: record.replaces },
     replaced_by: record.replacedBy === undefined ? null : { id: record.replacedBy },
+    mcp_tools: record.mcpTools ?? [],
   };
 }

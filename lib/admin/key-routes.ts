@@ -5,6 +5,7 @@ import { createApiKey, rotateApiKey } from '../auth/keys.js';
 import { SCOPES } from '../auth/scopes.js';
 import { readJsonBody } from '../http/json-body.js';
 import { adminErrors } from './admin-errors.js';
+import { changedValues } from './audit-store.js';
 import type { AdminApi } from './admin-router.js';
 import { accountName, parseFields } from './key-fields.js';
 import { keyMatcher, keySearch } from './key-search.js';
@@ -46,6 +47,8 @@ export function createKey(api: AdminApi): RouterMiddleware {
       models: fields.models ?? null,
       expiresAt: fields.expires_at ?? null,
       ...(fields.limits ? { limits: fields.limits } : {}),
+      ...(fields.cache ? { cache: fields.cache } : {}),
+      ...(fields.mcp_tools === undefined ? {} : { mcpTools: fields.mcp_tools }),
     });
     api.report(ctx, { action: 'key.created', keyId: record.id, account: record.account, fields: Object.keys(fields) });
     ctx.status = 201;
@@ -74,20 +77,25 @@ export function showKey(api: AdminApi): RouterMiddleware {
   };
 }
 
-/** `PATCH /keys/{id}`: `scopes`, `models`, `expires_at`, `limits`, `name`; a field left out stays. */
+/** `PATCH /keys/{id}`: `scopes`, `models`, `expires_at`, `limits`, `cache`, `name`, `mcp_tools`; a field left out stays. */
 export function updateKey(api: AdminApi): RouterMiddleware {
   return async function updateKey(ctx) {
     const fields = parseFields(api.schemas.update, await readBody(ctx));
-    const record = await api.keys.update(ctx.params.id as string, {
+    const before = await existingKey(api, ctx.params.id as string);
+    const record = await api.keys.update(before.id, {
       ...(fields.scopes === undefined ? {} : { scopes: fields.scopes }),
       ...(fields.models === undefined ? {} : { models: fields.models }),
       ...(fields.expires_at === undefined ? {} : { expiresAt: fields.expires_at }),
       ...(fields.limits === undefined ? {} : { limits: fields.limits }),
+      ...(fields.cache === undefined ? {} : { cache: fields.cache }),
       ...(fields.name === undefined ? {} : { name: fields.name }),
+      ...(fields.mcp_tools === undefined ? {} : { mcpTools: fields.mcp_tools }),
     });
     if (!record) throw adminErrors.keyNotFound();
-    api.report(ctx, { action: 'key.updated', keyId: record.id, account: record.account, fields: Object.keys(fields) });
-    ctx.body = keyObject(record, api.now());
+    const at = api.now();
+    const changes = changedValues(keyObject(before, at), keyObject(record, at), Object.keys(fields));
+    api.report(ctx, { action: 'key.updated', keyId: record.id, account: record.account, fields: Object.keys(fields), changes });
+    ctx.body = keyObject(record, at);
   };
 }
 

@@ -50,6 +50,8 @@ export const totalsJson = (totals: UsageTotals) => ({
   input_tokens: totals.inputTokens,
   output_tokens: totals.outputTokens,
   cost_usd: totals.costUsd,
+  cache_hits: totals.cacheHits,
+  cost_saved_usd: totals.costSavedUsd,
 });
 
 const groupJson = (grouping: UsageGrouping, row: UsageGroupTotals) => ({ [grouping]: row.group, ...totalsJson(row) });

@@ -42,6 +42,8 @@ export function apiKey(options: ApiKeyOptions): Middleware {
       models: record.models,
       ...(record.limits && { limits: record.limits }),
       ...(record.originalId !== undefined && { originalId: record.originalId }),
+      ...(record.mcpTools && { mcpTools: record.mcpTools }),
+      ...(record.cache && { cache: record.cache }),
     };
     return next();
   };

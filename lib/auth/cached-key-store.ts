@@ -29,6 +29,7 @@ const copy = (record: ApiKeyRecord): ApiKeyRecord => ({
   scopes: [...record.scopes],
   models: record.models === null ? null : [...record.models],
   ...(record.limits && { limits: { ...record.limits } }),
+  ...(record.cache && { cache: { ...record.cache } }),
 });
 
 /**

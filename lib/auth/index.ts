@@ -8,7 +8,7 @@ export { SCOPES, isScope, type Scope } from './scopes.js';
 export { createApiKey, generateApiKey, hashApiKey, keyStatus, rotateApiKey, type ApiKeyRotation, type KeyStatus } from './keys.js';
 export { canonicalAccountName } from './account-name.js';
 export { canonicalKeyName } from './key-name.js';
-export type { ApiKeyRecord, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from './key-store.js';
+export type { ApiKeyRecord, KeyCache, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from './key-store.js';
 export { announceKeyChanges, type AnnounceKeyChangesOptions, type KeyChanges } from './key-changes.js';
 export { extractApiKey } from './extract-api-key.js';
 export { withoutSecrets } from './without-secrets.js';

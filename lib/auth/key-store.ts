@@ -1,6 +1,12 @@
 import type { ModelLimits } from '../quota/model-limits.js';
 import type { Scope } from './scopes.js';
 
+/** A key's response caching: its calls' answers kept `ttlSeconds`, in its account's entries or, with `perKey`, in its own. */
+export interface KeyCache {
+  ttlSeconds: number;
+  perKey?: boolean;
+}
+
 /** A stored API key. The plaintext is never part of it. */
 export interface ApiKeyRecord {
   id: string;
@@ -15,6 +21,8 @@ export interface ApiKeyRecord {
    * Stores keep only positive integers (`checkModelLimits`).
    */
   limits?: ModelLimits;
+  /** The key's own response caching (`{ ttlSeconds, perKey? }`); absent when it has none (its models' settings apply). */
+  cache?: KeyCache;
   /** Unix seconds. */
   createdAt: number;
   /** Unix seconds; stores keep whole seconds (a fraction is dropped: the key expires no later than asked). */
@@ -35,9 +43,11 @@ export interface ApiKeyRecord {
   originalId?: string;
   /** Unix seconds: when a request last came with the key, to the minute (`keyUseRecorder`); absent when never. */
   lastUsedAt?: number;
+  /** The key's MCP grant: globs over `{server}/{tool}` (`isMcpToolGlob`); absent when it has none (no tool). */
+  mcpTools?: string[];
 }
 
-export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits' | 'name' | 'hint'>;
+export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits' | 'cache' | 'name' | 'hint' | 'mcpTools'>;
 
 /** What `KeyStore.update` may change; a field left out stays as it is. */
 export interface KeyUpdate {
@@ -45,9 +55,13 @@ export interface KeyUpdate {
   models?: string[] | null;
   /** `null` removes the key's own limits. */
   limits?: ModelLimits | null;
+  /** `null` removes the key's own caching. */
+  cache?: KeyCache | null;
   expiresAt?: number | null;
   /** `null` removes the name. */
   name?: string | null;
+  /** `[]` removes the key's MCP grant. */
+  mcpTools?: string[];
 }
 
 /** What `KeyStore.rotate` is given. */
@@ -96,7 +110,7 @@ export interface KeyStore {
   update(id: string, update: KeyUpdate): Promise<ApiKeyRecord | undefined>;
   /**
    * Replaces the key `id`, once: creates a key with `rotation.hash` and the old key's account,
-   * scopes, models, limits, expiry and name, linked to it (`replaces`, and the old key's `replacedBy`) and
+   * scopes, models, limits, expiry, name and MCP grant, linked to it (`replaces`, and the old key's `replacedBy`) and
    * to the first key of its rotations (`originalId`: the old key's, or the old key's id), and sets the old key's expiry to `graceEndsAt` (or keeps
    * its own when sooner). Only an active key that was never rotated is: of rotations of one key
    * made at the same time, in any number of processes, exactly one succeeds.

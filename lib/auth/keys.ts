@@ -1,7 +1,7 @@
 import { hash, randomBytes } from 'node:crypto';
 import { checkModelLimits, type ModelLimits } from '../quota/model-limits.js';
 import { canonicalKeyName, KEY_NAME_RULE } from './key-name.js';
-import type { ApiKeyRecord, KeyRotationResult, KeyStore } from './key-store.js';
+import type { ApiKeyRecord, KeyCache, KeyRotationResult, KeyStore } from './key-store.js';
 import { isScope, type Scope } from './scopes.js';
 
 /** 32 bytes: 256 bits of entropy in every secret. */
@@ -54,7 +54,7 @@ export function generateApiKey(prefix: string): { key: string; hash: string; hin
 /**
  * Creates a key in `store` and returns the plaintext once, with the stored record. `limits` are
  * the key's own limits on model calls (positive integers, else a `TypeError`); `name`, what the operator
- * calls it (`canonicalKeyName`, else a `TypeError`); `scopes`, each one of `SCOPES` (else a `TypeError`).
+ * calls it (`canonicalKeyName`, else a `TypeError`); `cache`, its own response caching (`{ ttlSeconds, perKey? }`); `scopes`, each one of `SCOPES` (else a `TypeError`).
  * @example const { key } = await createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: [...SCOPES], limits: { requestsPerMinute: 60 } })
  */
 export async function createApiKey(
@@ -66,7 +66,10 @@ export async function createApiKey(
     models?: string[] | null;
     expiresAt?: number | null;
     limits?: ModelLimits;
+    cache?: KeyCache;
     name?: string | null;
+    /** The key's MCP grant: globs over `{server}/{tool}`; default none. */
+    mcpTools?: string[];
   },
 ): Promise<{ key: string; record: ApiKeyRecord }> {
   const limits = checkModelLimits(options.limits ?? {}, 'key limits');
@@ -86,8 +89,16 @@ export async function createApiKey(
     models: options.models ?? null,
     expiresAt: options.expiresAt ?? null,
     limits,
+    ...(options.cache && { cache: checkKeyCache(options.cache) }),
+    ...(options.mcpTools !== undefined && options.mcpTools.length > 0 && { mcpTools: options.mcpTools }),
   });
   return { key, record };
+}
+
+/** `cache` if it is one (a positive integer `ttlSeconds`), else a `TypeError`. */
+function checkKeyCache(cache: KeyCache): KeyCache {
+  if (!Number.isSafeInteger(cache.ttlSeconds) || cache.ttlSeconds <= 0) throw new TypeError('koa-model-gateway: a key cache ttlSeconds must be a positive integer');
+  return { ttlSeconds: cache.ttlSeconds, ...(cache.perKey === true && { perKey: true }) };
 }
 
 /** What came of `rotateApiKey()`: the store's result, with the new key's plaintext when there is one. */

@@ -1,5 +1,5 @@
 /**
- * Every scope of api.md section 5, one per operation group, and `responses:create` (decisions.md).
+ * Every scope of api.md section 5, one per operation group, `responses:create` and `mcp:call` (decisions.md).
  * @example await createApiKey(store, { prefix: 'kmg', account: 'acme', scopes: [...SCOPES] })
  */
 export const SCOPES = [
@@ -10,6 +10,8 @@ export const SCOPES = [
   'files:write',
   'files:read',
   'files:delete',
+  'embeddings:create',
+  'mcp:call',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -1,3 +1,4 @@
+import { cachedReads, type CachedReadsOptions } from '../cached-reads.js';
 import type { AccountBudgets, Budget } from './budgets.js';
 
 /** Changes to an account's budgets: a number sets one (USD), `null` removes it, absent leaves it. */
@@ -28,30 +29,7 @@ export function changedBudget(budget: Budget, changes: BudgetChanges): Budget {
   return next;
 }
 
-/**
- * AccountBudgetStore in process memory: for tests and gateways without a database.
- * @example const accounts = new MemoryAccountBudgetStore()
- */
-export class MemoryAccountBudgetStore implements AccountBudgetStore {
-  readonly #budgets = new Map<string, Budget>();
-
-  async get(account: string): Promise<Budget> {
-    return { ...this.#budgets.get(account) };
-  }
-
-  async set(account: string, changes: BudgetChanges): Promise<Budget> {
-    const budget = changedBudget(this.#budgets.get(account) ?? {}, changes);
-    this.#budgets.set(account, budget);
-    return { ...budget };
-  }
-}
-
-export interface CachedAccountBudgetsOptions {
-  /** How long an account's budgets are reused, in ms: a change reaches every process within it. Default 1,000. */
-  ttlMs?: number;
-  /** Default `Date.now`. */
-  nowMs?: () => number;
-}
+export type CachedAccountBudgetsOptions = CachedReadsOptions;
 
 /**
  * The accounts' budgets read through a cache of `ttlMs`, so that a model call does not wait on the
@@ -60,20 +38,6 @@ export interface CachedAccountBudgetsOptions {
  * @example spendBudgets({ ledger, accounts: cachedAccountBudgets(new KnexAccountBudgetStore(knex)) })
  */
 export function cachedAccountBudgets(store: AccountBudgets, options: CachedAccountBudgetsOptions = {}): AccountBudgets {
-  const { ttlMs = 1000, nowMs = Date.now } = options;
   if (typeof store?.get !== 'function') throw new TypeError('koa-model-gateway: cachedAccountBudgets() needs an AccountBudgetStore');
-  if (!Number.isFinite(ttlMs) || ttlMs < 0) throw new TypeError('koa-model-gateway: cachedAccountBudgets() ttlMs must be a non-negative number');
-  const cache = new Map<string, { until: number; budget: Promise<Budget> }>();
-  return {
-    get(account) {
-      const now = nowMs();
-      const cached = cache.get(account);
-      if (cached !== undefined && cached.until > now) return cached.budget;
-      const budget = store.get(account);
-      cache.set(account, { until: now + ttlMs, budget });
-      // A failed read is not kept: the next call tries again.
-      budget.catch(() => cache.delete(account));
-      return budget;
-    },
-  };
+  return { get: cachedReads((account) => store.get(account), options, 'cachedAccountBudgets()') };
 }

@@ -1,7 +1,10 @@
+import { z } from 'zod';
 import { GatewayError } from '../errors/gateway-error.js';
+import { parseOptions, positiveInteger, timerMs } from '../settings/schemas.js';
+import type { AlertClaims, BudgetAlert } from './budget-alerts.js';
 import { secondsUntil, utcDate } from '../quota/clock-windows.js';
 import type { UsageStore } from '../usage/usage-store.js';
-import { picoOfUsd } from '../picodollars.js';
+import { picoOfUsd, usdOfPico } from '../picodollars.js';
 
 /**
  * Budgets in USD, each optional (absent: none): `costPerDay` per UTC day, `costPerMonth` per UTC
@@ -12,6 +15,10 @@ import { picoOfUsd } from '../picodollars.js';
 export interface Budget {
   costPerDay?: number;
   costPerMonth?: number;
+  /** Soft: its spend alerts (`spendBudgets()`'s `alerts`), and never refuses a call. Default false. */
+  costSoft?: boolean;
+  /** The percents of each budget whose crossing sends an alert. Default: `spendBudgets()`'s `alerts.thresholds` (50, 80, 100). */
+  costAlertThresholds?: number[];
 }
 
 /** Spend in one UTC day and month, in picodollars (exact). */
@@ -42,15 +49,51 @@ export function budgetPeriods(now: number): BudgetPeriods {
 
 /**
  * Where spend is counted, per party (`key:<id>`, `account:<name>`), in the current UTC day and
- * month. Implementations: `MemorySpendLedger` (one process), `RedisSpendLedger` (every process
- * of a deployment). The counts are what budgets are checked against; the usage records stay the
+ * month, and where calls under way hold their maximum cost (a reservation) until they end.
+ * Implementations: `MemorySpendLedger` (one process), `RedisSpendLedger` (every process of a
+ * deployment). The counts are what budgets are checked against; the usage records stay the
  * account of what was spent.
  */
 export interface SpendLedger {
-  /** The spend of each party (in order) in the day and month of the ledger's clock, and that time. Throws `StoreUnavailableError` when its backend cannot be reached. */
-  spent(parties: readonly string[]): Promise<{ at: number; spend: PeriodSpend[] }>;
+  /**
+   * The spend of each party (in order) in the day and month of the ledger's clock, what calls under
+   * way hold (`held`, counted in both periods), and that time. Throws `StoreUnavailableError` when
+   * its backend cannot be reached.
+   */
+  spent(parties: readonly string[]): Promise<{ at: number; spend: PeriodSpend[]; held: bigint[] }>;
   /** Adds `picoUsd` to the day and month of each party, now. Throws `StoreUnavailableError` when its backend cannot be reached. */
   add(parties: readonly string[], picoUsd: number): Promise<void>;
+  /**
+   * Holds `picoUsd` for each party if it fits every limit (spend + held + `picoUsd`, at least one
+   * picodollar, at most the limit), atomically per party, across processes for a shared ledger;
+   * else holds nothing. The hold lapses `ttlMs` after, unless released first. `reservation` is set
+   * when held: give it to `release`. `spend` is each party's spend plus what was held before
+   * (0 for a party after the one that refused). Throws `StoreUnavailableError` when its backend cannot be reached.
+   */
+  reserve(limits: readonly PartyLimits[], picoUsd: number, ttlMs: number): Promise<Reserved>;
+  /** Ends a hold that `reserve` made for `parties` (nothing when it has lapsed). */
+  release(parties: readonly string[], reservation: string): Promise<void>;
+}
+
+/** A party's budgets in picodollars, each optional: what a reservation must fit in. */
+export interface PartyLimits {
+  party: string;
+  day?: bigint | undefined;
+  month?: bigint | undefined;
+}
+
+/** What `SpendLedger.reserve()` answers. */
+export interface Reserved {
+  at: number;
+  spend: PeriodSpend[];
+  /** Set when held: the hold's token, for `release`. */
+  reservation?: string;
+}
+
+/** Whether `picoUsd` more (at least 1) fits `limits` on `spend`: a budget is reached at or over it. */
+export function fits(limits: PartyLimits, spend: PeriodSpend, picoUsd: bigint): boolean {
+  const wanted = picoUsd > 0n ? picoUsd : 1n;
+  return (limits.day === undefined || spend.day + wanted <= limits.day) && (limits.month === undefined || spend.month + wanted <= limits.month);
 }
 
 /** Throws for a cost that cannot be one: a bug in the caller, not a client error. */
@@ -58,102 +101,8 @@ export function assertCost(picoUsd: number): void {
   if (!Number.isSafeInteger(picoUsd) || picoUsd < 0) throw new TypeError(`koa-model-gateway: spend must be a non-negative integer of picodollars, got ${picoUsd}`);
 }
 
-export interface MemorySpendLedgerOptions {
-  /** The clock, in Unix ms, that places spend in its day and month. Default `Date.now`. */
-  nowMs?: () => number;
-  /**
-   * What a party spent in the UTC day and month of `at` (the ledger's clock, Unix ms) before this
-   * process counted it: asked once per party, the first time its spend is read.
-   * `spendFromUsage(usageStore)` reads it from the usage records, so that a restart forgets nothing
-   * written. Default: nothing (0).
-   */
-  spentBefore?: SpentBefore;
-}
-
 /** What a party spent in the UTC day and month of `at` (Unix ms) before a ledger counted it: `spendFromUsage()` makes one. */
 export type SpentBefore = (party: string, at: number) => Promise<PeriodSpend>;
-
-/**
- * SpendLedger in process memory: for one process, and tests. Each process counts its own calls
- * only: use `RedisSpendLedger` for several. With `spentBefore`, a party's spend starts from what
- * the usage records hold (a restart forgets nothing written); without it, from 0.
- * @example const ledger = new MemorySpendLedger({ spentBefore: spendFromUsage(usageStore) })
- */
-export class MemorySpendLedger implements SpendLedger {
-  readonly #nowMs: () => number;
-  readonly #spentBefore: SpentBefore | undefined;
-  readonly #counters = new Map<string, Counter>();
-  // The parties whose earlier spend is added, or being read: once each, shared by concurrent reads.
-  readonly #seeded = new Map<string, Promise<void>>();
-
-  constructor(options: MemorySpendLedgerOptions = {}) {
-    const { nowMs = Date.now, spentBefore } = options;
-    if (typeof nowMs !== 'function') throw new TypeError('koa-model-gateway: nowMs must be a function');
-    if (spentBefore !== undefined && typeof spentBefore !== 'function') throw new TypeError('koa-model-gateway: spentBefore must be a function');
-    this.#nowMs = nowMs;
-    this.#spentBefore = spentBefore;
-  }
-
-  async spent(parties: readonly string[]): Promise<{ at: number; spend: PeriodSpend[] }> {
-    if (this.#spentBefore !== undefined) await Promise.all(parties.map((party) => this.#seed(party)));
-    const at = this.#nowMs();
-    return {
-      at,
-      spend: parties.map((party) => {
-        const { day, month } = this.#current(party, at);
-        return { day, month };
-      }),
-    };
-  }
-
-  async add(parties: readonly string[], picoUsd: number): Promise<void> {
-    assertCost(picoUsd);
-    const at = this.#nowMs();
-    for (const party of parties) {
-      const counter = this.#current(party, at);
-      counter.day += BigInt(picoUsd);
-      counter.month += BigInt(picoUsd);
-    }
-  }
-
-  /**
-   * Adds what the party spent before this process counted it, once. Calls are charged only after a
-   * read of their party's spend has seen it: so nothing charged here is in what is added.
-   */
-  #seed(party: string): Promise<void> {
-    let seeding = this.#seeded.get(party);
-    if (seeding === undefined) {
-      const at = this.#nowMs();
-      seeding = (this.#spentBefore as SpentBefore)(party, at).then((before) => {
-        const counter = this.#current(party, at);
-        counter.day += before.day;
-        counter.month += before.month;
-      });
-      this.#seeded.set(party, seeding);
-      // A failed read is tried again by the next call (which fails until it succeeds: a 503).
-      seeding.catch(() => this.#seeded.delete(party));
-    }
-    return seeding;
-  }
-
-  /** The party's counter, each period started again once it has ended. */
-  #current(party: string, at: number): Counter {
-    const { day, month } = budgetPeriods(at);
-    let counter = this.#counters.get(party);
-    if (counter === undefined) {
-      counter = { dayId: day.id, monthId: month.id, day: 0n, month: 0n };
-      this.#counters.set(party, counter);
-    }
-    if (counter.dayId !== day.id) Object.assign(counter, { dayId: day.id, day: 0n });
-    if (counter.monthId !== month.id) Object.assign(counter, { monthId: month.id, month: 0n });
-    return counter;
-  }
-}
-
-interface Counter extends PeriodSpend {
-  dayId: string;
-  monthId: string;
-}
 
 /** Where `spendFromUsage()` follows a key's rotations: a `KeyStore`. */
 export interface RotatedKeys {
@@ -214,31 +163,46 @@ const PERIODS = [
   { per: 'month', field: 'costPerMonth', adjective: 'monthly' },
 ] as const;
 
+/** Each party's budgets in picodollars, as `SpendLedger.reserve()` checks them. */
+export function partyLimits(parties: readonly BudgetedParty[]): PartyLimits[] {
+  // A soft budget limits nothing: it is watched for alerts only.
+  return parties.map(({ party, budget }) => ({
+    party,
+    ...(budget.costSoft !== true && {
+      ...(budget.costPerDay !== undefined && { day: picoOfUsd(budget.costPerDay) }),
+      ...(budget.costPerMonth !== undefined && { month: picoOfUsd(budget.costPerMonth) }),
+    }),
+  }));
+}
+
 /**
- * The 429 for the first budget that `spend` (one entry per party, in order) has reached at `at`,
- * or undefined when every budget has room: Shape A `budget_exceeded` (Shape B `rate_limit_error`),
- * the message naming the budget, `retry-after` until its period ends (the latest, when several
- * are reached; on a tie, the first: the key's before the account's, the day before the month). A
- * budget is reached when the spend is at or over it.
+ * The 429 for the first budget in which `picoUsd` more (a call's reservation; at least one
+ * picodollar) does not fit on `spend` (one entry per party, in order; what calls under way hold
+ * included) at `at`, or undefined when every budget has room: Shape A `budget_exceeded` (Shape B
+ * `rate_limit_error`), the message naming the budget (whose: the key's or the account's; its
+ * period), whether it is spent or has too little left for the call, and when it resets; `retry-after` until its
+ * period ends (the latest, when several refuse; on a tie, the first: the key's before the
+ * account's, the day before the month).
  * @example const refusal = budgetRefusal(parties, (await ledger.spent(parties.map((p) => p.party))).spend, Date.now())
  */
-export function budgetRefusal(parties: readonly BudgetedParty[], spend: readonly PeriodSpend[], at: number): GatewayError | undefined {
+export function budgetRefusal(parties: readonly BudgetedParty[], spend: readonly PeriodSpend[], at: number, picoUsd = 0n): GatewayError | undefined {
   const periods = budgetPeriods(at);
-  let reached: { who: BudgetedParty['who']; adjective: string; usd: number; endsAt: number } | undefined;
+  let reached: { who: BudgetedParty['who']; adjective: string; usd: number; left: bigint; endsAt: number } | undefined;
   parties.forEach(({ who, budget }, index) => {
     for (const { per, field, adjective } of PERIODS) {
       const usd = budget[field];
       const spent = spend[index]?.[per] ?? 0n;
-      if (usd === undefined || spent < picoOfUsd(usd)) continue;
+      if (usd === undefined || fits({ party: '', [per]: picoOfUsd(usd) }, { day: spent, month: spent }, picoUsd)) continue;
       const { endsAt } = periods[per];
-      if (reached === undefined || endsAt > reached.endsAt) reached = { who, adjective, usd, endsAt };
+      if (reached === undefined || endsAt > reached.endsAt) reached = { who, adjective, usd, left: picoOfUsd(usd) - spent, endsAt };
     }
   });
   if (reached === undefined) return undefined;
-  const { who, adjective, usd, endsAt } = reached;
-  return new GatewayError(429, 'rate_limit_error', 'budget_exceeded', `Budget exceeded: the ${who}'s ${adjective} budget of ${usd} USD is spent`, {
-    'retry-after': String(secondsUntil(endsAt, at)),
-  });
+  const { who, adjective, usd, left, endsAt } = reached;
+  const budget = `the ${who}'s ${adjective} budget of ${usd} USD`;
+  const why = left <= 0n ? 'is spent' : `has ${usdOfPico(left)} USD left, less than this call's maximum cost of ${usdOfPico(picoUsd)} USD`;
+  const message = `Budget exceeded: ${budget} ${why}; it resets at ${new Date(endsAt).toISOString().replace('.000Z', 'Z')}`;
+  return new GatewayError(429, 'rate_limit_error', 'budget_exceeded', message, { 'retry-after': String(secondsUntil(endsAt, at)) });
 }
 
 /** Where an account's budgets are read: an `AccountBudgetStore`, or `cachedAccountBudgets()` of one. */
@@ -251,61 +215,158 @@ export interface SpendBudgetsOptions {
   ledger: SpendLedger;
   /** The accounts' budgets, which cover all their keys. Default: none. */
   accounts?: AccountBudgets;
+  /**
+   * How long a call's reservation holds at most, in ms: a process that dies with calls under way
+   * holds their reservations no longer than this. A call still running then is no longer reserved
+   * for (its real cost is still charged when it ends). Default 900,000 (15 minutes).
+   */
+  reservationTtlMs?: number;
+  /**
+   * The output tokens reserved for a call that names no maximum (`max_tokens`,
+   * `max_output_tokens`, `max_completion_tokens`). Default 4096.
+   */
+  defaultMaxOutputTokens?: number;
+  /**
+   * Whether a call to a model with no known price (whose calls cost 0: `priceCatalog()`'s
+   * `unpriced`) is refused, 400 `model_unpriced`, when its key or account has a budget. Default false.
+   */
+  refuseUnpriced?: boolean;
+  /**
+   * Alerts when a call's cost takes a budget's spend past one of its thresholds, once per threshold,
+   * party and period, decided by `claims` (`MemoryAlertClaims`, `RedisAlertClaims`), sent by
+   * `notify` (`webhookNotifier()`): after the charge, never on a call's way. `thresholds`: the
+   * percents of a budget that alert, unless the budget names its own (`costAlertThresholds`).
+   * Default: none.
+   */
+  alerts?: { claims: AlertClaims; notify: (alert: BudgetAlert) => void; thresholds?: number[] };
 }
 
 /** What `SpendBudgets.check()` answers. */
 export interface BudgetCheck {
-  /** Set when a budget is reached: the 429 of `budgetRefusal()`, to throw; nothing may be forwarded. */
+  /** Set when a budget is reached, or the call's reservation does not fit: the 429 of `budgetRefusal()`, to throw; nothing may be forwarded. */
   refusal?: GatewayError;
   /** The parties to `charge` once the call has its cost; none when neither the key nor its account has a budget (nothing is read nor counted then). */
   parties: string[];
+  /** The call's reservation, for `charge`: set when `parties` are. */
+  reservation?: string;
+  /** What is left of the tightest budget once the call's reservation is held, in picodollars: set when `parties` are. */
+  remainingPicoUsd?: bigint;
 }
 
 /** What `spendBudgets()` returns: the two steps of a model call. */
 export interface SpendBudgets {
+  /** The output tokens reserved for a call that names no maximum: `SpendBudgetsOptions.defaultMaxOutputTokens`. */
+  readonly defaultMaxOutputTokens: number;
+  /** `SpendBudgetsOptions.refuseUnpriced`. */
+  readonly refuseUnpriced: boolean;
   /**
-   * Before the call is forwarded: whether the key's or its account's spend has reached a budget.
+   * Before the call is forwarded: reserves `maxPicoUsd` (the call's maximum cost: `maxCallCost()`)
+   * against the key's and its account's budgets, or refuses when it does not fit one of them.
    * A key's spend is that of its line of rotations: counted as the first key's (`originalId`).
    */
-  check(key: { id: string; account: string; originalId?: string }, keyBudget: Budget): Promise<BudgetCheck>;
-  /** When the answer has ended: counts its cost for the parties `check` answered. */
-  charge(parties: readonly string[], picoUsd: number): Promise<void>;
+  check(key: { id: string; account: string; originalId?: string }, keyBudget: Budget, maxPicoUsd?: number): Promise<BudgetCheck>;
+  /** When the answer has ended (answered, failed or abandoned): counts its cost for the parties `check` answered, then ends its `reservation`. */
+  charge(parties: readonly string[], picoUsd: number, reservation?: string): Promise<void>;
 }
 
 const hasBudget = (budget: Budget) => budget.costPerDay !== undefined || budget.costPerMonth !== undefined;
 
 /**
  * Budgets in money for the model endpoints: a key's (its limits' `costPerDay`, `costPerMonth`)
- * and its account's (`accounts`), checked before a call is forwarded, charged when its answer
- * ends, on a shared `ledger`. The spend of a call is known only when it ends, so calls already
- * under way when a budget is reached still finish and count: a budget is overshot by at most the
- * cost of the calls in flight at that moment (each a key's or account's concurrent calls).
+ * and its account's (`accounts`), on a shared `ledger`. Before a call is forwarded it reserves its
+ * maximum cost against each, and is refused when that does not fit; when it ends, its real cost
+ * replaces the reservation. With every call naming its maximum output, spend never passes a
+ * budget, however many calls are under way; a call that names none reserves
+ * `defaultMaxOutputTokens`, and may pass its budget by what it spends over its reservation.
  * @example
  * const budgets = spendBudgets({ ledger: new RedisSpendLedger({ client }), accounts: cachedAccountBudgets(store) })
- * const { refusal, parties } = await budgets.check(key, { costPerDay: 5 })
+ * const { refusal, parties, reservation } = await budgets.check(key, { costPerDay: 5 }, maxCallCost(price, body, bytes, budgets.defaultMaxOutputTokens))
  * if (refusal) throw refusal // 429, nothing sent upstream
  * // … the call; when it ends:
- * await budgets.charge(parties, costPicoUsd)
+ * await budgets.charge(parties, costPicoUsd, reservation)
  */
 export function spendBudgets(options: SpendBudgetsOptions): SpendBudgets {
   const { ledger, accounts } = options;
-  if (typeof ledger?.spent !== 'function' || typeof ledger.add !== 'function') throw new TypeError('koa-model-gateway: spendBudgets() needs a SpendLedger as `ledger`');
+  const { reservationTtlMs, defaultMaxOutputTokens, refuseUnpriced } = parseOptions(reservationOptions, options, 'spendBudgets()');
+  if (options.alerts?.thresholds?.some((threshold) => !Number.isSafeInteger(threshold) || threshold <= 0)) throw new TypeError('koa-model-gateway: spendBudgets(): alerts.thresholds must be positive whole percents');
+  const alerts = options.alerts === undefined ? undefined : { ...options.alerts, thresholds: options.alerts.thresholds ?? DEFAULT_ALERT_THRESHOLDS };
+  // The budgets each reservation was made against, until it is charged: what its alerts compare to.
+  const watched = new Map<string, BudgetedParty[]>();
+  if (typeof ledger?.spent !== 'function' || typeof ledger.add !== 'function' || typeof ledger.reserve !== 'function') throw new TypeError('koa-model-gateway: spendBudgets() needs a SpendLedger as `ledger`');
   if (accounts !== undefined && typeof accounts.get !== 'function') throw new TypeError('koa-model-gateway: spendBudgets() `accounts` must have get(account)');
   return {
-    async check(key, keyBudget) {
+    defaultMaxOutputTokens,
+    refuseUnpriced,
+    async check(key, keyBudget, maxPicoUsd = 0) {
       const parties: BudgetedParty[] = [];
       // A replacement and the key it replaced spend against one budget: a rotation resets no spend.
       if (hasBudget(keyBudget)) parties.push({ party: `key:${key.originalId ?? key.id}`, who: 'key', budget: keyBudget });
       const accountBudget = accounts === undefined ? {} : await accounts.get(key.account);
       if (hasBudget(accountBudget)) parties.push({ party: `account:${key.account}`, who: 'account', budget: accountBudget });
       if (parties.length === 0) return { parties: [] };
-      const names = parties.map(({ party }) => party);
-      const { at, spend } = await ledger.spent(names);
-      const refusal = budgetRefusal(parties, spend, at);
-      return refusal ? { refusal, parties: [] } : { parties: names };
+      const limits = partyLimits(parties);
+      const { at, spend, reservation } = await ledger.reserve(limits, maxPicoUsd, reservationTtlMs);
+      if (reservation === undefined) {
+        // The ledger's word is final: should its arithmetic differ from ours, the latest-ending budget is named.
+        const refusal = budgetRefusal(parties, spend, at, BigInt(maxPicoUsd)) ?? (budgetRefusal(parties, spend, at, UNFITTING) as GatewayError);
+        return { refusal, parties: [] };
+      }
+      if (alerts !== undefined) watched.set(reservation, parties);
+      const left = remaining(limits, spend, BigInt(maxPicoUsd));
+      return { parties: limits.map(({ party }) => party), reservation, ...(left !== undefined && { remainingPicoUsd: left }) };
     },
-    async charge(parties, picoUsd) {
-      if (parties.length > 0 && picoUsd > 0) await ledger.add(parties, picoUsd);
+    async charge(parties, picoUsd, reservation) {
+      if (parties.length === 0) return;
+      if (picoUsd > 0) await ledger.add(parties, picoUsd);
+      // After the cost is counted: in between, the call counts twice (over, never under).
+      if (reservation !== undefined) await ledger.release(parties, reservation);
+      const budgeted = reservation === undefined ? undefined : watched.get(reservation);
+      if (reservation !== undefined) watched.delete(reservation);
+      if (alerts !== undefined && budgeted !== undefined && picoUsd > 0) await alert(alerts, ledger, budgeted);
     },
   };
+}
+
+const UNFITTING = 2n ** 128n;
+const DEFAULT_ALERT_THRESHOLDS = [50, 80, 100];
+
+/** Claims and notifies each threshold of `parties`' budgets that their spend has crossed. */
+async function alert(alerts: Required<NonNullable<SpendBudgetsOptions['alerts']>>, ledger: SpendLedger, parties: readonly BudgetedParty[]): Promise<void> {
+  const { at, spend } = await ledger.spent(parties.map(({ party }) => party));
+  const periods = budgetPeriods(at);
+  await Promise.all(
+    parties.flatMap(({ party, who, budget }, index) =>
+      PERIODS.flatMap(({ per, field }) => {
+        const usd = budget[field];
+        const spent = spend[index]?.[per] ?? 0n;
+        if (usd === undefined) return [];
+        return (budget.costAlertThresholds ?? alerts.thresholds)
+          .filter((threshold) => spent * 100n >= picoOfUsd(usd) * BigInt(threshold))
+          .map(async (threshold) => {
+            // Kept a day past the period's end: a process whose clock lags a little still finds it.
+            const claimed = await alerts.claims.claim(`${party}:${periods[per].id}:${threshold}`, periods[per].endsAt + 86_400_000);
+            if (claimed) alerts.notify({ type: 'budget.threshold', scope: who, id: party.slice(party.indexOf(':') + 1), threshold, spent_usd: usdOfPico(spent), budget_usd: usd, period: per });
+          });
+      }),
+    ),
+  );
+}
+
+const reservationOptions = z.object({
+  reservationTtlMs: timerMs.default(900_000),
+  defaultMaxOutputTokens: positiveInteger.default(4096),
+  refuseUnpriced: z.boolean({ error: 'must be true or false' }).default(false),
+});
+
+/** The room left in the tightest of `limits` once `held` more is held on `spend`; undefined when none limits (soft budgets only). */
+function remaining(limits: readonly PartyLimits[], spend: readonly PeriodSpend[], held: bigint): bigint | undefined {
+  let least: bigint | undefined;
+  limits.forEach((limit, index) => {
+    const spent = spend[index] as PeriodSpend;
+    for (const per of ['day', 'month'] as const) {
+      const room = limit[per] === undefined ? undefined : (limit[per] as bigint) - spent[per] - held;
+      if (room !== undefined && (least === undefined || room < least)) least = room;
+    }
+  });
+  return least === undefined || least > 0n ? least : 0n;
 }

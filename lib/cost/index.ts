@@ -2,14 +2,16 @@
  * `koa-model-gateway/cost`: money. Prices per model (`priceCatalog()`), the cost of a call, and
  * budgets (`spendBudgets()` on a `SpendLedger`, accounts' budgets in an `AccountBudgetStore`).
  */
-export { callCost, tokenPrice, type ModelPrice, type TokenPrice } from './price.js';
+export { callCost, maxCallCost, tokenPrice, type ModelPrice, type TokenPrice } from './price.js';
 export { picoOfUsd, usdOfPico } from '../picodollars.js';
 export { BUDGET_RULE, budgetUsd, parseBudgetUsd } from '../settings/budget-usd.js';
 export { priceCatalog, type PricedCatalog } from './price-table.js';
+export { webhookNotifier, type AlertClaims, type AlertWebhook, type BudgetAlert, type WebhookNotifierOptions } from './budget-alerts.js';
 export {
-  MemorySpendLedger,
   budgetPeriods,
   budgetRefusal,
+  fits,
+  partyLimits,
   spendBudgets,
   spendFromUsage,
   type AccountBudgets,
@@ -17,8 +19,9 @@ export {
   type BudgetCheck,
   type BudgetedParty,
   type BudgetPeriods,
-  type MemorySpendLedgerOptions,
+  type PartyLimits,
   type PeriodSpend,
+  type Reserved,
   type RotatedKeys,
   type SpendBudgets,
   type SpendBudgetsOptions,
@@ -26,9 +29,12 @@ export {
   type SpentBefore,
 } from './budgets.js';
 export {
-  MemoryAccountBudgetStore,
   cachedAccountBudgets,
   type AccountBudgetStore,
   type BudgetChanges,
   type CachedAccountBudgetsOptions,
 } from './account-budget-store.js';
+// The memory implementations, at home in stores/memory, exported here too as before.
+export { MemorySpendLedger, type MemorySpendLedgerOptions } from '../stores/memory/spend-ledger.js';
+export { MemoryAccountBudgetStore } from '../stores/memory/account-budget-store.js';
+export { MemoryAlertClaims } from '../stores/memory/alert-claims.js';

@@ -1,3 +1,4 @@
+import type * as GenaiPrices from '@pydantic/genai-prices';
 import type { ModelPrice } from './price.js';
 
 /**
@@ -10,6 +11,7 @@ interface PricedModel {
   upstreamModel?: string | undefined;
   deployments?: ReadonlyArray<{ provider: string; upstreamModel?: string | undefined }> | undefined;
   price?: { input: number; output: number; cacheRead?: number | undefined; cacheWrite?: number | undefined } | undefined;
+  type?: 'chat' | 'embeddings' | undefined;
 }
 
 /** What `priceCatalog()` answers. */
@@ -34,9 +36,12 @@ function tablePrice(value: unknown): number | undefined {
  * The catalog with every model's price: its own `price` when the catalog gives one, else the
  * price that `@pydantic/genai-prices` (a maintained table, bundled: no download) lists for its
  * upstream model name, under the provider of the same id if the table has it (`openai`,
- * `anthropic`, ...), else under whichever provider the table matches the name to. A model listed
+ * `anthropic`, ...), else under whichever provider the table matches the name to; a model the
+ * catalog prices by `input` and `output` only takes its `cacheRead` and `cacheWrite` from the
+ * table when the table has them (else they stay the input price). A model listed
  * by its `deployments` is looked up by its first deployment's (its `upstreamModel`, default the
- * model's `id`, under its `provider`), as the catalog resolves it. Models found in neither are
+ * model's `id`, under its `provider`), as the catalog resolves it; a model of `type: "embeddings"`
+ * needs only an input price (its output costs 0). Models found in neither are
  * listed in `unpriced`: their calls cost 0. Call it once, at start-up: the table is loaded then,
  * never on the way of a request.
  * @example
@@ -46,28 +51,47 @@ function tablePrice(value: unknown): number | undefined {
  */
 export async function priceCatalog<Model extends PricedModel>(catalog: readonly Model[]): Promise<PricedCatalog<Model>> {
   const unpriced: string[] = [];
-  // Loaded only when a model needs it: the table is a few MiB.
-  const table = catalog.some((model) => model.price === undefined) ? await import('@pydantic/genai-prices') : undefined;
+  // Loaded only when a model needs it: the table is a few MiB (~170 ms to load).
+  const table = catalog.some(needsTable) ? await import('@pydantic/genai-prices') : undefined;
   const models = catalog.map((model) => {
-    if (model.price !== undefined || table === undefined) return model;
-    // The first deployment's, as catalogModelSchema resolves a model's provider and upstream model.
-    const first = model.deployments?.[0];
-    const provider = model.provider ?? first?.provider;
-    const name = model.upstreamModel ?? first?.upstreamModel ?? model.id;
-    const usage = { input_tokens: 0, output_tokens: 0 };
-    const found = (provider === undefined ? null : table.calcPrice(usage, name, { providerId: provider })) ?? table.calcPrice(usage, name);
-    const input = tablePrice(found?.model_price[TABLE_KEYS.input]);
-    const output = tablePrice(found?.model_price[TABLE_KEYS.output]);
-    if (found === null || input === undefined || output === undefined) {
+    if (table === undefined || !needsTable(model)) return model;
+    const found = tableEntry(table, model);
+    if (model.price !== undefined) {
+      // Priced by input and output only: the cache prices the table knows, rather than the input price.
+      const cacheRead = model.price.cacheRead ?? tablePrice(found?.[TABLE_KEYS.cacheRead]);
+      const cacheWrite = model.price.cacheWrite ?? tablePrice(found?.[TABLE_KEYS.cacheWrite]);
+      if (cacheRead === model.price.cacheRead && cacheWrite === model.price.cacheWrite) return model;
+      return { ...model, price: { ...model.price, ...(cacheRead !== undefined && { cacheRead }), ...(cacheWrite !== undefined && { cacheWrite }) } };
+    }
+    const input = tablePrice(found?.[TABLE_KEYS.input]);
+    // An embeddings model has no output, and the table no output price for it.
+    const output = tablePrice(found?.[TABLE_KEYS.output]) ?? (model.type === 'embeddings' ? 0 : undefined);
+    if (found === undefined || input === undefined || output === undefined) {
       unpriced.push(model.id);
       return model;
     }
     const price: ModelPrice = { input, output };
-    const cacheRead = tablePrice(found.model_price[TABLE_KEYS.cacheRead]);
-    const cacheWrite = tablePrice(found.model_price[TABLE_KEYS.cacheWrite]);
+    const cacheRead = tablePrice(found[TABLE_KEYS.cacheRead]);
+    const cacheWrite = tablePrice(found[TABLE_KEYS.cacheWrite]);
     if (cacheRead !== undefined) price.cacheRead = cacheRead;
     if (cacheWrite !== undefined) price.cacheWrite = cacheWrite;
     return { ...model, price };
   });
   return { models, unpriced };
+}
+
+/** Whether the table may give a model a price: none in the catalog, or a cache price left out of one whose input costs something. */
+const needsTable = (model: PricedModel) => model.price === undefined || (model.price.input > 0 && (model.price.cacheRead === undefined || model.price.cacheWrite === undefined));
+
+/**
+ * The table's prices of a model's upstream name: the first deployment's, as catalogModelSchema
+ * resolves a model's provider and upstream model; under its provider first, else under any.
+ */
+function tableEntry(table: typeof GenaiPrices, model: PricedModel): Record<string, unknown> | undefined {
+  const first = model.deployments?.[0];
+  const provider = model.provider ?? first?.provider;
+  const name = model.upstreamModel ?? first?.upstreamModel ?? model.id;
+  const usage = { input_tokens: 0, output_tokens: 0 };
+  const found = (provider === undefined ? null : table.calcPrice(usage, name, { providerId: provider })) ?? table.calcPrice(usage, name);
+  return found === null ? undefined : (found.model_price as unknown as Record<string, unknown>);
 }

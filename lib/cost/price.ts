@@ -76,3 +76,25 @@ export function callCost(price: TokenPrice, usage: TokenUsage): number {
   const uncached = Math.max(0, usage.inputTokens - cacheRead - cacheWrite);
   return uncached * price.input + cacheRead * price.cacheRead + cacheWrite * price.cacheWrite + usage.outputTokens * price.output;
 }
+
+/** The request fields that bound a call's output tokens, in the three formats. */
+const MAX_OUTPUT_FIELDS = ['max_tokens', 'max_output_tokens', 'max_completion_tokens'] as const;
+
+/**
+ * The most a call may cost, in picodollars, for its reservation against budgets: every byte of its
+ * request body (`bodyBytes`) as one input token at the input price (an upper bound: a token stands
+ * for at least one byte of text), plus its maximum output at the output price: the smallest of
+ * its `max_tokens`, `max_output_tokens`, `max_completion_tokens` (positive integers), else
+ * `defaultOutputTokens`. Attached files count by their bytes in `bodyBytes`.
+ * @example maxCallCost(tokenPrice({ input: 3, output: 15 }), { max_tokens: 1000 }, 2000, 4096) // 21_000_000_000 (0.021 USD)
+ */
+export function maxCallCost(price: TokenPrice, body: Record<string, unknown>, bodyBytes: number, defaultOutputTokens: number): number {
+  let outputTokens: number | undefined;
+  for (const field of MAX_OUTPUT_FIELDS) {
+    const value = body[field];
+    if (Number.isSafeInteger(value) && (value as number) > 0 && (outputTokens === undefined || (value as number) < outputTokens)) outputTokens = value as number;
+  }
+  // The dearest input price: a call may read from or write to the cache.
+  const inputPrice = Math.max(price.input, price.cacheRead, price.cacheWrite);
+  return Math.min(Number.MAX_SAFE_INTEGER, bodyBytes * inputPrice + (outputTokens ?? defaultOutputTokens) * price.output);
+}

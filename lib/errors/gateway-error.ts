@@ -114,6 +114,8 @@ export const errors = {
   invalidLimit: (max: number) => invalid(400, 'invalid_limit', `'limit' must be an integer from 1 to ${max}`),
   invalidJson: () => invalid(400, 'invalid_json', 'Request body must be valid JSON'),
   invalidRequest: (message: string) => invalid(400, 'invalid_request', message),
+  /** A model with no known price, refused where a budget applies (`refuseUnpriced`): its calls would count nothing against it. */
+  modelUnpriced: () => invalid(400, 'model_unpriced', 'The model has no known price: its calls are refused under a budget'),
   unknownUrl: (method: string, path: string) => invalid(404, 'unknown_url', `Unknown request URL: ${method} ${path}`),
   methodNotAllowed: (method: string) => invalid(405, 'method_not_allowed', `Method ${method} is not allowed on this URL`),
   createRateExceeded: (retryAfterSeconds: number) =>

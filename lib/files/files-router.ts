@@ -4,7 +4,7 @@ import type { Context, Middleware } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
 import { requireScope } from '../auth/require-scope.js';
 import { StoreUnavailableError, errors } from '../errors/gateway-error.js';
-import { asksAnthropicShape } from '../errors/anthropic-shape.js';
+import { dialectOf } from '../errors/request-dialect.js';
 import type { CreationLimiter } from '../quota/creation-limiter.js';
 import type { BlobStore } from './blob-store.js';
 import { sendPdf } from './download.js';
@@ -28,12 +28,6 @@ export interface FilesRouterOptions {
   tempDir?: string;
   /** The clock, in milliseconds since the Unix epoch. Default: `Date.now`. */
   nowMs?: () => number;
-  /**
-   * Which requests are answered in Anthropic's shapes (`anthropicFileShape`) rather than OpenAI's
-   * (`openAIFileShape`). Keep it in step with `gatewayErrors()`' own, which picks the error shape.
-   * Default: those that carry `anthropic-version`, as Anthropic's SDKs send it on every request.
-   */
-  anthropicShape?: (ctx: Context) => boolean;
 }
 
 function checkLimit(limits: FileLimits, name: keyof FileLimits): void {
@@ -51,8 +45,8 @@ function fileIdParam(ctx: Context): string {
 
 /**
  * The five files endpoints of api.md section 4, each behind its scope: upload, list, retrieve,
- * download and delete, in OpenAI's shape or, for requests that carry `anthropic-version`, in
- * Anthropic's (`client.beta.files` of @anthropic-ai/sdk), over the same files. Mount it behind
+ * download and delete, in OpenAI's shape or, for requests that speak Anthropic's API (`dialectOf()`:
+ * those that carry `anthropic-version`), in Anthropic's (`client.beta.files` of @anthropic-ai/sdk), over the same files. Mount it behind
  * `gatewayErrors()` (Shape B errors for the same requests) and `apiKey()`, and use its
  * `allowedMethods()` so a wrong method is a 405 in the API's error shape.
  * Checks run in decisions.md's order: scope, validation, existence, quotas.
@@ -67,10 +61,8 @@ export function filesRouter(options: FilesRouterOptions): Router {
   const limits: FileLimits = { ...DEFAULT_FILE_LIMITS, ...options.limits };
   for (const name of Object.keys(DEFAULT_FILE_LIMITS) as (keyof FileLimits)[]) checkLimit(limits, name);
   const nowMs = options.nowMs ?? Date.now;
-  const anthropicShape = options.anthropicShape ?? asksAnthropicShape;
-  if (typeof anthropicShape !== 'function') throw new TypeError('koa-model-gateway: filesRouter() anthropicShape must be a function of ctx');
-  /** The request's shape: the one place where it is chosen. */
-  const shapeOf = (ctx: Context): FileShape => (anthropicShape(ctx) ? anthropicFileShape : openAIFileShape);
+  /** The request's shape, by the dialect `gatewayErrors()` decided (or `requestDialect()`). */
+  const shapeOf = (ctx: Context): FileShape => (dialectOf(ctx) === 'anthropic' ? anthropicFileShape : openAIFileShape);
   // Stored times are whole seconds; `now >= expires_at` is the same test on the floor of now.
   const now = () => Math.floor(nowMs() / 1000);
   const stock = { maxFiles: limits.maxFiles, maxBytes: limits.maxStoredBytes };

@@ -38,6 +38,16 @@ function nestsDeeperThan(value: unknown, levels: number): boolean {
  * (`lingeringClose`), so a client still writing gets its 413 rather than a reset.
  */
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<JsonObject> {
+  const body = await readJsonValue(req, limit);
+  if (!isObject(body)) throw errors.invalidRequest('Request body must be a JSON object');
+  return body;
+}
+
+/**
+ * `readJsonBody()` for a body that may be any JSON value (a JSON-RPC batch is an array): the same
+ * bounds, in bytes and nesting.
+ */
+export async function readJsonValue(req: IncomingMessage, limit: number): Promise<unknown> {
   if (req.readableEnded) throw new Error('koa-model-gateway: the request body was already read; mount no body parser before the model handlers');
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) throw errors.requestTooLarge();
@@ -72,7 +82,6 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   } catch {
     throw errors.invalidJson();
   }
-  if (!isObject(body)) throw errors.invalidRequest('Request body must be a JSON object');
   if (nestsDeeperThan(body, MAX_DEPTH)) {
     throw errors.invalidRequest(`Request body must not nest arrays and objects more than ${MAX_DEPTH} levels deep`);
   }

@@ -24,7 +24,7 @@ export type ObservedModelCall = Pick<
 >;
 
 /** What a routed model call adds: its attempts, the cooldowns it began and those it found. */
-export type ObservedRouting = Pick<ModelRequestState, 'attempts' | 'cooldowns' | 'cooling'>;
+export type ObservedRouting = Pick<ModelRequestState, 'attempts' | 'cooldowns' | 'cooling' | 'omitted'>;
 
 /** The gateway's Prometheus metrics, on a registry of their own (`createGatewayMetrics()`). */
 export interface GatewayMetrics {
@@ -42,6 +42,19 @@ export interface GatewayMetrics {
   observeRouting(routing: ObservedRouting): void;
   /** Bytes of a file created by an upload. */
   uploaded(bytes: number): void;
+  /** A model call that met the response cache: `hit`, `miss`, `bypass` or `error` (a miss because the store failed). */
+  cacheLookedUp(outcome: 'hit' | 'miss' | 'bypass' | 'error'): void;
+  /** How many catalog models have no known price (`priceCatalog()`'s `unpriced`): their calls cost 0. */
+  unpricedModels(count: number): void;
+  /** One MCP `tools/call` by server, tool and outcome (`mcpGateway()`): `tool` is `_other` for a name its server did not list. */
+  observeToolCall(call: ObservedToolCall): void;
+}
+
+/** What an MCP `tools/call` adds. */
+export interface ObservedToolCall {
+  server: string;
+  tool: string;
+  outcome: string;
 }
 
 // Seconds. HTTP requests include model calls that stream for minutes; the gateway's own share
@@ -67,8 +80,12 @@ const FIRST_BYTE_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
  * | `kmg_upstream_attempts_total` (counter): upstream attempts, `outcome` `ok`, `failed` (retryable) or `refused` | `provider`, `model`, `outcome` |
  * | `kmg_deployment_cooldowns_total` (counter): cooldowns begun | `provider` |
  * | `kmg_deployments_cooling_down` (gauge): deployments cooling down, as this instance's calls found them | |
+ * | `kmg_translation_omitted_total` (counter): fields translation left out of a client's request (`x-kmg-omitted`) | `field` |
  * | `kmg_limit_refusals_total` (counter) | `kind` |
  * | `kmg_uploaded_bytes_total` (counter) | |
+ * | `kmg_cache_requests_total` (counter): model calls by how they met the response cache, `hit`, `miss`, `bypass` or `error` (its store failed: a miss) | `outcome` |
+ * | `kmg_mcp_calls_total` (counter): MCP `tools/call`s, `outcome` as the usage record's | `server`, `tool`, `outcome` |
+ * | `kmg_unpriced_models` (gauge): catalog models with no known price, whose calls cost 0 | |
  *
  * No label ever holds a key or a file name, and only `kmg_cost_usd_total` an account: one series
  * per account and model, for spend by account. Node's process metrics are left out; add
@@ -162,7 +179,27 @@ export function createGatewayMetrics(): GatewayMetrics {
       this.set(coolingUntil.size);
     },
   });
+  // The names come from the formats' tables of fields: a bounded set, never a client's own word.
+  const omittedFields = new Counter({
+    name: 'kmg_translation_omitted_total',
+    help: "Fields translation left out of a client's request, by name, as x-kmg-omitted names them",
+    labelNames: ['field'],
+    registers,
+  });
   const uploadedBytes = new Counter({ name: 'kmg_uploaded_bytes_total', help: 'Bytes of files created by uploads', registers });
+  const cacheRequests = new Counter({
+    name: 'kmg_cache_requests_total',
+    help: 'Model calls by how they met the response cache: hit, miss, bypass, error (its store failed: a miss)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const toolCalls = new Counter({
+    name: 'kmg_mcp_calls_total',
+    help: 'MCP tools/call requests, by upstream server, tool and outcome',
+    labelNames: ['server', 'tool', 'outcome'] as const,
+    registers,
+  });
+  const unpriced = new Gauge({ name: 'kmg_unpriced_models', help: 'Catalog models with no known price: their calls cost 0', registers });
 
   return {
     registry,
@@ -184,13 +221,23 @@ export function createGatewayMetrics(): GatewayMetrics {
     limitRefused(kind) {
       refusals.inc({ kind });
     },
-    observeRouting({ attempts, cooldowns, cooling }) {
+    observeRouting({ attempts, cooldowns, cooling, omitted }) {
       for (const { provider, model, outcome } of attempts) upstreamAttempts.inc({ provider, model, outcome });
       for (const provider of cooldowns) cooldownsBegun.inc({ provider });
+      for (const field of omitted ?? []) omittedFields.inc({ field });
       for (const { deployment, until } of cooling ?? []) coolingUntil.set(deployment, until);
     },
     uploaded(bytes) {
       uploadedBytes.inc(bytes);
+    },
+    cacheLookedUp(outcome) {
+      cacheRequests.inc({ outcome });
+    },
+    observeToolCall({ server, tool, outcome }) {
+      toolCalls.inc({ server, tool, outcome });
+    },
+    unpricedModels(count) {
+      unpriced.set(count);
     },
   };
 }

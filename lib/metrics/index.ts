@@ -7,6 +7,7 @@ export {
   type GatewayMetrics,
   type LimitKind,
   type ObservedModelCall,
+  type ObservedToolCall,
   type ObservedRequest,
 } from './gateway-metrics.js';
 export { httpMetrics, type HttpMetricsOptions } from './http-metrics.js';

@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { modelPriceSchema } from '../cost/price.js';
 import { nonEmptyString, nonNegativeInteger, parseOptions, positiveInteger, settingsObject } from '../settings/schemas.js';
 import { isObject } from './content.js';
-import type { Provider, ProviderEndpoint } from './provider.js';
+import type { Provider } from './provider.js';
+
+/** Which endpoints a catalog model serves: the chat endpoints, or `/v1/embeddings`. */
+export const MODEL_TYPES = ['chat', 'embeddings'] as const;
 
 /**
  * One deployment of a catalog model: the `id` of a provider, the name sent to it (`upstreamModel`;
@@ -24,10 +27,17 @@ export const deploymentSchema = settingsObject({
  * a fallback needs no allowlist entry of its own, and its own fallbacks are not followed),
  * `created` (Unix seconds shown by `GET /v1/models`; default 0, the epoch, for "unknown"),
  * `owned_by` (shown by `GET /v1/models`; default: the first deployment's provider id),
- * `display_name` (shown in Anthropic's shape of the models; default: `id`), `price` (USD per
+ * `display_name` (shown in Anthropic's shape of the models; default: `id`), `max_input_tokens`
+ * and `max_tokens` (its context window and largest output, shown in Anthropic's shape of the
+ * models; default: unknown, shown as null), `price` (USD per
  * million tokens, `{ input, output, cacheRead?, cacheWrite? }`: what its calls cost; default: none,
  * which `priceCatalog()` looks up in a price table for `upstreamModel` under `provider`, the
- * first deployment's for a model of `deployments`, and costs 0 if not found).
+ * first deployment's for a model of `deployments`, and costs 0 if not found), `type` (`"chat"`:
+ * served by the chat endpoints, the default; `"embeddings"`: by `/v1/embeddings` only),
+ * `maxOutputTokens` (the most output tokens it writes in one answer: what a call that names no
+ * maximum reserves against budgets; default: `spendBudgets()`'s `defaultMaxOutputTokens`), `cache`
+ * (`{ ttlSeconds }`: its answers kept that long by the model endpoints' response cache, when they
+ * have one; default: none, unless a key or a call asks).
  * Resolved, `provider` and `upstreamModel` are those of the first deployment.
  * @example const model = catalogModelSchema.parse({ id: 'gpt-4.1-mini', provider: 'openai', price: { input: 0.4, output: 1.6, cacheRead: 0.1 } })
  * @example const smart = catalogModelSchema.parse({ id: 'smart', deployments: [{ provider: 'openai-east', upstreamModel: 'gpt-4.1', weight: 3 }, { provider: 'openai-west', upstreamModel: 'gpt-4.1' }], fallbacks: ['claude'] })
@@ -41,7 +51,12 @@ export const catalogModelSchema = settingsObject({
   created: nonNegativeInteger.optional(),
   owned_by: nonEmptyString.optional(),
   display_name: nonEmptyString.optional(),
+  max_input_tokens: positiveInteger.optional(),
+  max_tokens: positiveInteger.optional(),
   price: modelPriceSchema.optional(),
+  cache: settingsObject({ ttlSeconds: positiveInteger }).optional(),
+  type: z.enum(MODEL_TYPES, { error: "must be 'chat' or 'embeddings'" }).optional(),
+  maxOutputTokens: positiveInteger.optional(),
 })
   .superRefine((model, ctx) => {
     if (model.deployments === undefined && model.provider === undefined) ctx.addIssue({ code: 'custom', path: ['provider'], message: 'must be given (or deployments)' });
@@ -52,7 +67,7 @@ export const catalogModelSchema = settingsObject({
       ctx.addIssue({ code: 'custom', path: ['deployments'], message: 'cannot go with provider or upstreamModel (list them as a deployment)' });
     }
   })
-  .transform(({ provider, upstreamModel, deployments, fallbacks, created, display_name: displayName, ...model }) => {
+  .transform(({ provider, upstreamModel, deployments, fallbacks, created, display_name: displayName, type, ...model }) => {
     const listed = (deployments ?? [{ provider: provider ?? '', upstreamModel }]).map((deployment) => ({
       provider: deployment.provider,
       upstreamModel: deployment.upstreamModel ?? model.id,
@@ -67,6 +82,7 @@ export const catalogModelSchema = settingsObject({
       fallbacks: fallbacks ?? [],
       created: created ?? 0,
       display_name: displayName ?? model.id,
+      type: type ?? 'chat',
     };
   });
 
@@ -87,7 +103,7 @@ function uniqueIds(ctx: z.RefinementCtx, entries: ReadonlyArray<{ id: string }>,
 /**
  * The rules of a catalog across its entries, for a schema's `superRefine`: model ids unique,
  * provider ids unique, every deployment's provider among the providers, and every fallback another
- * model of the catalog. `keys` names the two lists in the object checked, for the messages.
+ * model of the catalog, of the same type. `keys` names the two lists in the object checked, for the messages.
  * @example settingsObject({ models, providers }).superRefine((value, ctx) => checkCatalog(ctx, value))
  */
 export function checkCatalog(
@@ -98,7 +114,7 @@ export function checkCatalog(
   uniqueIds(ctx, catalog.models, keys.models);
   uniqueIds(ctx, catalog.providers, keys.providers);
   const providerIds = new Set(catalog.providers.map((provider) => provider.id));
-  const modelIds = new Set(catalog.models.map((model) => model.id));
+  const modelTypes = new Map(catalog.models.map((model) => [model.id, model.type]));
   catalog.models.forEach((model, index) => {
     // A model refused by its own schema has no deployments to check.
     if (!Array.isArray(model.deployments) || !Array.isArray(model.fallbacks)) return;
@@ -109,13 +125,16 @@ export function checkCatalog(
       ctx.addIssue({ code: 'custom', path, message: `must name a configured provider ('${deployment.provider}' is not one)` });
     });
     model.fallbacks.forEach((fallback, at) => {
-      if (modelIds.has(fallback) && fallback !== model.id) return;
-      ctx.addIssue({ code: 'custom', path: [keys.models, index, 'fallbacks', at], message: `must name another model of the catalog ('${fallback}' is not one)` });
+      const type = modelTypes.get(fallback);
+      const path = [keys.models, index, 'fallbacks', at];
+      if (type === undefined || fallback === model.id) ctx.addIssue({ code: 'custom', path, message: `must name another model of the catalog ('${fallback}' is not one)` });
+      // A fallback answers the same endpoints: a chat model's is a chat model.
+      else if (type !== model.type) ctx.addIssue({ code: 'custom', path, message: `must name a model of the same type ('${fallback}' is of type ${type})` });
     });
   });
 }
 
-const ENDPOINTS = ['chatCompletions', 'responses', 'messages', 'countTokens'] as const satisfies readonly ProviderEndpoint[];
+const ENDPOINTS = ['chatCompletions', 'responses', 'messages', 'countTokens', 'embeddings', 'embed'] as const satisfies ReadonlyArray<keyof Provider>;
 
 const isProvider = (value: unknown): value is Provider =>
   isObject(value) && typeof value.id === 'string' && value.id !== '' && ENDPOINTS.some((endpoint) => typeof value[endpoint] === 'function');

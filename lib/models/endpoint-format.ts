@@ -1,6 +1,5 @@
 import type { GatewayError } from '../errors/gateway-error.js';
 import type { JsonObject } from './content.js';
-import type { RateLimitHeaderStyle } from '../quota/rate-limit-headers.js';
 import type { AnswerFormat } from './answer.js';
 import type { FileReferences } from './attachments.js';
 import type { ProviderEndpoint } from './provider.js';
@@ -30,6 +29,4 @@ export interface EndpointFormat {
   errorEvent: (err: GatewayError, requestId: string) => string;
   /** Where its answers carry usage and the model's name. */
   answer: AnswerFormat;
-  /** Whose rate-limit headers its answers carry. */
-  rateLimitStyle: RateLimitHeaderStyle;
 }

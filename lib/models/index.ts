@@ -5,7 +5,7 @@
  * built-in providers (undici).
  */
 export type { CatalogModel } from './catalog.js';
-export type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest, ProviderTelemetry } from './provider.js';
+export type { EmbedAnswer, EmbedRequest, Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest, ProviderTelemetry } from './provider.js';
 export type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing } from '../state.js';
 export {
   createProvider,
@@ -25,6 +25,7 @@ export { chatCompletions } from './formats/chat-completions/endpoint.js';
 export { responses } from './formats/responses/endpoint.js';
 export { messages } from './formats/messages/endpoint.js';
 export { countTokens } from './formats/messages/count-tokens.js';
+export { embeddings } from './formats/embeddings/endpoint.js';
 export { modelsRouter, type ModelsRouterOptions } from './models-router.js';
 export { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
 export type { ModelEndpointOptions } from './model-endpoint.js';
@@ -35,3 +36,6 @@ export type { FileReferences } from './attachments.js';
 export { DEFAULT_RETRY_STATUSES, type RoutingOptions } from './routing/routing-options.js';
 export { cooldownLength, type CooldownPolicy, type CooldownStore } from './routing/cooldown-store.js';
 export { AttemptFailedError } from './routing/attempt-failed.js';
+export type { ResponseCache } from './cache/response-cache.js';
+export type { ResponseCachingOptions, CacheOutcome } from './cache/response-caching.js';
+export { cacheKey, IGNORED_FIELDS, CACHE_KEY_VERSION, type CacheKeyParts } from './cache/cache-key.js';

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { verifiedKey } from '../auth/api-key.js';
 import { visibleModels } from '../auth/model-access.js';
 import { listCatalogOptions, type CatalogModel } from './catalog.js';
-import { asksAnthropicShape } from '../errors/anthropic-shape.js';
+import { dialectOf } from '../errors/request-dialect.js';
 import { anthropicModelPage, openAIModel } from './model-objects.js';
 
 export interface ListModelsOptions {
@@ -21,6 +21,6 @@ export function listModels(options: ListModelsOptions): Middleware {
   const catalog = listCatalogOptions(options, 'listModels()');
   return async function listModels(ctx) {
     const models = visibleModels(verifiedKey(ctx), catalog);
-    ctx.body = asksAnthropicShape(ctx) ? anthropicModelPage(models, ctx) : { object: 'list', data: models.map(openAIModel) };
+    ctx.body = dialectOf(ctx) === 'anthropic' ? anthropicModelPage(models, ctx) : { object: 'list', data: models.map(openAIModel) };
   };
 }

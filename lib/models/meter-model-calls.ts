@@ -15,7 +15,7 @@ export interface MeterModelCallsOptions {
    * The metrics each call feeds (upstream time, time to first byte, tokens, limit refusals, attempts and cooldowns):
    * `createGatewayMetrics()` from `koa-model-gateway/metrics`. Default: none.
    */
-  metrics?: Pick<GatewayMetrics, 'observeModelCall' | 'limitRefused'> & Partial<Pick<GatewayMetrics, 'observeRouting'>>;
+  metrics?: Pick<GatewayMetrics, 'observeModelCall' | 'limitRefused'> & Partial<Pick<GatewayMetrics, 'observeRouting' | 'cacheLookedUp'>>;
   /** The clock of the records' `time`, in milliseconds since the Unix epoch. Default: `Date.now`. */
   nowMs?: () => number;
 }
@@ -47,6 +47,9 @@ function usageRecord(ctx: Context, time: number, started: number): UsageRecord |
     upstreamFirstByteMs: call?.upstreamFirstByteMs ?? null,
     upstreamMs: call?.upstreamMs ?? null,
     costPicoUsd: call?.costPicoUsd ?? 0,
+    // A lookup the store failed is a miss to the caller: the call went upstream.
+    ...(call?.cache !== undefined && call.cache !== 'bypass' && { cache: call.cache === 'hit' ? 'hit' : 'miss' }),
+    ...(call?.costSavedPicoUsd !== undefined && { costSavedPicoUsd: call.costSavedPicoUsd }),
   };
 }
 
@@ -78,6 +81,7 @@ export function meterModelCalls(options: MeterModelCallsOptions = {}): Middlewar
       metrics?.observeModelCall(record);
       const call = ctx.state.modelRequest;
       if (call !== undefined) metrics?.observeRouting?.(call);
+      if (call?.cache !== undefined) metrics?.cacheLookedUp?.(call.cache);
       const limitedBy = ctx.state.modelRequest?.limitedBy;
       if (limitedBy !== undefined) metrics?.limitRefused(limitedBy);
     });

@@ -2,33 +2,38 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { verifiedKey } from '../auth/api-key.js';
 import { modelAccess } from '../auth/model-access.js';
-import { MemorySpendLedger, spendBudgets, type SpendBudgets } from '../cost/budgets.js';
-import { callCost } from '../cost/price.js';
+import { spendBudgets, type SpendBudgets } from '../cost/budgets.js';
+import { callCost, maxCallCost, type TokenPrice } from '../cost/price.js';
 import { errors, type GatewayError } from '../errors/gateway-error.js';
+import { dialectOf } from '../errors/request-dialect.js';
+import { usdOfPico } from '../picodollars.js';
 import type { BlobStore } from '../files/blob-store.js';
 import { isFileId } from '../files/file-id.js';
 import type { FileStore } from '../files/file-store.js';
 import { readJsonBody } from '../http/json-body.js';
-import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
+import { MemorySpendLedger } from '../stores/memory/spend-ledger.js';
 import type { ModelLimiter } from '../quota/model-limiter.js';
 import { modelLimitsSchema, type ModelLimits } from '../quota/model-limits.js';
 import { modelLimitRefusal, rateLimitHeaders } from '../quota/rate-limit-headers.js';
 import { parseOptions, positiveInteger, timerMs } from '../settings/schemas.js';
 import type { ModelRequestState } from '../state.js';
+import { ResponseCaching, type ResponseCachingOptions } from './cache/response-caching.js';
 import type { TokenUsage } from '../usage/token-usage.js';
 import { findAttachments, readAttachments, type FileStores } from './attachments.js';
 import { endpointCatalogOptions, type CatalogModel } from './catalog.js';
+import { OMITTED_HEADER } from './formats/translate.js';
 import type { EndpointFormat } from './endpoint-format.js';
 import type { Provider, ProviderRequest } from './provider.js';
 import { forward, UPSTREAM_PATHS, type Forwarding } from './relay.js';
 import { AttemptFailedError } from './routing/attempt-failed.js';
-import { modelRoutes, type Leg } from './routing/deployments.js';
+import { modelRoutes, type Leg, type ModelRoute } from './routing/deployments.js';
 import { classify, learn, type Failure } from './routing/failures.js';
 import { nextLeg, plan, type Planner } from './routing/plan.js';
 import { backoffMs, routingOptions, type RoutingOptions } from './routing/routing-options.js';
 import { DEFAULT_MAX_UPSTREAM_BYTES, UpstreamCall } from './upstream-call.js';
 
-/** Options of `chatCompletions()`, `responses()`, `messages()` and `countTokens()`. */
+/** Options of `chatCompletions()`, `responses()`, `messages()`, `countTokens()` and `embeddings()`. */
 export interface ModelEndpointOptions {
   /** The models clients may ask for. */
   catalog: readonly CatalogModel[];
@@ -79,6 +84,12 @@ export interface ModelEndpointOptions {
    * 30 s after 3 failures in 10 s, in a `MemoryCooldownStore` of the handler's own).
    */
   routing?: RoutingOptions;
+  /**
+   * The exact response cache: `{ store, lookupTimeoutMs?, waitMs?, maxTtlSeconds? }` (see
+   * `ResponseCachingOptions`). A call is cached only when its model, its key or the call itself
+   * asks for it. Default: none (every call goes upstream).
+   */
+  cache?: ResponseCachingOptions;
 }
 
 
@@ -120,6 +131,8 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   const routes = modelRoutes(catalog, providers, format.endpoint);
   const planner: Planner = { routes, routing, nowMs };
   const catalogIds = new Set(routes.keys());
+  const servedType = format.endpoint === 'embeddings' ? 'embeddings' : 'chat';
+  const caching = options.cache && new ResponseCaching(options.cache, where);
 
   return async (ctx) => {
     const key = verifiedKey(ctx);
@@ -145,6 +158,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
 
     const route = access === 'allowed' ? routes.get(requested) : undefined;
     if (route === undefined) throw format.modelNotFound(requested);
+    if (route.model.type !== servedType) throw wrongModelType(requested, route.model.type);
     const first = route.legs[0];
     if (first === undefined) throw format.unsupported(requested);
     const headers = forwardedHeaders(ctx, format.forwardHeaders);
@@ -171,142 +185,201 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     const files = checkedIds.length === 0 ? [] : await findAttachments(stores, key.account, checkedIds, Math.floor(nowMs() / 1000), maxAttachedBytes);
 
     const limits: ModelLimits = { ...modelLimits, ...key.limits };
+    // Once per client call, however many attempts it takes, a cached answer included.
+    const admit = async () => {
+      const decision = await limiter.consume(key.id, limits);
+      if (!decision.allowed) {
+        if (decision.refusedBy) state.limitedBy = decision.refusedBy;
+        throw modelLimitRefusal(decision, dialectOf(ctx));
+      }
+      // Node's setHeader, not Koa's `set`: that allocates four arrays a header, on every call.
+      if (decision.requests || decision.tokens) {
+        const limitHeaders = rateLimitHeaders(decision, dialectOf(ctx));
+        for (const name in limitHeaders) ctx.res.setHeader(name, limitHeaders[name] as string);
+      }
+    };
+    // After the request limits' checks, before the budgets': a hit costs nothing, but counts as a request.
+    const cached = await caching?.lookup(ctx, { key, format, model: requested, modelTtlSeconds: route.model.cache?.ttlSeconds, body, headers, state });
+    if (cached?.hit) {
+      await admit();
+      cached.replay();
+      return;
+    }
     // Before the rate limits: a call the budget refuses counts no request.
-    const budget = await budgets.check(key, limits);
+    // A count of tokens generates nothing and costs nothing: it reserves nothing either.
+    const maxCost = format.endpoint === 'countTokens' ? 0 : maxCallCost(dearest(route), body, requestBytes(ctx, body) + files.reduce((sum, file) => sum + file.bytes, 0), longestAnswer(route, budgets.defaultMaxOutputTokens));
+    const budget = await budgets.check(key, limits, maxCost);
     if (budget.refusal) {
       state.limitedBy = 'budget';
       throw budget.refusal;
     }
-    // Once per client call, however many attempts it takes.
-    const decision = await limiter.consume(key.id, limits);
-    if (!decision.allowed) {
-      if (decision.refusedBy) state.limitedBy = decision.refusedBy;
-      throw modelLimitRefusal(decision, format.rateLimitStyle);
+    // Nothing a call to an unpriced model spends would count against the budget.
+    if (budgets.refuseUnpriced && budget.parties.length > 0 && route.legs.some((leg) => leg.route.model.price === undefined)) {
+      await budgets.charge(budget.parties, 0, budget.reservation);
+      throw errors.modelUnpriced();
     }
-    // Node's setHeader, not Koa's `set`: that allocates four arrays a header, on every call.
-    if (decision.requests || decision.tokens) {
-      const limitHeaders = rateLimitHeaders(decision, format.rateLimitStyle);
-      for (const name in limitHeaders) ctx.res.setHeader(name, limitHeaders[name] as string);
-    }
-
-    // The bytes only now: a refused call reads none.
-    const attached = files.length === 0 ? undefined : await readAttachments(stores, files);
-    const withFiles = attached
-      ? format.fileReferences.map(body, (fileId, block) => {
-          const file = attached.get(fileId as string);
-          return file ? format.fileReferences.inline(block, file) : block;
-        })
-      : body;
-
-    /**
-     * One attempt on one deployment: undefined when it answered (or the client left), else its
-     * error and whether another attempt may follow. Its figures land on `state`: the last
-     * attempt's are the call's. The upstream may stay silent `silenceMs`, and must have given its
-     * whole JSON answer, or a stream's first event, within `answerMs`.
-     */
-    const attempt = async (leg: Leg, number: number, silenceMs: number, answerMs: number): Promise<Failure | undefined> => {
-      const { translation: translated, send } = leg;
-      state.provider = leg.provider.id;
-      state.upstreamModel = leg.upstreamModel;
-      if (translated === undefined) delete state.translatedTo;
-      else state.translatedTo = translated.target;
-      ctx.res.setHeader('x-kmg-attempts', String(number));
-      ctx.res.setHeader('x-kmg-deployment', leg.provider.id);
-      const inlined = { ...withFiles, model: leg.upstreamModel };
-      const upstreamBody = stream && format.answer.streamRequest ? format.answer.streamRequest(inlined) : inlined;
-      const trace = ctx.state.tracing?.attempt({ endpoint: format.endpoint, provider: leg.provider, model: requested, body: upstreamBody, stream });
-      const call = new UpstreamCall(leg.provider.id, silenceMs, trace, { maxBytes: maxUpstreamBytes, answerMs });
-      let usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
-      // What a translated stream told in the provider's format, which the client's may tell only at its end.
-      let translatedUsage: TokenUsage | undefined;
-      const sendCall = translated
-        ? async (request: ProviderRequest) => {
-            const answer = await translated.send(request);
-            translatedUsage = answer.usage;
-            return answer;
-          }
-        : send;
-      // When the upstream's answer has ended: before the client's answer does, so that whatever
-      // observes the end of the response finds the figures.
-      const ended = (answered: TokenUsage) => {
-        usage = translatedUsage
-          ? {
-              ...translatedUsage,
-              ...answered,
-              // The provider's count when it told one: the client's format may hold an estimate (a stream cut short).
-              inputTokens: translatedUsage.inputTokens > 0 ? translatedUsage.inputTokens : answered.inputTokens,
-              outputTokens: Math.max(answered.outputTokens, translatedUsage.outputTokens),
-            }
-          : answered;
-        call.end();
-        Object.assign(state, usage);
-        state.upstreamFirstByteMs = call.firstByteMs;
-        state.upstreamMs = call.durationMs;
-        state.costPicoUsd = callCost(leg.route.price, usage);
-      };
-      // Set once the relay tells the answer's usage: an answer given whole, or a stream cut after its first event.
-      let answered = false;
-      const told = (usage: TokenUsage) => {
-        answered = true;
-        ended(usage);
-      };
-      const path = UPSTREAM_PATHS[translated?.target ?? format.endpoint];
-      const forwarding: Forwarding = { format, call, stream, request: body, model: requested, provider: leg.provider.id, path, ended: told, delivered: false };
-      try {
-        await forward(ctx, forwarding, () => sendCall(call.request(upstreamBody, headers)));
-        state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: 'ok' });
-        return undefined;
-      } catch (thrown) {
-        const error = thrown as GatewayError;
-        const failure = classify(routing, forwarding, error);
-        state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: failure.retryable ? 'failed' : 'refused' });
-        return failure;
-      } finally {
-        // Nothing reached the client (a failure, or a client gone, before the answer): nothing is
-        // charged, whatever a translated stream told before it failed.
-        if (!answered) translatedUsage = undefined;
-        ended(usage);
-      }
-    };
-
-    const sequence = route.alone ?? (await plan(ctx, route, body, headers, planner));
-    const startedAt = nowMs();
-    // Deployments that began to cool down during this call: passed over while another is left.
-    const cooled = new Set<Leg>();
-    let failure: Failure | undefined;
-    let previous: Leg | undefined;
-    let number = 0;
+    if (budget.remainingPicoUsd !== undefined) ctx.res.setHeader('x-kmg-budget-remaining-usd', String(usdOfPico(budget.remainingPicoUsd)));
+    // From here the call holds a reservation: however it ends, its cost replaces it.
     try {
-      for (let position = 0; number < routing.maxAttempts; position++) {
-        const leg = nextLeg(sequence, position, cooled);
-        if (number > 0) {
-          const wait = backoffMs(routing, number, leg === previous ? failure?.retryAfterMs : undefined);
-          if (routing.budgetMs !== undefined && nowMs() - startedAt + wait >= routing.budgetMs) break;
-          await routing.sleep(wait);
+      await admit();
+
+      // The bytes only now: a refused call reads none.
+      const attached = files.length === 0 ? undefined : await readAttachments(stores, files);
+      const withFiles = attached
+        ? format.fileReferences.map(body, (fileId, block) => {
+            const file = attached.get(fileId as string);
+            return file ? format.fileReferences.inline(block, file) : block;
+          })
+        : body;
+
+      /**
+       * One attempt on one deployment: undefined when it answered (or the client left), else its
+       * error and whether another attempt may follow. Its figures land on `state`: the last
+       * attempt's are the call's. The upstream may stay silent `silenceMs`, and must have given its
+       * whole JSON answer, or a stream's first event, within `answerMs`.
+       */
+      const attempt = async (leg: Leg, number: number, silenceMs: number, answerMs: number): Promise<Failure | undefined> => {
+        const { translation: translated, send } = leg;
+        state.provider = leg.provider.id;
+        state.upstreamModel = leg.upstreamModel;
+        if (translated === undefined) delete state.translatedTo;
+        else state.translatedTo = translated.target;
+        ctx.res.setHeader('x-kmg-attempts', String(number));
+        ctx.res.setHeader('x-kmg-deployment', leg.provider.id);
+        ctx.res.removeHeader(OMITTED_HEADER);
+        delete state.omitted;
+        const inlined = { ...withFiles, model: leg.upstreamModel };
+        const upstreamBody = stream && format.answer.streamRequest ? format.answer.streamRequest(inlined) : inlined;
+        const trace = ctx.state.tracing?.attempt({ endpoint: format.endpoint, provider: leg.provider, model: requested, body: upstreamBody, stream });
+        const call = new UpstreamCall(leg.provider.id, silenceMs, trace, { maxBytes: maxUpstreamBytes, answerMs });
+        let usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+        // What a translated stream told in the provider's format, which the client's may tell only at its end.
+        let translatedUsage: TokenUsage | undefined;
+        const sendCall = translated
+          ? async (request: ProviderRequest) => {
+              const answer = await translated.send(request);
+              translatedUsage = answer.usage;
+              if (answer.omitted.length > 0) {
+                ctx.res.setHeader(OMITTED_HEADER, answer.omitted.join(','));
+                state.omitted = [...answer.omitted];
+              }
+              return answer;
+            }
+          : send;
+        // When the upstream's answer has ended: before the client's answer does, so that whatever
+        // observes the end of the response finds the figures.
+        const ended = (answered: TokenUsage) => {
+          usage = translatedUsage
+            ? {
+                ...translatedUsage,
+                ...answered,
+                // The provider's count when it told one: the client's format may hold an estimate (a stream cut short).
+                inputTokens: translatedUsage.inputTokens > 0 ? translatedUsage.inputTokens : answered.inputTokens,
+                outputTokens: Math.max(answered.outputTokens, translatedUsage.outputTokens),
+              }
+            : answered;
+          call.end();
+          Object.assign(state, usage);
+          state.upstreamFirstByteMs = call.firstByteMs;
+          state.upstreamMs = call.durationMs;
+          state.costPicoUsd = callCost(leg.route.price, usage);
+        };
+        // Set once the relay tells the answer's usage: an answer given whole, or a stream cut after its first event.
+        let answered = false;
+        const told = (usage: TokenUsage) => {
+          answered = true;
+          ended(usage);
+        };
+        const path = UPSTREAM_PATHS[translated?.target ?? format.endpoint];
+        const forwarding: Forwarding = { format, call, stream, request: body, model: requested, provider: leg.provider.id, path, ended: told, delivered: false };
+        if (cached?.collector) forwarding.tap = cached.collector;
+        try {
+          await forward(ctx, forwarding, () => sendCall(call.request(upstreamBody, headers)));
+          state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: 'ok' });
+          return undefined;
+        } catch (thrown) {
+          const error = thrown as GatewayError;
+          const failure = classify(routing, forwarding, error);
+          state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: failure.retryable ? 'failed' : 'refused' });
+          return failure;
+        } finally {
+          // Nothing reached the client (a failure, or a client gone, before the answer): nothing is
+          // charged, whatever a translated stream told before it failed.
+          if (!answered) translatedUsage = undefined;
+          ended(usage);
         }
-        // What is left of the budget bounds the whole answer, however many bytes trickle in; without one, timeoutMs does.
-        const answerMs = routing.budgetMs === undefined ? timeoutMs : routing.budgetMs - (nowMs() - startedAt);
-        const silenceMs = Math.min(timeoutMs, answerMs);
-        if (silenceMs <= 0) break;
-        number++;
-        failure = await attempt(leg, number, silenceMs, answerMs);
-        if (failure === undefined) return;
-        previous = leg;
-        if (!failure.retryable) break;
-        const coolsDown = await learn(ctx, leg, failure, routing, nowMs);
-        if (coolsDown) cooled.add(leg);
-        if (number < routing.maxAttempts) ctx.app.emit('error', new AttemptFailedError(leg.provider.id, leg.upstreamModel, number, failure.outcome, { cause: failure.error.cause ?? failure.error }), ctx);
+      };
+
+      const sequence = route.alone ?? (await plan(ctx, route, body, headers, planner));
+      const startedAt = nowMs();
+      // Deployments that began to cool down during this call: passed over while another is left.
+      const cooled = new Set<Leg>();
+      let failure: Failure | undefined;
+      let previous: Leg | undefined;
+      let number = 0;
+      try {
+        for (let position = 0; number < routing.maxAttempts; position++) {
+          const leg = nextLeg(sequence, position, cooled);
+          if (number > 0) {
+            const wait = backoffMs(routing, number, leg === previous ? failure?.retryAfterMs : undefined);
+            if (routing.budgetMs !== undefined && nowMs() - startedAt + wait >= routing.budgetMs) break;
+            await routing.sleep(wait);
+          }
+          // What is left of the budget bounds the whole answer, however many bytes trickle in; without one, timeoutMs does.
+          const answerMs = routing.budgetMs === undefined ? timeoutMs : routing.budgetMs - (nowMs() - startedAt);
+          const silenceMs = Math.min(timeoutMs, answerMs);
+          if (silenceMs <= 0) break;
+          number++;
+          failure = await attempt(leg, number, silenceMs, answerMs);
+          if (failure === undefined) {
+            cached?.store();
+            return;
+          }
+          previous = leg;
+          if (!failure.retryable) break;
+          const coolsDown = await learn(ctx, leg, failure, routing, nowMs);
+          if (coolsDown) cooled.add(leg);
+          if (number < routing.maxAttempts) ctx.app.emit('error', new AttemptFailedError(leg.provider.id, leg.upstreamModel, number, failure.outcome, { cause: failure.error.cause ?? failure.error }), ctx);
+        }
+        const err = failure?.error ?? errors.upstreamTimeout();
+        Object.assign(err.headers, { 'x-kmg-attempts': String(number), 'x-kmg-deployment': state.provider });
+        throw err;
+      } finally {
+        const tokens = state.inputTokens + state.outputTokens;
+        // Not awaited: the answer does not wait for the count. A limiter that fails is reported.
+        if (tokens > 0) void addTokens(limiter, key.id, limits, tokens).catch((err: unknown) => ctx.app.emit('error', err, ctx));
       }
-      const err = failure?.error ?? errors.upstreamTimeout();
-      Object.assign(err.headers, { 'x-kmg-attempts': String(number), 'x-kmg-deployment': state.provider });
-      throw err;
     } finally {
-      const tokens = state.inputTokens + state.outputTokens;
-      // Not awaited: the answer does not wait for the count. A limiter that fails is reported.
-      if (tokens > 0) void addTokens(limiter, key.id, limits, tokens).catch((err: unknown) => ctx.app.emit('error', err, ctx));
-      if (state.costPicoUsd > 0) void budgets.charge(budget.parties, state.costPicoUsd).catch((err: unknown) => ctx.app.emit('error', err, ctx));
+      void budgets.charge(budget.parties, state.costPicoUsd, budget.reservation).catch((err: unknown) => ctx.app.emit('error', err, ctx));
     }
   };
+}
+
+/** A model of the catalog that this endpoint does not serve: a 400 naming it and where it is served. */
+function wrongModelType(model: string, type: 'chat' | 'embeddings'): GatewayError {
+  return type === 'embeddings'
+    ? errors.invalidRequest(`The model '${model}' is an embeddings model: it is served on /v1/embeddings only`)
+    : errors.invalidRequest(`The model '${model}' is not an embeddings model: it is served on the chat endpoints, not /v1/embeddings`);
+}
+
+/** The dearest price of each kind among the models a call may reach (its model's, its fallbacks'): what its reservation counts by. */
+function dearest(route: ModelRoute): TokenPrice {
+  const price: TokenPrice = { ...route.price };
+  for (const { route: reached } of route.legs) {
+    for (const kind of ['input', 'output', 'cacheRead', 'cacheWrite'] as const) price[kind] = Math.max(price[kind], reached.price[kind]);
+  }
+  return price;
+}
+
+/** The most output tokens a call may get from the models it may reach, as their catalog entries say; `fallback` for one that does not. */
+function longestAnswer(route: ModelRoute, fallback: number): number {
+  return Math.max(route.model.maxOutputTokens ?? fallback, ...route.legs.map(({ route: reached }) => reached.model.maxOutputTokens ?? fallback));
+}
+
+/** The size of the request body in bytes: as declared, else as parsed (without its whitespace). */
+function requestBytes(ctx: Context, body: Record<string, unknown>): number {
+  const declared = Number(ctx.req.headers['content-length']);
+  return Number.isSafeInteger(declared) && declared >= 0 ? declared : Buffer.byteLength(JSON.stringify(body));
 }
 
 // Async, so that a limiter that throws at once still ends in the caller's catch.

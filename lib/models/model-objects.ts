@@ -10,12 +10,23 @@ export const openAIModel = (model: ResolvedModel) => ({
   owned_by: model.owned_by ?? model.provider,
 });
 
-/** A model in Anthropic's shape: `{ type: "model", id, display_name, created_at }`, `created_at` in RFC 3339. */
+/**
+ * A model in Anthropic's shape: `{ type: "model", id, display_name, created_at }`, `created_at` in
+ * RFC 3339, with every other field @anthropic-ai/sdk's `ModelInfo` declares: its token limits where
+ * the catalog says them, `lifecycle` active (it is callable), and null for what the gateway cannot know.
+ */
 export const anthropicModel = (model: ResolvedModel) => ({
   type: 'model',
   id: model.id,
   display_name: model.display_name,
   created_at: new Date(model.created * 1000).toISOString().replace(/\.000Z$/, 'Z'),
+  max_input_tokens: model.max_input_tokens ?? null,
+  max_tokens: model.max_tokens ?? null,
+  lifecycle: 'active',
+  deprecated_at: null,
+  retires_at: null,
+  capabilities: null,
+  line: null,
 });
 
 const DEFAULT_LIMIT = 20;

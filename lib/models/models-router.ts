@@ -1,14 +1,16 @@
 import Router from '@koa/router';
 import { requireScope } from '../auth/require-scope.js';
-import { MemorySpendLedger, spendBudgets } from '../cost/budgets.js';
-import { MemoryModelLimiter } from '../quota/memory-model-limiter.js';
+import { spendBudgets } from '../cost/budgets.js';
+import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
+import { MemorySpendLedger } from '../stores/memory/spend-ledger.js';
 import { endpointCatalogOptions } from './catalog.js';
 import { chatCompletions } from './formats/chat-completions/endpoint.js';
 import { countTokens } from './formats/messages/count-tokens.js';
+import { embeddings } from './formats/embeddings/endpoint.js';
 import { listModels } from './list-models.js';
 import { messages } from './formats/messages/endpoint.js';
 import { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
-import { MemoryCooldownStore } from './routing/cooldown-store.js';
+import { MemoryCooldownStore } from '../stores/memory/cooldown-store.js';
 import type { ModelEndpointOptions } from './model-endpoint.js';
 import { responses } from './formats/responses/endpoint.js';
 import { retrieveModel } from './retrieve-model.js';
@@ -20,7 +22,7 @@ export interface ModelsRouterOptions extends ModelEndpointOptions, Pick<MeterMod
  * The models API, each endpoint behind its scope: `GET /v1/models` and `GET /v1/models/{model}`
  * (`models:read`), `POST /v1/chat/completions` (`chat:completions`), `POST /v1/responses`
  * (`responses:create`), `POST /v1/messages` and `POST /v1/messages/count_tokens`
- * (`messages:create`), on one catalog and one set of providers. Every model call (all but the two
+ * (`messages:create`), `POST /v1/embeddings` (`embeddings:create`), on one catalog and one set of providers. Every model call (all but the two
  * `GET`s) is metered (`meterModelCalls()`: a usage record to `usageRecorder`, and `metrics`) and
  * counted against the key's limits by one `modelLimiter` shared by the endpoints (default: a
  * `MemoryModelLimiter` of the router's own), and against the key's and its account's budgets in
@@ -56,5 +58,6 @@ export function modelsRouter(options: ModelsRouterOptions): Router {
   router.post('/v1/responses', ...meter, requireScope('responses:create'), responses(endpoints));
   router.post('/v1/messages', ...meter, requireScope('messages:create'), messages(endpoints));
   router.post('/v1/messages/count_tokens', ...meter, requireScope('messages:create'), countTokens(endpoints));
+  router.post('/v1/embeddings', ...meter, requireScope('embeddings:create'), embeddings(endpoints));
   return router;
 }

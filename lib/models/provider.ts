@@ -63,6 +63,19 @@ export interface Provider {
   messages?(request: ProviderRequest): Promise<ProviderAnswer | Response>;
   /** Anthropic's token count of a Messages request (`POST /v1/messages/count_tokens`): JSON only, never a stream. */
   countTokens?(request: ProviderRequest): Promise<ProviderAnswer | Response>;
+  /** OpenAI's embeddings (`POST /v1/embeddings`): JSON only, passed through as it is when the batch fits `embeddingInputsPerCall`. */
+  embeddings?(request: ProviderRequest): Promise<ProviderAnswer | Response>;
+  /**
+   * Embeddings in the neutral representation, for a provider whose API is not OpenAI's: the
+   * endpoint writes OpenAI's answer (floats or base64) from the vectors. Throw a `GatewayError`
+   * (`errors.upstreamError()`, ...) for a failure.
+   */
+  embed?(request: EmbedRequest): Promise<EmbedAnswer>;
+  /**
+   * The most inputs one embeddings call of this provider takes: a longer input array is split,
+   * sent in order and the answers joined, usage summed. Default: no limit.
+   */
+  readonly embeddingInputsPerCall?: number;
   /**
    * Releases what the provider holds (the built-in HTTP providers: their pool of connections), for
    * good: a gateway calls it on shutdown, once its HTTP server has closed.
@@ -71,7 +84,27 @@ export interface Provider {
 }
 
 /** The endpoint formats a provider may speak: its methods. */
-export type ProviderEndpoint = Exclude<keyof Provider, 'id' | 'close' | 'telemetry'>;
+export type ProviderEndpoint = Exclude<keyof Provider, 'id' | 'close' | 'telemetry' | 'embed' | 'embeddingInputsPerCall'>;
+
+/** One neutral embeddings call: `inputs` in order, each a text or an array of token ids. */
+export interface EmbedRequest {
+  /** The upstream's name of the model. */
+  model: string;
+  inputs: ReadonlyArray<string | readonly number[]>;
+  /** The length of the vectors asked for, when the client asked. */
+  dimensions?: number | undefined;
+  /** Aborted when the upstream is too slow or the client goes away. */
+  signal: AbortSignal;
+  /** As `ProviderRequest.traceHeaders`. */
+  traceHeaders?: Readonly<Record<string, string>> | undefined;
+}
+
+/** The answer of a neutral embeddings call: one vector per input, in the inputs' order. */
+export interface EmbedAnswer {
+  vectors: Float32Array[];
+  /** The tokens of the inputs. */
+  inputTokens: number;
+}
 
 /** A provider's `telemetry`. */
 export interface ProviderTelemetry {

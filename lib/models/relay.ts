@@ -17,6 +17,7 @@ export const UPSTREAM_PATHS: Readonly<Record<ProviderEndpoint, string>> = {
   responses: '/v1/responses',
   messages: '/v1/messages',
   countTokens: '/v1/messages/count_tokens',
+  embeddings: '/v1/embeddings',
 };
 
 /**
@@ -59,6 +60,19 @@ export interface Forwarding {
   thrown?: unknown;
   /** True once a byte of the answer reached the client: nothing may be retried after. */
   delivered: boolean;
+  /** Told what the client is sent, for the response cache to keep; unset when nothing keeps it. */
+  tap?: AnswerTap;
+}
+
+/**
+ * What the client of a call is sent, as `forward()` tells it: a JSON answer whole, or a stream's
+ * events as they pass and, once the whole stream was sent, its end (a stream cut, failed or left
+ * has none).
+ */
+export interface AnswerTap {
+  json(body: string): void;
+  events(text: string): void;
+  end(): void;
 }
 
 /** Sends the request upstream and answers the client with the result, streamed or whole. */
@@ -79,7 +93,9 @@ export async function forward(ctx: Context, forwarding: Forwarding, send: () => 
       forwarding.ended(format.answer.json(json, model));
       // Written here with its type, as Koa would write it: Koa would look the type up and set it again.
       ctx.res.setHeader('content-type', 'application/json; charset=utf-8');
-      ctx.body = JSON.stringify(json);
+      const text = JSON.stringify(json);
+      ctx.body = text;
+      forwarding.tap?.json(text);
       return;
     }
     if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) {
@@ -154,6 +170,7 @@ async function relayEvents(ctx: Context, forwarding: Forwarding, body: Readable)
     }
     let more = true;
     if (out !== '') {
+      forwarding.tap?.events(out);
       start();
       more = res.write(out);
     }
@@ -166,6 +183,7 @@ async function relayEvents(ctx: Context, forwarding: Forwarding, body: Readable)
     // Ended without its format's last event ([DONE], message_stop, ...): cut off, not a whole answer.
     if (reader.finished === false) throw call.malformed('ended its stream before its last event');
     start();
+    forwarding.tap?.end();
   } catch (thrown) {
     if (!forwarding.delivered) throw thrown;
     forwarding.ended(relayedUsage(reader, forwarding));

@@ -3,7 +3,7 @@ import { verifiedKey } from '../auth/api-key.js';
 import { visibleModels } from '../auth/model-access.js';
 import { errors } from '../errors/gateway-error.js';
 import { listCatalogOptions, type CatalogModel } from './catalog.js';
-import { asksAnthropicShape } from '../errors/anthropic-shape.js';
+import { dialectOf } from '../errors/request-dialect.js';
 import { anthropicModel, openAIModel } from './model-objects.js';
 
 export interface RetrieveModelOptions {
@@ -24,7 +24,7 @@ export function retrieveModel(options: RetrieveModelOptions): Middleware {
   return async function retrieveModel(ctx) {
     const id = (ctx.params as Record<string, string>).model ?? '';
     const model = visibleModels(verifiedKey(ctx), catalog).find((candidate) => candidate.id === id);
-    const anthropic = asksAnthropicShape(ctx);
+    const anthropic = dialectOf(ctx) === 'anthropic';
     if (model === undefined) throw anthropic ? errors.modelNotFound() : errors.modelDoesNotExist(id);
     ctx.body = anthropic ? anthropicModel(model) : openAIModel(model);
   };

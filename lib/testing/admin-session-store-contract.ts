@@ -4,9 +4,11 @@ import type { AdminSession, AdminSessionStore } from '../admin/admin-session-sto
 const session = (hash: string, expiresAt: number): AdminSession => ({
   hash,
   tokenId: 'adm_000000000000000000000001',
+  userId: null,
   csrfToken: `csrf-${hash.slice(0, 8)}`,
   createdAt: expiresAt - 3600,
   expiresAt,
+  lastSeenAt: expiresAt - 3600,
 });
 
 /**
@@ -48,5 +50,16 @@ export function adminSessionStoreContract(test: StoreContractTest, name: string,
     t.is(await store.get('c'.repeat(64), 2_000_000_000.25), undefined);
     t.is(await store.removeExpired(2_000_000_099.5), 1);
     t.truthy(await store.get('d'.repeat(64), 2_000_000_099.5));
+  });
+
+  test(`${name}: a user's session has no token, and touch records when it was last used`, async (t) => {
+    const store = await makeStore();
+    const users: AdminSession = { ...session('e'.repeat(64), 2_000_000_000), tokenId: null, userId: 'usr_000000000000000000000001' };
+    await store.create(users);
+    t.deepEqual(await store.get('e'.repeat(64), at(1_999_990_000)), users);
+    await store.touch('e'.repeat(64), at(1_999_990_000));
+    await store.touch('f'.repeat(64), at(1_999_990_000));
+    t.deepEqual(await store.get('e'.repeat(64), at(1_999_990_001)), { ...users, lastSeenAt: 1_999_990_000 });
+    t.is(await store.get('f'.repeat(64), at(1_999_990_001)), undefined);
   });
 }

@@ -10,7 +10,9 @@ const entry = (overrides: Partial<NewAuditEntry> = {}): NewAuditEntry => ({
   account: 'acme',
   tokenId: null,
   replacementId: null,
+  userId: null,
   fields: ['account', 'scopes'],
+  changes: null,
   address: '127.0.0.1',
   ...overrides,
 });
@@ -36,6 +38,29 @@ export function auditStoreContract(test: StoreContractTest, name: string, makeSt
     t.regex(recorded.id, /^aud_[A-Za-z0-9]{24}$/);
     t.deepEqual(recorded, { id: recorded.id, ...given });
     t.deepEqual(await store.list({}, { limit: 10 }), { entries: [recorded], nextCursor: null });
+  });
+
+  test(`${name}: a person's action keeps who they are, the user acted on and the values changed`, async (t) => {
+    const store = await makeStore();
+    const given = entry({
+      action: 'user.updated',
+      actor: { type: 'user', id: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa', name: 'ada@example.com' },
+      keyId: null,
+      account: null,
+      userId: 'usr_bbbbbbbbbbbbbbbbbbbbbbbb',
+      fields: ['role', 'disabled'],
+      changes: { role: { from: null, to: 'operator' }, disabled: { from: false, to: true } },
+    });
+    const recorded = await store.append(given);
+    t.deepEqual(recorded, { id: recorded.id, ...given });
+    t.deepEqual((await store.list({}, { limit: 10 })).entries, [recorded]);
+  });
+
+  test(`${name}: a budget alert is recorded as the gateway's, and listed by its action and account`, async (t) => {
+    const store = await makeStore();
+    const given = entry({ action: 'budget.alert_sent', actor: { type: 'gateway', id: null, name: null }, account: 'acme', keyId: null, fields: ['day', '80%', 'delivered'], address: null });
+    const recorded = await store.append(given);
+    t.deepEqual(await store.list({ action: 'budget.alert_sent', account: 'acme' }, { limit: 10 }), { entries: [recorded], nextCursor: null });
   });
 
   test(`${name}: lists newest first, a page at a time, each entry once`, async (t) => {

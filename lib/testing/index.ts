@@ -17,9 +17,13 @@ export { blobStoreContract, putFileContract, type BlobStoreWithPutFile } from '.
 export { usageStoreContract } from './usage-store-contract.js';
 export { adminTokenStoreContract } from './admin-token-store-contract.js';
 export { adminSessionStoreContract } from './admin-session-store-contract.js';
+export { adminUserStoreContract } from './admin-user-store-contract.js';
 export { creationLimiterContract, type LimiterUnderTest } from './creation-limiter-contract.js';
 export { modelLimiterContract } from './model-limiter-contract.js';
 export { spendLedgerContract } from './spend-ledger-contract.js';
 export { accountBudgetStoreContract } from './account-budget-store-contract.js';
 export { auditStoreContract } from './audit-store-contract.js';
 export { cooldownStoreContract } from './cooldown-store-contract.js';
+export { alertClaimsContract } from './alert-claims-contract.js';
+export { responseCacheContract } from './response-cache-contract.js';
+export { mcpCallStoreContract, mcpGrantStoreContract } from './mcp-store-contract.js';

@@ -66,6 +66,19 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     );
   });
 
+  test(`${name}: a key's own response caching is kept, changed, removed by null, and carried over by a rotation`, async (t) => {
+    const store = await makeStore();
+    const created = await store.create(newKey('acme', { cache: { ttlSeconds: 600, perKey: true } }));
+    t.deepEqual(created.cache, { ttlSeconds: 600, perKey: true });
+    t.deepEqual((await store.findByHash(created.hash))?.cache, { ttlSeconds: 600, perKey: true });
+    t.false('cache' in (await store.create(newKey('acme'))));
+    t.deepEqual((await store.update(created.id, { cache: { ttlSeconds: 60 } }))?.cache, { ttlSeconds: 60 });
+    const rotated = await store.rotate(created.id, { hash: hashApiKey(`kmg_sk_${Math.random()}`), nowSeconds: Math.floor(Date.now() / 1000), graceEndsAt: Math.floor(Date.now() / 1000) + 60 });
+    if (rotated.outcome !== 'rotated') return t.fail(rotated.outcome);
+    t.deepEqual(rotated.replacement.cache, { ttlSeconds: 60 });
+    t.false('cache' in ((await store.update(rotated.replacement.id, { cache: null })) ?? {}));
+  });
+
   test(`${name}: a key's name and hint are kept; an update renames it, null removes the name; a key without them has neither`, async (t) => {
     const store = await makeStore();
     const named = await store.create(newKey('acme', { name: 'Billing \u{1F4B8}', hint: '3tKs' }));
@@ -112,6 +125,18 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     const many = [...Array.from({ length: 1200 }, (_, i) => `key_unknown${i}`), untouched.id];
     await store.touch(many, 1_900_000_180);
     t.is((await store.get(untouched.id))?.lastUsedAt, 1_900_000_180);
+  });
+
+  test(`${name}: a key's MCP grant is kept, replaced by an update, removed with []; a key without one has none`, async (t) => {
+    const store = await makeStore();
+    const granted = await store.create(newKey('acme', { mcpTools: ['github/*', 'search/web_search'] }));
+    t.deepEqual(granted.mcpTools, ['github/*', 'search/web_search']);
+    t.deepEqual(await store.findByHash(granted.hash), granted);
+    t.deepEqual((await store.update(granted.id, { mcpTools: ['crm/*'] }))?.mcpTools, ['crm/*']);
+    t.deepEqual((await store.update(granted.id, { name: 'agent' }))?.mcpTools, ['crm/*']);
+    const removed = await store.update(granted.id, { mcpTools: [] });
+    t.false(removed !== undefined && 'mcpTools' in removed);
+    for (const input of [newKey('acme'), newKey('acme', { mcpTools: [] })]) t.false('mcpTools' in (await store.create(input)));
   });
 
   test(`${name}: an unknown hash finds nothing`, async (t) => {
@@ -210,11 +235,11 @@ const rotation = (graceSeconds: number, nowSeconds = NOW) => ({
  * views of the same keys, as two server processes sharing a database have.
  */
 export function keyRotationContract(test: StoreContractTest, name: string, makeStores: () => Promise<[KeyStore, KeyStore]>): void {
-  test(`${name}: rotate makes a replacement with the old key's account, scopes, models, limits and expiry, and ends the old key after the grace`, async (t) => {
+  test(`${name}: rotate makes a replacement with the old key's account, scopes, models, limits, expiry and MCP grant, and ends the old key after the grace`, async (t) => {
     const [store] = await makeStores();
     const expiresAt = Math.floor(NOW) + 86_400;
     const old = await store.create(
-      newKey('acme', { scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 }, name: 'billing', hint: 'oldH' }),
+      newKey('acme', { scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 }, name: 'billing', hint: 'oldH', mcpTools: ['github/*'] }),
     );
     const input = { ...rotation(60), hint: 'newH' };
     const result = await store.rotate(old.id, input);
@@ -233,6 +258,7 @@ export function keyRotationContract(test: StoreContractTest, name: string, makeS
       hint: 'newH',
       replaces: old.id,
       originalId: old.id,
+      mcpTools: ['github/*'],
     });
     t.false('replacedBy' in result.replacement);
     t.false('originalId' in old, 'a key that replaced none is its own original');

@@ -106,6 +106,15 @@ const CLIENTS: Record<ProviderEndpoint, ClientFormat> = {
     ends: null,
     shapeB: true,
   },
+  embeddings: {
+    path: '/v1/embeddings',
+    headers: {},
+    request: () => ({ model: CATALOG_MODEL, input: 'Hello' }),
+    answer: ["object 'list'", (body) => body.object === 'list'],
+    namesModel: true,
+    ends: null,
+    shapeB: false,
+  },
 };
 
 // The timeout of an upstream that never answers: any length shows it, the shortest costs least.

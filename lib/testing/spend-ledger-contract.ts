@@ -1,4 +1,4 @@
-import { MemoryAccountBudgetStore } from '../cost/account-budget-store.js';
+import { MemoryAccountBudgetStore } from '../stores/memory/account-budget-store.js';
 import { spendBudgets, type SpendLedger, type SpentBefore } from '../cost/budgets.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { newAccount, testClock } from './creation-limiter-contract.js';
@@ -28,6 +28,7 @@ export function spendLedgerContract(
         { day: 300_000n, month: 300_000n },
         { day: 9_007_199_255_040_991n, month: 9_007_199_255_040_991n },
       ],
+      held: [0n, 0n],
     });
     // Past the month's last midnight (the clock passed in): a new day and a new month.
     clock.ms = Date.parse('2030-02-01T00:00:00.000Z');
@@ -52,17 +53,17 @@ export function spendLedgerContract(
     const key = { id: newAccount(), account: newAccount() };
     await accounts.set(key.account, { costPerMonth: 2 });
     const first = await budgets.check(key, { costPerDay: 1 });
-    t.deepEqual(first, { parties: [`key:${key.id}`, `account:${key.account}`] });
+    t.like(first, { parties: [`key:${key.id}`, `account:${key.account}`], remainingPicoUsd: USD });
     await budgets.charge(first.parties, Number(USD) - 1);
     t.is((await budgets.check(key, { costPerDay: 1 })).refusal, undefined, 'one picodollar short of the budget');
     await budgets.charge(first.parties, 1);
     const day = (await budgets.check(key, { costPerDay: 1 })).refusal;
     t.true(day instanceof GatewayError);
-    t.like(day, { status: 429, type: 'rate_limit_error', code: 'budget_exceeded', message: "Budget exceeded: the key's daily budget of 1 USD is spent", headers: { 'retry-after': '60' } });
+    t.like(day, { status: 429, type: 'rate_limit_error', code: 'budget_exceeded', message: "Budget exceeded: the key's daily budget of 1 USD is spent; it resets at 2030-02-01T00:00:00Z", headers: { 'retry-after': '60' } });
     await budgets.charge(first.parties, Number(USD));
     // Both reached, ending at the same midnight: the first is named, the key's before the account's.
-    t.like((await budgets.check(key, { costPerDay: 1 })).refusal, { message: "Budget exceeded: the key's daily budget of 1 USD is spent", headers: { 'retry-after': '60' } });
-    t.like((await budgets.check(key, {})).refusal, { message: "Budget exceeded: the account's monthly budget of 2 USD is spent", headers: { 'retry-after': '60' } });
+    t.like((await budgets.check(key, { costPerDay: 1 })).refusal, { message: "Budget exceeded: the key's daily budget of 1 USD is spent; it resets at 2030-02-01T00:00:00Z", headers: { 'retry-after': '60' } });
+    t.like((await budgets.check(key, {})).refusal, { message: "Budget exceeded: the account's monthly budget of 2 USD is spent; it resets at 2030-02-01T00:00:00Z", headers: { 'retry-after': '60' } });
     clock.ms = Date.parse('2030-02-01T00:00:00.000Z');
     t.is((await budgets.check(key, { costPerDay: 1 })).refusal, undefined, 'a new month, a new budget');
   });
@@ -79,5 +80,52 @@ export function spendLedgerContract(
       { day: 105n, month: 155n },
       { day: 105n, month: 155n },
     ]);
+  });
+
+  test(`${name}: a reservation holds its cost until released, refused when it does not fit a limit, at least one picodollar`, async (t) => {
+    const clock = testClock('2030-01-15T12:00:00.000Z');
+    const ledger = await makeLedger(clock.nowMs);
+    const [key, account] = [`key:${newAccount()}`, `account:${newAccount()}`];
+    await ledger.add([key], 100);
+    const limits = [
+      { party: key, day: 1_000n },
+      { party: account, month: 500n },
+    ];
+    const held = await ledger.reserve(limits, 400, 60_000);
+    t.like(held, { at: clock.ms, spend: [{ day: 100n, month: 100n }, { day: 0n, month: 0n }] });
+    t.is(typeof held.reservation, 'string');
+    t.like(await ledger.spent([key, account]), { spend: [{ day: 100n, month: 100n }, { day: 0n, month: 0n }], held: [400n, 400n] });
+    // The account has 100 left: 101 does not fit, and the key's hold made on the way is released.
+    const refused = await ledger.reserve(limits, 101, 60_000);
+    t.is(refused.reservation, undefined);
+    t.deepEqual(refused.spend[1], { day: 400n, month: 400n });
+    t.deepEqual((await ledger.spent([key, account])).held, [400n, 400n]);
+    const fits = await ledger.reserve(limits, 100, 60_000);
+    t.is(typeof fits.reservation, 'string');
+    // Spent to the limit: a call of no cost is refused too (one picodollar at least).
+    t.is((await ledger.reserve([{ party: account, month: 500n }], 0, 60_000)).reservation, undefined);
+    await ledger.release([key, account], held.reservation as string);
+    await ledger.release([key, account], fits.reservation as string);
+    t.deepEqual((await ledger.spent([key, account])).held, [0n, 0n]);
+    t.is(typeof (await ledger.reserve(limits, 500, 60_000)).reservation, 'string');
+  });
+
+  test(`${name}: calls reserving at once never hold more than the limit: exactly as many as fit`, async (t) => {
+    const ledger = await makeLedger(testClock('2030-01-15T12:00:00.000Z').nowMs);
+    const limits = [{ party: `key:${newAccount()}`, day: 7_000n, month: 7_500n }];
+    const answers = await Promise.all(Array.from({ length: 20 }, () => ledger.reserve(limits, 1_000, 60_000)));
+    t.is(answers.filter(({ reservation }) => reservation !== undefined).length, 7);
+  });
+
+  test(`${name}: a reservation never released (its process died) lapses after its ttl`, async (t) => {
+    const clock = testClock('2030-01-15T12:00:00.000Z');
+    const ledger = await makeLedger(clock.nowMs);
+    const limits = [{ party: `account:${newAccount()}`, day: 1_000n }];
+    t.is(typeof (await ledger.reserve(limits, 1_000, 30_000)).reservation, 'string');
+    clock.ms += 29_999;
+    t.is((await ledger.reserve(limits, 1, 30_000)).reservation, undefined);
+    clock.ms += 1;
+    t.deepEqual((await ledger.spent([limits[0]?.party as string])).held, [0n]);
+    t.is(typeof (await ledger.reserve(limits, 1_000, 30_000)).reservation, 'string');
   });
 }

@@ -140,7 +140,7 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     ]);
     t.deepEqual((await store.list({ since: T0 + 0.5 })).map((record) => record.requestId), [late.requestId]);
     t.deepEqual((await store.list({ since: T0 - 0.5 })).length, 2);
-    t.deepEqual(await store.summarize({ since: T0 - 0.5 }, 'day'), [{ group: '2030-01-15', requests: 2, answered: 2, inputTokens: 20, outputTokens: 10, costPicoUsd: 0n }]);
+    t.deepEqual(await store.summarize({ since: T0 - 0.5 }, 'day'), [{ group: '2030-01-15', requests: 2, answered: 2, inputTokens: 20, outputTokens: 10, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n }]);
   });
 
   test(`${name}: summarize by day counts requests and sums tokens per UTC day`, async (t) => {
@@ -151,8 +151,8 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
       usageRecord({ time: Date.parse('2030-01-16T00:00:00.000Z'), inputTokens: 100, outputTokens: 200, status: 500 }),
     ]);
     t.deepEqual(byGroup(await store.summarize({}, 'day')), [
-      { group: '2030-01-15', requests: 2, answered: 2, inputTokens: 11, outputTokens: 22, costPicoUsd: 0n },
-      { group: '2030-01-16', requests: 1, answered: 0, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n },
+      { group: '2030-01-15', requests: 2, answered: 2, inputTokens: 11, outputTokens: 22, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      { group: '2030-01-16', requests: 1, answered: 0, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
     ]);
   });
 
@@ -165,13 +165,13 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
       usageRecord({ model: null, provider: null, keyId: 'key_b', status: 400, inputTokens: 0, outputTokens: 0 }),
     ]);
     t.deepEqual(byGroup(await store.summarize({}, 'model')), [
-      { group: 'echo-1', requests: 2, answered: 2, inputTokens: 10, outputTokens: 12, costPicoUsd: 0n },
-      { group: 'echo-2', requests: 1, answered: 1, inputTokens: 5, outputTokens: 6, costPicoUsd: 0n },
-      { group: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n },
+      { group: 'echo-1', requests: 2, answered: 2, inputTokens: 10, outputTokens: 12, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      { group: 'echo-2', requests: 1, answered: 1, inputTokens: 5, outputTokens: 6, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      { group: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
     ]);
     t.deepEqual(byGroup(await store.summarize({ account: 'acme' }, 'key')), [
-      { group: 'key_a', requests: 2, answered: 2, inputTokens: 8, outputTokens: 10, costPicoUsd: 0n },
-      { group: 'key_b', requests: 2, answered: 1, inputTokens: 7, outputTokens: 8, costPicoUsd: 0n },
+      { group: 'key_a', requests: 2, answered: 2, inputTokens: 8, outputTokens: 10, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      { group: 'key_b', requests: 2, answered: 1, inputTokens: 7, outputTokens: 8, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
     ]);
     t.deepEqual(await store.summarize({ account: 'nobody' }, 'day'), []);
   });
@@ -189,20 +189,20 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     ]);
     const bySubgroup = (rows: UsageRow[]) => [...rows].sort((a, b) => `${a.group}/${a.subgroup}`.localeCompare(`${b.group}/${b.subgroup}`));
     t.deepEqual(bySubgroup(await store.summarize({}, 'day', 'model')), [
-      { group: '2030-01-15', subgroup: 'echo-1', requests: 2, answered: 2, inputTokens: 11, outputTokens: 22, costPicoUsd: 0n },
-      { group: '2030-01-15', subgroup: 'echo-2', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n },
-      { group: '2030-01-16', subgroup: 'echo-1', requests: 1, answered: 1, inputTokens: 1000, outputTokens: 2000, costPicoUsd: 0n },
-      { group: '2030-01-16', subgroup: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n },
+      { group: '2030-01-15', subgroup: 'echo-1', requests: 2, answered: 2, inputTokens: 11, outputTokens: 22, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      { group: '2030-01-15', subgroup: 'echo-2', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      { group: '2030-01-16', subgroup: 'echo-1', requests: 1, answered: 1, inputTokens: 1000, outputTokens: 2000, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      { group: '2030-01-16', subgroup: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
     ]);
     t.deepEqual(bySubgroup(await store.summarize({ account: 'acme', since: day1 + 1 }, 'day', 'key')), [
-      { group: '2030-01-15', subgroup: 'key_a', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n },
-      { group: '2030-01-15', subgroup: 'key_b', requests: 1, answered: 1, inputTokens: 10, outputTokens: 20, costPicoUsd: 0n },
-      { group: '2030-01-16', subgroup: 'key_a', requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n },
+      { group: '2030-01-15', subgroup: 'key_a', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      { group: '2030-01-15', subgroup: 'key_b', requests: 1, answered: 1, inputTokens: 10, outputTokens: 20, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      { group: '2030-01-16', subgroup: 'key_a', requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
     ]);
     t.deepEqual(bySubgroup(await store.summarize({ keyId: 'key_a' }, 'model', 'day')), [
-      { group: 'echo-1', subgroup: '2030-01-15', requests: 1, answered: 1, inputTokens: 1, outputTokens: 2, costPicoUsd: 0n },
-      { group: 'echo-2', subgroup: '2030-01-15', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n },
-      { group: null, subgroup: '2030-01-16', requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n },
+      { group: 'echo-1', subgroup: '2030-01-15', requests: 1, answered: 1, inputTokens: 1, outputTokens: 2, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      { group: 'echo-2', subgroup: '2030-01-15', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      { group: null, subgroup: '2030-01-16', requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
     ]);
     t.deepEqual(await store.summarize({ account: 'nobody' }, 'day', 'model'), []);
   });
@@ -211,7 +211,7 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     const store = await makeStore();
     await store.insert([]);
     await store.insert(Array.from({ length: 1201 }, (_, i) => usageRecord({ time: T0 + i, inputTokens: i })));
-    t.deepEqual(await store.summarize({}, 'day'), [{ group: '2030-01-15', requests: 1201, answered: 1201, inputTokens: 720_600, outputTokens: 6005, costPicoUsd: 0n }]);
+    t.deepEqual(await store.summarize({}, 'day'), [{ group: '2030-01-15', requests: 1201, answered: 1201, inputTokens: 720_600, outputTokens: 6005, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n }]);
   });
 
   test(`${name}: costs are kept and summed exactly, in picodollars, past what a double holds`, async (t) => {
@@ -229,6 +229,21 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
       byGroup(await store.summarize({}, 'key')).map((row) => [row.group, row.costPicoUsd]),
       [['key_a', 18_014_398_509_481_982n], ['key_b', 300_001n]],
     );
+  });
+
+  test(`${name}: calls answered from the response cache are read back, counted and what they saved summed`, async (t) => {
+    const store = await makeStore();
+    const records = [
+      usageRecord({ cache: 'miss', costPicoUsd: 7_000_000 }),
+      usageRecord({ cache: 'hit', costPicoUsd: 0, costSavedPicoUsd: 7_000_000, inputTokens: 0, outputTokens: 0, time: T0 + 1 }),
+      usageRecord({ cache: 'hit', costPicoUsd: 0, costSavedPicoUsd: 7_000_000, inputTokens: 0, outputTokens: 0, keyId: 'key_b', time: T0 + 2 }),
+    ];
+    await store.insert(records);
+    t.deepEqual(await store.list(), [records[2], records[1], records[0]]);
+    t.deepEqual(byGroup(await store.summarize({}, 'key')).map((row) => [row.group, row.requests, row.cacheHits, row.costSavedPicoUsd]), [
+      ['key_a', 2, 1, 7_000_000n],
+      ['key_b', 1, 1, 7_000_000n],
+    ]);
   });
 
   test(`${name}: records read or written are copies`, async (t) => {

@@ -6,17 +6,18 @@ import type { ProviderAnswer, ProviderEndpoint } from '../models/provider.js';
 import { eventFields, EventSplitter } from '../http/server-sent-events.js';
 import { AnswerReader, inputAttributes } from './answer-reader.js';
 
-/** `gen_ai.operation.name` by endpoint: the conventions' `chat` for the three inference formats. */
+/** `gen_ai.operation.name` by endpoint: the conventions' `chat` for the three inference formats, `embeddings` for theirs. */
 const OPERATIONS: Record<ProviderEndpoint, string> = {
   chatCompletions: 'chat',
   responses: 'chat',
   messages: 'chat',
   countTokens: 'count_tokens',
+  embeddings: 'embeddings',
 };
 
 const EVENT_STREAM = /^text\/event-stream\b/i;
 
-/** The request parameters the conventions record, by the body field of any of the three formats. */
+/** The request parameters the conventions record, by the body field of any of the formats. */
 const PARAMETERS: Array<[string, string]> = [
   ['max_tokens', 'gen_ai.request.max_tokens'],
   ['max_completion_tokens', 'gen_ai.request.max_tokens'],
@@ -27,6 +28,7 @@ const PARAMETERS: Array<[string, string]> = [
   ['frequency_penalty', 'gen_ai.request.frequency_penalty'],
   ['presence_penalty', 'gen_ai.request.presence_penalty'],
   ['seed', 'gen_ai.request.seed'],
+  ['dimensions', 'gen_ai.embeddings.dimension.count'],
 ];
 
 /** The attributes known when an attempt starts, which samplers may read. */

@@ -17,7 +17,7 @@ import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { withoutSecrets } from '../auth/without-secrets.js';
 import { afterResponse } from '../http/after-response.js';
-import type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing } from '../state.js';
+import type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing, ToolCallStart, ToolCallTrace } from '../state.js';
 import { parseOptions, settingsObject } from '../settings/schemas.js';
 import { AttemptSpan } from './attempt-span.js';
 import { tracerOf, tracerProviderOption } from './tracer.js';
@@ -59,6 +59,31 @@ class RequestTrace implements RequestTracing {
   attempt(start: AttemptStart): AttemptTrace {
     return new AttemptSpan(this.#tracer, this.#context, start, this.#recordContent);
   }
+
+  tool({ server, tool, callId }: ToolCallStart): ToolCallTrace {
+    // The GenAI conventions' execute_tool span: INTERNAL, named after the tool.
+    const attributes: Attributes = {
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': tool,
+      'gen_ai.tool.type': 'extension',
+      'gen_ai.tool.call.id': callId,
+      'mcp.method.name': 'tools/call',
+      'kmg.mcp.server': server,
+    };
+    const span = this.#tracer.startSpan(`execute_tool ${tool}`, { kind: SpanKind.INTERNAL, attributes }, this.#context);
+    const headers: Record<string, string> = {};
+    propagation.inject(trace.setSpan(this.#context, span), headers);
+    return {
+      headers,
+      end(errorType) {
+        if (errorType !== undefined) {
+          span.setAttribute('error.type', errorType);
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        span.end();
+      },
+    };
+  }
 }
 
 /** What is known of a request once its response has ended. */
@@ -79,6 +104,7 @@ function endServerSpan(ctx: Context, span: Span, method: string): void {
   if (model) {
     attributes['kmg.model'] = model.model;
     if (model.limitedBy) attributes['kmg.limited_by'] = model.limitedBy;
+    if (model.cache) attributes['kmg.cache'] = model.cache;
   }
   if (res.statusCode >= 500) {
     attributes['error.type'] = String(res.statusCode);

@@ -19,6 +19,10 @@ export interface UsageTotals {
   outputTokens: number;
   /** What the calls cost, in USD: summed exactly (in picodollars), then read as the nearest number. */
   costUsd: number;
+  /** The requests answered from the response cache. */
+  cacheHits: number;
+  /** What those answers cost when they were made, in USD: what the cache saved. */
+  costSavedUsd: number;
 }
 
 /** The figures of one group of a report: a day, a model or a key. */
@@ -56,9 +60,9 @@ function compareGroups(a: string | null, b: string | null): number {
 const byGroup = (a: UsageGroupTotals, b: UsageGroupTotals) => compareGroups(a.group, b.group);
 
 /** Figures as they are summed: the cost in picodollars, exact. */
-type Sum = Omit<UsageTotals, 'costUsd' | 'refused'> & { costPicoUsd: bigint };
+type Sum = Omit<UsageTotals, 'costUsd' | 'refused' | 'costSavedUsd'> & { costPicoUsd: bigint; costSavedPicoUsd: bigint };
 
-const zero = (): Sum => ({ requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n });
+const zero = (): Sum => ({ requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n });
 
 function add(totals: Sum, row: Sum): void {
   totals.requests += row.requests;
@@ -66,6 +70,8 @@ function add(totals: Sum, row: Sum): void {
   totals.inputTokens += row.inputTokens;
   totals.outputTokens += row.outputTokens;
   totals.costPicoUsd += row.costPicoUsd;
+  totals.cacheHits += row.cacheHits;
+  totals.costSavedPicoUsd += row.costSavedPicoUsd;
 }
 
 const figures = (row: Sum): UsageTotals => ({
@@ -75,6 +81,8 @@ const figures = (row: Sum): UsageTotals => ({
   inputTokens: row.inputTokens,
   outputTokens: row.outputTokens,
   costUsd: usdOfPico(row.costPicoUsd),
+  cacheHits: row.cacheHits,
+  costSavedUsd: usdOfPico(row.costSavedPicoUsd),
 });
 
 /** The store's rows of (group, subgroup) pairs as one row per group with its series. */
@@ -93,7 +101,7 @@ function withSeries(rows: UsageRow[]): Array<UsageReportRow & { sum: Sum }> {
 }
 
 /**
- * Totals (requests, input and output tokens, cost in USD) and rows grouped by UTC day, model or key, of the
+ * Totals (requests, input and output tokens, cost in USD, cache hits and what they saved) and rows grouped by UTC day, model or key, of the
  * usage records of one account, one key and/or since a time, each row split by a second grouping
  * when `series` is given: what `koa-model-gateway usage` prints and `GET /admin/v1/usage` answers.
  * Every record counts as a request, refused and failed calls included (their tokens are 0), and

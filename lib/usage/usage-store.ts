@@ -42,6 +42,10 @@ export interface UsageRecord {
    * price (`callCost()`); 0 when the model has no known price or the call reached no upstream.
    */
   costPicoUsd: number;
+  /** `hit` for a call answered from the response cache (its cost 0), `miss` for one it looked up and did not find (or whose store failed); absent (or null) when it was not looked up. */
+  cache?: 'hit' | 'miss' | null;
+  /** On a hit, what the stored answer cost when it was made, in picodollars: what the hit saved. 0 (or absent) otherwise. */
+  costSavedPicoUsd?: number;
 }
 
 /** Which records a read covers. Every field narrows it; none is every record. */
@@ -68,6 +72,10 @@ export interface UsageRow {
   outputTokens: number;
   /** The sum of the records' `costPicoUsd`: a bigint, exact however large. */
   costPicoUsd: bigint;
+  /** The records answered from the response cache (`cache: 'hit'`). */
+  cacheHits: number;
+  /** The sum of the records' `costSavedPicoUsd`. */
+  costSavedPicoUsd: bigint;
 }
 
 /** Which records a page of the request log covers: `UsageFilter`'s, narrowed further. */

@@ -1,5 +1,7 @@
+import { changedValues } from 'koa-model-gateway/admin';
 import { BUDGET_RULE, parseBudgetUsd, type BudgetChanges } from 'koa-model-gateway/cost';
-import { KnexAccountBudgetStore } from 'koa-model-gateway/stores/knex';
+import { isMcpToolGlob, MCP_TOOL_GLOB_RULE } from '../../lib/mcp/tool-grants.js';
+import { KnexAccountBudgetStore, KnexMcpGrantStore } from 'koa-model-gateway/stores/knex';
 import { loadConfigWithModules } from '../config.js';
 import { recordCliAction } from './audit.js';
 import { UsageError, accountOption, parseCommand, withDatabase, type CommandIo } from './command-line.js';
@@ -30,8 +32,12 @@ async function accountsSetLimits(args: string[], io: CommandIo): Promise<number>
   }
   if (Object.keys(changes).length === 0) throw new UsageError('accounts set-limits needs --cost-per-day or --cost-per-month');
   const budget = await withDatabase(await loadConfigWithModules(io.env), async (database) => {
-    const set = await new KnexAccountBudgetStore(database.knex, database.storeOptions).set(account, changes);
-    await recordCliAction(database, { action: 'account.limits_set', account, fields: Object.keys(changes) }, io);
+    const store = new KnexAccountBudgetStore(database.knex, database.storeOptions);
+    const before = await store.get(account);
+    const set = await store.set(account, changes);
+    const unset = { costPerDay: null, costPerMonth: null };
+    const values = changedValues({ ...unset, ...before }, { ...unset, ...set }, Object.keys(changes));
+    await recordCliAction(database, { action: 'account.limits_set', account, fields: Object.keys(changes), changes: values }, io);
     return set;
   });
   const costPerDay = budget.costPerDay ?? null;
@@ -41,8 +47,35 @@ async function accountsSetLimits(args: string[], io: CommandIo): Promise<number>
   return 0;
 }
 
-/** `accounts set-limits`: an account's budgets, over all its keys. */
+/**
+ * The globs of `--mcp-tools`, comma-separated and/or repeated: `github/*,search/web_search`;
+ * `none` is the empty grant.
+ */
+export function parseMcpTools(values: string[]): string[] {
+  const globs = values.flatMap((value) => value.split(',')).map((glob) => glob.trim()).filter((glob) => glob !== '' && glob !== 'none');
+  const invalid = globs.find((glob) => !isMcpToolGlob(glob));
+  if (invalid !== undefined) throw new UsageError(`--mcp-tools ${MCP_TOOL_GLOB_RULE.replace(/^must be an array of globs/, 'takes globs')}, got '${invalid}'`);
+  return [...new Set(globs)];
+}
+
+/** `accounts set-mcp-tools <account> --mcp-tools <globs>|none`: replaces an account's MCP grant. */
+async function accountsSetMcpTools(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseCommand(args, { 'mcp-tools': { type: 'string', multiple: true } }, 1, 'accounts set-mcp-tools needs exactly one account');
+  const account = accountOption(positionals[0] as string);
+  if (values['mcp-tools'] === undefined) throw new UsageError('accounts set-mcp-tools needs --mcp-tools <globs> (or none)');
+  const tools = parseMcpTools(values['mcp-tools']);
+  const kept = await withDatabase(await loadConfigWithModules(io.env), async (database) => {
+    const set = await new KnexMcpGrantStore(database.knex, database.storeOptions).set(account, tools);
+    await recordCliAction(database, { action: 'account.mcp_tools_set', account, fields: ['mcp_tools'] }, io);
+    return set;
+  });
+  io.out(values.json ? JSON.stringify({ account, mcp_tools: kept }) : `MCP tools of ${account}: ${kept.length === 0 ? 'none' : kept.join(', ')}`);
+  return 0;
+}
+
+/** `accounts set-limits`, `accounts set-mcp-tools`: an account's budgets and MCP grant, over all its keys. */
 export async function accountsCommand([sub, ...args]: string[], io: CommandIo): Promise<number> {
   if (sub === 'set-limits') return accountsSetLimits(args, io);
-  throw new UsageError(sub === undefined ? 'accounts needs a subcommand: set-limits' : `unknown accounts subcommand '${sub}'`);
+  if (sub === 'set-mcp-tools') return accountsSetMcpTools(args, io);
+  throw new UsageError(sub === undefined ? 'accounts needs a subcommand: set-limits, set-mcp-tools' : `unknown accounts subcommand '${sub}'`);
 }

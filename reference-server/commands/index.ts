@@ -8,13 +8,24 @@ Commands:
   migrate                               bring the database to the latest schema
   keys create --account <id> [--name <text>] [--scope <scope>]... [--model <model>]...
               [--expires <iso-time>] [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>]
-              [--cost-per-day <usd>] [--cost-per-month <usd>]
+              [--cost-per-day <usd>] [--cost-per-month <usd>] [--cache <seconds> [--cache-per-key]]
+              [--mcp-tools <glob,...>]
                                         create a key and print it, once (no --scope: every scope;
-                                        a limit left out: the deployment's default)
+                                        a limit left out: the deployment's default; no --mcp-tools:
+                                        no MCP tool)
   keys list [--account <id>]            list keys (never the keys themselves)
+  keys update <key-id> [--name <text>|none] [--scope <scope>]... [--model <model>]... | --every-model
+              [--expires <iso-time>|never] [--rpm <n>|none] [--tpm <n>|none] [--tokens-per-day <n>|none]
+              [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]
+                                        change the fields given (none: the default); every server sees it within a second
+  keys rotate <key-id> [--grace <seconds>]
+                                        a new key like the old one, printed once; the old one works --grace more (default 0)
   keys revoke <key-id>                  revoke a key; every server refuses it within a second
   accounts set-limits <account> [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]
                                         set (or, with none, remove) an account's budgets, over all its keys
+  accounts set-mcp-tools <account> --mcp-tools <glob,...>|none
+                                        set the MCP tools ({server}/{tool} globs) an account's keys may
+                                        be granted: a key's grant is the intersection with it
   admin-tokens create [--name <text>]   create an admin token (admin API, dashboard) and print it, once
   admin-tokens list                     list admin tokens (never the tokens themselves)
   admin-tokens revoke <token-id>        revoke an admin token and end its dashboard sessions

@@ -22,7 +22,7 @@ import { ownRedis } from '../helpers/quota-redis-server.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { spawnCli, tempDataDir } from '../helpers/server-process.js';
 import { REDIS_URL, withPostgres, withProgram, withRedis } from '../helpers/services.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // The admin API: its rules on the reference server's own app (SQLite, in this process); the list of
 // accounts and the keys an operator can tell apart, on both deployments; a key's budgets on lib
@@ -67,6 +67,8 @@ interface KeyBody {
   last_used_at: number | null;
   replaces: { id: string; expires_at?: number } | null;
   replaced_by: { id: string } | null;
+  cache: { ttl_seconds: number; per_key: boolean } | null;
+  mcp_tools: string[];
 }
 
 const call = (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>
@@ -129,7 +131,7 @@ test('POST /keys: 201 with the secret this once; it works at once, is stored as 
   const created = await createKey({ account: 'secret-once' });
   t.regex(created.key, new RegExp(`^${prefix}_sk_[A-Za-z0-9_-]{43}$`));
   t.like(created, { object: 'api_key', account: 'secret-once', status: 'active', models: null, limits: null, expires_at: null, revoked_at: null });
-  t.deepEqual(created.scopes, ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete']);
+  t.deepEqual(created.scopes, ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'embeddings:create', 'mcp:call']);
   t.is((await models(created.key)).status, 200);
 
   const stored = await app.deployment.knex('kmg_api_keys').where({ id: created.id }).first();
@@ -196,9 +198,22 @@ test('every change is validated: 400 naming the field, and nothing is created or
   t.like(keys.data[0], { scopes: ['models:read'], models: null, limits: null, expires_at: null });
 });
 
+test("a key's MCP grant: none by default, set on creation, replaced by PATCH, [] removes it; a glob of another form is 400", async (t) => {
+  t.deepEqual((await createKey({ account: 'mcp' })).mcp_tools, []);
+  const { id, mcp_tools: granted } = await createKey({ account: 'mcp', mcp_tools: ['github/*', 'search/web_search', 'github/*'] });
+  t.deepEqual(granted, ['github/*', 'search/web_search']);
+  t.like(await (await admin('PATCH', `/keys/${id}`, { mcp_tools: ['crm/*'] })).json(), { mcp_tools: ['crm/*'] });
+  t.like(await (await admin('PATCH', `/keys/${id}`, { mcp_tools: [] })).json(), { mcp_tools: [] });
+  for (const mcpTools of [['github'], ['a/b/c'], 'github/*', [1]]) {
+    const refused = await admin('PATCH', `/keys/${id}`, { mcp_tools: mcpTools });
+    t.is(refused.status, 400);
+    t.like(await refused.json(), { error: { code: 'invalid_mcp_tools' } });
+  }
+});
+
 test('PATCH changes scopes, models, limits and expiry; the key obeys at once, and null clears', async (t) => {
   const { id, key } = await createKey({ account: 'patched' });
-  t.deepEqual((await models(key)).ids, ['echo-1', 'echo-2']);
+  t.deepEqual((await models(key)).ids, ['echo-1', 'echo-2', 'echo-embed-1']);
   const expiresAt = Math.floor(Date.now() / 1000) + 86_400;
   const patched = await admin('PATCH', `/keys/${id}`, { models: ['echo-2'], limits: { requests_per_minute: 30 }, expires_at: expiresAt });
   t.is(patched.status, 200);
@@ -213,8 +228,38 @@ test('PATCH changes scopes, models, limits and expiry; the key obeys at once, an
   t.is((await models(key)).status, 403);
   const cleared = await admin('PATCH', `/keys/${id}`, { scopes: ['models:read'], models: null, limits: null, expires_at: null });
   t.like(await cleared.json(), { models: null, limits: null, expires_at: null });
-  t.deepEqual((await models(key)).ids, ['echo-1', 'echo-2']);
+  t.deepEqual((await models(key)).ids, ['echo-1', 'echo-2', 'echo-embed-1']);
   t.is((await admin('PATCH', '/keys/key_doesnotexist', { scopes: ['models:read'] })).status, 404);
+});
+
+test('a key with cache answers repeats from the cache, per key when it asks; DELETE /cache purges one account, or all, and is audited', async (t) => {
+  const perKey = await createKey({ account: 'cached', cache: { ttl_seconds: 600, per_key: true } });
+  t.deepEqual(perKey.cache, { ttl_seconds: 600, per_key: true });
+  const shared = await createKey({ account: 'cached', cache: { ttl_seconds: 600 } });
+  const other = await createKey({ account: 'cached-elsewhere', cache: { ttl_seconds: 600 } });
+  const ask = (key: string) =>
+    call('POST', '/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, { model: 'echo-1', messages: [{ role: 'user', content: 'purge me' }] });
+  const outcome = async (key: string) => (await ask(key)).headers.get('x-kmg-cache');
+  t.is(await outcome(perKey.key), 'miss');
+  t.is(await outcome(perKey.key), 'hit');
+  // The per-key entries are the key's alone; the shared key's are its account's.
+  t.is(await outcome(shared.key), 'miss');
+  t.is(await outcome(other.key), 'miss');
+  t.is((await admin('DELETE', '/cache?account=cached')).status, 204);
+  t.is(await outcome(perKey.key), 'miss');
+  t.is(await outcome(shared.key), 'miss');
+  t.is(await outcome(other.key), 'hit');
+  t.is((await admin('DELETE', '/cache')).status, 204);
+  t.is(await outcome(other.key), 'miss');
+  t.is((await admin('DELETE', '/cache?account=')).status, 400);
+  const audited = await until(
+    async () => ((await (await admin('GET', '/audit?action=cache.purged')).json()) as { data: Array<{ account: string | null }> }).data,
+    (entries) => entries.length >= 2,
+  );
+  t.deepEqual(audited.slice(0, 2).map((entry) => entry.account), [null, 'cached']);
+  const patched = await admin('PATCH', `/keys/${shared.id}`, { cache: null });
+  t.like(await patched.json(), { cache: null });
+  t.is(await outcome(shared.key), 'bypass');
 });
 
 test('revoke: the key is refused at once; revoking again keeps the first time; an unknown id is 404', async (t) => {
@@ -333,8 +378,8 @@ test('every change is logged with the admin token id and the request id', async 
 test('GET /catalog: the scopes and models a key may be given, and the prefix of keys', async (t) => {
   t.deepEqual(await (await admin('GET', '/catalog')).json(), {
     object: 'catalog',
-    scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete'],
-    models: ['echo-1', 'echo-2'],
+    scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'embeddings:create', 'mcp:call'],
+    models: ['echo-1', 'echo-2', 'echo-embed-1'],
     key_prefix: 'kmg',
   });
 });
@@ -346,6 +391,8 @@ interface UsageFigures {
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
+  cache_hits: number;
+  cost_saved_usd: number;
 }
 
 interface UsageBody {
@@ -384,6 +431,8 @@ const figures = (requests: number, input_tokens: number, output_tokens: number, 
   input_tokens,
   output_tokens,
   cost_usd: 0,
+  cache_hits: 0,
+  cost_saved_usd: 0,
 });
 
 test('GET /usage: the figures of real model calls, by day, model and key, narrowed by account, key and since', async (t) => {
@@ -529,7 +578,7 @@ async function openServer(t: ExecutionContext, env: Record<string, string>) {
   return { server, admin, token };
 }
 
-function callRecord(keyId: string, account: string, time: number, tokens: [number, number]): UsageRecord {
+function callRecord(keyId: string, account: string, time: number, tokens: [number, number], costPicoUsd = 0): UsageRecord {
   return {
     time,
     requestId: `req_${keyId}_${time}`,
@@ -546,7 +595,7 @@ function callRecord(keyId: string, account: string, time: number, tokens: [numbe
     latencyMs: 5,
     upstreamFirstByteMs: 1,
     upstreamMs: 2,
-    costPicoUsd: 0,
+    costPicoUsd,
   };
 }
 
@@ -563,7 +612,7 @@ const deployments = [
 ] as const;
 
 for (const [name, gated, database] of deployments) {
-  gated(`${name}: GET /accounts lists every account with a key: active keys, files kept, and only this UTC month's calls`, async (t) => {
+  gated(`${name}: GET /accounts lists every account with a key: active keys, files kept, and only this UTC month's calls and their cost`, async (t) => {
     const { env, drop } = await database();
     t.teardown(drop);
     const { server, admin } = await openServer(t, env);
@@ -580,17 +629,17 @@ for (const [name, gated, database] of deployments) {
     const now = new Date();
     const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
     await server.deployment.usageStore.insert([
-      callRecord(first.body.id, 'zeta', monthStart, [10, 20]),
-      callRecord(second.body.id, 'zeta', monthStart + 1000, [1, 2]),
-      callRecord(first.body.id, 'zeta', monthStart - 1, [500, 500]), // last month: not counted
+      callRecord(first.body.id, 'zeta', monthStart, [10, 20], 1_250_000_000_000),
+      callRecord(second.body.id, 'zeta', monthStart + 1000, [1, 2], 500_000_000_000),
+      callRecord(first.body.id, 'zeta', monthStart - 1, [500, 500], 9_000_000_000_000), // last month: not counted
       callRecord(revoked.body.id, 'acme <b>', monthStart + 5, [7, 0]),
     ]);
 
     const listed = await admin('GET', '/accounts');
     t.is(listed.status, 200);
     t.deepEqual(listed.body.data, [
-      { object: 'account_summary', account: 'acme <b>', keys: 0, files: 0, bytes: 0, requests_this_month: 1, input_tokens_this_month: 7, output_tokens_this_month: 0 },
-      { object: 'account_summary', account: 'zeta', keys: 2, files: 1, bytes: pdf.length, requests_this_month: 2, input_tokens_this_month: 11, output_tokens_this_month: 22 },
+      { object: 'account_summary', account: 'acme <b>', keys: 0, files: 0, bytes: 0, requests_this_month: 1, input_tokens_this_month: 7, output_tokens_this_month: 0, cost_usd_this_month: 0 },
+      { object: 'account_summary', account: 'zeta', keys: 2, files: 1, bytes: pdf.length, requests_this_month: 2, input_tokens_this_month: 11, output_tokens_this_month: 22, cost_usd_this_month: 1.75 },
     ]);
   });
 
@@ -757,7 +806,7 @@ test("without a usage store the month's figures are null; an expired key is no a
   memoryApp.clock.seconds += 60;
   const listed = await memoryApp.admin('GET', '/accounts');
   t.deepEqual(((await listed.json()) as { data: unknown[] }).data, [
-    { object: 'account_summary', account: 'acme', keys: 1, files: 0, bytes: 0, requests_this_month: null, input_tokens_this_month: null, output_tokens_this_month: null },
+    { object: 'account_summary', account: 'acme', keys: 1, files: 0, bytes: 0, requests_this_month: null, input_tokens_this_month: null, output_tokens_this_month: null, cost_usd_this_month: null },
   ]);
   t.deepEqual(memoryApp.problems, []);
 });

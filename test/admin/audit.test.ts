@@ -10,7 +10,7 @@ import { MemoryAdminTokenStore } from '../../lib/stores/memory/admin-token-store
 import { MemoryAuditStore } from '../../lib/stores/memory/audit-store.js';
 import { listen } from '../helpers/http.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // The audit log on the reference server's own app (SQLite, in this process): every admin action
 // through the admin API, recorded once, after its success, with no secret in it. Serial: each test
@@ -44,7 +44,9 @@ interface AuditEntryBody {
   account: string | null;
   admin_token_id: string | null;
   replacement_key_id: string | null;
+  user_id: string | null;
   fields: string[];
+  changes: Record<string, { from: unknown; to: unknown }> | null;
   address: string | null;
 }
 interface AuditListBody {
@@ -95,6 +97,14 @@ test.serial('each admin action records exactly one entry: who (token id and name
   const updated = await added(() => admin('PATCH', `/keys/${keyId}`, { scopes: ['models:read', 'files:read'], expires_at: null }), 200);
   t.is(updated.length, 1);
   t.like(updated[0], { action: 'key.updated', key_id: keyId, account: 'audited', fields: ['scopes', 'expires_at'], actor: byToken });
+  // The values before and after, of the fields that changed: expires_at was null already.
+  t.like(updated[0]?.changes, { scopes: { to: ['models:read', 'files:read'] } });
+  t.deepEqual(Object.keys(updated[0]?.changes ?? {}), ['scopes']);
+  const renamed = await added(() => admin('PATCH', `/keys/${keyId}`, { name: 'Nightly', limits: { requests_per_minute: 60, cost_per_day: 2 } }), 200);
+  t.deepEqual(renamed[0]?.changes, {
+    name: { from: null, to: 'Nightly' },
+    limits: { from: { requests_per_minute: 5, tokens_per_minute: null, tokens_per_day: null, cost_per_day: null, cost_per_month: null }, to: { requests_per_minute: 60, tokens_per_minute: null, tokens_per_day: null, cost_per_day: 2, cost_per_month: null } },
+  });
 
   let newKey = '';
   const rotated = await added(async () => {
@@ -117,6 +127,7 @@ test.serial('each admin action records exactly one entry: who (token id and name
   const limits = await added(() => admin('PUT', '/accounts/audited/limits', { costPerDay: 5, costPerMonth: null }), 200);
   t.is(limits.length, 1);
   t.like(limits[0], { action: 'account.limits_set', account: 'audited', key_id: null, fields: ['costPerDay', 'costPerMonth'], actor: byToken });
+  t.deepEqual(limits[0]?.changes, { costPerDay: { from: null, to: 5 } });
 
   // A dashboard session acts for its token: its actions are the token's.
   let cookie = '';
@@ -223,7 +234,7 @@ async function serve(store: AuditStore, status: number, onError?: (err: unknown)
   const koaApp = new Koa();
   koaApp.use(gatewayErrors());
   koaApp.use(async (ctx, next) => {
-    ctx.state.admin = { tokenId: memoryToken.id, tokenName: memoryToken.name };
+    ctx.state.admin = { tokenId: memoryToken.id, tokenName: memoryToken.name, role: 'admin' };
     return next();
   });
   koaApp.use(auditTrail({ store, timeoutMs: 50, nowMs: () => 1_900_000_000_500, ...(onError && { onError }) }));

@@ -3,7 +3,7 @@ import { parse as parseCookies, parseSetCookie } from 'cookie';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { adminApp } from '../helpers/admin-app.js';
 import { serverDatabases } from '../helpers/server-database.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // Key rotation and admin sessions, on the admin API composed from lib/ in memory (test/helpers/
 // admin-app.ts), each on an app of its own whose clock the tests move: those tests run one at a

@@ -3,17 +3,18 @@ import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isDeepStrictEqual } from 'node:util';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { ChatAnthropic } from '@langchain/anthropic';
-import { ChatOpenAI } from '@langchain/openai';
-import { generateText, streamText } from 'ai';
+import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
+import { embed, embedMany, generateText, streamText } from 'ai';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import OpenAI, { toFile } from 'openai';
 import { makePdf } from '../helpers/models-pdf.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // The clients as their users write them, against the reference server (in this process) and a
 // mock upstream on a loopback port. Every answer any client gets is checked against
@@ -30,11 +31,29 @@ function upstreamResponse(status: string, text: string, usage: unknown) {
   return { id: 'resp_up', object: 'response', created_at: 1_760_000_000, status, model: 'gpt-upstream-2025', output, usage };
 }
 
+/** The vector the mock OpenAI gives an input: exact in float32, so that floats and base64 agree to the bit. */
+const upstreamVector = (input: unknown, at: number) => [at + 0.5, JSON.stringify(input).length / 4, -1];
+
+/** An embeddings answer of a mock OpenAI, as it encodes it: floats, or base64 of little-endian float32. */
+function upstreamEmbeddings(body: Record<string, unknown>) {
+  const inputs = Array.isArray(body.input) && (typeof body.input[0] !== 'number') ? (body.input as unknown[]) : [body.input];
+  const data = inputs.map((input, index) => {
+    const vector = upstreamVector(input, index);
+    const embedding = body.encoding_format === 'base64' ? Buffer.from(Float32Array.from(vector).buffer).toString('base64') : vector;
+    return { object: 'embedding', index, embedding };
+  });
+  return { object: 'list', data, model: body.model, usage: { prompt_tokens: inputs.length * 2, total_tokens: inputs.length * 2 } };
+}
+
 const upstream = createServer(async (req: IncomingMessage, res) => {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
   upstreamRequests.push({ path: req.url ?? '', body });
+  if (req.url === '/v1/embeddings') {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(upstreamEmbeddings(body)));
+    return;
+  }
   if (req.url === '/v1/messages/count_tokens') {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ input_tokens: 42 }));
     return;
@@ -73,6 +92,8 @@ const gateway = await referenceApp({
     { id: 'echo-2', provider: 'echo', created: 1_744_000_000 },
     { id: 'gpt-mock', provider: 'upstream-openai', upstreamModel: 'gpt-upstream-2025', owned_by: 'openai' },
     { id: 'claude-mock', provider: 'upstream-anthropic', upstreamModel: 'claude-upstream-2025' },
+    { id: 'echo-embed', provider: 'echo', type: 'embeddings' },
+    { id: 'embed-mock', provider: 'upstream-openai', upstreamModel: 'text-embedding-upstream', type: 'embeddings' },
   ],
 });
 // Hooks after the top-level awaits: AVA wants every hook and test declared in one go.
@@ -161,11 +182,11 @@ test('openai SDK: models.retrieve, for a model the key may use and one it may no
 test('anthropic SDK: models.list pages in Anthropic shape, models.retrieve, and their 404', async (t) => {
   const client = anthropicClient(t);
   const page = await client.models.list({ limit: 3 });
-  t.deepEqual(page.data[0], { type: 'model', id: 'echo-1', display_name: 'Echo One', created_at: '2025-04-07T04:26:40Z' });
+  t.deepEqual(page.data[0], { type: 'model', id: 'echo-1', display_name: 'Echo One', created_at: '2025-04-07T04:26:40Z', max_input_tokens: null, max_tokens: null, lifecycle: 'active', deprecated_at: null, retires_at: null, capabilities: null, line: null });
   t.true(page.has_more);
   const ids: string[] = [];
   for await (const model of client.models.list({ limit: 1 })) ids.push(model.id);
-  t.deepEqual(ids, ['echo-1', 'echo-2', 'gpt-mock', 'claude-mock']);
+  t.deepEqual(ids, ['echo-1', 'echo-2', 'gpt-mock', 'claude-mock', 'echo-embed', 'embed-mock']);
 
   t.like(await client.models.retrieve('claude-mock'), { type: 'model', id: 'claude-mock', display_name: 'claude-mock', created_at: '1970-01-01T00:00:00Z' });
   const restricted = anthropicClient(t, await gateway.keyFor(undefined, { models: ['echo-1'] }));
@@ -251,4 +272,43 @@ test('LangChain: ChatAnthropic, invoke', async (t) => {
   const model = new ChatAnthropic({ model: 'echo-2', apiKey: key, anthropicApiUrl: gateway.url, maxRetries: 0, clientOptions: { fetch: t.context.fetch } });
   const answer = await model.invoke('Hello from LangChain');
   t.regex(answer.text, /^Echo from echo-2: received 1 message\./);
+});
+
+const TEXTS = ['first text', 'second, longer text'];
+
+test('openai SDK: embeddings.create, its default base64 and encoding_format "float" give the same vectors, from echo and from an OpenAI upstream', async (t) => {
+  const client = openaiClient(t);
+  for (const model of ['echo-embed', 'embed-mock']) {
+    const decoded = await client.embeddings.create({ model, input: TEXTS });
+    const floats = await client.embeddings.create({ model, input: TEXTS, encoding_format: 'float' });
+    t.like(decoded, { object: 'list', model, usage: { prompt_tokens: model === 'echo-embed' ? 5 : 4 } });
+    t.deepEqual(decoded.data, floats.data, model);
+    t.is(decoded.data.length, 2);
+  }
+  // The SDK's body passes as it is (the other tests' calls reach the same upstream meanwhile).
+  for (const encoding_format of ['base64', 'float']) {
+    const sent = { model: 'text-embedding-upstream', input: TEXTS, encoding_format };
+    t.true(upstreamRequests.some((request) => request.path === '/v1/embeddings' && isDeepStrictEqual(request.body, sent)), encoding_format);
+  }
+  t.deepEqual((await client.embeddings.create({ model: 'embed-mock', input: 'one' })).data[0]?.embedding, upstreamVector('one', 0));
+  t.is((await client.embeddings.create({ model: 'echo-embed', input: 'one', dimensions: 32 })).data[0]?.embedding.length, 32);
+  const wrong = await t.throwsAsync(client.embeddings.create({ model: 'echo-1', input: 'one' }), { instanceOf: OpenAI.BadRequestError });
+  t.regex(wrong?.message ?? '', /'echo-1' is not an embeddings model/);
+});
+
+test('AI SDK: embed and embedMany with the OpenAI provider\'s embedding model', async (t) => {
+  const openai = createOpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key, fetch: t.context.fetch });
+  const direct = await openaiClient(t).embeddings.create({ model: 'echo-embed', input: TEXTS, encoding_format: 'float' });
+  const one = await embed({ model: openai.embedding('echo-embed'), value: TEXTS[0] as string, maxRetries: 0 });
+  t.deepEqual(one.embedding, direct.data[0]?.embedding);
+  const many = await embedMany({ model: openai.embedding('embed-mock'), values: TEXTS, maxRetries: 0 });
+  t.deepEqual(many.embeddings, TEXTS.map(upstreamVector));
+  t.is(many.usage.tokens, 4);
+});
+
+test('LangChain: OpenAIEmbeddings, embedQuery and embedDocuments', async (t) => {
+  const direct = await openaiClient(t).embeddings.create({ model: 'echo-embed', input: TEXTS, encoding_format: 'float' });
+  const embeddings = (model: string) => new OpenAIEmbeddings({ model, apiKey: key, maxRetries: 0, configuration: { baseURL: `${gateway.url}/v1`, fetch: t.context.fetch } });
+  t.deepEqual(await embeddings('echo-embed').embedDocuments(TEXTS), direct.data.map((item) => item.embedding));
+  t.deepEqual(await embeddings('embed-mock').embedQuery('one'), upstreamVector('one', 0));
 });

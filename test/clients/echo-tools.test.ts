@@ -6,7 +6,7 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import { checkedFetch } from '../helpers/openapi.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // A tool loop against the offline echo models, through the clients' own accumulators: each client
 // assembles the streamed call itself, and every answer is checked against docs/openapi.json.

@@ -1,18 +1,16 @@
 import test from 'ava';
-import { MemoryAccountBudgetStore, cachedAccountBudgets } from '../../lib/cost/account-budget-store.js';
-import { MemorySpendLedger, budgetPeriods, spendBudgets, spendFromUsage, type SpendLedger } from '../../lib/cost/budgets.js';
+import { cachedAccountBudgets } from '../../lib/cost/account-budget-store.js';
+import { budgetPeriods, spendBudgets, spendFromUsage, type SpendLedger } from '../../lib/cost/budgets.js';
+import { MemoryAccountBudgetStore } from '../../lib/stores/memory/account-budget-store.js';
+import { MemorySpendLedger } from '../../lib/stores/memory/spend-ledger.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { hashApiKey } from '../../lib/auth/keys.js';
 import { usageRecord } from '../../lib/testing/usage-store-contract.js';
-import { migrate } from '../../lib/stores/knex/migrations.js';
-import { KnexAccountBudgetStore } from '../../lib/stores/knex/account-budget-store.js';
 import { RedisSpendLedger } from '../../lib/stores/redis/spend-ledger.js';
-import { accountBudgetStoreContract } from '../../lib/testing/account-budget-store-contract.js';
 import { newAccount, testClock } from '../../lib/testing/creation-limiter-contract.js';
-import { spendLedgerContract } from '../../lib/testing/spend-ledger-contract.js';
 import { redisClients } from '../helpers/redis-clients.js';
-import { postgresDatabase, sqliteDatabase, withPostgres, withRedis, type TestDatabase } from '../helpers/services.js';
+import { withRedis } from '../helpers/services.js';
 
 const { client, keyPrefix } = redisClients(test);
 
@@ -26,9 +24,6 @@ test('the UTC month ends at the first midnight of the next month, leap days and 
   t.like(periods('2028-02-29T12:00:00Z'), { day: { id: '2028-02-29' }, month: { endsAt: Date.parse('2028-03-01T00:00:00Z') } });
   t.like(periods('2030-12-31T23:00:00Z'), { month: { id: '2030-12', endsAt: Date.parse('2031-01-01T00:00:00Z') } });
 });
-
-spendLedgerContract(test, 'memory', async (nowMs, spentBefore) => new MemorySpendLedger({ nowMs, ...(spentBefore && { spentBefore }) }));
-spendLedgerContract(withRedis(test), 'redis', async (nowMs, spentBefore) => new RedisSpendLedger({ client: await client(), keyPrefix: keyPrefix(), nowMs, spentBefore }));
 
 withRedis(test)('two processes sharing Redis see each other\'s spend', async (t) => {
   const clock = testClock('2030-01-15T12:00:00.000Z');
@@ -176,6 +171,8 @@ test('without any budget, nothing is read nor charged', async (t) => {
   const ledger: SpendLedger = {
     spent: () => Promise.reject(new Error('read')),
     add: () => Promise.reject(new Error('written')),
+    reserve: () => Promise.reject(new Error('reserved')),
+    release: () => Promise.reject(new Error('released')),
   };
   const budgets = spendBudgets({ ledger, accounts: new MemoryAccountBudgetStore() });
   const check = await budgets.check({ id: 'k', account: 'a' }, { tokensPerDay: 10 } as object);
@@ -208,17 +205,3 @@ test("an account's budgets are read at most once per ttl; a failed read is not k
   failing = false;
   t.deepEqual(await cached.get('acme'), { costPerDay: 7 });
 });
-
-const databases: TestDatabase[] = [];
-test.after.always(() => Promise.all(databases.map((database) => database.destroy())));
-
-const knexStore = (open: () => Promise<TestDatabase>) => async () => {
-  const database = await open();
-  databases.push(database);
-  await migrate(database.knex);
-  return new KnexAccountBudgetStore(database.knex);
-};
-
-accountBudgetStoreContract(test, 'memory', async () => new MemoryAccountBudgetStore());
-accountBudgetStoreContract(test, 'sqlite', knexStore(() => sqliteDatabase()));
-accountBudgetStoreContract(withPostgres(test), 'postgres', knexStore(() => postgresDatabase()));

@@ -88,9 +88,22 @@ test('the price table prices a well-known upstream model; the catalog price wins
   t.deepEqual(models[0]?.price, SONNET);
   // Found by its name alone when the provider's id is not one the table knows.
   t.like(models[1]?.price, { input: 0.15, output: 0.6 });
-  t.deepEqual(models[2]?.price, { input: 1, output: 2 });
+  // The catalog's input and output win; the cache read price the table knows is taken (OpenAI bills no cache write).
+  t.deepEqual(models[2]?.price, { input: 1, output: 2, cacheRead: 1.25 });
   t.is(models[3]?.price, undefined);
   t.deepEqual(unpriced, ['mystery']);
+});
+
+test('a model the catalog prices by input and output only takes its cache prices from the table, not the input price: cache reads are not charged 10 times over', async (t) => {
+  const { models } = await priceCatalog([
+    { id: 'sonnet', provider: 'anthropic', upstreamModel: 'claude-sonnet-4-20250514', price: { input: 3, output: 15 } },
+    { id: 'own-cache', provider: 'anthropic', upstreamModel: 'claude-sonnet-4-20250514', price: { input: 3, output: 15, cacheRead: 0.5 } },
+    { id: 'local', provider: 'local', upstreamModel: 'no-such-model-anywhere', price: { input: 1, output: 1 } },
+  ]);
+  t.deepEqual(models[0]?.price, SONNET);
+  t.deepEqual(models[1]?.price, { ...SONNET, cacheRead: 0.5 }, "the catalog's own cache price wins");
+  t.deepEqual(models[2]?.price, { input: 1, output: 1 }, 'unknown to the table: the cache prices stay the input price');
+  t.is(callCost(tokenPrice(models[0]?.price), { inputTokens: 1000, outputTokens: 0, cacheReadTokens: 1000 }), 300_000_000);
 });
 
 test("a model listed by its deployments is priced by its first deployment's upstream model, as the same model resolved is", async (t) => {
@@ -171,14 +184,13 @@ test('cached input tokens OpenAI reports in its details are charged at the cache
 test('a call its key\'s budget refuses sends nothing upstream and costs nothing', async (t) => {
   const { upstream, records, app, close } = await pricedApp();
   t.teardown(close);
-  // Less than one call's worth: the first call reaches it.
+  // Less than the call's maximum cost (its reservation): refused before anything is sent.
   const key = await app.keyFor(undefined, { limits: { costPerDay: 0.000001 } });
   const call = () => app.post('/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
-  t.is((await call()).status, 200);
   const refused = await call();
   t.is(refused.status, 429);
   t.like(await refused.json(), { error: { type: 'rate_limit_error', code: 'budget_exceeded' } });
-  t.is(upstream.calls.length, 1);
+  t.is(upstream.calls.length, 0);
   const record = await until(async () => records.find((each) => each.status === 429), (found) => found !== undefined);
   t.like(record, { costPicoUsd: 0, upstreamMs: null });
 });

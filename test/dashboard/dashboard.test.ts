@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import Koa from 'koa';
 import OpenAI, { AuthenticationError, toFile } from 'openai';
 import { pino } from 'pino';
-import { chromium, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES } from '../../lib/auth/scopes.js';
@@ -14,16 +14,18 @@ import { openAIErrors } from '../../lib/errors/openai-errors.js';
 import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { dashboardRouter } from '../../reference-server/dashboard.js';
 import { listen } from '../helpers/http.js';
+import { PERSON_COOKIE, ssoReferenceApp, type TestProvider } from '../helpers/oidc-provider.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { until } from '../helpers/poll.js';
 import { ROOT } from '../helpers/server-process.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { CHROMIUM, REDIS_URL, withChromium, withPostgres, withRedis } from '../helpers/services.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp, type ReferenceApp } from '../helpers/reference-app.js';
 
 // The dashboard end to end, in Debian's Chromium, against the reference server's own app: log in
 // with an admin token, create a key and use it with the openai SDK, revoke it in the page and see
-// the next call refused, then see the calls on the usage page, on both deployments. Then money in
+// the next call refused, then see the calls on the usage page, then sign in through an OIDC
+// provider as each role, on both deployments. Then money in
 // the dashboard, on the embedded deployment: the cost chart and figures on the usage page, each
 // key's spend against its budget on the key list, and an account's budgets set and shown against
 // its spend on the account view. A screenshot of each page goes to test-artifacts/. Last, how the
@@ -102,8 +104,125 @@ async function clockedApp(t: ExecutionContext, deployment: Deployment) {
   return { app, now };
 }
 
+// Signing in through an OpenID Provider (oidc-provider, started by the test on a loopback port) as
+// a viewer, an operator and an admin, on both deployments: each sees what its role allows (at
+// 1280×800, and 390×844 for two pages), the operator edits every field of a key, the admin sees it
+// in the audit log, the account's keys and cost, and assigns a role in the page.
+const PEOPLE = {
+  vera: { email: 'vera@example.com', name: 'Vera Viewer', groups: ['gw-readers'] },
+  otto: { email: 'otto@example.com', name: 'Otto Operator', groups: ['gw-ops'] },
+  ada: { email: 'ada@example.com', name: 'Ada Admin', groups: ['gw-admins'] },
+};
+
+interface SignedOut {
+  app: ReferenceApp;
+  provider: TestProvider;
+  deployment: Deployment;
+  browser: BrowserContext;
+  page: Page;
+  now: number;
+  /** A full-page screenshot to test-artifacts/, named for the deployment. */
+  shoot(name: string): Promise<void>;
+}
+
+/**
+ * Part of the dashboard's test, in its browser and on its server once the admin token has logged
+ * out: the people of `PEOPLE` sign in through the provider, one after the other.
+ */
+async function signInByRole(t: ExecutionContext, { app, provider, deployment, browser, page, now, shoot }: SignedOut) {
+  const { record: key } = await createApiKey(app.deployment.keys, {
+    prefix: app.config.gateway.keyPrefix,
+    account: deployment.account,
+    name: 'Weekly report',
+    scopes: [...SCOPES],
+    models: null,
+    limits: { costPerDay: 1, costPerMonth: 1.2 },
+  });
+  // Today's calls: $1.05, 105 % of the day's budget and 87.5 % of the month's.
+  await app.deployment.usageStore.insert([usageRecord({ time: now, account: deployment.account, keyId: key.id, model: 'echo-1', costPicoUsd: 1_050_000_000_000 })]);
+  // A phone's screen too, where the layout changes most.
+  const shootNarrow = async (name: string) => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shoot(`${name}-narrow`);
+    await page.setViewportSize({ width: 1280, height: 800 });
+  };
+
+  for (const [who, role] of [['vera', 'viewer'], ['otto', 'operator'], ['ada', 'admin']] as const) {
+    await browser.clearCookies();
+    await browser.addCookies([{ name: PERSON_COOKIE, value: who, url: provider.issuer }]);
+    await page.goto(`${app.url}/dashboard`);
+    if (role === 'viewer') await shoot('sso-login');
+    await page.getByRole('link', { name: 'Sign in with Test ID' }).click();
+    await page.locator('.who').filter({ hasText: PEOPLE[who].name }).waitFor();
+    t.is(await page.locator('.who .badge').textContent(), role);
+    const row = page.getByRole('row').filter({ hasText: 'Weekly report' });
+    await row.waitFor();
+    // What each role may do is offered; what it may not is not (and the API refuses it: test/admin/sso.test.ts).
+    t.is(await page.getByRole('button', { name: 'New key' }).count(), role === 'viewer' ? 0 : 1, `${role}: New key`);
+    t.is(await row.getByRole('button', { name: /^Revoke / }).count(), role === 'viewer' ? 0 : 1, `${role}: Revoke`);
+    t.is(await page.getByRole('link', { name: 'People' }).count(), role === 'admin' ? 1 : 0, `${role}: People`);
+    if (role === 'viewer') {
+      // Over and near its budgets (until the operator raises them): coloured, and said in words.
+      await row.locator('.over').filter({ hasText: 'today $1.05 of $1.00 (105%) over budget' }).waitFor();
+      await row.locator('.near').filter({ hasText: 'month $1.05 of $1.20 (88%) near budget' }).waitFor();
+    }
+    await shoot(`sso-keys-${role}`);
+    if (role === 'viewer') await shootNarrow(`sso-keys-${role}`);
+    if (role === 'operator') {
+      // Every field of the key, edited in a form that opens where it is seen.
+      await row.getByRole('button', { name: `Edit ${key.id}` }).click();
+      const form = page.getByRole('form', { name: `Edit key ${key.id}` });
+      t.true(await form.isVisible(), 'the form is shown');
+      t.true((await form.boundingBox())!.y < 800, 'the form opens in view, above the list, whatever its length');
+      await form.getByLabel(/^Name/).fill('Weekly report v2');
+      await form.getByLabel('Expires (your local time; empty: never)').fill('2099-01-01T00:00');
+      await form.getByLabel('Only these:').check();
+      await form.getByRole('checkbox', { name: 'echo-1' }).check();
+      await form.getByLabel('Requests per minute').fill('30');
+      await form.getByLabel('Budget per UTC day (USD)').fill('2');
+      await form.getByLabel('Budget per UTC month (USD)').fill('');
+      await shoot('sso-edit-key');
+      await form.getByRole('button', { name: 'Save key' }).click();
+      await row.getByText('Weekly report v2').waitFor();
+      t.like(await app.deployment.keys.get(key.id), { name: 'Weekly report v2', models: ['echo-1'], limits: { requestsPerMinute: 30, costPerDay: 2 } });
+      t.is((await app.deployment.keys.get(key.id))?.limits?.costPerMonth, undefined);
+      t.true(((await app.deployment.keys.get(key.id))?.expiresAt ?? 0) > 4_000_000_000);
+    }
+    await page.goto(`${app.url}/dashboard#/accounts/${encodeURIComponent(deployment.account)}`);
+    await page.getByRole('heading', { name: 'Budgets' }).waitFor();
+    t.is(await page.getByRole('button', { name: 'Save budgets' }).count(), role === 'viewer' ? 0 : 1, `${role}: Save budgets`);
+    if (role === 'admin') {
+      // The account's keys on its page, its cost on the accounts' list.
+      await page.getByRole('region', { name: 'Keys of this account' }).getByText('Weekly report v2').waitFor();
+      t.is(await page.getByRole('row').filter({ hasText: deployment.account }).first().getByText('$1.05').count(), 1, 'the cost column');
+      await shoot('sso-account');
+      // The operator's edit in the audit log, by the operator, with the values before and after.
+      await page.getByRole('link', { name: 'Audit log' }).click();
+      const edit = page.getByRole('row').filter({ hasText: 'Key changed' }).first();
+      await edit.getByText('otto@example.com').waitFor();
+      t.regex((await edit.textContent()) ?? '', /name: Weekly report → Weekly report v2/);
+      await shoot('sso-audit');
+      // The people who signed in, and a role assigned in the page.
+      await page.getByRole('link', { name: 'People' }).click();
+      await page.getByRole('row').filter({ hasText: 'vera@example.com' }).waitFor();
+      t.is(await page.getByRole('row').count(), 4);
+      await page.getByLabel('Role of vera@example.com').selectOption('operator');
+      await until(async () => (await app.deployment.adminUsers.list()).find((user) => user.email === 'vera@example.com')?.role, (assigned) => assigned === 'operator');
+      t.is((await app.deployment.adminUsers.list()).find((user) => user.email === 'vera@example.com')?.role, 'operator');
+      await shoot('sso-people');
+      await shootNarrow('sso-people');
+    }
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByRole('link', { name: 'Sign in with Test ID' }).waitFor();
+  }
+}
+
 const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) => {
-  const { app, now } = await clockedApp(t, deployment);
+  const { env, cleanup } = await deployment.env();
+  t.teardown(cleanup);
+  const now = Date.now();
+  // The server with a provider to sign people in through, at the end.
+  const { app, provider } = await ssoReferenceApp(PEOPLE, env, (close) => t.teardown(close), { nowMs: () => now });
   const acme = deployment.account;
   const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix, name: 'ops console' });
   const browser = await openBrowser(t, { width: 1280, height: 800 });
@@ -167,7 +286,7 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
 
   // The key works from the openai SDK, and a stored string is shown as text, never as markup.
   const openai = new OpenAI({ apiKey: key, baseURL: `${app.url}/v1`, maxRetries: 0 });
-  t.deepEqual((await openai.models.list()).data.map((model) => model.id), ['echo-1', 'echo-2']);
+  t.deepEqual((await openai.models.list()).data.map((model) => model.id), ['echo-1', 'echo-2', 'echo-embed-1']);
   await openai.files.create({ file: await toFile(makePdf(2), 'report.pdf', { type: 'application/pdf' }), purpose: 'user_data' });
   const completion = await openai.chat.completions.create({ model: 'echo-1', messages: [{ role: 'user', content: 'Count these five words' }] });
   await openai.chat.completions.create({ model: 'echo-2', messages: [{ role: 'user', content: 'And these three' }] });
@@ -280,6 +399,10 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
       usageRecord({ time: now - daysAgo * DAY_MS, account: acme, keyId: keyId as string, model: i % 3 === 0 ? 'echo-2' : 'echo-1', inputTokens: 40 + 17 * i, outputTokens: 25 + 9 * i }),
     ),
   );
+  // And an MCP tool call of the account, as mcpGateway() records one.
+  await app.deployment.mcpCalls.insert([
+    { time: now, requestId: 'req_mcp', keyId: keyId as string, account: acme, server: 'github', tool: 'search_issues', outcome: 'ok', durationMs: 42, requestBytes: 12, responseBytes: 345 },
+  ]);
   await page.goto(`${app.url}/dashboard#/accounts/${acme}`);
   await page.getByRole('link', { name: 'Model calls of this account: requests and tokens per day' }).click();
   const figures = page.getByRole('table', { name: `Requests and tokens of account ${acme} per day and model, the last 7 days` });
@@ -294,8 +417,13 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
     String(completion.usage?.prompt_tokens),
     String(completion.usage?.completion_tokens),
     '$0.00',
+    '0',
+    '$0.00',
   ]);
   t.is(await figures.locator('tfoot td').first().textContent(), '10', 'requests: 2 calls today and 8 before');
+  const toolCalls = page.getByRole('region', { name: 'MCP tool calls' }).getByRole('row').filter({ hasText: 'github/search_issues' });
+  await toolCalls.waitFor();
+  t.deepEqual(await toolCalls.getByRole('cell').allTextContents(), ['github/search_issues', '1', '0', '42 ms', '12 / 345']);
   await shoot('usage');
   await page.getByLabel('Split by').selectOption('key');
   await page.getByRole('table', { name: /per day and key/ }).getByText(keyId as string).first().waitFor();
@@ -353,13 +481,18 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await page.reload();
   await page.getByLabel('Admin token').waitFor();
   t.deepEqual(scripts, [], 'no stored string ran as a script');
+
+  await signInByRole(t, { app, provider, deployment, browser, page, now, shoot });
   t.deepEqual(pageErrors, []);
   t.deepEqual(serverErrors, []);
 };
 
-withChromium(test)('the dashboard: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage and the request log are shown', dashboardTest(embedded));
+withChromium(test)(
+  'the dashboard: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage and the request log are shown; then a viewer, an operator and an admin sign in through an OIDC provider',
+  dashboardTest(embedded),
+);
 withRedis(withPostgres(withChromium(test)))(
-  'the dashboard on PostgreSQL and Redis: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage and the request log are shown',
+  'the dashboard on PostgreSQL and Redis: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage and the request log are shown; then a viewer, an operator and an admin sign in through an OIDC provider',
   dashboardTest(postgresRedis),
 );
 
@@ -410,8 +543,9 @@ withChromium(test)('the dashboard shows cost per day beside tokens and spend aga
   t.is(await page.getByRole('img', { name: /^Tokens per day/ }).count(), 1);
   t.is(await page.getByRole('definition').filter({ hasText: '$1.75' }).count(), 1, 'the total cost');
   const figures = page.getByRole('table', { name: /and their cost/ });
-  t.deepEqual((await figures.getByRole('row').filter({ hasText: 'echo-1' }).getByRole('cell').allTextContents()).at(-1), '$1.25');
-  t.is(await figures.locator('tfoot td').last().textContent(), '$1.75');
+  // The cost, then the cache's hits and savings.
+  t.deepEqual((await figures.getByRole('row').filter({ hasText: 'echo-1' }).getByRole('cell').allTextContents()).slice(-3), ['$1.25', '0', '$0.00']);
+  t.deepEqual((await figures.locator('tfoot td').allTextContents()).slice(-3), ['$1.75', '0', '$0.00']);
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-usage.png'), fullPage: true });
 
   // The account view: no budget yet; set one, and see the spend against it.

@@ -8,9 +8,12 @@ import { anthropicErrors } from '../../lib/errors/anthropic-errors.js';
 import { errors, GatewayError, StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
+import { requestDialect } from '../../lib/errors/request-dialect.js';
 import { newRequestId } from '../../lib/errors/request-id.js';
+import { listModels } from '../../lib/models/list-models.js';
 import { underPath } from '../../lib/under-path.js';
 import { listen } from '../helpers/http.js';
+import { CATALOG } from '../helpers/models-app.js';
 
 // The gateway's errors: GatewayError, its rows, the two answer shapes and the formatters that
 // write them, gatewayErrors() choosing between them, and request ids.
@@ -411,6 +414,37 @@ test('anthropicShape chooses Shape B per request', async (t) => {
   const anthropic = await fetch(`${listening.url}/v1/models`, { headers: { 'anthropic-version': '2023-06-01' } });
   t.like(await anthropic.json(), { type: 'error', error: { type: 'not_found_error' } });
   t.like(await (await fetch(`${listening.url}/v1/models`)).json(), { error: { code: 'unknown_url' } });
+});
+
+/** GET /v1/models on an app whose key is in every request, after `decide` (the dialect's middleware). */
+async function modelsListAfter(decide: Middleware) {
+  const app = new Koa();
+  app.use(decide);
+  app.use((ctx, next) => {
+    ctx.state.apiKey = { id: 'key_1', account: 'acme', scopes: ['models:read'], models: null };
+    return next();
+  });
+  app.use(listModels({ catalog: CATALOG }));
+  return listen(app);
+}
+
+test('the routers after gatewayErrors() answer in the dialect it decided, its own rule included', async (t) => {
+  const listening = await modelsListAfter(gatewayErrors({ anthropicShape: (ctx) => ctx.get('x-dialect') === 'anthropic' }));
+  t.teardown(listening.close);
+  const asked = (headers: Record<string, string>) => fetch(`${listening.url}/v1/models`, { headers }).then((answer) => answer.json());
+  t.like(await asked({ 'x-dialect': 'anthropic' }), { has_more: false, data: [{ type: 'model' }] });
+  t.like(await asked({ 'anthropic-version': '2023-06-01' }), { object: 'list', data: [{ object: 'model' }] });
+});
+
+test('requestDialect() decides the dialect for a chain without gatewayErrors(); without either, anthropic-version does', async (t) => {
+  const decided = await modelsListAfter(requestDialect({ anthropic: () => true }));
+  t.teardown(decided.close);
+  t.like(await (await fetch(`${decided.url}/v1/models`)).json(), { has_more: false });
+  const undecided = await modelsListAfter((_ctx, next) => next());
+  t.teardown(undecided.close);
+  t.like(await (await fetch(`${undecided.url}/v1/models`)).json(), { object: 'list' });
+  t.like(await (await fetch(`${undecided.url}/v1/models`, { headers: { 'anthropic-version': '2023-06-01' } })).json(), { has_more: false });
+  t.throws(() => requestDialect({ anthropic: true as never }), { instanceOf: TypeError, message: 'koa-model-gateway: requestDialect(): anthropic must be a function of ctx' });
 });
 
 test('underPath runs its middleware for the prefix and the paths under it only, compared exactly', async (t) => {

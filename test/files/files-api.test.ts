@@ -36,10 +36,6 @@ test('filesRouter() refuses missing stores and bad limits when it is made, not a
     instanceOf: TypeError,
     message: 'koa-model-gateway: filesRouter limits.maxFiles must be a positive integer',
   });
-  t.throws(() => filesRouter({ files, blobs, anthropicShape: true } as unknown as FilesRouterOptions), {
-    instanceOf: TypeError,
-    message: 'koa-model-gateway: filesRouter() anthropicShape must be a function of ctx',
-  });
   t.notThrows(() => filesRouter({ files, blobs }));
 });
 

@@ -10,7 +10,7 @@ import { droppedConnection, filesApp } from '../helpers/files-app.js';
 import { pdfOf } from '../helpers/multipart.js';
 import { rawExchange, type RawExchange } from '../helpers/raw-request.js';
 import { uploadFiles } from '../helpers/server-process.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 const LONG_RUNS = Number(process.env.FUZZ_RUNS ?? 0);
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);

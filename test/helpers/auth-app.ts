@@ -14,6 +14,7 @@ export const OPERATIONS: Array<{ method: string; path: string; scope: Scope }> =
   { method: 'POST', path: '/v1/chat/completions', scope: 'chat:completions' },
   { method: 'POST', path: '/v1/messages', scope: 'messages:create' },
   { method: 'GET', path: '/v1/models', scope: 'models:read' },
+  { method: 'POST', path: '/v1/embeddings', scope: 'embeddings:create' },
   { method: 'POST', path: '/v1/files', scope: 'files:write' },
   { method: 'GET', path: '/v1/files', scope: 'files:read' },
   { method: 'GET', path: '/v1/files/file-abc', scope: 'files:read' },

@@ -4,6 +4,7 @@ import knexFactory, { type Knex } from 'knex';
 import { hashApiKey } from '../../lib/auth/keys.js';
 import type { FileRecord, FileStore } from '../../lib/files/file-store.js';
 import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
+import { KnexKeyChanges } from '../../lib/stores/knex/key-changes.js';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
@@ -12,10 +13,10 @@ import { preparedReadsOn } from './prepared-reads.js';
 import type { TestDatabase } from './services.js';
 import { runTogether } from './worker-processes.js';
 
-// The store contracts run in two files each: memory and SQLite in one, PostgreSQL in the other.
-// SQLite's driver and the memory stores run on the test's own thread, and a contract's largest
-// tests keep it busy for seconds at a time: PostgreSQL connections opened on that thread meanwhile
-// could not finish their handshake in a busy suite. This module holds what both files share.
+// The Knex stores' contracts run in one file per database: SQLite's driver runs on the test's own
+// thread, and a contract's largest tests keep it busy for seconds at a time: PostgreSQL
+// connections opened on that thread meanwhile could not finish their handshake in a busy suite.
+// This module holds what both files share.
 
 type Open = () => Promise<TestDatabase>;
 
@@ -82,6 +83,14 @@ export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
       const other = knexFactory(db.config);
       closers.push(() => other.destroy());
       return [new KnexKeyStore(db.knex, CONTRACT_STORE_OPTIONS), new KnexKeyStore(other, CONTRACT_STORE_OPTIONS)];
+    },
+
+    /** Two KnexKeyChanges on one database, as two processes hold them; the subscriber polls every 20 ms. */
+    async keyChangesPair(open: Open) {
+      const { knex } = await migratedDatabase(open);
+      const subscriber = new KnexKeyChanges(knex, { intervalMs: 20 });
+      closers.push(async () => subscriber.close());
+      return { publisher: new KnexKeyChanges(knex), subscriber, carriesIds: false };
     },
 
     usageStore: async (open: Open) => new KnexUsageStore((await migratedDatabase(open)).knex, CONTRACT_STORE_OPTIONS),

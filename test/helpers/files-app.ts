@@ -17,6 +17,7 @@ import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { listen } from './http.js';
 import { multipart, uploadParts } from './multipart.js';
+import { until } from './poll.js';
 
 const FILE_SCOPES: Scope[] = ['files:write', 'files:read', 'files:delete'];
 
@@ -125,7 +126,7 @@ export async function abortUploadMidway(app: FilesApp, pdf: Buffer): Promise<voi
   });
   req.on('error', () => undefined);
   req.write(body.subarray(0, body.length / 2));
-  while ((await app.tempFiles()).length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  await until(() => app.tempFiles(), (files) => files.length > 0, { intervalMs: 5, attempts: 2000 });
   req.destroy();
   await app.idle();
 }

@@ -39,6 +39,8 @@ const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false }
 addFormats.default(ajv);
 // OpenAI's own format: a time in Unix seconds.
 ajv.addFormat('unixtime', { type: 'number', validate: Number.isInteger });
+// An embedding's values: any JSON number (a float32 widened to a double).
+ajv.addFormat('float', { type: 'number', validate: Number.isFinite });
 // Annotations of the document and of the SDKs' generator: no validation keywords.
 ajv.addVocabulary(['components', 'example', 'discriminator', 'x-oaiMeta', 'x-oaiTypeLabel', 'x-oaiExpandable', 'x-oaiSupportedSDKs', 'x-stainless-const', 'x-stainless-skip']);
 ajv.addSchema({ components: { schemas } }, DOCUMENT_ID);
@@ -47,7 +49,7 @@ const describe = (what: string, errors: ErrorObject[] | null | undefined) =>
   (errors ?? []).map((error) => `${what}${error.instancePath} ${error.message ?? ''} ${JSON.stringify(error.params)}`);
 
 /** The schemas the gateway's answers are checked against. */
-export type OpenAISchema = 'CreateChatCompletionResponse' | 'CreateChatCompletionStreamResponse' | 'Response' | 'ResponseStreamEvent' | 'ErrorResponse';
+export type OpenAISchema = 'CreateChatCompletionResponse' | 'CreateChatCompletionStreamResponse' | 'Response' | 'ResponseStreamEvent' | 'ErrorResponse' | 'CreateEmbeddingResponse';
 
 // The events of a stream, by their `type`: each is one branch of ResponseStreamEvent's anyOf,
 // whose own errors say more than the anyOf's list of every branch's.

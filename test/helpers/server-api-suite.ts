@@ -6,6 +6,7 @@ import OpenAI, { toFile } from 'openai';
 import { makePdf } from './models-pdf.js';
 import { uploadForm } from './multipart.js';
 import { OPENAPI_DOCUMENT, checkedFetch } from './openapi.js';
+import { until } from './poll.js';
 import { createKey, minuteAlignedClock, startServer, tempDataDir, type CreatedKey, type RunningServer } from './server-process.js';
 
 /** How a deployment is brought up for the suite: the server's environment, and how to clean up. */
@@ -145,6 +146,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
         data: [
           { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'echo' },
           { id: 'echo-2', object: 'model', created: 1_744_000_000, owned_by: 'echo' },
+          { id: 'echo-embed-1', object: 'model', created: 1_744_000_000, owned_by: 'echo' },
         ],
       });
 
@@ -192,10 +194,45 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     t.is((await post('/v1/chat/completions', { model: 'echo-1' })).status, 400);
     t.is((await post('/v1/messages', { model: 'echo-1', messages: hi })).status, 400);
     t.is((await post('/v1/responses', { model: 'echo-1', input: 5 })).status, 400);
+    t.is((await post('/v1/embeddings', { model: 'echo-embed-1', input: [] })).status, 400);
     const answered = await post('/v1/chat/completions', { model: 'echo-1', messages: hi });
     t.is(answered.status, 200);
     // Counted on this deployment's limiter (Redis with REDIS_URL): the first request of the key's minute.
     t.is(answered.headers.get('x-ratelimit-remaining-requests'), '999');
+    const embedded = await post('/v1/embeddings', { model: 'echo-embed-1', input: 'hi' });
+    t.is(embedded.status, 200);
+    t.is(embedded.headers.get('x-ratelimit-remaining-requests'), '998', 'an embeddings call counts as a model call');
+  });
+
+  test(`${name}: embeddings through the openai SDK, its default base64 and floats alike`, async (t) => {
+    const client = new OpenAI({ apiKey: state.keys.all.key, baseURL: `${state.server.url}/v1`, maxRetries: 0, fetch: checked });
+    const input = ['one two three', 'four five'];
+    const decoded = await client.embeddings.create({ model: 'echo-embed-1', input });
+    t.like(decoded, { object: 'list', model: 'echo-embed-1', usage: { prompt_tokens: 5, total_tokens: 5 } });
+    t.deepEqual((await client.embeddings.create({ model: 'echo-embed-1', input, encoding_format: 'float' })).data, decoded.data);
+    const chat = await t.throwsAsync(client.chat.completions.create({ model: 'echo-embed-1', messages: [{ role: 'user', content: 'hi' }] }), { instanceOf: OpenAI.BadRequestError });
+    t.regex(chat?.message ?? '', /'echo-embed-1' is an embeddings model/);
+  });
+
+  test(`${name}: a repeated model call is answered from the response cache, per account, JSON and streamed alike`, async (t) => {
+    const body = { model: 'echo-1', messages: [{ role: 'user', content: `cache me ${name}` }] };
+    const ask = (key: string, extra: Record<string, unknown> = {}) =>
+      call('POST', '/v1/chat/completions', { key, headers: { ...jsonHeaders, 'cache-control': 'max-age=60' }, body: json({ ...body, ...extra }) });
+    const first = await ask(state.keys.all.key);
+    t.is(first.headers.get('x-kmg-cache'), 'miss');
+    const original = (await first.json()) as { id: string; choices: Array<Record<string, unknown>> };
+    const second = await ask(state.keys.all.key);
+    t.is(second.headers.get('x-kmg-cache'), 'hit');
+    t.regex(second.headers.get('age') ?? '', /^\d+$/);
+    const replayed = (await second.json()) as typeof original;
+    // Written by the gateway's own writer: what the original had, and the fields it may leave out (`annotations: []`).
+    t.like(replayed.choices, original.choices);
+    t.not(replayed.id, original.id);
+    const streamed = await ask(state.keys.all.key, { stream: true });
+    t.is(streamed.headers.get('x-kmg-cache'), 'hit');
+    t.regex(await streamed.text(), /data: \[DONE\]/);
+    // Another account's same body is its own.
+    t.is((await ask(state.keys.otherAccount.key)).headers.get('x-kmg-cache'), 'miss');
   });
 
   test(`${name}: the Responses API, models by id in both shapes, and Messages token counts`, async (t) => {
@@ -215,7 +252,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     t.deepEqual(await (await call('GET', '/v1/models/echo-1', { key })).json(), { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'echo' });
     const anthropic = await call('GET', '/v1/models/echo-1', { key, headers: { 'anthropic-version': '2023-06-01' } });
     t.regex(anthropic.headers.get('request-id') ?? '', REQUEST_ID);
-    t.deepEqual(await anthropic.json(), { type: 'model', id: 'echo-1', display_name: 'echo-1', created_at: '2025-04-07T04:26:40Z' });
+    t.deepEqual(await anthropic.json(), { type: 'model', id: 'echo-1', display_name: 'echo-1', created_at: '2025-04-07T04:26:40Z', max_input_tokens: null, max_tokens: null, lifecycle: 'active', deprecated_at: null, retires_at: null, capabilities: null, line: null });
 
     const counted = await call('POST', '/v1/messages/count_tokens', {
       key,
@@ -287,7 +324,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
 
     const models = [];
     for await (const model of client.models.list()) models.push(model.id);
-    t.deepEqual(models, ['echo-1', 'echo-2']);
+    t.deepEqual(models, ['echo-1', 'echo-2', 'echo-embed-1']);
 
     const denied = new OpenAI({ apiKey: state.keys.readOnly.key, baseURL: `${state.server.url}/v1`, maxRetries: 0, fetch: checked });
     const forbidden = await t.throwsAsync(denied.files.create({ file: await toFile(pdf, 'x.pdf'), purpose: 'user_data' }), {
@@ -454,10 +491,7 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
 
 /** The value once `find` returns one; the server writes a request's log line when the response is over. */
 async function waitFor<T>(find: () => T | undefined): Promise<T> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const found = find();
-    if (found !== undefined) return found;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error('not found within 5 s');
+  const found = await until(async () => find(), (value) => value !== undefined, { intervalMs: 25, attempts: 200 });
+  if (found === undefined) throw new Error('not found within 5 s');
+  return found;
 }

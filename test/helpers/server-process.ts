@@ -75,6 +75,7 @@ export interface CreatedKey {
   account: string;
   scopes: string[];
   models: string[] | null;
+  cache: { ttl_seconds: number; per_key: boolean } | null;
 }
 
 /** `keys create --json` with `args`; fails loudly when the CLI does. */

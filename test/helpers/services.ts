@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TestFn } from 'ava';
+import type { ExecutionContext, TestFn } from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { Redis } from 'ioredis';
 
@@ -71,6 +71,28 @@ export function gate<T>(test: TestFn<T>, what: string, missing: string | undefin
 /** `test`, or a no-op stand-in (after one line saying why) when PostgreSQL is not reachable. */
 export function withPostgres<T>(test: TestFn<T>): TestFn<T> {
   return gate(test, 'PostgreSQL', postgresDown && `nothing answers at ${POSTGRES_URL}`, 'set TEST_DATABASE_URL to point at one');
+}
+
+/**
+ * `test` with at most `limit` of its tests running at a time, the others waiting their turn. AVA
+ * starts every test of a file at once: in a file whose tests each open a pool of their own, this
+ * bounds the connections the file holds (docs/TESTING.md counts them).
+ */
+export function fewAtOnce<T>(test: TestFn<T>, limit: number): TestFn<T> {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  const limited = (title: string, run: (t: ExecutionContext<T>) => unknown) =>
+    test(title, async (t) => {
+      while (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+      running += 1;
+      try {
+        return await run(t);
+      } finally {
+        running -= 1;
+        waiting.shift()?.();
+      }
+    });
+  return limited as unknown as TestFn<T>;
 }
 
 /** `test`, or a no-op stand-in (after one line saying why) when Redis is not reachable. */

@@ -47,17 +47,19 @@ const provider = echoProvider({ id: 'p' });
 // Each case: what is wrong, the catalog and providers, and the one line the factory throws.
 const badCatalogs: Array<[string, unknown, unknown, string]> = [
   ['a catalog that is not an array', { m: model }, [provider], 'catalog must be an array'],
-  ['a provider configuration where a Provider belongs', [model], [{ id: 'p', kind: 'echo' }], 'providers[0] must be a Provider: an object with an id and at least one of the methods chatCompletions, responses, messages, countTokens'],
+  ['a provider configuration where a Provider belongs', [model], [{ id: 'p', kind: 'echo' }], 'providers[0] must be a Provider: an object with an id and at least one of the methods chatCompletions, responses, messages, countTokens, embeddings, embed'],
   ['a model of a provider not given', [{ ...model, provider: 'q' }], [provider], "catalog[0].provider must name a configured provider ('q' is not one)"],
   ['two models of one id', [model, { ...model }], [provider], "catalog[1].id must be unique ('m' is taken)"],
   ['two providers of one id', [model], [provider, echoProvider({ id: 'p' })], "providers[1].id must be unique ('p' is taken)"],
-  ['a typo in a model setting', [{ ...model, upstream_model: 'x' }], [provider], 'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, deployments, fallbacks, created, owned_by, display_name, price)'],
+  ['a typo in a model setting', [{ ...model, upstream_model: 'x' }], [provider], 'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, deployments, fallbacks, created, owned_by, display_name, max_input_tokens, max_tokens, price, type, maxOutputTokens)'],
   ['an empty upstreamModel', [{ ...model, upstreamModel: '' }], [provider], 'catalog[0].upstreamModel must be a non-empty string'],
+  ['a type that is neither chat nor embeddings', [{ ...model, type: 'vision' }], [provider], "catalog[0].type must be 'chat' or 'embeddings'"],
   ['a model with neither provider nor deployments', [{ id: 'm' }], [provider], 'catalog[0].provider must be given (or deployments)'],
   ['a deployment of a provider not given', [{ id: 'm', deployments: [{ provider: 'p' }, { provider: 'q' }] }], [provider], "catalog[0].deployments[1].provider must name a configured provider ('q' is not one)"],
   ['a weight that is not a positive integer', [{ id: 'm', deployments: [{ provider: 'p', weight: 0 }] }], [provider], 'catalog[0].deployments[0].weight must be a positive integer'],
   ['no deployments', [{ id: 'm', deployments: [] }], [provider], 'catalog[0].deployments must list at least one deployment'],
   ['a fallback that is no model of the catalog', [{ ...model, fallbacks: ['nope'] }], [provider], "catalog[0].fallbacks[0] must name another model of the catalog ('nope' is not one)"],
+  ['a fallback of another type', [{ ...model, fallbacks: ['e'] }, { id: 'e', provider: 'p', type: 'embeddings' }], [provider], "catalog[0].fallbacks[0] must name a model of the same type ('e' is of type embeddings)"],
   ['a model its own fallback', [{ ...model, fallbacks: ['m'] }], [provider], "catalog[0].fallbacks[0] must name another model of the catalog ('m' is not one)"],
   ['a created time that is not whole seconds', [{ ...model, created: '2024' }], [provider], 'catalog[0].created must be a non-negative integer'],
 ];

@@ -11,7 +11,7 @@ import { exampleOf } from '../../lib/models/providers/echo/tools.js';
 import { CATALOG, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // The echo provider: its answers in each format, whole and streamed, and its tool calls; the
 // model routes' shapes; and the splitting of event streams.
@@ -24,7 +24,7 @@ const gateway = await modelsApp();
 // A catalog whose ids hold what real ids hold: dots and slashes.
 const catalog = [
   ...CATALOG,
-  { id: 'acme/llama-3.1-8b', provider: 'local', display_name: 'Llama 3.1 8B', created: 1_744_000_300 },
+  { id: 'acme/llama-3.1-8b', provider: 'local', display_name: 'Llama 3.1 8B', created: 1_744_000_300, max_input_tokens: 128_000, max_tokens: 8192 },
   { id: 'm4', provider: 'local' },
   { id: 'm5', provider: 'local' },
 ];
@@ -407,15 +407,22 @@ test('GET /v1/models/{model}: the model in OpenAI shape, ids with dots and slash
   t.deepEqual((await get(`/v1/models/${encodeURIComponent('acme/llama-3.1-8b')}`, key)).body, expected);
 });
 
-test('GET /v1/models/{model}: with anthropic-version, Anthropic shape, display_name defaulting to the id', async (t) => {
+// Every field of @anthropic-ai/sdk's ModelInfo: the token limits the catalog says, null for what it cannot.
+const MODEL_INFO_UNKNOWNS = { lifecycle: 'active', deprecated_at: null, retires_at: null, capabilities: null, line: null };
+const unknownLimits = { max_input_tokens: null, max_tokens: null, ...MODEL_INFO_UNKNOWNS };
+
+test('GET /v1/models/{model}: with anthropic-version, Anthropic shape, display_name defaulting to the id, token limits as the catalog says them', async (t) => {
   const key = await dottedGateway.keyFor(['models:read']);
   t.deepEqual((await get('/v1/models/acme/llama-3.1-8b', key, ANTHROPIC)).body, {
     type: 'model',
     id: 'acme/llama-3.1-8b',
     display_name: 'Llama 3.1 8B',
     created_at: '2025-04-07T04:31:40Z',
+    max_input_tokens: 128_000,
+    max_tokens: 8192,
+    ...MODEL_INFO_UNKNOWNS,
   });
-  t.deepEqual((await get('/v1/models/m4', key, ANTHROPIC)).body, { type: 'model', id: 'm4', display_name: 'm4', created_at: '1970-01-01T00:00:00Z' });
+  t.deepEqual((await get('/v1/models/m4', key, ANTHROPIC)).body, { type: 'model', id: 'm4', display_name: 'm4', created_at: '1970-01-01T00:00:00Z', ...unknownLimits });
 });
 
 test('GET /v1/models/{model}: a model outside the allowlist is the same 404 as one that does not exist, in either shape', async (t) => {
@@ -450,8 +457,8 @@ test('GET /v1/models with anthropic-version: Anthropic shape, filtered by the al
   t.regex(headers.get('request-id') ?? '', REQUEST_ID);
   t.deepEqual(body, {
     data: [
-      { type: 'model', id: 'echo-1', display_name: 'echo-1', created_at: '2025-04-07T04:26:40Z' },
-      { type: 'model', id: 'claude-test', display_name: 'claude-test', created_at: '2025-04-07T04:30:00Z' },
+      { type: 'model', id: 'echo-1', display_name: 'echo-1', created_at: '2025-04-07T04:26:40Z', ...unknownLimits },
+      { type: 'model', id: 'claude-test', display_name: 'claude-test', created_at: '2025-04-07T04:30:00Z', ...unknownLimits },
     ],
     has_more: false,
     first_id: 'echo-1',

@@ -1,10 +1,12 @@
 import test, { type ExecutionContext } from 'ava';
+import { spendBudgets } from '../../lib/cost/budgets.js';
+import { MemorySpendLedger } from '../../lib/stores/memory/spend-ledger.js';
 import { errors, StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { modelsRouter, type ModelsRouterOptions } from '../../lib/models/models-router.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import type { ModelLimiter } from '../../lib/quota/model-limiter.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
@@ -14,6 +16,7 @@ import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { mockProviders, streamingUpstream } from '../helpers/models-upstream.js';
+import { until } from '../helpers/poll.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 
@@ -141,7 +144,7 @@ test("usage of both endpoints, streamed or not, is the upstream's own, call by c
     t.true(firstByte !== null && upstream !== null && firstByte <= upstream && upstream <= record.latencyMs, JSON.stringify(record));
   }
   // The catalog here gives no price: the calls cost 0.
-  const totals = { requests: 5, answered: 5, refused: 0, inputTokens: sum(calls.map((call) => call.usage.input)), outputTokens: sum(calls.map((call) => call.usage.output)), costUsd: 0 };
+  const totals = { requests: 5, answered: 5, refused: 0, inputTokens: sum(calls.map((call) => call.usage.input)), outputTokens: sum(calls.map((call) => call.usage.output)), costUsd: 0, cacheHits: 0, costSavedUsd: 0 };
   t.deepEqual((await gateway.report()).totals, totals);
   const samples = await gateway.samples();
   t.is(
@@ -360,15 +363,17 @@ const PRICED = [
 /**
  * A native stream cut after the upstream's `events`, which end before any usage of the rest is
  * told: by the client leaving, or by the upstream ending its stream without its last event, or
- * resetting the connection. The call's record, what the client got, and the next call's answer.
+ * resetting the connection. The call's record, what the client got, and what its account's budget
+ * was charged once the call's reservation was released.
  */
 async function cutStream(t: ExecutionContext, path: string, body: Record<string, unknown>, events: string, by: 'client' | 'end' | 'reset' = 'client') {
   const hanging = await streamingUpstream();
   t.teardown(() => hanging.close());
   const providers = [openAIProvider({ id: 'openai', baseURL: `${hanging.url}/v1` }), anthropicProvider({ id: 'anthropic', baseURL: hanging.url })];
-  const gateway = await meteredGateway(t, { providers, catalog: PRICED });
-  // A budget that the one call cut spends: the next is refused.
-  const key = await gateway.key({ costPerDay: 0.000001 });
+  // The account's budget: what the call left is charged against it, its reservation released.
+  const ledger = new MemorySpendLedger();
+  const gateway = await meteredGateway(t, { providers, catalog: PRICED, budgets: spendBudgets({ ledger, accounts: { get: async () => ({ costPerDay: 1 }) } }) });
+  const key = await gateway.key();
   const controller = new AbortController();
   const auth = path === '/v1/messages' ? { 'x-api-key': key } : { authorization: `Bearer ${key}` };
   const answering = gateway.post(path, { ...body, stream: true }, auth, controller.signal);
@@ -384,9 +389,8 @@ async function cutStream(t: ExecutionContext, path: string, body: Record<string,
     for (let read = await reader.read(); !read.done; read = await reader.read()) text += new TextDecoder().decode(read.value);
   }
   const [record] = await gateway.records(1);
-  // Were the budget not spent, the next call would reach the upstream: answered at once, not held.
-  void hanging.next().then(({ res }) => res.end());
-  return { record, text, next: await gateway.post(path, body, auth) };
+  const { spend } = await until(() => ledger.spent(['account:acme']), ({ held }) => held[0] === 0n);
+  return { record, text, charged: spend[0]?.day };
 }
 
 const say = 'An answer of just forty characters, okay';
@@ -406,22 +410,22 @@ const responsesEvents =
 const responsesCall = { model: 'gpt-mock', input: 'Count the words of this sentence.' };
 
 test('a client that leaves a Chat Completions stream before its usage is charged for the request and the text it got, estimated', async (t) => {
-  const { record, next } = await cutStream(t, '/v1/chat/completions', chatCall, chatChunk({ role: 'assistant', content: say }) + chatChunk({ content: '!' }));
+  const { record, charged } = await cutStream(t, '/v1/chat/completions', chatCall, chatChunk({ role: 'assistant', content: say }) + chatChunk({ content: '!' }));
   // 33 characters asked, 41 answered (the 40 of `say` and a "!"): four characters a token, rounded up.
   t.like(record, { status: 499, stream: true, inputTokens: 9, outputTokens: 11, costPicoUsd: 9 * 1_000_000 + 11 * 2_000_000 });
-  t.is(next.status, 429, 'the budget the call spent is spent');
+  t.is(charged, BigInt(9 * 1_000_000 + 11 * 2_000_000), 'the budget is charged what the call cost');
 });
 
 test("a client that leaves a Messages stream is charged for the upstream's input count and the text it got, estimated", async (t) => {
-  const { record, next } = await cutStream(t, '/v1/messages', messagesCall, messagesEvents);
+  const { record, charged } = await cutStream(t, '/v1/messages', messagesCall, messagesEvents);
   t.like(record, { status: 499, inputTokens: 7, outputTokens: 11, costPicoUsd: 7 * 1_000_000 + 11 * 2_000_000 });
-  t.is(next.status, 429);
+  t.is(charged, BigInt(7 * 1_000_000 + 11 * 2_000_000));
 });
 
 test('a client that leaves a Responses stream is charged for the request and the text it got, estimated', async (t) => {
-  const { record, next } = await cutStream(t, '/v1/responses', responsesCall, responsesEvents);
+  const { record, charged } = await cutStream(t, '/v1/responses', responsesCall, responsesEvents);
   t.like(record, { status: 499, inputTokens: 9, outputTokens: 11 });
-  t.is(next.status, 429);
+  t.is(charged, BigInt(record?.costPicoUsd ?? -1));
 });
 
 const CUT_ERROR_EVENTS: Record<string, RegExp> = {
@@ -433,10 +437,10 @@ const CUT_ERROR_EVENTS: Record<string, RegExp> = {
 for (const by of ['end', 'reset'] as const) {
   const how = by === 'end' ? 'ended without its last event' : 'reset';
   test(`a Chat Completions stream the upstream ${how}: the client gets the error event, the call is charged for the request and the text relayed`, async (t) => {
-    const { record, text, next } = await cutStream(t, '/v1/chat/completions', chatCall, chatChunk({ role: 'assistant', content: say }) + chatChunk({ content: '!' }), by);
+    const { record, text, charged } = await cutStream(t, '/v1/chat/completions', chatCall, chatChunk({ role: 'assistant', content: say }) + chatChunk({ content: '!' }), by);
     t.regex(text, CUT_ERROR_EVENTS['/v1/chat/completions'] as RegExp);
     t.like(record, { stream: true, inputTokens: 9, outputTokens: 11, costPicoUsd: 9 * 1_000_000 + 11 * 2_000_000 });
-    t.is(next.status, 429);
+    t.is(charged, BigInt(9 * 1_000_000 + 11 * 2_000_000), 'the budget is charged what the call cost');
   });
 
   test(`a Messages stream the upstream ${how}: the client gets the error event, the call is charged for the upstream's input count and the text relayed`, async (t) => {

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import Anthropic from '@anthropic-ai/sdk';
 import test from 'ava';
 import OpenAI from 'openai';
-import { responseObject, responseUsage } from '../../lib/models/formats/responses/endpoint.js';
+import { findResponseObject, responseUsage } from '../../lib/models/formats/responses/endpoint.js';
 import { ANTHROPIC_PROVIDER_KEY, OPENAI_PROVIDER_KEY, catalogProviders, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { anthropicMessage, reply, replyEvents, scriptedUpstream } from '../helpers/models-upstream.js';
@@ -127,11 +127,11 @@ test.serial('a streamed answer passes through event by event; a failure after th
   t.is(rest, `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'upstream_error', message: 'Upstream provider error', param: null, sequence_number: 0 })}\n\n`);
 });
 
-test.serial('responseObject() and responseUsage() find the model and the usage where a Responses answer keeps them, whole or streamed', async (t) => {
+test.serial('findResponseObject() and responseUsage() find the model and the usage where a Responses answer keeps them, whole or streamed', async (t) => {
   const key = await gateway.keyFor();
   const body = { model: 'echo-1', instructions: 'Be brief.', input: 'Count my words' };
   const whole = (await (await create(key, body)).json()) as Record<string, unknown>;
-  const response = responseObject(whole, false);
+  const response = findResponseObject(whole, false);
   t.is(typeof response?.model, 'string');
   t.deepEqual(responseUsage(response ?? {}), { inputTokens: 5, outputTokens: 18, cacheReadTokens: 0, cacheWriteTokens: 0 });
 
@@ -141,7 +141,7 @@ test.serial('responseObject() and responseUsage() find the model and the usage w
     .filter((event) => event !== '')
     .map((event) => JSON.parse(event.slice(event.indexOf('data: ') + 6)) as Record<string, unknown>);
   const found = events.flatMap((event) => {
-    const object = responseObject(event, true);
+    const object = findResponseObject(event, true);
     return object === undefined ? [] : [{ type: event.type, model: object.model, usage: responseUsage(object) }];
   });
   t.deepEqual(found, [

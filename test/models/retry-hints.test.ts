@@ -1,7 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import test from 'ava';
 import OpenAI from 'openai';
-import { MemorySpendLedger, spendBudgets } from '../../lib/cost/budgets.js';
+import { spendBudgets } from '../../lib/cost/budgets.js';
+import { MemorySpendLedger } from '../../lib/stores/memory/spend-ledger.js';
 import { modelsApp } from '../helpers/models-app.js';
 
 // A 429 that waiting will not cure soon says so: the official SDKs, at their default settings

@@ -3,20 +3,18 @@ import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import test from 'ava';
 import { Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../lib/errors/gateway-error.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
-import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { createRedisClient } from '../../lib/stores/redis/client.js';
-import { RedisCreationLimiter, type RedisCreationLimiterOptions } from '../../lib/stores/redis/creation-limiter.js';
+import { RedisCreationLimiter } from '../../lib/stores/redis/creation-limiter.js';
 import { RedisModelLimiter } from '../../lib/stores/redis/model-limiter.js';
 import { answerWithin } from '../../lib/stores/redis/redis-limiter.js';
-import { creationLimiterContract, newAccount, newAccount as newKeyId, testClock } from '../../lib/testing/creation-limiter-contract.js';
-import { modelLimiterContract } from '../../lib/testing/model-limiter-contract.js';
+import { newAccount, newAccount as newKeyId, testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { redisClients } from '../helpers/redis-clients.js';
 import { tcpProxy } from '../helpers/server-tcp-proxy.js';
 import { REDIS_URL, withRedis } from '../helpers/services.js';
 
-// The creation limiter (files) and the model limiter (model calls), in memory and on Redis, and
-// the bound on each Redis call they make.
+// The creation limiter (files) and the model limiter (model calls) on Redis: two processes sharing
+// it, and the bound on each Redis call they make. Their contracts run in test/stores/memory-stores
+// and redis-stores.
 
 const { client, keyPrefix } = redisClients(test);
 
@@ -27,18 +25,7 @@ const redisTest = withRedis(test);
 // itself is tested at the end of the file.
 const COUNTING_TIMEOUT_MS = 5000;
 
-// In memory.
-
-creationLimiterContract(test, 'memory', async (options) => new MemoryCreationLimiter(options));
-modelLimiterContract(test, 'memory', async (clock) => new MemoryModelLimiter({ nowMs: clock }));
-
 // The creation limiter on Redis.
-
-async function limiter(options: Omit<RedisCreationLimiterOptions, 'client'> = {}): Promise<RedisCreationLimiter> {
-  return new RedisCreationLimiter({ client: await client(), keyPrefix: keyPrefix(), timeoutMs: COUNTING_TIMEOUT_MS, ...options });
-}
-
-creationLimiterContract(redisTest, 'redis', (options) => limiter(options));
 
 redisTest('two processes sharing Redis: 50 parallel reservations in one minute, exactly 10 pass', async (t) => {
   const time = testClock('2030-01-15T12:00:00.000Z');
@@ -120,7 +107,6 @@ test('RedisCreationLimiter: Redis options are checked at start-up', (t) => {
 
 // The model limiter on Redis.
 
-modelLimiterContract(redisTest, 'redis', async (clock) => new RedisModelLimiter({ client: await client(), keyPrefix: keyPrefix(), nowMs: clock, timeoutMs: COUNTING_TIMEOUT_MS }));
 
 redisTest('two processes sharing Redis: 50 parallel calls with 10 requests per minute, exactly 10 pass', async (t) => {
   const time = testClock('2030-01-15T12:00:00.000Z');

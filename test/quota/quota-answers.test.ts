@@ -10,7 +10,7 @@ import { fileQuota } from '../../lib/files/file-quota.js';
 import type { FileStore } from '../../lib/files/file-store.js';
 import type { CreationLimiter } from '../../lib/quota/creation-limiter.js';
 import type { CreationLimitsOptions } from '../../lib/quota/creation-limits.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import type { ModelLimitDecision, ModelLimits } from '../../lib/quota/model-limits.js';
 import { goDuration, modelLimitRefusal, rateLimitHeaders, type RateLimitHeaderStyle } from '../../lib/quota/rate-limit-headers.js';
 import { KnexFileStore } from '../../lib/stores/knex/file-store.js';

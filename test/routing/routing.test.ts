@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { createGatewayMetrics, type GatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
-import { MemoryCooldownStore } from '../../lib/models/routing/cooldown-store.js';
+import { MemoryCooldownStore } from '../../lib/stores/memory/cooldown-store.js';
 import type { RoutingOptions } from '../../lib/models/routing/routing-options.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
@@ -12,10 +12,9 @@ import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import { createRedisClient } from '../../lib/stores/redis/client.js';
 import { RedisCooldownStore } from '../../lib/stores/redis/cooldown-store.js';
-import { cooldownStoreContract } from '../../lib/testing/cooldown-store-contract.js';
 import type { UsageRecord, UsageStore } from '../../lib/usage/usage-store.js';
 import { modelsApp } from '../helpers/models-app.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 import { anthropicMessage, reply, scriptedUpstream, type UpstreamAnswer } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
@@ -567,14 +566,6 @@ test("a 429's retry-after cools a deployment down for 5 minutes at most, however
   t.is((await chat()).headers.get('x-kmg-deployment'), 'east', 'back after 300 s');
 });
 
-// Each cooldown store against the contract of them all.
-cooldownStoreContract(test, 'MemoryCooldownStore', async () => new MemoryCooldownStore());
-
-cooldownStoreContract(withRedis(test), 'RedisCooldownStore', async () => {
-  const client = await createRedisClient(REDIS_URL);
-  redisClients.push(client);
-  return new RedisCooldownStore({ client, keyPrefix: `kmg-test:${randomBytes(6).toString('hex')}` });
-});
 
 // A routed call's usage record, in each usage store.
 async function knexStore(open: () => Promise<TestDatabase>): Promise<UsageStore> {

@@ -224,6 +224,8 @@ services.serial('usage --json after the servers stop: every call, refused ones i
     input_tokens: sum(limitedCalls.map((call) => call.usage.input)),
     output_tokens: sum(limitedCalls.map((call) => call.usage.output)),
     cost_usd: costOf('gpt-mock', limitedCalls.map((call) => call.usage)),
+    cache_hits: 0,
+    cost_saved_usd: 0,
   };
   t.deepEqual(await cli(env, ['usage', '--key', limitedKey.id]), {
     by: 'day',
@@ -240,6 +242,8 @@ services.serial('usage --json after the servers stop: every call, refused ones i
       input_tokens: sum(calls.map((call) => call.input)),
       output_tokens: sum(calls.map((call) => call.output)),
       cost_usd: costOf(model, calls),
+      cache_hits: 0,
+      cost_saved_usd: 0,
     };
   };
   const report = (await cli(env, ['usage', '--account', PLAIN_ACCOUNT, '--by', 'model'])) as { rows: unknown[] };

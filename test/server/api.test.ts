@@ -4,7 +4,7 @@ import { serverApiSuite } from '../helpers/server-api-suite.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { tempDataDir } from '../helpers/server-process.js';
 import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // The reference server's API as clients use it, on each deployment; and the answers to requests
 // that are not HTTP enough for the API to see them.

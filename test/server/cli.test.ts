@@ -39,8 +39,9 @@ test('keys create --json prints one document with the key, every scope and no al
   const created = JSON.parse(result.stdout) as Record<string, unknown>;
   // The admin API's key object, with the secret this once.
   t.deepEqual(Object.keys(created).sort(), [
-    'account', 'created_at', 'expires_at', 'hint', 'id', 'key', 'last_used_at', 'limits', 'models', 'name', 'object', 'replaced_by', 'replaces', 'revoked_at', 'scopes', 'status', 'store',
+    'account', 'cache', 'created_at', 'expires_at', 'hint', 'id', 'key', 'last_used_at', 'limits', 'mcp_tools', 'models', 'name', 'object', 'replaced_by', 'replaces', 'revoked_at', 'scopes', 'status', 'store',
   ]);
+  t.is(created.cache, null);
   t.regex(created.key as string, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
   t.regex(created.id as string, /^key_/);
   t.is(created.account, 'acme');
@@ -52,9 +53,10 @@ test('keys create --json prints one document with the key, every scope and no al
 test('keys create takes scopes, models and an expiry; list shows them and never the key', async (t) => {
   const env = await dataDir();
   const created = await createKey(env, [
-    '--account', 'acme', '--scope', 'files:read', '--scope', 'models:read', '--model', 'echo-1', '--expires', '2099-01-01T00:00:00Z',
+    '--account', 'acme', '--scope', 'files:read', '--scope', 'models:read', '--model', 'echo-1', '--expires', '2099-01-01T00:00:00Z', '--cache', '600', '--cache-per-key',
   ]);
   t.deepEqual(created.scopes, ['files:read', 'models:read']);
+  t.deepEqual(created.cache, { ttl_seconds: 600, per_key: true });
   t.deepEqual(created.models, ['echo-1']);
   await createKey(env, ['--account', 'other']);
 
@@ -278,6 +280,17 @@ test('accounts set-limits sets and removes an account\'s budgets; a bad amount o
   await t.throwsAsync(run(['accounts', 'set-limits', '--cost-per-day', '1'], env), { instanceOf: UsageError, message: 'accounts set-limits needs exactly one account' });
 });
 
+test('keys create --mcp-tools and accounts set-mcp-tools set MCP grants; a glob of another form is refused', async (t) => {
+  const env = await dataDir();
+  const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--mcp-tools', 'github/*,search/web', '--mcp-tools', 'crm/*', '--json'], env)).out) as { mcp_tools: string[] };
+  t.deepEqual(created.mcp_tools, ['github/*', 'search/web', 'crm/*']);
+  t.deepEqual(JSON.parse((await run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'github/*', '--json'], env)).out), { account: 'acme', mcp_tools: ['github/*'] });
+  t.is((await run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'none'], env)).out, 'MCP tools of acme: none');
+  await t.throwsAsync(run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'github'], env), { instanceOf: UsageError, message: /--mcp-tools takes globs over '\{server\}\/\{tool\}'.*got 'github'/ });
+  await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--mcp-tools', 'a/b/c'], env), { instanceOf: UsageError, message: /got 'a\/b\/c'/ });
+  await t.throwsAsync(run(['accounts', 'set-mcp-tools', 'acme'], env), { instanceOf: UsageError, message: 'accounts set-mcp-tools needs --mcp-tools <globs> (or none)' });
+});
+
 for (const [name, gated, database] of serverDatabases(test)) {
   gated(`${name}: keys create --name names the key; list shows the name and the secret's last four characters, never more`, async (t) => {
     const { env, drop } = await database();
@@ -301,6 +314,52 @@ for (const [name, gated, database] of serverDatabases(test)) {
       ['nightly batch', null, 'ops'],
     );
     t.like(json[0], { id: key.id, hint: key.hint });
+  });
+}
+
+for (const [name, gated, database] of serverDatabases(test)) {
+  gated(`${name}: keys update changes each field given and keeps the rest; keys rotate makes a new key once; both audited with the values`, async (t) => {
+    const { env, drop } = await database();
+    t.teardown(drop);
+    const all = { ...(await dataDir()), ...env };
+    const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--name', 'batch', '--rpm', '10', '--cost-per-day', '5', '--json'], all)).out) as { id: string };
+    const update = async (...args: string[]) => {
+      const answer = await run(['keys', 'update', created.id, ...args, '--json'], all);
+      t.is(answer.code, 0, answer.err);
+      return JSON.parse(answer.out) as Record<string, unknown>;
+    };
+    t.like(await update('--name', 'nightly', '--model', 'echo-1', '--scope', 'models:read', '--expires', '2099-01-01', '--tpm', '4000', '--cost-per-day', 'none'), {
+      name: 'nightly',
+      models: ['echo-1'],
+      scopes: ['models:read'],
+      expires_at: 4_070_908_800,
+      limits: { requests_per_minute: 10, tokens_per_minute: 4000, tokens_per_day: null, cost_per_day: null, cost_per_month: null },
+    });
+    t.like(await update('--name', 'none', '--every-model', '--expires', 'never', '--rpm', 'none', '--tpm', 'none'), { name: null, models: null, expires_at: null, limits: null, scopes: ['models:read'] });
+    t.regex((await run(['keys', 'update', created.id, '--cost-per-month', '9'], all)).out, new RegExp(`^Updated ${created.id}: .*limits 9 USD/month$`));
+    t.is((await run(['keys', 'update', 'key_missing', '--name', 'x'], all)).code, 1);
+    await t.throwsAsync(run(['keys', 'update', created.id], all), { instanceOf: UsageError });
+    await t.throwsAsync(run(['keys', 'update', created.id, '--rpm', '0'], all), { instanceOf: UsageError });
+
+    const rotated = await run(['keys', 'rotate', created.id, '--grace', '600', '--json'], all);
+    t.is(rotated.code, 0, rotated.err);
+    const replacement = JSON.parse(rotated.out) as { id: string; key: string; replaces: { id: string; expires_at: number }; limits: unknown };
+    t.like(replacement, { replaces: { id: created.id }, limits: { cost_per_month: 9 } });
+    t.regex(replacement.key, /^kmg_sk_/);
+    t.true(replacement.replaces.expires_at - Date.now() / 1000 <= 601);
+    const again = await run(['keys', 'rotate', created.id], all);
+    t.is(again.code, 1);
+    t.regex(again.err, /rotated already/);
+    await t.throwsAsync(run(['keys', 'rotate', created.id, '--grace', '-1'], all), { instanceOf: UsageError });
+
+    // The audit log has each change with its values, and never the new key.
+    const database_ = await openMigratedDatabase(loadConfig(all).database);
+    t.teardown(() => database_.close());
+    const { entries } = await new KnexAuditStore(database_.knex).list({ keyId: created.id }, { limit: 10 });
+    t.deepEqual(entries.map((entry) => entry.action), ['key.rotated', 'key.updated', 'key.updated', 'key.updated', 'key.created']);
+    t.deepEqual(entries[3]?.changes?.name, { from: 'batch', to: 'nightly' });
+    t.deepEqual(entries[2]?.changes?.limits?.to, null);
+    t.false(JSON.stringify(entries).includes(replacement.key));
   });
 }
 
@@ -358,26 +417,26 @@ test('usage --json prints the totals and rows (cost in USD too) of the calls it 
   };
   t.deepEqual(await json(['--account', 'acme']), {
     by: 'day',
-    totals: { requests: 4, answered: 3, refused: 1, input_tokens: 70, output_tokens: 7, cost_usd: 0.2500015 },
+    totals: { requests: 4, answered: 3, refused: 1, input_tokens: 70, output_tokens: 7, cost_usd: 0.2500015, cache_hits: 0, cost_saved_usd: 0 },
     rows: [
-      { day: '2030-01-15', requests: 2, answered: 2, refused: 0, input_tokens: 30, output_tokens: 3, cost_usd: 0.0000015 },
-      { day: '2030-01-16', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
+      { day: '2030-01-15', requests: 2, answered: 2, refused: 0, input_tokens: 30, output_tokens: 3, cost_usd: 0.0000015, cache_hits: 0, cost_saved_usd: 0 },
+      { day: '2030-01-16', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25, cache_hits: 0, cost_saved_usd: 0 },
     ],
   });
   t.deepEqual(await json(['--key', 'key_a', '--by', 'model']), {
     by: 'model',
-    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
+    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015, cache_hits: 0, cost_saved_usd: 0 },
     rows: [
-      { model: 'echo-1', requests: 2, answered: 2, refused: 0, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015 },
-      { model: null, requests: 1, answered: 0, refused: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0 },
+      { model: 'echo-1', requests: 2, answered: 2, refused: 0, input_tokens: 50, output_tokens: 5, cost_usd: 0.2500015, cache_hits: 0, cost_saved_usd: 0 },
+      { model: null, requests: 1, answered: 0, refused: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0, cache_hits: 0, cost_saved_usd: 0 },
     ],
   });
   t.deepEqual(await json(['--since', '2030-01-16', '--by', 'key']), {
     by: 'key',
-    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 120, output_tokens: 12, cost_usd: 0.25 },
+    totals: { requests: 3, answered: 2, refused: 1, input_tokens: 120, output_tokens: 12, cost_usd: 0.25, cache_hits: 0, cost_saved_usd: 0 },
     rows: [
-      { key: 'key_a', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25 },
-      { key: 'key_c', requests: 1, answered: 1, refused: 0, input_tokens: 80, output_tokens: 8, cost_usd: 0 },
+      { key: 'key_a', requests: 2, answered: 1, refused: 1, input_tokens: 40, output_tokens: 4, cost_usd: 0.25, cache_hits: 0, cost_saved_usd: 0 },
+      { key: 'key_c', requests: 1, answered: 1, refused: 0, input_tokens: 80, output_tokens: 8, cost_usd: 0, cache_hits: 0, cost_saved_usd: 0 },
     ],
   });
 });

@@ -8,6 +8,7 @@ import test from 'ava';
 import { providerRegistry } from '../../lib/models/providers/registry.js';
 import { parseS3Settings } from '../../reference-server/blob-config.js';
 import { ConfigError } from '../../reference-server/config-error.js';
+import { configuredMcpUpstreams } from '../../reference-server/mcp-config.js';
 import { configuredProviders, loadConfig, loadConfigWithModules, parseDatabaseUrl, parseGatewayConfig } from '../../reference-server/config.js';
 import { SPEC_LIMITS } from '../helpers/spec-limits.js';
 import { createKey, ROOT, startServer, tempDataDir } from '../helpers/server-process.js';
@@ -34,7 +35,7 @@ test('the defaults: 127.0.0.1:8080, everything under ./data, SQLite, limits in m
   t.deepEqual(config.gateway.providers, [{ id: 'echo', kind: 'echo' }]);
   t.deepEqual(
     config.gateway.models.map((model) => model.id),
-    ['echo-1', 'echo-2'],
+    ['echo-1', 'echo-2', 'echo-embed-1'],
   );
   t.true(config.gateway.sweep.intervalSeconds > 0, 'the sweep is on by default');
 });
@@ -94,7 +95,7 @@ test('METRICS_PORT: unset, no metrics listener; a port, or 0 for any free one', 
 
 test('a file that gives only models can use the built-in echo provider', (t) => {
   const config = parseGatewayConfig({ models: [{ id: 'my-echo', provider: 'echo' }] }, 'test');
-  t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', deployments: [{ provider: 'echo', upstreamModel: 'my-echo', weight: 1 }], fallbacks: [], created: 0, display_name: 'my-echo' }]);
+  t.deepEqual(config.models, [{ id: 'my-echo', provider: 'echo', upstreamModel: 'my-echo', deployments: [{ provider: 'echo', upstreamModel: 'my-echo', weight: 1 }], fallbacks: [], created: 0, display_name: 'my-echo', type: 'chat' }]);
   t.deepEqual(configuredProviders({ gateway: config, env: {}, providerKinds: providerRegistry }).map((provider) => provider.id), ['echo']);
 });
 
@@ -110,10 +111,20 @@ test('provider credentials are read from the variables apiKeyEnv names only when
 // Each case: the file's content and the one line that refuses it (after `test: `).
 const badFiles: Array<[unknown, string]> = [
   [[], 'the config must be an object'],
-  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, routing, upstreamTimeoutMs, upstreamMaxBytes, sweep, providerModules, providers, models)'],
+  [{ keyprefix: 'x' }, 'keyprefix is not a setting (expected keyPrefix, keyCacheSeconds, limits, modelLimits, routing, upstreamTimeoutMs, upstreamMaxBytes, budgets, alerts, sweep, dashboard, providerModules, providers, models, mcpServers, mcp)'],
+  [{ mcpServers: [{ id: 'git__hub', url: 'http://127.0.0.1:1/mcp' }] }, 'mcpServers[0].id must be 1 to 64 letters, digits and -, starting with a letter or digit'],
+  [{ mcpServers: [{ id: 'a', url: 'http://127.0.0.1:1/mcp' }, { id: 'a', url: 'http://127.0.0.1:2/mcp' }] }, "mcpServers[1].id 'a' is the id of another server"],
+  [{ mcpServers: [{ id: 'a', url: 'http://u:p@127.0.0.1:1/mcp' }] }, 'mcpServers[0].url must not hold credentials'],
+  [{ mcpServers: [{ id: 'a', url: 'http://127.0.0.1:1/mcp', auth: { type: 'basic' } }] }, "mcpServers[0].auth.type must be 'none', 'header' or 'oauth_client_credentials'"],
+  [{ mcpServers: [{ id: 'a', url: 'http://127.0.0.1:1/mcp', auth: { type: 'header', valueEnv: 'TOKEN', value: 'Bearer x' } }] }, 'mcpServers[0].auth.value is not a setting (expected type, header, valueEnv)'],
+  [{ mcp: { callTimeoutMs: 0 } }, 'mcp.callTimeoutMs must be a positive integer of milliseconds, at most 2147483647 (about 24.8 days)'],
   [{ keyPrefix: 'a_b' }, 'keyPrefix must be 1 to 32 letters and digits'],
   [{ routing: { maxAttempts: 0 } }, 'routing.maxAttempts must be a positive integer'],
   [{ upstreamMaxBytes: 0 }, 'upstreamMaxBytes must be a positive integer'],
+  [{ budgets: { reservationTtlSeconds: 0 } }, 'budgets.reservationTtlSeconds must be a positive integer'],
+  [{ budgets: { defaultMaxOutputTokens: 1.5 } }, 'budgets.defaultMaxOutputTokens must be a positive integer'],
+  [{ alerts: { webhooks: [{ url: 'ftp://x' }] } }, 'alerts.webhooks[0].url must be an http:// or https:// URL'],
+  [{ alerts: { webhooks: [{ url: 'https://hooks.example/x', format: 'teams' }] } }, "alerts.webhooks[0].format must be 'generic' or 'slack'"],
   [{ upstreamTimeoutMs: 0 }, 'upstreamTimeoutMs must be a positive integer of milliseconds, at most 2147483647 (about 24.8 days)'],
   [{ routing: { cooldown: { second: 5 } } }, 'routing.cooldown.second is not a setting (expected failures, windowSeconds, seconds, maxSeconds)'],
   [{ models: [{ id: 'm', provider: 'echo', fallbacks: ['nope'] }] }, "models[0].fallbacks[0] must name another model of the catalog ('nope' is not one)"],
@@ -149,6 +160,26 @@ for (const [content, message] of badFiles) {
     t.throws(() => parseGatewayConfig(content, 'test'), { instanceOf: ConfigError, message: `test: ${message}` });
   });
 }
+
+test('MCP servers: credentials are read from the variables auth names when the server starts, a missing one named', async (t) => {
+  const gateway = parseGatewayConfig(
+    {
+      mcpServers: [
+        { id: 'search', url: 'http://127.0.0.1:1/mcp', auth: { type: 'header', valueEnv: 'SEARCH_TOKEN' } },
+        { id: 'crm', url: 'http://127.0.0.1:2/mcp', auth: { type: 'oauth_client_credentials', tokenUrl: 'http://127.0.0.1:3/token', clientIdEnv: 'CRM_ID', clientSecretEnv: 'CRM_SECRET' } },
+      ],
+    },
+    'test',
+  );
+  t.deepEqual(gateway.mcp, { listTimeoutMs: 2000, callTimeoutMs: 60_000, bodyLimit: 10 * 1024 * 1024 });
+  await t.throwsAsync(configuredMcpUpstreams(gateway.mcpServers, { SEARCH_TOKEN: 'x', CRM_ID: 'gw' }), {
+    instanceOf: ConfigError,
+    message: "MCP server 'crm': the environment variable CRM_SECRET (its auth.clientSecretEnv) is not set",
+  });
+  const upstreams = await configuredMcpUpstreams(gateway.mcpServers, { SEARCH_TOKEN: 'x', CRM_ID: 'gw', CRM_SECRET: 's' });
+  t.deepEqual(upstreams.map((upstream) => upstream.id), ['search', 'crm']);
+  t.deepEqual(await configuredMcpUpstreams(parseGatewayConfig({}, 'test').mcpServers, {}), []);
+});
 
 test('keyCacheSeconds: 0 turns the key cache off; it must be a whole number of seconds up to an hour', (t) => {
   t.is(parseGatewayConfig({ keyCacheSeconds: 0 }, 'test').keyCacheSeconds, 0);

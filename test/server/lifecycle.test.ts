@@ -288,11 +288,7 @@ withRedis(withPostgres(test))('/readyz and the API answer 503 while PostgreSQL o
 
 /** Polls `condition` every 25 ms; throws, naming `what`, after 10 s. */
 async function waitFor(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let attempt = 0; attempt < 400; attempt++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+  if (!(await until(async () => condition(), (met) => met, { intervalMs: 25, attempts: 400 }))) throw new Error(`timed out waiting for ${what}`);
 }
 
 /**

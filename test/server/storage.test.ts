@@ -84,8 +84,7 @@ async function openOn(filename: string): Promise<number> {
       const before = (await stat(filename)).size;
       // 1 MiB in the WAL: 256 pages, below SQLite's own threshold of 1,000, so only the worker copies it.
       for (let i = 0; i < 16; i++) await knex('filler').insert({ text: 'x'.repeat(65_536) });
-      const deadline = Date.now() + 10_000;
-      while ((await stat(filename)).size < before + 1_048_576 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await until(async () => (await stat(filename)).size, (size) => size >= before + 1_048_576);
       t.true((await stat(filename)).size >= before + 1_048_576, 'the rows reached the database file');
       const usage = new KnexUsageStore(knex, database.storeOptions);
       await usage.insert([usageRecord()]);
@@ -195,11 +194,7 @@ test('the server sweeps on its own interval', async (t) => {
   const server = await startServer({ ...data.env, GATEWAY_CONFIG: config });
   cleanups.push(() => server.stop());
 
-  let line;
-  for (let attempt = 0; attempt < 200 && !line; attempt++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    line = server.logs.find((entry) => entry.msg === 'sweep');
-  }
+  const line = await until(async () => server.logs.find((entry) => entry.msg === 'sweep'), (found) => found !== undefined, { intervalMs: 100, attempts: 200 });
   t.like(line, { expired: 1, orphans: 1 });
   const left = await readdir(data.filesDir);
   t.false(left.includes(orphan) || left.includes(expired));

@@ -1,5 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
-import { MemorySpendLedger, spendBudgets } from '../../lib/cost/budgets.js';
+import { spendBudgets } from '../../lib/cost/budgets.js';
+import { MemorySpendLedger } from '../../lib/stores/memory/spend-ledger.js';
 import { picoOfUsd } from '../../lib/picodollars.js';
 import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
 import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
@@ -9,7 +10,7 @@ import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { multipart, pdfOf, uploadParts, type Part } from '../helpers/multipart.js';
 import { rawRequest, type RawResponse } from '../helpers/raw-request.js';
-import { referenceApp } from './reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // decisions.md: "Every request under /v1 is authenticated first ... Then: scope (403), then request
 // validation (400/413), then existence (404), then quotas (429)." Each request here breaks several
@@ -256,8 +257,8 @@ test('model calls: with the budget spent, an invalid body, an unknown model or f
   // An OpenAI model has no top_k: refused before anything is sent to it (nothing listens there).
   t.regex(await shapeB(await messagesCall({ model: 'gpt-test', messages: userText, top_k: 5 })), /^400 invalid_request_error: 'top_k' cannot be sent to this model/);
 
-  t.is(await shapeA(await chatCall({ model: 'echo-1', messages: userText })), "429 budget_exceeded: Budget exceeded: the account's daily budget of 1 USD is spent");
-  t.is(await shapeB(await messagesCall({ model: 'echo-1', messages: userText })), "429 rate_limit_error: Budget exceeded: the account's daily budget of 1 USD is spent");
+  t.is(await shapeA(await chatCall({ model: 'echo-1', messages: userText })), "429 budget_exceeded: Budget exceeded: the account's daily budget of 1 USD is spent; it resets at 2030-01-16T00:00:00Z");
+  t.is(await shapeB(await messagesCall({ model: 'echo-1', messages: userText })), "429 rate_limit_error: Budget exceeded: the account's daily budget of 1 USD is spent; it resets at 2030-01-16T00:00:00Z");
 });
 
 // The routes of the reference server match their paths exactly.

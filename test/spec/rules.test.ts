@@ -12,7 +12,7 @@ import { makePdf } from '../helpers/models-pdf.js';
 import { multipart, pdfOf, uploadForm, uploadParts, type Part } from '../helpers/multipart.js';
 import { rawRequest } from '../helpers/raw-request.js';
 import { SPEC_LIMITS } from '../helpers/spec-limits.js';
-import { referenceApp } from './reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // Rules of api.md and decisions.md about the whole service, on the reference server's own app
 // (one for these tests). Each test uses an account of its own: the creation rate is per account.
@@ -95,6 +95,7 @@ test('api.md section 5: each scope allows exactly its operations, on the referen
     { scope: 'chat:completions', name: 'POST /v1/chat/completions', send: (key) => call('POST', '/v1/chat/completions', { key, ...chatBody() }) },
     { scope: 'messages:create', name: 'POST /v1/messages', send: (key) => call('POST', '/v1/messages', { key, ...messagesBody() }) },
     { scope: 'models:read', name: 'GET /v1/models', send: (key) => call('GET', '/v1/models', { key }) },
+    { scope: 'embeddings:create', name: 'POST /v1/embeddings', send: (key) => call('POST', '/v1/embeddings', { key, ...json({ model: 'echo-embed-1', input: 'hi' }) }) },
   ];
   for (const scope of SCOPES) {
     const key = await server.keyFor([scope], { account });

@@ -11,7 +11,6 @@ import test from 'ava';
 import { StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { newFileId } from '../../lib/files/file-id.js';
 import { FsBlobStore } from '../../lib/stores/fs/blob-store.js';
-import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { S3BlobStore } from '../../lib/stores/s3/blob-store.js';
 import { blobStoreContract, failingStream, putFileContract, readAll, streamOf } from '../../lib/testing/blob-store-contract.js';
 import { filesApp } from '../helpers/files-app.js';
@@ -36,7 +35,6 @@ async function tempDirectory(): Promise<{ root: string; blobs: string }> {
   return { root, blobs: join(root, 'blobs') };
 }
 
-blobStoreContract(test, 'memory', async () => new MemoryBlobStore());
 blobStoreContract(test, 'fs', async () => new FsBlobStore({ directory: (await tempDirectory()).blobs }));
 putFileContract(test, 'fs', async () => new FsBlobStore({ directory: (await tempDirectory()).blobs }));
 // Every copy a rename across filesystems falls back to, on one filesystem.

@@ -2,13 +2,14 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test, { type ExecutionContext } from 'ava';
-import type { Knex } from 'knex';
+import knexFactory, { type Knex } from 'knex';
 import { StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { firstRowReader, type PreparedReads } from '../../lib/stores/knex/prepared-reads.js';
 import { withinTimeout } from '../../lib/stores/knex/store-options.js';
+import { until } from '../helpers/poll.js';
 import { preparedReadsOn, type TestPreparedReads } from '../helpers/prepared-reads.js';
 import { postgresDatabase, sqliteDatabase, withPostgres, type TestDatabase } from '../helpers/services.js';
 import { runTogether } from '../helpers/worker-processes.js';
@@ -35,7 +36,7 @@ async function openDatabase(kind: 'sqlite' | 'postgres'): Promise<TestDatabase> 
 
 async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
   t.deepEqual(await db.knex('kmg_migrations_lock').select('index', 'is_locked'), [{ index: 1, is_locked: 0 }]);
-  t.deepEqual(await db.knex('kmg_migrations').orderBy('id').pluck('name'), ['001_api_keys', '002_files', '003_key_limits', '004_usage', '005_admin_tokens_and_sessions', '006_key_version', '20261125_rotation_replaced_by', 'cost_and_budgets', '20261125_keys_name_hint_links_last_used', '20261125_audit_log', '20261125_routing_attempts', '20261207_keys_original_id', '20261207_usage_rollups', '20261207_usage_trace_id']);
+  t.deepEqual(await db.knex('kmg_migrations').orderBy('id').pluck('name'), ['001_api_keys', '002_files', '003_key_limits', '004_usage', '005_admin_tokens_and_sessions', '006_key_version', '20261125_rotation_replaced_by', 'cost_and_budgets', '20261125_keys_name_hint_links_last_used', '20261125_audit_log', '20261125_routing_attempts', '20261206_keys_original_id', '20261206_admin_users', '20261206_mcp', '20261206_response_cache', '20261207_usage_rollups', '20261207_usage_trace_id']);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
 
@@ -117,6 +118,43 @@ withPostgres(test)('postgres: a migration waiting in one schema does not hold up
   } finally {
     await blocker.rollback();
     await waiting;
+  }
+});
+
+/** A second pool on `db`'s schema whose sessions the server ends after `idleMs` idle in a transaction, as the reference server's do. */
+function withIdleTimeout(db: TestDatabase, idleMs: number): Knex {
+  const connection = db.config.connection as Knex.PgConnectionConfig;
+  const knex = knexFactory({ ...db.config, connection: { ...connection, idle_in_transaction_session_timeout: idleMs } });
+  databases.push({ ...db, destroy: () => knex.destroy() });
+  return knex;
+}
+
+withPostgres(test)('postgres: a migration on a busy host is not ended by the pool\'s idle-in-transaction timeout', async (t) => {
+  const knex = withIdleTimeout(await openDatabase('postgres'), 50);
+  // The event loop stopped for 200 ms before each of the first statements: the transaction idles that long.
+  const stopped = new Int32Array(new SharedArrayBuffer(4));
+  let pauses = 4;
+  knex.on('query', () => pauses-- > 0 && Atomics.wait(stopped, 0, 0, 200));
+  await t.notThrowsAsync(migrate(knex));
+});
+
+withPostgres(test)('postgres: a migration whose connection the server ends fails with the server\'s reason', async (t) => {
+  const db = await openDatabase('postgres');
+  const blocker = await db.knex.transaction();
+  await blocker.raw('select pg_advisory_xact_lock(?, hashtext(current_schema()))', [0x6b6d6731]);
+  const waiting = migrate(db.knex).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  try {
+    // Outside the blocker's transaction, which would see one snapshot of the activity.
+    const lockWait = () => db.knex.raw<{ rows: Array<{ pid: number }> }>("select pid from pg_stat_activity where wait_event = 'advisory' and datname = current_database()");
+    const { rows } = await until(lockWait, (found) => found.rows.length === 1);
+    await db.knex.raw('select pg_terminate_backend(?)', [rows[0]?.pid ?? 0]);
+    // 57P01, admin_shutdown: the reason the server sent, not the rollback's "Connection terminated".
+    t.like(await waiting, { code: '57P01' });
+  } finally {
+    await blocker.rollback();
   }
 });
 

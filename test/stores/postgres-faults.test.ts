@@ -90,7 +90,7 @@ async function faultyApp(boundMs = BOUND_MS): Promise<Faulty> {
   cleanups.push(throwaway.drop);
   const proxy = await startProxy();
   cleanups.push(proxy.close);
-  const database = await openMigratedDatabase({ client: 'pg', connectionString: through(throwaway.url, proxy), display: 'test' }, { timeoutMs: boundMs });
+  const database = await openMigratedDatabase({ client: 'pg', connectionString: through(throwaway.url, proxy), display: 'test' }, { timeoutMs: boundMs, poolMax: 4 });
   // Closed in reverse: the proxy first, so that no connection stalls the pool's end.
   cleanups.push(database.close, proxy.close);
   const app = await filesApp({ files: new KnexFileStore(database.knex, database.storeOptions) });

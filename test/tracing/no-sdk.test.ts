@@ -6,7 +6,7 @@ import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES } from '../../lib/auth/scopes.js';
 import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { traceRequests } from '../../lib/tracing/trace-requests.js';
 import { tracedStore } from '../../lib/tracing/traced-store.js';

@@ -13,8 +13,9 @@ import { newFileId } from '../../lib/files/file-id.js';
 import type { FileStore } from '../../lib/files/file-store.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
+import { MemoryResponseCache } from '../../lib/stores/memory/response-cache.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.js';
@@ -44,6 +45,9 @@ const upstream = await scriptedUpstream();
 // Request limits count the minutes of a clock that stands still: no test straddles two.
 const STILL_CLOCK = testClock('2030-01-15T12:00:30.000Z').nowMs;
 
+// An embeddings model on the OpenAI provider.
+const EMBEDDINGS_MODEL = { id: 'embed-test', provider: 'openai', upstreamModel: 'text-embedding-3-small', type: 'embeddings' as const };
+
 /** A gateway as the reference server composes one with tracing on, its log lines kept. */
 async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttempts = 1) {
   const keys = new MemoryKeyStore();
@@ -58,7 +62,7 @@ async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttem
   app.use(underPath('/v1', apiKey({ store: keys })));
   const routers = [
     filesRouter({ files, blobs, creationLimiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
-    modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, modelLimiter: tracedStore(new MemoryModelLimiter({ nowMs: STILL_CLOCK }), 'ModelLimiter') }),
+    modelsRouter({ catalog: [...CATALOG, EMBEDDINGS_MODEL], providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, modelLimiter: tracedStore(new MemoryModelLimiter({ nowMs: STILL_CLOCK }), 'ModelLimiter'), cache: { store: new MemoryResponseCache() } }),
   ];
   for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
   const server = await listen(app);
@@ -173,6 +177,19 @@ const openAIAnswer = {
   usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14, prompt_tokens_details: { cached_tokens: 6 } },
 };
 
+test.serial('the server span says how a model call met the response cache: a miss, then a hit', async (t) => {
+  upstream.answer('/v1/chat/completions', reply(200, openAIAnswer));
+  const key = await gateway.keyFor();
+  const ask = async () => {
+    exporter.reset();
+    const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'Cache this' }] }, { authorization: `Bearer ${key}`, 'cache-control': 'max-age=60' });
+    await response.json();
+    return serverSpan(await requestSpans()).attributes['kmg.cache'];
+  };
+  t.is(await ask(), 'miss');
+  t.is(await ask(), 'hit');
+});
+
 test.serial('a key a client puts in the path or the user agent is recorded as [secret]', async (t) => {
   const key = await gateway.keyFor();
   const response = await fetch(`${gateway.url}/v1/models/${key}`, { headers: { authorization: `Bearer ${key}`, 'user-agent': `my-app key=${key}` } });
@@ -232,6 +249,28 @@ test.serial('a chat completion: the server span with the HTTP conventions and th
   // The limit check is a span of the request too.
   const consume = spans.find((span) => span.name === 'ModelLimiter.consume');
   t.is(consume && parentOf(consume), server.spanContext().spanId);
+});
+
+test.serial('an embeddings call is a CLIENT span of operation embeddings, with its dimensions and input tokens', async (t) => {
+  upstream.answer('/v1/embeddings', reply(200, { object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.5, -0.5] }], model: 'text-embedding-3-small', usage: { prompt_tokens: 3, total_tokens: 3 } }));
+  const key = await gateway.keyFor();
+  const response = await post(gateway.url, '/v1/embeddings', { model: 'embed-test', input: 'Tell me a secret', dimensions: 2 }, { authorization: `Bearer ${key}` });
+  t.is(response.status, 200);
+  await response.json();
+  const [client, ...more] = clientSpans(await requestSpans());
+  t.is(more.length, 0);
+  if (!client) return t.fail('no CLIENT span');
+  t.is(client.name, 'embeddings text-embedding-3-small');
+  t.like(client.attributes, {
+    'gen_ai.operation.name': 'embeddings',
+    'gen_ai.provider.name': 'openai',
+    'gen_ai.request.model': 'text-embedding-3-small',
+    'gen_ai.embeddings.dimension.count': 2,
+    'gen_ai.response.model': 'text-embedding-3-small',
+    'gen_ai.usage.input_tokens': 3,
+    'kmg.model': 'embed-test',
+  });
+  t.is(client.attributes['gen_ai.input.messages'], undefined, 'no content unless asked');
 });
 
 test.serial("the upstream gets the attempt's traceparent; an incoming traceparent is continued", async (t) => {

@@ -7,7 +7,6 @@ import { EventSplitter, eventFields } from '../../lib/http/server-sent-events.js
 import { readChatAnswer, writeChatAnswer } from '../../lib/models/formats/chat-completions/answer.js';
 import { FROM_CHAT_FINISH, TO_CHAT_FINISH } from '../../lib/models/formats/chat-completions/finish-reasons.js';
 import { readMessagesAnswer, writeMessagesAnswer } from '../../lib/models/formats/messages/answer.js';
-import { FROM_MESSAGES_STOP, TO_MESSAGES_STOP } from '../../lib/models/formats/messages/finish-reasons.js';
 import type { Answer, FinishReason } from '../../lib/models/formats/neutral.js';
 import { writeResponsesAnswer } from '../../lib/models/formats/responses/answer.js';
 import { translation } from '../../lib/models/formats/translate.js';
@@ -133,7 +132,9 @@ const fromMessages: Array<[string, FinishReason]> = [
   ['refusal', 'refusal'],
   ['pause_turn', 'pause'],
 ];
-test('the Messages stop_reason table has exactly the rows tested', (t) => t.deepEqual(Object.entries(FROM_MESSAGES_STOP), fromMessages));
+test('a Messages stop_reason it does not know, or none, reads as other', (t) => {
+  for (const stopReason of ['a_reason_of_next_year', null]) t.is(readMessagesAnswer({ content: [], stop_reason: stopReason, stop_sequence: null }).finishReason, 'other');
+});
 for (const [stopReason, neutral] of fromMessages) {
   test(`Messages stop_reason ${stopReason} reads as ${neutral}`, (t) => {
     t.is(readMessagesAnswer({ content: [], stop_reason: stopReason, stop_sequence: stopReason === 'stop_sequence' ? 'END' : null }).finishReason, neutral);
@@ -144,18 +145,24 @@ test('a Messages stop sequence keeps its value', (t) => {
   t.like(writeMessagesAnswer(neutralAnswer('stop-sequence', '###')), { stop_reason: 'stop_sequence', stop_sequence: '###' });
 });
 
-const toMessages: Array<[FinishReason, string]> = [
-  ['stop', 'end_turn'],
-  ['length', 'max_tokens'],
-  ['tool-calls', 'tool_use'],
-  ['stop-sequence', 'stop_sequence'],
-  ['content-filter', 'refusal'],
-  ['refusal', 'refusal'],
-  ['pause', 'pause_turn'],
-  ['other', 'end_turn'],
-];
-test('the neutral → Messages table has exactly the rows tested', (t) => t.deepEqual(Object.entries(TO_MESSAGES_STOP), toMessages));
-for (const [neutral, stopReason] of toMessages) {
+// A record of every neutral reason: the compiler fails on one added without its row here.
+const toMessages: Record<FinishReason, string> = {
+  stop: 'end_turn',
+  length: 'max_tokens',
+  'tool-calls': 'tool_use',
+  'stop-sequence': 'stop_sequence',
+  'content-filter': 'refusal',
+  refusal: 'refusal',
+  pause: 'pause_turn',
+  other: 'end_turn',
+};
+test('every stop_reason written is one a Messages client knows: read back, none is other', (t) => {
+  for (const neutral of Object.keys(toMessages) as FinishReason[]) {
+    const { stop_reason } = writeMessagesAnswer(neutralAnswer(neutral, neutral === 'stop-sequence' ? '###' : undefined));
+    t.not(readMessagesAnswer({ content: [], stop_reason, stop_sequence: null }).finishReason, 'other', `${neutral} → ${String(stop_reason)}`);
+  }
+});
+for (const [neutral, stopReason] of Object.entries(toMessages) as Array<[FinishReason, string]>) {
   test(`${neutral} is written as Messages stop_reason ${stopReason}`, (t) => t.is(writeMessagesAnswer(neutralAnswer(neutral)).stop_reason, stopReason));
 }
 

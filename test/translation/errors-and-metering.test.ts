@@ -5,7 +5,7 @@ import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
-import { MemoryModelLimiter } from '../../lib/quota/memory-model-limiter.js';
+import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { modelsApp, catalogProviders } from '../helpers/models-app.js';
 import { anthropicMessage, mockProviders, reply, replyEvents, scriptedUpstream, streamingUpstream } from '../helpers/models-upstream.js';
@@ -168,12 +168,11 @@ const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['logprobs to an Anthropic model', () => chat({ logprobs: true }), 'logprobs'],
   ['n: 2 to an Anthropic model', () => chat({ n: 2 }), 'n'],
   ['seed to an Anthropic model', () => chat({ seed: 7 }), 'seed'],
-  ['reasoning_effort to an Anthropic model (its thinking could not come back)', () => chat({ reasoning_effort: 'low' }), 'reasoning_effort'],
   ['JSON mode without a schema (response_format json_object) to an Anthropic model', () => chat({ response_format: { type: 'json_object' } }), 'response_format json_object'],
   ['a temperature above 1 to an Anthropic model', () => chat({ temperature: 1.5 }), 'temperature above 1'],
   ['an image detail to an Anthropic model', () => chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png', detail: 'low' } }] }] }), 'messages[0].content[0].image_url.detail'],
   ['audio input to an Anthropic model', () => chat({ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }] }), 'messages[0].content[0].type'],
-  ['strict tools to an Anthropic model', () => chat({ tools: [{ type: 'function', function: { name: 'f', parameters: {}, strict: true } }] }), 'tools[0].function.strict'],
+  ['a service tier Anthropic does not have', () => chat({ service_tier: 'flex' }), 'service_tier flex'],
   ['top_k to an OpenAI model', () => messages({ top_k: 5 }), 'top_k'],
   ["Anthropic's web search tool to an OpenAI model", () => messages({ tools: [{ type: 'web_search_20250305', name: 'web_search' }] }), 'tools[0].type'],
   ['a document with citations to an OpenAI model', () => messages({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' }, citations: { enabled: true } }] }] }), 'messages[0].content[0].citations'],
@@ -189,11 +188,10 @@ const refusals: Array<[string, () => Promise<Response>, string]> = [
   ['max_output_tokens that leave reasoning under 1024 tokens, to an Anthropic model', () => responses({ reasoning: { effort: 'low' }, max_output_tokens: 1000 }), 'max_output_tokens'],
   ["OpenAI's web search tool to an Anthropic model", () => responses({ tools: [{ type: 'web_search' }] }), 'tools[0].type'],
   ['JSON mode without a schema (text.format json_object) to an Anthropic model', () => responses({ text: { format: { type: 'json_object' } } }), 'text.format json_object'],
-  ['output_config.effort to an OpenAI model', () => messages({ output_config: { effort: 'high' } }), 'output_config.effort'],
   [
     'an anthropic-beta whose feature is not translated, to an OpenAI model',
-    () => gateway.post('/v1/messages', { model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key, 'anthropic-beta': 'files-api-2025-04-14, interleaved-thinking-2025-05-14' }),
-    'anthropic-beta: interleaved-thinking-2025-05-14',
+    () => gateway.post('/v1/messages', { model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key, 'anthropic-beta': 'files-api-2025-04-14, code-execution-2025-08-25' }),
+    'anthropic-beta: code-execution-2025-08-25',
   ],
   [
     'an anthropic-beta whose feature is not translated, to count the tokens of an OpenAI model',
@@ -285,7 +283,7 @@ test.serial("an effort's thinking budget is lowered below the client's max token
   t.like(upstream.received[1]?.body, { max_tokens: 4096 + 2048, temperature: 1, thinking: { type: 'enabled', budget_tokens: 2048 } });
 });
 
-test.serial('to an OpenAI model, betas that only enable what is translated pass, and cache_control hints are carried over as nothing', async (t) => {
+test.serial('to an OpenAI model, betas that only enable what is translated pass, and cache_control hints are left out, named', async (t) => {
   upstream.answer('/v1/chat/completions', reply(200, { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 2 } }));
   const cached = { cache_control: { type: 'ephemeral' } };
   const response = await gateway.post(
@@ -300,6 +298,7 @@ test.serial('to an OpenAI model, betas that only enable what is translated pass,
     { 'x-api-key': key, 'anthropic-beta': 'files-api-2025-04-14,prompt-caching-2024-07-31' },
   );
   t.is(response.status, 200);
+  t.is(response.headers.get('x-kmg-omitted'), 'cache_control');
   const sent = upstream.received[0];
   t.is(sent?.headers['anthropic-beta'], undefined);
   t.false(JSON.stringify(sent?.body).includes('cache_control'));
@@ -372,22 +371,24 @@ async function oneApiEach(t: ExecutionContext) {
   return { mock, app };
 }
 
-test.serial("OpenAI's shared fields pass between Chat Completions and Responses as they are, and are refused by name to Messages", async (t) => {
+test.serial("OpenAI's shared fields pass between Chat Completions and Responses as they are; to Messages the end user is carried and the hints left out, named", async (t) => {
   const { mock, app } = await oneApiEach(t);
   const auth = { authorization: `Bearer ${await app.keyFor()}` };
-  const shared = { metadata: { team: 'search' }, service_tier: 'flex', prompt_cache_key: 'tenant-7', safety_identifier: 'user-42' };
+  const shared = { metadata: { team: 'search' }, service_tier: 'flex', prompt_cache_key: 'tenant-7', prompt_cache_retention: '24h', safety_identifier: 'user-42' };
   const hi = [{ role: 'user', content: 'hi' }];
   t.is((await app.post('/v1/chat/completions', { model: 'responses-model', messages: hi, ...shared }, auth)).status, 200);
   t.is((await app.post('/v1/responses', { model: 'chat-model', input: 'hi', ...shared }, auth)).status, 200);
   t.like(mock.calls[0], { path: '/v1/responses', body: shared });
   t.like(mock.calls[1], { path: '/v1/chat/completions', body: shared });
-  for (const [field, value] of Object.entries(shared)) {
-    const refused = await app.post('/v1/chat/completions', { model: 'claude', messages: hi, [field]: value }, auth);
-    t.is(refused.status, 400, field);
-    const { error } = (await refused.json()) as { error: { message: string } };
-    t.true(error.message.startsWith(`'${field}' cannot be sent to this model: its provider speaks Messages`), error.message);
+  const hints = { metadata: shared.metadata, prompt_cache_key: shared.prompt_cache_key, prompt_cache_retention: shared.prompt_cache_retention, safety_identifier: shared.safety_identifier };
+  for (const [path, body] of [['/v1/chat/completions', { messages: hi }], ['/v1/responses', { input: 'hi' }]] as const) {
+    const answer = await app.post(path, { model: 'claude', ...body, ...hints, user: 'legacy-id', service_tier: 'default' }, auth);
+    t.is(answer.status, 200, path);
+    t.is(answer.headers.get('x-kmg-omitted'), 'metadata,prompt_cache_key,prompt_cache_retention,user', path);
+    const sent = mock.calls.at(-1)?.body ?? {};
+    t.like(sent, { metadata: { user_id: 'user-42' }, service_tier: 'standard_only' }, path);
+    t.false(['prompt_cache_key', 'prompt_cache_retention', 'safety_identifier', 'user'].some((field) => field in sent), path);
   }
-  t.is(mock.calls.length, 2, 'no refused call was sent');
 });
 
 test.serial('an output limit below the 16 tokens the Responses API takes is refused by name before a translated call to it is sent', async (t) => {

@@ -7,15 +7,18 @@ import { createOpenAI } from '@ai-sdk/openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { ChatAnthropic } from '@langchain/anthropic';
 import { ChatOpenAI } from '@langchain/openai';
-import { generateText, streamText, tool } from 'ai';
+import { generateText, stepCountIs, streamText, tool } from 'ai';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
+import { betaZodOutputFormat } from '@anthropic-ai/sdk/helpers/beta/zod';
 import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
+import { HumanMessage, ToolMessage } from '@langchain/core/messages';
 import OpenAI, { toFile } from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { makePdf } from '../helpers/models-pdf.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { referenceApp } from '../spec/reference-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
 
 // The SDKs as their users write them, against the reference server, calling models of the other
 // format: the openai SDK a model on an `anthropic` provider, @anthropic-ai/sdk one on an `openai`
@@ -27,6 +30,7 @@ const fixture = (name: string) => readFile(new URL(`../../../test/fixtures/trans
 const ANTHROPIC_TOOL_STREAM = await fixture('anthropic-text-and-parallel-tool-use.sse');
 const OPENAI_TOOL_STREAM = await fixture('openai-parallel-tool-calls.sse');
 const OPENAI_TEXT_STREAM = await fixture('openai-text.sse');
+const ANTHROPIC_THINKING_STREAM = await fixture('anthropic-thinking-then-text.sse');
 const RESPONSES_TOOL_STREAM = await fixture('openai-responses-text-and-function-calls.sse');
 const responsesToolAnswer = (JSON.parse(await fixture('chat-to-responses-tool-history-image.case.json')) as { upstreamAnswer: unknown }).upstreamAnswer;
 
@@ -130,6 +134,13 @@ const openAIWeatherJson = {
   choices: [{ index: 0, message: { role: 'assistant', content: WEATHER_JSON, refusal: null }, logprobs: null, finish_reason: 'stop' }],
 };
 
+// A tool loop's last turn: a tool's result is answered with text, so that the loop ends.
+const lastTurn = (body: Record<string, unknown>) => (Array.isArray(body.messages) ? body.messages.at(-1) : undefined) as Record<string, unknown> | undefined;
+const afterToolResult = (body: Record<string, unknown>) => lastTurn(body)?.role === 'tool' || JSON.stringify(lastTurn(body)?.content ?? '').includes('"tool_result"');
+const anthropicTextAnswer = { ...anthropicToolAnswer, content: [{ type: 'text', text: 'Sunny everywhere.' }], stop_reason: 'end_turn' };
+const anthropicThinkingAnswer = { ...anthropicToolAnswer, content: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }, ...anthropicToolAnswer.content] };
+const openAITextAnswer = { ...openAIToolAnswer, choices: [{ index: 0, message: { role: 'assistant', content: 'Sunny everywhere.', refusal: null }, logprobs: null, finish_reason: 'stop' }] };
+
 const upstream = createServer(async (req: IncomingMessage, res) => {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -139,12 +150,15 @@ const upstream = createServer(async (req: IncomingMessage, res) => {
   const json = (answer: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
   if (req.url === '/v1/messages') {
     if (body.output_config !== undefined) return json(anthropicWeatherJson);
+    if (afterToolResult(body) && body.stream !== true) return json(anthropicTextAnswer);
+    if (body.thinking !== undefined) return body.stream === true ? events(ANTHROPIC_THINKING_STREAM) : json(anthropicThinkingAnswer);
     if (body.stream === true) return events(ANTHROPIC_TOOL_STREAM);
     return json(anthropicToolAnswer);
   }
   if (req.url === '/v1/chat/completions') {
     if (refuses(body)) return body.stream === true ? events(CHAT_REFUSAL_STREAM) : json(chatRefusal);
     if (body.response_format !== undefined) return json(openAIWeatherJson);
+    if (afterToolResult(body) && body.stream !== true) return json(openAITextAnswer);
     if (body.stream === true) return events(isInterleavedCall(body) ? INTERLEAVED_TOOL_STREAM : Array.isArray(body.tools) ? OPENAI_TOOL_STREAM : OPENAI_TEXT_STREAM);
     return json(openAIToolAnswer);
   }
@@ -392,9 +406,9 @@ test.serial('anthropic SDK countTokens for a model without a counting endpoint: 
   t.is(upstreamRequests.length, before);
 });
 
-test.serial('anthropic SDK: thinking blocks sent back to an openai model are refused by name', async (t) => {
-  const err = await t.throwsAsync(
-    anthropicClient(t).messages.create({
+test.serial("anthropic SDK: thinking blocks sent back to an openai model are left out, named, for when the conversation goes back to Claude", async (t) => {
+  const { data, response } = await anthropicClient(t)
+    .messages.create({
       model: 'gpt-mock',
       max_tokens: 100,
       messages: [
@@ -402,10 +416,15 @@ test.serial('anthropic SDK: thinking blocks sent back to an openai model are ref
         { role: 'assistant', content: [{ type: 'thinking', thinking: 'Hmm.', signature: 'sig' }, { type: 'text', text: 'Hello.' }] },
         { role: 'user', content: 'Again?' },
       ],
-    }),
-    { instanceOf: Anthropic.BadRequestError },
-  );
-  t.regex(err?.message ?? '', /messages.*reasoning/);
+    })
+    .withResponse();
+  t.is(data.model, 'gpt-mock');
+  t.is(response.headers.get('x-kmg-omitted'), 'thinking');
+  t.deepEqual(lastUpstream('/v1/chat/completions')?.messages, [
+    { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
+    { role: 'assistant', content: 'Hello.' },
+    { role: 'user', content: [{ type: 'text', text: 'Again?' }] },
+  ]);
 });
 
 test.serial('an upstream without the path (404, no API error) is a non-retryable 404 naming it', async (t) => {
@@ -586,4 +605,147 @@ test.serial('@anthropic-ai/sdk messages.parse() → openai provider: output_conf
   });
   t.deepEqual(message.parsed_output, { city: 'Paris', temperature_c: 18 });
   t.like(lastUpstream('/v1/chat/completions')?.response_format, { type: 'json_schema', json_schema: { name: 'response', strict: true, schema: { type: 'object' } } });
+});
+
+// The tool loops of the SDKs, as their users write them, on a translated model each way: what the
+// gateway answered, and what each SDK adds to it, goes back as the next turn's history.
+
+test.serial('openai SDK tool loop → anthropic provider: the message pushed back as the SDK hands it, whole and after .stream().finalChatCompletion()', async (t) => {
+  const client = openaiClient(t);
+  const question: OpenAI.Chat.ChatCompletionMessageParam = { role: 'user', content: 'Weather in SF and Paris?' };
+  const loop = async (message: OpenAI.Chat.ChatCompletionMessage) => {
+    const results = (message.tool_calls ?? []).map((call): OpenAI.Chat.ChatCompletionMessageParam => ({ role: 'tool', tool_call_id: call.id, content: '18°C' }));
+    t.is(results.length, 2);
+    const next = await client.chat.completions.create({ model: 'claude-mock', messages: [question, message, ...results], tools: [weatherTool] });
+    t.is(next.choices[0]?.message.content, 'Sunny everywhere.');
+    t.like(lastUpstream('/v1/messages')?.messages, [{ role: 'user' }, { role: 'assistant' }, { role: 'user', content: [{ type: 'tool_result' }, { type: 'tool_result' }] }]);
+  };
+  const whole = await client.chat.completions.create({ model: 'claude-mock', messages: [question], tools: [weatherTool] });
+  await loop(whole.choices[0]!.message);
+  const streamed = await client.chat.completions.stream({ model: 'claude-mock', messages: [question], tools: [weatherTool] }).finalChatCompletion();
+  await loop(streamed.choices[0]!.message);
+});
+
+test.serial('openai SDK responses tool loop → anthropic provider: the output items pushed back as the SDK hands them', async (t) => {
+  const client = openaiClient(t);
+  const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', parameters: weatherTool.function.parameters ?? null, strict: false }];
+  const first = await client.responses.create({ model: 'claude-mock', input: 'Weather in SF and Paris?', tools });
+  const results = first.output.flatMap((item): OpenAI.Responses.ResponseInputItem[] => (item.type === 'function_call' ? [{ type: 'function_call_output', call_id: item.call_id, output: '18°C' }] : []));
+  const question: OpenAI.Responses.ResponseInputItem = { role: 'user', content: 'Weather in SF and Paris?' };
+  const next = await client.responses.create({ model: 'claude-mock', input: [question, ...(first.output as OpenAI.Responses.ResponseInputItem[]), ...results], tools });
+  t.is(next.output_text, 'Sunny everywhere.');
+});
+
+test.serial('openai SDK runTools → anthropic provider: the loop runs the tool and ends on the answer', async (t) => {
+  const ran: string[] = [];
+  const runner = openaiClient(t).chat.completions.runTools({
+    model: 'claude-mock',
+    messages: [{ role: 'user', content: 'Weather in SF and Paris?' }],
+    tools: [
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: 'The weather at a place',
+          parameters: { type: 'object', properties: { location: { type: 'string' } } },
+          parse: (input: string) => JSON.parse(input) as { location: string },
+          function: ({ location }: { location: string }) => {
+            ran.push(location);
+            return '18°C';
+          },
+        },
+      },
+    ],
+  });
+  t.is(await runner.finalContent(), 'Sunny everywhere.');
+  t.deepEqual(ran, ['San Francisco, CA', 'Paris, France']);
+});
+
+// Without a thread (`thread: false`): a message thread is a conversation Anthropic stores, which no
+// other provider keeps; the runner's own fallback needs error details Shape B does not have.
+test.serial('anthropic SDK toolRunner (thread: false) → chat-only openai provider: the loop runs the tool and ends on the answer', async (t) => {
+  const ran: string[] = [];
+  const final = await anthropicClient(t).beta.messages.toolRunner({
+    thread: false,
+    model: 'gpt-mock',
+    max_tokens: 200,
+    messages: [{ role: 'user', content: 'Weather in Paris and Bogotá?' }],
+    tools: [
+      betaTool({
+        name: 'get_weather',
+        description: 'The weather at a place',
+        inputSchema: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] },
+        run: ({ location }) => {
+          ran.push(location);
+          return '18°C';
+        },
+      }),
+    ],
+  });
+  t.deepEqual(final.content.map((block) => (block.type === 'text' ? block.text : block.type)), ['Sunny everywhere.']);
+  t.deepEqual(ran, ['Paris, France', 'Bogotá, Colombia']);
+});
+
+test.serial('AI SDK stopWhen: a multi-step tool loop on a translated model each way', async (t) => {
+  const openai = createOpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key, fetch: t.context.fetch });
+  const anthropic = createAnthropic({ baseURL: `${gateway.url}/v1`, apiKey: key, fetch: t.context.fetch });
+  for (const model of [openai('claude-mock'), openai.chat('claude-mock'), anthropic('gpt-mock')]) {
+    // On the Responses API, without OpenAI's store: the earlier turns go back whole, not as
+    // references to stored items, which only the provider that stored them could follow.
+    const generated = await generateText({ model, prompt: 'Weather?', tools: { get_weather: weather }, stopWhen: stepCountIs(3), providerOptions: { openai: { store: false } } });
+    t.is(generated.steps.length, 2, model.modelId);
+    t.is(generated.text, 'Sunny everywhere.', model.modelId);
+  }
+});
+
+test.serial('LangChain bindTools: a tool loop on a translated model each way', async (t) => {
+  const models = [
+    new ChatOpenAI({ model: 'claude-mock', apiKey: key, maxRetries: 0, configuration: { baseURL: `${gateway.url}/v1`, fetch: t.context.fetch } }),
+    new ChatAnthropic({ model: 'gpt-mock', apiKey: key, maxRetries: 0, anthropicApiUrl: gateway.url, clientOptions: { fetch: t.context.fetch } }),
+  ];
+  for (const model of models) {
+    const bound = model.bindTools([weatherTool]);
+    const question = new HumanMessage('Weather?');
+    const called = await bound.invoke([question]);
+    t.is(called.tool_calls?.length, 2);
+    const results = (called.tool_calls ?? []).map((call) => new ToolMessage({ tool_call_id: call.id ?? '', content: '18°C' }));
+    const answered = await bound.invoke([question, called, ...results]);
+    t.is(answered.text, 'Sunny everywhere.');
+  }
+});
+
+test.serial('anthropic SDK beta.messages.parse() on a model of an openai provider: its own structured-outputs beta and output_format are carried', async (t) => {
+  const message = await anthropicClient(t).beta.messages.parse({
+    model: 'gpt-mock',
+    max_tokens: 200,
+    messages: [{ role: 'user', content: 'The weather in Paris, as JSON.' }],
+    output_format: betaZodOutputFormat(weatherSchema),
+  });
+  t.deepEqual(message.parsed_output, { city: 'Paris', temperature_c: 18 });
+  t.like(lastUpstream('/v1/chat/completions')?.response_format, { type: 'json_schema', json_schema: { strict: true } });
+});
+
+test.serial('anthropic SDK beta.messages.countTokens() on a model of an openai provider: its own token-counting beta is accepted', async (t) => {
+  const counted = await anthropicClient(t).beta.messages.countTokens({ model: 'gpt-mock', messages: [{ role: 'user', content: 'Hello there, how are you?' }] });
+  t.true(counted.input_tokens > 0);
+});
+
+test.serial("openai SDK with reasoning_effort → anthropic provider: Claude's signed thinking comes back in thinking_blocks and goes back with the tool loop, whole and streamed", async (t) => {
+  const client = openaiClient(t);
+  const question: OpenAI.Chat.ChatCompletionMessageParam = { role: 'user', content: 'Weather in SF and Paris?' };
+  const whole = await client.chat.completions.create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question], tools: [weatherTool] });
+  const message = whole.choices[0]!.message;
+  t.like(message, { reasoning_content: 'Both cities.', thinking_blocks: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }] } as object);
+  const results = (message.tool_calls ?? []).map((call): OpenAI.Chat.ChatCompletionMessageParam => ({ role: 'tool', tool_call_id: call.id, content: '18°C' }));
+  const next = await client.chat.completions.create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question, message, ...results], tools: [weatherTool] }).withResponse();
+  t.is(next.response.headers.get('x-kmg-omitted'), null, 'thinking stays on: its signed thinking came back');
+  const sent = lastUpstream('/v1/messages');
+  t.like(sent, { thinking: { type: 'enabled', budget_tokens: 2048 } });
+  t.like((sent?.messages as unknown[])[1], { role: 'assistant', content: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }, { type: 'text' }, { type: 'tool_use' }] });
+
+  const streamed = await client.chat.completions.stream({ model: 'claude-mock', reasoning_effort: 'low', messages: [question] }).finalChatCompletion();
+  const thought = streamed.choices[0]!.message;
+  t.like(thought, { content: 'Two.', thinking_blocks: [{ type: 'thinking', thinking: 'Two pages, so: two.', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' }] } as object);
+  await client.chat.completions.create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question, thought, { role: 'user', content: 'And Bogotá?' }] });
+  t.like((lastUpstream('/v1/messages')?.messages as unknown[])[1], { content: [{ type: 'thinking', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' }, { type: 'text', text: 'Two.' }] });
 });

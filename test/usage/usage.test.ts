@@ -241,7 +241,7 @@ test('rows come in day order, or by id in byte order with calls without a model 
   const byDay = await usageReport(usage);
   t.is(byDay.by, 'day');
   t.deepEqual(byDay.rows.map((row) => row.group), ['2030-01-14', '2030-01-15', '2030-01-16']);
-  t.deepEqual(byDay.totals, { requests: 4, answered: 3, refused: 1, inputTokens: 111, outputTokens: 222, costUsd: 10.0000053 });
+  t.deepEqual(byDay.totals, { requests: 4, answered: 3, refused: 1, inputTokens: 111, outputTokens: 222, costUsd: 10.0000053, cacheHits: 0, costSavedUsd: 0 });
   t.deepEqual((await usageReport(usage, { by: 'model' })).rows.map((row) => row.group), ['a-model', 'b-model', null]);
   t.deepEqual((await usageReport(usage, { by: 'key' })).rows.map((row) => row.group), ['key_B', 'key_a', 'key_b']);
 });
@@ -252,10 +252,10 @@ test('the filters narrow the totals as well as the rows', async (t) => {
   t.deepEqual(report, {
     by: 'key',
     series: null,
-    totals: { requests: 2, answered: 2, refused: 0, inputTokens: 11, outputTokens: 22, costUsd: 10.0000003 },
+    totals: { requests: 2, answered: 2, refused: 0, inputTokens: 11, outputTokens: 22, costUsd: 10.0000003, cacheHits: 0, costSavedUsd: 0 },
     rows: [
-      { group: 'key_a', requests: 1, answered: 1, refused: 0, inputTokens: 10, outputTokens: 20, costUsd: 10 },
-      { group: 'key_b', requests: 1, answered: 1, refused: 0, inputTokens: 1, outputTokens: 2, costUsd: 0.0000003 },
+      { group: 'key_a', requests: 1, answered: 1, refused: 0, inputTokens: 10, outputTokens: 20, costUsd: 10, cacheHits: 0, costSavedUsd: 0 },
+      { group: 'key_b', requests: 1, answered: 1, refused: 0, inputTokens: 1, outputTokens: 2, costUsd: 0.0000003, cacheHits: 0, costSavedUsd: 0 },
     ],
   });
 });
@@ -265,19 +265,21 @@ test('with series, each row is split by the second grouping, in the same order, 
   await usage.insert([usageRecord({ time: Date.parse('2030-01-16T10:00:00Z'), model: 'a-model', keyId: 'key_b', inputTokens: 1000, outputTokens: 2000, costPicoUsd: 1_000_000_000_000 })]);
   const report = await usageReport(usage, { account: 'acme', by: 'day', series: 'model' });
   t.is(report.series, 'model');
-  t.deepEqual(report.totals, { requests: 4, answered: 3, refused: 1, inputTokens: 1011, outputTokens: 2022, costUsd: 11.0000003 });
+  t.deepEqual(report.totals, { requests: 4, answered: 3, refused: 1, inputTokens: 1011, outputTokens: 2022, costUsd: 11.0000003, cacheHits: 0, costSavedUsd: 0 });
   t.deepEqual(report.rows, [
-    { group: '2030-01-14', requests: 1, answered: 0, refused: 1, inputTokens: 0, outputTokens: 0, costUsd: 0, series: [{ group: null, requests: 1, answered: 0, refused: 1, inputTokens: 0, outputTokens: 0, costUsd: 0 }] },
-    { group: '2030-01-15', requests: 1, answered: 1, refused: 0, inputTokens: 10, outputTokens: 20, costUsd: 10, series: [{ group: 'a-model', requests: 1, answered: 1, refused: 0, inputTokens: 10, outputTokens: 20, costUsd: 10 }] },
+    { group: '2030-01-14', requests: 1, answered: 0, refused: 1, inputTokens: 0, outputTokens: 0, costUsd: 0, cacheHits: 0, costSavedUsd: 0, series: [{ group: null, requests: 1, answered: 0, refused: 1, inputTokens: 0, outputTokens: 0, costUsd: 0, cacheHits: 0, costSavedUsd: 0 }] },
+    { group: '2030-01-15', requests: 1, answered: 1, refused: 0, inputTokens: 10, outputTokens: 20, costUsd: 10, cacheHits: 0, costSavedUsd: 0, series: [{ group: 'a-model', requests: 1, answered: 1, refused: 0, inputTokens: 10, outputTokens: 20, costUsd: 10, cacheHits: 0, costSavedUsd: 0 }] },
     {
       group: '2030-01-16',
       requests: 2, answered: 2, refused: 0,
       inputTokens: 1001,
       outputTokens: 2002,
       costUsd: 1.0000003,
+      cacheHits: 0,
+      costSavedUsd: 0,
       series: [
-        { group: 'a-model', requests: 1, answered: 1, refused: 0, inputTokens: 1000, outputTokens: 2000, costUsd: 1 },
-        { group: 'b-model', requests: 1, answered: 1, refused: 0, inputTokens: 1, outputTokens: 2, costUsd: 0.0000003 },
+        { group: 'a-model', requests: 1, answered: 1, refused: 0, inputTokens: 1000, outputTokens: 2000, costUsd: 1, cacheHits: 0, costSavedUsd: 0 },
+        { group: 'b-model', requests: 1, answered: 1, refused: 0, inputTokens: 1, outputTokens: 2, costUsd: 0.0000003, cacheHits: 0, costSavedUsd: 0 },
       ],
     },
   ]);

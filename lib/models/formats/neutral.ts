@@ -32,15 +32,37 @@ export interface Tool {
   description?: string;
   /** The JSON schema of its arguments. */
   parameters: Record<string, unknown>;
+  /** True: the arguments follow the schema exactly (OpenAI's `strict`, Anthropic's `strict`). */
+  strict?: boolean;
 }
 
 export type ToolChoice = { type: 'auto' | 'none' | 'required' } | { type: 'tool'; name: string };
 
 /**
  * The fields OpenAI's Chat Completions and Responses share, by name and meaning: carried between
- * the two as the client sent them.
+ * the two as the client sent them; hints Messages has no place for (`safety_identifier` is carried
+ * there as the end user's id).
  */
-export const OPENAI_SHARED_FIELDS = ['metadata', 'service_tier', 'prompt_cache_key', 'safety_identifier'] as const;
+export const OPENAI_SHARED_FIELDS = ['metadata', 'prompt_cache_key', 'prompt_cache_retention', 'prompt_cache_options', 'safety_identifier'] as const;
+
+/** How hard a model thinks, by OpenAI's names (`reasoning_effort`, `output_config.effort` of Messages). */
+export type Effort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+export const EFFORTS: readonly Effort[] = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
+
+/**
+ * The thinking budget of each effort, in tokens, as a Messages provider is sent it; back, a budget
+ * is the least effort whose budget holds it, `high` above (docs/TRANSLATION.md, "Reasoning").
+ */
+export const EFFORT_BUDGETS: Readonly<Record<Exclude<Effort, 'none'>, number>> = { minimal: 1024, low: 2048, medium: 8192, high: 24_576, xhigh: 32_768, max: 65_536 };
+const BUDGET_EFFORTS = ['minimal', 'low', 'medium'] as const;
+
+/** The OpenAI effort of `reasoning`: its own, or its budget's; none when adaptive (the model's default) or unset. */
+export function effortOf(reasoning: Request['reasoning']): Effort | undefined {
+  if (reasoning?.effort !== undefined) return reasoning.effort;
+  const budget = reasoning?.budgetTokens;
+  if (budget === undefined) return undefined;
+  return BUDGET_EFFORTS.find((effort) => budget <= EFFORT_BUDGETS[effort]) ?? 'high';
+}
 
 /** A request, whatever format it came in. */
 export interface Request {
@@ -59,10 +81,14 @@ export interface Request {
   stop?: string[];
   /** JSON mode (`json`) or a JSON schema the answer follows. */
   responseFormat?: { type: 'json' } | { type: 'json-schema'; name: string; schema: Record<string, unknown>; strict?: boolean };
-  /** How much the model may think: a token budget, or an effort. */
-  reasoning?: { budgetTokens?: number; effort?: 'low' | 'medium' | 'high' };
+  /** How much the model may think: a token budget, an effort, or as much as the model decides (`adaptive`). */
+  reasoning?: { budgetTokens?: number; effort?: Effort; adaptive?: true };
   /** An end user's id, for the provider's abuse checks. */
   user?: string;
+  /** The capacity the call is served from, by OpenAI's names: `auto`, `default`, `flex`, `priority`... */
+  serviceTier?: string;
+  /** How long an answer OpenAI's models give: `low`, `medium`, `high`. */
+  verbosity?: string;
   /** `OPENAI_SHARED_FIELDS` the client set, as it set them: Messages has no place for them. */
   openAI?: Partial<Record<(typeof OPENAI_SHARED_FIELDS)[number], unknown>>;
 }

@@ -13,7 +13,7 @@ import type { Part, Request, StreamPart, Usage } from './neutral.js';
 import { responsesFormat } from './responses/index.js';
 import { checkToolChoice, type ReadRequest, type WireFormat } from './wire-format.js';
 
-type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens'>;
+type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens' | 'embeddings'>;
 
 const FORMATS: Readonly<Record<FormatEndpoint, WireFormat>> = {
   chatCompletions: chatCompletionsFormat,
@@ -34,9 +34,10 @@ export interface Translation {
   readonly target: ProviderEndpoint;
   /**
    * Refuses (400, by name) what cannot be carried over, before anything is sent or counted: in
-   * the body, or in the client's headers meant for the upstream (`anthropic-beta`).
+   * the body, or in the client's headers meant for the upstream (`anthropic-beta`). Answers what
+   * it would leave out, by name (`x-kmg-omitted`).
    */
-  check(body: JsonObject, headers: Readonly<Record<string, string>>): void;
+  check(body: JsonObject, headers: Readonly<Record<string, string>>): string[];
   /** Sends the translated request, and answers as the client's format would: JSON or events. */
   send(request: ProviderRequest): Promise<TranslatedAnswer>;
 }
@@ -47,7 +48,12 @@ export interface Translation {
  */
 export interface TranslatedAnswer extends ProviderAnswer {
   readonly usage: TokenUsage;
+  /** The client's fields and betas left out, by name: what the answer's `x-kmg-omitted` says. */
+  readonly omitted: readonly string[];
 }
+
+/** The header of a translated answer naming what was left out of the client's request (decisions.md). */
+export const OMITTED_HEADER = 'x-kmg-omitted';
 
 const EVENT_STREAM = /^text\/event-stream\b/i;
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -59,6 +65,8 @@ const EVENT_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8' };
  */
 export function translation(client: ProviderEndpoint, provider: Provider): Translation | undefined {
   if (client === 'countTokens') return estimate(provider);
+  // Embeddings have no other format: a provider has them (embeddingsSender()) or not.
+  if (client === 'embeddings') return undefined;
   const from = FORMATS[client];
   for (const target of TARGETS[client]) {
     const method = provider[target];
@@ -69,23 +77,27 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
       checkToolChoice(request);
       return request;
     };
+    // The request as the provider's format, and what was left out of it: of the body, then of the headers.
+    const write = (body: JsonObject, headers: Readonly<Record<string, string>>) => {
+      const betas = from.client.checkHeaders?.(headers, FORMATS[target].name) ?? [];
+      const neutral = read(body);
+      const written = to.writeRequest(neutral);
+      return { neutral, written, omitted: [...neutral.omitted, ...betas] };
+    };
     return {
       target,
-      check(body, headers) {
-        from.client.checkHeaders?.(headers, FORMATS[target].name);
-        to.writeRequest(read(body));
-      },
+      check: (body, headers) => write(body, headers).omitted,
       async send(request) {
-        const neutral = read(request.body);
+        const { neutral, written, omitted } = write(request.body, request.headers);
         const call = (request as Partial<CallRequest>)[UPSTREAM_CALL];
         const maxBytes = call?.maxBytes ?? DEFAULT_MAX_UPSTREAM_BYTES;
-        const answer = providerAnswer(await method.call(provider, withBody(request, to.writeRequest(neutral))));
+        const answer = providerAnswer(await method.call(provider, withBody(request, written)));
         const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
         // A refusal or a failure is answered as a native call's is (decisions.md: 5xx is 502).
-        if (answer.statusCode < 200 || answer.statusCode > 299) return { ...answer, usage };
-        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: translatedJson(answer.body, from, to, neutral, usage, { maxBytes, call }), usage };
-        if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return { ...answer, usage };
-        return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage, maxBytes)), usage };
+        if (answer.statusCode < 200 || answer.statusCode > 299) return { ...answer, usage, omitted };
+        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: translatedJson(answer.body, from, to, neutral, usage, { maxBytes, call }), usage, omitted };
+        if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return { ...answer, usage, omitted };
+        return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage, maxBytes)), usage, omitted };
       },
     };
   }
@@ -115,7 +127,7 @@ function tokenUsage(usage: Usage): TokenUsage {
  * `request` with another body. One made by `UpstreamCall.request()` is made again by its call,
  * so that its signal stays unmade until a provider reads it: spreading it would make it.
  */
-function withBody(request: ProviderRequest, body: JsonObject): ProviderRequest {
+export function withBody(request: ProviderRequest, body: JsonObject): ProviderRequest {
   const call = (request as Partial<CallRequest>)[UPSTREAM_CALL];
   return call ? call.request(body, request.headers) : { ...request, body };
 }
@@ -273,10 +285,11 @@ export function estimateInputTokens(request: Request): number {
  * a token.
  */
 export function estimateCallInputTokens(endpoint: ProviderEndpoint, body: JsonObject): number {
-  if (endpoint !== 'countTokens') {
-    const format = FORMATS[endpoint];
+  if (endpoint !== 'countTokens' && endpoint !== 'embeddings') {
+    // Read as if translated to its first target: a reader knows the classes of its fields only there.
+    const target = FORMATS[TARGETS[endpoint][0] as FormatEndpoint].name;
     try {
-      return estimateInputTokens(format.client.readRequest(body, format.name));
+      return estimateInputTokens(FORMATS[endpoint].client.readRequest(body, target));
     } catch {
       // Read as text below.
     }
@@ -296,17 +309,24 @@ function estimate(provider: Provider): Translation | undefined {
   if (target === undefined) return undefined;
   const to = FORMATS[target];
   const read = (body: JsonObject): ReadRequest => messagesFormat.client.readRequest(body, to.name);
+  const write = (body: JsonObject, headers: Readonly<Record<string, string>>) => {
+    const betas = messagesFormat.client.checkHeaders?.(headers, to.name) ?? [];
+    const neutral = read(body);
+    to.provider?.writeRequest(neutral);
+    return { neutral, omitted: [...neutral.omitted, ...betas] };
+  };
   return {
     target,
-    check(body, headers) {
-      messagesFormat.client.checkHeaders?.(headers, to.name);
-      to.provider?.writeRequest(read(body));
+    check: (body, headers) => write(body, headers).omitted,
+    send: async ({ body, headers }) => {
+      const { neutral, omitted } = write(body, headers);
+      return {
+        statusCode: 200,
+        headers: JSON_HEADERS,
+        body: Readable.from([JSON.stringify({ input_tokens: estimateInputTokens(neutral) })]),
+        usage: { inputTokens: 0, outputTokens: 0 },
+        omitted,
+      };
     },
-    send: async ({ body }) => ({
-      statusCode: 200,
-      headers: JSON_HEADERS,
-      body: Readable.from([JSON.stringify({ input_tokens: estimateInputTokens(read(body)) })]),
-      usage: { inputTokens: 0, outputTokens: 0 },
-    }),
   };
 }

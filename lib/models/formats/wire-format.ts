@@ -1,5 +1,5 @@
 import { isObject, type JsonObject } from '../content.js';
-import { invalid, OPENAI_SHARED_FIELDS, untranslatable, type Answer, type Request, type StreamReader, type StreamWriter } from './neutral.js';
+import { EFFORTS, invalid, OPENAI_SHARED_FIELDS, untranslatable, type Answer, type Effort, type Request, type StreamReader, type StreamWriter } from './neutral.js';
 
 /**
  * One wire format as translation sees it: what it reads and writes as the client's format
@@ -14,8 +14,11 @@ export interface WireFormat {
   readonly client: {
     /** `target` names the provider's format in refusals. */
     readRequest(body: JsonObject, target: string): ReadRequest;
-    /** Refuses a header meant for the upstream (lower-case names) whose effect a translated call cannot have. */
-    checkHeaders?(headers: Readonly<Record<string, string>>, target: string): void;
+    /**
+     * Refuses a header meant for the upstream (lower-case names) whose effect a translated call
+     * cannot have; answers the values it leaves out, named as `x-kmg-omitted` names them.
+     */
+    checkHeaders?(headers: Readonly<Record<string, string>>, target: string): string[];
     writeAnswer(answer: Answer, request: Request): JsonObject;
     streamWriter(request: Request): StreamWriter;
   };
@@ -29,6 +32,58 @@ export interface WireFormat {
 /** A neutral request with the names its fields had in the client's format, for the refusals of a writer. */
 export interface ReadRequest extends Request {
   params: Partial<Record<keyof Request, string>>;
+  /** The client's fields left out (class `omitted`), by name, each once: the answer's `x-kmg-omitted`. */
+  omitted: string[];
+}
+
+/**
+ * The four classes of a client's field in a translated call (docs/TRANSLATION.md):
+ * - `carried`: mapped to the target's equivalent;
+ * - `omitted`: a hint that cannot change the answer's content, left out and named in `x-kmg-omitted`;
+ * - `refused`: it would change the answer and the target has no equivalent: 400 naming it;
+ * - `validated`: carried within the target's bounds, checked before anything is sent.
+ */
+export type FieldClass = 'carried' | 'omitted' | 'refused' | 'validated';
+
+/** The formats by their names, as `target` gives them to a reader. */
+export type FormatName = 'Chat Completions' | 'Responses' | 'Messages';
+
+/** How translation treats one field of a client's request: the data its reader, its writer and docs/TRANSLATION.md follow. */
+export interface FieldRule {
+  /** Its class, the same to every target, or by the target's name. */
+  readonly class: FieldClass | Readonly<Partial<Record<FormatName, FieldClass>>>;
+  /** Values that change nothing (its default): accepted whatever the class, and never named. Unset: null. */
+  readonly inert?: (value: unknown) => boolean;
+  /** What becomes of it, in a few words, for the docs. */
+  readonly note: string;
+}
+
+export type FieldRules = Readonly<Record<string, FieldRule>>;
+
+/** The class of `rule` when the call is translated to `target`; `refused` for a target it does not name. */
+export function classOf(rule: FieldRule, target: string): FieldClass {
+  return typeof rule.class === 'string' ? rule.class : (rule.class[target as FormatName] ?? 'refused');
+}
+
+/**
+ * Sorts the fields of `body` by `rules` for a call translated to `target`: a field no rule names, or
+ * one in class `refused` with a value that is not inert, is refused (400, by name); one in class
+ * `omitted` is added to `omitted` by its name. Carried and validated fields are left to the reader.
+ */
+export function sortFields(body: JsonObject, rules: FieldRules, target: string, omitted: string[], prefix = ''): void {
+  for (const [key, value] of Object.entries(body)) {
+    const rule = Object.hasOwn(rules, key) ? rules[key] : undefined;
+    if (rule === undefined) throw untranslatable(`${prefix}${key}`, target);
+    if (absent(value) || rule.inert?.(value)) continue;
+    const kind = classOf(rule, target);
+    if (kind === 'refused') throw untranslatable(`${prefix}${key}`, target);
+    if (kind === 'omitted') omit(omitted, key);
+  }
+}
+
+/** Adds `name` to a request's omitted fields, once. */
+export function omit(omitted: string[], name: string): void {
+  if (!omitted.includes(name)) omitted.push(name);
 }
 
 /** A data URL's media type and base64 data; undefined for any other URL. */
@@ -117,19 +172,40 @@ export function refuseUnknown(body: JsonObject, known: Readonly<Record<string, (
 /** Field checks for `refuseUnknown()`. */
 export const any = () => true;
 export const absent = (value: unknown) => value === null || value === undefined;
-export const falsy = (value: unknown) => absent(value) || value === false;
 /** Unset, or the value everything else behaves as anyway. */
 export const defaultOnly = (expected: unknown) => (value: unknown) => absent(value) || value === expected;
 
 /** The `OPENAI_SHARED_FIELDS` that `body` sets, for a reader of either OpenAI format; undefined when none. */
-export function readOpenAIShared(body: JsonObject): Request['openAI'] {
+function readOpenAIShared(body: JsonObject): Request['openAI'] {
   let shared: Request['openAI'];
   for (const field of OPENAI_SHARED_FIELDS) if (!absent(body[field])) (shared ??= {})[field] = body[field];
   return shared;
 }
 
-/** `OPENAI_SHARED_FIELDS` accepted as they are, in a reader's `known`. */
-export const OPENAI_SHARED_KNOWN = Object.fromEntries(OPENAI_SHARED_FIELDS.map((field) => [field, any]));
+
+/**
+ * The end user of an OpenAI body, and OpenAI's shared fields, as `target` takes them: between the
+ * OpenAI formats as they are; to Messages, `safety_identifier` (else `user`) as its end user's id,
+ * `user` omitted when both are set (the hints are omitted by their rules).
+ */
+export function readEndUser(body: JsonObject, target: string, omitted: string[]): Pick<Request, 'user' | 'openAI'> {
+  const user = optionalString(body, 'user');
+  const safetyIdentifier = optionalString(body, 'safety_identifier');
+  if (target !== 'Messages') {
+    const openAI = readOpenAIShared(body);
+    return { ...(user !== undefined && { user }), ...(openAI && { openAI }) };
+  }
+  if (safetyIdentifier !== undefined && user !== undefined) omit(omitted, 'user');
+  const id = safetyIdentifier ?? user;
+  return id === undefined ? {} : { user: id };
+}
+
+/** An OpenAI effort (`reasoning_effort`, `reasoning.effort`), read; undefined when unset. */
+export function readEffort(value: unknown, param: string): Request['reasoning'] {
+  if (absent(value)) return undefined;
+  if (!EFFORTS.includes(value as Effort)) throw invalid(param, `must be one of ${EFFORTS.join(', ')}`);
+  return { effort: value as Effort };
+}
 
 /** The JSON text of a tool call's arguments as an object, as Messages and Responses items carry them. */
 export function argumentsObject(input: string): JsonObject {

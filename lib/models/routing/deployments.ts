@@ -1,5 +1,6 @@
 import { tokenPrice, type TokenPrice } from '../../cost/price.js';
 import type { ResolvedModel } from '../catalog.js';
+import { embeddingsSender } from '../formats/embeddings/answer.js';
 import { translation, type Translation } from '../formats/translate.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from '../provider.js';
 
@@ -40,7 +41,7 @@ export function modelRoutes(catalog: readonly ResolvedModel[], providers: readon
     for (const { provider: providerId, upstreamModel, weight } of model.deployments) {
       const provider = byId.get(providerId);
       if (provider === undefined) continue;
-      const native = provider[endpoint]?.bind(provider);
+      const native = endpoint === 'embeddings' ? embeddingsSender(provider) : provider[endpoint]?.bind(provider);
       // A provider that speaks the format is called natively; another is translated to when it can be.
       const translated = native ? undefined : translation(endpoint, provider);
       const send = native ?? translated?.send;

@@ -1,7 +1,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import { parseOptions, positiveInteger, settingsObject, timerMs } from '../../settings/schemas.js';
-import { MemoryCooldownStore, type CooldownPolicy, type CooldownStore } from './cooldown-store.js';
+import { MemoryCooldownStore } from '../../stores/memory/cooldown-store.js';
+import type { CooldownPolicy, CooldownStore } from './cooldown-store.js';
 
 /** The statuses retried by default: timeouts, rate limits and the upstream's own failures (decisions.md). */
 export const DEFAULT_RETRY_STATUSES: readonly number[] = [408, 429, 500, 502, 503, 504, 529];

@@ -7,10 +7,12 @@ const TABLE = 'kmg_admin_sessions';
 
 interface SessionRow {
   hash: string;
-  token_id: string;
+  token_id: string | null;
+  user_id: string | null;
   csrf_token: string;
   created_at: number | string;
   expires_at: number | string;
+  last_seen_at: number | string | null;
 }
 
 /**
@@ -32,9 +34,11 @@ export class KnexAdminSessionStore implements AdminSessionStore {
     const row = {
       hash: session.hash,
       token_id: session.tokenId,
+      user_id: session.userId,
       csrf_token: session.csrfToken,
       created_at: session.createdAt,
       expires_at: session.expiresAt,
+      last_seen_at: session.lastSeenAt,
     };
     await withinTimeout(this.#timeoutMs, async () => this.#knex<SessionRow>(TABLE).insert(row));
   }
@@ -47,10 +51,17 @@ export class KnexAdminSessionStore implements AdminSessionStore {
     return {
       hash: row.hash,
       tokenId: row.token_id,
+      userId: row.user_id,
       csrfToken: row.csrf_token,
       createdAt: Number(row.created_at),
       expiresAt: Number(row.expires_at),
+      // Sessions opened before last_seen_at existed: seen when they were opened.
+      lastSeenAt: Number(row.last_seen_at ?? row.created_at),
     };
+  }
+
+  async touch(hash: string, at: number): Promise<void> {
+    await withinTimeout(this.#timeoutMs, async () => this.#knex<SessionRow>(TABLE).where({ hash }).update({ last_seen_at: wholeSeconds(at) }));
   }
 
   async delete(hash: string): Promise<void> {

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import {
   withAuditId,
   type AuditAction,
+  type AuditChanges,
   type AuditActor,
   type AuditEntry,
   type AuditFilter,
@@ -25,12 +26,17 @@ interface AuditRow {
   account: string | null;
   token_id: string | null;
   replacement_id: string | null;
+  user_id: string | null;
   fields: string;
+  changes: string | null;
   address: string | null;
 }
 
-const toActor = (row: AuditRow): AuditActor =>
-  row.actor_type === 'cli' ? { type: 'cli', id: null, name: row.actor_name } : { type: 'admin_token', id: row.actor_id ?? '', name: row.actor_name };
+function toActor(row: AuditRow): AuditActor {
+  if (row.actor_type === 'cli') return { type: 'cli', id: null, name: row.actor_name };
+  if (row.actor_type === 'gateway') return { type: 'gateway', id: null, name: null };
+  return { type: row.actor_type === 'user' ? 'user' : 'admin_token', id: row.actor_id ?? '', name: row.actor_name };
+}
 
 // pg returns bigint columns as strings.
 const toEntry = (row: AuditRow): AuditEntry => ({
@@ -42,7 +48,9 @@ const toEntry = (row: AuditRow): AuditEntry => ({
   account: row.account,
   tokenId: row.token_id,
   replacementId: row.replacement_id,
+  userId: row.user_id,
   fields: JSON.parse(row.fields) as string[],
+  changes: row.changes === null ? null : (JSON.parse(row.changes) as AuditChanges),
   address: row.address,
 });
 
@@ -73,7 +81,9 @@ export class KnexAuditStore implements AuditStore {
       account: recorded.account,
       token_id: recorded.tokenId,
       replacement_id: recorded.replacementId,
+      user_id: recorded.userId,
       fields: JSON.stringify(recorded.fields),
+      changes: recorded.changes === null ? null : JSON.stringify(recorded.changes),
       address: recorded.address,
     };
     await withinTimeout(this.#timeoutMs, async () => this.#knex(TABLE).insert(row));

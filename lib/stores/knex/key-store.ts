@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
-import type { ApiKeyRecord, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import type { ApiKeyRecord, KeyCache, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
 import { assertKeyHint } from '../../auth/keys.js';
 import type { Scope } from '../../auth/scopes.js';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
@@ -20,8 +20,9 @@ const LIMIT_COLUMNS = {
 } as const satisfies Record<keyof ModelLimits, string>;
 /** Key ids per statement of `touch`. */
 const TOUCH_SLICE = 500;
-const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'original_id', 'last_used_at'];
-const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS), ...LINK_COLUMNS];
+const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'original_id', 'last_used_at', 'mcp_tools'];
+const CACHE_COLUMNS = ['cache_ttl_seconds', 'cache_per_key'];
+const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS), ...LINK_COLUMNS, ...CACHE_COLUMNS];
 
 interface KeyRow {
   id: string;
@@ -38,6 +39,10 @@ interface KeyRow {
   replaces: string | null;
   original_id: string | null;
   last_used_at: number | string | null;
+  cache_ttl_seconds: number | null;
+  cache_per_key: boolean | number;
+  /** JSON array; null: no grant. */
+  mcp_tools: string | null;
   limit_requests_per_minute: number | string | null;
   limit_tokens_per_minute: number | string | null;
   limit_tokens_per_day: number | string | null;
@@ -64,6 +69,14 @@ function limitColumns(limits: ModelLimits | null | undefined) {
   return Object.fromEntries(Object.entries(LIMIT_COLUMNS).map(([name, column]) => [column, limits?.[name as keyof ModelLimits] ?? null]));
 }
 
+// SQLite keeps a boolean as 0 or 1.
+const cacheColumns = (cache: KeyCache | null | undefined) => ({ cache_ttl_seconds: cache?.ttlSeconds ?? null, cache_per_key: cache?.perKey === true });
+
+function toCache(row: KeyRow): KeyCache | undefined {
+  if (row.cache_ttl_seconds === null) return undefined;
+  return { ttlSeconds: Number(row.cache_ttl_seconds), ...(Boolean(row.cache_per_key) && { perKey: true }) };
+}
+
 function toRow(record: ApiKeyRecord) {
   return {
     id: record.id,
@@ -75,17 +88,22 @@ function toRow(record: ApiKeyRecord) {
     expires_at: record.expiresAt,
     revoked_at: null,
     ...limitColumns(record.limits),
+    ...cacheColumns(record.cache),
     name: record.name ?? null,
     hint: record.hint ?? null,
     replaces: record.replaces ?? null,
     original_id: record.originalId ?? null,
+    mcp_tools: mcpToolsColumn(record.mcpTools),
   };
 }
 
+const mcpToolsColumn = (tools: string[] | undefined) => (tools === undefined || tools.length === 0 ? null : JSON.stringify(tools));
+
 function newRecord(key: NewApiKey, createdAt: number): ApiKeyRecord {
-  const { limits, ...rest } = key;
+  const { limits, mcpTools, ...rest } = key;
   return {
     ...rest,
+    ...(mcpTools !== undefined && mcpTools.length > 0 && { mcpTools: [...mcpTools] }),
     expiresAt: expirySeconds(key.expiresAt),
     ...(limits && hasModelLimits(limits) && { limits: { ...limits } }),
     id: `key_${randomAlphanumeric(24)}`,
@@ -96,6 +114,7 @@ function newRecord(key: NewApiKey, createdAt: number): ApiKeyRecord {
 
 function toRecord(row: KeyRow): ApiKeyRecord {
   const limits = toLimits(row);
+  const cache = toCache(row);
   return {
     id: row.id,
     account: row.account,
@@ -106,12 +125,14 @@ function toRecord(row: KeyRow): ApiKeyRecord {
     expiresAt: integer(row.expires_at),
     revokedAt: integer(row.revoked_at),
     ...(limits && { limits }),
+    ...(cache && { cache }),
     ...(row.name !== null && { name: row.name }),
     ...(row.hint !== null && { hint: row.hint }),
     ...(row.replaced_by !== null && { replacedBy: row.replaced_by }),
     ...(row.replaces !== null && { replaces: row.replaces }),
     ...(row.original_id !== null && { originalId: row.original_id }),
     ...(row.last_used_at !== null && { lastUsedAt: Number(row.last_used_at) }),
+    ...(row.mcp_tools !== null && { mcpTools: JSON.parse(row.mcp_tools) as string[] }),
   };
 }
 
@@ -173,7 +194,9 @@ export class KnexKeyStore implements KeyStore {
     if (update.expiresAt !== undefined) columns.expires_at = expirySeconds(update.expiresAt);
     // New limits replace the old ones whole: a limit left out is no longer the key's own.
     if (update.limits !== undefined) Object.assign(columns, limitColumns(update.limits));
+    if (update.cache !== undefined) Object.assign(columns, cacheColumns(update.cache));
     if (update.name !== undefined) columns.name = update.name;
+    if (update.mcpTools !== undefined) columns.mcp_tools = mcpToolsColumn(update.mcpTools);
     if (Object.keys(columns).length > 0) await withinTimeout(this.#timeoutMs, async () => this.#knex<KeyRow>(TABLE).where({ id }).update(columns));
     return this.get(id);
   }
@@ -198,8 +221,8 @@ export class KnexKeyStore implements KeyStore {
         return { outcome: row.replaced_by === null ? 'not_active' : 'replaced' };
       }
       const old = toRecord(row as KeyRow);
-      const { account, scopes, models, expiresAt, limits, name } = old;
-      const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
+      const { account, scopes, models, expiresAt, limits, cache, name, mcpTools } = old;
+      const kept = { ...(limits && { limits }), ...(cache && { cache }), ...(name !== undefined && { name }), ...(mcpTools && { mcpTools }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
       const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, now), id: replacementId, replaces: id, originalId: old.originalId ?? id };
       await trx<KeyRow>(TABLE).insert(toRow(replacement));
       old.expiresAt = wholeSeconds(expiresAt === null ? rotation.graceEndsAt : Math.min(expiresAt, rotation.graceEndsAt));

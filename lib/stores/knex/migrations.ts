@@ -240,7 +240,7 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
-    name: '20261207_keys_original_id',
+    name: '20261206_keys_original_id',
     async up(knex) {
       // The first key of a replacement's rotations: the one whose budget they all spend against.
       await knex.schema.alterTable('kmg_api_keys', (table) => {
@@ -250,6 +250,108 @@ const MIGRATIONS: Migration[] = [
     async down(knex) {
       await knex.schema.alterTable('kmg_api_keys', (table) => {
         table.dropColumn('original_id');
+      });
+    },
+  },
+  {
+    name: '20261206_admin_users',
+    async up(knex) {
+      // The dashboard's people (OIDC sign-in) and their sessions: a session belongs to an admin
+      // token or to a user; last_seen_at is what the idle timeout counts from.
+      await knex.schema.createTable('kmg_admin_users', (table) => {
+        table.bigIncrements('seq').primary(); // order of first sign-in
+        table.string('id', 64).notNullable().unique();
+        table.string('issuer', 512).notNullable();
+        table.string('subject', 255).notNullable();
+        table.string('email', 320);
+        table.string('name', 255);
+        table.string('role', 16); // assigned by an admin
+        table.string('claim_role', 16); // from the provider's claim at the last sign-in
+        table.boolean('disabled').notNullable().defaultTo(false);
+        table.bigInteger('created_at').notNullable();
+        table.bigInteger('last_sign_in_at').notNullable();
+        table.unique(['issuer', 'subject']);
+      });
+      await knex.schema.alterTable('kmg_admin_sessions', (table) => {
+        table.setNullable('token_id');
+        table.string('user_id', 64).index();
+        table.bigInteger('last_seen_at');
+      });
+      await knex.schema.alterTable('kmg_audit_log', (table) => {
+        table.string('user_id', 64); // the person acted on (user.*)
+        table.text('changes'); // JSON: { field: { from, to } }
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_audit_log', (table) => {
+        table.dropColumns('user_id', 'changes');
+      });
+      await knex('kmg_admin_sessions').whereNull('token_id').delete();
+      await knex.schema.alterTable('kmg_admin_sessions', (table) => {
+        table.dropColumns('user_id', 'last_seen_at');
+        table.dropNullable('token_id');
+      });
+      await knex.schema.dropTable('kmg_admin_users');
+    },
+  },
+  {
+    name: '20261206_mcp',
+    async up(knex) {
+      // A key's MCP grant: a JSON array of globs over {server}/{tool}; null: none.
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.text('mcp_tools');
+      });
+      // An account's MCP grant (KnexMcpGrantStore): a key's grant is the intersection with it.
+      await knex.schema.createTable('kmg_mcp_account_grants', (table) => {
+        table.string('account', 255).primary();
+        table.text('tools').notNullable(); // JSON array of globs
+      });
+      // One row per MCP tools/call (KnexMcpCallStore): usage, not an audit row.
+      await knex.schema.createTable('kmg_mcp_calls', (table) => {
+        table.bigIncrements('seq').primary();
+        table.bigInteger('time').notNullable(); // Unix ms
+        table.string('request_id', 64).notNullable();
+        table.string('key_id', 64).notNullable();
+        table.string('account', 255).notNullable();
+        table.string('server', 64).notNullable();
+        table.string('tool', 128).notNullable();
+        table.string('outcome', 16).notNullable();
+        table.integer('duration_ms').notNullable();
+        table.bigInteger('request_bytes').notNullable();
+        table.bigInteger('response_bytes').notNullable();
+        table.index(['account', 'time']);
+        table.index(['key_id', 'time']);
+        table.index(['time']);
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('kmg_mcp_calls');
+      await knex.schema.dropTable('kmg_mcp_account_grants');
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumn('mcp_tools');
+      });
+    },
+  },
+  {
+    name: '20261206_response_cache',
+    async up(knex) {
+      // A call answered from the response cache, and what its answer cost when it was made; a
+      // key's own caching (its time to live, and whether its entries are its own).
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.string('cache', 8);
+        table.bigInteger('cost_saved_picousd').notNullable().defaultTo(0);
+      });
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.integer('cache_ttl_seconds');
+        table.boolean('cache_per_key').notNullable().defaultTo(false);
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.dropColumns('cache', 'cost_saved_picousd');
+      });
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumns('cache_ttl_seconds', 'cache_per_key');
       });
     },
   },
@@ -386,8 +488,6 @@ const GATEWAY_ID = 0x6b6d6731;
  */
 async function lockMigrations(trx: Knex.Transaction): Promise<void> {
   if (trx.client.dialect === 'postgresql') {
-    // Migrations are not requests: no statement timeout of the pool for them, the wait included.
-    await trx.raw('set local statement_timeout = 0');
     // Keyed by the schema too: deployments in other schemas of the database migrate undisturbed.
     await trx.raw('select pg_advisory_xact_lock(?, hashtext(current_schema()))', [GATEWAY_ID]);
   } else {
@@ -402,8 +502,34 @@ async function lockMigrations(trx: Knex.Transaction): Promise<void> {
  * @example await migrate(knex)
  */
 export async function migrate(knex: Knex): Promise<void> {
-  await knex.transaction(async (trx) => {
-    await lockMigrations(trx);
-    await trx.migrate.latest({ migrationSource, tableName: TABLE });
-  });
+  const client = knex.client as Knex.Client;
+  const connection = (await client.acquireConnection()) as unknown;
+  // Migrations are not requests: none of the pool's timeouts on their session, for the lock's wait
+  // nor for the pauses between statements, which a busy host stretches past a request's bound. Set
+  // before the transaction begins: the pause after BEGIN counts too.
+  const session = client.dialect === 'postgresql' ? (connection as { query(sql: string): Promise<unknown> }) : undefined;
+  let failure: unknown;
+  try {
+    await session?.query('set statement_timeout = 0; set idle_in_transaction_session_timeout = 0');
+    await knex.transaction(
+      async (trx) => {
+        try {
+          await lockMigrations(trx);
+          await trx.migrate.latest({ migrationSource, tableName: TABLE });
+        } catch (err) {
+          failure = err;
+          throw err;
+        }
+      },
+      { connection },
+    );
+    await session?.query('reset statement_timeout; reset idle_in_transaction_session_timeout');
+  } catch (err) {
+    await client.destroyRawConnection(connection).catch(() => undefined);
+    // On a connection the server ended, the rollback fails too ("Connection terminated
+    // unexpectedly"), and Knex rejects with that: the migration's own failure says why.
+    throw failure ?? err;
+  } finally {
+    await client.releaseConnection(connection);
+  }
 }

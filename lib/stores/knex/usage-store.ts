@@ -28,12 +28,15 @@ interface UsageRowDb {
   upstream_ms: number | null;
   cost_picousd: number | string;
   trace_id: string | null;
+  cache: string | null;
+  cost_saved_picousd: number | string;
 }
 
 // The columns an insert writes.
 const COLUMNS = [
   'time', 'day', 'request_id', 'key_id', 'account', 'endpoint', 'model', 'provider', 'upstream_model', 'attempts', 'status', 'stream',
   'input_tokens', 'output_tokens', 'attachments', 'latency_ms', 'upstream_first_byte_ms', 'upstream_ms', 'cost_picousd', 'trace_id',
+  'cache', 'cost_saved_picousd',
 ] as const satisfies ReadonlyArray<keyof UsageRowDb>;
 
 const COLUMN_LIST = COLUMNS.map((column) => `"${column}"`).join(', ');
@@ -109,6 +112,8 @@ function toRow(record: UsageRecord): UsageRowDb {
     upstream_ms: record.upstreamMs,
     cost_picousd: record.costPicoUsd,
     trace_id: record.traceId ?? null,
+    cache: record.cache ?? null,
+    cost_saved_picousd: record.costSavedPicoUsd ?? 0,
   };
 }
 
@@ -135,6 +140,8 @@ function toRecord(row: UsageRowDb): UsageRecord {
     upstreamFirstByteMs: row.upstream_first_byte_ms,
     upstreamMs: row.upstream_ms,
     costPicoUsd: Number(row.cost_picousd),
+    ...(row.cache !== null && { cache: row.cache as 'hit' | 'miss' }),
+    ...(Number(row.cost_saved_picousd) > 0 && { costSavedPicoUsd: Number(row.cost_saved_picousd) }),
   };
 }
 
@@ -309,6 +316,8 @@ export class KnexUsageStore implements UsageStore {
       inputTokens: Number(row.input_tokens),
       outputTokens: Number(row.output_tokens),
       costPicoUsd: BigInt(row.cost_picousd),
+      cacheHits: Number(row.cache_hits),
+      costSavedPicoUsd: BigInt(row.cost_saved_picousd),
     }));
   }
 

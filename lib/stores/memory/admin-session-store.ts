@@ -17,6 +17,11 @@ export class MemoryAdminSessionStore implements AdminSessionStore {
     return session && nowSeconds < session.expiresAt ? { ...session } : undefined;
   }
 
+  async touch(hash: string, at: number): Promise<void> {
+    const session = this.#byHash.get(hash);
+    if (session) session.lastSeenAt = Math.floor(at);
+  }
+
   async delete(hash: string): Promise<void> {
     this.#byHash.delete(hash);
   }

@@ -6,13 +6,17 @@ import { hasModelLimits } from '../../quota/model-limits.js';
 
 /** `update` applied to `record` in place: `null` or empty limits remove them. */
 function applyKeyUpdate(record: ApiKeyRecord, update: KeyUpdate): void {
-  const { limits, name, ...rest } = structuredClone(update);
+  const { limits, cache, name, mcpTools, ...rest } = structuredClone(update);
   Object.assign(record, rest);
+  if (mcpTools !== undefined && mcpTools.length === 0) delete record.mcpTools;
+  else if (mcpTools !== undefined) record.mcpTools = mcpTools;
   if (name === null) delete record.name;
   else if (name !== undefined) record.name = name;
   if (rest.expiresAt != null) record.expiresAt = Math.floor(rest.expiresAt);
   if (limits === null || (limits !== undefined && !hasModelLimits(limits))) delete record.limits;
   else if (limits !== undefined) record.limits = limits;
+  if (cache === null) delete record.cache;
+  else if (cache !== undefined) record.cache = cache;
 }
 
 /**
@@ -65,8 +69,8 @@ export class MemoryKeyStore implements KeyStore {
     if (!old) return { outcome: 'not_found' };
     if (old.replacedBy !== undefined) return { outcome: 'replaced' };
     if (keyStatus(old, rotation.nowSeconds) !== 'active') return { outcome: 'not_active' };
-    const { account, scopes, models, expiresAt, limits, name } = old;
-    const kept = { ...(limits && { limits }), ...(name !== undefined && { name }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
+    const { account, scopes, models, expiresAt, limits, cache, name, mcpTools } = old;
+    const kept = { ...(limits && { limits }), ...(cache && { cache }), ...(name !== undefined && { name }), ...(mcpTools && { mcpTools }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
     const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), {
       replaces: id,
       originalId: old.originalId ?? id,
@@ -86,9 +90,10 @@ export class MemoryKeyStore implements KeyStore {
 
   #create(key: NewApiKey, createdAt: number, links?: Pick<ApiKeyRecord, 'replaces' | 'originalId'>): ApiKeyRecord {
     if (this.#byHash.has(key.hash)) throw new Error('koa-model-gateway: a key with this hash exists');
-    const { limits, ...rest } = structuredClone(key);
+    const { limits, mcpTools, ...rest } = structuredClone(key);
     const record: ApiKeyRecord = {
       ...rest,
+      ...(mcpTools !== undefined && mcpTools.length > 0 && { mcpTools }),
       // Whole seconds, as the Knex store keeps them: the key expires no later than asked.
       expiresAt: rest.expiresAt === null ? null : Math.floor(rest.expiresAt),
       ...(limits && hasModelLimits(limits) && { limits }),

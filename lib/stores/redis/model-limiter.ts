@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { clockWindows, type ClockWindows } from '../../quota/clock-windows.js';
-import { MemoryModelLimiter, type MemoryModelLimiterOptions } from '../../quota/memory-model-limiter.js';
+import { MemoryModelLimiter, type MemoryModelLimiterOptions } from '../memory/model-limiter.js';
 import type { ModelLimiter } from '../../quota/model-limiter.js';
 import {
   assertTokenCount,

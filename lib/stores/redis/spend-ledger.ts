@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { assertCost, budgetPeriods, type BudgetPeriods, type PeriodSpend, type SpendLedger, type SpentBefore } from '../../cost/budgets.js';
+import { assertCost, budgetPeriods, type BudgetPeriods, type PartyLimits, type PeriodSpend, type Reserved, type SpendLedger, type SpentBefore } from '../../cost/budgets.js';
+import { randomAlphanumeric } from '../../random.js';
 import { answerWithin, partyKey, RedisScript } from './redis-limiter.js';
 
 export interface RedisSpendLedgerOptions {
@@ -49,10 +50,36 @@ if redis.call('SET', KEYS[2], ARGV[2], 'NX') then redis.call('PEXPIREAT', KEYS[2
 return redis.call('MGET', KEYS[1], KEYS[2])
 `);
 
+// KEYS: the party's day and month counters, and its holds (a sorted set: member `<reservation>:<picodollars>`,
+// score its expiry, Unix ms). ARGV: picodollars, now, the hold's expiry, the member, the day's and the month's
+// limit ('' for none), then 'counted' (missing counters are reported: the spend before is to be read) or nothing.
+// Holds that lapsed are dropped; the sums are Lua numbers (doubles): exact to 2^53 picodollars (9,007 USD).
+const RESERVE = new RedisScript(`
+if ARGV[7] == 'counted' and redis.call('EXISTS', KEYS[1], KEYS[2]) < 2 then return {-1} end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[2])
+local held = 0
+for _, member in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  held = held + tonumber(string.match(member, ':(%d+)$'))
+end
+local day = redis.call('GET', KEYS[1]) or '0'
+local month = redis.call('GET', KEYS[2]) or '0'
+local wanted = math.max(tonumber(ARGV[1]), 1)
+local heldText = string.format('%.0f', held)
+if (ARGV[5] ~= '' and tonumber(day) + held + wanted > tonumber(ARGV[5])) or (ARGV[6] ~= '' and tonumber(month) + held + wanted > tonumber(ARGV[6])) then
+  return {0, day, month, heldText}
+end
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+local latest = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[3], latest[2])
+return {1, day, month, heldText}
+`);
+
 /**
  * SpendLedger shared by every process through Redis: one counter per party, day and month, in
  * picodollars (Redis integers: exact to 9.2 million USD per party and month), read as strings so
- * that no digit is lost. With `spentBefore`, a counter that is missing starts from what the usage
+ * that no digit is lost. Reservations are held per party in a sorted set, checked and added by
+ * one script (atomic across processes); each lapses at its expiry, so that the reservations of a
+ * process that died are dropped by the next check after it. With `spentBefore`, a counter that is missing starts from what the usage
  * records hold. Redis unreachable: a 503 within `timeoutMs` (fail closed: no call passes
  * that the shared budgets have not seen). Use a Redis whose `maxmemory-policy` is `noeviction`.
  * @example const ledger = new RedisSpendLedger({ client: await createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') })
@@ -80,7 +107,7 @@ export class RedisSpendLedger implements SpendLedger {
     this.#spentBefore = spentBefore;
   }
 
-  async spent(parties: readonly string[]): Promise<{ at: number; spend: PeriodSpend[] }> {
+  async spent(parties: readonly string[]): Promise<{ at: number; spend: PeriodSpend[]; held: bigint[] }> {
     const at = this.#nowMs();
     const periods = budgetPeriods(at);
     // One MGET per party: a party's keys share a hash slot, two parties' need not.
@@ -97,7 +124,48 @@ export class RedisSpendLedger implements SpendLedger {
         }),
       );
     }
-    return { at, spend: counts.map(([day, month]) => ({ day: BigInt(day ?? 0), month: BigInt(month ?? 0) })) };
+    const holds = await answerWithin(Promise.all(parties.map((party) => this.#client.zrangebyscore(this.#holdsKey(party), `(${at}`, '+inf'))), this.#timeoutMs);
+    return {
+      at,
+      spend: counts.map(([day, month]) => ({ day: BigInt(day ?? 0), month: BigInt(month ?? 0) })),
+      held: holds.map((members) => members.reduce((sum, member) => sum + BigInt(member.slice(member.lastIndexOf(':') + 1)), 0n)),
+    };
+  }
+
+  async reserve(limits: readonly PartyLimits[], picoUsd: number, ttlMs: number): Promise<Reserved> {
+    assertCost(picoUsd);
+    const at = this.#nowMs();
+    const periods = budgetPeriods(at);
+    const reservation = `${randomAlphanumeric(16)}:${picoUsd}`;
+    const spend = limits.map(() => ({ day: 0n, month: 0n }));
+    // One party at a time (two parties' keys need not share a hash slot); a refusal releases what was held before it.
+    for (const [index, { party, day, month }] of limits.entries()) {
+      const args = [...this.#keys(party, periods), this.#holdsKey(party), picoUsd, at, at + ttlMs, reservation, day?.toString() ?? '', month?.toString() ?? ''];
+      let answer = (await answerWithin(RESERVE.run(this.#client, 3, ...args, this.#spentBefore === undefined ? '' : 'counted'), this.#timeoutMs)) as [number, string, string, string];
+      if (answer[0] === -1) {
+        await this.spent([party]);
+        answer = (await answerWithin(RESERVE.run(this.#client, 3, ...args, ''), this.#timeoutMs)) as [number, string, string, string];
+      }
+      const held = BigInt(answer[3]);
+      spend[index] = { day: BigInt(answer[1]) + held, month: BigInt(answer[2]) + held };
+      if (answer[0] === 0) {
+        await this.release(
+          limits.slice(0, index).map((limit) => limit.party),
+          reservation,
+        );
+        return { at, spend };
+      }
+    }
+    return { at, spend, reservation };
+  }
+
+  async release(parties: readonly string[], reservation: string): Promise<void> {
+    if (parties.length === 0) return;
+    await answerWithin(Promise.all(parties.map((party) => this.#client.zrem(this.#holdsKey(party), reservation))), this.#timeoutMs);
+  }
+
+  #holdsKey(party: string): string {
+    return `${partyKey(this.#keyPrefix, party)}:held`;
   }
 
   async add(parties: readonly string[], picoUsd: number): Promise<void> {

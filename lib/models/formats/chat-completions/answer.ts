@@ -52,9 +52,24 @@ export function readChatAnswer(body: JsonObject): Answer {
 }
 
 /**
- * A neutral answer as a Chat Completions answer: a refusal's text in `refusal`; reasoning, which
- * it has no place for, is not asked for by it.
+ * Thinking, which Chat Completions has no place for, where the OpenAI-compatible servers put it:
+ * its text in `reasoning_content` (DeepSeek's, vLLM's), its blocks with their signatures in
+ * `thinking_blocks` (LiteLLM's), which a client sends back for Claude to go on from its thinking.
  */
+export function thinkingFields(parts: readonly Part[]): JsonObject {
+  const blocks = parts.flatMap((part): JsonObject[] =>
+    part.type === 'reasoning'
+      ? [{ type: 'thinking', thinking: part.text, signature: part.signature ?? '' }]
+      : part.type === 'redacted-reasoning'
+        ? [{ type: 'redacted_thinking', data: part.data }]
+        : [],
+  );
+  if (blocks.length === 0) return {};
+  const text = parts.flatMap((part) => (part.type === 'reasoning' ? [part.text] : [])).join('');
+  return { reasoning_content: text, thinking_blocks: blocks };
+}
+
+/** A neutral answer as a Chat Completions answer: a refusal's text in `refusal`, thinking in `thinkingFields()`. */
 export function writeChatAnswer(answer: Answer): JsonObject {
   const refused = answer.finishReason === 'refusal';
   const text = refused ? '' : textOf(answer.content);
@@ -74,6 +89,7 @@ export function writeChatAnswer(answer: Answer): JsonObject {
           content: refused || (text === '' && calls.length > 0) ? null : text,
           refusal: refused ? textOf(answer.content) : null,
           ...(calls.length > 0 && { tool_calls: calls }),
+          ...thinkingFields(answer.content),
           annotations: [],
         },
         logprobs: null,

@@ -30,7 +30,6 @@ const CHAT_COMPLETIONS: EndpointFormat = {
   forwardHeaders: [],
   errorEvent: (err) => openAIErrorEvent(err),
   answer: chatCompletionsAnswer,
-  rateLimitStyle: 'openai',
 };
 
 /**

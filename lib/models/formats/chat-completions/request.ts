@@ -1,32 +1,71 @@
 import { isObject, type JsonObject } from '../../content.js';
-import { invalid, untranslatable, type Message, type Part, type Tool, type ToolChoice } from '../neutral.js';
-import { absent, any, dataUrl, defaultOnly, falsy, OPENAI_SHARED_KNOWN, optionalBoolean, optionalNumber, optionalString, parseDataUrl, readOpenAIShared, refuseUnknown, type ReadRequest } from '../wire-format.js';
+import { effortOf, invalid, untranslatable, type Message, type Part, type Tool, type ToolChoice } from '../neutral.js';
+import { absent, any, dataUrl, defaultOnly, omit, optionalBoolean, optionalNumber, optionalString, parseDataUrl, readEffort, readEndUser, refuseUnknown, sortFields, type FieldRule, type FieldRules, type ReadRequest } from '../wire-format.js';
 
 const NAME = 'Chat Completions';
 
-// What a Chat Completions body may hold to be carried over; anything else is refused by name.
-const KNOWN = {
-  model: any,
-  messages: any,
-  stream: any,
-  stream_options: any,
-  tools: any,
-  tool_choice: any,
-  parallel_tool_calls: any,
-  max_tokens: any,
-  max_completion_tokens: any,
-  temperature: any,
-  top_p: any,
-  stop: any,
-  response_format: any,
-  user: any,
-  n: defaultOnly(1),
-  logprobs: falsy,
-  store: falsy,
-  frequency_penalty: defaultOnly(0),
-  presence_penalty: defaultOnly(0),
-  top_logprobs: absent,
-  ...OPENAI_SHARED_KNOWN,
+const refused = (note: string, inert?: (value: unknown) => boolean): FieldRule => ({ class: 'refused', note, ...(inert && { inert }) });
+/** OpenAI's hints Messages has no place for: carried to Responses as they are, left out to Messages. */
+const openAIHint = (note: string): FieldRule => ({ class: { Responses: 'carried', Messages: 'omitted' }, note });
+
+/** The fields of a Chat Completions body and their classes (docs/TRANSLATION.md); any other is refused by name. */
+export const CHAT_REQUEST_FIELDS: FieldRules = {
+  model: { class: 'carried', note: "the upstream's name for the catalog model" },
+  messages: { class: { Responses: 'carried', Messages: 'validated' }, note: 'system and developer messages as the system prompt; to Messages, a conversation of only those sends their text as its user turn' },
+  stream: { class: 'carried', note: 'events in the client\'s format' },
+  stream_options: { class: 'carried', note: 'usage always asked for upstream; given to the client as it asked' },
+  tools: { class: 'carried', note: 'function tools, `strict` included' },
+  tool_choice: { class: 'carried', note: '`required` as Messages\' `any`' },
+  parallel_tool_calls: { class: 'carried', note: "`false` as Messages' `disable_parallel_tool_use`" },
+  max_tokens: { class: 'carried', note: 'the output limit' },
+  max_completion_tokens: { class: 'carried', note: 'the output limit' },
+  temperature: { class: { Responses: 'carried', Messages: 'validated' }, note: "Messages' range is 0 to 1: above it refused" },
+  top_p: { class: 'carried', note: '' },
+  stop: { class: { Messages: 'carried', Responses: 'refused' }, note: "Messages' `stop_sequences`; Responses has none" },
+  response_format: { class: 'carried', note: "a JSON schema as Messages' `output_config.format`; `json_object` refused to Messages, which has no JSON mode without a schema" },
+  reasoning_effort: { class: 'carried', note: "to Messages, a thinking budget (the efforts' table); `none` no thinking" },
+  user: { class: 'carried', note: "Messages' `metadata.user_id` when `safety_identifier` is not set (then omitted)" },
+  safety_identifier: { class: 'carried', note: "Messages' `metadata.user_id`" },
+  service_tier: { class: 'carried', note: "to Messages `auto` as `auto`, `default` as `standard_only`; another tier refused" },
+  metadata: openAIHint("OpenAI's tags for stored completions"),
+  prompt_cache_key: openAIHint('a caching hint'),
+  prompt_cache_retention: openAIHint('a caching hint'),
+  prompt_cache_options: openAIHint('a caching hint'),
+  store: { class: 'omitted', inert: (value) => value === false, note: 'a translated call is never stored' },
+  n: refused('one answer per call', (value) => value === 1),
+  logprobs: refused('no other format gives them', (value) => value === false),
+  top_logprobs: refused('no other format gives them'),
+  frequency_penalty: refused('no other format has it', (value) => value === 0),
+  presence_penalty: refused('no other format has it', (value) => value === 0),
+  logit_bias: refused('no other format has it'),
+  seed: refused('no other format has it'),
+  audio: refused('audio answers'),
+  modalities: refused('audio answers', (value) => Array.isArray(value) && value.length === 1 && value[0] === 'text'),
+  prediction: refused('predicted outputs'),
+  verbosity: { class: { Responses: 'carried', Messages: 'refused' }, note: "Responses' `text.verbosity`; Messages has none" },
+  web_search_options: refused("OpenAI's own web search"),
+  functions: refused('the deprecated form of `tools`'),
+  function_call: refused('the deprecated form of `tool_choice`'),
+  moderation: refused("OpenAI's own moderation"),
+};
+
+/**
+ * The fields of a message and their classes. What the gateway answers and the SDKs' helpers add
+ * to a message they hand back (`annotations`, `parsed`, `refusal: null`...) is accepted back.
+ */
+export const CHAT_MESSAGE_FIELDS: FieldRules = {
+  role: { class: 'carried', note: '' },
+  content: { class: 'carried', note: 'text, images and PDFs' },
+  tool_calls: { class: 'carried', note: "each function's `parsed_arguments`, the openai SDK's parse of its arguments, carried as the arguments it repeats" },
+  tool_call_id: { class: 'carried', note: '' },
+  refusal: { class: 'carried', note: 'as text of the assistant turn' },
+  thinking_blocks: { class: 'carried', note: "Claude's thinking with its signature, as the gateway answered it: back to Messages as thinking blocks (to Responses omitted, named `thinking`)" },
+  reasoning_content: { class: 'carried', inert: () => true, note: 'the text of `thinking_blocks`: carried as the blocks it repeats' },
+  parsed: { class: 'carried', inert: () => true, note: "the openai SDK's parse of `content`: carried as the content it repeats" },
+  annotations: { class: 'omitted', inert: (value) => Array.isArray(value) && value.length === 0, note: "citations of an earlier answer, for the client's eyes" },
+  name: refused("a participant's name"),
+  audio: refused('an earlier audio answer'),
+  function_call: refused('the deprecated form of `tool_calls`'),
 };
 
 function textParts(content: unknown, param: string, target: string): Part[] {
@@ -73,6 +112,8 @@ function toolCalls(calls: unknown, param: string, target: string): Part[] {
   return calls.map((call, index): Part => {
     const at = `${param}[${index}]`;
     if (!isObject(call) || call.type !== 'function' || !isObject(call.function)) throw untranslatable(`${at}.type`, target);
+    // parsed_arguments: the openai SDK's parse of the arguments, which they carry.
+    refuseUnknown(call.function, { name: any, arguments: any, parsed_arguments: any }, target, `${at}.function.`);
     const { id } = call;
     const { name, arguments: input } = call.function;
     if (typeof id !== 'string' || typeof name !== 'string' || typeof input !== 'string') {
@@ -82,8 +123,21 @@ function toolCalls(calls: unknown, param: string, target: string): Part[] {
   });
 }
 
+/** The thinking an answer of the gateway gave (`thinking_blocks`, `thinkingFields()`), given back. */
+function thinkingParts(blocks: unknown, param: string): Part[] {
+  if (absent(blocks)) return [];
+  if (!Array.isArray(blocks)) throw invalid(param, 'must be an array');
+  return blocks.map((block, index): Part => {
+    if (isObject(block) && block.type === 'thinking' && typeof block.thinking === 'string' && typeof block.signature === 'string') {
+      return { type: 'reasoning', text: block.thinking, signature: block.signature };
+    }
+    if (isObject(block) && block.type === 'redacted_thinking' && typeof block.data === 'string') return { type: 'redacted-reasoning', data: block.data };
+    throw invalid(`${param}[${index}]`, "must be a thinking block (type, thinking, signature) or a redacted_thinking block (type, data)");
+  });
+}
+
 /** The messages: system and developer ones become the system prompt; tool results join the user turn that follows. */
-function readMessages(messages: unknown, target: string): { system: string[]; messages: Message[] } {
+function readMessages(messages: unknown, target: string, omitted: string[]): { system: string[]; messages: Message[] } {
   if (!Array.isArray(messages)) throw invalid('messages', 'must be an array');
   const system: string[] = [];
   const read: Message[] = [];
@@ -95,7 +149,7 @@ function readMessages(messages: unknown, target: string): { system: string[]; me
   messages.forEach((message, index) => {
     const at = `messages[${index}]`;
     if (!isObject(message)) throw invalid(at, 'must be an object');
-    refuseUnknown(message, { role: any, content: any, name: absent, tool_calls: any, tool_call_id: any, refusal: any }, target, `${at}.`);
+    sortFields(message, CHAT_MESSAGE_FIELDS, target, omitted, `${at}.`);
     switch (message.role) {
       case 'system':
       case 'developer':
@@ -105,7 +159,7 @@ function readMessages(messages: unknown, target: string): { system: string[]; me
         add('user', userParts(message.content, `${at}.content`, target));
         return;
       case 'assistant': {
-        const parts = absent(message.content) ? [] : textParts(message.content, `${at}.content`, target);
+        const parts = [...thinkingParts(message.thinking_blocks, `${at}.thinking_blocks`), ...(absent(message.content) ? [] : textParts(message.content, `${at}.content`, target))];
         if (typeof message.refusal === 'string' && message.refusal !== '') parts.push({ type: 'text', text: message.refusal });
         add('assistant', [...parts, ...toolCalls(message.tool_calls, `${at}.tool_calls`, target)]);
         return;
@@ -129,12 +183,12 @@ function readTools(tools: unknown, target: string): Tool[] {
     const at = `tools[${index}]`;
     if (!isObject(tool) || tool.type !== 'function' || !isObject(tool.function)) throw untranslatable(`${at}.type`, target);
     const { name, description, parameters, strict } = tool.function;
-    if (strict === true) throw untranslatable(`${at}.function.strict`, target);
     if (typeof name !== 'string') throw invalid(`${at}.function.name`, 'must be a string');
     return {
       name,
       ...(typeof description === 'string' && { description }),
       parameters: isObject(parameters) ? parameters : { type: 'object', properties: {} },
+      ...(strict === true && { strict: true }),
     };
   });
 }
@@ -167,8 +221,9 @@ function readStop(stop: unknown): string[] | undefined {
 
 /** A Chat Completions body, read; `target` names the provider's format in refusals. */
 export function readChatRequest(body: JsonObject, target: string): ReadRequest {
-  refuseUnknown(body, KNOWN, target);
-  const { system, messages } = readMessages(body.messages, target);
+  const omitted: string[] = [];
+  sortFields(body, CHAT_REQUEST_FIELDS, target, omitted);
+  const { system, messages } = readMessages(body.messages, target, omitted);
   // OpenAI refuses the two together: one of them would otherwise be dropped.
   if (!absent(body.max_tokens) && !absent(body.max_completion_tokens)) throw invalid('max_tokens', "and 'max_completion_tokens' cannot both be set");
   // As OpenAI answers it: options of a stream not asked for would be dropped.
@@ -180,9 +235,11 @@ export function readChatRequest(body: JsonObject, target: string): ReadRequest {
   const stop = readStop(body.stop);
   const toolChoice = readToolChoice(body.tool_choice, target);
   const responseFormat = readResponseFormat(body.response_format, target);
-  const user = optionalString(body, 'user');
+  const reasoning = readEffort(body.reasoning_effort, 'reasoning_effort');
+  const serviceTier = optionalString(body, 'service_tier');
+  const verbosity = optionalString(body, 'verbosity');
+  const { user, openAI } = readEndUser(body, target, omitted);
   const parallelToolCalls = optionalBoolean(body, 'parallel_tool_calls');
-  const openAI = readOpenAIShared(body);
   return {
     model: String(body.model),
     stream: body.stream === true,
@@ -196,8 +253,12 @@ export function readChatRequest(body: JsonObject, target: string): ReadRequest {
     ...(topP !== undefined && { topP }),
     ...(stop && { stop }),
     ...(responseFormat && { responseFormat }),
+    ...(reasoning && { reasoning }),
     ...(user !== undefined && { user }),
+    ...(serviceTier !== undefined && { serviceTier }),
+    ...(verbosity !== undefined && { verbosity }),
     ...(openAI && { openAI }),
+    omitted,
     params: {
       maxTokens: maxTokensParam,
       temperature: 'temperature',
@@ -207,15 +268,12 @@ export function readChatRequest(body: JsonObject, target: string): ReadRequest {
       toolChoice: 'tool_choice',
       parallelToolCalls: 'parallel_tool_calls',
       user: 'user',
+      serviceTier: 'service_tier',
+      reasoning: 'reasoning_effort',
       messages: 'messages',
     },
   };
 }
-
-const EFFORTS = [
-  [2048, 'low'],
-  [8192, 'medium'],
-] as const;
 
 function contentParts(parts: Part[], request: ReadRequest): JsonObject[] {
   return parts.map((part): JsonObject => {
@@ -263,6 +321,8 @@ function writeMessages(request: ReadRequest): JsonObject[] {
     for (const part of message.parts) {
       if (part.type === 'text') text += part.text;
       else if (part.type === 'tool-call') calls.push({ id: part.id, type: 'function', function: { name: part.name, arguments: part.input } });
+      // Another model's thinking, signed for it alone: the client keeps it for when the conversation goes back there.
+      else if (part.type === 'reasoning' || part.type === 'redacted-reasoning') omit(request.omitted, 'thinking');
       else throw untranslatable(`${request.params.messages ?? 'messages'} (assistant ${part.type} content)`, NAME);
     }
     written.push({ role: 'assistant', content: text === '' && calls.length > 0 ? null : text, ...(calls.length > 0 && { tool_calls: calls }) });
@@ -276,19 +336,18 @@ function writeToolChoice(choice: ToolChoice): unknown {
 
 /**
  * A neutral request as a Chat Completions body: `max_completion_tokens` for the output limit, a
- * streamed call asking for usage, a thinking budget as a `reasoning_effort` (up to 2,048 tokens
- * low, up to 8,192 medium, more high).
+ * streamed call asking for usage, a thinking budget as a `reasoning_effort` (`effortOf()`).
  */
 export function writeChatRequest(request: ReadRequest): JsonObject {
-  const { reasoning, responseFormat } = request;
-  const effort = reasoning?.effort ?? (reasoning?.budgetTokens === undefined ? undefined : (EFFORTS.find(([most]) => reasoning.budgetTokens! <= most)?.[1] ?? 'high'));
+  const { responseFormat } = request;
+  const effort = effortOf(request.reasoning);
   return {
     model: request.model,
     messages: writeMessages(request),
     ...(request.tools.length > 0 && {
       tools: request.tools.map((tool) => ({
         type: 'function',
-        function: { name: tool.name, ...(tool.description !== undefined && { description: tool.description }), parameters: tool.parameters },
+        function: { name: tool.name, ...(tool.description !== undefined && { description: tool.description }), parameters: tool.parameters, ...(tool.strict && { strict: true }) },
       })),
     }),
     // Both are refused by OpenAI without tools.
@@ -306,6 +365,8 @@ export function writeChatRequest(request: ReadRequest): JsonObject {
     }),
     ...(effort && { reasoning_effort: effort }),
     ...(request.user !== undefined && { user: request.user }),
+    ...(request.serviceTier !== undefined && { service_tier: request.serviceTier }),
+    ...(request.verbosity !== undefined && { verbosity: request.verbosity }),
     ...request.openAI,
     ...(request.stream && { stream: true, stream_options: { include_usage: true } }),
   };

@@ -1,7 +1,7 @@
 import { isObject, type JsonObject } from '../../content.js';
 import { unreadableStreamEvent, upstreamStreamFailure } from '../../answer.js';
-import { sse, type FinishReason, type StreamPart, type StreamReader, type StreamWriter, type Usage } from '../neutral.js';
-import { readChatUsage, writeChatUsage } from './answer.js';
+import { sse, type FinishReason, type Part, type StreamPart, type StreamReader, type StreamWriter, type Usage } from '../neutral.js';
+import { readChatUsage, thinkingFields, writeChatUsage } from './answer.js';
 import { FROM_CHAT_FINISH, TO_CHAT_FINISH } from './finish-reasons.js';
 
 /** True when `text` is one whole JSON value: a call's arguments that no later piece continues. */
@@ -129,6 +129,8 @@ export class ChatStreamWriter implements StreamWriter {
   readonly #indexes = new Map<string, number>();
   /** Whether the open text is a refusal: its deltas go in `delta.refusal`. */
   #refusal = false;
+  /** The thinking so far, as `thinkingFields()` writes it once each block has ended. */
+  readonly #thinking: Part[] = [];
 
   #chunk(delta: JsonObject, finishReason: string | null = null): string {
     return sse({ ...this.#head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] });
@@ -151,10 +153,26 @@ export class ChatStreamWriter implements StreamWriter {
       }
       case 'tool-call-delta':
         return this.#chunk({ tool_calls: [{ index: this.#indexes.get(part.id) ?? 0, function: { arguments: part.delta } }] });
+      case 'reasoning-start':
+        this.#thinking.push(part.redacted === undefined ? { type: 'reasoning', text: '' } : { type: 'redacted-reasoning', data: part.redacted });
+        return '';
+      case 'reasoning-delta': {
+        const open = this.#thinking.at(-1);
+        if (open?.type === 'reasoning') open.text += part.delta;
+        return this.#chunk({ reasoning_content: part.delta });
+      }
+      case 'reasoning-signature': {
+        const open = this.#thinking.at(-1);
+        if (open?.type === 'reasoning') open.signature = part.signature;
+        return '';
+      }
+      case 'reasoning-end':
+        // Every block so far, whole: the openai SDK keeps the last value of a field it does not know.
+        return this.#chunk({ thinking_blocks: thinkingFields(this.#thinking).thinking_blocks });
       case 'finish':
         return this.#chunk({}, TO_CHAT_FINISH[part.finishReason]) + sse({ ...this.#head, choices: [], usage: writeChatUsage(part.usage) });
       default:
-        // Block boundaries have no chunk of their own; reasoning is never asked for by this format.
+        // Block boundaries have no chunk of their own.
         return '';
     }
   }

@@ -28,6 +28,23 @@ export function writeMessagesUsage(usage: Usage): JsonObject {
   };
 }
 
+/**
+ * A Message's `usage`, with every field @anthropic-ai/sdk's `Usage` declares: what another format
+ * does not tell (the tier served, the region, server tools) is null.
+ */
+export const messageUsage = (usage: Usage): JsonObject => ({
+  ...writeMessagesUsage(usage),
+  cache_creation: null,
+  inference_geo: null,
+  output_tokens_details: null,
+  server_tool_use: null,
+  service_tier: null,
+  speed: null,
+});
+
+/** The fields of a Message no translated answer has (no container, diagnostics or refusal details): null, as the SDK's `Message` declares them. */
+export const MESSAGE_UNKNOWNS = { container: null, diagnostics: null, stop_details: null } as const;
+
 /** One content block of an answer, read; blocks of server tools (never asked for by a translated call) are left out. */
 export function readMessagesBlock(block: unknown): Part | undefined {
   if (!isObject(block)) return undefined;
@@ -65,7 +82,8 @@ export function writeMessagesBlock(part: Part): JsonObject | undefined {
     case 'text':
       return part.text === '' ? undefined : { type: 'text', text: part.text };
     case 'tool-call':
-      return { type: 'tool_use', id: part.id, name: part.name, input: argumentsObject(part.input) };
+      // Called by the model itself: the one caller a translated call has.
+      return { type: 'tool_use', id: part.id, name: part.name, input: argumentsObject(part.input), caller: { type: 'direct' } };
     case 'reasoning':
       return { type: 'thinking', thinking: part.text, signature: part.signature ?? '' };
     case 'redacted-reasoning':
@@ -84,6 +102,7 @@ export function writeMessagesAnswer(answer: Answer): JsonObject {
     content: answer.content.flatMap((part) => writeMessagesBlock(part) ?? []),
     stop_reason: TO_MESSAGES_STOP[answer.finishReason],
     stop_sequence: answer.stopSequence ?? null,
-    usage: writeMessagesUsage(answer.usage),
+    usage: messageUsage(answer.usage),
+    ...MESSAGE_UNKNOWNS,
   };
 }

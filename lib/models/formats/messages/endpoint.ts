@@ -43,7 +43,6 @@ export const MESSAGES: EndpointFormat = {
   forwardHeaders: ['anthropic-version', 'anthropic-beta'],
   errorEvent: (err, requestId) => anthropicErrorEvent(err, requestId),
   answer: messagesAnswer,
-  rateLimitStyle: 'anthropic',
 };
 
 /**

@@ -1,27 +1,42 @@
 import { errors } from '../../../errors/gateway-error.js';
 import { isObject, type JsonObject } from '../../content.js';
-import { invalid, untranslatable, type Message, type Part, type Request, type Tool, type ToolChoice } from '../neutral.js';
-import { absent, any, argumentsObject, optionalNumber, refuseUnknown, type ReadRequest } from '../wire-format.js';
+import { EFFORT_BUDGETS, invalid, untranslatable, type Message, type Part, type Request, type Tool, type ToolChoice } from '../neutral.js';
+import { absent, any, argumentsObject, omit, optionalNumber, readEffort, refuseUnknown, sortFields, type FieldRule, type FieldRules, type ReadRequest } from '../wire-format.js';
 
 const NAME = 'Messages';
 
 /** The output limit sent when the client gave none: Messages requires one. */
 export const DEFAULT_MAX_TOKENS = 4096;
 
-const KNOWN = {
-  model: any,
-  messages: any,
-  system: any,
-  max_tokens: any,
-  stream: any,
-  stop_sequences: any,
-  temperature: any,
-  top_p: any,
-  tools: any,
-  tool_choice: any,
-  thinking: any,
-  metadata: any,
-  output_config: any,
+const refused = (note: string): FieldRule => ({ class: 'refused', note });
+
+/** The fields of a Messages body and their classes (docs/TRANSLATION.md); any other is refused by name. */
+export const MESSAGES_REQUEST_FIELDS: FieldRules = {
+  model: { class: 'carried', note: "the upstream's name for the catalog model" },
+  messages: { class: 'carried', note: 'text, images, PDFs, tool uses and results; thinking given back is left out to another model (`thinking` omitted)' },
+  system: { class: 'carried', note: 'a system message' },
+  max_tokens: { class: 'carried', note: '`max_completion_tokens`, `max_output_tokens`' },
+  stream: { class: 'carried', note: "events in the client's format" },
+  stop_sequences: { class: { 'Chat Completions': 'carried', Responses: 'refused' }, note: 'Chat Completions\' `stop`; Responses has none' },
+  temperature: { class: 'carried', note: 'the same scale, which OpenAI extends to 2' },
+  top_p: { class: 'carried', note: '' },
+  tools: { class: 'carried', note: 'custom tools, `strict` included; `cache_control` omitted, Anthropic\'s own tools refused' },
+  tool_choice: { class: 'carried', note: '`any` as `required`; `disable_parallel_tool_use` as `parallel_tool_calls: false`' },
+  thinking: { class: 'carried', note: 'a budget as an effort (the efforts\' table); `adaptive` as the model\'s default effort' },
+  output_config: { class: 'carried', note: '`format` as a JSON schema answer, `effort` as the effort' },
+  output_format: { class: 'carried', note: "the beta API's earlier `output_config.format`" },
+  metadata: { class: 'carried', note: '`user_id` as `user`' },
+  service_tier: { class: 'carried', note: '`auto` as `auto`, `standard_only` as `default`' },
+  cache_control: { class: 'omitted', note: "a caching hint: OpenAI caches a prompt's prefix by itself; at any level, blocks and tools too (and a text block's `citations` given back, omitted by that name)" },
+  top_k: refused('OpenAI has no top-k sampling'),
+  container: refused("Anthropic's code execution container"),
+  mcp_servers: refused("Anthropic's own MCP connector"),
+  context_management: refused("Anthropic's context editing"),
+  diagnostics: refused("Anthropic's diagnostics"),
+  inference_geo: refused("Anthropic's regions"),
+  speed: refused("Anthropic's fast mode"),
+  user_profile_id: refused("Anthropic's user profiles"),
+  workspace_id: refused("Anthropic's workspaces"),
 };
 
 function source(block: JsonObject, at: string, target: string): { url: string } | { mediaType: string; data: string } {
@@ -35,15 +50,29 @@ function source(block: JsonObject, at: string, target: string): { url: string } 
   throw untranslatable(`${at}.source.type`, target);
 }
 
-// Caching hints change the price, never the answer: carried over as nothing, since OpenAI caches
-// a prompt's prefix by itself (docs/LIBRARY.md, "Every model from every endpoint").
+// Caching hints change the price, never the answer: omitted, by name, since OpenAI caches a
+// prompt's prefix by itself (docs/TRANSLATION.md).
 const BLOCK_FIELDS = { type: any, cache_control: any };
+
+/**
+ * The hints of `blocks` (and of the tool results among them), added to `omitted`: `cache_control`,
+ * and the citations of a text block given back, which were for the client's eyes.
+ */
+function blockHints(blocks: unknown, omitted: string[]): void {
+  if (!Array.isArray(blocks)) return;
+  for (const block of blocks) {
+    if (!isObject(block)) continue;
+    if (!absent(block.cache_control)) omit(omitted, 'cache_control');
+    if (block.type === 'text' && Array.isArray(block.citations) && block.citations.length > 0) omit(omitted, 'citations');
+    blockHints(block.content, omitted);
+  }
+}
 
 /**
  * The betas (`anthropic-beta`) whose effect a translated call keeps: those that only enable what
  * is translated anyway. Any other changes what Anthropic does, which another format cannot.
  */
-const TRANSLATED_BETAS: ReadonlySet<string> = new Set([
+export const TRANSLATED_BETAS: ReadonlySet<string> = new Set([
   // Stored files in document blocks: the gateway inlines them before the call.
   'files-api-2025-04-14',
   // PDF document blocks, since generally available: translated as files.
@@ -52,14 +81,33 @@ const TRANSLATED_BETAS: ReadonlySet<string> = new Set([
   'prompt-caching-2024-07-31',
   // Tool input streamed unbuffered: other formats stream arguments in pieces anyway.
   'fine-grained-tool-streaming-2025-05-14',
+  // Sent by @anthropic-ai/sdk's beta.messages.countTokens() itself: a count is estimated anyway.
+  'token-counting-2024-11-01',
+  // Structured outputs, since generally available: translated as a JSON schema answer
+  // (beta.messages.parse() sends the second by itself).
+  'structured-outputs-2025-11-13',
+  'structured-outputs-2025-12-15',
 ]);
 
-/** Refuses (400, naming the header and the value) a beta of `anthropic-beta` that a translated call would not have. */
-export function refuseBetas(headers: Readonly<Record<string, string>>, target: string): void {
+/**
+ * The betas that enable a feature a translated call does not use: left out, and named in
+ * `x-kmg-omitted`. Thinking between tool calls and a larger context are the provider model's own.
+ */
+export const OMITTED_BETAS: ReadonlySet<string> = new Set(['interleaved-thinking-2025-05-14', 'context-1m-2025-08-07', 'token-efficient-tools-2025-02-19']);
+
+/**
+ * Refuses (400, naming the header and the value) a beta of `anthropic-beta` that a translated call
+ * would not have; answers those it leaves out (`OMITTED_BETAS`), as `anthropic-beta:<value>`.
+ */
+export function refuseBetas(headers: Readonly<Record<string, string>>, target: string): string[] {
+  const omitted: string[] = [];
   for (const beta of (headers['anthropic-beta'] ?? '').split(',')) {
     const name = beta.trim();
-    if (name !== '' && !TRANSLATED_BETAS.has(name)) throw untranslatable(`anthropic-beta: ${name}`, target);
+    if (name === '' || TRANSLATED_BETAS.has(name)) continue;
+    if (!OMITTED_BETAS.has(name)) throw untranslatable(`anthropic-beta: ${name}`, target);
+    omit(omitted, `anthropic-beta:${name}`);
   }
+  return omitted;
 }
 
 function readBlock(block: unknown, at: string, target: string): Part {
@@ -67,7 +115,7 @@ function readBlock(block: unknown, at: string, target: string): Part {
   const fields = (known: Record<string, (value: unknown) => boolean>) => refuseUnknown(block, { ...BLOCK_FIELDS, ...known }, target, `${at}.`);
   switch (block.type) {
     case 'text':
-      fields({ text: any, citations: absent });
+      fields({ text: any, citations: (value) => absent(value) || Array.isArray(value) });
       if (typeof block.text !== 'string') throw invalid(`${at}.text`, 'must be a string');
       return { type: 'text', text: block.text };
     case 'image':
@@ -82,7 +130,8 @@ function readBlock(block: unknown, at: string, target: string): Part {
       return { type: 'file', ...from, ...(typeof block.title === 'string' && { filename: block.title }) };
     }
     case 'tool_use':
-      fields({ id: any, name: any, input: any });
+      // caller: who called the tool, as answers say it; the model itself is the one a translated call has.
+      fields({ id: any, name: any, input: any, caller: (value) => absent(value) || (isObject(value) && value.type === 'direct') });
       if (typeof block.id !== 'string' || typeof block.name !== 'string') throw invalid(at, 'must have a string id and name');
       return { type: 'tool-call', id: block.id, name: block.name, input: JSON.stringify(block.input ?? {}) };
     case 'tool_result': {
@@ -130,7 +179,17 @@ function readTools(tools: unknown, target: string): Tool[] {
     // Fine-grained streaming of the input is a hint: Chat Completions streams arguments in pieces anyway.
     refuseUnknown(
       tool,
-      { name: any, description: any, input_schema: any, type: (value) => absent(value) || value === 'custom', cache_control: any, eager_input_streaming: any },
+      {
+        name: any,
+        description: any,
+        input_schema: any,
+        type: (value) => absent(value) || value === 'custom',
+        cache_control: any,
+        eager_input_streaming: any,
+        strict: any,
+        // Called by the model itself, the one caller a translated call has.
+        allowed_callers: (value) => absent(value) || (Array.isArray(value) && value.every((caller) => caller === 'direct')),
+      },
       target,
       `${at}.`,
     );
@@ -139,6 +198,7 @@ function readTools(tools: unknown, target: string): Tool[] {
       name: tool.name,
       ...(typeof tool.description === 'string' && { description: tool.description }),
       parameters: isObject(tool.input_schema) ? tool.input_schema : { type: 'object', properties: {} },
+      ...(tool.strict === true && { strict: true }),
     };
   });
 }
@@ -164,9 +224,12 @@ function readToolChoice(choice: unknown, target: string): { toolChoice?: ToolCho
   }
 }
 
-function readThinking(thinking: unknown, target: string): Request['reasoning'] {
-  if (absent(thinking) || (isObject(thinking) && thinking.type === 'disabled')) return undefined;
-  if (isObject(thinking) && thinking.type === 'enabled' && typeof thinking.budget_tokens === 'number') return { budgetTokens: thinking.budget_tokens };
+/** Thinking, with the effort of `output_config.effort`, which takes precedence as the OpenAI formats' own measure. */
+function readThinking(thinking: unknown, effort: unknown, target: string): Request['reasoning'] {
+  const named = readEffort(effort, 'output_config.effort');
+  if (absent(thinking) || (isObject(thinking) && thinking.type === 'disabled')) return named;
+  if (isObject(thinking) && thinking.type === 'enabled' && typeof thinking.budget_tokens === 'number') return named ?? { budgetTokens: thinking.budget_tokens };
+  if (isObject(thinking) && thinking.type === 'adaptive') return named ?? { adaptive: true };
   throw untranslatable('thinking', target);
 }
 
@@ -174,21 +237,24 @@ function readThinking(thinking: unknown, target: string): Request['reasoning'] {
  * Structured outputs (`output_config.format`): a JSON schema the answer follows, strictly, as
  * Anthropic always does; named `response` where the provider's format wants a name.
  */
-function readOutputConfig(config: unknown, target: string): Request['responseFormat'] {
-  if (absent(config)) return undefined;
-  if (!isObject(config)) throw invalid('output_config', 'must be an object');
-  refuseUnknown(config, { format: any }, target, 'output_config.');
-  const { format } = config;
+function readOutputConfig(body: JsonObject, target: string): Request['responseFormat'] {
+  const config = body.output_config;
+  if (!absent(config) && !isObject(config)) throw invalid('output_config', 'must be an object');
+  if (isObject(config)) refuseUnknown(config, { format: any, effort: any }, target, 'output_config.');
+  // The beta API's earlier place for it, which @anthropic-ai/sdk's beta.messages.parse() fills.
+  const [format, param] = isObject(config) && !absent(config.format) ? [config.format, 'output_config.format'] : [body.output_format, 'output_format'];
   if (absent(format)) return undefined;
-  if (!isObject(format) || format.type !== 'json_schema' || !isObject(format.schema)) throw untranslatable('output_config.format', target);
-  refuseUnknown(format, { type: any, schema: any }, target, 'output_config.format.');
+  if (!isObject(format) || format.type !== 'json_schema' || !isObject(format.schema)) throw untranslatable(param, target);
+  refuseUnknown(format, { type: any, schema: any }, target, `${param}.`);
   return { type: 'json-schema', name: 'response', schema: format.schema, strict: true };
 }
 
 /** A Messages body, read; `target` names the provider's format in refusals. */
 export function readMessagesRequest(body: JsonObject, target: string): ReadRequest {
-  refuseUnknown(body, KNOWN, target);
+  const omitted: string[] = [];
+  sortFields(body, MESSAGES_REQUEST_FIELDS, target, omitted);
   if (!Array.isArray(body.messages)) throw invalid('messages', 'must be an array');
+  for (const blocks of [body.system, body.tools, ...body.messages.map((message) => (isObject(message) ? message.content : undefined))]) blockHints(blocks, omitted);
   const messages: Message[] = body.messages.map((message, index) => {
     const at = `messages[${index}]`;
     if (!isObject(message) || (message.role !== 'user' && message.role !== 'assistant')) throw invalid(`${at}.role`, "must be 'user' or 'assistant'");
@@ -203,8 +269,9 @@ export function readMessagesRequest(body: JsonObject, target: string): ReadReque
   const maxTokens = optionalNumber(body, 'max_tokens');
   const temperature = optionalNumber(body, 'temperature');
   const topP = optionalNumber(body, 'top_p');
-  const reasoning = readThinking(body.thinking, target);
-  const responseFormat = readOutputConfig(body.output_config, target);
+  const reasoning = readThinking(body.thinking, isObject(body.output_config) ? body.output_config.effort : undefined, target);
+  const serviceTier = readServiceTier(body.service_tier);
+  const responseFormat = readOutputConfig(body, target);
   return {
     model: String(body.model),
     stream: body.stream === true,
@@ -219,6 +286,8 @@ export function readMessagesRequest(body: JsonObject, target: string): ReadReque
     ...(reasoning && { reasoning }),
     ...(responseFormat && { responseFormat }),
     ...(typeof metadata.user_id === 'string' && { user: metadata.user_id }),
+    ...(serviceTier !== undefined && { serviceTier }),
+    omitted,
     params: {
       maxTokens: 'max_tokens',
       temperature: 'temperature',
@@ -229,6 +298,7 @@ export function readMessagesRequest(body: JsonObject, target: string): ReadReque
       reasoning: 'thinking',
       responseFormat: 'output_config.format',
       user: 'metadata.user_id',
+      serviceTier: 'service_tier',
       messages: 'messages',
     },
   };
@@ -258,9 +328,7 @@ function writeBlock(part: Part, request: ReadRequest): JsonObject {
         ...(part.isError && { is_error: true }),
       };
     case 'reasoning':
-      // Thinking goes back only with the signature Anthropic gave it.
-      if (part.signature === undefined || part.signature === '') throw untranslatable(`${where} (reasoning without a signature)`, NAME);
-      return { type: 'thinking', thinking: part.text, signature: part.signature };
+      return { type: 'thinking', thinking: part.text, signature: part.signature ?? '' };
     case 'redacted-reasoning':
       return { type: 'redacted_thinking', data: part.data };
   }
@@ -271,7 +339,9 @@ function writeMessages(request: ReadRequest): JsonObject[] {
   for (const message of request.messages) {
     // Tool results first in their turn, as Messages wants them; empty texts are refused upstream.
     const parts = [...message.parts.filter((part) => part.type === 'tool-result'), ...message.parts.filter((part) => part.type !== 'tool-result')];
-    const blocks = parts.filter((part) => part.type !== 'text' || part.text !== '').map((part) => writeBlock(part, request));
+    // Thinking goes back only with the signature Anthropic gave it: another model's is left out, named.
+    if (parts.some((part) => part.type === 'reasoning' && !signed(part))) omit(request.omitted, 'thinking');
+    const blocks = parts.filter((part) => (part.type !== 'text' || part.text !== '') && (part.type !== 'reasoning' || signed(part))).map((part) => writeBlock(part, request));
     if (blocks.length === 0) continue;
     const last = written.at(-1);
     if (last?.role === message.role) last.content.push(...blocks);
@@ -298,7 +368,27 @@ function writeToolChoice(request: ReadRequest): JsonObject | undefined {
   }
 }
 
-const EFFORT_BUDGETS = { low: 2048, medium: 8192, high: 24_576 } as const;
+/** Messages' service tiers by OpenAI's names, both ways: the values both have. */
+const SERVICE_TIERS = [
+  ['auto', 'auto'],
+  ['default', 'standard_only'],
+] as const;
+
+function readServiceTier(tier: unknown): string | undefined {
+  if (absent(tier)) return undefined;
+  const openAI = SERVICE_TIERS.find(([, messages]) => messages === tier)?.[0];
+  if (openAI === undefined) throw invalid('service_tier', "must be 'auto' or 'standard_only'");
+  return openAI;
+}
+/** Whether a part is thinking Anthropic signed (redacted thinking is, by its data). */
+const signed = (part: Part) => (part.type === 'reasoning' && part.signature !== undefined && part.signature !== '') || part.type === 'redacted-reasoning';
+
+/** Whether the last assistant turn called tools without the signed thinking that came before the calls. */
+function unsignedToolTurn(request: ReadRequest): boolean {
+  const last = request.messages.findLast((message) => message.role === 'assistant');
+  return last !== undefined && last.parts.some((part) => part.type === 'tool-call') && !last.parts.some(signed);
+}
+
 /** The least thinking budget Messages takes. */
 const MIN_THINKING_BUDGET = 1024;
 
@@ -310,8 +400,15 @@ const MIN_THINKING_BUDGET = 1024;
  */
 function thinkingBudget(request: ReadRequest): number | undefined {
   const { reasoning, params } = request;
-  const wanted = reasoning?.budgetTokens ?? (reasoning?.effort && EFFORT_BUDGETS[reasoning.effort]);
+  const effort = reasoning?.effort;
+  const wanted = reasoning?.budgetTokens ?? (effort === undefined || effort === 'none' ? undefined : EFFORT_BUDGETS[effort]);
   if (wanted === undefined) return undefined;
+  // Amid a tool loop Anthropic thinks only after its own signed thinking, which a format without a
+  // place for it could not give back: this turn goes without, named, rather than refused upstream.
+  if (unsignedToolTurn(request)) {
+    omit(request.omitted, params.reasoning ?? 'reasoning');
+    return undefined;
+  }
   const withReasoning = (param: string | undefined, fallback: string, why: string) =>
     errors.invalidRequest(`'${param ?? fallback}' cannot be sent to this model with '${params.reasoning ?? 'reasoning'}': ${why}`);
   if (request.temperature !== undefined && request.temperature !== 1) throw withReasoning(params.temperature, 'temperature', 'its provider thinks at temperature 1 only');
@@ -324,33 +421,56 @@ function thinkingBudget(request: ReadRequest): number | undefined {
   return budget;
 }
 
+/** The service tier of `request` by Messages' name; refused by the client's name when Messages has no such tier. */
+function writeServiceTier(request: ReadRequest): string | undefined {
+  const { serviceTier } = request;
+  if (serviceTier === undefined) return undefined;
+  const tier = SERVICE_TIERS.find(([openAI]) => openAI === serviceTier)?.[1];
+  if (tier === undefined) throw untranslatable(`${request.params.serviceTier ?? 'service_tier'} ${serviceTier}`, NAME);
+  return tier;
+}
+
+/**
+ * The conversation as Messages takes it: one of only system instructions (nothing for the model
+ * to answer, which Messages refuses) sends their text as its user turn, the documented way.
+ */
+function conversation(request: ReadRequest): { system?: string; messages: JsonObject[] } {
+  const messages = writeMessages(request);
+  const system = request.system.join('\n\n');
+  if (messages.length > 0) return { ...(system !== '' && { system }), messages };
+  if (system === '') throw invalid(request.params.messages ?? 'messages', 'must hold a user turn with content');
+  return { messages: [{ role: 'user', content: [{ type: 'text', text: system }] }] };
+}
+
 /**
  * A neutral request as a Messages body: `max_tokens` 4,096 (above the thinking budget, if any)
  * when the client gave none (Messages requires it), consecutive turns of one role merged, tool results first in their turn, an
- * effort as a thinking budget (low 2,048, medium 8,192, high 24,576 tokens, lowered below the
- * client's max tokens; `thinkingBudget` refuses what cannot go with it), a JSON schema as
- * structured outputs (`output_config.format`, which Anthropic always follows strictly; the
- * schema's name, a label, has no place there). Messages has no JSON mode without a schema, its
- * temperature stops at 1, and it has no place for OpenAI's shared fields (`metadata`,
- * `service_tier`, ...): those are refused by the client's names for them.
+ * effort as a thinking budget (`EFFORT_BUDGETS`, lowered below the client's max tokens;
+ * `thinkingBudget` refuses what cannot go with it), a JSON schema as structured outputs
+ * (`output_config.format`, which Anthropic always follows strictly; the schema's name, a label, has
+ * no place there), a conversation of only instructions as its user turn. Messages has no JSON mode
+ * without a schema, and its temperature stops at 1 (above it refused, not scaled: docs/DECISIONS.md).
  */
 export function writeMessagesRequest(request: ReadRequest): JsonObject {
   const { params, responseFormat } = request;
-  const openAIField = request.openAI && Object.keys(request.openAI)[0];
-  if (openAIField !== undefined) throw untranslatable(openAIField, NAME);
   if (responseFormat?.type === 'json') throw untranslatable(`${params.responseFormat ?? 'response_format'} json_object`, NAME);
   if (request.temperature !== undefined && request.temperature > 1) {
     throw untranslatable(`${params.temperature ?? 'temperature'} above 1`, NAME);
   }
   const budget = thinkingBudget(request);
   const toolChoice = writeToolChoice(request);
+  const serviceTier = writeServiceTier(request);
   return {
     model: request.model,
     max_tokens: request.maxTokens ?? DEFAULT_MAX_TOKENS + (budget ?? 0),
-    ...(request.system.length > 0 && { system: request.system.join('\n\n') }),
-    messages: writeMessages(request),
+    ...conversation(request),
     ...(request.tools.length > 0 && {
-      tools: request.tools.map((tool) => ({ name: tool.name, ...(tool.description !== undefined && { description: tool.description }), input_schema: tool.parameters })),
+      tools: request.tools.map((tool) => ({
+        name: tool.name,
+        ...(tool.description !== undefined && { description: tool.description }),
+        input_schema: tool.parameters,
+        ...(tool.strict && { strict: true }),
+      })),
     }),
     ...(toolChoice && { tool_choice: toolChoice }),
     ...(request.temperature !== undefined && { temperature: request.temperature }),
@@ -359,6 +479,7 @@ export function writeMessagesRequest(request: ReadRequest): JsonObject {
     ...(budget !== undefined && { thinking: { type: 'enabled', budget_tokens: budget } }),
     ...(responseFormat && { output_config: { format: { type: 'json_schema', schema: responseFormat.schema } } }),
     ...(request.user !== undefined && { metadata: { user_id: request.user } }),
+    ...(serviceTier !== undefined && { service_tier: serviceTier }),
     ...(request.stream && { stream: true }),
   };
 }

@@ -1,7 +1,7 @@
 import { unreadableStreamEvent, upstreamStreamFailure } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
 import { sse, type FinishReason, type StreamPart, type StreamReader, type StreamWriter, type Usage } from '../neutral.js';
-import { readMessagesUsage, writeMessagesUsage } from './answer.js';
+import { MESSAGE_UNKNOWNS, messageUsage, readMessagesUsage, writeMessagesUsage } from './answer.js';
 import { FROM_MESSAGES_STOP, TO_MESSAGES_STOP } from './finish-reasons.js';
 
 type Block = { kind: 'text' } | { kind: 'reasoning' } | { kind: 'tool'; id: string } | { kind: 'other' };
@@ -130,8 +130,8 @@ export class MessagesStreamWriter implements StreamWriter {
     const stop = (index: number | undefined) => (index === undefined ? '' : sse({ type: 'content_block_stop', index }, 'content_block_stop'));
     switch (part.type) {
       case 'start': {
-        const usage = writeMessagesUsage(part.usage ?? { inputTokens: 0, outputTokens: 0 });
-        const message = { id: part.id, type: 'message', role: 'assistant', model: part.model, content: [], stop_reason: null, stop_sequence: null, usage };
+        const usage = messageUsage(part.usage ?? { inputTokens: 0, outputTokens: 0 });
+        const message = { id: part.id, type: 'message', role: 'assistant', model: part.model, content: [], stop_reason: null, stop_sequence: null, usage, ...MESSAGE_UNKNOWNS };
         return sse({ type: 'message_start', message }, 'message_start');
       }
       case 'text-start': {
@@ -161,7 +161,7 @@ export class MessagesStreamWriter implements StreamWriter {
         return stop(index);
       }
       case 'tool-call-start': {
-        const opened = this.#open({ type: 'tool_use', id: part.id, name: part.name, input: {} });
+        const opened = this.#open({ type: 'tool_use', id: part.id, name: part.name, input: {}, caller: { type: 'direct' } });
         this.#tools.set(part.id, opened.index);
         return opened.event;
       }

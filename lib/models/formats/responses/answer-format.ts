@@ -19,9 +19,9 @@ export const RESPONSE_EVENTS: ReadonlySet<string> = new Set([
  * it is the `response` of the events in `RESPONSE_EVENTS`, `usage` set in the last one
  * (`response.completed`, or `response.incomplete` / `response.failed`). Undefined for any other
  * event.
- * @example const model = responseObject(JSON.parse(data), true)?.model
+ * @example const model = findResponseObject(JSON.parse(data), true)?.model
  */
-export function responseObject(answerOrEvent: JsonObject, streamed: boolean): JsonObject | undefined {
+export function findResponseObject(answerOrEvent: JsonObject, streamed: boolean): JsonObject | undefined {
   if (!streamed) return answerOrEvent;
   const { type, response } = answerOrEvent;
   return typeof type === 'string' && RESPONSE_EVENTS.has(type) && isObject(response) ? response : undefined;
@@ -30,7 +30,7 @@ export function responseObject(answerOrEvent: JsonObject, streamed: boolean): Js
 /**
  * The tokens a response object counts (`usage.input_tokens`, `usage.output_tokens`), or
  * undefined while it has no usage.
- * @example const usage = responseUsage(responseObject(answer, false) ?? {})
+ * @example const usage = responseUsage(findResponseObject(answer, false) ?? {})
  */
 export function responseUsage(response: JsonObject): TokenUsage | undefined {
   const { usage } = response;
@@ -89,7 +89,7 @@ export const responsesAnswer: AnswerFormat = {
         }
         if (name !== undefined && !RESPONSE_EVENTS.has(name)) return event;
         const parsed = eventObject(data);
-        const response = parsed && responseObject(parsed, true);
+        const response = parsed && findResponseObject(parsed, true);
         if (parsed === undefined || response === undefined) return event;
         const counted = responseUsage(response);
         if (counted !== undefined) Object.assign(usage, counted);

@@ -22,7 +22,7 @@ export function writeResponsesUsage(usage: Usage): JsonObject {
 }
 
 /** A response object: the request's settings, `output` and `usage` as given (none while the response is in progress, as OpenAI's schema has it). */
-export function responseObject(
+export function buildResponseObject(
   head: { id: string; model: string; created: number },
   request: Request,
   status: string,
@@ -104,7 +104,7 @@ function outputItems(content: Part[], refused: boolean): JsonObject[] {
 /** A neutral answer as a response object, `incomplete` when it stopped at the output limit or a filter. */
 export function writeResponsesAnswer(answer: Answer, request: Request): JsonObject {
   const status = TO_RESPONSES_INCOMPLETE[answer.finishReason] === undefined ? 'completed' : 'incomplete';
-  return responseObject({ id: responseId(answer.id), model: answer.model, created: answer.created }, request, status, outputItems(answer.content, answer.finishReason === 'refusal'), answer.usage, answer.finishReason);
+  return buildResponseObject({ id: responseId(answer.id), model: answer.model, created: answer.created }, request, status, outputItems(answer.content, answer.finishReason === 'refusal'), answer.usage, answer.finishReason);
 }
 
 /** The upstream's answer id as a response id (`resp_...`), so that it still names the upstream's answer. */

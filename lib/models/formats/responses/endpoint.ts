@@ -8,7 +8,7 @@ import { invalid } from '../neutral.js';
 import { checkStream, checkTokenLimit } from '../wire-format.js';
 import { responsesErrorEvent } from './error-event.js';
 
-export { RESPONSE_EVENTS, responseObject, responseUsage } from './answer-format.js';
+export { RESPONSE_EVENTS, findResponseObject, responseUsage } from './answer-format.js';
 
 const FILES_IN_INPUT_FILE_ONLY = 'Files are attached as {"type":"input_file","file_id"} parts only';
 
@@ -42,7 +42,6 @@ const RESPONSES: EndpointFormat = {
   forwardHeaders: [],
   errorEvent: (err) => responsesErrorEvent(err),
   answer: responsesAnswer,
-  rateLimitStyle: 'openai',
 };
 
 /**

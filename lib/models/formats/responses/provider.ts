@@ -1,16 +1,12 @@
 import { tokenCount, unreadableStreamEvent, upstreamStreamFailure } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
-import { invalid, untranslatable, type Answer, type FinishReason, type Part, type StreamPart, type StreamReader, type ToolChoice, type Usage } from '../neutral.js';
-import { dataUrl, type ReadRequest } from '../wire-format.js';
+import { effortOf, invalid, untranslatable, type Answer, type FinishReason, type Part, type StreamPart, type StreamReader, type ToolChoice, type Usage } from '../neutral.js';
+import { dataUrl, omit, type ReadRequest } from '../wire-format.js';
 
 // Responses as the provider's format: requests written, answers and streams read, for the
 // clients of the other formats calling a provider that speaks nothing else.
 
 const NAME = 'Responses';
-const EFFORTS = [
-  [2048, 'low'],
-  [8192, 'medium'],
-] as const;
 
 function inputParts(parts: Part[], request: ReadRequest): JsonObject[] {
   return parts.map((part): JsonObject => {
@@ -49,7 +45,8 @@ function writeInput(request: ReadRequest): JsonObject[] {
         flush();
         items.push({ type: 'function_call', call_id: part.id, name: part.name, arguments: part.input });
       } else if (part.type === 'reasoning' || part.type === 'redacted-reasoning') {
-        throw untranslatable(`${request.params.messages ?? 'messages'} (${part.type} content)`, NAME);
+        // Another model's thinking, signed for it alone: the client keeps it for when the conversation goes back there.
+        omit(request.omitted, 'thinking');
       } else {
         pending.push(part);
       }
@@ -65,40 +62,44 @@ const writeToolChoice = (choice: ToolChoice) => (choice.type === 'tool' ? { type
 const MIN_OUTPUT_TOKENS = 16;
 
 /**
- * A neutral request as a Responses body: never stored upstream (`store: false`), tools not strict
- * (Responses makes them strict by default, which most schemas are not written for), a thinking
- * budget as an effort. Responses has no stop sequences: those are refused, as an output limit
- * below the 16 tokens it takes is.
+ * A neutral request as a Responses body: never stored upstream (`store: false`), tools strict only
+ * when the client asked (Responses makes them strict by default, which most schemas are not written
+ * for), a thinking budget as an effort (`effortOf()`). Responses has no stop sequences: those are refused,
+ * as an output limit below the 16 tokens it takes is.
  */
 export function writeResponsesRequest(request: ReadRequest): JsonObject {
-  const { reasoning, responseFormat } = request;
+  const { responseFormat } = request;
   if (request.stop) throw untranslatable(request.params.stop ?? 'stop', NAME);
   if (request.maxTokens !== undefined && request.maxTokens < MIN_OUTPUT_TOKENS) {
     throw invalid(request.params.maxTokens ?? 'max_tokens', `must be at least ${MIN_OUTPUT_TOKENS} for this model: its provider speaks ${NAME}, which refuses fewer`);
   }
-  const effort = reasoning?.effort ?? (reasoning?.budgetTokens === undefined ? undefined : (EFFORTS.find(([most]) => reasoning.budgetTokens! <= most)?.[1] ?? 'high'));
+  const effort = effortOf(request.reasoning);
   return {
     model: request.model,
     ...(request.system.length > 0 && { instructions: request.system.join('\n\n') }),
     input: writeInput(request),
     ...(request.tools.length > 0 && {
-      tools: request.tools.map((tool) => ({ type: 'function', name: tool.name, ...(tool.description !== undefined && { description: tool.description }), parameters: tool.parameters, strict: false })),
+      tools: request.tools.map((tool) => ({ type: 'function', name: tool.name, ...(tool.description !== undefined && { description: tool.description }), parameters: tool.parameters, strict: tool.strict === true })),
     }),
     ...(request.tools.length > 0 && request.toolChoice && { tool_choice: writeToolChoice(request.toolChoice) }),
     ...(request.parallelToolCalls !== undefined && { parallel_tool_calls: request.parallelToolCalls }),
     ...(request.maxTokens !== undefined && { max_output_tokens: request.maxTokens }),
     ...(request.temperature !== undefined && { temperature: request.temperature }),
     ...(request.topP !== undefined && { top_p: request.topP }),
-    ...(responseFormat && {
+    ...((responseFormat || request.verbosity !== undefined) && {
       text: {
-        format:
-          responseFormat.type === 'json'
-            ? { type: 'json_object' }
-            : { type: 'json_schema', name: responseFormat.name, schema: responseFormat.schema, ...(responseFormat.strict !== undefined && { strict: responseFormat.strict }) },
+        ...(responseFormat && {
+          format:
+            responseFormat.type === 'json'
+              ? { type: 'json_object' }
+              : { type: 'json_schema', name: responseFormat.name, schema: responseFormat.schema, ...(responseFormat.strict !== undefined && { strict: responseFormat.strict }) },
+        }),
+        ...(request.verbosity !== undefined && { verbosity: request.verbosity }),
       },
     }),
     ...(effort && { reasoning: { effort } }),
     ...(request.user !== undefined && { user: request.user }),
+    ...(request.serviceTier !== undefined && { service_tier: request.serviceTier }),
     ...request.openAI,
     store: false,
     ...(request.stream && { stream: true }),

@@ -1,29 +1,43 @@
 import { isObject, type JsonObject } from '../../content.js';
 import { invalid, untranslatable, type Message, type Part, type Request, type Tool, type ToolChoice } from '../neutral.js';
-import { absent, any, defaultOnly, falsy, OPENAI_SHARED_KNOWN, optionalBoolean, optionalNumber, optionalString, parseDataUrl, readOpenAIShared, refuseUnknown, type ReadRequest } from '../wire-format.js';
+import { absent, any, defaultOnly, optionalBoolean, optionalNumber, optionalString, parseDataUrl, readEffort, readEndUser, refuseUnknown, sortFields, type FieldRule, type FieldRules, type ReadRequest } from '../wire-format.js';
 
-const KNOWN = {
-  model: any,
-  input: any,
-  instructions: any,
-  stream: any,
-  tools: any,
-  tool_choice: any,
-  parallel_tool_calls: any,
-  max_output_tokens: any,
-  temperature: any,
-  top_p: any,
-  text: any,
-  reasoning: any,
-  user: any,
-  // Not stored either way: a translated response is never kept for a later `previous_response_id`.
-  store: any,
-  // Reasoning is always given back whole (its signature in `encrypted_content`).
-  include: (value: unknown) => absent(value) || (Array.isArray(value) && value.every((item) => item === 'reasoning.encrypted_content')),
-  truncation: defaultOnly('disabled'),
-  background: falsy,
-  previous_response_id: absent,
-  ...OPENAI_SHARED_KNOWN,
+const refused = (note: string, inert?: (value: unknown) => boolean): FieldRule => ({ class: 'refused', note, ...(inert && { inert }) });
+/** OpenAI's hints Messages has no place for: carried to Chat Completions as they are, left out to Messages. */
+const openAIHint = (note: string): FieldRule => ({ class: { 'Chat Completions': 'carried', Messages: 'omitted' }, note });
+
+/** The fields of a Responses body and their classes (docs/TRANSLATION.md); any other is refused by name. */
+export const RESPONSES_REQUEST_FIELDS: FieldRules = {
+  model: { class: 'carried', note: "the upstream's name for the catalog model" },
+  input: { class: { 'Chat Completions': 'carried', Messages: 'validated' }, note: 'messages, function calls and their outputs, reasoning given back; to Messages, a conversation of only instructions sends them as its user turn' },
+  instructions: { class: 'carried', note: 'the system prompt' },
+  stream: { class: 'carried', note: "events in the client's format" },
+  stream_options: { class: 'omitted', note: 'obfuscation of stream deltas, which a translated stream does not pad' },
+  tools: { class: 'carried', note: 'function tools, `strict` included' },
+  tool_choice: { class: 'carried', note: '' },
+  parallel_tool_calls: { class: 'carried', note: '' },
+  max_output_tokens: { class: 'carried', note: 'the output limit' },
+  temperature: { class: { 'Chat Completions': 'carried', Messages: 'validated' }, note: "Messages' range is 0 to 1: above it refused" },
+  top_p: { class: 'carried', note: '' },
+  text: { class: 'carried', note: "`format` as `response_format` or Messages' `output_config.format`; `verbosity` as Chat Completions' `verbosity` (refused to Messages, which has none)" },
+  reasoning: { class: 'carried', note: '`effort` as `reasoning_effort`, or to Messages a thinking budget (the efforts\' table); `summary` is how thinking is shown' },
+  include: { class: 'carried', inert: (value) => Array.isArray(value) && value.every((item) => item === 'reasoning.encrypted_content'), note: 'reasoning is always given back whole; anything else refused' },
+  user: { class: 'carried', note: "Messages' `metadata.user_id` when `safety_identifier` is not set (then omitted)" },
+  safety_identifier: { class: 'carried', note: "Messages' `metadata.user_id`" },
+  service_tier: { class: 'carried', note: "to Messages `auto` as `auto`, `default` as `standard_only`; another tier refused" },
+  metadata: openAIHint("OpenAI's tags for stored responses"),
+  prompt_cache_key: openAIHint('a caching hint'),
+  prompt_cache_retention: openAIHint('a caching hint'),
+  prompt_cache_options: openAIHint('a caching hint'),
+  store: { class: 'omitted', inert: (value) => value === false, note: 'a translated response is never kept for a later `previous_response_id`' },
+  truncation: { class: 'omitted', inert: (value) => value === 'disabled', note: '`auto` drops the oldest turns only when the context overflows' },
+  background: refused('a response polled for later', (value) => value === false),
+  previous_response_id: refused('a stored conversation'),
+  conversation: refused('a stored conversation'),
+  prompt: refused('a stored prompt'),
+  context_management: refused("OpenAI's compaction"),
+  top_logprobs: refused('no other format gives them'),
+  moderation: refused("OpenAI's own moderation"),
 };
 
 function readPart(part: unknown, at: string, target: string): Part {
@@ -112,12 +126,13 @@ function readTools(tools: unknown, target: string): Tool[] {
   return tools.map((tool, index): Tool => {
     const at = `tools[${index}]`;
     if (!isObject(tool) || tool.type !== 'function') throw untranslatable(`${at}.type`, target);
-    refuseUnknown(tool, { type: any, name: any, description: any, parameters: any, strict: falsy }, target, `${at}.`);
+    refuseUnknown(tool, { type: any, name: any, description: any, parameters: any, strict: any }, target, `${at}.`);
     if (typeof tool.name !== 'string') throw invalid(`${at}.name`, 'must be a string');
     return {
       name: tool.name,
       ...(typeof tool.description === 'string' && { description: tool.description }),
       parameters: isObject(tool.parameters) ? tool.parameters : { type: 'object', properties: {} },
+      ...(tool.strict === true && { strict: true }),
     };
   });
 }
@@ -132,7 +147,7 @@ function readToolChoice(choice: unknown, target: string): ToolChoice | undefined
 function readText(text: unknown, target: string): Request['responseFormat'] {
   if (absent(text)) return undefined;
   if (!isObject(text)) throw invalid('text', 'must be an object');
-  refuseUnknown(text, { format: any }, target, 'text.');
+  refuseUnknown(text, { format: any, verbosity: (value) => absent(value) || target !== 'Messages' }, target, 'text.');
   const { format } = text;
   if (absent(format) || (isObject(format) && format.type === 'text')) return undefined;
   if (isObject(format) && format.type === 'json_object') return { type: 'json' };
@@ -146,15 +161,13 @@ function readReasoning(reasoning: unknown, target: string): Request['reasoning']
   if (absent(reasoning)) return undefined;
   if (!isObject(reasoning)) throw invalid('reasoning', 'must be an object');
   refuseUnknown(reasoning, { effort: any, summary: any }, target, 'reasoning.');
-  const { effort } = reasoning;
-  if (absent(effort)) return undefined;
-  if (effort === 'low' || effort === 'medium' || effort === 'high') return { effort };
-  throw untranslatable('reasoning.effort', target);
+  return readEffort(reasoning.effort, 'reasoning.effort');
 }
 
 /** A Responses body, read; `target` names the provider's format in refusals. */
 export function readResponsesRequest(body: JsonObject, target: string): ReadRequest {
-  refuseUnknown(body, KNOWN, target);
+  const omitted: string[] = [];
+  sortFields(body, RESPONSES_REQUEST_FIELDS, target, omitted);
   const { system, messages } = readInput(body.input, target);
   const instructions = optionalString(body, 'instructions');
   const maxTokens = optionalNumber(body, 'max_output_tokens');
@@ -164,8 +177,9 @@ export function readResponsesRequest(body: JsonObject, target: string): ReadRequ
   const parallelToolCalls = optionalBoolean(body, 'parallel_tool_calls');
   const responseFormat = readText(body.text, target);
   const reasoning = readReasoning(body.reasoning, target);
-  const user = optionalString(body, 'user');
-  const openAI = readOpenAIShared(body);
+  const serviceTier = optionalString(body, 'service_tier');
+  const verbosity = isObject(body.text) ? optionalString(body.text, 'verbosity') : undefined;
+  const { user, openAI } = readEndUser(body, target, omitted);
   return {
     model: String(body.model),
     stream: body.stream === true,
@@ -180,7 +194,10 @@ export function readResponsesRequest(body: JsonObject, target: string): ReadRequ
     ...(responseFormat && { responseFormat }),
     ...(reasoning && { reasoning }),
     ...(user !== undefined && { user }),
+    ...(serviceTier !== undefined && { serviceTier }),
+    ...(verbosity !== undefined && { verbosity }),
     ...(openAI && { openAI }),
+    omitted,
     params: {
       maxTokens: 'max_output_tokens',
       temperature: 'temperature',
@@ -190,6 +207,7 @@ export function readResponsesRequest(body: JsonObject, target: string): ReadRequ
       parallelToolCalls: 'parallel_tool_calls',
       reasoning: 'reasoning',
       user: 'user',
+      serviceTier: 'service_tier',
       messages: 'input',
     },
   };

@@ -1,6 +1,6 @@
 import type { JsonObject } from '../../content.js';
 import { sse, type Request, type StreamPart, type StreamWriter } from '../neutral.js';
-import { itemId, outputText, reasoningItem, refusalPart, responseId, responseObject, TO_RESPONSES_INCOMPLETE } from './answer.js';
+import { buildResponseObject, itemId, outputText, reasoningItem, refusalPart, responseId, TO_RESPONSES_INCOMPLETE } from './answer.js';
 
 /** The item being written, with what its events need. */
 interface OpenItem {
@@ -48,7 +48,7 @@ export class ResponsesStreamWriter implements StreamWriter {
     switch (part.type) {
       case 'start': {
         this.#head = { id: responseId(part.id), model: part.model, created: part.created };
-        const response = responseObject(this.#head, this.#request, 'in_progress', [], null);
+        const response = buildResponseObject(this.#head, this.#request, 'in_progress', [], null);
         return this.#event({ type: 'response.created', response }) + this.#event({ type: 'response.in_progress', response });
       }
       case 'text-start': {
@@ -138,7 +138,7 @@ export class ResponsesStreamWriter implements StreamWriter {
       case 'finish': {
         const incomplete = TO_RESPONSES_INCOMPLETE[part.finishReason] !== undefined;
         const status = incomplete ? 'incomplete' : 'completed';
-        const response = responseObject(this.#head, this.#request, status, this.#output, part.usage, part.finishReason);
+        const response = buildResponseObject(this.#head, this.#request, status, this.#output, part.usage, part.finishReason);
         return this.#event({ type: incomplete ? 'response.incomplete' : 'response.completed', response });
       }
     }

@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
+import { errors } from '../../../errors/gateway-error.js';
 import { addAbortSignal, Readable } from 'node:stream';
 import type { z } from 'zod';
 import { nonEmptyString, parseOptions, settingsObject } from '../../../settings/schemas.js';
 import { isObject, type JsonObject } from '../../content.js';
-import type { Provider, ProviderAnswer, ProviderRequest } from '../../provider.js';
+import type { EmbedAnswer, EmbedRequest, Provider, ProviderAnswer, ProviderRequest } from '../../provider.js';
 import { answerLines, inputWords, receivedChat, receivedMessages, receivedResponses, responsesMessages, words } from './received.js';
 import { argumentPieces, chatToolCall, messagesToolCall, responsesToolCall, type EchoToolCall } from './tools.js';
+import { MESSAGE_UNKNOWNS, messageUsage } from '../../formats/messages/answer.js';
 
 /** The echo provider needs nothing but its `id`. */
 export const echoProviderOptions = settingsObject({ id: nonEmptyString });
@@ -89,7 +91,7 @@ function message({ body, signal }: ProviderRequest): ProviderAnswer {
   const inputTokens = inputWords(body.messages);
   const outputTokens = call === undefined ? words(text) : callWords(call);
   const stopReason = call === undefined ? 'end_turn' : 'tool_use';
-  const toolUse = (input: unknown) => ({ type: 'tool_use', id: `toolu_echo${key}`, name: call?.name, input });
+  const toolUse = (input: unknown) => ({ type: 'tool_use', id: `toolu_echo${key}`, name: call?.name, input, caller: { type: 'direct' } });
   if (body.stream !== true) {
     return json(200, {
       id,
@@ -99,10 +101,11 @@ function message({ body, signal }: ProviderRequest): ProviderAnswer {
       content: [call === undefined ? { type: 'text', text } : toolUse(JSON.parse(call.arguments))],
       stop_reason: stopReason,
       stop_sequence: null,
-      usage: { input_tokens: inputTokens, output_tokens: outputTokens },
+      usage: messageUsage({ inputTokens, outputTokens }),
+      ...MESSAGE_UNKNOWNS,
     });
   }
-  const start = { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 0 } };
+  const start = { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: messageUsage({ inputTokens, outputTokens: 0 }), ...MESSAGE_UNKNOWNS };
   // As Anthropic streams a tool_use block: empty `input` at its start, then `input_json_delta` pieces.
   const [block, deltas] =
     call === undefined
@@ -216,13 +219,46 @@ function tokenCount({ body }: ProviderRequest): ProviderAnswer {
   return json(200, { input_tokens: inputWords(body.messages) + system });
 }
 
+/** The length of echo's vectors when the client asks for none, and the most it makes. */
+const DEFAULT_DIMENSIONS = 256;
+const MAX_DIMENSIONS = 4096;
+
+/**
+ * A unit vector of `dimensions` made from the input's SHA-256: the same input always gets the same
+ * vector, and different inputs point elsewhere.
+ */
+function echoVector(input: string | readonly number[], dimensions: number): Float32Array {
+  const seed = createHash('sha256').update(JSON.stringify(input)).digest();
+  const vector = new Float32Array(dimensions);
+  let block = seed;
+  for (let at = 0; at < dimensions; at++) {
+    // Eight values a hash: the next block hashes the seed with its number.
+    if (at % 8 === 0 && at > 0) block = createHash('sha256').update(seed).update(String(at)).digest();
+    vector[at] = block.readInt32LE((at % 8) * 4) / 2 ** 31;
+  }
+  let squares = 0;
+  for (const value of vector) squares += value * value;
+  const norm = Math.sqrt(squares) || 1;
+  for (let at = 0; at < dimensions; at++) vector[at] = (vector[at] as number) / norm;
+  return vector;
+}
+
+function embed({ inputs, dimensions }: EmbedRequest): EmbedAnswer {
+  if (dimensions !== undefined && dimensions > MAX_DIMENSIONS) throw errors.invalidRequest(`'dimensions' must be at most ${MAX_DIMENSIONS} for an echo model`);
+  return {
+    vectors: inputs.map((input) => echoVector(input, dimensions ?? DEFAULT_DIMENSIONS)),
+    inputTokens: inputs.reduce((sum, input) => sum + (typeof input === 'string' ? words(input) : input.length), 0),
+  };
+}
+
 /**
  * An offline provider for every endpoint format: it answers, deterministically and in the
  * endpoint's own format (streaming too), with what it received: the message count, the last user
  * message, the tool result the request ends with and each attached document's name, size and page
  * count. Offered tools (and `tool_choice` not "none"), it calls the first, or the one `tool_choice`
- * names, with arguments made from its schema, so that a tool loop can be tried offline. Token
- * counts are word counts.
+ * names, with arguments made from its schema, so that a tool loop can be tried offline. Its
+ * embeddings are unit vectors made from each input's hash (256 dimensions unless asked).
+ * Token counts are word counts (an array of token ids counts its length).
  * @example echoProvider({ id: 'echo' })
  */
 export function echoProvider(options: EchoProviderOptions): Provider {
@@ -233,5 +269,6 @@ export function echoProvider(options: EchoProviderOptions): Provider {
     responses: async (request) => response(request),
     messages: async (request) => message(request),
     countTokens: async (request) => tokenCount(request),
+    embed: async (request) => embed(request),
   };
 }

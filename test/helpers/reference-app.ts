@@ -9,7 +9,8 @@ import { createApp } from '../../reference-server/app.js';
 import { loadConfig, type ServerConfig } from '../../reference-server/config.js';
 import { openDeployment, type Deployment } from '../../reference-server/deployment.js';
 import { createHttpServer } from '../../reference-server/http-server.js';
-import { listen } from '../helpers/http.js';
+import { listen } from './http.js';
+import { until } from './poll.js';
 
 export interface LogLine {
   msg: string;
@@ -38,12 +39,12 @@ export interface ReferenceApp {
  * memory) in a temp DATA_DIR, with the default echo catalog and the spec's limits, or the
  * `GATEWAY_CONFIG` file `gatewayConfig` describes, and its log lines collected; `extraEnv` adds to
  * the environment (DATABASE_URL and REDIS_URL for the other deployment); `nowMs` is the
- * deployment's clock (`openDeployment`'s). Cheaper than a child process, and the same composition.
+ * deployment's clock (`openDeployment`'s); `port` where it listens (default: any free one). Cheaper than a child process, and the same composition.
  */
 export async function referenceApp(
   gatewayConfig?: Record<string, unknown>,
   extraEnv: Record<string, string> = {},
-  { nowMs }: { nowMs?: () => number } = {},
+  { nowMs, port }: { nowMs?: () => number; port?: number } = {},
 ): Promise<ReferenceApp> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kmg-spec-'));
   const env: Record<string, string> = { ...extraEnv, DATA_DIR: dataDir };
@@ -72,6 +73,7 @@ export async function referenceApp(
         if (inFlight === 0) for (const resolve of waiting.splice(0)) resolve();
       });
     }, logger),
+    port,
   );
   return {
     url: server.url,
@@ -89,12 +91,9 @@ export async function referenceApp(
       ).key,
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise((resolve) => waiting.push(resolve))),
     async logLine(find) {
-      for (let attempt = 0; attempt < 200; attempt++) {
-        const found = logs.find(find);
-        if (found) return found;
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-      throw new Error('no such log line within 5 s');
+      const found = await until(async () => logs.find(find), (line) => line !== undefined, { intervalMs: 25, attempts: 200 });
+      if (found === undefined) throw new Error('no such log line within 5 s');
+      return found;
     },
     async close() {
       await server.close();

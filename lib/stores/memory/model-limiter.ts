@@ -1,5 +1,5 @@
-import { clockWindows } from './clock-windows.js';
-import type { ModelLimiter } from './model-limiter.js';
+import { clockWindows } from '../../quota/clock-windows.js';
+import type { ModelLimiter } from '../../quota/model-limiter.js';
 import {
   assertTokenCount,
   decide,
@@ -8,7 +8,7 @@ import {
   type ModelLimitDecision,
   type ModelLimits,
   type ModelUsage,
-} from './model-limits.js';
+} from '../../quota/model-limits.js';
 
 export interface MemoryModelLimiterOptions {
   /** The clock, in Unix milliseconds, that places a call in its minute and day. Default `Date.now`. */
@@ -23,8 +23,7 @@ interface Counters extends ModelUsage {
 /**
  * ModelLimiter in process memory: for one process (the embedded default), tests, and as the Redis
  * limiter's insurance. Exact within the process: each decision reads and counts in one
- * synchronous step. Holds one small entry per key id it has limited. It lives here rather than in
- * stores/memory because it is the model endpoints' default, and models sit below stores.
+ * synchronous step. Holds one small entry per key id it has limited.
  * @example
  * import { MemoryModelLimiter } from 'koa-model-gateway/stores/memory';
  * modelsRouter({ catalog, providers, modelLimiter: new MemoryModelLimiter() })

@@ -1,0 +1,243 @@
+import Router from '@koa/router';
+import { parse as parseCookies, serialize } from 'cookie';
+import type { Context } from 'koa';
+import * as oidc from 'openid-client';
+import { z } from 'zod';
+import { parseOptions, positiveInteger } from '../settings/schemas.js';
+import { ADMIN_API_PATH } from './admin-auth.js';
+import { sessionOpener, type AdminSessionsOptions } from './admin-sessions.js';
+import { ADMIN_ROLES, effectiveRole, type AdminRole, type AdminUserStore } from './admin-user-store.js';
+
+export interface OidcRoleMapping {
+  /** The ID token's claim that carries the person's groups or roles (a string or an array of them). Default `groups`. */
+  claim?: string;
+  /**
+   * Each value of the claim → the role it gives (`{ "gateway-admins": "admin" }`); a person with
+   * several gets the most allowed. Default: none, the claim's values that are a role's own name
+   * (`admin`, `operator`, `viewer`) give that role.
+   */
+  map?: Readonly<Record<string, AdminRole>>;
+}
+
+export interface OidcLoginOptions extends Pick<AdminSessionsOptions, 'sessions' | 'ttlSeconds' | 'secure' | 'onChange' | 'nowMs'> {
+  /** The provider's issuer URL, where its discovery document is (`/.well-known/openid-configuration`). `https://`, or `http://` on a loopback address. */
+  issuer: string;
+  clientId: string;
+  /** The client's secret (`client_secret_basic`); none for a public client, which PKCE alone protects. */
+  clientSecret?: string;
+  /**
+   * The one address the provider sends the browser back to, as registered with it: the gateway's
+   * public URL + `/admin/v1/oidc/callback`. Never taken from a request.
+   */
+  redirectUri: string;
+  /** Where the browser goes once signed in. Default `/dashboard`. */
+  afterSignIn?: string;
+  /** How the dashboard names the provider: "Sign in with <name>". Default `the identity provider`. */
+  providerName?: string;
+  /** The people who sign in: recorded at their first sign-in. */
+  users: AdminUserStore;
+  /** Where a person's role comes from, unless an admin assigned one. */
+  roles?: OidcRoleMapping;
+  /** Whether the dashboard offers the admin token's sign-in too (`adminSessions()`'s `tokenSignIn`): only reported. Default `true`. */
+  tokenSignIn?: boolean;
+  /** How long each call to the provider (discovery, keys, token) may take, in milliseconds. Default 10,000. */
+  timeoutMs?: number;
+}
+
+/** The sign-in under way, in a cookie of its own: only this browser can finish it. */
+const FLOW_COOKIE = 'kmg_oidc_flow';
+const FLOW_PATH = `${ADMIN_API_PATH}/oidc`;
+const FLOW_SECONDS = 600;
+const SCOPE = 'openid email profile';
+
+const flowSchema = z.object({ state: z.string(), nonce: z.string(), verifier: z.string() });
+const loginOptions = z.object({ timeoutMs: positiveInteger.default(10_000) });
+
+const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/**
+ * The issuer as a URL: `https://`, or `http://` on a loopback address (a provider on the same
+ * machine, tests). Throws a `TypeError` naming what is wrong, at start-up.
+ */
+export function issuerUrl(issuer: string): URL {
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw new TypeError('koa-model-gateway: the OIDC issuer must be a URL');
+  }
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.has(url.hostname))) return url;
+  throw new TypeError('koa-model-gateway: the OIDC issuer must be an https:// URL (http:// only on a loopback address)');
+}
+
+/** The role the claim's values give, the most allowed of them; `null` when none does. */
+export function claimRole(claims: Readonly<Record<string, unknown>>, mapping: OidcRoleMapping = {}): AdminRole | null {
+  const raw = claims[mapping.claim ?? 'groups'];
+  const values = (Array.isArray(raw) ? raw : [raw]).filter((value): value is string => typeof value === 'string');
+  const roleOf = (value: string): AdminRole | undefined =>
+    mapping.map ? (Object.hasOwn(mapping.map, value) ? mapping.map[value] : undefined) : ADMIN_ROLES.find((role) => role === value);
+  const roles = values.map(roleOf).filter((role) => role !== undefined);
+  return ADMIN_ROLES.find((role) => roles.includes(role)) ?? null;
+}
+
+/** Why a sign-in did not end in a session, as the page tells the person. */
+type Refusal = { status: number; title: string; detail: string };
+
+const refusals = {
+  unreachable: { status: 502, title: 'The identity provider cannot be reached', detail: 'Signing in is not possible right now. Sessions already open keep working; try again in a moment.' },
+  expired: { status: 400, title: 'This sign-in has expired', detail: 'It took too long, or began in another browser. Start again from the dashboard.' },
+  refused: { status: 403, title: 'The identity provider did not sign you in', detail: 'It refused or cancelled the sign-in.' },
+  unverified: { status: 400, title: 'The sign-in could not be verified', detail: 'The identity provider’s answer did not check out. Start again from the dashboard.' },
+  disabled: { status: 403, title: 'Your account is disabled', detail: 'An admin of this gateway disabled it. Ask them to enable it again.' },
+  noRole: {
+    status: 403,
+    title: 'You have no role on this gateway',
+    detail: 'You signed in, but neither your groups at the identity provider nor an admin of this gateway give you a role (admin, operator or viewer). Ask an admin to assign you one.',
+  },
+} satisfies Record<string, Refusal>;
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function refusalPage(ctx: Context, refusal: Refusal, afterSignIn: string) {
+  ctx.status = refusal.status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
+  ctx.body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(refusal.title)}</title></head>
+<body style="font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;line-height:1.5"><h1 style="font-size:1.4rem">${escapeHtml(refusal.title)}</h1><p>${escapeHtml(refusal.detail)}</p><p><a href="${escapeHtml(afterSignIn)}">Back to the dashboard</a></p></body></html>`;
+}
+
+/** A failure to reach the provider (network, timeout, a 5xx answer), told from an answer that did not check out. */
+function unreachable(err: unknown): boolean {
+  for (let cause = err; cause !== undefined && cause !== null; cause = (cause as { cause?: unknown }).cause) {
+    if (cause instanceof Response || cause instanceof oidc.ResponseBodyError) return cause.status >= 500;
+    if (!(cause instanceof Error)) return false;
+    if (cause.name === 'TimeoutError' || cause.name === 'AbortError' || (cause instanceof TypeError && cause.message === 'fetch failed')) return true;
+  }
+  return false;
+}
+
+/**
+ * Dashboard sign-in through an OpenID Connect provider (authorization code flow with PKCE, state
+ * and nonce; the provider found by discovery, the ID token verified, all by `openid-client`), under
+ * `/admin/v1`, mounted BEFORE `adminAuth()` (its routes need no credential):
+ * - `GET /oidc` → `{ object: "oidc_provider", name, login_url, token_sign_in }`, for the login page;
+ * - `GET /oidc/login` → 303 to the provider, the flow's secrets in a short-lived cookie of its own;
+ * - `GET /oidc/callback` → the code exchanged, the person recorded in `users`, a dashboard session
+ *   opened as `adminSessions()` opens one (`session.opened`, by the person), and 303 to
+ *   `afterSignIn`; else a page that says why, with its status: the provider unreachable (502; open
+ *   sessions are untouched), the flow expired or unverifiable (400), refused, a disabled user or
+ *   one with no role (403).
+ * The provider is discovered at the start of each sign-in (so that one down is told then); its
+ * keys are fetched and cached by `openid-client`; every call to it is bounded by `timeoutMs`.
+ * @example app.use(oidcLogin({ issuer, clientId, clientSecret, redirectUri: `${publicUrl}/admin/v1/oidc/callback`, users, sessions }).routes())
+ */
+export function oidcLogin(options: OidcLoginOptions): Router {
+  const { clientId, clientSecret, redirectUri, users, roles } = options;
+  const issuer = issuerUrl(options.issuer);
+  if (typeof users?.signIn !== 'function') throw new TypeError('koa-model-gateway: oidcLogin() needs an AdminUserStore as `users`');
+  if (typeof clientId !== 'string' || clientId === '') throw new TypeError('koa-model-gateway: oidcLogin() needs a `clientId`');
+  const callback = new URL(redirectUri);
+  const { timeoutMs } = parseOptions(loginOptions, { timeoutMs: options.timeoutMs }, 'oidcLogin()');
+  const afterSignIn = options.afterSignIn ?? '/dashboard';
+  const providerName = options.providerName ?? 'the identity provider';
+  const tokenSignIn = options.tokenSignIn ?? true;
+  const open = sessionOpener(options);
+  const nowMs = options.nowMs ?? Date.now;
+  const secure = options.secure ?? ((ctx: Context) => ctx.secure || callback.protocol === 'https:');
+
+  // Discovered again at each sign-in's start, so that a provider down is told then, on a page
+  // (sign-ins are rare); the callback uses the configuration, and the keys it cached, of the last.
+  let discovered: Promise<oidc.Configuration> | undefined;
+  const discover = () => {
+    discovered = oidc
+      .discovery(issuer, clientId, undefined, clientSecret === undefined ? oidc.None() : oidc.ClientSecretBasic(clientSecret), {
+        timeout: Math.ceil(timeoutMs / 1000),
+        ...(issuer.protocol === 'http:' && { execute: [oidc.allowInsecureRequests] }),
+      })
+      .catch((err: unknown) => {
+        discovered = undefined;
+        throw err;
+      });
+    return discovered;
+  };
+  const configuration = () => discovered ?? discover();
+
+  const flowCookie = (ctx: Context, value: string, maxAge: number) =>
+    // Lax, not Strict: the provider's redirect back is a navigation from another site.
+    ctx.append('Set-Cookie', serialize(FLOW_COOKIE, value, { httpOnly: true, sameSite: 'lax', path: FLOW_PATH, maxAge, secure: secure(ctx) }));
+
+  const router = new Router({ prefix: ADMIN_API_PATH, sensitive: true, strict: true });
+
+  router.get('/oidc', (ctx) => {
+    ctx.body = { object: 'oidc_provider', name: providerName, login_url: `${FLOW_PATH}/login`, token_sign_in: tokenSignIn };
+  });
+
+  router.get('/oidc/login', async (ctx) => {
+    let config: oidc.Configuration;
+    try {
+      config = await discover();
+    } catch {
+      return refusalPage(ctx, refusals.unreachable, afterSignIn);
+    }
+    const flow = { state: oidc.randomState(), nonce: oidc.randomNonce(), verifier: oidc.randomPKCECodeVerifier() };
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: callback.href,
+      scope: SCOPE,
+      state: flow.state,
+      nonce: flow.nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(flow.verifier),
+      code_challenge_method: 'S256',
+    });
+    flowCookie(ctx, Buffer.from(JSON.stringify(flow)).toString('base64url'), FLOW_SECONDS);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.status = 303;
+    ctx.redirect(url.href);
+  });
+
+  router.get('/oidc/callback', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    const flow = readFlow(parseCookies(ctx.get('Cookie'))[FLOW_COOKIE]);
+    flowCookie(ctx, '', 0); // used once, whatever happens
+    if (!flow) return refusalPage(ctx, refusals.expired, afterSignIn);
+    let claims: oidc.IDToken;
+    try {
+      const config = await configuration();
+      // The callback's own address, never the request's: only its query comes from the browser.
+      const answered = new URL(callback.href);
+      answered.search = ctx.querystring;
+      const tokens = await oidc.authorizationCodeGrant(config, answered, {
+        pkceCodeVerifier: flow.verifier,
+        expectedState: flow.state,
+        expectedNonce: flow.nonce,
+        idTokenExpected: true,
+      });
+      claims = tokens.claims() as oidc.IDToken;
+    } catch (err) {
+      if (err instanceof oidc.AuthorizationResponseError) return refusalPage(ctx, refusals.refused, afterSignIn);
+      return refusalPage(ctx, unreachable(err) ? refusals.unreachable : refusals.unverified, afterSignIn);
+    }
+    const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value.slice(0, 255) : null);
+    const user = await users.signIn(
+      { issuer: claims.iss, subject: claims.sub, email: text(claims.email), name: text(claims.name), claimRole: claimRole(claims, roles) },
+      Math.floor(nowMs() / 1000),
+    );
+    if (user.disabled) return refusalPage(ctx, refusals.disabled, afterSignIn);
+    const role = effectiveRole(user);
+    if (!role) return refusalPage(ctx, refusals.noRole, afterSignIn);
+    await open(ctx, { tokenId: null, tokenName: null, user, role });
+    ctx.status = 303;
+    ctx.redirect(afterSignIn);
+  });
+
+  return router;
+}
+
+function readFlow(cookie: string | undefined): z.output<typeof flowSchema> | undefined {
+  if (!cookie) return undefined;
+  try {
+    return flowSchema.parse(JSON.parse(Buffer.from(cookie, 'base64url').toString('utf8')));
+  } catch {
+    return undefined;
+  }
+}
