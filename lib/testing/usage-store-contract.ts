@@ -55,12 +55,14 @@ function expectedSummary(records: readonly UsageRecord[], filter: UsageFilter, b
     const group = GROUP_OF[by](record);
     const subgroup = thenBy === undefined ? undefined : GROUP_OF[thenBy](record);
     const id = JSON.stringify([group, subgroup]);
-    const row = rows.get(id) ?? { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
+    const row = rows.get(id) ?? { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n };
     row.requests += 1;
     if (record.status >= 200 && record.status <= 299) row.answered += 1;
     row.inputTokens += record.inputTokens;
     row.outputTokens += record.outputTokens;
     row.costPicoUsd += BigInt(record.costPicoUsd);
+    if (record.cache === 'hit') row.cacheHits += 1;
+    row.costSavedPicoUsd += BigInt(record.costSavedPicoUsd ?? 0);
     rows.set(id, row);
   }
   return sortedRows([...rows.values()]);
@@ -257,7 +259,7 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     t.is((await store.list())[0]?.outputTokens, 5);
   });
 
-  test(`${name}: summaries equal the sums of the records, whatever the batches, the filter and the time since, and after prunes`, async (t) => {
+  test(`${name}: summaries equal the sums of the records, cache hits and their savings too, whatever the batches, the filter and the time since, and after prunes`, async (t) => {
     const store = await makeStore();
     const random = seeded(54);
     const HOUR = 3_600_000;
@@ -266,8 +268,8 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     const start = Date.parse('2030-03-01T00:00:00.000Z');
     for (let batch = 0; batch < 12; batch += 1) {
       const size = 1 + random(40);
-      const written = Array.from({ length: size }, () =>
-        usageRecord({
+      const written = Array.from({ length: size }, () => {
+        const record = usageRecord({
           time: start + (random(4) === 0 ? random(72) * HOUR : random(72 * HOUR)),
           account: ['acme', 'globex'][random(2)] as string,
           keyId: ['key_a', 'key_b', 'key_c'][random(3)] as string,
@@ -277,8 +279,12 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
           inputTokens: random(5000),
           outputTokens: random(500),
           costPicoUsd: random(3) === 0 ? 0 : random(2_000_000_000) * 1000,
-        }),
-      );
+        });
+        // A call of four answered from the response cache (at cost 0, saving what it cost once, past what a double holds when summed), some looked up and missed.
+        const cache = [null, 'miss', 'hit', 'hit'][random(4)] as 'hit' | 'miss' | null;
+        if (cache !== 'hit' || record.status !== 200) return { ...record, cache: cache === 'hit' ? 'miss' : cache };
+        return { ...record, cache, costPicoUsd: 0, costSavedPicoUsd: random(3) === 0 ? 0 : random(2_000_000_000) * 1000 + 1 };
+      });
       await store.insert(written);
       records.push(...written);
     }
@@ -353,7 +359,8 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
         model: i % 5 === 0 ? null : 'echo-1',
         status: i % 4 === 0 ? 429 : 200,
         inputTokens: i,
-        costPicoUsd: i * 1000,
+        costPicoUsd: i % 6 === 1 ? 0 : i * 1000,
+        ...(i % 6 === 1 && { cache: 'hit' as const, costSavedPicoUsd: i * 2000 }),
       }),
     );
     await store.insert(records.slice(0, 25));
@@ -363,13 +370,19 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
       const filter = { account: 'acme', since: start + 1, until: start + 30 * HOUR };
       // Periods that start in [since, until): since rounded up to a whole period, as until.
       const [first, end] = [Math.ceil(filter.since / unit) * unit, Math.ceil(filter.until / unit) * unit];
-      const expected = new Map<string, { requests: number; inputTokens: number; costPicoUsd: bigint }>();
+      const expected = new Map<string, { requests: number; inputTokens: number; costPicoUsd: bigint; cacheHits: number; costSavedPicoUsd: bigint }>();
       for (const record of records) {
         const period = record.time - (record.time % unit);
         if (record.account !== 'acme' || period < first || period >= end) continue;
         const id = JSON.stringify([period, record.account, record.keyId, record.model ?? '', record.endpoint, record.status]);
-        const sum = expected.get(id) ?? { requests: 0, inputTokens: 0, costPicoUsd: 0n };
-        expected.set(id, { requests: sum.requests + 1, inputTokens: sum.inputTokens + record.inputTokens, costPicoUsd: sum.costPicoUsd + BigInt(record.costPicoUsd) });
+        const sum = expected.get(id) ?? { requests: 0, inputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n };
+        expected.set(id, {
+          requests: sum.requests + 1,
+          inputTokens: sum.inputTokens + record.inputTokens,
+          costPicoUsd: sum.costPicoUsd + BigInt(record.costPicoUsd),
+          cacheHits: sum.cacheHits + (record.cache === 'hit' ? 1 : 0),
+          costSavedPicoUsd: sum.costSavedPicoUsd + BigInt(record.costSavedPicoUsd ?? 0),
+        });
       }
       const walked: string[] = [];
       let after: Parameters<NonNullable<UsageStore['rollups']>>[2]['after'];
@@ -379,7 +392,8 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
         for (const row of rows) {
           const id = JSON.stringify([row.period, row.account, row.keyId, row.model ?? '', row.endpoint, row.status]);
           walked.push(id);
-          t.deepEqual({ requests: row.requests, inputTokens: row.inputTokens, costPicoUsd: row.costPicoUsd }, expected.get(id), id);
+          const { requests, inputTokens, costPicoUsd, cacheHits, costSavedPicoUsd } = row;
+          t.deepEqual({ requests, inputTokens, costPicoUsd, cacheHits, costSavedPicoUsd }, expected.get(id), id);
         }
         if (rows.length < 3) break;
         after = rows.at(-1);

@@ -54,9 +54,11 @@ const rollupFields = (row: UsageRollup) => ({
   input_tokens: row.inputTokens,
   output_tokens: row.outputTokens,
   cost_usd: usdOfPico(row.costPicoUsd),
+  cache_hits: row.cacheHits,
+  cost_saved_usd: usdOfPico(row.costSavedPicoUsd),
 });
 
-const ROLLUP_COLUMNS = ['period', 'account', 'key_id', 'model', 'endpoint', 'status', 'requests', 'input_tokens', 'output_tokens', 'cost_usd'] as const;
+const ROLLUP_COLUMNS = ['period', 'account', 'key_id', 'model', 'endpoint', 'status', 'requests', 'input_tokens', 'output_tokens', 'cost_usd', 'cache_hits', 'cost_saved_usd'] as const;
 
 /** One exported line of `fields`: CSV in `columns`' order, or a JSON object. */
 const line = <Fields extends Record<string, unknown>>(fields: Fields, columns: ReadonlyArray<keyof Fields>, format: UsageExportFormat) =>

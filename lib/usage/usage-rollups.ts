@@ -46,6 +46,8 @@ export function mergeUsageRows(parts: readonly UsageRow[][]): UsageRow[] {
     into.inputTokens += row.inputTokens;
     into.outputTokens += row.outputTokens;
     into.costPicoUsd += row.costPicoUsd;
+    into.cacheHits += row.cacheHits;
+    into.costSavedPicoUsd += row.costSavedPicoUsd;
   }
   return [...merged.values()];
 }

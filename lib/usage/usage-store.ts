@@ -109,6 +109,10 @@ export interface UsageRollup {
   inputTokens: number;
   outputTokens: number;
   costPicoUsd: bigint;
+  /** The calls answered from the response cache. */
+  cacheHits: number;
+  /** What those answers cost when they were made (`costSavedPicoUsd`, summed). */
+  costSavedPicoUsd: bigint;
 }
 
 /** Where `UsageStore.rollups` reads on from: the roll-up row last read. */

@@ -71,7 +71,7 @@ for (const [kind, gate] of [
     });
   });
 
-  gate(`${kind}: the usage roll-ups' migration back-fills them from the records already there`, async (t) => {
+  gate(`${kind}: the usage roll-ups' migration back-fills them from the records already there, cache hits and savings included`, async (t) => {
     const db = await openDatabase(kind);
     await migrate(db.knex);
     // The database as it was before that migration, with records.
@@ -82,12 +82,13 @@ for (const [kind, gate] of [
     await db.knex('kmg_usage').insert([
       { ...call, time: 1_700_000_000_000, model: 'echo-1', status: 200, input_tokens: 10, output_tokens: 5 },
       { ...call, time: 1_700_000_000_001, model: null, status: 429, input_tokens: 0, output_tokens: 0 },
+      { ...call, time: 1_700_000_000_002, model: 'echo-1', status: 200, input_tokens: 0, output_tokens: 0, cache: 'hit', cost_saved_picousd: 7_000_000 },
     ]);
     await migrate(db.knex);
     // The roll-ups the reports read are back-filled from the records already there.
     const byModel = [
-      { group: 'echo-1', requests: 1, answered: 1, inputTokens: 10, outputTokens: 5, costPicoUsd: 0n },
-      { group: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n },
+      { group: 'echo-1', requests: 2, answered: 2, inputTokens: 10, outputTokens: 5, costPicoUsd: 0n, cacheHits: 1, costSavedPicoUsd: 7_000_000n },
+      { group: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
     ];
     const usage = new KnexUsageStore(db.knex);
     const sorted = (rows: Array<{ group: string | null }>) => rows.sort((a, b) => String(a.group).localeCompare(String(b.group)));

@@ -373,6 +373,8 @@ const MIGRATIONS: Migration[] = [
           columns.bigInteger('input_tokens').notNullable();
           columns.bigInteger('output_tokens').notNullable();
           columns.bigInteger('cost_picousd').notNullable();
+          columns.bigInteger('cache_hits').notNullable(); // the calls answered from the response cache
+          columns.bigInteger('cost_saved_picousd').notNullable();
           columns.primary(ROLLUP_KEY[table]);
           columns.index(['account', period]);
           columns.index(['key_id', period]);
@@ -412,7 +414,7 @@ const MIGRATIONS: Migration[] = [
 
 type RollupTable = 'kmg_usage_hourly' | 'kmg_usage_daily';
 
-const ROLLUP_SUMS = ['requests', 'input_tokens', 'output_tokens', 'cost_picousd'];
+const ROLLUP_SUMS = ['requests', 'input_tokens', 'output_tokens', 'cost_picousd', 'cache_hits', 'cost_saved_picousd'];
 const ROLLUP_GROUP = ['account', 'key_id', 'model', 'endpoint', 'status'];
 /** A roll-up row's key (its primary key), and the columns it is written with. */
 const ROLLUP_KEY: Record<RollupTable, string[]> = { kmg_usage_hourly: ['hour', ...ROLLUP_GROUP], kmg_usage_daily: ['day', ...ROLLUP_GROUP] };
@@ -433,6 +435,8 @@ function rollUp(table: RollupTable, from: string, postgres: boolean): string {
     input_tokens: 'sum(input_tokens)',
     output_tokens: 'sum(output_tokens)',
     cost_picousd: 'sum(cost_picousd)',
+    cache_hits: "sum(case when cache = 'hit' then 1 else 0 end)",
+    cost_saved_picousd: 'sum(cost_saved_picousd)',
   };
   const columns = ROLLUP_COLUMNS[table];
   const select = columns.map((column) => values[column] ?? column).join(', ');
@@ -461,7 +465,12 @@ end`,
 ];
 
 function rollUpRow(table: RollupTable): string {
-  const values: Record<string, string> = { hour: 'new.time - new.time % 3600000', model: "coalesce(new.model, '')", requests: '1' };
+  const values: Record<string, string> = {
+    hour: 'new.time - new.time % 3600000',
+    model: "coalesce(new.model, '')",
+    requests: '1',
+    cache_hits: "case when new.cache = 'hit' then 1 else 0 end",
+  };
   const columns = ROLLUP_COLUMNS[table];
   const row = columns.map((column) => values[column] ?? `new.${column}`).join(', ');
   const add = ROLLUP_SUMS.map((column) => `${column} = ${column} + excluded.${column}`).join(', ');

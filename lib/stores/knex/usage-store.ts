@@ -61,6 +61,8 @@ const DAILY = 'kmg_usage_daily';
 /** How a summary sums the rows of one table: the raw records, or a roll-up of them. */
 interface SumSource {
   requests: string;
+  /** The requests answered from the response cache. */
+  cacheHits: string;
   /** The requests with a 2xx status. */
   answered: string;
   group: Record<UsageGrouping, string>;
@@ -68,6 +70,7 @@ interface SumSource {
 
 const ROLLUP: SumSource = {
   requests: 'sum(requests)',
+  cacheHits: 'sum(cache_hits)',
   answered: 'sum(case when status between 200 and 299 then requests else 0 end)',
   // A roll-up keeps the calls without a model as '' (a key column cannot be null).
   group: { day: 'day', model: "nullif(model, '')", key: 'key_id' },
@@ -75,6 +78,7 @@ const ROLLUP: SumSource = {
 
 const RAW: SumSource = {
   requests: 'count(*)',
+  cacheHits: "sum(case when cache = 'hit' then 1 else 0 end)",
   answered: 'sum(case when status between 200 and 299 then 1 else 0 end)',
   group: { day: 'day', model: 'model', key: 'key_id' },
 };
@@ -87,6 +91,8 @@ interface SummedRow {
   input_tokens: number | string;
   output_tokens: number | string;
   cost_picousd: string;
+  cache_hits: number | string;
+  cost_saved_picousd: string;
 }
 
 function toRow(record: UsageRecord): UsageRowDb {
@@ -241,7 +247,7 @@ export class KnexUsageStore implements UsageStore {
     }
     const rows = (await withinTimeout(this.#timeoutMs, async () =>
       query.orderBy([column, 'account', 'key_id', 'model', 'endpoint', 'status']).limit(page.limit),
-    )) as Array<{ hour?: number | string; day: string; account: string; key_id: string; model: string; endpoint: string; status: number; requests: number | string; input_tokens: number | string; output_tokens: number | string; cost_picousd: number | string }>;
+    )) as Array<{ hour?: number | string; day: string; account: string; key_id: string; model: string; endpoint: string; status: number; requests: number | string; input_tokens: number | string; output_tokens: number | string; cost_picousd: number | string; cache_hits: number | string; cost_saved_picousd: number | string }>;
     return rows.map((row) => ({
       period: hourly ? Number(row.hour) : Date.parse(row.day),
       account: row.account,
@@ -253,6 +259,8 @@ export class KnexUsageStore implements UsageStore {
       inputTokens: Number(row.input_tokens),
       outputTokens: Number(row.output_tokens),
       costPicoUsd: BigInt(row.cost_picousd),
+      cacheHits: Number(row.cache_hits),
+      costSavedPicoUsd: BigInt(row.cost_saved_picousd),
     }));
   }
 
@@ -306,6 +314,8 @@ export class KnexUsageStore implements UsageStore {
       .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
       // As text: both drivers give a large integer as a number that has lost its last digits.
       .select(this.#knex.raw('cast(sum(cost_picousd) as text) as cost_picousd'))
+      .select(this.#knex.raw(`${source.cacheHits} as cache_hits`))
+      .select(this.#knex.raw('cast(sum(cost_saved_picousd) as text) as cost_saved_picousd'))
       .groupBy(subgroup === undefined ? [this.#knex.raw(group)] : [this.#knex.raw(group), this.#knex.raw(subgroup)]);
     const rows = (await this.#all(query)) as SummedRow[];
     return rows.map((row) => ({

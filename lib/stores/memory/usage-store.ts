@@ -20,7 +20,15 @@ interface Rollup {
   inputTokens: number;
   outputTokens: number;
   costPicoUsd: bigint;
+  /** The calls answered from the response cache. */
+  cacheHits: number;
+  costSavedPicoUsd: bigint;
 }
+
+/** What a record adds to a summary: one request, and a cache hit with what it saved if it is one. */
+const recordFigures = (record: UsageRecord) => ({ requests: 1, cacheHits: record.cache === 'hit' ? 1 : 0, costSavedPicoUsd: BigInt(record.costSavedPicoUsd ?? 0) });
+/** What a roll-up adds to a summary: its sums. */
+const rollupFigures = (rollup: Rollup) => ({ requests: rollup.requests, cacheHits: rollup.cacheHits, costSavedPicoUsd: rollup.costSavedPicoUsd });
 
 const GROUP_OF: Record<UsageGrouping, (row: { time?: number; day?: string; model: string | null; keyId: string }) => string | null> = {
   day: (row) => row.day ?? usageDay(row.time ?? 0),
@@ -33,13 +41,16 @@ function addTo(rollups: Map<string, Rollup>, id: unknown[], record: UsageRecord,
   let rollup = rollups.get(key);
   if (rollup === undefined) {
     const { account, keyId, model, endpoint, status } = record;
-    rollup = { hour, day: usageDay(record.time), account, keyId, model, endpoint, status, requests: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
+    rollup = { hour, day: usageDay(record.time), account, keyId, model, endpoint, status, requests: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n };
     rollups.set(key, rollup);
   }
-  rollup.requests += 1;
+  const { requests, cacheHits, costSavedPicoUsd } = recordFigures(record);
+  rollup.requests += requests;
   rollup.inputTokens += record.inputTokens;
   rollup.outputTokens += record.outputTokens;
   rollup.costPicoUsd += BigInt(record.costPicoUsd);
+  rollup.cacheHits += cacheHits;
+  rollup.costSavedPicoUsd += costSavedPicoUsd;
 }
 
 /** The order of roll-up rows: by period, then account, key, model (calls without one first, as '' sorts), endpoint and status. */
@@ -55,7 +66,7 @@ function compareRollupKeys(a: UsageRollupKey, b: UsageRollupKey): number {
 /** Sums rows (records, each one request, or roll-ups) by `by` and `thenBy`. */
 function summed<Row extends { day?: string; time?: number; model: string | null; keyId: string; status: number; inputTokens: number; outputTokens: number; costPicoUsd: number | bigint }>(
   rows: Iterable<Row>,
-  requestsOf: (row: Row) => number,
+  figuresOf: (row: Row) => { requests: number; cacheHits: number; costSavedPicoUsd: bigint },
   by: UsageGrouping,
   thenBy: UsageGrouping | undefined,
 ): UsageRow[] {
@@ -66,15 +77,17 @@ function summed<Row extends { day?: string; time?: number; model: string | null;
     const id = JSON.stringify([group, subgroup]);
     let sum = sums.get(id);
     if (sum === undefined) {
-      sum = { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n };
+      sum = { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n };
       sums.set(id, sum);
     }
-    const requests = requestsOf(row);
+    const { requests, cacheHits, costSavedPicoUsd } = figuresOf(row);
     sum.requests += requests;
     if (row.status >= 200 && row.status <= 299) sum.answered += requests;
     sum.inputTokens += row.inputTokens;
     sum.outputTokens += row.outputTokens;
     sum.costPicoUsd += BigInt(row.costPicoUsd);
+    sum.cacheHits += cacheHits;
+    sum.costSavedPicoUsd += costSavedPicoUsd;
   }
   return [...sums.values()];
 }
@@ -170,13 +183,13 @@ export class MemoryUsageStore implements UsageStore {
     const narrowed = (row: { account: string; keyId: string }) =>
       (filter.account === undefined || row.account === filter.account) && (filter.keyId === undefined || row.keyId === filter.keyId);
     const parts = [
-      summed([...this.#daily.values()].filter((row) => narrowed(row) && (daily.sinceDay === undefined || row.day >= daily.sinceDay)), (row) => row.requests, by, thenBy),
+      summed([...this.#daily.values()].filter((row) => narrowed(row) && (daily.sinceDay === undefined || row.day >= daily.sinceDay)), rollupFigures, by, thenBy),
     ];
     if (hourly !== undefined) {
-      parts.push(summed([...this.#hourly.values()].filter((row) => narrowed(row) && row.hour >= hourly.since && row.hour < hourly.until), (row) => row.requests, by, thenBy));
+      parts.push(summed([...this.#hourly.values()].filter((row) => narrowed(row) && row.hour >= hourly.since && row.hour < hourly.until), rollupFigures, by, thenBy));
     }
     if (raw !== undefined) {
-      parts.push(summed(this.#records.filter((record) => narrowed(record) && record.time >= raw.since && record.time < raw.until), () => 1, by, thenBy));
+      parts.push(summed(this.#records.filter((record) => narrowed(record) && record.time >= raw.since && record.time < raw.until), recordFigures, by, thenBy));
     }
     return mergeUsageRows(parts);
   }
