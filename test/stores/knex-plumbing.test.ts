@@ -78,7 +78,7 @@ for (const [kind, gate] of [
     await db.knex.raw(kind === 'postgres' ? 'drop function kmg_usage_roll_up() cascade' : 'drop trigger kmg_usage_roll_up');
     await db.knex.schema.dropTable('kmg_usage_hourly').dropTable('kmg_usage_daily');
     await db.knex('kmg_migrations').where('name', '20261207_usage_rollups').delete();
-    const call = { day: '2023-11-14', request_id: 'req_before', key_id: 'key_a', account: 'acme', endpoint: '/v1/chat/completions', provider: 'local', stream: false, attachments: 0, latency_ms: 1 };
+    const call = { day: '2023-11-14', request_id: 'req_before', key_id: 'key_a', account: 'acme', endpoint: '/v1/chat/completions', provider: 'local', stream: false, attachments: 0, latency_ms: 1, cache: null, cost_saved_picousd: 0 };
     await db.knex('kmg_usage').insert([
       { ...call, time: 1_700_000_000_000, model: 'echo-1', status: 200, input_tokens: 10, output_tokens: 5 },
       { ...call, time: 1_700_000_000_001, model: null, status: 429, input_tokens: 0, output_tokens: 0 },
