@@ -6,7 +6,7 @@ import { chatCompletionsFormat } from '../formats/chat-completions/index.js';
 import { messagesFormat } from '../formats/messages/index.js';
 import type { Answer, Part, Request, StreamPart, StreamReader, Usage } from '../formats/neutral.js';
 import { responsesFormat } from '../formats/responses/index.js';
-import type { WireFormat } from '../formats/wire-format.js';
+import { OWN_FORMAT, type WireFormat } from '../formats/wire-format.js';
 import type { ProviderEndpoint } from '../provider.js';
 import type { TokenUsage } from '../../usage/token-usage.js';
 
@@ -49,7 +49,7 @@ export const isCachedEndpoint = (endpoint: ProviderEndpoint): endpoint is Cached
 export function neutralRequest(endpoint: CachedEndpoint, body: JsonObject): Request | undefined {
   const format = FORMATS[endpoint];
   try {
-    return format.client.readRequest(body, format.name);
+    return format.client.readRequest(body, OWN_FORMAT);
   } catch {
     return undefined;
   }

@@ -60,9 +60,16 @@ export interface FieldRule {
 
 export type FieldRules = Readonly<Record<string, FieldRule>>;
 
+/**
+ * The target of a request read in its own format, translated to none (the response cache's neutral
+ * copy of a call): a field whose class depends on the target is carried.
+ */
+export const OWN_FORMAT = 'its own format';
+
 /** The class of `rule` when the call is translated to `target`; `refused` for a target it does not name. */
 export function classOf(rule: FieldRule, target: string): FieldClass {
-  return typeof rule.class === 'string' ? rule.class : (rule.class[target as FormatName] ?? 'refused');
+  if (typeof rule.class === 'string') return rule.class;
+  return target === OWN_FORMAT ? 'carried' : (rule.class[target as FormatName] ?? 'refused');
 }
 
 /**
