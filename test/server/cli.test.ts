@@ -488,11 +488,12 @@ test('usage export writes every record of the period, newest first: CSV with a h
     ],
   );
   const daily = await run(['usage', 'export', '--since', '2030-01-15', '--until', '2030-01-16', '--rollups', 'day'], env);
-  t.deepEqual(daily.out.split('\n').map((row) => row.split(',').slice(0, 2).concat(row.split(',').slice(-4, -3))), [
+  t.deepEqual(daily.out.split('\n').map((row) => row.split(',').slice(0, 2).concat(row.split(',').slice(-6, -5))), [
     ['period', 'account', 'requests'],
     ['2030-01-15T00:00:00.000Z', 'acme', '1'],
     ['2030-01-15T00:00:00.000Z', '"acme', '1'],
   ]);
+  t.true(daily.out.startsWith('period,account,key_id,model,endpoint,status,requests,input_tokens,output_tokens,cost_usd,cache_hits,cost_saved_usd\n'));
   await t.throwsAsync(run(['usage', 'export', '--format', 'csv'], env), { instanceOf: UsageError, message: '--since is required: the start of the period to export' });
   await t.throwsAsync(run(['usage', 'export', '--since', '2030-01-15', '--format', 'xml'], env), { instanceOf: UsageError, message: "--format must be csv or jsonl, got 'xml'" });
 });
