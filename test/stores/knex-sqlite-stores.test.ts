@@ -104,7 +104,7 @@ usageStoreContract(test, 'sqlite KnexUsageStore with writer and reader threads',
 test('sqlite with a reader thread: a summary makes no query on Knex\'s connection, which the requests use; once the reader is gone, it does', async (t) => {
   const { db, filename } = await migratedSqlite();
   const reader = readerOn(filename);
-  const store = new KnexUsageStore(db.knex, { reportReads: reader });
+  const store = new KnexUsageStore(db.knex, { ...CONTRACT_STORE_OPTIONS, reportReads: reader });
   await store.insert([usageRecord({ time: Date.parse('2030-01-15T12:30:00.000Z') })]);
   const onKnex: string[] = [];
   db.knex.on('query', ({ sql }: { sql: string }) => onKnex.push(sql));
