@@ -162,6 +162,8 @@ export interface RequestEntry {
   cost_usd: number;
   latency_ms: number;
   trace_id: string | null;
+  cache: 'hit' | 'miss' | null;
+  cost_saved_usd: number;
 }
 
 /** What the requests page narrows the log to; an empty value is no filter. */

@@ -56,6 +56,7 @@ export function RequestsPage() {
                 <th scope="col">Cost</th>
                 <th scope="col">Latency</th>
                 <th scope="col">Attempts</th>
+                <th scope="col">Cache</th>
                 <th scope="col">Trace</th>
               </tr>
             </thead>
@@ -77,6 +78,7 @@ export function RequestsPage() {
                   <td>{formatUsd(call.cost_usd)}</td>
                   <td>{formatCount(Math.round(call.latency_ms))} ms</td>
                   <td>{call.attempts}</td>
+                  <td>{call.cache === 'hit' ? `hit, saved ${formatUsd(call.cost_saved_usd)}` : (call.cache ?? '—')}</td>
                   <td>{call.trace_id === null ? '—' : <code>{call.trace_id}</code>}</td>
                 </tr>
               ))}

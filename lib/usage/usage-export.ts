@@ -26,6 +26,10 @@ export function usageRecordFields(record: UsageRecord) {
     upstream_first_byte_ms: record.upstreamFirstByteMs,
     upstream_ms: record.upstreamMs,
     trace_id: record.traceId ?? null,
+    /** `hit`: answered from the response cache (at cost 0); `miss`: looked up, not found; null: not looked up. */
+    cache: record.cache ?? null,
+    /** On a hit, what the answer cost when it was made. */
+    cost_saved_usd: usdOfPico(record.costSavedPicoUsd ?? 0),
   };
 }
 

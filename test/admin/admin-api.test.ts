@@ -687,7 +687,7 @@ for (const [name, gated, database] of deployments) {
     const csv = await exported(`since=${base / 1000}&until=${base / 1000 + 2}&account=acme&format=csv`);
     t.is(csv.type, 'text/csv; charset=utf-8');
     const [header, ...rows] = csv.text.trimEnd().split('\n');
-    t.is(header, 'request_id,time,account,key_id,endpoint,model,deployment,upstream_model,status,stream,attempts,input_tokens,output_tokens,cost_usd,latency_ms,upstream_first_byte_ms,upstream_ms,trace_id');
+    t.is(header, 'request_id,time,account,key_id,endpoint,model,deployment,upstream_model,status,stream,attempts,input_tokens,output_tokens,cost_usd,latency_ms,upstream_first_byte_ms,upstream_ms,trace_id,cache,cost_saved_usd');
     t.deepEqual(rows.map((row) => row.split(',').slice(0, 2)), [3, 2, 1, 0].map((i) => [`req_older_${i}`, new Date(base + Math.floor(i / 2) * 1000).toISOString()]));
     const jsonl = await exported(`since=${base / 1000}&format=jsonl&status=429`);
     t.deepEqual(jsonl.text.trimEnd().split('\n').map((line) => (JSON.parse(line) as { request_id: string }).request_id), ['req_older_3']);
