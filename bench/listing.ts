@@ -159,7 +159,11 @@ export async function listing(): Promise<string> {
       { heading: 'p99 ms', cell: (row) => num(row.p99, 1), align: 'right' },
       { heading: 'server CPU ms/listing', cell: (row) => num(row.cpuMillis, 1), align: 'right' },
       { heading: 'body', cell: (row) => `${num(row.bytes / 1e6, 2)} MB`, align: 'right' },
-      { heading: 'healthz during p50/p99/max ms', cell: (row) => `${num(row.probeBusy.p50, 1)} / ${num(row.probeBusy.p99, 1)} / ${num(row.probeBusy.max, 1)}`, align: 'right' },
+      {
+        heading: 'healthz during p50/p99/max ms',
+        cell: (row) => `${num(row.probeBusy.p50, 1)} / ${num(row.probeBusy.p99, 1)} / ${num(row.probeBusy.max, 1)}`,
+        align: 'right',
+      },
       { heading: 'event-loop delay p99/max ms', cell: (row) => `${num(row.loop.p99, 1)} / ${num(row.loop.max, 1)}`, align: 'right' },
       { heading: 'idle: healthz max / loop max ms', cell: (row) => `${num(row.probeIdle.max, 1)} / ${num(row.loopIdleMax, 1)}`, align: 'right' },
     ]),

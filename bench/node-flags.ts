@@ -55,7 +55,15 @@ export async function nodeFlags(): Promise<string> {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const c of cases) {
         console.error(`node-flags: round ${round}/${ROUNDS}: ${c.name}`);
-        const result = await load({ url: `${c.service.url}/v1/chat/completions`, method: 'POST', headers: c.headers, body: BODY, connections: CONNECTIONS, expectStatus: 200, pid: c.service.pid });
+        const result = await load({
+          url: `${c.service.url}/v1/chat/completions`,
+          method: 'POST',
+          headers: c.headers,
+          body: BODY,
+          connections: CONNECTIONS,
+          expectStatus: 200,
+          pid: c.service.pid,
+        });
         if (result.failures > 0) throw new Error(`node-flags: ${c.name} answered ${JSON.stringify(result.statuses)}`);
         c.cpu.push(result.cpuMicrosPerRequest);
         c.requestsPerSecond.push(result.requestsPerSecond);
@@ -70,7 +78,15 @@ export async function nodeFlags(): Promise<string> {
         { heading: 'case', cell: (c) => c.name },
         { heading: 'req/s', cell: (c) => spread(c.requestsPerSecond, (value) => num(value)), align: 'right' },
         { heading: 'server CPU µs/call', cell: (c) => spread(c.cpu, (value) => num(value)), align: 'right' },
-        { heading: 'vs floor', cell: (c) => spread(c.cpu.map((cpu, index) => cpu / (floorCpu[index] ?? Number.NaN)), (value) => `${value.toFixed(2)}x`), align: 'right' },
+        {
+          heading: 'vs floor',
+          cell: (c) =>
+            spread(
+              c.cpu.map((cpu, index) => cpu / (floorCpu[index] ?? Number.NaN)),
+              (value) => `${value.toFixed(2)}x`,
+            ),
+          align: 'right',
+        },
       ]),
     ].join('\n');
   } finally {

@@ -111,7 +111,13 @@ export async function overhead(): Promise<string> {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const c of inRound(round)) {
         process.stderr.write(`overhead: round ${round}/${ROUNDS}: ${c.name}\n`);
-        const result = await load({ url: `${c.service.url}${c.path}`, headers: c.headers, connections: CONNECTIONS, expectStatus: c.expectStatus, pid: c.service.pid });
+        const result = await load({
+          url: `${c.service.url}${c.path}`,
+          headers: c.headers,
+          connections: CONNECTIONS,
+          expectStatus: c.expectStatus,
+          pid: c.service.pid,
+        });
         runs.get(c.name)?.push(result);
       }
     }
@@ -127,7 +133,11 @@ export async function overhead(): Promise<string> {
       { heading: 'server CPU µs/req', cell: (row) => num(row.result.cpuMicrosPerRequest, 0), align: 'right' },
       { heading: 'CPU vs bare', cell: (row) => ratio(row.result.cpuMicrosPerRequest, base.cpuMicrosPerRequest), align: 'right' },
       // perf stat's count: the steadiest figure on a shared machine ("-" without perf).
-      { heading: 'server k instructions/req', cell: (row) => (Number.isNaN(row.result.instructionsPerRequest) ? '-' : num(row.result.instructionsPerRequest / 1000)), align: 'right' },
+      {
+        heading: 'server k instructions/req',
+        cell: (row) => (Number.isNaN(row.result.instructionsPerRequest) ? '-' : num(row.result.instructionsPerRequest / 1000)),
+        align: 'right',
+      },
       // Under 100 %: the load generator, not the server, set the pace.
       { heading: 'server core busy', cell: (row) => `${num((row.result.cpuMicrosPerRequest * row.result.requestsPerSecond) / 1e4)} %`, align: 'right' },
       { heading: 'unexpected', cell: (row) => num(row.result.failures), align: 'right' },

@@ -51,7 +51,10 @@ const FEATURES: ReadonlyArray<readonly [string, RegExp]> = [
   [START_UP, /^node:internal\/modules|^\S* (wrapSafe|compileSourceTextModule)$/],
   ['request log (pino)', /request-log\.js|\/pino\/|\/sonic-boom\//],
   ['metrics (prom-client)', /\/prom-client\/|gateway-metrics\.js|http-metrics\.js/],
-  ['usage metering: records, batches, inserts', /usage-recorder\.js|stores\/knex\/usage-store\.js|meter-model-calls\.js|sqlite-writer\.js|\/knex\/|\/better-sqlite3\/|\/pg\/|\/pg-protocol\//],
+  [
+    'usage metering: records, batches, inserts',
+    /usage-recorder\.js|stores\/knex\/usage-store\.js|meter-model-calls\.js|sqlite-writer\.js|\/knex\/|\/better-sqlite3\/|\/pg\/|\/pg-protocol\//,
+  ],
   ['model limits', /redis-limiter\.js|model-limiter\.js|\/ioredis\/|\/redis-parser\/|rate-limit-headers\.js/],
   ['key check: hash, cache, changes', /api-key\.js|cached-key-store\.js|auth\/keys\.js|key-changes\.js/],
   ['error formatter, request ids, security headers', /error-formatter\.js|gateway-errors\.js|request-id\.js|lib\/random\.js|security-headers\.js/],
@@ -63,7 +66,8 @@ const FEATURES: ReadonlyArray<readonly [string, RegExp]> = [
 const KOA = ['Koa and the router (own code)', /\/koa\/lib\/|\/koa-compose\/|\/@koa\/router\/|\/delegates\/|\/ee-first\/|\/on-finished\//] as const;
 
 // A middleware's next(): what runs below it is not the middleware's own work.
-const isNext = (url: string, functionName: string) => url.includes('/koa-compose/') || (url.includes('/koa/lib/application') && functionName === 'handleRequest');
+const isNext = (url: string, functionName: string) =>
+  url.includes('/koa-compose/') || (url.includes('/koa/lib/application') && functionName === 'handleRequest');
 
 /**
  * The busy time by feature: each sample charged to the innermost frame on its stack whose code is
@@ -117,16 +121,23 @@ export function summarise(profile: CpuProfile, functions = 25): string {
   return [
     `Busy ${num(busy / 1000)} ms; inside Node's fetch (undici in node:internal/deps, its llhttp) and web streams: ${share(fetchShare)} of it (self time).`,
     '',
-    table(sorted([...places].map(([place, micros]) => ({ place, micros }))).filter((row) => row.micros / busy >= 0.005), [
-      { heading: 'where (self time)', cell: (row) => row.place },
-      { heading: 'ms', cell: (row) => num(row.micros / 1000), align: 'right' },
-      { heading: 'share', cell: (row) => share(row.micros), align: 'right' },
-    ]),
+    table(
+      sorted([...places].map(([place, micros]) => ({ place, micros }))).filter((row) => row.micros / busy >= 0.005),
+      [
+        { heading: 'where (self time)', cell: (row) => row.place },
+        { heading: 'ms', cell: (row) => num(row.micros / 1000), align: 'right' },
+        { heading: 'share', cell: (row) => share(row.micros), align: 'right' },
+      ],
+    ),
     '',
     table(sorted([...features].map(([feature, micros]) => ({ feature, micros }))), [
       { heading: 'by feature (innermost on the stack, up to a next())', cell: (row) => row.feature },
       { heading: 'ms', cell: (row) => num(row.micros / 1000), align: 'right' },
-      { heading: 'share of the time after start-up', cell: (row) => (row.feature === START_UP ? '—' : `${num((row.micros / running) * 100, 1)} %`), align: 'right' },
+      {
+        heading: 'share of the time after start-up',
+        cell: (row) => (row.feature === START_UP ? '—' : `${num((row.micros / running) * 100, 1)} %`),
+        align: 'right',
+      },
     ]),
     '',
     table(sorted([...named].map(([name, entry]) => ({ name, ...entry }))).slice(0, functions), [

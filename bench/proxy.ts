@@ -69,7 +69,15 @@ interface Route {
   translated: boolean;
 }
 
-function route(name: RouteName, path: string, body: Record<string, unknown>, delta: RegExp, provider: Route['provider'], translated = false, streams = true): Route {
+function route(
+  name: RouteName,
+  path: string,
+  body: Record<string, unknown>,
+  delta: RegExp,
+  provider: Route['provider'],
+  translated = false,
+  streams = true,
+): Route {
   const stream = streams ? Buffer.from(JSON.stringify({ ...body, stream: true })) : undefined;
   return { name, path, json: Buffer.from(JSON.stringify(body)), stream, delta, provider, translated };
 }
@@ -113,7 +121,8 @@ const CASE_KINDS = ['bare', 'bare-pipe', 'gateway', 'gateway-plain', 'tracing', 
 type CaseKind = (typeof CASE_KINDS)[number] | 'direct';
 type ReferenceKind = Extract<CaseKind, 'gateway' | 'gateway-plain' | 'tracing' | 'postgres' | 'cache-hit'>;
 const DEFAULT_CASES: CaseKind[] = ['bare', 'gateway', 'gateway-plain', 'tracing', 'cache-hit', 'portkey'];
-const isReference = (kind: CaseKind): kind is ReferenceKind => kind === 'gateway' || kind === 'gateway-plain' || kind === 'tracing' || kind === 'postgres' || kind === 'cache-hit';
+const isReference = (kind: CaseKind): kind is ReferenceKind =>
+  kind === 'gateway' || kind === 'gateway-plain' || kind === 'tracing' || kind === 'postgres' || kind === 'cache-hit';
 
 interface Case {
   kind: CaseKind;
@@ -218,7 +227,12 @@ async function referenceCase(
   const redis = kind === 'postgres';
   const config = catalogConfig(mock);
   const limited = kind !== 'gateway-plain';
-  let deployment = await gateways.createDeployment({ database, redis, asUser: true, config: limited ? { ...config, modelLimits: { requestsPerMinute: RPM, tokensPerMinute: TPM } } : config });
+  let deployment = await gateways.createDeployment({
+    database,
+    redis,
+    asUser: true,
+    config: limited ? { ...config, modelLimits: { requestsPerMinute: RPM, tokensPerMinute: TPM } } : config,
+  });
   deployments.push(deployment);
   let key: string;
   try {
@@ -362,10 +376,12 @@ async function probe(c: Case, routes: Route[], notes: string[]): Promise<void> {
       const streamed = await call(client, r.path, c.headers(r), r.stream);
       const relayed = deltas(r, streamed.text);
       if (streamed.status === 200 && relayed === STREAM_EVENTS) c.streams.add(r.name);
-      else notes.push(`${c.name}: ${r.path} streams left out: ${streamed.status}, ${relayed} of ${STREAM_EVENTS} deltas relayed ${streamed.text.slice(0, 160)}`);
+      else
+        notes.push(`${c.name}: ${r.path} streams left out: ${streamed.status}, ${relayed} of ${STREAM_EVENTS} deltas relayed ${streamed.text.slice(0, 160)}`);
     }
   });
-  if (c.kind === 'direct' && c.streams.size < routes.filter((r) => r.stream !== undefined).length) throw new Error(`bench: the mock upstream does not answer as it should: ${notes.join('; ')}`);
+  if (c.kind === 'direct' && c.streams.size < routes.filter((r) => r.stream !== undefined).length)
+    throw new Error(`bench: the mock upstream does not answer as it should: ${notes.join('; ')}`);
 }
 
 /** Requests one at a time over one keep-alive connection: latency percentiles (ms), and when. */
@@ -395,10 +411,10 @@ async function ownTimes(c: Case, r: Route, runs: Figures[]): Promise<void> {
   if (c.deployment === undefined) return;
   const knex = c.deployment.knex();
   for (const { one } of runs) {
-    const rows = (await knex('kmg_usage')
-      .where('endpoint', r.path)
-      .whereBetween('time', [one.since, one.until])
-      .select('latency_ms', 'upstream_ms')) as Array<{ latency_ms: number; upstream_ms: number | null }>;
+    const rows = (await knex('kmg_usage').where('endpoint', r.path).whereBetween('time', [one.since, one.until]).select('latency_ms', 'upstream_ms')) as Array<{
+      latency_ms: number;
+      upstream_ms: number | null;
+    }>;
     if (rows.length > 0) one.own = percentiles(rows.map((row) => row.latency_ms - (row.upstream_ms ?? 0)));
   }
 }
@@ -490,7 +506,9 @@ async function usageNote({ c }: EverythingOn): Promise<string> {
   try {
     const report = JSON.parse(await deployment.cli(['usage', '--json'])) as { totals?: { requests?: number } };
     const requests = report.totals?.requests ?? 0;
-    return requests > 0 ? `${c.name}: metering on (${num(requests)} usage records written)` : `**${c.name}: no usage records: this build does not meter model calls yet**`;
+    return requests > 0
+      ? `${c.name}: metering on (${num(requests)} usage records written)`
+      : `**${c.name}: no usage records: this build does not meter model calls yet**`;
   } catch (err) {
     return `**${c.name}: usage --json failed: ${String(err).split('\n')[0]}**`;
   }
@@ -541,7 +559,8 @@ const endpoint = (r: Route) => (r.translated ? `${r.path} → Messages provider`
 
 /** The tables; the targets are on chat (and messages, translated and the stream beside it), the held streams on the first endpoint measured. */
 function report(rows: Row[], held: Map<Case, Held>, first: Route): string[] {
-  const find = (name: RouteName, kind: CaseKind, baseline = false) => rows.find((row) => row.route.name === name && row.c.kind === kind && row.c.baseline === baseline);
+  const find = (name: RouteName, kind: CaseKind, baseline = false) =>
+    rows.find((row) => row.route.name === name && row.c.kind === kind && row.c.baseline === baseline);
   const floor = (row: Row) => find(row.route.name, 'bare');
   const isDirect = (row: Row) => row.c.kind === 'direct';
   const serverOnly = (row: Row, text: () => string) => (isDirect(row) ? '—' : text());
@@ -555,12 +574,50 @@ function report(rows: Row[], held: Map<Case, Held>, first: Route): string[] {
       { heading: 'case', cell: (row) => row.c.name },
       { heading: 'req/s', cell: (row) => spread(rounds(row.runs, rps), whole), align: 'right' },
       { heading: 'vs Portkey', cell: (row) => spread(ratios(row, find(row.route.name, 'portkey'), rps), times), align: 'right' },
-      { heading: 'p99 ms', cell: (row) => spread(rounds(row.runs, (run) => run.load.p99), (value) => num(value, 1)), align: 'right' },
+      {
+        heading: 'p99 ms',
+        cell: (row) =>
+          spread(
+            rounds(row.runs, (run) => run.load.p99),
+            (value) => num(value, 1),
+          ),
+        align: 'right',
+      },
       { heading: 'server CPU µs/call', cell: (row) => serverOnly(row, () => spread(rounds(row.runs, cpu), whole)), align: 'right' },
       { heading: 'vs floor', cell: (row) => serverOnly(row, () => spread(ratios(row, floor(row), cpu), times)), align: 'right' },
-      { heading: 'c=1 added p50 µs', cell: (row) => serverOnly(row, () => spread(added(row, (run) => run.one.p50), micros)), align: 'right' },
-      { heading: 'c=1 added p99 µs', cell: (row) => serverOnly(row, () => spread(added(row, (run) => run.one.p99), micros)), align: 'right' },
-      { heading: 'own p50 µs', cell: (row) => (row.c.deployment ? spread(rounds(row.runs, (run) => run.one.own?.p50), micros) : '—'), align: 'right' },
+      {
+        heading: 'c=1 added p50 µs',
+        cell: (row) =>
+          serverOnly(row, () =>
+            spread(
+              added(row, (run) => run.one.p50),
+              micros,
+            ),
+          ),
+        align: 'right',
+      },
+      {
+        heading: 'c=1 added p99 µs',
+        cell: (row) =>
+          serverOnly(row, () =>
+            spread(
+              added(row, (run) => run.one.p99),
+              micros,
+            ),
+          ),
+        align: 'right',
+      },
+      {
+        heading: 'own p50 µs',
+        cell: (row) =>
+          row.c.deployment
+            ? spread(
+                rounds(row.runs, (run) => run.one.own?.p50),
+                micros,
+              )
+            : '—',
+        align: 'right',
+      },
       { heading: 'unexpected', cell: (row) => num(row.runs.reduce((sum, run) => sum + run.failures, 0)), align: 'right' },
     ]),
     '',
@@ -569,8 +626,28 @@ function report(rows: Row[], held: Map<Case, Held>, first: Route): string[] {
     table(streams, [
       { heading: 'endpoint', cell: (row) => endpoint(row.route) },
       { heading: 'case', cell: (row) => row.c.name },
-      { heading: 'first byte added µs', cell: (row) => serverOnly(row, () => spread(added(row, (run) => run.stream?.ttfbP50), micros)), align: 'right' },
-      { heading: 'all relayed added ms', cell: (row) => serverOnly(row, () => spread(added(row, (run) => run.stream?.relayP50), (value) => num(value, 1))), align: 'right' },
+      {
+        heading: 'first byte added µs',
+        cell: (row) =>
+          serverOnly(row, () =>
+            spread(
+              added(row, (run) => run.stream?.ttfbP50),
+              micros,
+            ),
+          ),
+        align: 'right',
+      },
+      {
+        heading: 'all relayed added ms',
+        cell: (row) =>
+          serverOnly(row, () =>
+            spread(
+              added(row, (run) => run.stream?.relayP50),
+              (value) => num(value, 1),
+            ),
+          ),
+        align: 'right',
+      },
       { heading: 'server CPU µs/stream', cell: (row) => serverOnly(row, () => spread(rounds(row.runs, streamCpu), whole)), align: 'right' },
       { heading: 'vs floor', cell: (row) => serverOnly(row, () => spread(ratios(row, floor(row), streamCpu), times)), align: 'right' },
     ]),
@@ -617,8 +694,18 @@ function report(rows: Row[], held: Map<Case, Held>, first: Route): string[] {
       return [
         target('server CPU per chat call ≤ 2x the floor', ratios(chat, floor(chat), cpu), times, (value) => value <= 2),
         target("req/s ≥ 6x Portkey's", ratios(chat, find('chat', 'portkey'), rps), times, (value) => value >= 6),
-        target('added latency at c=1: p50 ≤ 200 µs', added(chat, (run) => run.one.p50), micros, (value) => value <= 0.2),
-        target('added latency at c=1: p99 ≤ 1 ms', added(chat, (run) => run.one.p99), micros, (value) => value <= 1),
+        target(
+          'added latency at c=1: p50 ≤ 200 µs',
+          added(chat, (run) => run.one.p50),
+          micros,
+          (value) => value <= 0.2,
+        ),
+        target(
+          'added latency at c=1: p99 ≤ 1 ms',
+          added(chat, (run) => run.one.p99),
+          micros,
+          (value) => value <= 1,
+        ),
         target('/v1/messages: CPU per call ≤ 2.2x the floor', ratios(messages, messages && floor(messages), cpu), times, (value) => value <= 2.2),
         target('streamed chat: CPU per stream ≤ 2.2x the floor piping it', ratios(chat, floor(chat), streamCpu), times, (value) => value <= 2.2),
         target('translated call: CPU ≤ 1.5x the native chat call', ratios(translated, chat, cpu), times, (value) => value <= 1.5),
@@ -689,8 +776,24 @@ export async function largeEvent(): Promise<string[]> {
     '',
     table(splitters, [
       { heading: 'splitter', cell: ([name]) => name },
-      { heading: 'ms to the event', cell: ([name]) => spread((figures.get(name) ?? []).map((run) => run.wall), (value) => num(value)), align: 'right' },
-      { heading: 'CPU ms', cell: ([name]) => spread((figures.get(name) ?? []).map((run) => run.cpu), (value) => num(value)), align: 'right' },
+      {
+        heading: 'ms to the event',
+        cell: ([name]) =>
+          spread(
+            (figures.get(name) ?? []).map((run) => run.wall),
+            (value) => num(value),
+          ),
+        align: 'right',
+      },
+      {
+        heading: 'CPU ms',
+        cell: ([name]) =>
+          spread(
+            (figures.get(name) ?? []).map((run) => run.cpu),
+            (value) => num(value),
+          ),
+        align: 'right',
+      },
     ]),
   ];
 }
@@ -699,7 +802,11 @@ export async function proxy(): Promise<string> {
   const baseline = await baselineGateways();
   const splitting = await largeEvent();
   becomeLoadGenerator();
-  const routes = chosen('BENCH_PROXY_ROUTES', ROUTES.map((r) => r.name), DEFAULT_ROUTES).map((name) => ROUTES.find((r) => r.name === name) as Route);
+  const routes = chosen(
+    'BENCH_PROXY_ROUTES',
+    ROUTES.map((r) => r.name),
+    DEFAULT_ROUTES,
+  ).map((name) => ROUTES.find((r) => r.name === name) as Route);
   const services: Service[] = [];
   const deployments: Deployment[] = [];
   const notes: string[] = [];
@@ -732,7 +839,15 @@ export async function proxy(): Promise<string> {
         for (const c of inRound(cases, round)) {
           if (!c.answers.has(r.name)) continue;
           process.stderr.write(`proxy: round ${round}/${ROUNDS}: ${r.path}: ${c.name}\n`);
-          const loaded = await load({ url: `${c.service.url}${r.path}`, method: 'POST', headers: c.headers(r), body: r.json, connections: CONNECTIONS, expectStatus: 200, pid: c.service.pid });
+          const loaded = await load({
+            url: `${c.service.url}${r.path}`,
+            method: 'POST',
+            headers: c.headers(r),
+            body: r.json,
+            connections: CONNECTIONS,
+            expectStatus: 200,
+            pid: c.service.pid,
+          });
           const one = await oneAtATime(c, r);
           const stream = c.streams.has(r.name) ? await relay(c, r) : undefined;
           runsOf(c, r).push({ load: loaded, one, ...(stream && { stream }), failures: loaded.failures + one.failures + (stream?.failures ?? 0) });
@@ -746,12 +861,16 @@ export async function proxy(): Promise<string> {
     for (const r of routes) for (const c of cases) await ownTimes(c, r, runsOf(c, r));
 
     const direct = cases[0] as Case;
-    const rows: Row[] = routes.flatMap((r) => cases.filter((c) => c.answers.has(r.name)).map((c) => ({ route: r, c, runs: runsOf(c, r), direct: runsOf(direct, r) })));
+    const rows: Row[] = routes.flatMap((r) =>
+      cases.filter((c) => c.answers.has(r.name)).map((c) => ({ route: r, c, runs: runsOf(c, r), direct: runsOf(direct, r) })),
+    );
     return [
       `## Proxy (${CONNECTIONS} connections, ${DURATION} s per run after ${WARMUP} s, ${ROUNDS} interleaved rounds; one at a time: ${num(ONE_AT_A_TIME)} requests, ${num(STREAMS)} streams per round; ${PINNING ? 'servers on core 0, load, mock upstream and OTLP sink on core 1' : 'not pinned'})`,
       machine(),
       'Reference server as a user starts it: `node dist/reference-server/cli.js serve`, LOG_LEVEL=info to a pipe, embedded default (SQLite) unless the case names PostgreSQL, one key from `keys create`.',
-      ...(process.env.BENCH_BASELINE ? [`Baseline: the reference server of ${process.env.BENCH_BASELINE}, each of its cases run beside the same case of this checkout.`] : []),
+      ...(process.env.BENCH_BASELINE
+        ? [`Baseline: the reference server of ${process.env.BENCH_BASELINE}, each of its cases run beside the same case of this checkout.`]
+        : []),
       ...notes.map((note) => `- ${note}`),
       '',
       ...report(rows, held, first),

@@ -54,7 +54,11 @@ async function serve(uploads: number): Promise<void> {
     tempDir: dir,
   });
   const app = new Koa();
-  app.use(openAIErrors()).use(apiKey({ store: keyStore })).use(router.routes()).use(router.allowedMethods({ throw: true }));
+  app
+    .use(openAIErrors())
+    .use(apiKey({ store: keyStore }))
+    .use(router.routes())
+    .use(router.allowedMethods({ throw: true }));
   const server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const send = (message: ToParent) => process.send?.(message);
@@ -171,5 +175,9 @@ if (process.argv[2] === 'serve') {
 } else {
   const args = process.argv.slice(2);
   const [uploads = '20', bytes = '26214400'] = args.filter((arg) => !arg.startsWith('--'));
-  await run(Number(uploads), Number(bytes), args.filter((arg) => arg.startsWith('--')));
+  await run(
+    Number(uploads),
+    Number(bytes),
+    args.filter((arg) => arg.startsWith('--')),
+  );
 }

@@ -108,7 +108,8 @@ async function runDeployment(name: string, env: Record<string, string>): Promise
     const keyIds: string[][] = [];
     for (let account = 0; account < ACCOUNTS; account++) {
       const ids: string[] = [];
-      for (let k = 0; k < KEYS_PER_ACCOUNT; k++) ids.push((await createApiKey(deployment.keys, { prefix, account: `account-${account}`, scopes: [...SCOPES], models: null })).record.id);
+      for (let k = 0; k < KEYS_PER_ACCOUNT; k++)
+        ids.push((await createApiKey(deployment.keys, { prefix, account: `account-${account}`, scopes: [...SCOPES], models: null })).record.id);
       keyIds.push(ids);
     }
     const now = Date.now();

@@ -49,7 +49,6 @@ export interface VerifiedKey {
   cache?: Readonly<KeyCache>;
 }
 
-
 /** What `adminAuth()` puts on `ctx.state.admin`. */
 export interface VerifiedAdmin {
   /** The admin token's id (every change is logged with it); `null` for a person signed in through the OIDC provider. */

@@ -1,8 +1,7 @@
 import type { Middleware } from 'koa';
 
 /** True for `prefix` itself and every path under it (`prefix/...`), compared exactly, case included. */
-export const isUnderPath = (path: string, prefix: string): boolean =>
-  path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 0x2f); // '/'
+export const isUnderPath = (path: string, prefix: string): boolean => path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 0x2f); // '/'
 
 /**
  * Runs `middleware` for `prefix` and every path under it, known routes or not, and passes every

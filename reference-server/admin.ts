@@ -31,7 +31,8 @@ export function adminApi(deployment: Deployment, logger: Logger): { audit: Middl
   const { keys, files, creationLimiter, usageStore, adminTokens, adminSessions: sessions, adminUsers: users, audit } = deployment;
   const { keyPrefix, limits, models } = deployment.config.gateway;
   const { sessionSeconds, idleSeconds, tokenSignIn, oidc } = deployment.config.dashboard;
-  const onChange = (change: AdminChange | BudgetChange | McpGrantChange, ctx: Context) => logger.info({ requestId: ctx.state.requestId, ...change }, 'admin change');
+  const onChange = (change: AdminChange | BudgetChange | McpGrantChange, ctx: Context) =>
+    logger.info({ requestId: ctx.state.requestId, ...change }, 'admin change');
   const nowMs = deployment.nowMs;
   return {
     audit: auditTrail({

@@ -44,7 +44,10 @@ function fileProvider(kind: string, options: z.ZodObject) {
   return settingsObject({
     ...shape,
     kind: z.literal(kind),
-    apiKeyEnv: z.string({ error: ENV_NAME }).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: ENV_NAME }).optional(),
+    apiKeyEnv: z
+      .string({ error: ENV_NAME })
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: ENV_NAME })
+      .optional(),
   }).extend({ apiKey: z.never({ error: "must not be in the file: put the credential in an environment variable and name it in 'apiKeyEnv'" }).optional() });
 }
 
@@ -77,80 +80,91 @@ const ARRAY = 'must be an array';
  * gives a provider of that id (or `kinds` has no `echo`), so a file may list only `models`. Each
  * provider's `kind` is one of `kinds`, its options that kind's.
  */
-const gatewayConfigSchema = (kinds: ProviderRegistry) => settingsObject({
-  keyPrefix: z.string({ error: KEY_PREFIX }).regex(/^[A-Za-z0-9]{1,32}$/, { error: KEY_PREFIX }).default(DEFAULT_GATEWAY_CONFIG.keyPrefix),
-  keyCacheSeconds: z.int({ error: KEY_CACHE }).min(0, { error: KEY_CACHE }).max(3600, { error: KEY_CACHE }).default(DEFAULT_GATEWAY_CONFIG.keyCacheSeconds),
-  limits: settingsObject({
-    maxFileBytes: positiveInteger.default(DEFAULT_FILE_LIMITS.maxFileBytes),
-    maxFiles: positiveInteger.default(DEFAULT_FILE_LIMITS.maxFiles),
-    maxStoredBytes: positiveInteger.default(DEFAULT_FILE_LIMITS.maxStoredBytes),
-    createsPerMinute: positiveInteger.default(DEFAULT_CREATION_LIMITS.createsPerMinute),
-    createsPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.createsPerDay),
-    bytesPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.bytesPerDay),
-  }).prefault({}),
-  modelLimits: modelLimitsSchema.prefault({}),
-  /** Retries, fallbacks and cooldowns of the model calls (`RoutingOptions` of the library, without its functions); with REDIS_URL, cooldowns are shared. */
-  routing: routingSettingsSchema.prefault({}),
-  /**
-   * How long a provider may stay silent in one attempt, before its answer's headers or between two
-   * reads of its body (the model handlers' `timeoutMs`): a silent attempt is a timeout, retried as
-   * `routing` says. Default 300,000.
-   */
-  upstreamTimeoutMs: timerMs.optional(),
-  /**
-   * The largest JSON answer, and the largest event of a streamed answer, read from a provider, in
-   * bytes (the model handlers' `maxUpstreamBytes`): one over it is a 502 naming the limit. Default 33,554,432 (32 MiB).
-   */
-  upstreamMaxBytes: positiveInteger.optional(),
-  /** How calls reserve their maximum cost against budgets (`SpendBudgetsOptions` of the library). */
-  budgets: settingsObject({
-    /** How long a call's reservation holds at most, in seconds: an instance that dies holds its calls' reservations no longer. Default 900. */
-    reservationTtlSeconds: positiveInteger.max(86_400, { error: 'must be a whole number of seconds from 1 to 86,400' }).default(900),
-    /** The output tokens reserved for a call that names no maximum. Default 4096. */
-    defaultMaxOutputTokens: positiveInteger.default(4096),
-    /** Whether a call to a model with no known price is refused (400 `model_unpriced`) when its key or account has a budget. Default false. */
-    refuseUnpriced: z.boolean({ error: 'must be true or false' }).default(false),
-  }).prefault({}),
-  /** Budget alerts: the webhooks told (besides ALERT_WEBHOOK_URL) and the thresholds, in percent of each budget. */
-  alerts: settingsObject({
-    webhooks: z.array(settingsObject({ url: httpBaseUrl, format: z.enum(['generic', 'slack'], { error: "must be 'generic' or 'slack'" }).default('generic') }), { error: ARRAY }).max(10).default([]),
-    thresholds: z.array(positiveInteger.max(1000, { error: 'must be whole percents from 1 to 1000' }), { error: ARRAY }).min(1).max(10).default([50, 80, 100]),
-  }).prefault({}),
-  sweep: settingsObject({
-    /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
-    intervalSeconds: timerSeconds.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),
-    /** How old a blob without metadata must be before the sweep removes it. */
-    orphanGraceSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.orphanGraceSeconds),
-  }).prefault({}),
-  /** Who signs in to the dashboard and for how long (dashboard-config.ts); the environment's settings win. */
-  dashboard: dashboardFileSchema,
-  /** Modules that add provider kinds (`importProviderKinds()`), read by `loadConfigWithModules()`. */
-  providerModules: z.array(nonEmptyString, { error: ARRAY }).optional(),
-  providers: z.array(providerSchema(kinds), { error: ARRAY }).optional(),
-  models: z.array(catalogModelSchema, { error: ARRAY }).optional(),
-  /** The upstream MCP servers behind `/mcp` (docs/MCP.md): none by default, and then no `/mcp`. */
-  mcpServers: mcpServersSchema,
-  mcp: mcpSettingsSchema.prefault({}),
-})
-  .transform(({ providers, models, ...settings }) => {
-    const listed = providers ?? [];
-    const echoTaken = listed.some((provider) => provider.id === BUILTIN_PROVIDER.id) || !Object.hasOwn(kinds, BUILTIN_PROVIDER.kind);
-    const builtIn: FileProvider[] = echoTaken ? [] : [{ ...BUILTIN_PROVIDER }];
-    const ownCatalog = providers !== undefined || models !== undefined;
-    return {
-      ...settings,
-      providers: [...listed, ...builtIn],
-      models: ownCatalog ? (models ?? []) : catalogModelSchema.array().parse(DEFAULT_GATEWAY_CONFIG.models),
-    };
+const gatewayConfigSchema = (kinds: ProviderRegistry) =>
+  settingsObject({
+    keyPrefix: z
+      .string({ error: KEY_PREFIX })
+      .regex(/^[A-Za-z0-9]{1,32}$/, { error: KEY_PREFIX })
+      .default(DEFAULT_GATEWAY_CONFIG.keyPrefix),
+    keyCacheSeconds: z.int({ error: KEY_CACHE }).min(0, { error: KEY_CACHE }).max(3600, { error: KEY_CACHE }).default(DEFAULT_GATEWAY_CONFIG.keyCacheSeconds),
+    limits: settingsObject({
+      maxFileBytes: positiveInteger.default(DEFAULT_FILE_LIMITS.maxFileBytes),
+      maxFiles: positiveInteger.default(DEFAULT_FILE_LIMITS.maxFiles),
+      maxStoredBytes: positiveInteger.default(DEFAULT_FILE_LIMITS.maxStoredBytes),
+      createsPerMinute: positiveInteger.default(DEFAULT_CREATION_LIMITS.createsPerMinute),
+      createsPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.createsPerDay),
+      bytesPerDay: positiveInteger.default(DEFAULT_CREATION_LIMITS.bytesPerDay),
+    }).prefault({}),
+    modelLimits: modelLimitsSchema.prefault({}),
+    /** Retries, fallbacks and cooldowns of the model calls (`RoutingOptions` of the library, without its functions); with REDIS_URL, cooldowns are shared. */
+    routing: routingSettingsSchema.prefault({}),
+    /**
+     * How long a provider may stay silent in one attempt, before its answer's headers or between two
+     * reads of its body (the model handlers' `timeoutMs`): a silent attempt is a timeout, retried as
+     * `routing` says. Default 300,000.
+     */
+    upstreamTimeoutMs: timerMs.optional(),
+    /**
+     * The largest JSON answer, and the largest event of a streamed answer, read from a provider, in
+     * bytes (the model handlers' `maxUpstreamBytes`): one over it is a 502 naming the limit. Default 33,554,432 (32 MiB).
+     */
+    upstreamMaxBytes: positiveInteger.optional(),
+    /** How calls reserve their maximum cost against budgets (`SpendBudgetsOptions` of the library). */
+    budgets: settingsObject({
+      /** How long a call's reservation holds at most, in seconds: an instance that dies holds its calls' reservations no longer. Default 900. */
+      reservationTtlSeconds: positiveInteger.max(86_400, { error: 'must be a whole number of seconds from 1 to 86,400' }).default(900),
+      /** The output tokens reserved for a call that names no maximum. Default 4096. */
+      defaultMaxOutputTokens: positiveInteger.default(4096),
+      /** Whether a call to a model with no known price is refused (400 `model_unpriced`) when its key or account has a budget. Default false. */
+      refuseUnpriced: z.boolean({ error: 'must be true or false' }).default(false),
+    }).prefault({}),
+    /** Budget alerts: the webhooks told (besides ALERT_WEBHOOK_URL) and the thresholds, in percent of each budget. */
+    alerts: settingsObject({
+      webhooks: z
+        .array(settingsObject({ url: httpBaseUrl, format: z.enum(['generic', 'slack'], { error: "must be 'generic' or 'slack'" }).default('generic') }), {
+          error: ARRAY,
+        })
+        .max(10)
+        .default([]),
+      thresholds: z
+        .array(positiveInteger.max(1000, { error: 'must be whole percents from 1 to 1000' }), { error: ARRAY })
+        .min(1)
+        .max(10)
+        .default([50, 80, 100]),
+    }).prefault({}),
+    sweep: settingsObject({
+      /** Seconds between two sweeps; 0 turns the in-process sweep off (run `sweep` from cron instead). */
+      intervalSeconds: timerSeconds.default(DEFAULT_GATEWAY_CONFIG.sweep.intervalSeconds),
+      /** How old a blob without metadata must be before the sweep removes it. */
+      orphanGraceSeconds: nonNegativeInteger.default(DEFAULT_GATEWAY_CONFIG.sweep.orphanGraceSeconds),
+    }).prefault({}),
+    /** Who signs in to the dashboard and for how long (dashboard-config.ts); the environment's settings win. */
+    dashboard: dashboardFileSchema,
+    /** Modules that add provider kinds (`importProviderKinds()`), read by `loadConfigWithModules()`. */
+    providerModules: z.array(nonEmptyString, { error: ARRAY }).optional(),
+    providers: z.array(providerSchema(kinds), { error: ARRAY }).optional(),
+    models: z.array(catalogModelSchema, { error: ARRAY }).optional(),
+    /** The upstream MCP servers behind `/mcp` (docs/MCP.md): none by default, and then no `/mcp`. */
+    mcpServers: mcpServersSchema,
+    mcp: mcpSettingsSchema.prefault({}),
   })
-  .superRefine((config, ctx) => checkCatalog(ctx, config));
+    .transform(({ providers, models, ...settings }) => {
+      const listed = providers ?? [];
+      const echoTaken = listed.some((provider) => provider.id === BUILTIN_PROVIDER.id) || !Object.hasOwn(kinds, BUILTIN_PROVIDER.kind);
+      const builtIn: FileProvider[] = echoTaken ? [] : [{ ...BUILTIN_PROVIDER }];
+      const ownCatalog = providers !== undefined || models !== undefined;
+      return {
+        ...settings,
+        providers: [...listed, ...builtIn],
+        models: ownCatalog ? (models ?? []) : catalogModelSchema.array().parse(DEFAULT_GATEWAY_CONFIG.models),
+      };
+    })
+    .superRefine((config, ctx) => checkCatalog(ctx, config));
 
 /** What the `GATEWAY_CONFIG` file holds, after defaults. */
 export type GatewayConfig = z.output<ReturnType<typeof gatewayConfigSchema>>;
 
-export type DatabaseSettings =
-  | { client: 'sqlite'; filename: string }
-  | { client: 'pg'; connectionString: string; display: string };
+export type DatabaseSettings = { client: 'sqlite'; filename: string } | { client: 'pg'; connectionString: string; display: string };
 
 /** Everything the server and the CLI are configured with. */
 export interface ServerConfig {
@@ -200,9 +214,7 @@ export function parseDatabaseUrl(raw: string | undefined, dataDir: string): Data
   }
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(raw)?.[1]?.toLowerCase();
   if (scheme !== 'postgres' && scheme !== 'postgresql') {
-    throw new ConfigError(
-      `DATABASE_URL must start with postgres://, postgresql:// or sqlite:, got ${scheme ? `'${scheme}:'` : 'something else'}`,
-    );
+    throw new ConfigError(`DATABASE_URL must start with postgres://, postgresql:// or sqlite:, got ${scheme ? `'${scheme}:'` : 'something else'}`);
   }
   let url: URL;
   try {

@@ -24,7 +24,10 @@ export const dashboardFileSchema = settingsObject({
   oidc: settingsObject({
     issuer: nonEmptyString,
     clientId: nonEmptyString,
-    clientSecretEnv: z.string({ error: ENV_NAME }).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: ENV_NAME }).optional(),
+    clientSecretEnv: z
+      .string({ error: ENV_NAME })
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: ENV_NAME })
+      .optional(),
     providerName: nonEmptyString.optional(),
     /** The ID token's claim with the person's groups. Default `groups`. */
     roleClaim: nonEmptyString.optional(),
@@ -54,7 +57,8 @@ export interface DashboardSettings {
 
 function readSeconds(name: string, raw: string | undefined, fallback: number, min: number): number {
   if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > 2_147_483) throw new ConfigError(`${name} must be an integer of seconds from ${min} to 2147483, got '${raw}'`);
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > 2_147_483)
+    throw new ConfigError(`${name} must be an integer of seconds from ${min} to 2147483, got '${raw}'`);
   return Number(raw);
 }
 
@@ -67,7 +71,10 @@ function readBoolean(name: string, raw: string | undefined, fallback: boolean): 
 /** `OIDC_ROLES`: `group=role` pairs, comma-separated (`gw-admins=admin,gw-ops=operator`). */
 function readRoleMap(raw: string): Record<string, AdminRole> {
   const map: Record<string, AdminRole> = {};
-  for (const pair of raw.split(',').map((part) => part.trim()).filter(Boolean)) {
+  for (const pair of raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
     const at = pair.lastIndexOf('=');
     const group = pair.slice(0, at).trim();
     const role = pair.slice(at + 1).trim();
@@ -100,7 +107,7 @@ export function dashboardSettings(file: DashboardFileSettings, env: Environment)
   if (!clientId) throw new ConfigError('OIDC_CLIENT_ID must be set with OIDC_ISSUER');
   const publicUrl = env.PUBLIC_URL || file.publicUrl;
   if (!publicUrl || !URL.canParse(publicUrl) || !['http:', 'https:'].includes(new URL(publicUrl).protocol)) {
-    throw new ConfigError('PUBLIC_URL must be the gateway\'s http:// or https:// address as browsers reach it, for the OIDC redirect URL');
+    throw new ConfigError("PUBLIC_URL must be the gateway's http:// or https:// address as browsers reach it, for the OIDC redirect URL");
   }
   const secretEnv = file.oidc?.clientSecretEnv;
   const clientSecret = env.OIDC_CLIENT_SECRET || (secretEnv === undefined ? undefined : env[secretEnv]);

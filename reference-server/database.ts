@@ -170,7 +170,12 @@ async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number,
         });
   return {
     knex,
-    storeOptions: { preparedReads: sqlitePreparedReads(database), ...(writer && { preparedWrites: writer }), ...(reportReader && { reportReads: reportReader }), timeoutMs },
+    storeOptions: {
+      preparedReads: sqlitePreparedReads(database),
+      ...(writer && { preparedWrites: writer }),
+      ...(reportReader && { reportReads: reportReader }),
+      timeoutMs,
+    },
     async close() {
       await Promise.all([writer?.close(), reportReader?.close()]);
       await knex.destroy();
@@ -199,7 +204,9 @@ export async function openMigratedDatabase(settings: DatabaseSettings, options: 
     throw new ConfigError(`${describeDatabase(settings)} needs the driver ${driver}, not installed: npm install ${driver}`);
   }
   try {
-    return settings.client === 'pg' ? await openPostgres(settings.connectionString, log, timeoutMs, options.poolMax ?? DEFAULT_POOL_MAX) : await openSqlite(settings.filename, log, timeoutMs, options.writerCheckpointMs);
+    return settings.client === 'pg'
+      ? await openPostgres(settings.connectionString, log, timeoutMs, options.poolMax ?? DEFAULT_POOL_MAX)
+      : await openSqlite(settings.filename, log, timeoutMs, options.writerCheckpointMs);
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     // Driver messages say what is wrong (refused, no such database, authentication failed) without the password.

@@ -277,7 +277,13 @@ async function spendLedger(redis: Redis | null, nowMs: () => number, store: Usag
  * signed with ALERT_WEBHOOK_SECRET, once per threshold per period across instances (Redis when
  * there is one, else this process's memory), each delivery or failure logged.
  */
-async function budgetAlerts(config: ServerConfig, redis: Redis | null, logger: Logger, nowMs: () => number, audit: AuditStore): Promise<Pick<SpendBudgetsOptions, 'alerts'>> {
+async function budgetAlerts(
+  config: ServerConfig,
+  redis: Redis | null,
+  logger: Logger,
+  nowMs: () => number,
+  audit: AuditStore,
+): Promise<Pick<SpendBudgetsOptions, 'alerts'>> {
   const fromEnv = config.env.ALERT_WEBHOOK_URL ? [{ url: config.env.ALERT_WEBHOOK_URL, format: 'generic' as const }] : [];
   const webhooks = [...fromEnv, ...config.gateway.alerts.webhooks];
   if (webhooks.length === 0) return {};
@@ -290,7 +296,11 @@ async function budgetAlerts(config: ServerConfig, redis: Redis | null, logger: L
       if (error === undefined) logger.info({ alert, attempts }, 'budget alert sent');
       else logger.warn({ alert, attempts, err: error.message }, 'budget alert not delivered');
       const about = alert.scope === 'key' ? { keyId: alert.id } : { account: alert.id };
-      const event = { action: 'budget.alert_sent' as const, ...about, fields: [alert.period, `${alert.threshold}%`, error === undefined ? 'delivered' : 'failed'] };
+      const event = {
+        action: 'budget.alert_sent' as const,
+        ...about,
+        fields: [alert.period, `${alert.threshold}%`, error === undefined ? 'delivered' : 'failed'],
+      };
       const entry = auditEntry(event, { actor: { type: 'gateway', id: null, name: null }, at: Math.floor(nowMs() / 1000), address: null });
       audit.append(entry).catch((err: unknown) => logger.warn({ err }, 'budget alert not recorded in the audit log'));
     },
@@ -365,7 +375,9 @@ export async function openDeployment(config: ServerConfig, logger: Logger, { now
   const opened = new Opened();
   opened.add(providers, (made) => Promise.all(made.map((provider) => provider.close?.())));
   try {
-    const mcpUpstreams = opened.add(await configuredMcpUpstreams(config.gateway.mcpServers, config.env), (made) => Promise.all(made.map((upstream) => upstream.close?.())));
+    const mcpUpstreams = opened.add(await configuredMcpUpstreams(config.gateway.mcpServers, config.env), (made) =>
+      Promise.all(made.map((upstream) => upstream.close?.())),
+    );
     const mcp = mcpUpstreams.length === 0 ? null : { upstreams: mcpUpstreams, library: await import('koa-model-gateway/mcp') };
     return { ...(await openServices(config, logger, nowMs, providers, opened)), mcp };
   } catch (err) {
@@ -381,7 +393,13 @@ function countUnpriced(metrics: ServerMetrics | null, count: number): ServerMetr
 }
 
 /** `openDeployment`'s steps once the providers are made: each adds what it opens to `opened`. */
-async function openServices(config: ServerConfig, logger: Logger, nowMs: () => number, providers: Provider[], opened: Opened): Promise<Omit<Deployment, 'mcp'>> {
+async function openServices(
+  config: ServerConfig,
+  logger: Logger,
+  nowMs: () => number,
+  providers: Provider[],
+  opened: Opened,
+): Promise<Omit<Deployment, 'mcp'>> {
   const tracing = await startTracing(config.env, logger);
   if (tracing) opened.add(tracing, (started) => started.shutdown());
   const { models: catalog, unpriced } = await priceCatalog(config.gateway.models);
@@ -404,7 +422,8 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
     bytesPerDay: config.gateway.limits.bytesPerDay,
     nowMs,
   };
-  const redis = config.redisUrl === null ? null : opened.add(await openRedis(config.redisUrl, logger), (client) => client.quit().catch(() => client.disconnect()));
+  const redis =
+    config.redisUrl === null ? null : opened.add(await openRedis(config.redisUrl, logger), (client) => client.quit().catch(() => client.disconnect()));
   const staleUploads = await removeStaleUploads(config.uploadsDir);
   if (staleUploads > 0) logger.info({ staleUploads }, 'removed the temp files of uploads cut short by a crash');
   const uploads = opened.add(await claimUploadsDir(config.uploadsDir), (claim) => claim.release());
@@ -446,7 +465,10 @@ async function openServices(config: ServerConfig, logger: Logger, nowMs: () => n
   // answers: the other processes refuse or see it once their cache of the key expires.
   const keys = announceKeyChanges(stores.keys, keyChanges, {
     onError: (err, keyId) =>
-      logger.warn({ err: (err as Error).message, keyId }, `key change made but not announced: other processes see it within keyCacheSeconds (${keyCacheSeconds} s)`),
+      logger.warn(
+        { err: (err as Error).message, keyId },
+        `key change made but not announced: other processes see it within keyCacheSeconds (${keyCacheSeconds} s)`,
+      ),
   });
   return {
     config,

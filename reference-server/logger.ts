@@ -75,7 +75,14 @@ export function logAppError(logger: Logger, outages = new OutageLog(logger)): (e
     if (ctx?.req.socket.destroyed && !ctx.res.writableFinished) {
       logger.debug({ err, requestId }, 'client went away');
     } else if (err instanceof AttemptFailedError) {
-      const fields = { requestId, provider: err.provider, upstreamModel: err.upstreamModel, attempt: err.attempt, outcome: err.outcome, cause: causeLine(err.cause) };
+      const fields = {
+        requestId,
+        provider: err.provider,
+        upstreamModel: err.upstreamModel,
+        attempt: err.attempt,
+        outcome: err.outcome,
+        cause: causeLine(err.cause),
+      };
       logger.warn(fields, 'upstream attempt failed, retrying');
     } else if (err instanceof GatewayError && err.status === 503) {
       const fields = { requestId, status: err.status, kind: err.code, cause: causeLine(err.cause) };

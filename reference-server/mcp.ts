@@ -23,7 +23,8 @@ export function mcpEndpoint(deployment: Deployment, logger: Logger, traced: <Sto
     limits: deployment.config.gateway.modelLimits,
     onCall: (record) => deployment.mcpCallRecorder.record(record),
     ...(deployment.metrics && { metrics: deployment.metrics.metrics }),
-    onUpstreamError: (server, err) => logger.warn({ server, reason: err.name === 'McpUpstreamError' ? (err as { reason?: string }).reason : err.name }, 'MCP server failed'),
+    onUpstreamError: (server, err) =>
+      logger.warn({ server, reason: err.name === 'McpUpstreamError' ? (err as { reason?: string }).reason : err.name }, 'MCP server failed'),
     nowMs: deployment.nowMs,
   });
 }

@@ -30,7 +30,11 @@ export async function openMetrics(config: Pick<ServerConfig, 'metricsPort'>): Pr
  * Serves the metrics on a listener of its own, on HOST and METRICS_PORT (0: any free port), and
  * logs its address. Resolves with the function that closes it.
  */
-export async function listenMetrics(serverMetrics: ServerMetrics, config: Pick<ServerConfig, 'host' | 'metricsPort'>, logger: Logger): Promise<() => Promise<void>> {
+export async function listenMetrics(
+  serverMetrics: ServerMetrics,
+  config: Pick<ServerConfig, 'host' | 'metricsPort'>,
+  logger: Logger,
+): Promise<() => Promise<void>> {
   const server = createServer(serverMetrics.app.callback());
   server.listen(config.metricsPort ?? 0, config.host);
   try {

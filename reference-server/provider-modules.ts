@@ -7,7 +7,13 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 
 /** An entry of a module's `providerKinds`: a zod object schema of the options, and a factory. */
 function isProviderFactory(value: unknown): value is ProviderFactory {
-  return isObject(value) && isObject(value.options) && typeof value.options.safeParse === 'function' && isObject(value.options.shape) && typeof value.create === 'function';
+  return (
+    isObject(value) &&
+    isObject(value.options) &&
+    typeof value.options.safeParse === 'function' &&
+    isObject(value.options.shape) &&
+    typeof value.create === 'function'
+  );
 }
 
 /** A relative or absolute path is the config file's neighbour; anything else a package, as `import` finds it. */
@@ -36,7 +42,8 @@ export async function importProviderKinds(specifiers: readonly string[], configD
     const moduleKinds = exported.providerKinds;
     if (!isObject(moduleKinds)) throw new ConfigError(`providerModules: '${specifier}' must export providerKinds, an object of { options, create } by kind`);
     for (const [kind, factory] of Object.entries(moduleKinds)) {
-      if (!isProviderFactory(factory)) throw new ConfigError(`providerModules: '${specifier}': providerKinds.${kind} must be { options (a zod object), create }`);
+      if (!isProviderFactory(factory))
+        throw new ConfigError(`providerModules: '${specifier}': providerKinds.${kind} must be { options (a zod object), create }`);
       if (Object.hasOwn(kinds, kind)) throw new ConfigError(`providerModules: '${specifier}' defines the provider kind '${kind}', which is already defined`);
       kinds[kind] = factory;
     }

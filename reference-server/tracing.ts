@@ -76,7 +76,13 @@ export function diagLogger(logger: Logger, nowMs: () => number = Date.now) {
     Object.assign(seen, { at: now, repeated: 0, spans: 0 });
   };
   const ignore = () => undefined;
-  return { error: (message: string, ...args: unknown[]) => write(message, args), warn: (message: string, ...args: unknown[]) => write(message, args), info: ignore, debug: ignore, verbose: ignore };
+  return {
+    error: (message: string, ...args: unknown[]) => write(message, args),
+    warn: (message: string, ...args: unknown[]) => write(message, args),
+    info: ignore,
+    debug: ignore,
+    verbose: ignore,
+  };
 }
 
 /** Where and how the spans go when the OTEL_* environment turns traces on (see `startTracing`), else null. */
@@ -129,7 +135,8 @@ export async function startTracing(env: Environment, logger: Logger): Promise<Se
   if (!settings) return null;
   const { url, protocol, json } = settings;
   const missing = missingPackages(tracingPackages(env));
-  if (missing.length > 0) throw new ConfigError(`tracing (OTEL_EXPORTER_OTLP_ENDPOINT) needs ${missing.join(', ')}, not installed: npm install ${missing.join(' ')}`);
+  if (missing.length > 0)
+    throw new ConfigError(`tracing (OTEL_EXPORTER_OTLP_ENDPOINT) needs ${missing.join(', ')}, not installed: npm install ${missing.join(' ')}`);
 
   const [api, { NodeTracerProvider }, { BatchSpanProcessor }, resources, { OTLPTraceExporter }, { traceRequests, tracedStore }] = await Promise.all([
     import('@opentelemetry/api'),
@@ -160,7 +167,10 @@ export async function startTracing(env: Environment, logger: Logger): Promise<Se
           resolve();
         }, FLUSH_BOUND_MS);
       });
-      await Promise.race([provider.shutdown().catch((err: unknown) => logger.warn({ component: 'tracing', detail: (err as Error).message }, 'spans not exported at shutdown')), bound]);
+      await Promise.race([
+        provider.shutdown().catch((err: unknown) => logger.warn({ component: 'tracing', detail: (err as Error).message }, 'spans not exported at shutdown')),
+        bound,
+      ]);
       clearTimeout(timer);
       // The globals given up, so that a gateway started again in this process registers its own.
       api.trace.disable();

@@ -60,7 +60,8 @@ export function prepareRuntime(): Promise<void> {
     () => undefined,
     (err: { code?: unknown; stdout?: string }) => {
       // Exit code 2: errors found, output emitted anyway.
-      if (err.code !== 2 || !existsSync(join(BUILD_DIR, 'reference-server', 'cli.js'))) throw new Error(`tsc -p bench/tsconfig.json failed:\n${err.stdout ?? String(err)}`);
+      if (err.code !== 2 || !existsSync(join(BUILD_DIR, 'reference-server', 'cli.js')))
+        throw new Error(`tsc -p bench/tsconfig.json failed:\n${err.stdout ?? String(err)}`);
       process.stderr.write(`bench: type errors in the sources (measuring what tsc emitted anyway):\n${err.stdout ?? ''}\n`);
     },
   );
@@ -96,7 +97,8 @@ export function prepareDist(): Promise<void> {
 function nodeArgs(script: string, preloads: string[] = [], flags: string[] = []): string[] {
   if (isAbsolute(script)) return [process.execPath, ...flags, script];
   const compiled = (path: string) => join(BUILD_DIR, path.replace(/\.ts$/, '.js'));
-  if (RUNTIME === 'tsx') return [process.execPath, ...flags, SOURCE_CONDITION, '--import', 'tsx', ...preloads.flatMap((path) => ['--import', `./${path}`]), script];
+  if (RUNTIME === 'tsx')
+    return [process.execPath, ...flags, SOURCE_CONDITION, '--import', 'tsx', ...preloads.flatMap((path) => ['--import', `./${path}`]), script];
   return [process.execPath, ...flags, ...preloads.flatMap((path) => ['--import', pathToFileURL(compiled(path)).href]), compiled(script)];
 }
 

@@ -33,7 +33,14 @@ export async function startBareProxy(upstream: string, models: Record<string, st
   return startService({
     name: `bare Koa + undici (${answers})`,
     script: 'bench/servers/bare-proxy.ts',
-    env: { PORT: String(port), UPSTREAM: upstream, MODELS: Object.entries(models).map((pair) => pair.join('=')).join(','), FLOOR_ANSWER: answers },
+    env: {
+      PORT: String(port),
+      UPSTREAM: upstream,
+      MODELS: Object.entries(models)
+        .map((pair) => pair.join('='))
+        .join(','),
+      FLOOR_ANSWER: answers,
+    },
     core: SERVER_CORE,
     port,
     readyPath: '/healthz',

@@ -134,7 +134,9 @@ export function machine(): string {
   const cpu = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? 'unknown CPU';
   // Not availableParallelism(): that counts only the cores this process is pinned to.
   const cores = cpus().length;
-  const load = loadavg().map((value) => value.toFixed(1)).join(' ');
+  const load = loadavg()
+    .map((value) => value.toFixed(1))
+    .join(' ');
   const idle = idleCores ? `, ${idleCores}` : '';
   return `${cores} cores (${cpu}), Node ${process.version}, Linux ${readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim()}, ${new Date().toISOString()}, load average ${load}${idle}`;
 }

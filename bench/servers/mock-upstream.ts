@@ -54,7 +54,8 @@ const chatCompletions: Format = {
     usage: { prompt_tokens: INPUT_TOKENS, completion_tokens: 2, total_tokens: INPUT_TOKENS + 2 },
   }),
   stream(model, body) {
-    const chunk = (choices: unknown[], extra: Body = {}) => data({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: CREATED, model, choices, ...extra });
+    const chunk = (choices: unknown[], extra: Body = {}) =>
+      data({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: CREATED, model, choices, ...extra });
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const withUsage = options?.include_usage === true;
     const choice = (delta: Body, finish: string | null) => ({ index: 0, delta, logprobs: null, finish_reason: finish });
@@ -84,7 +85,16 @@ const messages: Format = {
   stream: (model) => ({
     opening: [
       event('message_start', {
-        message: { id: 'msg_bench', type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: INPUT_TOKENS, output_tokens: 1 } },
+        message: {
+          id: 'msg_bench',
+          type: 'message',
+          role: 'assistant',
+          model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: INPUT_TOKENS, output_tokens: 1 },
+        },
       }),
       event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
     ],

@@ -238,7 +238,6 @@ async function request<T>(method: string, path: string, options: { body?: unknow
   return data as T;
 }
 
-
 export const api = {
   /** Opens a session with the admin token: the token is sent this once and kept nowhere. */
   logIn: (token: string) => request<Session>('POST', '/sessions', { token }),
@@ -250,16 +249,14 @@ export const api = {
   updateUser: (id: string, body: { role?: Role | null; disabled?: boolean }) => request<User>('PATCH', `/users/${encodeURIComponent(id)}`, { body }),
   catalog: () => request<Catalog>('GET', '/catalog'),
   /** Every key, or those whose account, id or name starts with `search`. */
-  keys: (search: string) =>
-    request<{ data: ApiKey[] }>('GET', `/keys${search === '' ? '' : `?q=${encodeURIComponent(search)}`}`).then((list) => list.data),
+  keys: (search: string) => request<{ data: ApiKey[] }>('GET', `/keys${search === '' ? '' : `?q=${encodeURIComponent(search)}`}`).then((list) => list.data),
   /** The keys of one account. */
   accountKeys: (account: string) => request<{ data: ApiKey[] }>('GET', `/keys?account=${encodeURIComponent(account)}`).then((list) => list.data),
   createKey: (body: Record<string, unknown>) => request<NewKey>('POST', '/keys', { body }),
   /** Changes a key's name, scopes, models, expiry and limits (`null` clears one). */
   updateKey: (id: string, body: Record<string, unknown>) => request<ApiKey>('PATCH', `/keys/${encodeURIComponent(id)}`, { body }),
   revokeKey: (id: string) => request<ApiKey>('POST', `/keys/${encodeURIComponent(id)}/revoke`),
-  rotateKey: (id: string, graceSeconds: number) =>
-    request<NewKey>('POST', `/keys/${encodeURIComponent(id)}/rotate`, { body: { grace_seconds: graceSeconds } }),
+  rotateKey: (id: string, graceSeconds: number) => request<NewKey>('POST', `/keys/${encodeURIComponent(id)}/rotate`, { body: { grace_seconds: graceSeconds } }),
   /** Every account that has a key, by name. */
   accounts: () => request<{ data: AccountSummary[] }>('GET', '/accounts').then((list) => list.data),
   account: (account: string) => request<Account>('GET', `/accounts/${encodeURIComponent(account)}`),

@@ -46,7 +46,12 @@ export function App() {
   }, []);
   useSession(session ?? null);
 
-  if (session === undefined) return <p class="boot" aria-busy="true">Loading the dashboard…</p>;
+  if (session === undefined)
+    return (
+      <p class="boot" aria-busy="true">
+        Loading the dashboard…
+      </p>
+    );
   if (session === null) {
     return (
       <LogIn

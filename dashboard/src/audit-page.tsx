@@ -121,9 +121,8 @@ export function AuditPage() {
         <button type="submit">Filter</button>
       </form>
       <p class="hint">
-        Every change made through the admin API, the dashboard or the command line, newest first: who made it (the person signed in, or the
-        admin token, a dashboard session opened with one counting as it), the values before and after, when (UTC) and from which address.
-        Never a key or a token.
+        Every change made through the admin API, the dashboard or the command line, newest first: who made it (the person signed in, or the admin token, a
+        dashboard session opened with one counting as it), the values before and after, when (UTC) and from which address. Never a key or a token.
       </p>
       {log.state === 'loading' && <Loading what="the audit log" />}
       {log.state === 'error' && <LoadFailed what="The audit log" message={log.message} onRetry={retry} />}

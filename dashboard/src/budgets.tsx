@@ -184,17 +184,33 @@ export function AccountBudgets({ account }: { account: string }) {
       {may('change') && (
         <form onSubmit={save}>
           <p class="hint">
-            An account's budgets cover all its keys: once what is left of one in the UTC day or month cannot hold a call's maximum cost, its model calls are refused until the
-            period ends. Empty: no budget.
+            An account's budgets cover all its keys: once what is left of one in the UTC day or month cannot hold a call's maximum cost, its model calls are
+            refused until the period ends. Empty: no budget.
           </p>
           <div class="grid">
             <div>
               <label for="budget-day">Budget per UTC day (USD)</label>
-              <input id="budget-day" type="number" min={0} step="any" inputMode="decimal" value={form.day} onInput={(event) => setForm({ ...form, day: event.currentTarget.value })} />
+              <input
+                id="budget-day"
+                type="number"
+                min={0}
+                step="any"
+                inputMode="decimal"
+                value={form.day}
+                onInput={(event) => setForm({ ...form, day: event.currentTarget.value })}
+              />
             </div>
             <div>
               <label for="budget-month">Budget per UTC month (USD)</label>
-              <input id="budget-month" type="number" min={0} step="any" inputMode="decimal" value={form.month} onInput={(event) => setForm({ ...form, month: event.currentTarget.value })} />
+              <input
+                id="budget-month"
+                type="number"
+                min={0}
+                step="any"
+                inputMode="decimal"
+                value={form.month}
+                onInput={(event) => setForm({ ...form, month: event.currentTarget.value })}
+              />
             </div>
           </div>
           <ErrorAlert message={error} />

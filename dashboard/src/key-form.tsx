@@ -62,7 +62,14 @@ const toggled = (list: string[], value: string, on: boolean) => (on ? [...list, 
  * field of one but its account; the server checks every field. It opens where it is seen: scrolled
  * to, its first field focused.
  */
-export function KeyForm({ catalog, account, editing, onCreated, onUpdated, onCancel }: {
+export function KeyForm({
+  catalog,
+  account,
+  editing,
+  onCreated,
+  onUpdated,
+  onCancel,
+}: {
   catalog: Catalog;
   account: string;
   editing?: ApiKey;
@@ -127,7 +134,15 @@ export function KeyForm({ catalog, account, editing, onCreated, onUpdated, onCan
 
   return (
     <form class="card key-form" ref={card} onSubmit={submit} aria-labelledby="new-key-title">
-      <h2 id="new-key-title">{editing ? <>Edit key <code>{editing.id}</code></> : 'New key'}</h2>
+      <h2 id="new-key-title">
+        {editing ? (
+          <>
+            Edit key <code>{editing.id}</code>
+          </>
+        ) : (
+          'New key'
+        )}
+      </h2>
       <div class="grid">
         <div>
           <label for="new-account">Account</label>

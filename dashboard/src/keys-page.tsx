@@ -144,12 +144,7 @@ export function KeysPage() {
         </div>
         <form class="toolbar" onSubmit={show} role="search">
           <label for="filter">Find</label>
-          <input
-            id="filter"
-            placeholder="Account, key id or name: its start"
-            value={filter}
-            onInput={(event) => setFilter(event.currentTarget.value)}
-          />
+          <input id="filter" placeholder="Account, key id or name: its start" value={filter} onInput={(event) => setFilter(event.currentTarget.value)} />
           <button type="submit" class="secondary">
             Show keys
           </button>
@@ -157,7 +152,15 @@ export function KeysPage() {
         {keys.state === 'loading' && <Loading what="keys" />}
         {keys.state === 'error' && <LoadFailed what="The keys" message={keys.message} onRetry={() => load()} />}
         {keys.state === 'ready' && keys.data.length === 0 && (
-          <p class="empty">{account === '' ? 'No keys yet. Create one with New key.' : <>No key's account, id or name starts with <strong>{account}</strong>.</>}</p>
+          <p class="empty">
+            {account === '' ? (
+              'No keys yet. Create one with New key.'
+            ) : (
+              <>
+                No key's account, id or name starts with <strong>{account}</strong>.
+              </>
+            )}
+          </p>
         )}
         {keys.state === 'ready' && keys.data.length > 0 && (
           <div class="table-wrap">
@@ -247,8 +250,7 @@ export function KeysPage() {
       {revoking && (
         <Modal title="Revoke this key?" onClose={closeRevoke}>
           <p>
-            <code>{revoking.id}</code> of account <strong>{revoking.account}</strong> will be refused at once, by every server. This cannot
-            be undone.
+            <code>{revoking.id}</code> of account <strong>{revoking.account}</strong> will be refused at once, by every server. This cannot be undone.
           </p>
           <ErrorAlert message={actionError} />
           <Actions onCancel={closeRevoke}>
@@ -262,8 +264,8 @@ export function KeysPage() {
       {rotating && (
         <Modal title="Rotate this key" onClose={closeRotate}>
           <p>
-            A new key replaces <code>{rotating.id}</code>, with the same account, scopes, models, limits and expiry. The old key keeps
-            working for the grace period, then stops.
+            A new key replaces <code>{rotating.id}</code>, with the same account, scopes, models, limits and expiry. The old key keeps working for the grace
+            period, then stops.
           </p>
           <label for="grace">Grace period</label>
           <select id="grace" value={grace} onChange={(event) => setGrace(Number(event.currentTarget.value))}>

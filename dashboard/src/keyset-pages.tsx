@@ -11,7 +11,10 @@ const failure = (err: unknown) => (err instanceof ApiError ? err.message : 'Some
  * whenever `filters` change or `retry()` is called, `loadOlder()` adding the next page after the
  * last one read, and `older` telling whether that is under way or failed.
  */
-export function useKeysetPages<Item, Filters>(filters: Filters, loadPage: (filters: Filters, cursor: string | null) => Promise<{ data: Item[]; next_cursor: string | null }>) {
+export function useKeysetPages<Item, Filters>(
+  filters: Filters,
+  loadPage: (filters: Filters, cursor: string | null) => Promise<{ data: Item[]; next_cursor: string | null }>,
+) {
   const [list, setList] = useState<KeysetList<Item>>({ state: 'loading' });
   const [older, setOlder] = useState<{ busy: boolean; message: string | null }>({ busy: false, message: null });
   const [attempt, setAttempt] = useState(0);

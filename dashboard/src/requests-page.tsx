@@ -35,8 +35,8 @@ export function RequestsPage() {
         <button type="submit">Filter</button>
       </form>
       <p class="hint">
-        Every model call, answered, refused or failed, newest first: when (UTC), with which key, to which model and deployment, its status,
-        tokens, cost and latency, and its trace id to find it in your tracing backend.
+        Every model call, answered, refused or failed, newest first: when (UTC), with which key, to which model and deployment, its status, tokens, cost and
+        latency, and its trace id to find it in your tracing backend.
       </p>
       {log.state === 'loading' && <Loading what="the request log" />}
       {log.state === 'error' && <LoadFailed what="The request log" message={log.message} onRetry={retry} />}

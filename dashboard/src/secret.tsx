@@ -19,8 +19,7 @@ export function SecretDialog({ created, title, onClose }: { created: NewKey; tit
   return (
     <Modal title={title} onClose={onClose}>
       <p>
-        Key <code>{created.id}</code> for account <strong>{created.account}</strong>. Copy it now: it is shown only this once, and
-        cannot be recovered.
+        Key <code>{created.id}</code> for account <strong>{created.account}</strong>. Copy it now: it is shown only this once, and cannot be recovered.
       </p>
       <label for="secret">Secret key</label>
       <div class="secret">

@@ -102,12 +102,19 @@ function UsageTable({ usage, split, names, caption }: { usage: DailyUsage; split
 }
 
 /** The share of the requests answered from the response cache. */
-const hitRatio = ({ requests, cache_hits: hits }: { requests: number; cache_hits: number }) => (requests === 0 ? '0%' : `${((hits / requests) * 100).toFixed(1)}%`);
+const hitRatio = ({ requests, cache_hits: hits }: { requests: number; cache_hits: number }) =>
+  requests === 0 ? '0%' : `${((hits / requests) * 100).toFixed(1)}%`;
 
 /** A key in the figures: its name, where it has one, before its id. */
 function KeyName({ id, names }: { id: string; names: ReadonlyMap<string, string> }) {
   const name = names.get(id);
-  return name === undefined ? <code>{id}</code> : <>{name} <code>{id}</code></>;
+  return name === undefined ? (
+    <code>{id}</code>
+  ) : (
+    <>
+      {name} <code>{id}</code>
+    </>
+  );
 }
 
 /** What one answer shows: the figures, and the choices they answer. */
@@ -132,7 +139,14 @@ function UsageFigures({ shown }: { shown: Shown }) {
   return (
     <section class="card" aria-labelledby="usage-figures-title">
       <h2 id="usage-figures-title">
-        {account === '' ? 'Every account' : <>Account <span class="account-name">{account}</span></>}, {period}
+        {account === '' ? (
+          'Every account'
+        ) : (
+          <>
+            Account <span class="account-name">{account}</span>
+          </>
+        )}
+        , {period}
       </h2>
       <dl class="totals">
         <div>
@@ -176,7 +190,12 @@ function UsageFigures({ shown }: { shown: Shown }) {
         <UsageChart title={`Tokens per day (input and output), by ${split}`} days={days} stacks={stacks} figure="tokens" />
         <UsageChart title={`Cost per day (USD), by ${split}`} days={days} stacks={stacks} figure="cost" />
       </div>
-      <UsageTable usage={figures} split={split} names={names} caption={`Requests and tokens of ${whose(account)} per day and ${split}, ${period}, and their cost, cache hits and savings`} />
+      <UsageTable
+        usage={figures}
+        split={split}
+        names={names}
+        caption={`Requests and tokens of ${whose(account)} per day and ${split}, ${period}, and their cost, cache hits and savings`}
+      />
     </section>
   );
 }
@@ -229,17 +248,15 @@ export function UsagePage({ account }: { account: string }) {
           </select>
         </div>
         <p class="hint">
-          Every model call is one request, refused ones included: answered is a 2xx answer, refused a 4xx or 5xx one (a call refused
-          before its model was read has no model). Tokens are the provider's own count, and cost is those tokens at the model's price; a
-          call answered from the response cache costs nothing, and saves what its answer cost when it was made.
-          Days are UTC; a call shows here within about a second.
+          Every model call is one request, refused ones included: answered is a 2xx answer, refused a 4xx or 5xx one (a call refused before its model was read
+          has no model). Tokens are the provider's own count, and cost is those tokens at the model's price; a call answered from the response cache costs
+          nothing, and saves what its answer cost when it was made. Days are UTC; a call shows here within about a second.
         </p>
         {usage.state === 'loading' && <Loading what="usage" />}
         {usage.state === 'error' && <LoadFailed what="The usage" message={usage.message} onRetry={() => setAttempt(attempt + 1)} />}
         {usage.state === 'ready' && usage.data.figures.data.length === 0 && (
           <p class="empty">
-            No model calls by {usage.data.account === '' ? 'any account' : <strong>{usage.data.account}</strong>} in the last{' '}
-            {usage.data.days.length} days.
+            No model calls by {usage.data.account === '' ? 'any account' : <strong>{usage.data.account}</strong>} in the last {usage.data.days.length} days.
           </p>
         )}
       </section>

@@ -23,7 +23,9 @@ export function UsersPage() {
     setError(null);
     try {
       const changed = await api.updateUser(user.id, body);
-      setUsers((current) => (current.state === 'ready' ? { state: 'ready', data: current.data.map((each) => (each.id === changed.id ? changed : each)) } : current));
+      setUsers((current) =>
+        current.state === 'ready' ? { state: 'ready', data: current.data.map((each) => (each.id === changed.id ? changed : each)) } : current,
+      );
     } catch (err) {
       setError(err instanceof ApiError ? err.message : 'The change could not be saved.');
     }
@@ -33,8 +35,8 @@ export function UsersPage() {
     <section class="card" aria-labelledby="users-title">
       <h1 id="users-title">People</h1>
       <p class="hint">
-        Everyone who signed in through the identity provider. A role assigned here wins over the one their groups give; a disabled person's
-        sessions end at their next request.
+        Everyone who signed in through the identity provider. A role assigned here wins over the one their groups give; a disabled person's sessions end at
+        their next request.
       </p>
       <ErrorAlert message={error} />
       {users.state === 'loading' && <Loading what="people" />}

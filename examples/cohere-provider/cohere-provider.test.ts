@@ -42,5 +42,8 @@ test('what the API cannot carry is refused by name, before anything is sent', as
 });
 
 test('bad options are refused when the provider is made, naming the setting', (t) => {
-  t.throws(() => cohereProvider({ id: 'cohere', baseURL: 'ftp://x' }), { instanceOf: TypeError, message: 'cohereProvider(): baseURL must be an http:// or https:// URL' });
+  t.throws(() => cohereProvider({ id: 'cohere', baseURL: 'ftp://x' }), {
+    instanceOf: TypeError,
+    message: 'cohereProvider(): baseURL must be an http:// or https:// URL',
+  });
 });

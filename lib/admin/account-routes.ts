@@ -68,7 +68,11 @@ export function listAccounts(api: AdminApi): RouterMiddleware {
     // One summary by key for every account: its rows are folded into each key's account.
     const [records, byKey] = await Promise.all([api.keys.list(), api.usageStore?.summarize({ since: monthStartMs(at) }, 'key')]);
     const accounts = accountTotals(records, byKey ?? [], at);
-    const kept = await keptFiles(api.files, accounts.map(([account]) => account), at);
+    const kept = await keptFiles(
+      api.files,
+      accounts.map(([account]) => account),
+      at,
+    );
     const monthly = api.usageStore !== undefined;
     ctx.body = {
       object: 'list',

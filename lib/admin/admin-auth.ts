@@ -12,7 +12,6 @@ import type { VerifiedAdmin } from '../state.js';
 export const ADMIN_SESSION_COOKIE = 'kmg_admin_session';
 export const ADMIN_API_PATH = '/admin/v1';
 
-
 export interface AdminAuthOptions {
   tokens: AdminTokenStore;
   /** Dashboard sessions; without them only `Authorization: Bearer <admin token>` is accepted. */
@@ -72,7 +71,8 @@ export function adminAuth(options: AdminAuthOptions): Middleware {
   }
   const { users } = options;
   const idleSeconds = options.idleSeconds ?? 0;
-  if (!Number.isSafeInteger(idleSeconds) || idleSeconds < 0) throw new TypeError('koa-model-gateway: adminAuth() `idleSeconds` must be a whole number of seconds, 0 or more');
+  if (!Number.isSafeInteger(idleSeconds) || idleSeconds < 0)
+    throw new TypeError('koa-model-gateway: adminAuth() `idleSeconds` must be a whole number of seconds, 0 or more');
   const nowMs = options.nowMs ?? Date.now;
 
   async function sessionHolder(session: AdminSession): Promise<VerifiedAdmin | undefined> {

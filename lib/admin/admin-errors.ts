@@ -12,11 +12,15 @@ export const adminErrors = {
   /** A session request that changes something without the session's `X-CSRF-Token`. */
   invalidCsrfToken: () => new GatewayError(403, 'permission_error', 'invalid_csrf_token', 'Missing or wrong X-CSRF-Token header'),
   /** A session opened from a session would outlive its own expiry. */
-  tokenRequired: () =>
-    new GatewayError(403, 'permission_error', 'admin_token_required', 'A session is opened with the admin token itself, as a Bearer token'),
+  tokenRequired: () => new GatewayError(403, 'permission_error', 'admin_token_required', 'A session is opened with the admin token itself, as a Bearer token'),
   /** `POST /sessions` where the operator turned the admin token's sign-in off (`tokenSignIn: false`). */
   tokenSignInDisabled: () =>
-    new GatewayError(403, 'permission_error', 'token_sign_in_disabled', 'Signing in to the dashboard with an admin token is turned off: sign in through the identity provider'),
+    new GatewayError(
+      403,
+      'permission_error',
+      'token_sign_in_disabled',
+      'Signing in to the dashboard with an admin token is turned off: sign in through the identity provider',
+    ),
   /** A person's role does not allow the request (`adminRoles()`). */
   roleNotAllowed: (role: string) => new GatewayError(403, 'permission_error', 'role_not_allowed', `The role '${role}' may not do this`),
   userNotFound: () => invalid(404, 'user_not_found', 'User not found'),

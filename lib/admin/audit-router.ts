@@ -19,7 +19,10 @@ const auditQuerySchema = z.strictObject({
     .transform(Number)
     .refine((limit) => limit >= 1 && limit <= 100, { error: LIMIT })
     .default(20),
-  cursor: z.string({ error: 'must be the next_cursor of a previous page' }).regex(AUDIT_CURSOR, { error: 'must be the next_cursor of a previous page' }).optional(),
+  cursor: z
+    .string({ error: 'must be the next_cursor of a previous page' })
+    .regex(AUDIT_CURSOR, { error: 'must be the next_cursor of a previous page' })
+    .optional(),
 });
 
 /** An entry as the admin API answers it: snake_case, nothing in it but names, ids, a time and an address. */

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import { parseOptions, positiveInteger } from '../settings/schemas.js';
 import { auditEntry, type AuditActor, type AuditStore } from './audit-store.js';
 
-
 export interface AuditTrailOptions {
   /** Where the entries are appended. */
   store: AuditStore;
@@ -58,7 +57,6 @@ export function auditTrail(options: AuditTrailOptions): Middleware {
   if (typeof store?.append !== 'function') throw new TypeError('koa-model-gateway: auditTrail() needs an AuditStore as `store`');
   const { timeoutMs } = parseOptions(trailOptions, { timeoutMs: options.timeoutMs }, 'auditTrail()');
   const nowMs = options.nowMs ?? Date.now;
-
 
   return async function auditTrail(ctx, next) {
     await next();

@@ -98,7 +98,11 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
     const changes = parseFields(budgetChanges, await readJsonBody(ctx.req, 4096));
     const before = await accounts.get(account);
     const budget = await accounts.set(account, changes);
-    const values = changedValues({ costPerDay: null, costPerMonth: null, ...before }, { costPerDay: null, costPerMonth: null, ...budget }, Object.keys(changes));
+    const values = changedValues(
+      { costPerDay: null, costPerMonth: null, ...before },
+      { costPerDay: null, costPerMonth: null, ...budget },
+      Object.keys(changes),
+    );
     ctx.state.audit = { action: 'account.limits_set', account, fields: Object.keys(changes), changes: values };
     onChange?.({ action: 'account.limits_set', ...changedBy(verifiedAdmin(ctx)), account, fields: Object.keys(changes) }, ctx);
     ctx.body = await limitsObject(account, budget);

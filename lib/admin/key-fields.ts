@@ -69,7 +69,8 @@ export const mcpToolGlobs = z
   .max(100, { error: `${MCP_TOOL_GLOB_RULE}, at most 100` })
   .superRefine((values, ctx) => {
     const invalid = values.find((value) => !isMcpToolGlob(value));
-    if (invalid !== undefined) ctx.addIssue({ code: 'custom', message: `'${invalid}' ${MCP_TOOL_GLOB_RULE.replace(/^must be an array of globs/, 'is not a glob')}` });
+    if (invalid !== undefined)
+      ctx.addIssue({ code: 'custom', message: `'${invalid}' ${MCP_TOOL_GLOB_RULE.replace(/^must be an array of globs/, 'is not a glob')}` });
   })
   .transform(unique);
 

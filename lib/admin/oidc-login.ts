@@ -84,15 +84,24 @@ export function claimRole(claims: Readonly<Record<string, unknown>>, mapping: Oi
 type Refusal = { status: number; title: string; detail: string };
 
 const refusals = {
-  unreachable: { status: 502, title: 'The identity provider cannot be reached', detail: 'Signing in is not possible right now. Sessions already open keep working; try again in a moment.' },
+  unreachable: {
+    status: 502,
+    title: 'The identity provider cannot be reached',
+    detail: 'Signing in is not possible right now. Sessions already open keep working; try again in a moment.',
+  },
   expired: { status: 400, title: 'This sign-in has expired', detail: 'It took too long, or began in another browser. Start again from the dashboard.' },
   refused: { status: 403, title: 'The identity provider did not sign you in', detail: 'It refused or cancelled the sign-in.' },
-  unverified: { status: 400, title: 'The sign-in could not be verified', detail: 'The identity provider’s answer did not check out. Start again from the dashboard.' },
+  unverified: {
+    status: 400,
+    title: 'The sign-in could not be verified',
+    detail: 'The identity provider’s answer did not check out. Start again from the dashboard.',
+  },
   disabled: { status: 403, title: 'Your account is disabled', detail: 'An admin of this gateway disabled it. Ask them to enable it again.' },
   noRole: {
     status: 403,
     title: 'You have no role on this gateway',
-    detail: 'You signed in, but neither your groups at the identity provider nor an admin of this gateway give you a role (admin, operator or viewer). Ask an admin to assign you one.',
+    detail:
+      'You signed in, but neither your groups at the identity provider nor an admin of this gateway give you a role (admin, operator or viewer). Ask an admin to assign you one.',
   },
 } satisfies Record<string, Refusal>;
 

@@ -41,15 +41,17 @@ const requestLogQuerySchema = z.strictObject({
 });
 
 /** The query of `GET /admin/v1/requests/export`: a period (`since` required) and a format. */
-const exportQuerySchema = z.strictObject({
-  ...filterFields,
-  since: sinceParameter,
-  format: z.enum(USAGE_EXPORT_FORMATS, { error: FORMAT }),
-  rollups: z.enum(['hour', 'day'], { error: 'must be hour or day' }).optional(),
-}).refine((query) => query.rollups === undefined || (query.model === undefined && query.status === undefined), {
-  error: 'must be left out with model or status: the roll-ups are filtered by account, key and time only',
-  path: ['rollups'],
-});
+const exportQuerySchema = z
+  .strictObject({
+    ...filterFields,
+    since: sinceParameter,
+    format: z.enum(USAGE_EXPORT_FORMATS, { error: FORMAT }),
+    rollups: z.enum(['hour', 'day'], { error: 'must be hour or day' }).optional(),
+  })
+  .refine((query) => query.rollups === undefined || (query.model === undefined && query.status === undefined), {
+    error: 'must be left out with model or status: the roll-ups are filtered by account, key and time only',
+    path: ['rollups'],
+  });
 
 function recordFilter(query: z.output<z.ZodObject<typeof filterFields>>): UsageRecordFilter {
   return {

@@ -5,7 +5,8 @@ import { LATEST_SECONDS, accountName, keyIdParameter } from './key-fields.js';
 
 const GROUPINGS = ['day', 'model', 'key'] as const satisfies readonly UsageGrouping[];
 
-const SINCE = 'must be Unix seconds (1893456000), an ISO 8601 date (2030-01-01, midnight UTC) or an ISO 8601 time with seconds and an offset (2030-01-01T12:00:00Z)';
+const SINCE =
+  'must be Unix seconds (1893456000), an ISO 8601 date (2030-01-01, midnight UTC) or an ISO 8601 time with seconds and an offset (2030-01-01T12:00:00Z)';
 const BY = `must be one of ${GROUPINGS.join(', ')}`;
 const SERIES = `must be one of ${GROUPINGS.join(', ')}, other than 'by'`;
 

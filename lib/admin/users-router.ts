@@ -14,7 +14,10 @@ export interface UsersRouterOptions {
 }
 
 const userChanges = z.strictObject({
-  role: z.enum(ADMIN_ROLES, { error: `must be one of ${ADMIN_ROLES.join(', ')}, or null` }).nullable().optional(),
+  role: z
+    .enum(ADMIN_ROLES, { error: `must be one of ${ADMIN_ROLES.join(', ')}, or null` })
+    .nullable()
+    .optional(),
   disabled: z.boolean({ error: 'must be true or false' }).optional(),
 });
 

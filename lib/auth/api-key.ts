@@ -6,7 +6,6 @@ import type { KeyUseRecorder } from './key-use-recorder.js';
 import { hashApiKey, keyStatus } from './keys.js';
 import type { VerifiedKey } from '../state.js';
 
-
 export interface ApiKeyOptions {
   store: KeyStore;
   /** Where the key is read from. Default: `extractApiKey(ctx.headers)` (x-api-key, then Bearer). */

@@ -81,9 +81,7 @@ export interface KeyRotation {
  * no key has the id, the key is revoked or expired, or it was rotated before (it has a
  * replacement already, whether or not its grace has ended).
  */
-export type KeyRotationResult =
-  | { outcome: 'rotated'; old: ApiKeyRecord; replacement: ApiKeyRecord }
-  | { outcome: 'not_found' | 'not_active' | 'replaced' };
+export type KeyRotationResult = { outcome: 'rotated'; old: ApiKeyRecord; replacement: ApiKeyRecord } | { outcome: 'not_found' | 'not_active' | 'replaced' };
 
 /**
  * What came of a revocation: `revoked` by this call; `already_revoked` before it (its time kept,

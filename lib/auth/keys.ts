@@ -97,14 +97,14 @@ export async function createApiKey(
 
 /** `cache` if it is one (a positive integer `ttlSeconds`), else a `TypeError`. */
 function checkKeyCache(cache: KeyCache): KeyCache {
-  if (!Number.isSafeInteger(cache.ttlSeconds) || cache.ttlSeconds <= 0) throw new TypeError('koa-model-gateway: a key cache ttlSeconds must be a positive integer');
+  if (!Number.isSafeInteger(cache.ttlSeconds) || cache.ttlSeconds <= 0)
+    throw new TypeError('koa-model-gateway: a key cache ttlSeconds must be a positive integer');
   return { ttlSeconds: cache.ttlSeconds, ...(cache.perKey === true && { perKey: true }) };
 }
 
 /** What came of `rotateApiKey()`: the store's result, with the new key's plaintext when there is one. */
 export type ApiKeyRotation =
-  | { outcome: 'rotated'; key: string; old: ApiKeyRecord; replacement: ApiKeyRecord }
-  | Exclude<KeyRotationResult, { outcome: 'rotated' }>;
+  { outcome: 'rotated'; key: string; old: ApiKeyRecord; replacement: ApiKeyRecord } | Exclude<KeyRotationResult, { outcome: 'rotated' }>;
 
 /**
  * Replaces the key `id` in `store` with a new one of its account, scopes, models, limits, expiry
@@ -119,7 +119,7 @@ export async function rotateApiKey(
 ): Promise<ApiKeyRotation> {
   const { nowSeconds, graceSeconds } = options;
   if (!Number.isSafeInteger(graceSeconds) || graceSeconds < 0) {
-    throw new TypeError('koa-model-gateway: a rotation\'s grace is a whole number of seconds, 0 or more');
+    throw new TypeError("koa-model-gateway: a rotation's grace is a whole number of seconds, 0 or more");
   }
   const { key, hash, hint } = generateApiKey(options.prefix);
   const result = await store.rotate(id, { hash, hint, nowSeconds, graceEndsAt: nowSeconds + graceSeconds });

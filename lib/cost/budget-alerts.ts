@@ -24,7 +24,6 @@ export interface AlertClaims {
   claim(name: string, expiresAt: number): Promise<boolean>;
 }
 
-
 /** A webhook: its URL, and the body it takes: `generic` (a `BudgetAlert`) or `slack` (`{ text }`, as Slack's incoming webhooks take it). */
 export interface AlertWebhook {
   url: string;
@@ -77,7 +76,9 @@ function slackBody(alert: BudgetAlert): { text: string } {
 export function webhookNotifier(options: WebhookNotifierOptions): (alert: BudgetAlert) => void {
   const { webhooks, secret, onOutcome, fetch: send = fetch, sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()) } = options;
   const { attempts, backoffMs, timeoutMs, maxQueued } = parseOptions(notifierOptions, options, 'webhookNotifier()');
-  for (const { url } of webhooks) if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new TypeError('koa-model-gateway: webhookNotifier(): each webhook needs an http(s) url');
+  for (const { url } of webhooks)
+    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol))
+      throw new TypeError('koa-model-gateway: webhookNotifier(): each webhook needs an http(s) url');
   let queued = 0;
 
   const deliver = async (alert: BudgetAlert, webhook: AlertWebhook) => {

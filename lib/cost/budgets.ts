@@ -98,7 +98,8 @@ export function fits(limits: PartyLimits, spend: PeriodSpend, picoUsd: bigint): 
 
 /** Throws for a cost that cannot be one: a bug in the caller, not a client error. */
 export function assertCost(picoUsd: number): void {
-  if (!Number.isSafeInteger(picoUsd) || picoUsd < 0) throw new TypeError(`koa-model-gateway: spend must be a non-negative integer of picodollars, got ${picoUsd}`);
+  if (!Number.isSafeInteger(picoUsd) || picoUsd < 0)
+    throw new TypeError(`koa-model-gateway: spend must be a non-negative integer of picodollars, got ${picoUsd}`);
 }
 
 /** What a party spent in the UTC day and month of `at` (Unix ms) before a ledger counted it: `spendFromUsage()` makes one. */
@@ -288,11 +289,13 @@ const hasBudget = (budget: Budget) => budget.costPerDay !== undefined || budget.
 export function spendBudgets(options: SpendBudgetsOptions): SpendBudgets {
   const { ledger, accounts } = options;
   const { reservationTtlMs, defaultMaxOutputTokens, refuseUnpriced } = parseOptions(reservationOptions, options, 'spendBudgets()');
-  if (options.alerts?.thresholds?.some((threshold) => !Number.isSafeInteger(threshold) || threshold <= 0)) throw new TypeError('koa-model-gateway: spendBudgets(): alerts.thresholds must be positive whole percents');
+  if (options.alerts?.thresholds?.some((threshold) => !Number.isSafeInteger(threshold) || threshold <= 0))
+    throw new TypeError('koa-model-gateway: spendBudgets(): alerts.thresholds must be positive whole percents');
   const alerts = options.alerts === undefined ? undefined : { ...options.alerts, thresholds: options.alerts.thresholds ?? DEFAULT_ALERT_THRESHOLDS };
   // The budgets each reservation was made against, until it is charged: what its alerts compare to.
   const watched = new Map<string, BudgetedParty[]>();
-  if (typeof ledger?.spent !== 'function' || typeof ledger.add !== 'function' || typeof ledger.reserve !== 'function') throw new TypeError('koa-model-gateway: spendBudgets() needs a SpendLedger as `ledger`');
+  if (typeof ledger?.spent !== 'function' || typeof ledger.add !== 'function' || typeof ledger.reserve !== 'function')
+    throw new TypeError('koa-model-gateway: spendBudgets() needs a SpendLedger as `ledger`');
   if (accounts !== undefined && typeof accounts.get !== 'function') throw new TypeError('koa-model-gateway: spendBudgets() `accounts` must have get(account)');
   return {
     defaultMaxOutputTokens,
@@ -345,7 +348,16 @@ async function alert(alerts: Required<NonNullable<SpendBudgetsOptions['alerts']>
           .map(async (threshold) => {
             // Kept a day past the period's end: a process whose clock lags a little still finds it.
             const claimed = await alerts.claims.claim(`${party}:${periods[per].id}:${threshold}`, periods[per].endsAt + 86_400_000);
-            if (claimed) alerts.notify({ type: 'budget.threshold', scope: who, id: party.slice(party.indexOf(':') + 1), threshold, spent_usd: usdOfPico(spent), budget_usd: usd, period: per });
+            if (claimed)
+              alerts.notify({
+                type: 'budget.threshold',
+                scope: who,
+                id: party.slice(party.indexOf(':') + 1),
+                threshold,
+                spent_usd: usdOfPico(spent),
+                budget_usd: usd,
+                period: per,
+              });
           });
       }),
     ),

@@ -28,12 +28,7 @@ export {
   type SpendLedger,
   type SpentBefore,
 } from './budgets.js';
-export {
-  cachedAccountBudgets,
-  type AccountBudgetStore,
-  type BudgetChanges,
-  type CachedAccountBudgetsOptions,
-} from './account-budget-store.js';
+export { cachedAccountBudgets, type AccountBudgetStore, type BudgetChanges, type CachedAccountBudgetsOptions } from './account-budget-store.js';
 // The memory implementations, at home in stores/memory, exported here too as before.
 export { MemorySpendLedger, type MemorySpendLedgerOptions } from '../stores/memory/spend-ledger.js';
 export { MemoryAccountBudgetStore } from '../stores/memory/account-budget-store.js';

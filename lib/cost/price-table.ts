@@ -81,7 +81,8 @@ export async function priceCatalog<Model extends PricedModel>(catalog: readonly 
 }
 
 /** Whether the table may give a model a price: none in the catalog, or a cache price left out of one whose input costs something. */
-const needsTable = (model: PricedModel) => model.price === undefined || (model.price.input > 0 && (model.price.cacheRead === undefined || model.price.cacheWrite === undefined));
+const needsTable = (model: PricedModel) =>
+  model.price === undefined || (model.price.input > 0 && (model.price.cacheRead === undefined || model.price.cacheWrite === undefined));
 
 /**
  * The table's prices of a model's upstream name: the first deployment's, as catalogModelSchema

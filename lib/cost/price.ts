@@ -92,7 +92,8 @@ export function maxCallCost(price: TokenPrice, body: Record<string, unknown>, bo
   let outputTokens: number | undefined;
   for (const field of MAX_OUTPUT_FIELDS) {
     const value = body[field];
-    if (Number.isSafeInteger(value) && (value as number) > 0 && (outputTokens === undefined || (value as number) < outputTokens)) outputTokens = value as number;
+    if (Number.isSafeInteger(value) && (value as number) > 0 && (outputTokens === undefined || (value as number) < outputTokens))
+      outputTokens = value as number;
   }
   // The dearest input price: a call may read from or write to the cache.
   const inputPrice = Math.max(price.input, price.cacheRead, price.cacheWrite);

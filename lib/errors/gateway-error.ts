@@ -1,12 +1,7 @@
 import { isPrintableText } from '../printable-text.js';
 
 /** The `error.type` values of Shape A (OpenAI-style) bodies. */
-export type ErrorType =
-  | 'invalid_request_error'
-  | 'authentication_error'
-  | 'permission_error'
-  | 'rate_limit_error'
-  | 'server_error';
+export type ErrorType = 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'rate_limit_error' | 'server_error';
 
 /**
  * The one error type of the gateway. Handlers and middleware throw it; only the formatters
@@ -60,12 +55,9 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-const invalid = (status: number, code: string, message: string) =>
-  new GatewayError(status, 'invalid_request_error', code, message);
-const server = (status: number, code: string, message: string) =>
-  new GatewayError(status, 'server_error', code, message);
-const rateLimited = (code: string, message: string, headers: Record<string, string>) =>
-  new GatewayError(429, 'rate_limit_error', code, message, headers);
+const invalid = (status: number, code: string, message: string) => new GatewayError(status, 'invalid_request_error', code, message);
+const server = (status: number, code: string, message: string) => new GatewayError(status, 'server_error', code, message);
+const rateLimited = (code: string, message: string, headers: Record<string, string>) => new GatewayError(429, 'rate_limit_error', code, message, headers);
 
 /**
  * One constructor per row of api.md section 7 and decisions.md.
@@ -74,8 +66,7 @@ const rateLimited = (code: string, message: string, headers: Record<string, stri
 export const errors = {
   invalidApiKey: () => new GatewayError(401, 'authentication_error', 'invalid_api_key', 'Invalid API key'),
   forbidden: () => new GatewayError(403, 'permission_error', 'forbidden', 'Forbidden'),
-  modelNotAllowed: (model: string) =>
-    new GatewayError(403, 'permission_error', 'forbidden', `Model '${model}' is not allowed for this API key`),
+  modelNotAllowed: (model: string) => new GatewayError(403, 'permission_error', 'forbidden', `Model '${model}' is not allowed for this API key`),
   /** Chat Completions, key without an allowlist, model not in the catalog. */
   modelDoesNotExist: (model: string) => invalid(404, 'model_not_found', `The model '${model}' does not exist`),
   /** Messages: unknown and disallowed models get this same body. */
@@ -84,16 +75,13 @@ export const errors = {
   invalidFileId: () => invalid(400, 'invalid_file_id', 'Invalid file ID'),
   fileTooLarge: () => invalid(413, 'file_too_large', 'File is too large'),
   requestTooLarge: () => invalid(413, 'request_too_large', 'Request body is too large'),
-  invalidContentType: (expected: string) =>
-    invalid(400, 'invalid_content_type', `Request body must be ${expected}`),
+  invalidContentType: (expected: string) => invalid(400, 'invalid_content_type', `Request body must be ${expected}`),
   /** A body parser refused the body's charset or encoding. */
   unsupportedMediaType: () => invalid(415, 'unsupported_media_type', 'Unsupported request body encoding'),
-  unsupportedContentEncoding: () =>
-    invalid(415, 'unsupported_content_encoding', 'Uploads must be sent uncompressed, without a Content-Encoding'),
+  unsupportedContentEncoding: () => invalid(415, 'unsupported_content_encoding', 'Uploads must be sent uncompressed, without a Content-Encoding'),
   missingFile: () => invalid(400, 'missing_file', "Exactly one 'file' part is required"),
   invalidPurpose: () => invalid(400, 'invalid_purpose', "'purpose' must be 'user_data'"),
-  invalidFileName: () =>
-    invalid(400, 'invalid_file_name', "The file name must end in '.pdf', be at most 255 bytes and hold no control characters"),
+  invalidFileName: () => invalid(400, 'invalid_file_name', "The file name must end in '.pdf', be at most 255 bytes and hold no control characters"),
   invalidFileFormat: () => invalid(400, 'invalid_file_format', 'File is not a PDF'),
   invalidExpiresAfter: () =>
     invalid(
@@ -102,14 +90,17 @@ export const errors = {
       "'expires_after[anchor]' must be 'created_at' and 'expires_after[seconds]' an integer from 3600 to 2592000, both or neither",
     ),
   /** Anthropic's upload form: its expiry field, with the same bounds. */
-  invalidExpiresInSeconds: () =>
-    invalid(400, 'invalid_expires_after', "'expires_in_seconds' must be an integer from 3600 to 2592000"),
+  invalidExpiresInSeconds: () => invalid(400, 'invalid_expires_after', "'expires_in_seconds' must be an integer from 3600 to 2592000"),
   /**
    * A field the upload form does not have, named when it prints as it reads; `instead` says what
    * the form takes in its place (the other shape's spelling of a field it has).
    */
   unknownUploadField: (name: string, instead?: string) =>
-    invalid(400, 'unknown_field', `${isPrintableText(name) && name.length <= 100 ? `Unknown field '${name}' in the upload form` : 'Unknown field in the upload form'}${instead === undefined ? '' : `: ${instead}`}`),
+    invalid(
+      400,
+      'unknown_field',
+      `${isPrintableText(name) && name.length <= 100 ? `Unknown field '${name}' in the upload form` : 'Unknown field in the upload form'}${instead === undefined ? '' : `: ${instead}`}`,
+    ),
   invalidOrder: () => invalid(400, 'invalid_order', "'order' must be 'asc' or 'desc'"),
   invalidLimit: (max: number) => invalid(400, 'invalid_limit', `'limit' must be an integer from 1 to ${max}`),
   invalidJson: () => invalid(400, 'invalid_json', 'Request body must be valid JSON'),
@@ -118,15 +109,13 @@ export const errors = {
   modelUnpriced: () => invalid(400, 'model_unpriced', 'The model has no known price: its calls are refused under a budget'),
   unknownUrl: (method: string, path: string) => invalid(404, 'unknown_url', `Unknown request URL: ${method} ${path}`),
   methodNotAllowed: (method: string) => invalid(405, 'method_not_allowed', `Method ${method} is not allowed on this URL`),
-  createRateExceeded: (retryAfterSeconds: number) =>
-    rateLimited('rate_limit_exceeded', 'Create rate exceeded', { 'retry-after': String(retryAfterSeconds) }),
+  createRateExceeded: (retryAfterSeconds: number) => rateLimited('rate_limit_exceeded', 'Create rate exceeded', { 'retry-after': String(retryAfterSeconds) }),
   ingestionQuotaExceeded: (retryAfterSeconds: number) =>
     rateLimited('ingestion_quota_exceeded', 'Ingestion quota exceeded', { 'retry-after': String(retryAfterSeconds) }),
   /** A key's limits on model calls refused the call: `limit` names the one, as `tokens per day`. */
   modelRateExceeded: (limit: 'requests per minute' | 'tokens per minute' | 'tokens per day', headers: Record<string, string>) =>
     rateLimited('rate_limit_exceeded', `Rate limit exceeded: ${limit}`, headers),
-  storageQuotaExceeded: () =>
-    rateLimited('storage_quota_exceeded', 'Storage quota exceeded', { 'x-should-retry': 'false' }),
+  storageQuotaExceeded: () => rateLimited('storage_quota_exceeded', 'Storage quota exceeded', { 'x-should-retry': 'false' }),
   internal: () => server(500, 'internal_error', 'Internal server error'),
   serviceUnavailable: () => server(503, 'service_unavailable', 'Service temporarily unavailable'),
   upstreamError: () => server(502, 'upstream_error', 'Upstream provider error'),

@@ -21,8 +21,7 @@ export interface RequestDialectOptions {
 const SHAPED_PATHS = ['/v1/models', '/v1/files'];
 
 const speaksAnthropic = (ctx: Context) =>
-  isUnderPath(ctx.path, '/v1/messages') ||
-  (ctx.req.headers['anthropic-version'] !== undefined && SHAPED_PATHS.some((prefix) => isUnderPath(ctx.path, prefix)));
+  isUnderPath(ctx.path, '/v1/messages') || (ctx.req.headers['anthropic-version'] !== undefined && SHAPED_PATHS.some((prefix) => isUnderPath(ctx.path, prefix)));
 
 /** Decides the request's dialect by `anthropic` and puts it on `ctx.state.dialect`; `option` names `anthropic` in the error for a bad one. */
 export function dialectRule(anthropic: (ctx: Context) => boolean = speaksAnthropic, option = 'requestDialect(): anthropic'): (ctx: Context) => Dialect {

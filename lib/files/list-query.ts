@@ -40,7 +40,11 @@ function cursor(params: ParsedUrlQuery, name: string): string | undefined {
 export function listQuery(params: ParsedUrlQuery): ListQuery {
   const order = single(params, 'order', errors.invalidOrder) ?? 'desc';
   if (order !== 'asc' && order !== 'desc') throw errors.invalidOrder();
-  const limit = parseLimit(single(params, 'limit', () => errors.invalidLimit(MAX_LIST_LIMIT)), MAX_LIST_LIMIT, MAX_LIST_LIMIT);
+  const limit = parseLimit(
+    single(params, 'limit', () => errors.invalidLimit(MAX_LIST_LIMIT)),
+    MAX_LIST_LIMIT,
+    MAX_LIST_LIMIT,
+  );
   const after = cursor(params, 'after');
   return after === undefined ? { order, limit } : { order, limit, after };
 }
@@ -80,7 +84,8 @@ export function anthropicListQuery(params: ParsedUrlQuery): AnthropicListQuery {
     if (rawLimit !== undefined || given.length > 0) throw errors.invalidRequest("'ids' cannot be given with 'limit', 'after_id', 'before_id' or 'page'");
     return { query: { ids }, backwards: false };
   }
-  if (given.length > 1) throw errors.invalidRequest(`Only one of 'after_id', 'before_id' and 'page' may be given, got ${given.map(([name]) => `'${name}'`).join(' and ')}`);
+  if (given.length > 1)
+    throw errors.invalidRequest(`Only one of 'after_id', 'before_id' and 'page' may be given, got ${given.map(([name]) => `'${name}'`).join(' and ')}`);
   const after = cursors.after_id ?? cursors.page;
   if (after !== undefined) return { query: { order: 'desc', limit, after }, backwards: false };
   if (cursors.before_id !== undefined) return { query: { order: 'asc', limit, after: cursors.before_id }, backwards: true };

@@ -12,7 +12,11 @@ const MIN_EXPIRY_SECONDS = 3600;
 const MAX_EXPIRY_SECONDS = 2_592_000;
 
 /** Every field besides `file` (checked on its own) must be one of `known`; the other shape's expiry is named as such. */
-function refuseUnknownFields(fields: ReadonlyMap<string, readonly string[]>, known: readonly string[], otherShape: { fields: readonly string[]; instead: string }): void {
+function refuseUnknownFields(
+  fields: ReadonlyMap<string, readonly string[]>,
+  known: readonly string[],
+  otherShape: { fields: readonly string[]; instead: string },
+): void {
   for (const name of fields.keys()) {
     if (name === 'file' || known.includes(name)) continue;
     throw errors.unknownUploadField(name, otherShape.fields.includes(name) ? otherShape.instead : undefined);

@@ -4,8 +4,7 @@ import { errors } from '../errors/gateway-error.js';
 /** A JSON object of a request or answer body. */
 export type JsonObject = Record<string, unknown>;
 
-export const isObject = (value: unknown): value is JsonObject =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+export const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Arrays and objects nested deeper than this are refused (400). Real requests stay far below it

@@ -73,4 +73,3 @@ export function callGroup(record: Pick<McpCallRecord, 'server' | 'tool' | 'keyId
   if (by === 'key') return record.keyId;
   return `${record.server}/${record.tool}`;
 }
-

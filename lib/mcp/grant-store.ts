@@ -12,7 +12,6 @@ export interface McpGrantStore {
   set(account: string, tools: readonly string[]): Promise<string[]>;
 }
 
-
 /**
  * The accounts' grants read through a cache of `ttlMs` (default 1 s), so that an MCP request does
  * not wait on the database for them: a change reaches every process within `ttlMs`.

@@ -1,14 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-  type CallToolResult,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
@@ -60,7 +53,10 @@ export interface McpGatewayOptions {
 }
 
 const optionsSchema = z.looseObject({
-  path: z.string().regex(/^\/[^?#]*$/, { error: "must be a path starting with '/'" }).default('/mcp'),
+  path: z
+    .string()
+    .regex(/^\/[^?#]*$/, { error: "must be a path starting with '/'" })
+    .default('/mcp'),
   listTimeoutMs: positiveInteger.default(2000),
   callTimeoutMs: positiveInteger.default(60_000),
   bodyLimit: positiveInteger.default(10 * 1024 * 1024),
@@ -69,10 +65,12 @@ const optionsSchema = z.looseObject({
 /** The JSON-RPC `tools/call` requests of a body, one message or a batch. */
 function toolCallsOf(body: unknown): Array<{ name: unknown }> {
   const messages = Array.isArray(body) ? body : [body];
-  return messages.filter(
-    (message): message is { params: { name: unknown } } =>
-      typeof message === 'object' && message !== null && message.method === 'tools/call' && typeof message.params === 'object' && message.params !== null,
-  ).map((message) => ({ name: message.params.name }));
+  return messages
+    .filter(
+      (message): message is { params: { name: unknown } } =>
+        typeof message === 'object' && message !== null && message.method === 'tools/call' && typeof message.params === 'object' && message.params !== null,
+    )
+    .map((message) => ({ name: message.params.name }));
 }
 
 /** `{server}__{tool}` split at its first `__`; `undefined` for a name of no such form. */
@@ -100,10 +98,16 @@ function clientError(server: string, err: unknown, timeoutMs: number): { outcome
   if (err instanceof McpError) return { outcome: 'upstream_error', error: new McpError(err.code, err.message.replace(/^MCP error -?\d+: /, ''), err.data) };
   const reason = err instanceof McpUpstreamError ? err.reason : 'unavailable';
   if (reason === 'timeout') {
-    return { outcome: 'timeout', error: new McpError(ErrorCode.RequestTimeout, `MCP server '${server}' did not answer within ${timeoutMs} ms`, { server, reason }) };
+    return {
+      outcome: 'timeout',
+      error: new McpError(ErrorCode.RequestTimeout, `MCP server '${server}' did not answer within ${timeoutMs} ms`, { server, reason }),
+    };
   }
   if (reason === 'unauthorized') {
-    return { outcome: 'unauthorized', error: new McpError(ErrorCode.InternalError, `MCP server '${server}' refused the gateway's authorization`, { server, reason }) };
+    return {
+      outcome: 'unauthorized',
+      error: new McpError(ErrorCode.InternalError, `MCP server '${server}' refused the gateway's authorization`, { server, reason }),
+    };
   }
   return { outcome: 'upstream_error', error: new McpError(ErrorCode.InternalError, `MCP server '${server}' is unavailable`, { server, reason }) };
 }
@@ -136,7 +140,8 @@ export function mcpGateway(options: McpGatewayOptions): Router {
   const { limiter, onCall, metrics, onUpstreamError, nowMs = Date.now } = options;
   const upstreams = new Map<string, McpUpstream>();
   for (const upstream of options.upstreams ?? []) {
-    if (!SERVER_ID.test(upstream?.id ?? '')) throw new TypeError(`koa-model-gateway: mcpGateway(): server id ${JSON.stringify(upstream?.id)} ${MCP_SERVER_ID_RULE}`);
+    if (!SERVER_ID.test(upstream?.id ?? ''))
+      throw new TypeError(`koa-model-gateway: mcpGateway(): server id ${JSON.stringify(upstream?.id)} ${MCP_SERVER_ID_RULE}`);
     // Ids without '__' and unique: two servers' tool names can never collide.
     if (upstreams.has(upstream.id)) throw new TypeError(`koa-model-gateway: mcpGateway(): two servers have the id '${upstream.id}'`);
     upstreams.set(upstream.id, upstream);
@@ -162,7 +167,9 @@ export function mcpGateway(options: McpGatewayOptions): Router {
   function serverFor(ctx: Context, key: VerifiedKey, granted: ToolGrant): Server {
     const server = new Server({ name: 'koa-model-gateway', version: '1' }, { capabilities: { tools: { listChanged: false } } });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: (await Promise.all([...upstreams.values()].filter((upstream) => granted.server(upstream.id)).map((upstream) => listOne(upstream, granted)))).flat(),
+      tools: (
+        await Promise.all([...upstreams.values()].filter((upstream) => granted.server(upstream.id)).map((upstream) => listOne(upstream, granted)))
+      ).flat(),
     }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
       const time = nowMs();

@@ -16,7 +16,11 @@ export interface McpUpstream {
    * Calls one tool; rejects past `timeoutMs`. An `McpError` is the server's own answer, passed
    * back to the client; `McpUpstreamError` says why there was none.
    */
-  callTool(tool: string, args: Record<string, unknown> | undefined, options: { timeoutMs: number; headers?: Readonly<Record<string, string>> }): Promise<CallToolResult>;
+  callTool(
+    tool: string,
+    args: Record<string, unknown> | undefined,
+    options: { timeoutMs: number; headers?: Readonly<Record<string, string>> },
+  ): Promise<CallToolResult>;
   close?(): Promise<void>;
 }
 
@@ -157,7 +161,10 @@ export function httpMcpUpstream(options: HttpMcpUpstreamOptions): McpUpstream {
     },
     async callTool(tool, args, { timeoutMs, headers: traceHeaders = {} }) {
       return callHeaders.run(traceHeaders, () =>
-        withClient(timeoutMs, async (client, timeout) => (await client.callTool({ name: tool, ...(args && { arguments: args }) }, undefined, { timeout })) as CallToolResult),
+        withClient(
+          timeoutMs,
+          async (client, timeout) => (await client.callTool({ name: tool, ...(args && { arguments: args }) }, undefined, { timeout })) as CallToolResult,
+        ),
       );
     },
     async close() {

@@ -59,10 +59,14 @@ export const catalogModelSchema = settingsObject({
   maxOutputTokens: positiveInteger.optional(),
 })
   .superRefine((model, ctx) => {
-    if (model.deployments === undefined && model.provider === undefined) ctx.addIssue({ code: 'custom', path: ['provider'], message: 'must be given (or deployments)' });
+    if (model.deployments === undefined && model.provider === undefined)
+      ctx.addIssue({ code: 'custom', path: ['provider'], message: 'must be given (or deployments)' });
     // A resolved model (which names its first deployment as well) is a valid model too.
     const first = model.deployments?.[0];
-    const same = first !== undefined && (model.provider === undefined || model.provider === first.provider) && (model.upstreamModel === undefined || model.upstreamModel === (first.upstreamModel ?? model.id));
+    const same =
+      first !== undefined &&
+      (model.provider === undefined || model.provider === first.provider) &&
+      (model.upstreamModel === undefined || model.upstreamModel === (first.upstreamModel ?? model.id));
     if (model.deployments !== undefined && !same) {
       ctx.addIssue({ code: 'custom', path: ['deployments'], message: 'cannot go with provider or upstreamModel (list them as a deployment)' });
     }
@@ -127,7 +131,8 @@ export function checkCatalog(
     model.fallbacks.forEach((fallback, at) => {
       const type = modelTypes.get(fallback);
       const path = [keys.models, index, 'fallbacks', at];
-      if (type === undefined || fallback === model.id) ctx.addIssue({ code: 'custom', path, message: `must name another model of the catalog ('${fallback}' is not one)` });
+      if (type === undefined || fallback === model.id)
+        ctx.addIssue({ code: 'custom', path, message: `must name another model of the catalog ('${fallback}' is not one)` });
       // A fallback answers the same endpoints: a chat model's is a chat model.
       else if (type !== model.type) ctx.addIssue({ code: 'custom', path, message: `must name a model of the same type ('${fallback}' is of type ${type})` });
     });

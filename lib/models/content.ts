@@ -21,9 +21,7 @@ export function mapChatContentParts(body: JsonObject, map: (part: unknown) => un
  */
 export function mapMessagesContentBlocks(body: JsonObject, map: (block: unknown) => unknown): JsonObject {
   const mapBlock = (block: unknown): unknown =>
-    isObject(block) && block.type === 'tool_result' && Array.isArray(block.content)
-      ? { ...block, content: block.content.map(mapBlock) }
-      : map(block);
+    isObject(block) && block.type === 'tool_result' && Array.isArray(block.content) ? { ...block, content: block.content.map(mapBlock) } : map(block);
   // Both formats keep a message's blocks in `messages[].content`.
   const mapped = mapChatContentParts(body, mapBlock);
   // A block of `system` names files as any other: none may reach the upstream unchecked.

@@ -7,14 +7,7 @@
 export type { CatalogModel } from './catalog.js';
 export type { EmbedAnswer, EmbedRequest, Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest, ProviderTelemetry } from './provider.js';
 export type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing } from '../state.js';
-export {
-  createProvider,
-  providerRegistry,
-  type ProviderConfig,
-  type ProviderFactory,
-  type ProviderKind,
-  type ProviderRegistry,
-} from './providers/registry.js';
+export { createProvider, providerRegistry, type ProviderConfig, type ProviderFactory, type ProviderKind, type ProviderRegistry } from './providers/registry.js';
 export { openAIProvider, type OpenAIProviderOptions } from './providers/openai/index.js';
 export { anthropicProvider } from './providers/anthropic/index.js';
 export { echoProvider, type EchoProviderOptions } from './providers/echo/index.js';

@@ -92,7 +92,6 @@ export interface ModelEndpointOptions {
   cache?: ResponseCachingOptions;
 }
 
-
 const endpointLimits = z.object({
   timeoutMs: timerMs.default(300_000),
   bodyLimit: positiveInteger.default(10 * 1024 * 1024),
@@ -100,9 +99,12 @@ const endpointLimits = z.object({
   maxAttachedBytes: positiveInteger.default(32 * 1024 * 1024),
   modelLimits: modelLimitsSchema.default({}),
   modelLimiter: z
-    .custom<ModelLimiter>((value) => typeof (value as Partial<ModelLimiter>)?.consume === 'function' && typeof (value as Partial<ModelLimiter>).addTokens === 'function', {
-      error: 'must be a ModelLimiter (MemoryModelLimiter, RedisModelLimiter)',
-    })
+    .custom<ModelLimiter>(
+      (value) => typeof (value as Partial<ModelLimiter>)?.consume === 'function' && typeof (value as Partial<ModelLimiter>).addTokens === 'function',
+      {
+        error: 'must be a ModelLimiter (MemoryModelLimiter, RedisModelLimiter)',
+      },
+    )
     .optional(),
 });
 
@@ -207,7 +209,15 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
     }
     // Before the rate limits: a call the budget refuses counts no request.
     // A count of tokens generates nothing and costs nothing: it reserves nothing either.
-    const maxCost = format.endpoint === 'countTokens' ? 0 : maxCallCost(dearest(route), body, requestBytes(ctx, body) + files.reduce((sum, file) => sum + file.bytes, 0), longestAnswer(route, budgets.defaultMaxOutputTokens));
+    const maxCost =
+      format.endpoint === 'countTokens'
+        ? 0
+        : maxCallCost(
+            dearest(route),
+            body,
+            requestBytes(ctx, body) + files.reduce((sum, file) => sum + file.bytes, 0),
+            longestAnswer(route, budgets.defaultMaxOutputTokens),
+          );
     const budget = await budgets.check(key, limits, maxCost);
     if (budget.refusal) {
       state.limitedBy = 'budget';
@@ -291,7 +301,17 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
           ended(usage);
         };
         const path = UPSTREAM_PATHS[translated?.target ?? format.endpoint];
-        const forwarding: Forwarding = { format, call, stream, request: body, model: requested, provider: leg.provider.id, path, ended: told, delivered: false };
+        const forwarding: Forwarding = {
+          format,
+          call,
+          stream,
+          request: body,
+          model: requested,
+          provider: leg.provider.id,
+          path,
+          ended: told,
+          delivered: false,
+        };
         if (cached?.collector) forwarding.tap = cached.collector;
         try {
           await forward(ctx, forwarding, () => sendCall(call.request(upstreamBody, headers)));
@@ -300,7 +320,12 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
         } catch (thrown) {
           const error = thrown as GatewayError;
           const failure = classify(routing, forwarding, error);
-          state.attempts.push({ provider: leg.provider.id, model: leg.route.model.id, upstreamModel: leg.upstreamModel, outcome: failure.retryable ? 'failed' : 'refused' });
+          state.attempts.push({
+            provider: leg.provider.id,
+            model: leg.route.model.id,
+            upstreamModel: leg.upstreamModel,
+            outcome: failure.retryable ? 'failed' : 'refused',
+          });
           return failure;
         } finally {
           // Nothing reached the client (a failure, or a client gone, before the answer): nothing is
@@ -339,7 +364,12 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
           if (!failure.retryable) break;
           const coolsDown = await learn(ctx, leg, failure, routing, nowMs);
           if (coolsDown) cooled.add(leg);
-          if (number < routing.maxAttempts) ctx.app.emit('error', new AttemptFailedError(leg.provider.id, leg.upstreamModel, number, failure.outcome, { cause: failure.error.cause ?? failure.error }), ctx);
+          if (number < routing.maxAttempts)
+            ctx.app.emit(
+              'error',
+              new AttemptFailedError(leg.provider.id, leg.upstreamModel, number, failure.outcome, { cause: failure.error.cause ?? failure.error }),
+              ctx,
+            );
         }
         const err = failure?.error ?? errors.upstreamTimeout();
         Object.assign(err.headers, { 'x-kmg-attempts': String(number), 'x-kmg-deployment': state.provider });

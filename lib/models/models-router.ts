@@ -49,7 +49,9 @@ export function modelsRouter(options: ModelsRouterOptions): Router {
   };
   // Nothing to meter for: no middleware.
   const meter =
-    usageRecorder || metrics ? [meterModelCalls({ ...(usageRecorder && { usageRecorder }), ...(metrics && { metrics }), ...(options.nowMs && { nowMs: options.nowMs }) })] : [];
+    usageRecorder || metrics
+      ? [meterModelCalls({ ...(usageRecorder && { usageRecorder }), ...(metrics && { metrics }), ...(options.nowMs && { nowMs: options.nowMs }) })]
+      : [];
   const router = new Router({ sensitive: true, strict: true });
   const catalog = { catalog: options.catalog };
   router.get('/v1/models', requireScope('models:read'), listModels(catalog));

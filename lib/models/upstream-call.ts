@@ -95,7 +95,12 @@ export class UpstreamCall {
   readonly #trace: AttemptTrace | undefined;
 
   /** `answerMs` defaults to `timeoutMs`; `maxBytes` to 32 MiB. */
-  constructor(provider: string, timeoutMs: number, trace?: AttemptTrace, { maxBytes = DEFAULT_MAX_UPSTREAM_BYTES, answerMs = timeoutMs }: { maxBytes?: number; answerMs?: number } = {}) {
+  constructor(
+    provider: string,
+    timeoutMs: number,
+    trace?: AttemptTrace,
+    { maxBytes = DEFAULT_MAX_UPSTREAM_BYTES, answerMs = timeoutMs }: { maxBytes?: number; answerMs?: number } = {},
+  ) {
     this.#provider = provider;
     this.#timeoutMs = timeoutMs;
     this.#answerMs = answerMs;

@@ -40,10 +40,13 @@ export const timerSeconds = z
 export const httpBaseUrl = z
   .string({ error: HTTP_URL })
   .refine((value) => URL.canParse(value) && ['http:', 'https:'].includes(new URL(value).protocol), { error: HTTP_URL, abort: true })
-  .refine((value) => {
-    const url = new URL(value);
-    return url.username === '' && url.password === '';
-  }, { error: 'must not hold credentials' });
+  .refine(
+    (value) => {
+      const url = new URL(value);
+      return url.username === '' && url.password === '';
+    },
+    { error: 'must not hold credentials' },
+  );
 
 /**
  * An object of settings whose unknown keys are refused, so that a typo (`baseUrl`,

@@ -29,7 +29,12 @@ export function adminSessionStoreContract(test: StoreContractTest, name: string,
 
   test(`${name}: delete ends one session, removeExpired every expired one`, async (t) => {
     const store = await makeStore();
-    for (const [hash, expiresAt] of [['1', 100], ['2', 200], ['3', 300], ['4', 400]] as const) {
+    for (const [hash, expiresAt] of [
+      ['1', 100],
+      ['2', 200],
+      ['3', 300],
+      ['4', 400],
+    ] as const) {
       await store.create(session(hash.repeat(64), expiresAt));
     }
     await store.delete('4'.repeat(64));

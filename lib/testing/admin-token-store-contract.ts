@@ -14,7 +14,10 @@ export function adminTokenStoreContract(test: StoreContractTest, name: string, m
     t.is(second.name, null);
     t.deepEqual(await store.findByHash(record.hash), record);
     t.deepEqual(await store.get(record.id), record);
-    t.deepEqual((await store.list()).map((listed) => listed.id), [record.id, second.id]);
+    t.deepEqual(
+      (await store.list()).map((listed) => listed.id),
+      [record.id, second.id],
+    );
     t.is(await store.findByHash(hashAdminToken('kmg_admin_unknown')), undefined);
     t.is(await store.get('adm_doesnotexist'), undefined);
   });

@@ -38,7 +38,10 @@ export function adminUserStoreContract(test: StoreContractTest, name: string, ma
     const c = await store.signIn(identity('c'), 300);
     await store.signIn(identity('a'), 400);
     t.not(a.id, b.id);
-    t.deepEqual((await store.list()).map((user) => user.id), [a.id, b.id, c.id]);
+    t.deepEqual(
+      (await store.list()).map((user) => user.id),
+      [a.id, b.id, c.id],
+    );
   });
 
   test(`${name}: update changes the role and disabled flag given, and nothing for an unknown id`, async (t) => {

@@ -58,7 +58,14 @@ export function auditStoreContract(test: StoreContractTest, name: string, makeSt
 
   test(`${name}: a budget alert is recorded as the gateway's, and listed by its action and account`, async (t) => {
     const store = await makeStore();
-    const given = entry({ action: 'budget.alert_sent', actor: { type: 'gateway', id: null, name: null }, account: 'acme', keyId: null, fields: ['day', '80%', 'delivered'], address: null });
+    const given = entry({
+      action: 'budget.alert_sent',
+      actor: { type: 'gateway', id: null, name: null },
+      account: 'acme',
+      keyId: null,
+      fields: ['day', '80%', 'delivered'],
+      address: null,
+    });
     const recorded = await store.append(given);
     t.deepEqual(await store.list({ action: 'budget.alert_sent', account: 'acme' }, { limit: 10 }), { entries: [recorded], nextCursor: null });
   });
@@ -71,21 +78,23 @@ export function auditStoreContract(test: StoreContractTest, name: string, makeSt
     const pages = await everyPage(store, 3);
     t.deepEqual(
       pages.map((page) => page.map((listed) => listed.keyId)),
-      [
-        ['key_6', 'key_5', 'key_4'],
-        ['key_3', 'key_2', 'key_1'],
-        ['key_0'],
-      ],
+      [['key_6', 'key_5', 'key_4'], ['key_3', 'key_2', 'key_1'], ['key_0']],
     );
     const first = await store.list({}, { limit: 3 });
     t.regex(first.nextCursor ?? '', AUDIT_CURSOR);
     // A page exactly at the end says so.
     const six = await store.list({}, { limit: 6 });
-    t.deepEqual((await store.list({}, { limit: 1, cursor: six.nextCursor ?? '' })).entries.map((listed) => listed.keyId), ['key_0']);
+    t.deepEqual(
+      (await store.list({}, { limit: 1, cursor: six.nextCursor ?? '' })).entries.map((listed) => listed.keyId),
+      ['key_0'],
+    );
     t.is((await store.list({}, { limit: 7 })).nextCursor, null);
     // Appending after a page was read does not shift the pages that follow it.
     await store.append(entry({ keyId: 'key_7' }));
-    t.deepEqual((await store.list({}, { limit: 3, cursor: first.nextCursor ?? '' })).entries.map((listed) => listed.keyId), ['key_3', 'key_2', 'key_1']);
+    t.deepEqual(
+      (await store.list({}, { limit: 3, cursor: first.nextCursor ?? '' })).entries.map((listed) => listed.keyId),
+      ['key_3', 'key_2', 'key_1'],
+    );
   });
 
   test(`${name}: filters by since, action, key (acted on or made by a rotation) and account, together with pages`, async (t) => {
@@ -105,7 +114,10 @@ export function auditStoreContract(test: StoreContractTest, name: string, makeSt
     t.deepEqual(await actions({ account: 'acme', since: 150 }), ['key.revoked@400', 'key.rotated@200']);
     t.deepEqual(await actions({ account: 'nobody' }), []);
     const page = await store.list({ account: 'acme' }, { limit: 2 });
-    t.deepEqual(page.entries.map((listed) => listed.at), [400, 200]);
+    t.deepEqual(
+      page.entries.map((listed) => listed.at),
+      [400, 200],
+    );
     const rest = await store.list({ account: 'acme' }, { limit: 2, cursor: page.nextCursor ?? '' });
     t.deepEqual(rest, { entries: [(await store.list({ action: 'key.created' }, { limit: 1 })).entries[0] as AuditEntry], nextCursor: null });
   });

@@ -130,7 +130,10 @@ export function blobStoreContract(test: StoreContractTest, name: string, makeSto
     const store = await makeStore();
     const blobs = Array.from({ length: 20 }, (_, i) => ({ id: newFileId(Date.now() / 1000), bytes: randomBytes(1000 * i + 1) }));
     const counts = await Promise.all(blobs.map((blob) => store.put(blob.id, streamOf(blob.bytes))));
-    t.deepEqual(counts, blobs.map((blob) => blob.bytes.length));
+    t.deepEqual(
+      counts,
+      blobs.map((blob) => blob.bytes.length),
+    );
     for (const blob of blobs) {
       const stream = await store.get(blob.id);
       t.true(stream !== undefined && (await readAll(stream)).equals(blob.bytes), blob.id);
@@ -220,7 +223,10 @@ export function putFileContract(test: StoreContractTest, name: string, makeStore
       }),
     );
     const counts = await Promise.all(blobs.map((blob) => store.putFile(blob.id, blob.path)));
-    t.deepEqual(counts, blobs.map((blob) => blob.bytes.length));
+    t.deepEqual(
+      counts,
+      blobs.map((blob) => blob.bytes.length),
+    );
     for (const blob of blobs) {
       const stream = await store.get(blob.id);
       t.true(stream !== undefined && (await readAll(stream)).equals(blob.bytes), blob.id);

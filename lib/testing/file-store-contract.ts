@@ -38,12 +38,7 @@ async function createAll(store: FileStore, files: FileRecord[]): Promise<void> {
 }
 
 /** The behaviour every FileStore must have; run once per implementation. */
-export function fileStoreContract(
-  test: StoreContractTest,
-  name: string,
-  makeStore: () => Promise<FileStore>,
-  options: FileStoreContractOptions = {},
-): void {
+export function fileStoreContract(test: StoreContractTest, name: string, makeStore: () => Promise<FileStore>, options: FileStoreContractOptions = {}): void {
   const seed = options.seed ?? createAll;
   const ids = (files: FileRecord[]) => files.map((file) => file.id);
 
@@ -310,9 +305,7 @@ export function fileStoreContract(
 
   test(`${name}: 10,000 files of one account page exactly at the largest page size`, async (t) => {
     const store = await makeStore();
-    const files = Array.from({ length: 10_000 }, (_, i) =>
-      record('big', { id: newFileId(NOW - 10_000 + i), createdAt: NOW - 10_000 + i, bytes: i }),
-    );
+    const files = Array.from({ length: 10_000 }, (_, i) => record('big', { id: newFileId(NOW - 10_000 + i), createdAt: NOW - 10_000 + i, bytes: i }));
     await seed(store, [...files, record('neighbour'), record('big', { expiresAt: NOW })]);
     const all = ids(files);
 

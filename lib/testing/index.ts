@@ -2,13 +2,7 @@
  * `koa-model-gateway/testing`: the contract suites, run with your test runner's `test` function:
  * `providerContract()` for a provider, one suite per store interface for a store.
  */
-export {
-  providerContract,
-  type ContractAssertions,
-  type ContractTest,
-  type ProviderContractOptions,
-  type UpstreamScript,
-} from './provider-contract.js';
+export { providerContract, type ContractAssertions, type ContractTest, type ProviderContractOptions, type UpstreamScript } from './provider-contract.js';
 export type { StoreAssertions, StoreContractTest, ThrowsAnyExpectation, ThrowsExpectation } from './store-contract-test.js';
 export { keyStoreContract, keyRotationContract } from './key-store-contract.js';
 export { keyChangesContract, type KeyChangesPair } from './key-changes-contract.js';

@@ -44,11 +44,7 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
 
   test(`${name}: a key's own limits are kept, each one alone or together; a key without limits has none`, async (t) => {
     const store = await makeStore();
-    const cases = [
-      { requestsPerMinute: 10, tokensPerMinute: 40_000, tokensPerDay: 5_000_000_000 },
-      { tokensPerDay: 1 },
-      { requestsPerMinute: 3 },
-    ];
+    const cases = [{ requestsPerMinute: 10, tokensPerMinute: 40_000, tokensPerDay: 5_000_000_000 }, { tokensPerDay: 1 }, { requestsPerMinute: 3 }];
     for (const limits of cases) {
       const created = await store.create(newKey('acme', { limits }));
       t.deepEqual(created.limits, limits);
@@ -73,7 +69,11 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     t.deepEqual((await store.findByHash(created.hash))?.cache, { ttlSeconds: 600, perKey: true });
     t.false('cache' in (await store.create(newKey('acme'))));
     t.deepEqual((await store.update(created.id, { cache: { ttlSeconds: 60 } }))?.cache, { ttlSeconds: 60 });
-    const rotated = await store.rotate(created.id, { hash: hashApiKey(`kmg_sk_${Math.random()}`), nowSeconds: Math.floor(Date.now() / 1000), graceEndsAt: Math.floor(Date.now() / 1000) + 60 });
+    const rotated = await store.rotate(created.id, {
+      hash: hashApiKey(`kmg_sk_${Math.random()}`),
+      nowSeconds: Math.floor(Date.now() / 1000),
+      graceEndsAt: Math.floor(Date.now() / 1000) + 60,
+    });
     if (rotated.outcome !== 'rotated') return t.fail(rotated.outcome);
     t.deepEqual(rotated.replacement.cache, { ttlSeconds: 60 });
     t.false('cache' in ((await store.update(rotated.replacement.id, { cache: null })) ?? {}));
@@ -102,14 +102,17 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     }
     t.deepEqual(await store.list(), []);
     const key = await store.create(newKey('acme'));
-    await t.throwsAsync(store.rotate(key.id, { hash: hashApiKey(secret), hint: secret.slice(-8), nowSeconds: Date.now() / 1000, graceEndsAt: Date.now() / 1000 + 60 }), {
-      instanceOf: TypeError,
-    });
+    await t.throwsAsync(
+      store.rotate(key.id, { hash: hashApiKey(secret), hint: secret.slice(-8), nowSeconds: Date.now() / 1000, graceEndsAt: Date.now() / 1000 + 60 }),
+      {
+        instanceOf: TypeError,
+      },
+    );
     t.is((await store.list()).length, 1);
     t.like(await store.get(key.id), { expiresAt: null });
   });
 
-    test(`${name}: touch sets the keys' last use, in whole seconds, never back in time; unknown ids are skipped`, async (t) => {
+  test(`${name}: touch sets the keys' last use, in whole seconds, never back in time; unknown ids are skipped`, async (t) => {
     const store = await makeStore();
     const [one, two, untouched] = [await store.create(newKey('acme')), await store.create(newKey('acme')), await store.create(newKey('acme'))];
     await store.touch([one.id, two.id, 'key_doesnotexist'], 1_900_000_000.9);
@@ -158,8 +161,14 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     const a1 = await store.create(newKey('list-a'));
     const b1 = await store.create(newKey('list-b'));
     const a2 = await store.create(newKey('list-a'));
-    t.deepEqual((await store.list({ account: 'list-a' })).map((key) => key.id), [a1.id, a2.id]);
-    t.deepEqual((await store.list({ account: 'list-b' })).map((key) => key.id), [b1.id]);
+    t.deepEqual(
+      (await store.list({ account: 'list-a' })).map((key) => key.id),
+      [a1.id, a2.id],
+    );
+    t.deepEqual(
+      (await store.list({ account: 'list-b' })).map((key) => key.id),
+      [b1.id],
+    );
     const all = (await store.list()).map((key) => key.id);
     for (const id of [a1.id, a2.id, b1.id]) t.true(all.includes(id));
   });
@@ -239,7 +248,15 @@ export function keyRotationContract(test: StoreContractTest, name: string, makeS
     const [store] = await makeStores();
     const expiresAt = Math.floor(NOW) + 86_400;
     const old = await store.create(
-      newKey('acme', { scopes: ['models:read'], models: ['echo-1'], expiresAt, limits: { tokensPerDay: 5 }, name: 'billing', hint: 'oldH', mcpTools: ['github/*'] }),
+      newKey('acme', {
+        scopes: ['models:read'],
+        models: ['echo-1'],
+        expiresAt,
+        limits: { tokensPerDay: 5 },
+        name: 'billing',
+        hint: 'oldH',
+        mcpTools: ['github/*'],
+      }),
     );
     const input = { ...rotation(60), hint: 'newH' };
     const result = await store.rotate(old.id, input);
@@ -265,7 +282,10 @@ export function keyRotationContract(test: StoreContractTest, name: string, makeS
     t.is(result.replacement.createdAt, Math.floor(NOW));
     t.not(result.replacement.id, old.id);
     t.deepEqual(await store.findByHash(input.hash), result.replacement);
-    t.deepEqual((await store.list({ account: 'acme' })).map((key) => key.id), [old.id, result.replacement.id]);
+    t.deepEqual(
+      (await store.list({ account: 'acme' })).map((key) => key.id),
+      [old.id, result.replacement.id],
+    );
     // Its own replacement shares the same original: one line of rotations, one budget.
     const second = await store.rotate(result.replacement.id, rotation(60));
     t.like(second, { outcome: 'rotated', replacement: { replaces: result.replacement.id, originalId: old.id } });

@@ -46,17 +46,29 @@ export function mcpCallStoreContract(test: StoreContractTest, name: string, make
       { group: 'github', calls: 2, failed: 1, durationMs: 2012, requestBytes: 20, responseBytes: 100 },
       { group: 'search', calls: 1, failed: 0, durationMs: 12, requestBytes: 10, responseBytes: 100 },
     ]);
-    t.deepEqual((await store.summarize({ account: 'acme' }, 'tool')).map((row) => [row.group, row.calls]), [
-      ['github/issues', 1],
-      ['github/search', 1],
-      ['search/web', 1],
-    ]);
-    t.deepEqual((await store.summarize({}, 'key')).map((row) => [row.group, row.calls]), [
-      ['key_a', 2],
-      ['key_b', 1],
-      ['key_c', 1],
-    ]);
-    t.deepEqual((await store.summarize({ keyId: 'key_b' }, 'server')).map((row) => row.group), ['search']);
-    t.deepEqual((await store.summarize({ since: 1_900_000_000_500 }, 'server')).map((row) => row.group), ['search']);
+    t.deepEqual(
+      (await store.summarize({ account: 'acme' }, 'tool')).map((row) => [row.group, row.calls]),
+      [
+        ['github/issues', 1],
+        ['github/search', 1],
+        ['search/web', 1],
+      ],
+    );
+    t.deepEqual(
+      (await store.summarize({}, 'key')).map((row) => [row.group, row.calls]),
+      [
+        ['key_a', 2],
+        ['key_b', 1],
+        ['key_c', 1],
+      ],
+    );
+    t.deepEqual(
+      (await store.summarize({ keyId: 'key_b' }, 'server')).map((row) => row.group),
+      ['search'],
+    );
+    t.deepEqual(
+      (await store.summarize({ since: 1_900_000_000_500 }, 'server')).map((row) => row.group),
+      ['search'],
+    );
   });
 }

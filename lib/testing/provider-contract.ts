@@ -221,20 +221,24 @@ function upstreamTests(test: ContractTest, options: ProviderContractOptions, end
   const events = ends === null ? undefined : script.events;
 
   test(`${title} a JSON answer reaches the client in the endpoint's format, asked of the upstream model with the client's key nowhere`, async (t) => {
-    await inWorld(options, ({ res }) => json(res, 200, script.answer), async ({ gateway, post, received }) => {
-      const answer = await post(client, client.request(false));
-      t.is(answer.status, 200);
-      checkAnswer(t, client, (await answer.json()) as Record<string, unknown>);
-      t.deepEqual(
-        received.map((arrival) => arrival.path),
-        [script.path],
-        'one call, to the scripted path',
-      );
-      const [arrival] = received;
-      t.true(arrival !== undefined && `${arrival.path} ${arrival.body}`.includes(UPSTREAM_MODEL), 'the upstream is asked for the upstream model');
-      t.deepEqual(arrival && keyLeaks(gateway, arrival), [], "the client's key is never sent upstream");
-      checkUsage(t, gateway, script);
-    });
+    await inWorld(
+      options,
+      ({ res }) => json(res, 200, script.answer),
+      async ({ gateway, post, received }) => {
+        const answer = await post(client, client.request(false));
+        t.is(answer.status, 200);
+        checkAnswer(t, client, (await answer.json()) as Record<string, unknown>);
+        t.deepEqual(
+          received.map((arrival) => arrival.path),
+          [script.path],
+          'one call, to the scripted path',
+        );
+        const [arrival] = received;
+        t.true(arrival !== undefined && `${arrival.path} ${arrival.body}`.includes(UPSTREAM_MODEL), 'the upstream is asked for the upstream model');
+        t.deepEqual(arrival && keyLeaks(gateway, arrival), [], "the client's key is never sent upstream");
+        checkUsage(t, gateway, script);
+      },
+    );
   });
 
   if (events !== undefined) {
@@ -334,7 +338,10 @@ function upstreamTests(test: ContractTest, options: ProviderContractOptions, end
           t.is(streamed.status, 200, 'the first event reached the gateway before the timeout');
           const data = eventData(await streamed.text());
           t.true(ends !== null && !data.some(ends), 'the stream stopped short');
-          t.true(data.some((item) => item.includes('"error"')), 'with an error event');
+          t.true(
+            data.some((item) => item.includes('"error"')),
+            'with an error event',
+          );
           await arrivals[0]?.closed;
         },
         STREAM_TIMEOUT_MS,
@@ -403,16 +410,20 @@ function offlineTests(test: ContractTest, options: ProviderContractOptions, endp
   const client = CLIENTS[endpoint];
   const title = `${options.name}: ${endpoint}:`;
   test(`${title} a JSON answer and a stream reach the client in the endpoint's format`, async (t) => {
-    await inWorld(options, () => undefined, async ({ post }) => {
-      const answer = await post(client, client.request(false));
-      t.is(answer.status, 200);
-      checkAnswer(t, client, (await answer.json()) as Record<string, unknown>);
-      const { ends } = client;
-      if (ends === null) return;
-      const streamed = await post(client, client.request(true));
-      t.true(/^text\/event-stream/.test(streamed.headers.get('content-type') ?? ''), 'an event stream');
-      t.true(eventData(await streamed.text()).some(ends), 'the stream ends as the format ends a complete one');
-    });
+    await inWorld(
+      options,
+      () => undefined,
+      async ({ post }) => {
+        const answer = await post(client, client.request(false));
+        t.is(answer.status, 200);
+        checkAnswer(t, client, (await answer.json()) as Record<string, unknown>);
+        const { ends } = client;
+        if (ends === null) return;
+        const streamed = await post(client, client.request(true));
+        t.true(/^text\/event-stream/.test(streamed.headers.get('content-type') ?? ''), 'an event stream');
+        t.true(eventData(await streamed.text()).some(ends), 'the stream ends as the format ends a complete one');
+      },
+    );
   });
 }
 

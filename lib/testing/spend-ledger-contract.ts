@@ -59,11 +59,23 @@ export function spendLedgerContract(
     await budgets.charge(first.parties, 1);
     const day = (await budgets.check(key, { costPerDay: 1 })).refusal;
     t.true(day instanceof GatewayError);
-    t.like(day, { status: 429, type: 'rate_limit_error', code: 'budget_exceeded', message: "Budget exceeded: the key's daily budget of 1 USD is spent; it resets at 2030-02-01T00:00:00Z", headers: { 'retry-after': '60' } });
+    t.like(day, {
+      status: 429,
+      type: 'rate_limit_error',
+      code: 'budget_exceeded',
+      message: "Budget exceeded: the key's daily budget of 1 USD is spent; it resets at 2030-02-01T00:00:00Z",
+      headers: { 'retry-after': '60' },
+    });
     await budgets.charge(first.parties, Number(USD));
     // Both reached, ending at the same midnight: the first is named, the key's before the account's.
-    t.like((await budgets.check(key, { costPerDay: 1 })).refusal, { message: "Budget exceeded: the key's daily budget of 1 USD is spent; it resets at 2030-02-01T00:00:00Z", headers: { 'retry-after': '60' } });
-    t.like((await budgets.check(key, {})).refusal, { message: "Budget exceeded: the account's monthly budget of 2 USD is spent; it resets at 2030-02-01T00:00:00Z", headers: { 'retry-after': '60' } });
+    t.like((await budgets.check(key, { costPerDay: 1 })).refusal, {
+      message: "Budget exceeded: the key's daily budget of 1 USD is spent; it resets at 2030-02-01T00:00:00Z",
+      headers: { 'retry-after': '60' },
+    });
+    t.like((await budgets.check(key, {})).refusal, {
+      message: "Budget exceeded: the account's monthly budget of 2 USD is spent; it resets at 2030-02-01T00:00:00Z",
+      headers: { 'retry-after': '60' },
+    });
     clock.ms = Date.parse('2030-02-01T00:00:00.000Z');
     t.is((await budgets.check(key, { costPerDay: 1 })).refusal, undefined, 'a new month, a new budget');
   });
@@ -92,9 +104,21 @@ export function spendLedgerContract(
       { party: account, month: 500n },
     ];
     const held = await ledger.reserve(limits, 400, 60_000);
-    t.like(held, { at: clock.ms, spend: [{ day: 100n, month: 100n }, { day: 0n, month: 0n }] });
+    t.like(held, {
+      at: clock.ms,
+      spend: [
+        { day: 100n, month: 100n },
+        { day: 0n, month: 0n },
+      ],
+    });
     t.is(typeof held.reservation, 'string');
-    t.like(await ledger.spent([key, account]), { spend: [{ day: 100n, month: 100n }, { day: 0n, month: 0n }], held: [400n, 400n] });
+    t.like(await ledger.spent([key, account]), {
+      spend: [
+        { day: 100n, month: 100n },
+        { day: 0n, month: 0n },
+      ],
+      held: [400n, 400n],
+    });
     // The account has 100 left: 101 does not fit, and the key's hold made on the way is released.
     const refused = await ledger.reserve(limits, 101, 60_000);
     t.is(refused.reservation, undefined);

@@ -55,7 +55,17 @@ function expectedSummary(records: readonly UsageRecord[], filter: UsageFilter, b
     const group = GROUP_OF[by](record);
     const subgroup = thenBy === undefined ? undefined : GROUP_OF[thenBy](record);
     const id = JSON.stringify([group, subgroup]);
-    const row = rows.get(id) ?? { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n };
+    const row = rows.get(id) ?? {
+      group,
+      ...(subgroup === undefined ? {} : { subgroup }),
+      requests: 0,
+      answered: 0,
+      inputTokens: 0,
+      outputTokens: 0,
+      costPicoUsd: 0n,
+      cacheHits: 0,
+      costSavedPicoUsd: 0n,
+    };
     row.requests += 1;
     if (record.status >= 200 && record.status <= 299) row.answered += 1;
     row.inputTokens += record.inputTokens;
@@ -68,7 +78,8 @@ function expectedSummary(records: readonly UsageRecord[], filter: UsageFilter, b
   return sortedRows([...rows.values()]);
 }
 
-const sortedRows = (rows: UsageRow[]) => rows.map((row) => JSON.stringify(row, (_, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value))).sort();
+const sortedRows = (rows: UsageRow[]) =>
+  rows.map((row) => JSON.stringify(row, (_, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value))).sort();
 
 const byGroup = (rows: UsageRow[]) => [...rows].sort((a, b) => String(a.group).localeCompare(String(b.group)));
 
@@ -77,7 +88,14 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
   test(`${name}: a record is read back with every field exactly as written`, async (t) => {
     const store = await makeStore();
     const records = [
-      usageRecord({ inputTokens: 9_000_000_000, outputTokens: 123_456, attachments: 3, latencyMs: 1234.0625, costPicoUsd: 4_500_000_300_000, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }),
+      usageRecord({
+        inputTokens: 9_000_000_000,
+        outputTokens: 123_456,
+        attachments: 3,
+        latencyMs: 1234.0625,
+        costPicoUsd: 4_500_000_300_000,
+        traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      }),
       usageRecord({
         endpoint: '/v1/messages',
         model: null,
@@ -102,8 +120,14 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     const [a, b, c, d] = [usageRecord({ time: T0 + 5 }), usageRecord({ time: T0 }), usageRecord({ time: T0 }), usageRecord({ time: T0 + 9 })];
     await store.insert([a!, b!]);
     await store.insert([c!, d!]);
-    t.deepEqual((await store.list()).map((record) => record.requestId), [d!, a!, c!, b!].map((record) => record.requestId));
-    t.deepEqual((await store.list({ limit: 2 })).map((record) => record.requestId), [d!.requestId, a!.requestId]);
+    t.deepEqual(
+      (await store.list()).map((record) => record.requestId),
+      [d!, a!, c!, b!].map((record) => record.requestId),
+    );
+    t.deepEqual(
+      (await store.list({ limit: 2 })).map((record) => record.requestId),
+      [d!.requestId, a!.requestId],
+    );
   });
 
   test(`${name}: list and summarize filter by account, key and since (inclusive)`, async (t) => {
@@ -126,8 +150,16 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     for (const [filter, count, input] of cases) {
       t.is((await store.list(filter)).length, count, JSON.stringify(filter));
       const rows = await store.summarize(filter ?? {}, 'key');
-      t.is(rows.reduce((sum, row) => sum + row.requests, 0), count, JSON.stringify(filter));
-      t.is(rows.reduce((sum, row) => sum + row.inputTokens, 0), input, JSON.stringify(filter));
+      t.is(
+        rows.reduce((sum, row) => sum + row.requests, 0),
+        count,
+        JSON.stringify(filter),
+      );
+      t.is(
+        rows.reduce((sum, row) => sum + row.inputTokens, 0),
+        input,
+        JSON.stringify(filter),
+      );
     }
   });
 
@@ -140,9 +172,14 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
       { ...late, time: Date.parse('2030-01-15T23:59:59.999Z') },
       { ...early, time: T0 },
     ]);
-    t.deepEqual((await store.list({ since: T0 + 0.5 })).map((record) => record.requestId), [late.requestId]);
+    t.deepEqual(
+      (await store.list({ since: T0 + 0.5 })).map((record) => record.requestId),
+      [late.requestId],
+    );
     t.deepEqual((await store.list({ since: T0 - 0.5 })).length, 2);
-    t.deepEqual(await store.summarize({ since: T0 - 0.5 }, 'day'), [{ group: '2030-01-15', requests: 2, answered: 2, inputTokens: 20, outputTokens: 10, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n }]);
+    t.deepEqual(await store.summarize({ since: T0 - 0.5 }, 'day'), [
+      { group: '2030-01-15', requests: 2, answered: 2, inputTokens: 20, outputTokens: 10, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+    ]);
   });
 
   test(`${name}: summarize by day counts requests and sums tokens per UTC day`, async (t) => {
@@ -191,19 +228,99 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     ]);
     const bySubgroup = (rows: UsageRow[]) => [...rows].sort((a, b) => `${a.group}/${a.subgroup}`.localeCompare(`${b.group}/${b.subgroup}`));
     t.deepEqual(bySubgroup(await store.summarize({}, 'day', 'model')), [
-      { group: '2030-01-15', subgroup: 'echo-1', requests: 2, answered: 2, inputTokens: 11, outputTokens: 22, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
-      { group: '2030-01-15', subgroup: 'echo-2', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
-      { group: '2030-01-16', subgroup: 'echo-1', requests: 1, answered: 1, inputTokens: 1000, outputTokens: 2000, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      {
+        group: '2030-01-15',
+        subgroup: 'echo-1',
+        requests: 2,
+        answered: 2,
+        inputTokens: 11,
+        outputTokens: 22,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
+      {
+        group: '2030-01-15',
+        subgroup: 'echo-2',
+        requests: 1,
+        answered: 1,
+        inputTokens: 100,
+        outputTokens: 200,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
+      {
+        group: '2030-01-16',
+        subgroup: 'echo-1',
+        requests: 1,
+        answered: 1,
+        inputTokens: 1000,
+        outputTokens: 2000,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
       { group: '2030-01-16', subgroup: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
     ]);
     t.deepEqual(bySubgroup(await store.summarize({ account: 'acme', since: day1 + 1 }, 'day', 'key')), [
-      { group: '2030-01-15', subgroup: 'key_a', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
-      { group: '2030-01-15', subgroup: 'key_b', requests: 1, answered: 1, inputTokens: 10, outputTokens: 20, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
-      { group: '2030-01-16', subgroup: 'key_a', requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      {
+        group: '2030-01-15',
+        subgroup: 'key_a',
+        requests: 1,
+        answered: 1,
+        inputTokens: 100,
+        outputTokens: 200,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
+      {
+        group: '2030-01-15',
+        subgroup: 'key_b',
+        requests: 1,
+        answered: 1,
+        inputTokens: 10,
+        outputTokens: 20,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
+      {
+        group: '2030-01-16',
+        subgroup: 'key_a',
+        requests: 1,
+        answered: 0,
+        inputTokens: 0,
+        outputTokens: 0,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
     ]);
     t.deepEqual(bySubgroup(await store.summarize({ keyId: 'key_a' }, 'model', 'day')), [
-      { group: 'echo-1', subgroup: '2030-01-15', requests: 1, answered: 1, inputTokens: 1, outputTokens: 2, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
-      { group: 'echo-2', subgroup: '2030-01-15', requests: 1, answered: 1, inputTokens: 100, outputTokens: 200, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      {
+        group: 'echo-1',
+        subgroup: '2030-01-15',
+        requests: 1,
+        answered: 1,
+        inputTokens: 1,
+        outputTokens: 2,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
+      {
+        group: 'echo-2',
+        subgroup: '2030-01-15',
+        requests: 1,
+        answered: 1,
+        inputTokens: 100,
+        outputTokens: 200,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      },
       { group: null, subgroup: '2030-01-16', requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
     ]);
     t.deepEqual(await store.summarize({ account: 'nobody' }, 'day', 'model'), []);
@@ -213,7 +330,9 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     const store = await makeStore();
     await store.insert([]);
     await store.insert(Array.from({ length: 1201 }, (_, i) => usageRecord({ time: T0 + i, inputTokens: i })));
-    t.deepEqual(await store.summarize({}, 'day'), [{ group: '2030-01-15', requests: 1201, answered: 1201, inputTokens: 720_600, outputTokens: 6005, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n }]);
+    t.deepEqual(await store.summarize({}, 'day'), [
+      { group: '2030-01-15', requests: 1201, answered: 1201, inputTokens: 720_600, outputTokens: 6005, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+    ]);
   });
 
   test(`${name}: costs are kept and summed exactly, in picodollars, past what a double holds`, async (t) => {
@@ -226,10 +345,16 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
       usageRecord({ keyId: 'key_b', costPicoUsd: 300_000 }),
       usageRecord({ keyId: 'key_b', costPicoUsd: 1 }),
     ]);
-    t.deepEqual((await store.list({ keyId: 'key_b' })).map((record) => record.costPicoUsd), [1, 300_000]);
+    t.deepEqual(
+      (await store.list({ keyId: 'key_b' })).map((record) => record.costPicoUsd),
+      [1, 300_000],
+    );
     t.deepEqual(
       byGroup(await store.summarize({}, 'key')).map((row) => [row.group, row.costPicoUsd]),
-      [['key_a', 18_014_398_509_481_982n], ['key_b', 300_001n]],
+      [
+        ['key_a', 18_014_398_509_481_982n],
+        ['key_b', 300_001n],
+      ],
     );
   });
 
@@ -242,10 +367,13 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     ];
     await store.insert(records);
     t.deepEqual(await store.list(), [records[2], records[1], records[0]]);
-    t.deepEqual(byGroup(await store.summarize({}, 'key')).map((row) => [row.group, row.requests, row.cacheHits, row.costSavedPicoUsd]), [
-      ['key_a', 2, 1, 7_000_000n],
-      ['key_b', 1, 1, 7_000_000n],
-    ]);
+    t.deepEqual(
+      byGroup(await store.summarize({}, 'key')).map((row) => [row.group, row.requests, row.cacheHits, row.costSavedPicoUsd]),
+      [
+        ['key_a', 2, 1, 7_000_000n],
+        ['key_b', 1, 1, 7_000_000n],
+      ],
+    );
   });
 
   test(`${name}: records read or written are copies`, async (t) => {
@@ -288,14 +416,27 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
       await store.insert(written);
       records.push(...written);
     }
-    const sinces = [undefined, start, start + HOUR, start + 25 * HOUR + 1, start + 47 * HOUR - 1, start + random(72 * HOUR), start + random(72 * HOUR) + 0.5, start + 80 * HOUR];
+    const sinces = [
+      undefined,
+      start,
+      start + HOUR,
+      start + 25 * HOUR + 1,
+      start + 47 * HOUR - 1,
+      start + random(72 * HOUR),
+      start + random(72 * HOUR) + 0.5,
+      start + 80 * HOUR,
+    ];
     const filters: UsageFilter[] = [{}, { account: 'acme' }, { keyId: 'key_b' }, { account: 'globex', keyId: 'key_c' }];
     const groupings: Array<[UsageGrouping, UsageGrouping?]> = [['day'], ['model'], ['key'], ['day', 'model'], ['key', 'day'], ['model', 'key']];
     for (const since of sinces) {
       for (const [index, narrowing] of filters.entries()) {
         const filter = since === undefined ? narrowing : { ...narrowing, since };
         const [by, thenBy] = groupings[(index + sinces.indexOf(since)) % groupings.length] as [UsageGrouping, UsageGrouping?];
-        t.deepEqual(sortedRows(await store.summarize(filter, by, thenBy)), expectedSummary(records, filter, by, thenBy), JSON.stringify({ filter, by, thenBy }));
+        t.deepEqual(
+          sortedRows(await store.summarize(filter, by, thenBy)),
+          expectedSummary(records, filter, by, thenBy),
+          JSON.stringify({ filter, by, thenBy }),
+        );
       }
     }
     if (store.prune === undefined) return;
@@ -310,7 +451,11 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     const sinceSecondDay = records.filter((record) => record.time >= start + 24 * HOUR);
     t.deepEqual(sortedRows(await store.summarize({}, 'day', 'model')), expectedSummary(sinceSecondDay, {}, 'day', 'model'));
     for (const since of [start + 24 * HOUR, start + 29 * HOUR, start + 30 * HOUR + 1, start + 50 * HOUR - 1]) {
-      t.deepEqual(sortedRows(await store.summarize({ account: 'acme', since }, 'key', 'model')), expectedSummary(records, { account: 'acme', since }, 'key', 'model'), String(since));
+      t.deepEqual(
+        sortedRows(await store.summarize({ account: 'acme', since }, 'key', 'model')),
+        expectedSummary(records, { account: 'acme', since }, 'key', 'model'),
+        String(since),
+      );
     }
   });
 
@@ -318,7 +463,12 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     const store = await makeStore();
     if (store.page === undefined) return void t.is(store.page, undefined, 'a store without a request log');
     const records = Array.from({ length: 11 }, (_, i) =>
-      usageRecord({ time: T0 + Math.floor(i / 3), keyId: i % 2 === 0 ? 'key_a' : 'key_b', model: i % 4 === 0 ? null : 'echo-1', status: i % 5 === 0 ? 429 : 200 }),
+      usageRecord({
+        time: T0 + Math.floor(i / 3),
+        keyId: i % 2 === 0 ? 'key_a' : 'key_b',
+        model: i % 4 === 0 ? null : 'echo-1',
+        status: i % 5 === 0 ? 429 : 200,
+      }),
     );
     await store.insert(records.slice(0, 6));
     await store.insert(records.slice(6));
@@ -339,7 +489,10 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     const ids = (kept: UsageRecord[]) => kept.map((record) => record.requestId);
     t.deepEqual(await walk({ until: T0 + 100 }, 3), ids(newestFirst));
     t.deepEqual(await walk({ keyId: 'key_b', until: T0 + 100 }, 2), ids(newestFirst.filter((record) => record.keyId === 'key_b')));
-    t.deepEqual(await walk({ model: 'echo-1', status: 200, account: 'acme', until: T0 + 100 }, 4), ids(newestFirst.filter((record) => record.model === 'echo-1' && record.status === 200)));
+    t.deepEqual(
+      await walk({ model: 'echo-1', status: 200, account: 'acme', until: T0 + 100 }, 4),
+      ids(newestFirst.filter((record) => record.model === 'echo-1' && record.status === 200)),
+    );
     t.deepEqual(await walk({ since: T0 + 1, until: T0 + 3 }, 10), ids(newestFirst.filter((record) => record.time >= T0 + 1 && record.time < T0 + 3)));
     t.deepEqual(await store.page({ account: 'nobody' }, { limit: 5 }), { records: [], nextCursor: null });
     const [first] = (await store.page({ until: T0 + 100 }, { limit: 1 })).records;
@@ -400,7 +553,11 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
       }
       t.deepEqual([...walked].sort(), [...expected.keys()].sort(), `${period}: each row once`);
       const periods = walked.map((id) => JSON.parse(id)[0] as number);
-      t.deepEqual(periods, [...periods].sort((a, b) => a - b), `${period}: oldest first`);
+      t.deepEqual(
+        periods,
+        [...periods].sort((a, b) => a - b),
+        `${period}: oldest first`,
+      );
     }
   });
 }

@@ -105,7 +105,8 @@ export class AnswerReader {
     if (this.#id !== undefined) attributes['gen_ai.response.id'] = this.#id;
     if (this.#model !== undefined) attributes['gen_ai.response.model'] = this.#model;
     if (this.#finishReasons.length > 0) attributes['gen_ai.response.finish_reasons'] = this.#finishReasons;
-    if (this.#inputTokens !== undefined) attributes['gen_ai.usage.input_tokens'] = this.#inputTokens + (this.#endpoint === 'messages' ? (this.#cacheRead ?? 0) + (this.#cacheCreation ?? 0) : 0);
+    if (this.#inputTokens !== undefined)
+      attributes['gen_ai.usage.input_tokens'] = this.#inputTokens + (this.#endpoint === 'messages' ? (this.#cacheRead ?? 0) + (this.#cacheCreation ?? 0) : 0);
     if (this.#outputTokens !== undefined) attributes['gen_ai.usage.output_tokens'] = this.#outputTokens;
     if (this.#cacheRead !== undefined) attributes['gen_ai.usage.cache_read.input_tokens'] = this.#cacheRead;
     if (this.#cacheCreation !== undefined) attributes['gen_ai.usage.cache_creation.input_tokens'] = this.#cacheCreation;
@@ -161,8 +162,16 @@ export class AnswerReader {
     if (!isObject(usage)) return;
     this.#inputTokens = num(usage.prompt_tokens) ?? num(usage.input_tokens) ?? this.#inputTokens;
     this.#outputTokens = num(usage.completion_tokens) ?? num(usage.output_tokens) ?? this.#outputTokens;
-    const inputDetails = isObject(usage.prompt_tokens_details) ? usage.prompt_tokens_details : isObject(usage.input_tokens_details) ? usage.input_tokens_details : undefined;
-    const outputDetails = isObject(usage.completion_tokens_details) ? usage.completion_tokens_details : isObject(usage.output_tokens_details) ? usage.output_tokens_details : undefined;
+    const inputDetails = isObject(usage.prompt_tokens_details)
+      ? usage.prompt_tokens_details
+      : isObject(usage.input_tokens_details)
+        ? usage.input_tokens_details
+        : undefined;
+    const outputDetails = isObject(usage.completion_tokens_details)
+      ? usage.completion_tokens_details
+      : isObject(usage.output_tokens_details)
+        ? usage.output_tokens_details
+        : undefined;
     this.#cacheRead = num(usage.cache_read_input_tokens) ?? num(inputDetails?.cached_tokens) ?? this.#cacheRead;
     this.#cacheCreation = num(usage.cache_creation_input_tokens) ?? this.#cacheCreation;
     this.#reasoning = num(outputDetails?.reasoning_tokens) ?? this.#reasoning;
@@ -176,7 +185,13 @@ export class AnswerReader {
  */
 export function inputAttributes(body: JsonObject): Attributes {
   const attributes: Attributes = {};
-  const items = Array.isArray(body.messages) ? body.messages : typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : Array.isArray(body.input) ? body.input : [];
+  const items = Array.isArray(body.messages)
+    ? body.messages
+    : typeof body.input === 'string'
+      ? [{ role: 'user', content: body.input }]
+      : Array.isArray(body.input)
+        ? body.input
+        : [];
   const messages = items.filter(isObject).map((message) => ({ role: str(message.role) ?? 'user', parts: parts(message.content) }));
   if (messages.length > 0) attributes['gen_ai.input.messages'] = JSON.stringify(messages);
   const system = body.system ?? body.instructions;

@@ -35,10 +35,26 @@ export function usageRecordFields(record: UsageRecord) {
 
 type ExportedRecord = Omit<ReturnType<typeof usageRecordFields>, 'time'> & { time: string };
 
-const COLUMNS = Object.keys(usageRecordFields({
-  time: 0, requestId: '', keyId: '', account: '', endpoint: '', model: null, provider: null, status: 0, stream: false,
-  inputTokens: 0, outputTokens: 0, attachments: 0, latencyMs: 0, upstreamFirstByteMs: null, upstreamMs: null, costPicoUsd: 0,
-})) as Array<keyof ExportedRecord>;
+const COLUMNS = Object.keys(
+  usageRecordFields({
+    time: 0,
+    requestId: '',
+    keyId: '',
+    account: '',
+    endpoint: '',
+    model: null,
+    provider: null,
+    status: 0,
+    stream: false,
+    inputTokens: 0,
+    outputTokens: 0,
+    attachments: 0,
+    latencyMs: 0,
+    upstreamFirstByteMs: null,
+    upstreamMs: null,
+    costPicoUsd: 0,
+  }),
+) as Array<keyof ExportedRecord>;
 
 // RFC 4180: a field with a comma, a quote or a line break is quoted, its quotes doubled; null is empty.
 const csvField = (value: unknown) => {
@@ -62,7 +78,20 @@ const rollupFields = (row: UsageRollup) => ({
   cost_saved_usd: usdOfPico(row.costSavedPicoUsd),
 });
 
-const ROLLUP_COLUMNS = ['period', 'account', 'key_id', 'model', 'endpoint', 'status', 'requests', 'input_tokens', 'output_tokens', 'cost_usd', 'cache_hits', 'cost_saved_usd'] as const;
+const ROLLUP_COLUMNS = [
+  'period',
+  'account',
+  'key_id',
+  'model',
+  'endpoint',
+  'status',
+  'requests',
+  'input_tokens',
+  'output_tokens',
+  'cost_usd',
+  'cache_hits',
+  'cost_saved_usd',
+] as const;
 
 /** One exported line of `fields`: CSV in `columns`' order, or a JSON object. */
 const line = <Fields extends Record<string, unknown>>(fields: Fields, columns: ReadonlyArray<keyof Fields>, format: UsageExportFormat) =>

@@ -26,7 +26,12 @@ const cutoff = (days: number, now: number) => (days === 0 ? 0 : now - days * DAY
  */
 export async function pruneUsage(store: Pick<UsageStore, 'prune'>, retention: UsageRetention = {}): Promise<number> {
   const { recordsDays = 30, rollupsDays = 400, batch = 1000, maxBatches = 1000, nowMs = Date.now } = retention;
-  for (const [name, value, least] of [['recordsDays', recordsDays, 0], ['rollupsDays', rollupsDays, 0], ['batch', batch, 1], ['maxBatches', maxBatches, 1]] as const) {
+  for (const [name, value, least] of [
+    ['recordsDays', recordsDays, 0],
+    ['rollupsDays', rollupsDays, 0],
+    ['batch', batch, 1],
+    ['maxBatches', maxBatches, 1],
+  ] as const) {
     if (!Number.isSafeInteger(value) || value < least) throw new TypeError(`koa-model-gateway: pruneUsage() ${name} must be a whole number, ${least} or more`);
   }
   if (store.prune === undefined) return 0;

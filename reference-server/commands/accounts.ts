@@ -43,7 +43,9 @@ async function accountsSetLimits(args: string[], io: CommandIo): Promise<number>
   const costPerDay = budget.costPerDay ?? null;
   const costPerMonth = budget.costPerMonth ?? null;
   const text = (usd: number | null) => (usd === null ? 'none' : `${usd} USD`);
-  io.out(values.json ? JSON.stringify({ account, costPerDay, costPerMonth }) : `Budgets of ${account}: ${text(costPerDay)} per day, ${text(costPerMonth)} per month`);
+  io.out(
+    values.json ? JSON.stringify({ account, costPerDay, costPerMonth }) : `Budgets of ${account}: ${text(costPerDay)} per day, ${text(costPerMonth)} per month`,
+  );
   return 0;
 }
 
@@ -52,7 +54,10 @@ async function accountsSetLimits(args: string[], io: CommandIo): Promise<number>
  * `none` is the empty grant.
  */
 export function parseMcpTools(values: string[]): string[] {
-  const globs = values.flatMap((value) => value.split(',')).map((glob) => glob.trim()).filter((glob) => glob !== '' && glob !== 'none');
+  const globs = values
+    .flatMap((value) => value.split(','))
+    .map((glob) => glob.trim())
+    .filter((glob) => glob !== '' && glob !== 'none');
   const invalid = globs.find((glob) => !isMcpToolGlob(glob));
   if (invalid !== undefined) throw new UsageError(`--mcp-tools ${MCP_TOOL_GLOB_RULE.replace(/^must be an array of globs/, 'takes globs')}, got '${invalid}'`);
   return [...new Set(globs)];
@@ -60,7 +65,12 @@ export function parseMcpTools(values: string[]): string[] {
 
 /** `accounts set-mcp-tools <account> --mcp-tools <globs>|none`: replaces an account's MCP grant. */
 async function accountsSetMcpTools(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseCommand(args, { 'mcp-tools': { type: 'string', multiple: true } }, 1, 'accounts set-mcp-tools needs exactly one account');
+  const { values, positionals } = parseCommand(
+    args,
+    { 'mcp-tools': { type: 'string', multiple: true } },
+    1,
+    'accounts set-mcp-tools needs exactly one account',
+  );
   const account = accountOption(positionals[0] as string);
   if (values['mcp-tools'] === undefined) throw new UsageError('accounts set-mcp-tools needs --mcp-tools <globs> (or none)');
   const tools = parseMcpTools(values['mcp-tools']);

@@ -32,7 +32,12 @@ type ParsedCommand<O extends Options> = ReturnType<
 export function parseCommand<O extends Options>(args: string[], options: O, positionals: 0 | 1, wrongCount = 'expected exactly one id'): ParsedCommand<O> {
   let parsed: ParsedCommand<O>;
   try {
-    parsed = parseArgs({ args: withNegativeValues(args, options), options: { ...options, json: { type: 'boolean' } }, allowPositionals: positionals > 0, strict: true });
+    parsed = parseArgs({
+      args: withNegativeValues(args, options),
+      options: { ...options, json: { type: 'boolean' } },
+      allowPositionals: positionals > 0,
+      strict: true,
+    });
   } catch (err) {
     // node:util's messages can run to several lines ('--tpm -5' explains how to pass a dash): one is enough.
     throw new UsageError((err as Error).message.split('\n')[0]);
@@ -97,6 +102,10 @@ export function reportFailure(err: unknown, io: CommandIo): number {
     io.err(`koa-model-gateway: ${err.message} (see koa-model-gateway --help)`);
     return 2;
   }
-  io.err(err instanceof ConfigError ? `koa-model-gateway: ${err.message}` : `koa-model-gateway: unexpected error: ${err instanceof Error ? err.message : String(err)}`);
+  io.err(
+    err instanceof ConfigError
+      ? `koa-model-gateway: ${err.message}`
+      : `koa-model-gateway: unexpected error: ${err instanceof Error ? err.message : String(err)}`,
+  );
   return 1;
 }

@@ -77,7 +77,13 @@ function parseExpiry(value: string | undefined): number | null {
 async function keysCreate(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseCommand(
     args,
-    { account: { type: 'string' }, ...KEY_FIELD_OPTIONS, cache: { type: 'string' }, 'cache-per-key': { type: 'boolean' }, 'mcp-tools': { type: 'string', multiple: true } },
+    {
+      account: { type: 'string' },
+      ...KEY_FIELD_OPTIONS,
+      cache: { type: 'string' },
+      'cache-per-key': { type: 'boolean' },
+      'mcp-tools': { type: 'string', multiple: true },
+    },
     0,
   );
   if (values.account === undefined) throw new UsageError('keys create needs --account <id>');
@@ -230,7 +236,9 @@ async function announce(config: ServerConfig, knex: Knex, id: string, io: Comman
   try {
     await withKeyChanges(config, knex, (changes) => changes.publish(id));
   } catch (err) {
-    io.err(`koa-model-gateway: warning: ${done}, but the servers were not told (${(err as Error).message}): they ${effect} within ${config.gateway.keyCacheSeconds} s`);
+    io.err(
+      `koa-model-gateway: warning: ${done}, but the servers were not told (${(err as Error).message}): they ${effect} within ${config.gateway.keyCacheSeconds} s`,
+    );
   }
 }
 
@@ -242,11 +250,7 @@ async function announce(config: ServerConfig, knex: Knex, id: string, io: Comman
  * revocation; recorded in the audit log with the values before and after.
  */
 async function keysUpdate(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseCommand(
-    args,
-    { ...KEY_FIELD_OPTIONS, 'every-model': { type: 'boolean' } },
-    1,
-  );
+  const { values, positionals } = parseCommand(args, { ...KEY_FIELD_OPTIONS, 'every-model': { type: 'boolean' } }, 1);
   const id = positionals[0] as string;
   const update: KeyUpdate = {};
   if (values.name !== undefined) {
@@ -267,7 +271,9 @@ async function keysUpdate(args: string[], io: CommandIo): Promise<number> {
   if (values['every-model']) update.models = null;
   if (values.expires !== undefined) update.expiresAt = values.expires === 'never' ? null : parseExpiry(values.expires);
   const limitOptions = [...Object.keys(LIMIT_OPTIONS), ...Object.keys(BUDGET_OPTIONS)] as Array<keyof typeof LIMIT_OPTIONS | keyof typeof BUDGET_OPTIONS>;
-  const setLimits = Object.fromEntries(limitOptions.flatMap((option) => (values[option] === undefined || values[option] === 'none' ? [] : [[option, values[option]]])));
+  const setLimits = Object.fromEntries(
+    limitOptions.flatMap((option) => (values[option] === undefined || values[option] === 'none' ? [] : [[option, values[option]]])),
+  );
   const clearedLimits = limitOptions.filter((option) => values[option] === 'none').map((option) => ({ ...LIMIT_OPTIONS, ...BUDGET_OPTIONS })[option]);
   const limitsGiven = limitOptions.some((option) => values[option] !== undefined);
   const newLimits = parseLimits(setLimits);
@@ -286,7 +292,13 @@ async function keysUpdate(args: string[], io: CommandIo): Promise<number> {
     const record = await store.update(id, update);
     if (!record) return undefined;
     const at = Math.floor(Date.now() / 1000);
-    const fields = Object.keys({ ...(update.name !== undefined && { name: 1 }), ...(update.scopes && { scopes: 1 }), ...(update.models !== undefined && { models: 1 }), ...(update.expiresAt !== undefined && { expires_at: 1 }), ...(update.limits !== undefined && { limits: 1 }) });
+    const fields = Object.keys({
+      ...(update.name !== undefined && { name: 1 }),
+      ...(update.scopes && { scopes: 1 }),
+      ...(update.models !== undefined && { models: 1 }),
+      ...(update.expiresAt !== undefined && { expires_at: 1 }),
+      ...(update.limits !== undefined && { limits: 1 }),
+    });
     const changes = changedValues(keyObject(before, at), keyObject(record, at), fields);
     await recordCliAction(database, { action: 'key.updated', keyId: id, account: record.account, fields, changes }, io);
     await announce(config, database.knex, id, io, 'changed', 'apply the change');
@@ -297,7 +309,11 @@ async function keysUpdate(args: string[], io: CommandIo): Promise<number> {
     return 1;
   }
   const nowSeconds = Date.now() / 1000;
-  io.out(values.json ? JSON.stringify(keyObject(updated, nowSeconds)) : `Updated ${id}: ${identityText(updated, config.gateway.keyPrefix)}  expires ${isoTime(updated.expiresAt)}  scopes ${updated.scopes.join(',')}  models ${updated.models === null ? 'every model' : updated.models.join(',') || '(none)'}  limits ${limitsText(updated.limits)}`);
+  io.out(
+    values.json
+      ? JSON.stringify(keyObject(updated, nowSeconds))
+      : `Updated ${id}: ${identityText(updated, config.gateway.keyPrefix)}  expires ${isoTime(updated.expiresAt)}  scopes ${updated.scopes.join(',')}  models ${updated.models === null ? 'every model' : updated.models.join(',') || '(none)'}  limits ${limitsText(updated.limits)}`,
+  );
   return 0;
 }
 
@@ -312,18 +328,27 @@ async function keysRotate(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseCommand(args, { grace: { type: 'string' } }, 1);
   const id = positionals[0] as string;
   const grace = values.grace ?? '0';
-  if (!/^\d+$/.test(grace) || Number(grace) > MAX_GRACE_SECONDS) throw new UsageError(`--grace must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS}, got '${grace}'`);
+  if (!/^\d+$/.test(grace) || Number(grace) > MAX_GRACE_SECONDS)
+    throw new UsageError(`--grace must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS}, got '${grace}'`);
   const config = await loadConfigWithModules(io.env);
   const nowSeconds = Math.floor(Date.now() / 1000);
   const result = await withDatabase(config, async (database) => {
-    const rotated = await rotateApiKey(new KnexKeyStore(database.knex, database.storeOptions), id, { prefix: config.gateway.keyPrefix, nowSeconds, graceSeconds: Number(grace) });
+    const rotated = await rotateApiKey(new KnexKeyStore(database.knex, database.storeOptions), id, {
+      prefix: config.gateway.keyPrefix,
+      nowSeconds,
+      graceSeconds: Number(grace),
+    });
     if (rotated.outcome !== 'rotated') return rotated;
     await recordCliAction(database, { action: 'key.rotated', keyId: id, account: rotated.old.account, replacementId: rotated.replacement.id }, io);
     await announce(config, database.knex, id, io, 'rotated', 'apply the grace');
     return rotated;
   });
   if (result.outcome !== 'rotated') {
-    const why = { not_found: `no key with id '${id}'`, not_active: `key '${id}' is revoked or expired: only an active key can be rotated`, replaced: `key '${id}' was rotated already: rotate its replacement` };
+    const why = {
+      not_found: `no key with id '${id}'`,
+      not_active: `key '${id}' is revoked or expired: only an active key can be rotated`,
+      replaced: `key '${id}' was rotated already: rotate its replacement`,
+    };
     io.err(`koa-model-gateway: ${why[result.outcome]}`);
     return 1;
   }
@@ -331,7 +356,15 @@ async function keysRotate(args: string[], io: CommandIo): Promise<number> {
   if (values.json) {
     io.out(JSON.stringify({ ...keyObject(replacement, nowSeconds), key, replaces: { id: old.id, expires_at: old.expiresAt } } satisfies RotatedKeyObject));
   } else {
-    io.out([`Rotated ${old.id}: it works until ${isoTime(old.expiresAt)}. Its replacement, ${replacement.id}:`, '', key, '', 'This is the only time the key is shown: store it now.'].join('\n'));
+    io.out(
+      [
+        `Rotated ${old.id}: it works until ${isoTime(old.expiresAt)}. Its replacement, ${replacement.id}:`,
+        '',
+        key,
+        '',
+        'This is the only time the key is shown: store it now.',
+      ].join('\n'),
+    );
   }
   return 0;
 }

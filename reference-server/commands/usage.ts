@@ -1,4 +1,12 @@
-import { exportUsage, exportUsageRollups, USAGE_EXPORT_FORMATS, usageReport, type UsageExportFormat, type UsageGrouping, type UsageQuery } from 'koa-model-gateway/usage';
+import {
+  exportUsage,
+  exportUsageRollups,
+  USAGE_EXPORT_FORMATS,
+  usageReport,
+  type UsageExportFormat,
+  type UsageGrouping,
+  type UsageQuery,
+} from 'koa-model-gateway/usage';
 import { KnexUsageStore } from 'koa-model-gateway/stores/knex';
 import { KEY_ID_RULE, keyIdParameter } from '../../lib/admin/key-fields.js';
 import { totalsJson } from '../../lib/admin/usage-query.js';
@@ -9,15 +17,10 @@ const GROUPINGS: readonly string[] = ['day', 'model', 'key'] satisfies UsageGrou
 /** The row of calls without a model: refused before one was chosen (a bad body, an unknown model, a limit). */
 const NO_MODEL = '(refused before a model was chosen)';
 
-
 /** `usage`: the model calls' requests, tokens and cost, in totals and rows per day, model or key; `usage export`: their records. */
 export async function usageCommand(args: string[], io: CommandIo): Promise<number> {
   if (args[0] === 'export') return usageExportCommand(args.slice(1), io);
-  const { values } = parseCommand(
-    args,
-    { account: { type: 'string' }, key: { type: 'string' }, since: { type: 'string' }, by: { type: 'string' } },
-    0,
-  );
+  const { values } = parseCommand(args, { account: { type: 'string' }, key: { type: 'string' }, since: { type: 'string' }, by: { type: 'string' } }, 0);
   const by = values.by ?? 'day';
   if (!GROUPINGS.includes(by)) throw new UsageError(`--by must be day, model or key, got '${by}'`);
   const query: UsageQuery = { by: by as UsageGrouping };
@@ -36,7 +39,15 @@ export async function usageCommand(args: string[], io: CommandIo): Promise<numbe
   const lines = [
     [by, 'requests', 'answered', 'refused', 'input_tokens', 'output_tokens', 'cost_usd'],
     ...report.rows.map((row) => [row.group ?? NO_MODEL, row.requests, row.answered, row.refused, row.inputTokens, row.outputTokens, row.costUsd]),
-    ['total', report.totals.requests, report.totals.answered, report.totals.refused, report.totals.inputTokens, report.totals.outputTokens, report.totals.costUsd],
+    [
+      'total',
+      report.totals.requests,
+      report.totals.answered,
+      report.totals.refused,
+      report.totals.inputTokens,
+      report.totals.outputTokens,
+      report.totals.costUsd,
+    ],
   ].map((cells) => cells.map(String));
   const widths = lines[0]!.map((_, column) => Math.max(...lines.map((cells) => cells[column]!.length)));
   for (const cells of lines) {
@@ -65,7 +76,8 @@ async function usageExportCommand(args: string[], io: CommandIo): Promise<number
   const config = await loadConfigWithModules(io.env);
   await withDatabase(config, async ({ knex }) => {
     const store = new KnexUsageStore(knex);
-    const lines = rollups === undefined ? exportUsage(store, filter, format as UsageExportFormat) : exportUsageRollups(store, rollups, filter, format as UsageExportFormat);
+    const lines =
+      rollups === undefined ? exportUsage(store, filter, format as UsageExportFormat) : exportUsageRollups(store, rollups, filter, format as UsageExportFormat);
     for await (const line of lines) io.out(line);
   });
   return 0;

@@ -131,7 +131,17 @@ test('POST /keys: 201 with the secret this once; it works at once, is stored as 
   const created = await createKey({ account: 'secret-once' });
   t.regex(created.key, new RegExp(`^${prefix}_sk_[A-Za-z0-9_-]{43}$`));
   t.like(created, { object: 'api_key', account: 'secret-once', status: 'active', models: null, limits: null, expires_at: null, revoked_at: null });
-  t.deepEqual(created.scopes, ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'embeddings:create', 'mcp:call']);
+  t.deepEqual(created.scopes, [
+    'chat:completions',
+    'responses:create',
+    'messages:create',
+    'models:read',
+    'files:write',
+    'files:read',
+    'files:delete',
+    'embeddings:create',
+    'mcp:call',
+  ]);
   t.is((await models(created.key)).status, 200);
 
   const stored = await app.deployment.knex('kmg_api_keys').where({ id: created.id }).first();
@@ -238,7 +248,12 @@ test('a key with cache answers repeats from the cache, per key when it asks; DEL
   const shared = await createKey({ account: 'cached', cache: { ttl_seconds: 600 } });
   const other = await createKey({ account: 'cached-elsewhere', cache: { ttl_seconds: 600 } });
   const ask = (key: string) =>
-    call('POST', '/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, { model: 'echo-1', messages: [{ role: 'user', content: 'purge me' }] });
+    call(
+      'POST',
+      '/v1/chat/completions',
+      { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      { model: 'echo-1', messages: [{ role: 'user', content: 'purge me' }] },
+    );
   const outcome = async (key: string) => (await ask(key)).headers.get('x-kmg-cache');
   t.is(await outcome(perKey.key), 'miss');
   t.is(await outcome(perKey.key), 'hit');
@@ -256,7 +271,10 @@ test('a key with cache answers repeats from the cache, per key when it asks; DEL
     async () => ((await (await admin('GET', '/audit?action=cache.purged')).json()) as { data: Array<{ account: string | null }> }).data,
     (entries) => entries.length >= 2,
   );
-  t.deepEqual(audited.slice(0, 2).map((entry) => entry.account), [null, 'cached']);
+  t.deepEqual(
+    audited.slice(0, 2).map((entry) => entry.account),
+    [null, 'cached'],
+  );
   const patched = await admin('PATCH', `/keys/${shared.id}`, { cache: null });
   t.like(await patched.json(), { cache: null });
   t.is(await outcome(shared.key), 'bypass');
@@ -277,7 +295,7 @@ test('revoke: the key is refused at once; revoking again keeps the first time; a
   t.is((await admin('GET', '/keys/key_doesnotexist')).status, 404);
 });
 
-test('account names follow the file names\' rule: control and format characters, lone surrogates, bytes that are not UTF-8, . and .. are 400; one name typed composed or decomposed is one account', async (t) => {
+test("account names follow the file names' rule: control and format characters, lone surrogates, bytes that are not UTF-8, . and .. are 400; one name typed composed or decomposed is one account", async (t) => {
   const refused: Array<[string, unknown]> = [
     ['U+202E', { account: 'acme\u202Efdp.exe' }],
     ['U+200B', { account: 'ac\u200Bme' }],
@@ -299,7 +317,10 @@ test('account names follow the file names\' rule: control and format characters,
   const response = await fetch(`${app.url}/admin/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: notUtf8 });
   t.is(response.status, 400);
   t.like(await response.json(), { error: { code: 'invalid_account' } });
-  for (const [what, query] of [['a lone surrogate', '%ED%A0%80'], ['U+202E', '%E2%80%AE']]) {
+  for (const [what, query] of [
+    ['a lone surrogate', '%ED%A0%80'],
+    ['U+202E', '%E2%80%AE'],
+  ]) {
     t.is((await admin('GET', `/keys?account=a${query}`)).status, 400, what);
   }
   t.is((await admin('GET', '/accounts/a%E2%80%AE')).status, 400);
@@ -321,7 +342,10 @@ test('GET /keys?account= lists that account only, in creation order; without it,
   const second = await createKey({ account: 'listed' });
   const listed = (await (await admin('GET', '/keys?account=listed')).json()) as { object: string; data: KeyBody[] };
   t.is(listed.object, 'list');
-  t.deepEqual(listed.data.map((key) => key.id), [first.id, second.id]);
+  t.deepEqual(
+    listed.data.map((key) => key.id),
+    [first.id, second.id],
+  );
   const all = (await (await admin('GET', '/keys')).json()) as { data: KeyBody[] };
   t.true(['listed', 'listed-other'].every((account) => all.data.some((key) => key.account === account)));
 });
@@ -372,13 +396,26 @@ test('every change is logged with the admin token id and the request id', async 
   t.like(await app.logLine((entry) => entry.msg === 'admin change' && entry.action === 'key.rotated' && entry.keyId === id), {
     adminTokenId: adminRecord.id,
   });
-  t.false(app.logs.some((entry) => JSON.stringify(entry).includes(ADMIN)), 'never the token');
+  t.false(
+    app.logs.some((entry) => JSON.stringify(entry).includes(ADMIN)),
+    'never the token',
+  );
 });
 
 test('GET /catalog: the scopes and models a key may be given, and the prefix of keys', async (t) => {
   t.deepEqual(await (await admin('GET', '/catalog')).json(), {
     object: 'catalog',
-    scopes: ['chat:completions', 'responses:create', 'messages:create', 'models:read', 'files:write', 'files:read', 'files:delete', 'embeddings:create', 'mcp:call'],
+    scopes: [
+      'chat:completions',
+      'responses:create',
+      'messages:create',
+      'models:read',
+      'files:write',
+      'files:read',
+      'files:delete',
+      'embeddings:create',
+      'mcp:call',
+    ],
     models: ['echo-1', 'echo-2', 'echo-embed-1'],
     key_prefix: 'kmg',
   });
@@ -623,7 +660,11 @@ for (const [name, gated, database] of deployments) {
     const revoked = await admin('POST', '/keys', { account: 'acme <b>' });
     t.is((await admin('POST', `/keys/${revoked.body.id}/revoke`)).status, 200);
     const pdf = makePdf(1);
-    const uploaded = await fetch(`${server.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${first.body.key}` }, body: uploadForm(pdf, 'a.pdf') });
+    const uploaded = await fetch(`${server.url}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${first.body.key}` },
+      body: uploadForm(pdf, 'a.pdf'),
+    });
     t.is(uploaded.status, 200);
     await uploaded.arrayBuffer();
     const now = new Date();
@@ -638,73 +679,144 @@ for (const [name, gated, database] of deployments) {
     const listed = await admin('GET', '/accounts');
     t.is(listed.status, 200);
     t.deepEqual(listed.body.data, [
-      { object: 'account_summary', account: 'acme <b>', keys: 0, files: 0, bytes: 0, requests_this_month: 1, input_tokens_this_month: 7, output_tokens_this_month: 0, cost_usd_this_month: 0 },
-      { object: 'account_summary', account: 'zeta', keys: 2, files: 1, bytes: pdf.length, requests_this_month: 2, input_tokens_this_month: 11, output_tokens_this_month: 22, cost_usd_this_month: 1.75 },
+      {
+        object: 'account_summary',
+        account: 'acme <b>',
+        keys: 0,
+        files: 0,
+        bytes: 0,
+        requests_this_month: 1,
+        input_tokens_this_month: 7,
+        output_tokens_this_month: 0,
+        cost_usd_this_month: 0,
+      },
+      {
+        object: 'account_summary',
+        account: 'zeta',
+        keys: 2,
+        files: 1,
+        bytes: pdf.length,
+        requests_this_month: 2,
+        input_tokens_this_month: 11,
+        output_tokens_this_month: 22,
+        cost_usd_this_month: 1.75,
+      },
     ]);
   });
 
-  gated(`${name}: GET /requests lists the calls newest first, filtered, a page at a time by keyset, and /requests/export streams them as CSV or JSON Lines; a bad parameter is a 400 naming it`, async (t) => {
-    const { env, drop } = await database();
-    t.teardown(drop);
-    const { server, admin, token } = await openServer(t, env);
-    const { body: key } = await admin('POST', '/keys', { account: 'acme' });
-    // One call through the gateway, metered as any is.
-    const answered = await fetch(`${server.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
-    });
-    t.is(answered.status, 200);
-    const requestId = answered.headers.get('x-request-id');
-    await answered.arrayBuffer();
-    // Before the call: whole seconds, an hour ago.
-    const base = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
-    const older = Array.from({ length: 5 }, (_, i) => ({ ...callRecord(key.id, 'acme', base + Math.floor(i / 2) * 1000, [i, 1]), requestId: `req_older_${i}`, status: i === 3 ? 429 : 200 }));
-    await server.deployment.usageStore.insert([...older, callRecord('key_other', 'globex', base, [1, 1])]);
-    const list = async (query: string) => (await admin('GET', `/requests${query}`)) as unknown as { status: number; body: { data: Array<Record<string, unknown>>; has_more: boolean; next_cursor: string | null } };
+  gated(
+    `${name}: GET /requests lists the calls newest first, filtered, a page at a time by keyset, and /requests/export streams them as CSV or JSON Lines; a bad parameter is a 400 naming it`,
+    async (t) => {
+      const { env, drop } = await database();
+      t.teardown(drop);
+      const { server, admin, token } = await openServer(t, env);
+      const { body: key } = await admin('POST', '/keys', { account: 'acme' });
+      // One call through the gateway, metered as any is.
+      const answered = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      t.is(answered.status, 200);
+      const requestId = answered.headers.get('x-request-id');
+      await answered.arrayBuffer();
+      // Before the call: whole seconds, an hour ago.
+      const base = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
+      const older = Array.from({ length: 5 }, (_, i) => ({
+        ...callRecord(key.id, 'acme', base + Math.floor(i / 2) * 1000, [i, 1]),
+        requestId: `req_older_${i}`,
+        status: i === 3 ? 429 : 200,
+      }));
+      await server.deployment.usageStore.insert([...older, callRecord('key_other', 'globex', base, [1, 1])]);
+      const list = async (query: string) =>
+        (await admin('GET', `/requests${query}`)) as unknown as {
+          status: number;
+          body: { data: Array<Record<string, unknown>>; has_more: boolean; next_cursor: string | null };
+        };
 
-    await server.idle();
-    await server.deployment.usageRecorder.flush();
-    const newest = await list('?account=acme&limit=1');
-    t.is(newest.body.data[0]?.request_id, requestId);
-    t.like(newest.body.data[0], { object: 'request', account: 'acme', key_id: key.id, model: 'echo-1', deployment: 'echo', status: 200, attempts: 1, endpoint: '/v1/chat/completions' });
-    t.true(newest.body.has_more);
-    const ids: unknown[] = [];
-    for (let cursor: string | null = newest.body.next_cursor; cursor !== null; ) {
-      const page = await list(`?account=acme&limit=2&cursor=${cursor}`);
-      ids.push(...page.body.data.map((call) => call.request_id));
-      cursor = page.body.next_cursor;
-    }
-    t.deepEqual(ids, ['req_older_4', 'req_older_3', 'req_older_2', 'req_older_1', 'req_older_0']);
-    t.deepEqual((await list('?status=429')).body.data.map((call) => call.request_id), ['req_older_3']);
-    const inASecond = (await list(`?key=${key.id}&model=test-model&since=${base / 1000 + 1}&until=${base / 1000 + 2}`)).body.data;
-    t.deepEqual(inASecond.map((call) => [call.request_id, call.time, call.cost_usd]), [['req_older_3', base / 1000 + 1, 0], ['req_older_2', base / 1000 + 1, 0]]);
-    // The same records, exported: CSV with a header, or JSON Lines, every record of the period.
-    const exported = async (query: string) => {
-      const response = await checked(`${server.url}/admin/v1/requests/export?${query}`, { headers: { authorization: `Bearer ${token}` } });
-      return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
-    };
-    const csv = await exported(`since=${base / 1000}&until=${base / 1000 + 2}&account=acme&format=csv`);
-    t.is(csv.type, 'text/csv; charset=utf-8');
-    const [header, ...rows] = csv.text.trimEnd().split('\n');
-    t.is(header, 'request_id,time,account,key_id,endpoint,model,deployment,upstream_model,status,stream,attempts,input_tokens,output_tokens,cost_usd,latency_ms,upstream_first_byte_ms,upstream_ms,trace_id,cache,cost_saved_usd');
-    t.deepEqual(rows.map((row) => row.split(',').slice(0, 2)), [3, 2, 1, 0].map((i) => [`req_older_${i}`, new Date(base + Math.floor(i / 2) * 1000).toISOString()]));
-    const jsonl = await exported(`since=${base / 1000}&format=jsonl&status=429`);
-    t.deepEqual(jsonl.text.trimEnd().split('\n').map((line) => (JSON.parse(line) as { request_id: string }).request_id), ['req_older_3']);
-    // Or their daily roll-ups: one row per day, account, key, model, endpoint and status.
-    const daily = await exported(`since=${base / 1000 - 86_400}&account=acme&rollups=day&format=jsonl`);
-    const rollups = daily.text.trimEnd().split('\n').map((row) => JSON.parse(row) as { status: number; requests: number; model: string });
-    t.is(rollups.reduce((sum, row) => sum + row.requests, 0), 6, 'the call and the five records');
-    t.deepEqual(rollups.filter((row) => row.status === 429).map((row) => [row.model, row.requests]), [['test-model', 1]]);
-    t.is((await exported(`since=${base / 1000}&rollups=day&status=429&format=csv`)).status, 400, 'the roll-ups know no status filter');
-    t.is((await exported('format=csv')).status, 400, 'a period starts somewhere');
-    t.is((await exported(`since=${base / 1000}&format=xml`)).status, 400);
-    for (const bad of ['limit=0', 'limit=101', 'status=99', 'status=600', 'cursor=abc', 'until=soon', 'model=', 'colour=red', 'status=200&status=429']) {
-      const refused = await list(`?${bad}`);
-      t.is(refused.status, 400, bad);
-      t.regex(JSON.stringify(refused.body), new RegExp(bad.split('=')[0] as string), bad);
-    }
-  });
+      await server.idle();
+      await server.deployment.usageRecorder.flush();
+      const newest = await list('?account=acme&limit=1');
+      t.is(newest.body.data[0]?.request_id, requestId);
+      t.like(newest.body.data[0], {
+        object: 'request',
+        account: 'acme',
+        key_id: key.id,
+        model: 'echo-1',
+        deployment: 'echo',
+        status: 200,
+        attempts: 1,
+        endpoint: '/v1/chat/completions',
+      });
+      t.true(newest.body.has_more);
+      const ids: unknown[] = [];
+      for (let cursor: string | null = newest.body.next_cursor; cursor !== null;) {
+        const page = await list(`?account=acme&limit=2&cursor=${cursor}`);
+        ids.push(...page.body.data.map((call) => call.request_id));
+        cursor = page.body.next_cursor;
+      }
+      t.deepEqual(ids, ['req_older_4', 'req_older_3', 'req_older_2', 'req_older_1', 'req_older_0']);
+      t.deepEqual(
+        (await list('?status=429')).body.data.map((call) => call.request_id),
+        ['req_older_3'],
+      );
+      const inASecond = (await list(`?key=${key.id}&model=test-model&since=${base / 1000 + 1}&until=${base / 1000 + 2}`)).body.data;
+      t.deepEqual(
+        inASecond.map((call) => [call.request_id, call.time, call.cost_usd]),
+        [
+          ['req_older_3', base / 1000 + 1, 0],
+          ['req_older_2', base / 1000 + 1, 0],
+        ],
+      );
+      // The same records, exported: CSV with a header, or JSON Lines, every record of the period.
+      const exported = async (query: string) => {
+        const response = await checked(`${server.url}/admin/v1/requests/export?${query}`, { headers: { authorization: `Bearer ${token}` } });
+        return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+      };
+      const csv = await exported(`since=${base / 1000}&until=${base / 1000 + 2}&account=acme&format=csv`);
+      t.is(csv.type, 'text/csv; charset=utf-8');
+      const [header, ...rows] = csv.text.trimEnd().split('\n');
+      t.is(
+        header,
+        'request_id,time,account,key_id,endpoint,model,deployment,upstream_model,status,stream,attempts,input_tokens,output_tokens,cost_usd,latency_ms,upstream_first_byte_ms,upstream_ms,trace_id,cache,cost_saved_usd',
+      );
+      t.deepEqual(
+        rows.map((row) => row.split(',').slice(0, 2)),
+        [3, 2, 1, 0].map((i) => [`req_older_${i}`, new Date(base + Math.floor(i / 2) * 1000).toISOString()]),
+      );
+      const jsonl = await exported(`since=${base / 1000}&format=jsonl&status=429`);
+      t.deepEqual(
+        jsonl.text
+          .trimEnd()
+          .split('\n')
+          .map((line) => (JSON.parse(line) as { request_id: string }).request_id),
+        ['req_older_3'],
+      );
+      // Or their daily roll-ups: one row per day, account, key, model, endpoint and status.
+      const daily = await exported(`since=${base / 1000 - 86_400}&account=acme&rollups=day&format=jsonl`);
+      const rollups = daily.text
+        .trimEnd()
+        .split('\n')
+        .map((row) => JSON.parse(row) as { status: number; requests: number; model: string });
+      t.is(
+        rollups.reduce((sum, row) => sum + row.requests, 0),
+        6,
+        'the call and the five records',
+      );
+      t.deepEqual(
+        rollups.filter((row) => row.status === 429).map((row) => [row.model, row.requests]),
+        [['test-model', 1]],
+      );
+      t.is((await exported(`since=${base / 1000}&rollups=day&status=429&format=csv`)).status, 400, 'the roll-ups know no status filter');
+      t.is((await exported('format=csv')).status, 400, 'a period starts somewhere');
+      t.is((await exported(`since=${base / 1000}&format=xml`)).status, 400);
+      for (const bad of ['limit=0', 'limit=101', 'status=99', 'status=600', 'cursor=abc', 'until=soon', 'model=', 'colour=red', 'status=200&status=429']) {
+        const refused = await list(`?${bad}`);
+        t.is(refused.status, 400, bad);
+        t.regex(JSON.stringify(refused.body), new RegExp(bad.split('=')[0] as string), bad);
+      }
+    },
+  );
 
   gated(`${name}: a key's name is set at creation, changed and removed by PATCH; the hint is the secret's last four characters, never more`, async (t) => {
     const { env, drop } = await database();
@@ -784,7 +896,10 @@ for (const [name, gated, database] of deployments) {
     t.is(writes.length, 1, writes.join('\n'));
     const used = (await admin('GET', `/keys/${created.id}`)).body.last_used_at;
     t.true(used !== null && used >= before && used <= Math.floor(Date.now() / 1000), String(used));
-    t.like((await admin('GET', '/keys')).body.data.find((key) => key.id === created.id), { last_used_at: used });
+    t.like(
+      (await admin('GET', '/keys')).body.data.find((key) => key.id === created.id),
+      { last_used_at: used },
+    );
   });
 }
 
@@ -806,7 +921,17 @@ test("without a usage store the month's figures are null; an expired key is no a
   memoryApp.clock.seconds += 60;
   const listed = await memoryApp.admin('GET', '/accounts');
   t.deepEqual(((await listed.json()) as { data: unknown[] }).data, [
-    { object: 'account_summary', account: 'acme', keys: 1, files: 0, bytes: 0, requests_this_month: null, input_tokens_this_month: null, output_tokens_this_month: null, cost_usd_this_month: null },
+    {
+      object: 'account_summary',
+      account: 'acme',
+      keys: 1,
+      files: 0,
+      bytes: 0,
+      requests_this_month: null,
+      input_tokens_this_month: null,
+      output_tokens_this_month: null,
+      cost_usd_this_month: null,
+    },
   ]);
   t.deepEqual(memoryApp.problems, []);
 });
@@ -829,7 +954,12 @@ test('a key is created with budgets in USD, PATCH changes or removes them, a bad
   for (const bad of [0, -1, '5', 1e16, 1e-13]) {
     const refused = await memoryApp.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_day: bad } });
     t.is(refused.status, 400, String(bad));
-    t.like(await refused.json(), { error: { code: 'invalid_limits', message: "Invalid 'limits.cost_per_day': must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, or null" } });
+    t.like(await refused.json(), {
+      error: {
+        code: 'invalid_limits',
+        message: "Invalid 'limits.cost_per_day': must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, or null",
+      },
+    });
   }
   t.like((await memoryApp.keys.get(key.id))?.limits, { costPerMonth: 50 });
   t.deepEqual(memoryApp.problems, []);
@@ -850,7 +980,10 @@ test('the admin factories refuse a configuration they cannot serve, when they ar
 
 test('createAdminToken() takes a name only as canonicalAdminTokenName() makes it: printable, trimmed, NFC, 255 characters at most', async (t) => {
   for (const name of ['esc\u001b[31m', 'line\nbreak', ' padded ', 'x'.repeat(256), '']) {
-    await t.throwsAsync(createAdminToken(tokens, { prefix, name }), { instanceOf: TypeError, message: /admin token name must be 1 to 255 printable characters/ });
+    await t.throwsAsync(createAdminToken(tokens, { prefix, name }), {
+      instanceOf: TypeError,
+      message: /admin token name must be 1 to 255 printable characters/,
+    });
   }
   t.is(canonicalAdminTokenName(' ops laptop '), 'ops laptop');
   t.is((await createAdminToken(tokens, { prefix, name: 'x'.repeat(255) })).record.name, 'x'.repeat(255));
@@ -917,55 +1050,68 @@ withRedisServer('revoke, PATCH and rotate answer while Redis stalls: the databas
   t.deepEqual(warnings.map((line) => line.keyId).sort(), [revoked.id, patched.id, rotated.id].sort());
 });
 
-withRedisServer('keys revoke on the command line, Redis stalled: the revocation stands, one warning line says when the servers refuse the key, exit 0', async (t) => {
-  const redis = await ownRedis();
-  t.teardown(() => redis.kill());
-  const data = await tempDataDir();
-  t.teardown(() => data.remove());
-  const env = { DATA_DIR: join(data.dir, 'data'), REDIS_URL: redis.url };
-  const io = (lines: string[]) => ({ env, out: (text: string) => lines.push(text), err: (text: string) => lines.push(text) });
-  const created: string[] = [];
-  t.is(await runCommand(['keys', 'create', '--account', 'stalled', '--json'], io(created)), 0);
-  const { id } = JSON.parse(created[0] ?? '') as { id: string };
+withRedisServer(
+  'keys revoke on the command line, Redis stalled: the revocation stands, one warning line says when the servers refuse the key, exit 0',
+  async (t) => {
+    const redis = await ownRedis();
+    t.teardown(() => redis.kill());
+    const data = await tempDataDir();
+    t.teardown(() => data.remove());
+    const env = { DATA_DIR: join(data.dir, 'data'), REDIS_URL: redis.url };
+    const io = (lines: string[]) => ({ env, out: (text: string) => lines.push(text), err: (text: string) => lines.push(text) });
+    const created: string[] = [];
+    t.is(await runCommand(['keys', 'create', '--account', 'stalled', '--json'], io(created)), 0);
+    const { id } = JSON.parse(created[0] ?? '') as { id: string };
 
-  redis.pause();
-  t.teardown(() => redis.resume());
-  // In a process of its own, as an operator runs it: its whole stderr is the one warning line.
-  const revoked = await spawnCli(['keys', 'revoke', id], env);
-  t.is(revoked.code, 0);
-  t.regex(revoked.stderr, /^koa-model-gateway: warning: revoked, but the servers were not told \(.*\): they refuse the key within 1 s\n$/);
-  t.is(revoked.stdout, `Revoked ${id}\n`);
-  const listed: string[] = [];
-  await runCommand(['keys', 'list', '--json'], io(listed));
-  t.is(typeof (JSON.parse(listed[0] ?? '') as Array<{ revoked_at: number | null }>)[0]?.revoked_at, 'number');
-});
+    redis.pause();
+    t.teardown(() => redis.resume());
+    // In a process of its own, as an operator runs it: its whole stderr is the one warning line.
+    const revoked = await spawnCli(['keys', 'revoke', id], env);
+    t.is(revoked.code, 0);
+    t.regex(revoked.stderr, /^koa-model-gateway: warning: revoked, but the servers were not told \(.*\): they refuse the key within 1 s\n$/);
+    t.is(revoked.stdout, `Revoked ${id}\n`);
+    const listed: string[] = [];
+    await runCommand(['keys', 'list', '--json'], io(listed));
+    t.is(typeof (JSON.parse(listed[0] ?? '') as Array<{ revoked_at: number | null }>)[0]?.revoked_at, 'number');
+  },
+);
 
 for (const [name, gated, database] of deployments) {
-  gated(`${name}: the reference server counts days and months by the deployment's clock: a call's record, an account's spend and its month's calls`, async (t) => {
-    const { env, drop } = await database();
-    t.teardown(drop);
-    const now = Date.parse('2030-02-10T12:00:00Z');
-    const clocked = await referenceApp(undefined, env, { nowMs: () => now });
-    t.teardown(() => clocked.close());
-    const { token } = await createAdminToken(clocked.deployment.adminTokens, { prefix: clocked.config.gateway.keyPrefix });
-    const { record: key, key: secret } = await createApiKey(clocked.deployment.keys, { prefix: clocked.config.gateway.keyPrefix, account: 'clocked', scopes: ['chat:completions'] });
-    const answered = await fetch(`${clocked.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${secret}` },
-      body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
-    });
-    t.is(answered.status, 200);
-    await clocked.deployment.usageRecorder.flush();
-    t.deepEqual((await clocked.deployment.usageStore.list({ account: 'clocked' })).map((record) => record.time), [now]);
-    const at = (time: string, costPicoUsd: number) => usageRecord({ time: Date.parse(time), account: 'clocked', keyId: key.id, costPicoUsd });
-    // The clock's day, its month's first day, and the month before: 1.25, 0.5 and 4 USD.
-    await clocked.deployment.usageStore.insert([
-      at('2030-02-10T00:00:00Z', 1_250_000_000_000),
-      at('2030-02-01T00:00:00Z', 500_000_000_000),
-      at('2030-01-31T23:59:59Z', 4_000_000_000_000),
-    ]);
-    const get = async (path: string) => (await checked(`${clocked.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${token}` } })).json();
-    t.like(await get('/accounts/clocked/limits'), { spent: { day: 1.25, month: 1.75 } });
-    t.like(((await get('/accounts')) as { data: unknown[] }).data[0], { account: 'clocked', requests_this_month: 3 });
-  });
+  gated(
+    `${name}: the reference server counts days and months by the deployment's clock: a call's record, an account's spend and its month's calls`,
+    async (t) => {
+      const { env, drop } = await database();
+      t.teardown(drop);
+      const now = Date.parse('2030-02-10T12:00:00Z');
+      const clocked = await referenceApp(undefined, env, { nowMs: () => now });
+      t.teardown(() => clocked.close());
+      const { token } = await createAdminToken(clocked.deployment.adminTokens, { prefix: clocked.config.gateway.keyPrefix });
+      const { record: key, key: secret } = await createApiKey(clocked.deployment.keys, {
+        prefix: clocked.config.gateway.keyPrefix,
+        account: 'clocked',
+        scopes: ['chat:completions'],
+      });
+      const answered = await fetch(`${clocked.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}` },
+        body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      t.is(answered.status, 200);
+      await clocked.deployment.usageRecorder.flush();
+      t.deepEqual(
+        (await clocked.deployment.usageStore.list({ account: 'clocked' })).map((record) => record.time),
+        [now],
+      );
+      const at = (time: string, costPicoUsd: number) => usageRecord({ time: Date.parse(time), account: 'clocked', keyId: key.id, costPicoUsd });
+      // The clock's day, its month's first day, and the month before: 1.25, 0.5 and 4 USD.
+      await clocked.deployment.usageStore.insert([
+        at('2030-02-10T00:00:00Z', 1_250_000_000_000),
+        at('2030-02-01T00:00:00Z', 500_000_000_000),
+        at('2030-01-31T23:59:59Z', 4_000_000_000_000),
+      ]);
+      const get = async (path: string) => (await checked(`${clocked.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${token}` } })).json();
+      t.like(await get('/accounts/clocked/limits'), { spent: { day: 1.25, month: 1.75 } });
+      t.like(((await get('/accounts')) as { data: unknown[] }).data[0], { account: 'clocked', requests_this_month: 3 });
+    },
+  );
 }

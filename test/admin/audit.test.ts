@@ -103,7 +103,10 @@ test.serial('each admin action records exactly one entry: who (token id and name
   const renamed = await added(() => admin('PATCH', `/keys/${keyId}`, { name: 'Nightly', limits: { requests_per_minute: 60, cost_per_day: 2 } }), 200);
   t.deepEqual(renamed[0]?.changes, {
     name: { from: null, to: 'Nightly' },
-    limits: { from: { requests_per_minute: 5, tokens_per_minute: null, tokens_per_day: null, cost_per_day: null, cost_per_month: null }, to: { requests_per_minute: 60, tokens_per_minute: null, tokens_per_day: null, cost_per_day: 2, cost_per_month: null } },
+    limits: {
+      from: { requests_per_minute: 5, tokens_per_minute: null, tokens_per_day: null, cost_per_day: null, cost_per_month: null },
+      to: { requests_per_minute: 60, tokens_per_minute: null, tokens_per_day: null, cost_per_day: 2, cost_per_month: null },
+    },
   });
 
   let newKey = '';
@@ -186,9 +189,19 @@ test.serial('GET /audit filters by since, action, key and account, newest first,
     ofAccount.data.map((entry) => entry.action),
     ['key.rotated', 'key.revoked', 'key.created', 'key.created', 'key.created'],
   );
-  t.deepEqual((await audit(`?account=${account}&action=key.revoked`)).data.map((entry) => entry.key_id), [keys[0]]);
-  t.deepEqual((await audit(`?key=${keys[1]}`)).data.map((entry) => entry.action), ['key.rotated', 'key.created']);
-  t.deepEqual((await audit(`?key=${rotated.id}`)).data.map((entry) => entry.action), ['key.rotated'], 'the rotation that made a key is about it');
+  t.deepEqual(
+    (await audit(`?account=${account}&action=key.revoked`)).data.map((entry) => entry.key_id),
+    [keys[0]],
+  );
+  t.deepEqual(
+    (await audit(`?key=${keys[1]}`)).data.map((entry) => entry.action),
+    ['key.rotated', 'key.created'],
+  );
+  t.deepEqual(
+    (await audit(`?key=${rotated.id}`)).data.map((entry) => entry.action),
+    ['key.rotated'],
+    'the rotation that made a key is about it',
+  );
   const newest = ofAccount.data[0]?.at ?? 0;
   t.deepEqual((await audit(`?account=${account}&since=${newest + 3600}`)).data, []);
   t.is((await audit(`?account=${account}&since=${new Date(newest * 1000).toISOString().slice(0, 10)}`)).data.length, 5);
@@ -203,7 +216,10 @@ test.serial('GET /audit filters by since, action, key and account, newest first,
     page = await audit(`?account=${account}&limit=2&cursor=${page.next_cursor}`);
   }
   t.false(page.has_more);
-  t.deepEqual(seen, ofAccount.data.map((entry) => entry.id));
+  t.deepEqual(
+    seen,
+    ofAccount.data.map((entry) => entry.id),
+  );
 });
 
 test.serial('GET /audit validates every parameter, 400 naming it, and needs an admin credential', async (t) => {
@@ -230,7 +246,12 @@ test.serial('GET /audit validates every parameter, 400 naming it, and needs an a
 });
 
 /** An app whose one handler "changes something" and answers `status`, behind `auditTrail(options)`. */
-async function serve(store: AuditStore, status: number, onError?: (err: unknown) => void, event: AuditEvent = { action: 'key.revoked', keyId: 'key_x', account: 'acme' }) {
+async function serve(
+  store: AuditStore,
+  status: number,
+  onError?: (err: unknown) => void,
+  event: AuditEvent = { action: 'key.revoked', keyId: 'key_x', account: 'acme' },
+) {
   const koaApp = new Koa();
   koaApp.use(gatewayErrors());
   koaApp.use(async (ctx, next) => {

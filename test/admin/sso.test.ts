@@ -77,7 +77,11 @@ test('a person signs in through the provider: a session of the role their groups
   t.is(ada.location?.pathname, '/dashboard');
   t.is(ada.role, 'admin');
   t.like(ada.user, { email: 'ada@example.com' });
-  for (const [who, role] of [['otto', 'operator'], ['vera', 'viewer']] as const) t.is((await signedIn(gateway, who)).role, role);
+  for (const [who, role] of [
+    ['otto', 'operator'],
+    ['vera', 'viewer'],
+  ] as const)
+    t.is((await signedIn(gateway, who)).role, role);
   // Recorded once each, however often they sign in, with what the provider said.
   await signedIn(gateway, 'ada');
   const users = (await (await ada.call('GET', '/users')).json()) as { data: Array<Record<string, unknown>> };
@@ -95,7 +99,11 @@ test('a person signs in through the provider: a session of the role their groups
 });
 
 // Each route of the admin API, and what each role gets: 2xx where it may, 403 role_not_allowed where not.
-const ROUTES: Array<{ route: string; least: 'viewer' | 'operator' | 'admin'; call: (gateway: Gateway, as: Awaited<ReturnType<typeof signedIn>>) => Promise<Response> }> = [
+const ROUTES: Array<{
+  route: string;
+  least: 'viewer' | 'operator' | 'admin';
+  call: (gateway: Gateway, as: Awaited<ReturnType<typeof signedIn>>) => Promise<Response>;
+}> = [
   { route: 'GET /catalog', least: 'viewer', call: (_, as) => as.call('GET', '/catalog') },
   { route: 'GET /models', least: 'viewer', call: (_, as) => as.call('GET', '/models') },
   { route: 'GET /keys', least: 'viewer', call: (_, as) => as.call('GET', '/keys') },
@@ -122,7 +130,11 @@ const ROUTES: Array<{ route: string; least: 'viewer' | 'operator' | 'admin'; cal
 test('the admin API refuses each role what it may not do, on every route', async (t) => {
   const gateway = await sharedGateway();
   const order = ['viewer', 'operator', 'admin'];
-  for (const [who, role] of [['vera', 'viewer'], ['otto', 'operator'], ['ada', 'admin']] as const) {
+  for (const [who, role] of [
+    ['vera', 'viewer'],
+    ['otto', 'operator'],
+    ['ada', 'admin'],
+  ] as const) {
     const as = await signedIn(gateway, who);
     for (const { route, least, call } of ROUTES) {
       const res = await call(gateway, as);
@@ -153,13 +165,16 @@ test('no role: a page that says why; disabled: sessions end at the next request,
   t.regex(await again.res.text(), /Your account is disabled/);
   // The change is in the audit log with its values, by the admin.
   const audit = (await (await ada.call('GET', '/audit?action=user.updated&limit=100')).json()) as { data: Array<{ user_id: string }> };
-  t.like(audit.data.find((entry) => entry.user_id === dora.user.id), {
-    action: 'user.updated',
-    actor: { type: 'user', id: ada.user.id, name: 'ada@example.com' },
-    user_id: dora.user.id,
-    fields: ['disabled'],
-    changes: { disabled: { from: false, to: true } },
-  });
+  t.like(
+    audit.data.find((entry) => entry.user_id === dora.user.id),
+    {
+      action: 'user.updated',
+      actor: { type: 'user', id: ada.user.id, name: 'ada@example.com' },
+      user_id: dora.user.id,
+      fields: ['disabled'],
+      changes: { disabled: { from: false, to: true } },
+    },
+  );
   // A role an admin assigns wins over the groups'.
   t.like(await (await ada.call('PATCH', `/users/${dora.user.id}`, { disabled: false, role: 'viewer' })).json(), { role: 'viewer', claim_role: 'operator' });
   t.is((await signedIn(gateway, 'dora')).role, 'viewer');

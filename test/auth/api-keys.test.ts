@@ -31,8 +31,7 @@ test.before(async () => {
 });
 test.after.always(() => authServer.close());
 
-const call = (method: string, path: string, headers: Record<string, string> = {}) =>
-  fetch(authServer.url + path, { method, headers });
+const call = (method: string, path: string, headers: Record<string, string> = {}) => fetch(authServer.url + path, { method, headers });
 
 const INVALID_KEY_A = { error: { message: 'Invalid API key', type: 'authentication_error', param: null, code: 'invalid_api_key' } };
 const FORBIDDEN_A = { error: { message: 'Forbidden', type: 'permission_error', param: null, code: 'forbidden' } };
@@ -43,8 +42,7 @@ function expectedBody(path: string, status: 401 | 403, requestId: string) {
   return { type: 'error', error, request_id: requestId };
 }
 
-const requestIdOf = (res: Response, path: string) =>
-  res.headers.get(path === '/v1/messages' ? 'request-id' : 'x-request-id') ?? '';
+const requestIdOf = (res: Response, path: string) => res.headers.get(path === '/v1/messages' ? 'request-id' : 'x-request-id') ?? '';
 
 test('generated keys are <prefix>_sk_ and 256 random bits, stored only as their SHA-256', async (t) => {
   const { key, hash } = generateApiKey('kmg');
@@ -164,7 +162,10 @@ test('rotateApiKey: the new key is accepted, the old one until its grace ends; a
 test('rotateApiKey refuses a grace that is not a whole number of seconds, before anything is rotated', async (t) => {
   const { record } = await keyFor(['files:read']);
   for (const graceSeconds of [-1, 1.5, Number.NaN]) {
-    await t.throwsAsync(rotateApiKey(authStore, record.id, { prefix: 'kmg', nowSeconds: 0, graceSeconds }), { instanceOf: TypeError, message: /^koa-model-gateway: / });
+    await t.throwsAsync(rotateApiKey(authStore, record.id, { prefix: 'kmg', nowSeconds: 0, graceSeconds }), {
+      instanceOf: TypeError,
+      message: /^koa-model-gateway: /,
+    });
   }
   t.is((await authStore.get(record.id))?.replacedBy, undefined);
 });
@@ -380,7 +381,11 @@ test('with onError, a change made but not announced answers all the same, and on
   const { inner, newKey } = countedCache();
   const away = new Error('Redis is away');
   const failures: Array<[unknown, string]> = [];
-  const keys = announceKeyChanges(inner, { publish: () => Promise.reject(away), subscribe: () => () => {} }, { onError: (err, id) => failures.push([err, id]) });
+  const keys = announceKeyChanges(
+    inner,
+    { publish: () => Promise.reject(away), subscribe: () => () => {} },
+    { onError: (err, id) => failures.push([err, id]) },
+  );
   const [{ record: revoked }, { record: updated }, { record: rotated }] = [await newKey(inner), await newKey(inner), await newKey(inner)];
   t.is(await keys.revoke(revoked.id), 'revoked');
   t.like(await keys.update(updated.id, { scopes: ['models:read'] }), { scopes: ['models:read'] });

@@ -47,7 +47,13 @@ async function cachedApp(t: { teardown(fn: () => unknown): void }, store: Respon
   const upstream = await scriptedUpstream();
   const records: UsageRecord[] = [];
   // A lookup bound far above what a loaded machine's Redis takes: only the stalled store's test is about the bound.
-  const app = await modelsApp({ catalog: CACHED, providers: catalogProviders(upstream.url), cache: { store, lookupTimeoutMs: 5000 }, usageRecorder: { record: (record) => records.push(record) }, ...extra });
+  const app = await modelsApp({
+    catalog: CACHED,
+    providers: catalogProviders(upstream.url),
+    cache: { store, lookupTimeoutMs: 5000 },
+    usageRecorder: { record: (record) => records.push(record) },
+    ...extra,
+  });
   t.teardown(async () => {
     await app.close();
     await upstream.close();
@@ -59,7 +65,11 @@ async function cachedApp(t: { teardown(fn: () => unknown): void }, store: Respon
 
 // Each store against the contract of them all.
 responseCacheContract(test, 'MemoryResponseCache', async ({ maxEntryBytes }) => new MemoryResponseCache({ maxEntryBytes }));
-responseCacheContract(withRedis(test), 'RedisResponseCache', async ({ maxEntryBytes }) => new RedisResponseCache({ client: await redis.client(), keyPrefix: redis.keyPrefix(), maxEntryBytes }));
+responseCacheContract(
+  withRedis(test),
+  'RedisResponseCache',
+  async ({ maxEntryBytes }) => new RedisResponseCache({ client: await redis.client(), keyPrefix: redis.keyPrefix(), maxEntryBytes }),
+);
 
 test('MemoryResponseCache: an entry is gone after its time to live', async (t) => {
   let now = 1_000_000;
@@ -76,14 +86,19 @@ const jsonValue = fc.jsonValue({ maxDepth: 2 });
 const fieldName = fc.string({ minLength: 1, maxLength: 12 }).filter((name) => !IGNORED_FIELDS.has(name) && name !== '__proto__');
 const parts = { account: 'acme', endpoint: 'chatCompletions' as const, model: 'gpt-test' };
 
-testProp('any field outside the deny-list changes the key; a field of the deny-list does not', [fc.dictionary(fieldName, jsonValue, { maxKeys: 6 }), fieldName, jsonValue, fc.constantFrom(...IGNORED_FIELDS), jsonValue], (t, body, field, value, ignored, ignoredValue) => {
-  const key = cacheKey({ ...parts, body });
-  const changed = field in body ? { ...body, [field]: JSON.stringify(value) === JSON.stringify(body[field]) ? [body[field]] : value } : { ...body, [field]: value };
-  t.not(cacheKey({ ...parts, body: changed }), key);
-  t.is(cacheKey({ ...parts, body: { ...body, [ignored]: ignoredValue } }), key);
-  // The order of the fields never matters.
-  t.is(cacheKey({ ...parts, body: Object.fromEntries(Object.entries(body).reverse()) }), key);
-});
+testProp(
+  'any field outside the deny-list changes the key; a field of the deny-list does not',
+  [fc.dictionary(fieldName, jsonValue, { maxKeys: 6 }), fieldName, jsonValue, fc.constantFrom(...IGNORED_FIELDS), jsonValue],
+  (t, body, field, value, ignored, ignoredValue) => {
+    const key = cacheKey({ ...parts, body });
+    const changed =
+      field in body ? { ...body, [field]: JSON.stringify(value) === JSON.stringify(body[field]) ? [body[field]] : value } : { ...body, [field]: value };
+    t.not(cacheKey({ ...parts, body: changed }), key);
+    t.is(cacheKey({ ...parts, body: { ...body, [ignored]: ignoredValue } }), key);
+    // The order of the fields never matters.
+    t.is(cacheKey({ ...parts, body: Object.fromEntries(Object.entries(body).reverse()) }), key);
+  },
+);
 
 test('the key is per account, per key that asks for its own, per endpoint format, per model and per header the upstream is sent', (t) => {
   const body = ask('hi');
@@ -114,13 +129,16 @@ test('a repeated call is a hit: the same answer, x-kmg-cache: hit and an age, no
   t.is(replayed.model, 'gpt-test');
   t.not(replayed.id, original.id);
   t.is(upstream.received.length, 1);
-  const recorded = await until(async () => records, (list) => list.length === 2);
+  const recorded = await until(
+    async () => records,
+    (list) => list.length === 2,
+  );
   t.like(recorded[0], { cache: 'miss', status: 200 });
   t.true((recorded[0]?.costPicoUsd ?? 0) > 0);
   t.like(recorded[1], { cache: 'hit', status: 200, costPicoUsd: 0, costSavedPicoUsd: recorded[0]?.costPicoUsd, inputTokens: 0, outputTokens: 0 });
 });
 
-test('a hit counts as a request: the key\'s requests per minute refuse it, and the refusal says no hit', async (t) => {
+test("a hit counts as a request: the key's requests per minute refuse it, and the refusal says no hit", async (t) => {
   // One fixed minute of the limiter's clock.
   const { app, upstream } = await cachedApp(t, new MemoryResponseCache(), { nowMs: () => Date.parse('2030-01-15T12:00:30Z') });
   upstream.answer(CHAT, reply(200, chatAnswer('Counted.')));
@@ -185,7 +203,7 @@ for (const [storeName, storeTest, makeStore] of STORES) {
     await streamed.text();
     const whole = await chat(ask('flaky'));
     t.is(whole.headers.get('x-kmg-cache'), 'miss');
-    t.is((await whole.json() as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content, 'Finally.');
+    t.is(((await whole.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content, 'Finally.');
     t.is(upstream.received.length, 4);
   });
 
@@ -217,11 +235,17 @@ for (const [storeName, storeTest, makeStore] of STORES) {
     });
     upstream.answer(CHAT, (res, request) => void released.then(() => reply(200, chatAnswer('Once.'))(res, request)));
     const calls = Array.from({ length: 20 }, () => chat(ask('stampede')));
-    await until(async () => upstream.received.length, (count) => count >= 1);
+    await until(
+      async () => upstream.received.length,
+      (count) => count >= 1,
+    );
     release();
     const answers = await Promise.all(calls);
     t.is(upstream.received.length, 1);
-    t.deepEqual(answers.map((answer) => answer.status), Array(20).fill(200));
+    t.deepEqual(
+      answers.map((answer) => answer.status),
+      Array(20).fill(200),
+    );
     t.is(answers.filter((answer) => answer.headers.get('x-kmg-cache') === 'hit').length, 19);
   });
 }
@@ -285,7 +309,11 @@ test('a store that stalls costs the lookup bound and a miss; one that fails a mi
   t.is(answer.status, 200);
   t.is(answer.headers.get('x-kmg-cache'), 'miss');
   t.true(app.reported.length >= 1);
-  const broken: ResponseCache = { get: async () => Promise.reject(new Error('down')), set: async () => Promise.reject(new Error('down')), purge: async () => {} };
+  const broken: ResponseCache = {
+    get: async () => Promise.reject(new Error('down')),
+    set: async () => Promise.reject(new Error('down')),
+    purge: async () => {},
+  };
   const second = await cachedApp(t, broken, { cache: { store: broken } });
   second.upstream.answer(CHAT, reply(200, chatAnswer('Still here.')));
   t.is((await second.chat(ask('down'))).status, 200);
@@ -298,7 +326,11 @@ withRedis(test)('a hit stored by one instance is served by another on the same R
   one.upstream.answer(CHAT, reply(200, chatAnswer('Shared.')));
   t.is((await one.chat(ask('across'))).headers.get('x-kmg-cache'), 'miss');
   // The second app's keys are of the same account.
-  const hit = await until(async () => two.chat(ask('across')), (res) => res.headers.get('x-kmg-cache') === 'hit', { attempts: 50 });
+  const hit = await until(
+    async () => two.chat(ask('across')),
+    (res) => res.headers.get('x-kmg-cache') === 'hit',
+    { attempts: 50 },
+  );
   t.is(hit.status, 200);
   t.is(two.upstream.received.length, 0);
 });
@@ -316,7 +348,8 @@ test('the openai SDK stream helper reads a replayed Responses stream as the orig
     const calls: unknown[] = [];
     for await (const event of stream) {
       if (event.type === 'response.output_text.delta') text += event.delta;
-      if (event.type === 'response.output_item.done' && event.item.type === 'function_call') calls.push([event.item.name, event.item.arguments, event.item.call_id]);
+      if (event.type === 'response.output_item.done' && event.item.type === 'function_call')
+        calls.push([event.item.name, event.item.arguments, event.item.call_id]);
     }
     const final = await stream.finalResponse();
     return { text, calls, usage: { input: final.usage?.input_tokens, output: final.usage?.output_tokens }, id: final.id };

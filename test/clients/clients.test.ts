@@ -27,7 +27,8 @@ const upstreamRequests: Array<{ path: string; body: Record<string, unknown> }> =
 
 /** The answer of a Responses upstream, in OpenAI's format: its own words, in the shape OpenAI gives. */
 function upstreamResponse(status: string, text: string, usage: unknown) {
-  const output = text === '' ? [] : [{ id: 'msg_up', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }];
+  const output =
+    text === '' ? [] : [{ id: 'msg_up', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }];
   return { id: 'resp_up', object: 'response', created_at: 1_760_000_000, status, model: 'gpt-upstream-2025', output, usage };
 }
 
@@ -36,7 +37,7 @@ const upstreamVector = (input: unknown, at: number) => [at + 0.5, JSON.stringify
 
 /** An embeddings answer of a mock OpenAI, as it encodes it: floats, or base64 of little-endian float32. */
 function upstreamEmbeddings(body: Record<string, unknown>) {
-  const inputs = Array.isArray(body.input) && (typeof body.input[0] !== 'number') ? (body.input as unknown[]) : [body.input];
+  const inputs = Array.isArray(body.input) && typeof body.input[0] !== 'number' ? (body.input as unknown[]) : [body.input];
   const data = inputs.map((input, index) => {
     const vector = upstreamVector(input, index);
     const embedding = body.encoding_format === 'base64' ? Buffer.from(Float32Array.from(vector).buffer).toString('base64') : vector;
@@ -129,7 +130,13 @@ test('openai SDK: responses.create with an input_file by file_id, whole and stre
   const client = openaiClient(t);
   const fileId = await storedPdf(t, 'lease.pdf');
   const input: OpenAI.Responses.ResponseInput = [
-    { role: 'user', content: [{ type: 'input_text', text: 'What is in it?' }, { type: 'input_file', file_id: fileId }] },
+    {
+      role: 'user',
+      content: [
+        { type: 'input_text', text: 'What is in it?' },
+        { type: 'input_file', file_id: fileId },
+      ],
+    },
   ];
   const response = await client.responses.create({ model: 'echo-1', input });
   t.is(response.object, 'response');
@@ -165,7 +172,9 @@ test('openai SDK: responses streamed from an OpenAI upstream pass through; error
   t.is(refused?.message, "403 Model 'echo-1' is not allowed for this API key");
   t.regex(refused?.requestID ?? '', REQUEST_ID);
   // A model on an anthropic provider is translated to; what cannot be carried over is refused by name.
-  const untranslatable = await t.throwsAsync(client.responses.create({ model: 'claude-mock', input: 'Hi', previous_response_id: 'resp_1' }), { instanceOf: OpenAI.BadRequestError });
+  const untranslatable = await t.throwsAsync(client.responses.create({ model: 'claude-mock', input: 'Hi', previous_response_id: 'resp_1' }), {
+    instanceOf: OpenAI.BadRequestError,
+  });
   t.regex(untranslatable?.message ?? '', /'previous_response_id'/);
   t.regex(untranslatable?.requestID ?? '', REQUEST_ID);
 });
@@ -182,7 +191,19 @@ test('openai SDK: models.retrieve, for a model the key may use and one it may no
 test('anthropic SDK: models.list pages in Anthropic shape, models.retrieve, and their 404', async (t) => {
   const client = anthropicClient(t);
   const page = await client.models.list({ limit: 3 });
-  t.deepEqual(page.data[0], { type: 'model', id: 'echo-1', display_name: 'Echo One', created_at: '2025-04-07T04:26:40Z', max_input_tokens: null, max_tokens: null, lifecycle: 'active', deprecated_at: null, retires_at: null, capabilities: null, line: null });
+  t.deepEqual(page.data[0], {
+    type: 'model',
+    id: 'echo-1',
+    display_name: 'Echo One',
+    created_at: '2025-04-07T04:26:40Z',
+    max_input_tokens: null,
+    max_tokens: null,
+    lifecycle: 'active',
+    deprecated_at: null,
+    retires_at: null,
+    capabilities: null,
+    line: null,
+  });
   t.true(page.has_more);
   const ids: string[] = [];
   for await (const model of client.models.list({ limit: 1 })) ids.push(model.id);
@@ -196,7 +217,11 @@ test('anthropic SDK: models.list pages in Anthropic shape, models.retrieve, and 
 
 test('anthropic SDK: messages.countTokens, estimated by echo and forwarded to an Anthropic upstream', async (t) => {
   const client = anthropicClient(t);
-  const estimated = await client.messages.countTokens({ model: 'echo-2', system: 'Be brief.', messages: [{ role: 'user', content: 'Count these four words.' }] });
+  const estimated = await client.messages.countTokens({
+    model: 'echo-2',
+    system: 'Be brief.',
+    messages: [{ role: 'user', content: 'Count these four words.' }],
+  });
   t.deepEqual(estimated, { input_tokens: 6 });
   const fileId = await storedPdf(t, 'contract.pdf');
   const counted = await client.messages.countTokens({
@@ -205,7 +230,10 @@ test('anthropic SDK: messages.countTokens, estimated by echo and forwarded to an
   });
   t.deepEqual(counted, { input_tokens: 42 });
   const forwarded = upstreamRequests.findLast((request) => request.path === '/v1/messages/count_tokens');
-  t.like(forwarded?.body, { model: 'claude-upstream-2025', messages: [{ content: [{ type: 'document', source: { type: 'base64', data: pdf.toString('base64') } }] }] });
+  t.like(forwarded?.body, {
+    model: 'claude-upstream-2025',
+    messages: [{ content: [{ type: 'document', source: { type: 'base64', data: pdf.toString('base64') } }] }],
+  });
 
   const restricted = anthropicClient(t, await gateway.keyFor(undefined, { models: ['echo-1'] }));
   const missing = await t.throwsAsync(restricted.messages.countTokens({ model: 'claude-mock', messages: [{ role: 'user', content: 'hi' }] }), {
@@ -221,15 +249,23 @@ test('anthropic SDK: beta.files as docs/CLIENTS.md shows it; its file reaches an
   t.like(doc, { type: 'file', filename: 'sample.pdf', mime_type: 'application/pdf', size_bytes: sample.length, downloadable: true });
   t.is(Date.parse(doc.expires_at ?? '') - Date.parse(doc.created_at), 86_400_000);
 
-  const content: Anthropic.MessageParam['content'] = [{ type: 'document', source: { type: 'file', file_id: doc.id } }, { type: 'text', text: 'Summarise.' }];
+  const content: Anthropic.MessageParam['content'] = [
+    { type: 'document', source: { type: 'file', file_id: doc.id } },
+    { type: 'text', text: 'Summarise.' },
+  ];
   const whole = await client.messages.create({ model: 'echo-2', max_tokens: 100, messages: [{ role: 'user', content }] });
   t.regex(whole.content[0]?.type === 'text' ? whole.content[0].text : '', new RegExp(`Document 1: sample\\.pdf, ${sample.length} bytes`));
   const streamed = await client.messages.stream({ model: 'echo-2', max_tokens: 100, messages: [{ role: 'user', content }] }).finalMessage();
   t.deepEqual(streamed.content, whole.content);
   await client.messages.countTokens({ model: 'claude-mock', messages: [{ role: 'user', content }] });
   // Tests run concurrently: the request that carried this file, found by its bytes.
-  const forwarded = upstreamRequests.find((request) => request.path === '/v1/messages/count_tokens' && JSON.stringify(request.body).includes(sample.toString('base64')));
-  t.like(forwarded?.body, { model: 'claude-upstream-2025', messages: [{ content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: sample.toString('base64') } }] }] });
+  const forwarded = upstreamRequests.find(
+    (request) => request.path === '/v1/messages/count_tokens' && JSON.stringify(request.body).includes(sample.toString('base64')),
+  );
+  t.like(forwarded?.body, {
+    model: 'claude-upstream-2025',
+    messages: [{ content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: sample.toString('base64') } }] }],
+  });
 
   const listed: string[] = [];
   for await (const stored of client.beta.files.list({ limit: 20 })) listed.push(stored.id);
@@ -245,7 +281,15 @@ test('AI SDK: the default OpenAI provider (Responses) with a stored PDF, generat
   const fileId = await storedPdf(t, 'memo.pdf');
   const { text } = await generateText({
     model: openai('echo-1'),
-    messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', data: fileId, mediaType: 'application/pdf' }] }],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Summarise.' },
+          { type: 'file', data: fileId, mediaType: 'application/pdf' },
+        ],
+      },
+    ],
   });
   t.regex(text, described('memo.pdf'));
   const streamed = streamText({ model: openai('gpt-mock'), prompt: 'Hi' });
@@ -260,7 +304,13 @@ test('AI SDK: the Anthropic provider, generateText', async (t) => {
 });
 
 test('LangChain: ChatOpenAI on the Responses API, invoke and stream', async (t) => {
-  const model = new ChatOpenAI({ model: 'echo-1', apiKey: key, useResponsesApi: true, maxRetries: 0, configuration: { baseURL: `${gateway.url}/v1`, fetch: t.context.fetch } });
+  const model = new ChatOpenAI({
+    model: 'echo-1',
+    apiKey: key,
+    useResponsesApi: true,
+    maxRetries: 0,
+    configuration: { baseURL: `${gateway.url}/v1`, fetch: t.context.fetch },
+  });
   const answer = await model.invoke('Hello from LangChain');
   t.regex(answer.text, /The last user message says: "Hello from LangChain"/);
   let streamed = '';
@@ -288,7 +338,10 @@ test('openai SDK: embeddings.create, its default base64 and encoding_format "flo
   // The SDK's body passes as it is (the other tests' calls reach the same upstream meanwhile).
   for (const encoding_format of ['base64', 'float']) {
     const sent = { model: 'text-embedding-upstream', input: TEXTS, encoding_format };
-    t.true(upstreamRequests.some((request) => request.path === '/v1/embeddings' && isDeepStrictEqual(request.body, sent)), encoding_format);
+    t.true(
+      upstreamRequests.some((request) => request.path === '/v1/embeddings' && isDeepStrictEqual(request.body, sent)),
+      encoding_format,
+    );
   }
   t.deepEqual((await client.embeddings.create({ model: 'embed-mock', input: 'one' })).data[0]?.embedding, upstreamVector('one', 0));
   t.is((await client.embeddings.create({ model: 'echo-embed', input: 'one', dimensions: 32 })).data[0]?.embedding.length, 32);
@@ -296,7 +349,7 @@ test('openai SDK: embeddings.create, its default base64 and encoding_format "flo
   t.regex(wrong?.message ?? '', /'echo-1' is not an embeddings model/);
 });
 
-test('AI SDK: embed and embedMany with the OpenAI provider\'s embedding model', async (t) => {
+test("AI SDK: embed and embedMany with the OpenAI provider's embedding model", async (t) => {
   const openai = createOpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key, fetch: t.context.fetch });
   const direct = await openaiClient(t).embeddings.create({ model: 'echo-embed', input: TEXTS, encoding_format: 'float' });
   const one = await embed({ model: openai.embedding('echo-embed'), value: TEXTS[0] as string, maxRetries: 0 });
@@ -308,7 +361,11 @@ test('AI SDK: embed and embedMany with the OpenAI provider\'s embedding model', 
 
 test('LangChain: OpenAIEmbeddings, embedQuery and embedDocuments', async (t) => {
   const direct = await openaiClient(t).embeddings.create({ model: 'echo-embed', input: TEXTS, encoding_format: 'float' });
-  const embeddings = (model: string) => new OpenAIEmbeddings({ model, apiKey: key, maxRetries: 0, configuration: { baseURL: `${gateway.url}/v1`, fetch: t.context.fetch } });
-  t.deepEqual(await embeddings('echo-embed').embedDocuments(TEXTS), direct.data.map((item) => item.embedding));
+  const embeddings = (model: string) =>
+    new OpenAIEmbeddings({ model, apiKey: key, maxRetries: 0, configuration: { baseURL: `${gateway.url}/v1`, fetch: t.context.fetch } });
+  t.deepEqual(
+    await embeddings('echo-embed').embedDocuments(TEXTS),
+    direct.data.map((item) => item.embedding),
+  );
   t.deepEqual(await embeddings('embed-mock').embedQuery('one'), upstreamVector('one', 0));
 });

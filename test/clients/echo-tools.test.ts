@@ -94,7 +94,10 @@ test('Anthropic SDK: messages.stream accumulates the tool_use input, and a tool_
   t.is(block.name, 'get_weather');
   t.deepEqual(block.input, weatherArguments);
 
-  messages.push({ role: 'assistant', content: message.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: block.id, content: 'Sunny, 21 degrees' }] });
+  messages.push(
+    { role: 'assistant', content: message.content },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: block.id, content: 'Sunny, 21 degrees' }] },
+  );
   const answer = await client.messages.stream({ model: 'echo-1', max_tokens: 100, messages, tools }).finalMessage();
   t.is(answer.stop_reason, 'end_turn');
   t.like(answer.content[0], { type: 'text' });
@@ -120,7 +123,13 @@ for (const [name, model] of [
 ] as const) {
   test(`AI SDK (${name}): generateText runs a two-step tool loop to its end`, async (t) => {
     const calls: unknown[] = [];
-    const result = await generateText({ model: model(t.context.fetch), prompt: 'Weather in Paris?', maxOutputTokens: 100, tools: { get_weather: weatherTool(calls) }, stopWhen: stepCountIs(5) });
+    const result = await generateText({
+      model: model(t.context.fetch),
+      prompt: 'Weather in Paris?',
+      maxOutputTokens: 100,
+      tools: { get_weather: weatherTool(calls) },
+      stopWhen: stepCountIs(5),
+    });
     t.deepEqual(calls, [{ city: 'echo', days: 0 }]);
     t.is(result.steps.length, 2);
     t.is(result.steps[0]?.finishReason, 'tool-calls');

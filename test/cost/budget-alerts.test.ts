@@ -38,7 +38,11 @@ async function receiver() {
   return { url, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
-function alertSuite(suiteTest: TestFn, name: string, shared: () => Promise<{ ledger: (nowMs: () => number) => Promise<SpendLedger>; claims: (nowMs: () => number) => Promise<AlertClaims> }>) {
+function alertSuite(
+  suiteTest: TestFn,
+  name: string,
+  shared: () => Promise<{ ledger: (nowMs: () => number) => Promise<SpendLedger>; claims: (nowMs: () => number) => Promise<AlertClaims> }>,
+) {
   suiteTest(`${name}: each threshold of a soft budget alerts once per period across two instances, signed; the soft budget never refuses`, async (t) => {
     const hook = await receiver();
     t.teardown(hook.close);
@@ -47,7 +51,9 @@ function alertSuite(suiteTest: TestFn, name: string, shared: () => Promise<{ led
     const key = { id: newAccount(), account: newAccount() };
     const accounts = { get: async () => ({ costPerDay: 1, costSoft: true }) };
     const notify = webhookNotifier({ webhooks: [{ url: hook.url }], secret: SECRET });
-    const instances = await Promise.all([0, 1].map(async () => spendBudgets({ ledger: await ledger(clock.nowMs), accounts, alerts: { claims: await claims(clock.nowMs), notify } })));
+    const instances = await Promise.all(
+      [0, 1].map(async () => spendBudgets({ ledger: await ledger(clock.nowMs), accounts, alerts: { claims: await claims(clock.nowMs), notify } })),
+    );
     // 6 calls of 0.3 USD, 3 at once on each instance: 1.8 USD spent, past every threshold, none refused.
     const call = async (instance: number) => {
       const budgets = instances[instance % 2] as (typeof instances)[number];
@@ -56,14 +62,29 @@ function alertSuite(suiteTest: TestFn, name: string, shared: () => Promise<{ led
       await budgets.charge(check.parties, 0.3 * USD, check.reservation);
     };
     await Promise.all([0, 1, 2, 3, 4, 5].map(call));
-    await until(async () => hook.received.length, (count) => count >= 3);
-    t.deepEqual(hook.received.map(({ body }) => body.threshold).sort((a, b) => a - b), [50, 80, 100]);
+    await until(
+      async () => hook.received.length,
+      (count) => count >= 3,
+    );
+    t.deepEqual(
+      hook.received.map(({ body }) => body.threshold).sort((a, b) => a - b),
+      [50, 80, 100],
+    );
     t.true(hook.received.every(({ signed }) => signed));
-    t.like(hook.received.find(({ body }) => body.threshold === 50)?.body, { type: 'budget.threshold', scope: 'account', id: key.account, budget_usd: 1, period: 'day' });
+    t.like(hook.received.find(({ body }) => body.threshold === 50)?.body, {
+      type: 'budget.threshold',
+      scope: 'account',
+      id: key.account,
+      budget_usd: 1,
+      period: 'day',
+    });
     // A new day: a new period, each threshold alerts again.
     clock.ms += 86_400_000;
     for (let i = 0; i < 2; i++) await call(i);
-    await until(async () => hook.received.length, (count) => count >= 4);
+    await until(
+      async () => hook.received.length,
+      (count) => count >= 4,
+    );
     t.is(hook.received.filter(({ body }) => body.threshold === 50).length, 2);
     t.is(hook.received.length, 4);
   });
@@ -105,16 +126,25 @@ test('a webhook that is down is tried again with backoff, and never slows a call
     onOutcome: (outcome) => outcomes.push(outcome),
   });
   const accounts = { get: async () => ({ costPerDay: 1e-9, costSoft: true }) };
-  const app = await modelsApp({ budgets: spendBudgets({ ledger: new MemorySpendLedger(), accounts, alerts: { claims: new MemoryAlertClaims(), notify, thresholds: [100] } }), catalog: [{ id: 'echo-1', provider: 'local', upstreamModel: 'echo-upstream-1', price: { input: 1, output: 1 } }] });
+  const app = await modelsApp({
+    budgets: spendBudgets({ ledger: new MemorySpendLedger(), accounts, alerts: { claims: new MemoryAlertClaims(), notify, thresholds: [100] } }),
+    catalog: [{ id: 'echo-1', provider: 'local', upstreamModel: 'echo-upstream-1', price: { input: 1, output: 1 } }],
+  });
   t.teardown(() => app.close());
   const key = await app.keyFor();
   const answer = await app.post('/v1/chat/completions', { model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
   t.is(answer.status, 200, 'a soft budget spent 1000 times over still answers');
   await answer.arrayBuffer();
-  await until(async () => waits.length, (count) => count === 1);
+  await until(
+    async () => waits.length,
+    (count) => count === 1,
+  );
   t.deepEqual(outcomes, [], 'still trying when the call was answered');
   letGo();
-  await until(async () => outcomes.length, (count) => count === 1);
+  await until(
+    async () => outcomes.length,
+    (count) => count === 1,
+  );
   t.deepEqual(waits, [1000, 2000]);
   t.like(outcomes[0], { attempts: 3 });
   t.true(outcomes[0]?.error instanceof Error);

@@ -25,7 +25,7 @@ test('the UTC month ends at the first midnight of the next month, leap days and 
   t.like(periods('2030-12-31T23:00:00Z'), { month: { id: '2030-12', endsAt: Date.parse('2031-01-01T00:00:00Z') } });
 });
 
-withRedis(test)('two processes sharing Redis see each other\'s spend', async (t) => {
+withRedis(test)("two processes sharing Redis see each other's spend", async (t) => {
   const clock = testClock('2030-01-15T12:00:00.000Z');
   const shared = { keyPrefix: keyPrefix(), nowMs: clock.nowMs };
   const [one, two] = [new RedisSpendLedger({ client: await client(), ...shared }), new RedisSpendLedger({ client: await client(), ...shared })];
@@ -47,7 +47,10 @@ withRedis(test)('a Redis ledger whose counters are missing starts them from the 
   const shared = { keyPrefix: keyPrefix(), nowMs: clock.nowMs, spentBefore };
   const [one, two] = [new RedisSpendLedger({ client: await client(), ...shared }), new RedisSpendLedger({ client: await client(), ...shared })];
   const read = await Promise.all([one.spent([party]), two.spent([party]), one.spent([party])]);
-  t.deepEqual(read.map(({ spend }) => spend), Array.from({ length: 3 }, () => [{ day: 300n, month: 320n }]));
+  t.deepEqual(
+    read.map(({ spend }) => spend),
+    Array.from({ length: 3 }, () => [{ day: 300n, month: 320n }]),
+  );
   await two.add([party], 5);
   const readsBefore = reads;
   t.deepEqual((await one.spent([party])).spend, [{ day: 305n, month: 325n }]);
@@ -62,37 +65,47 @@ withRedis(test)('a Redis counter another process wrote first is kept: the spend 
   const party = `account:${newAccount()}`;
   const prefix = keyPrefix();
   await new RedisSpendLedger({ client: await client(), keyPrefix: prefix, nowMs: clock.nowMs }).add([party], 7);
-  const seeded = new RedisSpendLedger({ client: await client(), keyPrefix: prefix, nowMs: clock.nowMs, spentBefore: () => Promise.reject(new Error('not asked')) });
+  const seeded = new RedisSpendLedger({
+    client: await client(),
+    keyPrefix: prefix,
+    nowMs: clock.nowMs,
+    spentBefore: () => Promise.reject(new Error('not asked')),
+  });
   t.deepEqual((await seeded.spent([party])).spend, [{ day: 7n, month: 7n }]);
 });
 
-withRedis(test)('a Redis that loses its data while calls are under way still holds the budget: the charge that finds no counter starts it from the usage records', async (t) => {
-  const clock = testClock('2030-02-10T12:00:00.000Z');
-  const prefix = keyPrefix();
-  const redis = await client();
-  const records = new MemoryUsageStore();
-  const budgets = spendBudgets({ ledger: new RedisSpendLedger({ client: redis, keyPrefix: prefix, nowMs: clock.nowMs, spentBefore: spendFromUsage(records) }) });
-  const key = { id: newAccount(), account: newAccount() };
-  const budget = { costPerDay: 3 };
-  const callCost = 150_000_000_000; // 0.15 USD: 20 calls spend the budget
-  // A call as the gateway makes one: checked, then charged and recorded when it ends.
-  const end = async (parties: string[]) => {
-    await budgets.charge(parties, callCost);
-    await records.insert([usageRecord({ time: clock.ms, keyId: key.id, account: key.account, costPicoUsd: callCost })]);
-  };
-  for (let call = 0; call < 12; call++) await end((await budgets.check(key, budget)).parties);
-  const inFlight = await Promise.all(Array.from({ length: 3 }, async () => (await budgets.check(key, budget)).parties));
-  // Redis loses its data (this test's own keys only: the Redis is shared).
-  await redis.del(...(await redis.keys(`${prefix}:*`)));
-  for (const parties of inFlight) await end(parties);
-  let passed = 0;
-  for (let check = await budgets.check(key, budget); check.refusal === undefined; check = await budgets.check(key, budget)) {
-    passed += 1;
-    await end(check.parties);
-    if (passed > 20) break;
-  }
-  t.is(passed, 5, '15 calls spent 2.25 USD: 5 more reach the 3 USD budget');
-});
+withRedis(test)(
+  'a Redis that loses its data while calls are under way still holds the budget: the charge that finds no counter starts it from the usage records',
+  async (t) => {
+    const clock = testClock('2030-02-10T12:00:00.000Z');
+    const prefix = keyPrefix();
+    const redis = await client();
+    const records = new MemoryUsageStore();
+    const budgets = spendBudgets({
+      ledger: new RedisSpendLedger({ client: redis, keyPrefix: prefix, nowMs: clock.nowMs, spentBefore: spendFromUsage(records) }),
+    });
+    const key = { id: newAccount(), account: newAccount() };
+    const budget = { costPerDay: 3 };
+    const callCost = 150_000_000_000; // 0.15 USD: 20 calls spend the budget
+    // A call as the gateway makes one: checked, then charged and recorded when it ends.
+    const end = async (parties: string[]) => {
+      await budgets.charge(parties, callCost);
+      await records.insert([usageRecord({ time: clock.ms, keyId: key.id, account: key.account, costPicoUsd: callCost })]);
+    };
+    for (let call = 0; call < 12; call++) await end((await budgets.check(key, budget)).parties);
+    const inFlight = await Promise.all(Array.from({ length: 3 }, async () => (await budgets.check(key, budget)).parties));
+    // Redis loses its data (this test's own keys only: the Redis is shared).
+    await redis.del(...(await redis.keys(`${prefix}:*`)));
+    for (const parties of inFlight) await end(parties);
+    let passed = 0;
+    for (let check = await budgets.check(key, budget); check.refusal === undefined; check = await budgets.check(key, budget)) {
+      passed += 1;
+      await end(check.parties);
+      if (passed > 20) break;
+    }
+    t.is(passed, 5, '15 calls spent 2.25 USD: 5 more reach the 3 USD budget');
+  },
+);
 
 withRedis(test)('a Redis counter another process started again while a charge read the usage records is kept, and added to', async (t) => {
   const clock = testClock('2030-02-10T12:00:00.000Z');
@@ -151,7 +164,9 @@ test("a key's spend read from the usage records is that of its line of rotations
   if (third.outcome !== 'rotated') return t.fail(third.outcome);
   t.is(third.replacement.originalId, original.id);
   await records.insert(
-    [original.id, second.replacement.id, third.replacement.id, 'key_other'].map((keyId, index) => usageRecord({ time: clock.ms, keyId, account: 'acme', costPicoUsd: 10 ** index })),
+    [original.id, second.replacement.id, third.replacement.id, 'key_other'].map((keyId, index) =>
+      usageRecord({ time: clock.ms, keyId, account: 'acme', costPicoUsd: 10 ** index }),
+    ),
   );
   t.deepEqual(await spendFromUsage(records, keys)(`key:${original.id}`, clock.ms), { day: 111n, month: 111n });
   const budgets = spendBudgets({ ledger: new MemorySpendLedger({ nowMs: clock.nowMs, spentBefore: spendFromUsage(records, keys) }) });

@@ -108,16 +108,28 @@ test('a model the catalog prices by input and output only takes its cache prices
 
 test("a model listed by its deployments is priced by its first deployment's upstream model, as the same model resolved is", async (t) => {
   const catalog: CatalogModel[] = [
-    { id: 'smart', deployments: [{ provider: 'openai', upstreamModel: 'gpt-4.1' }, { provider: 'anthropic', upstreamModel: 'claude-sonnet-4-20250514' }] },
+    {
+      id: 'smart',
+      deployments: [
+        { provider: 'openai', upstreamModel: 'gpt-4.1' },
+        { provider: 'anthropic', upstreamModel: 'claude-sonnet-4-20250514' },
+      ],
+    },
     // The upstream model's name defaults to the model's id, under the deployment's provider.
     { id: 'gpt-4.1', deployments: [{ provider: 'openai' }] },
   ];
   const listed = await priceCatalog(catalog);
   const GPT_41 = { input: 2, output: 8, cacheRead: 0.5 };
-  t.deepEqual(listed.models.map((model) => model.price), [GPT_41, GPT_41]);
+  t.deepEqual(
+    listed.models.map((model) => model.price),
+    [GPT_41, GPT_41],
+  );
   t.deepEqual(listed.unpriced, []);
   const resolved = await priceCatalog(catalog.map((model) => catalogModelSchema.parse(model)));
-  t.deepEqual(resolved.models.map((model) => model.price), [GPT_41, GPT_41]);
+  t.deepEqual(
+    resolved.models.map((model) => model.price),
+    [GPT_41, GPT_41],
+  );
 });
 
 // The cost of a call through the gateway.
@@ -141,10 +153,20 @@ async function pricedApp() {
 const CALLS = [
   { endpoint: '/v1/chat/completions', model: 'gpt-test', body: { messages: [{ role: 'user', content: 'hi' }] }, headers: {} },
   { endpoint: '/v1/responses', model: 'gpt-test', body: { input: 'hi' }, headers: {} },
-  { endpoint: '/v1/messages', model: 'claude-test', body: { max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }, headers: { 'anthropic-version': '2023-06-01' } },
+  {
+    endpoint: '/v1/messages',
+    model: 'claude-test',
+    body: { max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] },
+    headers: { 'anthropic-version': '2023-06-01' },
+  },
   // Translated: each model called in the other provider's format.
   { endpoint: '/v1/chat/completions', model: 'claude-test', body: { max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }, headers: {} },
-  { endpoint: '/v1/messages', model: 'gpt-test', body: { max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }, headers: { 'anthropic-version': '2023-06-01' } },
+  {
+    endpoint: '/v1/messages',
+    model: 'gpt-test',
+    body: { max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] },
+    headers: { 'anthropic-version': '2023-06-01' },
+  },
 ] as const;
 
 for (const { endpoint, model, body, headers } of CALLS) {
@@ -156,7 +178,10 @@ for (const { endpoint, model, body, headers } of CALLS) {
       const response = await app.post(endpoint, { model, ...body, stream }, { authorization: `Bearer ${key}`, ...headers });
       t.is(response.status, 200);
       await response.text();
-      const record = await until(async () => records.find((each) => each.stream === stream), (found) => found !== undefined);
+      const record = await until(
+        async () => records.find((each) => each.stream === stream),
+        (found) => found !== undefined,
+      );
       const reported = upstream.calls.at(-1)?.usage ?? { input: 0, output: 0 };
       // The mock's Messages answers hold 1 cache write and 2 cache reads among their input.
       const expected =
@@ -181,7 +206,7 @@ test('cached input tokens OpenAI reports in its details are charged at the cache
   }
 });
 
-test('a call its key\'s budget refuses sends nothing upstream and costs nothing', async (t) => {
+test("a call its key's budget refuses sends nothing upstream and costs nothing", async (t) => {
   const { upstream, records, app, close } = await pricedApp();
   t.teardown(close);
   // Less than the call's maximum cost (its reservation): refused before anything is sent.
@@ -191,6 +216,9 @@ test('a call its key\'s budget refuses sends nothing upstream and costs nothing'
   t.is(refused.status, 429);
   t.like(await refused.json(), { error: { type: 'rate_limit_error', code: 'budget_exceeded' } });
   t.is(upstream.calls.length, 0);
-  const record = await until(async () => records.find((each) => each.status === 429), (found) => found !== undefined);
+  const record = await until(
+    async () => records.find((each) => each.status === 429),
+    (found) => found !== undefined,
+  );
   t.like(record, { costPicoUsd: 0, upstreamMs: null });
 });

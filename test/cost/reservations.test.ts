@@ -33,7 +33,14 @@ const spender: Provider = {
     // Answers a turn later, so that the calls of a batch are all under way together.
     await new Promise((resolve) => setImmediate(resolve));
     const completion = typeof body.max_tokens === 'number' ? body.max_tokens : 10;
-    const answer = { id: 'chatcmpl-1', object: 'chat.completion', created: 0, model: body.model, choices: [], usage: { prompt_tokens: 5, completion_tokens: completion, total_tokens: completion + 5 } };
+    const answer = {
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 0,
+      model: body.model,
+      choices: [],
+      usage: { prompt_tokens: 5, completion_tokens: completion, total_tokens: completion + 5 },
+    };
     return { statusCode: 200, headers: { 'content-type': 'application/json' }, body: Readable.from([JSON.stringify(answer)]) };
   },
 };
@@ -43,35 +50,47 @@ async function instances(ledger: () => Promise<SpendLedger>, costPerDay: number)
   const accounts = new MemoryAccountBudgetStore();
   const account = newAccount();
   await accounts.set(account, { costPerDay });
-  const apps = await Promise.all([0, 1].map(async () => modelsApp({ catalog: CATALOG, providers: [spender], budgets: spendBudgets({ ledger: await ledger(), accounts }) })));
+  const apps = await Promise.all(
+    [0, 1].map(async () => modelsApp({ catalog: CATALOG, providers: [spender], budgets: spendBudgets({ ledger: await ledger(), accounts }) })),
+  );
   const keys = await Promise.all(apps.map((app) => app.keyFor(undefined, { account })));
   return { apps, keys, close: () => Promise.all(apps.map((app) => app.close())), ledger, account };
 }
 
 function reservationSuite(suiteTest: TestFn, name: string, makeLedger: () => () => Promise<SpendLedger>) {
-  suiteTest(`${name}: 50 calls naming max_tokens, 10 in flight on each of two instances, against a budget that fits 7: exactly 7 answered, never more spent`, async (t) => {
-    const ledger = makeLedger();
-    const { apps, keys, close, account } = await instances(ledger, (7.5 * 1000 * PICO_PER_OUTPUT_TOKEN) / 1e12);
-    t.teardown(close);
-    let started = 0;
-    const statuses: number[] = [];
-    const worker = async (instance: number) => {
-      while (started < 50) {
-        started += 1;
-        const app = apps[instance] as (typeof apps)[number];
-        const answer = await app.post('/v1/chat/completions', { model: 'metered', max_tokens: 1000, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${keys[instance] as string}` });
-        statuses.push(answer.status);
-        await answer.arrayBuffer();
-      }
-    };
-    await Promise.all([0, 1].flatMap((instance) => Array.from({ length: 10 }, () => worker(instance))));
-    t.is(statuses.filter((status) => status === 200).length, 7);
-    t.is(statuses.filter((status) => status === 429).length, 43);
-    // Charged once each answer has ended: polled, never raced.
-    const reader = await ledger();
-    const spent = await until(() => reader.spent([`account:${account}`]), ({ held }) => held[0] === 0n);
-    t.deepEqual(spent.spend, [{ day: 7_000_000_000n, month: 7_000_000_000n }], 'the budget is 7,500,000,000');
-  });
+  suiteTest(
+    `${name}: 50 calls naming max_tokens, 10 in flight on each of two instances, against a budget that fits 7: exactly 7 answered, never more spent`,
+    async (t) => {
+      const ledger = makeLedger();
+      const { apps, keys, close, account } = await instances(ledger, (7.5 * 1000 * PICO_PER_OUTPUT_TOKEN) / 1e12);
+      t.teardown(close);
+      let started = 0;
+      const statuses: number[] = [];
+      const worker = async (instance: number) => {
+        while (started < 50) {
+          started += 1;
+          const app = apps[instance] as (typeof apps)[number];
+          const answer = await app.post(
+            '/v1/chat/completions',
+            { model: 'metered', max_tokens: 1000, messages: [{ role: 'user', content: 'hi' }] },
+            { authorization: `Bearer ${keys[instance] as string}` },
+          );
+          statuses.push(answer.status);
+          await answer.arrayBuffer();
+        }
+      };
+      await Promise.all([0, 1].flatMap((instance) => Array.from({ length: 10 }, () => worker(instance))));
+      t.is(statuses.filter((status) => status === 200).length, 7);
+      t.is(statuses.filter((status) => status === 429).length, 43);
+      // Charged once each answer has ended: polled, never raced.
+      const reader = await ledger();
+      const spent = await until(
+        () => reader.spent([`account:${account}`]),
+        ({ held }) => held[0] === 0n,
+      );
+      t.deepEqual(spent.spend, [{ day: 7_000_000_000n, month: 7_000_000_000n }], 'the budget is 7,500,000,000');
+    },
+  );
 
   suiteTest(`${name}: a call naming no maximum reserves the default output (4096 tokens); the answer says what is left of the budget`, async (t) => {
     // 4095 tokens' worth: a call without max_tokens does not fit, one with 4095 does.
@@ -82,7 +101,11 @@ function reservationSuite(suiteTest: TestFn, name: string, makeLedger: () => () 
     const unbounded = await app!.post('/v1/chat/completions', { model: 'metered', messages: [{ role: 'user', content: 'hi' }] }, headers);
     t.is(unbounded.status, 429);
     t.like(await unbounded.json(), {
-      error: { code: 'budget_exceeded', message: "Budget exceeded: the account's daily budget of 0.004095 USD has 0.004095 USD left, less than this call's maximum cost of 0.004096 USD; it resets at 2030-01-16T00:00:00Z" },
+      error: {
+        code: 'budget_exceeded',
+        message:
+          "Budget exceeded: the account's daily budget of 0.004095 USD has 0.004095 USD left, less than this call's maximum cost of 0.004096 USD; it resets at 2030-01-16T00:00:00Z",
+      },
     });
     const bounded = await app!.post('/v1/chat/completions', { model: 'metered', max_tokens: 95, messages: [{ role: 'user', content: 'hi' }] }, headers);
     t.is(bounded.status, 200);
@@ -110,7 +133,11 @@ test('with refuseUnpriced, a call to a model with no known price is refused wher
   const app = await modelsApp({ catalog, providers: [spender], budgets: spendBudgets({ ledger: new MemorySpendLedger(), accounts, refuseUnpriced: true }) });
   t.teardown(() => app.close());
   const call = async (account: string, model: string) => {
-    const answer = await app.post('/v1/chat/completions', { model, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${await app.keyFor(undefined, { account })}` });
+    const answer = await app.post(
+      '/v1/chat/completions',
+      { model, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+      { authorization: `Bearer ${await app.keyFor(undefined, { account })}` },
+    );
     return { status: answer.status, body: (await answer.json()) as { error?: { code: string } } };
   };
   t.like(await call('budgeted', 'unpriced'), { status: 400, body: { error: { code: 'model_unpriced' } } });
@@ -145,7 +172,11 @@ test("a call naming no maximum reserves its model's maxOutputTokens from the cat
   const app = await modelsApp({ catalog, providers: [spender], budgets: spendBudgets({ ledger: new MemorySpendLedger(), accounts }) });
   t.teardown(() => app.close());
   const call = async (account: string) => {
-    const answer = await app.post('/v1/chat/completions', { model: 'metered', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${await app.keyFor(undefined, { account })}` });
+    const answer = await app.post(
+      '/v1/chat/completions',
+      { model: 'metered', messages: [{ role: 'user', content: 'hi' }] },
+      { authorization: `Bearer ${await app.keyFor(undefined, { account })}` },
+    );
     await answer.arrayBuffer();
     return answer.status;
   };

@@ -44,7 +44,16 @@ async function openBrowser(t: ExecutionContext, viewport: { width: number; heigh
   const browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-quic',
+      '--no-first-run',
+    ],
     viewport,
   });
   t.teardown(() => browser.close());
@@ -139,7 +148,9 @@ async function signInByRole(t: ExecutionContext, { app, provider, deployment, br
     limits: { costPerDay: 1, costPerMonth: 1.2 },
   });
   // Today's calls: $1.05, 105 % of the day's budget and 87.5 % of the month's.
-  await app.deployment.usageStore.insert([usageRecord({ time: now, account: deployment.account, keyId: key.id, model: 'echo-1', costPicoUsd: 1_050_000_000_000 })]);
+  await app.deployment.usageStore.insert([
+    usageRecord({ time: now, account: deployment.account, keyId: key.id, model: 'echo-1', costPicoUsd: 1_050_000_000_000 }),
+  ]);
   // A phone's screen too, where the layout changes most.
   const shootNarrow = async (name: string) => {
     await page.setViewportSize({ width: 390, height: 844 });
@@ -147,7 +158,11 @@ async function signInByRole(t: ExecutionContext, { app, provider, deployment, br
     await page.setViewportSize({ width: 1280, height: 800 });
   };
 
-  for (const [who, role] of [['vera', 'viewer'], ['otto', 'operator'], ['ada', 'admin']] as const) {
+  for (const [who, role] of [
+    ['vera', 'viewer'],
+    ['otto', 'operator'],
+    ['ada', 'admin'],
+  ] as const) {
     await browser.clearCookies();
     await browser.addCookies([{ name: PERSON_COOKIE, value: who, url: provider.issuer }]);
     await page.goto(`${app.url}/dashboard`);
@@ -207,7 +222,10 @@ async function signInByRole(t: ExecutionContext, { app, provider, deployment, br
       await page.getByRole('row').filter({ hasText: 'vera@example.com' }).waitFor();
       t.is(await page.getByRole('row').count(), 4);
       await page.getByLabel('Role of vera@example.com').selectOption('operator');
-      await until(async () => (await app.deployment.adminUsers.list()).find((user) => user.email === 'vera@example.com')?.role, (assigned) => assigned === 'operator');
+      await until(
+        async () => (await app.deployment.adminUsers.list()).find((user) => user.email === 'vera@example.com')?.role,
+        (assigned) => assigned === 'operator',
+      );
       t.is((await app.deployment.adminUsers.list()).find((user) => user.email === 'vera@example.com')?.role, 'operator');
       await shoot('sso-people');
       await shootNarrow('sso-people');
@@ -269,7 +287,10 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await shoot('new-key');
   // No key has this account yet: the form asks before it starts one (a typo would otherwise).
   await page.getByRole('button', { name: 'Create key' }).click();
-  await page.getByRole('alert').filter({ hasText: `${acme} is a new account: create it?` }).waitFor();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: `${acme} is a new account: create it?` })
+    .waitFor();
   t.is(await page.getByLabel('Secret key').count(), 0, 'no key before the new account is accepted');
   t.deepEqual(await app.deployment.keys.list(), []);
   await page.getByRole('button', { name: 'Create the account and its key' }).click();
@@ -286,7 +307,10 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
 
   // The key works from the openai SDK, and a stored string is shown as text, never as markup.
   const openai = new OpenAI({ apiKey: key, baseURL: `${app.url}/v1`, maxRetries: 0 });
-  t.deepEqual((await openai.models.list()).data.map((model) => model.id), ['echo-1', 'echo-2', 'echo-embed-1']);
+  t.deepEqual(
+    (await openai.models.list()).data.map((model) => model.id),
+    ['echo-1', 'echo-2', 'echo-embed-1'],
+  );
   await openai.files.create({ file: await toFile(makePdf(2), 'report.pdf', { type: 'application/pdf' }), purpose: 'user_data' });
   const completion = await openai.chat.completions.create({ model: 'echo-1', messages: [{ role: 'user', content: 'Count these five words' }] });
   await openai.chat.completions.create({ model: 'echo-2', messages: [{ role: 'user', content: 'And these three' }] });
@@ -339,7 +363,11 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   }
 
   // Rotate the other key in the page: a new secret, once.
-  await page.getByRole('row').filter({ hasText: HOSTILE }).getByRole('button', { name: /^Rotate / }).click();
+  await page
+    .getByRole('row')
+    .filter({ hasText: HOSTILE })
+    .getByRole('button', { name: /^Rotate / })
+    .click();
   const rotation = page.getByRole('dialog', { name: 'Rotate this key' });
   await rotation.getByLabel('Grace period').selectOption('3600');
   await rotation.getByRole('button', { name: 'Rotate key' }).click();
@@ -396,19 +424,40 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   const today = new Date(now).toISOString().slice(0, 10);
   await usageStore.insert(
     [6, 5, 5, 3, 2, 2, 2, 1].map((daysAgo, i) =>
-      usageRecord({ time: now - daysAgo * DAY_MS, account: acme, keyId: keyId as string, model: i % 3 === 0 ? 'echo-2' : 'echo-1', inputTokens: 40 + 17 * i, outputTokens: 25 + 9 * i }),
+      usageRecord({
+        time: now - daysAgo * DAY_MS,
+        account: acme,
+        keyId: keyId as string,
+        model: i % 3 === 0 ? 'echo-2' : 'echo-1',
+        inputTokens: 40 + 17 * i,
+        outputTokens: 25 + 9 * i,
+      }),
     ),
   );
   // And an MCP tool call of the account, as mcpGateway() records one.
   await app.deployment.mcpCalls.insert([
-    { time: now, requestId: 'req_mcp', keyId: keyId as string, account: acme, server: 'github', tool: 'search_issues', outcome: 'ok', durationMs: 42, requestBytes: 12, responseBytes: 345 },
+    {
+      time: now,
+      requestId: 'req_mcp',
+      keyId: keyId as string,
+      account: acme,
+      server: 'github',
+      tool: 'search_issues',
+      outcome: 'ok',
+      durationMs: 42,
+      requestBytes: 12,
+      responseBytes: 345,
+    },
   ]);
   await page.goto(`${app.url}/dashboard#/accounts/${acme}`);
   await page.getByRole('link', { name: 'Model calls of this account: requests and tokens per day' }).click();
   const figures = page.getByRole('table', { name: `Requests and tokens of account ${acme} per day and model, the last 7 days` });
   await figures.waitFor();
   t.is(await page.getByRole('img', { name: /stacked bar chart/ }).count(), 4, 'four charts: requests by model, answered and refused, tokens and cost');
-  const todayEcho1 = figures.getByRole('row').filter({ has: page.getByRole('rowheader', { name: today }) }).filter({ hasText: 'echo-1' });
+  const todayEcho1 = figures
+    .getByRole('row')
+    .filter({ has: page.getByRole('rowheader', { name: today }) })
+    .filter({ hasText: 'echo-1' });
   t.deepEqual(await todayEcho1.getByRole('cell').allTextContents(), [
     'echo-1',
     '1',
@@ -426,8 +475,16 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   t.deepEqual(await toolCalls.getByRole('cell').allTextContents(), ['github/search_issues', '1', '0', '42 ms', '12 / 345']);
   await shoot('usage');
   await page.getByLabel('Split by').selectOption('key');
-  await page.getByRole('table', { name: /per day and key/ }).getByText(keyId as string).first().waitFor();
-  await page.getByRole('table', { name: /per day and key/ }).getByRole('cell', { name: `Nightly batch ${keyId}` }).first().waitFor();
+  await page
+    .getByRole('table', { name: /per day and key/ })
+    .getByText(keyId as string)
+    .first()
+    .waitFor();
+  await page
+    .getByRole('table', { name: /per day and key/ })
+    .getByRole('cell', { name: `Nightly batch ${keyId}` })
+    .first()
+    .waitFor();
   await shoot('usage-by-key');
   await page.getByLabel('Period').selectOption('30');
   await page.getByRole('table', { name: /the last 30 days/ }).waitFor();
@@ -468,7 +525,11 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   await page.getByLabel('Status').fill('403');
   await page.getByRole('button', { name: 'Filter' }).click();
   const refusedRows = await until(
-    async () => calls.getByRole('row').filter({ has: page.getByRole('cell') }).allTextContents(),
+    async () =>
+      calls
+        .getByRole('row')
+        .filter({ has: page.getByRole('cell') })
+        .allTextContents(),
     (rows) => rows.length > 0 && rows.every((row) => row.includes('403')),
   );
   t.true(refusedRows.length > 0 && refusedRows.every((row) => row.includes('403')), 'only the calls refused with 403');
@@ -500,71 +561,74 @@ withRedis(withPostgres(withChromium(test)))(
 // day of the usage records whenever the test runs, a run across midnight UTC included.
 const startOfUtcDay = (ms: number) => new Date(ms).setUTCHours(0, 0, 0, 0);
 
-withChromium(test)('the dashboard shows cost per day beside tokens and spend against budgets per key and per account, and sets a key\'s and an account\'s budgets', async (t) => {
-  const { app, now } = await clockedApp(t, embedded);
-  const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix });
-  const { record: key } = await createApiKey(app.deployment.keys, {
-    prefix: app.config.gateway.keyPrefix,
-    account: 'acme',
-    scopes: [...SCOPES],
-    limits: { costPerDay: 5, costPerMonth: 50 },
-  });
-  // Calls at the start of the clock's UTC day, so that they are its month's and its day's: 1.25 + 0.5 USD.
-  const morning = startOfUtcDay(now);
-  await app.deployment.usageStore.insert([
-    usageRecord({ time: morning, account: 'acme', keyId: key.id, model: 'echo-1', costPicoUsd: 1_250_000_000_000 }),
-    usageRecord({ time: morning + 1, account: 'acme', keyId: key.id, model: 'echo-2', costPicoUsd: 500_000_000_000 }),
-  ]);
+withChromium(test)(
+  "the dashboard shows cost per day beside tokens and spend against budgets per key and per account, and sets a key's and an account's budgets",
+  async (t) => {
+    const { app, now } = await clockedApp(t, embedded);
+    const { token } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix });
+    const { record: key } = await createApiKey(app.deployment.keys, {
+      prefix: app.config.gateway.keyPrefix,
+      account: 'acme',
+      scopes: [...SCOPES],
+      limits: { costPerDay: 5, costPerMonth: 50 },
+    });
+    // Calls at the start of the clock's UTC day, so that they are its month's and its day's: 1.25 + 0.5 USD.
+    const morning = startOfUtcDay(now);
+    await app.deployment.usageStore.insert([
+      usageRecord({ time: morning, account: 'acme', keyId: key.id, model: 'echo-1', costPicoUsd: 1_250_000_000_000 }),
+      usageRecord({ time: morning + 1, account: 'acme', keyId: key.id, model: 'echo-2', costPicoUsd: 500_000_000_000 }),
+    ]);
 
-  const { page, pageErrors } = await signedIn(t, app.url, token, { width: 1280, height: 900 }, now);
+    const { page, pageErrors } = await signedIn(t, app.url, token, { width: 1280, height: 900 }, now);
 
-  // The key list: the key's spend today and this month against its budgets.
-  const row = page.getByRole('row').filter({ hasText: key.id });
-  await row.getByText('today $1.75 of $5.00 (35%)').waitFor();
-  await row.getByText('month $1.75 of $50.00 (4%)').waitFor();
-  t.truthy(await row.getByText('$5.00/day, $50.00/month').count());
-  t.true(await tablesFit(page), 'the key list fits a 1280-pixel window, its buttons in reach');
-  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-keys.png'), fullPage: true });
+    // The key list: the key's spend today and this month against its budgets.
+    const row = page.getByRole('row').filter({ hasText: key.id });
+    await row.getByText('today $1.75 of $5.00 (35%)').waitFor();
+    await row.getByText('month $1.75 of $50.00 (4%)').waitFor();
+    t.truthy(await row.getByText('$5.00/day, $50.00/month').count());
+    t.true(await tablesFit(page), 'the key list fits a 1280-pixel window, its buttons in reach');
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-keys.png'), fullPage: true });
 
-  // The key form takes budgets in USD, decimals included.
-  await page.getByRole('button', { name: 'New key' }).click();
-  await page.getByLabel('Account').last().fill('globex');
-  await page.getByLabel('Budget per UTC day (USD)').fill('2.5');
-  await page.getByRole('button', { name: 'Create key' }).click();
-  // globex has no key yet: the form asks before it starts a new account.
-  await page.getByRole('button', { name: 'Create the account and its key' }).click();
-  await page.getByLabel('Secret key').waitFor();
-  await page.keyboard.press('Escape');
-  t.like((await app.deployment.keys.list({ account: 'globex' }))[0]?.limits, { costPerDay: 2.5 });
+    // The key form takes budgets in USD, decimals included.
+    await page.getByRole('button', { name: 'New key' }).click();
+    await page.getByLabel('Account').last().fill('globex');
+    await page.getByLabel('Budget per UTC day (USD)').fill('2.5');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    // globex has no key yet: the form asks before it starts a new account.
+    await page.getByRole('button', { name: 'Create the account and its key' }).click();
+    await page.getByLabel('Secret key').waitFor();
+    await page.keyboard.press('Escape');
+    t.like((await app.deployment.keys.list({ account: 'globex' }))[0]?.limits, { costPerDay: 2.5 });
 
-  // The usage page: a cost chart beside the tokens', the total, and each row's cost.
-  await page.goto(`${app.url}/dashboard#/usage/acme`);
-  await page.getByRole('img', { name: /^Cost per day \(USD\), by model: a stacked bar chart/ }).waitFor();
-  t.is(await page.getByRole('img', { name: /^Tokens per day/ }).count(), 1);
-  t.is(await page.getByRole('definition').filter({ hasText: '$1.75' }).count(), 1, 'the total cost');
-  const figures = page.getByRole('table', { name: /and their cost/ });
-  // The cost, then the cache's hits and savings.
-  t.deepEqual((await figures.getByRole('row').filter({ hasText: 'echo-1' }).getByRole('cell').allTextContents()).slice(-3), ['$1.25', '0', '$0.00']);
-  t.deepEqual((await figures.locator('tfoot td').allTextContents()).slice(-3), ['$1.75', '0', '$0.00']);
-  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-usage.png'), fullPage: true });
+    // The usage page: a cost chart beside the tokens', the total, and each row's cost.
+    await page.goto(`${app.url}/dashboard#/usage/acme`);
+    await page.getByRole('img', { name: /^Cost per day \(USD\), by model: a stacked bar chart/ }).waitFor();
+    t.is(await page.getByRole('img', { name: /^Tokens per day/ }).count(), 1);
+    t.is(await page.getByRole('definition').filter({ hasText: '$1.75' }).count(), 1, 'the total cost');
+    const figures = page.getByRole('table', { name: /and their cost/ });
+    // The cost, then the cache's hits and savings.
+    t.deepEqual((await figures.getByRole('row').filter({ hasText: 'echo-1' }).getByRole('cell').allTextContents()).slice(-3), ['$1.25', '0', '$0.00']);
+    t.deepEqual((await figures.locator('tfoot td').allTextContents()).slice(-3), ['$1.75', '0', '$0.00']);
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-usage.png'), fullPage: true });
 
-  // The account view: no budget yet; set one, and see the spend against it.
-  await page.goto(`${app.url}/dashboard#/accounts/acme`);
-  const budgets = page.getByRole('region', { name: 'Budgets' });
-  await budgets.getByText('$1.75 (no budget)').first().waitFor();
-  await budgets.getByLabel('Budget per UTC month (USD)').fill('7');
-  await budgets.getByRole('button', { name: 'Save budgets' }).click();
-  await budgets.getByText('$1.75 of $7.00 (25%)').waitFor();
-  t.is(await budgets.getByRole('meter').count(), 1);
-  t.deepEqual(await app.deployment.accountBudgets.get('acme'), { costPerMonth: 7 });
-  // 0 passes the field's own check; the server refuses it (a budget is positive).
-  await budgets.getByLabel('Budget per UTC day (USD)').fill('0');
-  await budgets.getByRole('button', { name: 'Save budgets' }).click();
-  await budgets.getByRole('alert').waitFor();
-  t.deepEqual(await app.deployment.accountBudgets.get('acme'), { costPerMonth: 7 }, 'a refused change changes nothing');
-  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-account.png'), fullPage: true });
-  t.deepEqual(pageErrors, []);
-});
+    // The account view: no budget yet; set one, and see the spend against it.
+    await page.goto(`${app.url}/dashboard#/accounts/acme`);
+    const budgets = page.getByRole('region', { name: 'Budgets' });
+    await budgets.getByText('$1.75 (no budget)').first().waitFor();
+    await budgets.getByLabel('Budget per UTC month (USD)').fill('7');
+    await budgets.getByRole('button', { name: 'Save budgets' }).click();
+    await budgets.getByText('$1.75 of $7.00 (25%)').waitFor();
+    t.is(await budgets.getByRole('meter').count(), 1);
+    t.deepEqual(await app.deployment.accountBudgets.get('acme'), { costPerMonth: 7 });
+    // 0 passes the field's own check; the server refuses it (a budget is positive).
+    await budgets.getByLabel('Budget per UTC day (USD)').fill('0');
+    await budgets.getByRole('button', { name: 'Save budgets' }).click();
+    await budgets.getByRole('alert').waitFor();
+    t.deepEqual(await app.deployment.accountBudgets.get('acme'), { costPerMonth: 7 }, 'a refused change changes nothing');
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-cost-account.png'), fullPage: true });
+    t.deepEqual(pageErrors, []);
+  },
+);
 
 // Names as the admin API allows them, in the page's addresses and tables, on both deployments.
 const namesTest = (deployment: Deployment) => async (t: ExecutionContext) => {
@@ -575,7 +639,9 @@ const namesTest = (deployment: Deployment) => async (t: ExecutionContext) => {
   const ACCOUNT = 'ops/eu.west';
   const night = await createApiKey(app.deployment.keys, { prefix, account: ACCOUNT, name: 'Night run', scopes: [...SCOPES] });
   await createApiKey(app.deployment.keys, { prefix, account: 'x'.repeat(255), scopes: [...SCOPES] });
-  await app.deployment.usageStore.insert([usageRecord({ time: startOfUtcDay(now), account: ACCOUNT, keyId: night.record.id, model: 'echo-1', costPicoUsd: 1_250_000_000_000 })]);
+  await app.deployment.usageStore.insert([
+    usageRecord({ time: startOfUtcDay(now), account: ACCOUNT, keyId: night.record.id, model: 'echo-1', costPicoUsd: 1_250_000_000_000 }),
+  ]);
 
   const { page, pageErrors } = await signedIn(t, app.url, token, { width: 1280, height: 800 }, now);
 
@@ -624,7 +690,10 @@ const namesTest = (deployment: Deployment) => async (t: ExecutionContext) => {
   t.deepEqual(pageErrors, []);
 };
 
-withChromium(test)('the dashboard takes names as the API allows them: a found key shows its spend, a / in an account, a bare % in the address, a name of 255 characters', namesTest(embedded));
+withChromium(test)(
+  'the dashboard takes names as the API allows them: a found key shows its spend, a / in an account, a bare % in the address, a name of 255 characters',
+  namesTest(embedded),
+);
 withRedis(withPostgres(withChromium(test)))(
   'the dashboard on PostgreSQL and Redis takes names as the API allows them: a found key shows its spend, a / in an account, a bare % in the address, a name of 255 characters',
   namesTest(postgresRedis),

@@ -210,10 +210,13 @@ test("a parser's HTTP errors map to our rows with our wording: invalid JSON is 4
     headers: { 'content-type': 'application/json' },
     body: '{"model": "x", <script>',
   });
-  t.deepEqual({ status: res.status, body: JSON.parse(text) as unknown }, {
-    status: 400,
-    body: { error: { message: 'The request could not be parsed', type: 'invalid_request_error', param: null, code: 'invalid_request' } },
-  });
+  t.deepEqual(
+    { status: res.status, body: JSON.parse(text) as unknown },
+    {
+      status: 400,
+      body: { error: { message: 'The request could not be parsed', type: 'invalid_request_error', param: null, code: 'invalid_request' } },
+    },
+  );
 });
 
 test("a parser's 413 maps to request_too_large", async (t) => {
@@ -222,10 +225,13 @@ test("a parser's 413 maps to request_too_large", async (t) => {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ padding: 'x'.repeat(100) }),
   });
-  t.deepEqual({ status: res.status, body: JSON.parse(text) as unknown }, {
-    status: 413,
-    body: { error: { message: 'Request body is too large', type: 'invalid_request_error', param: null, code: 'request_too_large' } },
-  });
+  t.deepEqual(
+    { status: res.status, body: JSON.parse(text) as unknown },
+    {
+      status: 413,
+      body: { error: { message: 'Request body is too large', type: 'invalid_request_error', param: null, code: 'request_too_large' } },
+    },
+  );
 });
 
 test("a parser's 415 (an unknown Content-Encoding) maps to unsupported_media_type", async (t) => {
@@ -234,10 +240,13 @@ test("a parser's 415 (an unknown Content-Encoding) maps to unsupported_media_typ
     headers: { 'content-type': 'application/json', 'content-encoding': 'klingon' },
     body: '{}',
   });
-  t.deepEqual({ status: res.status, body: JSON.parse(text) as unknown }, {
-    status: 415,
-    body: { error: { message: 'Unsupported request body encoding', type: 'invalid_request_error', param: null, code: 'unsupported_media_type' } },
-  });
+  t.deepEqual(
+    { status: res.status, body: JSON.parse(text) as unknown },
+    {
+      status: 415,
+      body: { error: { message: 'Unsupported request body encoding', type: 'invalid_request_error', param: null, code: 'unsupported_media_type' } },
+    },
+  );
 });
 
 test('an unmatched request is 404 unknown_url naming the method and path', async (t) => {
@@ -444,7 +453,10 @@ test('requestDialect() decides the dialect for a chain without gatewayErrors(); 
   t.teardown(undecided.close);
   t.like(await (await fetch(`${undecided.url}/v1/models`)).json(), { object: 'list' });
   t.like(await (await fetch(`${undecided.url}/v1/models`, { headers: { 'anthropic-version': '2023-06-01' } })).json(), { has_more: false });
-  t.throws(() => requestDialect({ anthropic: true as never }), { instanceOf: TypeError, message: 'koa-model-gateway: requestDialect(): anthropic must be a function of ctx' });
+  t.throws(() => requestDialect({ anthropic: true as never }), {
+    instanceOf: TypeError,
+    message: 'koa-model-gateway: requestDialect(): anthropic must be a function of ctx',
+  });
 });
 
 test('underPath runs its middleware for the prefix and the paths under it only, compared exactly', async (t) => {

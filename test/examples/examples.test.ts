@@ -19,8 +19,7 @@ async function start(file: string, env: Record<string, string> = {}, printsKey =
   return example;
 }
 
-const client = (example: RunningExample, apiKey = example.key as string) =>
-  new OpenAI({ apiKey, baseURL: `${example.url}/v1`, maxRetries: 0 });
+const client = (example: RunningExample, apiKey = example.key as string) => new OpenAI({ apiKey, baseURL: `${example.url}/v1`, maxRetries: 0 });
 
 function upload(example: RunningExample, pdf: Buffer) {
   const form = new FormData();
@@ -36,10 +35,21 @@ test('minimal-gateway: upload a PDF and ask the echo model about it, with the op
   const file = await openai.files.create({ file: await toFile(pdf, 'notes.pdf'), purpose: 'user_data' });
   const completion = await openai.chat.completions.create({
     model: 'echo-1',
-    messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'file', file: { file_id: file.id } }] }],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is this?' },
+          { type: 'file', file: { file_id: file.id } },
+        ],
+      },
+    ],
   });
   t.regex(completion.choices[0]?.message.content ?? '', new RegExp(`notes\\.pdf, ${pdf.length} bytes, 2 pages`));
-  t.deepEqual((await openai.models.list()).data.map((model) => model.id), ['echo-1']);
+  t.deepEqual(
+    (await openai.models.list()).data.map((model) => model.id),
+    ['echo-1'],
+  );
 
   const message = await fetch(`${example.url}/v1/messages`, {
     method: 'POST',
@@ -60,7 +70,10 @@ test('files-on-knex: the five files endpoints on SQLite and a directory, and not
   const pdf = makePdf(1);
   const file = await openai.files.create({ file: await toFile(pdf, 'a.pdf'), purpose: 'user_data' });
   t.deepEqual(await readdir(join(dir, 'blobs')), [file.id]);
-  t.deepEqual((await openai.files.list()).data.map((entry) => entry.id), [file.id]);
+  t.deepEqual(
+    (await openai.files.list()).data.map((entry) => entry.id),
+    [file.id],
+  );
   t.is((await openai.files.retrieve(file.id)).bytes, pdf.length);
   t.deepEqual(Buffer.from(await (await openai.files.content(file.id)).arrayBuffer()), pdf);
   t.true((await openai.files.delete(file.id)).deleted);
@@ -71,8 +84,14 @@ test('env-key-store: the keys of GATEWAY_KEYS are accepted, others refused', asy
   const first = `kmg_sk_${randomBytes(16).toString('hex')}`;
   const second = `kmg_sk_${randomBytes(16).toString('hex')}`;
   const example = await start('env-key-store.ts', { GATEWAY_KEYS: `acme=${first},globex=${second}` }, false);
-  t.deepEqual((await client(example, first).models.list()).data.map((model) => model.id), ['echo-1']);
-  t.deepEqual((await client(example, second).models.list()).data.map((model) => model.id), ['echo-1']);
+  t.deepEqual(
+    (await client(example, first).models.list()).data.map((model) => model.id),
+    ['echo-1'],
+  );
+  t.deepEqual(
+    (await client(example, second).models.list()).data.map((model) => model.id),
+    ['echo-1'],
+  );
   const completion = await client(example, first).chat.completions.create({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] });
   t.is(completion.object, 'chat.completion');
   await t.throwsAsync(client(example, 'kmg_sk_not-in-the-list').models.list(), { instanceOf: OpenAI.AuthenticationError });

@@ -30,8 +30,14 @@ filesApiSuite(withPostgres(test), 'postgres + fs', () => knexStores(postgresData
 test('filesRouter() refuses missing stores and bad limits when it is made, not at request time', (t) => {
   const files = new MemoryFileStore();
   const blobs = new MemoryBlobStore();
-  t.throws(() => filesRouter({ blobs } as unknown as FilesRouterOptions), { instanceOf: TypeError, message: 'koa-model-gateway: filesRouter() needs a FileStore as `files`' });
-  t.throws(() => filesRouter({ files } as unknown as FilesRouterOptions), { instanceOf: TypeError, message: 'koa-model-gateway: filesRouter() needs a BlobStore as `blobs`' });
+  t.throws(() => filesRouter({ blobs } as unknown as FilesRouterOptions), {
+    instanceOf: TypeError,
+    message: 'koa-model-gateway: filesRouter() needs a FileStore as `files`',
+  });
+  t.throws(() => filesRouter({ files } as unknown as FilesRouterOptions), {
+    instanceOf: TypeError,
+    message: 'koa-model-gateway: filesRouter() needs a BlobStore as `blobs`',
+  });
   t.throws(() => filesRouter({ files, blobs, limits: { maxFiles: 0 } }), {
     instanceOf: TypeError,
     message: 'koa-model-gateway: filesRouter limits.maxFiles must be a positive integer',
@@ -72,7 +78,10 @@ test('ids of the first format stay valid and sort before every new id', (t) => {
     t.true(isFileId(old), old);
     t.true(old < fresh, old);
   }
-  t.true(FIRST_FORMAT.every((old) => old < newFileId(1_000_000_000)), 'even for a new id of a time before theirs');
+  t.true(
+    FIRST_FORMAT.every((old) => old < newFileId(1_000_000_000)),
+    'even for a new id of a time before theirs',
+  );
 });
 
 test('ids asked for in a tight loop are strictly increasing and all different', (t) => {
@@ -118,7 +127,10 @@ test('ids within one millisecond are not the last one plus one: the step is rand
   const ms = unusedTime();
   const ids = idsAt(Array.from({ length: 200 }, () => ms / 1000));
   t.deepEqual(ids, byteOrder(ids));
-  t.true(ids.every((id) => id.slice(0, 14) === ids[0]?.slice(0, 14)), 'all of that millisecond');
+  t.true(
+    ids.every((id) => id.slice(0, 14) === ids[0]?.slice(0, 14)),
+    'all of that millisecond',
+  );
   // A step of 1 leaves characters 27 to 32 (bits 24 to 59 of the random part) as they were but
   // once in 2^24 ids; a random 64-bit step changes them but once in 2^40.
   for (let i = 1; i < ids.length; i++) {
@@ -188,9 +200,7 @@ function sweepSuite(test: TestFn, name: string, makeStores: () => Promise<Stores
     const orphans = await Promise.all(Array.from({ length: 5 }, () => add(null, { record: false })));
     const live = await Promise.all(Array.from({ length: 4 }, () => add(null)));
     const processes = [stores, stores.another(), stores.another(), stores.another()];
-    const results = await Promise.all(
-      processes.map(({ files, blobs }) => sweep({ files, blobs, nowMs: () => (now + GRACE + 60) * 1000, batchSize: 3 })),
-    );
+    const results = await Promise.all(processes.map(({ files, blobs }) => sweep({ files, blobs, nowMs: () => (now + GRACE + 60) * 1000, batchSize: 3 })));
     t.true(results.reduce((sum, result) => sum + result.expired, 0) >= expired.length);
     t.deepEqual(await blobIds(stores), [...live].sort());
     t.deepEqual(await existing(stores, [...expired, ...orphans, ...live]), [...live].sort());
@@ -258,12 +268,16 @@ async function assertStored(t: ExecutionContext, app: FilesApp, blobDirectory: s
 
 test('an upload on the filesystem store moves its temp file into place, with exactly the bytes sent', async (t) => {
   const moved: string[] = [];
-  const { app, blobDirectory } = await setup(t, {}, {
-    rename: async (from, to) => {
-      moved.push(dirname(from));
-      await rename(from, to);
+  const { app, blobDirectory } = await setup(
+    t,
+    {},
+    {
+      rename: async (from, to) => {
+        moved.push(dirname(from));
+        await rename(from, to);
+      },
     },
-  });
+  );
   await assertStored(t, app, blobDirectory, pdfOf(300_000, 0x41));
   t.deepEqual(moved, [app.tempDir]);
   t.deepEqual(app.serverErrors, []);

@@ -42,7 +42,10 @@ async function isError(t: ExecutionContext, app: FilesApp, res: RawResponse, exp
   t.regex(String(res.headers['x-request-id']), /^req_[A-Za-z0-9]{32}$/);
   t.deepEqual(await app.tempFiles(), []);
   t.deepEqual(await app.files.list('acct-a', { order: 'asc', limit: 10 }, app.clock.seconds), { files: [], hasMore: false });
-  t.deepEqual(app.serverErrors.filter((err) => !droppedConnection(err)), []);
+  t.deepEqual(
+    app.serverErrors.filter((err) => !droppedConnection(err)),
+    [],
+  );
 }
 
 /** Endless chunks after `head`: only a server that answers mid-body lets the request finish. */
@@ -107,7 +110,10 @@ test('a chunked body growing past the limit is cut off mid-stream with 413, clos
 
 test('a chunked body growing past the limit outside the file part is cut off too', async (t) => {
   const app = await withApp(t);
-  const { body, contentType } = multipart([{ name: 'purpose', value: 'user_data' }, { name: 'upload', value: 'x', filename: 'other.pdf', contentType: 'application/pdf' }]);
+  const { body, contentType } = multipart([
+    { name: 'purpose', value: 'user_data' },
+    { name: 'upload', value: 'x', filename: 'other.pdf', contentType: 'application/pdf' },
+  ]);
   const head = body.subarray(0, body.lastIndexOf('x'));
   const res = await rawRequest(`${app.url}/v1/files`, {
     headers: { authorization: `Bearer ${app.keys.a}`, 'content-type': contentType },
@@ -177,7 +183,12 @@ test('checks run in order: encoding, then content type, then declared length', a
   const send = (headers: Record<string, string>) =>
     rawRequest(`${app.url}/v1/files`, { headers: { authorization: `Bearer ${app.keys.a}`, ...headers }, body: endless(Buffer.alloc(0)) });
   const huge = String(10 * 1024 ** 3);
-  await isError(t, app, await send({ 'content-encoding': 'gzip', 'content-type': 'application/json', 'content-length': huge }), errors.unsupportedContentEncoding());
+  await isError(
+    t,
+    app,
+    await send({ 'content-encoding': 'gzip', 'content-type': 'application/json', 'content-length': huge }),
+    errors.unsupportedContentEncoding(),
+  );
   await isError(t, app, await send({ 'content-type': 'application/json', 'content-length': huge }), errors.invalidContentType('multipart/form-data'));
 });
 
@@ -187,15 +198,24 @@ test('exactly one file part is required: none, two, or a plain field are 400 mis
   const cases: Part[][] = [
     [{ name: 'purpose', value: 'user_data' }],
     uploadParts(pdf, 'a.pdf', [{ name: 'file', value: pdf, filename: 'b.pdf', contentType: 'application/pdf' }]),
-    [{ name: 'purpose', value: 'user_data' }, { name: 'file', value: pdf }],
-    [{ name: 'purpose', value: 'user_data' }, { name: 'document', value: pdf, filename: 'a.pdf', contentType: 'application/pdf' }],
+    [
+      { name: 'purpose', value: 'user_data' },
+      { name: 'file', value: pdf },
+    ],
+    [
+      { name: 'purpose', value: 'user_data' },
+      { name: 'document', value: pdf, filename: 'a.pdf', contentType: 'application/pdf' },
+    ],
   ];
   for (const parts of cases) await isError(t, app, await upload(app, parts), errors.missingFile());
 });
 
 test('a file part without a Content-Type is still the file', async (t) => {
   const app = await withApp(t);
-  const res = await upload(app, [{ name: 'purpose', value: 'user_data' }, { name: 'file', value: pdfOf(1000), filename: 'plain.pdf' }]);
+  const res = await upload(app, [
+    { name: 'purpose', value: 'user_data' },
+    { name: 'file', value: pdfOf(1000), filename: 'plain.pdf' },
+  ]);
   t.is(res.status, 200);
   t.like(json(res), { filename: 'plain.pdf', bytes: 1000 });
 });
@@ -247,8 +267,8 @@ test('file names are kept as sent when sane, and directory parts are never honou
     ['résumé 履歴書.pdf', 'résumé 履歴書.pdf'],
     ['.pdf', '.pdf'],
     // A '"' as browsers and fetch send it, and as a quoted-pair (RFC 9110).
-    ["it's; a=%22b%22.pdf", "it's; a=\"b\".pdf"],
-    ["it's; a=\\\"b\\\".pdf", "it's; a=\"b\".pdf"],
+    ["it's; a=%22b%22.pdf", 'it\'s; a="b".pdf'],
+    ['it\'s; a=\\"b\\".pdf', 'it\'s; a="b".pdf'],
     ['../../etc/passwd.pdf', 'passwd.pdf'],
     ['/abs/path/x.pdf', 'x.pdf'],
     ['C:\\Users\\me\\y.pdf', 'y.pdf'],
@@ -280,7 +300,14 @@ test("a field the upload form does not have is 400 naming it, the other shape's 
   const openAIExpiry = "an upload in OpenAI's shape sets its expiry with 'expires_after[anchor]' and 'expires_after[seconds]'";
   const cases: Array<[Part[], GatewayError]> = [
     [[{ name: 'expires_in_seconds', value: '3600' }], errors.unknownUploadField('expires_in_seconds', openAIExpiry)],
-    [[{ name: 'expires_after[anchor]', value: 'created_at' }, { name: 'expires_after[seconds]', value: '3600' }, { name: 'expires_in_seconds', value: '3600' }], errors.unknownUploadField('expires_in_seconds', openAIExpiry)],
+    [
+      [
+        { name: 'expires_after[anchor]', value: 'created_at' },
+        { name: 'expires_after[seconds]', value: '3600' },
+        { name: 'expires_in_seconds', value: '3600' },
+      ],
+      errors.unknownUploadField('expires_in_seconds', openAIExpiry),
+    ],
     [[{ name: 'purpose_', value: 'user_data' }], errors.unknownUploadField('purpose_')],
     [[{ name: 'bell\x07', value: 'x' }], errors.unknownUploadField('bell\x07')],
   ];
@@ -295,7 +322,9 @@ test("a field the upload form does not have is 400 naming it, the other shape's 
     ['expires_after[seconds]', anthropicExpiry],
     ['purpose', undefined],
   ] as const) {
-    const res = await upload(app, [{ name: field, value: field === 'purpose' ? 'user_data' : '3600' }, file], { headers: { 'anthropic-version': '2023-06-01' } });
+    const res = await upload(app, [{ name: field, value: field === 'purpose' ? 'user_data' : '3600' }, file], {
+      headers: { 'anthropic-version': '2023-06-01' },
+    });
     t.is(res.status, 400);
     const message = errors.unknownUploadField(field, instead).message;
     t.deepEqual(json(res), { type: 'error', error: { type: 'invalid_request_error', message }, request_id: res.headers['request-id'] });
@@ -463,7 +492,10 @@ test('a disk that fails while the file is written is a 500 with no detail, repor
   t.deepEqual(json(res), { error: { message: 'Internal server error', type: 'server_error', param: null, code: 'internal_error' } });
   t.is(res.headers.connection, 'close');
   t.deepEqual(await app.tempFiles(), []);
-  t.deepEqual(app.serverErrors.map((err) => (err as { code?: unknown }).code), ['ENOENT']);
+  t.deepEqual(
+    app.serverErrors.map((err) => (err as { code?: unknown }).code),
+    ['ENOENT'],
+  );
 });
 
 test('a client that aborts mid-upload leaves the temp dir and the blob store as they were', async (t) => {
@@ -480,7 +512,11 @@ test('a client that aborts mid-upload leaves the temp dir and the blob store as 
   for await (const blob of app.blobs.list()) blobsAfter.push(blob.id);
   t.deepEqual(blobsAfter, blobsBefore);
   t.is((await app.files.usage('acct-a', app.clock.seconds)).files, 1);
-  t.deepEqual(app.serverErrors.filter((err) => !droppedConnection(err)), [], 'a client abort is not a server error');
+  t.deepEqual(
+    app.serverErrors.filter((err) => !droppedConnection(err)),
+    [],
+    'a client abort is not a server error',
+  );
 });
 
 test('bad options are refused when the middleware is made', (t) => {

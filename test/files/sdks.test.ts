@@ -103,7 +103,13 @@ test('beta.files: expires_in_seconds sets expires_at within the same bounds as e
 
   const range = "'expires_in_seconds' must be an integer from 3600 to 2592000";
   for (const seconds of [3599, 2_592_001]) {
-    await shapeBError(t, client.beta.files.upload({ file: await pdfFile(300), expires_in_seconds: seconds }), Anthropic.BadRequestError, 'invalid_request_error', range);
+    await shapeBError(
+      t,
+      client.beta.files.upload({ file: await pdfFile(300), expires_in_seconds: seconds }),
+      Anthropic.BadRequestError,
+      'invalid_request_error',
+      range,
+    );
   }
   t.is((await app.files.usage('acct-a', app.clock.seconds)).files, 0);
 });
@@ -122,7 +128,10 @@ test('beta.files.list pages newest first through more than one page; after_id, b
   t.deepEqual(seen, newestFirst);
 
   const first = await client.beta.files.list({ limit: 2 });
-  t.deepEqual(first.data.map((file) => file.id), newestFirst.slice(0, 2));
+  t.deepEqual(
+    first.data.map((file) => file.id),
+    newestFirst.slice(0, 2),
+  );
   t.true(first.hasNextPage());
   t.like(first.data[0], { type: 'file', filename: 'f4.pdf', size_bytes: 104 });
 
@@ -132,15 +141,28 @@ test('beta.files.list pages newest first through more than one page; after_id, b
       headers: { 'x-api-key': app.keys.a, 'anthropic-version': '2023-06-01' },
     });
     t.is(response.status, 200, query);
-    return (await response.json()) as { data: Array<{ id: string }>; first_id: string | null; last_id: string | null; has_more: boolean; next_page: string | null };
+    return (await response.json()) as {
+      data: Array<{ id: string }>;
+      first_id: string | null;
+      last_id: string | null;
+      has_more: boolean;
+      next_page: string | null;
+    };
   };
   const second = await page(`limit=2&after_id=${newestFirst[1]}`);
-  t.deepEqual(second.data.map((file) => file.id), newestFirst.slice(2, 4));
+  t.deepEqual(
+    second.data.map((file) => file.id),
+    newestFirst.slice(2, 4),
+  );
   t.like(second, { first_id: newestFirst[2], last_id: newestFirst[3], has_more: true, next_page: newestFirst[3] });
   const last = await page(`limit=2&after_id=${newestFirst[3]}`);
   t.like(last, { first_id: newestFirst[4], last_id: newestFirst[4], has_more: false, next_page: null });
   const before = await page(`limit=2&before_id=${newestFirst[3]}`);
-  t.deepEqual(before.data.map((file) => file.id), newestFirst.slice(1, 3), 'the files just newer, newest first');
+  t.deepEqual(
+    before.data.map((file) => file.id),
+    newestFirst.slice(1, 3),
+    'the files just newer, newest first',
+  );
   t.like(before, { has_more: true, next_page: null });
   t.like(await page(`limit=2&before_id=${newestFirst[1]}`), { first_id: newestFirst[0], has_more: false });
   t.like(await page('limit=20'), { has_more: false, next_page: null });
@@ -151,7 +173,10 @@ test('beta.files.list pages newest first through more than one page; after_id, b
   await client.beta.files.delete(ids[2] as string);
   const foreign = await anthropic(app.keys.b).beta.files.upload({ file: await pdfFile(100) });
   const named = await client.beta.files.list({ ids: [ids[0] as string, ids[3] as string, ids[2] as string, foreign.id, ids[0] as string] });
-  t.deepEqual(named.data.map((file) => file.id), [ids[3], ids[0]]);
+  t.deepEqual(
+    named.data.map((file) => file.id),
+    [ids[3], ids[0]],
+  );
   t.false(named.hasNextPage());
 
   const bad = async (query: string, message: string) => {
@@ -172,7 +197,13 @@ test('beta.files.list pages newest first through more than one page; after_id, b
 test('beta.files: a non-PDF, a too-large file, a foreign id, a malformed id, no key and no scope, as the SDK error classes', async (t) => {
   const { app, anthropic } = await setup(t);
   const client = anthropic();
-  await shapeBError(t, client.beta.files.upload({ file: await toFile(Buffer.from('hello'), 'hello.pdf') }), Anthropic.BadRequestError, 'invalid_request_error', 'File is not a PDF');
+  await shapeBError(
+    t,
+    client.beta.files.upload({ file: await toFile(Buffer.from('hello'), 'hello.pdf') }),
+    Anthropic.BadRequestError,
+    'invalid_request_error',
+    'File is not a PDF',
+  );
   await shapeBError(
     t,
     client.beta.files.upload({ file: await pdfFile(100, 'notes.txt') }),
@@ -192,7 +223,13 @@ test('beta.files: a non-PDF, a too-large file, a foreign id, a malformed id, no 
     await shapeBError(t, call, Anthropic.BadRequestError, 'invalid_request_error', 'Invalid file ID');
   }
   await shapeBError(t, anthropic('kmg_sk_not-a-key').beta.files.list(), Anthropic.AuthenticationError, 'authentication_error', 'Invalid API key');
-  await shapeBError(t, anthropic(app.keys.readOnly).beta.files.upload({ file: await pdfFile(100) }), Anthropic.PermissionDeniedError, 'permission_error', 'Forbidden');
+  await shapeBError(
+    t,
+    anthropic(app.keys.readOnly).beta.files.upload({ file: await pdfFile(100) }),
+    Anthropic.PermissionDeniedError,
+    'permission_error',
+    'Forbidden',
+  );
   await shapeBError(t, anthropic(app.keys.readOnly).beta.files.delete(foreign.id), Anthropic.PermissionDeniedError, 'permission_error', 'Forbidden');
   t.is((await app.files.usage('acct-a', app.clock.seconds)).files, 0);
   t.deepEqual(await app.tempFiles(), []);
@@ -201,7 +238,13 @@ test('beta.files: a non-PDF, a too-large file, a foreign id, a malformed id, no 
 test('beta.files: each of the three 429s is a RateLimitError with its message and headers', async (t) => {
   const perMinute = await setup(t, { creationLimiter: new MemoryCreationLimiter({ createsPerMinute: 1, nowMs: () => FIXED_MS }) });
   await perMinute.anthropic().beta.files.upload({ file: await pdfFile(100) });
-  const rate = await shapeBError(t, perMinute.anthropic().beta.files.upload({ file: await pdfFile(100) }), Anthropic.RateLimitError, 'rate_limit_error', 'Create rate exceeded');
+  const rate = await shapeBError(
+    t,
+    perMinute.anthropic().beta.files.upload({ file: await pdfFile(100) }),
+    Anthropic.RateLimitError,
+    'rate_limit_error',
+    'Create rate exceeded',
+  );
   t.is(rate?.headers?.get('retry-after'), '30');
 
   const perDay = await setup(t, { creationLimiter: new MemoryCreationLimiter({ bytesPerDay: 1500, nowMs: () => FIXED_MS }) });
@@ -217,7 +260,13 @@ test('beta.files: each of the three 429s is a RateLimitError with its message an
 
   const kept = await setup(t, { limits: { maxFileBytes: LIMIT, maxFiles: 1 } });
   await kept.anthropic().beta.files.upload({ file: await pdfFile(100) });
-  const storage = await shapeBError(t, kept.anthropic().beta.files.upload({ file: await pdfFile(100) }), Anthropic.RateLimitError, 'rate_limit_error', 'Storage quota exceeded');
+  const storage = await shapeBError(
+    t,
+    kept.anthropic().beta.files.upload({ file: await pdfFile(100) }),
+    Anthropic.RateLimitError,
+    'rate_limit_error',
+    'Storage quota exceeded',
+  );
   t.is(storage?.headers?.get('x-should-retry'), 'false');
 });
 
@@ -242,7 +291,9 @@ test('one store for both shapes: files of either SDK are listed, read and delete
   // Three kept files at most, whichever SDK made them.
   await openai().files.create({ file: await openAIFile(pdfOf(100), 'third.pdf'), purpose: 'user_data' });
   await shapeBError(t, anthropic().beta.files.upload({ file: await pdfFile(100) }), Anthropic.RateLimitError, 'rate_limit_error', 'Storage quota exceeded');
-  const openaiRefused = await t.throwsAsync(openai().files.create({ file: await openAIFile(pdfOf(100), 'x.pdf'), purpose: 'user_data' }), { instanceOf: OpenAI.RateLimitError });
+  const openaiRefused = await t.throwsAsync(openai().files.create({ file: await openAIFile(pdfOf(100), 'x.pdf'), purpose: 'user_data' }), {
+    instanceOf: OpenAI.RateLimitError,
+  });
   t.is(openaiRefused?.code, 'storage_quota_exceeded');
 
   // Deleted through the other shape, the file frees its place; the fourth creation of the minute is the last.
@@ -250,7 +301,9 @@ test('one store for both shapes: files of either SDK are listed, read and delete
   t.deepEqual(await openai().files.delete(viaAnthropic.id), { id: viaAnthropic.id, object: 'file', deleted: true });
   await anthropic().beta.files.upload({ file: await pdfFile(100) });
   await shapeBError(t, anthropic().beta.files.upload({ file: await pdfFile(100) }), Anthropic.RateLimitError, 'rate_limit_error', 'Create rate exceeded');
-  const minuteRefused = await t.throwsAsync(openai().files.create({ file: await openAIFile(pdfOf(100), 'y.pdf'), purpose: 'user_data' }), { instanceOf: OpenAI.RateLimitError });
+  const minuteRefused = await t.throwsAsync(openai().files.create({ file: await openAIFile(pdfOf(100), 'y.pdf'), purpose: 'user_data' }), {
+    instanceOf: OpenAI.RateLimitError,
+  });
   t.is(minuteRefused?.code, 'rate_limit_exceeded');
 });
 
@@ -303,7 +356,10 @@ test('the openai SDK pages through more files than one page, in both orders', as
   t.deepEqual(await seen('asc'), asc);
   t.deepEqual(await seen(), [...asc].reverse(), 'desc by default');
   const firstPage = await openai.files.list({ limit: 3, order: 'asc' });
-  t.deepEqual(firstPage.data.map((file) => file.id), asc.slice(0, 3));
+  t.deepEqual(
+    firstPage.data.map((file) => file.id),
+    asc.slice(0, 3),
+  );
   t.true(firstPage.has_more);
 });
 

@@ -132,13 +132,25 @@ const size = fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 5, max: 3000 }) 
 const bytes = (max: number) => fc.uint8Array({ maxLength: max }).map((array) => Buffer.from(array));
 
 type Mutation = (form: Form) => Effect;
-const noise = fc
-  .record({
-    headers: fc.constantFrom(['X-Note: none'], ['Content-Disposition: attachment; name="file"'], [disposition('other', 'x.pdf')], [disposition('other', 'y.pdf')], [disposition('note')], [`X-Pad: ${'p'.repeat(17 * 1024)}`, disposition('pad')], ['content-disposition:form-data;name="misc"']),
-    data: fc.oneof(bytes(64), fc.integer({ min: 16 * 1024, max: 40 * 1024 }).map((length) => Buffer.alloc(length, 0x41))),
-    at: fc.nat(),
-  });
-const cutShort: fc.Arbitrary<Mutation> = fc.record({ part: fc.nat(), at: fc.double({ min: 0, max: 0.999, noNaN: true }) }).map((cut) => (form) => ((form.cut = cut), 'breaks'));
+const noise = fc.record({
+  headers: fc.constantFrom(
+    ['X-Note: none'],
+    ['Content-Disposition: attachment; name="file"'],
+    [disposition('other', 'x.pdf')],
+    [disposition('other', 'y.pdf')],
+    [disposition('note')],
+    [`X-Pad: ${'p'.repeat(17 * 1024)}`, disposition('pad')],
+    ['content-disposition:form-data;name="misc"'],
+  ),
+  data: fc.oneof(
+    bytes(64),
+    fc.integer({ min: 16 * 1024, max: 40 * 1024 }).map((length) => Buffer.alloc(length, 0x41)),
+  ),
+  at: fc.nat(),
+});
+const cutShort: fc.Arbitrary<Mutation> = fc
+  .record({ part: fc.nat(), at: fc.double({ min: 0, max: 0.999, noNaN: true }) })
+  .map((cut) => (form) => ((form.cut = cut), 'breaks'));
 const mutations: fc.Arbitrary<Mutation>[] = [
   fc.constant((form) => ((form.parts = form.parts.filter((part) => !part.headers[0]?.includes('"purpose"'))), 'breaks')),
   fc.constantFrom('assistants', 'USER_DATA', '', 'user_data ').map((value) => (form) => (form.parts.push(field('purpose', value)), 'breaks')),
@@ -164,7 +176,10 @@ const mutations: fc.Arbitrary<Mutation>[] = [
       return !twice && anchor === 'created_at' && (seconds === '3600' || seconds === '2592000') ? 'keeps' : 'breaks';
     }),
   // Parts that are no form-data (skipped), others' file parts, odd headers: valid or not, never a 5xx.
-  noise.map(({ headers, data, at }) => (form) => (form.parts.splice(at % (form.parts.length + 1), 0, { headers: [...headers], data }), 'maybe')),
+  noise.map(
+    ({ headers, data, at }) =>
+      (form) => (form.parts.splice(at % (form.parts.length + 1), 0, { headers: [...headers], data }), 'maybe'),
+  ),
   noise.map(({ headers, data, at }) => (form) => {
     const index = at % (form.parts.length + 1);
     form.parts.splice(index, 0, { headers: [...headers], data });
@@ -174,7 +189,10 @@ const mutations: fc.Arbitrary<Mutation>[] = [
   // The body ends early, anywhere.
   cutShort,
   // A preamble ends in CRLF, or the first delimiter is none and the first part joins the preamble.
-  fc.tuple(bytes(200), bytes(200)).map(([preamble, epilogue]) => (form) => ((form.preamble = Buffer.concat([preamble, Buffer.from(CRLF)])), (form.epilogue = epilogue), 'maybe')),
+  fc.tuple(bytes(200), bytes(200)).map(
+    ([preamble, epilogue]) =>
+      (form) => ((form.preamble = Buffer.concat([preamble, Buffer.from(CRLF)])), (form.epilogue = epilogue), 'maybe'),
+  ),
 ];
 
 /** A valid upload (in random order, of random size and name), then up to three mutations. */
@@ -191,12 +209,29 @@ const formArb = (pdfContent: boolean) =>
       const boundary = `----fuzz${random}`;
       const file = filePart(name, pdfContent ? pdfOf(length) : Buffer.alloc(length, 0x20));
       const purpose = field('purpose', 'user_data');
-      const form: Form = { boundary, declaredBoundary: boundary, parts: purposeFirst ? [purpose, file] : [file, purpose], preamble: Buffer.alloc(0), epilogue: Buffer.alloc(0), cut: null, effects: [] };
+      const form: Form = {
+        boundary,
+        declaredBoundary: boundary,
+        parts: purposeFirst ? [purpose, file] : [file, purpose],
+        preamble: Buffer.alloc(0),
+        epilogue: Buffer.alloc(0),
+        cut: null,
+        effects: [],
+      };
       form.effects = mutate.map((mutation) => mutation(form));
       // A counterexample as a reader wants it: the parts' headers and sizes, not their bytes.
       return Object.assign(form, {
         [fc.toStringMethod]: () =>
-          JSON.stringify({ ...form, parts: form.parts.map((part) => ({ headers: part.headers.map((header) => header.slice(0, 120)), bytes: part.data.length, pdf: part.data.subarray(0, 5).toString('latin1') === '%PDF-' })), preamble: form.preamble.length, epilogue: form.epilogue.length }),
+          JSON.stringify({
+            ...form,
+            parts: form.parts.map((part) => ({
+              headers: part.headers.map((header) => header.slice(0, 120)),
+              bytes: part.data.length,
+              pdf: part.data.subarray(0, 5).toString('latin1') === '%PDF-',
+            })),
+            preamble: form.preamble.length,
+            epilogue: form.epilogue.length,
+          }),
       });
     });
 
@@ -222,12 +257,23 @@ async function removeFiles(): Promise<string[]> {
 
 testProp(
   'pdfUpload: any multipart body is answered below 500, leaves no temp file and creates a file only when valid',
-  [formArb(true), fc.constantFrom('length', 'length', 'chunked', 'short', 'abort'), fc.array(fc.integer({ min: 1, max: 70_000 }), { minLength: 1, maxLength: 4 }), fc.integer({ min: 3, max: 5000 })],
+  [
+    formArb(true),
+    fc.constantFrom('length', 'length', 'chunked', 'short', 'abort'),
+    fc.array(fc.integer({ min: 1, max: 70_000 }), { minLength: 1, maxLength: 4 }),
+    fc.integer({ min: 3, max: 5000 }),
+  ],
   async (t, form, framing, chunkSizes, shortBy) => {
     // A failed assertion ends the run: what it created goes before the next one.
     await removeFiles();
     const body = serialize(form);
-    const headers = [`POST /v1/files HTTP/1.1`, 'Host: gateway', `Authorization: Bearer ${uploads.keys.a}`, `Content-Type: multipart/form-data; boundary=${form.declaredBoundary}`, 'Connection: close'];
+    const headers = [
+      `POST /v1/files HTTP/1.1`,
+      'Host: gateway',
+      `Authorization: Bearer ${uploads.keys.a}`,
+      `Content-Type: multipart/form-data; boundary=${form.declaredBoundary}`,
+      'Connection: close',
+    ];
     if (framing === 'chunked') headers.push('Transfer-Encoding: chunked');
     // Short: the bytes beyond the declared length make a second request, which Node refuses.
     else headers.push(`Content-Length: ${framing === 'short' ? Math.max(0, body.length - shortBy) : body.length}`);
@@ -249,7 +295,10 @@ testProp(
     const left = await uploads.tempFiles();
     tally.tempFilesLeft += left.length;
     t.deepEqual(left, []);
-    t.deepEqual(uploads.serverErrors.splice(0).filter((err) => !droppedConnection(err)), []);
+    t.deepEqual(
+      uploads.serverErrors.splice(0).filter((err) => !droppedConnection(err)),
+      [],
+    );
     const files = await removeFiles();
     tally.created += files.length;
     if (outcome === 'refused' || abort) {
@@ -279,24 +328,66 @@ const tricky = fc.constantFrom(
   ': no-name',
   `X-Long: ${'l'.repeat(17 * 1024)}`,
 );
-const randomHeader = fc.tuple(fc.string({ unit: 'binary-ascii', minLength: 1, maxLength: 16 }), fc.string({ unit: 'binary-ascii', maxLength: 40 })).map(([name, value]) => `${name}: ${value}`);
+const randomHeader = fc
+  .tuple(fc.string({ unit: 'binary-ascii', minLength: 1, maxLength: 16 }), fc.string({ unit: 'binary-ascii', maxLength: 40 }))
+  .map(([name, value]) => `${name}: ${value}`);
 
 const requestArb = fc.record({
-  method: fc.oneof({ weight: 6, arbitrary: fc.constantFrom('GET', 'POST', 'POST', 'DELETE', 'HEAD', 'OPTIONS', 'PUT') }, { weight: 1, arbitrary: fc.constantFrom('CONNECT', 'PATCH', 'TRACE', 'PRI', 'M-SEARCH') }, { weight: 1, arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 8 }) }),
+  method: fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom('GET', 'POST', 'POST', 'DELETE', 'HEAD', 'OPTIONS', 'PUT') },
+    { weight: 1, arbitrary: fc.constantFrom('CONNECT', 'PATCH', 'TRACE', 'PRI', 'M-SEARCH') },
+    { weight: 1, arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 8 }) },
+  ),
   target: fc.oneof(
-    { weight: 6, arbitrary: fc.constantFrom('/v1/files', '/v1/files/file-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', '/v1/files/file-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA/content', '/v1/files?limit=0&order=up', '/v1/models', '/v1/chat/completions', '/v1/messages', '/healthz', '/readyz') },
+    {
+      weight: 6,
+      arbitrary: fc.constantFrom(
+        '/v1/files',
+        '/v1/files/file-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+        '/v1/files/file-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA/content',
+        '/v1/files?limit=0&order=up',
+        '/v1/models',
+        '/v1/chat/completions',
+        '/v1/messages',
+        '/healthz',
+        '/readyz',
+      ),
+    },
     { weight: 2, arbitrary: fc.constantFrom('*', 'example.com:443', 'http://gateway/v1/files', '/%00', '/v1/files/../../etc', '//v1/files', '/V1/FILES/', '') },
     { weight: 1, arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 40 }) },
   ),
-  version: fc.oneof({ weight: 8, arbitrary: fc.constant('HTTP/1.1') }, { weight: 2, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/2.0', 'HTTP/0.9', 'http/1.1', '') }),
+  version: fc.oneof(
+    { weight: 8, arbitrary: fc.constant('HTTP/1.1') },
+    { weight: 2, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/2.0', 'HTTP/0.9', 'http/1.1', '') },
+  ),
   key: fc.constantFrom('full', 'full', 'readOnly', 'wrong', 'none'),
   keyHeader: fc.constantFrom('Authorization: Bearer ', 'x-api-key: '),
-  contentType: fc.constantFrom('multipart', 'multipart', 'multipart/form-data', 'application/json', 'text/plain', 'multipart/form-data; boundary=', 'multipart/mixed; boundary=x', null),
+  contentType: fc.constantFrom(
+    'multipart',
+    'multipart',
+    'multipart/form-data',
+    'application/json',
+    'text/plain',
+    'multipart/form-data; boundary=',
+    'multipart/mixed; boundary=x',
+    null,
+  ),
   headers: fc.array(fc.oneof(tricky, randomHeader), { maxLength: 5 }),
   body: fc.oneof(
     { weight: 3, arbitrary: formArb(false).map((form) => ({ bytes: serialize(form), boundary: form.declaredBoundary })) },
     { weight: 2, arbitrary: bytes(3000).map((data) => ({ bytes: data, boundary: 'b' })) },
-    { weight: 1, arbitrary: fc.constantFrom('{"model":"echo-1","messages":[{"role":"user","content":"hi"}]}', '{"model":"echo-1","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"stream":true}', '{"model":', '[]', '').map((text) => ({ bytes: Buffer.from(text), boundary: 'b' })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom(
+          '{"model":"echo-1","messages":[{"role":"user","content":"hi"}]}',
+          '{"model":"echo-1","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"stream":true}',
+          '{"model":',
+          '[]',
+          '',
+        )
+        .map((text) => ({ bytes: Buffer.from(text), boundary: 'b' })),
+    },
   ),
   framing: fc.constantFrom('none', 'length', 'length', 'short', 'long', 'bad-length', 'chunked', 'chunked', 'bad-chunked', 'unterminated', 'both', 'te-gzip'),
   badLength: fc.constantFrom('abc', '-1', '1.5', '99999999999999999999999', '5, 6', '0x10', ''),
@@ -372,7 +463,11 @@ testProp(
     const { files } = await server.deployment.files.list('acme', { order: 'asc', limit: 10 }, Date.now() / 1000);
     tally.filesFromInvalidInput += files.length;
     t.deepEqual(files, [], 'no file from a body that holds no PDF');
-    t.deepEqual(server.logs.filter((line) => line.level >= 50), [], 'no error in the log');
+    t.deepEqual(
+      server.logs.filter((line) => line.level >= 50),
+      [],
+      'no error in the log',
+    );
   },
   params(120),
 );

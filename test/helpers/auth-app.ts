@@ -32,19 +32,20 @@ export function authApp(store = new MemoryKeyStore()) {
   app.use(underPath('/v1', apiKey({ store })));
   const router = new Router();
   for (const { method, path, scope } of OPERATIONS) {
-    router.register(path.replace('file-abc', ':id'), [method], [
-      requireScope(scope),
-      (ctx) => {
-        ctx.body = { ok: true, key: ctx.state.apiKey };
-      },
-    ]);
+    router.register(
+      path.replace('file-abc', ':id'),
+      [method],
+      [
+        requireScope(scope),
+        (ctx) => {
+          ctx.body = { ok: true, key: ctx.state.apiKey };
+        },
+      ],
+    );
   }
   app.use(router.routes());
   app.use(router.allowedMethods());
-  const keyFor = (
-    scopes: Scope[] = [...SCOPES],
-    extra: { models?: string[] | null; expiresAt?: number | null; account?: string; limits?: ModelLimits } = {},
-  ) =>
+  const keyFor = (scopes: Scope[] = [...SCOPES], extra: { models?: string[] | null; expiresAt?: number | null; account?: string; limits?: ModelLimits } = {}) =>
     createApiKey(store, {
       prefix: 'kmg',
       account: extra.account ?? 'acme',

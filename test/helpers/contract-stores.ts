@@ -69,7 +69,7 @@ export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
     async keyStore(open: Open, { prepared = false } = {}) {
       const db = await migratedDatabase(open);
       const preparedReads = readsOn(db, prepared);
-      return new KnexKeyStore(db.knex, { ...CONTRACT_STORE_OPTIONS, ...preparedReads && { preparedReads } });
+      return new KnexKeyStore(db.knex, { ...CONTRACT_STORE_OPTIONS, ...(preparedReads && { preparedReads }) });
     },
 
     /**
@@ -98,7 +98,7 @@ export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
     async fileStore(open: Open, { prepared = false } = {}): Promise<FileStore> {
       const db = await migratedDatabase(open);
       const preparedReads = readsOn(db, prepared);
-      const store = new KnexFileStore(db.knex, { ...CONTRACT_STORE_OPTIONS, ...preparedReads && { preparedReads } });
+      const store = new KnexFileStore(db.knex, { ...CONTRACT_STORE_OPTIONS, ...(preparedReads && { preparedReads }) });
       knexOf.set(store, db.knex);
       return store;
     },

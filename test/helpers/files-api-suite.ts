@@ -17,7 +17,13 @@ const ANTHROPIC = { 'anthropic-version': '2023-06-01' };
 
 /** A small client for one app: every call is a real HTTP request. */
 function client(app: FilesApp) {
-  const send = async (key: string | undefined, method: string, path: string, body?: { bytes: Buffer; contentType: string }, extraHeaders: Record<string, string> = {}) => {
+  const send = async (
+    key: string | undefined,
+    method: string,
+    path: string,
+    body?: { bytes: Buffer; contentType: string },
+    extraHeaders: Record<string, string> = {},
+  ) => {
     const headers: Record<string, string> = { ...extraHeaders };
     if (key !== undefined) headers.authorization = `Bearer ${key}`;
     if (body) headers['content-type'] = body.contentType;
@@ -212,39 +218,63 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
       if (i % 2 === 1) app.clock.seconds += 1; // some in the same second, some not
     }
     await api.create(app.keys.b);
-    const page = async (query: string) => (await api.get(app.keys.a, `/v1/files${query}`)).json as {
-      object: string;
-      data: Array<{ id: string }>;
-      first_id: string | null;
-      last_id: string | null;
-      has_more: boolean;
-    };
+    const page = async (query: string) =>
+      (await api.get(app.keys.a, `/v1/files${query}`)).json as {
+        object: string;
+        data: Array<{ id: string }>;
+        first_id: string | null;
+        last_id: string | null;
+        has_more: boolean;
+      };
     const desc = [...ids].sort().reverse();
     const asc = [...ids].sort();
     t.deepEqual(asc.slice(0, 2), [ids[0], ids[1]].sort(), 'files of the same second are ordered by id');
     t.deepEqual(asc.slice(2, 4), [ids[2], ids[3]].sort());
     t.deepEqual(asc.slice(4), [ids[4], ids[5]].sort());
-    t.true(ids.slice(0, 2).every((id) => id < (ids[2] ?? '')), 'a later second sorts after');
+    t.true(
+      ids.slice(0, 2).every((id) => id < (ids[2] ?? '')),
+      'a later second sorts after',
+    );
 
     const all = await page('');
-    t.deepEqual(all.data.map((file) => file.id), desc, 'desc by default');
+    t.deepEqual(
+      all.data.map((file) => file.id),
+      desc,
+      'desc by default',
+    );
     t.deepEqual([all.first_id, all.last_id], [desc[0], desc[5]]);
     t.false(all.has_more);
-    t.deepEqual((await page('?order=asc')).data.map((file) => file.id), asc);
+    t.deepEqual(
+      (await page('?order=asc')).data.map((file) => file.id),
+      asc,
+    );
 
     const first = await page('?order=asc&limit=4');
-    t.deepEqual(first.data.map((file) => file.id), asc.slice(0, 4));
+    t.deepEqual(
+      first.data.map((file) => file.id),
+      asc.slice(0, 4),
+    );
     t.true(first.has_more);
     const second = await page(`?order=asc&limit=2&after=${first.last_id}`);
-    t.deepEqual(second.data.map((file) => file.id), asc.slice(4));
+    t.deepEqual(
+      second.data.map((file) => file.id),
+      asc.slice(4),
+    );
     t.false(second.has_more, 'exactly the last two: nothing more follows');
     t.deepEqual({ first: second.first_id, last: second.last_id }, { first: asc[4], last: asc[5] });
 
     await api.del(app.keys.a, `/v1/files/${asc[3]}`);
     const afterDeleted = await page(`?order=asc&limit=10&after=${asc[3]}`);
-    t.deepEqual(afterDeleted.data.map((file) => file.id), asc.slice(4), 'a deleted file still marks a position');
+    t.deepEqual(
+      afterDeleted.data.map((file) => file.id),
+      asc.slice(4),
+      'a deleted file still marks a position',
+    );
     const descAfterDeleted = await page(`?limit=10&after=${asc[3]}`);
-    t.deepEqual(descAfterDeleted.data.map((file) => file.id), desc.slice(desc.indexOf(asc[3] ?? '') + 1));
+    t.deepEqual(
+      descAfterDeleted.data.map((file) => file.id),
+      desc.slice(desc.indexOf(asc[3] ?? '') + 1),
+    );
     const end = await page(`?order=asc&after=${asc[5]}`);
     t.deepEqual(end, { object: 'list', data: [], first_id: null, last_id: null, has_more: false });
     t.is((await page('?limit=10000')).data.length, 5);
@@ -254,37 +284,64 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
     const { app, api } = await setup(t, makeStores, { maxFiles: 5 });
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
-      const upload = i % 2 === 0 ? await api.anthropic.upload(app.keys.a, pdfOf(100 + i), `f${i}.pdf`) : await api.upload(app.keys.a, pdfOf(100 + i), `f${i}.pdf`);
+      const upload =
+        i % 2 === 0 ? await api.anthropic.upload(app.keys.a, pdfOf(100 + i), `f${i}.pdf`) : await api.upload(app.keys.a, pdfOf(100 + i), `f${i}.pdf`);
       t.is(upload.status, 200);
       ids.push((upload.json as { id: string }).id);
       if (i === 1) app.clock.seconds += 1;
     }
     await api.create(app.keys.b);
     const newest = [...ids].reverse();
-    const page = async (query: string) => (await api.anthropic.get(app.keys.a, `/v1/files?beta=true&${query}`)).json as Record<string, unknown> & { data: Array<{ id: string }> };
+    const page = async (query: string) =>
+      (await api.anthropic.get(app.keys.a, `/v1/files?beta=true&${query}`)).json as Record<string, unknown> & { data: Array<{ id: string }> };
     const first = await page('limit=3');
-    t.deepEqual(first.data.map((file) => file.id), newest.slice(0, 3));
+    t.deepEqual(
+      first.data.map((file) => file.id),
+      newest.slice(0, 3),
+    );
     t.like(first, { first_id: newest[0], last_id: newest[2], has_more: true, next_page: newest[2] });
-    t.deepEqual(first.data[0], { id: newest[0], type: 'file', filename: 'f3.pdf', mime_type: 'application/pdf', size_bytes: 103, created_at: new Date(app.clock.seconds * 1000).toISOString().replace('.000Z', 'Z'), downloadable: true });
+    t.deepEqual(first.data[0], {
+      id: newest[0],
+      type: 'file',
+      filename: 'f3.pdf',
+      mime_type: 'application/pdf',
+      size_bytes: 103,
+      created_at: new Date(app.clock.seconds * 1000).toISOString().replace('.000Z', 'Z'),
+      downloadable: true,
+    });
     const oldest = (await api.anthropic.get(app.keys.a, `/v1/files/${newest[3]}`)).json;
     t.deepEqual(await page(`limit=3&page=${newest[2]}`), { data: [oldest], first_id: newest[3], last_id: newest[3], has_more: false, next_page: null });
-    t.deepEqual((await page(`limit=3&after_id=${newest[0]}`)).data.map((file) => file.id), newest.slice(1, 4));
+    t.deepEqual(
+      (await page(`limit=3&after_id=${newest[0]}`)).data.map((file) => file.id),
+      newest.slice(1, 4),
+    );
     const before = await page(`limit=2&before_id=${newest[3]}`);
-    t.deepEqual(before.data.map((file) => file.id), newest.slice(1, 3));
+    t.deepEqual(
+      before.data.map((file) => file.id),
+      newest.slice(1, 3),
+    );
     t.like(before, { first_id: newest[1], last_id: newest[2], has_more: true, next_page: null });
 
     // One set of kept limits: the fifth file is the last, in either shape; a deletion in the other shape frees a place.
     t.is((await api.anthropic.upload(app.keys.a, pdfOf(100), 'fifth.pdf')).status, 200);
     const refused = await api.anthropic.upload(app.keys.a, pdfOf(100));
     t.is(refused.status, 429);
-    t.deepEqual(refused.json, { type: 'error', error: { type: 'rate_limit_error', message: 'Storage quota exceeded' }, request_id: refused.headers.get('request-id') });
+    t.deepEqual(refused.json, {
+      type: 'error',
+      error: { type: 'rate_limit_error', message: 'Storage quota exceeded' },
+      request_id: refused.headers.get('request-id'),
+    });
     t.is(refused.headers.get('x-should-retry'), 'false');
     t.is((await api.upload(app.keys.a, pdfOf(100))).status, 429);
     t.deepEqual((await api.anthropic.del(app.keys.a, `/v1/files/${ids[1]}`)).json, { id: ids[1], type: 'file_deleted' });
     t.is((await api.upload(app.keys.a, pdfOf(100))).status, 200);
     const foreign = await api.create(app.keys.b);
     const named = await page(`ids[]=${ids[0]}&ids[]=${ids[1]}&ids[]=${ids[2]}&ids[]=${foreign.id}&ids[]=${NEVER}`);
-    t.deepEqual(named.data.map((file) => file.id), [ids[2], ids[0]], "only the caller's live files, newest first");
+    t.deepEqual(
+      named.data.map((file) => file.id),
+      [ids[2], ids[0]],
+      "only the caller's live files, newest first",
+    );
     t.like(named, { has_more: false, next_page: null });
 
     // An expiry from either form, gone at the same second from both shapes.
@@ -304,9 +361,9 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
       ['plain.pdf', 'plain.pdf', 'attachment; filename="plain.pdf"'],
       ['say %22hi%22; x=y.pdf', 'say "hi"; x=y.pdf', 'attachment; filename="say \\"hi\\"; x=y.pdf"'],
       ['back\\slash.pdf', 'slash.pdf', 'attachment; filename="slash.pdf"'],
-      ['résumé.pdf', 'résumé.pdf', "attachment; filename=\"r_sum_.pdf\"; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf"],
-      ['履歴書.pdf', '履歴書.pdf', "attachment; filename=\"___.pdf\"; filename*=UTF-8''%E5%B1%A5%E6%AD%B4%E6%9B%B8.pdf"],
-      ['100%25.pdf', '100%25.pdf', "attachment; filename=\"100%25.pdf\"; filename*=UTF-8''100%2525.pdf"],
+      ['résumé.pdf', 'résumé.pdf', 'attachment; filename="r_sum_.pdf"; filename*=UTF-8\'\'r%C3%A9sum%C3%A9.pdf'],
+      ['履歴書.pdf', '履歴書.pdf', 'attachment; filename="___.pdf"; filename*=UTF-8\'\'%E5%B1%A5%E6%AD%B4%E6%9B%B8.pdf'],
+      ['100%25.pdf', '100%25.pdf', 'attachment; filename="100%25.pdf"; filename*=UTF-8\'\'100%2525.pdf'],
     ];
     for (const [sent, stored, header] of cases) {
       const { id, filename } = await api.create(app.keys.a, pdfOf(100), sent);
@@ -317,7 +374,6 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
       t.is(res.headers.get('content-type'), 'application/pdf');
     }
   });
-
 }
 
 /**
@@ -327,7 +383,15 @@ export function filesApiSuite(test: TestFn, name: string, makeStores: () => Prom
 export function filesRequestSuite(test: TestFn): void {
   test('a malformed file id is 400 Invalid file ID on every endpoint that takes one', async (t) => {
     const { app, api } = await setup(t, memoryStores);
-    const malformed = ['abc', 'file-short', `file-${'a'.repeat(31)}`, `file-${'a'.repeat(33)}`, `file-${'a'.repeat(31)}.`, `FILE-${'a'.repeat(32)}`, `file-${'a'.repeat(30)}%2F`];
+    const malformed = [
+      'abc',
+      'file-short',
+      `file-${'a'.repeat(31)}`,
+      `file-${'a'.repeat(33)}`,
+      `file-${'a'.repeat(31)}.`,
+      `FILE-${'a'.repeat(32)}`,
+      `file-${'a'.repeat(30)}%2F`,
+    ];
     for (const id of malformed) {
       for (const res of [
         await api.get(app.keys.a, `/v1/files/${id}`),
@@ -339,7 +403,6 @@ export function filesRequestSuite(test: TestFn): void {
       }
     }
   });
-
 
   test("invalid list parameters are 400 with the parameter's code", async (t) => {
     const { app, api } = await setup(t, memoryStores);
@@ -363,11 +426,15 @@ export function filesRequestSuite(test: TestFn): void {
     }
   });
 
-
   test("a wrong method is 405 and an unknown path 404, in the API's error shape", async (t) => {
     const { app, api } = await setup(t, memoryStores);
     const { id } = await api.create(app.keys.a);
-    for (const [method, path] of [['PUT', '/v1/files'], ['PATCH', `/v1/files/${id}`], ['POST', `/v1/files/${id}/content`], ['DELETE', '/v1/files']] as const) {
+    for (const [method, path] of [
+      ['PUT', '/v1/files'],
+      ['PATCH', `/v1/files/${id}`],
+      ['POST', `/v1/files/${id}/content`],
+      ['DELETE', '/v1/files'],
+    ] as const) {
       const res = await api.send(app.keys.a, method, path);
       t.is(res.status, 405, `${method} ${path}`);
       t.deepEqual(res.json, shapeA(`Method ${method} is not allowed on this URL`, 'method_not_allowed'));

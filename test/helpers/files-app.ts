@@ -57,8 +57,7 @@ export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp>
   const tempDir = await mkdtemp(join(tmpdir(), 'kmg-upload-test-'));
   const clock = { seconds: Math.floor(Date.now() / 1000) };
   const keyStore = new MemoryKeyStore();
-  const key = async (account: string, scopes: Scope[]) =>
-    (await createApiKey(keyStore, { prefix: 'kmg', account, scopes })).key;
+  const key = async (account: string, scopes: Scope[]) => (await createApiKey(keyStore, { prefix: 'kmg', account, scopes })).key;
   const keys = {
     a: await key('acct-a', FILE_SCOPES),
     a2: await key('acct-a', FILE_SCOPES),
@@ -89,7 +88,11 @@ export async function filesApp(options: FilesAppOptions = {}): Promise<FilesApp>
       if (inFlight === 0) for (const resolve of waiting.splice(0)) resolve();
     }
   });
-  app.use(gatewayErrors()).use(apiKey({ store: keyStore })).use(router.routes()).use(router.allowedMethods());
+  app
+    .use(gatewayErrors())
+    .use(apiKey({ store: keyStore }))
+    .use(router.routes())
+    .use(router.allowedMethods());
   const server = await listen(app);
   return {
     url: server.url,
@@ -126,7 +129,11 @@ export async function abortUploadMidway(app: FilesApp, pdf: Buffer): Promise<voi
   });
   req.on('error', () => undefined);
   req.write(body.subarray(0, body.length / 2));
-  await until(() => app.tempFiles(), (files) => files.length > 0, { intervalMs: 5, attempts: 2000 });
+  await until(
+    () => app.tempFiles(),
+    (files) => files.length > 0,
+    { intervalMs: 5, attempts: 2000 },
+  );
   req.destroy();
   await app.idle();
 }

@@ -28,7 +28,11 @@ lines.close();
 
 const settled = await Promise.allSettled(
   Array.from({ length: job.count }, (_, i) =>
-    store.rotate(job.id, { hash: hashApiKey(`kmg_sk_${process.pid}_${i}_${Math.random()}`), nowSeconds: job.nowSeconds, graceEndsAt: Math.floor(job.nowSeconds) + 60 }),
+    store.rotate(job.id, {
+      hash: hashApiKey(`kmg_sk_${process.pid}_${i}_${Math.random()}`),
+      nowSeconds: job.nowSeconds,
+      graceEndsAt: Math.floor(job.nowSeconds) + 60,
+    }),
   ),
 );
 const results = settled.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value.outcome : String(outcome.reason)));

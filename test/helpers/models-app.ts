@@ -86,7 +86,12 @@ export async function modelsApp(options: Partial<ModelsRouterOptions> = {}) {
 
   /** POSTs `body` as JSON to `path` with `headers`; `signal` aborts it. */
   const post = (path: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
-    fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), ...(signal && { signal }) });
+    fetch(`${server.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+      ...(signal && { signal }),
+    });
 
   return { url: server.url, close: server.close, keyFor, storePdf, post, files, blobs, reported };
 }

@@ -102,11 +102,12 @@ export async function streamingUpstream() {
   return {
     url,
     /** The next request the upstream receives. */
-    next: () => new Promise<{ req: IncomingMessage; res: ServerResponse }>((resolve) => {
-      const arrival = arrivals.shift();
-      if (arrival) resolve(arrival);
-      else waiting.push(resolve);
-    }),
+    next: () =>
+      new Promise<{ req: IncomingMessage; res: ServerResponse }>((resolve) => {
+        const arrival = arrivals.shift();
+        if (arrival) resolve(arrival);
+        else waiting.push(resolve);
+      }),
     close,
   };
 }
@@ -126,7 +127,14 @@ function openAIAnswer(res: ServerResponse, body: Record<string, unknown>, usage:
   const reported = { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output };
   if (body.stream !== true) {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there' }, finish_reason: 'stop' }], usage: reported }));
+    res.end(
+      JSON.stringify({
+        ...base,
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there' }, finish_reason: 'stop' }],
+        usage: reported,
+      }),
+    );
     return;
   }
   // As OpenAI streams: with include_usage, `usage: null` on every chunk and one more chunk with the usage.
@@ -152,7 +160,14 @@ function anthropicAnswer(res: ServerResponse, body: Record<string, unknown>, usa
   const message = { id: 'msg_mock', type: 'message', role: 'assistant', model: body.model, stop_sequence: null };
   if (body.stream !== true) {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ...message, content: [{ type: 'text', text: 'Hello there' }], stop_reason: 'end_turn', usage: { ...input, output_tokens: usage.output } }));
+    res.end(
+      JSON.stringify({
+        ...message,
+        content: [{ type: 'text', text: 'Hello there' }],
+        stop_reason: 'end_turn',
+        usage: { ...input, output_tokens: usage.output },
+      }),
+    );
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -165,7 +180,15 @@ function anthropicAnswer(res: ServerResponse, body: Record<string, unknown>, usa
 }
 
 function responsesAnswer(res: ServerResponse, body: Record<string, unknown>, usage: MockCall['usage']): void {
-  const response = (status: string, reported: unknown) => ({ id: 'resp_mock', object: 'response', created_at: 1_744_000_000, status, model: body.model, output: [], usage: reported });
+  const response = (status: string, reported: unknown) => ({
+    id: 'resp_mock',
+    object: 'response',
+    created_at: 1_744_000_000,
+    status,
+    model: body.model,
+    output: [],
+    usage: reported,
+  });
   const reported = { input_tokens: usage.input, output_tokens: usage.output, total_tokens: usage.input + usage.output };
   if (body.stream !== true) {
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -176,7 +199,12 @@ function responsesAnswer(res: ServerResponse, body: Record<string, unknown>, usa
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   res.write(event({ type: 'response.created', sequence_number: 0, response: response('in_progress', null) }, 'response.created'));
   res.write(event({ type: 'response.in_progress', sequence_number: 1, response: response('in_progress', null) }, 'response.in_progress'));
-  res.write(event({ type: 'response.output_text.delta', sequence_number: 2, item_id: 'msg_mock', output_index: 0, content_index: 0, delta: 'Hello there' }, 'response.output_text.delta'));
+  res.write(
+    event(
+      { type: 'response.output_text.delta', sequence_number: 2, item_id: 'msg_mock', output_index: 0, content_index: 0, delta: 'Hello there' },
+      'response.output_text.delta',
+    ),
+  );
   res.end(event({ type: 'response.completed', sequence_number: 3, response: response('completed', reported) }, 'response.completed'));
 }
 
@@ -201,7 +229,8 @@ export async function mockProviders() {
       if (path === '/v1/chat/completions') openAIAnswer(res, body, usage);
       else if (path === '/v1/responses') responsesAnswer(res, body, usage);
       else if (path === '/v1/messages') anthropicAnswer(res, body, usage);
-      else if (path === '/v1/messages/count_tokens') res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ input_tokens: usage.input }));
+      else if (path === '/v1/messages/count_tokens')
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ input_tokens: usage.input }));
       else res.writeHead(404).end();
     });
   });

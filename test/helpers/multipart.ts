@@ -32,11 +32,7 @@ export function multipart(parts: Part[]): { body: Buffer; contentType: string } 
 
 /** The parts of an ordinary upload: `file` (a PDF named `name`) and `purpose`. */
 export function uploadParts(pdf: Buffer, name = 'report.pdf', extra: Part[] = []): Part[] {
-  return [
-    { name: 'purpose', value: 'user_data' },
-    ...extra,
-    { name: 'file', value: pdf, filename: name, contentType: 'application/pdf' },
-  ];
+  return [{ name: 'purpose', value: 'user_data' }, ...extra, { name: 'file', value: pdf, filename: name, contentType: 'application/pdf' }];
 }
 
 /** An upload as fetch sends it: `purpose`, `expires_after` when given, and `file` (a PDF named `filename`). */

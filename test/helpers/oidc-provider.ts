@@ -82,7 +82,15 @@ export async function testProvider(people: Record<string, Person>) {
     /** Makes the provider, with the gateway's callback as its client's one redirect URL. */
     register(redirectUri: string) {
       const provider = new Provider(issuer, {
-        clients: [{ client_id: OIDC_CLIENT.id, client_secret: OIDC_CLIENT.secret, redirect_uris: [redirectUri], grant_types: ['authorization_code'], response_types: ['code'] }],
+        clients: [
+          {
+            client_id: OIDC_CLIENT.id,
+            client_secret: OIDC_CLIENT.secret,
+            redirect_uris: [redirectUri],
+            grant_types: ['authorization_code'],
+            response_types: ['code'],
+          },
+        ],
         jwks: { keys: [jwk] },
         cookies: { keys: ['test-provider-cookie-key'] },
         adapter: memoryAdapter(),

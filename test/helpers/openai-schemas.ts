@@ -25,13 +25,19 @@ function normalized(node: unknown, anchor: string | undefined): unknown {
   }
   void $recursiveAnchor;
   const schema = Object.fromEntries(
-    Object.entries(rest).map(([key, value]) => [key, key === 'example' || key === 'default' || key === 'enum' || key === 'const' ? value : normalized(value, anchor)]),
+    Object.entries(rest).map(([key, value]) => [
+      key,
+      key === 'example' || key === 'default' || key === 'enum' || key === 'const' ? value : normalized(value, anchor),
+    ]),
   );
   return nullable === true ? { anyOf: [schema, { type: 'null' }] } : schema;
 }
 
 const schemas = Object.fromEntries(
-  Object.entries(EXTRACT.components.schemas).map(([name, schema]) => [name, normalized(schema, schema.$recursiveAnchor === true ? `#/components/schemas/${name}` : undefined)]),
+  Object.entries(EXTRACT.components.schemas).map(([name, schema]) => [
+    name,
+    normalized(schema, schema.$recursiveAnchor === true ? `#/components/schemas/${name}` : undefined),
+  ]),
 );
 
 // strictRequired off: the document requires, in an allOf's branch, properties another branch defines.
@@ -42,14 +48,25 @@ ajv.addFormat('unixtime', { type: 'number', validate: Number.isInteger });
 // An embedding's values: any JSON number (a float32 widened to a double).
 ajv.addFormat('float', { type: 'number', validate: Number.isFinite });
 // Annotations of the document and of the SDKs' generator: no validation keywords.
-ajv.addVocabulary(['components', 'example', 'discriminator', 'x-oaiMeta', 'x-oaiTypeLabel', 'x-oaiExpandable', 'x-oaiSupportedSDKs', 'x-stainless-const', 'x-stainless-skip']);
+ajv.addVocabulary([
+  'components',
+  'example',
+  'discriminator',
+  'x-oaiMeta',
+  'x-oaiTypeLabel',
+  'x-oaiExpandable',
+  'x-oaiSupportedSDKs',
+  'x-stainless-const',
+  'x-stainless-skip',
+]);
 ajv.addSchema({ components: { schemas } }, DOCUMENT_ID);
 
 const describe = (what: string, errors: ErrorObject[] | null | undefined) =>
   (errors ?? []).map((error) => `${what}${error.instancePath} ${error.message ?? ''} ${JSON.stringify(error.params)}`);
 
 /** The schemas the gateway's answers are checked against. */
-export type OpenAISchema = 'CreateChatCompletionResponse' | 'CreateChatCompletionStreamResponse' | 'Response' | 'ResponseStreamEvent' | 'ErrorResponse' | 'CreateEmbeddingResponse';
+export type OpenAISchema =
+  'CreateChatCompletionResponse' | 'CreateChatCompletionStreamResponse' | 'Response' | 'ResponseStreamEvent' | 'ErrorResponse' | 'CreateEmbeddingResponse';
 
 // The events of a stream, by their `type`: each is one branch of ResponseStreamEvent's anyOf,
 // whose own errors say more than the anyOf's list of every branch's.

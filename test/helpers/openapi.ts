@@ -23,11 +23,21 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
 
 /** The document's path templates as patterns: exact paths first, then one segment per parameter, then any. */
 const templates = [
-  ...Object.keys(paths).filter((path) => !path.includes('{')).map((path) => ({ path, pattern: new RegExp(`^${escapeRegExp(path)}$`) })),
+  ...Object.keys(paths)
+    .filter((path) => !path.includes('{'))
+    .map((path) => ({ path, pattern: new RegExp(`^${escapeRegExp(path)}$`) })),
   ...['[^/]+', '.+'].flatMap((parameter) =>
     Object.keys(paths)
       .filter((path) => path.includes('{'))
-      .map((path) => ({ path, pattern: new RegExp(`^${path.split(/\{[^}]+\}/).map(escapeRegExp).join(parameter)}$`) })),
+      .map((path) => ({
+        path,
+        pattern: new RegExp(
+          `^${path
+            .split(/\{[^}]+\}/)
+            .map(escapeRegExp)
+            .join(parameter)}$`,
+        ),
+      })),
   ),
 ];
 

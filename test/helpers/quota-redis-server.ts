@@ -59,4 +59,3 @@ export async function ownRedis(): Promise<OwnRedis> {
     resume: () => child?.kill('SIGCONT'),
   };
 }
-

@@ -91,7 +91,11 @@ export async function referenceApp(
       ).key,
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise((resolve) => waiting.push(resolve))),
     async logLine(find) {
-      const found = await until(async () => logs.find(find), (line) => line !== undefined, { intervalMs: 25, attempts: 200 });
+      const found = await until(
+        async () => logs.find(find),
+        (line) => line !== undefined,
+        { intervalMs: 25, attempts: 200 },
+      );
       if (found === undefined) throw new Error('no such log line within 5 s');
       return found;
     },

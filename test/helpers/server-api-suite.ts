@@ -158,7 +158,15 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
         headers: jsonHeaders,
         body: json({
           model: 'echo-1',
-          messages: [{ role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'file', file: { file_id: file.id } }] }],
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'What is it?' },
+                { type: 'file', file: { file_id: file.id } },
+              ],
+            },
+          ],
         }),
       });
       t.is(chat.status, 200);
@@ -175,7 +183,13 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
           model: 'echo-2',
           max_tokens: 100,
           messages: [
-            { role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: file.id } }, { type: 'text', text: 'Summarise.' }] },
+            {
+              role: 'user',
+              content: [
+                { type: 'document', source: { type: 'file', file_id: file.id } },
+                { type: 'text', text: 'Summarise.' },
+              ],
+            },
           ],
         }),
       });
@@ -210,7 +224,9 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     const decoded = await client.embeddings.create({ model: 'echo-embed-1', input });
     t.like(decoded, { object: 'list', model: 'echo-embed-1', usage: { prompt_tokens: 5, total_tokens: 5 } });
     t.deepEqual((await client.embeddings.create({ model: 'echo-embed-1', input, encoding_format: 'float' })).data, decoded.data);
-    const chat = await t.throwsAsync(client.chat.completions.create({ model: 'echo-embed-1', messages: [{ role: 'user', content: 'hi' }] }), { instanceOf: OpenAI.BadRequestError });
+    const chat = await t.throwsAsync(client.chat.completions.create({ model: 'echo-embed-1', messages: [{ role: 'user', content: 'hi' }] }), {
+      instanceOf: OpenAI.BadRequestError,
+    });
     t.regex(chat?.message ?? '', /'echo-embed-1' is an embeddings model/);
   });
 
@@ -242,7 +258,18 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     const created = await call('POST', '/v1/responses', {
       key,
       headers: jsonHeaders,
-      body: json({ model: 'echo-2', input: [{ role: 'user', content: [{ type: 'input_text', text: 'What is it?' }, { type: 'input_file', file_id: file.id }] }] }),
+      body: json({
+        model: 'echo-2',
+        input: [
+          {
+            role: 'user',
+            content: [
+              { type: 'input_text', text: 'What is it?' },
+              { type: 'input_file', file_id: file.id },
+            ],
+          },
+        ],
+      }),
     });
     t.is(created.status, 200);
     const response = (await created.json()) as { object: string; output: Array<{ content: Array<{ text: string }> }> };
@@ -252,7 +279,19 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     t.deepEqual(await (await call('GET', '/v1/models/echo-1', { key })).json(), { id: 'echo-1', object: 'model', created: 1_744_000_000, owned_by: 'echo' });
     const anthropic = await call('GET', '/v1/models/echo-1', { key, headers: { 'anthropic-version': '2023-06-01' } });
     t.regex(anthropic.headers.get('request-id') ?? '', REQUEST_ID);
-    t.deepEqual(await anthropic.json(), { type: 'model', id: 'echo-1', display_name: 'echo-1', created_at: '2025-04-07T04:26:40Z', max_input_tokens: null, max_tokens: null, lifecycle: 'active', deprecated_at: null, retires_at: null, capabilities: null, line: null });
+    t.deepEqual(await anthropic.json(), {
+      type: 'model',
+      id: 'echo-1',
+      display_name: 'echo-1',
+      created_at: '2025-04-07T04:26:40Z',
+      max_input_tokens: null,
+      max_tokens: null,
+      lifecycle: 'active',
+      deprecated_at: null,
+      retires_at: null,
+      capabilities: null,
+      line: null,
+    });
 
     const counted = await call('POST', '/v1/messages/count_tokens', {
       key,
@@ -344,7 +383,15 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     const chunks = await openai.chat.completions.create({
       model: 'echo-1',
       stream: true,
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'Terms?' }, { type: 'file', file: { file_id: file.id } }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Terms?' },
+            { type: 'file', file: { file_id: file.id } },
+          ],
+        },
+      ],
     });
     for await (const chunk of chunks) streamed += chunk.choices[0]?.delta.content ?? '';
     t.regex(streamed, new RegExp(`lease\\.pdf, ${pdf.length} bytes, 2 pages`));
@@ -354,7 +401,15 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     const message = await anthropic.messages.create({
       model: 'echo-2',
       max_tokens: 100,
-      messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: file.id } }, { type: 'text', text: 'Terms?' }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'document', source: { type: 'file', file_id: file.id } },
+            { type: 'text', text: 'Terms?' },
+          ],
+        },
+      ],
     });
     t.regex(message.content[0]?.type === 'text' ? message.content[0].text : '', /lease\.pdf/);
     const stream = anthropic.messages.stream({ model: 'echo-2', max_tokens: 100, messages: [{ role: 'user', content: 'stream please' }] });
@@ -382,7 +437,12 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     const pdfs = [makePdf(2, 100), makePdf(3, 100), makePdf(1, 300)];
     const uploaded = [];
     for (const [index, pdf] of pdfs.entries()) {
-      uploaded.push(await anthropic.beta.files.upload({ file: await Anthropic.toFile(pdf, `claude-${index}.pdf`, { type: 'application/pdf' }), ...(index === 0 ? { expires_in_seconds: 7200 } : {}) }));
+      uploaded.push(
+        await anthropic.beta.files.upload({
+          file: await Anthropic.toFile(pdf, `claude-${index}.pdf`, { type: 'application/pdf' }),
+          ...(index === 0 ? { expires_in_seconds: 7200 } : {}),
+        }),
+      );
     }
     const [first, second] = uploaded as [Anthropic.Beta.BetaFileMetadata, Anthropic.Beta.BetaFileMetadata];
     t.like(first, { type: 'file', filename: 'claude-0.pdf', mime_type: 'application/pdf', size_bytes: pdfs[0]?.length, downloadable: true });
@@ -398,7 +458,13 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     t.deepEqual(Buffer.from(await (await anthropic.beta.files.download(second.id)).arrayBuffer()), pdfs[1]);
 
     const documentOf = (fileId: string): Anthropic.MessageParam[] => [
-      { role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: fileId } }, { type: 'text', text: 'Summarise.' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'document', source: { type: 'file', file_id: fileId } },
+          { type: 'text', text: 'Summarise.' },
+        ],
+      },
     ];
     const whole = await anthropic.messages.create({ model: 'echo-2', max_tokens: 100, messages: documentOf(second.id) });
     t.regex(whole.content[0]?.type === 'text' ? whole.content[0].text : '', new RegExp(`claude-1\\.pdf, ${pdfs[1]?.length} bytes, 3 pages`));
@@ -406,7 +472,15 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
     t.regex(streamed.content[0]?.type === 'text' ? streamed.content[0].text : '', /openai\.pdf, \d+ bytes, 1 pages?/);
     const chat = await openai.chat.completions.create({
       model: 'echo-1',
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'file', file: { file_id: first.id } }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is it?' },
+            { type: 'file', file: { file_id: first.id } },
+          ],
+        },
+      ],
     });
     t.regex(chat.choices[0]?.message.content ?? '', new RegExp(`claude-0\\.pdf, ${pdfs[0]?.length} bytes, 2 pages`));
 
@@ -417,7 +491,12 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
       [anthropic.beta.files.retrieveMetadata(second.id), Anthropic.NotFoundError, 'not_found_error', 'File not found'],
       [theirs.beta.files.download(foreign.id), Anthropic.NotFoundError, 'not_found_error', 'File not found'],
       [anthropic.beta.files.delete('file-nope'), Anthropic.BadRequestError, 'invalid_request_error', 'Invalid file ID'],
-      [anthropic.beta.files.upload({ file: await Anthropic.toFile(Buffer.from('not a pdf'), 'fake.pdf') }), Anthropic.BadRequestError, 'invalid_request_error', 'File is not a PDF'],
+      [
+        anthropic.beta.files.upload({ file: await Anthropic.toFile(Buffer.from('not a pdf'), 'fake.pdf') }),
+        Anthropic.BadRequestError,
+        'invalid_request_error',
+        'File is not a PDF',
+      ],
     ];
     for (const [call, errorClass, type, message] of refusals) {
       const error = await t.throwsAsync(call, { instanceOf: errorClass });
@@ -491,7 +570,11 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
 
 /** The value once `find` returns one; the server writes a request's log line when the response is over. */
 async function waitFor<T>(find: () => T | undefined): Promise<T> {
-  const found = await until(async () => find(), (value) => value !== undefined, { intervalMs: 25, attempts: 200 });
+  const found = await until(
+    async () => find(),
+    (value) => value !== undefined,
+    { intervalMs: 25, attempts: 200 },
+  );
   if (found === undefined) throw new Error('not found within 5 s');
   return found;
 }

@@ -14,9 +14,32 @@ import { startGateway, type GatewayOptions } from '../../reference-server/server
 export const ROOT = process.cwd();
 /** The compiled CLI (`npm run build`), as the package ships it: what tests about processes run. */
 export const COMPILED_CLI = join(ROOT, 'dist/reference-server/cli.js');
-const GATEWAY_VARS = ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'FILES_DIR', 'GATEWAY_CONFIG', 'LOG_LEVEL', 'SHUTDOWN_GRACE_SECONDS', 'METRICS_PORT', 'USAGE_RETENTION_DAYS', 'USAGE_ROLLUP_RETENTION_DAYS'];
+const GATEWAY_VARS = [
+  'PORT',
+  'HOST',
+  'DATA_DIR',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'FILES_DIR',
+  'GATEWAY_CONFIG',
+  'LOG_LEVEL',
+  'SHUTDOWN_GRACE_SECONDS',
+  'METRICS_PORT',
+  'USAGE_RETENTION_DAYS',
+  'USAGE_ROLLUP_RETENTION_DAYS',
+];
 // What the SDK would read from the environment, and the bucket settings.
-const S3_VARS = ['BLOB_URL', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE', 'AWS_REGION', 'AWS_DEFAULT_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'];
+const S3_VARS = [
+  'BLOB_URL',
+  'S3_ENDPOINT',
+  'S3_FORCE_PATH_STYLE',
+  'AWS_REGION',
+  'AWS_DEFAULT_REGION',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+  'AWS_PROFILE',
+];
 
 /** The test process's environment without any gateway setting, plus `env`. */
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
@@ -36,7 +59,10 @@ let compiledChecked: Promise<void> | undefined;
 /** The compiled CLI's path, once it is known to be built from the sources as they are. */
 export async function compiledCli(): Promise<string> {
   compiledChecked ??= (async () => {
-    const built = await stat(COMPILED_CLI).then((file) => file.mtimeMs, () => 0);
+    const built = await stat(COMPILED_CLI).then(
+      (file) => file.mtimeMs,
+      () => 0,
+    );
     const sources = Math.max(await newestMtime('lib'), await newestMtime('reference-server'));
     if (built < sources) throw new Error('dist/ is missing or older than lib/ and reference-server/: run `npm run build:tests` (npm test does)');
   })();

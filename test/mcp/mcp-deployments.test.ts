@@ -62,65 +62,78 @@ async function twoInstances(env: Record<string, string>): Promise<[ReferenceApp,
 }
 
 function deploymentTest(name: string, anyTest: typeof test, open: () => Promise<{ env: Record<string, string>; cleanup(): Promise<void> }>) {
-  anyTest(`${name}: two instances serve one client; a key allowed one glob sees and calls only its tools; grants set by the admin API; usage reported`, async (t) => {
-    const { env, cleanup } = await open();
-    const [a, b] = await twoInstances(env);
-    t.teardown(async () => {
-      await b.close();
-      await a.close();
-      await cleanup();
-    });
-    const account = `mcp-${Math.random().toString(36).slice(2)}`;
-    const { token } = await createAdminToken(a.deployment.adminTokens, { prefix: a.config.gateway.keyPrefix });
-    const admin = (method: string, path: string, body?: unknown) =>
-      fetch(`${a.url}/admin/v1${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  anyTest(
+    `${name}: two instances serve one client; a key allowed one glob sees and calls only its tools; grants set by the admin API; usage reported`,
+    async (t) => {
+      const { env, cleanup } = await open();
+      const [a, b] = await twoInstances(env);
+      t.teardown(async () => {
+        await b.close();
+        await a.close();
+        await cleanup();
       });
+      const account = `mcp-${Math.random().toString(36).slice(2)}`;
+      const { token } = await createAdminToken(a.deployment.adminTokens, { prefix: a.config.gateway.keyPrefix });
+      const admin = (method: string, path: string, body?: unknown) =>
+        fetch(`${a.url}/admin/v1${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
 
-    const grant = await admin('PUT', `/accounts/${account}/mcp_tools`, { mcp_tools: ['github/*', 'search/*'] });
-    t.is(grant.status, 200);
-    t.deepEqual(await grant.json(), { object: 'account_mcp_tools', account, mcp_tools: ['github/*', 'search/*'] });
-    t.is((await admin('PUT', `/accounts/${account}/mcp_tools`, { mcp_tools: ['github'] })).status, 400);
-    const created = await admin('POST', '/keys', { account, mcp_tools: ['github/*'] });
-    const key = (await created.json()) as { key: string; id: string; mcp_tools: string[] };
-    t.deepEqual(key.mcp_tools, ['github/*']);
+      const grant = await admin('PUT', `/accounts/${account}/mcp_tools`, { mcp_tools: ['github/*', 'search/*'] });
+      t.is(grant.status, 200);
+      t.deepEqual(await grant.json(), { object: 'account_mcp_tools', account, mcp_tools: ['github/*', 'search/*'] });
+      t.is((await admin('PUT', `/accounts/${account}/mcp_tools`, { mcp_tools: ['github'] })).status, 400);
+      const created = await admin('POST', '/keys', { account, mcp_tools: ['github/*'] });
+      const key = (await created.json()) as { key: string; id: string; mcp_tools: string[] };
+      t.deepEqual(key.mcp_tools, ['github/*']);
 
-    const { client, sent } = await alternatingClient([a.url, b.url], key.key);
-    t.deepEqual((await client.listTools()).tools.map((tool) => tool.name).sort(), ['github__issues', 'github__search']);
-    t.deepEqual((await client.callTool({ name: 'github__search', arguments: { q: 'x' } })).content, [{ type: 'text', text: '{"q":"x"}' }]);
-    const refused = await t.throwsAsync(client.callTool({ name: 'search__web', arguments: {} }), { instanceOf: McpError });
-    t.is(refused.code, ErrorCode.InvalidParams);
-    t.true(sent.includes(a.url) && sent.includes(b.url), 'both instances answered');
+      const { client, sent } = await alternatingClient([a.url, b.url], key.key);
+      t.deepEqual((await client.listTools()).tools.map((tool) => tool.name).sort(), ['github__issues', 'github__search']);
+      t.deepEqual((await client.callTool({ name: 'github__search', arguments: { q: 'x' } })).content, [{ type: 'text', text: '{"q":"x"}' }]);
+      const refused = await t.throwsAsync(client.callTool({ name: 'search__web', arguments: {} }), { instanceOf: McpError });
+      t.is(refused.code, ErrorCode.InvalidParams);
+      t.true(sent.includes(a.url) && sent.includes(b.url), 'both instances answered');
 
-    // The other key reaches search with the server's own credential, never the client's key.
-    const { key: searchKey } = await createApiKey(a.deployment.keys, { prefix: a.config.gateway.keyPrefix, account, scopes: [...SCOPES], mcpTools: ['search/web'] });
-    const other = await alternatingClient([b.url, a.url], searchKey);
-    await other.client.callTool({ name: 'search__web', arguments: {} });
-    t.true(search.received.some((headers) => headers.authorization === SEARCH_TOKEN));
-    t.false(search.received.some((headers) => JSON.stringify(headers).includes(searchKey)));
+      // The other key reaches search with the server's own credential, never the client's key.
+      const { key: searchKey } = await createApiKey(a.deployment.keys, {
+        prefix: a.config.gateway.keyPrefix,
+        account,
+        scopes: [...SCOPES],
+        mcpTools: ['search/web'],
+      });
+      const other = await alternatingClient([b.url, a.url], searchKey);
+      await other.client.callTool({ name: 'search__web', arguments: {} });
+      t.true(search.received.some((headers) => headers.authorization === SEARCH_TOKEN));
+      t.false(search.received.some((headers) => JSON.stringify(headers).includes(searchKey)));
 
-    // Usage, read through the admin API of either instance.
-    const usage = await until(
-      async () => (await (await admin('GET', `/mcp/usage?account=${account}&by=tool`)).json()) as { data: Array<{ group: string; calls: number; failed: number }> },
-      (body) => body.data.reduce((sum, row) => sum + row.calls, 0) >= 3,
-    );
-    t.like(usage.data, [
-      { group: 'github/search', calls: 1, failed: 0 },
-      { group: 'search/web', calls: 2, failed: 1 },
-    ]);
+      // Usage, read through the admin API of either instance.
+      const usage = await until(
+        async () =>
+          (await (await admin('GET', `/mcp/usage?account=${account}&by=tool`)).json()) as { data: Array<{ group: string; calls: number; failed: number }> },
+        (body) => body.data.reduce((sum, row) => sum + row.calls, 0) >= 3,
+      );
+      t.like(usage.data, [
+        { group: 'github/search', calls: 1, failed: 0 },
+        { group: 'search/web', calls: 2, failed: 1 },
+      ]);
 
-    // The account's grant withdrawn on one instance: the other refuses within a second.
-    t.is((await admin('PUT', `/accounts/${account}/mcp_tools`, { mcp_tools: [] })).status, 200);
-    const refusedAfter = await until(
-      () => other.client.callTool({ name: 'search__web', arguments: {} }).then(() => null, (err: unknown) => err),
-      (err) => err instanceof McpError,
-      { intervalMs: 100, attempts: 30 },
-    );
-    t.true(refusedAfter instanceof McpError);
-    await Promise.all([client.close(), other.client.close()]);
-  });
+      // The account's grant withdrawn on one instance: the other refuses within a second.
+      t.is((await admin('PUT', `/accounts/${account}/mcp_tools`, { mcp_tools: [] })).status, 200);
+      const refusedAfter = await until(
+        () =>
+          other.client.callTool({ name: 'search__web', arguments: {} }).then(
+            () => null,
+            (err: unknown) => err,
+          ),
+        (err) => err instanceof McpError,
+        { intervalMs: 100, attempts: 30 },
+      );
+      t.true(refusedAfter instanceof McpError);
+      await Promise.all([client.close(), other.client.close()]);
+    },
+  );
 }
 
 deploymentTest('sqlite', test, async () => {

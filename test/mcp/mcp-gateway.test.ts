@@ -65,7 +65,11 @@ const mcp = mcpGateway({
     // No credentials: the server answers 401 with a WWW-Authenticate challenge.
     httpMcpUpstream({ id: 'locked', url: locked.mcpUrl }),
     // Wrong credentials: the token endpoint refuses them.
-    httpMcpUpstream({ id: 'badcreds', url: locked.mcpUrl, authorization: clientCredentials({ tokenUrl: locked.tokenUrl, clientId: 'gateway', clientSecret: 'wrong' }) }),
+    httpMcpUpstream({
+      id: 'badcreds',
+      url: locked.mcpUrl,
+      authorization: clientCredentials({ tokenUrl: locked.tokenUrl, clientId: 'gateway', clientSecret: 'wrong' }),
+    }),
   ],
   accountGrants: grants,
   // Bounds no answer of a loopback server reaches, however busy the machine: nothing here times out.
@@ -145,7 +149,10 @@ test.serial('a key allowed one glob lists and calls only those tools; the others
   // The client's key never goes upstream; the server's own headers do.
   t.true(github.received.every((headers) => !JSON.stringify(headers).includes(key)));
   t.true(github.received.every((headers) => headers['x-team'] === 'platform'));
-  t.like(records.find((record) => record.keyId === id && record.outcome === 'ok'), { account: 'acme', server: 'github', tool: 'search', requestBytes: 11 });
+  t.like(
+    records.find((record) => record.keyId === id && record.outcome === 'ok'),
+    { account: 'acme', server: 'github', tool: 'search', requestBytes: 11 },
+  );
   t.is(records.filter((record) => record.keyId === id && record.outcome === 'denied').length, 4);
   await client.close();
 });
@@ -240,7 +247,7 @@ test.serial('OAuth client credentials: a token from the token endpoint, fetched 
   await client.close();
 });
 
-test.serial('tools/call counts against the key\'s request limits: 429 with retry-after, nothing sent upstream', async (t) => {
+test.serial("tools/call counts against the key's request limits: 429 with retry-after, nothing sent upstream", async (t) => {
   const { key } = await keyFor(['search/*'], { requestsPerMinute: 1 });
   const client = await clientWith(key);
   await client.callTool({ name: 'search__web', arguments: {} });
@@ -262,7 +269,11 @@ test.serial('tools/call counts against the key\'s request limits: 429 with retry
 
 test.serial('HTTP refusals: no key 401, no mcp:call 403, GET and DELETE 405, an oversized body 413, bad JSON 400', async (t) => {
   const post = (headers: Record<string, string>, body: string) =>
-    fetch(`${gateway.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
+    fetch(`${gateway.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body,
+    });
   const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
   t.is((await post({}, ping)).status, 401);
   const { key: noScope } = await keyFor(['*/*'], { scopes: ['chat:completions'] });
@@ -274,7 +285,10 @@ test.serial('HTTP refusals: no key 401, no mcp:call 403, GET and DELETE 405, an 
     t.is(answer.status, 405);
     t.is(answer.headers.get('allow'), 'POST');
   }
-  const large = await post(auth, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search__web', arguments: { q: 'x'.repeat(5000) } } }));
+  const large = await post(
+    auth,
+    JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search__web', arguments: { q: 'x'.repeat(5000) } } }),
+  );
   t.is(large.status, 413);
   t.like(await large.json(), { error: { code: 'request_too_large' } });
   t.is((await post(auth, '{')).status, 400);
@@ -295,10 +309,13 @@ test.serial('usage, metrics and an execute_tool span per call, whose trace conte
   t.true((value(samples, 'kmg_mcp_calls_total', { server: 'github', tool: 'search', outcome: 'denied' }) ?? 0) >= 1);
   t.true((value(samples, 'kmg_mcp_calls_total', { server: '_unknown', tool: '_other', outcome: 'denied' }) ?? 0) >= 1);
   const spans = exporter.getFinishedSpans().filter((span) => span.attributes['gen_ai.operation.name'] === 'execute_tool');
-  t.deepEqual(spans.map((span) => [span.name, span.attributes['gen_ai.tool.name'], span.attributes['error.type']]), [
-    ['execute_tool web', 'web', undefined],
-    ['execute_tool search', 'search', 'denied'],
-  ]);
+  t.deepEqual(
+    spans.map((span) => [span.name, span.attributes['gen_ai.tool.name'], span.attributes['error.type']]),
+    [
+      ['execute_tool web', 'web', undefined],
+      ['execute_tool search', 'search', 'denied'],
+    ],
+  );
   // The server hears the call as a child of its span.
   const { traceId, spanId } = spans[0]?.spanContext() ?? {};
   t.is(search.received.at(-1)?.traceparent, `00-${traceId}-${spanId}-01`);
@@ -310,7 +327,10 @@ test.serial('usage, metrics and an execute_tool span per call, whose trace conte
 test('the upstream and the grant rule are pluggable: an upstream of its own shape, an access rule of the caller', async (t) => {
   const local: McpUpstream = {
     id: 'local',
-    listTools: async () => [{ name: 'clock', inputSchema: { type: 'object' } }, { name: 'secret', inputSchema: { type: 'object' } }],
+    listTools: async () => [
+      { name: 'clock', inputSchema: { type: 'object' } },
+      { name: 'secret', inputSchema: { type: 'object' } },
+    ],
     callTool: async (tool) => ({ content: [{ type: 'text', text: `called ${tool}` }] }),
   };
   const custom = new Koa();
@@ -334,7 +354,10 @@ test('a server id that could collide, or two servers of one id, are refused at s
   for (const id of ['git__hub', 'git_hub', '', '-x']) {
     t.throws(() => mcpGateway({ upstreams: [upstream(id)], accountGrants: grants }), { instanceOf: TypeError, message: /server id/ });
   }
-  t.throws(() => mcpGateway({ upstreams: [upstream('a'), upstream('a')], accountGrants: grants }), { instanceOf: TypeError, message: /two servers have the id 'a'/ });
+  t.throws(() => mcpGateway({ upstreams: [upstream('a'), upstream('a')], accountGrants: grants }), {
+    instanceOf: TypeError,
+    message: /two servers have the id 'a'/,
+  });
   t.throws(() => mcpGateway({ upstreams: [upstream('a')] }), { instanceOf: TypeError, message: /accountGrants/ });
 });
 

@@ -165,8 +165,28 @@ test('a streamed response is observed when its last byte is sent, or when the cl
 
 test('model calls add upstream timings, tokens and cost by catalog model and provider (cost by account too); calls that reached no upstream add nothing', async (t) => {
   const metrics = createGatewayMetrics();
-  metrics.observeModelCall(usageRecord({ model: 'echo-1', provider: 'local', upstreamMs: 250, upstreamFirstByteMs: 20, inputTokens: 30, outputTokens: 7, costPicoUsd: 250_000_000_000 }));
-  metrics.observeModelCall(usageRecord({ model: 'echo-1', provider: 'local', upstreamMs: 750, upstreamFirstByteMs: null, inputTokens: 10, outputTokens: 3, costPicoUsd: 500_000_000_000 }));
+  metrics.observeModelCall(
+    usageRecord({
+      model: 'echo-1',
+      provider: 'local',
+      upstreamMs: 250,
+      upstreamFirstByteMs: 20,
+      inputTokens: 30,
+      outputTokens: 7,
+      costPicoUsd: 250_000_000_000,
+    }),
+  );
+  metrics.observeModelCall(
+    usageRecord({
+      model: 'echo-1',
+      provider: 'local',
+      upstreamMs: 750,
+      upstreamFirstByteMs: null,
+      inputTokens: 10,
+      outputTokens: 3,
+      costPicoUsd: 500_000_000_000,
+    }),
+  );
   metrics.observeModelCall(usageRecord({ model: 'made-up-by-client', provider: null, upstreamMs: null, upstreamFirstByteMs: null, status: 404 }));
   metrics.limitRefused('requests');
   metrics.limitRefused('requests');
@@ -188,7 +208,10 @@ test('model calls add upstream timings, tokens and cost by catalog model and pro
   t.is(value(samples, 'kmg_cost_usd_total', { model: 'echo-1', account: 'acme' }), 0.75);
   // The record's key never; its account only as the cost's label.
   t.false(text.includes('key_a'));
-  t.deepEqual(text.split('\n').filter((line) => line.includes('acme')), ['kmg_cost_usd_total{model="echo-1",account="acme"} 0.75']);
+  t.deepEqual(
+    text.split('\n').filter((line) => line.includes('acme')),
+    ['kmg_cost_usd_total{model="echo-1",account="acme"} 0.75'],
+  );
 });
 
 test('each metrics object has a registry of its own; nothing lands in prom-client’s global registry', async (t) => {

@@ -30,7 +30,15 @@ test.after.always(() => Promise.all([gateway.close(), countedGateway.close()]));
 const chat = (key: string, body: unknown) => gateway.post('/v1/chat/completions', body, { authorization: `Bearer ${key}` });
 const messages = (key: string, body: unknown) => gateway.post('/v1/messages', body, { 'x-api-key': key });
 const userText = [{ role: 'user', content: 'hi' }];
-const chatFile = (fileId: unknown) => [{ role: 'user', content: [{ type: 'text', text: 'read' }, { type: 'file', file: { file_id: fileId } }] }];
+const chatFile = (fileId: unknown) => [
+  {
+    role: 'user',
+    content: [
+      { type: 'text', text: 'read' },
+      { type: 'file', file: { file_id: fileId } },
+    ],
+  },
+];
 const messagesFile = (fileId: unknown) => [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: fileId } }] }];
 const shapeA = (status: number, type: string, code: string, message: string) => ({ status, body: { error: { message, type, param: null, code } } });
 const answer = async (response: Response) => ({ status: response.status, body: (await response.json()) as unknown });
@@ -145,7 +153,15 @@ test('the files attached to one request may total at most maxAttachedBytes', asy
   const fileId = await gateway.storePdf(makePdf(1, 2600));
   t.is((await chat(key, { model: 'echo-1', messages: chatFile(fileId) })).status, 200);
   // The same file twice is sent twice, so it counts twice.
-  const twice = [{ role: 'user', content: [{ type: 'file', file: { file_id: fileId } }, { type: 'file', file: { file_id: fileId } }] }];
+  const twice = [
+    {
+      role: 'user',
+      content: [
+        { type: 'file', file: { file_id: fileId } },
+        { type: 'file', file: { file_id: fileId } },
+      ],
+    },
+  ];
   t.deepEqual(
     await answer(await chat(key, { model: 'echo-1', messages: twice })),
     shapeA(400, 'invalid_request_error', 'invalid_request', 'The attached files may total at most 5000 bytes'),
@@ -154,8 +170,7 @@ test('the files attached to one request may total at most maxAttachedBytes', asy
 
 test('request bodies: invalid JSON, not an object, too large, no model', async (t) => {
   const key = await gateway.keyFor();
-  const raw = (body: string) =>
-    fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body });
+  const raw = (body: string) => fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body });
   t.deepEqual(await answer(await raw('{"model":')), shapeA(400, 'invalid_request_error', 'invalid_json', 'Request body must be valid JSON'));
   t.deepEqual(await answer(await raw('[1]')), shapeA(400, 'invalid_request_error', 'invalid_request', 'Request body must be a JSON object'));
   t.deepEqual(
@@ -189,7 +204,7 @@ test('a body over the limit sent without Content-Length is cut off with 413 too'
   t.is(response.status, 413);
 });
 
-test('a declared body over the limit with Connection: close gets its 413, in the endpoint\'s shape, not a reset', async (t) => {
+test("a declared body over the limit with Connection: close gets its 413, in the endpoint's shape, not a reset", async (t) => {
   // Answered before the body is read: a server that closed at once would reset a client still
   // writing (curl writes the whole body first) before it reads the 413.
   const key = await gateway.keyFor();
@@ -197,7 +212,10 @@ test('a declared body over the limit with Connection: close gets its 413, in the
   function* body() {
     for (let sent = 0; sent < size; sent += 64 * 1024) yield Buffer.alloc(64 * 1024, 0x20);
   }
-  for (const [path, code] of [['/v1/chat/completions', '"code":"request_too_large"'], ['/v1/messages', '"type":"request_too_large"']] as const) {
+  for (const [path, code] of [
+    ['/v1/chat/completions', '"code":"request_too_large"'],
+    ['/v1/messages', '"type":"request_too_large"'],
+  ] as const) {
     const head = `POST ${path} HTTP/1.1\r\nHost: gateway\r\nx-api-key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\nConnection: close\r\n\r\n`;
     const { answer, reset } = await rawExchange(gateway.url, head, body());
     t.false(reset, `${path}: the connection ends cleanly`);
@@ -215,11 +233,21 @@ test('a model whose provider speaks no format the endpoint translates to is 400,
   const key = await responsesOnly.keyFor();
   t.deepEqual(
     await answer(await responsesOnly.post('/v1/chat/completions', { model: 'resp-model', messages: userText }, { authorization: `Bearer ${key}` })),
-    shapeA(400, 'invalid_request_error', 'invalid_request', "The model 'resp-model' is not served on /v1/chat/completions: its provider speaks no format a Chat Completions call can be translated to"),
+    shapeA(
+      400,
+      'invalid_request_error',
+      'invalid_request',
+      "The model 'resp-model' is not served on /v1/chat/completions: its provider speaks no format a Chat Completions call can be translated to",
+    ),
   );
   t.like(await shapeB(await responsesOnly.post('/v1/messages', { model: 'resp-model', max_tokens: 5, messages: userText }, { 'x-api-key': key })), {
     status: 400,
-    body: { error: { type: 'invalid_request_error', message: "The model 'resp-model' is not served on /v1/messages: its provider speaks no format a Messages call can be translated to" } },
+    body: {
+      error: {
+        type: 'invalid_request_error',
+        message: "The model 'resp-model' is not served on /v1/messages: its provider speaks no format a Messages call can be translated to",
+      },
+    },
   });
   await responsesOnly.close();
 });
@@ -233,14 +261,19 @@ test('a body nesting arrays and objects more than 128 levels deep is 400, bracke
   const key = await gateway.keyFor();
   // The body object is level 1: 127 arrays inside it reach 128.
   const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
-  const body = (levels: number, text = 'hi') => `{"model":"echo-1","messages":[{"role":"user","content":${JSON.stringify(text)}}],"metadata":${nested(levels)}}`;
+  const body = (levels: number, text = 'hi') =>
+    `{"model":"echo-1","messages":[{"role":"user","content":${JSON.stringify(text)}}],"metadata":${nested(levels)}}`;
   const send = (raw: string) => fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: raw });
   t.is((await send(body(127, `\\"${'['.repeat(300)}"\\`))).status, 200);
   t.deepEqual(
     await answer(await send(body(128))),
     shapeA(400, 'invalid_request_error', 'invalid_request', 'Request body must not nest arrays and objects more than 128 levels deep'),
   );
-  const deep = await gateway.post('/v1/messages', { model: 'echo-1', max_tokens: 5, messages: userText, metadata: JSON.parse(nested(200)) as unknown }, { 'x-api-key': key });
+  const deep = await gateway.post(
+    '/v1/messages',
+    { model: 'echo-1', max_tokens: 5, messages: userText, metadata: JSON.parse(nested(200)) as unknown },
+    { 'x-api-key': key },
+  );
   t.like(await shapeB(deep), { status: 400, body: { error: { type: 'invalid_request_error' } } });
 });
 
@@ -282,7 +315,11 @@ test('a body naming thousands of unknown file ids costs one store lookup, not on
   const now = Math.floor(Date.now() / 1000);
   const parts = Array.from({ length: 5000 }, () => ({ type: 'file', file: { file_id: newFileId(now) } }));
   const before = lookups();
-  const response = await countedGateway.post('/v1/chat/completions', { model: 'echo-1', messages: [{ role: 'user', content: parts }] }, { authorization: `Bearer ${key}` });
+  const response = await countedGateway.post(
+    '/v1/chat/completions',
+    { model: 'echo-1', messages: [{ role: 'user', content: parts }] },
+    { authorization: `Bearer ${key}` },
+  );
   t.is(response.status, 404);
   t.like(await response.json(), { error: { code: 'file_not_found' } });
   t.is(lookups() - before, 1);

@@ -47,19 +47,52 @@ const provider = echoProvider({ id: 'p' });
 // Each case: what is wrong, the catalog and providers, and the one line the factory throws.
 const badCatalogs: Array<[string, unknown, unknown, string]> = [
   ['a catalog that is not an array', { m: model }, [provider], 'catalog must be an array'],
-  ['a provider configuration where a Provider belongs', [model], [{ id: 'p', kind: 'echo' }], 'providers[0] must be a Provider: an object with an id and at least one of the methods chatCompletions, responses, messages, countTokens, embeddings, embed'],
+  [
+    'a provider configuration where a Provider belongs',
+    [model],
+    [{ id: 'p', kind: 'echo' }],
+    'providers[0] must be a Provider: an object with an id and at least one of the methods chatCompletions, responses, messages, countTokens, embeddings, embed',
+  ],
   ['a model of a provider not given', [{ ...model, provider: 'q' }], [provider], "catalog[0].provider must name a configured provider ('q' is not one)"],
   ['two models of one id', [model, { ...model }], [provider], "catalog[1].id must be unique ('m' is taken)"],
   ['two providers of one id', [model], [provider, echoProvider({ id: 'p' })], "providers[1].id must be unique ('p' is taken)"],
-  ['a typo in a model setting', [{ ...model, upstream_model: 'x' }], [provider], 'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, deployments, fallbacks, created, owned_by, display_name, max_input_tokens, max_tokens, price, type, maxOutputTokens)'],
+  [
+    'a typo in a model setting',
+    [{ ...model, upstream_model: 'x' }],
+    [provider],
+    'catalog[0].upstream_model is not a setting (expected id, provider, upstreamModel, deployments, fallbacks, created, owned_by, display_name, max_input_tokens, max_tokens, price, type, maxOutputTokens)',
+  ],
   ['an empty upstreamModel', [{ ...model, upstreamModel: '' }], [provider], 'catalog[0].upstreamModel must be a non-empty string'],
   ['a type that is neither chat nor embeddings', [{ ...model, type: 'vision' }], [provider], "catalog[0].type must be 'chat' or 'embeddings'"],
   ['a model with neither provider nor deployments', [{ id: 'm' }], [provider], 'catalog[0].provider must be given (or deployments)'],
-  ['a deployment of a provider not given', [{ id: 'm', deployments: [{ provider: 'p' }, { provider: 'q' }] }], [provider], "catalog[0].deployments[1].provider must name a configured provider ('q' is not one)"],
-  ['a weight that is not a positive integer', [{ id: 'm', deployments: [{ provider: 'p', weight: 0 }] }], [provider], 'catalog[0].deployments[0].weight must be a positive integer'],
+  [
+    'a deployment of a provider not given',
+    [{ id: 'm', deployments: [{ provider: 'p' }, { provider: 'q' }] }],
+    [provider],
+    "catalog[0].deployments[1].provider must name a configured provider ('q' is not one)",
+  ],
+  [
+    'a weight that is not a positive integer',
+    [{ id: 'm', deployments: [{ provider: 'p', weight: 0 }] }],
+    [provider],
+    'catalog[0].deployments[0].weight must be a positive integer',
+  ],
   ['no deployments', [{ id: 'm', deployments: [] }], [provider], 'catalog[0].deployments must list at least one deployment'],
-  ['a fallback that is no model of the catalog', [{ ...model, fallbacks: ['nope'] }], [provider], "catalog[0].fallbacks[0] must name another model of the catalog ('nope' is not one)"],
-  ['a fallback of another type', [{ ...model, fallbacks: ['e'] }, { id: 'e', provider: 'p', type: 'embeddings' }], [provider], "catalog[0].fallbacks[0] must name a model of the same type ('e' is of type embeddings)"],
+  [
+    'a fallback that is no model of the catalog',
+    [{ ...model, fallbacks: ['nope'] }],
+    [provider],
+    "catalog[0].fallbacks[0] must name another model of the catalog ('nope' is not one)",
+  ],
+  [
+    'a fallback of another type',
+    [
+      { ...model, fallbacks: ['e'] },
+      { id: 'e', provider: 'p', type: 'embeddings' },
+    ],
+    [provider],
+    "catalog[0].fallbacks[0] must name a model of the same type ('e' is of type embeddings)",
+  ],
   ['a model its own fallback', [{ ...model, fallbacks: ['m'] }], [provider], "catalog[0].fallbacks[0] must name another model of the catalog ('m' is not one)"],
   ['a created time that is not whole seconds', [{ ...model, created: '2024' }], [provider], 'catalog[0].created must be a non-negative integer'],
 ];
@@ -82,7 +115,10 @@ test('upstreamModel defaults to the model id and created to 0', async (t) => {
 });
 
 test('the handlers check the rest of their options once, in the factory', (t) => {
-  t.throws(() => listModels({ catalog: [model, model] }), { instanceOf: TypeError, message: "koa-model-gateway: listModels(): catalog[1].id must be unique ('m' is taken)" });
+  t.throws(() => listModels({ catalog: [model, model] }), {
+    instanceOf: TypeError,
+    message: "koa-model-gateway: listModels(): catalog[1].id must be unique ('m' is taken)",
+  });
   t.throws(() => chatCompletions({ catalog: CATALOG, providers: PROVIDERS, timeoutMs: 0 }), {
     message: 'koa-model-gateway: chatCompletions(): timeoutMs must be a positive integer of milliseconds, at most 2147483647 (about 24.8 days)',
   });
@@ -93,8 +129,16 @@ test('the handlers check the rest of their options once, in the factory', (t) =>
 
 const badProviders: Array<[string, () => unknown, string]> = [
   ['a baseURL that is not http(s)', () => openAIProvider({ id: 'p', baseURL: 'ftp://x' }), 'openAIProvider(): baseURL must be an http:// or https:// URL'],
-  ['credentials in the baseURL, without repeating them', () => anthropicProvider({ id: 'p', baseURL: 'https://user:secret@x' }), 'anthropicProvider(): baseURL must not hold credentials'],
-  ['a typo in a setting', () => openAIProvider({ id: 'p', baseUrl: 'https://x' } as never), 'openAIProvider(): baseUrl is not a setting (expected id, baseURL, apiKey)'],
+  [
+    'credentials in the baseURL, without repeating them',
+    () => anthropicProvider({ id: 'p', baseURL: 'https://user:secret@x' }),
+    'anthropicProvider(): baseURL must not hold credentials',
+  ],
+  [
+    'a typo in a setting',
+    () => openAIProvider({ id: 'p', baseUrl: 'https://x' } as never),
+    'openAIProvider(): baseUrl is not a setting (expected id, baseURL, apiKey)',
+  ],
   ['an empty apiKey', () => anthropicProvider({ id: 'p', apiKey: '' }), 'anthropicProvider(): apiKey must be a non-empty string'],
   ['a baseURL on echo', () => echoProvider({ id: 'p', baseURL: 'https://x' } as never), 'echoProvider(): baseURL is not a setting (expected id)'],
   ['an unknown kind', () => createProvider({ id: 'p', kind: 'azure' } as never), 'createProvider(): kind must be one of openai, anthropic, echo'],
@@ -192,7 +236,10 @@ test.serial('a Provider object of the user is served on both endpoints like a bu
   );
   t.is(streamed.headers.get('content-type'), 'text/event-stream; charset=utf-8');
   t.is(await streamed.text(), 'event: message_start\ndata: {"type":"message_start"}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n');
-  t.deepEqual(received.splice(0).map((request) => request.headers), [{ 'anthropic-version': '2023-06-01' }]);
+  t.deepEqual(
+    received.splice(0).map((request) => request.headers),
+    [{ 'anthropic-version': '2023-06-01' }],
+  );
 });
 
 test('a Provider that spreads the request it is handed still gets a signal that aborts the call when the upstream is silent', async (t) => {
@@ -212,7 +259,11 @@ test('a Provider that spreads the request it is handed still gets a signal that 
   };
   const impatient = await modelsApp({ catalog: [{ id: 'silent-model', provider: 'silent', upstreamModel: 'v1' }], providers: [silent], timeoutMs: 50 });
   t.teardown(() => impatient.close());
-  const answer = await impatient.post('/v1/chat/completions', { model: 'silent-model', messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': await impatient.keyFor() });
+  const answer = await impatient.post(
+    '/v1/chat/completions',
+    { model: 'silent-model', messages: [{ role: 'user', content: 'hi' }] },
+    { 'x-api-key': await impatient.keyFor() },
+  );
   t.is(answer.status, 504);
   t.deepEqual(aborted, [true]);
 });

@@ -56,7 +56,10 @@ function parseEvents(text: string): Array<{ event: string | undefined; data: str
       const lines = block.split('\n');
       return {
         event: lines.find((line) => line.startsWith('event: '))?.slice(7),
-        data: lines.filter((line) => line.startsWith('data: ')).map((line) => line.slice(6)).join('\n'),
+        data: lines
+          .filter((line) => line.startsWith('data: '))
+          .map((line) => line.slice(6))
+          .join('\n'),
       };
     });
 }
@@ -78,14 +81,24 @@ test('chat completions: echo answers in OpenAI format with each attached documen
       model: 'echo-1',
       messages: [
         { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: [{ type: 'text', text: 'What is in this file?' }, { type: 'file', file: { file_id: fileId } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is in this file?' },
+            { type: 'file', file: { file_id: fileId } },
+          ],
+        },
       ],
     },
     { authorization: `Bearer ${key}` },
   );
   t.is(response.status, 200);
   t.regex(response.headers.get('x-request-id') ?? '', /^req_[A-Za-z0-9]{32}$/);
-  const body = (await response.json()) as { object: string; model: string; choices: Array<{ message: { role: string; content: string }; finish_reason: string }> };
+  const body = (await response.json()) as {
+    object: string;
+    model: string;
+    choices: Array<{ message: { role: string; content: string }; finish_reason: string }>;
+  };
   t.is(body.object, 'chat.completion');
   t.is(body.model, 'echo-1');
   t.is(body.choices[0]?.message.role, 'assistant');
@@ -122,7 +135,11 @@ test('chat completions: echo streams chunks ending in [DONE]', async (t) => {
   t.regex(response.headers.get('x-request-id') ?? '', /^req_/);
   const events = parseEvents(await response.text());
   t.is(events.at(-1)?.data, '[DONE]');
-  const chunks = events.slice(0, -1).map((event) => JSON.parse(event.data) as { object: string; choices: Array<{ delta: { content?: string }; finish_reason: string | null }>; usage?: unknown });
+  const chunks = events
+    .slice(0, -1)
+    .map(
+      (event) => JSON.parse(event.data) as { object: string; choices: Array<{ delta: { content?: string }; finish_reason: string | null }>; usage?: unknown },
+    );
   t.true(chunks.every((chunk) => chunk.object === 'chat.completion.chunk'));
   const text = chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('');
   t.is(text, 'Echo from echo-upstream-1: received 1 message.\nThe last user message says: "hi"\nNo documents are attached.');
@@ -139,7 +156,15 @@ test('messages: echo answers in Anthropic format, titling the document with its 
     {
       model: 'echo-1',
       max_tokens: 100,
-      messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: fileId } }, { type: 'text', text: 'Summarise.' }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'document', source: { type: 'file', file_id: fileId } },
+            { type: 'text', text: 'Summarise.' },
+          ],
+        },
+      ],
     },
     { 'x-api-key': key, 'anthropic-version': '2023-06-01' },
   );
@@ -171,7 +196,16 @@ test('messages: echo streams the Anthropic event sequence', async (t) => {
   const events = parseEvents(await response.text());
   t.deepEqual(
     events.map((event) => event.event),
-    ['message_start', 'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop'],
+    [
+      'message_start',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ],
   );
   for (const event of events) t.is((JSON.parse(event.data) as { type: string }).type, event.event ?? '');
   const text = events
@@ -189,8 +223,14 @@ test('echo, called as a provider, refuses a body without messages as an upstream
     const { statusCode, body } = (await answer) as ProviderAnswer;
     return { statusCode, body: JSON.parse(await text(body)) as unknown };
   };
-  t.like(await answerOf(echo.chatCompletions!(request)), { statusCode: 400, body: { error: { message: "'messages' must be an array", type: 'invalid_request_error' } } });
-  t.like(await answerOf(echo.messages!(request)), { statusCode: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'messages: Field required' } } });
+  t.like(await answerOf(echo.chatCompletions!(request)), {
+    statusCode: 400,
+    body: { error: { message: "'messages' must be an array", type: 'invalid_request_error' } },
+  });
+  t.like(await answerOf(echo.messages!(request)), {
+    statusCode: 400,
+    body: { type: 'error', error: { type: 'invalid_request_error', message: 'messages: Field required' } },
+  });
 });
 
 test('messages: a document inside a tool_result is resolved too', async (t) => {
@@ -229,7 +269,12 @@ type Json = Record<string, any>;
 const payloadsOf = async (response: Response): Promise<Json[]> =>
   (await response.text())
     .split('\n\n')
-    .map((block) => block.split('\n').find((line) => line.startsWith('data: '))?.slice(6))
+    .map((block) =>
+      block
+        .split('\n')
+        .find((line) => line.startsWith('data: '))
+        ?.slice(6),
+    )
     .filter((data): data is string => data !== undefined && data !== '[DONE]')
     .map((data) => JSON.parse(data) as Json);
 
@@ -271,7 +316,21 @@ test('exampleOf builds the smallest value a schema accepts', (t) => {
       required: ['text', 'count', 'positive', 'negative', 'flag', 'mode', 'fixed', 'nullable', 'either', 'list', 'pair', 'nested', 'referenced'],
       $defs: { point: { type: 'object', properties: { x: { type: 'number' } }, required: ['x'] } },
     }),
-    { text: 'echo', count: 0, positive: 1, negative: -2, flag: true, mode: 'fast', fixed: 7, nullable: 'echo', either: true, list: [], pair: [0, 0], nested: { inner: 'echo' }, referenced: { x: 0 } },
+    {
+      text: 'echo',
+      count: 0,
+      positive: 1,
+      negative: -2,
+      flag: true,
+      mode: 'fast',
+      fixed: 7,
+      nullable: 'echo',
+      either: true,
+      list: [],
+      pair: [0, 0],
+      nested: { inner: 'echo' },
+      referenced: { x: 0 },
+    },
   );
   const recursive = { type: 'object', properties: { child: { $ref: '#' } }, required: ['child'] };
   t.notThrows(() => exampleOf(recursive), 'a recursive schema ends');
@@ -311,7 +370,9 @@ test('chat completions: after a tool message, echo answers with text about the r
   const base = { model: 'echo-1', messages: [{ role: 'user', content: 'Find it.' }], tools: chatTools };
   const none = (await (await t.context.post('/v1/chat/completions', { ...base, tool_choice: 'none' })).json()) as Json;
   t.is(none.choices[0].finish_reason, 'stop');
-  const named = (await (await t.context.post('/v1/chat/completions', { ...base, tool_choice: { type: 'function', function: { name: 'other' } } })).json()) as Json;
+  const named = (await (
+    await t.context.post('/v1/chat/completions', { ...base, tool_choice: { type: 'function', function: { name: 'other' } } })
+  ).json()) as Json;
   t.like(named.choices[0].message.tool_calls[0], { function: { name: 'other', arguments: '{}' } });
 });
 
@@ -327,16 +388,30 @@ test('responses: offered tools, echo answers with a function_call item, whole an
   const streamed = await payloadsOf(await t.context.post('/v1/responses', { ...request, stream: true }));
   t.deepEqual(
     [...new Set(streamed.map((event) => event.type))],
-    ['response.created', 'response.in_progress', 'response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.output_item.done', 'response.completed'],
+    [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.completed',
+    ],
   );
-  t.deepEqual(streamed.map((event) => event.sequence_number), streamed.map((_, index) => index));
+  t.deepEqual(
+    streamed.map((event) => event.sequence_number),
+    streamed.map((_, index) => index),
+  );
   const added = streamed[2]!.item as Json;
   t.like(added, { type: 'function_call', status: 'in_progress', name: 'search', arguments: '' });
   const deltas = streamed.filter((event) => event.type === 'response.function_call_arguments.delta');
   t.true(deltas.length > 1, 'the arguments arrive in pieces');
   t.true(deltas.every((event) => event.item_id === added.id && event.output_index === 0));
   t.is(deltas.map((event) => event.delta as string).join(''), item!.arguments);
-  t.like(streamed.find((event) => event.type === 'response.function_call_arguments.done'), { item_id: added.id, arguments: item!.arguments });
+  t.like(
+    streamed.find((event) => event.type === 'response.function_call_arguments.done'),
+    { item_id: added.id, arguments: item!.arguments },
+  );
   const done = streamed.find((event) => event.type === 'response.output_item.done')!.item as Json;
   t.like(done, { id: added.id, call_id: added.call_id, status: 'completed', arguments: item!.arguments });
   t.deepEqual(streamed.at(-1)!.response.output, [done]);
@@ -351,7 +426,9 @@ test('responses: after a function_call_output, echo answers with text; tool_choi
   const answer = (await (await t.context.post('/v1/responses', { model: 'echo-1', input, tools: responsesTools })).json()) as Json;
   t.is(answer.output[0].type, 'message');
   t.regex(answer.output[0].content[0].text, /The tool result says: "Found 3 pages\."/);
-  const none = (await (await t.context.post('/v1/responses', { model: 'echo-1', input: 'Find it.', tools: responsesTools, tool_choice: 'none' })).json()) as Json;
+  const none = (await (
+    await t.context.post('/v1/responses', { model: 'echo-1', input: 'Find it.', tools: responsesTools, tool_choice: 'none' })
+  ).json()) as Json;
   t.is(none.output[0].type, 'message');
 });
 
@@ -370,7 +447,10 @@ test('messages: offered tools, echo answers with a tool_use block, whole and str
   t.true(deltas.length > 1);
   t.true(deltas.every((delta) => delta.type === 'input_json_delta'));
   t.deepEqual(JSON.parse(deltas.map((delta) => delta.partial_json as string).join('')), expected);
-  t.like(streamed.find((event) => event.type === 'message_delta'), { delta: { stop_reason: 'tool_use' } });
+  t.like(
+    streamed.find((event) => event.type === 'message_delta'),
+    { delta: { stop_reason: 'tool_use' } },
+  );
 });
 
 test('messages: after a tool_result, echo answers with text; tool_choice none is respected', async (t) => {
@@ -383,7 +463,13 @@ test('messages: after a tool_result, echo answers with text; tool_choice none is
   t.is(answer.stop_reason, 'end_turn');
   t.regex(answer.content[0].text, /The tool result says: "Found 3 pages\."/);
   const none = (await (
-    await t.context.post('/v1/messages', { model: 'echo-1', max_tokens: 100, messages: [{ role: 'user', content: 'Find it.' }], tools: messagesTools, tool_choice: { type: 'none' } })
+    await t.context.post('/v1/messages', {
+      model: 'echo-1',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'Find it.' }],
+      tools: messagesTools,
+      tool_choice: { type: 'none' },
+    })
   ).json()) as Json;
   t.is(none.stop_reason, 'end_turn');
 });
@@ -422,13 +508,21 @@ test('GET /v1/models/{model}: with anthropic-version, Anthropic shape, display_n
     max_tokens: 8192,
     ...MODEL_INFO_UNKNOWNS,
   });
-  t.deepEqual((await get('/v1/models/m4', key, ANTHROPIC)).body, { type: 'model', id: 'm4', display_name: 'm4', created_at: '1970-01-01T00:00:00Z', ...unknownLimits });
+  t.deepEqual((await get('/v1/models/m4', key, ANTHROPIC)).body, {
+    type: 'model',
+    id: 'm4',
+    display_name: 'm4',
+    created_at: '1970-01-01T00:00:00Z',
+    ...unknownLimits,
+  });
 });
 
 test('GET /v1/models/{model}: a model outside the allowlist is the same 404 as one that does not exist, in either shape', async (t) => {
   const restricted = await dottedGateway.keyFor(['models:read'], { models: ['echo-1'] });
   const unrestricted = await dottedGateway.keyFor(['models:read']);
-  const notFoundA = (id: string) => ({ error: { message: `The model '${id}' does not exist`, type: 'invalid_request_error', param: null, code: 'model_not_found' } });
+  const notFoundA = (id: string) => ({
+    error: { message: `The model '${id}' does not exist`, type: 'invalid_request_error', param: null, code: 'model_not_found' },
+  });
   const outsideA = await get('/v1/models/gpt-test', restricted);
   const unknownA = await get('/v1/models/no-such-model', unrestricted);
   t.deepEqual([outsideA.status, outsideA.body], [404, notFoundA('gpt-test')]);
@@ -503,12 +597,16 @@ test('GET /v1/models with anthropic-version: a bad limit or cursor is 400 in Sha
 test('with anthropic-version, /v1/models refusals are in Shape B with request-id, 401 included', async (t) => {
   const response = await get('/v1/models', 'kmg_sk_unknown', ANTHROPIC);
   t.is(response.status, 401);
-  t.deepEqual(response.body, { type: 'error', error: { type: 'authentication_error', message: 'Invalid API key' }, request_id: response.headers.get('request-id') });
+  t.deepEqual(response.body, {
+    type: 'error',
+    error: { type: 'authentication_error', message: 'Invalid API key' },
+    request_id: response.headers.get('request-id'),
+  });
   const openAI = await get('/v1/models', 'kmg_sk_unknown');
   t.like(openAI.body, { error: { code: 'invalid_api_key' } });
 });
 
-test('anthropic-version decides by its presence, an empty value too: the models list and the files API answer in Anthropic\'s shape', async (t) => {
+test("anthropic-version decides by its presence, an empty value too: the models list and the files API answer in Anthropic's shape", async (t) => {
   const empty = { 'anthropic-version': '' };
   t.like((await get('/v1/models', 'kmg_sk_unknown', empty)).body, { type: 'error', error: { type: 'authentication_error' } });
   t.like((await get('/v1/models', await dottedGateway.keyFor(), empty)).body, { has_more: false });

@@ -88,10 +88,16 @@ test('echo: floats and base64 of the same vectors, one per input in order, OpenA
 
   const base64 = await embed({ model: 'echo-embed', input: ['the quick fox', 'a lazy dog', 'the quick fox'], dimensions: 12, encoding_format: 'base64' });
   t.is(base64.status, 200);
-  t.deepEqual(base64.body.data.map((item) => decoded(item.embedding as string)), vectors);
+  t.deepEqual(
+    base64.body.data.map((item) => decoded(item.embedding as string)),
+    vectors,
+  );
 
   const tokens = await embed({ model: 'echo-embed', input: [[1, 2, 3], [4]] });
-  t.deepEqual(tokens.body.data.map((item) => item.embedding.length), [256, 256]);
+  t.deepEqual(
+    tokens.body.data.map((item) => item.embedding.length),
+    [256, 256],
+  );
   t.like(tokens.body, { usage: { prompt_tokens: 4 } });
 });
 
@@ -144,7 +150,10 @@ test('a model serves either the chat endpoints or /v1/embeddings: the other is a
 
 test('openai: the body passes through as it is, the answer comes back renamed; a batch over the per-call limit is split, joined in order, usage summed', async (t) => {
   const data = (count: number, from: number) => Array.from({ length: count }, (_, at) => ({ object: 'embedding', index: at, embedding: [from + at, 0.5] }));
-  upstream.answer('/v1/embeddings', reply(200, { object: 'list', data: data(1, 0), model: 'text-embedding-3-small', usage: { prompt_tokens: 5, total_tokens: 5 } }));
+  upstream.answer(
+    '/v1/embeddings',
+    reply(200, { object: 'list', data: data(1, 0), model: 'text-embedding-3-small', usage: { prompt_tokens: 5, total_tokens: 5 } }),
+  );
   const body = { model: 'openai-embed', input: 'one text', encoding_format: 'float', dimensions: 2, user: 'u-1' };
   const passed = await embed(body);
   t.deepEqual(passed.body, { object: 'list', data: data(1, 0), model: 'openai-embed', usage: { prompt_tokens: 5, total_tokens: 5 } });
@@ -152,16 +161,31 @@ test('openai: the body passes through as it is, the answer comes back renamed; a
   t.deepEqual(sent?.body, { ...body, model: 'text-embedding-3-small' });
   t.is(sent?.headers.authorization, `Bearer ${OPENAI_PROVIDER_KEY}`);
 
-  upstream.answer('/v1/embeddings', reply(200, { object: 'list', data: data(2, 0), model: 'text-embedding-3-small', usage: { prompt_tokens: 4, total_tokens: 4 } }));
-  upstream.answer('/v1/embeddings', reply(200, { object: 'list', data: data(2, 2), model: 'text-embedding-3-small', usage: { prompt_tokens: 6, total_tokens: 6 } }));
-  upstream.answer('/v1/embeddings', reply(200, { object: 'list', data: data(1, 4), model: 'text-embedding-3-small', usage: { prompt_tokens: 1, total_tokens: 1 } }));
+  upstream.answer(
+    '/v1/embeddings',
+    reply(200, { object: 'list', data: data(2, 0), model: 'text-embedding-3-small', usage: { prompt_tokens: 4, total_tokens: 4 } }),
+  );
+  upstream.answer(
+    '/v1/embeddings',
+    reply(200, { object: 'list', data: data(2, 2), model: 'text-embedding-3-small', usage: { prompt_tokens: 6, total_tokens: 6 } }),
+  );
+  upstream.answer(
+    '/v1/embeddings',
+    reply(200, { object: 'list', data: data(1, 4), model: 'text-embedding-3-small', usage: { prompt_tokens: 1, total_tokens: 1 } }),
+  );
   const before = upstream.received.length;
   const split = await embed({ model: 'openai-embed-split', input: ['a', 'b', 'c', 'd', 'e'] });
-  t.deepEqual(upstream.received.slice(before).map((request) => request.body.input), [['a', 'b'], ['c', 'd'], ['e']]);
+  t.deepEqual(
+    upstream.received.slice(before).map((request) => request.body.input),
+    [['a', 'b'], ['c', 'd'], ['e']],
+  );
   t.deepEqual(split.body, { object: 'list', data: data(5, 0), model: 'openai-embed-split', usage: { prompt_tokens: 11, total_tokens: 11 } });
 
   // A refusal of one run is the call's.
-  upstream.answer('/v1/embeddings', reply(200, { object: 'list', data: data(2, 0), model: 'text-embedding-3-small', usage: { prompt_tokens: 4, total_tokens: 4 } }));
+  upstream.answer(
+    '/v1/embeddings',
+    reply(200, { object: 'list', data: data(2, 0), model: 'text-embedding-3-small', usage: { prompt_tokens: 4, total_tokens: 4 } }),
+  );
   upstream.answer('/v1/embeddings', reply(400, { error: { message: 'Too many tokens', type: 'invalid_request_error', code: null } }));
   const refused = await embed({ model: 'openai-embed-split', input: ['a', 'b', 'c'] });
   t.is(refused.status, 400);
@@ -182,11 +206,24 @@ test('a neutral provider: inputs in runs of its per-call limit, vectors joined i
   t.deepEqual(openAIProblems('CreateEmbeddingResponse', answer.body), []);
   t.deepEqual(
     answer.body.data,
-    [[0, 1], [1, 2], [0, 3], [1, 4], [0, 5]].map((embedding, index) => ({ object: 'embedding', index, embedding })),
+    [
+      [0, 1],
+      [1, 2],
+      [0, 3],
+      [1, 4],
+      [0, 5],
+    ].map((embedding, index) => ({ object: 'embedding', index, embedding })),
   );
   t.like(answer.body, { model: 'neutral-embed', usage: { prompt_tokens: 15, total_tokens: 15 } });
   const base64 = await embed({ model: 'neutral-embed', input: ['a', 'bb', 'ccc'], encoding_format: 'base64' });
-  t.deepEqual(base64.body.data.map((item) => decoded(item.embedding as string)), [[0, 1], [1, 2], [0, 3]]);
+  t.deepEqual(
+    base64.body.data.map((item) => decoded(item.embedding as string)),
+    [
+      [0, 1],
+      [1, 2],
+      [0, 3],
+    ],
+  );
 });
 
 test('embeddings are metered, priced and limited as model calls', async (t) => {
@@ -200,7 +237,10 @@ test('embeddings are metered, priced and limited as model calls', async (t) => {
   // 6 tokens at 1 USD per million.
   t.like(record, { provider: 'echo', status: 200, outputTokens: 0, costPicoUsd: 6_000_000 });
   // Its tokens count against the key's limit: the next call is refused.
-  const limited = await until(() => embed({ model: 'echo-embed', input: 'again' }, metered), (answer) => answer.status === 429);
+  const limited = await until(
+    () => embed({ model: 'echo-embed', input: 'again' }, metered),
+    (answer) => answer.status === 429,
+  );
   t.is(limited.body.error.code, 'rate_limit_exceeded');
   const scraped = parseMetrics(await metrics.registry.metrics());
   t.true((value(scraped, 'kmg_model_tokens_total', { model: 'echo-embed', direction: 'input' }) ?? 0) >= 6);
@@ -259,7 +299,10 @@ test('a client that leaves during a batch stops the runs left', async (t) => {
   await firstRun;
   leaving.abort();
   await sent.catch(() => undefined);
-  await until(async () => ended, (done) => done);
+  await until(
+    async () => ended,
+    (done) => done,
+  );
   await new Promise((resolve) => setImmediate(resolve));
   t.is(calls, 1);
 });

@@ -38,10 +38,7 @@ async function meteredGateway(t: ExecutionContext, options: Partial<ModelsRouter
   const metrics = createGatewayMetrics();
   const gateway = await modelsApp({
     catalog: CATALOG,
-    providers: [
-      openAIProvider({ id: 'openai', baseURL: `${upstream.url}/v1` }),
-      anthropicProvider({ id: 'anthropic', baseURL: upstream.url }),
-    ],
+    providers: [openAIProvider({ id: 'openai', baseURL: `${upstream.url}/v1` }), anthropicProvider({ id: 'anthropic', baseURL: upstream.url })],
     modelLimiter: new MemoryModelLimiter({ nowMs: testClock('2030-01-15T12:00:30.000Z').nowMs }),
     metrics,
     // Every record is kept here too, so that a test can wait for one: a call is recorded when its
@@ -67,8 +64,10 @@ async function meteredGateway(t: ExecutionContext, options: Partial<ModelsRouter
     store,
     metrics,
     key,
-    chat: (apiKey: string, body: Record<string, unknown>) => gateway.post('/v1/chat/completions', { model: 'gpt-mock', messages: [{ role: 'user', content: 'hi' }], ...body }, { authorization: `Bearer ${apiKey}` }),
-    responses: (apiKey: string, body: Record<string, unknown>) => gateway.post('/v1/responses', { model: 'gpt-mock', input: 'hi', ...body }, { authorization: `Bearer ${apiKey}` }),
+    chat: (apiKey: string, body: Record<string, unknown>) =>
+      gateway.post('/v1/chat/completions', { model: 'gpt-mock', messages: [{ role: 'user', content: 'hi' }], ...body }, { authorization: `Bearer ${apiKey}` }),
+    responses: (apiKey: string, body: Record<string, unknown>) =>
+      gateway.post('/v1/responses', { model: 'gpt-mock', input: 'hi', ...body }, { authorization: `Bearer ${apiKey}` }),
     countTokens: (apiKey: string, body: Record<string, unknown>) =>
       gateway.post('/v1/messages/count_tokens', { model: 'claude-mock', messages: [{ role: 'user', content: 'hi' }], ...body }, { 'x-api-key': apiKey }),
     messages: (apiKey: string, body: Record<string, unknown>) =>
@@ -144,13 +143,19 @@ test("usage of both endpoints, streamed or not, is the upstream's own, call by c
     t.true(firstByte !== null && upstream !== null && firstByte <= upstream && upstream <= record.latencyMs, JSON.stringify(record));
   }
   // The catalog here gives no price: the calls cost 0.
-  const totals = { requests: 5, answered: 5, refused: 0, inputTokens: sum(calls.map((call) => call.usage.input)), outputTokens: sum(calls.map((call) => call.usage.output)), costUsd: 0, cacheHits: 0, costSavedUsd: 0 };
+  const totals = {
+    requests: 5,
+    answered: 5,
+    refused: 0,
+    inputTokens: sum(calls.map((call) => call.usage.input)),
+    outputTokens: sum(calls.map((call) => call.usage.output)),
+    costUsd: 0,
+    cacheHits: 0,
+    costSavedUsd: 0,
+  };
   t.deepEqual((await gateway.report()).totals, totals);
   const samples = await gateway.samples();
-  t.is(
-    sum(['gpt-mock', 'claude-mock'].map((model) => value(samples, 'kmg_model_tokens_total', { model, direction: 'input' }) ?? 0)),
-    totals.inputTokens,
-  );
+  t.is(sum(['gpt-mock', 'claude-mock'].map((model) => value(samples, 'kmg_model_tokens_total', { model, direction: 'input' }) ?? 0)), totals.inputTokens);
   t.is(value(samples, 'kmg_upstream_duration_seconds_count', { provider: 'anthropic', model: 'claude-mock' }), 2);
   t.is(value(samples, 'kmg_upstream_time_to_first_byte_seconds_count', { provider: 'openai', model: 'gpt-mock' }), 3);
 });
@@ -165,7 +170,10 @@ test('a Chat Completions stream: usage is always asked upstream; a client that d
     [{ include_usage: true }, { include_usage: true }],
   );
   t.is(without.length, 3);
-  t.false(without.some((chunk) => 'usage' in chunk), 'neither the usage chunk nor the usage: null of the others');
+  t.false(
+    without.some((chunk) => 'usage' in chunk),
+    'neither the usage chunk nor the usage: null of the others',
+  );
   t.is(asked.length, 4);
   const usage = gateway.upstream.calls[1]?.usage;
   t.deepEqual(asked.at(-1), {
@@ -205,15 +213,26 @@ test('Responses: usage from the response object, whole or from response.complete
   const events = eventsOf(await streamed.text());
   t.deepEqual(
     events.map(({ name, data }) => [name, (data.response as { model?: string } | undefined)?.model]),
-    [['response.created', 'gpt-mock'], ['response.in_progress', 'gpt-mock'], ['response.output_text.delta', undefined], ['response.completed', 'gpt-mock']],
+    [
+      ['response.created', 'gpt-mock'],
+      ['response.in_progress', 'gpt-mock'],
+      ['response.output_text.delta', undefined],
+      ['response.completed', 'gpt-mock'],
+    ],
   );
-  t.deepEqual(gateway.upstream.calls.map((call) => call.body.model), ['gpt-upstream-1', 'gpt-upstream-1']);
+  t.deepEqual(
+    gateway.upstream.calls.map((call) => call.body.model),
+    ['gpt-upstream-1', 'gpt-upstream-1'],
+  );
   const records = await gateway.records(2);
   t.deepEqual(
     records.map((record) => [record.endpoint, record.model, record.stream, record.inputTokens, record.outputTokens]),
     gateway.upstream.calls.map((call, index) => ['/v1/responses', 'gpt-mock', index === 1, call.usage.input, call.usage.output]),
   );
-  t.is(value(await gateway.samples(), 'kmg_model_tokens_total', { model: 'gpt-mock', direction: 'output' }), sum(gateway.upstream.calls.map((call) => call.usage.output)));
+  t.is(
+    value(await gateway.samples(), 'kmg_model_tokens_total', { model: 'gpt-mock', direction: 'output' }),
+    sum(gateway.upstream.calls.map((call) => call.usage.output)),
+  );
 });
 
 test('count_tokens is a model call: limited in Anthropic’s style and recorded, with no tokens (its answer counts none used)', async (t) => {
@@ -231,7 +250,10 @@ test('count_tokens is a model call: limited in Anthropic’s style and recorded,
   const records = await gateway.records(2);
   t.deepEqual(
     records.map((record) => [record.endpoint, record.model, record.status, record.inputTokens, record.outputTokens]),
-    [['/v1/messages/count_tokens', 'claude-mock', 200, 0, 0], ['/v1/messages/count_tokens', 'claude-mock', 429, 0, 0]],
+    [
+      ['/v1/messages/count_tokens', 'claude-mock', 200, 0, 0],
+      ['/v1/messages/count_tokens', 'claude-mock', 429, 0, 0],
+    ],
   );
 });
 
@@ -266,7 +288,13 @@ test('requests per minute: every endpoint counts; over the limit, a 429 in the e
   t.is(gateway.upstream.calls.length, 2, 'the refused calls sent nothing upstream');
   const refusals = (await gateway.records(4)).slice(2);
   for (const record of refusals) t.like(record, { status: 429, inputTokens: 0, outputTokens: 0, upstreamMs: null, upstreamFirstByteMs: null });
-  t.deepEqual(refusals.map((record) => [record.endpoint, record.model, record.stream]), [['/v1/chat/completions', 'gpt-mock', true], ['/v1/messages', 'claude-mock', false]]);
+  t.deepEqual(
+    refusals.map((record) => [record.endpoint, record.model, record.stream]),
+    [
+      ['/v1/chat/completions', 'gpt-mock', true],
+      ['/v1/messages', 'claude-mock', false],
+    ],
+  );
   t.is(value(await gateway.samples(), 'kmg_limit_refusals_total', { kind: 'requests' }), 2);
 });
 
@@ -321,12 +349,23 @@ test('check order: a key over its limits still gets 403, 400 and 404 first; thos
     await gateway.chat(key, { messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: fileId } }] }] }),
     await gateway.chat(key, {}),
   ];
-  t.deepEqual(answers.map((answer) => answer.status), [403, 403, 400, 404, 404, 429]);
+  t.deepEqual(
+    answers.map((answer) => answer.status),
+    [403, 403, 400, 404, 404, 429],
+  );
   t.is(gateway.upstream.calls.length, 1);
   const records = await gateway.records(7);
   t.deepEqual(
     records.map((record) => [record.status, record.model]),
-    [[200, 'gpt-mock'], [403, null], [403, null], [400, null], [404, null], [404, 'gpt-mock'], [429, 'gpt-mock']],
+    [
+      [200, 'gpt-mock'],
+      [403, null],
+      [403, null],
+      [400, null],
+      [404, null],
+      [404, 'gpt-mock'],
+      [429, 'gpt-mock'],
+    ],
     'a model is recorded once it is resolved: never a name the client made up',
   );
 });
@@ -344,7 +383,9 @@ test('a client that leaves mid-stream: the call is recorded as 499 with the usag
     controller.signal,
   );
   const upstream = await hanging.next();
-  upstream.res.write('event: message_start\ndata: {"type":"message_start","message":{"model":"claude-upstream-1","usage":{"input_tokens":7,"output_tokens":1}}}\n\n');
+  upstream.res.write(
+    'event: message_start\ndata: {"type":"message_start","message":{"model":"claude-upstream-1","usage":{"input_tokens":7,"output_tokens":1}}}\n\n',
+  );
   const answer = await answering;
   const reader = (answer.body as ReadableStream<Uint8Array>).getReader();
   t.regex(new TextDecoder().decode((await reader.read()).value), /"model":"claude-mock"/);
@@ -372,7 +413,11 @@ async function cutStream(t: ExecutionContext, path: string, body: Record<string,
   const providers = [openAIProvider({ id: 'openai', baseURL: `${hanging.url}/v1` }), anthropicProvider({ id: 'anthropic', baseURL: hanging.url })];
   // The account's budget: what the call left is charged against it, its reservation released.
   const ledger = new MemorySpendLedger();
-  const gateway = await meteredGateway(t, { providers, catalog: PRICED, budgets: spendBudgets({ ledger, accounts: { get: async () => ({ costPerDay: 1 }) } }) });
+  const gateway = await meteredGateway(t, {
+    providers,
+    catalog: PRICED,
+    budgets: spendBudgets({ ledger, accounts: { get: async () => ({ costPerDay: 1 }) } }),
+  });
   const key = await gateway.key();
   const controller = new AbortController();
   const auth = path === '/v1/messages' ? { 'x-api-key': key } : { authorization: `Bearer ${key}` };
@@ -389,12 +434,16 @@ async function cutStream(t: ExecutionContext, path: string, body: Record<string,
     for (let read = await reader.read(); !read.done; read = await reader.read()) text += new TextDecoder().decode(read.value);
   }
   const [record] = await gateway.records(1);
-  const { spend } = await until(() => ledger.spent(['account:acme']), ({ held }) => held[0] === 0n);
+  const { spend } = await until(
+    () => ledger.spent(['account:acme']),
+    ({ held }) => held[0] === 0n,
+  );
   return { record, text, charged: spend[0]?.day };
 }
 
 const say = 'An answer of just forty characters, okay';
-const chatChunk = (delta: Record<string, unknown>) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-upstream-1', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
+const chatChunk = (delta: Record<string, unknown>) =>
+  `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-upstream-1', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
 const chatCall = { model: 'gpt-mock', messages: [{ role: 'user', content: 'Count the words of this sentence.' }] };
 const messagesEvents = [
   'event: message_start\ndata: {"type":"message_start","message":{"model":"claude-upstream-1","usage":{"input_tokens":7,"output_tokens":1}}}\n\n',
@@ -410,7 +459,12 @@ const responsesEvents =
 const responsesCall = { model: 'gpt-mock', input: 'Count the words of this sentence.' };
 
 test('a client that leaves a Chat Completions stream before its usage is charged for the request and the text it got, estimated', async (t) => {
-  const { record, charged } = await cutStream(t, '/v1/chat/completions', chatCall, chatChunk({ role: 'assistant', content: say }) + chatChunk({ content: '!' }));
+  const { record, charged } = await cutStream(
+    t,
+    '/v1/chat/completions',
+    chatCall,
+    chatChunk({ role: 'assistant', content: say }) + chatChunk({ content: '!' }),
+  );
   // 33 characters asked, 41 answered (the 40 of `say` and a "!"): four characters a token, rounded up.
   t.like(record, { status: 499, stream: true, inputTokens: 9, outputTokens: 11, costPicoUsd: 9 * 1_000_000 + 11 * 2_000_000 });
   t.is(charged, BigInt(9 * 1_000_000 + 11 * 2_000_000), 'the budget is charged what the call cost');
@@ -437,7 +491,13 @@ const CUT_ERROR_EVENTS: Record<string, RegExp> = {
 for (const by of ['end', 'reset'] as const) {
   const how = by === 'end' ? 'ended without its last event' : 'reset';
   test(`a Chat Completions stream the upstream ${how}: the client gets the error event, the call is charged for the request and the text relayed`, async (t) => {
-    const { record, text, charged } = await cutStream(t, '/v1/chat/completions', chatCall, chatChunk({ role: 'assistant', content: say }) + chatChunk({ content: '!' }), by);
+    const { record, text, charged } = await cutStream(
+      t,
+      '/v1/chat/completions',
+      chatCall,
+      chatChunk({ role: 'assistant', content: say }) + chatChunk({ content: '!' }),
+      by,
+    );
     t.regex(text, CUT_ERROR_EVENTS['/v1/chat/completions'] as RegExp);
     t.like(record, { stream: true, inputTokens: 9, outputTokens: 11, costPicoUsd: 9 * 1_000_000 + 11 * 2_000_000 });
     t.is(charged, BigInt(9 * 1_000_000 + 11 * 2_000_000), 'the budget is charged what the call cost');

@@ -19,7 +19,15 @@ const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
 const create = (key: string, body: unknown) => gateway.post('/v1/responses', body, { authorization: `Bearer ${key}` });
 const shapeA = (type: string, code: string, message: string) => ({ error: { message, type, param: null, code } });
 const answer = async (response: Response) => [response.status, await response.json()] as const;
-const withFile = (fileId: unknown) => [{ role: 'user', content: [{ type: 'input_text', text: 'Read it.' }, { type: 'input_file', file_id: fileId }] }];
+const withFile = (fileId: unknown) => [
+  {
+    role: 'user',
+    content: [
+      { type: 'input_text', text: 'Read it.' },
+      { type: 'input_file', file_id: fileId },
+    ],
+  },
+];
 
 const upstreamAnswer = {
   id: 'resp_upstream',
@@ -50,11 +58,21 @@ test.serial('needs responses:create; a model whose provider speaks no format a R
     403,
     shapeA('permission_error', 'forbidden', 'Forbidden'),
   ]);
-  const counting = await modelsApp({ catalog: [{ id: 'counter', provider: 'counts-only' }], providers: [{ id: 'counts-only', countTokens: () => Promise.reject(new Error('not called')) }] });
-  const [status, body] = await answer(await counting.post('/v1/responses', { model: 'counter', input: 'hi' }, { authorization: `Bearer ${await counting.keyFor()}` }));
+  const counting = await modelsApp({
+    catalog: [{ id: 'counter', provider: 'counts-only' }],
+    providers: [{ id: 'counts-only', countTokens: () => Promise.reject(new Error('not called')) }],
+  });
+  const [status, body] = await answer(
+    await counting.post('/v1/responses', { model: 'counter', input: 'hi' }, { authorization: `Bearer ${await counting.keyFor()}` }),
+  );
   await counting.close();
   t.is(status, 400);
-  t.like(body, { error: { type: 'invalid_request_error', message: "The model 'counter' is not served on /v1/responses: its provider speaks no format a Responses call can be translated to" } });
+  t.like(body, {
+    error: {
+      type: 'invalid_request_error',
+      message: "The model 'counter' is not served on /v1/responses: its provider speaks no format a Responses call can be translated to",
+    },
+  });
 });
 
 test.serial('input_file by file_id: needs files:read, 400 when malformed, 404 when foreign; no other part may name a file', async (t) => {
@@ -124,7 +142,10 @@ test.serial('a streamed answer passes through event by event; a failure after th
   events.destroy(new Error('connection reset'));
   let rest = '';
   for (let read = await reader.read(); !read.done; read = await reader.read()) rest += read.value;
-  t.is(rest, `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'upstream_error', message: 'Upstream provider error', param: null, sequence_number: 0 })}\n\n`);
+  t.is(
+    rest,
+    `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'upstream_error', message: 'Upstream provider error', param: null, sequence_number: 0 })}\n\n`,
+  );
 });
 
 test.serial('findResponseObject() and responseUsage() find the model and the usage where a Responses answer keeps them, whole or streamed', async (t) => {
@@ -173,26 +194,34 @@ async function shapeB(t: { is(a: unknown, b: unknown): void; regex(a: string, r:
 
 const errorB = (type: string, message: string) => ({ type: 'error', error: { type, message }, request_id: undefined });
 
-test.serial('an anthropic provider gets {baseURL}/v1/messages/count_tokens with the upstream model, the PDF itself, its key and the client headers', async (t) => {
-  const from = upstream.received.length;
-  upstream.answer('/v1/messages/count_tokens', reply(200, { input_tokens: 1234 }));
-  const pdf = makePdf(1, 100);
-  const fileId = await gateway.storePdf(pdf, { filename: 'brief.pdf' });
-  const key = await gateway.keyFor();
-  const response = await count(
-    key,
-    { model: 'claude-test', messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: fileId } }] }] },
-    { 'anthropic-beta': 'files-api-2025-04-14' },
-  );
-  t.deepEqual(await shapeB(t, response), [200, { input_tokens: 1234, request_id: undefined }]);
-  const [received] = upstream.received.slice(from);
-  t.is(received?.path, '/v1/messages/count_tokens');
-  t.like(received?.headers, { 'x-api-key': ANTHROPIC_PROVIDER_KEY, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'files-api-2025-04-14' });
-  t.deepEqual(received?.body, {
-    model: 'claude-sonnet-4-5-20250929',
-    messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') }, title: 'brief.pdf' }] }],
-  });
-});
+test.serial(
+  'an anthropic provider gets {baseURL}/v1/messages/count_tokens with the upstream model, the PDF itself, its key and the client headers',
+  async (t) => {
+    const from = upstream.received.length;
+    upstream.answer('/v1/messages/count_tokens', reply(200, { input_tokens: 1234 }));
+    const pdf = makePdf(1, 100);
+    const fileId = await gateway.storePdf(pdf, { filename: 'brief.pdf' });
+    const key = await gateway.keyFor();
+    const response = await count(
+      key,
+      { model: 'claude-test', messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: fileId } }] }] },
+      { 'anthropic-beta': 'files-api-2025-04-14' },
+    );
+    t.deepEqual(await shapeB(t, response), [200, { input_tokens: 1234, request_id: undefined }]);
+    const [received] = upstream.received.slice(from);
+    t.is(received?.path, '/v1/messages/count_tokens');
+    t.like(received?.headers, { 'x-api-key': ANTHROPIC_PROVIDER_KEY, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'files-api-2025-04-14' });
+    t.deepEqual(received?.body, {
+      model: 'claude-sonnet-4-5-20250929',
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') }, title: 'brief.pdf' }],
+        },
+      ],
+    });
+  },
+);
 
 test.serial('echo estimates the count: the words of the messages and the system prompt', async (t) => {
   const response = await count(await gateway.keyFor(['messages:create']), {
@@ -244,7 +273,15 @@ test.serial('openai SDK: chat.completions.create against echo, with a stored PDF
   const fileId = await gateway.storePdf(pdf, { filename: 'slides.pdf' });
   const completion = await openai(await gateway.keyFor()).chat.completions.create({
     model: 'echo-1',
-    messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe it.' }, { type: 'file', file: { file_id: fileId } }] }],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Describe it.' },
+          { type: 'file', file: { file_id: fileId } },
+        ],
+      },
+    ],
   });
   t.is(completion.object, 'chat.completion');
   t.is(
@@ -297,14 +334,19 @@ test.serial('openai SDK: against an OpenAI upstream, whole and streamed', async 
 test.serial('openai SDK: a failure mid-stream surfaces as an APIError with our message', async (t) => {
   const body = new PassThrough();
   upstream.answer('/v1/chat/completions', replyEvents(body));
-  body.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'Hi' }, finish_reason: null }] })}\n\n`);
+  body.write(
+    `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'Hi' }, finish_reason: null }] })}\n\n`,
+  );
   const stream = await openai(await gateway.keyFor()).chat.completions.create({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] });
-  const error = await t.throwsAsync(async () => {
-    for await (const part of stream) {
-      t.is(part.choices[0]?.delta.content, 'Hi');
-      body.destroy(new Error('upstream connection reset'));
-    }
-  }, { instanceOf: OpenAI.APIError });
+  const error = await t.throwsAsync(
+    async () => {
+      for await (const part of stream) {
+        t.is(part.choices[0]?.delta.content, 'Hi');
+        body.destroy(new Error('upstream connection reset'));
+      }
+    },
+    { instanceOf: OpenAI.APIError },
+  );
   t.is(error?.message, 'Upstream provider error');
   t.like(error?.error, { type: 'server_error', code: 'upstream_error' });
 });
@@ -312,7 +354,14 @@ test.serial('openai SDK: a failure mid-stream surfaces as an APIError with our m
 test.serial('openai SDK: 401, 403 and 404 as AuthenticationError, PermissionDeniedError and NotFoundError with our request id', async (t) => {
   const cases: Array<[string, string, new (...args: never[]) => InstanceType<typeof OpenAI.APIError>, number, string, string]> = [
     ['kmg_sk_not-a-key', 'echo-1', OpenAI.AuthenticationError, 401, 'invalid_api_key', 'Invalid API key'],
-    [await gateway.keyFor(undefined, { models: ['gpt-test'] }), 'echo-1', OpenAI.PermissionDeniedError, 403, 'forbidden', "Model 'echo-1' is not allowed for this API key"],
+    [
+      await gateway.keyFor(undefined, { models: ['gpt-test'] }),
+      'echo-1',
+      OpenAI.PermissionDeniedError,
+      403,
+      'forbidden',
+      "Model 'echo-1' is not allowed for this API key",
+    ],
     [await gateway.keyFor(), 'no-such-model', OpenAI.NotFoundError, 404, 'model_not_found', "The model 'no-such-model' does not exist"],
   ];
   for (const [key, model, errorClass, status, code, message] of cases) {
@@ -331,7 +380,15 @@ test.serial('anthropic SDK: messages.create against echo, with a stored PDF atta
   const message = await anthropic(await gateway.keyFor()).messages.create({
     model: 'echo-1',
     max_tokens: 100,
-    messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: fileId } }, { type: 'text', text: 'Key terms?' }] }],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'document', source: { type: 'file', file_id: fileId } },
+          { type: 'text', text: 'Key terms?' },
+        ],
+      },
+    ],
   });
   t.is(message.type, 'message');
   t.deepEqual(message.content, [
@@ -343,7 +400,11 @@ test.serial('anthropic SDK: messages.create against echo, with a stored PDF atta
 });
 
 test.serial('anthropic SDK: streaming against echo', async (t) => {
-  const stream = anthropic(await gateway.keyFor()).messages.stream({ model: 'echo-1', max_tokens: 100, messages: [{ role: 'user', content: 'stream please' }] });
+  const stream = anthropic(await gateway.keyFor()).messages.stream({
+    model: 'echo-1',
+    max_tokens: 100,
+    messages: [{ role: 'user', content: 'stream please' }],
+  });
   let text = '';
   stream.on('text', (delta) => {
     text += delta;
@@ -365,7 +426,18 @@ test.serial('anthropic SDK: against an Anthropic upstream, whole and streamed', 
     reply(
       200,
       [
-        event('message_start', { message: { id: 'msg_2', type: 'message', role: 'assistant', model: 'claude', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 0 } } }),
+        event('message_start', {
+          message: {
+            id: 'msg_2',
+            type: 'message',
+            role: 'assistant',
+            model: 'claude',
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: 1, output_tokens: 0 },
+          },
+        }),
         event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
         event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hi ' } }),
         event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'there' } }),
@@ -386,13 +458,21 @@ test.serial('anthropic SDK: a failure mid-stream surfaces as an APIError', async
   body.write(
     `event: message_start\ndata: ${JSON.stringify({ type: 'message_start', message: { id: 'msg_3', type: 'message', role: 'assistant', model: 'claude', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 0 } } })}\n\n`,
   );
-  const stream = await anthropic(await gateway.keyFor()).messages.create({ model: 'claude-test', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] });
-  const error = await t.throwsAsync(async () => {
-    for await (const event of stream) {
-      t.is(event.type, 'message_start');
-      body.destroy(new Error('upstream connection reset'));
-    }
-  }, { instanceOf: Anthropic.APIError });
+  const stream = await anthropic(await gateway.keyFor()).messages.create({
+    model: 'claude-test',
+    max_tokens: 10,
+    stream: true,
+    messages: [{ role: 'user', content: 'hi' }],
+  });
+  const error = await t.throwsAsync(
+    async () => {
+      for await (const event of stream) {
+        t.is(event.type, 'message_start');
+        body.destroy(new Error('upstream connection reset'));
+      }
+    },
+    { instanceOf: Anthropic.APIError },
+  );
   t.like(error?.error, { type: 'error', error: { type: 'api_error', message: 'Upstream provider error' } });
 });
 
@@ -400,7 +480,9 @@ test.serial('anthropic SDK: 401, 403 and 404 as AuthenticationError, PermissionD
   const fileId = await gateway.storePdf(pdf);
   const attach = [{ role: 'user' as const, content: [{ type: 'document' as const, source: { type: 'file' as const, file_id: fileId } }] }];
   const plain = [{ role: 'user' as const, content: 'hi' }];
-  const cases: Array<[string, string, typeof plain | typeof attach, new (...args: never[]) => InstanceType<typeof Anthropic.APIError>, number, string, string]> = [
+  const cases: Array<
+    [string, string, typeof plain | typeof attach, new (...args: never[]) => InstanceType<typeof Anthropic.APIError>, number, string, string]
+  > = [
     ['kmg_sk_not-a-key', 'echo-1', plain, Anthropic.AuthenticationError, 401, 'authentication_error', 'Invalid API key'],
     [await gateway.keyFor(['messages:create']), 'echo-1', attach, Anthropic.PermissionDeniedError, 403, 'permission_error', 'Forbidden'],
     [await gateway.keyFor(undefined, { models: ['claude-test'] }), 'echo-1', plain, Anthropic.NotFoundError, 404, 'not_found_error', 'Model not found'],

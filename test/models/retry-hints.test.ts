@@ -34,7 +34,9 @@ test('a spent budget: the openai SDK at its default settings raises the 429 at o
   t.teardown(() => app.close());
   const { counted, fetch } = countingFetch();
   const client = new OpenAI({ apiKey: await app.keyFor(), baseURL: `${app.url}/v1`, fetch });
-  const err = await t.throwsAsync(client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }), { instanceOf: OpenAI.RateLimitError });
+  const err = await t.throwsAsync(client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }), {
+    instanceOf: OpenAI.RateLimitError,
+  });
   t.is(err?.headers.get('x-should-retry'), 'false');
   t.is(err?.headers.get('retry-after'), '43170');
   t.is(counted.requests, 1);

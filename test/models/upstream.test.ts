@@ -9,7 +9,15 @@ import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { ANTHROPIC_PROVIDER_KEY, OPENAI_PROVIDER_KEY, catalogProviders, modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
-import { anthropicMessage, reply, replyEvents, scriptedUpstream, streamingUpstream, type UpstreamRequest, type UpstreamAnswer } from '../helpers/models-upstream.js';
+import {
+  anthropicMessage,
+  reply,
+  replyEvents,
+  scriptedUpstream,
+  streamingUpstream,
+  type UpstreamRequest,
+  type UpstreamAnswer,
+} from '../helpers/models-upstream.js';
 
 // A real upstream, its answers scripted by each test: the tests run serially.
 const upstream = await scriptedUpstream();
@@ -72,14 +80,22 @@ const streamingGateway = await modelsApp({
 });
 
 test.after.always(() =>
-  Promise.all([gateway.close(), impatient.close(), upstream.close(), redirectGateway.close(), elsewhere.close(), redirecting.close(), streamingGateway.close(), streaming.close()]),
+  Promise.all([
+    gateway.close(),
+    impatient.close(),
+    upstream.close(),
+    redirectGateway.close(),
+    elsewhere.close(),
+    redirecting.close(),
+    streamingGateway.close(),
+    streaming.close(),
+  ]),
 );
 // Each test sees what the scripted upstream received during it.
 test.beforeEach(() => upstream.received.splice(0));
 
 const chat = (key: string, body: unknown) => gateway.post('/v1/chat/completions', body, { authorization: `Bearer ${key}` });
-const messages = (key: string, body: unknown, headers: Record<string, string> = {}) =>
-  gateway.post('/v1/messages', body, { 'x-api-key': key, ...headers });
+const messages = (key: string, body: unknown, headers: Record<string, string> = {}) => gateway.post('/v1/messages', body, { 'x-api-key': key, ...headers });
 
 const openAIAnswer = {
   id: 'chatcmpl-upstream',
@@ -102,7 +118,15 @@ test.serial('chat completions: the upstream gets the upstream model, the PDF its
   const response = await chat(key, {
     model: 'gpt-test',
     temperature: 0.2,
-    messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'file', file: { file_id: fileId } }] }],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is this?' },
+          { type: 'file', file: { file_id: fileId } },
+        ],
+      },
+    ],
   });
   t.is(response.status, 200);
   t.deepEqual(await response.json(), { ...openAIAnswer, model: 'gpt-test' });
@@ -218,8 +242,18 @@ async function readEvents(reader: ReadableStreamDefaultReader<Uint8Array>, count
 }
 
 for (const [name, path, events, call] of [
-  ['chat completions', '/v1/chat/completions', sseOpenAI, (key: string) => chat(key, { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] })],
-  ['messages', '/v1/messages', sseAnthropic, (key: string) => messages(key, { model: 'claude-test', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] })],
+  [
+    'chat completions',
+    '/v1/chat/completions',
+    sseOpenAI,
+    (key: string) => chat(key, { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+  ],
+  [
+    'messages',
+    '/v1/messages',
+    sseAnthropic,
+    (key: string) => messages(key, { model: 'claude-test', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+  ],
 ] as const) {
   test.serial(`${name}: a stream passes through event by event, each as soon as the upstream sends it`, async (t) => {
     t.timeout(20_000, 'an event held back by the gateway never arrives');
@@ -256,10 +290,7 @@ test.serial('chat completions: an upstream failure mid-stream ends the stream wi
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
   t.is(await readEvents(reader, 1), asClient(sseOpenAI[0] ?? ''));
   body.destroy(new Error('socket hang up at 10.1.2.3'));
-  t.is(
-    await readEvents(reader, 2),
-    'data: {"error":{"message":"Upstream provider error","type":"server_error","param":null,"code":"upstream_error"}}\n\n',
-  );
+  t.is(await readEvents(reader, 2), 'data: {"error":{"message":"Upstream provider error","type":"server_error","param":null,"code":"upstream_error"}}\n\n');
   t.true((await reader.read()).done);
   const err = gateway.reported[reported];
   t.true(err instanceof GatewayError && err.status === 502, 'reported on app.on("error")');
@@ -322,7 +353,11 @@ test.serial('messages: an upstream going silent mid-stream ends the stream with 
   const body = new PassThrough();
   upstream.answer('/v1/messages', replyEvents(body));
   body.write(sseAnthropic[0] ?? '');
-  const response = await impatient.post('/v1/messages', { model: 'claude-test', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': await impatient.keyFor() });
+  const response = await impatient.post(
+    '/v1/messages',
+    { model: 'claude-test', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] },
+    { 'x-api-key': await impatient.keyFor() },
+  );
   t.is(response.status, 200);
   const requestId = response.headers.get('request-id');
   t.is(
@@ -333,7 +368,10 @@ test.serial('messages: an upstream going silent mid-stream ends the stream with 
 });
 
 test.serial('a streaming request answered by a failure before any event gets an ordinary error response', async (t) => {
-  upstream.answer('/v1/chat/completions', reply(429, { error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } }, { 'retry-after': '7' }));
+  upstream.answer(
+    '/v1/chat/completions',
+    reply(429, { error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } }, { 'retry-after': '7' }),
+  );
   const response = await chat(await gateway.keyFor(), { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] });
   t.is(response.status, 429);
   t.is(response.headers.get('retry-after'), '7');
@@ -374,7 +412,10 @@ for (const [name, answer] of failures) {
     upstream.answer('/v1/messages', answer);
     const anthropic = await messages(key, messagesBody);
     const body = (await anthropic.json()) as { request_id?: string };
-    t.deepEqual({ status: anthropic.status, body: { ...body, request_id: undefined } }, { ...upstreamErrorB, body: { ...upstreamErrorB.body, request_id: undefined } });
+    t.deepEqual(
+      { status: anthropic.status, body: { ...body, request_id: undefined } },
+      { ...upstreamErrorB, body: { ...upstreamErrorB.body, request_id: undefined } },
+    );
     t.is(body.request_id, anthropic.headers.get('request-id') ?? '');
   });
 }
@@ -396,7 +437,14 @@ test.serial('upstream refusals (400, 413, 422, 429) keep their status and messag
   const key = await gateway.keyFor();
   upstream.answer(
     '/v1/chat/completions',
-    reply(400, { error: { message: "This model's maximum context length is 128000 tokens.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } }),
+    reply(400, {
+      error: {
+        message: "This model's maximum context length is 128000 tokens.",
+        type: 'invalid_request_error',
+        param: 'messages',
+        code: 'context_length_exceeded',
+      },
+    }),
   );
   const refused = await chat(key, chatBody);
   t.is(refused.status, 400);
@@ -411,29 +459,47 @@ test.serial('upstream refusals (400, 413, 422, 429) keep their status and messag
     error: { message: 'The upstream provider refused the request', type: 'invalid_request_error', param: null, code: 'upstream_error' },
   });
 
-  upstream.answer('/v1/messages', reply(413, { type: 'error', error: { type: 'request_too_large', message: 'Request exceeds the maximum allowed number of bytes.' } }));
+  upstream.answer(
+    '/v1/messages',
+    reply(413, { type: 'error', error: { type: 'request_too_large', message: 'Request exceeds the maximum allowed number of bytes.' } }),
+  );
   const tooLarge = await messages(key, messagesBody);
   t.is(tooLarge.status, 413);
   t.like(await tooLarge.json(), { type: 'error', error: { type: 'request_too_large', message: 'Request exceeds the maximum allowed number of bytes.' } });
 
   upstream.answer(
     '/v1/messages',
-    reply(429, { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } }, { 'retry-after': '30' }),
+    reply(
+      429,
+      { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } },
+      { 'retry-after': '30' },
+    ),
   );
   const limited = await messages(key, messagesBody);
   t.is(limited.status, 429);
   t.is(limited.headers.get('retry-after'), '30');
-  t.like(await limited.json(), { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } });
+  t.like(await limited.json(), {
+    type: 'error',
+    error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' },
+  });
 });
 
 // Through redirectGateway: upstreams that answer with a redirect.
 for (const status of statuses) {
   test.serial(`an upstream answering ${status} is 502: the request, its PDF and the provider key never follow it`, async (t) => {
     const key = await redirectGateway.keyFor();
-    const chat = await redirectGateway.post('/v1/chat/completions', { model: `gpt-${status}`, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+    const chat = await redirectGateway.post(
+      '/v1/chat/completions',
+      { model: `gpt-${status}`, messages: [{ role: 'user', content: 'hi' }] },
+      { authorization: `Bearer ${key}` },
+    );
     t.is(chat.status, 502);
     t.deepEqual(await chat.json(), { error: { message: 'Upstream provider error', type: 'server_error', param: null, code: 'upstream_error' } });
-    const messages = await redirectGateway.post('/v1/messages', { model: `claude-${status}`, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key });
+    const messages = await redirectGateway.post(
+      '/v1/messages',
+      { model: `claude-${status}`, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+      { 'x-api-key': key },
+    );
     t.is(messages.status, 502);
     t.like(await messages.json(), { type: 'error', error: { type: 'api_error', message: 'Upstream provider error' } });
     t.deepEqual(elsewhereSaw, []);
@@ -482,7 +548,11 @@ test.serial('a client that goes away before the upstream answers aborts the upst
 });
 
 test.serial('an upstream where nothing listens is 502, naming no address', async (t) => {
-  const response = await streamingGateway.post('/v1/chat/completions', { model: 'gone-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${await streamingGateway.keyFor()}` });
+  const response = await streamingGateway.post(
+    '/v1/chat/completions',
+    { model: 'gone-test', messages: [{ role: 'user', content: 'hi' }] },
+    { authorization: `Bearer ${await streamingGateway.keyFor()}` },
+  );
   t.is(response.status, 502);
   t.deepEqual(await response.json(), { error: { message: 'Upstream provider error', type: 'server_error', param: null, code: 'upstream_error' } });
   const [reported] = streamingGateway.reported.slice(-1) as Array<{ cause?: { code?: string } }>;

@@ -106,7 +106,10 @@ test.before(async () => {
 
 test('an app with koa-model-gateway and koa installs none of the drivers', (t) => {
   t.true(existsSync(join(appDir, 'node_modules/koa-model-gateway/package.json')));
-  t.deepEqual(DRIVERS.filter((name) => existsSync(join(appDir, 'node_modules', name))), []);
+  t.deepEqual(
+    DRIVERS.filter((name) => existsSync(join(appDir, 'node_modules', name))),
+    [],
+  );
 });
 
 test('apiKey() with the memory stores answers 200 with a valid key and 401 without one, with no driver installed', async (t) => {
@@ -120,7 +123,7 @@ test('apiKey() with the memory stores answers 200 with a valid key and 401 witho
   });
 });
 
-test('the installed CLI names the reference server\'s missing packages and the command that installs them', async (t) => {
+test("the installed CLI names the reference server's missing packages and the command that installs them", async (t) => {
   const failure = await t.throwsAsync(run(join(appDir, 'node_modules/.bin/koa-model-gateway'), ['serve'], { cwd: appDir }));
   const { code, stderr } = failure as Error & { code: number; stderr: string };
   t.is(code, 1);

@@ -12,7 +12,8 @@ const entryPoints = Object.entries(manifest.exports).flatMap(([path, entry]) =>
   typeof entry === 'string' ? [] : [{ path, source: (entry as Record<string, string>)['@koa-model-gateway/source'] as string }],
 );
 
-const load = async (source: string) => (await import(new URL(`../../${source.replace(/^\.\//, '').replace(/\.ts$/, '.js')}`, import.meta.url).href)) as Record<string, unknown>;
+const load = async (source: string) =>
+  (await import(new URL(`../../${source.replace(/^\.\//, '').replace(/\.ts$/, '.js')}`, import.meta.url).href)) as Record<string, unknown>;
 
 /**
  * The interfaces the stores implement, read from what `koa-model-gateway/stores/*` export: each
@@ -25,7 +26,8 @@ async function storeInterfaces(): Promise<string[]> {
     const family = path.slice('./stores/'.length);
     const prefix = new RegExp(`^${family}(?=[A-Z])`, 'i');
     for (const [name, value] of Object.entries(await load(source))) {
-      if (typeof value === 'function' && /^class\b/.test(Function.prototype.toString.call(value)) && prefix.test(name)) interfaces.add(name.replace(prefix, ''));
+      if (typeof value === 'function' && /^class\b/.test(Function.prototype.toString.call(value)) && prefix.test(name))
+        interfaces.add(name.replace(prefix, ''));
     }
   }
   return [...interfaces].sort();

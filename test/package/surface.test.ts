@@ -91,11 +91,15 @@ test('every entry point begins with a doc comment that names it', (t) => {
 
 // The reference server's plumbing (its protocol errors' body and lingering, its stale-uploads
 // sweep, its CLI's messages) is imported from lib/ by path, not published.
-test('no entry point exports the reference server\'s plumbing', async (t) => {
+test("no entry point exports the reference server's plumbing", async (t) => {
   const plumbing = ['LINGER_MS', 'shapeABody', 'newRequestId', 'isUploadTempName', 'ACCOUNT_NAME_RULE', 'KEY_NAME_RULE'];
   for (const { path, source } of entryPoints) {
     const names = Object.keys(await import(new URL(`../../${source.replace(/^\.\//, '').replace(/\.ts$/, '.js')}`, import.meta.url).href));
-    t.deepEqual(names.filter((name) => plumbing.includes(name)), [], path);
+    t.deepEqual(
+      names.filter((name) => plumbing.includes(name)),
+      [],
+      path,
+    );
   }
 });
 
@@ -104,9 +108,19 @@ test('no entry point exports the reference server\'s plumbing', async (t) => {
 test('the package root loads without @koa/router, busboy, content-disposition, cookie or undici; koa-model-gateway/models needs undici', async (t) => {
   const run = promisify(execFile);
   const load = (file: string) =>
-    run(process.execPath, ['--import', new URL('../helpers/hide-packages.js', import.meta.url).href, '--input-type=module', '-e', `await import(${JSON.stringify(new URL(file, import.meta.url).href)})`], {
-      env: { ...process.env, KMG_TEST_HIDDEN_PACKAGES: '@koa/router,@fastify/busboy,content-disposition,cookie,undici' },
-    });
+    run(
+      process.execPath,
+      [
+        '--import',
+        new URL('../helpers/hide-packages.js', import.meta.url).href,
+        '--input-type=module',
+        '-e',
+        `await import(${JSON.stringify(new URL(file, import.meta.url).href)})`,
+      ],
+      {
+        env: { ...process.env, KMG_TEST_HIDDEN_PACKAGES: '@koa/router,@fastify/busboy,content-disposition,cookie,undici' },
+      },
+    );
   await t.notThrowsAsync(load('../../lib/index.js'));
   await t.throwsAsync(load('../../lib/models/index.js'));
 });
@@ -219,7 +233,9 @@ async function libImports(): Promise<Import[]> {
     for (const [, type, staticSpecifier, dynamicSpecifier] of source.matchAll(IMPORT)) {
       const specifier = staticSpecifier ?? dynamicSpecifier;
       if (!specifier?.startsWith('.')) continue;
-      const to = relative(LIB, join(dirname(file), specifier)).split(sep).join('/');
+      const to = relative(LIB, join(dirname(file), specifier))
+        .split(sep)
+        .join('/');
       found.push({ from: relative(LIB, file).split(sep).join('/'), to: to.replace(/\.js$/, '.ts'), typeOnly: type !== undefined });
     }
   }
@@ -277,7 +293,10 @@ test('lib/ imports go down the layers only', async (t) => {
 
 test('every folder of lib/ has its layer', async (t) => {
   const folders = (await readdir(LIB, { withFileTypes: true })).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
-  t.deepEqual(folders.filter((folder) => !LAYERS.includes(folder)), []);
+  t.deepEqual(
+    folders.filter((folder) => !LAYERS.includes(folder)),
+    [],
+  );
 });
 
 test('the check finds an upward import, one that leaves lib/ and a value taken from state.ts', (t) => {
@@ -297,7 +316,11 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 
 /** Every operation of the document, as `METHOD /path/{param}`. */
 const documented = Object.entries(paths)
-  .flatMap(([path, item]) => Object.keys(item).filter((key) => METHODS.includes(key)).map((method) => `${method.toUpperCase()} ${path}`))
+  .flatMap(([path, item]) =>
+    Object.keys(item)
+      .filter((key) => METHODS.includes(key))
+      .map((method) => `${method.toUpperCase()} ${path}`),
+  )
   .sort();
 
 test('docs/openapi.json is a valid OpenAPI 3.1 document', async (t) => {
@@ -311,13 +334,25 @@ test('every route of the reference server is in the document, and nothing else',
   const routers = [
     filesRouter(stores),
     modelsRouter({ catalog: CATALOG, providers: PROVIDERS, ...stores }),
-    adminRouter({ keys: new MemoryKeyStore(), files: stores.files, usageStore: new MemoryUsageStore(), responseCache: new MemoryResponseCache(), catalog: CATALOG }),
+    adminRouter({
+      keys: new MemoryKeyStore(),
+      files: stores.files,
+      usageStore: new MemoryUsageStore(),
+      responseCache: new MemoryResponseCache(),
+      catalog: CATALOG,
+    }),
     adminSessions({ sessions: new MemoryAdminSessionStore() }),
     budgetsRouter({ accounts: new MemoryAccountBudgetStore(), usageStore: new MemoryUsageStore(), catalog: [] }),
     auditRouter({ store: new MemoryAuditStore() }),
     requestLogRouter({ store: new MemoryUsageStore() }),
     usersRouter({ users: new MemoryAdminUserStore() }),
-    oidcLogin({ issuer: 'https://id.example.com', clientId: 'dashboard', redirectUri: 'https://gw.example.com/admin/v1/oidc/callback', users: new MemoryAdminUserStore(), sessions: new MemoryAdminSessionStore() }),
+    oidcLogin({
+      issuer: 'https://id.example.com',
+      clientId: 'dashboard',
+      redirectUri: 'https://gw.example.com/admin/v1/oidc/callback',
+      users: new MemoryAdminUserStore(),
+      sessions: new MemoryAdminSessionStore(),
+    }),
     mcpAdminRouter({ grants: new MemoryMcpGrantStore(), calls: new MemoryMcpCallStore() }),
     mcpGateway({ upstreams: [], accountGrants: new MemoryMcpGrantStore() }),
     healthRouter({ checks: {} }),

@@ -31,10 +31,7 @@ redisTest('two processes sharing Redis: 50 parallel reservations in one minute, 
   const time = testClock('2030-01-15T12:00:00.000Z');
   const shared = { keyPrefix: keyPrefix(), nowMs: time.nowMs, timeoutMs: COUNTING_TIMEOUT_MS };
   // Two clients, as two server processes would have.
-  const processes = [
-    new RedisCreationLimiter({ client: await client(), ...shared }),
-    new RedisCreationLimiter({ client: await client(), ...shared }),
-  ];
+  const processes = [new RedisCreationLimiter({ client: await client(), ...shared }), new RedisCreationLimiter({ client: await client(), ...shared })];
   const account = newAccount();
   const results = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => processes[i % 2]?.reserve(account, 100)));
   t.is(results.filter((result) => result.status === 'fulfilled').length, 10);
@@ -44,10 +41,7 @@ redisTest('two processes sharing Redis: 50 parallel reservations in one minute, 
 redisTest('two processes sharing Redis hold the day totals exactly', async (t) => {
   const time = testClock('2030-01-15T12:00:00.000Z');
   const shared = { keyPrefix: keyPrefix(), nowMs: time.nowMs, timeoutMs: COUNTING_TIMEOUT_MS, createsPerMinute: 1000, createsPerDay: 30, bytesPerDay: 2000 };
-  const processes = [
-    new RedisCreationLimiter({ client: await client(), ...shared }),
-    new RedisCreationLimiter({ client: await client(), ...shared }),
-  ];
+  const processes = [new RedisCreationLimiter({ client: await client(), ...shared }), new RedisCreationLimiter({ client: await client(), ...shared })];
   const account = newAccount();
   // 40 ask for 100 bytes each: the bytes allow 20 of them, the count 30.
   const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => processes[i % 2]?.reserve(account, 100)));
@@ -107,7 +101,6 @@ test('RedisCreationLimiter: Redis options are checked at start-up', (t) => {
 
 // The model limiter on Redis.
 
-
 redisTest('two processes sharing Redis: 50 parallel calls with 10 requests per minute, exactly 10 pass', async (t) => {
   const time = testClock('2030-01-15T12:00:00.000Z');
   const shared = { keyPrefix: keyPrefix(), nowMs: time.nowMs, timeoutMs: COUNTING_TIMEOUT_MS };
@@ -117,7 +110,10 @@ redisTest('two processes sharing Redis: 50 parallel calls with 10 requests per m
   const decisions = await Promise.all(Array.from({ length: 50 }, (_, i) => processes[i % 2]!.consume(keyId, { requestsPerMinute: 10 })));
   t.is(decisions.filter((decision) => decision.allowed).length, 10);
   t.deepEqual(
-    decisions.filter((decision) => decision.allowed).map((decision) => decision.requests?.remaining).sort((a, b) => a! - b!),
+    decisions
+      .filter((decision) => decision.allowed)
+      .map((decision) => decision.requests?.remaining)
+      .sort((a, b) => a! - b!),
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
   );
   for (const each of processes) t.like(await each.usage(keyId), { requestsThisMinute: 10 });
@@ -216,7 +212,10 @@ const block = (ms: number) => {
 test('an answer that arrived while the event loop was stalled past the timeout is taken', async (t) => {
   const { client, server, close } = await socketPair();
   t.teardown(close);
-  const answered = answerWithin(once(client, 'data').then(([chunk]) => String(chunk)), 20);
+  const answered = answerWithin(
+    once(client, 'data').then(([chunk]) => String(chunk)),
+    20,
+  );
   server.write('PONG');
   block(100);
   t.is(await answered, 'PONG');

@@ -72,7 +72,15 @@ async function twoDeployments(
   const [east, west] = await Promise.all([scriptedUpstream(), scriptedUpstream()]);
   const clock = testTime();
   const app = await modelsApp({
-    catalog: [{ id: 'smart', deployments: [{ provider: 'east', upstreamModel: 'gpt-east' }, { provider: 'west', upstreamModel: 'gpt-west' }] }],
+    catalog: [
+      {
+        id: 'smart',
+        deployments: [
+          { provider: 'east', upstreamModel: 'gpt-east' },
+          { provider: 'west', upstreamModel: 'gpt-west' },
+        ],
+      },
+    ],
     providers: [openAIProvider({ id: 'east', baseURL: `${east.url}/v1` }), openAIProvider({ id: 'west', baseURL: `${west.url}/v1` })],
     nowMs: clock.nowMs,
     // Request limits count per minute of the test's clock: a run never straddles two.
@@ -91,7 +99,15 @@ async function twoDeployments(
 
 test('calls are spread over the deployments by weight (3:1, within ±10% over 1,000 calls)', async (t) => {
   const app = await modelsApp({
-    catalog: [{ id: 'smart', deployments: [{ provider: 'east', weight: 3 }, { provider: 'west', weight: 1 }] }],
+    catalog: [
+      {
+        id: 'smart',
+        deployments: [
+          { provider: 'east', weight: 3 },
+          { provider: 'west', weight: 1 },
+        ],
+      },
+    ],
     providers: [echoProvider({ id: 'east' }), echoProvider({ id: 'west' })],
     routing: { random: seeded(28) },
   });
@@ -118,7 +134,10 @@ test('a 503 is retried on the other deployment: the client gets its answer, and 
   t.is(answer.headers.get('x-kmg-deployment'), 'west');
   t.like(await answer.json(), { model: 'smart', choices: [{ message: { content: 'from west' } }] });
   t.is(west.received[0]?.body.model, 'gpt-west');
-  await until(async () => usage.length, (length) => length === 1);
+  await until(
+    async () => usage.length,
+    (length) => length === 1,
+  );
   t.like(usage[0], { provider: 'west', upstreamModel: 'gpt-west', attempts: 2, status: 200, inputTokens: 3, outputTokens: 2 });
 });
 
@@ -133,7 +152,14 @@ test('every retried status (408, 429, 500, 502, 503, 504, 529) is retried on the
     await answer.arrayBuffer();
   }
   // The client's own request: a refusal it may correct passes as it is, any other is the gateway's 502.
-  for (const [status, passed] of [[400, 400], [401, 502], [403, 502], [404, 502], [409, 502], [422, 422]] as const) {
+  for (const [status, passed] of [
+    [400, 400],
+    [401, 502],
+    [403, 502],
+    [404, 502],
+    [409, 502],
+    [422, 422],
+  ] as const) {
     const { east, west, chat } = await twoDeployments(t);
     east.answer(CHAT, reply(status, { error: { message: `east refused with ${status}`, type: 'invalid_request_error', code: null } }));
     const answer = await chat();
@@ -235,11 +261,14 @@ test('the reference server: upstreamTimeoutMs bounds each attempt, so a silent d
   t.is(answer.headers.get('x-kmg-deployment'), 'answering');
 });
 
-const chunk = (content: string) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
-const diesAfter = (events: string): UpstreamAnswer => (res) => {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  res.write(events, () => setImmediate(() => res.destroy()));
-};
+const chunk = (content: string) =>
+  `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+const diesAfter =
+  (events: string): UpstreamAnswer =>
+  (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(events, () => setImmediate(() => res.destroy()));
+  };
 
 test('a stream that fails before its first event is retried; one that fails after it ends with an error event', async (t) => {
   const { east, west, chat } = await twoDeployments(t);
@@ -291,7 +320,10 @@ test('attempts, cooldowns and the deployments cooling down are metrics', async (
   await (await chat()).arrayBuffer();
   west.answer(CHAT, reply(200, completion('west')));
   await (await chat()).arrayBuffer();
-  const samples = await until(async () => parseMetrics(await metrics.registry.metrics()), (found) => value(found, 'kmg_upstream_attempts_total', { provider: 'west' }) === 2);
+  const samples = await until(
+    async () => parseMetrics(await metrics.registry.metrics()),
+    (found) => value(found, 'kmg_upstream_attempts_total', { provider: 'west' }) === 2,
+  );
   t.is(value(samples, 'kmg_upstream_attempts_total', { provider: 'east', model: 'smart', outcome: 'failed' }), 1);
   t.is(value(samples, 'kmg_upstream_attempts_total', { provider: 'west', model: 'smart', outcome: 'ok' }), 2);
   t.is(value(samples, 'kmg_deployment_cooldowns_total', { provider: 'east' }), 1);
@@ -371,7 +403,11 @@ test("a fallback model of the other format answers in the client's format; it ne
   anthropic.answer('/v1/messages', reply(529, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
   openai.answer(CHAT, reply(200, completion('from the fallback')));
   const key = await app.keyFor(undefined, { models: ['claude-x'] });
-  const answer = await app.post('/v1/messages', { model: 'claude-x', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key, 'anthropic-version': '2023-06-01' });
+  const answer = await app.post(
+    '/v1/messages',
+    { model: 'claude-x', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
+    { 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+  );
   t.is(answer.status, 200);
   t.is(answer.headers.get('x-kmg-deployment'), 'openai');
   t.like(await answer.json(), { type: 'message', model: 'claude-x', content: [{ type: 'text', text: 'from the fallback' }] });
@@ -399,7 +435,10 @@ test("a call a fallback answered costs the fallback's tokens at the fallback's p
   t.is(answer.status, 200);
   t.is(answer.headers.get('x-kmg-deployment'), 'dear');
   await answer.arrayBuffer();
-  await until(async () => usage.length, (length) => length === 1);
+  await until(
+    async () => usage.length,
+    (length) => length === 1,
+  );
   // 3 × 100 + 1 × 200 millionths of a dollar: 500 µUSD, in picodollars. At the named model's price it would be 5 µUSD.
   t.like(usage[0], { model: 'cheap', provider: 'dear', upstreamModel: 'gpt-dear', attempts: 2, inputTokens: 3, outputTokens: 1, costPicoUsd: 500_000_000 });
 });
@@ -430,7 +469,10 @@ test('a JSON answer that breaks before its end (reset, not JSON, silent after it
   // West's answer must beat the silence limit of east's silent answer: on a busy machine that can take a second.
   const { east, west, chat } = await twoDeployments(t, {}, { timeoutMs: 2_000 });
   const broken: Array<[string, UpstreamAnswer]> = [
-    ['reset mid-body', (res) => res.writeHead(200, { 'content-type': 'application/json' }).write('{"id":"chatcmpl-1","choi', () => setImmediate(() => res.destroy()))],
+    [
+      'reset mid-body',
+      (res) => res.writeHead(200, { 'content-type': 'application/json' }).write('{"id":"chatcmpl-1","choi', () => setImmediate(() => res.destroy())),
+    ],
     ['not JSON', reply(200, '<html>Bad gateway</html>')],
     ['silent after its headers', (res) => res.writeHead(200, { 'content-type': 'application/json' }).flushHeaders()],
   ];
@@ -452,16 +494,18 @@ test('a JSON answer that breaks before its end (reset, not JSON, silent after it
  * A 200 that sends `first`, then `drop` every 200 ms, for 10 s at most, and then `last`: an upstream
  * that is never silent long, and may never finish. Its timers end with its connection.
  */
-const drips = (contentType: string, first: string, drop: string, last: string, everyMs = 200, forMs = 10_000): UpstreamAnswer => (res) => {
-  res.writeHead(200, { 'content-type': contentType });
-  res.write(first);
-  const dripping = setInterval(() => res.write(drop), everyMs);
-  const ending = setTimeout(() => res.end(last), forMs);
-  res.once('close', () => {
-    clearInterval(dripping);
-    clearTimeout(ending);
-  });
-};
+const drips =
+  (contentType: string, first: string, drop: string, last: string, everyMs = 200, forMs = 10_000): UpstreamAnswer =>
+  (res) => {
+    res.writeHead(200, { 'content-type': contentType });
+    res.write(first);
+    const dripping = setInterval(() => res.write(drop), everyMs);
+    const ending = setTimeout(() => res.end(last), forMs);
+    res.once('close', () => {
+      clearInterval(dripping);
+      clearTimeout(ending);
+    });
+  };
 
 test('an answer that drips a byte every 200 ms is given up on when it is not whole within the bound, JSON or stream, and the other deployment answers', async (t) => {
   const json = await twoDeployments(t, {}, { timeoutMs: 1_500 });
@@ -540,10 +584,18 @@ test('an answer over maxUpstreamBytes is refused with a 502 naming the limit: a 
   t.notRegex(text, /yyyy/);
 
   const upstream = await scriptedUpstream();
-  const translated = await modelsApp({ catalog: [{ id: 'claude-x', provider: 'anthropic' }], providers: [anthropicProvider({ id: 'anthropic', baseURL: upstream.url })], maxUpstreamBytes: 10_000 });
+  const translated = await modelsApp({
+    catalog: [{ id: 'claude-x', provider: 'anthropic' }],
+    providers: [anthropicProvider({ id: 'anthropic', baseURL: upstream.url })],
+    maxUpstreamBytes: 10_000,
+  });
   t.teardown(() => Promise.all([translated.close(), upstream.close()]));
   upstream.answer('/v1/messages', reply(200, anthropicMessage('x'.repeat(20_000))));
-  upstream.answer('/v1/messages', (res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`event: message_start\ndata: {"type":"message_start","padding":"${'x'.repeat(20_000)}"}\n\n`));
+  upstream.answer('/v1/messages', (res) =>
+    res
+      .writeHead(200, { 'content-type': 'text/event-stream' })
+      .end(`event: message_start\ndata: {"type":"message_start","padding":"${'x'.repeat(20_000)}"}\n\n`),
+  );
   const key = await translated.keyFor();
   for (const stream of [false, true]) {
     const refused = await translated.post(CHAT, { ...ask, model: 'claude-x', stream }, { authorization: `Bearer ${key}` });
@@ -565,7 +617,6 @@ test("a 429's retry-after cools a deployment down for 5 minutes at most, however
   east.answer(CHAT, reply(200, completion('east')));
   t.is((await chat()).headers.get('x-kmg-deployment'), 'east', 'back after 300 s');
 });
-
 
 // A routed call's usage record, in each usage store.
 async function knexStore(open: () => Promise<TestDatabase>): Promise<UsageStore> {

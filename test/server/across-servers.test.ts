@@ -49,7 +49,11 @@ async function cli(env: Record<string, string>, args: string[]): Promise<unknown
 services.before(async () => {
   const cleanup: Setup['cleanup'] = [];
   const [upstream, data, database] = await Promise.all([mockProviders(), tempDataDir(), throwawayPostgres()]);
-  cleanup.push(() => upstream.close(), () => data.remove(), () => database.drop());
+  cleanup.push(
+    () => upstream.close(),
+    () => data.remove(),
+    () => database.drop(),
+  );
   const config = join(data.dir, 'gateway.json');
   await writeFile(
     config,
@@ -117,100 +121,121 @@ const costOf = (model: string, calls: Array<{ input: number; output: number }>) 
 // What the first server answered, for its metrics: chat 429s, and the tokens of its chat answers.
 const servedByFirst = { refusals: 0, inputTokens: 0, upstreamCalls: 0 };
 
-services.serial('50 parallel chat calls by a key with --rpm 10, across two servers: exactly 10 reach the upstream; the refused carry the headers', async (t) => {
-  const { servers, limitedKey, upstream } = setup;
-  const answers = await Promise.all(
-    Array.from({ length: 50 }, async (_, i) => {
-      const first = i % 2 === 0;
-      const response = await chat(servers[first ? 0 : 1], limitedKey.key);
-      return { first, response, body: (await response.json()) as { usage?: { prompt_tokens: number } } };
-    }),
-  );
-  const passed = answers.filter(({ response }) => response.status === 200);
-  const refused = answers.filter(({ response }) => response.status === 429);
-  const statuses: Record<number, number> = {};
-  for (const { response } of answers) statuses[response.status] = (statuses[response.status] ?? 0) + 1;
-  t.deepEqual(statuses, { 200: 10, 429: 40 }, JSON.stringify(answers.filter(({ response }) => response.status >= 500).map(({ body }) => body)));
-  t.is(upstream.calls.length, 10);
-  for (const { response } of passed) {
-    t.is(response.headers.get('x-ratelimit-limit-requests'), '10');
-    t.is(response.headers.get('x-ratelimit-limit-tokens'), '1000000', "the config's modelLimits apply to every key");
-  }
-  t.deepEqual(passed.map(({ response }) => response.headers.get('x-ratelimit-remaining-requests')).sort((a, b) => Number(a) - Number(b)), [
-    '0', '1', '2', '3', '4', '5', '6', '7', '8', '9',
-  ]);
-  const eleventh = refused[0];
-  if (!eleventh) return;
-  t.deepEqual(eleventh.body, {
-    error: { message: 'Rate limit exceeded: requests per minute', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' },
-  });
-  const retryAfter = Number(eleventh.response.headers.get('retry-after'));
-  t.true(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `retry-after: ${retryAfter}`);
-  t.is(eleventh.response.headers.get('x-ratelimit-limit-requests'), '10');
-  t.is(eleventh.response.headers.get('x-ratelimit-remaining-requests'), '0');
-  t.regex(eleventh.response.headers.get('x-ratelimit-reset-requests') ?? '', /^(\d+ms|\d+(\.\d+)?s)$/);
+services.serial(
+  '50 parallel chat calls by a key with --rpm 10, across two servers: exactly 10 reach the upstream; the refused carry the headers',
+  async (t) => {
+    const { servers, limitedKey, upstream } = setup;
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        const first = i % 2 === 0;
+        const response = await chat(servers[first ? 0 : 1], limitedKey.key);
+        return { first, response, body: (await response.json()) as { usage?: { prompt_tokens: number } } };
+      }),
+    );
+    const passed = answers.filter(({ response }) => response.status === 200);
+    const refused = answers.filter(({ response }) => response.status === 429);
+    const statuses: Record<number, number> = {};
+    for (const { response } of answers) statuses[response.status] = (statuses[response.status] ?? 0) + 1;
+    t.deepEqual(statuses, { 200: 10, 429: 40 }, JSON.stringify(answers.filter(({ response }) => response.status >= 500).map(({ body }) => body)));
+    t.is(upstream.calls.length, 10);
+    for (const { response } of passed) {
+      t.is(response.headers.get('x-ratelimit-limit-requests'), '10');
+      t.is(response.headers.get('x-ratelimit-limit-tokens'), '1000000', "the config's modelLimits apply to every key");
+    }
+    t.deepEqual(
+      passed.map(({ response }) => response.headers.get('x-ratelimit-remaining-requests')).sort((a, b) => Number(a) - Number(b)),
+      ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'],
+    );
+    const eleventh = refused[0];
+    if (!eleventh) return;
+    t.deepEqual(eleventh.body, {
+      error: { message: 'Rate limit exceeded: requests per minute', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' },
+    });
+    const retryAfter = Number(eleventh.response.headers.get('retry-after'));
+    t.true(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `retry-after: ${retryAfter}`);
+    t.is(eleventh.response.headers.get('x-ratelimit-limit-requests'), '10');
+    t.is(eleventh.response.headers.get('x-ratelimit-remaining-requests'), '0');
+    t.regex(eleventh.response.headers.get('x-ratelimit-reset-requests') ?? '', /^(\d+ms|\d+(\.\d+)?s)$/);
 
-  servedByFirst.refusals = refused.filter(({ first }) => first).length;
-  const firstPassed = passed.filter(({ first }) => first);
-  servedByFirst.upstreamCalls = firstPassed.length;
-  servedByFirst.inputTokens = sum(firstPassed.map(({ body }) => body.usage?.prompt_tokens ?? 0));
-});
+    servedByFirst.refusals = refused.filter(({ first }) => first).length;
+    const firstPassed = passed.filter(({ first }) => first);
+    servedByFirst.upstreamCalls = firstPassed.length;
+    servedByFirst.inputTokens = sum(firstPassed.map(({ body }) => body.usage?.prompt_tokens ?? 0));
+  },
+);
 
 // The usage of each call of the sequence below, as the upstream reported it.
 const sequence: Array<{ model: string; input: number; output: number }> = [];
 
-services.serial('metrics scraped from the METRICS_PORT listener: requests by route, upstream times, tokens, limit refusals, uploaded bytes; cost by model and account; no key or file in them', async (t) => {
-  const { servers, plainKey, upstream, metricsUrl } = setup;
-  const [first] = servers;
-  for (const call of [
-    () => chat(first, plainKey.key),
-    () => chat(first, plainKey.key, { stream: true }),
-    () => messages(first, plainKey.key),
-    () => messages(first, plainKey.key, { stream: true }),
-  ]) {
-    const response = await call();
-    t.is(response.status, 200);
-    await response.text();
-    const { path, usage } = upstream.calls.at(-1) ?? { path: '', usage: { input: 0, output: 0 } };
-    sequence.push({ model: path === '/v1/messages' ? 'claude-mock' : 'gpt-mock', ...usage });
-  }
-  const pdf = makePdf(1);
-  const upload = async () => {
-    const form = new FormData();
-    form.append('purpose', 'user_data');
-    form.append('file', new Blob([pdf], { type: 'application/pdf' }), 'report.pdf');
-    return fetch(`${first.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${plainKey.key}` }, body: form });
-  };
-  const created = (await (await upload()).json()) as { id: string };
-  t.is((await upload()).status, 429, 'one creation per minute, as configured');
+services.serial(
+  'metrics scraped from the METRICS_PORT listener: requests by route, upstream times, tokens, limit refusals, uploaded bytes; cost by model and account; no key or file in them',
+  async (t) => {
+    const { servers, plainKey, upstream, metricsUrl } = setup;
+    const [first] = servers;
+    for (const call of [
+      () => chat(first, plainKey.key),
+      () => chat(first, plainKey.key, { stream: true }),
+      () => messages(first, plainKey.key),
+      () => messages(first, plainKey.key, { stream: true }),
+    ]) {
+      const response = await call();
+      t.is(response.status, 200);
+      await response.text();
+      const { path, usage } = upstream.calls.at(-1) ?? { path: '', usage: { input: 0, output: 0 } };
+      sequence.push({ model: path === '/v1/messages' ? 'claude-mock' : 'gpt-mock', ...usage });
+    }
+    const pdf = makePdf(1);
+    const upload = async () => {
+      const form = new FormData();
+      form.append('purpose', 'user_data');
+      form.append('file', new Blob([pdf], { type: 'application/pdf' }), 'report.pdf');
+      return fetch(`${first.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${plainKey.key}` }, body: form });
+    };
+    const created = (await (await upload()).json()) as { id: string };
+    t.is((await upload()).status, 429, 'one creation per minute, as configured');
 
-  const response = await fetch(metricsUrl);
-  t.is(response.status, 200);
-  t.regex(response.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
-  const text = await response.text();
-  const samples = parseMetrics(text);
-  const gptInput = servedByFirst.inputTokens + sum(sequence.filter(({ model }) => model === 'gpt-mock').map(({ input }) => input));
-  t.is(value(samples, 'kmg_model_tokens_total', { model: 'gpt-mock', direction: 'input' }), gptInput);
-  t.is(
-    value(samples, 'kmg_model_tokens_total', { model: 'claude-mock', direction: 'output' }),
-    sum(sequence.filter(({ model }) => model === 'claude-mock').map(({ output }) => output)),
-  );
-  t.is(value(samples, 'kmg_limit_refusals_total', { kind: 'requests' }), servedByFirst.refusals);
-  t.is(value(samples, 'kmg_http_requests_total', { route: 'POST /v1/chat/completions', status: '429' }), servedByFirst.refusals);
-  t.is(value(samples, 'kmg_http_requests_total', { route: 'POST /v1/messages', status: '200' }), 2);
-  t.is(value(samples, 'kmg_upstream_duration_seconds_count', { provider: 'mock-openai', model: 'gpt-mock' }), servedByFirst.upstreamCalls + 2);
-  t.is(value(samples, 'kmg_upstream_time_to_first_byte_seconds_count', { provider: 'mock-anthropic', model: 'claude-mock' }), 2);
-  t.is(value(samples, 'kmg_gateway_overhead_seconds_count', { route: 'POST /v1/messages' }), 2);
-  t.is(value(samples, 'kmg_uploaded_bytes_total'), pdf.length);
-  t.is(value(samples, 'kmg_limit_refusals_total', { kind: 'file_creations' }), 1);
-  t.is(value(samples, 'kmg_http_requests_total', { route: 'POST /v1/files', status: '200' }), 1);
-  for (const secret of [plainKey.id, plainKey.key, created.id, 'report.pdf']) t.false(text.includes(secret), secret);
-  // Streamed and whole answers alike, cache reads and writes at their prices.
-  const claudeCost = value(samples, 'kmg_cost_usd_total', { model: 'claude-mock', account: PLAIN_ACCOUNT }) ?? 0;
-  t.true(Math.abs(claudeCost - costOf('claude-mock', sequence.filter(({ model }) => model === 'claude-mock'))) < 1e-12, String(claudeCost));
-  // The account only as the cost's label.
-  t.true(text.split('\n').filter((line) => line.includes(RUN)).every((line) => line.startsWith('kmg_cost_usd_total{')));
-});
+    const response = await fetch(metricsUrl);
+    t.is(response.status, 200);
+    t.regex(response.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+    const text = await response.text();
+    const samples = parseMetrics(text);
+    const gptInput = servedByFirst.inputTokens + sum(sequence.filter(({ model }) => model === 'gpt-mock').map(({ input }) => input));
+    t.is(value(samples, 'kmg_model_tokens_total', { model: 'gpt-mock', direction: 'input' }), gptInput);
+    t.is(
+      value(samples, 'kmg_model_tokens_total', { model: 'claude-mock', direction: 'output' }),
+      sum(sequence.filter(({ model }) => model === 'claude-mock').map(({ output }) => output)),
+    );
+    t.is(value(samples, 'kmg_limit_refusals_total', { kind: 'requests' }), servedByFirst.refusals);
+    t.is(value(samples, 'kmg_http_requests_total', { route: 'POST /v1/chat/completions', status: '429' }), servedByFirst.refusals);
+    t.is(value(samples, 'kmg_http_requests_total', { route: 'POST /v1/messages', status: '200' }), 2);
+    t.is(value(samples, 'kmg_upstream_duration_seconds_count', { provider: 'mock-openai', model: 'gpt-mock' }), servedByFirst.upstreamCalls + 2);
+    t.is(value(samples, 'kmg_upstream_time_to_first_byte_seconds_count', { provider: 'mock-anthropic', model: 'claude-mock' }), 2);
+    t.is(value(samples, 'kmg_gateway_overhead_seconds_count', { route: 'POST /v1/messages' }), 2);
+    t.is(value(samples, 'kmg_uploaded_bytes_total'), pdf.length);
+    t.is(value(samples, 'kmg_limit_refusals_total', { kind: 'file_creations' }), 1);
+    t.is(value(samples, 'kmg_http_requests_total', { route: 'POST /v1/files', status: '200' }), 1);
+    for (const secret of [plainKey.id, plainKey.key, created.id, 'report.pdf']) t.false(text.includes(secret), secret);
+    // Streamed and whole answers alike, cache reads and writes at their prices.
+    const claudeCost = value(samples, 'kmg_cost_usd_total', { model: 'claude-mock', account: PLAIN_ACCOUNT }) ?? 0;
+    t.true(
+      Math.abs(
+        claudeCost -
+          costOf(
+            'claude-mock',
+            sequence.filter(({ model }) => model === 'claude-mock'),
+          ),
+      ) < 1e-12,
+      String(claudeCost),
+    );
+    // The account only as the cost's label.
+    t.true(
+      text
+        .split('\n')
+        .filter((line) => line.includes(RUN))
+        .every((line) => line.startsWith('kmg_cost_usd_total{')),
+    );
+  },
+);
 
 services.serial('usage --json after the servers stop: every call, refused ones included, with the upstream’s usage', async (t) => {
   const { servers, env, limitedKey, upstream } = setup;
@@ -223,7 +248,10 @@ services.serial('usage --json after the servers stop: every call, refused ones i
     refused: 40,
     input_tokens: sum(limitedCalls.map((call) => call.usage.input)),
     output_tokens: sum(limitedCalls.map((call) => call.usage.output)),
-    cost_usd: costOf('gpt-mock', limitedCalls.map((call) => call.usage)),
+    cost_usd: costOf(
+      'gpt-mock',
+      limitedCalls.map((call) => call.usage),
+    ),
     cache_hits: 0,
     cost_saved_usd: 0,
   };
@@ -273,8 +301,7 @@ async function adminToken(database: Knex.Config): Promise<string> {
   }
 }
 
-const status = async (server: RunningServer, key: string) =>
-  (await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status;
+const status = async (server: RunningServer, key: string) => (await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status;
 
 /** Asserts that every server refuses `key` within LIMIT_MS of `since` (asking until it does, or that time has passed). */
 async function refusedWithin(t: ExecutionContext, servers: RunningServer[], key: string, since: number): Promise<void> {
@@ -287,7 +314,11 @@ async function refusedWithin(t: ExecutionContext, servers: RunningServer[], key:
       }
     }),
   );
-  t.deepEqual(refused, servers.map(() => true), `refused by each server within ${LIMIT_MS} ms`);
+  t.deepEqual(
+    refused,
+    servers.map(() => true),
+    `refused by each server within ${LIMIT_MS} ms`,
+  );
 }
 
 async function twoServers(t: ExecutionContext, deployment: Deployment) {

@@ -75,7 +75,12 @@ test('headers over 16 KiB are a Shape A 431, read to their end first', async (t)
 });
 
 test('CONNECT is answered in Shape A rather than closed unanswered', async (t) => {
-  await refused(t, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 400, shapeA('CONNECT is not supported: this server is no proxy', 'invalid_request'));
+  await refused(
+    t,
+    'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+    400,
+    shapeA('CONNECT is not supported: this server is no proxy', 'invalid_request'),
+  );
 });
 
 test('a malformed request after a good one on the same connection: the good one is answered, then the 400', async (t) => {

@@ -39,7 +39,25 @@ test('keys create --json prints one document with the key, every scope and no al
   const created = JSON.parse(result.stdout) as Record<string, unknown>;
   // The admin API's key object, with the secret this once.
   t.deepEqual(Object.keys(created).sort(), [
-    'account', 'cache', 'created_at', 'expires_at', 'hint', 'id', 'key', 'last_used_at', 'limits', 'mcp_tools', 'models', 'name', 'object', 'replaced_by', 'replaces', 'revoked_at', 'scopes', 'status', 'store',
+    'account',
+    'cache',
+    'created_at',
+    'expires_at',
+    'hint',
+    'id',
+    'key',
+    'last_used_at',
+    'limits',
+    'mcp_tools',
+    'models',
+    'name',
+    'object',
+    'replaced_by',
+    'replaces',
+    'revoked_at',
+    'scopes',
+    'status',
+    'store',
   ]);
   t.is(created.cache, null);
   t.regex(created.key as string, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
@@ -53,7 +71,19 @@ test('keys create --json prints one document with the key, every scope and no al
 test('keys create takes scopes, models and an expiry; list shows them and never the key', async (t) => {
   const env = await dataDir();
   const created = await createKey(env, [
-    '--account', 'acme', '--scope', 'files:read', '--scope', 'models:read', '--model', 'echo-1', '--expires', '2099-01-01T00:00:00Z', '--cache', '600', '--cache-per-key',
+    '--account',
+    'acme',
+    '--scope',
+    'files:read',
+    '--scope',
+    'models:read',
+    '--model',
+    'echo-1',
+    '--expires',
+    '2099-01-01T00:00:00Z',
+    '--cache',
+    '600',
+    '--cache-per-key',
   ]);
   t.deepEqual(created.scopes, ['files:read', 'models:read']);
   t.deepEqual(created.cache, { ttl_seconds: 600, per_key: true });
@@ -99,7 +129,10 @@ test('the key prefix comes from the config file', async (t) => {
 test("the key commands run without the providers' credential variables set", async (t) => {
   const env = await dataDir();
   const config = join(env.DATA_DIR, '..', 'gateway.json');
-  await writeFile(config, JSON.stringify({ providers: [{ id: 'openai', kind: 'openai', apiKeyEnv: 'KMG_TEST_UNSET_KEY' }], models: [{ id: 'gpt', provider: 'openai' }] }));
+  await writeFile(
+    config,
+    JSON.stringify({ providers: [{ id: 'openai', kind: 'openai', apiKeyEnv: 'KMG_TEST_UNSET_KEY' }], models: [{ id: 'gpt', provider: 'openai' }] }),
+  );
   const out: string[] = [];
   const err: string[] = [];
   const io = { env: { ...env, GATEWAY_CONFIG: config }, out: (text: string) => out.push(text), err: (text: string) => err.push(text) };
@@ -185,7 +218,12 @@ test('--help prints the usage', async (t) => {
 
 test('--help or -h after a command prints the usage and runs nothing: no key is made, no server started', async (t) => {
   const env = await dataDir();
-  for (const args of [['keys', 'create', '--help'], ['keys', 'create', '--account', 'acme', '-h'], ['serve', '--help'], ['usage', '--by', 'model', '--help']]) {
+  for (const args of [
+    ['keys', 'create', '--help'],
+    ['keys', 'create', '--account', 'acme', '-h'],
+    ['serve', '--help'],
+    ['usage', '--by', 'model', '--help'],
+  ]) {
     const result = await runCli(args, env);
     t.deepEqual({ code: result.code, stderr: result.stderr }, { code: 0, stderr: '' }, args.join(' '));
     t.regex(result.stdout, /^Usage: koa-model-gateway <command>/, args.join(' '));
@@ -258,37 +296,65 @@ for (const [option, value] of [
 
 test('a budget option reads numbers as the admin API and the configuration file do: 5e0 is 5 USD, a negative number its value, refused by the rule', async (t) => {
   const env = await dataDir();
-  const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--cost-per-day', '5e0', '--cost-per-month', '1e-12', '--json'], env)).out) as { limits: unknown };
+  const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--cost-per-day', '5e0', '--cost-per-month', '1e-12', '--json'], env)).out) as {
+    limits: unknown;
+  };
   t.like(created.limits, { cost_per_day: 5, cost_per_month: 1e-12 });
   for (const args of [
     ['keys', 'create', '--account', 'acme', '--cost-per-day', '-1'],
     ['accounts', 'set-limits', 'acme', '--cost-per-day', '-1'],
   ]) {
-    await t.throwsAsync(run(args, env), { instanceOf: UsageError, message: "--cost-per-day must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, got '-1'" });
+    await t.throwsAsync(run(args, env), {
+      instanceOf: UsageError,
+      message: "--cost-per-day must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, got '-1'",
+    });
   }
-  await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--rpm', '-5'], env), { instanceOf: UsageError, message: "--rpm must be a positive integer, got '-5'" });
+  await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--rpm', '-5'], env), {
+    instanceOf: UsageError,
+    message: "--rpm must be a positive integer, got '-5'",
+  });
 });
 
-test('accounts set-limits sets and removes an account\'s budgets; a bad amount or none given is refused', async (t) => {
+test("accounts set-limits sets and removes an account's budgets; a bad amount or none given is refused", async (t) => {
   const env = await dataDir();
   const json = async (args: string[]) => JSON.parse((await run(['accounts', 'set-limits', ...args, '--json'], env)).out) as unknown;
   t.deepEqual(await json(['acme', '--cost-per-day', '5', '--cost-per-month', '50']), { account: 'acme', costPerDay: 5, costPerMonth: 50 });
   t.deepEqual(await json(['acme', '--cost-per-day', 'none']), { account: 'acme', costPerDay: null, costPerMonth: 50 });
   t.is((await run(['accounts', 'set-limits', 'acme', '--cost-per-month', '60'], env)).out, 'Budgets of acme: none per day, 60 USD per month');
-  await t.throwsAsync(run(['accounts', 'set-limits', 'acme', '--cost-per-day=-1'], env), { instanceOf: UsageError, message: "--cost-per-day must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, got '-1'" });
-  await t.throwsAsync(run(['accounts', 'set-limits', 'acme'], env), { instanceOf: UsageError, message: 'accounts set-limits needs --cost-per-day or --cost-per-month' });
-  await t.throwsAsync(run(['accounts', 'set-limits', '--cost-per-day', '1'], env), { instanceOf: UsageError, message: 'accounts set-limits needs exactly one account' });
+  await t.throwsAsync(run(['accounts', 'set-limits', 'acme', '--cost-per-day=-1'], env), {
+    instanceOf: UsageError,
+    message: "--cost-per-day must be a positive number of USD, from 1e-12 (one picodollar) to 1e15, got '-1'",
+  });
+  await t.throwsAsync(run(['accounts', 'set-limits', 'acme'], env), {
+    instanceOf: UsageError,
+    message: 'accounts set-limits needs --cost-per-day or --cost-per-month',
+  });
+  await t.throwsAsync(run(['accounts', 'set-limits', '--cost-per-day', '1'], env), {
+    instanceOf: UsageError,
+    message: 'accounts set-limits needs exactly one account',
+  });
 });
 
 test('keys create --mcp-tools and accounts set-mcp-tools set MCP grants; a glob of another form is refused', async (t) => {
   const env = await dataDir();
-  const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--mcp-tools', 'github/*,search/web', '--mcp-tools', 'crm/*', '--json'], env)).out) as { mcp_tools: string[] };
+  const created = JSON.parse(
+    (await run(['keys', 'create', '--account', 'acme', '--mcp-tools', 'github/*,search/web', '--mcp-tools', 'crm/*', '--json'], env)).out,
+  ) as { mcp_tools: string[] };
   t.deepEqual(created.mcp_tools, ['github/*', 'search/web', 'crm/*']);
-  t.deepEqual(JSON.parse((await run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'github/*', '--json'], env)).out), { account: 'acme', mcp_tools: ['github/*'] });
+  t.deepEqual(JSON.parse((await run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'github/*', '--json'], env)).out), {
+    account: 'acme',
+    mcp_tools: ['github/*'],
+  });
   t.is((await run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'none'], env)).out, 'MCP tools of acme: none');
-  await t.throwsAsync(run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'github'], env), { instanceOf: UsageError, message: /--mcp-tools takes globs over '\{server\}\/\{tool\}'.*got 'github'/ });
+  await t.throwsAsync(run(['accounts', 'set-mcp-tools', 'acme', '--mcp-tools', 'github'], env), {
+    instanceOf: UsageError,
+    message: /--mcp-tools takes globs over '\{server\}\/\{tool\}'.*got 'github'/,
+  });
   await t.throwsAsync(run(['keys', 'create', '--account', 'acme', '--mcp-tools', 'a/b/c'], env), { instanceOf: UsageError, message: /got 'a\/b\/c'/ });
-  await t.throwsAsync(run(['accounts', 'set-mcp-tools', 'acme'], env), { instanceOf: UsageError, message: 'accounts set-mcp-tools needs --mcp-tools <globs> (or none)' });
+  await t.throwsAsync(run(['accounts', 'set-mcp-tools', 'acme'], env), {
+    instanceOf: UsageError,
+    message: 'accounts set-mcp-tools needs --mcp-tools <globs> (or none)',
+  });
 });
 
 for (const [name, gated, database] of serverDatabases(test)) {
@@ -322,20 +388,31 @@ for (const [name, gated, database] of serverDatabases(test)) {
     const { env, drop } = await database();
     t.teardown(drop);
     const all = { ...(await dataDir()), ...env };
-    const created = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--name', 'batch', '--rpm', '10', '--cost-per-day', '5', '--json'], all)).out) as { id: string };
+    const created = JSON.parse(
+      (await run(['keys', 'create', '--account', 'acme', '--name', 'batch', '--rpm', '10', '--cost-per-day', '5', '--json'], all)).out,
+    ) as { id: string };
     const update = async (...args: string[]) => {
       const answer = await run(['keys', 'update', created.id, ...args, '--json'], all);
       t.is(answer.code, 0, answer.err);
       return JSON.parse(answer.out) as Record<string, unknown>;
     };
-    t.like(await update('--name', 'nightly', '--model', 'echo-1', '--scope', 'models:read', '--expires', '2099-01-01', '--tpm', '4000', '--cost-per-day', 'none'), {
-      name: 'nightly',
-      models: ['echo-1'],
+    t.like(
+      await update('--name', 'nightly', '--model', 'echo-1', '--scope', 'models:read', '--expires', '2099-01-01', '--tpm', '4000', '--cost-per-day', 'none'),
+      {
+        name: 'nightly',
+        models: ['echo-1'],
+        scopes: ['models:read'],
+        expires_at: 4_070_908_800,
+        limits: { requests_per_minute: 10, tokens_per_minute: 4000, tokens_per_day: null, cost_per_day: null, cost_per_month: null },
+      },
+    );
+    t.like(await update('--name', 'none', '--every-model', '--expires', 'never', '--rpm', 'none', '--tpm', 'none'), {
+      name: null,
+      models: null,
+      expires_at: null,
+      limits: null,
       scopes: ['models:read'],
-      expires_at: 4_070_908_800,
-      limits: { requests_per_minute: 10, tokens_per_minute: 4000, tokens_per_day: null, cost_per_day: null, cost_per_month: null },
     });
-    t.like(await update('--name', 'none', '--every-model', '--expires', 'never', '--rpm', 'none', '--tpm', 'none'), { name: null, models: null, expires_at: null, limits: null, scopes: ['models:read'] });
     t.regex((await run(['keys', 'update', created.id, '--cost-per-month', '9'], all)).out, new RegExp(`^Updated ${created.id}: .*limits 9 USD/month$`));
     t.is((await run(['keys', 'update', 'key_missing', '--name', 'x'], all)).code, 1);
     await t.throwsAsync(run(['keys', 'update', created.id], all), { instanceOf: UsageError });
@@ -356,7 +433,10 @@ for (const [name, gated, database] of serverDatabases(test)) {
     const database_ = await openMigratedDatabase(loadConfig(all).database);
     t.teardown(() => database_.close());
     const { entries } = await new KnexAuditStore(database_.knex).list({ keyId: created.id }, { limit: 10 });
-    t.deepEqual(entries.map((entry) => entry.action), ['key.rotated', 'key.updated', 'key.updated', 'key.updated', 'key.created']);
+    t.deepEqual(
+      entries.map((entry) => entry.action),
+      ['key.rotated', 'key.updated', 'key.updated', 'key.updated', 'key.created'],
+    );
     t.deepEqual(entries[3]?.changes?.name, { from: 'batch', to: 'nightly' });
     t.deepEqual(entries[2]?.changes?.limits?.to, null);
     t.false(JSON.stringify(entries).includes(replacement.key));
@@ -445,7 +525,10 @@ test('usage prints a table with a total line, requests split into answered and r
   const env = await dataDir();
   t.is(
     (await run(['usage'], env)).out,
-    ['day    requests  answered  refused  input_tokens  output_tokens  cost_usd', 'total         0         0        0             0              0         0'].join('\n'),
+    [
+      'day    requests  answered  refused  input_tokens  output_tokens  cost_usd',
+      'total         0         0        0             0              0         0',
+    ].join('\n'),
   );
   await writeUsage(env, [
     usageRecord({ time: Date.parse('2030-01-15T10:00:00Z'), inputTokens: 1234, outputTokens: 5, costPicoUsd: 3_777_000_000 }),
@@ -474,28 +557,43 @@ test('usage export writes every record of the period, newest first: CSV with a h
   t.is(csv.code, 0, csv.err);
   const [header, ...rows] = csv.out.split('\n');
   t.true(header?.startsWith('request_id,time,account,key_id,endpoint,model,deployment,'));
-  t.deepEqual(rows.map((row) => row.split(',').slice(0, 3)), [
-    ['req_second', '2030-01-15T11:00:00.000Z', 'acme'],
-    ['req_first', '2030-01-15T10:00:00.000Z', '"acme'],
-  ]);
+  t.deepEqual(
+    rows.map((row) => row.split(',').slice(0, 3)),
+    [
+      ['req_second', '2030-01-15T11:00:00.000Z', 'acme'],
+      ['req_first', '2030-01-15T10:00:00.000Z', '"acme'],
+    ],
+  );
   t.true(rows[1]?.includes(',"acme, inc ""west""",'));
   const jsonl = await run(['usage', 'export', '--since', '2030-01-15T10:30:00Z', '--format', 'jsonl'], env);
   t.deepEqual(
-    jsonl.out.split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).map((record) => [record.request_id, record.model, record.status]),
+    jsonl.out
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .map((record) => [record.request_id, record.model, record.status]),
     [
       ['req_after', 'echo-1', 200],
       ['req_second', null, 429],
     ],
   );
   const daily = await run(['usage', 'export', '--since', '2030-01-15', '--until', '2030-01-16', '--rollups', 'day'], env);
-  t.deepEqual(daily.out.split('\n').map((row) => row.split(',').slice(0, 2).concat(row.split(',').slice(-6, -5))), [
-    ['period', 'account', 'requests'],
-    ['2030-01-15T00:00:00.000Z', 'acme', '1'],
-    ['2030-01-15T00:00:00.000Z', '"acme', '1'],
-  ]);
+  t.deepEqual(
+    daily.out.split('\n').map((row) => row.split(',').slice(0, 2).concat(row.split(',').slice(-6, -5))),
+    [
+      ['period', 'account', 'requests'],
+      ['2030-01-15T00:00:00.000Z', 'acme', '1'],
+      ['2030-01-15T00:00:00.000Z', '"acme', '1'],
+    ],
+  );
   t.true(daily.out.startsWith('period,account,key_id,model,endpoint,status,requests,input_tokens,output_tokens,cost_usd,cache_hits,cost_saved_usd\n'));
-  await t.throwsAsync(run(['usage', 'export', '--format', 'csv'], env), { instanceOf: UsageError, message: '--since is required: the start of the period to export' });
-  await t.throwsAsync(run(['usage', 'export', '--since', '2030-01-15', '--format', 'xml'], env), { instanceOf: UsageError, message: "--format must be csv or jsonl, got 'xml'" });
+  await t.throwsAsync(run(['usage', 'export', '--format', 'csv'], env), {
+    instanceOf: UsageError,
+    message: '--since is required: the start of the period to export',
+  });
+  await t.throwsAsync(run(['usage', 'export', '--since', '2030-01-15', '--format', 'xml'], env), {
+    instanceOf: UsageError,
+    message: "--format must be csv or jsonl, got 'xml'",
+  });
 });
 
 for (const [args, message] of [
@@ -511,7 +609,10 @@ for (const [args, message] of [
 
 test("the CLI's changes are recorded in the audit log, by cli and the OS user, never with a key or token in them", async (t) => {
   const env = await dataDir();
-  const key = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--scope', 'models:read', '--rpm', '5', '--json'], env)).out) as { id: string; key: string };
+  const key = JSON.parse((await run(['keys', 'create', '--account', 'acme', '--scope', 'models:read', '--rpm', '5', '--json'], env)).out) as {
+    id: string;
+    key: string;
+  };
   t.is((await run(['keys', 'revoke', key.id], env)).code, 0);
   // Revoking again succeeds and changes nothing: no second entry.
   t.is((await run(['keys', 'revoke', key.id], env)).code, 0);
@@ -598,8 +699,14 @@ test('describeStore: a file inside the working directory is shown relative to it
     kind: 'SQLite',
     location: `.${sep}${join('data', 'gateway.sqlite')}`,
   });
-  t.deepEqual(describeStore({ client: 'sqlite', filename: resolve('/var/lib/gw.sqlite') }, resolve('/srv/gw')), { kind: 'SQLite', location: resolve('/var/lib/gw.sqlite') });
+  t.deepEqual(describeStore({ client: 'sqlite', filename: resolve('/var/lib/gw.sqlite') }, resolve('/srv/gw')), {
+    kind: 'SQLite',
+    location: resolve('/var/lib/gw.sqlite'),
+  });
   const connectionString = 'postgresql://gateway:p%40ss@db.internal/gw?sslmode=require&password=other';
   t.deepEqual(describeStore({ client: 'pg', connectionString, display: '' }), { kind: 'PostgreSQL', location: 'postgres://gateway@db.internal:5432/gw' });
-  t.deepEqual(describeStore({ client: 'pg', connectionString: 'postgres://db:6543/gw', display: '' }), { kind: 'PostgreSQL', location: 'postgres://db:6543/gw' });
+  t.deepEqual(describeStore({ client: 'pg', connectionString: 'postgres://db:6543/gw', display: '' }), {
+    kind: 'PostgreSQL',
+    location: 'postgres://db:6543/gw',
+  });
 });

@@ -55,9 +55,21 @@ async function configFile(dir: string, content: unknown) {
 // Each case: the environment (given the data dir) and what the one line must say. The config's
 // own rules are test/server/config.test.ts's; these are the ways `serve` meets them.
 const badConfigs: Array<[string, (dir: string) => Promise<Record<string, string>>, RegExp]> = [
-  ['a limit that is not a positive integer', async (dir) => ({ GATEWAY_CONFIG: await configFile(dir, { limits: { maxFiles: -1 } }) }), /^koa-model-gateway: GATEWAY_CONFIG \(.*gateway\.json\): limits\.maxFiles must be a positive integer\n$/],
-  ['a DATABASE_URL of an unsupported kind', async () => ({ DATABASE_URL: 'mysql://root:secret@db/x' }), /DATABASE_URL must start with postgres:\/\/, postgresql:\/\/ or sqlite:, got 'mysql:'/],
-  ['a PostgreSQL server that does not answer', async () => ({ DATABASE_URL: 'postgres://u:secret@127.0.0.1:1/x' }), /cannot open the database at postgres:\/\/127\.0\.0\.1:1\/x/],
+  [
+    'a limit that is not a positive integer',
+    async (dir) => ({ GATEWAY_CONFIG: await configFile(dir, { limits: { maxFiles: -1 } }) }),
+    /^koa-model-gateway: GATEWAY_CONFIG \(.*gateway\.json\): limits\.maxFiles must be a positive integer\n$/,
+  ],
+  [
+    'a DATABASE_URL of an unsupported kind',
+    async () => ({ DATABASE_URL: 'mysql://root:secret@db/x' }),
+    /DATABASE_URL must start with postgres:\/\/, postgresql:\/\/ or sqlite:, got 'mysql:'/,
+  ],
+  [
+    'a PostgreSQL server that does not answer',
+    async () => ({ DATABASE_URL: 'postgres://u:secret@127.0.0.1:1/x' }),
+    /cannot open the database at postgres:\/\/127\.0\.0\.1:1\/x/,
+  ],
   ['a Redis that does not answer', async () => ({ REDIS_URL: 'redis://:secret@127.0.0.1:1' }), /cannot reach Redis at 127\.0\.0\.1:1/],
   [
     'a provider credential variable that is not set',
@@ -185,16 +197,19 @@ for (const [name, packages, settings, line] of missingPeers) {
   });
 }
 
-withRedis(test)('a start that fails at its last step releases all it opened (Redis, its subscriber, the database, the uploads claim): the process ends by itself', async (t) => {
-  const dir = await dataDir();
-  // The metrics' module, loaded last, cannot be found: everything else is open by then.
-  const { nodeArgs, env } = hiding(['koa-model-gateway/metrics']);
-  const result = await spawnCli(['serve'], { DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'silent', METRICS_PORT: '0', REDIS_URL, ...env }, nodeArgs);
-  t.is(result.code, 1);
-  t.regex(result.stderr, /^koa-model-gateway: unexpected error: [^\n]*koa-model-gateway\/metrics[^\n]*\n$/);
-  t.true(existsSync(join(dir, 'gateway.sqlite')), 'the database was opened');
-  t.deepEqual(await readdir(join(dir, 'uploads')), [], 'the uploads claim is released');
-});
+withRedis(test)(
+  'a start that fails at its last step releases all it opened (Redis, its subscriber, the database, the uploads claim): the process ends by itself',
+  async (t) => {
+    const dir = await dataDir();
+    // The metrics' module, loaded last, cannot be found: everything else is open by then.
+    const { nodeArgs, env } = hiding(['koa-model-gateway/metrics']);
+    const result = await spawnCli(['serve'], { DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'silent', METRICS_PORT: '0', REDIS_URL, ...env }, nodeArgs);
+    t.is(result.code, 1);
+    t.regex(result.stderr, /^koa-model-gateway: unexpected error: [^\n]*koa-model-gateway\/metrics[^\n]*\n$/);
+    t.true(existsSync(join(dir, 'gateway.sqlite')), 'the database was opened');
+    t.deepEqual(await readdir(join(dir, 'uploads')), [], 'the uploads claim is released');
+  },
+);
 
 /** The files under `dir` that this process holds open (its worker threads' included). */
 async function openFilesUnder(dir: string): Promise<string[]> {
@@ -220,7 +235,8 @@ withPostgres(test)('a start that fails after the database opened (Redis unreacha
   await t.throwsAsync(openDeployment(config, silent), { instanceOf: ConfigError, message: /cannot reach Redis/ });
   const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL });
   t.teardown(() => admin.destroy());
-  const count = async () => Number((await admin.raw<{ rows: Array<{ count: string }> }>('select count(*) from pg_stat_activity where datname = ?', [name])).rows[0]?.count);
+  const count = async () =>
+    Number((await admin.raw<{ rows: Array<{ count: string }> }>('select count(*) from pg_stat_activity where datname = ?', [name])).rows[0]?.count);
   // The server ends a backend just after its client has gone: it may still be listed for a moment.
   t.is(await until(count, (connections) => connections === 0), 0);
 });
@@ -288,7 +304,14 @@ withRedis(withPostgres(test))('/readyz and the API answer 503 while PostgreSQL o
 
 /** Polls `condition` every 25 ms; throws, naming `what`, after 10 s. */
 async function waitFor(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  if (!(await until(async () => condition(), (met) => met, { intervalMs: 25, attempts: 400 }))) throw new Error(`timed out waiting for ${what}`);
+  if (
+    !(await until(
+      async () => condition(),
+      (met) => met,
+      { intervalMs: 25, attempts: 400 },
+    ))
+  )
+    throw new Error(`timed out waiting for ${what}`);
 }
 
 /**
@@ -351,7 +374,7 @@ test('SIGTERM during an upload: the upload finishes, new connections are refused
   const file = JSON.parse(response.text) as { id: string; bytes: number };
   t.is(file.bytes, pdf.length);
   t.is(await server.exited, 0);
-  t.deepEqual(await readdir(join(env.DATA_DIR, 'uploads')), [], 'no temp file is left, nor the server\'s uploads directory');
+  t.deepEqual(await readdir(join(env.DATA_DIR, 'uploads')), [], "no temp file is left, nor the server's uploads directory");
 
   // The file was stored: a new server on the same data serves it.
   const again = await startServer(env);
@@ -373,7 +396,7 @@ test('SIGTERM during an upload that outlasts the grace period: the connection is
   await t.throwsAsync(upload.response);
   t.is(await server.exited, 0);
   t.truthy(server.logs.find((line) => line.msg === 'shutdown grace period over: closing remaining connections'));
-  t.deepEqual(await readdir(join(env.DATA_DIR, 'uploads')), [], 'no temp file is left, nor the server\'s uploads directory');
+  t.deepEqual(await readdir(join(env.DATA_DIR, 'uploads')), [], "no temp file is left, nor the server's uploads directory");
   t.deepEqual(await readdir(blobs), [], 'no blob is left');
 });
 
@@ -410,7 +433,7 @@ test('SIGINT stops an idle server at once, closing keep-alive connections', asyn
   await t.throwsAsync(fetch(`${server.url}/healthz`));
 });
 
-test('SIGKILL during an upload: the next start removes its temp file, and no sweep touches a live server\'s upload', async (t) => {
+test("SIGKILL during an upload: the next start removes its temp file, and no sweep touches a live server's upload", async (t) => {
   const { env, key, server } = await spawnedServerWithKey();
   const killed = splitUpload(server, key, makePdf(1, 256 * 1024));
   killed.response.catch(() => undefined);
@@ -421,8 +444,11 @@ test('SIGKILL during an upload: the next start removes its temp file, and no swe
 
   const next = await spawnServer(env);
   try {
-    t.deepEqual(await uploadFiles(env.DATA_DIR), [], 'the start removed the dead process\'s temp file');
-    t.truthy(next.logs.find((line) => line.msg === 'removed the temp files of uploads cut short by a crash' && line.staleUploads === 1), leftover);
+    t.deepEqual(await uploadFiles(env.DATA_DIR), [], "the start removed the dead process's temp file");
+    t.truthy(
+      next.logs.find((line) => line.msg === 'removed the temp files of uploads cut short by a crash' && line.staleUploads === 1),
+      leftover,
+    );
     const pdf = makePdf(1, 256 * 1024);
     const live = splitUpload(next, key, pdf);
     await waitFor(async () => (await uploadFiles(env.DATA_DIR)).length > 0, 'the upload to start');

@@ -152,7 +152,10 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
     const tokens = probe.usage.prompt_tokens + probe.usage.completion_tokens;
     // Ten calls' worth: each call costs `tokens` millidollars.
     const budget = (tokens * 10) / 1000;
-    const key = (await cli(env, ['keys', 'create', '--account', `budget-${name}-${RUN}`, '--cost-per-day', String(budget)])) as { key: string; limits: unknown };
+    const key = (await cli(env, ['keys', 'create', '--account', `budget-${name}-${RUN}`, '--cost-per-day', String(budget)])) as {
+      key: string;
+      limits: unknown;
+    };
     t.like(key.limits, { cost_per_day: budget, cost_per_month: null });
 
     const answers = await pooled(servers, key.key, 50);
@@ -220,7 +223,14 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
         headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'mystery', messages: [{ role: 'user', content: 'hi' }] }),
       }).then((response) => response.status);
-    for (const server of servers) t.is(await until(() => free(server), (status) => status === 429), 429);
+    for (const server of servers)
+      t.is(
+        await until(
+          () => free(server),
+          (status) => status === 429,
+        ),
+        429,
+      );
     // A rotation resets no spend: the replacement spends against the same budget, the old key too in its grace.
     const rotated = await fetch(`${first.url}/admin/v1/keys/${key.id}/rotate`, {
       method: 'POST',
@@ -252,9 +262,19 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
     t.deepEqual(await cli(env, ['accounts', 'set-limits', account, '--cost-per-month', String(budget)]), { account, costPerDay: null, costPerMonth: budget });
 
     // The CLI wrote the database: each server reads it within a second.
-    t.is((await until(() => chat(first, one).then((r) => r.status), (status) => status === 200)), 200);
+    t.is(
+      await until(
+        () => chat(first, one).then((r) => r.status),
+        (status) => status === 200,
+      ),
+      200,
+    );
     t.is((await chat(last, two)).status, 200);
-    const refused = await until(() => chat(last, one), (response) => response.status === 429, { attempts: 50 });
+    const refused = await until(
+      () => chat(last, one),
+      (response) => response.status === 429,
+      { attempts: 50 },
+    );
     t.is(refused.status, 429);
     t.true(((await refused.json()) as ErrorBody).error.message.startsWith(`Budget exceeded: the account's monthly budget of ${budget} USD `));
     t.is((await chat(first, two)).status, 429, "the account's other key too");
@@ -281,7 +301,13 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
     t.is(((await bad.json()) as ErrorBody).error.code, 'invalid_costPerMonth');
     const removed = await admin('PUT', `/accounts/${account}/limits`, { costPerMonth: null, costPerDay: budget * 10 });
     t.like(await removed.json(), { costPerDay: budget * 10, costPerMonth: null });
-    t.is((await until(() => chat(last, one).then((r) => r.status), (status) => status === 200)), 200);
+    t.is(
+      await until(
+        () => chat(last, one).then((r) => r.status),
+        (status) => status === 200,
+      ),
+      200,
+    );
 
     // A model with no known price costs 0, says so, and was named at start-up.
     const models = (await (await admin('GET', '/models')).json()) as { data: Array<{ id: string; price: unknown }> };
@@ -292,7 +318,11 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
         ['mystery', null],
       ],
     );
-    for (const server of servers) t.deepEqual(server.logs.filter((line) => line.msg.startsWith('no price known')).map((line) => line.models), [['mystery']]);
+    for (const server of servers)
+      t.deepEqual(
+        server.logs.filter((line) => line.msg.startsWith('no price known')).map((line) => line.models),
+        [['mystery']],
+      );
   });
 }
 
@@ -349,7 +379,10 @@ test("a reached budget's retry-after runs to its period's end: the next UTC midn
     [monthly, 'monthly', 5 * 86_400 + 50_400],
   ] as const) {
     t.is((await chat(server, key)).status, 200, period);
-    const refused = await until(() => chat(server, key), (response) => response.status === 429);
+    const refused = await until(
+      () => chat(server, key),
+      (response) => response.status === 429,
+    );
     const { error } = (await refused.json()) as ErrorBody;
     t.is(error.code, 'budget_exceeded');
     t.true(error.message.startsWith(`Budget exceeded: the key's ${period} budget of 0.2 USD has `), error.message);

@@ -119,7 +119,15 @@ withRedis(withPostgres(test))('PostgreSQL refused or stalled: a file list and a 
     t.is((await fetch(`${server.url}/healthz`)).status, 200, `${fault}: the process still runs`);
     if (fault === 'cut') await postgres.restore();
     else postgres.resume();
-    t.like(await until(() => timed(list), (answer) => answer.status === 200, { intervalMs: 100, attempts: 150 }), { status: 200 }, `${fault}: recovered`);
+    t.like(
+      await until(
+        () => timed(list),
+        (answer) => answer.status === 200,
+        { intervalMs: 100, attempts: 150 },
+      ),
+      { status: 200 },
+      `${fault}: recovered`,
+    );
   }
 });
 
@@ -150,48 +158,59 @@ const REDIS_BOUND_MS = 500;
 /** What a request may take beyond it on a shared, busy machine. */
 const REDIS_SLACK_MS = 4500;
 
-withRedis(test)('Redis refused or silent: a limited key\'s model call and an upload answer 503 within the bound; an unlimited key\'s call and reads answer 200', async (t) => {
-  const [upstream, data, redis] = await Promise.all([
-    mockProviders(),
-    tempDataDir(),
-    tcpProxy({ host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) }),
-  ]);
-  cleanups.push(() => upstream.close(), data.remove, redis.close);
-  const config = await mockModelConfig(data.dir, upstream.url);
-  const proxied = new URL(REDIS_URL);
-  proxied.hostname = '127.0.0.1';
-  proxied.port = String(redis.port);
-  const env = { DATA_DIR: data.dir, REDIS_URL: proxied.toString(), GATEWAY_CONFIG: config };
-  const limited = (await cli(env, ['keys', 'create', '--account', 'limited', '--rpm', '100'])).key;
-  const unlimited = (await cli(env, ['keys', 'create', '--account', 'unlimited'])).key;
-  const server = await startServer(env);
-  cleanups.push(() => server.stop());
+withRedis(test)(
+  "Redis refused or silent: a limited key's model call and an upload answer 503 within the bound; an unlimited key's call and reads answer 200",
+  async (t) => {
+    const [upstream, data, redis] = await Promise.all([
+      mockProviders(),
+      tempDataDir(),
+      tcpProxy({ host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) }),
+    ]);
+    cleanups.push(() => upstream.close(), data.remove, redis.close);
+    const config = await mockModelConfig(data.dir, upstream.url);
+    const proxied = new URL(REDIS_URL);
+    proxied.hostname = '127.0.0.1';
+    proxied.port = String(redis.port);
+    const env = { DATA_DIR: data.dir, REDIS_URL: proxied.toString(), GATEWAY_CONFIG: config };
+    const limited = (await cli(env, ['keys', 'create', '--account', 'limited', '--rpm', '100'])).key;
+    const unlimited = (await cli(env, ['keys', 'create', '--account', 'unlimited'])).key;
+    const server = await startServer(env);
+    cleanups.push(() => server.stop());
 
-  const chat = (key: string) => () => chatCall(server.url, key);
-  const upload = () => {
-    const form = new FormData();
-    form.set('purpose', 'user_data');
-    form.set('file', new Blob([makePdf(1)]), 'a.pdf');
-    return fetch(`${server.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${unlimited}` }, body: form });
-  };
-  const list = () => fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${unlimited}` } });
+    const chat = (key: string) => () => chatCall(server.url, key);
+    const upload = () => {
+      const form = new FormData();
+      form.set('purpose', 'user_data');
+      form.set('file', new Blob([makePdf(1)]), 'a.pdf');
+      return fetch(`${server.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${unlimited}` }, body: form });
+    };
+    const list = () => fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${unlimited}` } });
 
-  t.like(await timed(chat(limited)), { status: 200 });
-  for (const fault of ['cut', 'stall'] as const) {
-    if (fault === 'cut') await redis.cut();
-    else redis.stall();
-    for (const answer of [await timed(chat(limited)), await timed(upload)]) {
-      t.like(answer, { status: 503, code: 'service_unavailable' }, fault);
-      t.true(answer.ms < REDIS_BOUND_MS + REDIS_SLACK_MS, `${fault}: answered after ${Math.round(answer.ms)} ms`);
+    t.like(await timed(chat(limited)), { status: 200 });
+    for (const fault of ['cut', 'stall'] as const) {
+      if (fault === 'cut') await redis.cut();
+      else redis.stall();
+      for (const answer of [await timed(chat(limited)), await timed(upload)]) {
+        t.like(answer, { status: 503, code: 'service_unavailable' }, fault);
+        t.true(answer.ms < REDIS_BOUND_MS + REDIS_SLACK_MS, `${fault}: answered after ${Math.round(answer.ms)} ms`);
+      }
+      t.like(await timed(chat(unlimited)), { status: 200 }, fault);
+      t.like(await timed(list), { status: 200 }, fault);
+      if (fault === 'cut') await redis.restore();
+      else redis.resume();
+      // ioredis reconnects with a back-off of up to 2 s.
+      t.like(
+        await until(
+          () => timed(chat(limited)),
+          (answer) => answer.status === 200,
+          { intervalMs: 100, attempts: 150 },
+        ),
+        { status: 200 },
+        `${fault}: recovered`,
+      );
     }
-    t.like(await timed(chat(unlimited)), { status: 200 }, fault);
-    t.like(await timed(list), { status: 200 }, fault);
-    if (fault === 'cut') await redis.restore();
-    else redis.resume();
-    // ioredis reconnects with a back-off of up to 2 s.
-    t.like(await until(() => timed(chat(limited)), (answer) => answer.status === 200, { intervalMs: 100, attempts: 150 }), { status: 200 }, `${fault}: recovered`);
-  }
-});
+  },
+);
 
 // The bucket: the reference server in front of a bucket whose server is stopped (SIGSTOP). Its ten
 // seconds of stall run beside the other tests, and beside the stopped-bucket tests of test/stores/blob-stores.test.ts.
@@ -263,7 +282,11 @@ test('an upload the client abandons is logged as a 499 request, not as a server 
   const isUpload = (line: LogLine) => line.msg === 'request' && line.path === '/v1/files';
   await until(async () => server.logs.some(isUpload), Boolean, soon);
   t.like(server.logs.find(isUpload), { status: 499, aborted: true, account: 'acme' });
-  t.deepEqual(server.logs.filter((line) => (line.level as number) >= 50), [], 'no error-level line');
+  t.deepEqual(
+    server.logs.filter((line) => (line.level as number) >= 50),
+    [],
+    'no error-level line',
+  );
   t.deepEqual(await uploadFiles(env.DATA_DIR), []);
   t.deepEqual(await readdir(join(env.DATA_DIR, 'files')), []);
 });
@@ -292,7 +315,8 @@ function sink(): { logger: Logger; lines: Line[] } {
   return { logger: pino({ level: 'info' }, destination), lines };
 }
 
-const ACQUIRE_WARNING = 'Acquire connection error: Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)';
+const ACQUIRE_WARNING =
+  'Acquire connection error: Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)';
 
 test('a burst of failures of one store is one line, then a count per second at most, driver warnings folded in', (t) => {
   const { logger, lines } = sink();
@@ -324,13 +348,16 @@ test('a burst of failures of one store is one line, then a count per second at m
   t.like(lines[2], { msg: 'store unavailable', store: 'redis' });
 });
 
-test('a driver warning first is the outage\'s one line, its first line only, no stack', (t) => {
+test("a driver warning first is the outage's one line, its first line only, no stack", (t) => {
   const { logger, lines } = sink();
   const outages = new OutageLog(logger, { nowMs: () => 0 });
   t.teardown(() => outages.close());
   for (let i = 0; i < 100; i++) outages.warned('database', ACQUIRE_WARNING);
   outages.failed('database', { status: 503 });
-  t.deepEqual(lines.map((line) => [line.msg, line.cause]), [['store unavailable', 'Acquire connection error: Error: connect ECONNREFUSED 127.0.0.1:5432']]);
+  t.deepEqual(
+    lines.map((line) => [line.msg, line.cause]),
+    [['store unavailable', 'Acquire connection error: Error: connect ECONNREFUSED 127.0.0.1:5432']],
+  );
 });
 
 test('a store that is back says so once, with the count of what its outage cost; its next outage is a new one', async (t) => {
@@ -448,7 +475,12 @@ test('a Redis outage is one short error line: store, request id and cause, no st
 test('a database that refuses connections is 503 and its line names the code and the address', async (t) => {
   const port = await closedPort();
   const quiet = () => undefined;
-  const knex = knexFactory({ client: 'pg', connection: { host: '127.0.0.1', port, user: 'nobody' }, pool: { min: 0, max: 1 }, log: { warn: quiet, error: quiet } });
+  const knex = knexFactory({
+    client: 'pg',
+    connection: { host: '127.0.0.1', port, user: 'nobody' },
+    pool: { min: 0, max: 1 },
+    log: { warn: quiet, error: quiet },
+  });
   t.teardown(() => knex.destroy());
   const { requestId, written } = await logged(async () => {
     await knex.raw('select 1');
@@ -462,7 +494,10 @@ test('a host that refuses on each of its addresses (an AggregateError with no me
   const port = await closedPort();
   const { written } = await logged(async () => {
     // Two addresses for one name, as a dual-stack `localhost` resolves: Node tries each, then gives up with all.
-    const addresses = [{ address: '127.0.0.2', family: 4 }, { address: '127.0.0.1', family: 4 }];
+    const addresses = [
+      { address: '127.0.0.2', family: 4 },
+      { address: '127.0.0.1', family: 4 },
+    ];
     const socket = connect({ port, host: 'db.internal', autoSelectFamily: true, lookup: (_host, _options, done) => done(null, addresses) });
     await once(socket, 'connect');
   });
@@ -476,13 +511,34 @@ test('a failed attempt that is retried is one short warning naming the deploymen
     ctx.body = { ok: true };
   });
   const line = assertCompact(t, retried.written);
-  t.like(line, { level: 40, msg: 'upstream attempt failed, retrying', requestId: retried.requestId, provider: 'east', upstreamModel: 'gpt-4.1', attempt: 1, outcome: 'ECONNREFUSED' });
+  t.like(line, {
+    level: 40,
+    msg: 'upstream attempt failed, retrying',
+    requestId: retried.requestId,
+    provider: 'east',
+    upstreamModel: 'gpt-4.1',
+    attempt: 1,
+    outcome: 'ECONNREFUSED',
+  });
 });
 
 test('an upstream failure (502) and a silent upstream (504) are short lines naming the provider', async (t) => {
   const refused = Object.assign(new Error(`connect ECONNREFUSED 127.0.0.1:9`), { code: 'ECONNREFUSED' });
   const failed = await logged((ctx) => {
-    ctx.state.modelRequest = { model: 'gpt', provider: 'openai', upstreamModel: 'gpt-4o', stream: false, attachments: 0, inputTokens: 0, outputTokens: 0, upstreamFirstByteMs: null, upstreamMs: null, costPicoUsd: 0, attempts: [], cooldowns: [] };
+    ctx.state.modelRequest = {
+      model: 'gpt',
+      provider: 'openai',
+      upstreamModel: 'gpt-4o',
+      stream: false,
+      attachments: 0,
+      inputTokens: 0,
+      outputTokens: 0,
+      upstreamFirstByteMs: null,
+      upstreamMs: null,
+      costPicoUsd: 0,
+      attempts: [],
+      cooldowns: [],
+    };
     const call = new UpstreamCall('openai', 60_000);
     call.end();
     throw call.failure(new TypeError('fetch failed', { cause: refused }));
@@ -492,7 +548,20 @@ test('an upstream failure (502) and a silent upstream (504) are short lines nami
   t.is(line.cause, 'TypeError: fetch failed <- ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9');
 
   const silent = await logged(async (ctx) => {
-    ctx.state.modelRequest = { model: 'claude', provider: 'anthropic', upstreamModel: 'claude-x', stream: true, attachments: 0, inputTokens: 0, outputTokens: 0, upstreamFirstByteMs: null, upstreamMs: null, costPicoUsd: 0, attempts: [], cooldowns: [] };
+    ctx.state.modelRequest = {
+      model: 'claude',
+      provider: 'anthropic',
+      upstreamModel: 'claude-x',
+      stream: true,
+      attachments: 0,
+      inputTokens: 0,
+      outputTokens: 0,
+      upstreamFirstByteMs: null,
+      upstreamMs: null,
+      costPicoUsd: 0,
+      attempts: [],
+      cooldowns: [],
+    };
     const call = new UpstreamCall('anthropic', 1);
     await once(call.signal, 'abort');
     throw call.failure(call.signal.reason);

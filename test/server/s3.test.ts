@@ -110,7 +110,10 @@ test.serial('a file uploaded through one instance is listed, downloaded byte for
   const { id } = (await created.json()) as { id: string };
 
   const listed = (await (await fetch(`${b.url}/v1/files`, { headers: auth(key) })).json()) as { data: Array<{ id: string; bytes: number }> };
-  t.deepEqual(listed.data.map((file) => [file.id, file.bytes]), [[id, pdf.length]]);
+  t.deepEqual(
+    listed.data.map((file) => [file.id, file.bytes]),
+    [[id, pdf.length]],
+  );
 
   const download = await fetch(`${b.url}/v1/files/${id}/content`, { headers: auth(key) });
   t.is(download.status, 200);
@@ -174,7 +177,10 @@ test.serial('the sweep run from either instance removes expired files and orphan
   t.deepEqual(JSON.parse(fromA.stdout), { expired: 0, orphans: 0, staleUploads: 0, usageRows: 0 });
 
   const gone = [...expired, orphan];
-  t.deepEqual(await bucketIds(prefix), before.filter((id) => !gone.includes(id)));
+  t.deepEqual(
+    await bucketIds(prefix),
+    before.filter((id) => !gone.includes(id)),
+  );
   t.deepEqual([...(await files.existing([...expired, ...live]))].sort(), live.sort());
 });
 

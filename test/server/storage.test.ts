@@ -84,7 +84,10 @@ async function openOn(filename: string): Promise<number> {
       const before = (await stat(filename)).size;
       // 1 MiB in the WAL: 256 pages, below SQLite's own threshold of 1,000, so only the worker copies it.
       for (let i = 0; i < 16; i++) await knex('filler').insert({ text: 'x'.repeat(65_536) });
-      await until(async () => (await stat(filename)).size, (size) => size >= before + 1_048_576);
+      await until(
+        async () => (await stat(filename)).size,
+        (size) => size >= before + 1_048_576,
+      );
       t.true((await stat(filename)).size >= before + 1_048_576, 'the rows reached the database file');
       const usage = new KnexUsageStore(knex, database.storeOptions);
       await usage.insert([usageRecord()]);
@@ -134,7 +137,14 @@ async function embeddedData() {
       const createdAt = now() - age;
       const id = newFileId(createdAt);
       await blobs.put(id, Readable.from([pdf]));
-      const record = { id, account: 'acme', filename: 'a.pdf', bytes: pdf.length, createdAt, expiresAt: expiresAfter === null ? null : createdAt + expiresAfter };
+      const record = {
+        id,
+        account: 'acme',
+        filename: 'a.pdf',
+        bytes: pdf.length,
+        createdAt,
+        expiresAt: expiresAfter === null ? null : createdAt + expiresAfter,
+      };
       await files.create(record, { maxFiles: 1000, maxBytes: 100_000_000 }, createdAt);
       return id;
     },
@@ -174,7 +184,10 @@ test('sweep removes expired files, old orphaned blobs and stale upload temp file
   const result = await runCli(['sweep', '--json'], data.env);
   t.is(result.code, 0, result.stderr);
   t.deepEqual(JSON.parse(result.stdout), { expired: 1, orphans: 1, staleUploads: 1, usageRows: 1 });
-  t.deepEqual((await data.usage.list()).map((record) => record.requestId), [recent.requestId]);
+  t.deepEqual(
+    (await data.usage.list()).map((record) => record.requestId),
+    [recent.requestId],
+  );
   t.is((await data.usage.summarize({}, 'key'))[0]?.requests, 2, 'the reports still count the record pruned');
   t.deepEqual((await readdir(uploads)).sort(), [inProgress, 'operator-notes.txt'].sort());
   const left = await readdir(data.filesDir);
@@ -194,7 +207,11 @@ test('the server sweeps on its own interval', async (t) => {
   const server = await startServer({ ...data.env, GATEWAY_CONFIG: config });
   cleanups.push(() => server.stop());
 
-  const line = await until(async () => server.logs.find((entry) => entry.msg === 'sweep'), (found) => found !== undefined, { intervalMs: 100, attempts: 200 });
+  const line = await until(
+    async () => server.logs.find((entry) => entry.msg === 'sweep'),
+    (found) => found !== undefined,
+    { intervalMs: 100, attempts: 200 },
+  );
   t.like(line, { expired: 1, orphans: 1 });
   const left = await readdir(data.filesDir);
   t.false(left.includes(orphan) || left.includes(expired));

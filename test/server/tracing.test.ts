@@ -137,7 +137,10 @@ test('a collector that is down: the calls are answered as usual, and the server 
   const { statuses, code, logs, stderr } = await tracedCall(t, { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
   t.deepEqual(statuses, [200, 200]);
   t.is(code, 0);
-  t.false(logs.some((line) => line.msg === 'request failed'), JSON.stringify(logs));
+  t.false(
+    logs.some((line) => line.msg === 'request failed'),
+    JSON.stringify(logs),
+  );
   t.is(stderr, '');
   t.true(logs.some((line) => line.msg === 'stopped'));
 });
@@ -147,7 +150,10 @@ test('a bad OTLP endpoint or protocol is one line naming the variable given, nev
   for (const [env, message] of [
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'not-a-url' }, 'OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL'],
     [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'ftp://user:secret@collector/v1/traces' }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:// or https:// URL'],
-    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf or http/json, got 'grpc'"],
+    [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' },
+      "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf or http/json, got 'grpc'",
+    ],
   ] as const) {
     await t.throwsAsync(startTracing(env, silent), { instanceOf: ConfigError, message });
   }
@@ -181,7 +187,13 @@ test("the SDK's messages: dropped spans at most once a minute with the count sin
   let now = Date.parse('2030-01-15T12:00:00Z');
   const diag = diagLogger(pino({ level: 'info' }, sink), () => now);
   // A slow collector: the batch processor reports what it dropped every few seconds.
-  for (const [count, after] of [[3, 0], [5, 3_000], [7, 3_000], [1, 60_000], [2, 3_000]] as const) {
+  for (const [count, after] of [
+    [3, 0],
+    [5, 3_000],
+    [7, 3_000],
+    [1, 60_000],
+    [2, 3_000],
+  ] as const) {
     now += after;
     diag.warn(`Dropped ${count} spans because maxQueueSize reached`);
   }
@@ -202,7 +214,9 @@ test("the SDK's messages: dropped spans at most once a minute with the count sin
 test('an OTLP protocol it does not speak stops the start, naming the setting', async (t) => {
   const temp = await tempDataDir();
   t.teardown(() => temp.remove());
-  const error = await t.throwsAsync(spawnServer({ DATA_DIR: join(temp.dir, 'data'), OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }));
+  const error = await t.throwsAsync(
+    spawnServer({ DATA_DIR: join(temp.dir, 'data'), OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+  );
   t.regex(error?.message ?? '', /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/protobuf or http\/json/);
 });
 
@@ -261,5 +275,8 @@ test.serial('with metrics and tracing both on, downloads and model calls, stream
   }
   // A warning is emitted on the next tick.
   await new Promise((resolve) => setImmediate(resolve));
-  t.deepEqual(warnings.map((warning) => `${warning.name}: ${warning.message}\n${warning.stack}`), []);
+  t.deepEqual(
+    warnings.map((warning) => `${warning.name}: ${warning.message}\n${warning.stack}`),
+    [],
+  );
 });

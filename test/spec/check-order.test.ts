@@ -55,7 +55,10 @@ const answer = (res: RawResponse) => `${res.status} ${code(res)}`;
 const broken = {
   tooLarge: uploadParts(pdfOf(FILE_LIMIT + 1)),
   notPdf: uploadParts(Buffer.from('GIF89a')),
-  badPurpose: [{ name: 'purpose', value: 'assistants' }, { name: 'file', value: pdfOf(100), filename: 'a.pdf', contentType: 'application/pdf' }],
+  badPurpose: [
+    { name: 'purpose', value: 'assistants' },
+    { name: 'file', value: pdfOf(100), filename: 'a.pdf', contentType: 'application/pdf' },
+  ],
   badName: uploadParts(pdfOf(100), 'a.txt'),
   badExpiry: uploadParts(pdfOf(100), 'a.pdf', [{ name: 'expires_after[anchor]', value: 'created_at' }]),
 };
@@ -96,7 +99,13 @@ test('files: 401 before 403 before 400 before 404 on the file endpoints', async 
   const missing = 'file-000000AAAAAAAAAAAAAAAAAAAAAAAAAA';
   t.is(await send(undefined, 'DELETE', '/v1/files/not-an-id'), '401 invalid_api_key');
   for (const key of [app.keys.writeOnly, app.keys.noFiles]) {
-    for (const path of ['/v1/files?order=sideways&after=nope', '/v1/files?limit=0', '/v1/files/not-an-id', `/v1/files/${missing}`, `/v1/files/${missing}/content`]) {
+    for (const path of [
+      '/v1/files?order=sideways&after=nope',
+      '/v1/files?limit=0',
+      '/v1/files/not-an-id',
+      `/v1/files/${missing}`,
+      `/v1/files/${missing}/content`,
+    ]) {
       t.is(await send(key, 'GET', path), '403 forbidden', `GET ${path} without files:read`);
     }
   }
@@ -149,7 +158,11 @@ test('chat completions: 401, then the scope, then validation, then existence', a
   t.is(await shapeA(await chat(noChat, tooLarge)), '403 forbidden: Forbidden', 'scope before a body over the limit');
   t.is(await shapeA(await chat(noChat, chatFile('no-such-model', UNKNOWN_FILE))), '403 forbidden: Forbidden', 'scope before existence');
   t.is(await shapeA(await chat(key, tooLarge)), '413 request_too_large: Request body is too large', 'a body over the limit before an unknown model');
-  t.is(await shapeA(await chat(key, chatFile('no-such-model', 'file-nope'))), '400 invalid_file_id: Invalid file ID', 'a malformed file id before an unknown model');
+  t.is(
+    await shapeA(await chat(key, chatFile('no-such-model', 'file-nope'))),
+    '400 invalid_file_id: Invalid file ID',
+    'a malformed file id before an unknown model',
+  );
 });
 
 test('chat completions: a model outside the allowlist is 403 before the rest of the request is judged', async (t) => {
@@ -205,7 +218,11 @@ test('model calls: a body without what its format requires is 400 before existen
     responses: (request) => (sent.push('responses'), echo.responses!(request)),
   };
   // The fixed clock: the minute of the one request never rolls over between its two calls.
-  const app = await modelsApp({ catalog: [{ id: 'echo-1', provider: 'local', upstreamModel: 'echo-upstream-1', created: 1 }], providers: [provider], nowMs: () => NOON });
+  const app = await modelsApp({
+    catalog: [{ id: 'echo-1', provider: 'local', upstreamModel: 'echo-upstream-1', created: 1 }],
+    providers: [provider],
+    nowMs: () => NOON,
+  });
   t.teardown(() => app.close());
   const key = await app.keyFor(undefined, { limits: { requestsPerMinute: 1 } });
   const malformed: Array<[string, Record<string, unknown>, string]> = [
@@ -246,19 +263,32 @@ test('model calls: with the budget spent, an invalid body, an unknown model or f
   await ledger.add(['account:spender'], Number(picoOfUsd(1)));
   const key = await app.keyFor(undefined, { account: 'spender' });
   const chatCall = (body: Record<string, unknown>) => app.post('/v1/chat/completions', body, { authorization: `Bearer ${key}` });
-  const messagesCall = (body: Record<string, unknown>) => app.post('/v1/messages', { max_tokens: 5, ...body }, { 'x-api-key': key, 'anthropic-version': '2023-06-01' });
+  const messagesCall = (body: Record<string, unknown>) =>
+    app.post('/v1/messages', { max_tokens: 5, ...body }, { 'x-api-key': key, 'anthropic-version': '2023-06-01' });
   const fileBlock = { type: 'document', source: { type: 'file', file_id: UNKNOWN_FILE } };
   t.is(await shapeA(await chatCall({ model: 'echo-1', messages: [] })), "400 invalid_request: 'messages' must be a non-empty array");
   t.is(await shapeA(await chatCall({ model: 'no-such-model', messages: userText })), "404 model_not_found: The model 'no-such-model' does not exist");
-  t.is(await shapeA(await chatCall({ model: 'echo-1', messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: UNKNOWN_FILE } }] }] })), '404 file_not_found: File not found');
+  t.is(
+    await shapeA(await chatCall({ model: 'echo-1', messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: UNKNOWN_FILE } }] }] })),
+    '404 file_not_found: File not found',
+  );
   t.is(await shapeB(await messagesCall({ model: 'echo-1', messages: [] })), "400 invalid_request_error: 'messages' must be a non-empty array");
   t.is(await shapeB(await messagesCall({ model: 'no-such-model', messages: userText })), '404 not_found_error: Model not found');
   t.is(await shapeB(await messagesCall({ model: 'echo-1', messages: [{ role: 'user', content: [fileBlock] }] })), '404 not_found_error: File not found');
   // An OpenAI model has no top_k: refused before anything is sent to it (nothing listens there).
-  t.regex(await shapeB(await messagesCall({ model: 'gpt-test', messages: userText, top_k: 5 })), /^400 invalid_request_error: 'top_k' cannot be sent to this model/);
+  t.regex(
+    await shapeB(await messagesCall({ model: 'gpt-test', messages: userText, top_k: 5 })),
+    /^400 invalid_request_error: 'top_k' cannot be sent to this model/,
+  );
 
-  t.is(await shapeA(await chatCall({ model: 'echo-1', messages: userText })), "429 budget_exceeded: Budget exceeded: the account's daily budget of 1 USD is spent; it resets at 2030-01-16T00:00:00Z");
-  t.is(await shapeB(await messagesCall({ model: 'echo-1', messages: userText })), "429 rate_limit_error: Budget exceeded: the account's daily budget of 1 USD is spent; it resets at 2030-01-16T00:00:00Z");
+  t.is(
+    await shapeA(await chatCall({ model: 'echo-1', messages: userText })),
+    "429 budget_exceeded: Budget exceeded: the account's daily budget of 1 USD is spent; it resets at 2030-01-16T00:00:00Z",
+  );
+  t.is(
+    await shapeB(await messagesCall({ model: 'echo-1', messages: userText })),
+    "429 rate_limit_error: Budget exceeded: the account's daily budget of 1 USD is spent; it resets at 2030-01-16T00:00:00Z",
+  );
 });
 
 // The routes of the reference server match their paths exactly.
@@ -266,7 +296,13 @@ const unknownUrl = (method: string, path: string) => ({
   error: { message: `Unknown request URL: ${method} ${path}`, type: 'invalid_request_error', param: null, code: 'unknown_url' },
 });
 
-for (const [method, path] of [['GET', '/V1/models'], ['GET', '/V1/files'], ['POST', '/V1/chat/completions'], ['POST', '/V1/messages'], ['GET', '/HEALTHZ']] as const) {
+for (const [method, path] of [
+  ['GET', '/V1/models'],
+  ['GET', '/V1/files'],
+  ['POST', '/V1/chat/completions'],
+  ['POST', '/V1/messages'],
+  ['GET', '/HEALTHZ'],
+] as const) {
   test(`${method} ${path} is an unknown URL, never a route that skipped authentication`, async (t) => {
     const response = await fetch(`${referenceServer.url}${path}`, { method });
     t.deepEqual({ status: response.status, body: await response.json() }, { status: 404, body: unknownUrl(method, path) });
@@ -276,7 +312,10 @@ for (const [method, path] of [['GET', '/V1/models'], ['GET', '/V1/files'], ['POS
 test('under /v1 the key comes first; a path that differs by case is no route', async (t) => {
   const response = await fetch(`${referenceServer.url}/v1/Messages`, { method: 'POST', headers: { 'x-api-key': await referenceServer.keyFor() }, body: '{}' });
   t.deepEqual({ status: response.status, body: await response.json() }, { status: 404, body: unknownUrl('POST', '/v1/Messages') });
-  t.false(referenceServer.logs.some((line) => line.level >= 50), 'no error-level log line');
+  t.false(
+    referenceServer.logs.some((line) => line.level >= 50),
+    'no error-level log line',
+  );
 });
 
 test('GET /v1/messages is a 405 in Shape B with request-id: every /v1/messages response carries one', async (t) => {

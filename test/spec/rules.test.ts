@@ -51,8 +51,7 @@ async function created(key: string, expiresAfter?: number): Promise<{ id: string
 
 const json = (body: unknown) => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const chatBody = (extra: Record<string, unknown> = {}) => json({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }], ...extra });
-const messagesBody = (extra: Record<string, unknown> = {}) =>
-  json({ model: 'echo-1', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }], ...extra });
+const messagesBody = (extra: Record<string, unknown> = {}) => json({ model: 'echo-1', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }], ...extra });
 
 const shapeA = (type: string, code: string, message: string) => ({ error: { message, type, param: null, code } });
 const FORBIDDEN_A = shapeA('permission_error', 'forbidden', 'Forbidden');
@@ -95,7 +94,11 @@ test('api.md section 5: each scope allows exactly its operations, on the referen
     { scope: 'chat:completions', name: 'POST /v1/chat/completions', send: (key) => call('POST', '/v1/chat/completions', { key, ...chatBody() }) },
     { scope: 'messages:create', name: 'POST /v1/messages', send: (key) => call('POST', '/v1/messages', { key, ...messagesBody() }) },
     { scope: 'models:read', name: 'GET /v1/models', send: (key) => call('GET', '/v1/models', { key }) },
-    { scope: 'embeddings:create', name: 'POST /v1/embeddings', send: (key) => call('POST', '/v1/embeddings', { key, ...json({ model: 'echo-embed-1', input: 'hi' }) }) },
+    {
+      scope: 'embeddings:create',
+      name: 'POST /v1/embeddings',
+      send: (key) => call('POST', '/v1/embeddings', { key, ...json({ model: 'echo-embed-1', input: 'hi' }) }),
+    },
   ];
   for (const scope of SCOPES) {
     const key = await server.keyFor([scope], { account });
@@ -106,7 +109,11 @@ test('api.md section 5: each scope allows exactly its operations, on the referen
         t.is(response.status, 200, what);
         await response.arrayBuffer();
       } else if (operation.name === 'POST /v1/messages') {
-        t.deepEqual(await shapeB(response), { status: 403, body: { type: 'error', error: { type: 'permission_error', message: 'Forbidden' }, request_id: undefined } }, what);
+        t.deepEqual(
+          await shapeB(response),
+          { status: 403, body: { type: 'error', error: { type: 'permission_error', message: 'Forbidden' }, request_id: undefined } },
+          what,
+        );
       } else {
         t.is(response.status, 403, what);
         t.deepEqual(await response.json(), FORBIDDEN_A, what);
@@ -175,9 +182,13 @@ test('decisions.md Request ids: every /v1/messages response carries request-id, 
     await response.arrayBuffer();
   }
   const errorCase = (status: number, type: string, message: string) => ({ status, body: { type: 'error', error: { type, message }, request_id: undefined } });
-  const document = (fileId: string) => messagesBody({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: fileId } }] }] });
+  const document = (fileId: string) =>
+    messagesBody({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: fileId } }] }] });
   const cases: Array<[Response, ReturnType<typeof errorCase>]> = [
-    [await send({ key, headers: { 'content-type': 'application/json' }, body: '{"model":' }), errorCase(400, 'invalid_request_error', 'Request body must be valid JSON')],
+    [
+      await send({ key, headers: { 'content-type': 'application/json' }, body: '{"model":' }),
+      errorCase(400, 'invalid_request_error', 'Request body must be valid JSON'),
+    ],
     [await send({ key, ...document('file-nope') }), errorCase(400, 'invalid_request_error', 'Invalid file ID')],
     [await send({ ...messagesBody() }), errorCase(401, 'authentication_error', 'Invalid API key')],
     [await send({ key: noMessages, ...messagesBody() }), errorCase(403, 'permission_error', 'Forbidden')],
@@ -277,7 +288,11 @@ test('decisions.md Errors: without an accepted key every /v1 route, known or not
       t.deepEqual(await response.json(), INVALID_KEY_A);
     }
     const messages = await call('POST', '/v1/messages', { headers: { ...headers, ...broken.headers }, body: broken.body });
-    t.deepEqual(await shapeB(messages), { status: 401, body: { type: 'error', error: { type: 'authentication_error', message: 'Invalid API key' }, request_id: undefined } }, what);
+    t.deepEqual(
+      await shapeB(messages),
+      { status: 401, body: { type: 'error', error: { type: 'authentication_error', message: 'Invalid API key' }, request_id: undefined } },
+      what,
+    );
   }
 });
 
@@ -314,7 +329,12 @@ async function files(t: ExecutionContext, options: FilesAppOptions = {}): Promis
   return app;
 }
 
-async function uploadTo(app: FilesApp, key: string, pdf: Buffer, extra: Part[] = []): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
+async function uploadTo(
+  app: FilesApp,
+  key: string,
+  pdf: Buffer,
+  extra: Part[] = [],
+): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
   const { body, contentType } = multipart(uploadParts(pdf, 'report.pdf', extra));
   const res = await fetch(`${app.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': contentType }, body });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
@@ -378,7 +398,13 @@ test('api.md section 4: without a limit a page holds 10,000 files, and has_more 
   t.is(desc.body.first_id, ids.at(-1));
   t.is(desc.body.last_id, ids[1]);
   const rest = await get(app, app.keys.a, `/v1/files?after=${ids[1]}`);
-  t.deepEqual(rest.body, { object: 'list', data: [{ id: ids[0], object: 'file', bytes: 1, created_at: seeded[0]?.createdAt, filename: 'old.pdf', purpose: 'user_data', status: 'processed' }], first_id: ids[0], last_id: ids[0], has_more: false });
+  t.deepEqual(rest.body, {
+    object: 'list',
+    data: [{ id: ids[0], object: 'file', bytes: 1, created_at: seeded[0]?.createdAt, filename: 'old.pdf', purpose: 'user_data', status: 'processed' }],
+    first_id: ids[0],
+    last_id: ids[0],
+    has_more: false,
+  });
 });
 
 test('api.md section 3: a file uploaded without an expiry stays until it is deleted, and counts all along', async (t) => {
@@ -387,7 +413,7 @@ test('api.md section 3: a file uploaded without an expiry stays until it is dele
   t.false('expires_at' in file);
   app.clock.seconds += 10 * 365 * 86_400;
   t.deepEqual((await get(app, app.keys.a, `/v1/files/${file.id}`)).body, file, 'ten years on');
-  t.deepEqual(((await get(app, app.keys.a, '/v1/files')).body.data as unknown[]), [file]);
+  t.deepEqual((await get(app, app.keys.a, '/v1/files')).body.data as unknown[], [file]);
   t.deepEqual(await app.files.usage('acct-a', app.clock.seconds), { files: 1, bytes: 500 });
   t.is((await fetch(`${app.url}/v1/files/${file.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${app.keys.a}` } })).status, 200);
   t.is((await get(app, app.keys.a, `/v1/files/${file.id}`)).status, 404);
@@ -415,7 +441,10 @@ test('decisions.md Files: after keeps working when that file has expired, and a 
   // The other account's file sits between first and last: as a position it says nothing more.
   const foreignPage = await get(app, app.keys.a, `/v1/files?order=asc&after=${foreign}`);
   t.is(foreignPage.status, 200);
-  t.deepEqual((foreignPage.body.data as Array<{ id: string }>).map((file) => file.id), [last]);
+  t.deepEqual(
+    (foreignPage.body.data as Array<{ id: string }>).map((file) => file.id),
+    [last],
+  );
   t.deepEqual(await page(`order=desc&after=${foreign}`), [first]);
 });
 
@@ -425,7 +454,7 @@ test("decisions.md Keys: files and quotas belong to the account: every key of it
   const app = await files(t, { creationLimiter: limiter, limits: { maxFiles: 1 } });
   const { body: file } = await uploadTo(app, app.keys.a, pdfOf(100));
   t.deepEqual((await uploadTo(app, app.keys.a2, pdfOf(100))).body, STORAGE_QUOTA, "the stock is the account's");
-  t.deepEqual(((await get(app, app.keys.a2, '/v1/files')).body.data as unknown[]), [file]);
+  t.deepEqual((await get(app, app.keys.a2, '/v1/files')).body.data as unknown[], [file]);
   t.is((await fetch(`${app.url}/v1/files/${file.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${app.keys.a2}` } })).status, 200);
   t.is((await uploadTo(app, app.keys.a2, pdfOf(100))).status, 200, 'the second creation of the minute');
   t.like((await uploadTo(app, app.keys.a, pdfOf(100))).body, { error: { code: 'rate_limit_exceeded' } }, "the rate is the account's");
@@ -464,7 +493,13 @@ test('decisions.md Files: files uploaded one after another within one second are
     uploaded.push(body.id);
   }
   const asc = await get(app, app.keys.a, '/v1/files?order=asc');
-  t.deepEqual((asc.body.data as Array<{ id: string }>).map((file) => file.id), uploaded);
+  t.deepEqual(
+    (asc.body.data as Array<{ id: string }>).map((file) => file.id),
+    uploaded,
+  );
   const desc = await get(app, app.keys.a, '/v1/files');
-  t.deepEqual((desc.body.data as Array<{ id: string }>).map((file) => file.id), uploaded.toReversed());
+  t.deepEqual(
+    (desc.body.data as Array<{ id: string }>).map((file) => file.id),
+    uploaded.toReversed(),
+  );
 });

@@ -202,10 +202,13 @@ s3Test('s3: a blob larger than a part goes up in parts and reads back whole', as
 s3Test('s3: a multipart upload whose stream fails is aborted, never completed', async (t) => {
   const client = s3.client();
   const sent: string[] = [];
-  client.middlewareStack.add((next, context) => (args) => {
-    sent.push(context.commandName ?? '');
-    return next(args);
-  }, { step: 'initialize' });
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      sent.push(context.commandName ?? '');
+      return next(args);
+    },
+    { step: 'initialize' },
+  );
   const store = new S3BlobStore({ client, bucket: s3.bucket, prefix: s3.freshPrefix() });
   const id = newFileId(Date.now() / 1000);
   const body = Readable.from(
@@ -263,7 +266,10 @@ s3Test('s3: list walks every page of a long listing, each page from where the la
   const listed = [];
   for await (const blob of store.list()) listed.push(blob);
   t.deepEqual(tokens, [undefined, '1000', '2000']);
-  t.deepEqual(listed.map((blob) => blob.id), ids);
+  t.deepEqual(
+    listed.map((blob) => blob.id),
+    ids,
+  );
   t.true(listed.every((blob) => blob.createdAt === 1_800_000_000));
 });
 
@@ -285,9 +291,12 @@ s3Test('s3: a store that does not answer is StoreUnavailableError (a 503), and a
   for (const call of [() => store.get(id), () => store.has(id), () => store.delete(id), () => store.ping(), () => store.put(id, streamOf(randomBytes(10)))]) {
     await t.throwsAsync(call(), { instanceOf: StoreUnavailableError });
   }
-  await t.throwsAsync(async () => {
-    for await (const blob of store.list()) t.fail(blob.id);
-  }, { instanceOf: StoreUnavailableError });
+  await t.throwsAsync(
+    async () => {
+      for await (const blob of store.list()) t.fail(blob.id);
+    },
+    { instanceOf: StoreUnavailableError },
+  );
   // The body's own failure wins over the store's: the client went away first.
   await t.throwsAsync(store.put(id, failingStream()), { message: 'client went away' });
 });
@@ -374,7 +383,7 @@ test.serial('S3BlobStore on a stopped bucket: an upload, a download and every ot
   t.is(await blobs.put(other, Readable.from([bytes])), bytes.length);
 });
 
-test.serial('a download whose bucket stops mid-body ends with an error after the client\'s socketTimeout of silence, not never', async (t) => {
+test.serial("a download whose bucket stops mid-body ends with an error after the client's socketTimeout of silence, not never", async (t) => {
   t.timeout(20 * BOUND_MS, 'a download body held while the bucket is stopped');
   const SILENCE_MS = 1000;
   // As README recommends: the silence of a body is the client's to bound.

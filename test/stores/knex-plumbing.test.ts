@@ -36,7 +36,25 @@ async function openDatabase(kind: 'sqlite' | 'postgres'): Promise<TestDatabase> 
 
 async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
   t.deepEqual(await db.knex('kmg_migrations_lock').select('index', 'is_locked'), [{ index: 1, is_locked: 0 }]);
-  t.deepEqual(await db.knex('kmg_migrations').orderBy('id').pluck('name'), ['001_api_keys', '002_files', '003_key_limits', '004_usage', '005_admin_tokens_and_sessions', '006_key_version', '20261125_rotation_replaced_by', 'cost_and_budgets', '20261125_keys_name_hint_links_last_used', '20261125_audit_log', '20261125_routing_attempts', '20261206_keys_original_id', '20261206_admin_users', '20261206_mcp', '20261206_response_cache', '20261207_usage_rollups', '20261207_usage_trace_id']);
+  t.deepEqual(await db.knex('kmg_migrations').orderBy('id').pluck('name'), [
+    '001_api_keys',
+    '002_files',
+    '003_key_limits',
+    '004_usage',
+    '005_admin_tokens_and_sessions',
+    '006_key_version',
+    '20261125_rotation_replaced_by',
+    'cost_and_budgets',
+    '20261125_keys_name_hint_links_last_used',
+    '20261125_audit_log',
+    '20261125_routing_attempts',
+    '20261206_keys_original_id',
+    '20261206_admin_users',
+    '20261206_mcp',
+    '20261206_response_cache',
+    '20261207_usage_rollups',
+    '20261207_usage_trace_id',
+  ]);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
 
@@ -46,7 +64,10 @@ for (const [kind, gate] of [
 ] as const) {
   gate(`${kind}: four processes migrating a fresh database at the same moment all succeed, and migrate it once`, async (t) => {
     const db = await openDatabase(kind);
-    await runTogether(MIGRATE_WORKER, Array.from({ length: 4 }, () => [JSON.stringify(db.config)]));
+    await runTogether(
+      MIGRATE_WORKER,
+      Array.from({ length: 4 }, () => [JSON.stringify(db.config)]),
+    );
     await migratedOnce(t, db);
   });
 
@@ -56,7 +77,18 @@ for (const [kind, gate] of [
     for (const statement of legacy[kind]) await db.knex.raw(statement);
     // A key as that schema stored it, before the later migrations added columns.
     const hash = 'a'.repeat(64);
-    await db.knex('kmg_api_keys').insert({ id: 'key_before', account: 'acme', hash, scopes: '["files:read"]', models: null, created_at: 1_700_000_000, expires_at: null, revoked_at: null });
+    await db
+      .knex('kmg_api_keys')
+      .insert({
+        id: 'key_before',
+        account: 'acme',
+        hash,
+        scopes: '["files:read"]',
+        models: null,
+        created_at: 1_700_000_000,
+        expires_at: null,
+        revoked_at: null,
+      });
     await migrate(db.knex);
     await migratedOnce(t, db);
     t.deepEqual(await new KnexKeyStore(db.knex).findByHash(hash), {
@@ -78,7 +110,19 @@ for (const [kind, gate] of [
     await db.knex.raw(kind === 'postgres' ? 'drop function kmg_usage_roll_up() cascade' : 'drop trigger kmg_usage_roll_up');
     await db.knex.schema.dropTable('kmg_usage_hourly').dropTable('kmg_usage_daily');
     await db.knex('kmg_migrations').where('name', '20261207_usage_rollups').delete();
-    const call = { day: '2023-11-14', request_id: 'req_before', key_id: 'key_a', account: 'acme', endpoint: '/v1/chat/completions', provider: 'local', stream: false, attachments: 0, latency_ms: 1, cache: null, cost_saved_picousd: 0 };
+    const call = {
+      day: '2023-11-14',
+      request_id: 'req_before',
+      key_id: 'key_a',
+      account: 'acme',
+      endpoint: '/v1/chat/completions',
+      provider: 'local',
+      stream: false,
+      attachments: 0,
+      latency_ms: 1,
+      cache: null,
+      cost_saved_picousd: 0,
+    };
     await db.knex('kmg_usage').insert([
       { ...call, time: 1_700_000_000_000, model: 'echo-1', status: 200, input_tokens: 10, output_tokens: 5 },
       { ...call, time: 1_700_000_000_001, model: null, status: 429, input_tokens: 0, output_tokens: 0 },
@@ -130,7 +174,7 @@ function withIdleTimeout(db: TestDatabase, idleMs: number): Knex {
   return knex;
 }
 
-withPostgres(test)('postgres: a migration on a busy host is not ended by the pool\'s idle-in-transaction timeout', async (t) => {
+withPostgres(test)("postgres: a migration on a busy host is not ended by the pool's idle-in-transaction timeout", async (t) => {
   const knex = withIdleTimeout(await openDatabase('postgres'), 50);
   // The event loop stopped for 200 ms before each of the first statements: the transaction idles that long.
   const stopped = new Int32Array(new SharedArrayBuffer(4));
@@ -139,7 +183,7 @@ withPostgres(test)('postgres: a migration on a busy host is not ended by the poo
   await t.notThrowsAsync(migrate(knex));
 });
 
-withPostgres(test)('postgres: a migration whose connection the server ends fails with the server\'s reason', async (t) => {
+withPostgres(test)("postgres: a migration whose connection the server ends fails with the server's reason", async (t) => {
   const db = await openDatabase('postgres');
   const blocker = await db.knex.transaction();
   await blocker.raw('select pg_advisory_xact_lock(?, hashtext(current_schema()))', [0x6b6d6731]);
@@ -149,7 +193,8 @@ withPostgres(test)('postgres: a migration whose connection the server ends fails
   );
   try {
     // Outside the blocker's transaction, which would see one snapshot of the activity.
-    const lockWait = () => db.knex.raw<{ rows: Array<{ pid: number }> }>("select pid from pg_stat_activity where wait_event = 'advisory' and datname = current_database()");
+    const lockWait = () =>
+      db.knex.raw<{ rows: Array<{ pid: number }> }>("select pid from pg_stat_activity where wait_event = 'advisory' and datname = current_database()");
     const { rows } = await until(lockWait, (found) => found.rows.length === 1);
     await db.knex.raw('select pg_terminate_backend(?)', [rows[0]?.pid ?? 0]);
     // 57P01, admin_shutdown: the reason the server sent, not the rollback's "Connection terminated".
@@ -183,8 +228,7 @@ async function things(open: () => Promise<TestDatabase>): Promise<{ knex: Knex; 
   return { knex: db.knex, reads: reader.reads };
 }
 
-const byId = (knex: Knex, reads: PreparedReads) =>
-  firstRowReader<[string], Row>(reads, (id: string) => knex<Row>('things').where({ id }).select('id', 'name'));
+const byId = (knex: Knex, reads: PreparedReads) => firstRowReader<[string], Row>(reads, (id: string) => knex<Row>('things').where({ id }).select('id', 'name'));
 
 for (const [name, open, gate] of [
   ['sqlite', sqliteDatabase, test],

@@ -23,9 +23,21 @@ import { fewAtOnce, postgresDatabase, withPostgres } from '../helpers/services.j
 const postgres = fewAtOnce(withPostgres(test), 5);
 const stores = contractStores(test);
 
-adminTokenStoreContract(postgres, 'postgres KnexAdminTokenStore', async () => new KnexAdminTokenStore(await stores.migrated(postgresDatabase), CONTRACT_STORE_OPTIONS));
-adminSessionStoreContract(postgres, 'postgres KnexAdminSessionStore', async () => new KnexAdminSessionStore(await stores.migrated(postgresDatabase), CONTRACT_STORE_OPTIONS));
-adminUserStoreContract(postgres, 'postgres KnexAdminUserStore', async () => new KnexAdminUserStore(await stores.migrated(postgresDatabase), CONTRACT_STORE_OPTIONS));
+adminTokenStoreContract(
+  postgres,
+  'postgres KnexAdminTokenStore',
+  async () => new KnexAdminTokenStore(await stores.migrated(postgresDatabase), CONTRACT_STORE_OPTIONS),
+);
+adminSessionStoreContract(
+  postgres,
+  'postgres KnexAdminSessionStore',
+  async () => new KnexAdminSessionStore(await stores.migrated(postgresDatabase), CONTRACT_STORE_OPTIONS),
+);
+adminUserStoreContract(
+  postgres,
+  'postgres KnexAdminUserStore',
+  async () => new KnexAdminUserStore(await stores.migrated(postgresDatabase), CONTRACT_STORE_OPTIONS),
+);
 auditStoreContract(postgres, 'postgres KnexAuditStore', async () => new KnexAuditStore(await stores.migrated(postgresDatabase), CONTRACT_STORE_OPTIONS));
 
 keyStoreContract(postgres, 'postgres KnexKeyStore', () => stores.keyStore(postgresDatabase));

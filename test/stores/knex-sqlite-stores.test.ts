@@ -43,7 +43,11 @@ const stores = contractStores(test, {
 
 adminTokenStoreContract(test, 'sqlite KnexAdminTokenStore', async () => new KnexAdminTokenStore(await stores.migrated(sqliteDatabase), CONTRACT_STORE_OPTIONS));
 
-adminSessionStoreContract(test, 'sqlite KnexAdminSessionStore', async () => new KnexAdminSessionStore(await stores.migrated(sqliteDatabase), CONTRACT_STORE_OPTIONS));
+adminSessionStoreContract(
+  test,
+  'sqlite KnexAdminSessionStore',
+  async () => new KnexAdminSessionStore(await stores.migrated(sqliteDatabase), CONTRACT_STORE_OPTIONS),
+);
 adminUserStoreContract(test, 'sqlite KnexAdminUserStore', async () => new KnexAdminUserStore(await stores.migrated(sqliteDatabase), CONTRACT_STORE_OPTIONS));
 
 auditStoreContract(test, 'sqlite KnexAuditStore', async () => new KnexAuditStore(await stores.migrated(sqliteDatabase), CONTRACT_STORE_OPTIONS));
@@ -101,7 +105,7 @@ async function sqliteWriterStore(): Promise<KnexUsageStore> {
 usageStoreContract(test, 'sqlite KnexUsageStore', () => stores.usageStore(sqliteDatabase));
 usageStoreContract(test, 'sqlite KnexUsageStore with writer and reader threads', sqliteWriterStore);
 
-test('sqlite with a reader thread: a summary makes no query on Knex\'s connection, which the requests use; once the reader is gone, it does', async (t) => {
+test("sqlite with a reader thread: a summary makes no query on Knex's connection, which the requests use; once the reader is gone, it does", async (t) => {
   const { db, filename } = await migratedSqlite();
   const reader = readerOn(filename);
   const store = new KnexUsageStore(db.knex, { ...CONTRACT_STORE_OPTIONS, reportReads: reader });
@@ -157,7 +161,10 @@ const WORKER = fileURLToPath(new URL('../helpers/file-store-worker.js', import.m
 
 /** Runs `create` for each batch in a process of its own, all released at the same moment. */
 async function createInProcesses(config: Knex.Config, batches: FileRecord[][], limits: StockLimits, now: number) {
-  const outputs = await runTogether(WORKER, batches.map((files) => [JSON.stringify({ config, files, limits, now })]));
+  const outputs = await runTogether(
+    WORKER,
+    batches.map((files) => [JSON.stringify({ config, files, limits, now })]),
+  );
   return outputs.flatMap((output) => JSON.parse(output) as (boolean | string)[]);
 }
 
@@ -175,7 +182,10 @@ test('sqlite: four processes creating at once create exactly maxFiles, without a
   const db = await stores.migratedDatabase(sqliteDatabase);
   const batches = Array.from({ length: 4 }, () => Array.from({ length: 25 }, () => file('acme', 10)));
   const results = await createInProcesses(db.config, batches, { maxFiles: 30, maxBytes: 1_000_000 }, NOW);
-  t.deepEqual(results.filter((result) => typeof result === 'string'), []);
+  t.deepEqual(
+    results.filter((result) => typeof result === 'string'),
+    [],
+  );
   t.is(results.filter((result) => result === true).length, 30);
   t.deepEqual(await new KnexFileStore(db.knex).usage('acme', NOW), { files: 30, bytes: 300 });
 });
@@ -183,9 +193,12 @@ test('sqlite: four processes creating at once create exactly maxFiles, without a
 test('sqlite: four processes creating at once never push an account over maxBytes', async (t) => {
   const db = await stores.migratedDatabase(sqliteDatabase);
   const limits = { maxFiles: 1000, maxBytes: 5000 };
-  const batches = Array.from({ length: 4 }, (_, b) => Array.from({ length: 25 }, (_, i) => file('acme', 1 + ((b * 25 + i) * 37) % 200)));
+  const batches = Array.from({ length: 4 }, (_, b) => Array.from({ length: 25 }, (_, i) => file('acme', 1 + (((b * 25 + i) * 37) % 200))));
   const results = await createInProcesses(db.config, batches, limits, NOW);
-  t.deepEqual(results.filter((result) => typeof result === 'string'), []);
+  t.deepEqual(
+    results.filter((result) => typeof result === 'string'),
+    [],
+  );
   const sizes = batches.flat().map((created) => created.bytes);
   const createdBytes = sizes.filter((_, i) => results[i] === true).reduce((sum, bytes) => sum + bytes, 0);
   const usage = await new KnexFileStore(db.knex).usage('acme', NOW);

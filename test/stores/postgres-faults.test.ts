@@ -90,14 +90,20 @@ async function faultyApp(boundMs = BOUND_MS): Promise<Faulty> {
   cleanups.push(throwaway.drop);
   const proxy = await startProxy();
   cleanups.push(proxy.close);
-  const database = await openMigratedDatabase({ client: 'pg', connectionString: through(throwaway.url, proxy), display: 'test' }, { timeoutMs: boundMs, poolMax: 4 });
+  const database = await openMigratedDatabase(
+    { client: 'pg', connectionString: through(throwaway.url, proxy), display: 'test' },
+    { timeoutMs: boundMs, poolMax: 4 },
+  );
   // Closed in reverse: the proxy first, so that no connection stalls the pool's end.
   cleanups.push(database.close, proxy.close);
   const app = await filesApp({ files: new KnexFileStore(database.knex, database.storeOptions) });
   cleanups.push(app.close);
   const direct = knexFactory({ client: 'pg', connection: throwaway.url, pool: { min: 0, max: 2 } });
   const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
-  cleanups.push(() => direct.destroy(), () => admin.destroy());
+  cleanups.push(
+    () => direct.destroy(),
+    () => admin.destroy(),
+  );
   const send = requests(app);
   if ((await send.upload()).status !== 200) throw new Error('the upload before the fault failed');
   const [id] = await send.ids();
@@ -194,7 +200,13 @@ const transactionFault = test.macro(async (t, fault: 'stall' | 'drop') => {
     t.true(answer.ms < BOUND_MS + SLACK_MS, `answered after ${Math.round(answer.ms)} ms`);
   }
   // Given up, the transactions let go of their sessions: no lock held by an abandoned connection.
-  t.deepEqual(await until(() => idleInTransaction(f), (rows) => rows.length === 0), []);
+  t.deepEqual(
+    await until(
+      () => idleInTransaction(f),
+      (rows) => rows.length === 0,
+    ),
+    [],
+  );
 
   f.proxy.resume();
   t.deepEqual(await send.ids(), [id], 'the creation answered 503 was not made');
@@ -203,47 +215,54 @@ const transactionFault = test.macro(async (t, fault: 'stall' | 'drop') => {
   t.deepEqual(await idleInTransaction(f), []);
 });
 
-gate('PostgreSQL stalled under an upload\'s transaction: 503 within the bound, its session ended, all recovers', transactionFault, 'stall');
-gate('PostgreSQL connection dropping bytes under an upload\'s transaction: 503 within the bound, its session ended, all recovers', transactionFault, 'drop');
+gate("PostgreSQL stalled under an upload's transaction: 503 within the bound, its session ended, all recovers", transactionFault, 'stall');
+gate("PostgreSQL connection dropping bytes under an upload's transaction: 503 within the bound, its session ended, all recovers", transactionFault, 'drop');
 
-gate('KnexFileStore on Knex\'s own pool, no server-side timeout: a connection dropping bytes under a creation is destroyed at the bound, its session ends', async (t) => {
-  t.timeout(2 * (BOUND_MS + SLACK_MS), 'a creation held while the connection loses bytes');
-  const throwaway = await throwawayPostgres();
-  cleanups.push(throwaway.drop);
-  const proxy = await startProxy();
-  const direct = knexFactory({ client: 'pg', connection: throwaway.url, pool: { min: 0, max: 1 } });
-  // Knex warns of the destroyed connection when its pool drops it.
-  const proxied = knexFactory({ client: 'pg', connection: through(throwaway.url, proxy), pool: { min: 0, max: 2 }, log: { warn: () => undefined } });
-  cleanups.push(() => direct.destroy(), proxy.close, () => proxied.destroy());
-  await migrate(direct);
-  const files = new KnexFileStore(proxied, { timeoutMs: BOUND_MS });
-  const record = (id: string) => ({ id, account: 'a', filename: 'a.pdf', bytes: 10, createdAt: 1, expiresAt: null });
-  const limits = { maxFiles: 10, maxBytes: 1000 };
-  t.true(await files.create(record('file-1'), limits, 1));
-  let armed = true;
-  proxied.on('query', (query: { sql: string }) => {
-    if (armed && query.sql.includes('count(*)')) {
-      armed = false;
-      proxy.drop();
-    }
-  });
+gate(
+  "KnexFileStore on Knex's own pool, no server-side timeout: a connection dropping bytes under a creation is destroyed at the bound, its session ends",
+  async (t) => {
+    t.timeout(2 * (BOUND_MS + SLACK_MS), 'a creation held while the connection loses bytes');
+    const throwaway = await throwawayPostgres();
+    cleanups.push(throwaway.drop);
+    const proxy = await startProxy();
+    const direct = knexFactory({ client: 'pg', connection: throwaway.url, pool: { min: 0, max: 1 } });
+    // Knex warns of the destroyed connection when its pool drops it.
+    const proxied = knexFactory({ client: 'pg', connection: through(throwaway.url, proxy), pool: { min: 0, max: 2 }, log: { warn: () => undefined } });
+    cleanups.push(
+      () => direct.destroy(),
+      proxy.close,
+      () => proxied.destroy(),
+    );
+    await migrate(direct);
+    const files = new KnexFileStore(proxied, { timeoutMs: BOUND_MS });
+    const record = (id: string) => ({ id, account: 'a', filename: 'a.pdf', bytes: 10, createdAt: 1, expiresAt: null });
+    const limits = { maxFiles: 10, maxBytes: 1000 };
+    t.true(await files.create(record('file-1'), limits, 1));
+    let armed = true;
+    proxied.on('query', (query: { sql: string }) => {
+      if (armed && query.sql.includes('count(*)')) {
+        armed = false;
+        proxy.drop();
+      }
+    });
 
-  const started = performance.now();
-  const lost = await files.create(record('file-2'), limits, 1).catch((err: unknown) => err);
-  t.is(toGatewayError(lost, 'POST', '/v1/files').status, 503);
-  t.true(performance.now() - started < BOUND_MS + SLACK_MS);
-  const sessions = () =>
-    direct.raw<{ rows: Array<{ state: string }> }>('select state from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
-  const left = await until(sessions, ({ rows }) => rows.every((row) => row.state !== 'idle in transaction'));
-  t.deepEqual(
-    left.rows.filter((row) => row.state === 'idle in transaction'),
-    [],
-  );
+    const started = performance.now();
+    const lost = await files.create(record('file-2'), limits, 1).catch((err: unknown) => err);
+    t.is(toGatewayError(lost, 'POST', '/v1/files').status, 503);
+    t.true(performance.now() - started < BOUND_MS + SLACK_MS);
+    const sessions = () =>
+      direct.raw<{ rows: Array<{ state: string }> }>('select state from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+    const left = await until(sessions, ({ rows }) => rows.every((row) => row.state !== 'idle in transaction'));
+    t.deepEqual(
+      left.rows.filter((row) => row.state === 'idle in transaction'),
+      [],
+    );
 
-  proxy.resume();
-  t.true(await files.create(record('file-3'), limits, 1));
-  t.deepEqual([...(await files.existing(['file-1', 'file-2', 'file-3']))].sort(), ['file-1', 'file-3']);
-});
+    proxy.resume();
+    t.true(await files.create(record('file-3'), limits, 1));
+    t.deepEqual([...(await files.existing(['file-1', 'file-2', 'file-3']))].sort(), ['file-1', 'file-3']);
+  },
+);
 
 gate('PostgreSQL refusing connections: requests answer 503 at once, and all recovers when it listens again', async (t) => {
   const f = await faultyApp(LONG_BOUND_MS);
@@ -290,7 +309,10 @@ gate('PostgreSQL terminating backends: the request in flight answers 503, idle c
   // Every connection of the app's pool, idle now, terminated.
   const dead = await terminate((sql) => f.direct.raw(sql), 'datname = current_database() and pid <> pg_backend_pid()');
   const statuses = await servedAgain(f, dead);
-  t.true(statuses.every((status) => status === 200 || status === 503), `statuses ${statuses.join(', ')}`);
+  t.true(
+    statuses.every((status) => status === 200 || status === 503),
+    `statuses ${statuses.join(', ')}`,
+  );
   t.is(statuses.at(-1), 200);
 
   // One terminated between two statements of a transaction, while Knex holds it: that transaction
@@ -355,7 +377,10 @@ gate('pg failures that carry only a message are 503: a connection timeout, no po
 
   const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
   const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
-  cleanups.push(() => knex.destroy(), () => admin.destroy());
+  cleanups.push(
+    () => knex.destroy(),
+    () => admin.destroy(),
+  );
   const { rows } = await knex.raw<{ rows: Array<{ pid: number }> }>('select pg_backend_pid() as pid');
   const pid = rows[0]?.pid;
   cleanups.push(() => admin.raw('select pg_terminate_backend(?)', [pid as number]));

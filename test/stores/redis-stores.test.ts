@@ -31,9 +31,21 @@ test.after.always(async () => {
 // bound itself is tested in test/quota/limiters.test.ts.
 const COUNTING_TIMEOUT_MS = 5000;
 
-creationLimiterContract(redisTest, 'RedisCreationLimiter', async (options) => new RedisCreationLimiter({ client: await client(), keyPrefix: keyPrefix(), timeoutMs: COUNTING_TIMEOUT_MS, ...options }));
-modelLimiterContract(redisTest, 'RedisModelLimiter', async (clock) => new RedisModelLimiter({ client: await client(), keyPrefix: keyPrefix(), nowMs: clock, timeoutMs: COUNTING_TIMEOUT_MS }));
-spendLedgerContract(redisTest, 'RedisSpendLedger', async (nowMs, spentBefore) => new RedisSpendLedger({ client: await client(), keyPrefix: keyPrefix(), nowMs, spentBefore }));
+creationLimiterContract(
+  redisTest,
+  'RedisCreationLimiter',
+  async (options) => new RedisCreationLimiter({ client: await client(), keyPrefix: keyPrefix(), timeoutMs: COUNTING_TIMEOUT_MS, ...options }),
+);
+modelLimiterContract(
+  redisTest,
+  'RedisModelLimiter',
+  async (clock) => new RedisModelLimiter({ client: await client(), keyPrefix: keyPrefix(), nowMs: clock, timeoutMs: COUNTING_TIMEOUT_MS }),
+);
+spendLedgerContract(
+  redisTest,
+  'RedisSpendLedger',
+  async (nowMs, spentBefore) => new RedisSpendLedger({ client: await client(), keyPrefix: keyPrefix(), nowMs, spentBefore }),
+);
 cooldownStoreContract(redisTest, 'RedisCooldownStore', async () => new RedisCooldownStore({ client: await client(), keyPrefix: keyPrefix() }));
 alertClaimsContract(redisTest, 'RedisAlertClaims', async () => new RedisAlertClaims({ client: await client(), keyPrefix: keyPrefix() }));
 
@@ -42,7 +54,10 @@ alertClaimsContract(redisTest, 'RedisAlertClaims', async () => new RedisAlertCla
 async function redisChanges(channel: string, connectionName?: string) {
   const changesClient = await createRedisClient(REDIS_URL, connectionName === undefined ? {} : { connectionName });
   const changes = new RedisKeyChanges({ client: changesClient, channel });
-  cleanups.push(() => changesClient.quit(), () => changes.close());
+  cleanups.push(
+    () => changesClient.quit(),
+    () => changes.close(),
+  );
   return { client: changesClient, changes };
 }
 

@@ -9,7 +9,8 @@ import { providerContract } from '../../lib/testing/index.js';
 const event = (data: unknown, name?: string) => `${name === undefined ? '' : `event: ${name}\n`}data: ${JSON.stringify(data)}\n\n`;
 
 const completion = { id: 'chatcmpl-1', created: 1, model: 'gpt-upstream' };
-const chunk = (delta: unknown, finish: string | null) => event({ ...completion, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
+const chunk = (delta: unknown, finish: string | null) =>
+  event({ ...completion, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
 const response = (status: string, usage: unknown) => ({ id: 'resp_1', object: 'response', created_at: 1, status, model: 'gpt-upstream', output: [], usage });
 const message = { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-upstream', stop_sequence: null };
 
@@ -38,8 +39,14 @@ providerContract(test, {
       answer: response('completed', { input_tokens: 5, output_tokens: 2, total_tokens: 7 }),
       events: [
         event({ type: 'response.created', sequence_number: 0, response: response('in_progress', null) }, 'response.created'),
-        event({ type: 'response.output_text.delta', sequence_number: 1, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hi' }, 'response.output_text.delta'),
-        event({ type: 'response.completed', sequence_number: 2, response: response('completed', { input_tokens: 5, output_tokens: 2, total_tokens: 7 }) }, 'response.completed'),
+        event(
+          { type: 'response.output_text.delta', sequence_number: 1, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hi' },
+          'response.output_text.delta',
+        ),
+        event(
+          { type: 'response.completed', sequence_number: 2, response: response('completed', { input_tokens: 5, output_tokens: 2, total_tokens: 7 }) },
+          'response.completed',
+        ),
       ],
       usage: { inputTokens: 5, outputTokens: 2 },
     },
@@ -54,7 +61,10 @@ providerContract(test, {
       path: '/v1/messages',
       answer: { ...message, content: [{ type: 'text', text: 'Hi' }], stop_reason: 'end_turn', usage: { input_tokens: 8, output_tokens: 2 } },
       events: [
-        event({ type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 8, output_tokens: 1 } } }, 'message_start'),
+        event(
+          { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 8, output_tokens: 1 } } },
+          'message_start',
+        ),
         event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
         event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } }, 'content_block_delta'),
         event({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),

@@ -27,13 +27,20 @@ test('without an SDK the middleware passes every call through, sends no trace co
   app.use(requestLog(pino({ base: null }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) })));
   app.use(gatewayErrors());
   app.use(underPath('/v1', apiKey({ store: keys })));
-  const router = modelsRouter({ catalog: CATALOG, providers: catalogProviders(upstream.url), modelLimiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter') });
+  const router = modelsRouter({
+    catalog: CATALOG,
+    providers: catalogProviders(upstream.url),
+    modelLimiter: tracedStore(new MemoryModelLimiter(), 'ModelLimiter'),
+  });
   app.use(router.routes());
   const server = await listen(app);
   t.teardown(() => Promise.all([server.close(), upstream.close()]));
   const { key } = await createApiKey(keys, { prefix: 'kmg', account: 'acme', scopes: [...SCOPES], models: null });
 
-  upstream.answer('/v1/chat/completions', reply(200, { id: 'chatcmpl-1', object: 'chat.completion', model: 'gpt', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1 } }));
+  upstream.answer(
+    '/v1/chat/completions',
+    reply(200, { id: 'chatcmpl-1', object: 'chat.completion', model: 'gpt', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1 } }),
+  );
   const response = await fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },

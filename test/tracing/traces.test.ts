@@ -62,7 +62,16 @@ async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttem
   app.use(underPath('/v1', apiKey({ store: keys })));
   const routers = [
     filesRouter({ files, blobs, creationLimiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
-    modelsRouter({ catalog: [...CATALOG, EMBEDDINGS_MODEL], providers: catalogProviders(upstream.url), files, blobs, timeoutMs, routing: { maxAttempts, sleep: async () => undefined }, modelLimiter: tracedStore(new MemoryModelLimiter({ nowMs: STILL_CLOCK }), 'ModelLimiter'), cache: { store: new MemoryResponseCache() } }),
+    modelsRouter({
+      catalog: [...CATALOG, EMBEDDINGS_MODEL],
+      providers: catalogProviders(upstream.url),
+      files,
+      blobs,
+      timeoutMs,
+      routing: { maxAttempts, sleep: async () => undefined },
+      modelLimiter: tracedStore(new MemoryModelLimiter({ nowMs: STILL_CLOCK }), 'ModelLimiter'),
+      cache: { store: new MemoryResponseCache() },
+    }),
   ];
   for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
   const server = await listen(app);
@@ -182,7 +191,12 @@ test.serial('the server span says how a model call met the response cache: a mis
   const key = await gateway.keyFor();
   const ask = async () => {
     exporter.reset();
-    const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'Cache this' }] }, { authorization: `Bearer ${key}`, 'cache-control': 'max-age=60' });
+    const response = await post(
+      gateway.url,
+      '/v1/chat/completions',
+      { model: 'gpt-test', messages: [{ role: 'user', content: 'Cache this' }] },
+      { authorization: `Bearer ${key}`, 'cache-control': 'max-age=60' },
+    );
     await response.json();
     return serverSpan(await requestSpans()).attributes['kmg.cache'];
   };
@@ -201,7 +215,12 @@ test.serial('a key a client puts in the path or the user agent is recorded as [s
 test.serial('a chat completion: the server span with the HTTP conventions and the key id, one CLIENT span with the GenAI conventions', async (t) => {
   upstream.answer('/v1/chat/completions', reply(200, openAIAnswer));
   const key = await gateway.keyFor();
-  const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', temperature: 0.2, max_tokens: 50, messages: [{ role: 'user', content: 'Tell me a secret' }] }, { authorization: `Bearer ${key}` });
+  const response = await post(
+    gateway.url,
+    '/v1/chat/completions',
+    { model: 'gpt-test', temperature: 0.2, max_tokens: 50, messages: [{ role: 'user', content: 'Tell me a secret' }] },
+    { authorization: `Bearer ${key}` },
+  );
   t.is(response.status, 200);
   await response.json();
   const spans = await requestSpans();
@@ -252,9 +271,22 @@ test.serial('a chat completion: the server span with the HTTP conventions and th
 });
 
 test.serial('an embeddings call is a CLIENT span of operation embeddings, with its dimensions and input tokens', async (t) => {
-  upstream.answer('/v1/embeddings', reply(200, { object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.5, -0.5] }], model: 'text-embedding-3-small', usage: { prompt_tokens: 3, total_tokens: 3 } }));
+  upstream.answer(
+    '/v1/embeddings',
+    reply(200, {
+      object: 'list',
+      data: [{ object: 'embedding', index: 0, embedding: [0.5, -0.5] }],
+      model: 'text-embedding-3-small',
+      usage: { prompt_tokens: 3, total_tokens: 3 },
+    }),
+  );
   const key = await gateway.keyFor();
-  const response = await post(gateway.url, '/v1/embeddings', { model: 'embed-test', input: 'Tell me a secret', dimensions: 2 }, { authorization: `Bearer ${key}` });
+  const response = await post(
+    gateway.url,
+    '/v1/embeddings',
+    { model: 'embed-test', input: 'Tell me a secret', dimensions: 2 },
+    { authorization: `Bearer ${key}` },
+  );
   t.is(response.status, 200);
   await response.json();
   const [client, ...more] = clientSpans(await requestSpans());
@@ -277,11 +309,16 @@ test.serial("the upstream gets the attempt's traceparent; an incoming traceparen
   upstream.answer('/v1/chat/completions', reply(200, openAIAnswer));
   const key = await gateway.keyFor();
   const incoming = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
-  const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, {
-    authorization: `Bearer ${key}`,
-    traceparent: incoming,
-    tracestate: 'vendor=opaque',
-  });
+  const response = await post(
+    gateway.url,
+    '/v1/chat/completions',
+    { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] },
+    {
+      authorization: `Bearer ${key}`,
+      traceparent: incoming,
+      tracestate: 'vendor=opaque',
+    },
+  );
   t.is(response.status, 200);
   await response.json();
   const spans = await requestSpans();
@@ -303,7 +340,14 @@ test.serial('a streamed message: the stream flag, time to first chunk, and what 
       Readable.from([
         event('message_start', {
           type: 'message_start',
-          message: { id: 'msg_stream', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [], usage: { input_tokens: 5, cache_read_input_tokens: 20, cache_creation_input_tokens: 3, output_tokens: 1 } },
+          message: {
+            id: 'msg_stream',
+            type: 'message',
+            role: 'assistant',
+            model: 'claude-sonnet-4-5-20250929',
+            content: [],
+            usage: { input_tokens: 5, cache_read_input_tokens: 20, cache_creation_input_tokens: 3, output_tokens: 1 },
+          },
         }),
         event('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
         event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Streamed secret' } }),
@@ -314,7 +358,12 @@ test.serial('a streamed message: the stream flag, time to first chunk, and what 
     ),
   );
   const key = await gateway.keyFor();
-  const response = await post(gateway.url, '/v1/messages', { model: 'claude-test', max_tokens: 7, stream: true, messages: [{ role: 'user', content: 'Stream a secret' }] }, { 'x-api-key': key });
+  const response = await post(
+    gateway.url,
+    '/v1/messages',
+    { model: 'claude-test', max_tokens: 7, stream: true, messages: [{ role: 'user', content: 'Stream a secret' }] },
+    { 'x-api-key': key },
+  );
   t.is(response.status, 200);
   t.true((await response.text()).includes('message_stop'));
   const spans = await requestSpans();
@@ -365,7 +414,12 @@ test.serial('a call refused by the limits (429) or by its scope (403): the serve
 test.serial('an upstream failure: error.type on the attempt span, the 502 on the server span', async (t) => {
   upstream.answer('/v1/chat/completions', reply(500, { error: { message: 'boom' } }));
   const key = await gateway.keyFor();
-  const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  const response = await post(
+    gateway.url,
+    '/v1/chat/completions',
+    { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] },
+    { authorization: `Bearer ${key}` },
+  );
   t.is(response.status, 502);
   const spans = await requestSpans();
   const [client] = clientSpans(spans);
@@ -387,7 +441,10 @@ test.serial('an upload, a list and a download: the store, blob and limit calls a
   const uploadChildren = children(server, spans);
   t.true(uploadChildren.includes('CreationLimiter.reserve'), uploadChildren.join());
   t.true(uploadChildren.includes('FileStore.create'), uploadChildren.join());
-  t.true(uploadChildren.some((name) => name === 'BlobStore.put' || name === 'BlobStore.putFile'), uploadChildren.join());
+  t.true(
+    uploadChildren.some((name) => name === 'BlobStore.put' || name === 'BlobStore.putFile'),
+    uploadChildren.join(),
+  );
 
   exporter.reset();
   t.is((await fetch(`${gateway.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
@@ -413,7 +470,12 @@ test.serial("the request's log line carries its trace id", async (t) => {
   upstream.answer('/v1/chat/completions', reply(200, openAIAnswer));
   const key = await gateway.keyFor();
   gateway.logLines.splice(0);
-  const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  const response = await post(
+    gateway.url,
+    '/v1/chat/completions',
+    { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] },
+    { authorization: `Bearer ${key}` },
+  );
   await response.json();
   const spans = await requestSpans();
   const lines = await until(
@@ -425,7 +487,13 @@ test.serial("the request's log line carries its trace id", async (t) => {
 
 test.serial('by default no attribute holds the key or any message content; recordContent adds the messages', async (t) => {
   upstream.answer('/v1/chat/completions', reply(200, openAIAnswer), 2);
-  const body = { model: 'gpt-test', messages: [{ role: 'system', content: 'Be brief' }, { role: 'user', content: 'Tell me a secret' }] };
+  const body = {
+    model: 'gpt-test',
+    messages: [
+      { role: 'system', content: 'Be brief' },
+      { role: 'user', content: 'Tell me a secret' },
+    ],
+  };
   const key = await gateway.keyFor();
   t.is((await post(gateway.url, '/v1/chat/completions', body, { authorization: `Bearer ${key}` })).status, 200);
   const everything = JSON.stringify((await requestSpans()).map((span) => span.attributes));
@@ -454,10 +522,20 @@ test.serial('options are checked when the factory runs', (t) => {
 test.serial('a whole Messages answer: its stop reason and usage', async (t) => {
   upstream.answer('/v1/messages', reply(200, anthropicMessage('Done.')));
   const key = await gateway.keyFor();
-  const response = await post(gateway.url, '/v1/messages', { model: 'claude-test', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key });
+  const response = await post(
+    gateway.url,
+    '/v1/messages',
+    { model: 'claude-test', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] },
+    { 'x-api-key': key },
+  );
   t.is(response.status, 200);
   const [client] = clientSpans(await requestSpans());
-  t.like(client?.attributes, { 'gen_ai.response.id': 'msg_upstream', 'gen_ai.response.finish_reasons': ['end_turn'], 'gen_ai.usage.input_tokens': 10, 'gen_ai.usage.output_tokens': 4 });
+  t.like(client?.attributes, {
+    'gen_ai.response.id': 'msg_upstream',
+    'gen_ai.response.finish_reasons': ['end_turn'],
+    'gen_ai.usage.input_tokens': 10,
+    'gen_ai.usage.output_tokens': 4,
+  });
   t.is(client?.attributes['gen_ai.request.stream'], undefined);
 });
 
@@ -478,7 +556,12 @@ test.serial('a streamed Responses call to the echo provider: its id, status and 
 test.serial('an answer that is not JSON: error.type malformed_answer', async (t) => {
   upstream.answer('/v1/chat/completions', reply(200, 'not json at all'));
   const key = await gateway.keyFor();
-  const response = await post(gateway.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  const response = await post(
+    gateway.url,
+    '/v1/chat/completions',
+    { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] },
+    { authorization: `Bearer ${key}` },
+  );
   t.is(response.status, 502);
   const [client] = clientSpans(await requestSpans());
   t.is(client?.attributes['error.type'], 'malformed_answer');
@@ -489,7 +572,12 @@ test.serial('an upstream that stays silent: error.type timeout, and the 504 on t
   // Answers nothing, until the gateway gives up.
   upstream.answer('/v1/chat/completions', () => undefined);
   const key = await impatient.keyFor();
-  const response = await post(impatient.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  const response = await post(
+    impatient.url,
+    '/v1/chat/completions',
+    { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] },
+    { authorization: `Bearer ${key}` },
+  );
   t.is(response.status, 504);
   const spans = await requestSpans();
   const [client] = clientSpans(spans);
@@ -499,9 +587,23 @@ test.serial('an upstream that stays silent: error.type timeout, and the 504 on t
 
 test.serial('a retried call: one client span per attempt, siblings under the server span', async (t) => {
   upstream.answer('/v1/chat/completions', reply(503, { error: { message: 'overloaded' } }));
-  upstream.answer('/v1/chat/completions', reply(200, { id: 'c', object: 'chat.completion', created: 1, model: 'up', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }] }));
+  upstream.answer(
+    '/v1/chat/completions',
+    reply(200, {
+      id: 'c',
+      object: 'chat.completion',
+      created: 1,
+      model: 'up',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+    }),
+  );
   const key = await retrying.keyFor();
-  const response = await post(retrying.url, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  const response = await post(
+    retrying.url,
+    '/v1/chat/completions',
+    { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] },
+    { authorization: `Bearer ${key}` },
+  );
   t.is(response.status, 200);
   const spans = await requestSpans();
   const server = serverSpan(spans);
@@ -525,7 +627,9 @@ test.serial('a client that leaves mid-stream: both spans say cancelled', async (
     body: JSON.stringify({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
     signal: controller.signal,
   });
-  events.write(`data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', model: 'gpt', choices: [{ index: 0, delta: { content: 'Hel' } }] })}\n\n`);
+  events.write(
+    `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', model: 'gpt', choices: [{ index: 0, delta: { content: 'Hel' } }] })}\n\n`,
+  );
   const response = await responding;
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
   await reader.read();
@@ -544,10 +648,18 @@ test.serial('a client that leaves mid-stream: both spans say cancelled', async (
 test.serial('a translated call: one CLIENT span for the provider that answered, its upstream model and usage, and no content', async (t) => {
   upstream.answer('/v1/messages', reply(200, anthropicMessage('A translated secret.')));
   const key = await gateway.keyFor();
-  const response = await post(gateway.url, '/v1/chat/completions', { model: 'claude-test', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+  const response = await post(
+    gateway.url,
+    '/v1/chat/completions',
+    { model: 'claude-test', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] },
+    { authorization: `Bearer ${key}` },
+  );
   t.is(response.status, 200);
   t.like(await response.json(), { object: 'chat.completion', model: 'claude-test' });
-  t.deepEqual(upstream.received.map((request) => request.path), ['/v1/messages']);
+  t.deepEqual(
+    upstream.received.map((request) => request.path),
+    ['/v1/messages'],
+  );
   const spans = await requestSpans();
   const [client, ...more] = clientSpans(spans);
   t.is(more.length, 0);

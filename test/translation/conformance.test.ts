@@ -48,8 +48,7 @@ const pieces = (text: string) => {
 };
 
 // What differs from run to run: the clock, and the item ids a Responses answer is given.
-const normalized = (text: string) =>
-  text.replace(/"(created|created_at)":\d+/g, '"$1":0').replace(/"(msg|fc|rs)_[0-9a-f]{24}"/g, '"$1_ID"');
+const normalized = (text: string) => text.replace(/"(created|created_at)":\d+/g, '"$1":0').replace(/"(msg|fc|rs)_[0-9a-f]{24}"/g, '"$1_ID"');
 
 const events = (text: string) => new EventSplitter().push(text).map((event) => event.trim());
 
@@ -133,7 +132,8 @@ const fromMessages: Array<[string, FinishReason]> = [
   ['pause_turn', 'pause'],
 ];
 test('a Messages stop_reason it does not know, or none, reads as other', (t) => {
-  for (const stopReason of ['a_reason_of_next_year', null]) t.is(readMessagesAnswer({ content: [], stop_reason: stopReason, stop_sequence: null }).finishReason, 'other');
+  for (const stopReason of ['a_reason_of_next_year', null])
+    t.is(readMessagesAnswer({ content: [], stop_reason: stopReason, stop_sequence: null }).finishReason, 'other');
 });
 for (const [stopReason, neutral] of fromMessages) {
   test(`Messages stop_reason ${stopReason} reads as ${neutral}`, (t) => {
@@ -234,9 +234,13 @@ test('an openai provider speaks the endpoints it declares, both by default', (t)
 
 test('bad endpoints are refused when the provider is made, naming the option', (t) => {
   for (const endpoints of [[], ['responses', 'responses'], 'responses']) {
-    t.throws(() => openAIProvider({ id: 'x', endpoints } as never), { message: /openAIProvider\(\): endpoints must be a non-empty list of distinct endpoints among 'chat\.completions', 'responses'/ });
+    t.throws(() => openAIProvider({ id: 'x', endpoints } as never), {
+      message: /openAIProvider\(\): endpoints must be a non-empty list of distinct endpoints among 'chat\.completions', 'responses'/,
+    });
   }
-  t.throws(() => openAIProvider({ id: 'x', endpoints: ['messages'] } as never), { message: /openAIProvider\(\): endpoints\[0\] must be one of 'chat\.completions', 'responses'/ });
+  t.throws(() => openAIProvider({ id: 'x', endpoints: ['messages'] } as never), {
+    message: /openAIProvider\(\): endpoints\[0\] must be one of 'chat\.completions', 'responses'/,
+  });
 });
 
 // Every answer the gateway writes itself, checked against OpenAI's published schemas
@@ -257,7 +261,11 @@ function problemsOf(text: string, streamed: boolean, json: OpenAISchema, event: 
   return data.length === 0 ? ['no event'] : data.flatMap((item) => openAIProblems(event, item));
 }
 
-const tool = { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+const tool = {
+  name: 'get_weather',
+  description: 'The weather in a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
 
 const echoCalls = [
   { what: 'a text answer', chat: {}, responses: {} },
@@ -272,7 +280,13 @@ for (const { what, chat, responses } of echoCalls) {
   for (const stream of [false, true]) {
     const how = stream ? 'every streamed event' : 'the JSON answer';
     test(`echo, Chat Completions, ${what}: ${how} is OpenAI's`, async (t) => {
-      const body = { model: 'echo-1', messages: [{ role: 'user', content: 'Hello there' }], stream, ...(stream && { stream_options: { include_usage: true } }), ...chat };
+      const body = {
+        model: 'echo-1',
+        messages: [{ role: 'user', content: 'Hello there' }],
+        stream,
+        ...(stream && { stream_options: { include_usage: true } }),
+        ...chat,
+      };
       const response = await gateway.post('/v1/chat/completions', body, auth);
       t.is(response.status, 200);
       t.deepEqual(problemsOf(await response.text(), stream, 'CreateChatCompletionResponse', 'CreateChatCompletionStreamResponse'), []);
@@ -302,7 +316,10 @@ for (const [file, fixture] of fixtures) {
 
 test("every error the gateway defines, in Shape A, is OpenAI's ErrorResponse", (t) => {
   const made = Object.values(errors).map((make) => (make as (...args: unknown[]) => GatewayError)('x', 'y', 'z'));
-  t.deepEqual(made.flatMap((err) => openAIProblems('ErrorResponse', shapeABody(err))), []);
+  t.deepEqual(
+    made.flatMap((err) => openAIProblems('ErrorResponse', shapeABody(err))),
+    [],
+  );
 });
 
 test("error bodies of the model endpoints are OpenAI's ErrorResponse", async (t) => {
@@ -317,16 +334,28 @@ test("error bodies of the model endpoints are OpenAI's ErrorResponse", async (t)
     [404, 400, 400, 401],
   );
   const bodies = await Promise.all(answers.map((answer) => answer.json()));
-  t.deepEqual(bodies.flatMap((body) => openAIProblems('ErrorResponse', body)), []);
+  t.deepEqual(
+    bodies.flatMap((body) => openAIProblems('ErrorResponse', body)),
+    [],
+  );
 });
 
-test('a stream that fails after it started ends with an error event of the client\'s schema', async (t) => {
+test("a stream that fails after it started ends with an error event of the client's schema", async (t) => {
   const chat = await gateway.post('/v1/chat/completions', { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }], stream: true }, auth);
   const chatEvents = eventData(await chat.text());
-  t.true(chatEvents.some((event) => typeof event === 'object' && event !== null && 'error' in event), 'the Chat Completions stream ends with an error');
-  t.deepEqual(chatEvents.flatMap((event) => openAIProblems('error' in (event as object) ? 'ErrorResponse' : 'CreateChatCompletionStreamResponse', event)), []);
+  t.true(
+    chatEvents.some((event) => typeof event === 'object' && event !== null && 'error' in event),
+    'the Chat Completions stream ends with an error',
+  );
+  t.deepEqual(
+    chatEvents.flatMap((event) => openAIProblems('error' in (event as object) ? 'ErrorResponse' : 'CreateChatCompletionStreamResponse', event)),
+    [],
+  );
   const responses = await gateway.post('/v1/responses', { model: 'claude-test', input: 'hi', stream: true }, auth);
   const responsesEvents = eventData(await responses.text());
   t.like(responsesEvents.at(-1), { type: 'error' });
-  t.deepEqual(responsesEvents.flatMap((event) => openAIProblems('ResponseStreamEvent', event)), []);
+  t.deepEqual(
+    responsesEvents.flatMap((event) => openAIProblems('ResponseStreamEvent', event)),
+    [],
+  );
 });

@@ -36,7 +36,8 @@ const key = await app.keyFor();
 const sdkRequests = JSON.parse(await readFile(new URL('../../../test/fixtures/sdk-requests/requests.json', import.meta.url), 'utf8')) as SdkRequest[];
 test.after.always(() => Promise.all([app.close(), mock.close()]));
 const hi = [{ role: 'user', content: 'hi' }];
-const chat = (body: Record<string, unknown>) => app.post('/v1/chat/completions', { model: 'claude', messages: hi, ...body }, { authorization: `Bearer ${key}` });
+const chat = (body: Record<string, unknown>) =>
+  app.post('/v1/chat/completions', { model: 'claude', messages: hi, ...body }, { authorization: `Bearer ${key}` });
 const responses = (body: Record<string, unknown>) => app.post('/v1/responses', { model: 'claude', input: 'hi', ...body }, { authorization: `Bearer ${key}` });
 const messages = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
   app.post('/v1/messages', { model: 'gpt', max_tokens: 10_000, messages: hi, ...body }, { 'x-api-key': key, ...headers });
@@ -70,7 +71,11 @@ test.serial('betas for features a translated call does not use are left out, nam
   const answer = await messages({}, { 'anthropic-beta': 'interleaved-thinking-2025-05-14,context-1m-2025-08-07' });
   t.is(answer.status, 200);
   t.is(answer.headers.get('x-kmg-omitted'), 'anthropic-beta:interleaved-thinking-2025-05-14,anthropic-beta:context-1m-2025-08-07');
-  const count = await app.post('/v1/messages/count_tokens', { model: 'gpt', messages: hi }, { 'x-api-key': key, 'anthropic-beta': 'token-counting-2024-11-01' });
+  const count = await app.post(
+    '/v1/messages/count_tokens',
+    { model: 'gpt', messages: hi },
+    { 'x-api-key': key, 'anthropic-beta': 'token-counting-2024-11-01' },
+  );
   t.is(count.status, 200);
   t.like(await count.json(), { input_tokens: 1 });
 });
@@ -95,7 +100,12 @@ test.serial('strict function tools are carried each way', async (t) => {
 });
 
 test.serial("reasoning efforts and thinking budgets are carried each way, by the efforts' table", async (t) => {
-  const budgets: Array<[string, number]> = [['minimal', 1024], ['low', 2048], ['medium', 8192], ['high', 24_576]];
+  const budgets: Array<[string, number]> = [
+    ['minimal', 1024],
+    ['low', 2048],
+    ['medium', 8192],
+    ['high', 24_576],
+  ];
   for (const [effort, budget] of budgets) {
     t.is((await chat({ reasoning_effort: effort, max_completion_tokens: 30_000 })).status, 200, effort);
     t.deepEqual(sent().thinking, { type: 'enabled', budget_tokens: budget }, effort);
@@ -106,8 +116,16 @@ test.serial("reasoning efforts and thinking budgets are carried each way, by the
   t.false('thinking' in sent());
   // Amid a tool loop whose calls came without their signed thinking (Chat Completions has no place
   // for it): this turn goes without thinking, named, where Anthropic would refuse it.
-  const loop = [...hi, { role: 'assistant', content: null, tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'toolu_1', content: 'done' }];
-  const unsigned = await chat({ reasoning_effort: 'low', messages: loop, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] });
+  const loop = [
+    ...hi,
+    { role: 'assistant', content: null, tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+    { role: 'tool', tool_call_id: 'toolu_1', content: 'done' },
+  ];
+  const unsigned = await chat({
+    reasoning_effort: 'low',
+    messages: loop,
+    tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+  });
   t.is(unsigned.status, 200);
   t.is(unsigned.headers.get('x-kmg-omitted'), 'reasoning_effort');
   t.false('thinking' in sent());
@@ -157,11 +175,23 @@ test.serial('what the gateway answered and the SDK helpers add to a message are 
     { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: '18°C' }] }] },
   ]);
   // Citations of an earlier answer are for the client's eyes: left out, named.
-  const cited = await chat({ messages: [...hi, { role: 'assistant', content: 'See it.', annotations: [{ type: 'url_citation', url_citation: { url: 'https://x', title: 'x', start_index: 0, end_index: 3 } }] }, ...hi] });
+  const cited = await chat({
+    messages: [
+      ...hi,
+      {
+        role: 'assistant',
+        content: 'See it.',
+        annotations: [{ type: 'url_citation', url_citation: { url: 'https://x', title: 'x', start_index: 0, end_index: 3 } }],
+      },
+      ...hi,
+    ],
+  });
   t.is(cited.status, 200);
   t.is(cited.headers.get('x-kmg-omitted'), 'annotations');
   // Thinking another model gave (no signature of Anthropic's) cannot go to Claude: left out, named.
-  const unsigned = await chat({ messages: [...hi, { role: 'assistant', content: 'Hi.', thinking_blocks: [{ type: 'thinking', thinking: 'Hmm.', signature: '' }] }, ...hi] });
+  const unsigned = await chat({
+    messages: [...hi, { role: 'assistant', content: 'Hi.', thinking_blocks: [{ type: 'thinking', thinking: 'Hmm.', signature: '' }] }, ...hi],
+  });
   t.is(unsigned.status, 200);
   t.is(unsigned.headers.get('x-kmg-omitted'), 'thinking');
   t.like((sent().messages as unknown[])[1], { role: 'assistant', content: [{ type: 'text', text: 'Hi.' }] });
@@ -169,7 +199,17 @@ test.serial('what the gateway answered and the SDK helpers add to a message are 
 
 test.serial('a conversation of only system instructions reaches a Claude model with their text as its user turn, never as an upstream 400', async (t) => {
   const before = mock.calls.length;
-  t.is((await chat({ messages: [{ role: 'system', content: 'Say hello.' }, { role: 'developer', content: 'In French.' }] })).status, 200);
+  t.is(
+    (
+      await chat({
+        messages: [
+          { role: 'system', content: 'Say hello.' },
+          { role: 'developer', content: 'In French.' },
+        ],
+      })
+    ).status,
+    200,
+  );
   t.like(sent(), { messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hello.\n\nIn French.' }] }] });
   t.false('system' in sent());
   t.is((await responses({ input: [], instructions: 'Say hello.' })).status, 200);
@@ -192,8 +232,16 @@ test.serial("an Anthropic Message, translated or echoed, whole or streamed, has 
   const [message, usage] = [await declaredFields('Message'), await declaredFields('Usage')];
   t.true(message.includes('container') && usage.includes('service_tier'), 'the SDK declares what the issue named');
   const check = (answer: Record<string, unknown>, what: string) => {
-    t.deepEqual(message.filter((field) => !(field in answer)), [], what);
-    t.deepEqual(usage.filter((field) => !(field in (answer.usage as object))), [], `${what}: usage`);
+    t.deepEqual(
+      message.filter((field) => !(field in answer)),
+      [],
+      what,
+    );
+    t.deepEqual(
+      usage.filter((field) => !(field in (answer.usage as object))),
+      [],
+      `${what}: usage`,
+    );
   };
   for (const model of ['gpt', 'gpt-responses', 'echo']) {
     check((await (await messages({ model })).json()) as Record<string, unknown>, model);
@@ -253,14 +301,64 @@ const REPLAYS: Array<[number, string, { refused: string[]; invalid: string[]; om
     0,
     'claude',
     {
-      refused: ['audio', 'frequency_penalty', 'function_call', 'functions', 'logit_bias', 'logprobs', 'moderation', 'prediction', 'presence_penalty', 'seed', 'top_logprobs', 'verbosity', 'web_search_options', 'messages[0].name'],
+      refused: [
+        'audio',
+        'frequency_penalty',
+        'function_call',
+        'functions',
+        'logit_bias',
+        'logprobs',
+        'moderation',
+        'prediction',
+        'presence_penalty',
+        'seed',
+        'top_logprobs',
+        'verbosity',
+        'web_search_options',
+        'messages[0].name',
+      ],
       invalid: CHAT_INVALID,
       omitted: ['metadata', 'prompt_cache_key', 'prompt_cache_options', 'prompt_cache_retention', 'store', 'user'],
     },
   ],
-  [0, 'gpt-responses', { refused: ['audio', 'frequency_penalty', 'function_call', 'functions', 'logit_bias', 'logprobs', 'moderation', 'prediction', 'presence_penalty', 'seed', 'stop', 'top_logprobs', 'web_search_options', 'messages[0].name'], invalid: CHAT_INVALID, omitted: ['store'] }],
-  [1, 'gpt', { refused: ['container', 'inference_geo', 'top_k', 'user_profile_id', ...ANTHROPIC_REFUSED], invalid: [], omitted: ['cache_control', 'citations'] }],
-  [1, 'gpt-responses', { refused: ['container', 'inference_geo', 'stop_sequences', 'top_k', 'user_profile_id', ...ANTHROPIC_REFUSED], invalid: [], omitted: ['cache_control', 'citations'] }],
+  [
+    0,
+    'gpt-responses',
+    {
+      refused: [
+        'audio',
+        'frequency_penalty',
+        'function_call',
+        'functions',
+        'logit_bias',
+        'logprobs',
+        'moderation',
+        'prediction',
+        'presence_penalty',
+        'seed',
+        'stop',
+        'top_logprobs',
+        'web_search_options',
+        'messages[0].name',
+      ],
+      invalid: CHAT_INVALID,
+      omitted: ['store'],
+    },
+  ],
+  [
+    1,
+    'gpt',
+    { refused: ['container', 'inference_geo', 'top_k', 'user_profile_id', ...ANTHROPIC_REFUSED], invalid: [], omitted: ['cache_control', 'citations'] },
+  ],
+  [
+    1,
+    'gpt-responses',
+    {
+      refused: ['container', 'inference_geo', 'stop_sequences', 'top_k', 'user_profile_id', ...ANTHROPIC_REFUSED],
+      invalid: [],
+      omitted: ['cache_control', 'citations'],
+    },
+  ],
   [2, 'gpt', { refused: ['user_profile_id', ...ANTHROPIC_REFUSED], invalid: [], omitted: ['cache_control', 'citations'] }],
 ];
 for (const [index, model, expected] of REPLAYS) {
@@ -273,7 +371,8 @@ for (const [index, model, expected] of REPLAYS) {
       t.is(classOf(fields[name.split(' ')[0] as string] as FieldRule, target), 'refused', name);
     }
     // `user` is carried, and omitted only beside the `safety_identifier` carried in its place.
-    for (const name of replayed.omitted.filter((field) => Object.hasOwn(fields, field) && field !== 'user')) t.is(classOf(fields[name] as FieldRule, target), 'omitted', name);
+    for (const name of replayed.omitted.filter((field) => Object.hasOwn(fields, field) && field !== 'user'))
+      t.is(classOf(fields[name] as FieldRule, target), 'omitted', name);
     t.deepEqual(replayed, expected);
   });
 }
@@ -283,5 +382,8 @@ test("a model in Anthropic's shape has every field the installed SDK's ModelInfo
   t.true(declared.includes('max_input_tokens') && declared.includes('max_tokens'), 'the SDK declares what the issue named');
   const answer = await fetch(`${app.url}/v1/models/claude`, { headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' } });
   const model = (await answer.json()) as Record<string, unknown>;
-  t.deepEqual(declared.filter((field) => !(field in model)), []);
+  t.deepEqual(
+    declared.filter((field) => !(field in model)),
+    [],
+  );
 });

@@ -71,11 +71,26 @@ const CHAT_REFUSAL_STREAM = [
 ].join('');
 const responsesEvent = (data: Record<string, unknown>) => `event: ${String(data.type)}\ndata: ${JSON.stringify(data)}\n\n`;
 const refusalMessage = { id: 'msg_ref', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'refusal', refusal: REFUSAL }] };
-const refusalResponse = (status: string, output: unknown[]) => ({ id: 'resp_ref', object: 'response', created_at: 1, status, model: 'gpt-5', output, usage: status === 'completed' ? { input_tokens: 9, output_tokens: 6, total_tokens: 15 } : null });
+const refusalResponse = (status: string, output: unknown[]) => ({
+  id: 'resp_ref',
+  object: 'response',
+  created_at: 1,
+  status,
+  model: 'gpt-5',
+  output,
+  usage: status === 'completed' ? { input_tokens: 9, output_tokens: 6, total_tokens: 15 } : null,
+});
 const RESPONSES_REFUSAL_STREAM = [
   responsesEvent({ type: 'response.created', sequence_number: 0, response: refusalResponse('in_progress', []) }),
   responsesEvent({ type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { ...refusalMessage, status: 'in_progress', content: [] } }),
-  responsesEvent({ type: 'response.content_part.added', sequence_number: 2, item_id: 'msg_ref', output_index: 0, content_index: 0, part: { type: 'refusal', refusal: '' } }),
+  responsesEvent({
+    type: 'response.content_part.added',
+    sequence_number: 2,
+    item_id: 'msg_ref',
+    output_index: 0,
+    content_index: 0,
+    part: { type: 'refusal', refusal: '' },
+  }),
   responsesEvent({ type: 'response.refusal.delta', sequence_number: 3, item_id: 'msg_ref', output_index: 0, content_index: 0, delta: "I can't " }),
   responsesEvent({ type: 'response.refusal.delta', sequence_number: 4, item_id: 'msg_ref', output_index: 0, content_index: 0, delta: 'help with that.' }),
   responsesEvent({ type: 'response.refusal.done', sequence_number: 5, item_id: 'msg_ref', output_index: 0, content_index: 0, refusal: REFUSAL }),
@@ -136,10 +151,17 @@ const openAIWeatherJson = {
 
 // A tool loop's last turn: a tool's result is answered with text, so that the loop ends.
 const lastTurn = (body: Record<string, unknown>) => (Array.isArray(body.messages) ? body.messages.at(-1) : undefined) as Record<string, unknown> | undefined;
-const afterToolResult = (body: Record<string, unknown>) => lastTurn(body)?.role === 'tool' || JSON.stringify(lastTurn(body)?.content ?? '').includes('"tool_result"');
+const afterToolResult = (body: Record<string, unknown>) =>
+  lastTurn(body)?.role === 'tool' || JSON.stringify(lastTurn(body)?.content ?? '').includes('"tool_result"');
 const anthropicTextAnswer = { ...anthropicToolAnswer, content: [{ type: 'text', text: 'Sunny everywhere.' }], stop_reason: 'end_turn' };
-const anthropicThinkingAnswer = { ...anthropicToolAnswer, content: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }, ...anthropicToolAnswer.content] };
-const openAITextAnswer = { ...openAIToolAnswer, choices: [{ index: 0, message: { role: 'assistant', content: 'Sunny everywhere.', refusal: null }, logprobs: null, finish_reason: 'stop' }] };
+const anthropicThinkingAnswer = {
+  ...anthropicToolAnswer,
+  content: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }, ...anthropicToolAnswer.content],
+};
+const openAITextAnswer = {
+  ...openAIToolAnswer,
+  choices: [{ index: 0, message: { role: 'assistant', content: 'Sunny everywhere.', refusal: null }, logprobs: null, finish_reason: 'stop' }],
+};
 
 const upstream = createServer(async (req: IncomingMessage, res) => {
   const chunks: Buffer[] = [];
@@ -159,7 +181,8 @@ const upstream = createServer(async (req: IncomingMessage, res) => {
     if (refuses(body)) return body.stream === true ? events(CHAT_REFUSAL_STREAM) : json(chatRefusal);
     if (body.response_format !== undefined) return json(openAIWeatherJson);
     if (afterToolResult(body) && body.stream !== true) return json(openAITextAnswer);
-    if (body.stream === true) return events(isInterleavedCall(body) ? INTERLEAVED_TOOL_STREAM : Array.isArray(body.tools) ? OPENAI_TOOL_STREAM : OPENAI_TEXT_STREAM);
+    if (body.stream === true)
+      return events(isInterleavedCall(body) ? INTERLEAVED_TOOL_STREAM : Array.isArray(body.tools) ? OPENAI_TOOL_STREAM : OPENAI_TEXT_STREAM);
     return json(openAIToolAnswer);
   }
   // An upstream with the Responses API only, under its own path.
@@ -202,13 +225,19 @@ test.afterEach((t) => t.deepEqual(t.context.problems, [], 'every answer agrees w
 
 const key = await gateway.keyFor();
 const pdf = makePdf(2, 300);
-const openaiClient = (t: ExecutionContext<{ fetch: typeof fetch }>) => new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0, fetch: t.context.fetch });
-const anthropicClient = (t: ExecutionContext<{ fetch: typeof fetch }>) => new Anthropic({ apiKey: key, baseURL: gateway.url, maxRetries: 0, fetch: t.context.fetch });
+const openaiClient = (t: ExecutionContext<{ fetch: typeof fetch }>) =>
+  new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0, fetch: t.context.fetch });
+const anthropicClient = (t: ExecutionContext<{ fetch: typeof fetch }>) =>
+  new Anthropic({ apiKey: key, baseURL: gateway.url, maxRetries: 0, fetch: t.context.fetch });
 const lastUpstream = (path: string) => upstreamRequests.findLast((request) => request.path === path)?.body;
 
 const weatherTool: OpenAI.Chat.ChatCompletionTool = {
   type: 'function',
-  function: { name: 'get_weather', description: 'The weather at a place', parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] } },
+  function: {
+    name: 'get_weather',
+    description: 'The weather at a place',
+    parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] },
+  },
 };
 
 test.serial('openai SDK chat → anthropic provider: tools and a PDF, whole; the upstream gets a Messages request', async (t) => {
@@ -217,7 +246,13 @@ test.serial('openai SDK chat → anthropic provider: tools and a PDF, whole; the
     max_completion_tokens: 300,
     messages: [
       { role: 'system', content: 'Be brief.' },
-      { role: 'user', content: [{ type: 'text', text: 'Weather where the report says?' }, { type: 'file', file: { filename: 'report.pdf', file_data: `data:application/pdf;base64,${pdf.toString('base64')}` } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Weather where the report says?' },
+          { type: 'file', file: { filename: 'report.pdf', file_data: `data:application/pdf;base64,${pdf.toString('base64')}` } },
+        ],
+      },
     ],
     tools: [weatherTool],
     tool_choice: 'required',
@@ -281,7 +316,11 @@ test.serial('openai SDK chat → anthropic provider: a tool result goes back as 
     model: 'claude-mock',
     messages: [
       { role: 'user', content: 'Weather in Paris?' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'toolu_01B', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'toolu_01B', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } }],
+      },
       { role: 'tool', tool_call_id: 'toolu_01B', content: '18°C, clear' },
     ],
     tools: [weatherTool],
@@ -306,7 +345,13 @@ test.serial('openai SDK chat → anthropic provider: logprobs is refused by name
 test.serial('openai SDK responses → anthropic provider: whole and streamed, with a tool call', async (t) => {
   const client = openaiClient(t);
   const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', parameters: weatherTool.function.parameters ?? null, strict: false }];
-  const response = await client.responses.create({ model: 'claude-mock', instructions: 'Be brief.', input: 'Weather in SF and Paris?', tools, max_output_tokens: 500 });
+  const response = await client.responses.create({
+    model: 'claude-mock',
+    instructions: 'Be brief.',
+    input: 'Weather in SF and Paris?',
+    tools,
+    max_output_tokens: 500,
+  });
   t.is(response.model, 'claude-mock');
   t.is(response.output_text, 'Checking both.');
   t.deepEqual(
@@ -317,7 +362,11 @@ test.serial('openai SDK responses → anthropic provider: whole and streamed, wi
     ],
   );
   t.like(response.usage, { input_tokens: 472, output_tokens: 60, input_tokens_details: { cached_tokens: 72 } });
-  t.like(lastUpstream('/v1/messages'), { system: 'Be brief.', max_tokens: 500, messages: [{ role: 'user', content: [{ type: 'text', text: 'Weather in SF and Paris?' }] }] });
+  t.like(lastUpstream('/v1/messages'), {
+    system: 'Be brief.',
+    max_tokens: 500,
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Weather in SF and Paris?' }] }],
+  });
 
   const final = await client.responses.stream({ model: 'claude-mock', input: 'Weather in SF and Paris?', tools }).finalResponse();
   t.is(final.status, 'completed');
@@ -334,7 +383,15 @@ test.serial('anthropic SDK messages → chat-only openai provider: tools, whole;
     model: 'gpt-mock',
     max_tokens: 256,
     system: 'Be brief.',
-    messages: [{ role: 'user', content: [{ type: 'text', text: 'Weather?' }, { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') } }] }],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Weather?' },
+          { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') } },
+        ],
+      },
+    ],
     tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { location: { type: 'string' } } } }],
     tool_choice: { type: 'auto', disable_parallel_tool_use: false },
   });
@@ -388,7 +445,9 @@ test.serial('anthropic SDK messages → chat-only openai provider, streamed: fin
 });
 
 test.serial('anthropic SDK messages → openai provider, streamed text: the stop reason is mapped (length → max_tokens)', async (t) => {
-  const final = await anthropicClient(t).messages.stream({ model: 'gpt-mock', max_tokens: 6, messages: [{ role: 'user', content: 'Describe.' }] }).finalMessage();
+  const final = await anthropicClient(t)
+    .messages.stream({ model: 'gpt-mock', max_tokens: 6, messages: [{ role: 'user', content: 'Describe.' }] })
+    .finalMessage();
   t.deepEqual(final.content, [{ type: 'text', text: 'The report has two pages.' }]);
   t.is(final.stop_reason, 'max_tokens');
   t.like(final.usage, { input_tokens: 20, output_tokens: 6 });
@@ -399,21 +458,35 @@ test.serial('anthropic SDK countTokens for a model without a counting endpoint: 
   const counted = await anthropicClient(t).messages.countTokens({
     model: 'gpt-mock',
     system: 'Be brief.',
-    messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this report?' }, { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') } }] }],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in this report?' },
+          { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf.toString('base64') } },
+        ],
+      },
+    ],
   });
   // Two PDF pages at 2,000 tokens each, and a few tokens of text.
   t.true(counted.input_tokens > 4000 && counted.input_tokens < 4020, String(counted.input_tokens));
   t.is(upstreamRequests.length, before);
 });
 
-test.serial("anthropic SDK: thinking blocks sent back to an openai model are left out, named, for when the conversation goes back to Claude", async (t) => {
+test.serial('anthropic SDK: thinking blocks sent back to an openai model are left out, named, for when the conversation goes back to Claude', async (t) => {
   const { data, response } = await anthropicClient(t)
     .messages.create({
       model: 'gpt-mock',
       max_tokens: 100,
       messages: [
         { role: 'user', content: 'Hi' },
-        { role: 'assistant', content: [{ type: 'thinking', thinking: 'Hmm.', signature: 'sig' }, { type: 'text', text: 'Hello.' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'Hmm.', signature: 'sig' },
+            { type: 'text', text: 'Hello.' },
+          ],
+        },
         { role: 'user', content: 'Again?' },
       ],
     })
@@ -440,7 +513,15 @@ test.serial('openai SDK chat → anthropic provider: a PDF attached by stored fi
   const file = await openaiClient(t).files.create({ file: await toFile(pdf, 'lease.pdf', { type: 'application/pdf' }), purpose: 'user_data' });
   await openaiClient(t).chat.completions.create({
     model: 'claude-mock',
-    messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_id: file.id } }] }],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Summarise.' },
+          { type: 'file', file: { file_id: file.id } },
+        ],
+      },
+    ],
   });
   t.deepEqual(lastUpstream('/v1/messages')?.messages, [
     {
@@ -471,8 +552,13 @@ test.serial('anthropic SDK messages → openai provider: a document block by sto
   ]);
 });
 
-test.serial("parallel calls whose arguments interleave reach a Messages and a Responses client each whole, every piece in its own call", async (t) => {
-  const stream = anthropicClient(t).messages.stream({ model: 'gpt-mock', max_tokens: 50, messages: [{ role: 'user', content: 'Both.' }], tools: [interleavedTool] });
+test.serial('parallel calls whose arguments interleave reach a Messages and a Responses client each whole, every piece in its own call', async (t) => {
+  const stream = anthropicClient(t).messages.stream({
+    model: 'gpt-mock',
+    max_tokens: 50,
+    messages: [{ role: 'user', content: 'Both.' }],
+    tools: [interleavedTool],
+  });
   const stopped = new Set<number>();
   const lateDeltas: number[] = [];
   stream.on('streamEvent', (event) => {
@@ -480,14 +566,21 @@ test.serial("parallel calls whose arguments interleave reach a Messages and a Re
     if (event.type === 'content_block_delta' && stopped.has(event.index)) lateDeltas.push(event.index);
   });
   const message = await stream.finalMessage();
-  t.deepEqual(message.content.map((block) => (block.type === 'tool_use' ? [block.id, block.input] : block.type)), [
-    ['call_a', { city: 'Paris' }],
-    ['call_b', { tz: 'CET' }],
-  ]);
+  t.deepEqual(
+    message.content.map((block) => (block.type === 'tool_use' ? [block.id, block.input] : block.type)),
+    [
+      ['call_a', { city: 'Paris' }],
+      ['call_b', { tz: 'CET' }],
+    ],
+  );
   t.deepEqual(lateDeltas, [], "no piece of a call's arguments after its block stopped");
 
   const response = await openaiClient(t)
-    .responses.stream({ model: 'gpt-mock', input: 'Both.', tools: [{ type: 'function', name: 'interleaved', parameters: { type: 'object', properties: {} }, strict: false }] })
+    .responses.stream({
+      model: 'gpt-mock',
+      input: 'Both.',
+      tools: [{ type: 'function', name: 'interleaved', parameters: { type: 'object', properties: {} }, strict: false }],
+    })
     .finalResponse();
   t.deepEqual(
     response.output.map((item) => (item.type === 'function_call' ? [item.call_id, item.arguments] : item.type)),
@@ -502,7 +595,10 @@ test.serial("an OpenAI model's refusal stays a refusal across its two APIs, whol
   const openai = openaiClient(t);
   // Chat Completions upstream, Responses client: a refusal part, which output_text does not count.
   const whole = await openai.responses.create({ model: 'gpt-mock', input: 'Help me break in.' });
-  t.deepEqual(whole.output.flatMap((item) => (item.type === 'message' ? item.content : [])), [{ type: 'refusal', refusal: REFUSAL }]);
+  t.deepEqual(
+    whole.output.flatMap((item) => (item.type === 'message' ? item.content : [])),
+    [{ type: 'refusal', refusal: REFUSAL }],
+  );
   t.is(whole.output_text, '');
   const stream = openai.responses.stream({ model: 'gpt-mock', input: 'Help me break in.' });
   const deltas: string[] = [];
@@ -510,28 +606,42 @@ test.serial("an OpenAI model's refusal stays a refusal across its two APIs, whol
   const streamed = await stream.finalResponse();
   t.deepEqual(deltas, ["I can't ", 'help with that.']);
   t.deepEqual(
-    streamed.output.flatMap((item) => (item.type === 'message' ? item.content.map((part) => [part.type, part.type === 'refusal' ? part.refusal : part.text]) : [])),
+    streamed.output.flatMap((item) =>
+      item.type === 'message' ? item.content.map((part) => [part.type, part.type === 'refusal' ? part.refusal : part.text]) : [],
+    ),
     [['refusal', REFUSAL]],
   );
   // Responses upstream, Chat Completions client: the refusal's words in delta.refusal, so in message.refusal.
-  const completion = await openai.chat.completions.stream({ model: 'gpt-responses', messages: [{ role: 'user', content: 'Help me break in.' }] }).finalChatCompletion();
+  const completion = await openai.chat.completions
+    .stream({ model: 'gpt-responses', messages: [{ role: 'user', content: 'Help me break in.' }] })
+    .finalChatCompletion();
   t.like(completion.choices[0]?.message, { refusal: REFUSAL });
   t.falsy(completion.choices[0]?.message.content);
 });
 
 // With an execute, as a user writes a tool; one step only (the default), so the upstream is called once.
-const weather = tool({ description: 'The weather at a place', inputSchema: z.object({ location: z.string() }), execute: async ({ location }) => `18°C in ${location}` });
+const weather = tool({
+  description: 'The weather at a place',
+  inputSchema: z.object({ location: z.string() }),
+  execute: async ({ location }) => `18°C in ${location}`,
+});
 
 test.serial('AI SDK: the OpenAI provider (Responses, and .chat()) on an anthropic model, with a tool', async (t) => {
   const openai = createOpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key, fetch: t.context.fetch });
   const generated = await generateText({ model: openai('claude-mock'), prompt: 'Weather in SF and Paris?', tools: { get_weather: weather } });
-  t.deepEqual(generated.toolCalls.map((call) => [call.toolName, call.input]), [
-    ['get_weather', { location: 'San Francisco, CA' }],
-    ['get_weather', { location: 'Paris, France' }],
-  ]);
+  t.deepEqual(
+    generated.toolCalls.map((call) => [call.toolName, call.input]),
+    [
+      ['get_weather', { location: 'San Francisco, CA' }],
+      ['get_weather', { location: 'Paris, France' }],
+    ],
+  );
   t.is(generated.finishReason, 'tool-calls');
   const streamed = streamText({ model: openai.chat('claude-mock'), prompt: 'Weather in SF and Paris?', tools: { get_weather: weather } });
-  t.deepEqual((await streamed.toolCalls).map((call) => call.input), [{ location: 'San Francisco, CA' }, { location: 'Paris, France' }]);
+  t.deepEqual(
+    (await streamed.toolCalls).map((call) => call.input),
+    [{ location: 'San Francisco, CA' }, { location: 'Paris, France' }],
+  );
   t.is(await streamed.text, "Okay, let's check the weather for San Francisco and Paris:");
   t.like(await streamed.usage, { inputTokens: 572, outputTokens: 89 });
 });
@@ -539,13 +649,19 @@ test.serial('AI SDK: the OpenAI provider (Responses, and .chat()) on an anthropi
 test.serial('AI SDK: the Anthropic provider on a chat-only openai model, with a tool, generateText and streamText', async (t) => {
   const anthropic = createAnthropic({ baseURL: `${gateway.url}/v1`, apiKey: key, fetch: t.context.fetch });
   const generated = await generateText({ model: anthropic('gpt-mock'), prompt: 'Weather in Paris and Bogotá?', tools: { get_weather: weather } });
-  t.deepEqual(generated.toolCalls.map((call) => call.input), [{ location: 'Paris, France' }, { location: 'Bogotá, Colombia' }]);
+  t.deepEqual(
+    generated.toolCalls.map((call) => call.input),
+    [{ location: 'Paris, France' }, { location: 'Bogotá, Colombia' }],
+  );
   t.is(generated.finishReason, 'tool-calls');
   const streamed = streamText({ model: anthropic('gpt-mock'), prompt: 'Weather in Paris and Bogotá?', tools: { get_weather: weather } });
-  t.deepEqual((await streamed.toolCalls).map((call) => [call.toolCallId, call.input]), [
-    ['call_DdmO9pD3xa9XTPNJ32zg2hcA', { location: 'Paris, France' }],
-    ['call_ABC987xyz', { location: 'Bogotá, Colombia' }],
-  ]);
+  t.deepEqual(
+    (await streamed.toolCalls).map((call) => [call.toolCallId, call.input]),
+    [
+      ['call_DdmO9pD3xa9XTPNJ32zg2hcA', { location: 'Paris, France' }],
+      ['call_ABC987xyz', { location: 'Bogotá, Colombia' }],
+    ],
+  );
   t.is(await streamed.finishReason, 'tool-calls');
 });
 
@@ -578,13 +694,19 @@ test.serial('LangChain: ChatOpenAI (Chat Completions) on an anthropic model and 
   for await (const chunk of await openai.stream('Weather?')) streamed += chunk.text;
   t.is(streamed, "Okay, let's check the weather for San Francisco and Paris:");
 
-  const anthropic = new ChatAnthropic({ model: 'gpt-mock', apiKey: key, maxRetries: 0, anthropicApiUrl: gateway.url, clientOptions: { fetch: t.context.fetch } });
+  const anthropic = new ChatAnthropic({
+    model: 'gpt-mock',
+    apiKey: key,
+    maxRetries: 0,
+    anthropicApiUrl: gateway.url,
+    clientOptions: { fetch: t.context.fetch },
+  });
   let text = '';
   for await (const chunk of await anthropic.stream('Describe.')) text += chunk.text;
   t.is(text, 'The report has two pages.');
 });
 
-test.serial("openai SDK chat.completions.parse() → anthropic provider: the zod schema goes as structured outputs, the answer comes back parsed", async (t) => {
+test.serial('openai SDK chat.completions.parse() → anthropic provider: the zod schema goes as structured outputs, the answer comes back parsed', async (t) => {
   const completion = await openaiClient(t).chat.completions.parse({
     model: 'claude-mock',
     messages: [{ role: 'user', content: 'The weather in Paris, as JSON.' }],
@@ -596,43 +718,66 @@ test.serial("openai SDK chat.completions.parse() → anthropic provider: the zod
   t.is(sent?.response_format, undefined);
 });
 
-test.serial('@anthropic-ai/sdk messages.parse() → openai provider: output_config.format goes as a strict json_schema, the answer comes back parsed', async (t) => {
-  const message = await anthropicClient(t).messages.parse({
-    model: 'gpt-mock',
-    max_tokens: 200,
-    messages: [{ role: 'user', content: 'The weather in Paris, as JSON.' }],
-    output_config: { format: zodOutputFormat(weatherSchema) },
-  });
-  t.deepEqual(message.parsed_output, { city: 'Paris', temperature_c: 18 });
-  t.like(lastUpstream('/v1/chat/completions')?.response_format, { type: 'json_schema', json_schema: { name: 'response', strict: true, schema: { type: 'object' } } });
-});
+test.serial(
+  '@anthropic-ai/sdk messages.parse() → openai provider: output_config.format goes as a strict json_schema, the answer comes back parsed',
+  async (t) => {
+    const message = await anthropicClient(t).messages.parse({
+      model: 'gpt-mock',
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'The weather in Paris, as JSON.' }],
+      output_config: { format: zodOutputFormat(weatherSchema) },
+    });
+    t.deepEqual(message.parsed_output, { city: 'Paris', temperature_c: 18 });
+    t.like(lastUpstream('/v1/chat/completions')?.response_format, {
+      type: 'json_schema',
+      json_schema: { name: 'response', strict: true, schema: { type: 'object' } },
+    });
+  },
+);
 
 // The tool loops of the SDKs, as their users write them, on a translated model each way: what the
 // gateway answered, and what each SDK adds to it, goes back as the next turn's history.
 
-test.serial('openai SDK tool loop → anthropic provider: the message pushed back as the SDK hands it, whole and after .stream().finalChatCompletion()', async (t) => {
-  const client = openaiClient(t);
-  const question: OpenAI.Chat.ChatCompletionMessageParam = { role: 'user', content: 'Weather in SF and Paris?' };
-  const loop = async (message: OpenAI.Chat.ChatCompletionMessage) => {
-    const results = (message.tool_calls ?? []).map((call): OpenAI.Chat.ChatCompletionMessageParam => ({ role: 'tool', tool_call_id: call.id, content: '18°C' }));
-    t.is(results.length, 2);
-    const next = await client.chat.completions.create({ model: 'claude-mock', messages: [question, message, ...results], tools: [weatherTool] });
-    t.is(next.choices[0]?.message.content, 'Sunny everywhere.');
-    t.like(lastUpstream('/v1/messages')?.messages, [{ role: 'user' }, { role: 'assistant' }, { role: 'user', content: [{ type: 'tool_result' }, { type: 'tool_result' }] }]);
-  };
-  const whole = await client.chat.completions.create({ model: 'claude-mock', messages: [question], tools: [weatherTool] });
-  await loop(whole.choices[0]!.message);
-  const streamed = await client.chat.completions.stream({ model: 'claude-mock', messages: [question], tools: [weatherTool] }).finalChatCompletion();
-  await loop(streamed.choices[0]!.message);
-});
+test.serial(
+  'openai SDK tool loop → anthropic provider: the message pushed back as the SDK hands it, whole and after .stream().finalChatCompletion()',
+  async (t) => {
+    const client = openaiClient(t);
+    const question: OpenAI.Chat.ChatCompletionMessageParam = { role: 'user', content: 'Weather in SF and Paris?' };
+    const loop = async (message: OpenAI.Chat.ChatCompletionMessage) => {
+      const results = (message.tool_calls ?? []).map((call): OpenAI.Chat.ChatCompletionMessageParam => ({
+        role: 'tool',
+        tool_call_id: call.id,
+        content: '18°C',
+      }));
+      t.is(results.length, 2);
+      const next = await client.chat.completions.create({ model: 'claude-mock', messages: [question, message, ...results], tools: [weatherTool] });
+      t.is(next.choices[0]?.message.content, 'Sunny everywhere.');
+      t.like(lastUpstream('/v1/messages')?.messages, [
+        { role: 'user' },
+        { role: 'assistant' },
+        { role: 'user', content: [{ type: 'tool_result' }, { type: 'tool_result' }] },
+      ]);
+    };
+    const whole = await client.chat.completions.create({ model: 'claude-mock', messages: [question], tools: [weatherTool] });
+    await loop(whole.choices[0]!.message);
+    const streamed = await client.chat.completions.stream({ model: 'claude-mock', messages: [question], tools: [weatherTool] }).finalChatCompletion();
+    await loop(streamed.choices[0]!.message);
+  },
+);
 
 test.serial('openai SDK responses tool loop → anthropic provider: the output items pushed back as the SDK hands them', async (t) => {
   const client = openaiClient(t);
   const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', parameters: weatherTool.function.parameters ?? null, strict: false }];
   const first = await client.responses.create({ model: 'claude-mock', input: 'Weather in SF and Paris?', tools });
-  const results = first.output.flatMap((item): OpenAI.Responses.ResponseInputItem[] => (item.type === 'function_call' ? [{ type: 'function_call_output', call_id: item.call_id, output: '18°C' }] : []));
+  const results = first.output.flatMap((item): OpenAI.Responses.ResponseInputItem[] =>
+    item.type === 'function_call' ? [{ type: 'function_call_output', call_id: item.call_id, output: '18°C' }] : [],
+  );
   const question: OpenAI.Responses.ResponseInputItem = { role: 'user', content: 'Weather in SF and Paris?' };
-  const next = await client.responses.create({ model: 'claude-mock', input: [question, ...(first.output as OpenAI.Responses.ResponseInputItem[]), ...results], tools });
+  const next = await client.responses.create({
+    model: 'claude-mock',
+    input: [question, ...(first.output as OpenAI.Responses.ResponseInputItem[]), ...results],
+    tools,
+  });
   t.is(next.output_text, 'Sunny everywhere.');
 });
 
@@ -682,7 +827,10 @@ test.serial('anthropic SDK toolRunner (thread: false) → chat-only openai provi
       }),
     ],
   });
-  t.deepEqual(final.content.map((block) => (block.type === 'text' ? block.text : block.type)), ['Sunny everywhere.']);
+  t.deepEqual(
+    final.content.map((block) => (block.type === 'text' ? block.text : block.type)),
+    ['Sunny everywhere.'],
+  );
   t.deepEqual(ran, ['Paris, France', 'Bogotá, Colombia']);
 });
 
@@ -692,7 +840,13 @@ test.serial('AI SDK stopWhen: a multi-step tool loop on a translated model each 
   for (const model of [openai('claude-mock'), openai.chat('claude-mock'), anthropic('gpt-mock')]) {
     // On the Responses API, without OpenAI's store: the earlier turns go back whole, not as
     // references to stored items, which only the provider that stored them could follow.
-    const generated = await generateText({ model, prompt: 'Weather?', tools: { get_weather: weather }, stopWhen: stepCountIs(3), providerOptions: { openai: { store: false } } });
+    const generated = await generateText({
+      model,
+      prompt: 'Weather?',
+      tools: { get_weather: weather },
+      stopWhen: stepCountIs(3),
+      providerOptions: { openai: { store: false } },
+    });
     t.is(generated.steps.length, 2, model.modelId);
     t.is(generated.text, 'Sunny everywhere.', model.modelId);
   }
@@ -714,38 +868,65 @@ test.serial('LangChain bindTools: a tool loop on a translated model each way', a
   }
 });
 
-test.serial('anthropic SDK beta.messages.parse() on a model of an openai provider: its own structured-outputs beta and output_format are carried', async (t) => {
-  const message = await anthropicClient(t).beta.messages.parse({
-    model: 'gpt-mock',
-    max_tokens: 200,
-    messages: [{ role: 'user', content: 'The weather in Paris, as JSON.' }],
-    output_format: betaZodOutputFormat(weatherSchema),
-  });
-  t.deepEqual(message.parsed_output, { city: 'Paris', temperature_c: 18 });
-  t.like(lastUpstream('/v1/chat/completions')?.response_format, { type: 'json_schema', json_schema: { strict: true } });
-});
+test.serial(
+  'anthropic SDK beta.messages.parse() on a model of an openai provider: its own structured-outputs beta and output_format are carried',
+  async (t) => {
+    const message = await anthropicClient(t).beta.messages.parse({
+      model: 'gpt-mock',
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'The weather in Paris, as JSON.' }],
+      output_format: betaZodOutputFormat(weatherSchema),
+    });
+    t.deepEqual(message.parsed_output, { city: 'Paris', temperature_c: 18 });
+    t.like(lastUpstream('/v1/chat/completions')?.response_format, { type: 'json_schema', json_schema: { strict: true } });
+  },
+);
 
 test.serial('anthropic SDK beta.messages.countTokens() on a model of an openai provider: its own token-counting beta is accepted', async (t) => {
   const counted = await anthropicClient(t).beta.messages.countTokens({ model: 'gpt-mock', messages: [{ role: 'user', content: 'Hello there, how are you?' }] });
   t.true(counted.input_tokens > 0);
 });
 
-test.serial("openai SDK with reasoning_effort → anthropic provider: Claude's signed thinking comes back in thinking_blocks and goes back with the tool loop, whole and streamed", async (t) => {
-  const client = openaiClient(t);
-  const question: OpenAI.Chat.ChatCompletionMessageParam = { role: 'user', content: 'Weather in SF and Paris?' };
-  const whole = await client.chat.completions.create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question], tools: [weatherTool] });
-  const message = whole.choices[0]!.message;
-  t.like(message, { reasoning_content: 'Both cities.', thinking_blocks: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }] } as object);
-  const results = (message.tool_calls ?? []).map((call): OpenAI.Chat.ChatCompletionMessageParam => ({ role: 'tool', tool_call_id: call.id, content: '18°C' }));
-  const next = await client.chat.completions.create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question, message, ...results], tools: [weatherTool] }).withResponse();
-  t.is(next.response.headers.get('x-kmg-omitted'), null, 'thinking stays on: its signed thinking came back');
-  const sent = lastUpstream('/v1/messages');
-  t.like(sent, { thinking: { type: 'enabled', budget_tokens: 2048 } });
-  t.like((sent?.messages as unknown[])[1], { role: 'assistant', content: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }, { type: 'text' }, { type: 'tool_use' }] });
+test.serial(
+  "openai SDK with reasoning_effort → anthropic provider: Claude's signed thinking comes back in thinking_blocks and goes back with the tool loop, whole and streamed",
+  async (t) => {
+    const client = openaiClient(t);
+    const question: OpenAI.Chat.ChatCompletionMessageParam = { role: 'user', content: 'Weather in SF and Paris?' };
+    const whole = await client.chat.completions.create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question], tools: [weatherTool] });
+    const message = whole.choices[0]!.message;
+    t.like(message, { reasoning_content: 'Both cities.', thinking_blocks: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }] } as object);
+    const results = (message.tool_calls ?? []).map((call): OpenAI.Chat.ChatCompletionMessageParam => ({
+      role: 'tool',
+      tool_call_id: call.id,
+      content: '18°C',
+    }));
+    const next = await client.chat.completions
+      .create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question, message, ...results], tools: [weatherTool] })
+      .withResponse();
+    t.is(next.response.headers.get('x-kmg-omitted'), null, 'thinking stays on: its signed thinking came back');
+    const sent = lastUpstream('/v1/messages');
+    t.like(sent, { thinking: { type: 'enabled', budget_tokens: 2048 } });
+    t.like((sent?.messages as unknown[])[1], {
+      role: 'assistant',
+      content: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }, { type: 'text' }, { type: 'tool_use' }],
+    });
 
-  const streamed = await client.chat.completions.stream({ model: 'claude-mock', reasoning_effort: 'low', messages: [question] }).finalChatCompletion();
-  const thought = streamed.choices[0]!.message;
-  t.like(thought, { content: 'Two.', thinking_blocks: [{ type: 'thinking', thinking: 'Two pages, so: two.', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' }] } as object);
-  await client.chat.completions.create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question, thought, { role: 'user', content: 'And Bogotá?' }] });
-  t.like((lastUpstream('/v1/messages')?.messages as unknown[])[1], { content: [{ type: 'thinking', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' }, { type: 'text', text: 'Two.' }] });
-});
+    const streamed = await client.chat.completions.stream({ model: 'claude-mock', reasoning_effort: 'low', messages: [question] }).finalChatCompletion();
+    const thought = streamed.choices[0]!.message;
+    t.like(thought, {
+      content: 'Two.',
+      thinking_blocks: [{ type: 'thinking', thinking: 'Two pages, so: two.', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' }],
+    } as object);
+    await client.chat.completions.create({
+      model: 'claude-mock',
+      reasoning_effort: 'low',
+      messages: [question, thought, { role: 'user', content: 'And Bogotá?' }],
+    });
+    t.like((lastUpstream('/v1/messages')?.messages as unknown[])[1], {
+      content: [
+        { type: 'thinking', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' },
+        { type: 'text', text: 'Two.' },
+      ],
+    });
+  },
+);

@@ -108,8 +108,14 @@ test('flush() writes everything queued in batches of maxBatch, in order, one ins
   const records = many(250);
   for (const record of records) r.record(record);
   await r.flush();
-  t.deepEqual(store.inserts.map((batch) => batch.length), [100, 100, 50]);
-  t.deepEqual(store.inserts.flat().map((record) => record.requestId), ids(records));
+  t.deepEqual(
+    store.inserts.map((batch) => batch.length),
+    [100, 100, 50],
+  );
+  t.deepEqual(
+    store.inserts.flat().map((record) => record.requestId),
+    ids(records),
+  );
   t.is(store.mostActive, 1);
   t.is(r.pending, 0);
 });
@@ -132,7 +138,11 @@ test('a failed write keeps its records, reports once, and tries again on the tim
   t.is(errors.length, 2, 'the timer tried again');
   store.failing = false;
   await clock.advance(1000);
-  t.deepEqual(store.inserts.flat().map((record) => record.requestId), ids(records), 'each record once, in order');
+  t.deepEqual(
+    store.inserts.flat().map((record) => record.requestId),
+    ids(records),
+    'each record once, in order',
+  );
   t.is(r.pending, 0);
   t.is(r.dropped, 0);
 });
@@ -180,12 +190,19 @@ test('close() with the store down tries once, then reports the records it lost',
   t.is(r.dropped, 7);
   t.deepEqual(
     errors.map((err) => err.message),
-    ['koa-model-gateway: 7 usage records not written yet, kept for the next try', 'koa-model-gateway: 7 usage records lost at close: the store did not take them'],
+    [
+      'koa-model-gateway: 7 usage records not written yet, kept for the next try',
+      'koa-model-gateway: 7 usage records lost at close: the store did not take them',
+    ],
   );
 });
 
 test('an onError hook that throws does not make a write an unhandled rejection', async (t) => {
-  const { recorder: r, store, clock } = recorder({
+  const {
+    recorder: r,
+    store,
+    clock,
+  } = recorder({
     onError: () => {
       throw new Error('bad hook');
     },
@@ -229,9 +246,33 @@ async function fourCalls() {
   const usage = new MemoryUsageStore();
   await usage.insert([
     usageRecord({ time: Date.parse('2030-01-16T08:00:00Z'), model: 'b-model', keyId: 'key_b', inputTokens: 1, outputTokens: 2, costPicoUsd: 300_000 }),
-    usageRecord({ time: Date.parse('2030-01-14T08:00:00Z'), model: null, provider: null, keyId: 'key_B', status: 400, inputTokens: 0, outputTokens: 0, costPicoUsd: 0 }),
-    usageRecord({ time: Date.parse('2030-01-15T08:00:00Z'), model: 'a-model', keyId: 'key_a', inputTokens: 10, outputTokens: 20, costPicoUsd: 10_000_000_000_000 }),
-    usageRecord({ time: Date.parse('2030-01-16T09:00:00Z'), model: 'a-model', keyId: 'key_a', account: 'globex', inputTokens: 100, outputTokens: 200, costPicoUsd: 5_000_000 }),
+    usageRecord({
+      time: Date.parse('2030-01-14T08:00:00Z'),
+      model: null,
+      provider: null,
+      keyId: 'key_B',
+      status: 400,
+      inputTokens: 0,
+      outputTokens: 0,
+      costPicoUsd: 0,
+    }),
+    usageRecord({
+      time: Date.parse('2030-01-15T08:00:00Z'),
+      model: 'a-model',
+      keyId: 'key_a',
+      inputTokens: 10,
+      outputTokens: 20,
+      costPicoUsd: 10_000_000_000_000,
+    }),
+    usageRecord({
+      time: Date.parse('2030-01-16T09:00:00Z'),
+      model: 'a-model',
+      keyId: 'key_a',
+      account: 'globex',
+      inputTokens: 100,
+      outputTokens: 200,
+      costPicoUsd: 5_000_000,
+    }),
   ]);
   return usage;
 }
@@ -240,10 +281,19 @@ test('rows come in day order, or by id in byte order with calls without a model 
   const usage = await fourCalls();
   const byDay = await usageReport(usage);
   t.is(byDay.by, 'day');
-  t.deepEqual(byDay.rows.map((row) => row.group), ['2030-01-14', '2030-01-15', '2030-01-16']);
+  t.deepEqual(
+    byDay.rows.map((row) => row.group),
+    ['2030-01-14', '2030-01-15', '2030-01-16'],
+  );
   t.deepEqual(byDay.totals, { requests: 4, answered: 3, refused: 1, inputTokens: 111, outputTokens: 222, costUsd: 10.0000053, cacheHits: 0, costSavedUsd: 0 });
-  t.deepEqual((await usageReport(usage, { by: 'model' })).rows.map((row) => row.group), ['a-model', 'b-model', null]);
-  t.deepEqual((await usageReport(usage, { by: 'key' })).rows.map((row) => row.group), ['key_B', 'key_a', 'key_b']);
+  t.deepEqual(
+    (await usageReport(usage, { by: 'model' })).rows.map((row) => row.group),
+    ['a-model', 'b-model', null],
+  );
+  t.deepEqual(
+    (await usageReport(usage, { by: 'key' })).rows.map((row) => row.group),
+    ['key_B', 'key_a', 'key_b'],
+  );
 });
 
 test('the filters narrow the totals as well as the rows', async (t) => {
@@ -262,16 +312,58 @@ test('the filters narrow the totals as well as the rows', async (t) => {
 
 test('with series, each row is split by the second grouping, in the same order, adding up to the row', async (t) => {
   const usage = await fourCalls();
-  await usage.insert([usageRecord({ time: Date.parse('2030-01-16T10:00:00Z'), model: 'a-model', keyId: 'key_b', inputTokens: 1000, outputTokens: 2000, costPicoUsd: 1_000_000_000_000 })]);
+  await usage.insert([
+    usageRecord({
+      time: Date.parse('2030-01-16T10:00:00Z'),
+      model: 'a-model',
+      keyId: 'key_b',
+      inputTokens: 1000,
+      outputTokens: 2000,
+      costPicoUsd: 1_000_000_000_000,
+    }),
+  ]);
   const report = await usageReport(usage, { account: 'acme', by: 'day', series: 'model' });
   t.is(report.series, 'model');
-  t.deepEqual(report.totals, { requests: 4, answered: 3, refused: 1, inputTokens: 1011, outputTokens: 2022, costUsd: 11.0000003, cacheHits: 0, costSavedUsd: 0 });
+  t.deepEqual(report.totals, {
+    requests: 4,
+    answered: 3,
+    refused: 1,
+    inputTokens: 1011,
+    outputTokens: 2022,
+    costUsd: 11.0000003,
+    cacheHits: 0,
+    costSavedUsd: 0,
+  });
   t.deepEqual(report.rows, [
-    { group: '2030-01-14', requests: 1, answered: 0, refused: 1, inputTokens: 0, outputTokens: 0, costUsd: 0, cacheHits: 0, costSavedUsd: 0, series: [{ group: null, requests: 1, answered: 0, refused: 1, inputTokens: 0, outputTokens: 0, costUsd: 0, cacheHits: 0, costSavedUsd: 0 }] },
-    { group: '2030-01-15', requests: 1, answered: 1, refused: 0, inputTokens: 10, outputTokens: 20, costUsd: 10, cacheHits: 0, costSavedUsd: 0, series: [{ group: 'a-model', requests: 1, answered: 1, refused: 0, inputTokens: 10, outputTokens: 20, costUsd: 10, cacheHits: 0, costSavedUsd: 0 }] },
+    {
+      group: '2030-01-14',
+      requests: 1,
+      answered: 0,
+      refused: 1,
+      inputTokens: 0,
+      outputTokens: 0,
+      costUsd: 0,
+      cacheHits: 0,
+      costSavedUsd: 0,
+      series: [{ group: null, requests: 1, answered: 0, refused: 1, inputTokens: 0, outputTokens: 0, costUsd: 0, cacheHits: 0, costSavedUsd: 0 }],
+    },
+    {
+      group: '2030-01-15',
+      requests: 1,
+      answered: 1,
+      refused: 0,
+      inputTokens: 10,
+      outputTokens: 20,
+      costUsd: 10,
+      cacheHits: 0,
+      costSavedUsd: 0,
+      series: [{ group: 'a-model', requests: 1, answered: 1, refused: 0, inputTokens: 10, outputTokens: 20, costUsd: 10, cacheHits: 0, costSavedUsd: 0 }],
+    },
     {
       group: '2030-01-16',
-      requests: 2, answered: 2, refused: 0,
+      requests: 2,
+      answered: 2,
+      refused: 0,
       inputTokens: 1001,
       outputTokens: 2002,
       costUsd: 1.0000003,

@@ -74,7 +74,11 @@ function answerParts(answer: Answer): StreamPart[] {
         parts.push({ type: 'text-start' }, { type: 'text-delta', delta: part.text }, { type: 'text-end' });
         break;
       case 'tool-call':
-        parts.push({ type: 'tool-call-start', id: part.id, name: part.name }, { type: 'tool-call-delta', id: part.id, delta: part.input }, { type: 'tool-call-end', id: part.id });
+        parts.push(
+          { type: 'tool-call-start', id: part.id, name: part.name },
+          { type: 'tool-call-delta', id: part.id, delta: part.input },
+          { type: 'tool-call-end', id: part.id },
+        );
         break;
       case 'reasoning':
         parts.push({ type: 'reasoning-start' }, { type: 'reasoning-delta', delta: part.text });
@@ -89,7 +93,12 @@ function answerParts(answer: Answer): StreamPart[] {
         break;
     }
   }
-  parts.push({ type: 'finish', finishReason: answer.finishReason, ...(answer.stopSequence !== undefined && { stopSequence: answer.stopSequence }), usage: answer.usage });
+  parts.push({
+    type: 'finish',
+    finishReason: answer.finishReason,
+    ...(answer.stopSequence !== undefined && { stopSequence: answer.stopSequence }),
+    usage: answer.usage,
+  });
   return parts;
 }
 

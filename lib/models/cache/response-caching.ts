@@ -125,7 +125,10 @@ export class ResponseCaching {
   async get(ctx: Context, account: string, name: string): Promise<{ entry: CachedAnswer | undefined; failed: boolean }> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`the response cache did not answer within ${this.#lookupTimeoutMs} ms`, { store: 'cache' })), this.#lookupTimeoutMs);
+      timer = setTimeout(
+        () => reject(new StoreUnavailableError(`the response cache did not answer within ${this.#lookupTimeoutMs} ms`, { store: 'cache' })),
+        this.#lookupTimeoutMs,
+      );
     });
     try {
       const text = await Promise.race([this.#store.get(account, name), late]);
@@ -231,7 +234,8 @@ export class CacheTicket {
     if (call === undefined) return;
     const { entry, failed } = await this.#caching.get(call.ctx, call.account, call.name);
     const now = this.#caching.nowMs();
-    const fresh = (found: CachedAnswer | undefined) => (found !== undefined && (call.maxAgeMs === undefined || now - found.storedAt <= call.maxAgeMs) ? found : undefined);
+    const fresh = (found: CachedAnswer | undefined) =>
+      found !== undefined && (call.maxAgeMs === undefined || now - found.storedAt <= call.maxAgeMs) ? found : undefined;
     this.hit = fresh(entry);
     if (this.hit === undefined) {
       const settled = new Promise<CachedAnswer | undefined>((resolve) => {

@@ -53,7 +53,14 @@ export const EFFORTS: readonly Effort[] = ['none', 'minimal', 'low', 'medium', '
  * The thinking budget of each effort, in tokens, as a Messages provider is sent it; back, a budget
  * is the least effort whose budget holds it, `high` above (docs/TRANSLATION.md, "Reasoning").
  */
-export const EFFORT_BUDGETS: Readonly<Record<Exclude<Effort, 'none'>, number>> = { minimal: 1024, low: 2048, medium: 8192, high: 24_576, xhigh: 32_768, max: 65_536 };
+export const EFFORT_BUDGETS: Readonly<Record<Exclude<Effort, 'none'>, number>> = {
+  minimal: 1024,
+  low: 2048,
+  medium: 8192,
+  high: 24_576,
+  xhigh: 32_768,
+  max: 65_536,
+};
 const BUDGET_EFFORTS = ['minimal', 'low', 'medium'] as const;
 
 /** The OpenAI effort of `reasoning`: its own, or its budget's; none when adaptive (the model's default) or unset. */

@@ -6,7 +6,16 @@ import { isObject, type JsonObject } from '../content.js';
 import type { Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest } from '../provider.js';
 import { countPdfPages } from '../providers/echo/received.js';
 import { EventSplitter, eventFields } from '../../http/server-sent-events.js';
-import { answerHeader, DEFAULT_MAX_UPSTREAM_BYTES, discard, providerAnswer, readWhole, UPSTREAM_CALL, type CallRequest, type UpstreamCall } from '../upstream-call.js';
+import {
+  answerHeader,
+  DEFAULT_MAX_UPSTREAM_BYTES,
+  discard,
+  providerAnswer,
+  readWhole,
+  UPSTREAM_CALL,
+  type CallRequest,
+  type UpstreamCall,
+} from '../upstream-call.js';
 import { chatCompletionsFormat } from './chat-completions/index.js';
 import { messagesFormat } from './messages/index.js';
 import type { Part, Request, StreamPart, Usage } from './neutral.js';
@@ -95,7 +104,8 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
         const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
         // A refusal or a failure is answered as a native call's is (decisions.md: 5xx is 502).
         if (answer.statusCode < 200 || answer.statusCode > 299) return { ...answer, usage, omitted };
-        if (!neutral.stream) return { statusCode: 200, headers: JSON_HEADERS, body: translatedJson(answer.body, from, to, neutral, usage, { maxBytes, call }), usage, omitted };
+        if (!neutral.stream)
+          return { statusCode: 200, headers: JSON_HEADERS, body: translatedJson(answer.body, from, to, neutral, usage, { maxBytes, call }), usage, omitted };
         if (!EVENT_STREAM.test(answerHeader(answer, 'content-type'))) return { ...answer, usage, omitted };
         return { statusCode: 200, headers: EVENT_HEADERS, body: through(answer.body, streamTranslator(from, to, neutral, usage, maxBytes)), usage, omitted };
       },
@@ -276,7 +286,9 @@ function partTokens(part: Part): number {
  */
 export function estimateInputTokens(request: Request): number {
   const text = request.system.join('\n').length + request.tools.reduce((sum, tool) => sum + JSON.stringify(tool).length, 0);
-  return Math.ceil(text / CHARS_PER_TOKEN) + request.messages.reduce((sum, message) => sum + message.parts.reduce((inner, part) => inner + partTokens(part), 0), 0);
+  return (
+    Math.ceil(text / CHARS_PER_TOKEN) + request.messages.reduce((sum, message) => sum + message.parts.reduce((inner, part) => inner + partTokens(part), 0), 0)
+  );
 }
 
 /**

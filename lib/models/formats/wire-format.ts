@@ -1,5 +1,15 @@
 import { isObject, type JsonObject } from '../content.js';
-import { EFFORTS, invalid, OPENAI_SHARED_FIELDS, untranslatable, type Answer, type Effort, type Request, type StreamReader, type StreamWriter } from './neutral.js';
+import {
+  EFFORTS,
+  invalid,
+  OPENAI_SHARED_FIELDS,
+  untranslatable,
+  type Answer,
+  type Effort,
+  type Request,
+  type StreamReader,
+  type StreamWriter,
+} from './neutral.js';
 
 /**
  * One wire format as translation sees it: what it reads and writes as the client's format
@@ -154,7 +164,8 @@ export function optionalBoolean(body: JsonObject, param: string): boolean | unde
  */
 export function checkToolChoice(request: ReadRequest): void {
   const { toolChoice, tools, params } = request;
-  if (tools.length === 0 && (toolChoice?.type === 'required' || toolChoice?.type === 'tool')) throw invalid(params.toolChoice ?? 'tool_choice', "requires 'tools'");
+  if (tools.length === 0 && (toolChoice?.type === 'required' || toolChoice?.type === 'tool'))
+    throw invalid(params.toolChoice ?? 'tool_choice', "requires 'tools'");
 }
 
 /**
@@ -188,7 +199,6 @@ function readOpenAIShared(body: JsonObject): Request['openAI'] {
   for (const field of OPENAI_SHARED_FIELDS) if (!absent(body[field])) (shared ??= {})[field] = body[field];
   return shared;
 }
-
 
 /**
  * The end user of an OpenAI body, and OpenAI's shared fields, as `target` takes them: between the

@@ -68,6 +68,10 @@ export function httpUpstream(baseURL: string): HttpUpstream {
       };
     },
     close: () => pool.destroy(),
-    telemetry: (providerName) => ({ providerName, serverAddress: base.hostname, serverPort: base.port === '' ? (base.protocol === 'https:' ? 443 : 80) : Number(base.port) }),
+    telemetry: (providerName) => ({
+      providerName,
+      serverAddress: base.hostname,
+      serverPort: base.port === '' ? (base.protocol === 'https:' ? 443 : 80) : Number(base.port),
+    }),
   };
 }

@@ -45,7 +45,8 @@ export function modelRoutes(catalog: readonly ResolvedModel[], providers: readon
       // A provider that speaks the format is called natively; another is translated to when it can be.
       const translated = native ? undefined : translation(endpoint, provider);
       const send = native ?? translated?.send;
-      if (send !== undefined) route.legs.push({ route, provider, upstreamModel, weight, key: `${provider.id}/${upstreamModel}`, send, translation: translated });
+      if (send !== undefined)
+        route.legs.push({ route, provider, upstreamModel, weight, key: `${provider.id}/${upstreamModel}`, send, translation: translated });
     }
     if (route.legs.length === 1 && model.fallbacks.length === 0) route.alone = route.legs;
     routes.set(model.id, route);

@@ -39,7 +39,11 @@ export async function plan(
   const coolingUntil = new Map(all.map((leg, index) => [leg, until[index] ?? null]));
   const cooling = all.filter((leg) => coolingUntil.get(leg) !== null);
   if (ctx.state.modelRequest) ctx.state.modelRequest.cooling = cooling.map((leg) => ({ deployment: leg.key, until: coolingUntil.get(leg) as number }));
-  const healthy = (legs: Leg[]) => weightedOrder(legs.filter((leg) => coolingUntil.get(leg) === null), routing.random);
+  const healthy = (legs: Leg[]) =>
+    weightedOrder(
+      legs.filter((leg) => coolingUntil.get(leg) === null),
+      routing.random,
+    );
   const models = [named.legs, ...named.model.fallbacks.map((id) => fallbacks.filter((leg) => leg.route.model.id === id))];
   const order = models.flatMap(healthy);
   if (order.length > 0) return order;

@@ -33,7 +33,13 @@ export interface RoutingOptions {
   backoff?: { baseMs?: number | undefined; maxMs?: number | undefined } | undefined;
   retryAfterCapMs?: number | undefined;
   cooldown?:
-    | { failures?: number | undefined; windowSeconds?: number | undefined; seconds?: number | undefined; maxSeconds?: number | undefined; store?: CooldownStore | undefined }
+    | {
+        failures?: number | undefined;
+        windowSeconds?: number | undefined;
+        seconds?: number | undefined;
+        maxSeconds?: number | undefined;
+        store?: CooldownStore | undefined;
+      }
     | undefined;
   random?: (() => number) | undefined;
   sleep?: ((ms: number) => Promise<void>) | undefined;

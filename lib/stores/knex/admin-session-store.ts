@@ -61,7 +61,11 @@ export class KnexAdminSessionStore implements AdminSessionStore {
   }
 
   async touch(hash: string, at: number): Promise<void> {
-    await withinTimeout(this.#timeoutMs, async () => this.#knex<SessionRow>(TABLE).where({ hash }).update({ last_seen_at: wholeSeconds(at) }));
+    await withinTimeout(this.#timeoutMs, async () =>
+      this.#knex<SessionRow>(TABLE)
+        .where({ hash })
+        .update({ last_seen_at: wholeSeconds(at) }),
+    );
   }
 
   async delete(hash: string): Promise<void> {

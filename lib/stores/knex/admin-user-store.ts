@@ -1,5 +1,12 @@
 import type { Knex } from 'knex';
-import { newAdminUserId, type AdminRole, type AdminUser, type AdminUserChanges, type AdminUserStore, type SignedInIdentity } from '../../admin/admin-user-store.js';
+import {
+  newAdminUserId,
+  type AdminRole,
+  type AdminUser,
+  type AdminUserChanges,
+  type AdminUserStore,
+  type SignedInIdentity,
+} from '../../admin/admin-user-store.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 
 const TABLE = 'kmg_admin_users';

@@ -92,7 +92,9 @@ export class KnexAuditStore implements AuditStore {
 
   async list(filter: AuditFilter, page: { limit: number; cursor?: string }): Promise<AuditPage> {
     const rows = await withinTimeout(this.#timeoutMs, async () => {
-      const query = this.#knex<AuditRow>(TABLE).orderBy('seq', 'desc').limit(page.limit + 1);
+      const query = this.#knex<AuditRow>(TABLE)
+        .orderBy('seq', 'desc')
+        .limit(page.limit + 1);
       if (page.cursor !== undefined) query.where('seq', '<', Number(page.cursor));
       if (filter.since !== undefined) query.where('at', '>=', filter.since);
       if (filter.action !== undefined) query.where('action', filter.action);

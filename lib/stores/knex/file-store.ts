@@ -59,9 +59,7 @@ async function usageOf(knex: Knex | Knex.Transaction, account: string, now: numb
   const row = (await knex(FILES)
     .where({ account })
     .where(live(seconds(now)))
-    .first(knex.raw('count(*) as files'), knex.raw('coalesce(sum(bytes), 0) as bytes'))) as
-    | { files: number | string; bytes: number | string }
-    | undefined;
+    .first(knex.raw('count(*) as files'), knex.raw('coalesce(sum(bytes), 0) as bytes'))) as { files: number | string; bytes: number | string } | undefined;
   return { files: Number(row?.files ?? 0), bytes: Number(row?.bytes ?? 0) };
 }
 
@@ -122,7 +120,10 @@ export class KnexFileStore implements FileStore {
 
   async delete(account: string, id: string, now: number): Promise<boolean> {
     const deleted = await withinTimeout(this.#timeoutMs, async () =>
-      this.#knex<FileRow>(FILES).where({ account, id }).where(live(seconds(now))).del(),
+      this.#knex<FileRow>(FILES)
+        .where({ account, id })
+        .where(live(seconds(now)))
+        .del(),
     );
     return deleted > 0;
   }

@@ -22,7 +22,19 @@ const LIMIT_COLUMNS = {
 const TOUCH_SLICE = 500;
 const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'original_id', 'last_used_at', 'mcp_tools'];
 const CACHE_COLUMNS = ['cache_ttl_seconds', 'cache_per_key'];
-const COLUMNS = ['id', 'account', 'hash', 'scopes', 'models', 'created_at', 'expires_at', 'revoked_at', ...Object.values(LIMIT_COLUMNS), ...LINK_COLUMNS, ...CACHE_COLUMNS];
+const COLUMNS = [
+  'id',
+  'account',
+  'hash',
+  'scopes',
+  'models',
+  'created_at',
+  'expires_at',
+  'revoked_at',
+  ...Object.values(LIMIT_COLUMNS),
+  ...LINK_COLUMNS,
+  ...CACHE_COLUMNS,
+];
 
 interface KeyRow {
   id: string;
@@ -215,15 +227,28 @@ export class KnexKeyStore implements KeyStore {
         .whereNull('revoked_at')
         .where((query) => query.whereNull('expires_at').orWhere('expires_at', '>', now))
         .update({ replaced_by: replacementId });
-      const row: KeyRow | undefined = await trx<KeyRow>(TABLE).where({ id }).first(...COLUMNS);
+      const row: KeyRow | undefined = await trx<KeyRow>(TABLE)
+        .where({ id })
+        .first(...COLUMNS);
       if (claimed === 0) {
         if (!row) return { outcome: 'not_found' };
         return { outcome: row.replaced_by === null ? 'not_active' : 'replaced' };
       }
       const old = toRecord(row as KeyRow);
       const { account, scopes, models, expiresAt, limits, cache, name, mcpTools } = old;
-      const kept = { ...(limits && { limits }), ...(cache && { cache }), ...(name !== undefined && { name }), ...(mcpTools && { mcpTools }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
-      const replacement = { ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, now), id: replacementId, replaces: id, originalId: old.originalId ?? id };
+      const kept = {
+        ...(limits && { limits }),
+        ...(cache && { cache }),
+        ...(name !== undefined && { name }),
+        ...(mcpTools && { mcpTools }),
+        ...(rotation.hint !== undefined && { hint: rotation.hint }),
+      };
+      const replacement = {
+        ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, now),
+        id: replacementId,
+        replaces: id,
+        originalId: old.originalId ?? id,
+      };
       await trx<KeyRow>(TABLE).insert(toRow(replacement));
       old.expiresAt = wholeSeconds(expiresAt === null ? rotation.graceEndsAt : Math.min(expiresAt, rotation.graceEndsAt));
       await trx<KeyRow>(TABLE).where({ id }).update({ expires_at: old.expiresAt });

@@ -29,7 +29,10 @@ export class KnexMcpGrantStore implements McpGrantStore {
     await withinTimeout(this.#timeoutMs, async () =>
       kept.length === 0
         ? this.#knex(TABLE).where({ account }).delete()
-        : this.#knex(TABLE).insert({ account, tools: JSON.stringify(kept) }).onConflict('account').merge(),
+        : this.#knex(TABLE)
+            .insert({ account, tools: JSON.stringify(kept) })
+            .onConflict('account')
+            .merge(),
     );
     return kept;
   }

@@ -360,7 +360,10 @@ const MIGRATIONS: Migration[] = [
     // kept by a trigger in the transaction of every insert into kmg_usage, and back-filled here.
     name: '20261207_usage_rollups',
     async up(knex) {
-      for (const [table, period] of [['kmg_usage_hourly', 'hour'], ['kmg_usage_daily', 'day']] as const) {
+      for (const [table, period] of [
+        ['kmg_usage_hourly', 'hour'],
+        ['kmg_usage_daily', 'day'],
+      ] as const) {
         await knex.schema.createTable(table, (columns) => {
           if (period === 'hour') columns.bigInteger('hour').notNullable(); // Unix ms of the UTC hour
           columns.string('day', 10).notNullable(); // UTC date
@@ -440,7 +443,10 @@ function rollUp(table: RollupTable, from: string, postgres: boolean): string {
   };
   const columns = ROLLUP_COLUMNS[table];
   const select = columns.map((column) => values[column] ?? column).join(', ');
-  const groups = columns.slice(0, -ROLLUP_SUMS.length).map((_, index) => index + 1).join(', ');
+  const groups = columns
+    .slice(0, -ROLLUP_SUMS.length)
+    .map((_, index) => index + 1)
+    .join(', ');
   const add = ROLLUP_SUMS.map((column) => `${column} = ${table}.${column} + excluded.${column}`).join(', ');
   // SQLite reads "select … on conflict" as a join without "where true".
   return `insert into ${table} (${columns.join(', ')}) select ${select} from ${from} ${postgres ? '' : 'where true '}group by ${groups} order by ${groups} on conflict (${ROLLUP_KEY[table].join(', ')}) do update set ${add}`;

@@ -80,7 +80,9 @@ export function firstRowReader<Args extends unknown[], Row>(
 ): (...args: Args) => Row | undefined | Promise<Row | undefined> {
   if (!reads) return async (...args) => ((await build(...args)) as Row[])[0];
   const markers = Array.from({ length: build.length }, (_, index) => `\u0000kmg-argument-${index}\u0000`);
-  const { sql, bindings } = build(...(markers as Args)).toSQL().toNative();
+  const { sql, bindings } = build(...(markers as Args))
+    .toSQL()
+    .toNative();
   const places = bindings.map((binding) => markers.indexOf(binding as string));
   for (const [index] of markers.entries()) {
     if (places.filter((place) => place === index).length !== 1) {

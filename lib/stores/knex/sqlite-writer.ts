@@ -128,7 +128,11 @@ export function sqliteReader(filename: string, options: Pick<SqliteWriterOptions
 }
 
 /** The thread of `sqliteWriter` and `sqliteReader`: one statement at a time, in order; a `readonly` one answers rows. */
-function sqliteWorker(workerData: { filename: string; readonly: boolean; checkpointIntervalMs?: number }, role: 'writer' | 'reader', onFailure: (err: Error) => void) {
+function sqliteWorker(
+  workerData: { filename: string; readonly: boolean; checkpointIntervalMs?: number },
+  role: 'writer' | 'reader',
+  onFailure: (err: Error) => void,
+) {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   const worker = new Worker(WORKER, { eval: true, workerData: { driver, ...workerData } });
   const waiting = new Map<number, { resolve: (rows: unknown[] | undefined) => void; reject: (err: Error) => void }>();

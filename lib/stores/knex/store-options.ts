@@ -103,11 +103,7 @@ export function withinTimeout<T>(
  *   if (expired()) throw new StoreUnavailableError('outlasted its timeout'); // roll back
  * });
  */
-export function transactionWithinTimeout<T>(
-  knex: Knex,
-  timeoutMs: number,
-  work: (trx: Knex.Transaction, expired: () => boolean) => Promise<T>,
-): Promise<T> {
+export function transactionWithinTimeout<T>(knex: Knex, timeoutMs: number, work: (trx: Knex.Transaction, expired: () => boolean) => Promise<T>): Promise<T> {
   const client = knex.client as Knex.Client;
   return withinTimeout(timeoutMs, async (expired, whenExpired) => {
     const connection: unknown = await client.acquireConnection();

@@ -1,5 +1,17 @@
 import type { Knex } from 'knex';
-import { usageDay, type UsageFilter, type UsageGrouping, type UsagePage, type UsagePruning, type UsageRecord, type UsageRecordFilter, type UsageRollup, type UsageRollupKey, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+import {
+  usageDay,
+  type UsageFilter,
+  type UsageGrouping,
+  type UsagePage,
+  type UsagePruning,
+  type UsageRecord,
+  type UsageRecordFilter,
+  type UsageRollup,
+  type UsageRollupKey,
+  type UsageRow,
+  type UsageStore,
+} from '../../usage/usage-store.js';
 import { DAY_MS, HOUR_MS, mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
 import { SqliteWriterGoneError, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
@@ -34,9 +46,28 @@ interface UsageRowDb {
 
 // The columns an insert writes.
 const COLUMNS = [
-  'time', 'day', 'request_id', 'key_id', 'account', 'endpoint', 'model', 'provider', 'upstream_model', 'attempts', 'status', 'stream',
-  'input_tokens', 'output_tokens', 'attachments', 'latency_ms', 'upstream_first_byte_ms', 'upstream_ms', 'cost_picousd', 'trace_id',
-  'cache', 'cost_saved_picousd',
+  'time',
+  'day',
+  'request_id',
+  'key_id',
+  'account',
+  'endpoint',
+  'model',
+  'provider',
+  'upstream_model',
+  'attempts',
+  'status',
+  'stream',
+  'input_tokens',
+  'output_tokens',
+  'attachments',
+  'latency_ms',
+  'upstream_first_byte_ms',
+  'upstream_ms',
+  'cost_picousd',
+  'trace_id',
+  'cache',
+  'cost_saved_picousd',
 ] as const satisfies ReadonlyArray<keyof UsageRowDb>;
 
 const COLUMN_LIST = COLUMNS.map((column) => `"${column}"`).join(', ');
@@ -200,10 +231,12 @@ export class KnexUsageStore implements UsageStore {
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {
     const { limit = 1000 } = filter;
     const rows = await withinTimeout(this.#timeoutMs, async () =>
-      this.#where(filter).orderBy([
-        { column: 'time', order: 'desc' },
-        { column: 'seq', order: 'desc' },
-      ]).limit(limit),
+      this.#where(filter)
+        .orderBy([
+          { column: 'time', order: 'desc' },
+          { column: 'seq', order: 'desc' },
+        ])
+        .limit(limit),
     );
     return (rows as UsageRowDb[]).map(toRecord);
   }
@@ -219,10 +252,12 @@ export class KnexUsageStore implements UsageStore {
       query.where((older) => older.where('time', '<', time).orWhere((tie) => tie.where('time', time).where('seq', '<', seq)));
     }
     const rows = (await withinTimeout(this.#timeoutMs, async () =>
-      query.orderBy([
-        { column: 'time', order: 'desc' },
-        { column: 'seq', order: 'desc' },
-      ]).limit(page.limit + 1),
+      query
+        .orderBy([
+          { column: 'time', order: 'desc' },
+          { column: 'seq', order: 'desc' },
+        ])
+        .limit(page.limit + 1),
     )) as Array<UsageRowDb & { seq: number | string }>;
     const kept = rows.slice(0, page.limit);
     const last = kept.at(-1);
@@ -242,12 +277,31 @@ export class KnexUsageStore implements UsageStore {
     const { after } = page;
     if (after !== undefined) {
       query.whereRaw(`(${column}, account, key_id, model, endpoint, status) > (?, ?, ?, ?, ?, ?)`, [
-        stored(after.period), after.account, after.keyId, after.model ?? '', after.endpoint, after.status,
+        stored(after.period),
+        after.account,
+        after.keyId,
+        after.model ?? '',
+        after.endpoint,
+        after.status,
       ]);
     }
     const rows = (await withinTimeout(this.#timeoutMs, async () =>
       query.orderBy([column, 'account', 'key_id', 'model', 'endpoint', 'status']).limit(page.limit),
-    )) as Array<{ hour?: number | string; day: string; account: string; key_id: string; model: string; endpoint: string; status: number; requests: number | string; input_tokens: number | string; output_tokens: number | string; cost_picousd: number | string; cache_hits: number | string; cost_saved_picousd: number | string }>;
+    )) as Array<{
+      hour?: number | string;
+      day: string;
+      account: string;
+      key_id: string;
+      model: string;
+      endpoint: string;
+      status: number;
+      requests: number | string;
+      input_tokens: number | string;
+      output_tokens: number | string;
+      cost_picousd: number | string;
+      cache_hits: number | string;
+      cost_saved_picousd: number | string;
+    }>;
     return rows.map((row) => ({
       period: hourly ? Number(row.hour) : Date.parse(row.day),
       account: row.account,
@@ -283,7 +337,8 @@ export class KnexUsageStore implements UsageStore {
       [oldest(HOURLY, 'hour < ? order by hour'), Date.parse(firstDay)],
       [oldest(DAILY, 'day < ? order by day'), firstDay],
     ] as const) {
-      const result = (await withinTimeout(this.#timeoutMs, async () => this.#knex.raw(sql, [before, limit]))) as { rowCount?: number; changes?: number } | undefined;
+      const result = (await withinTimeout(this.#timeoutMs, async () => this.#knex.raw(sql, [before, limit]))) as
+        { rowCount?: number; changes?: number } | undefined;
       deleted += Number(result?.rowCount ?? result?.changes ?? 0);
     }
     return deleted;
@@ -293,12 +348,19 @@ export class KnexUsageStore implements UsageStore {
   async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
     const spans = usageSpans(filter.since === undefined ? undefined : wholeLowerBound(filter.since));
     const parts = await withinTimeout(this.#timeoutMs, async () =>
-      Promise.all([
-        spans.raw && this.#sum(RAW, this.#narrowed(TABLE, filter).where('time', '>=', spans.raw.since).where('time', '<', spans.raw.until), by, thenBy),
-        spans.hourly &&
-          this.#sum(ROLLUP, this.#narrowed(HOURLY, filter).where('hour', '>=', spans.hourly.since).where('hour', '<', spans.hourly.until), by, thenBy),
-        this.#sum(ROLLUP, spans.daily.sinceDay === undefined ? this.#narrowed(DAILY, filter) : this.#narrowed(DAILY, filter).where('day', '>=', spans.daily.sinceDay), by, thenBy),
-      ].filter((part) => part !== undefined)),
+      Promise.all(
+        [
+          spans.raw && this.#sum(RAW, this.#narrowed(TABLE, filter).where('time', '>=', spans.raw.since).where('time', '<', spans.raw.until), by, thenBy),
+          spans.hourly &&
+            this.#sum(ROLLUP, this.#narrowed(HOURLY, filter).where('hour', '>=', spans.hourly.since).where('hour', '<', spans.hourly.until), by, thenBy),
+          this.#sum(
+            ROLLUP,
+            spans.daily.sinceDay === undefined ? this.#narrowed(DAILY, filter) : this.#narrowed(DAILY, filter).where('day', '>=', spans.daily.sinceDay),
+            by,
+            thenBy,
+          ),
+        ].filter((part) => part !== undefined),
+      ),
     );
     return mergeUsageRows(parts);
   }

@@ -6,7 +6,12 @@ const matches = (entry: AuditEntry, filter: AuditFilter) =>
   (filter.keyId === undefined || entry.keyId === filter.keyId || entry.replacementId === filter.keyId) &&
   (filter.account === undefined || entry.account === filter.account);
 
-const copy = (entry: AuditEntry): AuditEntry => ({ ...entry, actor: { ...entry.actor }, fields: [...entry.fields], changes: entry.changes && structuredClone(entry.changes) });
+const copy = (entry: AuditEntry): AuditEntry => ({
+  ...entry,
+  actor: { ...entry.actor },
+  fields: [...entry.fields],
+  changes: entry.changes && structuredClone(entry.changes),
+});
 
 /**
  * AuditStore in process memory: for tests and single-process gateways (the log ends with the process).

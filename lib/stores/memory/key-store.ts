@@ -70,7 +70,13 @@ export class MemoryKeyStore implements KeyStore {
     if (old.replacedBy !== undefined) return { outcome: 'replaced' };
     if (keyStatus(old, rotation.nowSeconds) !== 'active') return { outcome: 'not_active' };
     const { account, scopes, models, expiresAt, limits, cache, name, mcpTools } = old;
-    const kept = { ...(limits && { limits }), ...(cache && { cache }), ...(name !== undefined && { name }), ...(mcpTools && { mcpTools }), ...(rotation.hint !== undefined && { hint: rotation.hint }) };
+    const kept = {
+      ...(limits && { limits }),
+      ...(cache && { cache }),
+      ...(name !== undefined && { name }),
+      ...(mcpTools && { mcpTools }),
+      ...(rotation.hint !== undefined && { hint: rotation.hint }),
+    };
     const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), {
       replaces: id,
       originalId: old.originalId ?? id,

@@ -1,5 +1,17 @@
 import { DAY_MS, HOUR_MS, mergeUsageRows, usageHour, usageSpans } from '../../usage/usage-rollups.js';
-import { usageDay, type UsageFilter, type UsageGrouping, type UsagePage, type UsagePruning, type UsageRecord, type UsageRecordFilter, type UsageRollup, type UsageRollupKey, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
+import {
+  usageDay,
+  type UsageFilter,
+  type UsageGrouping,
+  type UsagePage,
+  type UsagePruning,
+  type UsageRecord,
+  type UsageRecordFilter,
+  type UsageRollup,
+  type UsageRollupKey,
+  type UsageRow,
+  type UsageStore,
+} from '../../usage/usage-store.js';
 
 const matches = (record: UsageRecord, filter: UsageFilter) =>
   (filter.account === undefined || record.account === filter.account) &&
@@ -26,7 +38,11 @@ interface Rollup {
 }
 
 /** What a record adds to a summary: one request, and a cache hit with what it saved if it is one. */
-const recordFigures = (record: UsageRecord) => ({ requests: 1, cacheHits: record.cache === 'hit' ? 1 : 0, costSavedPicoUsd: BigInt(record.costSavedPicoUsd ?? 0) });
+const recordFigures = (record: UsageRecord) => ({
+  requests: 1,
+  cacheHits: record.cache === 'hit' ? 1 : 0,
+  costSavedPicoUsd: BigInt(record.costSavedPicoUsd ?? 0),
+});
 /** What a roll-up adds to a summary: its sums. */
 const rollupFigures = (rollup: Rollup) => ({ requests: rollup.requests, cacheHits: rollup.cacheHits, costSavedPicoUsd: rollup.costSavedPicoUsd });
 
@@ -41,7 +57,21 @@ function addTo(rollups: Map<string, Rollup>, id: unknown[], record: UsageRecord,
   let rollup = rollups.get(key);
   if (rollup === undefined) {
     const { account, keyId, model, endpoint, status } = record;
-    rollup = { hour, day: usageDay(record.time), account, keyId, model, endpoint, status, requests: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n };
+    rollup = {
+      hour,
+      day: usageDay(record.time),
+      account,
+      keyId,
+      model,
+      endpoint,
+      status,
+      requests: 0,
+      inputTokens: 0,
+      outputTokens: 0,
+      costPicoUsd: 0n,
+      cacheHits: 0,
+      costSavedPicoUsd: 0n,
+    };
     rollups.set(key, rollup);
   }
   const { requests, cacheHits, costSavedPicoUsd } = recordFigures(record);
@@ -64,7 +94,18 @@ function compareRollupKeys(a: UsageRollupKey, b: UsageRollupKey): number {
 }
 
 /** Sums rows (records, each one request, or roll-ups) by `by` and `thenBy`. */
-function summed<Row extends { day?: string; time?: number; model: string | null; keyId: string; status: number; inputTokens: number; outputTokens: number; costPicoUsd: number | bigint }>(
+function summed<
+  Row extends {
+    day?: string;
+    time?: number;
+    model: string | null;
+    keyId: string;
+    status: number;
+    inputTokens: number;
+    outputTokens: number;
+    costPicoUsd: number | bigint;
+  },
+>(
   rows: Iterable<Row>,
   figuresOf: (row: Row) => { requests: number; cacheHits: number; costSavedPicoUsd: bigint },
   by: UsageGrouping,
@@ -77,7 +118,17 @@ function summed<Row extends { day?: string; time?: number; model: string | null;
     const id = JSON.stringify([group, subgroup]);
     let sum = sums.get(id);
     if (sum === undefined) {
-      sum = { group, ...(subgroup === undefined ? {} : { subgroup }), requests: 0, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n };
+      sum = {
+        group,
+        ...(subgroup === undefined ? {} : { subgroup }),
+        requests: 0,
+        answered: 0,
+        inputTokens: 0,
+        outputTokens: 0,
+        costPicoUsd: 0n,
+        cacheHits: 0,
+        costSavedPicoUsd: 0n,
+      };
       sums.set(id, sum);
     }
     const { requests, cacheHits, costSavedPicoUsd } = figuresOf(row);
@@ -133,12 +184,13 @@ export class MemoryUsageStore implements UsageStore {
     const [cursorTime, cursorSeq] = page.cursor === undefined ? [Infinity, Infinity] : (page.cursor.split('_').map(Number) as [number, number]);
     const matching = this.#records
       .map((record) => ({ record, seq: this.#seq.get(record) ?? 0 }))
-      .filter(({ record, seq }) =>
-        matches(record, filter) &&
-        (filter.model === undefined || record.model === filter.model) &&
-        (filter.status === undefined || record.status === filter.status) &&
-        (filter.until === undefined || record.time < filter.until) &&
-        (record.time < cursorTime || (record.time === cursorTime && seq < cursorSeq)),
+      .filter(
+        ({ record, seq }) =>
+          matches(record, filter) &&
+          (filter.model === undefined || record.model === filter.model) &&
+          (filter.status === undefined || record.status === filter.status) &&
+          (filter.until === undefined || record.time < filter.until) &&
+          (record.time < cursorTime || (record.time === cursorTime && seq < cursorSeq)),
       )
       .sort((a, b) => b.record.time - a.record.time || b.seq - a.seq);
     const kept = matching.slice(0, page.limit);
@@ -166,7 +218,12 @@ export class MemoryUsageStore implements UsageStore {
     let deleted = 0;
     // Oldest first and at most `limit` of each, as the Knex store deletes them.
     const byTime = this.#records.map((record, index) => ({ record, index })).filter(({ record }) => record.time < recordsBefore);
-    const gone = new Set(byTime.sort((a, b) => a.record.time - b.record.time).slice(0, limit).map(({ index }) => index));
+    const gone = new Set(
+      byTime
+        .sort((a, b) => a.record.time - b.record.time)
+        .slice(0, limit)
+        .map(({ index }) => index),
+    );
     deleted += gone.size;
     const kept = this.#records.filter((_, index) => !gone.has(index));
     this.#records.splice(0, this.#records.length, ...kept);
@@ -183,13 +240,32 @@ export class MemoryUsageStore implements UsageStore {
     const narrowed = (row: { account: string; keyId: string }) =>
       (filter.account === undefined || row.account === filter.account) && (filter.keyId === undefined || row.keyId === filter.keyId);
     const parts = [
-      summed([...this.#daily.values()].filter((row) => narrowed(row) && (daily.sinceDay === undefined || row.day >= daily.sinceDay)), rollupFigures, by, thenBy),
+      summed(
+        [...this.#daily.values()].filter((row) => narrowed(row) && (daily.sinceDay === undefined || row.day >= daily.sinceDay)),
+        rollupFigures,
+        by,
+        thenBy,
+      ),
     ];
     if (hourly !== undefined) {
-      parts.push(summed([...this.#hourly.values()].filter((row) => narrowed(row) && row.hour >= hourly.since && row.hour < hourly.until), rollupFigures, by, thenBy));
+      parts.push(
+        summed(
+          [...this.#hourly.values()].filter((row) => narrowed(row) && row.hour >= hourly.since && row.hour < hourly.until),
+          rollupFigures,
+          by,
+          thenBy,
+        ),
+      );
     }
     if (raw !== undefined) {
-      parts.push(summed(this.#records.filter((record) => narrowed(record) && record.time >= raw.since && record.time < raw.until), recordFigures, by, thenBy));
+      parts.push(
+        summed(
+          this.#records.filter((record) => narrowed(record) && record.time >= raw.since && record.time < raw.until),
+          recordFigures,
+          by,
+          thenBy,
+        ),
+      );
     }
     return mergeUsageRows(parts);
   }

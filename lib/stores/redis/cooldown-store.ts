@@ -42,7 +42,10 @@ export class RedisCooldownStore implements CooldownStore {
   readonly #timeoutMs: number;
 
   constructor(options: RedisCooldownStoreOptions) {
-    const { client, keyPrefix, timeoutMs } = resolveRedisLimiterOptions({ client: options.client, keyPrefix: options.keyPrefix, timeoutMs: options.timeoutMs, insurance: undefined }, 'kmg:cooldown');
+    const { client, keyPrefix, timeoutMs } = resolveRedisLimiterOptions(
+      { client: options.client, keyPrefix: options.keyPrefix, timeoutMs: options.timeoutMs, insurance: undefined },
+      'kmg:cooldown',
+    );
     this.#client = client;
     this.#keyPrefix = keyPrefix;
     this.#timeoutMs = timeoutMs;
@@ -52,7 +55,10 @@ export class RedisCooldownStore implements CooldownStore {
     const base = partyKey(this.#keyPrefix, deployment);
     const cooldown = cooldownLength(policy, retryAfterMs);
     const member = `${nowMs}:${process.pid}:${sequence++}`;
-    const until = await answerWithin(FAIL.run(this.#client, 2, `${base}:failures`, `${base}:until`, nowMs, policy.windowMs, policy.failures, cooldown, member), this.#timeoutMs);
+    const until = await answerWithin(
+      FAIL.run(this.#client, 2, `${base}:failures`, `${base}:until`, nowMs, policy.windowMs, policy.failures, cooldown, member),
+      this.#timeoutMs,
+    );
     return Number(until) < 0 ? null : Number(until);
   }
 

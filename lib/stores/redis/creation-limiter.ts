@@ -93,10 +93,12 @@ export class RedisCreationLimiter implements CreationLimiter {
     try {
       answer = await this.#answer(call);
     } catch (err) {
-      void call.then((late) => {
-        const [status, epoch] = late as [string, string];
-        return status === 'spent' ? this.#release(keys, bytes, epoch) : undefined;
-      }).catch(() => undefined); // still unreachable: the reservation stays counted until its windows end
+      void call
+        .then((late) => {
+          const [status, epoch] = late as [string, string];
+          return status === 'spent' ? this.#release(keys, bytes, epoch) : undefined;
+        })
+        .catch(() => undefined); // still unreachable: the reservation stays counted until its windows end
       if (this.#insurance) return this.#insurance.reserve(account, bytes);
       throw err;
     }

@@ -40,7 +40,8 @@ export class RedisKeyChanges implements KeyChanges {
     this.#client = options.client;
     this.#channel = options.channel ?? 'kmg:key-changes';
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
-    if (!Number.isFinite(this.#timeoutMs) || this.#timeoutMs <= 0) throw new TypeError('koa-model-gateway: RedisKeyChanges timeoutMs must be a positive number');
+    if (!Number.isFinite(this.#timeoutMs) || this.#timeoutMs <= 0)
+      throw new TypeError('koa-model-gateway: RedisKeyChanges timeoutMs must be a positive number');
   }
 
   async publish(id: string): Promise<void> {

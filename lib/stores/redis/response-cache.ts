@@ -32,9 +32,13 @@ export class RedisResponseCache implements ResponseCache {
   readonly #maxEntryBytes: number;
 
   constructor(options: RedisResponseCacheOptions) {
-    const { client, keyPrefix, timeoutMs } = resolveRedisLimiterOptions({ client: options.client, keyPrefix: options.keyPrefix, timeoutMs: options.timeoutMs, insurance: undefined }, 'kmg:cache');
+    const { client, keyPrefix, timeoutMs } = resolveRedisLimiterOptions(
+      { client: options.client, keyPrefix: options.keyPrefix, timeoutMs: options.timeoutMs, insurance: undefined },
+      'kmg:cache',
+    );
     const { maxEntryBytes = 1024 * 1024 } = options;
-    if (!Number.isSafeInteger(maxEntryBytes) || maxEntryBytes <= 0) throw new TypeError('koa-model-gateway: RedisResponseCache maxEntryBytes must be a positive integer');
+    if (!Number.isSafeInteger(maxEntryBytes) || maxEntryBytes <= 0)
+      throw new TypeError('koa-model-gateway: RedisResponseCache maxEntryBytes must be a positive integer');
     this.#client = client;
     this.#keyPrefix = keyPrefix;
     this.#timeoutMs = timeoutMs;

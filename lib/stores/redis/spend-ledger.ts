@@ -1,5 +1,14 @@
 import type { Redis } from 'ioredis';
-import { assertCost, budgetPeriods, type BudgetPeriods, type PartyLimits, type PeriodSpend, type Reserved, type SpendLedger, type SpentBefore } from '../../cost/budgets.js';
+import {
+  assertCost,
+  budgetPeriods,
+  type BudgetPeriods,
+  type PartyLimits,
+  type PeriodSpend,
+  type Reserved,
+  type SpendLedger,
+  type SpentBefore,
+} from '../../cost/budgets.js';
 import { randomAlphanumeric } from '../../random.js';
 import { answerWithin, partyKey, RedisScript } from './redis-limiter.js';
 
@@ -141,7 +150,12 @@ export class RedisSpendLedger implements SpendLedger {
     // One party at a time (two parties' keys need not share a hash slot); a refusal releases what was held before it.
     for (const [index, { party, day, month }] of limits.entries()) {
       const args = [...this.#keys(party, periods), this.#holdsKey(party), picoUsd, at, at + ttlMs, reservation, day?.toString() ?? '', month?.toString() ?? ''];
-      let answer = (await answerWithin(RESERVE.run(this.#client, 3, ...args, this.#spentBefore === undefined ? '' : 'counted'), this.#timeoutMs)) as [number, string, string, string];
+      let answer = (await answerWithin(RESERVE.run(this.#client, 3, ...args, this.#spentBefore === undefined ? '' : 'counted'), this.#timeoutMs)) as [
+        number,
+        string,
+        string,
+        string,
+      ];
       if (answer[0] === -1) {
         await this.spent([party]);
         answer = (await answerWithin(RESERVE.run(this.#client, 3, ...args, ''), this.#timeoutMs)) as [number, string, string, string];
@@ -179,14 +193,20 @@ export class RedisSpendLedger implements SpendLedger {
     // under way) starts from the usage records, not from this one call: else the next check finds it
     // and never reads them. Should the records hold this call already, it counts twice: over, never under.
     const onlyCounted = spentBefore === undefined ? [] : ['counted'];
-    const added = await answerWithin(Promise.all(parties.map((party) => this.#add(...this.#keys(party, periods), picoUsd, ...expiries, ...onlyCounted))), this.#timeoutMs);
+    const added = await answerWithin(
+      Promise.all(parties.map((party) => this.#add(...this.#keys(party, periods), picoUsd, ...expiries, ...onlyCounted))),
+      this.#timeoutMs,
+    );
     if (spentBefore === undefined) return;
     await Promise.all(
       added.map(async (answer, index) => {
         if (answer !== 0) return;
         const party = parties[index] as string;
         const before = await spentBefore(party, at);
-        await answerWithin(ADD.run(this.#client, 2, ...this.#keys(party, periods), picoUsd, ...expiries, String(before.day), String(before.month)), this.#timeoutMs);
+        await answerWithin(
+          ADD.run(this.#client, 2, ...this.#keys(party, periods), picoUsd, ...expiries, String(before.day), String(before.month)),
+          this.#timeoutMs,
+        );
       }),
     );
   }

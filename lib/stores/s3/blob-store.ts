@@ -1,12 +1,5 @@
 import { Readable } from 'node:stream';
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadBucketCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  type S3Client,
-} from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import type { BlobInfo, BlobStore } from '../../files/blob-store.js';
@@ -210,9 +203,7 @@ export class S3BlobStore implements BlobStore {
     do {
       let page;
       try {
-        page = await this.#client.send(
-          new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: this.#prefix, Delimiter: '/', ContinuationToken: token }),
-        );
+        page = await this.#client.send(new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: this.#prefix, Delimiter: '/', ContinuationToken: token }));
       } catch (err) {
         throw unavailableOr(err);
       }

@@ -19,7 +19,8 @@ function deltaChars(chunk: JsonObject): number {
   const delta = isObject(choice) ? choice.delta : undefined;
   if (!isObject(delta)) return 0;
   let chars = textLength(delta.content) + textLength(delta.refusal) + textLength(delta.reasoning_content);
-  if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) if (isObject(call) && isObject(call.function)) chars += textLength(call.function.arguments);
+  if (Array.isArray(delta.tool_calls))
+    for (const call of delta.tool_calls) if (isObject(call) && isObject(call.function)) chars += textLength(call.function.arguments);
   return chars;
 }
 

@@ -18,7 +18,9 @@ const CHAT_COMPLETIONS: EndpointFormat = {
     checkStream(body.stream);
   },
   unsupported: (model) =>
-    errors.invalidRequest(`The model '${model}' is not served on /v1/chat/completions: its provider speaks no format a Chat Completions call can be translated to`),
+    errors.invalidRequest(
+      `The model '${model}' is not served on /v1/chat/completions: its provider speaks no format a Chat Completions call can be translated to`,
+    ),
   fileReferences: {
     // {"type":"file","file":{"file_id":"file-..."}}; a part with file_data is the client's own and passes as it is.
     map: (body, replace) =>

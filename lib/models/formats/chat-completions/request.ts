@@ -1,6 +1,23 @@
 import { isObject, type JsonObject } from '../../content.js';
 import { effortOf, invalid, untranslatable, type Message, type Part, type Tool, type ToolChoice } from '../neutral.js';
-import { absent, any, dataUrl, defaultOnly, omit, optionalBoolean, optionalNumber, optionalString, parseDataUrl, readEffort, readEndUser, refuseUnknown, sortFields, type FieldRule, type FieldRules, type ReadRequest } from '../wire-format.js';
+import {
+  absent,
+  any,
+  dataUrl,
+  defaultOnly,
+  omit,
+  optionalBoolean,
+  optionalNumber,
+  optionalString,
+  parseDataUrl,
+  readEffort,
+  readEndUser,
+  refuseUnknown,
+  sortFields,
+  type FieldRule,
+  type FieldRules,
+  type ReadRequest,
+} from '../wire-format.js';
 
 const NAME = 'Chat Completions';
 
@@ -11,22 +28,28 @@ const openAIHint = (note: string): FieldRule => ({ class: { Responses: 'carried'
 /** The fields of a Chat Completions body and their classes (docs/TRANSLATION.md); any other is refused by name. */
 export const CHAT_REQUEST_FIELDS: FieldRules = {
   model: { class: 'carried', note: "the upstream's name for the catalog model" },
-  messages: { class: { Responses: 'carried', Messages: 'validated' }, note: 'system and developer messages as the system prompt; to Messages, a conversation of only those sends their text as its user turn' },
-  stream: { class: 'carried', note: 'events in the client\'s format' },
+  messages: {
+    class: { Responses: 'carried', Messages: 'validated' },
+    note: 'system and developer messages as the system prompt; to Messages, a conversation of only those sends their text as its user turn',
+  },
+  stream: { class: 'carried', note: "events in the client's format" },
   stream_options: { class: 'carried', note: 'usage always asked for upstream; given to the client as it asked' },
   tools: { class: 'carried', note: 'function tools, `strict` included' },
-  tool_choice: { class: 'carried', note: '`required` as Messages\' `any`' },
+  tool_choice: { class: 'carried', note: "`required` as Messages' `any`" },
   parallel_tool_calls: { class: 'carried', note: "`false` as Messages' `disable_parallel_tool_use`" },
   max_tokens: { class: 'carried', note: 'the output limit' },
   max_completion_tokens: { class: 'carried', note: 'the output limit' },
   temperature: { class: { Responses: 'carried', Messages: 'validated' }, note: "Messages' range is 0 to 1: above it refused" },
   top_p: { class: 'carried', note: '' },
   stop: { class: { Messages: 'carried', Responses: 'refused' }, note: "Messages' `stop_sequences`; Responses has none" },
-  response_format: { class: 'carried', note: "a JSON schema as Messages' `output_config.format`; `json_object` refused to Messages, which has no JSON mode without a schema" },
+  response_format: {
+    class: 'carried',
+    note: "a JSON schema as Messages' `output_config.format`; `json_object` refused to Messages, which has no JSON mode without a schema",
+  },
   reasoning_effort: { class: 'carried', note: "to Messages, a thinking budget (the efforts' table); `none` no thinking" },
   user: { class: 'carried', note: "Messages' `metadata.user_id` when `safety_identifier` is not set (then omitted)" },
   safety_identifier: { class: 'carried', note: "Messages' `metadata.user_id`" },
-  service_tier: { class: 'carried', note: "to Messages `auto` as `auto`, `default` as `standard_only`; another tier refused" },
+  service_tier: { class: 'carried', note: 'to Messages `auto` as `auto`, `default` as `standard_only`; another tier refused' },
   metadata: openAIHint("OpenAI's tags for stored completions"),
   prompt_cache_key: openAIHint('a caching hint'),
   prompt_cache_retention: openAIHint('a caching hint'),
@@ -59,10 +82,17 @@ export const CHAT_MESSAGE_FIELDS: FieldRules = {
   tool_calls: { class: 'carried', note: "each function's `parsed_arguments`, the openai SDK's parse of its arguments, carried as the arguments it repeats" },
   tool_call_id: { class: 'carried', note: '' },
   refusal: { class: 'carried', note: 'as text of the assistant turn' },
-  thinking_blocks: { class: 'carried', note: "Claude's thinking with its signature, as the gateway answered it: back to Messages as thinking blocks (to Responses omitted, named `thinking`)" },
+  thinking_blocks: {
+    class: 'carried',
+    note: "Claude's thinking with its signature, as the gateway answered it: back to Messages as thinking blocks (to Responses omitted, named `thinking`)",
+  },
   reasoning_content: { class: 'carried', inert: () => true, note: 'the text of `thinking_blocks`: carried as the blocks it repeats' },
   parsed: { class: 'carried', inert: () => true, note: "the openai SDK's parse of `content`: carried as the content it repeats" },
-  annotations: { class: 'omitted', inert: (value) => Array.isArray(value) && value.length === 0, note: "citations of an earlier answer, for the client's eyes" },
+  annotations: {
+    class: 'omitted',
+    inert: (value) => Array.isArray(value) && value.length === 0,
+    note: "citations of an earlier answer, for the client's eyes",
+  },
   name: refused("a participant's name"),
   audio: refused('an earlier audio answer'),
   function_call: refused('the deprecated form of `tool_calls`'),
@@ -132,7 +162,7 @@ function thinkingParts(blocks: unknown, param: string): Part[] {
       return { type: 'reasoning', text: block.thinking, signature: block.signature };
     }
     if (isObject(block) && block.type === 'redacted_thinking' && typeof block.data === 'string') return { type: 'redacted-reasoning', data: block.data };
-    throw invalid(`${param}[${index}]`, "must be a thinking block (type, thinking, signature) or a redacted_thinking block (type, data)");
+    throw invalid(`${param}[${index}]`, 'must be a thinking block (type, thinking, signature) or a redacted_thinking block (type, data)');
   });
 }
 
@@ -153,13 +183,20 @@ function readMessages(messages: unknown, target: string, omitted: string[]): { s
     switch (message.role) {
       case 'system':
       case 'developer':
-        system.push(textParts(message.content, `${at}.content`, target).map((part) => (part.type === 'text' ? part.text : '')).join('\n'));
+        system.push(
+          textParts(message.content, `${at}.content`, target)
+            .map((part) => (part.type === 'text' ? part.text : ''))
+            .join('\n'),
+        );
         return;
       case 'user':
         add('user', userParts(message.content, `${at}.content`, target));
         return;
       case 'assistant': {
-        const parts = [...thinkingParts(message.thinking_blocks, `${at}.thinking_blocks`), ...(absent(message.content) ? [] : textParts(message.content, `${at}.content`, target))];
+        const parts = [
+          ...thinkingParts(message.thinking_blocks, `${at}.thinking_blocks`),
+          ...(absent(message.content) ? [] : textParts(message.content, `${at}.content`, target)),
+        ];
         if (typeof message.refusal === 'string' && message.refusal !== '') parts.push({ type: 'text', text: message.refusal });
         add('assistant', [...parts, ...toolCalls(message.tool_calls, `${at}.tool_calls`, target)]);
         return;
@@ -347,7 +384,12 @@ export function writeChatRequest(request: ReadRequest): JsonObject {
     ...(request.tools.length > 0 && {
       tools: request.tools.map((tool) => ({
         type: 'function',
-        function: { name: tool.name, ...(tool.description !== undefined && { description: tool.description }), parameters: tool.parameters, ...(tool.strict && { strict: true }) },
+        function: {
+          name: tool.name,
+          ...(tool.description !== undefined && { description: tool.description }),
+          parameters: tool.parameters,
+          ...(tool.strict && { strict: true }),
+        },
       })),
     }),
     // Both are refused by OpenAI without tools.
@@ -361,7 +403,14 @@ export function writeChatRequest(request: ReadRequest): JsonObject {
       response_format:
         responseFormat.type === 'json'
           ? { type: 'json_object' }
-          : { type: 'json_schema', json_schema: { name: responseFormat.name, schema: responseFormat.schema, ...(responseFormat.strict !== undefined && { strict: responseFormat.strict }) } },
+          : {
+              type: 'json_schema',
+              json_schema: {
+                name: responseFormat.name,
+                schema: responseFormat.schema,
+                ...(responseFormat.strict !== undefined && { strict: responseFormat.strict }),
+              },
+            },
     }),
     ...(effort && { reasoning_effort: effort }),
     ...(request.user !== undefined && { user: request.user }),

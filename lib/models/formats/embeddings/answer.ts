@@ -60,14 +60,17 @@ export function embeddingsSender(provider: Provider): ((request: ProviderRequest
       // A client gone, or an upstream too slow, stops the runs left.
       signal.throwIfAborted();
       const answer = await embed({ model: body.model as string, inputs, dimensions, signal, traceHeaders });
-      if (answer.vectors.length !== inputs.length) throw new Error(`the provider's embed() answered ${answer.vectors.length} vectors for ${inputs.length} inputs`);
+      if (answer.vectors.length !== inputs.length)
+        throw new Error(`the provider's embed() answered ${answer.vectors.length} vectors for ${inputs.length} inputs`);
       answers.push(answer);
     }
     const base64 = body.encoding_format === 'base64';
     const tokens = answers.reduce((sum, answer) => sum + answer.inputTokens, 0);
     return jsonAnswer({
       object: 'list',
-      data: answers.flatMap((answer) => answer.vectors).map((vector, index) => ({ object: 'embedding', index, embedding: base64 ? base64Vector(vector) : Array.from(vector) })),
+      data: answers
+        .flatMap((answer) => answer.vectors)
+        .map((vector, index) => ({ object: 'embedding', index, embedding: base64 ? base64Vector(vector) : Array.from(vector) })),
       model: body.model,
       usage: { prompt_tokens: tokens, total_tokens: tokens },
     });
@@ -75,7 +78,11 @@ export function embeddingsSender(provider: Provider): ((request: ProviderRequest
 }
 
 /** One OpenAI call per run of inputs, in order, their answers joined as one. */
-async function joinAnswers(send: (request: ProviderRequest) => Promise<ProviderAnswer | Response>, request: ProviderRequest, inputRuns: unknown[][]): Promise<ProviderAnswer> {
+async function joinAnswers(
+  send: (request: ProviderRequest) => Promise<ProviderAnswer | Response>,
+  request: ProviderRequest,
+  inputRuns: unknown[][],
+): Promise<ProviderAnswer> {
   const call = (request as Partial<CallRequest>)[UPSTREAM_CALL];
   const data: unknown[] = [];
   const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };

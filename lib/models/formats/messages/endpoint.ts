@@ -7,7 +7,7 @@ import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.j
 import { checkMessages, checkStream, checkTokenLimit } from '../wire-format.js';
 import { anthropicErrorEvent } from './error-event.js';
 
-const FILES_IN_DOCUMENTS_ONLY = "Files are attached as {\"type\":\"document\",\"source\":{\"type\":\"file\",\"file_id\"}} blocks only";
+const FILES_IN_DOCUMENTS_ONLY = 'Files are attached as {"type":"document","source":{"type":"file","file_id"}} blocks only';
 
 /** The Messages format; `countTokens()` reads the same bodies. */
 export const MESSAGES: EndpointFormat = {

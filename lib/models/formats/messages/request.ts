@@ -1,7 +1,19 @@
 import { errors } from '../../../errors/gateway-error.js';
 import { isObject, type JsonObject } from '../../content.js';
 import { EFFORT_BUDGETS, invalid, untranslatable, type Message, type Part, type Request, type Tool, type ToolChoice } from '../neutral.js';
-import { absent, any, argumentsObject, omit, optionalNumber, readEffort, refuseUnknown, sortFields, type FieldRule, type FieldRules, type ReadRequest } from '../wire-format.js';
+import {
+  absent,
+  any,
+  argumentsObject,
+  omit,
+  optionalNumber,
+  readEffort,
+  refuseUnknown,
+  sortFields,
+  type FieldRule,
+  type FieldRules,
+  type ReadRequest,
+} from '../wire-format.js';
 
 const NAME = 'Messages';
 
@@ -17,17 +29,20 @@ export const MESSAGES_REQUEST_FIELDS: FieldRules = {
   system: { class: 'carried', note: 'a system message' },
   max_tokens: { class: 'carried', note: '`max_completion_tokens`, `max_output_tokens`' },
   stream: { class: 'carried', note: "events in the client's format" },
-  stop_sequences: { class: { 'Chat Completions': 'carried', Responses: 'refused' }, note: 'Chat Completions\' `stop`; Responses has none' },
+  stop_sequences: { class: { 'Chat Completions': 'carried', Responses: 'refused' }, note: "Chat Completions' `stop`; Responses has none" },
   temperature: { class: 'carried', note: 'the same scale, which OpenAI extends to 2' },
   top_p: { class: 'carried', note: '' },
-  tools: { class: 'carried', note: 'custom tools, `strict` included; `cache_control` omitted, Anthropic\'s own tools refused' },
+  tools: { class: 'carried', note: "custom tools, `strict` included; `cache_control` omitted, Anthropic's own tools refused" },
   tool_choice: { class: 'carried', note: '`any` as `required`; `disable_parallel_tool_use` as `parallel_tool_calls: false`' },
-  thinking: { class: 'carried', note: 'a budget as an effort (the efforts\' table); `adaptive` as the model\'s default effort' },
+  thinking: { class: 'carried', note: "a budget as an effort (the efforts' table); `adaptive` as the model's default effort" },
   output_config: { class: 'carried', note: '`format` as a JSON schema answer, `effort` as the effort' },
   output_format: { class: 'carried', note: "the beta API's earlier `output_config.format`" },
   metadata: { class: 'carried', note: '`user_id` as `user`' },
   service_tier: { class: 'carried', note: '`auto` as `auto`, `standard_only` as `default`' },
-  cache_control: { class: 'omitted', note: "a caching hint: OpenAI caches a prompt's prefix by itself; at any level, blocks and tools too (and a text block's `citations` given back, omitted by that name)" },
+  cache_control: {
+    class: 'omitted',
+    note: "a caching hint: OpenAI caches a prompt's prefix by itself; at any level, blocks and tools too (and a text block's `citations` given back, omitted by that name)",
+  },
   top_k: refused('OpenAI has no top-k sampling'),
   container: refused("Anthropic's code execution container"),
   mcp_servers: refused("Anthropic's own MCP connector"),
@@ -137,10 +152,14 @@ function readBlock(block: unknown, at: string, target: string): Part {
     case 'tool_result': {
       fields({ tool_use_id: any, content: any, is_error: any });
       if (typeof block.tool_use_id !== 'string') throw invalid(`${at}.tool_use_id`, 'must be a string');
-      if (block.content != null && typeof block.content !== 'string' && !Array.isArray(block.content)) throw invalid(`${at}.content`, 'must be a string or an array');
-      const content = typeof block.content === 'string'
-        ? [{ type: 'text' as const, text: block.content }]
-        : Array.isArray(block.content) ? block.content.map((inner, index) => readBlock(inner, `${at}.content[${index}]`, target)) : [];
+      if (block.content != null && typeof block.content !== 'string' && !Array.isArray(block.content))
+        throw invalid(`${at}.content`, 'must be a string or an array');
+      const content =
+        typeof block.content === 'string'
+          ? [{ type: 'text' as const, text: block.content }]
+          : Array.isArray(block.content)
+            ? block.content.map((inner, index) => readBlock(inner, `${at}.content[${index}]`, target))
+            : [];
       return { type: 'tool-result', callId: block.tool_use_id, content, ...(block.is_error === true && { isError: true }) };
     }
     case 'thinking':
@@ -254,7 +273,8 @@ export function readMessagesRequest(body: JsonObject, target: string): ReadReque
   const omitted: string[] = [];
   sortFields(body, MESSAGES_REQUEST_FIELDS, target, omitted);
   if (!Array.isArray(body.messages)) throw invalid('messages', 'must be an array');
-  for (const blocks of [body.system, body.tools, ...body.messages.map((message) => (isObject(message) ? message.content : undefined))]) blockHints(blocks, omitted);
+  for (const blocks of [body.system, body.tools, ...body.messages.map((message) => (isObject(message) ? message.content : undefined))])
+    blockHints(blocks, omitted);
   const messages: Message[] = body.messages.map((message, index) => {
     const at = `messages[${index}]`;
     if (!isObject(message) || (message.role !== 'user' && message.role !== 'assistant')) throw invalid(`${at}.role`, "must be 'user' or 'assistant'");
@@ -265,7 +285,8 @@ export function readMessagesRequest(body: JsonObject, target: string): ReadReque
   const metadata = isObject(body.metadata) ? body.metadata : {};
   refuseUnknown(metadata, { user_id: any }, target, 'metadata.');
   const stop = body.stop_sequences;
-  if (!absent(stop) && (!Array.isArray(stop) || !stop.every((item) => typeof item === 'string'))) throw invalid('stop_sequences', 'must be an array of strings');
+  if (!absent(stop) && (!Array.isArray(stop) || !stop.every((item) => typeof item === 'string')))
+    throw invalid('stop_sequences', 'must be an array of strings');
   const maxTokens = optionalNumber(body, 'max_tokens');
   const temperature = optionalNumber(body, 'temperature');
   const topP = optionalNumber(body, 'top_p');
@@ -341,7 +362,9 @@ function writeMessages(request: ReadRequest): JsonObject[] {
     const parts = [...message.parts.filter((part) => part.type === 'tool-result'), ...message.parts.filter((part) => part.type !== 'tool-result')];
     // Thinking goes back only with the signature Anthropic gave it: another model's is left out, named.
     if (parts.some((part) => part.type === 'reasoning' && !signed(part))) omit(request.omitted, 'thinking');
-    const blocks = parts.filter((part) => (part.type !== 'text' || part.text !== '') && (part.type !== 'reasoning' || signed(part))).map((part) => writeBlock(part, request));
+    const blocks = parts
+      .filter((part) => (part.type !== 'text' || part.text !== '') && (part.type !== 'reasoning' || signed(part)))
+      .map((part) => writeBlock(part, request));
     if (blocks.length === 0) continue;
     const last = written.at(-1);
     if (last?.role === message.role) last.content.push(...blocks);
@@ -411,13 +434,15 @@ function thinkingBudget(request: ReadRequest): number | undefined {
   }
   const withReasoning = (param: string | undefined, fallback: string, why: string) =>
     errors.invalidRequest(`'${param ?? fallback}' cannot be sent to this model with '${params.reasoning ?? 'reasoning'}': ${why}`);
-  if (request.temperature !== undefined && request.temperature !== 1) throw withReasoning(params.temperature, 'temperature', 'its provider thinks at temperature 1 only');
+  if (request.temperature !== undefined && request.temperature !== 1)
+    throw withReasoning(params.temperature, 'temperature', 'its provider thinks at temperature 1 only');
   if (request.topP !== undefined && request.topP < 0.95) throw withReasoning(params.topP, 'top_p', 'its provider thinks with a top_p of 0.95 to 1 only');
   const forced = request.toolChoice?.type === 'required' || request.toolChoice?.type === 'tool';
   if (forced && request.tools.length > 0) throw withReasoning(params.toolChoice, 'tool_choice', 'its provider cannot be made to call a tool while it thinks');
   if (request.maxTokens === undefined) return wanted;
   const budget = Math.min(wanted, request.maxTokens - 1);
-  if (budget < MIN_THINKING_BUDGET) throw withReasoning(params.maxTokens, 'max_tokens', `its provider thinks with at least ${MIN_THINKING_BUDGET} tokens, and answers in more`);
+  if (budget < MIN_THINKING_BUDGET)
+    throw withReasoning(params.maxTokens, 'max_tokens', `its provider thinks with at least ${MIN_THINKING_BUDGET} tokens, and answers in more`);
   return budget;
 }
 

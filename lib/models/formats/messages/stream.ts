@@ -30,13 +30,15 @@ export class MessagesStreamReader implements StreamReader {
         if (!isObject(data.message)) throw unreadableStreamEvent('a message_start without its message');
         const { message } = data;
         this.#usage = readMessagesUsage(message.usage);
-        return [{
-          type: 'start',
-          id: String(message.id ?? ''),
-          model: String(message.model ?? ''),
-          created: Math.floor(Date.now() / 1000),
-          usage: this.#usage,
-        }];
+        return [
+          {
+            type: 'start',
+            id: String(message.id ?? ''),
+            model: String(message.model ?? ''),
+            created: Math.floor(Date.now() / 1000),
+            usage: this.#usage,
+          },
+        ];
       }
       case 'content_block_start':
         return this.#start(index, isObject(data.content_block) ? data.content_block : {});
@@ -61,7 +63,9 @@ export class MessagesStreamReader implements StreamReader {
         return [];
       }
       case 'message_stop':
-        return [{ type: 'finish', finishReason: this.#finish, ...(this.#stopSequence !== undefined && { stopSequence: this.#stopSequence }), usage: this.#usage }];
+        return [
+          { type: 'finish', finishReason: this.#finish, ...(this.#stopSequence !== undefined && { stopSequence: this.#stopSequence }), usage: this.#usage },
+        ];
       default:
         return [];
     }
@@ -131,7 +135,17 @@ export class MessagesStreamWriter implements StreamWriter {
     switch (part.type) {
       case 'start': {
         const usage = messageUsage(part.usage ?? { inputTokens: 0, outputTokens: 0 });
-        const message = { id: part.id, type: 'message', role: 'assistant', model: part.model, content: [], stop_reason: null, stop_sequence: null, usage, ...MESSAGE_UNKNOWNS };
+        const message = {
+          id: part.id,
+          type: 'message',
+          role: 'assistant',
+          model: part.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage,
+          ...MESSAGE_UNKNOWNS,
+        };
         return sse({ type: 'message_start', message }, 'message_start');
       }
       case 'text-start': {
@@ -147,7 +161,9 @@ export class MessagesStreamWriter implements StreamWriter {
         return stop(index);
       }
       case 'reasoning-start': {
-        const opened = this.#open(part.redacted === undefined ? { type: 'thinking', thinking: '', signature: '' } : { type: 'redacted_thinking', data: part.redacted });
+        const opened = this.#open(
+          part.redacted === undefined ? { type: 'thinking', thinking: '', signature: '' } : { type: 'redacted_thinking', data: part.redacted },
+        );
         this.#reasoning = opened.index;
         return opened.event;
       }
@@ -172,8 +188,14 @@ export class MessagesStreamWriter implements StreamWriter {
         return stop(this.#tools.get(part.id));
       case 'finish':
         return (
-          sse({ type: 'message_delta', delta: { stop_reason: TO_MESSAGES_STOP[part.finishReason], stop_sequence: part.stopSequence ?? null }, usage: writeMessagesUsage(part.usage) }, 'message_delta') +
-          sse({ type: 'message_stop' }, 'message_stop')
+          sse(
+            {
+              type: 'message_delta',
+              delta: { stop_reason: TO_MESSAGES_STOP[part.finishReason], stop_sequence: part.stopSequence ?? null },
+              usage: writeMessagesUsage(part.usage),
+            },
+            'message_delta',
+          ) + sse({ type: 'message_stop' }, 'message_stop')
         );
     }
   }

@@ -57,8 +57,19 @@ export function buildResponseObject(
             ? { type: 'json_object' }
             : { type: 'json_schema', name: responseFormat.name, schema: responseFormat.schema, strict: responseFormat.strict ?? false },
     },
-    tool_choice: request.toolChoice === undefined ? 'auto' : request.toolChoice.type === 'tool' ? { type: 'function', name: request.toolChoice.name } : request.toolChoice.type,
-    tools: request.tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description ?? null, parameters: tool.parameters, strict: false })),
+    tool_choice:
+      request.toolChoice === undefined
+        ? 'auto'
+        : request.toolChoice.type === 'tool'
+          ? { type: 'function', name: request.toolChoice.name }
+          : request.toolChoice.type,
+    tools: request.tools.map((tool) => ({
+      type: 'function',
+      name: tool.name,
+      description: tool.description ?? null,
+      parameters: tool.parameters,
+      strict: false,
+    })),
     top_p: request.topP ?? 1,
     truncation: 'disabled',
     ...(usage !== null && { usage: writeResponsesUsage(usage) }),
@@ -104,7 +115,14 @@ function outputItems(content: Part[], refused: boolean): JsonObject[] {
 /** A neutral answer as a response object, `incomplete` when it stopped at the output limit or a filter. */
 export function writeResponsesAnswer(answer: Answer, request: Request): JsonObject {
   const status = TO_RESPONSES_INCOMPLETE[answer.finishReason] === undefined ? 'completed' : 'incomplete';
-  return buildResponseObject({ id: responseId(answer.id), model: answer.model, created: answer.created }, request, status, outputItems(answer.content, answer.finishReason === 'refusal'), answer.usage, answer.finishReason);
+  return buildResponseObject(
+    { id: responseId(answer.id), model: answer.model, created: answer.created },
+    request,
+    status,
+    outputItems(answer.content, answer.finishReason === 'refusal'),
+    answer.usage,
+    answer.finishReason,
+  );
 }
 
 /** The upstream's answer id as a response id (`resp_...`), so that it still names the upstream's answer. */

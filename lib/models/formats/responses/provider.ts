@@ -1,6 +1,17 @@
 import { tokenCount, unreadableStreamEvent, upstreamStreamFailure } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
-import { effortOf, invalid, untranslatable, type Answer, type FinishReason, type Part, type StreamPart, type StreamReader, type ToolChoice, type Usage } from '../neutral.js';
+import {
+  effortOf,
+  invalid,
+  untranslatable,
+  type Answer,
+  type FinishReason,
+  type Part,
+  type StreamPart,
+  type StreamReader,
+  type ToolChoice,
+  type Usage,
+} from '../neutral.js';
 import { dataUrl, omit, type ReadRequest } from '../wire-format.js';
 
 // Responses as the provider's format: requests written, answers and streams read, for the
@@ -71,7 +82,10 @@ export function writeResponsesRequest(request: ReadRequest): JsonObject {
   const { responseFormat } = request;
   if (request.stop) throw untranslatable(request.params.stop ?? 'stop', NAME);
   if (request.maxTokens !== undefined && request.maxTokens < MIN_OUTPUT_TOKENS) {
-    throw invalid(request.params.maxTokens ?? 'max_tokens', `must be at least ${MIN_OUTPUT_TOKENS} for this model: its provider speaks ${NAME}, which refuses fewer`);
+    throw invalid(
+      request.params.maxTokens ?? 'max_tokens',
+      `must be at least ${MIN_OUTPUT_TOKENS} for this model: its provider speaks ${NAME}, which refuses fewer`,
+    );
   }
   const effort = effortOf(request.reasoning);
   return {
@@ -79,7 +93,13 @@ export function writeResponsesRequest(request: ReadRequest): JsonObject {
     ...(request.system.length > 0 && { instructions: request.system.join('\n\n') }),
     input: writeInput(request),
     ...(request.tools.length > 0 && {
-      tools: request.tools.map((tool) => ({ type: 'function', name: tool.name, ...(tool.description !== undefined && { description: tool.description }), parameters: tool.parameters, strict: tool.strict === true })),
+      tools: request.tools.map((tool) => ({
+        type: 'function',
+        name: tool.name,
+        ...(tool.description !== undefined && { description: tool.description }),
+        parameters: tool.parameters,
+        strict: tool.strict === true,
+      })),
     }),
     ...(request.tools.length > 0 && request.toolChoice && { tool_choice: writeToolChoice(request.toolChoice) }),
     ...(request.parallelToolCalls !== undefined && { parallel_tool_calls: request.parallelToolCalls }),
@@ -92,7 +112,12 @@ export function writeResponsesRequest(request: ReadRequest): JsonObject {
           format:
             responseFormat.type === 'json'
               ? { type: 'json_object' }
-              : { type: 'json_schema', name: responseFormat.name, schema: responseFormat.schema, ...(responseFormat.strict !== undefined && { strict: responseFormat.strict }) },
+              : {
+                  type: 'json_schema',
+                  name: responseFormat.name,
+                  schema: responseFormat.schema,
+                  ...(responseFormat.strict !== undefined && { strict: responseFormat.strict }),
+                },
         }),
         ...(request.verbosity !== undefined && { verbosity: request.verbosity }),
       },
@@ -155,7 +180,11 @@ export function readResponsesAnswer(body: JsonObject): Answer {
     model: typeof body.model === 'string' ? body.model : '',
     created: typeof body.created_at === 'number' ? body.created_at : Math.floor(Date.now() / 1000),
     content,
-    finishReason: finishOf(body, content.some((part) => part.type === 'tool-call'), refused),
+    finishReason: finishOf(
+      body,
+      content.some((part) => part.type === 'tool-call'),
+      refused,
+    ),
     usage: readUsage(body.usage),
   };
 }
@@ -183,7 +212,14 @@ export class ResponsesStreamReader implements StreamReader {
       case 'response.created': {
         if (!isObject(data.response)) throw unreadableStreamEvent('a response.created without its response');
         const { response } = data;
-        return [{ type: 'start', id: String(response.id ?? ''), model: String(response.model ?? ''), created: typeof response.created_at === 'number' ? response.created_at : Math.floor(Date.now() / 1000) }];
+        return [
+          {
+            type: 'start',
+            id: String(response.id ?? ''),
+            model: String(response.model ?? ''),
+            created: typeof response.created_at === 'number' ? response.created_at : Math.floor(Date.now() / 1000),
+          },
+        ];
       }
       case 'response.output_item.added':
         if (item.type === 'message') this.#items.set(itemId, { kind: 'message', open: false });
@@ -193,7 +229,8 @@ export class ResponsesStreamReader implements StreamReader {
           this.#calledTools = true;
           const callId = String(item.call_id);
           this.#items.set(itemId, { kind: 'call', callId });
-          const first = typeof item.arguments === 'string' && item.arguments !== '' ? [{ type: 'tool-call-delta' as const, id: callId, delta: item.arguments }] : [];
+          const first =
+            typeof item.arguments === 'string' && item.arguments !== '' ? [{ type: 'tool-call-delta' as const, id: callId, delta: item.arguments }] : [];
           return [{ type: 'tool-call-start', id: callId, name: String(item.name) }, ...first];
         }
         return [];
@@ -208,7 +245,9 @@ export class ResponsesStreamReader implements StreamReader {
         return parts;
       }
       case 'response.function_call_arguments.delta':
-        return entry?.kind === 'call' && typeof data.delta === 'string' && data.delta !== '' ? [{ type: 'tool-call-delta', id: entry.callId, delta: data.delta }] : [];
+        return entry?.kind === 'call' && typeof data.delta === 'string' && data.delta !== ''
+          ? [{ type: 'tool-call-delta', id: entry.callId, delta: data.delta }]
+          : [];
       case 'response.reasoning_summary_text.delta': {
         if (entry?.kind !== 'reasoning' || typeof data.delta !== 'string' || data.delta === '') return [];
         const parts: StreamPart[] = entry.open ? [] : [{ type: 'reasoning-start' }];

@@ -1,6 +1,21 @@
 import { isObject, type JsonObject } from '../../content.js';
 import { invalid, untranslatable, type Message, type Part, type Request, type Tool, type ToolChoice } from '../neutral.js';
-import { absent, any, defaultOnly, optionalBoolean, optionalNumber, optionalString, parseDataUrl, readEffort, readEndUser, refuseUnknown, sortFields, type FieldRule, type FieldRules, type ReadRequest } from '../wire-format.js';
+import {
+  absent,
+  any,
+  defaultOnly,
+  optionalBoolean,
+  optionalNumber,
+  optionalString,
+  parseDataUrl,
+  readEffort,
+  readEndUser,
+  refuseUnknown,
+  sortFields,
+  type FieldRule,
+  type FieldRules,
+  type ReadRequest,
+} from '../wire-format.js';
 
 const refused = (note: string, inert?: (value: unknown) => boolean): FieldRule => ({ class: 'refused', note, ...(inert && { inert }) });
 /** OpenAI's hints Messages has no place for: carried to Chat Completions as they are, left out to Messages. */
@@ -9,7 +24,10 @@ const openAIHint = (note: string): FieldRule => ({ class: { 'Chat Completions': 
 /** The fields of a Responses body and their classes (docs/TRANSLATION.md); any other is refused by name. */
 export const RESPONSES_REQUEST_FIELDS: FieldRules = {
   model: { class: 'carried', note: "the upstream's name for the catalog model" },
-  input: { class: { 'Chat Completions': 'carried', Messages: 'validated' }, note: 'messages, function calls and their outputs, reasoning given back; to Messages, a conversation of only instructions sends them as its user turn' },
+  input: {
+    class: { 'Chat Completions': 'carried', Messages: 'validated' },
+    note: 'messages, function calls and their outputs, reasoning given back; to Messages, a conversation of only instructions sends them as its user turn',
+  },
   instructions: { class: 'carried', note: 'the system prompt' },
   stream: { class: 'carried', note: "events in the client's format" },
   stream_options: { class: 'omitted', note: 'obfuscation of stream deltas, which a translated stream does not pad' },
@@ -19,12 +37,22 @@ export const RESPONSES_REQUEST_FIELDS: FieldRules = {
   max_output_tokens: { class: 'carried', note: 'the output limit' },
   temperature: { class: { 'Chat Completions': 'carried', Messages: 'validated' }, note: "Messages' range is 0 to 1: above it refused" },
   top_p: { class: 'carried', note: '' },
-  text: { class: 'carried', note: "`format` as `response_format` or Messages' `output_config.format`; `verbosity` as Chat Completions' `verbosity` (refused to Messages, which has none)" },
-  reasoning: { class: 'carried', note: '`effort` as `reasoning_effort`, or to Messages a thinking budget (the efforts\' table); `summary` is how thinking is shown' },
-  include: { class: 'carried', inert: (value) => Array.isArray(value) && value.every((item) => item === 'reasoning.encrypted_content'), note: 'reasoning is always given back whole; anything else refused' },
+  text: {
+    class: 'carried',
+    note: "`format` as `response_format` or Messages' `output_config.format`; `verbosity` as Chat Completions' `verbosity` (refused to Messages, which has none)",
+  },
+  reasoning: {
+    class: 'carried',
+    note: "`effort` as `reasoning_effort`, or to Messages a thinking budget (the efforts' table); `summary` is how thinking is shown",
+  },
+  include: {
+    class: 'carried',
+    inert: (value) => Array.isArray(value) && value.every((item) => item === 'reasoning.encrypted_content'),
+    note: 'reasoning is always given back whole; anything else refused',
+  },
   user: { class: 'carried', note: "Messages' `metadata.user_id` when `safety_identifier` is not set (then omitted)" },
   safety_identifier: { class: 'carried', note: "Messages' `metadata.user_id`" },
-  service_tier: { class: 'carried', note: "to Messages `auto` as `auto`, `default` as `standard_only`; another tier refused" },
+  service_tier: { class: 'carried', note: 'to Messages `auto` as `auto`, `default` as `standard_only`; another tier refused' },
   metadata: openAIHint("OpenAI's tags for stored responses"),
   prompt_cache_key: openAIHint('a caching hint'),
   prompt_cache_retention: openAIHint('a caching hint'),
@@ -152,7 +180,12 @@ function readText(text: unknown, target: string): Request['responseFormat'] {
   if (absent(format) || (isObject(format) && format.type === 'text')) return undefined;
   if (isObject(format) && format.type === 'json_object') return { type: 'json' };
   if (isObject(format) && format.type === 'json_schema' && isObject(format.schema)) {
-    return { type: 'json-schema', name: typeof format.name === 'string' ? format.name : 'response', schema: format.schema, ...(typeof format.strict === 'boolean' && { strict: format.strict }) };
+    return {
+      type: 'json-schema',
+      name: typeof format.name === 'string' ? format.name : 'response',
+      schema: format.schema,
+      ...(typeof format.strict === 'boolean' && { strict: format.strict }),
+    };
   }
   throw untranslatable('text.format', target);
 }

@@ -52,7 +52,10 @@ export class ResponsesStreamWriter implements StreamWriter {
         return this.#event({ type: 'response.created', response }) + this.#event({ type: 'response.in_progress', response });
       }
       case 'text-start': {
-        const open = { ...this.#add({ id: itemId('msg'), type: 'message', status: 'in_progress', role: 'assistant', content: [] }), refusal: part.refusal === true };
+        const open = {
+          ...this.#add({ id: itemId('msg'), type: 'message', status: 'in_progress', role: 'assistant', content: [] }),
+          refusal: part.refusal === true,
+        };
         this.#text = open;
         const at = { item_id: open.item.id, output_index: open.index, content_index: 0 };
         return (
@@ -86,17 +89,36 @@ export class ResponsesStreamWriter implements StreamWriter {
       }
       case 'reasoning-start': {
         const id = itemId('rs');
-        const open = this.#add(part.redacted === undefined ? { id, type: 'reasoning', summary: [], encrypted_content: null } : reasoningItem(id, { type: 'redacted-reasoning', data: part.redacted }));
+        const open = this.#add(
+          part.redacted === undefined
+            ? { id, type: 'reasoning', summary: [], encrypted_content: null }
+            : reasoningItem(id, { type: 'redacted-reasoning', data: part.redacted }),
+        );
         this.#reasoning = open;
         const added = this.#event({ type: 'response.output_item.added', output_index: open.index, item: open.item });
         if (part.redacted !== undefined) return added;
-        return added + this.#event({ type: 'response.reasoning_summary_part.added', item_id: id, output_index: open.index, summary_index: 0, part: { type: 'summary_text', text: '' } });
+        return (
+          added +
+          this.#event({
+            type: 'response.reasoning_summary_part.added',
+            item_id: id,
+            output_index: open.index,
+            summary_index: 0,
+            part: { type: 'summary_text', text: '' },
+          })
+        );
       }
       case 'reasoning-delta': {
         const open = this.#reasoning;
         if (open === undefined) return '';
         open.text += part.delta;
-        return this.#event({ type: 'response.reasoning_summary_text.delta', item_id: open.item.id, output_index: open.index, summary_index: 0, delta: part.delta });
+        return this.#event({
+          type: 'response.reasoning_summary_text.delta',
+          item_id: open.item.id,
+          output_index: open.index,
+          summary_index: 0,
+          delta: part.delta,
+        });
       }
       case 'reasoning-signature':
         if (this.#reasoning) this.#reasoning.item.encrypted_content = part.signature;
@@ -131,8 +153,13 @@ export class ResponsesStreamWriter implements StreamWriter {
         this.#tools.delete(part.id);
         Object.assign(open.item, { status: 'completed', arguments: open.text });
         return (
-          this.#event({ type: 'response.function_call_arguments.done', item_id: open.item.id, output_index: open.index, name: open.item.name, arguments: open.text }) +
-          this.#event({ type: 'response.output_item.done', output_index: open.index, item: open.item })
+          this.#event({
+            type: 'response.function_call_arguments.done',
+            item_id: open.item.id,
+            output_index: open.index,
+            name: open.item.name,
+            arguments: open.text,
+          }) + this.#event({ type: 'response.output_item.done', output_index: open.index, item: open.item })
         );
       }
       case 'finish': {

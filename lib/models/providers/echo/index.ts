@@ -105,7 +105,17 @@ function message({ body, signal }: ProviderRequest): ProviderAnswer {
       ...MESSAGE_UNKNOWNS,
     });
   }
-  const start = { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: messageUsage({ inputTokens, outputTokens: 0 }), ...MESSAGE_UNKNOWNS };
+  const start = {
+    id,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: messageUsage({ inputTokens, outputTokens: 0 }),
+    ...MESSAGE_UNKNOWNS,
+  };
   // As Anthropic streams a tool_use block: empty `input` at its start, then `input_json_delta` pieces.
   const [block, deltas] =
     call === undefined
@@ -144,7 +154,14 @@ function response({ body, signal }: ProviderRequest): ProviderAnswer {
   const outputTokens = call === undefined ? words(text) : callWords(call);
   const part = (partText: string) => ({ type: 'output_text', text: partText, annotations: [], logprobs: [] });
   const item = (status: string, content: unknown[]) => ({ id: itemId, type: 'message', status, role: 'assistant', content });
-  const functionCall = (status: string, args: string) => ({ id: itemId, type: 'function_call', status, call_id: `call_echo${key}`, name: call?.name, arguments: args });
+  const functionCall = (status: string, args: string) => ({
+    id: itemId,
+    type: 'function_call',
+    status,
+    call_id: `call_echo${key}`,
+    name: call?.name,
+    arguments: args,
+  });
   const responseObject = (status: string, output: unknown[], usage: JsonObject | null) => ({
     id: `resp_echo${key}`,
     object: 'response',
@@ -204,7 +221,10 @@ function response({ body, signal }: ProviderRequest): ProviderAnswer {
     { type: 'response.output_item.done', output_index: 0, item: done },
     { type: 'response.completed', response: responseObject('completed', [done], usage) },
   ];
-  return eventStream(data.map((event, index) => sse({ ...event, sequence_number: index }, String(event.type))), signal);
+  return eventStream(
+    data.map((event, index) => sse({ ...event, sequence_number: index }, String(event.type))),
+    signal,
+  );
 }
 
 /**

@@ -38,17 +38,18 @@ const dataUrlBase64 = (url: string) => url.slice(url.indexOf(',') + 1);
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 export const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
-export const inputWords = (messages: unknown[]) =>
-  messages.reduce<number>((sum, message) => sum + (isObject(message) ? words(textOf(message.content)) : 0), 0);
+export const inputWords = (messages: unknown[]) => messages.reduce<number>((sum, message) => sum + (isObject(message) ? words(textOf(message.content)) : 0), 0);
 
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content
-    // `text` in Chat Completions and Messages, `input_text` in Responses.
-    .filter((part): part is JsonObject => isObject(part) && (part.type === 'text' || part.type === 'input_text') && typeof part.text === 'string')
-    .map((part) => part.text)
-    .join('\n');
+  return (
+    content
+      // `text` in Chat Completions and Messages, `input_text` in Responses.
+      .filter((part): part is JsonObject => isObject(part) && (part.type === 'text' || part.type === 'input_text') && typeof part.text === 'string')
+      .map((part) => part.text)
+      .join('\n')
+  );
 }
 
 const resultText = (content: unknown) => (content === undefined ? undefined : textOf(content));
@@ -68,7 +69,13 @@ export function receivedChat(body: JsonObject, messages: unknown[]): Received {
     }
     return part;
   });
-  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), toolResultText: resultText(chatToolResult(messages)), documents };
+  return {
+    model: String(body.model),
+    messageCount: messages.length,
+    lastUserText: lastUserText(messages),
+    toolResultText: resultText(chatToolResult(messages)),
+    documents,
+  };
 }
 
 /** What a Messages body holds; attached PDFs are `document` blocks with a base64 source. */
@@ -81,7 +88,13 @@ export function receivedMessages(body: JsonObject, messages: unknown[]): Receive
     }
     return block;
   });
-  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), toolResultText: resultText(messagesToolResult(messages)), documents };
+  return {
+    model: String(body.model),
+    messageCount: messages.length,
+    lastUserText: lastUserText(messages),
+    toolResultText: resultText(messagesToolResult(messages)),
+    documents,
+  };
 }
 
 /** The messages of a Responses `input`: a string is one user message; of a list, the items with a role. */
@@ -101,7 +114,13 @@ export function receivedResponses(body: JsonObject): Received {
     return part;
   });
   const messages = responsesMessages(body.input);
-  return { model: String(body.model), messageCount: messages.length, lastUserText: lastUserText(messages), toolResultText: resultText(responsesToolResult(body.input)), documents };
+  return {
+    model: String(body.model),
+    messageCount: messages.length,
+    lastUserText: lastUserText(messages),
+    toolResultText: resultText(responsesToolResult(body.input)),
+    documents,
+  };
 }
 
 /** The answer, one line per fact, so that it streams as several deltas. */

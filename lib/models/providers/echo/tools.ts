@@ -111,7 +111,9 @@ export function responsesToolCall(body: JsonObject): EchoToolCall | undefined {
 
 /** The tool results of a Messages message: its `tool_result` blocks. */
 const toolResultBlocks = (message: unknown): JsonObject[] =>
-  isObject(message) && Array.isArray(message.content) ? message.content.filter((block): block is JsonObject => isObject(block) && block.type === 'tool_result') : [];
+  isObject(message) && Array.isArray(message.content)
+    ? message.content.filter((block): block is JsonObject => isObject(block) && block.type === 'tool_result')
+    : [];
 
 /** The call for a Messages body: its client tools (server tools have a versioned `type`); none after a `tool_result`. */
 export function messagesToolCall(body: JsonObject): EchoToolCall | undefined {
