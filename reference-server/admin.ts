@@ -9,6 +9,7 @@ import {
   auditRouter,
   auditTrail,
   budgetsRouter,
+  requestLogRouter,
   oidcLogin,
   usersRouter,
   mcpAdminRouter,
@@ -22,7 +23,7 @@ import type { Deployment } from './deployment.js';
  * The admin API of the reference server: admin tokens, dashboard sessions and, when an OIDC
  * provider is configured, people who sign in through it (`oidcLogin`, whose routes need no
  * credential: `signIn`, mounted before `auth`), each request held to its role (`auth` ends with
- * `adminRoles`); the keys, accounts, usage, users and session routes, every change logged with the
+ * `adminRoles`); the keys, accounts, usage, request log, users and session routes, every change logged with the
  * admin token's id or the person's and recorded in the audit log (`audit`, mounted first: it
  * records what happens after it; an entry that could not be recorded is logged as an error).
  */
@@ -45,6 +46,7 @@ export function adminApi(deployment: Deployment, logger: Logger): { audit: Middl
       adminSessions({ sessions, ttlSeconds: sessionSeconds, tokenSignIn, onChange, nowMs }),
       budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs, ledger: deployment.spendLedger }),
       auditRouter({ store: audit }),
+      requestLogRouter({ store: usageStore }),
       usersRouter({ users }),
       mcpAdminRouter({ grants: deployment.mcpGrants, calls: deployment.mcpCalls, onChange }),
     ],

@@ -183,6 +183,8 @@ export interface ServerConfig {
   logLevel: string;
   /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
   shutdownGraceSeconds: number;
+  /** Days the sweep keeps the usage records (`USAGE_RETENTION_DAYS`) and their roll-ups (`USAGE_ROLLUP_RETENTION_DAYS`); 0: forever. */
+  usageRetention: { recordsDays: number; rollupsDays: number };
   gateway: GatewayConfig;
   /** The dashboard's sign-in: sessions, the admin token's sign-in, the OIDC provider. */
   dashboard: DashboardSettings;
@@ -284,7 +286,7 @@ export interface LoadConfigOptions {
 /**
  * The server's configuration from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL,
  * FILES_DIR, BLOB_URL and the S3 variables of `parseS3Settings`, GATEWAY_CONFIG, LOG_LEVEL,
- * SHUTDOWN_GRACE_SECONDS, METRICS_PORT, and the dashboard's of `dashboardSettings`). Throws a `ConfigError` naming the bad setting.
+ * SHUTDOWN_GRACE_SECONDS, METRICS_PORT, USAGE_RETENTION_DAYS, USAGE_ROLLUP_RETENTION_DAYS, and the dashboard's of `dashboardSettings`). Throws a `ConfigError` naming the bad setting.
  */
 export function loadConfig(env: Environment = process.env, { providerKinds = providerRegistry }: LoadConfigOptions = {}): ServerConfig {
   const dataDir = resolve(env.DATA_DIR || './data');
@@ -312,6 +314,10 @@ export function loadConfig(env: Environment = process.env, { providerKinds = pro
     metricsPort: env.METRICS_PORT ? readInteger('METRICS_PORT', env.METRICS_PORT, 0, 65_535) : null,
     logLevel,
     shutdownGraceSeconds: readInteger('SHUTDOWN_GRACE_SECONDS', env.SHUTDOWN_GRACE_SECONDS, 30, 86_400),
+    usageRetention: {
+      recordsDays: readInteger('USAGE_RETENTION_DAYS', env.USAGE_RETENTION_DAYS, 30, 36_500),
+      rollupsDays: readInteger('USAGE_ROLLUP_RETENTION_DAYS', env.USAGE_ROLLUP_RETENTION_DAYS, 400, 36_500),
+    },
     gateway,
     dashboard: dashboardSettings(gateway.dashboard, env),
     providerKinds,

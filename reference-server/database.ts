@@ -7,6 +7,7 @@ import {
   migrate,
   postgresPreparedReads,
   sqlitePreparedReads,
+  sqliteReader,
   sqliteWriter,
   type KnexStoreOptions,
 } from 'koa-model-gateway/stores/knex';
@@ -36,7 +37,8 @@ export interface DatabaseOptions {
   /**
    * On SQLite, a writer thread (`sqliteWriter`) for a server: it writes the usage records and
    * checkpoints the WAL every this many milliseconds, instead of the event loop and the commits
-   * that fill the WAL. Default: none; everything on Knex's connection, SQLite's own checkpoints.
+   * that fill the WAL; and a reader thread (`sqliteReader`) for the usage reports. Default: none;
+   * everything on Knex's connection, SQLite's own checkpoints.
    */
   writerCheckpointMs?: number;
 }
@@ -159,11 +161,23 @@ async function openSqlite(filename: string, log: DatabaseLog, timeoutMs: number,
             knex.raw(`pragma wal_autocheckpoint = ${autocheckpoint}`).catch((cause: Error) => log('error', `wal_autocheckpoint: ${cause.message}`, false));
           },
         });
+  // A server's usage reports read on a thread of their own: a report over many rows would hold the event loop.
+  const reportReader =
+    writerCheckpointMs === undefined
+      ? undefined
+      : sqliteReader(filename, {
+          onFailure: (err) => log('warn', `the SQLite reader thread failed, usage reports go through Knex's connection again: ${err.message}`, false),
+        });
   return {
     knex,
-    storeOptions: { preparedReads: sqlitePreparedReads(database), ...(writer && { preparedWrites: writer }), timeoutMs },
+    storeOptions: {
+      preparedReads: sqlitePreparedReads(database),
+      ...(writer && { preparedWrites: writer }),
+      ...(reportReader && { reportReads: reportReader }),
+      timeoutMs,
+    },
     async close() {
-      await writer?.close();
+      await Promise.all([writer?.close(), reportReader?.close()]);
       await knex.destroy();
       database.close();
     },

@@ -6,7 +6,7 @@ import { announceKeyChanges, cachedKeyStore, keyUseRecorder, type KeyChanges, ty
 import { sweep, type BlobStore, type FileStore } from 'koa-model-gateway/files';
 import type { CreationLimiter, CreationLimitsOptions, CreationUsage, ModelLimiter } from 'koa-model-gateway/quota';
 import type { CooldownStore, Provider, ResponseCache } from 'koa-model-gateway/models';
-import { usageRecorder, type UsageRecorder, type UsageStore } from 'koa-model-gateway/usage';
+import { pruneUsage, usageRecorder, type UsageRecorder, type UsageStore } from 'koa-model-gateway/usage';
 import {
   MemoryAlertClaims,
   MemorySpendLedger,
@@ -193,10 +193,14 @@ export async function openKeyChanges(knex: Knex, redis: Redis | null): Promise<K
   return new RedisKeyChanges({ client: redis });
 }
 
-/** One sweep of this deployment: expired files and orphaned blobs (lib's `sweep`), and the temp files of uploads whose process died. */
-export async function sweepDeployment(config: ServerConfig, stores: { files: FileStore; blobs: BlobStore }): Promise<SweepReport> {
-  const result = await sweep({ ...stores, orphanGraceSeconds: config.gateway.sweep.orphanGraceSeconds });
-  return { ...result, staleUploads: await removeStaleUploads(config.uploadsDir) };
+/**
+ * One sweep of this deployment: expired files and orphaned blobs (lib's `sweep`), the temp files of
+ * uploads whose process died, and the usage records and roll-ups past their retention (`pruneUsage`).
+ */
+export async function sweepDeployment(config: ServerConfig, stores: { files: FileStore; blobs: BlobStore; usageStore: UsageStore }): Promise<SweepReport> {
+  const result = await sweep({ files: stores.files, blobs: stores.blobs, orphanGraceSeconds: config.gateway.sweep.orphanGraceSeconds });
+  const staleUploads = await removeStaleUploads(config.uploadsDir);
+  return { ...result, staleUploads, usageRows: await pruneUsage(stores.usageStore, config.usageRetention) };
 }
 
 /** The Redis client for the limits; unreachable at start-up is a start-up failure. */

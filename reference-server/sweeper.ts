@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import type { SweepResult } from 'koa-model-gateway/files';
 
-/** What one run removed: expired files, orphaned blobs, and temp files of uploads cut short by a crash. */
+/** What one run removed: expired files, orphaned blobs, temp files of uploads cut short by a crash, and usage rows past their retention. */
 export interface SweepReport extends SweepResult {
   staleUploads: number;
+  usageRows: number;
 }
 
 export interface Sweeper {
@@ -23,7 +24,7 @@ export function startSweeper(sweep: () => Promise<SweepReport>, intervalSeconds:
     if (running) return;
     running = sweep()
       .then((result) => {
-        const removed = result.expired + result.orphans + result.staleUploads > 0;
+        const removed = result.expired + result.orphans + result.staleUploads + result.usageRows > 0;
         logger[removed ? 'info' : 'debug']({ ...result }, 'sweep');
       })
       .catch((err: unknown) => logger.warn({ err }, 'sweep failed; trying again at the next interval'))

@@ -146,6 +146,34 @@ export interface AuditEntry {
   address: string | null;
 }
 
+/** One model call of the request log, as its usage record keeps it. */
+export interface RequestEntry {
+  request_id: string;
+  time: number;
+  account: string;
+  key_id: string;
+  endpoint: string;
+  model: string | null;
+  deployment: string | null;
+  status: number;
+  attempts: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  latency_ms: number;
+  trace_id: string | null;
+  cache: 'hit' | 'miss' | null;
+  cost_saved_usd: number;
+}
+
+/** What the requests page narrows the log to; an empty value is no filter. */
+export interface RequestFilters {
+  account: string;
+  key: string;
+  model: string;
+  status: string;
+}
+
 /** What the audit page narrows the log to; an empty value is no filter. */
 export interface AuditFilters {
   action: string;
@@ -255,5 +283,12 @@ export const api = {
     for (const [name, value] of Object.entries(filters)) if (value !== '') query.set(name, value);
     if (cursor !== null) query.set('cursor', cursor);
     return request<{ data: AuditEntry[]; next_cursor: string | null }>('GET', `/audit?${query}`);
+  },
+  /** A page of the request log, newest first; `cursor` (a page's `next_cursor`) gives the older page after it. */
+  requests: (filters: RequestFilters, cursor: string | null) => {
+    const query = new URLSearchParams({ limit: '50' });
+    for (const [name, value] of Object.entries(filters)) if (value !== '') query.set(name, value);
+    if (cursor !== null) query.set('cursor', cursor);
+    return request<{ data: RequestEntry[]; next_cursor: string | null }>('GET', `/requests?${query}`);
   },
 };

@@ -4,10 +4,11 @@ import { api, may, useSession, whenSignedOut, type Session } from './api.ts';
 import { AuditPage } from './audit-page.tsx';
 import { KeysPage } from './keys-page.tsx';
 import { LogIn } from './log-in.tsx';
+import { RequestsPage } from './requests-page.tsx';
 import { UsagePage } from './usage-page.tsx';
 import { UsersPage } from './users-page.tsx';
 
-type Route = { page: 'keys' | 'audit' | 'people' } | { page: 'accounts' | 'usage'; account: string };
+type Route = { page: 'keys' | 'audit' | 'requests' | 'people' } | { page: 'accounts' | 'usage'; account: string };
 
 /** `text` decoded from an address; as it is when it is not well encoded (`50%`, typed by hand). */
 function decoded(text: string): string {
@@ -21,7 +22,7 @@ function decoded(text: string): string {
 function readRoute(): Route {
   const [page, ...rest] = location.hash.replace(/^#\/?/, '').split('/');
   if (page === 'accounts' || page === 'usage') return { page, account: decoded(rest.join('/')) };
-  if (page === 'audit' || page === 'people') return { page };
+  if (page === 'audit' || page === 'requests' || page === 'people') return { page };
   return { page: 'keys' };
 }
 
@@ -81,6 +82,9 @@ export function App() {
           <a href="#/usage/" aria-current={route.page === 'usage' ? 'page' : undefined}>
             Usage
           </a>
+          <a href="#/requests" aria-current={route.page === 'requests' ? 'page' : undefined}>
+            Requests
+          </a>
           <a href="#/audit" aria-current={route.page === 'audit' ? 'page' : undefined}>
             Audit log
           </a>
@@ -114,6 +118,7 @@ export function App() {
         {route.page === 'keys' && <KeysPage />}
         {route.page === 'accounts' && <AccountsPage account={route.account} />}
         {route.page === 'usage' && <UsagePage account={route.account} />}
+        {route.page === 'requests' && <RequestsPage />}
         {route.page === 'audit' && <AuditPage />}
         {route.page === 'people' && may('people') && <UsersPage />}
       </main>

@@ -1,9 +1,8 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type AuditEntry, type AuditFilters } from './api.ts';
+import { useState } from 'preact/hooks';
+import { api, type AuditEntry, type AuditFilters } from './api.ts';
+import { ShowOlder, useKeysetPages } from './keyset-pages.tsx';
 import { LoadFailed, Loading, Time } from './ui.tsx';
 import { formatTime } from './format.ts';
-
-type Loaded = { state: 'loading' } | { state: 'error'; message: string } | { state: 'ready'; entries: AuditEntry[]; next: string | null };
 
 /** The actions as the page names them; the value is the API's. */
 const ACTIONS: ReadonlyArray<[string, string]> = [
@@ -92,34 +91,8 @@ function Target({ entry }: { entry: AuditEntry }) {
 export function AuditPage() {
   const [filters, setFilters] = useState<AuditFilters>(NO_FILTERS);
   const [typed, setTyped] = useState<AuditFilters>(NO_FILTERS);
-  const [log, setLog] = useState<Loaded>({ state: 'loading' });
-  const [older, setOlder] = useState<{ busy: boolean; message: string | null }>({ busy: false, message: null });
-  const [attempt, setAttempt] = useState(0);
-  const failure = (err: unknown) => (err instanceof ApiError ? err.message : 'Something went wrong.');
-
-  useEffect(() => {
-    let current = true;
-    setLog({ state: 'loading' });
-    api.audit(filters, null).then(
-      (page) => current && setLog({ state: 'ready', entries: page.data, next: page.next_cursor }),
-      (err: unknown) => current && setLog({ state: 'error', message: failure(err) }),
-    );
-    return () => {
-      current = false;
-    };
-  }, [filters, attempt]);
-
-  const loadOlder = async () => {
-    if (log.state !== 'ready' || log.next === null) return;
-    setOlder({ busy: true, message: null });
-    try {
-      const page = await api.audit(filters, log.next);
-      setLog({ state: 'ready', entries: [...log.entries, ...page.data], next: page.next_cursor });
-      setOlder({ busy: false, message: null });
-    } catch (err) {
-      setOlder({ busy: false, message: failure(err) });
-    }
-  };
+  const pages = useKeysetPages(filters, api.audit);
+  const { list: log, retry } = pages;
   const field = (name: keyof AuditFilters) => (event: Event) => setTyped({ ...typed, [name]: (event.currentTarget as HTMLInputElement).value.trim() });
 
   return (
@@ -152,9 +125,9 @@ export function AuditPage() {
         dashboard session opened with one counting as it), the values before and after, when (UTC) and from which address. Never a key or a token.
       </p>
       {log.state === 'loading' && <Loading what="the audit log" />}
-      {log.state === 'error' && <LoadFailed what="The audit log" message={log.message} onRetry={() => setAttempt(attempt + 1)} />}
-      {log.state === 'ready' && log.entries.length === 0 && <p class="empty">No admin actions match.</p>}
-      {log.state === 'ready' && log.entries.length > 0 && (
+      {log.state === 'error' && <LoadFailed what="The audit log" message={log.message} onRetry={retry} />}
+      {log.state === 'ready' && log.items.length === 0 && <p class="empty">No admin actions match.</p>}
+      {log.state === 'ready' && log.items.length > 0 && (
         <div class="table-wrap">
           <table class="figures audit">
             <caption>Admin actions, newest first</caption>
@@ -169,7 +142,7 @@ export function AuditPage() {
               </tr>
             </thead>
             <tbody>
-              {log.entries.map((entry) => (
+              {log.items.map((entry) => (
                 <tr key={entry.id}>
                   <td class="time">
                     <Time seconds={entry.at} />
@@ -191,18 +164,7 @@ export function AuditPage() {
           </table>
         </div>
       )}
-      {log.state === 'ready' && log.next !== null && (
-        <p>
-          <button type="button" class="secondary" onClick={loadOlder} disabled={older.busy}>
-            {older.busy ? 'Loading…' : 'Show older actions'}
-          </button>
-        </p>
-      )}
-      {older.message !== null && (
-        <p class="error" role="alert">
-          Older actions could not be loaded: {older.message}
-        </p>
-      )}
+      <ShowOlder pages={pages} what="actions" />
     </section>
   );
 }

@@ -11,7 +11,7 @@ const OPERATOR_CHANGES = /^\/(?:keys(?:\/|$)|accounts\/[^/]+(?:\/limits)?$)/;
 /**
  * The least role a request to the admin API needs, by its method and path: the people (`/users`)
  * are the admin's alone; any role reads and ends its own session; any role reads the rest
- * (`viewer`: usage, keys without secrets, audit); an operator changes keys and accounts' budgets;
+ * (`viewer`: usage, the request log and its export, keys without secrets, audit); an operator changes keys and accounts' budgets;
  * every other change, a route added tomorrow's included, is the admin's.
  * @example requiredRole('PATCH', '/admin/v1/keys/key_1') // 'operator'
  */

@@ -42,3 +42,4 @@ export {
 } from './audit-store.js';
 export { auditTrail, type AuditTrailOptions } from './audit-trail.js';
 export { auditRouter, type AuditRouterOptions } from './audit-router.js';
+export { requestLogRouter, type RequestLogRouterOptions } from './request-log-router.js';

@@ -37,6 +37,7 @@ function usageRecord(ctx: Context, time: number, started: number): UsageRecord |
     provider: call?.provider ?? null,
     upstreamModel: call?.upstreamModel ?? null,
     attempts: call?.attempts.length ?? 0,
+    traceId: ctx.state.tracing?.traceId || null,
     status: answeredStatus(res),
     stream: call?.stream ?? false,
     inputTokens: call?.inputTokens ?? 0,

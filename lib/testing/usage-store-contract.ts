@@ -1,5 +1,5 @@
 import type { StoreContractTest } from './store-contract-test.js';
-import type { UsageRecord, UsageRow, UsageStore } from '../usage/usage-store.js';
+import type { UsageFilter, UsageGrouping, UsageRecord, UsageRow, UsageStore } from '../usage/usage-store.js';
 
 const T0 = Date.parse('2030-01-15T12:00:00.000Z');
 let sequence = 0;
@@ -28,6 +28,59 @@ export function usageRecord(overrides: Partial<UsageRecord> = {}): UsageRecord {
   };
 }
 
+/** A small seeded generator (mulberry32): the same records on every run and store. */
+function seeded(seed: number): (below: number) => number {
+  let state = seed >>> 0;
+  return (below) => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = Math.imul(state ^ (state >>> 15), 1 | state);
+    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
+    return Math.floor((((mixed ^ (mixed >>> 14)) >>> 0) / 4_294_967_296) * below);
+  };
+}
+
+const GROUP_OF: Record<UsageGrouping, (record: UsageRecord) => string | null> = {
+  day: (record) => new Date(record.time).toISOString().slice(0, 10),
+  model: (record) => record.model,
+  key: (record) => record.keyId,
+};
+
+/** What `summarize` must answer, summed from the records themselves. */
+function expectedSummary(records: readonly UsageRecord[], filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): string[] {
+  const rows = new Map<string, UsageRow>();
+  for (const record of records) {
+    if (filter.account !== undefined && record.account !== filter.account) continue;
+    if (filter.keyId !== undefined && record.keyId !== filter.keyId) continue;
+    if (filter.since !== undefined && record.time < filter.since) continue;
+    const group = GROUP_OF[by](record);
+    const subgroup = thenBy === undefined ? undefined : GROUP_OF[thenBy](record);
+    const id = JSON.stringify([group, subgroup]);
+    const row = rows.get(id) ?? {
+      group,
+      ...(subgroup === undefined ? {} : { subgroup }),
+      requests: 0,
+      answered: 0,
+      inputTokens: 0,
+      outputTokens: 0,
+      costPicoUsd: 0n,
+      cacheHits: 0,
+      costSavedPicoUsd: 0n,
+    };
+    row.requests += 1;
+    if (record.status >= 200 && record.status <= 299) row.answered += 1;
+    row.inputTokens += record.inputTokens;
+    row.outputTokens += record.outputTokens;
+    row.costPicoUsd += BigInt(record.costPicoUsd);
+    if (record.cache === 'hit') row.cacheHits += 1;
+    row.costSavedPicoUsd += BigInt(record.costSavedPicoUsd ?? 0);
+    rows.set(id, row);
+  }
+  return sortedRows([...rows.values()]);
+}
+
+const sortedRows = (rows: UsageRow[]) =>
+  rows.map((row) => JSON.stringify(row, (_, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value))).sort();
+
 const byGroup = (rows: UsageRow[]) => [...rows].sort((a, b) => String(a.group).localeCompare(String(b.group)));
 
 /** The behaviour every UsageStore must have; run once per implementation. */
@@ -35,7 +88,14 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
   test(`${name}: a record is read back with every field exactly as written`, async (t) => {
     const store = await makeStore();
     const records = [
-      usageRecord({ inputTokens: 9_000_000_000, outputTokens: 123_456, attachments: 3, latencyMs: 1234.0625, costPicoUsd: 4_500_000_300_000 }),
+      usageRecord({
+        inputTokens: 9_000_000_000,
+        outputTokens: 123_456,
+        attachments: 3,
+        latencyMs: 1234.0625,
+        costPicoUsd: 4_500_000_300_000,
+        traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      }),
       usageRecord({
         endpoint: '/v1/messages',
         model: null,
@@ -325,5 +385,179 @@ export function usageStoreContract(test: StoreContractTest, name: string, makeSt
     t.is(listed?.inputTokens, 10);
     if (listed) listed.outputTokens = 999;
     t.is((await store.list())[0]?.outputTokens, 5);
+  });
+
+  test(`${name}: summaries equal the sums of the records, cache hits and their savings too, whatever the batches, the filter and the time since, and after prunes`, async (t) => {
+    const store = await makeStore();
+    const random = seeded(54);
+    const HOUR = 3_600_000;
+    const records: UsageRecord[] = [];
+    // Three days from a midnight, some records on the hour or the day exactly.
+    const start = Date.parse('2030-03-01T00:00:00.000Z');
+    for (let batch = 0; batch < 12; batch += 1) {
+      const size = 1 + random(40);
+      const written = Array.from({ length: size }, () => {
+        const record = usageRecord({
+          time: start + (random(4) === 0 ? random(72) * HOUR : random(72 * HOUR)),
+          account: ['acme', 'globex'][random(2)] as string,
+          keyId: ['key_a', 'key_b', 'key_c'][random(3)] as string,
+          endpoint: ['/v1/chat/completions', '/v1/messages'][random(2)] as string,
+          model: ['echo-1', 'echo-2', null][random(3)] as string | null,
+          status: [200, 200, 429, 502][random(4)] as number,
+          inputTokens: random(5000),
+          outputTokens: random(500),
+          costPicoUsd: random(3) === 0 ? 0 : random(2_000_000_000) * 1000,
+        });
+        // A call of four answered from the response cache (at cost 0, saving what it cost once, past what a double holds when summed), some looked up and missed.
+        const cache = [null, 'miss', 'hit', 'hit'][random(4)] as 'hit' | 'miss' | null;
+        if (cache !== 'hit' || record.status !== 200) return { ...record, cache: cache === 'hit' ? 'miss' : cache };
+        return { ...record, cache, costPicoUsd: 0, costSavedPicoUsd: random(3) === 0 ? 0 : random(2_000_000_000) * 1000 + 1 };
+      });
+      await store.insert(written);
+      records.push(...written);
+    }
+    const sinces = [
+      undefined,
+      start,
+      start + HOUR,
+      start + 25 * HOUR + 1,
+      start + 47 * HOUR - 1,
+      start + random(72 * HOUR),
+      start + random(72 * HOUR) + 0.5,
+      start + 80 * HOUR,
+    ];
+    const filters: UsageFilter[] = [{}, { account: 'acme' }, { keyId: 'key_b' }, { account: 'globex', keyId: 'key_c' }];
+    const groupings: Array<[UsageGrouping, UsageGrouping?]> = [['day'], ['model'], ['key'], ['day', 'model'], ['key', 'day'], ['model', 'key']];
+    for (const since of sinces) {
+      for (const [index, narrowing] of filters.entries()) {
+        const filter = since === undefined ? narrowing : { ...narrowing, since };
+        const [by, thenBy] = groupings[(index + sinces.indexOf(since)) % groupings.length] as [UsageGrouping, UsageGrouping?];
+        t.deepEqual(
+          sortedRows(await store.summarize(filter, by, thenBy)),
+          expectedSummary(records, filter, by, thenBy),
+          JSON.stringify({ filter, by, thenBy }),
+        );
+      }
+    }
+    if (store.prune === undefined) return;
+    // Pruned in batches of 7: the records before 30 h, the roll-ups of the first day.
+    const pruning = { recordsBefore: start + 30 * HOUR, rollupsBefore: start + 30 * HOUR, limit: 7 };
+    const deleted = [];
+    for (let count = await store.prune(pruning); count > 0; count = await store.prune(pruning)) deleted.push(count);
+    t.true(deleted.length > 1 && deleted.every((count) => count <= 3 * 7), 'bounded batches');
+    const kept = records.filter((record) => record.time >= start + 30 * HOUR);
+    t.deepEqual((await store.list({ limit: records.length })).map((record) => record.requestId).sort(), kept.map((record) => record.requestId).sort());
+    // Summaries of the days kept are whole: they read the roll-ups, not the records pruned.
+    const sinceSecondDay = records.filter((record) => record.time >= start + 24 * HOUR);
+    t.deepEqual(sortedRows(await store.summarize({}, 'day', 'model')), expectedSummary(sinceSecondDay, {}, 'day', 'model'));
+    for (const since of [start + 24 * HOUR, start + 29 * HOUR, start + 30 * HOUR + 1, start + 50 * HOUR - 1]) {
+      t.deepEqual(
+        sortedRows(await store.summarize({ account: 'acme', since }, 'key', 'model')),
+        expectedSummary(records, { account: 'acme', since }, 'key', 'model'),
+        String(since),
+      );
+    }
+  });
+
+  test(`${name}: page walks the records newest first by keyset, each once, filtered by account, key, model, status and time`, async (t) => {
+    const store = await makeStore();
+    if (store.page === undefined) return void t.is(store.page, undefined, 'a store without a request log');
+    const records = Array.from({ length: 11 }, (_, i) =>
+      usageRecord({
+        time: T0 + Math.floor(i / 3),
+        keyId: i % 2 === 0 ? 'key_a' : 'key_b',
+        model: i % 4 === 0 ? null : 'echo-1',
+        status: i % 5 === 0 ? 429 : 200,
+      }),
+    );
+    await store.insert(records.slice(0, 6));
+    await store.insert(records.slice(6));
+    const walk = async (filter: Parameters<NonNullable<UsageStore['page']>>[0], limit: number) => {
+      const ids: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.page!(filter, { limit, ...(cursor === undefined ? {} : { cursor }) });
+        t.true(page.records.length <= limit);
+        ids.push(...page.records.map((record) => record.requestId));
+        cursor = page.nextCursor ?? undefined;
+        // A newer record written meanwhile is not on the older pages.
+        if (cursor !== undefined) await store.insert([usageRecord({ time: T0 + 100 })]);
+      } while (cursor !== undefined);
+      return ids;
+    };
+    const newestFirst = [...records].reverse();
+    const ids = (kept: UsageRecord[]) => kept.map((record) => record.requestId);
+    t.deepEqual(await walk({ until: T0 + 100 }, 3), ids(newestFirst));
+    t.deepEqual(await walk({ keyId: 'key_b', until: T0 + 100 }, 2), ids(newestFirst.filter((record) => record.keyId === 'key_b')));
+    t.deepEqual(
+      await walk({ model: 'echo-1', status: 200, account: 'acme', until: T0 + 100 }, 4),
+      ids(newestFirst.filter((record) => record.model === 'echo-1' && record.status === 200)),
+    );
+    t.deepEqual(await walk({ since: T0 + 1, until: T0 + 3 }, 10), ids(newestFirst.filter((record) => record.time >= T0 + 1 && record.time < T0 + 3)));
+    t.deepEqual(await store.page({ account: 'nobody' }, { limit: 5 }), { records: [], nextCursor: null });
+    const [first] = (await store.page({ until: T0 + 100 }, { limit: 1 })).records;
+    t.deepEqual(first, records[10], 'every field as written');
+  });
+
+  test(`${name}: rollups walks the hourly and daily roll-up rows oldest first, a page at a time, each the sum of its records`, async (t) => {
+    const store = await makeStore();
+    if (store.rollups === undefined) return void t.is(store.rollups, undefined, 'a store without roll-up exports');
+    const HOUR = 3_600_000;
+    const start = Date.parse('2030-03-01T00:00:00.000Z');
+    const records = Array.from({ length: 40 }, (_, i) =>
+      usageRecord({
+        time: start + ((i * 7) % 50) * HOUR + i,
+        account: i % 3 === 0 ? 'globex' : 'acme',
+        keyId: `key_${i % 2}`,
+        model: i % 5 === 0 ? null : 'echo-1',
+        status: i % 4 === 0 ? 429 : 200,
+        inputTokens: i,
+        costPicoUsd: i % 6 === 1 ? 0 : i * 1000,
+        ...(i % 6 === 1 && { cache: 'hit' as const, costSavedPicoUsd: i * 2000 }),
+      }),
+    );
+    await store.insert(records.slice(0, 25));
+    await store.insert(records.slice(25));
+    for (const period of ['hour', 'day'] as const) {
+      const unit = period === 'hour' ? HOUR : 24 * HOUR;
+      const filter = { account: 'acme', since: start + 1, until: start + 30 * HOUR };
+      // Periods that start in [since, until): since rounded up to a whole period, as until.
+      const [first, end] = [Math.ceil(filter.since / unit) * unit, Math.ceil(filter.until / unit) * unit];
+      const expected = new Map<string, { requests: number; inputTokens: number; costPicoUsd: bigint; cacheHits: number; costSavedPicoUsd: bigint }>();
+      for (const record of records) {
+        const period = record.time - (record.time % unit);
+        if (record.account !== 'acme' || period < first || period >= end) continue;
+        const id = JSON.stringify([period, record.account, record.keyId, record.model ?? '', record.endpoint, record.status]);
+        const sum = expected.get(id) ?? { requests: 0, inputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n };
+        expected.set(id, {
+          requests: sum.requests + 1,
+          inputTokens: sum.inputTokens + record.inputTokens,
+          costPicoUsd: sum.costPicoUsd + BigInt(record.costPicoUsd),
+          cacheHits: sum.cacheHits + (record.cache === 'hit' ? 1 : 0),
+          costSavedPicoUsd: sum.costSavedPicoUsd + BigInt(record.costSavedPicoUsd ?? 0),
+        });
+      }
+      const walked: string[] = [];
+      let after: Parameters<NonNullable<UsageStore['rollups']>>[2]['after'];
+      for (;;) {
+        const rows = await store.rollups(period, filter, { limit: 3, ...(after === undefined ? {} : { after }) });
+        t.true(rows.length <= 3);
+        for (const row of rows) {
+          const id = JSON.stringify([row.period, row.account, row.keyId, row.model ?? '', row.endpoint, row.status]);
+          walked.push(id);
+          const { requests, inputTokens, costPicoUsd, cacheHits, costSavedPicoUsd } = row;
+          t.deepEqual({ requests, inputTokens, costPicoUsd, cacheHits, costSavedPicoUsd }, expected.get(id), id);
+        }
+        if (rows.length < 3) break;
+        after = rows.at(-1);
+      }
+      t.deepEqual([...walked].sort(), [...expected.keys()].sort(), `${period}: each row once`);
+      const periods = walked.map((id) => JSON.parse(id)[0] as number);
+      t.deepEqual(
+        periods,
+        [...periods].sort((a, b) => a - b),
+        `${period}: oldest first`,
+      );
+    }
   });
 }

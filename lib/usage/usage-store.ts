@@ -19,6 +19,8 @@ export interface UsageRecord {
   provider: string | null;
   /** The model name that provider was sent; `null` (or left out) when the model was not resolved. */
   upstreamModel?: string | null;
+  /** The W3C trace id of the request's span (`traceRequests()`), to find the call in the tracing backend; `null` (or left out) when it was not traced. */
+  traceId?: string | null;
   /** Upstream attempts the call took (retries and fallbacks included); 0 (or left out) when none was made. */
   attempts?: number;
   /** The HTTP status of the answer (429 for a call the limits refused). */
@@ -76,6 +78,56 @@ export interface UsageRow {
   costSavedPicoUsd: bigint;
 }
 
+/** Which records a page of the request log covers: `UsageFilter`'s, narrowed further. */
+export interface UsageRecordFilter extends UsageFilter {
+  model?: string;
+  /** The HTTP status of the answer. */
+  status?: number;
+  /** Unix ms: records before it. */
+  until?: number;
+}
+
+/** A page of records, newest first; `nextCursor` (`null` on the last page) as `cursor` gives the next, older page. */
+export interface UsagePage {
+  records: UsageRecord[];
+  nextCursor: string | null;
+}
+
+/** The shape of a `UsagePage`'s cursor: a record's time and its place in the store's order. */
+export const USAGE_CURSOR = /^\d{1,15}_\d{1,15}$/;
+
+/** The records of one hour or UTC day, account, key, model, endpoint and status, summed: a roll-up row. */
+export interface UsageRollup {
+  /** Unix ms of the start of the hour or UTC day. */
+  period: number;
+  account: string;
+  keyId: string;
+  model: string | null;
+  endpoint: string;
+  status: number;
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+  costPicoUsd: bigint;
+  /** The calls answered from the response cache. */
+  cacheHits: number;
+  /** What those answers cost when they were made (`costSavedPicoUsd`, summed). */
+  costSavedPicoUsd: bigint;
+}
+
+/** Where `UsageStore.rollups` reads on from: the roll-up row last read. */
+export type UsageRollupKey = Pick<UsageRollup, 'period' | 'account' | 'keyId' | 'model' | 'endpoint' | 'status'>;
+
+/** What `UsageStore.prune` removes, each a Unix ms. */
+export interface UsagePruning {
+  /** The records from before it. */
+  recordsBefore: number;
+  /** The roll-ups of the UTC days before its day (hourly and daily): summaries since then are kept whole. */
+  rollupsBefore: number;
+  /** The most rows one call deletes from each table: a bound on the lock it takes. Default 1,000. */
+  limit?: number;
+}
+
 /**
  * Where usage records live. Implementations: `MemoryUsageStore`, `KnexUsageStore` (PostgreSQL,
  * SQLite). Written through `usageRecorder()`, which batches; read through `usageReport()`.
@@ -89,8 +141,29 @@ export interface UsageStore {
    * One row per group of the records matching `filter`, in no particular order; with `thenBy`
    * (another grouping than `by`), one row per group and subgroup that has records, each with
    * `subgroup` set: `summarize(filter, 'day', 'model')` gives each day's figures per model.
+   * Stores read it from roll-ups kept as records are written (`usageSpans()`): its cost grows with
+   * the groups and days it covers, not with the records.
    */
   summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]>;
+  /**
+   * Deletes at most `limit` of the records and of each roll-up's rows that `pruning` names, the
+   * oldest first, and resolves to how many rows it deleted: call it again until 0 (`pruneUsage()`).
+   * Summaries read the roll-ups, so records pruned still count in them; a summary since a time in
+   * an hour whose records were pruned misses that hour's records after it.
+   */
+  prune?(pruning: UsagePruning): Promise<number>;
+  /**
+   * The records matching `filter`, newest first (by `time`, then the last inserted), at most
+   * `limit`, after the record of `cursor` (a `nextCursor` of this store); by keyset, as fast on the
+   * last page as on the first.
+   */
+  page?(filter: UsageRecordFilter, page: { limit: number; cursor?: string }): Promise<UsagePage>;
+  /**
+   * At most `limit` of the hourly or daily roll-up rows of `filter`'s account and key whose period
+   * starts in [`since`, `until`), oldest first, then by account, key, model, endpoint and status,
+   * after the row `after` (the last of the previous call): what an export of the roll-ups reads.
+   */
+  rollups?(period: 'hour' | 'day', filter: UsageFilter & { until?: number }, page: { limit: number; after?: UsageRollupKey }): Promise<UsageRollup[]>;
 }
 
 /** The UTC day of a record, as `summarize(…, 'day')` groups it. */

@@ -33,6 +33,10 @@ Commands:
   usage [--account <id>] [--key <key-id>] [--since <iso-time>] [--by day|model|key]
                                         requests (answered: 2xx; refused: 4xx, 5xx), tokens and cost (USD)
                                         of model calls: totals, and rows per UTC day (default), model or key
+  usage export --since <iso-time> [--until <iso-time>] [--format csv|jsonl] [--account <id>] [--rollups hour|day]
+                                        every model call's usage record of the period, one a line, newest first
+                                        (CSV with a header, the default, or JSON Lines); with --rollups, the
+                                        hourly or daily figures per account, key, model, endpoint and status
 
 Options:
   --json                                print one JSON document
@@ -41,6 +45,7 @@ Options:
 Environment: PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, FILES_DIR or BLOB_URL (with AWS_REGION
   or AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, S3_ENDPOINT,
   S3_FORCE_PATH_STYLE), GATEWAY_CONFIG, LOG_LEVEL, SHUTDOWN_GRACE_SECONDS, METRICS_PORT,
+  USAGE_RETENTION_DAYS, USAGE_ROLLUP_RETENTION_DAYS,
   OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables (traces)
 Scopes: ${SCOPES.join(', ')}`;
 

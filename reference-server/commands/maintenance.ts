@@ -13,7 +13,7 @@ export async function migrateCommand(args: string[], io: CommandIo): Promise<num
   return 0;
 }
 
-/** `sweep`: removes expired files, orphaned blobs and stale uploads now. */
+/** `sweep`: removes expired files, orphaned blobs, stale uploads and usage past its retention now. */
 export async function sweepCommand(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseCommand(args, {}, 0);
   const config = await loadConfigWithModules(io.env);
@@ -27,7 +27,7 @@ export async function sweepCommand(args: string[], io: CommandIo): Promise<numbe
   io.out(
     values.json
       ? JSON.stringify(result)
-      : `Removed ${result.expired} expired file(s), ${result.orphans} orphaned blob(s) and ${result.staleUploads} stale upload(s)`,
+      : `Removed ${result.expired} expired file(s), ${result.orphans} orphaned blob(s), ${result.staleUploads} stale upload(s) and ${result.usageRows} usage row(s) past their retention`,
   );
   return 0;
 }

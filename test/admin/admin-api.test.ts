@@ -612,7 +612,7 @@ async function openServer(t: ExecutionContext, env: Record<string, string>) {
     });
     return { status: response.status, body: (await response.json()) as KeyBody & { data: KeyBody[]; error: { code: string } } };
   };
-  return { server, admin };
+  return { server, admin, token };
 }
 
 function callRecord(keyId: string, account: string, time: number, tokens: [number, number], costPicoUsd = 0): UsageRecord {
@@ -703,6 +703,120 @@ for (const [name, gated, database] of deployments) {
       },
     ]);
   });
+
+  gated(
+    `${name}: GET /requests lists the calls newest first, filtered, a page at a time by keyset, and /requests/export streams them as CSV or JSON Lines; a bad parameter is a 400 naming it`,
+    async (t) => {
+      const { env, drop } = await database();
+      t.teardown(drop);
+      const { server, admin, token } = await openServer(t, env);
+      const { body: key } = await admin('POST', '/keys', { account: 'acme' });
+      // One call through the gateway, metered as any is.
+      const answered = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      t.is(answered.status, 200);
+      const requestId = answered.headers.get('x-request-id');
+      await answered.arrayBuffer();
+      // Before the call: whole seconds, an hour ago.
+      const base = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
+      const older = Array.from({ length: 5 }, (_, i) => ({
+        ...callRecord(key.id, 'acme', base + Math.floor(i / 2) * 1000, [i, 1]),
+        requestId: `req_older_${i}`,
+        status: i === 3 ? 429 : 200,
+      }));
+      await server.deployment.usageStore.insert([...older, callRecord('key_other', 'globex', base, [1, 1])]);
+      const list = async (query: string) =>
+        (await admin('GET', `/requests${query}`)) as unknown as {
+          status: number;
+          body: { data: Array<Record<string, unknown>>; has_more: boolean; next_cursor: string | null };
+        };
+
+      await server.idle();
+      await server.deployment.usageRecorder.flush();
+      const newest = await list('?account=acme&limit=1');
+      t.is(newest.body.data[0]?.request_id, requestId);
+      t.like(newest.body.data[0], {
+        object: 'request',
+        account: 'acme',
+        key_id: key.id,
+        model: 'echo-1',
+        deployment: 'echo',
+        status: 200,
+        attempts: 1,
+        endpoint: '/v1/chat/completions',
+      });
+      t.true(newest.body.has_more);
+      const ids: unknown[] = [];
+      for (let cursor: string | null = newest.body.next_cursor; cursor !== null;) {
+        const page = await list(`?account=acme&limit=2&cursor=${cursor}`);
+        ids.push(...page.body.data.map((call) => call.request_id));
+        cursor = page.body.next_cursor;
+      }
+      t.deepEqual(ids, ['req_older_4', 'req_older_3', 'req_older_2', 'req_older_1', 'req_older_0']);
+      t.deepEqual(
+        (await list('?status=429')).body.data.map((call) => call.request_id),
+        ['req_older_3'],
+      );
+      const inASecond = (await list(`?key=${key.id}&model=test-model&since=${base / 1000 + 1}&until=${base / 1000 + 2}`)).body.data;
+      t.deepEqual(
+        inASecond.map((call) => [call.request_id, call.time, call.cost_usd]),
+        [
+          ['req_older_3', base / 1000 + 1, 0],
+          ['req_older_2', base / 1000 + 1, 0],
+        ],
+      );
+      // The same records, exported: CSV with a header, or JSON Lines, every record of the period.
+      const exported = async (query: string) => {
+        const response = await checked(`${server.url}/admin/v1/requests/export?${query}`, { headers: { authorization: `Bearer ${token}` } });
+        return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+      };
+      const csv = await exported(`since=${base / 1000}&until=${base / 1000 + 2}&account=acme&format=csv`);
+      t.is(csv.type, 'text/csv; charset=utf-8');
+      const [header, ...rows] = csv.text.trimEnd().split('\n');
+      t.is(
+        header,
+        'request_id,time,account,key_id,endpoint,model,deployment,upstream_model,status,stream,attempts,input_tokens,output_tokens,cost_usd,latency_ms,upstream_first_byte_ms,upstream_ms,trace_id,cache,cost_saved_usd',
+      );
+      t.deepEqual(
+        rows.map((row) => row.split(',').slice(0, 2)),
+        [3, 2, 1, 0].map((i) => [`req_older_${i}`, new Date(base + Math.floor(i / 2) * 1000).toISOString()]),
+      );
+      const jsonl = await exported(`since=${base / 1000}&format=jsonl&status=429`);
+      t.deepEqual(
+        jsonl.text
+          .trimEnd()
+          .split('\n')
+          .map((line) => (JSON.parse(line) as { request_id: string }).request_id),
+        ['req_older_3'],
+      );
+      // Or their daily roll-ups: one row per day, account, key, model, endpoint and status.
+      const daily = await exported(`since=${base / 1000 - 86_400}&account=acme&rollups=day&format=jsonl`);
+      const rollups = daily.text
+        .trimEnd()
+        .split('\n')
+        .map((row) => JSON.parse(row) as { status: number; requests: number; model: string });
+      t.is(
+        rollups.reduce((sum, row) => sum + row.requests, 0),
+        6,
+        'the call and the five records',
+      );
+      t.deepEqual(
+        rollups.filter((row) => row.status === 429).map((row) => [row.model, row.requests]),
+        [['test-model', 1]],
+      );
+      t.is((await exported(`since=${base / 1000}&rollups=day&status=429&format=csv`)).status, 400, 'the roll-ups know no status filter');
+      t.is((await exported('format=csv')).status, 400, 'a period starts somewhere');
+      t.is((await exported(`since=${base / 1000}&format=xml`)).status, 400);
+      for (const bad of ['limit=0', 'limit=101', 'status=99', 'status=600', 'cursor=abc', 'until=soon', 'model=', 'colour=red', 'status=200&status=429']) {
+        const refused = await list(`?${bad}`);
+        t.is(refused.status, 400, bad);
+        t.regex(JSON.stringify(refused.body), new RegExp(bad.split('=')[0] as string), bad);
+      }
+    },
+  );
 
   gated(`${name}: a key's name is set at creation, changed and removed by PATCH; the hint is the secret's last four characters, never more`, async (t) => {
     const { env, drop } = await database();

@@ -113,6 +113,8 @@ const ROUTES: Array<{
   { route: 'GET /accounts/{account}/limits', least: 'viewer', call: (_, as) => as.call('GET', '/accounts/acme/limits') },
   { route: 'GET /usage', least: 'viewer', call: (_, as) => as.call('GET', '/usage') },
   { route: 'GET /audit', least: 'viewer', call: (_, as) => as.call('GET', '/audit') },
+  { route: 'GET /requests', least: 'viewer', call: (_, as) => as.call('GET', '/requests') },
+  { route: 'GET /requests/export', least: 'viewer', call: (_, as) => as.call('GET', '/requests/export?since=2030-01-01&format=csv') },
   { route: 'GET /sessions/current', least: 'viewer', call: (_, as) => as.call('GET', '/sessions/current') },
   { route: 'POST /keys', least: 'operator', call: (_, as) => as.call('POST', '/keys', { account: 'acme', name: 'made by a role' }) },
   { route: 'PATCH /keys/{id}', least: 'operator', call: async (g, as) => as.call('PATCH', `/keys/${await newKey(g.app)}`, { name: 'renamed' }) },

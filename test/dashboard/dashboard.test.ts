@@ -518,6 +518,24 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   t.false((await page.content()).includes(token), 'no admin token in the audit log');
   t.is(await page.locator('main img').count(), 0);
 
+  // The request log: the calls made above, newest first, the refused one among them; filtered by status.
+  await page.getByRole('link', { name: 'Requests' }).click();
+  const calls = page.getByRole('table', { name: 'Model calls, newest first' });
+  await calls.getByRole('row').filter({ hasText: '403' }).first().waitFor();
+  await page.getByLabel('Status').fill('403');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  const refusedRows = await until(
+    async () =>
+      calls
+        .getByRole('row')
+        .filter({ has: page.getByRole('cell') })
+        .allTextContents(),
+    (rows) => rows.length > 0 && rows.every((row) => row.includes('403')),
+  );
+  t.true(refusedRows.length > 0 && refusedRows.every((row) => row.includes('403')), 'only the calls refused with 403');
+  await shoot('requests');
+  t.false((await page.content()).includes(token), 'no admin token in the request log');
+
   // Log out: the session is over on the server too.
   await page.getByRole('button', { name: 'Log out' }).click();
   await page.getByLabel('Admin token').waitFor();
@@ -531,11 +549,11 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
 };
 
 withChromium(test)(
-  'the dashboard: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage is shown; then a viewer, an operator and an admin sign in through an OIDC provider',
+  'the dashboard: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage and the request log are shown; then a viewer, an operator and an admin sign in through an OIDC provider',
   dashboardTest(embedded),
 );
 withRedis(withPostgres(withChromium(test)))(
-  'the dashboard on PostgreSQL and Redis: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage is shown; then a viewer, an operator and an admin sign in through an OIDC provider',
+  'the dashboard on PostgreSQL and Redis: log in, create a key, use it, revoke it in the page, the next call is refused, and its usage and the request log are shown; then a viewer, an operator and an admin sign in through an OIDC provider',
   dashboardTest(postgresRedis),
 );
 

@@ -25,6 +25,8 @@ const GATEWAY_VARS = [
   'LOG_LEVEL',
   'SHUTDOWN_GRACE_SECONDS',
   'METRICS_PORT',
+  'USAGE_RETENTION_DAYS',
+  'USAGE_ROLLUP_RETENTION_DAYS',
 ];
 // What the SDK would read from the environment, and the bucket settings.
 const S3_VARS = [

@@ -8,6 +8,7 @@ import test from 'ava';
 import { adminRouter } from '../../lib/admin/admin-router.js';
 import { adminSessions } from '../../lib/admin/admin-sessions.js';
 import { auditRouter } from '../../lib/admin/audit-router.js';
+import { requestLogRouter } from '../../lib/admin/request-log-router.js';
 import { budgetsRouter } from '../../lib/admin/budgets-router.js';
 import { oidcLogin } from '../../lib/admin/oidc-login.js';
 import { usersRouter } from '../../lib/admin/users-router.js';
@@ -343,6 +344,7 @@ test('every route of the reference server is in the document, and nothing else',
     adminSessions({ sessions: new MemoryAdminSessionStore() }),
     budgetsRouter({ accounts: new MemoryAccountBudgetStore(), usageStore: new MemoryUsageStore(), catalog: [] }),
     auditRouter({ store: new MemoryAuditStore() }),
+    requestLogRouter({ store: new MemoryUsageStore() }),
     usersRouter({ users: new MemoryAdminUserStore() }),
     oidcLogin({
       issuer: 'https://id.example.com',

@@ -27,6 +27,7 @@ test('the defaults: 127.0.0.1:8080, everything under ./data, SQLite, limits in m
     redisUrl: null,
     logLevel: 'info',
     shutdownGraceSeconds: 30,
+    usageRetention: { recordsDays: 30, rollupsDays: 400 },
   });
   t.deepEqual(config.gateway.limits, SPEC_LIMITS);
   t.is(config.gateway.keyPrefix, 'kmg');
@@ -276,6 +277,8 @@ test('environment values that make no sense are refused', (t) => {
     { REDIS_URL: '127.0.0.1' },
     { METRICS_PORT: '-1' },
     { METRICS_PORT: '65536' },
+    { USAGE_RETENTION_DAYS: '-1' },
+    { USAGE_ROLLUP_RETENTION_DAYS: 'a year' },
   ]) {
     t.throws(() => loadConfig(env), { instanceOf: ConfigError }, JSON.stringify(env));
   }

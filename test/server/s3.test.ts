@@ -172,9 +172,9 @@ test.serial('the sweep run from either instance removes expired files and orphan
   await writeFile(config, JSON.stringify({ sweep: { orphanGraceSeconds: 0 } }));
   const fromB = await runCli(['sweep', '--json'], { ...envs[1], GATEWAY_CONFIG: config });
   t.is(fromB.code, 0, fromB.stderr);
-  t.deepEqual(JSON.parse(fromB.stdout), { expired: 2, orphans: 1, staleUploads: 0 });
+  t.deepEqual(JSON.parse(fromB.stdout), { expired: 2, orphans: 1, staleUploads: 0, usageRows: 0 });
   const fromA = await runCli(['sweep', '--json'], { ...envs[0], GATEWAY_CONFIG: config });
-  t.deepEqual(JSON.parse(fromA.stdout), { expired: 0, orphans: 0, staleUploads: 0 });
+  t.deepEqual(JSON.parse(fromA.stdout), { expired: 0, orphans: 0, staleUploads: 0, usageRows: 0 });
 
   const gone = [...expired, orphan];
   t.deepEqual(

@@ -74,7 +74,7 @@ async function openOn(filename: string): Promise<number> {
 });
 
 (process.platform === 'linux' ? test : test.skip)(
-  'with writerCheckpointMs, commits leave the WAL to a writer thread, which copies it into the database and closes with the rest',
+  'with writerCheckpointMs, commits leave the WAL to a writer thread, which copies it into the database, reports read on a thread of their own, and both close with the rest',
   async (t) => {
     const { filename, database, remove } = await embedded({ writerCheckpointMs: 20 });
     try {
@@ -89,10 +89,11 @@ async function openOn(filename: string): Promise<number> {
         (size) => size >= before + 1_048_576,
       );
       t.true((await stat(filename)).size >= before + 1_048_576, 'the rows reached the database file');
-      t.is(await openOn(filename), 3, "Knex's connection, the reader and the writer's");
       const usage = new KnexUsageStore(knex, database.storeOptions);
       await usage.insert([usageRecord()]);
       t.is((await usage.list()).length, 1, 'the usage store writes through the writer');
+      t.like((await usage.summarize({}, 'day'))[0], { requests: 1 }, 'and sums through the report reader');
+      t.is(await openOn(filename), 4, "Knex's connection, the reader, the writer's and the report reader's");
       await database.close();
       t.is(await openOn(filename), 0);
     } finally {
@@ -130,6 +131,7 @@ async function embeddedData() {
   return {
     env: { DATA_DIR: data.dir },
     filesDir,
+    usage: new KnexUsageStore(knex),
     /** A file created `age` seconds ago that expires `expiresAfter` seconds after its creation. */
     async file(age: number, expiresAfter: number | null) {
       const createdAt = now() - age;
@@ -174,17 +176,26 @@ test('sweep removes expired files, old orphaned blobs and stale upload temp file
   const forever = await data.file(2 * HOUR, null);
   const oldOrphan = await data.orphan(2 * HOUR);
   const youngOrphan = await data.orphan(60);
+  // Usage records kept 30 days by default, their roll-ups 400.
+  const pastRetention = usageRecord({ time: Date.now() - 31 * 24 * HOUR * 1000 });
+  const recent = usageRecord({ time: Date.now() - 29 * 24 * HOUR * 1000 });
+  await data.usage.insert([pastRetention, recent]);
 
   const result = await runCli(['sweep', '--json'], data.env);
   t.is(result.code, 0, result.stderr);
-  t.deepEqual(JSON.parse(result.stdout), { expired: 1, orphans: 1, staleUploads: 1 });
+  t.deepEqual(JSON.parse(result.stdout), { expired: 1, orphans: 1, staleUploads: 1, usageRows: 1 });
+  t.deepEqual(
+    (await data.usage.list()).map((record) => record.requestId),
+    [recent.requestId],
+  );
+  t.is((await data.usage.summarize({}, 'key'))[0]?.requests, 2, 'the reports still count the record pruned');
   t.deepEqual((await readdir(uploads)).sort(), [inProgress, 'operator-notes.txt'].sort());
   const left = await readdir(data.filesDir);
   t.deepEqual(left.sort(), [live, forever, youngOrphan].sort());
   t.false(left.includes(expired) || left.includes(oldOrphan));
 
   const again = await runCli(['sweep'], data.env);
-  t.is(again.stdout, 'Removed 0 expired file(s), 0 orphaned blob(s) and 0 stale upload(s)\n');
+  t.is(again.stdout, 'Removed 0 expired file(s), 0 orphaned blob(s), 0 stale upload(s) and 0 usage row(s) past their retention\n');
 });
 
 test('the server sweeps on its own interval', async (t) => {

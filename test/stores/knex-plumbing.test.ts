@@ -5,6 +5,7 @@ import test, { type ExecutionContext } from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
+import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { firstRowReader, type PreparedReads } from '../../lib/stores/knex/prepared-reads.js';
 import { withinTimeout } from '../../lib/stores/knex/store-options.js';
@@ -51,6 +52,8 @@ async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
     '20261206_admin_users',
     '20261206_mcp',
     '20261206_response_cache',
+    '20261207_usage_rollups',
+    '20261207_usage_trace_id',
   ]);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
@@ -96,6 +99,43 @@ for (const [kind, gate] of [
       expiresAt: null,
       revokedAt: null,
     });
+  });
+
+  gate(`${kind}: the usage roll-ups' migration back-fills them from the records already there, cache hits and savings included`, async (t) => {
+    const db = await openDatabase(kind);
+    await migrate(db.knex);
+    // The database as it was before that migration, with records.
+    await db.knex.raw(kind === 'postgres' ? 'drop function kmg_usage_roll_up() cascade' : 'drop trigger kmg_usage_roll_up');
+    await db.knex.schema.dropTable('kmg_usage_hourly').dropTable('kmg_usage_daily');
+    await db.knex('kmg_migrations').where('name', '20261207_usage_rollups').delete();
+    const call = {
+      day: '2023-11-14',
+      request_id: 'req_before',
+      key_id: 'key_a',
+      account: 'acme',
+      endpoint: '/v1/chat/completions',
+      provider: 'local',
+      stream: false,
+      attachments: 0,
+      latency_ms: 1,
+      cache: null,
+      cost_saved_picousd: 0,
+    };
+    await db.knex('kmg_usage').insert([
+      { ...call, time: 1_700_000_000_000, model: 'echo-1', status: 200, input_tokens: 10, output_tokens: 5 },
+      { ...call, time: 1_700_000_000_001, model: null, status: 429, input_tokens: 0, output_tokens: 0 },
+      { ...call, time: 1_700_000_000_002, model: 'echo-1', status: 200, input_tokens: 0, output_tokens: 0, cache: 'hit', cost_saved_picousd: 7_000_000 },
+    ]);
+    await migrate(db.knex);
+    // The roll-ups the reports read are back-filled from the records already there.
+    const byModel = [
+      { group: 'echo-1', requests: 2, answered: 2, inputTokens: 10, outputTokens: 5, costPicoUsd: 0n, cacheHits: 1, costSavedPicoUsd: 7_000_000n },
+      { group: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+    ];
+    const usage = new KnexUsageStore(db.knex);
+    const sorted = (rows: Array<{ group: string | null }>) => rows.sort((a, b) => String(a.group).localeCompare(String(b.group)));
+    t.deepEqual(sorted(await usage.summarize({}, 'model')), byModel, 'the daily roll-ups');
+    t.deepEqual(sorted(await usage.summarize({ since: Date.parse('2023-11-14T22:00:00Z') }, 'model')), byModel, 'the hourly roll-ups');
   });
 }
 

@@ -12,7 +12,7 @@ import { KnexAuditStore } from '../../lib/stores/knex/audit-store.js';
 import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
 import { KnexKeyChanges } from '../../lib/stores/knex/key-changes.js';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
-import { sqliteWriter, SqliteWriterGoneError } from '../../lib/stores/knex/sqlite-writer.js';
+import { sqliteReader, sqliteWriter, SqliteWriterGoneError } from '../../lib/stores/knex/sqlite-writer.js';
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { accountBudgetStoreContract } from '../../lib/testing/account-budget-store-contract.js';
 import { adminSessionStoreContract } from '../../lib/testing/admin-session-store-contract.js';
@@ -89,14 +89,37 @@ function writerOn(filename: string) {
   return writer;
 }
 
-/** SQLite with the inserts run by a `sqliteWriter`: its worker thread's connection, the reads Knex's. */
+/** A reader thread on `filename`, closed after the tests; its failure fails them. */
+function readerOn(filename: string) {
+  const reader = sqliteReader(filename, { onFailure: (err) => writerFailures.push(err) });
+  stores.closeAfter(() => reader.close());
+  return reader;
+}
+
+/** SQLite with the inserts run by a `sqliteWriter` and the summaries by a `sqliteReader`, each on its worker thread's connection; the lists Knex's. */
 async function sqliteWriterStore(): Promise<KnexUsageStore> {
   const { db, filename } = await migratedSqlite();
-  return new KnexUsageStore(db.knex, { ...CONTRACT_STORE_OPTIONS, preparedWrites: writerOn(filename) });
+  return new KnexUsageStore(db.knex, { ...CONTRACT_STORE_OPTIONS, preparedWrites: writerOn(filename), reportReads: readerOn(filename) });
 }
 
 usageStoreContract(test, 'sqlite KnexUsageStore', () => stores.usageStore(sqliteDatabase));
-usageStoreContract(test, 'sqlite KnexUsageStore with a writer thread', sqliteWriterStore);
+usageStoreContract(test, 'sqlite KnexUsageStore with writer and reader threads', sqliteWriterStore);
+
+test("sqlite with a reader thread: a summary makes no query on Knex's connection, which the requests use; once the reader is gone, it does", async (t) => {
+  const { db, filename } = await migratedSqlite();
+  const reader = readerOn(filename);
+  const store = new KnexUsageStore(db.knex, { ...CONTRACT_STORE_OPTIONS, reportReads: reader });
+  await store.insert([usageRecord({ time: Date.parse('2030-01-15T12:30:00.000Z') })]);
+  const onKnex: string[] = [];
+  db.knex.on('query', ({ sql }: { sql: string }) => onKnex.push(sql));
+  const summary = { requests: 1, answered: 1, inputTokens: 10, outputTokens: 5, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n };
+  // A since within an hour reads the records, the hourly and the daily roll-ups: three queries.
+  t.deepEqual(await store.summarize({ since: Date.parse('2030-01-15T12:00:00.001Z') }, 'day'), [{ group: '2030-01-15', ...summary }]);
+  t.deepEqual(onKnex, []);
+  await reader.close();
+  t.deepEqual(await store.summarize({}, 'model'), [{ group: 'echo-1', ...summary }]);
+  t.is(onKnex.length, 1);
+});
 
 partialBatchStoresNothing(test, 'sqlite KnexUsageStore', () => stores.usageStore(sqliteDatabase));
 partialBatchStoresNothing(test, 'sqlite KnexUsageStore with a writer thread', sqliteWriterStore);

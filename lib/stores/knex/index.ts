@@ -12,7 +12,16 @@ export { KnexAdminUserStore } from './admin-user-store.js';
 export { KnexUsageStore } from './usage-store.js';
 export { postgresPreparedReads, sqlitePreparedReads, type PgPoolLike, type PreparedReads, type SqliteDatabaseLike } from './prepared-reads.js';
 export { DEFAULT_STORE_TIMEOUT_MS, type KnexStoreOptions } from './store-options.js';
-export { sqliteWriter, SqliteWriterGoneError, type PreparedWrites, type SqliteWriter, type SqliteWriterOptions } from './sqlite-writer.js';
+export {
+  sqliteReader,
+  sqliteWriter,
+  SqliteWriterGoneError,
+  type PreparedWrites,
+  type ReportReads,
+  type SqliteReader,
+  type SqliteWriter,
+  type SqliteWriterOptions,
+} from './sqlite-writer.js';
 export { KnexAccountBudgetStore } from './account-budget-store.js';
 export { KnexAuditStore } from './audit-store.js';
 export { KnexMcpGrantStore } from './mcp-grant-store.js';

@@ -355,7 +355,133 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    // Usage per (hour, account, key, model, endpoint, status) and per day: what the reports read,
+    // kept by a trigger in the transaction of every insert into kmg_usage, and back-filled here.
+    name: '20261207_usage_rollups',
+    async up(knex) {
+      for (const [table, period] of [
+        ['kmg_usage_hourly', 'hour'],
+        ['kmg_usage_daily', 'day'],
+      ] as const) {
+        await knex.schema.createTable(table, (columns) => {
+          if (period === 'hour') columns.bigInteger('hour').notNullable(); // Unix ms of the UTC hour
+          columns.string('day', 10).notNullable(); // UTC date
+          columns.string('account', 255).notNullable();
+          columns.string('key_id', 64).notNullable();
+          columns.string('model', 255).notNullable(); // '': the calls without a model (a key column cannot be null)
+          columns.string('endpoint', 255).notNullable();
+          columns.integer('status').notNullable();
+          columns.bigInteger('requests').notNullable();
+          columns.bigInteger('input_tokens').notNullable();
+          columns.bigInteger('output_tokens').notNullable();
+          columns.bigInteger('cost_picousd').notNullable();
+          columns.bigInteger('cache_hits').notNullable(); // the calls answered from the response cache
+          columns.bigInteger('cost_saved_picousd').notNullable();
+          columns.primary(ROLLUP_KEY[table]);
+          columns.index(['account', period]);
+          columns.index(['key_id', period]);
+        });
+      }
+      const postgres = knex.client.dialect === 'postgresql';
+      for (const statement of postgres ? POSTGRES_ROLLUP_TRIGGER : SQLITE_ROLLUP_TRIGGER) await knex.raw(statement);
+      await knex.raw(rollUp('kmg_usage_hourly', 'kmg_usage', postgres));
+      await knex.raw(rollUp('kmg_usage_daily', 'kmg_usage', postgres));
+    },
+    async down(knex) {
+      if (knex.client.dialect === 'postgresql') {
+        await knex.raw('drop trigger kmg_usage_roll_up on kmg_usage');
+        await knex.raw('drop function kmg_usage_roll_up()');
+      } else {
+        await knex.raw('drop trigger kmg_usage_roll_up');
+      }
+      await knex.schema.dropTable('kmg_usage_daily');
+      await knex.schema.dropTable('kmg_usage_hourly');
+    },
+  },
+  {
+    name: '20261207_usage_trace_id',
+    async up(knex) {
+      // The request log links a call to the operator's tracing backend.
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.string('trace_id', 32);
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_usage', (table) => {
+        table.dropColumn('trace_id');
+      });
+    },
+  },
 ];
+
+type RollupTable = 'kmg_usage_hourly' | 'kmg_usage_daily';
+
+const ROLLUP_SUMS = ['requests', 'input_tokens', 'output_tokens', 'cost_picousd', 'cache_hits', 'cost_saved_picousd'];
+const ROLLUP_GROUP = ['account', 'key_id', 'model', 'endpoint', 'status'];
+/** A roll-up row's key (its primary key), and the columns it is written with. */
+const ROLLUP_KEY: Record<RollupTable, string[]> = { kmg_usage_hourly: ['hour', ...ROLLUP_GROUP], kmg_usage_daily: ['day', ...ROLLUP_GROUP] };
+const ROLLUP_COLUMNS: Record<RollupTable, string[]> = {
+  kmg_usage_hourly: ['hour', 'day', ...ROLLUP_GROUP, ...ROLLUP_SUMS],
+  kmg_usage_daily: ['day', ...ROLLUP_GROUP, ...ROLLUP_SUMS],
+};
+
+/**
+ * Adds the records of `from` (kmg_usage's columns) to the roll-up `table`, in the key's order (two
+ * writers lock the rows they share in the same order: no deadlock).
+ */
+function rollUp(table: RollupTable, from: string, postgres: boolean): string {
+  const values: Record<string, string> = {
+    hour: 'time - time % 3600000',
+    model: "coalesce(model, '')",
+    requests: 'count(*)',
+    input_tokens: 'sum(input_tokens)',
+    output_tokens: 'sum(output_tokens)',
+    cost_picousd: 'sum(cost_picousd)',
+    cache_hits: "sum(case when cache = 'hit' then 1 else 0 end)",
+    cost_saved_picousd: 'sum(cost_saved_picousd)',
+  };
+  const columns = ROLLUP_COLUMNS[table];
+  const select = columns.map((column) => values[column] ?? column).join(', ');
+  const groups = columns
+    .slice(0, -ROLLUP_SUMS.length)
+    .map((_, index) => index + 1)
+    .join(', ');
+  const add = ROLLUP_SUMS.map((column) => `${column} = ${table}.${column} + excluded.${column}`).join(', ');
+  // SQLite reads "select … on conflict" as a join without "where true".
+  return `insert into ${table} (${columns.join(', ')}) select ${select} from ${from} ${postgres ? '' : 'where true '}group by ${groups} order by ${groups} on conflict (${ROLLUP_KEY[table].join(', ')}) do update set ${add}`;
+}
+
+// PostgreSQL: once per statement, over its rows (a transition table): one upsert per roll-up row a batch touches.
+const POSTGRES_ROLLUP_TRIGGER = [
+  `create function kmg_usage_roll_up() returns trigger language plpgsql as $$ begin
+  ${rollUp('kmg_usage_hourly', 'inserted', true)};
+  ${rollUp('kmg_usage_daily', 'inserted', true)};
+  return null;
+end $$`,
+  'create trigger kmg_usage_roll_up after insert on kmg_usage referencing new table as inserted for each statement execute function kmg_usage_roll_up()',
+];
+
+// SQLite has no statement triggers: once per row, an upsert of one row in each roll-up.
+const SQLITE_ROLLUP_TRIGGER = [
+  `create trigger kmg_usage_roll_up after insert on kmg_usage begin
+  ${rollUpRow('kmg_usage_hourly')};
+  ${rollUpRow('kmg_usage_daily')};
+end`,
+];
+
+function rollUpRow(table: RollupTable): string {
+  const values: Record<string, string> = {
+    hour: 'new.time - new.time % 3600000',
+    model: "coalesce(new.model, '')",
+    requests: '1',
+    cache_hits: "case when new.cache = 'hit' then 1 else 0 end",
+  };
+  const columns = ROLLUP_COLUMNS[table];
+  const row = columns.map((column) => values[column] ?? `new.${column}`).join(', ');
+  const add = ROLLUP_SUMS.map((column) => `${column} = ${column} + excluded.${column}`).join(', ');
+  return `insert into ${table} (${columns.join(', ')}) values (${row}) on conflict (${ROLLUP_KEY[table].join(', ')}) do update set ${add}`;
+}
 
 const migrationSource: Knex.MigrationSource<Migration> = {
   getMigrations: async () => MIGRATIONS,

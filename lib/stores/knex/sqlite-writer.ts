@@ -3,16 +3,20 @@ import { Worker } from 'node:worker_threads';
 
 // The worker's whole program, run as CommonJS: one text whether the server runs compiled or from
 // its sources through tsx, whose loader a worker thread does not get. A statement that fails is
-// answered as such; any other failure ends the worker ('error', then 'exit').
+// answered as such; any other failure ends the worker ('error', then 'exit'). A reader
+// (`workerData.readonly`) opens its connection read-only, answers each statement's rows and
+// checkpoints nothing.
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
-const database = new Database(workerData.filename, { fileMustExist: true });
+const database = new Database(workerData.filename, { fileMustExist: true, readonly: workerData.readonly });
 database.pragma('busy_timeout = 5000');
-database.pragma('synchronous = NORMAL');
-database.pragma('wal_autocheckpoint = 0');
+if (!workerData.readonly) {
+  database.pragma('synchronous = NORMAL');
+  database.pragma('wal_autocheckpoint = 0');
+}
 const statements = new Map();
-const timer = setInterval(() => database.pragma('wal_checkpoint(PASSIVE)'), workerData.checkpointIntervalMs);
+const timer = workerData.readonly ? undefined : setInterval(() => database.pragma('wal_checkpoint(PASSIVE)'), workerData.checkpointIntervalMs);
 parentPort.on('message', (message) => {
   if (message === 'close') {
     clearInterval(timer);
@@ -24,8 +28,11 @@ parentPort.on('message', (message) => {
   try {
     let statement = statements.get(sql);
     if (statement === undefined) statements.set(sql, (statement = database.prepare(sql)));
-    statement.run(...bindings);
-    parentPort.postMessage({ id });
+    if (workerData.readonly) parentPort.postMessage({ id, rows: statement.all(...bindings) });
+    else {
+      statement.run(...bindings);
+      parentPort.postMessage({ id });
+    }
   } catch (err) {
     parentPort.postMessage({ id, message: String(err && err.message), code: err && err.code });
   }
@@ -58,7 +65,7 @@ export interface SqliteWriterOptions {
   onFailure: (err: Error) => void;
 }
 
-/** A write that the worker of `sqliteWriter` did not run: it failed or was closed before. */
+/** A write (or read) that the worker of `sqliteWriter` (or `sqliteReader`) did not run: it failed or was closed before. */
 export class SqliteWriterGoneError extends Error {}
 
 /**
@@ -79,25 +86,72 @@ export class SqliteWriterGoneError extends Error {}
  */
 export function sqliteWriter(filename: string, options: SqliteWriterOptions): SqliteWriter {
   const { checkpointIntervalMs = 1000, onFailure } = options;
+  const worker = sqliteWorker({ filename, checkpointIntervalMs, readonly: false }, 'writer', onFailure);
+  return {
+    prepare: (sql) => async (bindings) => {
+      await worker.run(sql, bindings);
+    },
+    close: worker.close,
+  };
+}
+
+/**
+ * Queries whose rows are read away from the event loop. `KnexUsageStore` takes one (`reportReads`)
+ * for its summaries; make one with `sqliteReader`.
+ */
+export interface ReportReads {
+  /** Every row of `sql` (in the dialect of the store's Knex) with `bindings`. */
+  all(sql: string, bindings: readonly unknown[]): Promise<unknown[]>;
+}
+
+/** The reader of `sqliteReader`. */
+export interface SqliteReader extends ReportReads {
+  /** Stops the worker once the reads sent before are done; resolves once it has closed its connection and ended. */
+  close(): Promise<void>;
+}
+
+/**
+ * A read-only connection of its own to the SQLite database at `filename` (in WAL mode, already
+ * migrated), in a worker thread: it runs the queries given to it one at a time, in order, each
+ * statement prepared once per SQL text. better-sqlite3 runs a query on the thread that calls it: a
+ * report over many rows run on the server's connection holds its event loop, every model call
+ * with it, for its whole length (issue 54). As a WAL reader it sees committed rows only and never
+ * waits for the writer. `onFailure` is called once if the worker fails or ends on its own; reads
+ * sent to it then fail with `SqliteWriterGoneError`, and the caller may run them elsewhere.
+ * @example
+ * const reader = sqliteReader('data/gateway.sqlite', { onFailure: (err) => log.warn(err) });
+ * const usage = new KnexUsageStore(knex, { reportReads: reader });
+ */
+export function sqliteReader(filename: string, options: Pick<SqliteWriterOptions, 'onFailure'>): SqliteReader {
+  const worker = sqliteWorker({ filename, readonly: true }, 'reader', options.onFailure);
+  return { all: async (sql, bindings) => (await worker.run(sql, bindings)) ?? [], close: worker.close };
+}
+
+/** The thread of `sqliteWriter` and `sqliteReader`: one statement at a time, in order; a `readonly` one answers rows. */
+function sqliteWorker(
+  workerData: { filename: string; readonly: boolean; checkpointIntervalMs?: number },
+  role: 'writer' | 'reader',
+  onFailure: (err: Error) => void,
+) {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(WORKER, { eval: true, workerData: { driver, filename, checkpointIntervalMs } });
-  const waiting = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+  const worker = new Worker(WORKER, { eval: true, workerData: { driver, ...workerData } });
+  const waiting = new Map<number, { resolve: (rows: unknown[] | undefined) => void; reject: (err: Error) => void }>();
   let nextId = 0;
   let closing = false;
   let gone: Error | undefined;
   let failure: Error | undefined;
   worker.on('error', (err) => (failure = err));
-  worker.on('message', ({ id, message, code }: { id: number; message?: string; code?: string }) => {
-    const write = waiting.get(id);
+  worker.on('message', ({ id, rows, message, code }: { id: number; rows?: unknown[]; message?: string; code?: string }) => {
+    const call = waiting.get(id);
     waiting.delete(id);
     if (waiting.size === 0) worker.unref();
-    if (message === undefined) write?.resolve();
-    else write?.reject(Object.assign(new Error(message), { code }));
+    if (message === undefined) call?.resolve(rows);
+    else call?.reject(Object.assign(new Error(message), { code }));
   });
   const ended = new Promise<void>((resolve) => {
     worker.once('exit', (code) => {
-      gone = new SqliteWriterGoneError(closing ? 'the SQLite writer is closed' : `the SQLite writer ended: ${failure?.message ?? `exit code ${code}`}`);
-      for (const write of waiting.values()) write.reject(gone);
+      gone = new SqliteWriterGoneError(closing ? `the SQLite ${role} is closed` : `the SQLite ${role} ended: ${failure?.message ?? `exit code ${code}`}`);
+      for (const call of waiting.values()) call.reject(gone);
       waiting.clear();
       if (!closing) onFailure(failure ?? gone);
       resolve();
@@ -105,19 +159,18 @@ export function sqliteWriter(filename: string, options: SqliteWriterOptions): Sq
   });
   worker.unref();
   return {
-    prepare(sql) {
-      return (bindings) =>
-        new Promise<void>((resolve, reject) => {
-          if (gone !== undefined || closing) {
-            reject(gone ?? new SqliteWriterGoneError('the SQLite writer is closed'));
-            return;
-          }
-          const id = nextId++;
-          // While a write is under way, the worker keeps the process alive, as a query on a socket would.
-          if (waiting.size === 0) worker.ref();
-          waiting.set(id, { resolve, reject });
-          worker.postMessage({ id, sql, bindings });
-        });
+    run(sql: string, bindings: readonly unknown[]): Promise<unknown[] | undefined> {
+      return new Promise((resolve, reject) => {
+        if (gone !== undefined || closing) {
+          reject(gone ?? new SqliteWriterGoneError(`the SQLite ${role} is closed`));
+          return;
+        }
+        const id = nextId++;
+        // While a statement is under way, the worker keeps the process alive, as a query on a socket would.
+        if (waiting.size === 0) worker.ref();
+        waiting.set(id, { resolve, reject });
+        worker.postMessage({ id, sql, bindings });
+      });
     },
     close() {
       if (!closing) {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import type { PreparedReads } from './prepared-reads.js';
-import type { PreparedWrites } from './sqlite-writer.js';
+import type { PreparedWrites, ReportReads } from './sqlite-writer.js';
 
 /** Options of the Knex stores of keys, files, admin tokens and admin sessions. */
 export interface KnexStoreOptions {
@@ -17,6 +17,11 @@ export interface KnexStoreOptions {
    * Default: through Knex.
    */
   preparedWrites?: PreparedWrites;
+  /**
+   * `KnexUsageStore`'s summaries (every usage report) run off the event loop (`sqliteReader`).
+   * Once the reader is gone (failed or closed), they go through Knex again. Default: through Knex.
+   */
+  reportReads?: ReportReads;
   /**
    * How long one store call may take, waiting for a connection included, in milliseconds. Past it
    * the call fails with a `StoreUnavailableError` (503 `service_unavailable`), and a creation

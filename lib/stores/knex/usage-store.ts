@@ -1,6 +1,19 @@
 import type { Knex } from 'knex';
-import { usageDay, type UsageFilter, type UsageGrouping, type UsageRecord, type UsageRow, type UsageStore } from '../../usage/usage-store.js';
-import { SqliteWriterGoneError } from './sqlite-writer.js';
+import {
+  usageDay,
+  type UsageFilter,
+  type UsageGrouping,
+  type UsagePage,
+  type UsagePruning,
+  type UsageRecord,
+  type UsageRecordFilter,
+  type UsageRollup,
+  type UsageRollupKey,
+  type UsageRow,
+  type UsageStore,
+} from '../../usage/usage-store.js';
+import { DAY_MS, HOUR_MS, mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
+import { SqliteWriterGoneError, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { wholeLowerBound, wholeMs } from './whole-times.js';
 
@@ -26,6 +39,7 @@ interface UsageRowDb {
   upstream_first_byte_ms: number | null;
   upstream_ms: number | null;
   cost_picousd: number | string;
+  trace_id: string | null;
   cache: string | null;
   cost_saved_picousd: number | string;
 }
@@ -51,6 +65,7 @@ const COLUMNS = [
   'upstream_first_byte_ms',
   'upstream_ms',
   'cost_picousd',
+  'trace_id',
   'cache',
   'cost_saved_picousd',
 ] as const satisfies ReadonlyArray<keyof UsageRowDb>;
@@ -71,7 +86,45 @@ const INSERT_SQL: Record<string, string> = {
   sqlite3: `insert into ${TABLE} (${COLUMN_LIST}) select ${COLUMNS.map((column) => `json_extract(value, '$.${column}')`).join(', ')} from jsonb_each(?)`,
 };
 
-const GROUP_COLUMN: Record<UsageGrouping, string> = { day: 'day', model: 'model', key: 'key_id' };
+const HOURLY = 'kmg_usage_hourly';
+const DAILY = 'kmg_usage_daily';
+
+/** How a summary sums the rows of one table: the raw records, or a roll-up of them. */
+interface SumSource {
+  requests: string;
+  /** The requests answered from the response cache. */
+  cacheHits: string;
+  /** The requests with a 2xx status. */
+  answered: string;
+  group: Record<UsageGrouping, string>;
+}
+
+const ROLLUP: SumSource = {
+  requests: 'sum(requests)',
+  cacheHits: 'sum(cache_hits)',
+  answered: 'sum(case when status between 200 and 299 then requests else 0 end)',
+  // A roll-up keeps the calls without a model as '' (a key column cannot be null).
+  group: { day: 'day', model: "nullif(model, '')", key: 'key_id' },
+};
+
+const RAW: SumSource = {
+  requests: 'count(*)',
+  cacheHits: "sum(case when cache = 'hit' then 1 else 0 end)",
+  answered: 'sum(case when status between 200 and 299 then 1 else 0 end)',
+  group: { day: 'day', model: 'model', key: 'key_id' },
+};
+
+interface SummedRow {
+  group: string | null;
+  subgroup: string | null;
+  requests: number | string;
+  answered: number | string;
+  input_tokens: number | string;
+  output_tokens: number | string;
+  cost_picousd: string;
+  cache_hits: number | string;
+  cost_saved_picousd: string;
+}
 
 function toRow(record: UsageRecord): UsageRowDb {
   const time = wholeMs(record.time);
@@ -95,6 +148,7 @@ function toRow(record: UsageRecord): UsageRowDb {
     upstream_first_byte_ms: record.upstreamFirstByteMs,
     upstream_ms: record.upstreamMs,
     cost_picousd: record.costPicoUsd,
+    trace_id: record.traceId ?? null,
     cache: record.cache ?? null,
     cost_saved_picousd: record.costSavedPicoUsd ?? 0,
   };
@@ -113,6 +167,7 @@ function toRecord(row: UsageRowDb): UsageRecord {
     // Left out as a record without them was written: the fields are optional.
     ...(row.upstream_model !== null && { upstreamModel: row.upstream_model }),
     ...(row.attempts > 0 && { attempts: row.attempts }),
+    ...(row.trace_id !== null && { traceId: row.trace_id }),
     status: row.status,
     stream: Boolean(row.stream),
     inputTokens: Number(row.input_tokens),
@@ -136,6 +191,9 @@ function toRecord(row: UsageRowDb): UsageRecord {
  * when the recorder tries it again. On SQLite, better-sqlite3 runs an insert through Knex on the
  * event loop, which no other request uses meanwhile: give the store a `sqliteWriter` as
  * `preparedWrites`, which runs it on a thread of its own, or the recorder a small `maxBatch`.
+ * The migrations' trigger adds each insert to the roll-ups `kmg_usage_hourly` and
+ * `kmg_usage_daily` in its transaction; `summarize` reads them (`usageSpans()`), on SQLite through
+ * a `sqliteReader` given as `reportReads`, off the event loop.
  * @example usageRecorder({ store: new KnexUsageStore(knex) })
  */
 export class KnexUsageStore implements UsageStore {
@@ -143,6 +201,7 @@ export class KnexUsageStore implements UsageStore {
   readonly #timeoutMs: number;
   readonly #insertSql: string;
   readonly #preparedInsert: ((bindings: readonly unknown[]) => Promise<void>) | undefined;
+  readonly #reportReads: ReportReads | undefined;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
     const insertSql = INSERT_SQL[knex.client.dialect as string];
@@ -151,6 +210,7 @@ export class KnexUsageStore implements UsageStore {
     this.#timeoutMs = storeTimeoutMs(options);
     this.#insertSql = insertSql;
     this.#preparedInsert = options.preparedWrites?.prepare(insertSql);
+    this.#reportReads = options.reportReads;
   }
 
   /** All the records or none: one statement. */
@@ -181,31 +241,145 @@ export class KnexUsageStore implements UsageStore {
     return (rows as UsageRowDb[]).map(toRecord);
   }
 
-  async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
-    const columns = { group: GROUP_COLUMN[by], ...(thenBy === undefined ? {} : { subgroup: GROUP_COLUMN[thenBy] }) };
+  /** The `(time, seq)` keyset, served by the indexes on (time), (account, time) and (key_id, time). */
+  async page(filter: UsageRecordFilter, page: { limit: number; cursor?: string }): Promise<UsagePage> {
+    const query = this.#where(filter);
+    if (filter.model !== undefined) query.where('model', filter.model);
+    if (filter.status !== undefined) query.where('status', filter.status);
+    if (filter.until !== undefined) query.where('time', '<', wholeLowerBound(filter.until));
+    if (page.cursor !== undefined) {
+      const [time, seq] = page.cursor.split('_').map(Number) as [number, number];
+      query.where((older) => older.where('time', '<', time).orWhere((tie) => tie.where('time', time).where('seq', '<', seq)));
+    }
     const rows = (await withinTimeout(this.#timeoutMs, async () =>
-      this.#where(filter)
-        .clearSelect()
-        .select(columns)
-        .count({ requests: '*' })
-        .select(this.#knex.raw('sum(case when status between 200 and 299 then 1 else 0 end) as answered'))
-        .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
-        // As text: both drivers give a large integer as a number that has lost its last digits.
-        .select(this.#knex.raw('cast(sum(cost_picousd) as text) as cost_picousd'))
-        .select(this.#knex.raw("sum(case when cache = 'hit' then 1 else 0 end) as cache_hits"))
-        .select(this.#knex.raw('cast(sum(cost_saved_picousd) as text) as cost_saved_picousd'))
-        .groupBy(Object.values(columns)),
+      query
+        .orderBy([
+          { column: 'time', order: 'desc' },
+          { column: 'seq', order: 'desc' },
+        ])
+        .limit(page.limit + 1),
+    )) as Array<UsageRowDb & { seq: number | string }>;
+    const kept = rows.slice(0, page.limit);
+    const last = kept.at(-1);
+    return { records: kept.map(toRecord), nextCursor: rows.length > page.limit && last !== undefined ? `${Number(last.time)}_${Number(last.seq)}` : null };
+  }
+
+  /** A range of the roll-up's primary key: (period, account, key_id, model, endpoint, status). */
+  async rollups(period: 'hour' | 'day', filter: UsageFilter & { until?: number }, page: { limit: number; after?: UsageRollupKey }): Promise<UsageRollup[]> {
+    const hourly = period === 'hour';
+    const column = hourly ? 'hour' : 'day';
+    // The period as the table keeps it: Unix ms of the hour, or the UTC date.
+    const stored = (ms: number) => (hourly ? ms : usageDay(ms));
+    const unit = hourly ? HOUR_MS : DAY_MS;
+    const query = this.#narrowed(hourly ? HOURLY : DAILY, filter).select('*');
+    if (filter.since !== undefined) query.where(column, '>=', stored(Math.ceil(filter.since / unit) * unit));
+    if (filter.until !== undefined) query.where(column, '<', stored(Math.ceil(filter.until / unit) * unit));
+    const { after } = page;
+    if (after !== undefined) {
+      query.whereRaw(`(${column}, account, key_id, model, endpoint, status) > (?, ?, ?, ?, ?, ?)`, [
+        stored(after.period),
+        after.account,
+        after.keyId,
+        after.model ?? '',
+        after.endpoint,
+        after.status,
+      ]);
+    }
+    const rows = (await withinTimeout(this.#timeoutMs, async () =>
+      query.orderBy([column, 'account', 'key_id', 'model', 'endpoint', 'status']).limit(page.limit),
     )) as Array<{
-      group: string | null;
-      subgroup?: string | null;
+      hour?: number | string;
+      day: string;
+      account: string;
+      key_id: string;
+      model: string;
+      endpoint: string;
+      status: number;
       requests: number | string;
-      answered: number | string;
       input_tokens: number | string;
       output_tokens: number | string;
-      cost_picousd: string;
+      cost_picousd: number | string;
       cache_hits: number | string;
-      cost_saved_picousd: string;
+      cost_saved_picousd: number | string;
     }>;
+    return rows.map((row) => ({
+      period: hourly ? Number(row.hour) : Date.parse(row.day),
+      account: row.account,
+      keyId: row.key_id,
+      model: row.model === '' ? null : row.model,
+      endpoint: row.endpoint,
+      status: row.status,
+      requests: Number(row.requests),
+      inputTokens: Number(row.input_tokens),
+      outputTokens: Number(row.output_tokens),
+      costPicoUsd: BigInt(row.cost_picousd),
+      cacheHits: Number(row.cache_hits),
+      costSavedPicoUsd: BigInt(row.cost_saved_picousd),
+    }));
+  }
+
+  /**
+   * One statement per table, each deleting at most `limit` rows, the oldest by its index (the
+   * records' time, a roll-up's period): no lock longer than one such batch.
+   */
+  async prune({ recordsBefore, rollupsBefore, limit = 1000 }: UsagePruning): Promise<number> {
+    const firstDay = usageDay(rollupsBefore);
+    const postgres = this.#knex.client.dialect === 'postgresql';
+    // A roll-up has no id column: PostgreSQL's row address (ctid), SQLite's rowid.
+    const rowId = postgres ? 'ctid' : 'rowid';
+    const oldest = (table: string, where: string) =>
+      postgres
+        ? `delete from ${table} where ${rowId} = any(array(select ${rowId} from ${table} where ${where} limit ?))`
+        : `delete from ${table} where ${rowId} in (select ${rowId} from ${table} where ${where} limit ?)`;
+    let deleted = 0;
+    for (const [sql, before] of [
+      [oldest(TABLE, 'time < ? order by time'), wholeLowerBound(recordsBefore)],
+      [oldest(HOURLY, 'hour < ? order by hour'), Date.parse(firstDay)],
+      [oldest(DAILY, 'day < ? order by day'), firstDay],
+    ] as const) {
+      const result = (await withinTimeout(this.#timeoutMs, async () => this.#knex.raw(sql, [before, limit]))) as
+        { rowCount?: number; changes?: number } | undefined;
+      deleted += Number(result?.rowCount ?? result?.changes ?? 0);
+    }
+    return deleted;
+  }
+
+  /** Reads the roll-ups (and, for a `since` within an hour, that hour's records): see `usageSpans()`. */
+  async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
+    const spans = usageSpans(filter.since === undefined ? undefined : wholeLowerBound(filter.since));
+    const parts = await withinTimeout(this.#timeoutMs, async () =>
+      Promise.all(
+        [
+          spans.raw && this.#sum(RAW, this.#narrowed(TABLE, filter).where('time', '>=', spans.raw.since).where('time', '<', spans.raw.until), by, thenBy),
+          spans.hourly &&
+            this.#sum(ROLLUP, this.#narrowed(HOURLY, filter).where('hour', '>=', spans.hourly.since).where('hour', '<', spans.hourly.until), by, thenBy),
+          this.#sum(
+            ROLLUP,
+            spans.daily.sinceDay === undefined ? this.#narrowed(DAILY, filter) : this.#narrowed(DAILY, filter).where('day', '>=', spans.daily.sinceDay),
+            by,
+            thenBy,
+          ),
+        ].filter((part) => part !== undefined),
+      ),
+    );
+    return mergeUsageRows(parts);
+  }
+
+  async #sum(source: SumSource, query: Knex.QueryBuilder, by: UsageGrouping, thenBy: UsageGrouping | undefined): Promise<UsageRow[]> {
+    const group = source.group[by];
+    const subgroup = thenBy === undefined ? undefined : source.group[thenBy];
+    query
+      .select(this.#knex.raw(`${group} as "group"`))
+      .select(this.#knex.raw(subgroup === undefined ? 'null as subgroup' : `${subgroup} as subgroup`))
+      .select(this.#knex.raw(`${source.requests} as requests`))
+      .select(this.#knex.raw(`${source.answered} as answered`))
+      .sum({ input_tokens: 'input_tokens', output_tokens: 'output_tokens' })
+      // As text: both drivers give a large integer as a number that has lost its last digits.
+      .select(this.#knex.raw('cast(sum(cost_picousd) as text) as cost_picousd'))
+      .select(this.#knex.raw(`${source.cacheHits} as cache_hits`))
+      .select(this.#knex.raw('cast(sum(cost_saved_picousd) as text) as cost_saved_picousd'))
+      .groupBy(subgroup === undefined ? [this.#knex.raw(group)] : [this.#knex.raw(group), this.#knex.raw(subgroup)]);
+    const rows = (await this.#all(query)) as SummedRow[];
     return rows.map((row) => ({
       group: row.group,
       ...(thenBy === undefined ? {} : { subgroup: row.subgroup ?? null }),
@@ -219,10 +393,30 @@ export class KnexUsageStore implements UsageStore {
     }));
   }
 
-  #where(filter: UsageFilter): Knex.QueryBuilder {
-    const query = this.#knex(TABLE).select('*');
+  /** The rows of `query`, read by `reportReads` when there is one. */
+  async #all(query: Knex.QueryBuilder): Promise<unknown[]> {
+    if (this.#reportReads !== undefined) {
+      const { sql, bindings } = query.toSQL().toNative();
+      try {
+        return await this.#reportReads.all(sql, bindings);
+      } catch (err) {
+        // The reader never ran it: Knex's connection will.
+        if (!(err instanceof SqliteWriterGoneError)) throw err;
+      }
+    }
+    return (await query) as unknown[];
+  }
+
+  /** The rows of `table` that `filter`'s account and key select. */
+  #narrowed(table: string, filter: UsageFilter): Knex.QueryBuilder {
+    const query = this.#knex(table);
     if (filter.account !== undefined) query.where('account', filter.account);
     if (filter.keyId !== undefined) query.where('key_id', filter.keyId);
+    return query;
+  }
+
+  #where(filter: UsageFilter): Knex.QueryBuilder {
+    const query = this.#narrowed(TABLE, filter).select('*');
     if (filter.since !== undefined) query.where('time', '>=', wholeLowerBound(filter.since));
     return query;
   }

@@ -1,0 +1,213 @@
+/**
+ * Usage at scale: each deployment (the embedded SQLite, PostgreSQL) filled with BENCH_USAGE_RECORDS
+ * usage records (default 10,000,000) over the last 60 days, through the usage store's own batch
+ * insert (its roll-ups kept as the server keeps them), then each admin usage route timed through
+ * the reference server's app in this process (p50 and p95 of BENCH_SAMPLES calls, default 20), and
+ * the budget rebuild (`spendFromUsage`, a key's and an account's day and month). On SQLite, a chat
+ * call's latency to the echo model alone and while the heaviest report runs without pause.
+ * PostgreSQL from BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), in a
+ * database of its own, dropped after; skipped when none answers.
+ * Run: BENCH_USAGE_RECORDS=1000000 node --import tsx bench/usage-scale.ts
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import knexFactory from 'knex';
+import { pino } from 'pino';
+import { createAdminToken } from '../lib/admin/admin-tokens.js';
+import { createApiKey } from '../lib/auth/keys.js';
+import { SCOPES } from '../lib/auth/scopes.js';
+import { spendFromUsage } from '../lib/cost/budgets.js';
+import type { UsageRecord } from '../lib/usage/usage-store.js';
+import { createApp } from '../reference-server/app.js';
+import { loadConfig } from '../reference-server/config.js';
+import { openDeployment } from '../reference-server/deployment.js';
+import { createHttpServer } from '../reference-server/http-server.js';
+import { isMain } from './lib/processes.js';
+import { num, table } from './lib/table.js';
+
+const RECORDS = Number(process.env.BENCH_USAGE_RECORDS ?? 10_000_000);
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 20);
+const POSTGRES_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const DAY_MS = 86_400_000;
+const BATCH = 5000;
+const ACCOUNTS = 20;
+const KEYS_PER_ACCOUNT = 10;
+const MODELS = ['echo-1', 'echo-2', 'gpt-4o', 'gpt-4o-mini', 'claude-sonnet', null];
+const ENDPOINTS = ['/v1/chat/completions', '/v1/messages', '/v1/responses'];
+const STATUSES = [200, 200, 200, 200, 200, 200, 200, 429, 400, 502];
+
+interface Row {
+  deployment: string;
+  request: string;
+  p50: number;
+  p95: number;
+}
+
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? 0;
+
+async function timed(call: () => Promise<unknown>): Promise<{ p50: number; p95: number }> {
+  await call(); // warm
+  const times: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const start = performance.now();
+    await call();
+    times.push(performance.now() - start);
+  }
+  return { p50: percentile(times, 0.5), p95: percentile(times, 0.95) };
+}
+
+/** N records over the 60 days before `now`, in order of time, spread over the accounts, keys, models, endpoints and statuses. */
+function* records(keyIds: string[][], now: number): Generator<UsageRecord[]> {
+  const start = now - 60 * DAY_MS;
+  const step = (60 * DAY_MS) / RECORDS;
+  let batch: UsageRecord[] = [];
+  for (let i = 0; i < RECORDS; i++) {
+    const account = i % ACCOUNTS;
+    const model = MODELS[(i >>> 3) % MODELS.length] ?? null;
+    const status = STATUSES[(i * 7) % STATUSES.length] ?? 200;
+    batch.push({
+      time: Math.floor(start + i * step),
+      requestId: `req_${i.toString(36).padStart(32, '0')}`,
+      keyId: keyIds[account]?.[(i >>> 5) % KEYS_PER_ACCOUNT] ?? 'key_none',
+      account: `account-${account}`,
+      endpoint: ENDPOINTS[i % ENDPOINTS.length] ?? '/v1/chat/completions',
+      model: status === 400 ? null : model,
+      provider: status === 400 ? null : 'echo',
+      attempts: 1,
+      status,
+      stream: i % 2 === 0,
+      inputTokens: status === 200 ? 100 + (i % 900) : 0,
+      outputTokens: status === 200 ? 10 + (i % 300) : 0,
+      attachments: 0,
+      latencyMs: 20 + (i % 500),
+      upstreamFirstByteMs: 5,
+      upstreamMs: 15,
+      costPicoUsd: status === 200 ? 1_000_000 * (1 + (i % 50)) : 0,
+    });
+    if (batch.length === BATCH) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+async function runDeployment(name: string, env: Record<string, string>): Promise<Row[]> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'kmg-usage-scale-'));
+  const config = loadConfig({ ...env, DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+  const logger = pino({ level: 'silent' });
+  const deployment = await openDeployment(config, logger);
+  const server = createHttpServer(createApp(deployment, logger).callback(), logger);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const prefix = config.gateway.keyPrefix;
+    const keyIds: string[][] = [];
+    for (let account = 0; account < ACCOUNTS; account++) {
+      const ids: string[] = [];
+      for (let k = 0; k < KEYS_PER_ACCOUNT; k++)
+        ids.push((await createApiKey(deployment.keys, { prefix, account: `account-${account}`, scopes: [...SCOPES], models: null })).record.id);
+      keyIds.push(ids);
+    }
+    const now = Date.now();
+    const filling = performance.now();
+    for (const batch of records(keyIds, now)) await deployment.usageStore.insert(batch);
+    console.error(`${name}: ${num(RECORDS)} records written in ${num((performance.now() - filling) / 1000, 1)} s`);
+    const { token } = await createAdminToken(deployment.adminTokens, { prefix, name: 'bench' });
+    const admin = async (path: string) => {
+      const response = await fetch(`${url}/admin/v1${path}`, { headers: { authorization: `Bearer ${token}` } });
+      if (response.status !== 200) throw new Error(`${path}: ${response.status}`);
+      await response.arrayBuffer();
+    };
+    const key = keyIds[0]?.[0] ?? '';
+    const since30 = Math.floor((now - 30 * DAY_MS) / 1000) + 1234; // within an hour: records, hourly and daily roll-ups
+    const routes = [
+      '/accounts',
+      '/usage',
+      '/usage?account=account-0',
+      '/usage?account=account-0&series=model',
+      `/usage?since=${since30}&by=model&series=day`,
+      `/usage?key=${key}`,
+      '/accounts/account-0/limits',
+      '/requests?limit=100',
+      '/requests?account=account-3&status=429&limit=100',
+    ];
+    const rows: Row[] = [];
+    for (const route of routes) rows.push({ deployment: name, request: `GET /admin/v1${route}`, ...(await timed(() => admin(route))) });
+    const rebuild = spendFromUsage(deployment.usageStore, deployment.keys);
+    rows.push({ deployment: name, request: 'budget rebuild, a key (day and month)', ...(await timed(() => rebuild(key, now))) });
+    rows.push({ deployment: name, request: 'budget rebuild, an account (day and month)', ...(await timed(() => rebuild('account-0', now))) });
+
+    // A chat call alone, then while the heaviest report runs again and again.
+    const chatKey = (await createApiKey(deployment.keys, { prefix, account: 'account-0', scopes: [...SCOPES], models: null })).key;
+    const chat = async () => {
+      const response = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${chatKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      await response.arrayBuffer();
+    };
+    rows.push({ deployment: name, request: 'chat call, alone', ...(await timed(chat)) });
+    let reporting = true;
+    const heaviest = (async () => {
+      while (reporting) await admin(`/usage?since=${since30}&by=model&series=day`);
+    })();
+    rows.push({ deployment: name, request: 'chat call, while the heaviest report runs', ...(await timed(chat)) });
+    reporting = false;
+    await heaviest;
+    return rows;
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+    await deployment.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function throwawayPostgres(): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+  const name = `kmg_bench_${randomBytes(6).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL });
+  try {
+    await admin.raw('create database ??', [name]);
+  } catch {
+    return undefined;
+  } finally {
+    await admin.destroy();
+  }
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const again = knexFactory({ client: 'pg', connection: POSTGRES_URL });
+      await again.raw('drop database if exists ?? with (force)', [name]).finally(() => again.destroy());
+    },
+  };
+}
+
+export async function main(): Promise<void> {
+  const rows = await runDeployment('SQLite', {});
+  const postgres = await throwawayPostgres();
+  if (postgres === undefined) console.error('PostgreSQL: no server answers, skipped');
+  else {
+    try {
+      rows.push(...(await runDeployment('PostgreSQL', { DATABASE_URL: postgres.url })));
+    } finally {
+      await postgres.drop();
+    }
+  }
+  console.log(`Usage at scale: ${num(RECORDS)} records over 60 days, ${ACCOUNTS} accounts × ${KEYS_PER_ACCOUNT} keys, ${SAMPLES} samples a request\n`);
+  console.log(
+    table(rows, [
+      { heading: 'deployment', cell: (row) => row.deployment },
+      { heading: 'request', cell: (row) => row.request },
+      { heading: 'p50 ms', cell: (row) => num(row.p50, 1), align: 'right' },
+      { heading: 'p95 ms', cell: (row) => num(row.p95, 1), align: 'right' },
+    ]),
+  );
+}
+
+if (isMain(import.meta.url)) await main();
