@@ -545,56 +545,60 @@ test('usage prints a table with a total line, requests split into answered and r
   );
 });
 
-test('usage export writes every record of the period, newest first: CSV with a header (a field with a comma quoted), or JSON Lines', async (t) => {
-  const env = await dataDir();
-  await writeUsage(env, [
-    usageRecord({ requestId: 'req_before', time: Date.parse('2030-01-14T23:59:59Z') }),
-    usageRecord({ requestId: 'req_first', time: Date.parse('2030-01-15T10:00:00Z'), account: 'acme, inc "west"', costPicoUsd: 1_500_000 }),
-    usageRecord({ requestId: 'req_second', time: Date.parse('2030-01-15T11:00:00Z'), model: null, provider: null, status: 429 }),
-    usageRecord({ requestId: 'req_after', time: Date.parse('2030-01-16T00:00:00Z') }),
-  ]);
-  const csv = await run(['usage', 'export', '--since', '2030-01-15', '--until', '2030-01-16'], env);
-  t.is(csv.code, 0, csv.err);
-  const [header, ...rows] = csv.out.split('\n');
-  t.true(header?.startsWith('request_id,time,account,key_id,endpoint,model,deployment,'));
-  t.deepEqual(
-    rows.map((row) => row.split(',').slice(0, 3)),
-    [
-      ['req_second', '2030-01-15T11:00:00.000Z', 'acme'],
-      ['req_first', '2030-01-15T10:00:00.000Z', '"acme'],
-    ],
-  );
-  t.true(rows[1]?.includes(',"acme, inc ""west""",'));
-  const jsonl = await run(['usage', 'export', '--since', '2030-01-15T10:30:00Z', '--format', 'jsonl'], env);
-  t.deepEqual(
-    jsonl.out
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, unknown>)
-      .map((record) => [record.request_id, record.model, record.status]),
-    [
-      ['req_after', 'echo-1', 200],
-      ['req_second', null, 429],
-    ],
-  );
-  const daily = await run(['usage', 'export', '--since', '2030-01-15', '--until', '2030-01-16', '--rollups', 'day'], env);
-  t.deepEqual(
-    daily.out.split('\n').map((row) => row.split(',').slice(0, 2).concat(row.split(',').slice(-6, -5))),
-    [
-      ['period', 'account', 'requests'],
-      ['2030-01-15T00:00:00.000Z', 'acme', '1'],
-      ['2030-01-15T00:00:00.000Z', '"acme', '1'],
-    ],
-  );
-  t.true(daily.out.startsWith('period,account,key_id,model,endpoint,status,requests,input_tokens,output_tokens,cost_usd,cache_hits,cost_saved_usd\n'));
-  await t.throwsAsync(run(['usage', 'export', '--format', 'csv'], env), {
-    instanceOf: UsageError,
-    message: '--since is required: the start of the period to export',
+for (const [name, gated, database] of serverDatabases(test)) {
+  gated(`${name}: usage export writes every record of the period, newest first: CSV with a header (a field with a comma quoted), or JSON Lines`, async (t) => {
+    const { env: databaseEnv, drop } = await database();
+    t.teardown(drop);
+    const env = { ...(await dataDir()), ...databaseEnv };
+    await writeUsage(env, [
+      usageRecord({ requestId: 'req_before', time: Date.parse('2030-01-14T23:59:59Z') }),
+      usageRecord({ requestId: 'req_first', time: Date.parse('2030-01-15T10:00:00Z'), account: 'acme, inc "west"', costPicoUsd: 1_500_000 }),
+      usageRecord({ requestId: 'req_second', time: Date.parse('2030-01-15T11:00:00Z'), model: null, provider: null, status: 429 }),
+      usageRecord({ requestId: 'req_after', time: Date.parse('2030-01-16T00:00:00Z') }),
+    ]);
+    const csv = await run(['usage', 'export', '--since', '2030-01-15', '--until', '2030-01-16'], env);
+    t.is(csv.code, 0, csv.err);
+    const [header, ...rows] = csv.out.split('\n');
+    t.true(header?.startsWith('request_id,time,account,key_id,endpoint,model,deployment,'));
+    t.deepEqual(
+      rows.map((row) => row.split(',').slice(0, 3)),
+      [
+        ['req_second', '2030-01-15T11:00:00.000Z', 'acme'],
+        ['req_first', '2030-01-15T10:00:00.000Z', '"acme'],
+      ],
+    );
+    t.true(rows[1]?.includes(',"acme, inc ""west""",'));
+    const jsonl = await run(['usage', 'export', '--since', '2030-01-15T10:30:00Z', '--format', 'jsonl'], env);
+    t.deepEqual(
+      jsonl.out
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .map((record) => [record.request_id, record.model, record.status]),
+      [
+        ['req_after', 'echo-1', 200],
+        ['req_second', null, 429],
+      ],
+    );
+    const daily = await run(['usage', 'export', '--since', '2030-01-15', '--until', '2030-01-16', '--rollups', 'day'], env);
+    t.deepEqual(
+      daily.out.split('\n').map((row) => row.split(',').slice(0, 2).concat(row.split(',').slice(-6, -5))),
+      [
+        ['period', 'account', 'requests'],
+        ['2030-01-15T00:00:00.000Z', 'acme', '1'],
+        ['2030-01-15T00:00:00.000Z', '"acme', '1'],
+      ],
+    );
+    t.true(daily.out.startsWith('period,account,key_id,model,endpoint,status,requests,input_tokens,output_tokens,cost_usd,cache_hits,cost_saved_usd\n'));
+    await t.throwsAsync(run(['usage', 'export', '--format', 'csv'], env), {
+      instanceOf: UsageError,
+      message: '--since is required: the start of the period to export',
+    });
+    await t.throwsAsync(run(['usage', 'export', '--since', '2030-01-15', '--format', 'xml'], env), {
+      instanceOf: UsageError,
+      message: "--format must be csv or jsonl, got 'xml'",
+    });
   });
-  await t.throwsAsync(run(['usage', 'export', '--since', '2030-01-15', '--format', 'xml'], env), {
-    instanceOf: UsageError,
-    message: "--format must be csv or jsonl, got 'xml'",
-  });
-});
+}
 
 for (const [args, message] of [
   [['--by', 'month'], "--by must be day, model or key, got 'month'"],
