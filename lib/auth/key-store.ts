@@ -49,6 +49,27 @@ export interface ApiKeyRecord {
 
 export type NewApiKey = Pick<ApiKeyRecord, 'account' | 'hash' | 'scopes' | 'models' | 'expiresAt' | 'limits' | 'cache' | 'name' | 'hint' | 'mcpTools'>;
 
+/**
+ * The new key of a rotation as `KeyStore.rotate()` creates it: the old key's account, scopes,
+ * models, expiry, limits, caching, name and MCP grant, with the rotation's hash and hint; one rule
+ * for every store.
+ */
+export function replacementKey(old: ApiKeyRecord, rotation: Pick<KeyRotation, 'hash' | 'hint'>): NewApiKey {
+  const { account, scopes, models, expiresAt, limits, cache, name, mcpTools } = old;
+  return {
+    account,
+    hash: rotation.hash,
+    scopes,
+    models,
+    expiresAt,
+    ...(limits && { limits }),
+    ...(cache && { cache }),
+    ...(name !== undefined && { name }),
+    ...(mcpTools && { mcpTools }),
+    ...(rotation.hint !== undefined && { hint: rotation.hint }),
+  };
+}
+
 /** What `KeyStore.update` may change; a field left out stays as it is. */
 export interface KeyUpdate {
   scopes?: Scope[];

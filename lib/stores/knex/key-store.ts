@@ -1,6 +1,16 @@
 import type { Knex } from 'knex';
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
-import type { ApiKeyRecord, KeyCache, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import {
+  replacementKey,
+  type ApiKeyRecord,
+  type KeyCache,
+  type KeyRevocation,
+  type KeyRotation,
+  type KeyRotationResult,
+  type KeyStore,
+  type KeyUpdate,
+  type NewApiKey,
+} from '../../auth/key-store.js';
 import { assertKeyHint } from '../../auth/keys.js';
 import type { Scope } from '../../auth/scopes.js';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
@@ -235,22 +245,14 @@ export class KnexKeyStore implements KeyStore {
         return { outcome: row.replaced_by === null ? 'not_active' : 'replaced' };
       }
       const old = toRecord(row as KeyRow);
-      const { account, scopes, models, expiresAt, limits, cache, name, mcpTools } = old;
-      const kept = {
-        ...(limits && { limits }),
-        ...(cache && { cache }),
-        ...(name !== undefined && { name }),
-        ...(mcpTools && { mcpTools }),
-        ...(rotation.hint !== undefined && { hint: rotation.hint }),
-      };
       const replacement = {
-        ...newRecord({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, now),
+        ...newRecord(replacementKey(old, rotation), now),
         id: replacementId,
         replaces: id,
         originalId: old.originalId ?? id,
       };
       await trx<KeyRow>(TABLE).insert(toRow(replacement));
-      old.expiresAt = wholeSeconds(expiresAt === null ? rotation.graceEndsAt : Math.min(expiresAt, rotation.graceEndsAt));
+      old.expiresAt = wholeSeconds(old.expiresAt === null ? rotation.graceEndsAt : Math.min(old.expiresAt, rotation.graceEndsAt));
       await trx<KeyRow>(TABLE).where({ id }).update({ expires_at: old.expiresAt });
       // Its caller was told that the rotation failed: roll back rather than commit.
       if (expired()) throw new StoreUnavailableError('the rotation outlasted its timeout');

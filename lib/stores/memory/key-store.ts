@@ -1,5 +1,14 @@
 import { assertCanonicalAccountName } from '../../auth/account-name.js';
-import type { ApiKeyRecord, KeyRevocation, KeyRotation, KeyRotationResult, KeyStore, KeyUpdate, NewApiKey } from '../../auth/key-store.js';
+import {
+  replacementKey,
+  type ApiKeyRecord,
+  type KeyRevocation,
+  type KeyRotation,
+  type KeyRotationResult,
+  type KeyStore,
+  type KeyUpdate,
+  type NewApiKey,
+} from '../../auth/key-store.js';
 import { assertKeyHint, keyStatus } from '../../auth/keys.js';
 import { randomAlphanumeric } from '../../random.js';
 import { hasModelLimits } from '../../quota/model-limits.js';
@@ -69,20 +78,12 @@ export class MemoryKeyStore implements KeyStore {
     if (!old) return { outcome: 'not_found' };
     if (old.replacedBy !== undefined) return { outcome: 'replaced' };
     if (keyStatus(old, rotation.nowSeconds) !== 'active') return { outcome: 'not_active' };
-    const { account, scopes, models, expiresAt, limits, cache, name, mcpTools } = old;
-    const kept = {
-      ...(limits && { limits }),
-      ...(cache && { cache }),
-      ...(name !== undefined && { name }),
-      ...(mcpTools && { mcpTools }),
-      ...(rotation.hint !== undefined && { hint: rotation.hint }),
-    };
-    const replacement = this.#create({ account, hash: rotation.hash, scopes, models, expiresAt, ...kept }, Math.floor(rotation.nowSeconds), {
+    const replacement = this.#create(replacementKey(old, rotation), Math.floor(rotation.nowSeconds), {
       replaces: id,
       originalId: old.originalId ?? id,
     });
     old.replacedBy = replacement.id;
-    old.expiresAt = Math.floor(Math.min(expiresAt ?? Infinity, rotation.graceEndsAt));
+    old.expiresAt = Math.floor(Math.min(old.expiresAt ?? Infinity, rotation.graceEndsAt));
     return { outcome: 'rotated', old: structuredClone(old), replacement };
   }
 
