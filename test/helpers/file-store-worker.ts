@@ -1,5 +1,5 @@
 /**
- * A second process on the same database, for the cross-process tests of KnexFileStore:
+ * A second process on the same SQLite database, for the cross-process tests of KnexFileStore:
  * run by `runTogether` (worker-processes.ts) with one JSON argument; creates every file at once
  * and prints one JSON line: per file, true, false or the error.
  */
@@ -17,7 +17,14 @@ interface Job {
 }
 
 const job = JSON.parse(process.argv[2] ?? '') as Job;
-const knex = knexFactory(job.config);
+// A lock that a loaded machine holds past the driver's 5 s would fail the test for the wrong
+// reason. A minute keeps only the failure it is about: SQLite answers a transaction that read
+// before it wrote "busy" at once, without waiting, when another holds the write lock.
+const busyTimeout = (connection: { pragma(source: string): unknown }, done: (err: Error | null, connection: unknown) => void) => {
+  connection.pragma('busy_timeout = 60000');
+  done(null, connection);
+};
+const knex = knexFactory({ ...job.config, pool: { afterCreate: busyTimeout } });
 const store = new KnexFileStore(knex);
 await knex.raw('select 1'); // connected before the start signal
 
