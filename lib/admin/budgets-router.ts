@@ -10,7 +10,7 @@ import { usageReport } from '../usage/usage-report.js';
 import type { UsageStore } from '../usage/usage-store.js';
 import { ADMIN_API_PATH, changedBy, verifiedAdmin } from './admin-auth.js';
 import { changedValues } from './audit-store.js';
-import { accountName, budgetUsdOrNull, parseFields } from './key-fields.js';
+import { accountName, alertThresholdsOrNull, budgetUsdOrNull, costSoftOrNull, parseFields } from './key-fields.js';
 
 /** A change of an account's budgets, for the log of every change. */
 export interface BudgetChange {
@@ -37,7 +37,24 @@ export interface BudgetsRouterOptions {
   ledger?: Pick<SpendLedger, 'spent'>;
 }
 
-const budgetChanges = z.strictObject({ costPerDay: budgetUsdOrNull.optional(), costPerMonth: budgetUsdOrNull.optional() });
+const budgetChanges = z.strictObject({
+  costPerDay: budgetUsdOrNull.optional(),
+  costPerMonth: budgetUsdOrNull.optional(),
+  costSoft: costSoftOrNull.optional(),
+  costAlertThresholds: alertThresholdsOrNull.optional(),
+});
+
+/**
+ * An account's budgets with every field, as the admin API, the CLI and the audit log show them:
+ * `null` for a budget or thresholds unset, `costSoft` false unless soft.
+ * @example accountBudgetFields({ costPerDay: 5 }) // { costPerDay: 5, costPerMonth: null, costSoft: false, costAlertThresholds: null }
+ */
+export const accountBudgetFields = (budget: Budget) => ({
+  costPerDay: budget.costPerDay ?? null,
+  costPerMonth: budget.costPerMonth ?? null,
+  costSoft: budget.costSoft === true,
+  costAlertThresholds: budget.costAlertThresholds ?? null,
+});
 
 const priceObject = (price: ModelPrice | undefined) =>
   price === undefined
@@ -49,10 +66,11 @@ const priceObject = (price: ModelPrice | undefined) =>
  * - `GET /models`: the catalog's models with their prices in USD per million tokens (`price: null`
  *   for a model whose price is not known: its calls cost 0);
  * - `GET /accounts/{account}/limits`: the account's budgets (`costPerDay`, `costPerMonth`, USD,
- *   `null` when unset) and its spend so far this UTC day and month (`spent: { day, month }`, USD,
+ *   `null` when unset; `costSoft`: they only alert; `costAlertThresholds`: their own alert
+ *   percents, `null` for the deployment's) and its spend so far this UTC day and month (`spent: { day, month }`, USD,
  *   from the usage records: calls show within the recorder's flush interval);
- * - `PUT /accounts/{account}/limits` `{ costPerDay?, costPerMonth? }`: a positive number sets a
- *   budget, `null` removes it, a field left out is left as it is; answers as `GET`.
+ * - `PUT /accounts/{account}/limits` `{ costPerDay?, costPerMonth?, costSoft?, costAlertThresholds? }`: a positive number sets a
+ *   budget, `null` removes it (and makes them not soft, or the thresholds the deployment's), a field left out is left as it is; answers as `GET`.
  * An account's budgets cover all its keys (`spendBudgets({ accounts })`).
  * @example app.use(budgetsRouter({ accounts: new KnexAccountBudgetStore(knex), usageStore, catalog }).routes())
  */
@@ -78,8 +96,7 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
     return {
       object: 'account_limits' as const,
       account,
-      costPerDay: budget.costPerDay ?? null,
-      costPerMonth: budget.costPerMonth ?? null,
+      ...accountBudgetFields(budget),
       spent: { day: today?.costUsd ?? 0, month: report.totals.costUsd },
       reserved: usdOfPico(held),
     };
@@ -98,11 +115,7 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
     const changes = parseFields(budgetChanges, await readJsonBody(ctx.req, 4096));
     const before = await accounts.get(account);
     const budget = await accounts.set(account, changes);
-    const values = changedValues(
-      { costPerDay: null, costPerMonth: null, ...before },
-      { costPerDay: null, costPerMonth: null, ...budget },
-      Object.keys(changes),
-    );
+    const values = changedValues(accountBudgetFields(before), accountBudgetFields(budget), Object.keys(changes));
     ctx.state.audit = { action: 'account.limits_set', account, fields: Object.keys(changes), changes: values };
     onChange?.({ action: 'account.limits_set', ...changedBy(verifiedAdmin(ctx)), account, fields: Object.keys(changes) }, ctx);
     ctx.body = await limitsObject(account, budget);

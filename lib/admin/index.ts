@@ -24,7 +24,7 @@ export { adminAuth, changedBy, verifiedAdmin, type AdminAuthOptions } from './ad
 export type { VerifiedAdmin } from '../state.js';
 export { adminRouter, type AccountLimits, type AdminChange, type AdminRouterOptions } from './admin-router.js';
 export { adminSessions, sessionOpener, type AdminSessionsOptions, type SessionOpener } from './admin-sessions.js';
-export { budgetsRouter, type BudgetChange, type BudgetsRouterOptions } from './budgets-router.js';
+export { accountBudgetFields, budgetsRouter, type BudgetChange, type BudgetsRouterOptions } from './budgets-router.js';
 export { mcpAdminRouter, type McpAdminRouterOptions, type McpGrantChange } from './mcp-router.js';
 export { keyObject, type KeyLimitsObject, type KeyObject, type NewKeyObject, type RotatedKeyObject } from './key-object.js';
 export {

@@ -6,7 +6,7 @@ import { SCOPES, isScope, type Scope } from '../auth/scopes.js';
 import { isMcpToolGlob, MCP_TOOL_GLOB_RULE } from '../mcp/tool-grants.js';
 import type { ModelLimits } from '../quota/model-limits.js';
 import { positiveInteger } from '../settings/schemas.js';
-import { BUDGET_RULE, budgetUsd } from '../settings/budget-usd.js';
+import { ALERT_THRESHOLDS_RULE, alertThresholds, BUDGET_RULE, budgetUsd } from '../settings/budget-usd.js';
 import { adminErrors } from './admin-errors.js';
 
 /** 9999-12-31T23:59:59Z: later times do not survive a round trip through a date. */
@@ -17,14 +17,25 @@ export const MAX_GRACE_SECONDS = 2_592_000;
 const SCOPE_LIST = `must be a non-empty array of scopes (${SCOPES.join(', ')})`;
 const MODEL_LIST = 'must be an array of model ids, or null for every model';
 const EXPIRY = 'must be a Unix time in seconds, in the future, or null for no expiry';
-const LIMITS = 'must be an object of requests_per_minute, tokens_per_minute, tokens_per_day, cost_per_day and cost_per_month, or null';
+const LIMITS =
+  'must be an object of requests_per_minute, tokens_per_minute, tokens_per_day, cost_per_day, cost_per_month, cost_soft and cost_alert_thresholds, or null';
 const CACHE = 'must be an object of ttl_seconds (a positive integer) and per_key (a boolean), or null';
 const GRACE = `must be an integer number of seconds from 0 to ${MAX_GRACE_SECONDS}`;
 
 const unique = <T>(values: T[]) => [...new Set(values)];
 
+interface KeyLimitsInput {
+  requests_per_minute?: number | null | undefined;
+  tokens_per_minute?: number | null | undefined;
+  tokens_per_day?: number | null | undefined;
+  cost_per_day?: number | null | undefined;
+  cost_per_month?: number | null | undefined;
+  cost_soft?: boolean | null | undefined;
+  cost_alert_thresholds?: number[] | null | undefined;
+}
+
 /** The limits as the key record keeps them (camelCase, unset ones absent); `null` when none is set. */
-function toKeyLimits(input: Record<string, number | null | undefined> | null): ModelLimits | null {
+function toKeyLimits(input: KeyLimitsInput | null): ModelLimits | null {
   if (input === null) return null;
   const limits: ModelLimits = {};
   if (input.requests_per_minute != null) limits.requestsPerMinute = input.requests_per_minute;
@@ -32,11 +43,17 @@ function toKeyLimits(input: Record<string, number | null | undefined> | null): M
   if (input.tokens_per_day != null) limits.tokensPerDay = input.tokens_per_day;
   if (input.cost_per_day != null) limits.costPerDay = input.cost_per_day;
   if (input.cost_per_month != null) limits.costPerMonth = input.cost_per_month;
+  if (input.cost_soft != null) limits.costSoft = input.cost_soft;
+  if (input.cost_alert_thresholds != null) limits.costAlertThresholds = input.cost_alert_thresholds;
   return Object.keys(limits).length === 0 ? null : limits;
 }
 
 /** A budget in USD, as `modelLimitsSchema` and the CLI take it (`budgetUsd()`), or null. */
 export const budgetUsdOrNull = budgetUsd(`${BUDGET_RULE}, or null`).nullable();
+/** Whether budgets are soft, or null: the default. */
+export const costSoftOrNull = z.boolean({ error: 'must be true or false, or null' }).nullable();
+/** A budget's alert thresholds (`alertThresholds()`), or null: the deployment's. */
+export const alertThresholdsOrNull = alertThresholds(`${ALERT_THRESHOLDS_RULE}, or null`).nullable();
 
 /**
  * An account name, as `canonicalAccountName` makes it (trimmed, NFC) or refuses it: the same rule
@@ -104,7 +121,15 @@ export function keyFieldSchemas(catalog: ReadonlySet<string>, nowSeconds: () => 
   const budget = budgetUsdOrNull.optional();
   const limits = z
     .strictObject(
-      { requests_per_minute: limit, tokens_per_minute: limit, tokens_per_day: limit, cost_per_day: budget, cost_per_month: budget },
+      {
+        requests_per_minute: limit,
+        tokens_per_minute: limit,
+        tokens_per_day: limit,
+        cost_per_day: budget,
+        cost_per_month: budget,
+        cost_soft: costSoftOrNull.optional(),
+        cost_alert_thresholds: alertThresholdsOrNull.optional(),
+      },
       { error: LIMITS },
     )
     .nullable()

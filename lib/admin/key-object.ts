@@ -10,6 +10,10 @@ export interface KeyLimitsObject {
   /** Budgets in USD per UTC day and calendar month. */
   cost_per_day: number | null;
   cost_per_month: number | null;
+  /** Whether the key's budgets only alert, never refusing a call; `null`: the deployment's default (not soft). */
+  cost_soft: boolean | null;
+  /** The percents of the key's budgets whose crossing alerts; `null`: the deployment's. */
+  cost_alert_thresholds: number[] | null;
 }
 
 /** A key as the admin API and the CLI show it (`keyObject()`): the dashboard reads this type. */
@@ -72,6 +76,8 @@ export function keyObject(record: ApiKeyRecord, nowSeconds: number): KeyObject {
             tokens_per_day: limits.tokensPerDay ?? null,
             cost_per_day: limits.costPerDay ?? null,
             cost_per_month: limits.costPerMonth ?? null,
+            cost_soft: limits.costSoft ?? null,
+            cost_alert_thresholds: limits.costAlertThresholds ?? null,
           },
     cache: record.cache === undefined ? null : { ttl_seconds: record.cache.ttlSeconds, per_key: record.cache.perKey === true },
     created_at: record.createdAt,

@@ -1,10 +1,16 @@
 import { cachedReads, type CachedReadsOptions } from '../cached-reads.js';
 import type { AccountBudgets, Budget } from './budgets.js';
 
-/** Changes to an account's budgets: a number sets one (USD), `null` removes it, absent leaves it. */
+/**
+ * Changes to an account's budgets: a number sets one (USD), `null` removes it, absent leaves it;
+ * `costSoft` makes them soft (`true`) or not (`false`, `null`); `costAlertThresholds` sets their
+ * own alert thresholds (percents), `null` goes back to the deployment's.
+ */
 export interface BudgetChanges {
   costPerDay?: number | null | undefined;
   costPerMonth?: number | null | undefined;
+  costSoft?: boolean | null | undefined;
+  costAlertThresholds?: number[] | null | undefined;
 }
 
 /**
@@ -26,6 +32,11 @@ export function changedBudget(budget: Budget, changes: BudgetChanges): Budget {
     if (value === null) delete next[field];
     else if (value !== undefined) next[field] = value;
   }
+  // Not soft is the default: kept as absent, as an unset budget is.
+  if (changes.costSoft === true) next.costSoft = true;
+  else if (changes.costSoft !== undefined) delete next.costSoft;
+  if (changes.costAlertThresholds === null) delete next.costAlertThresholds;
+  else if (changes.costAlertThresholds !== undefined) next.costAlertThresholds = [...changes.costAlertThresholds];
   return next;
 }
 

@@ -4,7 +4,7 @@
  */
 export { callCost, maxCallCost, tokenPrice, type ModelPrice, type TokenPrice } from './price.js';
 export { picoOfUsd, usdOfPico } from '../picodollars.js';
-export { BUDGET_RULE, budgetUsd, parseBudgetUsd } from '../settings/budget-usd.js';
+export { ALERT_THRESHOLDS_RULE, alertThresholds, BUDGET_RULE, budgetUsd, parseAlertThresholds, parseBudgetUsd } from '../settings/budget-usd.js';
 export { priceCatalog, type PricedCatalog } from './price-table.js';
 export { webhookNotifier, type AlertClaims, type AlertWebhook, type BudgetAlert, type WebhookNotifierOptions } from './budget-alerts.js';
 export {

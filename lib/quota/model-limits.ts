@@ -1,4 +1,5 @@
-import { budgetUsd } from '../settings/budget-usd.js';
+import { z } from 'zod';
+import { alertThresholds, budgetUsd } from '../settings/budget-usd.js';
 import { parseOptions, positiveInteger, settingsObject } from '../settings/schemas.js';
 import { clockWindows, secondsUntil, type ClockWindow } from './clock-windows.js';
 
@@ -19,10 +20,14 @@ export interface ModelLimits {
   costPerDay?: number;
   /** USD per UTC calendar month (a positive number): the key's budget, as `costPerDay`. */
   costPerMonth?: number;
+  /** Whether the key's budgets are soft: they alert, and never refuse a call (`Budget.costSoft`); `false` overrides a default of `true`. Default false. */
+  costSoft?: boolean;
+  /** The percents of the key's budgets whose crossing alerts (`Budget.costAlertThresholds`). Default: the deployment's. */
+  costAlertThresholds?: number[];
 }
 
 const RATE_LIMIT_NAMES = ['requestsPerMinute', 'tokensPerMinute', 'tokensPerDay'] as const;
-const LIMIT_NAMES = [...RATE_LIMIT_NAMES, 'costPerDay', 'costPerMonth'] as const;
+const LIMIT_NAMES = [...RATE_LIMIT_NAMES, 'costPerDay', 'costPerMonth', 'costSoft', 'costAlertThresholds'] as const;
 
 const usd = budgetUsd();
 
@@ -38,6 +43,8 @@ export const modelLimitsSchema = settingsObject({
   tokensPerDay: positiveInteger.optional(),
   costPerDay: usd.optional(),
   costPerMonth: usd.optional(),
+  costSoft: z.boolean({ error: 'must be true or false' }).optional(),
+  costAlertThresholds: alertThresholds().optional(),
   // Fields given as undefined are left out, as stores keep them.
 }).transform((limits): ModelLimits => Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined)));
 
@@ -50,7 +57,7 @@ export function checkModelLimits(limits: unknown, where = 'model limits'): Model
   return parseOptions(modelLimitsSchema, limits, where);
 }
 
-/** True when `limits` limits anything, rates or budgets: what a key store keeps. */
+/** True when `limits` limits anything, rates or budgets, or says how its budgets alert: what a key store keeps. */
 export function hasModelLimits(limits: ModelLimits): boolean {
   return LIMIT_NAMES.some((name) => limits[name] !== undefined);
 }

@@ -27,3 +27,33 @@ export function parseBudgetUsd(text: string): number | undefined {
   const parsed = budgetUsd().safeParse(Number(text));
   return parsed.success ? parsed.data : undefined;
 }
+
+/** What a budget's alert thresholds must be, as every refusal of them says it. */
+export const ALERT_THRESHOLDS_RULE = 'must be 1 to 10 whole percents of the budget, each from 1 to 1000';
+
+/**
+ * A budget's alert thresholds (`Budget.costAlertThresholds`): 1 to 10 whole percents from 1 to
+ * 1000, the one rule of the admin API, the CLI and the configuration file; repeats dropped, in
+ * ascending order.
+ * @example alertThresholds().parse([100, 50, 50]) // [50, 100]
+ */
+export function alertThresholds(rule = ALERT_THRESHOLDS_RULE) {
+  const percent = z.int({ error: rule }).min(1, { error: rule }).max(1000, { error: rule });
+  return z
+    .array(percent, { error: rule })
+    .min(1, { error: rule })
+    .max(10, { error: rule })
+    .transform((percents) => [...new Set(percents)].sort((a, b) => a - b));
+}
+
+/**
+ * Alert thresholds written as text (a command-line option): whole percents separated by commas
+ * (`50,80,100`), checked by `alertThresholds()`; `undefined` when they are not.
+ * @example parseAlertThresholds('80,50') // [50, 80]
+ */
+export function parseAlertThresholds(text: string): number[] | undefined {
+  const parts = text.split(',').map((part) => part.trim());
+  if (!parts.every((part) => /^\d{1,4}$/.test(part))) return undefined;
+  const parsed = alertThresholds().safeParse(parts.map(Number));
+  return parsed.success ? parsed.data : undefined;
+}

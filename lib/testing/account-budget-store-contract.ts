@@ -12,4 +12,22 @@ export function accountBudgetStoreContract(test: StoreContractTest, name: string
     t.deepEqual(await store.get('acme'), { costPerMonth: 49.95 });
     t.deepEqual(await store.get('ācme "quoted"'), {});
   });
+
+  test(`${name}: an account's budgets are made soft and given their own alert thresholds, each kept until changed, removed with null`, async (t) => {
+    const store = await makeStore();
+    t.deepEqual(await store.set('acme', { costPerDay: 5, costSoft: true, costAlertThresholds: [25, 100] }), {
+      costPerDay: 5,
+      costSoft: true,
+      costAlertThresholds: [25, 100],
+    });
+    t.deepEqual(await store.set('acme', { costPerDay: 6 }), { costPerDay: 6, costSoft: true, costAlertThresholds: [25, 100] });
+    t.deepEqual(await store.get('acme'), { costPerDay: 6, costSoft: true, costAlertThresholds: [25, 100] });
+    t.deepEqual(await store.set('acme', { costSoft: false, costAlertThresholds: null }), { costPerDay: 6 });
+    t.deepEqual(await store.set('soft-only', { costSoft: true }), { costSoft: true });
+    t.deepEqual(await store.set('soft-only', { costSoft: null }), {});
+    // What a store hands out is a copy.
+    (await store.set('acme', { costAlertThresholds: [80] })).costAlertThresholds?.push(98);
+    (await store.get('acme')).costAlertThresholds?.push(99);
+    t.deepEqual(await store.get('acme'), { costPerDay: 6, costAlertThresholds: [80] });
+  });
 }

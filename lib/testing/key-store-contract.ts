@@ -62,6 +62,22 @@ export function keyStoreContract(test: StoreContractTest, name: string, makeStor
     );
   });
 
+  test(`${name}: a key's soft budgets and alert thresholds are kept, changed, removed with its limits, and carried over by a rotation`, async (t) => {
+    const store = await makeStore();
+    const limits = { costPerDay: 2.5, costSoft: true, costAlertThresholds: [50, 90, 100] };
+    const created = await store.create(newKey('acme', { limits }));
+    t.deepEqual(created.limits, limits);
+    t.deepEqual((await store.findByHash(created.hash))?.limits, limits);
+    const hard = { costPerMonth: 9, costSoft: false, costAlertThresholds: [75] };
+    t.deepEqual((await store.update(created.id, { limits: hard }))?.limits, hard);
+    const now = Math.floor(Date.now() / 1000);
+    const rotated = await store.rotate(created.id, { hash: 'rotated-hash-of-soft-key', hint: 'ab12', nowSeconds: now, graceEndsAt: now });
+    t.deepEqual(rotated.outcome === 'rotated' ? rotated.replacement.limits : undefined, hard);
+    const alone = await store.create(newKey('acme', { limits: { costSoft: true } }));
+    t.deepEqual((await store.get(alone.id))?.limits, { costSoft: true });
+    t.false('limits' in ((await store.update(alone.id, { limits: null })) ?? {}));
+  });
+
   test(`${name}: a key's own response caching is kept, changed, removed by null, and carried over by a rotation`, async (t) => {
     const store = await makeStore();
     const created = await store.create(newKey('acme', { cache: { ttlSeconds: 600, perKey: true } }));

@@ -1,5 +1,5 @@
-import { changedValues } from 'koa-model-gateway/admin';
-import { BUDGET_RULE, parseBudgetUsd, type BudgetChanges } from 'koa-model-gateway/cost';
+import { accountBudgetFields, changedValues } from 'koa-model-gateway/admin';
+import { ALERT_THRESHOLDS_RULE, BUDGET_RULE, parseAlertThresholds, parseBudgetUsd, type BudgetChanges } from 'koa-model-gateway/cost';
 import { isMcpToolGlob, MCP_TOOL_GLOB_RULE } from '../../lib/mcp/tool-grants.js';
 import { KnexAccountBudgetStore, KnexMcpGrantStore } from 'koa-model-gateway/stores/knex';
 import { loadConfigWithModules } from '../config.js';
@@ -9,6 +9,22 @@ import { UsageError, accountOption, parseCommand, withDatabase, type CommandIo }
 /** The budget options of `keys create` and `accounts set-limits`, and the limit each sets. */
 export const BUDGET_OPTIONS = { 'cost-per-day': 'costPerDay', 'cost-per-month': 'costPerMonth' } as const;
 
+/** The options of `keys create`, `keys update` and `accounts set-limits` that say how budgets alert, and the field each sets. */
+export const ALERT_OPTIONS = { 'cost-soft': 'costSoft', 'cost-alert-thresholds': 'costAlertThresholds' } as const;
+
+/** `--cost-soft true|false`: whether budgets only alert, never refusing a call. */
+export function parseCostSoft(value: string): boolean {
+  if (value !== 'true' && value !== 'false') throw new UsageError(`--cost-soft must be true or false, got '${value}'`);
+  return value === 'true';
+}
+
+/** `--cost-alert-thresholds 50,80,100`: the percents of a budget that alert, the admin API's rule. */
+export function parseCostAlertThresholds(value: string): number[] {
+  const percents = parseAlertThresholds(value);
+  if (percents === undefined) throw new UsageError(`--cost-alert-thresholds ${ALERT_THRESHOLDS_RULE}, separated by commas, got '${value}'`);
+  return percents;
+}
+
 /** A budget in USD as an option gives it: the admin API's and the configuration file's rule and number syntax. */
 export function parseBudget(option: string, value: string): number {
   const usd = parseBudgetUsd(value);
@@ -16,11 +32,20 @@ export function parseBudget(option: string, value: string): number {
   return usd;
 }
 
-/** `accounts set-limits <account> [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]`: sets or removes an account's budgets. */
+/**
+ * `accounts set-limits <account> [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]
+ * [--cost-soft true|false] [--cost-alert-thresholds <percents>|none]`: sets or removes an account's
+ * budgets, makes them soft (they alert and never refuse), gives them their own alert thresholds.
+ */
 async function accountsSetLimits(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseCommand(
     args,
-    { 'cost-per-day': { type: 'string' }, 'cost-per-month': { type: 'string' } },
+    {
+      'cost-per-day': { type: 'string' },
+      'cost-per-month': { type: 'string' },
+      'cost-soft': { type: 'string' },
+      'cost-alert-thresholds': { type: 'string' },
+    },
     1,
     'accounts set-limits needs exactly one account',
   );
@@ -30,21 +55,26 @@ async function accountsSetLimits(args: string[], io: CommandIo): Promise<number>
     const value = values[option as keyof typeof BUDGET_OPTIONS];
     if (value !== undefined) changes[field] = value === 'none' ? null : parseBudget(option, value);
   }
-  if (Object.keys(changes).length === 0) throw new UsageError('accounts set-limits needs --cost-per-day or --cost-per-month');
+  if (values['cost-soft'] !== undefined) changes.costSoft = parseCostSoft(values['cost-soft']);
+  const thresholds = values['cost-alert-thresholds'];
+  if (thresholds !== undefined) changes.costAlertThresholds = thresholds === 'none' ? null : parseCostAlertThresholds(thresholds);
+  if (Object.keys(changes).length === 0)
+    throw new UsageError('accounts set-limits needs --cost-per-day, --cost-per-month, --cost-soft or --cost-alert-thresholds');
   const budget = await withDatabase(await loadConfigWithModules(io.env), async (database) => {
     const store = new KnexAccountBudgetStore(database.knex, database.storeOptions);
     const before = await store.get(account);
     const set = await store.set(account, changes);
-    const unset = { costPerDay: null, costPerMonth: null };
-    const values = changedValues({ ...unset, ...before }, { ...unset, ...set }, Object.keys(changes));
+    const values = changedValues(accountBudgetFields(before), accountBudgetFields(set), Object.keys(changes));
     await recordCliAction(database, { action: 'account.limits_set', account, fields: Object.keys(changes), changes: values }, io);
     return set;
   });
-  const costPerDay = budget.costPerDay ?? null;
-  const costPerMonth = budget.costPerMonth ?? null;
+  const fields = accountBudgetFields(budget);
   const text = (usd: number | null) => (usd === null ? 'none' : `${usd} USD`);
+  const alerts = fields.costAlertThresholds === null ? '' : `, alerts at ${fields.costAlertThresholds.map((percent) => `${percent}%`).join(', ')}`;
   io.out(
-    values.json ? JSON.stringify({ account, costPerDay, costPerMonth }) : `Budgets of ${account}: ${text(costPerDay)} per day, ${text(costPerMonth)} per month`,
+    values.json
+      ? JSON.stringify({ account, ...fields })
+      : `Budgets of ${account}: ${text(fields.costPerDay)} per day, ${text(fields.costPerMonth)} per month${fields.costSoft ? ', soft (alerts only)' : ''}${alerts}`,
   );
   return 0;
 }

@@ -8,7 +8,8 @@ Commands:
   migrate                               bring the database to the latest schema
   keys create --account <id> [--name <text>] [--scope <scope>]... [--model <model>]...
               [--expires <iso-time>] [--rpm <n>] [--tpm <n>] [--tokens-per-day <n>]
-              [--cost-per-day <usd>] [--cost-per-month <usd>] [--cache <seconds> [--cache-per-key]]
+              [--cost-per-day <usd>] [--cost-per-month <usd>] [--cost-soft true|false]
+              [--cost-alert-thresholds <percent,...>] [--cache <seconds> [--cache-per-key]]
               [--mcp-tools <glob,...>]
                                         create a key and print it, once (no --scope: every scope;
                                         a limit left out: the deployment's default; no --mcp-tools:
@@ -16,13 +17,16 @@ Commands:
   keys list [--account <id>]            list keys (never the keys themselves)
   keys update <key-id> [--name <text>|none] [--scope <scope>]... [--model <model>]... | --every-model
               [--expires <iso-time>|never] [--rpm <n>|none] [--tpm <n>|none] [--tokens-per-day <n>|none]
-              [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]
+              [--cost-per-day <usd>|none] [--cost-per-month <usd>|none] [--cost-soft true|false|none]
+              [--cost-alert-thresholds <percent,...>|none]
                                         change the fields given (none: the default); every server sees it within a second
   keys rotate <key-id> [--grace <seconds>]
                                         a new key like the old one, printed once; the old one works --grace more (default 0)
   keys revoke <key-id>                  revoke a key; every server refuses it within a second
   accounts set-limits <account> [--cost-per-day <usd>|none] [--cost-per-month <usd>|none]
-                                        set (or, with none, remove) an account's budgets, over all its keys
+              [--cost-soft true|false] [--cost-alert-thresholds <percent,...>|none]
+                                        set (or, with none, remove) an account's budgets, over all its keys;
+                                        soft budgets alert and never refuse; thresholds: percents that alert
   accounts set-mcp-tools <account> --mcp-tools <glob,...>|none
                                         set the MCP tools ({server}/{tool} globs) an account's keys may
                                         be granted: a key's grant is the intersection with it

@@ -19,7 +19,7 @@ import { KnexKeyStore } from 'koa-model-gateway/stores/knex';
 import { loadConfigWithModules, type ServerConfig } from '../config.js';
 import { openKeyChanges } from '../deployment.js';
 import { describeStore, storeLine } from '../store-description.js';
-import { BUDGET_OPTIONS, parseBudget, parseMcpTools } from './accounts.js';
+import { ALERT_OPTIONS, BUDGET_OPTIONS, parseBudget, parseCostAlertThresholds, parseCostSoft, parseMcpTools } from './accounts.js';
 import { recordCliAction } from './audit.js';
 import { UsageError, accountOption, isoTime, parseCommand, parseTime, withDatabase, type CommandIo } from './command-line.js';
 
@@ -34,11 +34,15 @@ const KEY_FIELD_OPTIONS = {
   'tokens-per-day': { type: 'string' },
   'cost-per-day': { type: 'string' },
   'cost-per-month': { type: 'string' },
+  'cost-soft': { type: 'string' },
+  'cost-alert-thresholds': { type: 'string' },
 } as const;
 
 const LIMIT_OPTIONS = { rpm: 'requestsPerMinute', tpm: 'tokensPerMinute', 'tokens-per-day': 'tokensPerDay' } as const;
 
-function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS | keyof typeof BUDGET_OPTIONS, string>>): ModelLimits {
+type LimitOption = keyof typeof LIMIT_OPTIONS | keyof typeof BUDGET_OPTIONS | keyof typeof ALERT_OPTIONS;
+
+function parseLimits(values: Partial<Record<LimitOption, string>>): ModelLimits {
   const limits: ModelLimits = {};
   for (const [option, name] of Object.entries(LIMIT_OPTIONS)) {
     const value = values[option as keyof typeof LIMIT_OPTIONS];
@@ -52,6 +56,8 @@ function parseLimits(values: Partial<Record<keyof typeof LIMIT_OPTIONS | keyof t
     const value = values[option as keyof typeof BUDGET_OPTIONS];
     if (value !== undefined) limits[name] = parseBudget(option, value);
   }
+  if (values['cost-soft'] !== undefined) limits.costSoft = parseCostSoft(values['cost-soft']);
+  if (values['cost-alert-thresholds'] !== undefined) limits.costAlertThresholds = parseCostAlertThresholds(values['cost-alert-thresholds']);
   return limits;
 }
 
@@ -62,6 +68,8 @@ function limitsText(limits: ModelLimits = {}): string {
     limits.tokensPerDay && `${limits.tokensPerDay} tokens/day`,
     limits.costPerDay && `${limits.costPerDay} USD/day`,
     limits.costPerMonth && `${limits.costPerMonth} USD/month`,
+    limits.costSoft !== undefined && (limits.costSoft ? 'soft budgets' : 'enforced budgets'),
+    limits.costAlertThresholds && `alerts at ${limits.costAlertThresholds.map((percent) => `${percent}%`).join(', ')}`,
   ].filter(Boolean);
   return parts.length > 0 ? parts.join(', ') : 'default';
 }
@@ -246,7 +254,8 @@ async function announce(config: ServerConfig, knex: Knex, id: string, io: Comman
  * `keys update <key-id>`: each option given changes that field, the rest stay: `--name <text>|none`,
  * `--scope <scope>...` (the scopes, replaced), `--model <model>...` or `--every-model`,
  * `--expires <time>|never`, and each limit (`--rpm`, `--tpm`, `--tokens-per-day`, `--cost-per-day`,
- * `--cost-per-month`) `<n>|none` (none: the deployment's default). Announced to the servers, as a
+ * `--cost-per-month`) `<n>|none` (none: the deployment's default), `--cost-soft true|false|none` and
+ * `--cost-alert-thresholds <percents>|none`. Announced to the servers, as a
  * revocation; recorded in the audit log with the values before and after.
  */
 async function keysUpdate(args: string[], io: CommandIo): Promise<number> {
@@ -270,11 +279,13 @@ async function keysUpdate(args: string[], io: CommandIo): Promise<number> {
   if (values.model !== undefined) update.models = [...new Set(values.model)];
   if (values['every-model']) update.models = null;
   if (values.expires !== undefined) update.expiresAt = values.expires === 'never' ? null : parseExpiry(values.expires);
-  const limitOptions = [...Object.keys(LIMIT_OPTIONS), ...Object.keys(BUDGET_OPTIONS)] as Array<keyof typeof LIMIT_OPTIONS | keyof typeof BUDGET_OPTIONS>;
+  const limitOptions = [...Object.keys(LIMIT_OPTIONS), ...Object.keys(BUDGET_OPTIONS), ...Object.keys(ALERT_OPTIONS)] as LimitOption[];
   const setLimits = Object.fromEntries(
     limitOptions.flatMap((option) => (values[option] === undefined || values[option] === 'none' ? [] : [[option, values[option]]])),
   );
-  const clearedLimits = limitOptions.filter((option) => values[option] === 'none').map((option) => ({ ...LIMIT_OPTIONS, ...BUDGET_OPTIONS })[option]);
+  const clearedLimits = limitOptions
+    .filter((option) => values[option] === 'none')
+    .map((option) => ({ ...LIMIT_OPTIONS, ...BUDGET_OPTIONS, ...ALERT_OPTIONS })[option]);
   const limitsGiven = limitOptions.some((option) => values[option] !== undefined);
   const newLimits = parseLimits(setLimits);
   if (Object.keys(update).length === 0 && !limitsGiven) throw new UsageError('keys update needs at least one field to change (keys update --help)');

@@ -944,12 +944,28 @@ test('a key is created with budgets in USD, PATCH changes or removes them, a bad
   const created = await memoryApp.admin('POST', '/keys', { account: 'acme', limits: { cost_per_day: 5, cost_per_month: 49.95 } });
   t.is(created.status, 201);
   const key = (await created.json()) as KeyBody;
-  t.deepEqual(key.limits, { requests_per_minute: null, tokens_per_minute: null, tokens_per_day: null, cost_per_day: 5, cost_per_month: 49.95 });
+  t.deepEqual(key.limits, {
+    requests_per_minute: null,
+    tokens_per_minute: null,
+    tokens_per_day: null,
+    cost_per_day: 5,
+    cost_per_month: 49.95,
+    cost_soft: null,
+    cost_alert_thresholds: null,
+  });
   t.like((await memoryApp.keys.get(key.id))?.limits, { costPerDay: 5, costPerMonth: 49.95 });
 
   // Limits are replaced whole: what is left out is the default again.
   const patched = (await (await memoryApp.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_month: 50, tokens_per_day: 1000 } })).json()) as KeyBody;
-  t.deepEqual(patched.limits, { requests_per_minute: null, tokens_per_minute: null, tokens_per_day: 1000, cost_per_day: null, cost_per_month: 50 });
+  t.deepEqual(patched.limits, {
+    requests_per_minute: null,
+    tokens_per_minute: null,
+    tokens_per_day: 1000,
+    cost_per_day: null,
+    cost_per_month: 50,
+    cost_soft: null,
+    cost_alert_thresholds: null,
+  });
 
   for (const bad of [0, -1, '5', 1e16, 1e-13]) {
     const refused = await memoryApp.admin('PATCH', `/keys/${key.id}`, { limits: { cost_per_day: bad } });

@@ -104,8 +104,24 @@ test.serial('each admin action records exactly one entry: who (token id and name
   t.deepEqual(renamed[0]?.changes, {
     name: { from: null, to: 'Nightly' },
     limits: {
-      from: { requests_per_minute: 5, tokens_per_minute: null, tokens_per_day: null, cost_per_day: null, cost_per_month: null },
-      to: { requests_per_minute: 60, tokens_per_minute: null, tokens_per_day: null, cost_per_day: 2, cost_per_month: null },
+      from: {
+        requests_per_minute: 5,
+        tokens_per_minute: null,
+        tokens_per_day: null,
+        cost_per_day: null,
+        cost_per_month: null,
+        cost_soft: null,
+        cost_alert_thresholds: null,
+      },
+      to: {
+        requests_per_minute: 60,
+        tokens_per_minute: null,
+        tokens_per_day: null,
+        cost_per_day: 2,
+        cost_per_month: null,
+        cost_soft: null,
+        cost_alert_thresholds: null,
+      },
     },
   });
 
@@ -176,6 +192,47 @@ test.serial('a refused or failed admin request records nothing; reads record not
   t.is((await audit('?limit=100')).data.length, counted);
   t.not(data[0]?.id, (await audit('?limit=1')).data[0]?.id, 'the create and revoke before were recorded');
 });
+
+test.serial(
+  'soft budgets and alert thresholds are set through the admin API on a key and an account, answered, audited with their values; bad ones are 400 naming the field',
+  async (t) => {
+    const [created] = await added(
+      () => admin('POST', '/keys', { account: 'audited-soft', limits: { cost_per_day: 3, cost_soft: true, cost_alert_thresholds: [90, 25, 90] } }),
+      201,
+    );
+    const keyId = created?.key_id ?? '';
+    t.like(await (await admin('GET', `/keys/${keyId}`)).json(), { limits: { cost_per_day: 3, cost_soft: true, cost_alert_thresholds: [25, 90] } });
+    t.like((await app.deployment.keys.get(keyId))?.limits, { costPerDay: 3, costSoft: true, costAlertThresholds: [25, 90] });
+    const [patched] = await added(() => admin('PATCH', `/keys/${keyId}`, { limits: { cost_per_day: 3, cost_soft: false } }), 200);
+    t.like(patched?.changes?.limits, { from: { cost_soft: true, cost_alert_thresholds: [25, 90] }, to: { cost_soft: false, cost_alert_thresholds: null } });
+
+    const [set] = await added(() => admin('PUT', '/accounts/audited-soft/limits', { costPerMonth: 20, costSoft: true, costAlertThresholds: [75] }), 200);
+    t.deepEqual(set?.changes, { costPerMonth: { from: null, to: 20 }, costSoft: { from: false, to: true }, costAlertThresholds: { from: null, to: [75] } });
+    t.like(await (await admin('GET', '/accounts/audited-soft/limits')).json(), { costPerMonth: 20, costSoft: true, costAlertThresholds: [75] });
+    const [unset] = await added(() => admin('PUT', '/accounts/audited-soft/limits', { costSoft: null, costAlertThresholds: null }), 200);
+    t.deepEqual(unset?.changes, { costSoft: { from: true, to: false }, costAlertThresholds: { from: [75], to: null } });
+
+    const rule = 'must be 1 to 10 whole percents of the budget, each from 1 to 1000, or null';
+    for (const [method, path, body, code, message] of [
+      ['PATCH', `/keys/${keyId}`, { limits: { cost_soft: 'yes' } }, 'invalid_limits', "Invalid 'limits.cost_soft': must be true or false, or null"],
+      ['PATCH', `/keys/${keyId}`, { limits: { cost_alert_thresholds: [0] } }, 'invalid_limits', `Invalid 'limits.cost_alert_thresholds.0': ${rule}`],
+      ['PATCH', `/keys/${keyId}`, { limits: { cost_alert_thresholds: [] } }, 'invalid_limits', `Invalid 'limits.cost_alert_thresholds': ${rule}`],
+      ['PUT', '/accounts/audited-soft/limits', { costSoft: 1 }, 'invalid_costSoft', "Invalid 'costSoft': must be true or false, or null"],
+      ['PUT', '/accounts/audited-soft/limits', { costAlertThresholds: [50.5] }, 'invalid_costAlertThresholds', `Invalid 'costAlertThresholds.0': ${rule}`],
+      [
+        'PUT',
+        '/accounts/audited-soft/limits',
+        { costAlertThresholds: Array.from({ length: 11 }, (_, i) => i + 1) },
+        'invalid_costAlertThresholds',
+        `Invalid 'costAlertThresholds': ${rule}`,
+      ],
+    ] as const) {
+      const refused = await added(() => admin(method, path, body), 400);
+      t.deepEqual(refused, [], 'a refusal records nothing');
+      t.like(await (await admin(method, path, body)).json(), { error: { code, message } });
+    }
+  },
+);
 
 test.serial('GET /audit filters by since, action, key and account, newest first, a page at a time', async (t) => {
   const account = 'audited-filters';

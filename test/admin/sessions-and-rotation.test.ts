@@ -45,7 +45,15 @@ test.serial('rotate: a new key with the same account, scopes, models, limits and
   t.not(rotated.id, old.id);
   t.regex(rotated.key, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
   t.like(rotated, { account: 'acme', scopes: ['models:read'], models: ['echo-2'], expires_at: expiresAt, status: 'active' });
-  t.deepEqual(rotated.limits, { requests_per_minute: null, tokens_per_minute: null, tokens_per_day: 5000, cost_per_day: null, cost_per_month: null });
+  t.deepEqual(rotated.limits, {
+    requests_per_minute: null,
+    tokens_per_minute: null,
+    tokens_per_day: 5000,
+    cost_per_day: null,
+    cost_per_month: null,
+    cost_soft: null,
+    cost_alert_thresholds: null,
+  });
   t.deepEqual(rotated.replaces, { id: old.id, expires_at: started + 60 });
 
   rotationApp.clock.seconds = started + 59;

@@ -259,13 +259,32 @@ test('keys create takes --rpm, --tpm, --tokens-per-day, --cost-per-day and --cos
   const env = await dataDir();
   const created = await run(['keys', 'create', '--account', 'acme', '--rpm', '10', '--tokens-per-day', '5000000', '--cost-per-month', '49.95', '--json'], env);
   t.is(created.code, 0, created.err);
-  const limits = { requests_per_minute: 10, tokens_per_minute: null, tokens_per_day: 5_000_000, cost_per_day: null, cost_per_month: 49.95 };
+  const limits = {
+    requests_per_minute: 10,
+    tokens_per_minute: null,
+    tokens_per_day: 5_000_000,
+    cost_per_day: null,
+    cost_per_month: 49.95,
+    cost_soft: null,
+    cost_alert_thresholds: null,
+  };
   t.deepEqual(JSON.parse(created.out).limits, limits);
   await run(['keys', 'create', '--account', 'acme', '--tpm', '40000'], env);
   const listed = JSON.parse((await run(['keys', 'list', '--json'], env)).out) as Array<{ limits: unknown }>;
   t.deepEqual(
     listed.map((key) => key.limits),
-    [limits, { requests_per_minute: null, tokens_per_minute: 40_000, tokens_per_day: null, cost_per_day: null, cost_per_month: null }],
+    [
+      limits,
+      {
+        requests_per_minute: null,
+        tokens_per_minute: 40_000,
+        tokens_per_day: null,
+        cost_per_day: null,
+        cost_per_month: null,
+        cost_soft: null,
+        cost_alert_thresholds: null,
+      },
+    ],
   );
   t.regex((await run(['keys', 'list'], env)).out, /limits 10 requests\/min, 5000000 tokens\/day, 49.95 USD\/month\n.*limits 40000 tokens\/min$/);
 });
@@ -318,8 +337,9 @@ test('a budget option reads numbers as the admin API and the configuration file 
 test("accounts set-limits sets and removes an account's budgets; a bad amount or none given is refused", async (t) => {
   const env = await dataDir();
   const json = async (args: string[]) => JSON.parse((await run(['accounts', 'set-limits', ...args, '--json'], env)).out) as unknown;
-  t.deepEqual(await json(['acme', '--cost-per-day', '5', '--cost-per-month', '50']), { account: 'acme', costPerDay: 5, costPerMonth: 50 });
-  t.deepEqual(await json(['acme', '--cost-per-day', 'none']), { account: 'acme', costPerDay: null, costPerMonth: 50 });
+  const unset = { costSoft: false, costAlertThresholds: null };
+  t.deepEqual(await json(['acme', '--cost-per-day', '5', '--cost-per-month', '50']), { account: 'acme', costPerDay: 5, costPerMonth: 50, ...unset });
+  t.deepEqual(await json(['acme', '--cost-per-day', 'none']), { account: 'acme', costPerDay: null, costPerMonth: 50, ...unset });
   t.is((await run(['accounts', 'set-limits', 'acme', '--cost-per-month', '60'], env)).out, 'Budgets of acme: none per day, 60 USD per month');
   await t.throwsAsync(run(['accounts', 'set-limits', 'acme', '--cost-per-day=-1'], env), {
     instanceOf: UsageError,
@@ -327,12 +347,88 @@ test("accounts set-limits sets and removes an account's budgets; a bad amount or
   });
   await t.throwsAsync(run(['accounts', 'set-limits', 'acme'], env), {
     instanceOf: UsageError,
-    message: 'accounts set-limits needs --cost-per-day or --cost-per-month',
+    message: 'accounts set-limits needs --cost-per-day, --cost-per-month, --cost-soft or --cost-alert-thresholds',
   });
   await t.throwsAsync(run(['accounts', 'set-limits', '--cost-per-day', '1'], env), {
     instanceOf: UsageError,
     message: 'accounts set-limits needs exactly one account',
   });
+});
+
+test('soft budgets and alert thresholds are set by keys create and update and accounts set-limits, removed with none, recorded in the audit log; bad ones refused', async (t) => {
+  const env = await dataDir();
+  const runJson = async (args: string[]) => JSON.parse((await run([...args, '--json'], env)).out) as Record<string, unknown>;
+  const created = await runJson(['keys', 'create', '--account', 'acme', '--cost-per-day', '2', '--cost-soft', 'true', '--cost-alert-thresholds', '90,25']);
+  t.like(created.limits, { cost_per_day: 2, cost_soft: true, cost_alert_thresholds: [25, 90] });
+  const id = created.id as string;
+  t.like((await runJson(['keys', 'update', id, '--cost-soft', 'false'])).limits, { cost_per_day: 2, cost_soft: false, cost_alert_thresholds: [25, 90] });
+  t.like((await runJson(['keys', 'update', id, '--cost-soft', 'none', '--cost-alert-thresholds', 'none'])).limits, {
+    cost_per_day: 2,
+    cost_soft: null,
+    cost_alert_thresholds: null,
+  });
+  t.deepEqual(await runJson(['accounts', 'set-limits', 'acme', '--cost-per-month', '40', '--cost-soft', 'true', '--cost-alert-thresholds', '50,100']), {
+    account: 'acme',
+    costPerDay: null,
+    costPerMonth: 40,
+    costSoft: true,
+    costAlertThresholds: [50, 100],
+  });
+  t.is(
+    (await run(['accounts', 'set-limits', 'acme', '--cost-alert-thresholds', '75'], env)).out,
+    'Budgets of acme: none per day, 40 USD per month, soft (alerts only), alerts at 75%',
+  );
+  t.like(await runJson(['accounts', 'set-limits', 'acme', '--cost-soft', 'false', '--cost-alert-thresholds', 'none']), {
+    costSoft: false,
+    costAlertThresholds: null,
+  });
+  const thresholdsRule = 'must be 1 to 10 whole percents of the budget, each from 1 to 1000, separated by commas';
+  for (const [args, message] of [
+    [['keys', 'create', '--account', 'acme', '--cost-soft', 'yes'], "--cost-soft must be true or false, got 'yes'"],
+    [['accounts', 'set-limits', 'acme', '--cost-soft', 'none'], "--cost-soft must be true or false, got 'none'"],
+    [['keys', 'update', id, '--cost-alert-thresholds', '0,50'], `--cost-alert-thresholds ${thresholdsRule}, got '0,50'`],
+    [['accounts', 'set-limits', 'acme', '--cost-alert-thresholds', '50%'], `--cost-alert-thresholds ${thresholdsRule}, got '50%'`],
+  ] as const) {
+    await t.throwsAsync(run([...args], env), { instanceOf: UsageError, message });
+  }
+
+  const database = await openMigratedDatabase(loadConfig(env).database);
+  try {
+    const { entries } = await new KnexAuditStore(database.knex).list({ action: 'account.limits_set' }, { limit: 10 });
+    t.deepEqual(
+      entries.map((entry) => entry.changes),
+      [
+        { costSoft: { from: true, to: false }, costAlertThresholds: { from: [75], to: null } },
+        { costAlertThresholds: { from: [50, 100], to: [75] } },
+        { costPerMonth: { from: null, to: 40 }, costSoft: { from: false, to: true }, costAlertThresholds: { from: null, to: [50, 100] } },
+      ],
+    );
+    const [updated] = (await new KnexAuditStore(database.knex).list({ action: 'key.updated' }, { limit: 1 })).entries;
+    t.deepEqual(updated?.changes, {
+      limits: {
+        from: {
+          requests_per_minute: null,
+          tokens_per_minute: null,
+          tokens_per_day: null,
+          cost_per_day: 2,
+          cost_per_month: null,
+          cost_soft: false,
+          cost_alert_thresholds: [25, 90],
+        },
+        to: {
+          requests_per_minute: null,
+          tokens_per_minute: null,
+          tokens_per_day: null,
+          cost_per_day: 2,
+          cost_per_month: null,
+          cost_soft: null,
+          cost_alert_thresholds: null,
+        },
+      },
+    });
+  } finally {
+    await database.close();
+  }
 });
 
 test('keys create --mcp-tools and accounts set-mcp-tools set MCP grants; a glob of another form is refused', async (t) => {
@@ -403,7 +499,15 @@ for (const [name, gated, database] of serverDatabases(test)) {
         models: ['echo-1'],
         scopes: ['models:read'],
         expires_at: 4_070_908_800,
-        limits: { requests_per_minute: 10, tokens_per_minute: 4000, tokens_per_day: null, cost_per_day: null, cost_per_month: null },
+        limits: {
+          requests_per_minute: 10,
+          tokens_per_minute: 4000,
+          tokens_per_day: null,
+          cost_per_day: null,
+          cost_per_month: null,
+          cost_soft: null,
+          cost_alert_thresholds: null,
+        },
       },
     );
     t.like(await update('--name', 'none', '--every-model', '--expires', 'never', '--rpm', 'none', '--tpm', 'none'), {

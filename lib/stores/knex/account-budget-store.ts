@@ -9,11 +9,25 @@ interface BudgetRow {
   account: string;
   cost_per_day: number | null;
   cost_per_month: number | null;
+  /** SQLite keeps a boolean as 0 or 1. */
+  cost_soft: boolean | number;
+  /** JSON array of percents; null: the deployment's thresholds. */
+  cost_alert_thresholds: string | null;
 }
 
 const toBudget = (row: BudgetRow | undefined): Budget => ({
   ...(row?.cost_per_day != null && { costPerDay: Number(row.cost_per_day) }),
   ...(row?.cost_per_month != null && { costPerMonth: Number(row.cost_per_month) }),
+  ...(Boolean(row?.cost_soft) && { costSoft: true }),
+  ...(row?.cost_alert_thresholds != null && { costAlertThresholds: JSON.parse(row.cost_alert_thresholds) as number[] }),
+});
+
+const toRow = (account: string, budget: Budget) => ({
+  account,
+  cost_per_day: budget.costPerDay ?? null,
+  cost_per_month: budget.costPerMonth ?? null,
+  cost_soft: budget.costSoft === true,
+  cost_alert_thresholds: budget.costAlertThresholds === undefined ? null : JSON.stringify(budget.costAlertThresholds),
 });
 
 /**
@@ -44,8 +58,7 @@ export class KnexAccountBudgetStore implements AccountBudgetStore {
         if (this.#knex.client.dialect === 'postgresql') query.forUpdate();
         const current = toBudget((await query) as BudgetRow | undefined);
         const budget = changedBudget(current, changes);
-        const row = { account, cost_per_day: budget.costPerDay ?? null, cost_per_month: budget.costPerMonth ?? null };
-        await trx(TABLE).insert(row).onConflict('account').merge();
+        await trx(TABLE).insert(toRow(account, budget)).onConflict('account').merge();
         return budget;
       }),
     );

@@ -27,7 +27,8 @@ const LIMIT_COLUMNS = {
   tokensPerDay: 'limit_tokens_per_day',
   costPerDay: 'limit_cost_per_day',
   costPerMonth: 'limit_cost_per_month',
-} as const satisfies Record<keyof ModelLimits, string>;
+} as const satisfies Record<Exclude<keyof ModelLimits, 'costSoft' | 'costAlertThresholds'>, string>;
+const ALERT_COLUMNS = ['limit_cost_soft', 'limit_cost_alert_thresholds'];
 /** Key ids per statement of `touch`. */
 const TOUCH_SLICE = 500;
 const LINK_COLUMNS = ['name', 'hint', 'replaced_by', 'replaces', 'original_id', 'last_used_at', 'mcp_tools'];
@@ -42,6 +43,7 @@ const COLUMNS = [
   'expires_at',
   'revoked_at',
   ...Object.values(LIMIT_COLUMNS),
+  ...ALERT_COLUMNS,
   ...LINK_COLUMNS,
   ...CACHE_COLUMNS,
 ];
@@ -70,6 +72,10 @@ interface KeyRow {
   limit_tokens_per_day: number | string | null;
   limit_cost_per_day: number | null;
   limit_cost_per_month: number | null;
+  /** SQLite keeps a boolean as 0 or 1; null: the deployment's default. */
+  limit_cost_soft: boolean | number | null;
+  /** JSON array of percents; null: the deployment's thresholds. */
+  limit_cost_alert_thresholds: string | null;
 }
 
 /** An expiry as the bigint column keeps it: a fraction of a second dropped, so the key expires no later than asked. */
@@ -82,13 +88,19 @@ function toLimits(row: KeyRow): ModelLimits | undefined {
   const limits: ModelLimits = {};
   for (const [name, column] of Object.entries(LIMIT_COLUMNS)) {
     const value = integer(row[column]);
-    if (value !== null) limits[name as keyof ModelLimits] = value;
+    if (value !== null) limits[name as keyof typeof LIMIT_COLUMNS] = value;
   }
+  if (row.limit_cost_soft !== null) limits.costSoft = Boolean(row.limit_cost_soft);
+  if (row.limit_cost_alert_thresholds !== null) limits.costAlertThresholds = JSON.parse(row.limit_cost_alert_thresholds) as number[];
   return Object.keys(limits).length > 0 ? limits : undefined;
 }
 
 function limitColumns(limits: ModelLimits | null | undefined) {
-  return Object.fromEntries(Object.entries(LIMIT_COLUMNS).map(([name, column]) => [column, limits?.[name as keyof ModelLimits] ?? null]));
+  return {
+    ...Object.fromEntries(Object.entries(LIMIT_COLUMNS).map(([name, column]) => [column, limits?.[name as keyof typeof LIMIT_COLUMNS] ?? null])),
+    limit_cost_soft: limits?.costSoft ?? null,
+    limit_cost_alert_thresholds: limits?.costAlertThresholds === undefined ? null : JSON.stringify(limits.costAlertThresholds),
+  };
 }
 
 // SQLite keeps a boolean as 0 or 1.
@@ -127,7 +139,7 @@ function newRecord(key: NewApiKey, createdAt: number): ApiKeyRecord {
     ...rest,
     ...(mcpTools !== undefined && mcpTools.length > 0 && { mcpTools: [...mcpTools] }),
     expiresAt: expirySeconds(key.expiresAt),
-    ...(limits && hasModelLimits(limits) && { limits: { ...limits } }),
+    ...(limits && hasModelLimits(limits) && { limits: structuredClone(limits) }),
     id: `key_${randomAlphanumeric(24)}`,
     createdAt,
     revokedAt: null,

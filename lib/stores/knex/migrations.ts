@@ -413,6 +413,29 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    name: '20261207_soft_budgets_alert_thresholds',
+    async up(knex) {
+      // A budget may be soft (it alerts and never refuses) and name its own alert thresholds (a JSON array of percents).
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        // Null: the deployment's default (its modelLimits), as every limit of a key.
+        table.boolean('limit_cost_soft');
+        table.text('limit_cost_alert_thresholds');
+      });
+      await knex.schema.alterTable('kmg_account_budgets', (table) => {
+        table.boolean('cost_soft').notNullable().defaultTo(false);
+        table.text('cost_alert_thresholds');
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_api_keys', (table) => {
+        table.dropColumns('limit_cost_soft', 'limit_cost_alert_thresholds');
+      });
+      await knex.schema.alterTable('kmg_account_budgets', (table) => {
+        table.dropColumns('cost_soft', 'cost_alert_thresholds');
+      });
+    },
+  },
 ];
 
 type RollupTable = 'kmg_usage_hourly' | 'kmg_usage_daily';

@@ -9,12 +9,12 @@ export class MemoryAccountBudgetStore implements AccountBudgetStore {
   readonly #budgets = new Map<string, Budget>();
 
   async get(account: string): Promise<Budget> {
-    return { ...this.#budgets.get(account) };
+    return structuredClone(this.#budgets.get(account) ?? {});
   }
 
   async set(account: string, changes: BudgetChanges): Promise<Budget> {
     const budget = changedBudget(this.#budgets.get(account) ?? {}, changes);
     this.#budgets.set(account, budget);
-    return { ...budget };
+    return structuredClone(budget);
   }
 }
