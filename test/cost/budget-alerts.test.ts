@@ -1,8 +1,5 @@
-import { createHmac } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import test, { type TestFn } from 'ava';
-import { webhookNotifier, type AlertClaims, type BudgetAlert } from '../../lib/cost/budget-alerts.js';
+import { webhookNotifier, type AlertClaims } from '../../lib/cost/budget-alerts.js';
 import { MemoryAlertClaims } from '../../lib/stores/memory/alert-claims.js';
 import { spendBudgets, type SpendLedger } from '../../lib/cost/budgets.js';
 import { MemorySpendLedger } from '../../lib/stores/memory/spend-ledger.js';
@@ -13,6 +10,7 @@ import { modelsApp } from '../helpers/models-app.js';
 import { until } from '../helpers/poll.js';
 import { redisClients } from '../helpers/redis-clients.js';
 import { withRedis } from '../helpers/services.js';
+import { webhookReceiver } from '../helpers/webhook-receiver.js';
 
 // Budget alerts: a webhook told once per threshold per period, signed, retried, never on a call's way.
 
@@ -20,23 +18,7 @@ const { client, keyPrefix } = redisClients(test);
 const SECRET = 'alert-secret';
 const USD = 1_000_000_000_000;
 
-/** A webhook receiver on a random loopback port: what it received, with whether each body's signature is right. */
-async function receiver() {
-  const received: Array<{ body: BudgetAlert; signed: boolean }> = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks);
-      const signed = req.headers['x-kmg-signature'] === `sha256=${createHmac('sha256', SECRET).update(raw).digest('hex')}`;
-      received.push({ body: JSON.parse(raw.toString('utf8')) as BudgetAlert, signed });
-      res.end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return { url, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
-}
+const receiver = () => webhookReceiver(SECRET);
 
 function alertSuite(
   suiteTest: TestFn,

@@ -195,11 +195,16 @@ const badFiles: Array<[unknown, string]> = [
   [{ modelLimits: { costPerMonth: 0 } }, 'modelLimits.costPerMonth must be a positive number of USD, from 1e-12 (one picodollar) to 1e15'],
   [{ modelLimits: { costPerDay: '5' } }, 'modelLimits.costPerDay must be a positive number of USD, from 1e-12 (one picodollar) to 1e15'],
   [{ modelLimits: { costPerDay: 1e-13 } }, 'modelLimits.costPerDay must be a positive number of USD, from 1e-12 (one picodollar) to 1e15'],
+  [{ modelLimits: { costSoft: 'yes' } }, 'modelLimits.costSoft must be true or false'],
+  [{ modelLimits: { costAlertThresholds: [0] } }, 'modelLimits.costAlertThresholds[0] must be 1 to 10 whole percents of the budget, each from 1 to 1000'],
   [
     { models: [{ id: 'm', provider: 'echo', price: { input: 1 } }] },
     'models[0].price.output must be a non-negative number of USD per million tokens, to at most 6 decimal places',
   ],
-  [{ modelLimits: { rpm: 10 } }, 'modelLimits.rpm is not a setting (expected requestsPerMinute, tokensPerMinute, tokensPerDay, costPerDay, costPerMonth)'],
+  [
+    { modelLimits: { rpm: 10 } },
+    'modelLimits.rpm is not a setting (expected requestsPerMinute, tokensPerMinute, tokensPerDay, costPerDay, costPerMonth, costSoft, costAlertThresholds)',
+  ],
   [{ providers: [{ id: 'x', kind: 'openia' }] }, 'providers[0].kind must be one of openai, anthropic, echo'],
   [
     { providers: [{ id: 'o', kind: 'openai', apiKey: 'secret' }] },

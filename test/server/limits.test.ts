@@ -8,6 +8,7 @@ import { until } from '../helpers/poll.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { createKey, minuteAlignedClock, startServer, tempDataDir, type RunningServer } from '../helpers/server-process.js';
 import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
+import { webhookReceiver } from '../helpers/webhook-receiver.js';
 
 // The reference server's limits: those of the config file on files, and budgets in money.
 
@@ -141,7 +142,80 @@ async function pooled(servers: RunningServer[], key: string, calls: number) {
   return answers;
 }
 
-function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deployment>): void {
+const ALERT_SECRET = 'alert-secret';
+
+interface AlertEntry {
+  action: string;
+  fields: string[];
+}
+
+/** Budgets on a deployment that `open` starts, with `extraEnv` beside its own environment. */
+function budgetSuite(suiteTest: TestFn, name: string, open: (extraEnv?: Record<string, string>) => Promise<Deployment>): void {
+  suiteTest.serial(
+    `${name}: soft budgets' thresholds crossed by model calls send each signed webhook once, whichever server sees it; a soft budget never refuses`,
+    async (t) => {
+      const hook = await webhookReceiver(ALERT_SECRET);
+      t.teardown(hook.close);
+      const deployment = await open({ ALERT_WEBHOOK_URL: hook.url, ALERT_WEBHOOK_SECRET: ALERT_SECRET });
+      t.teardown(() => deployment.cleanup());
+      const { env, servers } = deployment;
+      const first = servers[0] as RunningServer;
+      const probeKey = (await cli(env, ['keys', 'create', '--account', `probe-${RUN}`])).key as string;
+      const probe = (await (await chat(first, probeKey)).json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+      // Four calls' worth: each call costs `tokens` millidollars.
+      const budget = ((probe.usage.prompt_tokens + probe.usage.completion_tokens) * 4) / 1000;
+      const account = `alerts-${name}-${RUN}`;
+      const key = (await cli(env, [
+        'keys',
+        'create',
+        '--account',
+        account,
+        '--cost-per-day',
+        String(budget),
+        '--cost-soft',
+        'true',
+        '--cost-alert-thresholds',
+        '25,50,100',
+      ])) as { id: string; key: string };
+      const { token } = (await cli(env, ['admin-tokens', 'create'])) as { token: string };
+      const admin = (method: string, path: string, body?: unknown) =>
+        fetch(`${first.url}/admin/v1${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+      const put = await admin('PUT', `/accounts/${encodeURIComponent(account)}/limits`, { costPerDay: budget, costSoft: true, costAlertThresholds: [100] });
+      t.is(put.status, 200);
+
+      // Six calls, one after the other, taking turns on the servers: the spend passes both budgets by half, and none is refused.
+      for (let call = 0; call < 6; call++) t.is((await chat(servers[call % servers.length] as RunningServer, key.key)).status, 200, `call ${call}`);
+      await until(
+        async () => hook.received.length,
+        (count) => count >= 4,
+      );
+      // Each delivery is audited once it is made: once four are, every alert the calls caused has been sent.
+      const audited = await until(
+        async () => ((await (await admin('GET', '/audit?action=budget.alert_sent')).json()) as { data: AlertEntry[] }).data,
+        (entries) => entries.length >= 4,
+      );
+      t.deepEqual(
+        audited.map((entry) => entry.fields[2]),
+        ['delivered', 'delivered', 'delivered', 'delivered'],
+      );
+      t.is(hook.received.length, 4, 'each threshold once, though two servers may each see it crossed');
+      t.true(hook.received.every(({ signed }) => signed));
+      const sent = hook.received.map(({ body }) => body).sort((a, b) => a.scope.localeCompare(b.scope) || a.threshold - b.threshold);
+      const common = { type: 'budget.threshold', budget_usd: budget, period: 'day' };
+      t.like(sent, [
+        { ...common, scope: 'account', id: account, threshold: 100 },
+        { ...common, scope: 'key', id: key.id, threshold: 25 },
+        { ...common, scope: 'key', id: key.id, threshold: 50 },
+        { ...common, scope: 'key', id: key.id, threshold: 100 },
+      ]);
+      for (const alert of sent) t.true(alert.spent_usd * 100 >= budget * alert.threshold - 1e-9, `${alert.spent_usd} reached ${alert.threshold}%`);
+    },
+  );
+
   suiteTest.serial(`${name}: a key's daily budget refuses calls whose maximum cost no longer fits, across servers, never overshooting`, async (t) => {
     const deployment = await open();
     t.teardown(() => deployment.cleanup());
@@ -259,7 +333,13 @@ function budgetSuite(suiteTest: TestFn, name: string, open: () => Promise<Deploy
     const probe = (await (await chat(first, elsewhere)).json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
     // Ten calls' worth: each reserves ~5 calls' worth, so that a few pass.
     const budget = ((probe.usage.prompt_tokens + probe.usage.completion_tokens) * 10) / 1000;
-    t.deepEqual(await cli(env, ['accounts', 'set-limits', account, '--cost-per-month', String(budget)]), { account, costPerDay: null, costPerMonth: budget });
+    t.deepEqual(await cli(env, ['accounts', 'set-limits', account, '--cost-per-month', String(budget)]), {
+      account,
+      costPerDay: null,
+      costPerMonth: budget,
+      costSoft: false,
+      costAlertThresholds: null,
+    });
 
     // The CLI wrote the database: each server reads it within a second.
     t.is(
@@ -332,9 +412,9 @@ async function withConfig(env: Record<string, string>, dir: string): Promise<Rec
   return { ...env, GATEWAY_CONFIG: path };
 }
 
-budgetSuite(test, 'sqlite+memory', async () => {
+budgetSuite(test, 'sqlite+memory', async (extraEnv = {}) => {
   const data = await tempDataDir();
-  const env = await withConfig({ DATA_DIR: data.dir }, data.dir);
+  const env = await withConfig({ DATA_DIR: data.dir, ...extraEnv }, data.dir);
   const servers = [await startServer(env)];
   return {
     env,
@@ -346,9 +426,9 @@ budgetSuite(test, 'sqlite+memory', async () => {
   };
 });
 
-budgetSuite(withRedis(withPostgres(test)), 'postgres+redis', async () => {
+budgetSuite(withRedis(withPostgres(test)), 'postgres+redis', async (extraEnv = {}) => {
   const [data, database] = await Promise.all([tempDataDir(), throwawayPostgres()]);
-  const env = await withConfig({ DATA_DIR: data.dir, DATABASE_URL: database.url, REDIS_URL }, data.dir);
+  const env = await withConfig({ DATA_DIR: data.dir, DATABASE_URL: database.url, REDIS_URL, ...extraEnv }, data.dir);
   const servers = await Promise.all([startServer(env), startServer(env)]);
   return {
     env,
