@@ -44,7 +44,7 @@ export function adminApi(deployment: Deployment, logger: Logger): { audit: Middl
     routers: [
       adminRouter({ keys, files, creationLimiter, usageStore, responseCache: deployment.responseCache, catalog: models, keyPrefix, limits, onChange, nowMs }),
       adminSessions({ sessions, ttlSeconds: sessionSeconds, tokenSignIn, onChange, nowMs }),
-      budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs, ledger: deployment.spendLedger }),
+      budgetsRouter({ accounts: deployment.accountBudgets, usageStore, catalog: deployment.catalog, onChange, nowMs, ledger: deployment.spendLedger, keys }),
       auditRouter({ store: audit }),
       requestLogRouter({ store: usageStore }),
       usersRouter({ users }),

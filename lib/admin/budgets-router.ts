@@ -2,7 +2,8 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { AccountBudgetStore } from '../cost/account-budget-store.js';
-import { budgetPeriods, type Budget, type SpendLedger } from '../cost/budgets.js';
+import type { KeyStore } from '../auth/key-store.js';
+import { budgetPeriods, spendFromUsage, type Budget, type SpendLedger } from '../cost/budgets.js';
 import { usdOfPico } from '../picodollars.js';
 import type { ModelPrice } from '../cost/price.js';
 import { readJsonBody } from '../http/json-body.js';
@@ -10,7 +11,8 @@ import { usageReport } from '../usage/usage-report.js';
 import type { UsageStore } from '../usage/usage-store.js';
 import { ADMIN_API_PATH, changedBy, verifiedAdmin } from './admin-auth.js';
 import { changedValues } from './audit-store.js';
-import { accountName, alertThresholdsOrNull, budgetUsdOrNull, costSoftOrNull, parseFields } from './key-fields.js';
+import { adminErrors } from './admin-errors.js';
+import { accountName, alertThresholdsOrNull, budgetUsdOrNull, costSoftOrNull, keyIdParameter, parseFields } from './key-fields.js';
 
 /** A change of an account's budgets, for the log of every change. */
 export interface BudgetChange {
@@ -35,6 +37,8 @@ export interface BudgetsRouterOptions {
   nowMs?: () => number;
   /** The spend ledger the budgets are held on: `reserved`, what the account's calls under way hold, is read from it. Default: none (`reserved: 0`). */
   ledger?: Pick<SpendLedger, 'spent'>;
+  /** The keys (a `KeyStore`), for `GET /keys/{id}/spend`: a key's spend against its budgets. Default: none (no such route). */
+  keys?: Pick<KeyStore, 'get'>;
 }
 
 const budgetChanges = z.strictObject({
@@ -71,11 +75,13 @@ const priceObject = (price: ModelPrice | undefined) =>
  *   from the usage records: calls show within the recorder's flush interval);
  * - `PUT /accounts/{account}/limits` `{ costPerDay?, costPerMonth?, costSoft?, costAlertThresholds? }`: a positive number sets a
  *   budget, `null` removes it (and makes them not soft, or the thresholds the deployment's), a field left out is left as it is; answers as `GET`.
+ * - `GET /keys/{id}/spend` (with `keys`): a key's spend this UTC day and month (its line of
+ *   rotations', from the usage records) and `reserved`, what its calls under way hold.
  * An account's budgets cover all its keys (`spendBudgets({ accounts })`).
  * @example app.use(budgetsRouter({ accounts: new KnexAccountBudgetStore(knex), usageStore, catalog }).routes())
  */
 export function budgetsRouter(options: BudgetsRouterOptions): Router {
-  const { accounts, usageStore, catalog, onChange, nowMs = Date.now, ledger } = options;
+  const { accounts, usageStore, catalog, onChange, nowMs = Date.now, ledger, keys } = options;
   if (typeof accounts?.set !== 'function') throw new TypeError('koa-model-gateway: budgetsRouter() needs an AccountBudgetStore as `accounts`');
   if (typeof usageStore?.summarize !== 'function') throw new TypeError('koa-model-gateway: budgetsRouter() needs a UsageStore as `usageStore`');
   if (!Array.isArray(catalog)) throw new TypeError('koa-model-gateway: budgetsRouter() needs the model catalog as `catalog`');
@@ -92,7 +98,7 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
     const monthStart = Date.parse(`${budgetPeriods(now).month.id}-01T00:00:00Z`);
     const report = await usageReport(usageStore, { account, since: monthStart, by: 'day' });
     const today = report.rows.find((row) => row.group === budgetPeriods(now).day.id);
-    const held = ledger === undefined ? 0n : ((await ledger.spent([`account:${account}`])).held[0] ?? 0n);
+    const held = await heldBy(`account:${account}`);
     return {
       object: 'account_limits' as const,
       account,
@@ -102,7 +108,21 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
     };
   }
 
+  const heldBy = async (party: string) => (ledger === undefined ? 0n : ((await ledger.spent([party])).held[0] ?? 0n));
+
   const router = new Router({ prefix: ADMIN_API_PATH, sensitive: true, strict: true });
+  if (keys !== undefined) {
+    // A key's spend is its line of rotations', as its budgets count it.
+    const keySpend = spendFromUsage(usageStore, keys);
+    router.get('/keys/:id/spend', async (ctx) => {
+      const id = parseFields(keyIdParameter, ctx.params.id, 'id');
+      const key = await keys.get(id);
+      if (!key) throw adminErrors.keyNotFound();
+      const party = `key:${key.originalId ?? key.id}`;
+      const [spent, held] = await Promise.all([keySpend(party, nowMs()), heldBy(party)]);
+      ctx.body = { object: 'key_spend', id, spent: { day: usdOfPico(spent.day), month: usdOfPico(spent.month) }, reserved: usdOfPico(held) };
+    });
+  }
   router.get('/models', (ctx) => {
     ctx.body = { object: 'list', data: models };
   });

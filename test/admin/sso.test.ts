@@ -111,6 +111,7 @@ const ROUTES: Array<{
   { route: 'GET /accounts', least: 'viewer', call: (_, as) => as.call('GET', '/accounts') },
   { route: 'GET /accounts/{account}', least: 'viewer', call: (_, as) => as.call('GET', '/accounts/acme') },
   { route: 'GET /accounts/{account}/limits', least: 'viewer', call: (_, as) => as.call('GET', '/accounts/acme/limits') },
+  { route: 'GET /keys/{id}/spend', least: 'viewer', call: async (g, as) => as.call('GET', `/keys/${await newKey(g.app)}/spend`) },
   { route: 'GET /usage', least: 'viewer', call: (_, as) => as.call('GET', '/usage') },
   { route: 'GET /audit', least: 'viewer', call: (_, as) => as.call('GET', '/audit') },
   { route: 'GET /requests', least: 'viewer', call: (_, as) => as.call('GET', '/requests') },

@@ -9,8 +9,11 @@ import type { CatalogModel } from '../../lib/models/catalog.js';
 import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
+import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { RedisSpendLedger } from '../../lib/stores/redis/spend-ledger.js';
 import { newAccount } from '../../lib/testing/creation-limiter-contract.js';
+import { openAIErrors } from '../../lib/errors/openai-errors.js';
 import { listen } from '../helpers/http.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { until } from '../helpers/poll.js';
@@ -162,6 +165,45 @@ test("the admin API shows what an account's calls under way hold against its bud
   await ledger.reserve([{ party: 'account:acme', day: 1_000_000_000_000n }], 250_000_000_000, 60_000);
   const limits = await (await fetch(`${server.url}/admin/v1/accounts/acme/limits`)).json();
   t.like(limits, { object: 'account_limits', account: 'acme', costPerDay: 1, spent: { day: 0, month: 0 }, reserved: 0.25 });
+});
+
+test("the admin API shows a key's spend, its rotations' included, and what its calls under way hold; an unknown key is 404", async (t) => {
+  const ledger = new MemorySpendLedger();
+  const keys = new MemoryKeyStore();
+  const usageStore = new MemoryUsageStore();
+  const now = Date.parse('2030-03-10T12:00:00Z');
+  const old = await keys.create({
+    account: 'acme',
+    hash: 'a'.repeat(64),
+    scopes: ['chat:completions'],
+    models: null,
+    expiresAt: null,
+    limits: { costPerDay: 1 },
+  });
+  const rotated = await keys.rotate(old.id, { hash: 'b'.repeat(64), nowSeconds: now / 1000, graceEndsAt: now / 1000 });
+  const replacement = rotated.outcome === 'rotated' ? rotated.replacement : old;
+  await usageStore.insert([
+    usageRecord({ time: now, account: 'acme', keyId: old.id, costPicoUsd: 100_000_000_000 }),
+    usageRecord({ time: now, account: 'acme', keyId: replacement.id, costPicoUsd: 50_000_000_000 }),
+    usageRecord({ time: Date.parse('2030-03-01T00:00:00Z'), account: 'acme', keyId: replacement.id, costPicoUsd: 1_000_000_000_000 }),
+  ]);
+  const app = new Koa();
+  app.use(openAIErrors());
+  app.use(budgetsRouter({ accounts: new MemoryAccountBudgetStore(), usageStore, catalog: [], ledger, keys, nowMs: () => now }).routes());
+  const server = await listen(app);
+  t.teardown(() => server.close());
+  // A call under way on the replacement holds against the line's one budget, the first key's.
+  await ledger.reserve([{ party: `key:${old.id}`, day: 1_000_000_000_000n }], 200_000_000_000, 60_000);
+  const spend = async (id: string) => {
+    const answer = await fetch(`${server.url}/admin/v1/keys/${id}/spend`);
+    return { status: answer.status, body: (await answer.json()) as unknown };
+  };
+  t.deepEqual(await spend(replacement.id), {
+    status: 200,
+    body: { object: 'key_spend', id: replacement.id, spent: { day: 0.15, month: 1.15 }, reserved: 0.2 },
+  });
+  t.like(await spend('key_unknown'), { status: 404, body: { error: { code: 'key_not_found' } } });
+  t.like(await spend('not%20an%20id'), { status: 400, body: { error: { code: 'invalid_id' } } });
 });
 
 test("a call naming no maximum reserves its model's maxOutputTokens from the catalog, when it gives one", async (t) => {
