@@ -151,7 +151,7 @@ function AccountKeys({ account }: { account: string }) {
                     <span class={`badge ${key.status}`}>{key.status}</span>
                   </td>
                   <td>
-                    <KeySpend spend={spend.get(key.id)} limits={key.limits} />
+                    <KeySpend id={key.id} spend={spend.get(key.id)} limits={key.limits} />
                   </td>
                 </tr>
               ))}

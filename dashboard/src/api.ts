@@ -97,8 +97,18 @@ export interface AccountLimits {
   account: string;
   costPerDay: number | null;
   costPerMonth: number | null;
+  /** Soft budgets alert, and never refuse a call. */
+  costSoft: boolean;
+  /** The percents of each budget that alert; `null`: the gateway's. */
+  costAlertThresholds: number[] | null;
   spent: { day: number; month: number };
   /** What the account's calls under way hold against its budgets, in USD. */
+  reserved: number;
+}
+
+/** `GET /keys/{id}/spend`: a key's spend so far and what its calls under way hold, in USD. */
+export interface KeySpend {
+  spent: { day: number; month: number };
   reserved: number;
 }
 
@@ -261,8 +271,11 @@ export const api = {
   accounts: () => request<{ data: AccountSummary[] }>('GET', '/accounts').then((list) => list.data),
   account: (account: string) => request<Account>('GET', `/accounts/${encodeURIComponent(account)}`),
   accountLimits: (account: string) => request<AccountLimits>('GET', `/accounts/${encodeURIComponent(account)}/limits`),
-  setAccountLimits: (account: string, body: { costPerDay: number | null; costPerMonth: number | null }) =>
-    request<AccountLimits>('PUT', `/accounts/${encodeURIComponent(account)}/limits`, { body }),
+  setAccountLimits: (
+    account: string,
+    body: { costPerDay: number | null; costPerMonth: number | null; costSoft: boolean; costAlertThresholds: Array<number | string> | null },
+  ) => request<AccountLimits>('PUT', `/accounts/${encodeURIComponent(account)}/limits`, { body }),
+  keySpend: (id: string) => request<KeySpend>('GET', `/keys/${encodeURIComponent(id)}/spend`),
   /** Each key's figures since `since` (a UTC date), split by UTC day, every account's: its spend this month and today. */
   keyUsage: (since: string) => request<KeyUsage>('GET', `/usage?${new URLSearchParams({ by: 'key', series: 'day', since })}`),
   /** Each UTC day's requests and tokens since `since` (a UTC date), split by model or key; every account when `account` is empty. */

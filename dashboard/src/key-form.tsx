@@ -17,6 +17,16 @@ const BUDGETS = [
 
 type LimitName = (typeof LIMITS)[number][0] | (typeof BUDGETS)[number][0];
 
+/**
+ * Percents as the admin API takes them, from text such as `50, 80, 100`: a part that is not
+ * digits goes as it is written, for the server to refuse by name.
+ */
+export const percentList = (text: string) =>
+  text
+    .split(/[\s,%]+/)
+    .filter((part) => part !== '')
+    .map((part) => (/^\d+$/.test(part) ? Number(part) : part));
+
 /** The request body of the form's state: only what was set, as the admin API takes it. */
 function keyRequest(form: {
   account: string;
@@ -25,11 +35,19 @@ function keyRequest(form: {
   everyModel: boolean;
   models: string[];
   limits: Record<LimitName, string>;
+  /** `null`: the gateway's default, as the key had it. */
+  costSoft: boolean | null;
+  alertThresholds: string;
   expires: string;
   mcpTools: string;
 }) {
   const mcpTools = form.mcpTools.split(/[\s,]+/).filter((glob) => glob !== '');
-  const limits = Object.fromEntries([...LIMITS, ...BUDGETS].filter(([name]) => form.limits[name] !== '').map(([name]) => [name, Number(form.limits[name])]));
+  const thresholds = percentList(form.alertThresholds);
+  const limits = {
+    ...Object.fromEntries([...LIMITS, ...BUDGETS].filter(([name]) => form.limits[name] !== '').map(([name]) => [name, Number(form.limits[name])])),
+    ...(form.costSoft !== null && { cost_soft: form.costSoft }),
+    ...(thresholds.length > 0 && { cost_alert_thresholds: thresholds }),
+  };
   return {
     account: form.account,
     ...(form.name.trim() === '' ? {} : { name: form.name }),
@@ -85,6 +103,8 @@ export function KeyForm({
     everyModel: editing ? editing.models === null : true,
     models: editing?.models ?? ([] as string[]),
     limits: Object.fromEntries([...LIMITS, ...BUDGETS].map(([name]) => [name, limit(name)])) as Record<LimitName, string>,
+    costSoft: editing?.limits?.cost_soft ?? null,
+    alertThresholds: (editing?.limits?.cost_alert_thresholds ?? []).join(', '),
     expires: localTime(editing?.expires_at ?? null),
     mcpTools: (editing?.mcp_tools ?? []).join(', '),
   });
@@ -237,6 +257,22 @@ export function KeyForm({
               />
             </div>
           ))}
+        </div>
+        <div class="grid">
+          <div>
+            <label for="limit-cost_alert_thresholds">Alert at (% of each budget; empty: the gateway's thresholds)</label>
+            <input
+              id="limit-cost_alert_thresholds"
+              inputMode="numeric"
+              placeholder="50, 80, 100"
+              value={form.alertThresholds}
+              onInput={(event) => set({ alertThresholds: event.currentTarget.value })}
+            />
+          </div>
+          <label class="check">
+            <input type="checkbox" checked={form.costSoft === true} onChange={(event) => set({ costSoft: event.currentTarget.checked })} />
+            Soft budgets: alert only, never refuse a call
+          </label>
         </div>
       </fieldset>
       <fieldset>

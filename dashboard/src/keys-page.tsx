@@ -200,7 +200,7 @@ export function KeysPage() {
                     <td>{key.models === null ? 'every model' : key.models.join(', ') || 'none'}</td>
                     <td>{limitsText(key)}</td>
                     <td>
-                      <KeySpend spend={spend.get(key.id)} limits={key.limits} />
+                      <KeySpend id={key.id} spend={spend.get(key.id)} limits={key.limits} />
                     </td>
                     <td class="time">
                       <Time seconds={key.created_at} />

@@ -151,6 +151,8 @@ async function signInByRole(t: ExecutionContext, { app, provider, deployment, br
   await app.deployment.usageStore.insert([
     usageRecord({ time: now, account: deployment.account, keyId: key.id, model: 'echo-1', costPicoUsd: 1_050_000_000_000 }),
   ]);
+  // A call under way holds $0.05 of the key's budgets (memory or Redis, as the deployment keeps them).
+  await app.deployment.spendLedger.reserve([{ party: `key:${key.id}` }], 50_000_000_000, 600_000);
   // A phone's screen too, where the layout changes most.
   const shootNarrow = async (name: string) => {
     await page.setViewportSize({ width: 390, height: 844 });
@@ -180,6 +182,14 @@ async function signInByRole(t: ExecutionContext, { app, provider, deployment, br
       // Over and near its budgets (until the operator raises them): coloured, and said in words.
       await row.locator('.over').filter({ hasText: 'today $1.05 of $1.00 (105%) over budget' }).waitFor();
       await row.locator('.near').filter({ hasText: 'month $1.05 of $1.20 (88%) near budget' }).waitFor();
+      // What the call under way holds, as a share of the day's budget; where each period ends at this rate.
+      await row.getByText('$0.05 reserved (5%)').waitFor();
+      const forecasts = await row.locator('.forecast').allTextContents();
+      t.is(forecasts.length, 2);
+      t.regex(forecasts[0] ?? '', /^→ \$[\d,.]+ by the day's end \(\d[\d,]*%\)$/);
+      t.regex(forecasts[1] ?? '', /^→ \$[\d,.]+ by the month's end \(\d[\d,]*%\)$/);
+      // Spent in part of the day and month what their budgets allow (nearly): on course to pass both.
+      t.is(await row.locator('.forecast.over').count(), 2);
     }
     await shoot(`sso-keys-${role}`);
     if (role === 'viewer') await shootNarrow(`sso-keys-${role}`);
@@ -196,16 +206,35 @@ async function signInByRole(t: ExecutionContext, { app, provider, deployment, br
       await form.getByLabel('Requests per minute').fill('30');
       await form.getByLabel('Budget per UTC day (USD)').fill('2');
       await form.getByLabel('Budget per UTC month (USD)').fill('');
+      await form.getByLabel(/^Alert at/).fill('90, 75');
+      await form.getByLabel('Soft budgets: alert only, never refuse a call').check();
       await shoot('sso-edit-key');
       await form.getByRole('button', { name: 'Save key' }).click();
       await row.getByText('Weekly report v2').waitFor();
-      t.like(await app.deployment.keys.get(key.id), { name: 'Weekly report v2', models: ['echo-1'], limits: { requestsPerMinute: 30, costPerDay: 2 } });
+      t.like(await app.deployment.keys.get(key.id), {
+        name: 'Weekly report v2',
+        models: ['echo-1'],
+        limits: { requestsPerMinute: 30, costPerDay: 2, costSoft: true, costAlertThresholds: [75, 90] },
+      });
+      await row.getByText('soft: alerts only').waitFor();
       t.is((await app.deployment.keys.get(key.id))?.limits?.costPerMonth, undefined);
       t.true(((await app.deployment.keys.get(key.id))?.expiresAt ?? 0) > 4_000_000_000);
     }
     await page.goto(`${app.url}/dashboard#/accounts/${encodeURIComponent(deployment.account)}`);
     await page.getByRole('heading', { name: 'Budgets' }).waitFor();
     t.is(await page.getByRole('button', { name: 'Save budgets' }).count(), role === 'viewer' ? 0 : 1, `${role}: Save budgets`);
+    if (role === 'operator') {
+      // The account's budgets made soft, alerting at thresholds of their own.
+      const budgets = page.getByRole('region', { name: 'Budgets' });
+      await budgets.getByLabel('Budget per UTC month (USD)').fill('3');
+      await budgets.getByLabel(/^Alert at/).fill('90, 50');
+      await budgets.getByLabel('Soft budgets: alert only, never refuse a call').check();
+      await budgets.getByRole('button', { name: 'Save budgets' }).click();
+      await budgets.getByText('Soft budgets: they alert, and refuse no call. Alerts at 50%, 90%.').waitFor();
+      t.like(await app.deployment.accountBudgets.get(deployment.account), { costPerMonth: 3, costSoft: true, costAlertThresholds: [50, 90] });
+      await budgets.locator('.forecast').filter({ hasText: "by the month's end" }).waitFor();
+      await shoot('sso-account-budgets');
+    }
     if (role === 'admin') {
       // The account's keys on its page, its cost on the accounts' list.
       await page.getByRole('region', { name: 'Keys of this account' }).getByText('Weekly report v2').waitFor();
