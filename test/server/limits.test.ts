@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import test, { type TestFn } from 'ava';
 import { runCommand } from '../../reference-server/commands/index.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { until } from '../helpers/poll.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
-import { createKey, minuteAlignedClock, startServer, tempDataDir, type RunningServer } from '../helpers/server-process.js';
+import { createKey, minuteAlignedClock, spawnServer, startServer, tempDataDir, type RunningServer } from '../helpers/server-process.js';
 import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
 import { webhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -440,6 +442,70 @@ budgetSuite(withRedis(withPostgres(test)), 'postgres+redis', async (extraEnv = {
     },
   };
 });
+
+// An instance killed (SIGKILL) with a call under way releases nothing: its reservation, on Redis,
+// lapses after budgets.reservationTtlSeconds, and another instance then sees the budget whole.
+const RESERVATION_TTL_SECONDS = 5;
+
+withRedis(withPostgres(test))(
+  'postgres+redis: an instance killed with a call under way holds its reservation no longer than budgets.reservationTtlSeconds',
+  async (t) => {
+    // An upstream that takes the call and never answers: the call is under way until its instance dies.
+    let received = 0;
+    const upstream = createServer(() => {
+      received += 1;
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => {
+      upstream.closeAllConnections();
+      upstream.close();
+    });
+    const [data, database] = await Promise.all([tempDataDir(), throwawayPostgres()]);
+    cleanups.push(database.drop, data.remove);
+    const config = join(data.dir, 'gateway.json');
+    await writeFile(
+      config,
+      JSON.stringify({
+        providers: [{ id: 'silent', kind: 'openai', baseURL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1` }],
+        models: [{ id: 'silent-model', provider: 'silent', price: { input: 1, output: 1 } }],
+        budgets: { reservationTtlSeconds: RESERVATION_TTL_SECONDS },
+        sweep: { intervalSeconds: 0 },
+      }),
+    );
+    const env = { DATA_DIR: data.dir, DATABASE_URL: database.url, REDIS_URL, GATEWAY_CONFIG: config };
+    const key = (await cli(env, ['keys', 'create', '--account', `killed-${RUN}`, '--cost-per-day', '10'])) as { id: string; key: string };
+    const { token } = (await cli(env, ['admin-tokens', 'create'])) as { token: string };
+    const [doomed, survivor] = await Promise.all([spawnServer(env), serve(env)]);
+    cleanups.push(async () => doomed.child.kill('SIGKILL'));
+    const reserved = async () =>
+      (
+        (await (await fetch(`${survivor.url}/admin/v1/keys/${key.id}/spend`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+          reserved: number;
+        }
+      ).reserved;
+
+    const call = fetch(`${doomed.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'silent-model', max_tokens: 1000, messages: [{ role: 'user', content: 'hi' }] }),
+    }).catch(() => undefined);
+    await until(
+      async () => received,
+      (count) => count > 0,
+    );
+    // 1,000 output tokens at 1 USD per million, and the body's bytes as input: a millidollar and a little more.
+    const held = await reserved();
+    t.true(held > 0.001 && held < 0.002, `reserved ${held}`);
+    doomed.child.kill('SIGKILL');
+    const killedAt = performance.now();
+    await doomed.exited;
+    await call;
+    t.is(await until(reserved, (usd) => usd === 0, { intervalMs: 100, attempts: 300 }), 0);
+    const seconds = (performance.now() - killedAt) / 1000;
+    // The reservation was made before the kill: it lapses at most the TTL after it (the rest is room for a busy machine), not the default 15 minutes.
+    t.true(seconds <= RESERVATION_TTL_SECONDS + 10, `released ${seconds.toFixed(1)} s after the kill`);
+  },
+);
 
 // 2030-11-25T10:00:00.500Z: 13 h 59 min 59.5 s before UTC midnight, and 5 days more before the month
 // ends. retry-after is in whole seconds, rounded up: the client never comes back before the end.
