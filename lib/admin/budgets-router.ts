@@ -93,6 +93,9 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
     price: priceObject(model.price),
   }));
 
+  // What a party's calls under way hold, in picodollars: 0 without a ledger.
+  const heldBy = async (party: string) => (ledger === undefined ? 0n : ((await ledger.spent([party])).held[0] ?? 0n));
+
   async function limitsObject(account: string, budget: Budget) {
     const now = nowMs();
     const monthStart = Date.parse(`${budgetPeriods(now).month.id}-01T00:00:00Z`);
@@ -107,8 +110,6 @@ export function budgetsRouter(options: BudgetsRouterOptions): Router {
       reserved: usdOfPico(held),
     };
   }
-
-  const heldBy = async (party: string) => (ledger === undefined ? 0n : ((await ledger.spent([party])).held[0] ?? 0n));
 
   const router = new Router({ prefix: ADMIN_API_PATH, sensitive: true, strict: true });
   if (keys !== undefined) {
