@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
 import test from 'ava';
 import OpenAI from 'openai';
@@ -421,6 +423,35 @@ test.serial(
     t.deepEqual(nothingSent, []);
   },
 );
+
+test.serial(
+  "entraId names @azure/identity's credential: made and asked at the first call (EnvironmentCredential without its variables fails: a rejected call, nothing sent)",
+  async (t) => {
+    const provider = azureOpenAIProvider({ id: 'env', baseURL: azure.url, entraId: { credential: 'EnvironmentCredential' } });
+    t.teardown(() => provider.close?.());
+    const sent = await receivedDuring(() =>
+      t.throwsAsync(provider.chatCompletions!({ body: { model: 'gpt-4o-mini', messages: [] }, headers: {}, signal: AbortSignal.timeout(5_000) })),
+    );
+    t.deepEqual(sent, []);
+  },
+);
+
+test('without @azure/identity installed, an entraId provider is refused at start-up naming the package; an api-key one is made, and loading the kind needs no such package', async (t) => {
+  const script = `
+    const { azureOpenAIProvider } = await import(${JSON.stringify(new URL('../../lib/models/providers/azure-openai/index.js', import.meta.url).href)});
+    azureOpenAIProvider({ id: 'k', baseURL: 'https://r.openai.azure.com', apiKey: 'k' });
+    try {
+      azureOpenAIProvider({ id: 'e', baseURL: 'https://r.openai.azure.com', entraId: {} });
+    } catch (err) {
+      console.log(err.message);
+    }`;
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', new URL('../helpers/hide-packages.js', import.meta.url).href, '--input-type=module', '-e', script],
+    { env: { ...process.env, KMG_TEST_HIDDEN_PACKAGES: '@azure/identity' } },
+  );
+  t.is(stdout.trim(), 'koa-model-gateway: azureOpenAIProvider(): a Microsoft Entra ID token needs the package @azure/identity (npm install @azure/identity)');
+});
 
 test.serial('the kind from a config file: apiKeyEnv or entraId, its options checked at start-up, telemetry naming azure.ai.openai', async (t) => {
   const file = {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { httpBaseUrl, parseOptions } from '../../../settings/schemas.js';
-import type { Provider, ProviderRequest } from '../../provider.js';
+import type { Provider, ProviderAnswer, ProviderRequest } from '../../provider.js';
 import { MAX_EMBEDDING_INPUTS } from '../../formats/embeddings/request.js';
 import { callHeaders, httpUpstream, type CallHeaders, type HttpUpstream, type PostJson } from '../http.js';
 import { openAIProviderOptions } from '../openai/index.js';
@@ -62,11 +62,9 @@ export function azureOpenAIProvider(options: AzureOpenAIProviderOptions): Provid
     endpoints = ['chat.completions', 'responses', 'embeddings'],
   } = parseOptions(azureOpenAIProviderOptions, options, where);
   if (entraId !== undefined || tokenCredential !== undefined) requireIdentityPackage(where);
-  // A baseURL is required by the schema; the openai kind's default is OpenAI's own.
-  const upstream = httpUpstream(baseURL as string);
-  const headersOf =
-    apiKey === undefined ? bearerHeaders(tokenCredential === undefined ? { entraId: entraId ?? {} } : { credential: tokenCredential }) : apiKeyHeaders(apiKey);
-  const post = (endpoint: (request: ProviderRequest) => PostJson) => async (request: ProviderRequest) => endpoint(request)(await headersOf(request), request);
+  const upstream = httpUpstream(baseURL);
+  const post =
+    apiKey === undefined ? withToken(tokenCredential === undefined ? { entraId: entraId ?? {} } : { credential: tokenCredential }) : withApiKey(apiKey);
   const paths = apiVersion === undefined ? v1Paths(upstream) : versionedPaths(upstream, apiVersion);
   return {
     id,
@@ -113,20 +111,23 @@ function deploymentPath(upstream: HttpUpstream, path: (deployment: string) => st
   };
 }
 
-function apiKeyHeaders(apiKey: string): (request: ProviderRequest) => CallHeaders {
+type Send = (endpoint: (request: ProviderRequest) => PostJson) => (request: ProviderRequest) => Promise<ProviderAnswer>;
+
+/** Calls with the `api-key` header, made once. */
+function withApiKey(apiKey: string): Send {
   const headers = callHeaders({ 'api-key': apiKey });
-  return () => headers;
+  return (endpoint) => (request) => endpoint(request)(headers, request);
 }
 
-/** `Authorization: Bearer` with the credential's token, got within the call's time (its signal). */
-function bearerHeaders(source: Parameters<typeof entraIdTokens>[0]): (request: ProviderRequest) => Promise<CallHeaders> {
+/** Calls with `Authorization: Bearer` and the credential's token, got within the call's time (its signal). */
+function withToken(source: Parameters<typeof entraIdTokens>[0]): Send {
   const tokens = entraIdTokens(source);
   // Made again only when the token changes.
   let last: { token: string; headers: CallHeaders } | undefined;
-  return async ({ signal }) => {
-    const token = await untilAborted(tokens(), signal);
+  return (endpoint) => async (request) => {
+    const token = await untilAborted(tokens(), request.signal);
     if (last?.token !== token) last = { token, headers: callHeaders({ authorization: `Bearer ${token}` }) };
-    return last.headers;
+    return endpoint(request)(last.headers, request);
   };
 }
 
