@@ -30,8 +30,21 @@ export interface AzureRequest {
 const safe = { filtered: false, severity: 'safe' };
 const FILTER_RESULTS = { hate: safe, self_harm: safe, sexual: safe, violence: safe };
 const PROMPT_FILTER_RESULTS = [{ prompt_index: 0, content_filter_results: FILTER_RESULTS }];
-const USAGE = { prompt_tokens: 19, completion_tokens: 7, total_tokens: 26 };
-const RESPONSES_USAGE = { input_tokens: 19, output_tokens: 7, total_tokens: 26 };
+// Of the 19 input tokens, 8 read from the prompt cache; of the 7 output tokens, 3 of reasoning.
+const USAGE = {
+  prompt_tokens: 19,
+  completion_tokens: 7,
+  total_tokens: 26,
+  prompt_tokens_details: { cached_tokens: 8, audio_tokens: 0 },
+  completion_tokens_details: { reasoning_tokens: 3, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+};
+const RESPONSES_USAGE = {
+  input_tokens: 19,
+  output_tokens: 7,
+  total_tokens: 26,
+  input_tokens_details: { cached_tokens: 8 },
+  output_tokens_details: { reasoning_tokens: 3 },
+};
 
 const sse = (data: unknown, name?: string) => `${name === undefined ? '' : `event: ${name}\n`}data: ${JSON.stringify(data)}\n\n`;
 const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>

@@ -141,7 +141,12 @@ for (const model of ['azure-chat', 'azure-v1']) {
         usage = chunk.usage ?? usage;
       }
       t.is(text, 'Hello from Azure');
-      t.like(usage, { prompt_tokens: 19, completion_tokens: 7 });
+      t.like(usage, {
+        prompt_tokens: 19,
+        prompt_tokens_details: { cached_tokens: 8 },
+        completion_tokens: 7,
+        completion_tokens_details: { reasoning_tokens: 3 },
+      });
 
       const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Paris and London?' }];
       const first = await openai.chat.completions.create({ model, messages, tools: [weatherTool] });
@@ -172,10 +177,15 @@ for (const model of ['azure-chat', 'azure-v1']) {
       const response = await openai.responses.create({ model, input: 'Hi' });
       t.is(response.output_text, 'Hello from Azure');
       t.is(response.model, model);
-      t.like(response.usage, { input_tokens: 19, output_tokens: 7 });
+      t.like(response.usage, {
+        input_tokens: 19,
+        input_tokens_details: { cached_tokens: 8 },
+        output_tokens: 7,
+        output_tokens_details: { reasoning_tokens: 3 },
+      });
       const streamed = await openai.responses.stream({ model, input: 'Hi' }).finalResponse();
       t.is(streamed.output_text, 'Hello from Azure');
-      t.like(streamed.usage, { input_tokens: 19, output_tokens: 7 });
+      t.like(streamed.usage, { input_tokens: 19, input_tokens_details: { cached_tokens: 8 }, output_tokens: 7 });
     });
     t.deepEqual(
       sent.map((request) => [request.path, request.body.model]),
@@ -205,11 +215,11 @@ for (const model of ['azure-chat', 'azure-v1']) {
   test.serial(`${model}: Messages through the Anthropic SDK, translated to Chat Completions: JSON, stream and a parallel tool loop`, async (t) => {
     const sent = await receivedDuring(async () => {
       const message = await anthropic.messages.create({ model, max_tokens: 100, system: 'Be brief.', messages: [{ role: 'user', content: 'Hi' }] });
-      t.like(message, { model, stop_reason: 'end_turn', usage: { input_tokens: 19, output_tokens: 7 } });
+      t.like(message, { model, stop_reason: 'end_turn', usage: { input_tokens: 11, cache_read_input_tokens: 8, output_tokens: 7 } });
       t.is(message.content[0]?.type === 'text' && message.content[0].text, 'Hello from Azure');
       const streamed = await anthropic.messages.stream({ model, max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] }).finalMessage();
       t.is(streamed.content[0]?.type === 'text' && streamed.content[0].text, 'Hello from Azure');
-      t.like(streamed.usage, { input_tokens: 19, output_tokens: 7 });
+      t.like(streamed.usage, { input_tokens: 11, cache_read_input_tokens: 8, output_tokens: 7 });
     });
     t.deepEqual(
       sent.map((request) => request.path),
@@ -294,28 +304,34 @@ for (const model of ['azure-chat', 'azure-v1']) {
   });
 }
 
-test.serial('usage and cost: every call recorded with its tokens, priced by the maintained table or the catalog, streamed as JSON', async (t) => {
-  const before = records.length;
-  for (const model of ['azure-chat', 'azure-v1']) {
-    await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hi' }] });
-    for await (const chunk of await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hi' }], stream: true })) void chunk;
-  }
-  const mine = await until(
-    async () => records.slice(before),
-    (found) => found.length === 4,
-  );
-  const price = (id: string) => CATALOG.find((model) => model.id === id)?.price;
-  t.true((price('azure-chat')?.input ?? 0) > 0, 'the table prices the deployment named as its model');
-  for (const record of mine) {
-    t.like(record, { inputTokens: 19, outputTokens: 7, upstreamModel: 'gpt-4o-mini' });
-    const { input = 0, output = 0 } = price(record.model ?? '') ?? {};
-    t.is(record.costPicoUsd, Math.round(19 * input * 1e6 + 7 * output * 1e6), `${record.model}'s cost`);
-  }
-  t.deepEqual(
-    mine.map((record) => record.provider),
-    ['azure', 'azure', 'azure-v1', 'azure-v1'],
-  );
-});
+test.serial(
+  'usage and cost: every call recorded with its tokens, its cache reads at their price, priced by the maintained table or the catalog, streamed or not, in each format',
+  async (t) => {
+    const before = records.length;
+    const ask = [{ role: 'user' as const, content: 'Hi' }];
+    for (const model of ['azure-chat', 'azure-v1']) {
+      await openai.chat.completions.create({ model, messages: ask });
+      for await (const chunk of await openai.chat.completions.create({ model, messages: ask, stream: true })) void chunk;
+      await openai.responses.stream({ model, input: 'Hi' }).finalResponse();
+      await anthropic.messages.create({ model, max_tokens: 10, messages: ask });
+    }
+    const mine = await until(
+      async () => records.slice(before),
+      (found) => found.length === 8,
+    );
+    const price = (id: string) => CATALOG.find((model) => model.id === id)?.price;
+    t.true((price('azure-chat')?.input ?? 0) > 0, 'the table prices the deployment named as its model');
+    for (const record of mine) {
+      t.like(record, { inputTokens: 19, outputTokens: 7, upstreamModel: 'gpt-4o-mini' });
+      const { input = 0, output = 0, cacheRead = input } = price(record.model ?? '') ?? {};
+      t.is(record.costPicoUsd, Math.round((11 * input + 8 * cacheRead + 7 * output) * 1e6), `${record.model} on ${record.endpoint}: its cost`);
+    }
+    t.deepEqual(
+      mine.map((record) => record.provider),
+      ['azure', 'azure', 'azure', 'azure', 'azure-v1', 'azure-v1', 'azure-v1', 'azure-v1'],
+    );
+  },
+);
 
 test.serial(
   "a 429 (Azure's retry-after, retry-after-ms, x-ratelimit-*) is retried on the model's other deployment, which then cools down; with none left it reaches the client as a retryable 429",
