@@ -21,6 +21,7 @@ import {
   type AzureRequest,
 } from '../helpers/azure-openai-upstream.js';
 import { modelsApp } from '../helpers/models-app.js';
+import { makePdf } from '../helpers/models-pdf.js';
 import { until } from '../helpers/poll.js';
 
 // The azure-openai kind against a mock of Azure OpenAI's REST API (test/helpers/azure-openai-upstream.ts),
@@ -303,6 +304,48 @@ for (const model of ['azure-chat', 'azure-v1']) {
     t.true(sent.every(credentialSent));
   });
 }
+
+test.serial('a stored PDF attached by its file id reaches Azure inline, as Chat Completions and Responses carry one, from each client format', async (t) => {
+  const pdf = makePdf(1);
+  const fileId = await gateway.storePdf(pdf, { filename: 'memo.pdf' });
+  const inline = pdf.toString('base64');
+  const sent = await receivedDuring(async () => {
+    await openai.chat.completions.create({
+      model: 'azure-chat',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Summarise.' },
+            { type: 'file', file: { file_id: fileId } },
+          ],
+        },
+      ],
+    });
+    await openai.responses.create({
+      model: 'azure-v1',
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'Summarise.' },
+            { type: 'input_file', file_id: fileId },
+          ],
+        },
+      ],
+    });
+    await anthropic.messages.create({
+      model: 'azure-chat',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: fileId } } as never, { type: 'text', text: 'Summarise.' }] }],
+    });
+  });
+  t.is(sent.length, 3);
+  for (const request of sent) {
+    t.true(request.raw.includes(inline), `${request.path}: the PDF inline`);
+    t.false(request.raw.includes(fileId), `${request.path}: not the gateway's file id`);
+  }
+});
 
 test.serial(
   'usage and cost: every call recorded with its tokens, its cache reads at their price, priced by the maintained table or the catalog, streamed or not, in each format',
