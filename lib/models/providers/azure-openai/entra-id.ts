@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { nonEmptyString, settingsObject } from '../../../settings/schemas.js';
 
 /** The scope of an Azure OpenAI / Foundry token. */
-export const COGNITIVE_SERVICES_SCOPE = 'https://cognitiveservices.azure.com/.default';
+const COGNITIVE_SERVICES_SCOPE = 'https://cognitiveservices.azure.com/.default';
 
 /** The `@azure/identity` credentials a configuration may name (`entraId.credential`). */
-export const CREDENTIALS = [
+const CREDENTIALS = [
   'DefaultAzureCredential',
   'ManagedIdentityCredential',
   'WorkloadIdentityCredential',
