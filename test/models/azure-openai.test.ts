@@ -273,6 +273,12 @@ for (const model of ['azure-chat', 'azure-v1']) {
       const finishes: Array<string | null | undefined> = [];
       for await (const chunk of stream) finishes.push(...chunk.choices.map((choice) => choice.finish_reason));
       t.is(finishes.at(-1), 'content_filter');
+      const viaMessagesFiltered = await anthropic.messages.create({ model, max_tokens: 10, messages: [{ role: 'user', content: FILTERED_OUTPUT }] });
+      t.is(viaMessagesFiltered.stop_reason, 'refusal');
+      const streamedFiltered = await anthropic.messages
+        .stream({ model, max_tokens: 10, messages: [{ role: 'user', content: FILTERED_OUTPUT }] })
+        .finalMessage();
+      t.is(streamedFiltered.stop_reason, 'refusal');
     },
   );
 
@@ -532,6 +538,12 @@ test.serial('the kind from a config file: apiKeyEnv or entraId, its options chec
     for await (const chunk of (answer as { body: AsyncIterable<unknown> }).body) void chunk;
   });
   t.is(sent?.headers['api-key'], AZURE_API_KEY, 'the key from the environment variable apiKeyEnv names');
+  const chatOnly = createProvider({ kind: 'azure-openai', id: 'a', baseURL: azure.url, apiKey: 'k', endpoints: ['chat.completions', 'embeddings'] });
+  t.deepEqual(
+    [typeof chatOnly.chatCompletions, typeof chatOnly.responses, typeof chatOnly.embeddings],
+    ['function', 'undefined', 'function'],
+    'endpoints as the openai kind',
+  );
   t.throws(() => parseGatewayConfig({ providers: [{ ...file.providers[0], apiKey: 'k' }] }, 'test'), {
     message: /providers\[0\]\.apiKey must not be in the file/,
   });
