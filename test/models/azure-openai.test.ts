@@ -21,6 +21,9 @@ import {
   type AzureRequest,
 } from '../helpers/azure-openai-upstream.js';
 import { modelsApp } from '../helpers/models-app.js';
+import { referenceApp } from '../helpers/reference-app.js';
+import { throwawayPostgres } from '../helpers/server-database.js';
+import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { until } from '../helpers/poll.js';
 
@@ -640,3 +643,84 @@ providerContract(test, {
   create: (baseURL) => azureOpenAIProvider({ id: 'azure', baseURL, tokenCredential: credential }),
   upstream: { chatCompletions: chatScript('/openai/v1/chat/completions'), responses: responsesScript('/openai/v1/responses') },
 });
+
+// The kind in the reference server, from its config file, on both deployments: the embedded one
+// (SQLite, limits in memory) and PostgreSQL + Redis.
+const deployments = [
+  ['embedded', test, async () => ({ env: {}, drop: async () => undefined })],
+  [
+    'postgres+redis',
+    withRedis(withPostgres(test)),
+    async () => {
+      const database = await throwawayPostgres();
+      return { env: { DATABASE_URL: database.url, REDIS_URL }, drop: database.drop };
+    },
+  ],
+] as const;
+
+for (const [name, gated, database] of deployments) {
+  gated.serial(
+    `the reference server (${name}) serves an azure-openai provider of its config file to every client format, embeddings, a 429 and usage with cost`,
+    async (t) => {
+      const { env, drop } = await database();
+      const server = await referenceApp(
+        {
+          providers: [{ id: 'azure', kind: 'azure-openai', baseURL: azure.url, apiVersion: AZURE_API_VERSION, apiKeyEnv: 'AZURE_OPENAI_API_KEY' }],
+          models: [
+            { id: 'gpt-4o-mini', provider: 'azure', price: { input: 0.15, output: 0.6, cacheRead: 0.075 } },
+            { id: 'embed', provider: 'azure', upstreamModel: 'text-embedding-3-small', type: 'embeddings', price: { input: 0.02, output: 0 } },
+          ],
+          routing: { maxAttempts: 1 },
+        },
+        { ...env, AZURE_OPENAI_API_KEY: AZURE_API_KEY },
+      );
+      t.teardown(async () => {
+        await server.close();
+        await drop();
+      });
+      const account = `azure-${name}`;
+      const serverKey = await server.keyFor(undefined, { account });
+      const client = new OpenAI({ apiKey: serverKey, baseURL: `${server.url}/v1`, maxRetries: 0 });
+      const claude = new Anthropic({ apiKey: serverKey, baseURL: server.url, maxRetries: 0 });
+      const ask = [{ role: 'user' as const, content: 'Hi' }];
+
+      const sent = await receivedDuring(async () => {
+        t.is((await client.chat.completions.create({ model: 'gpt-4o-mini', messages: ask })).choices[0]?.message.content, 'Hello from Azure');
+        let text = '';
+        for await (const chunk of await client.chat.completions.create({ model: 'gpt-4o-mini', messages: ask, stream: true }))
+          text += chunk.choices[0]?.delta.content ?? '';
+        t.is(text, 'Hello from Azure');
+        t.is((await client.responses.create({ model: 'gpt-4o-mini', input: 'Hi' })).output_text, 'Hello from Azure');
+        const message = await claude.messages.create({ model: 'gpt-4o-mini', max_tokens: 10, messages: ask });
+        t.is(message.content[0]?.type === 'text' && message.content[0].text, 'Hello from Azure');
+        const vectors = await client.embeddings.create({ model: 'embed', input: 'abc' });
+        t.deepEqual(Array.from(vectors.data[0]?.embedding ?? []), [3, 97, 0.5]);
+      });
+      t.is(sent.length, 5);
+      t.true(sent.every((request) => request.headers['api-key'] === AZURE_API_KEY && !JSON.stringify(request.headers).includes(serverKey)));
+
+      azure.throttle(1);
+      const limited = await t.throwsAsync(client.chat.completions.create({ model: 'gpt-4o-mini', messages: ask }), { instanceOf: OpenAI.RateLimitError });
+      t.is(limited?.headers.get('retry-after'), '2');
+
+      const records = await until(
+        () => server.deployment.usageStore.list({ account }),
+        (found) => found.length === 6,
+      );
+      const byEndpoint = Object.fromEntries(records.filter((record) => record.status === 200).map((record) => [`${record.endpoint} ${record.stream}`, record]));
+      t.is(Object.keys(byEndpoint).length, 5, 'one record per call');
+      for (const record of Object.values(byEndpoint).filter((found) => found.model === 'gpt-4o-mini')) {
+        t.like(record, { provider: 'azure', upstreamModel: 'gpt-4o-mini', inputTokens: 19, outputTokens: 7 });
+        t.is(record.costPicoUsd, Math.round((11 * 0.15 + 8 * 0.075 + 7 * 0.6) * 1e6), `${record.endpoint}: its cost`);
+      }
+      t.like(
+        records.find((record) => record.model === 'embed'),
+        { inputTokens: 4, costPicoUsd: Math.round(4 * 0.02 * 1e6) },
+      );
+      t.like(
+        records.find((record) => record.status === 429),
+        { provider: 'azure', costPicoUsd: 0 },
+      );
+    },
+  );
+}
