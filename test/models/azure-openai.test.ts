@@ -1,14 +1,27 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
+import { SpanKind } from '@opentelemetry/api';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import Koa from 'koa';
 import test from 'ava';
 import OpenAI from 'openai';
+import { apiKey } from '../../lib/auth/api-key.js';
+import { createApiKey } from '../../lib/auth/keys.js';
+import { SCOPES } from '../../lib/auth/scopes.js';
 import { priceCatalog } from '../../lib/cost/price-table.js';
+import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
+import { modelsRouter } from '../../lib/models/models-router.js';
+import { traceRequests } from '../../lib/tracing/trace-requests.js';
+import { underPath } from '../../lib/under-path.js';
+import { listen } from '../helpers/http.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';
 import { azureOpenAIProvider, type AzureTokenCredential } from '../../lib/models/providers/azure-openai/index.js';
 import { createProvider, providerRegistry } from '../../lib/models/providers/registry.js';
 import { configuredProviders, parseGatewayConfig } from '../../reference-server/config.js';
 import { MemoryCooldownStore } from '../../lib/stores/memory/cooldown-store.js';
+import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { providerContract } from '../../lib/testing/index.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import {
@@ -642,6 +655,48 @@ providerContract(test, {
   name: 'azureOpenAIProvider (v1, Entra ID)',
   create: (baseURL) => azureOpenAIProvider({ id: 'azure', baseURL, tokenCredential: credential }),
   upstream: { chatCompletions: chatScript('/openai/v1/chat/completions'), responses: responsesScript('/openai/v1/responses') },
+});
+
+test.serial('traces name the provider azure.ai.openai and its host, the deployment asked for, the usage and the finish reason', async (t) => {
+  const exporter = new InMemorySpanExporter();
+  const tracer = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  tracer.register();
+  t.teardown(() => tracer.shutdown());
+  const keys = new MemoryKeyStore();
+  const provider = azureOpenAIProvider({ id: 'azure', baseURL: azure.url, apiVersion: AZURE_API_VERSION, apiKey: AZURE_API_KEY });
+  const router = modelsRouter({
+    catalog: [{ id: 'azure-chat', provider: 'azure', upstreamModel: 'gpt-4o-mini' }],
+    providers: [provider],
+    routing: { maxAttempts: 1 },
+  });
+  const app = new Koa();
+  app.use(traceRequests());
+  app.use(gatewayErrors());
+  app.use(underPath('/v1', apiKey({ store: keys })));
+  app.use(router.routes());
+  const server = await listen(app);
+  t.teardown(async () => {
+    await server.close();
+    await provider.close?.();
+  });
+  const tracedKey = (await createApiKey(keys, { prefix: 'kmg', account: 'acme', scopes: [...SCOPES], models: null })).key;
+  const client = new OpenAI({ apiKey: tracedKey, baseURL: `${server.url}/v1`, maxRetries: 0 });
+  await client.chat.completions.create({ model: 'azure-chat', messages: [{ role: 'user', content: 'Hi' }] });
+  const spans = await until(
+    async () => exporter.getFinishedSpans().filter((span) => span.kind === SpanKind.CLIENT),
+    (found) => found.length === 1,
+  );
+  t.like(spans[0]?.attributes, {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': 'azure.ai.openai',
+    'gen_ai.request.model': 'gpt-4o-mini',
+    'server.address': '127.0.0.1',
+    'server.port': Number(new URL(azure.url).port),
+    'kmg.provider.id': 'azure',
+    'gen_ai.usage.input_tokens': 19,
+    'gen_ai.usage.output_tokens': 7,
+  });
+  t.deepEqual(spans[0]?.attributes['gen_ai.response.finish_reasons'], ['stop']);
 });
 
 // The kind in the reference server, from its config file, on both deployments: the embedded one
