@@ -7,6 +7,9 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import Koa from 'koa';
 import test from 'ava';
 import OpenAI from 'openai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { OpenAIEmbeddings } from '@langchain/openai';
+import { embedMany } from 'ai';
 import { apiKey } from '../../lib/auth/api-key.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES } from '../../lib/auth/scopes.js';
@@ -750,8 +753,18 @@ for (const [name, gated, database] of deployments) {
         t.is(message.content[0]?.type === 'text' && message.content[0].text, 'Hello from Azure');
         const vectors = await client.embeddings.create({ model: 'embed', input: 'abc' });
         t.deepEqual(Array.from(vectors.data[0]?.embedding ?? []), [3, 97, 0.5]);
+        // The same vectors through the AI SDK and LangChain, which ask for floats and base64 as they do.
+        const aiSdk = createOpenAI({ apiKey: serverKey, baseURL: `${server.url}/v1` });
+        const many = await embedMany({ model: aiSdk.embedding('embed'), values: ['abc', 'hello'], maxRetries: 0 });
+        const langchain = new OpenAIEmbeddings({ model: 'embed', apiKey: serverKey, maxRetries: 0, configuration: { baseURL: `${server.url}/v1` } });
+        for (const found of [many.embeddings, await langchain.embedDocuments(['abc', 'hello'])]) {
+          t.deepEqual(found, [
+            [3, 97, 0.5],
+            [5, 104, 0.5],
+          ]);
+        }
       });
-      t.is(sent.length, 5);
+      t.is(sent.length, 7);
       t.true(sent.every((request) => request.headers['api-key'] === AZURE_API_KEY && !JSON.stringify(request.headers).includes(serverKey)));
 
       azure.throttle(1);
@@ -760,17 +773,25 @@ for (const [name, gated, database] of deployments) {
 
       const records = await until(
         () => server.deployment.usageStore.list({ account }),
-        (found) => found.length === 6,
+        (found) => found.length === 8,
       );
-      const byEndpoint = Object.fromEntries(records.filter((record) => record.status === 200).map((record) => [`${record.endpoint} ${record.stream}`, record]));
-      t.is(Object.keys(byEndpoint).length, 5, 'one record per call');
+      const chats = records.filter((record) => record.status === 200 && record.model === 'gpt-4o-mini');
+      const byEndpoint = Object.fromEntries(chats.map((record) => [`${record.endpoint} ${record.stream}`, record]));
+      t.is(Object.keys(byEndpoint).length, 4, 'one record per call');
       for (const record of Object.values(byEndpoint).filter((found) => found.model === 'gpt-4o-mini')) {
         t.like(record, { provider: 'azure', upstreamModel: 'gpt-4o-mini', inputTokens: 19, outputTokens: 7 });
         t.is(record.costPicoUsd, Math.round((11 * 0.15 + 8 * 0.075 + 7 * 0.6) * 1e6), `${record.endpoint}: its cost`);
       }
-      t.like(
-        records.find((record) => record.model === 'embed'),
-        { inputTokens: 4, costPicoUsd: Math.round(4 * 0.02 * 1e6) },
+      t.deepEqual(
+        records
+          .filter((record) => record.model === 'embed')
+          .map((record) => [record.inputTokens, record.costPicoUsd])
+          .sort(([a = 0], [b = 0]) => a - b),
+        [
+          [4, Math.round(4 * 0.02 * 1e6)],
+          [8, Math.round(8 * 0.02 * 1e6)],
+          [8, Math.round(8 * 0.02 * 1e6)],
+        ],
       );
       t.like(
         records.find((record) => record.status === 429),
