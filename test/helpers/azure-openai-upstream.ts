@@ -17,6 +17,8 @@ export const DEPLOYMENTS = ['gpt-4o-mini', 'gpt-4o-east', 'text-embedding-3-smal
 /** A prompt holding this is refused by the content filter (400); one holding FILTERED_OUTPUT has its completion filtered (finish_reason content_filter). */
 export const FILTERED_PROMPT = 'trigger the prompt filter';
 export const FILTERED_OUTPUT = 'trigger the output filter';
+/** The encrypted content of the reasoning item the mock answers a request asking for reasoning with. */
+export const REASONING_SEALED = 'gAAAAABazure-sealed-reasoning==';
 
 /** A request the mock received. */
 export interface AzureRequest {
@@ -140,7 +142,9 @@ function responses(res: ServerResponse, body: Record<string, unknown>, model: st
     name: call.name,
     arguments: call.args,
   }));
-  const output = calls.length > 0 ? functionCalls : [message];
+  // Asked for reasoning, a reasoning model answers with its reasoning first, sealed (as `include: ["reasoning.encrypted_content"]` gets it).
+  const reasoning = body.reasoning === undefined ? [] : [{ id: 'rs_az1', type: 'reasoning', summary: [], encrypted_content: REASONING_SEALED }];
+  const output: Array<Record<string, unknown>> = [...reasoning, ...(calls.length > 0 ? functionCalls : [message])];
   const response = (status: string, items: unknown[], usage: unknown) => ({
     id: 'resp_az1',
     object: 'response',
@@ -175,6 +179,8 @@ function responses(res: ServerResponse, body: Record<string, unknown>, model: st
       emit({ type: 'response.output_text.delta', item_id: 'msg_az1', output_index: index, content_index: 0, delta: text });
       emit({ type: 'response.output_text.done', item_id: 'msg_az1', output_index: index, content_index: 0, text });
       emit({ type: 'response.content_part.done', item_id: 'msg_az1', output_index: index, content_index: 0, part: message.content[0] });
+    } else if (item.type === 'reasoning') {
+      emit({ type: 'response.output_item.added', output_index: index, item });
     } else {
       const call = item as (typeof functionCalls)[number];
       emit({ type: 'response.output_item.added', output_index: index, item: { ...call, status: 'in_progress', arguments: '' } });

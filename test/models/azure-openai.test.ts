@@ -33,6 +33,7 @@ import {
   AZURE_TOKEN,
   FILTERED_OUTPUT,
   FILTERED_PROMPT,
+  REASONING_SEALED,
   azureOpenAIUpstream,
   type AzureRequest,
 } from '../helpers/azure-openai-upstream.js';
@@ -230,6 +231,25 @@ for (const model of ['azure-chat', 'azure-v1']) {
     ];
     const second = await openai.responses.create({ model, input, tools });
     t.is(second.output_text, 'results: sunny | rain');
+
+    // A reasoning model's sealed reasoning, streamed, goes back on the next turn as it came.
+    const asked = { reasoning: { effort: 'low' as const }, include: ['reasoning.encrypted_content' as const], store: false };
+    const reasoned = await openai.responses.stream({ model, input: 'Think first.', ...asked }).finalResponse();
+    const sealed = reasoned.output.find((item) => item.type === 'reasoning');
+    t.is(sealed?.encrypted_content, REASONING_SEALED);
+    const [next] = await receivedDuring(() =>
+      openai.responses.create({
+        model,
+        input: [
+          { role: 'user', content: 'Think first.' },
+          sealed!,
+          ...reasoned.output.filter((item) => item.type === 'message'),
+          { role: 'user', content: 'And?' },
+        ],
+        ...asked,
+      }),
+    );
+    t.deepEqual((next?.body.input as unknown[])[1], { id: 'rs_az1', type: 'reasoning', summary: [], encrypted_content: REASONING_SEALED });
   });
 
   test.serial(`${model}: Messages through the Anthropic SDK, translated to Chat Completions: JSON, stream and a parallel tool loop`, async (t) => {
