@@ -10,6 +10,13 @@ export type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing } fr
 export { createProvider, providerRegistry, type ProviderConfig, type ProviderFactory, type ProviderKind, type ProviderRegistry } from './providers/registry.js';
 export { openAIProvider, type OpenAIProviderOptions } from './providers/openai/index.js';
 export { anthropicProvider } from './providers/anthropic/index.js';
+export {
+  azureOpenAIProvider,
+  type AzureOpenAIProviderOptions,
+  type AzureAccessToken,
+  type AzureTokenCredential,
+  type EntraIdOptions,
+} from './providers/azure-openai/index.js';
 export { echoProvider, type EchoProviderOptions } from './providers/echo/index.js';
 export type { HttpProviderOptions } from './providers/http.js';
 export { listModels, type ListModelsOptions } from './list-models.js';

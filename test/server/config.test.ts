@@ -205,7 +205,7 @@ const badFiles: Array<[unknown, string]> = [
     { modelLimits: { rpm: 10 } },
     'modelLimits.rpm is not a setting (expected requestsPerMinute, tokensPerMinute, tokensPerDay, costPerDay, costPerMonth, costSoft, costAlertThresholds)',
   ],
-  [{ providers: [{ id: 'x', kind: 'openia' }] }, 'providers[0].kind must be one of openai, anthropic, echo'],
+  [{ providers: [{ id: 'x', kind: 'openia' }] }, `providers[0].kind must be one of ${Object.keys(providerRegistry).join(', ')}`],
   [
     { providers: [{ id: 'o', kind: 'openai', apiKey: 'secret' }] },
     "providers[0].apiKey must not be in the file: put the credential in an environment variable and name it in 'apiKeyEnv'",
