@@ -36,8 +36,8 @@ export interface ProviderAnswer {
  * An upstream as the handlers see it: one method per endpoint format it speaks, each answering
  * with the upstream's own HTTP answer (JSON, or server-sent events when `body.stream` is true), as
  * a `ProviderAnswer` (Node streams, the fast way: undici's `request()` result is one) or a fetch
- * `Response`. A provider leaves out the endpoints it does not speak: calls in those formats are
- * translated to one it speaks (lib/models/formats/). Any object of this shape can
+ * `Response`. A provider leaves out the endpoints it does not speak: calls in those formats reach
+ * its `neutral` face when it has one, else are translated to a format it speaks (lib/models/formats/). Any object of this shape can
  * be given to the model handlers: the built-in ones (`openAIProvider()`, `anthropicProvider()`,
  * `echoProvider()`) are examples, not a closed list.
  * @example
