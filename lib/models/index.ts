@@ -15,6 +15,7 @@ export { createProvider, providerRegistry, type ProviderConfig, type ProviderFac
 export { openAIProvider, type OpenAIProviderOptions } from './providers/openai/index.js';
 export { anthropicProvider } from './providers/anthropic/index.js';
 export { echoProvider, type EchoProviderOptions } from './providers/echo/index.js';
+export { geminiProvider } from './providers/gemini/index.js';
 export type { HttpProviderOptions } from './providers/http.js';
 export { listModels, type ListModelsOptions } from './list-models.js';
 export { retrieveModel, type RetrieveModelOptions } from './retrieve-model.js';
