@@ -128,6 +128,20 @@ test('provider credentials are read from the variables apiKeyEnv names only when
   );
 });
 
+test('a gemini provider is made from a config entry, its key from apiKeyEnv, and traces name it gcp.gemini', (t) => {
+  const gateway = parseGatewayConfig(
+    {
+      providers: [{ id: 'google', kind: 'gemini', apiKeyEnv: 'GEMINI_KEY' }],
+      models: [{ id: 'flash', provider: 'google', upstreamModel: 'gemini-2.5-flash' }],
+    },
+    'test',
+  );
+  const [google] = configuredProviders({ gateway, env: { GEMINI_KEY: 'g-1' }, providerKinds: providerRegistry });
+  t.is(google?.id, 'google');
+  t.is(google?.telemetry?.providerName, 'gcp.gemini');
+  t.is(google?.neutral?.name, 'Gemini');
+});
+
 // Each case: the file's content and the one line that refuses it (after `test: `).
 const badFiles: Array<[unknown, string]> = [
   [[], 'the config must be an object'],
@@ -200,7 +214,7 @@ const badFiles: Array<[unknown, string]> = [
     'models[0].price.output must be a non-negative number of USD per million tokens, to at most 6 decimal places',
   ],
   [{ modelLimits: { rpm: 10 } }, 'modelLimits.rpm is not a setting (expected requestsPerMinute, tokensPerMinute, tokensPerDay, costPerDay, costPerMonth)'],
-  [{ providers: [{ id: 'x', kind: 'openia' }] }, 'providers[0].kind must be one of openai, anthropic, echo'],
+  [{ providers: [{ id: 'x', kind: 'openia' }] }, 'providers[0].kind must be one of openai, anthropic, echo, gemini'],
   [
     { providers: [{ id: 'o', kind: 'openai', apiKey: 'secret' }] },
     "providers[0].apiKey must not be in the file: put the credential in an environment variable and name it in 'apiKeyEnv'",
