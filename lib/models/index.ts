@@ -16,6 +16,7 @@ export { openAIProvider, type OpenAIProviderOptions } from './providers/openai/i
 export { anthropicProvider } from './providers/anthropic/index.js';
 export { echoProvider, type EchoProviderOptions } from './providers/echo/index.js';
 export { geminiProvider } from './providers/gemini/index.js';
+export { vertexProvider, type TokenSource, type VertexProviderOptions } from './providers/vertex/index.js';
 export type { HttpProviderOptions } from './providers/http.js';
 export { listModels, type ListModelsOptions } from './list-models.js';
 export { retrieveModel, type RetrieveModelOptions } from './retrieve-model.js';
