@@ -141,7 +141,11 @@ const badProviders: Array<[string, () => unknown, string]> = [
   ],
   ['an empty apiKey', () => anthropicProvider({ id: 'p', apiKey: '' }), 'anthropicProvider(): apiKey must be a non-empty string'],
   ['a baseURL on echo', () => echoProvider({ id: 'p', baseURL: 'https://x' } as never), 'echoProvider(): baseURL is not a setting (expected id)'],
-  ['an unknown kind', () => createProvider({ id: 'p', kind: 'azure' } as never), 'createProvider(): kind must be one of openai, anthropic, echo, gemini, vertex'],
+  [
+    'an unknown kind',
+    () => createProvider({ id: 'p', kind: 'azure' } as never),
+    'createProvider(): kind must be one of openai, anthropic, echo, gemini, vertex',
+  ],
 ];
 
 for (const [name, make, message] of badProviders) {
