@@ -4,6 +4,7 @@ import type { Answer, StreamPart } from '../../lib/models/formats/neutral.js';
 import { untranslatable } from '../../lib/models/formats/neutral.js';
 import { UpstreamStatusError, type NeutralCall, type NeutralProtocol, type Provider } from '../../lib/models/provider.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
+import { MemoryResponseCache } from '../../lib/stores/memory/response-cache.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { until } from '../helpers/poll.js';
 
@@ -333,4 +334,29 @@ test('a provider that misses the signal still ends: silent past timeoutMs, a JSO
   const text = await streamed.text();
   t.true(text.includes('Hel'));
   t.regex(text, ERROR_EVENT.messages);
+});
+
+test("a neutral provider's answers are cached as any: the repeated call, JSON or streamed, is a hit that calls nothing", async (t) => {
+  const counted = scriptedNeutral('counted');
+  const cached = await modelsApp({
+    catalog: [{ id: 'cached-model', provider: 'counted', cache: { ttlSeconds: 60 } }],
+    providers: [counted.provider],
+    cache: { store: new MemoryResponseCache() },
+  });
+  t.teardown(cached.close);
+  const cachedKey = await cached.keyFor();
+  for (const stream of [false, true]) {
+    const ask = () =>
+      cached.post(
+        '/v1/chat/completions',
+        { model: 'cached-model', stream, messages: [{ role: 'user', content: `hi, stream ${stream}` }] },
+        { authorization: `Bearer ${cachedKey}` },
+      );
+    const first = await ask();
+    await first.text();
+    const second = await ask();
+    t.deepEqual([first.headers.get('x-kmg-cache'), second.headers.get('x-kmg-cache')], ['miss', 'hit'], `stream: ${stream}`);
+    t.regex(await second.text(), stream ? /"content":"lo\."/ : /"content":"Hello\."/);
+  }
+  t.is(counted.calls.length, 2);
 });
