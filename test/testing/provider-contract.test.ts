@@ -1,7 +1,9 @@
 import test from 'ava';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
+import { geminiProvider } from '../../lib/models/providers/gemini/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
+import { vertexProvider } from '../../lib/models/providers/vertex/index.js';
 import { providerContract } from '../../lib/testing/index.js';
 
 // The built-in providers keep the contract a third-party provider runs (examples/cohere-provider/).
@@ -90,4 +92,31 @@ test('providerContract() refuses a stream script it cannot hold back an event of
     instanceOf: TypeError,
     message: 'koa-model-gateway: providerContract(): upstream.chatCompletions.events must hold at least two events',
   });
+});
+
+const geminiChunk = (parts: unknown[], extra: Record<string, unknown> = {}) => ({
+  candidates: [{ content: { role: 'model', parts }, index: 0, ...extra }],
+  modelVersion: 'gemini-upstream',
+});
+const geminiUsage = { promptTokenCount: 7, candidatesTokenCount: 2, thoughtsTokenCount: 1, totalTokenCount: 10 };
+
+const geminiScript = {
+  answer: { ...geminiChunk([{ text: 'Hi' }], { finishReason: 'STOP' }), usageMetadata: geminiUsage },
+  events: [event(geminiChunk([{ text: 'H' }])), event({ ...geminiChunk([{ text: 'i' }], { finishReason: 'STOP' }), usageMetadata: geminiUsage })],
+  error: (status: number, message: string) => ({ error: { code: status, message, status: status === 429 ? 'RESOURCE_EXHAUSTED' : 'INVALID_ARGUMENT' } }),
+  usage: { inputTokens: 7, outputTokens: 3 },
+};
+
+providerContract(test, {
+  name: 'geminiProvider',
+  create: (baseURL) => geminiProvider({ id: 'gemini', baseURL, apiKey: 'gemini-provider-key' }),
+  upstream: {
+    neutral: { ...geminiScript, path: '/v1beta/models/upstream-model-4e1b:generateContent' },
+  },
+});
+
+providerContract(test, {
+  name: 'vertexProvider',
+  create: (baseURL) => vertexProvider({ id: 'vertex', project: 'p', location: 'us-central1', baseURL, auth: { getAccessToken: async () => 'vertex-token' } }),
+  upstream: { neutral: { ...geminiScript, path: '/v1/projects/p/locations/us-central1/publishers/google/models/upstream-model-4e1b:generateContent' } },
 });

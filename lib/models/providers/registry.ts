@@ -3,8 +3,10 @@ import type { Provider } from '../provider.js';
 import { anthropicProvider } from './anthropic/index.js';
 import { azureOpenAIProvider, azureOpenAIProviderOptions } from './azure-openai/index.js';
 import { echoProvider, echoProviderOptions } from './echo/index.js';
+import { geminiProvider } from './gemini/index.js';
 import { httpProviderOptions } from './http.js';
 import { openAIProvider, openAIProviderOptions } from './openai/index.js';
+import { vertexProvider, vertexProviderOptions } from './vertex/index.js';
 
 /** How a provider of one kind is made from settings: the schema of its options, and its factory. */
 export interface ProviderFactory<Options extends z.ZodObject = z.ZodObject> {
@@ -32,6 +34,9 @@ export const providerRegistry = {
   anthropic: { options: httpProviderOptions, create: anthropicProvider },
   echo: { options: echoProviderOptions, create: echoProvider },
   'azure-openai': { options: azureOpenAIProviderOptions, create: azureOpenAIProvider },
+
+  gemini: { options: httpProviderOptions, create: geminiProvider },
+  vertex: { options: vertexProviderOptions, create: vertexProvider },
 } satisfies ProviderRegistry;
 
 export type ProviderKind = keyof typeof providerRegistry;
