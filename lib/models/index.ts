@@ -10,6 +10,8 @@ export type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing } fr
 export { createProvider, providerRegistry, type ProviderConfig, type ProviderFactory, type ProviderKind, type ProviderRegistry } from './providers/registry.js';
 export { openAIProvider, type OpenAIProviderOptions } from './providers/openai/index.js';
 export { anthropicProvider } from './providers/anthropic/index.js';
+export { bedrockProvider, type BedrockProviderOptions } from './providers/bedrock/index.js';
+export type { AwsCredentials, AwsCredentialSource } from './providers/bedrock/aws.js';
 export { echoProvider, type EchoProviderOptions } from './providers/echo/index.js';
 export type { HttpProviderOptions } from './providers/http.js';
 export { listModels, type ListModelsOptions } from './list-models.js';

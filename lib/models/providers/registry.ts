@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { Provider } from '../provider.js';
 import { anthropicProvider } from './anthropic/index.js';
+import { bedrockProvider, bedrockProviderOptions } from './bedrock/index.js';
 import { echoProvider, echoProviderOptions } from './echo/index.js';
 import { httpProviderOptions } from './http.js';
 import { openAIProvider, openAIProviderOptions } from './openai/index.js';
@@ -30,6 +31,7 @@ export const providerRegistry = {
   openai: { options: openAIProviderOptions, create: openAIProvider },
   anthropic: { options: httpProviderOptions, create: anthropicProvider },
   echo: { options: echoProviderOptions, create: echoProvider },
+  bedrock: { options: bedrockProviderOptions, create: bedrockProvider },
 } satisfies ProviderRegistry;
 
 export type ProviderKind = keyof typeof providerRegistry;
