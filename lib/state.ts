@@ -91,7 +91,7 @@ export interface ModelRequestState {
   /** How many stored files were attached. */
   attachments: number;
   /** The provider's format when it does not speak the endpoint's and the call is translated. */
-  translatedTo?: ProviderEndpoint;
+  translatedTo?: ProviderEndpoint | 'neutral';
   /** What translation left out of the client's request, by name (the answer's `x-kmg-omitted`); unset when nothing. */
   omitted?: string[];
   /** Set when the key's limits refused the call (429): which of them. */

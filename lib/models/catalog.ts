@@ -141,10 +141,16 @@ export function checkCatalog(
 
 const ENDPOINTS = ['chatCompletions', 'responses', 'messages', 'countTokens', 'embeddings', 'embed'] as const satisfies ReadonlyArray<keyof Provider>;
 
-const isProvider = (value: unknown): value is Provider =>
-  isObject(value) && typeof value.id === 'string' && value.id !== '' && ENDPOINTS.some((endpoint) => typeof value[endpoint] === 'function');
+const speaksNeutral = (neutral: unknown) =>
+  isObject(neutral) && typeof neutral.name === 'string' && typeof neutral.generate === 'function' && typeof neutral.stream === 'function';
 
-const PROVIDER = `must be a Provider: an object with an id and at least one of the methods ${ENDPOINTS.join(', ')}`;
+const isProvider = (value: unknown): value is Provider =>
+  isObject(value) &&
+  typeof value.id === 'string' &&
+  value.id !== '' &&
+  (ENDPOINTS.some((endpoint) => typeof value[endpoint] === 'function') || speaksNeutral(value.neutral));
+
+const PROVIDER = `must be a Provider: an object with an id and at least one of the methods ${ENDPOINTS.join(', ')}, or a neutral face ({ name, generate, stream })`;
 const ARRAY = 'must be an array';
 
 const modelList = z.array(catalogModelSchema, { error: ARRAY });

@@ -5,7 +5,11 @@
  * built-in providers (undici).
  */
 export type { CatalogModel } from './catalog.js';
-export type { EmbedAnswer, EmbedRequest, Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest, ProviderTelemetry } from './provider.js';
+export type { EmbedAnswer, EmbedRequest, NeutralCall, NeutralProtocol, Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest, ProviderTelemetry } from './provider.js';
+export { UpstreamStatusError } from './provider.js';
+export type { Answer, FinishReason, Message, Part, Request, StreamPart, Tool, ToolChoice, Usage } from './formats/neutral.js';
+export { untranslatable } from './formats/neutral.js';
+export type { ReadRequest } from './formats/wire-format.js';
 export type { AttemptStart, AttemptTrace, ModelRequestState, RequestTracing } from '../state.js';
 export { createProvider, providerRegistry, type ProviderConfig, type ProviderFactory, type ProviderKind, type ProviderRegistry } from './providers/registry.js';
 export { openAIProvider, type OpenAIProviderOptions } from './providers/openai/index.js';

@@ -300,7 +300,9 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
           answered = true;
           ended(usage);
         };
-        const path = UPSTREAM_PATHS[translated?.target ?? format.endpoint];
+        // A neutral provider's errors carry an API error in their body: no path is ever named for them.
+        const target = translated?.target ?? format.endpoint;
+        const path = target === 'neutral' ? '' : UPSTREAM_PATHS[target];
         const forwarding: Forwarding = {
           format,
           call,

@@ -1,5 +1,4 @@
 import { pipeline, Readable, Transform } from 'node:stream';
-import { errors } from '../../errors/gateway-error.js';
 import type { TokenUsage } from '../../usage/token-usage.js';
 import { eventObject, unreadableStreamEvent } from '../answer.js';
 import { isObject, type JsonObject } from '../content.js';
@@ -18,11 +17,16 @@ import {
 } from '../upstream-call.js';
 import { chatCompletionsFormat } from './chat-completions/index.js';
 import { messagesFormat } from './messages/index.js';
-import type { Part, Request, StreamPart, Usage } from './neutral.js';
+import { ClientStream, tokenUsage } from './client-stream.js';
+import { neutralTranslation } from './neutral-call.js';
+import type { Part, Request } from './neutral.js';
 import { responsesFormat } from './responses/index.js';
 import { checkToolChoice, type ReadRequest, type WireFormat } from './wire-format.js';
 
 export type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens' | 'embeddings'>;
+
+/** What a translated call is sent as: a provider's format, or the neutral representation. */
+export type TranslationTarget = ProviderEndpoint | 'neutral';
 
 const FORMATS: Readonly<Record<FormatEndpoint, WireFormat>> = {
   chatCompletions: chatCompletionsFormat,
@@ -37,10 +41,10 @@ const TARGETS: Readonly<Record<FormatEndpoint, readonly FormatEndpoint[]>> = {
   messages: ['chatCompletions', 'responses'],
 };
 
-/** A call in a format its provider does not speak, carried in one it does. */
+/** A call in a format its provider does not speak, carried in one it does, or in the neutral representation. */
 export interface Translation {
-  /** The provider's format. */
-  readonly target: ProviderEndpoint;
+  /** The provider's format; `neutral` for a provider of the neutral representation (`Provider.neutral`). */
+  readonly target: TranslationTarget;
   /**
    * Refuses (400, by name) what cannot be carried over, before anything is sent or counted: in
    * the body, or in the client's headers meant for the upstream (`anthropic-beta`). Answers what
@@ -69,14 +73,16 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 const EVENT_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8' };
 
 /**
- * How a call in `client`'s format reaches `provider`, which does not speak it: the first format
- * of TARGETS the provider speaks, or, for a token count, an estimate. Undefined when there is none.
+ * How a call in `client`'s format reaches `provider`, which does not speak it: the neutral
+ * representation when the provider speaks it (one translation, not two), else the first format of
+ * TARGETS the provider speaks, or, for a token count, an estimate. Undefined when there is none.
  */
 export function translation(client: ProviderEndpoint, provider: Provider): Translation | undefined {
   if (client === 'countTokens') return estimate(provider);
   // Embeddings have no other format: a provider has them (embeddingsSender()) or not.
   if (client === 'embeddings') return undefined;
   const from = FORMATS[client];
+  if (provider.neutral !== undefined) return neutralTranslation(from, provider.neutral);
   for (const target of TARGETS[client]) {
     const method = provider[target];
     const to = FORMATS[target].provider;
@@ -117,20 +123,6 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
 /** `body` through `transform`: destroying either ends both, a failure of either fails the result. */
 function through(body: Readable, transform: Transform): Readable {
   return pipeline(body, transform, () => undefined);
-}
-
-/**
- * The provider's own counts, as metering and cost read them: the client's format may have no place
- * for some (Chat Completions has none for cache writes).
- */
-function tokenUsage(usage: Usage): TokenUsage {
-  const { inputTokens, outputTokens, cachedInputTokens, cacheWriteTokens } = usage;
-  return {
-    inputTokens,
-    outputTokens,
-    ...(cachedInputTokens !== undefined && { cacheReadTokens: cachedInputTokens }),
-    ...(cacheWriteTokens !== undefined && { cacheWriteTokens }),
-  };
 }
 
 /**
@@ -200,21 +192,7 @@ function translatedJson(
 function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider']>, request: Request, usage: TokenUsage, maxEventBytes: number): Transform {
   const splitter = new EventSplitter({ maxEventBytes });
   const reader = to.streamReader();
-  const writer = from.client.streamWriter(request);
-  let started = false;
-  let finished = false;
-  const write = (parts: StreamPart[]) => {
-    let out = '';
-    for (const part of parts) {
-      // Content or a finish with no start before it: what the upstream sent was not its format's stream.
-      if (part.type === 'start') started = true;
-      else if (!started) throw unreadableStreamEvent('an event before the one that starts its answer');
-      if ((part.type === 'start' || part.type === 'finish') && part.usage) Object.assign(usage, tokenUsage(part.usage));
-      if (part.type === 'finish') finished = true;
-      out += writer.write(part);
-    }
-    return out;
-  };
+  const client = new ClientStream(from.client.streamWriter(request), usage);
   const translate = (events: string[]) => {
     let out = '';
     for (const event of events) {
@@ -223,7 +201,7 @@ function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider
       if (data === undefined || data === '[DONE]') continue;
       const parsed = eventObject(data);
       if (parsed === undefined) throw unreadableStreamEvent('an event whose data is not a JSON object');
-      out += write(reader.read(name, parsed));
+      out += client.write(reader.read(name, parsed));
     }
     return out;
   };
@@ -238,16 +216,14 @@ function streamTranslator(from: WireFormat, to: NonNullable<WireFormat['provider
     },
     flush(done) {
       try {
-        const out = translate(splitter.end()) + write(reader.end());
-        if (finished) {
-          done(null, out + writer.end());
+        const out = translate(splitter.end()) + client.write(reader.end());
+        if (client.finished) {
+          done(null, out + client.end());
           return;
         }
-        // Cut short (no finish, no final event): the client's stream must not look whole.
+        // Cut short (no finish, no final event): what came is sent, then the stream fails.
         if (out !== '') this.push(out);
-        const err = errors.upstreamError();
-        err.cause = "the upstream's stream ended before its finish";
-        done(err);
+        client.end();
       } catch (err) {
         done(err as Error);
       }
@@ -323,27 +299,35 @@ export function readNeutral(endpoint: FormatEndpoint, body: JsonObject): ReadReq
  */
 export const estimateOutputTokens = (chars: number) => Math.ceil(chars / CHARS_PER_TOKEN);
 
-/** A token count for a provider that has no counting endpoint: the estimate, when it speaks a format a Messages request can be translated to. */
+/**
+ * A token count for a provider that has no counting endpoint: the estimate, when it speaks the
+ * neutral representation or a format a Messages request can be translated to.
+ */
 function estimate(provider: Provider): Translation | undefined {
-  const target = TARGETS.messages.find((format) => provider[format] !== undefined && FORMATS[format].provider !== undefined);
+  const { neutral } = provider;
+  const target = neutral ? 'neutral' : TARGETS.messages.find((format) => provider[format] !== undefined && FORMATS[format].provider !== undefined);
   if (target === undefined) return undefined;
-  const to = FORMATS[target];
-  const read = (body: JsonObject): ReadRequest => messagesFormat.client.readRequest(body, to.name);
+  const name = neutral?.name ?? FORMATS[target as FormatEndpoint].name;
+  // What the provider would refuse is refused here too: a count of a call that cannot be made is no count.
+  const refuse = (request: ReadRequest): string[] => {
+    if (neutral) return neutral.check?.(request) ?? [];
+    FORMATS[target as FormatEndpoint].provider?.writeRequest(request);
+    return [];
+  };
   const write = (body: JsonObject, headers: Readonly<Record<string, string>>) => {
-    const betas = messagesFormat.client.checkHeaders?.(headers, to.name) ?? [];
-    const neutral = read(body);
-    to.provider?.writeRequest(neutral);
-    return { neutral, omitted: [...neutral.omitted, ...betas] };
+    const betas = messagesFormat.client.checkHeaders?.(headers, name) ?? [];
+    const request = messagesFormat.client.readRequest(body, name);
+    return { request, omitted: [...new Set([...request.omitted, ...refuse(request), ...betas])] };
   };
   return {
     target,
     check: (body, headers) => write(body, headers).omitted,
     send: async ({ body, headers }) => {
-      const { neutral, omitted } = write(body, headers);
+      const { request, omitted } = write(body, headers);
       return {
         statusCode: 200,
         headers: JSON_HEADERS,
-        body: Readable.from([JSON.stringify({ input_tokens: estimateInputTokens(neutral) })]),
+        body: Readable.from([JSON.stringify({ input_tokens: estimateInputTokens(request) })]),
         usage: { inputTokens: 0, outputTokens: 0 },
         omitted,
       };

@@ -70,9 +70,22 @@ export interface FieldRule {
 
 export type FieldRules = Readonly<Record<string, FieldRule>>;
 
-/** The class of `rule` when the call is translated to `target`; `refused` for a target it does not name. */
+const FORMAT_NAMES: readonly string[] = ['Chat Completions', 'Responses', 'Messages'] satisfies FormatName[];
+/** The classes from the one that keeps most of a field to the one that keeps least. */
+const WIDEST_FIRST: readonly FieldClass[] = ['carried', 'validated', 'omitted', 'refused'];
+
+/**
+ * The class of `rule` when the call is translated to `target`: `refused` for a format it does not
+ * name. To a provider of the neutral representation (any other target), the widest class it has
+ * towards a format: the neutral request holds the field, and the provider's `check()` refuses or
+ * omits what its API cannot carry.
+ */
 export function classOf(rule: FieldRule, target: string): FieldClass {
-  return typeof rule.class === 'string' ? rule.class : (rule.class[target as FormatName] ?? 'refused');
+  if (typeof rule.class === 'string') return rule.class;
+  const named = rule.class[target as FormatName];
+  if (named !== undefined || FORMAT_NAMES.includes(target)) return named ?? 'refused';
+  const classes = Object.values(rule.class);
+  return WIDEST_FIRST.find((kind) => classes.includes(kind)) ?? 'refused';
 }
 
 /**

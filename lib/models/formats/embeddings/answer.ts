@@ -2,8 +2,9 @@ import { Readable } from 'node:stream';
 import type { TokenUsage } from '../../../usage/token-usage.js';
 import { tokenCount, type AnswerFormat } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
-import type { EmbedAnswer, Provider, ProviderAnswer, ProviderRequest } from '../../provider.js';
+import { UpstreamStatusError, type EmbedAnswer, type Provider, type ProviderAnswer, type ProviderRequest } from '../../provider.js';
 import { DEFAULT_MAX_UPSTREAM_BYTES, providerAnswer, readWhole, UPSTREAM_CALL, type CallRequest } from '../../upstream-call.js';
+import { statusAnswer } from '../neutral-call.js';
 import { withBody } from '../translate.js';
 import { embeddingInputs } from './request.js';
 
@@ -59,7 +60,14 @@ export function embeddingsSender(provider: Provider): ((request: ProviderRequest
     for (const inputs of runs(embeddingInputs(body.input), perCall)) {
       // A client gone, or an upstream too slow, stops the runs left.
       signal.throwIfAborted();
-      const answer = await embed({ model: body.model as string, inputs, dimensions, signal, traceHeaders });
+      let answer: EmbedAnswer;
+      try {
+        answer = await embed({ model: body.model as string, inputs, dimensions, signal, traceHeaders });
+      } catch (err) {
+        // An upstream's HTTP error is answered as an OpenAI upstream's would be: refused, or 502 and retried.
+        if (err instanceof UpstreamStatusError) return statusAnswer(err);
+        throw err;
+      }
       if (answer.vectors.length !== inputs.length)
         throw new Error(`the provider's embed() answered ${answer.vectors.length} vectors for ${inputs.length} inputs`);
       answers.push(answer);
