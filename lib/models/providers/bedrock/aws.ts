@@ -12,8 +12,8 @@ export const BEDROCK_PACKAGES = ['@smithy/signature-v4', '@aws-crypto/sha256-js'
 export interface AwsCredentials {
   accessKeyId: string;
   secretAccessKey: string;
-  sessionToken?: string | undefined;
-  expiration?: Date | undefined;
+  sessionToken?: string;
+  expiration?: Date;
 }
 
 /** Where a provider's credentials come from: called before each call (the SDK's providers cache and refresh them). */
