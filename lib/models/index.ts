@@ -17,6 +17,7 @@ export { anthropicProvider } from './providers/anthropic/index.js';
 export { bedrockProvider, type BedrockProviderOptions } from './providers/bedrock/index.js';
 export type { AwsCredentials, AwsCredentialSource } from './providers/bedrock/aws.js';
 export { echoProvider, type EchoProviderOptions } from './providers/echo/index.js';
+export { geminiProvider } from './providers/gemini/index.js';
 export type { HttpProviderOptions } from './providers/http.js';
 export { listModels, type ListModelsOptions } from './list-models.js';
 export { retrieveModel, type RetrieveModelOptions } from './retrieve-model.js';

@@ -29,6 +29,9 @@ export function callHeaders(headers: Readonly<Record<string, string>>): CallHead
   return { json: { ...base, accept: 'application/json', ...headers }, stream: { ...base, accept: 'text/event-stream', ...headers } };
 }
 
+/** What a call upstream needs of the gateway's request: the signal that aborts it, and its trace headers. */
+export type UpstreamRequest = Pick<ProviderRequest, 'signal' | 'traceHeaders'>;
+
 /** POSTs a request's body as JSON to one endpoint of an upstream, with `headers` as the body asks: streamed or not. */
 export type PostJson = (headers: CallHeaders, request: ProviderRequest) => Promise<ProviderAnswer>;
 
@@ -36,6 +39,8 @@ export type PostJson = (headers: CallHeaders, request: ProviderRequest) => Promi
 export interface HttpUpstream {
   /** The endpoint at `path`, below the base URL. */
   endpoint(path: string): PostJson;
+  /** POSTs `body` as JSON to `path` (below the base URL, a query string allowed) with `headers`, aborted by `call.signal`. */
+  post(path: string, headers: Readonly<Record<string, string>>, body: unknown, call: UpstreamRequest): Promise<ProviderAnswer>;
   /** Closes the pool's connections; a call still under way fails (as when its upstream drops it). */
   close(): Promise<void>;
   /** `providerName` with the upstream's host and port, for a provider's `telemetry`. */
@@ -54,9 +59,14 @@ export function httpUpstream(baseURL: string): HttpUpstream {
   const base = new URL(baseURL);
   const prefix = base.pathname.replace(/\/+$/, '');
   const pool = new Pool(base.origin, { headersTimeout: 0, bodyTimeout: 0 });
+  const withQuery = (path: string) => (base.search === '' ? `${prefix}${path}` : `${prefix}${path}${path.includes('?') ? '&' : '?'}${base.search.slice(1)}`);
   return {
+    post(path, headers, body, { signal, traceHeaders }) {
+      const sent = traceHeaders === undefined ? headers : { ...headers, ...traceHeaders };
+      return pool.request({ path: withQuery(path), method: 'POST', headers: sent, body: JSON.stringify(body), signal });
+    },
     endpoint(path) {
-      const fullPath = `${prefix}${path}${base.search}`;
+      const fullPath = withQuery(path);
       return (headers, request) => {
         const { body, traceHeaders } = request;
         const sent = body.stream === true ? headers.stream : headers.json;

@@ -3,6 +3,7 @@ import type { Provider } from '../provider.js';
 import { anthropicProvider } from './anthropic/index.js';
 import { bedrockProvider, bedrockProviderOptions } from './bedrock/index.js';
 import { echoProvider, echoProviderOptions } from './echo/index.js';
+import { geminiProvider } from './gemini/index.js';
 import { httpProviderOptions } from './http.js';
 import { openAIProvider, openAIProviderOptions } from './openai/index.js';
 
@@ -31,6 +32,7 @@ export const providerRegistry = {
   openai: { options: openAIProviderOptions, create: openAIProvider },
   anthropic: { options: httpProviderOptions, create: anthropicProvider },
   echo: { options: echoProviderOptions, create: echoProvider },
+  gemini: { options: httpProviderOptions, create: geminiProvider },
   bedrock: { options: bedrockProviderOptions, create: bedrockProvider },
 } satisfies ProviderRegistry;
 

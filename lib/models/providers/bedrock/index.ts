@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Pool, type Dispatcher } from 'undici';
 import { z } from 'zod';
-import { errors } from '../../../errors/gateway-error.js';
 import { environmentVariableName, httpBaseUrl, nonEmptyString, parseOptions, settingsObject } from '../../../settings/schemas.js';
 import { isObject, type JsonObject } from '../../content.js';
-import { UpstreamStatusError, type EmbedRequest, type NeutralCall, type Provider } from '../../provider.js';
-import { DEFAULT_MAX_UPSTREAM_BYTES, readWhole } from '../../upstream-call.js';
+import { UpstreamStatusError, type EmbedRequest, type Provider, type ProviderAnswer } from '../../provider.js';
+import { DEFAULT_MAX_UPSTREAM_BYTES } from '../../upstream-call.js';
+import { httpUpstream, type UpstreamRequest } from '../http.js';
+import { refuseFailure, upstreamJson } from '../neutral-http.js';
 import { loadAws, type Aws, type AwsCredentialSource } from './aws.js';
 import { ConverseStreamReader } from './converse-stream.js';
 import { CONVERSE, readConverseAnswer, writeConverseRequest } from './converse.js';
@@ -37,9 +37,6 @@ export const bedrockProviderOptions = settingsObject({
 
 export type BedrockProviderOptions = z.input<typeof bedrockProviderOptions>;
 
-/** The most bytes read of an error's body: its message is all the gateway keeps of it. */
-const MAX_ERROR_BYTES = 64 * 1024;
-
 /** The credentials the environment variables of `options` hold, read now; undefined when it names none. */
 function environmentCredentials(options: z.output<typeof bedrockProviderOptions>): AwsCredentialSource | undefined {
   const { accessKeyIdEnv, secretAccessKeyEnv, sessionTokenEnv } = options;
@@ -62,9 +59,8 @@ function environmentCredentials(options: z.output<typeof bedrockProviderOptions>
  * (`x-amzn-errortype`, `ThrottlingException`), the status as it came (a 429 retried elsewhere and
  * cooled down, a 400 the client's, anything else a 502).
  */
-async function statusError(answer: Dispatcher.ResponseData): Promise<UpstreamStatusError> {
-  const text = await readWhole(answer.body, MAX_ERROR_BYTES, undefined).catch(() => '');
-  let message = `Bedrock answered ${answer.statusCode}`;
+function statusError(status: number, text: string, answer: ProviderAnswer): UpstreamStatusError {
+  let message = `Bedrock answered ${status}`;
   try {
     const parsed: unknown = JSON.parse(text);
     const said = isObject(parsed) ? (parsed.message ?? parsed.Message) : undefined;
@@ -74,7 +70,7 @@ async function statusError(answer: Dispatcher.ResponseData): Promise<UpstreamSta
   }
   const type = answer.headers['x-amzn-errortype'];
   const retryAfter = answer.headers['retry-after'];
-  return new UpstreamStatusError(answer.statusCode, message, {
+  return new UpstreamStatusError(status, message, {
     ...(typeof type === 'string' && { code: type.split(':')[0] }),
     ...(typeof retryAfter === 'string' && { retryAfter }),
   });
@@ -121,9 +117,10 @@ export function bedrockProvider(options: BedrockProviderOptions): Provider {
   const parsed = parseOptions(bedrockProviderOptions, options, 'bedrockProvider()');
   const { id, region } = parsed;
   const credentials = parsed.credentials ?? environmentCredentials(parsed);
-  const base = new URL(parsed.baseURL ?? `https://bedrock-runtime.${region}.amazonaws.com`);
+  const baseURL = parsed.baseURL ?? `https://bedrock-runtime.${region}.amazonaws.com`;
+  const base = new URL(baseURL);
   const prefix = base.pathname.replace(/\/+$/, '');
-  const pool = new Pool(base.origin, { headersTimeout: 0, bodyTimeout: 0 });
+  const upstream = httpUpstream(baseURL);
   let loading: Promise<Aws> | undefined;
   const aws = () => {
     loading ??= loadAws('bedrock', region, credentials).catch((err: unknown) => {
@@ -133,40 +130,23 @@ export function bedrockProvider(options: BedrockProviderOptions): Provider {
     return loading;
   };
 
-  /** POSTs `body` to the model's `operation`, signed; the answer's status as it came. */
-  async function post(model: string, operation: string, body: JsonObject, accept: string, call: Pick<NeutralCall, 'signal' | 'traceHeaders'>) {
-    const url = new URL(`${prefix}/model/${encodeURIComponent(model)}/${operation}`, base.origin);
-    const text = JSON.stringify(body);
-    const signed = await (await aws()).sign({ url, headers: { 'content-type': 'application/json', accept }, body: text });
+  /** POSTs `body` to the model's `operation`, signed as the bytes httpUpstream sends (its JSON); the answer's status as it came. */
+  async function post(model: string, operation: string, body: JsonObject, accept: string, call: UpstreamRequest) {
+    const path = `/model/${encodeURIComponent(model)}/${operation}`;
+    const url = new URL(`${prefix}${path}`, base.origin);
+    const signed = await (await aws()).sign({ url, headers: { 'content-type': 'application/json', accept }, body: JSON.stringify(body) });
     call.signal.throwIfAborted();
-    return pool.request({ path: url.pathname, method: 'POST', headers: { ...signed, ...call.traceHeaders }, body: text, signal: call.signal });
+    return upstream.post(path, signed, body, call);
   }
 
-  const answerId = (answer: Dispatcher.ResponseData) => {
+  const answerId = (answer: ProviderAnswer) => {
     const requestId = answer.headers['x-amzn-requestid'];
     return `bedrock-${typeof requestId === 'string' ? requestId : randomUUID()}`;
   };
 
-  async function readJson(answer: Dispatcher.ResponseData, maxBytes: number): Promise<JsonObject> {
-    if (answer.statusCode !== 200) throw await statusError(answer);
-    const text = await readWhole(answer.body, maxBytes, undefined);
-    let parsedBody: unknown;
-    try {
-      parsedBody = JSON.parse(text);
-    } catch {
-      // Below: what is not a JSON object is no answer.
-    }
-    if (!isObject(parsedBody)) throw errors.upstreamError();
-    return parsedBody;
-  }
-
   return {
     id,
-    telemetry: {
-      providerName: 'aws.bedrock',
-      serverAddress: base.hostname,
-      serverPort: base.port === '' ? (base.protocol === 'https:' ? 443 : 80) : Number(base.port),
-    },
+    telemetry: upstream.telemetry('aws.bedrock'),
     neutral: {
       name: CONVERSE,
       check: (request) => {
@@ -176,13 +156,13 @@ export function bedrockProvider(options: BedrockProviderOptions): Provider {
       async generate(call) {
         const { request, maxBytes } = call;
         const answer = await post(request.model, 'converse', writeConverseRequest(request), 'application/json', call);
-        return readConverseAnswer(await readJson(answer, maxBytes), answerId(answer), request.model);
+        return readConverseAnswer(await upstreamJson(answer, maxBytes, statusError), answerId(answer), request.model);
       },
       async *stream(call) {
         const { request, maxBytes } = call;
         const answer = await post(request.model, 'converse-stream', writeConverseRequest(request), 'application/vnd.amazon.eventstream', call);
         try {
-          if (answer.statusCode !== 200) throw await statusError(answer);
+          await refuseFailure(answer, statusError);
           const reader = new ConverseStreamReader(answerId(answer), request.model);
           for await (const message of (await aws()).messages(answer.body, maxBytes)) {
             const payload = Buffer.from(message.body).toString('utf8');
@@ -202,10 +182,10 @@ export function bedrockProvider(options: BedrockProviderOptions): Provider {
     embeddingInputsPerCall: 1,
     async embed(request: EmbedRequest) {
       const answer = await post(request.model, 'invoke', embedBody(request), 'application/json', request);
-      const body = await readJson(answer, DEFAULT_MAX_UPSTREAM_BYTES);
+      const body = await upstreamJson(answer, DEFAULT_MAX_UPSTREAM_BYTES, statusError);
       const counted = Number(answer.headers['x-amzn-bedrock-input-token-count']);
       return readEmbedding(request.model, body, Number.isSafeInteger(counted) && counted >= 0 ? counted : undefined);
     },
-    close: () => pool.destroy(),
+    close: upstream.close,
   };
 }
