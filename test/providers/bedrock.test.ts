@@ -1,6 +1,7 @@
 import test from 'ava';
 import { priceCatalog } from '../../lib/cost/price-table.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';
+import type { CooldownStore } from '../../lib/models/routing/cooldown-store.js';
 import { chatCompletionsFormat } from '../../lib/models/formats/chat-completions/index.js';
 import { messagesFormat } from '../../lib/models/formats/messages/index.js';
 import type { StreamPart } from '../../lib/models/formats/neutral.js';
@@ -48,11 +49,20 @@ const { models: catalog } = await priceCatalog<CatalogModel>([
   { id: 'titan', provider: 'bedrock', upstreamModel: 'amazon.titan-embed-text-v2:0', type: 'embeddings', price: { input: 0.02, output: 0 } },
 ]);
 const records: UsageRecord[] = [];
+/** The deployments that failed in a way that cools them down, and the retry-after each said. */
+const cooled: Array<{ deployment: string; retryAfterMs: number | undefined }> = [];
+const cooldowns: CooldownStore = {
+  fail: async (deployment, _policy, _nowMs, retryAfterMs) => {
+    cooled.push({ deployment, retryAfterMs });
+    return null;
+  },
+  coolingUntil: async (deployments) => deployments.map(() => null),
+};
 const gateway = await modelsApp({
   catalog,
   providers: [provider('bedrock'), provider('bedrock-spare'), provider('bedrock-wrong-secret', 'KMG_TEST_BEDROCK_WRONG')],
   usageRecorder: { record: (record) => void records.push(record) },
-  routing: { maxAttempts: 2 },
+  routing: { maxAttempts: 2, random: () => 0, sleep: async () => {}, cooldown: { store: cooldowns } },
 });
 test.after.always(() => Promise.all([gateway.close(), mock.close()]));
 const key = await gateway.keyFor();
@@ -571,15 +581,18 @@ test.serial(
       headers: { 'x-amzn-errortype': 'ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/' },
     };
     mock.script((sent) => (sent.model === 'first' ? throttled : { json: converseAnswer([{ text: 'From the spare.' }]) }));
+    cooled.length = 0;
     const retried = await call('chat', body('chat', 'routed', 'Hi'));
     t.is(retried.status, 200, retried.text);
     t.is(textOfAnswer('chat', retried.text, false), 'From the spare.');
+    t.is(cooled.length, 1, 'the throttled deployment cools down');
 
     mock.script((sent) =>
       sent.model === 'first' ? { stream: [{ exception: 'throttlingException', message: 'Too many tokens.' }] } : { stream: textStream(['Spare.']) },
     );
     const streamed = await call('messages', body('messages', 'routed', 'Hi', { stream: true }));
     t.is(textOfAnswer('messages', streamed.text, true), 'Spare.');
+    t.is(cooled.length, 2, 'throttled in its stream, it cools down too');
 
     mock.script(() => throttled);
     const refused = await call('messages', body('messages', 'claude-bedrock', 'Hi'));
@@ -636,4 +649,40 @@ test.serial('embeddings: Titan through InvokeModel, one input a call, in order, 
     ],
   );
   t.like(await recordAfter(counted), { model: 'titan', inputTokens: 8, costPicoUsd: 8 * 20_000 });
+});
+
+test.serial('Responses: tool calls and their outputs given back as items, in the order of the calls; a JSON schema as structured output', async (t) => {
+  mock.script(() => ({ json: converseAnswer([{ text: '{"warmer":"Paris"}' }]) }));
+  const answer = await call('responses', {
+    model: 'claude-bedrock',
+    tools: [{ type: 'function', name: 'weather', parameters: WEATHER.function.parameters }],
+    text: { format: { type: 'json_schema', name: 'verdict', schema: { type: 'object', properties: { warmer: { type: 'string' } }, required: ['warmer'] } } },
+    input: [
+      { role: 'user', content: 'Which is warmer, Paris or Oslo?' },
+      { type: 'function_call', call_id: 'tooluse_paris', name: 'weather', arguments: '{"city":"Paris"}' },
+      { type: 'function_call', call_id: 'tooluse_oslo', name: 'weather', arguments: '{"city":"Oslo"}' },
+      { type: 'function_call_output', call_id: 'tooluse_oslo', output: '3°C' },
+      { type: 'function_call_output', call_id: 'tooluse_paris', output: '12°C' },
+    ],
+  });
+  t.is(answer.status, 200, answer.text);
+  t.is(textOfAnswer('responses', answer.text, false), '{"warmer":"Paris"}');
+  const sent = mock.calls.at(-1)?.body;
+  t.deepEqual(
+    sent?.messages.map((message: Json) => [
+      message.role,
+      message.content.map((block: Json) => Object.keys(block)[0] + (block.toolResult ? `:${block.toolResult.toolUseId}` : '')),
+    ]),
+    [
+      ['user', ['text']],
+      ['assistant', ['toolUse', 'toolUse']],
+      ['user', ['toolResult:tooluse_paris', 'toolResult:tooluse_oslo']],
+    ],
+  );
+  t.deepEqual(sent?.outputConfig, {
+    textFormat: {
+      type: 'json_schema',
+      structure: { jsonSchema: { name: 'verdict', schema: '{"type":"object","properties":{"warmer":{"type":"string"}},"required":["warmer"]}' } },
+    },
+  });
 });
