@@ -35,7 +35,7 @@ export type BedrockReply =
   | { status?: number; json: unknown; headers?: Record<string, string> }
   | {
       stream: StreamMessage[];
-      /** Held back until this resolves: the message at `holdAt` and those after it. */
+      /** Held back until this resolves: the message at `at` and those after it. */
       hold?: { at: number; until: Promise<unknown> };
     };
 
@@ -91,8 +91,13 @@ function error(response: ServerResponse, status: number, type: string, message: 
  */
 export async function bedrockMock() {
   const calls: BedrockCall[] = [];
+  /** How many answers were closed by the caller before their end. */
+  const closed = { count: 0 };
   let reply: (call: BedrockCall) => BedrockReply | Promise<BedrockReply> = () => ({ status: 500, json: { message: 'nothing scripted' } });
   const server = createServer((request, response) => {
+    response.on('close', () => {
+      if (!response.writableEnded) closed.count++;
+    });
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
@@ -137,6 +142,7 @@ export async function bedrockMock() {
   return {
     url: `http://127.0.0.1:${port}`,
     calls,
+    closed,
     /** Answers every call from now on with `script`. */
     script(script: typeof reply) {
       reply = script;

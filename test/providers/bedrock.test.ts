@@ -31,6 +31,8 @@ const mock = await bedrockMock();
 const provider = (id: string, secretAccessKeyEnv = 'KMG_TEST_BEDROCK_SECRET') =>
   bedrockProvider({ id, region: MOCK_REGION, baseURL: mock.url, accessKeyIdEnv: 'KMG_TEST_BEDROCK_KEY_ID', secretAccessKeyEnv });
 process.env.KMG_TEST_BEDROCK_WRONG = 'not-the-secret';
+process.env.AWS_ACCESS_KEY_ID = MOCK_CREDENTIALS.accessKeyId;
+process.env.AWS_SECRET_ACCESS_KEY = MOCK_CREDENTIALS.secretAccessKey;
 const SONNET = 'anthropic.claude-sonnet-4-5-20250929-v1:0';
 const PROFILE_ARN = 'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3';
 const { models: catalog } = await priceCatalog<CatalogModel>([
@@ -47,6 +49,8 @@ const { models: catalog } = await priceCatalog<CatalogModel>([
   },
   { id: 'unsigned', provider: 'bedrock-wrong-secret', upstreamModel: SONNET },
   { id: 'titan', provider: 'bedrock', upstreamModel: 'amazon.titan-embed-text-v2:0', type: 'embeddings', price: { input: 0.02, output: 0 } },
+  { id: 'cohere-embed', provider: 'bedrock', upstreamModel: 'cohere.embed-multilingual-v3', type: 'embeddings', price: { input: 0.1, output: 0 } },
+  { id: 'default-chain', provider: 'bedrock-default-chain', upstreamModel: SONNET, price: { input: 1, output: 1 } },
 ]);
 const records: UsageRecord[] = [];
 /** The deployments that failed in a way that cools them down, and the retry-after each said. */
@@ -60,7 +64,13 @@ const cooldowns: CooldownStore = {
 };
 const gateway = await modelsApp({
   catalog,
-  providers: [provider('bedrock'), provider('bedrock-spare'), provider('bedrock-wrong-secret', 'KMG_TEST_BEDROCK_WRONG')],
+  providers: [
+    provider('bedrock'),
+    provider('bedrock-spare'),
+    provider('bedrock-wrong-secret', 'KMG_TEST_BEDROCK_WRONG'),
+    // No variables named: AWS's default chain, which reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY first.
+    bedrockProvider({ id: 'bedrock-default-chain', region: MOCK_REGION, baseURL: mock.url }),
+  ],
   usageRecorder: { record: (record) => void records.push(record) },
   routing: { maxAttempts: 2, random: () => 0, sleep: async () => {}, cooldown: { store: cooldowns } },
 });
@@ -685,4 +695,47 @@ test.serial('Responses: tool calls and their outputs given back as items, in the
       structure: { jsonSchema: { name: 'verdict', schema: '{"type":"object","properties":{"warmer":{"type":"string"}},"required":["warmer"]}' } },
     },
   });
+});
+
+test.serial("embeddings: Cohere on Bedrock in its own body, the input tokens from Bedrock's header", async (t) => {
+  mock.script(() => ({
+    json: { id: 'e1', response_type: 'embeddings_by_type', embeddings: { float: [[0.25, -0.5]] }, texts: ['hola'] },
+    headers: { 'x-amzn-bedrock-input-token-count': '4' },
+  }));
+  const res = await gateway.post('/v1/embeddings', { model: 'cohere-embed', input: 'hola' }, { authorization: `Bearer ${key}` });
+  const answer = (await res.json()) as Json;
+  t.is(res.status, 200, JSON.stringify(answer));
+  t.deepEqual(answer.data[0].embedding, [0.25, -0.5]);
+  t.like(answer.usage, { prompt_tokens: 4 });
+  t.deepEqual(mock.calls.at(-1)?.body, { texts: ['hola'], input_type: 'search_document', embedding_types: ['float'] });
+  const tokens = await gateway.post('/v1/embeddings', { model: 'titan', input: [1, 2, 3] }, { authorization: `Bearer ${key}` });
+  t.is(tokens.status, 400);
+  t.regex(((await tokens.json()) as Json).error.message, /token ids/);
+});
+
+test.serial("AWS's default credential chain signs as the named variables do; hints Converse has no place for are named in x-kmg-omitted", async (t) => {
+  mock.script(() => ({ json: converseAnswer([{ text: 'Signed by the chain.' }]) }));
+  const answer = await call('chat', body('chat', 'default-chain', 'Hi', { user: 'end-user-7', prompt_cache_key: 'k1' }));
+  t.is(answer.status, 200, answer.text);
+  t.is(textOfAnswer('chat', answer.text, false), 'Signed by the chain.');
+  t.is(answer.headers.get('x-kmg-omitted'), 'user,prompt_cache_key');
+  t.false(JSON.stringify(mock.calls.at(-1)?.body).includes('end-user-7'));
+});
+
+test.serial('a client that leaves mid-stream closes the call to Bedrock', async (t) => {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  mock.script(() => ({ stream: textStream(['One', ' two', ' three']), hold: { at: 2, until: held } }));
+  const before = mock.closed.count;
+  const leaving = new AbortController();
+  const res = await gateway.post(PATHS.chat, body('chat', 'claude-bedrock', 'Count.', { stream: true }), HEADERS.chat, leaving.signal);
+  const reader = res.body!.getReader();
+  await reader.read();
+  leaving.abort();
+  await until(
+    async () => mock.closed.count,
+    (count) => count > before,
+  );
+  release();
+  t.is(mock.closed.count, before + 1);
 });
