@@ -583,7 +583,7 @@ test.serial('PDFs: inline and stored files reach Converse as document blocks', a
 });
 
 test.serial(
-  'errors: a ThrottlingException answered or first in the stream is a 429 retried on the next deployment; a ValidationException a 400 with its message',
+  'errors: a ThrottlingException answered or at the start of the stream is a 429 retried on the next deployment; a ValidationException a 400 with its message',
   async (t) => {
     const throttled = {
       status: 429,
@@ -598,7 +598,14 @@ test.serial(
     t.is(cooled.length, 1, 'the throttled deployment cools down');
 
     mock.script((sent) =>
-      sent.model === 'first' ? { stream: [{ exception: 'throttlingException', message: 'Too many tokens.' }] } : { stream: textStream(['Spare.']) },
+      sent.model === 'first'
+        ? {
+            stream: [
+              { event: 'messageStart', payload: { role: 'assistant' } },
+              { exception: 'throttlingException', message: 'Too many tokens.' },
+            ],
+          }
+        : { stream: textStream(['Spare.']) },
     );
     const streamed = await call('messages', body('messages', 'routed', 'Hi', { stream: true }));
     t.is(textOfAnswer('messages', streamed.text, true), 'Spare.');

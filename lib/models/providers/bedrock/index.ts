@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { environmentVariableName, httpBaseUrl, nonEmptyString, parseOptions, settingsObject } from '../../../settings/schemas.js';
 import { isObject, type JsonObject } from '../../content.js';
+import type { StreamPart } from '../../formats/neutral.js';
 import { UpstreamStatusError, type EmbedRequest, type Provider, type ProviderAnswer } from '../../provider.js';
 import { DEFAULT_MAX_UPSTREAM_BYTES } from '../../upstream-call.js';
 import { httpUpstream, type UpstreamRequest } from '../http.js';
@@ -164,14 +165,22 @@ export function bedrockProvider(options: BedrockProviderOptions): Provider {
         try {
           await refuseFailure(answer, statusError);
           const reader = new ConverseStreamReader(answerId(answer), request.model);
+          // The start is held until content follows: an exception right after messageStart (a throttling) is still the call's status, and retried.
+          let held: StreamPart[] | undefined = [];
           for await (const message of (await aws()).messages(answer.body, maxBytes)) {
             const payload = Buffer.from(message.body).toString('utf8');
             const kind = message.headers[':message-type'];
             if (kind === 'exception' || kind === 'error') throw streamError(message.headers, payload);
             const event = JSON.parse(payload) as unknown;
-            if (kind === 'event' && isObject(event)) yield* reader.read(message.headers[':event-type'] ?? '', event);
+            if (kind !== 'event' || !isObject(event)) continue;
+            const parts = reader.read(message.headers[':event-type'] ?? '', event);
+            if (held === undefined) yield* parts;
+            else if ((held = [...held, ...parts]).some((part) => part.type !== 'start')) {
+              yield* held;
+              held = undefined;
+            }
           }
-          yield* reader.end();
+          yield* [...(held ?? []), ...reader.end()];
           if (!reader.finished) throw new Error("the upstream's stream ended before its finish");
         } finally {
           if (!answer.body.readableEnded) answer.body.destroy();
