@@ -2,6 +2,9 @@ import type { Readable } from 'node:stream';
 import type { Provider, ProviderAnswer, ProviderEndpoint } from '../models/provider.js';
 import { eventFields, EventSplitter } from '../http/server-sent-events.js';
 import { providerAnswer } from '../models/upstream-call.js';
+import { eventObject } from '../models/answer.js';
+import { isObject } from '../models/content.js';
+import { chatCompletionsFormat } from '../models/formats/chat-completions/index.js';
 import { CATALOG_MODEL, contractGateway, UPSTREAM_MODEL, type ContractGateway } from './contract-gateway.js';
 import { mockUpstream, type Arrival, type MockUpstream } from './mock-upstream.js';
 
@@ -40,8 +43,12 @@ export type ProviderContractOptions = {
   | {
       /** Makes the provider under test, calling the API at `baseURL` (the suite's mock upstream, one per test). */
       create(baseURL: string): Provider;
-      /** The endpoint formats the provider speaks, and how its upstream answers in each. */
-      upstream: Partial<Record<ProviderEndpoint, UpstreamScript>>;
+      /**
+       * The endpoint formats the provider speaks, and how its upstream answers in each; `neutral`
+       * for a provider of the neutral representation (`Provider.neutral`), which every chat
+       * format's client reaches (`path`: where its JSON answers are asked for).
+       */
+      upstream: Partial<Record<ProviderEndpoint | 'neutral', UpstreamScript>>;
     }
   | {
       /** Makes the provider under test: one that calls no upstream (as `echoProvider()`). */
@@ -140,6 +147,12 @@ function eventData(text: string): string[] {
   return [...splitter.push(text), ...splitter.end()].map((event) => eventFields(event).data ?? '');
 }
 
+/** An event's data that tells a failure, in any format: `{ error: {...} }`, `type` `error` or `response.failed`. */
+function isErrorEvent(data: string): boolean {
+  const parsed = eventObject(data);
+  return parsed !== undefined && (isObject(parsed.error) || parsed.type === 'error' || parsed.type === 'response.failed');
+}
+
 const writeEvents = (res: Arrival['res'], events: readonly string[]) => {
   for (const event of events) res.write(event);
 };
@@ -213,9 +226,9 @@ function checkUsage(t: ContractAssertions, gateway: ContractGateway, script: Ups
 }
 
 /** The suite for one endpoint format of a provider that calls an upstream. */
-function upstreamTests(test: ContractTest, options: ProviderContractOptions, endpoint: ProviderEndpoint, script: UpstreamScript): void {
+function upstreamTests(test: ContractTest, options: ProviderContractOptions, endpoint: ProviderEndpoint, script: UpstreamScript, through = ''): void {
   const client = CLIENTS[endpoint];
-  const title = `${options.name}: ${endpoint}:`;
+  const title = `${options.name}: ${through}${endpoint}:`;
   const { ends } = client;
   // A format that never streams is never asked to.
   const events = ends === null ? undefined : script.events;
@@ -265,7 +278,7 @@ function upstreamTests(test: ContractTest, options: ProviderContractOptions, end
         }
         const data = eventData(text);
         t.true(ends !== null && data.some(ends), 'the stream ends as the format ends a complete one');
-        t.true(!data.some((item) => item.includes('"error"')) && !text.includes('event: error'), 'no error event');
+        t.true(!data.some(isErrorEvent), 'no error event');
         const [arrival] = received;
         t.deepEqual(arrival && keyLeaks(gateway, arrival), [], "the client's key is never sent upstream");
         checkUsage(t, gateway, script);
@@ -338,10 +351,7 @@ function upstreamTests(test: ContractTest, options: ProviderContractOptions, end
           t.is(streamed.status, 200, 'the first event reached the gateway before the timeout');
           const data = eventData(await streamed.text());
           t.true(ends !== null && !data.some(ends), 'the stream stopped short');
-          t.true(
-            data.some((item) => item.includes('"error"')),
-            'with an error event',
-          );
+          t.true(data.some(isErrorEvent), 'with an error event');
           await arrivals[0]?.closed;
         },
         STREAM_TIMEOUT_MS,
@@ -405,6 +415,41 @@ async function abortedAnswer(call: Promise<ProviderAnswer | Response>): Promise<
   return 'body ended';
 }
 
+/** The chat formats a provider of the neutral representation is reached from. */
+const NEUTRAL_CLIENTS = ['chatCompletions', 'responses', 'messages'] as const satisfies readonly ProviderEndpoint[];
+
+/** The suite of a provider of the neutral representation: each chat format's, through it, and its aborted calls. */
+function neutralTests(test: ContractTest, options: ProviderContractOptions, script: UpstreamScript): void {
+  if (script.events !== undefined && script.events.length < 2) {
+    throw new TypeError('koa-model-gateway: providerContract(): upstream.neutral.events must hold at least two events');
+  }
+  for (const endpoint of NEUTRAL_CLIENTS) upstreamTests(test, options, endpoint, script, 'neutral via ');
+
+  test(`${options.name}: neutral: a call whose signal is already aborted sends nothing upstream and settles`, async (t) => {
+    const upstream = await mockUpstream(({ res }) => json(res, 200, script.answer));
+    const provider = 'upstream' in options ? options.create(upstream.url) : options.create();
+    try {
+      const face = provider.neutral;
+      t.true(face !== undefined, 'the provider speaks the neutral representation');
+      if (face === undefined) return;
+      const request = chatCompletionsFormat.client.readRequest({ model: UPSTREAM_MODEL, messages }, face.name);
+      const call = (stream: boolean) => ({ request: { ...request, stream }, headers: {}, signal: AbortSignal.abort(), maxBytes: 1024 * 1024 });
+      const settled = (promise: Promise<unknown>) =>
+        promise.then(
+          () => 'resolved',
+          () => 'rejected',
+        );
+      const parts = face.stream(call(true))[Symbol.asyncIterator]();
+      const [generated, streamed] = [await settled(face.generate(call(false))), await settled(parts.next())];
+      t.deepEqual([generated, streamed], ['rejected', 'rejected'], 'generate() and stream() reject');
+      t.is(upstream.received.length, 0, 'nothing is sent upstream');
+    } finally {
+      await provider.close?.();
+      await upstream.close();
+    }
+  });
+}
+
 /** The suite for one endpoint format of a provider that calls no upstream. */
 function offlineTests(test: ContractTest, options: ProviderContractOptions, endpoint: ProviderEndpoint): void {
   const client = CLIENTS[endpoint];
@@ -449,7 +494,9 @@ function offlineTests(test: ContractTest, options: ProviderContractOptions, endp
  */
 export function providerContract(test: ContractTest, options: ProviderContractOptions): void {
   const scripts = 'upstream' in options ? options.upstream : undefined;
-  const endpoints = scripts ? (Object.keys(scripts) as ProviderEndpoint[]) : 'offline' in options ? options.offline : [];
+  const neutral = scripts?.neutral;
+  if (neutral !== undefined) neutralTests(test, options, neutral);
+  const endpoints = scripts ? (Object.keys(scripts).filter((key) => key !== 'neutral') as ProviderEndpoint[]) : 'offline' in options ? options.offline : [];
   for (const endpoint of endpoints) {
     const script = scripts?.[endpoint];
     // The stream test holds the last event back until the client has read the others.

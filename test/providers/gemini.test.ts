@@ -1,5 +1,7 @@
 import { Readable } from 'node:stream';
+import Anthropic from '@anthropic-ai/sdk';
 import test from 'ava';
+import OpenAI from 'openai';
 import { priceCatalog } from '../../lib/cost/price-table.js';
 import { geminiProvider } from '../../lib/models/providers/gemini/index.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
@@ -363,4 +365,30 @@ test.serial("a Gemini model's price comes from the maintained table, and a call 
   await CLIENTS.chat();
   // 8 new input tokens at $0.30, 4 cached at $0.075, 8 output (thoughts included) at $2.50, per million.
   t.like(await lastRecord(), { costPicoUsd: 8 * 300_000 + 4 * 75_000 + 8 * 2_500_000 });
+});
+
+test.serial('the openai SDK streams a Gemini answer through Chat Completions, and the anthropic SDK through Messages', async (t) => {
+  upstream.answer(STREAM, textChunks());
+  const openai = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+  const stream = await openai.chat.completions.create({
+    model: 'gemini',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '';
+  let usage: unknown;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta.content ?? '';
+    usage ??= chunk.usage ?? undefined;
+  }
+  t.is(text, 'Hello.');
+  t.like(usage, { prompt_tokens: 12, completion_tokens: 8 });
+
+  upstream.answer(STREAM, textChunks());
+  const anthropic = new Anthropic({ apiKey: key, baseURL: gateway.url, maxRetries: 0 });
+  const message = await anthropic.messages.stream({ model: 'gemini', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+  t.is(message.content.map((block) => (block.type === 'text' ? block.text : '')).join(''), 'Hello.');
+  // Messages counts cache reads apart from the input.
+  t.like(message.usage, { input_tokens: 8, cache_read_input_tokens: 4, output_tokens: 8 });
 });

@@ -128,6 +128,20 @@ test('provider credentials are read from the variables apiKeyEnv names only when
   );
 });
 
+test('a gemini provider is made from a config entry, its key from apiKeyEnv, and traces name it gcp.gemini', (t) => {
+  const gateway = parseGatewayConfig(
+    {
+      providers: [{ id: 'google', kind: 'gemini', apiKeyEnv: 'GEMINI_KEY' }],
+      models: [{ id: 'flash', provider: 'google', upstreamModel: 'gemini-2.5-flash' }],
+    },
+    'test',
+  );
+  const [google] = configuredProviders({ gateway, env: { GEMINI_KEY: 'g-1' }, providerKinds: providerRegistry });
+  t.is(google?.id, 'google');
+  t.is(google?.telemetry?.providerName, 'gcp.gemini');
+  t.is(google?.neutral?.name, 'Gemini');
+});
+
 // Each case: the file's content and the one line that refuses it (after `test: `).
 const badFiles: Array<[unknown, string]> = [
   [[], 'the config must be an object'],

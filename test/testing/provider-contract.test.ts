@@ -1,6 +1,7 @@
 import test from 'ava';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
+import { geminiProvider } from '../../lib/models/providers/gemini/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { providerContract } from '../../lib/testing/index.js';
 
@@ -90,4 +91,24 @@ test('providerContract() refuses a stream script it cannot hold back an event of
     instanceOf: TypeError,
     message: 'koa-model-gateway: providerContract(): upstream.chatCompletions.events must hold at least two events',
   });
+});
+
+const geminiChunk = (parts: unknown[], extra: Record<string, unknown> = {}) => ({
+  candidates: [{ content: { role: 'model', parts }, index: 0, ...extra }],
+  modelVersion: 'gemini-upstream',
+});
+const geminiUsage = { promptTokenCount: 7, candidatesTokenCount: 2, thoughtsTokenCount: 1, totalTokenCount: 10 };
+
+providerContract(test, {
+  name: 'geminiProvider',
+  create: (baseURL) => geminiProvider({ id: 'gemini', baseURL, apiKey: 'gemini-provider-key' }),
+  upstream: {
+    neutral: {
+      path: '/v1beta/models/upstream-model-4e1b:generateContent',
+      answer: { ...geminiChunk([{ text: 'Hi' }], { finishReason: 'STOP' }), usageMetadata: geminiUsage },
+      events: [event(geminiChunk([{ text: 'H' }])), event({ ...geminiChunk([{ text: 'i' }], { finishReason: 'STOP' }), usageMetadata: geminiUsage })],
+      error: (status, message) => ({ error: { code: status, message, status: status === 429 ? 'RESOURCE_EXHAUSTED' : 'INVALID_ARGUMENT' } }),
+      usage: { inputTokens: 7, outputTokens: 3 },
+    },
+  },
 });
