@@ -1,5 +1,6 @@
 import { errors } from '../../../errors/gateway-error.js';
 import { isObject, type JsonObject } from '../../content.js';
+import { untranslatable } from '../../formats/neutral.js';
 import type { EmbedAnswer, EmbedRequest } from '../../provider.js';
 
 // Embeddings through InvokeModel, in each model family's own body: Cohere's (`cohere.embed-*`)
@@ -10,10 +11,9 @@ const isCohere = (model: string) => /(^|[.:/])cohere\.embed/.test(model);
 /** The InvokeModel body of one input: Titan's `inputText` (with `dimensions` where asked), or Cohere's `texts`. */
 export function embedBody({ model, inputs, dimensions }: EmbedRequest): JsonObject {
   const [input] = inputs;
-  if (inputs.length !== 1 || typeof input !== 'string')
-    throw errors.invalidRequest("'input' as token ids cannot be sent to this model: its provider, Bedrock, takes text");
+  if (inputs.length !== 1 || typeof input !== 'string') throw untranslatable('input (token ids)', 'Bedrock');
   if (isCohere(model)) {
-    if (dimensions !== undefined) throw errors.invalidRequest("'dimensions' cannot be sent to this model: Cohere's embeddings on Bedrock have one length");
+    if (dimensions !== undefined) throw untranslatable('dimensions', "Cohere's embeddings on Bedrock");
     return { texts: [input], input_type: 'search_document', embedding_types: ['float'] };
   }
   return { inputText: input, ...(dimensions !== undefined && { dimensions }) };

@@ -108,9 +108,9 @@ function streamError(headers: Record<string, string>, payload: string): Upstream
  * EventStream, by AWS's own packages, optional peer dependencies loaded at the first call:
  * `@smithy/signature-v4`, `@aws-crypto/sha256-js`, `@smithy/core` and, for AWS's default
  * credential chain, `@aws-sdk/credential-providers`. One pool of keep-alive connections, which
- * `close()` closes. A ThrottlingException, answered or in the stream before its first event, is
- * a 429 (retried on another deployment, cooled down); one later ends the client's stream in its
- * error event.
+ * `close()` closes. A ThrottlingException, answered or in the stream before its first content,
+ * is a 429 (retried on another deployment, cooled down); one later ends the client's stream in
+ * its error event.
  * @example bedrockProvider({ id: 'bedrock', region: 'us-east-1' }) // credentials from AWS's default chain
  * @example bedrockProvider({ id: 'bedrock', region: 'eu-west-3', accessKeyIdEnv: 'BEDROCK_KEY_ID', secretAccessKeyEnv: 'BEDROCK_SECRET' })
  */
@@ -174,8 +174,12 @@ export function bedrockProvider(options: BedrockProviderOptions): Provider {
             const event = JSON.parse(payload) as unknown;
             if (kind !== 'event' || !isObject(event)) continue;
             const parts = reader.read(message.headers[':event-type'] ?? '', event);
-            if (held === undefined) yield* parts;
-            else if ((held = [...held, ...parts]).some((part) => part.type !== 'start')) {
+            if (held === undefined) {
+              yield* parts;
+              continue;
+            }
+            held.push(...parts);
+            if (held.some((part) => part.type !== 'start')) {
               yield* held;
               held = undefined;
             }
