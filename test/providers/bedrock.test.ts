@@ -746,3 +746,38 @@ test.serial('a client that leaves mid-stream closes the call to Bedrock', async 
   release();
   t.is(mock.closed.count, before + 1);
 });
+
+test.serial('Responses: reasoning comes back as an item whose encrypted_content is its signature, and goes back to Converse with it', async (t) => {
+  mock.script(() => ({ json: converseAnswer(THINKING) }));
+  const first = JSON.parse((await call('responses', body('responses', 'claude-bedrock', 'Answer?', { reasoning: { effort: 'low' } }))).text);
+  const reasoning = first.output.find((item: Json) => item.type === 'reasoning');
+  t.like(reasoning, { summary: [{ type: 'summary_text', text: 'The user wants a number.' }], encrypted_content: 'EqQBCkYIARgCKkBsig' });
+  mock.script(() => ({ json: converseAnswer([{ text: 'Yes.' }]) }));
+  const next = await call('responses', {
+    model: 'claude-bedrock',
+    reasoning: { effort: 'low' },
+    input: [{ role: 'user', content: 'Answer?' }, ...first.output, { role: 'user', content: 'Sure?' }],
+  });
+  t.is(next.status, 200, next.text);
+  t.deepEqual(mock.calls.at(-1)?.body.messages[1].content[0], {
+    reasoningContent: { reasoningText: { text: 'The user wants a number.', signature: 'EqQBCkYIARgCKkBsig' } },
+  });
+});
+
+test('traces name the provider as the GenAI conventions spell it, with its host and port', (t) => {
+  t.deepEqual(provider('traced').telemetry, { providerName: 'aws.bedrock', serverAddress: '127.0.0.1', serverPort: Number(new URL(mock.url).port) });
+  t.like(bedrockProvider({ id: 'default', region: 'eu-west-3' }).telemetry, { serverAddress: 'bedrock-runtime.eu-west-3.amazonaws.com', serverPort: 443 });
+});
+
+test('a bad bedrock entry is refused when the provider is made, naming the setting; a variable named but unset too', (t) => {
+  const refused = (options: Record<string, unknown>) => t.throws(() => bedrockProvider(options as never), { instanceOf: TypeError })?.message;
+  t.is(refused({ id: 'b', region: 'Virginia' }), 'koa-model-gateway: bedrockProvider(): region must be an AWS region (us-east-1, eu-west-3...)');
+  t.regex(
+    refused({ id: 'b', region: 'us-east-1', accessKeyIdEnv: 'KMG_TEST_BEDROCK_KEY_ID' }) ?? '',
+    /accessKeyIdEnv and secretAccessKeyEnv must be given together/,
+  );
+  t.is(
+    refused({ id: 'b', region: 'us-east-1', accessKeyIdEnv: 'KMG_TEST_BEDROCK_KEY_ID', secretAccessKeyEnv: 'KMG_TEST_UNSET_SECRET' }),
+    "koa-model-gateway: bedrockProvider(): provider 'b': the environment variable KMG_TEST_UNSET_SECRET is not set",
+  );
+});
