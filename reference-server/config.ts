@@ -277,7 +277,7 @@ export function configuredProviders(config: Pick<ServerConfig, 'gateway' | 'env'
 export interface LoadConfigOptions {
   /**
    * The provider kinds a `GATEWAY_CONFIG` file may name: extend lib's built-in ones with kinds
-   * from other packages. Default: `providerRegistry` (openai, anthropic, echo, gemini).
+   * from other packages. Default: `providerRegistry` (openai, anthropic, echo, gemini, vertex).
    * @example loadConfig(process.env, { providerKinds: { ...providerRegistry, cohere: cohereKind } })
    */
   providerKinds?: ProviderRegistry;

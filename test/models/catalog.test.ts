@@ -141,7 +141,11 @@ const badProviders: Array<[string, () => unknown, string]> = [
   ],
   ['an empty apiKey', () => anthropicProvider({ id: 'p', apiKey: '' }), 'anthropicProvider(): apiKey must be a non-empty string'],
   ['a baseURL on echo', () => echoProvider({ id: 'p', baseURL: 'https://x' } as never), 'echoProvider(): baseURL is not a setting (expected id)'],
-  ['an unknown kind', () => createProvider({ id: 'p', kind: 'azure' } as never), 'createProvider(): kind must be one of openai, anthropic, echo, gemini, bedrock'],
+  [
+    'an unknown kind',
+    () => createProvider({ id: 'p', kind: 'azure' } as never),
+    'createProvider(): kind must be one of openai, anthropic, echo, gemini, vertex, bedrock',
+  ],
 ];
 
 for (const [name, make, message] of badProviders) {
@@ -206,11 +210,11 @@ test('createProvider() makes a kind of an extended registry, and still the built
 test("createProvider() refuses a kind its registry does not have, naming the registry's kinds", (t) => {
   t.throws(() => createProvider({ kind: 'in-house', id: 'house', region: 'eu' } as never), {
     instanceOf: TypeError,
-    message: 'koa-model-gateway: createProvider(): kind must be one of openai, anthropic, echo, gemini, bedrock',
+    message: 'koa-model-gateway: createProvider(): kind must be one of openai, anthropic, echo, gemini, vertex, bedrock',
   });
   t.throws(() => createProvider({ kind: 'azure', id: 'a' } as never, kinds), {
     instanceOf: TypeError,
-    message: 'koa-model-gateway: createProvider(): kind must be one of openai, anthropic, echo, gemini, bedrock, in-house',
+    message: 'koa-model-gateway: createProvider(): kind must be one of openai, anthropic, echo, gemini, vertex, bedrock, in-house',
   });
 });
 

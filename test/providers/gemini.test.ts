@@ -392,3 +392,42 @@ test.serial('the openai SDK streams a Gemini answer through Chat Completions, an
   // Messages counts cache reads apart from the input.
   t.like(message.usage, { input_tokens: 8, cache_read_input_tokens: 4, output_tokens: 8 });
 });
+
+test.serial('hints Gemini has no place for are left out and named; what would change the answer is refused by name', async (t) => {
+  upstream.answer(GENERATE, reply(200, answer([{ text: 'Hi.' }])));
+  const hinted = await CLIENTS.chat({ user: 'end-user-1', prompt_cache_key: 'k1', service_tier: 'auto' });
+  t.is(hinted.status, 200);
+  t.is(hinted.headers.get('x-kmg-omitted'), 'service_tier,user,prompt_cache_key');
+  t.false(JSON.stringify(upstream.received[0]?.body).includes('end-user-1'));
+  for (const [field, value] of [
+    ['parallel_tool_calls', false],
+    ['verbosity', 'low'],
+    ['service_tier', 'flex'],
+  ] as const) {
+    const refused = await CLIENTS.chat({ [field]: value, tools: [weatherTool] });
+    t.is(refused.status, 400, field);
+    t.regex(((await refused.json()) as { error: { message: string } }).error.message, new RegExp(`'${field}.*Gemini`));
+  }
+  t.is(upstream.received.length, 1);
+});
+
+test.serial("a Responses client's reasoning item goes back to Gemini as its signature", async (t) => {
+  upstream.answer(
+    GENERATE,
+    reply(
+      200,
+      answer([
+        { text: 'Thinking.', thought: true },
+        { text: 'Done.', thoughtSignature: 'cmVzcG9uc2Vz' },
+      ]),
+    ),
+  );
+  const first = (await (await CLIENTS.responses({ reasoning: { effort: 'low' } })).json()) as { output: Json[] };
+  const reasoning = first.output.find((item) => item.type === 'reasoning');
+  t.is(reasoning?.encrypted_content, 'cmVzcG9uc2Vz');
+  t.deepEqual((upstream.received[0]?.body as Json).generationConfig.thinkingConfig, { thinkingBudget: 2048, includeThoughts: true });
+  upstream.answer(GENERATE, reply(200, answer([{ text: 'Again.' }])));
+  const input = [{ role: 'user', content: 'Go' }, ...first.output, { role: 'user', content: 'More' }];
+  t.is((await CLIENTS.responses({ reasoning: { effort: 'low' }, input })).status, 200);
+  t.deepEqual((upstream.received[1]?.body as Json).contents[1], { role: 'model', parts: [{ text: 'Done.', thoughtSignature: 'cmVzcG9uc2Vz' }] });
+});

@@ -214,7 +214,7 @@ const badFiles: Array<[unknown, string]> = [
     'models[0].price.output must be a non-negative number of USD per million tokens, to at most 6 decimal places',
   ],
   [{ modelLimits: { rpm: 10 } }, 'modelLimits.rpm is not a setting (expected requestsPerMinute, tokensPerMinute, tokensPerDay, costPerDay, costPerMonth)'],
-  [{ providers: [{ id: 'x', kind: 'openia' }] }, 'providers[0].kind must be one of openai, anthropic, echo, gemini, bedrock'],
+  [{ providers: [{ id: 'x', kind: 'openia' }] }, 'providers[0].kind must be one of openai, anthropic, echo, gemini, vertex, bedrock'],
   [
     { providers: [{ id: 'o', kind: 'openai', apiKey: 'secret' }] },
     "providers[0].apiKey must not be in the file: put the credential in an environment variable and name it in 'apiKeyEnv'",

@@ -4,6 +4,7 @@ import { bedrockProvider } from '../../lib/models/providers/bedrock/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { geminiProvider } from '../../lib/models/providers/gemini/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
+import { vertexProvider } from '../../lib/models/providers/vertex/index.js';
 import { providerContract } from '../../lib/testing/index.js';
 import { converseAnswer, frame, MOCK_CREDENTIALS, MOCK_REGION, textStream } from '../helpers/bedrock-mock.js';
 
@@ -101,18 +102,25 @@ const geminiChunk = (parts: unknown[], extra: Record<string, unknown> = {}) => (
 });
 const geminiUsage = { promptTokenCount: 7, candidatesTokenCount: 2, thoughtsTokenCount: 1, totalTokenCount: 10 };
 
+const geminiScript = {
+  answer: { ...geminiChunk([{ text: 'Hi' }], { finishReason: 'STOP' }), usageMetadata: geminiUsage },
+  events: [event(geminiChunk([{ text: 'H' }])), event({ ...geminiChunk([{ text: 'i' }], { finishReason: 'STOP' }), usageMetadata: geminiUsage })],
+  error: (status: number, message: string) => ({ error: { code: status, message, status: status === 429 ? 'RESOURCE_EXHAUSTED' : 'INVALID_ARGUMENT' } }),
+  usage: { inputTokens: 7, outputTokens: 3 },
+};
+
 providerContract(test, {
   name: 'geminiProvider',
   create: (baseURL) => geminiProvider({ id: 'gemini', baseURL, apiKey: 'gemini-provider-key' }),
   upstream: {
-    neutral: {
-      path: '/v1beta/models/upstream-model-4e1b:generateContent',
-      answer: { ...geminiChunk([{ text: 'Hi' }], { finishReason: 'STOP' }), usageMetadata: geminiUsage },
-      events: [event(geminiChunk([{ text: 'H' }])), event({ ...geminiChunk([{ text: 'i' }], { finishReason: 'STOP' }), usageMetadata: geminiUsage })],
-      error: (status, message) => ({ error: { code: status, message, status: status === 429 ? 'RESOURCE_EXHAUSTED' : 'INVALID_ARGUMENT' } }),
-      usage: { inputTokens: 7, outputTokens: 3 },
-    },
+    neutral: { ...geminiScript, path: '/v1beta/models/upstream-model-4e1b:generateContent' },
   },
+});
+
+providerContract(test, {
+  name: 'vertexProvider',
+  create: (baseURL) => vertexProvider({ id: 'vertex', project: 'p', location: 'us-central1', baseURL, auth: { getAccessToken: async () => 'vertex-token' } }),
+  upstream: { neutral: { ...geminiScript, path: '/v1/projects/p/locations/us-central1/publishers/google/models/upstream-model-4e1b:generateContent' } },
 });
 
 // Bedrock's binary EventStream: the first chunk holds the start and the first text, which the provider passes on together.

@@ -307,3 +307,30 @@ test.serial("an embed() that throws an upstream's 429 is a 429 with its message 
   embedError.status = 503;
   t.is((await embed()).status, 502);
 });
+
+test('a provider that misses the signal still ends: silent past timeoutMs, a JSON call is a 504 and a stream ends in its error event', async (t) => {
+  const deaf: Provider = {
+    id: 'deaf',
+    neutral: {
+      name: 'Deaf',
+      generate: () => new Promise<Answer>(() => {}),
+      async *stream() {
+        yield { type: 'start', id: 'a', model: 'm', created: 1 };
+        yield { type: 'text-start' };
+        yield { type: 'text-delta', delta: 'Hel' };
+        await new Promise(() => {});
+      },
+    },
+  };
+  const quick = await modelsApp({ catalog: [{ id: 'deaf-model', provider: 'deaf' }], providers: [deaf], timeoutMs: 300 });
+  t.teardown(quick.close);
+  const quickKey = await quick.keyFor();
+  const ask = (stream: boolean) =>
+    quick.post('/v1/messages', { model: 'deaf-model', max_tokens: 10, stream, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': quickKey });
+  t.is((await ask(false)).status, 504);
+  const streamed = await ask(true);
+  t.is(streamed.status, 200);
+  const text = await streamed.text();
+  t.true(text.includes('Hel'));
+  t.regex(text, ERROR_EVENT.messages);
+});

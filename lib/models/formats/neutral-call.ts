@@ -92,7 +92,8 @@ async function* events(first: IteratorResult<StreamPart>, parts: AsyncIterator<S
     }
     yield client.end();
   } finally {
-    await parts.return?.();
+    // Not awaited: a provider that misses the signal would hold the client's stream until it yields again.
+    parts.return?.().catch(() => undefined);
   }
 }
 

@@ -6,6 +6,7 @@ import { echoProvider, echoProviderOptions } from './echo/index.js';
 import { geminiProvider } from './gemini/index.js';
 import { httpProviderOptions } from './http.js';
 import { openAIProvider, openAIProviderOptions } from './openai/index.js';
+import { vertexProvider, vertexProviderOptions } from './vertex/index.js';
 
 /** How a provider of one kind is made from settings: the schema of its options, and its factory. */
 export interface ProviderFactory<Options extends z.ZodObject = z.ZodObject> {
@@ -33,6 +34,7 @@ export const providerRegistry = {
   anthropic: { options: httpProviderOptions, create: anthropicProvider },
   echo: { options: echoProviderOptions, create: echoProvider },
   gemini: { options: httpProviderOptions, create: geminiProvider },
+  vertex: { options: vertexProviderOptions, create: vertexProvider },
   bedrock: { options: bedrockProviderOptions, create: bedrockProvider },
 } satisfies ProviderRegistry;
 
