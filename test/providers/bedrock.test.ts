@@ -781,3 +781,15 @@ test('a bad bedrock entry is refused when the provider is made, naming the setti
     "koa-model-gateway: bedrockProvider(): provider 'b': the environment variable KMG_TEST_UNSET_SECRET is not set",
   );
 });
+
+test.serial("Messages' count_tokens for a Bedrock model is the gateway's estimate: nothing is sent to Bedrock", async (t) => {
+  const before = mock.calls.length;
+  const res = await gateway.post(
+    '/v1/messages/count_tokens',
+    { model: 'claude-bedrock', messages: [{ role: 'user', content: 'How many tokens is this?' }] },
+    HEADERS.messages,
+  );
+  t.is(res.status, 200);
+  t.true(((await res.json()) as Json).input_tokens > 0);
+  t.is(mock.calls.length, before);
+});
