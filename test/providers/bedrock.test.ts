@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import test from 'ava';
 import { priceCatalog } from '../../lib/cost/price-table.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';
@@ -7,9 +8,10 @@ import { messagesFormat } from '../../lib/models/formats/messages/index.js';
 import type { StreamPart } from '../../lib/models/formats/neutral.js';
 import { ConverseStreamReader } from '../../lib/models/providers/bedrock/converse-stream.js';
 import { CONVERSE, FROM_STOP_REASON, readConverseAnswer, writeConverseRequest } from '../../lib/models/providers/bedrock/converse.js';
+import { loadAws } from '../../lib/models/providers/bedrock/aws.js';
 import { bedrockProvider } from '../../lib/models/providers/bedrock/index.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
-import { bedrockMock, converseAnswer, MOCK_CREDENTIALS, MOCK_REGION, textStream, type StreamMessage } from '../helpers/bedrock-mock.js';
+import { bedrockMock, converseAnswer, frame, MOCK_CREDENTIALS, MOCK_REGION, textStream, type StreamMessage } from '../helpers/bedrock-mock.js';
 import { modelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { until } from '../helpers/poll.js';
@@ -792,4 +794,27 @@ test.serial("Messages' count_tokens for a Bedrock model is the gateway's estimat
   t.is(res.status, 200);
   t.true(((await res.json()) as Json).input_tokens > 0);
   t.is(mock.calls.length, before);
+});
+
+test('EventStream messages are cut whole however the bytes arrive; one whose prelude claims more than the limit is refused before it is held', async (t) => {
+  const aws = await loadAws('bedrock', MOCK_REGION, async () => MOCK_CREDENTIALS);
+  const bytes = Buffer.concat(textStream(['Hi']).map(frame));
+  async function* byteByByte() {
+    for (const byte of bytes) yield Buffer.of(byte);
+  }
+  const decoded = [];
+  for await (const message of aws.messages(byteByByte(), 1024)) decoded.push(message.headers[':event-type']);
+  t.deepEqual(decoded, ['messageStart', 'contentBlockDelta', 'contentBlockStop', 'messageStop', 'metadata']);
+
+  /** Reads every message of `messages`, keeping none. */
+  const drain = async (messages: AsyncIterable<unknown>) => {
+    for await (const message of messages) void message;
+  };
+  const claim = Buffer.alloc(12);
+  claim.writeUInt32BE(1 << 30, 0);
+  t.like(await t.throwsAsync(drain(aws.messages(Readable.from([claim]), 1024)), { any: true }), {
+    status: 502,
+    message: "Upstream provider error: its answer is over the gateway's limit of 1024 bytes",
+  });
+  await t.throwsAsync(drain(aws.messages(Readable.from([bytes.subarray(0, bytes.length - 3)]), 1024)), { message: 'the EventStream ended mid-message' });
 });

@@ -93,20 +93,28 @@ const MIN_MESSAGE_BYTES = 16;
 /**
  * The whole messages of an EventStream body, cut by the total length each one's prelude gives,
  * for the codec to check and decode: a message over `maxBytes` is refused before it is held
- * (the SDK's own splitter allocates whatever length a prelude claims), a body cut mid-message fails.
+ * (the SDK's own splitter allocates whatever length a prelude claims), a body cut mid-message
+ * fails. The chunks of a message are joined once, when it is whole.
  */
 async function* frames(body: AsyncIterable<Buffer | string>, maxBytes: number): AsyncGenerator<Uint8Array> {
-  let held = Buffer.alloc(0);
+  let chunks: Buffer[] = [];
+  let held = 0;
   for await (const chunk of body) {
-    held = held.length === 0 ? Buffer.from(chunk) : Buffer.concat([held, Buffer.from(chunk)]);
-    while (held.length >= 4) {
-      const length = held.readUInt32BE(0);
+    const bytes = Buffer.from(chunk);
+    chunks.push(bytes);
+    held += bytes.length;
+    while (held >= 4) {
+      const head = chunks.length === 1 || (chunks[0] as Buffer).length >= 4 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+      const length = head.readUInt32BE(0);
       if (length > maxBytes) throw errors.upstreamAnswerTooLarge(maxBytes);
       if (length < MIN_MESSAGE_BYTES) throw new Error('an EventStream message shorter than its prelude');
-      if (held.length < length) break;
-      yield held.subarray(0, length);
-      held = held.subarray(length);
+      if (held < length) break;
+      const whole = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+      yield whole.subarray(0, length);
+      const rest = whole.subarray(length);
+      chunks = rest.length === 0 ? [] : [rest];
+      held = rest.length;
     }
   }
-  if (held.length > 0) throw new Error('the EventStream ended mid-message');
+  if (held > 0) throw new Error('the EventStream ended mid-message');
 }
