@@ -776,7 +776,7 @@ test('a bad bedrock entry is refused when the provider is made, naming the setti
   t.is(refused({ id: 'b', region: 'Virginia' }), 'koa-model-gateway: bedrockProvider(): region must be an AWS region (us-east-1, eu-west-3...)');
   t.regex(
     refused({ id: 'b', region: 'us-east-1', accessKeyIdEnv: 'KMG_TEST_BEDROCK_KEY_ID' }) ?? '',
-    /accessKeyIdEnv and secretAccessKeyEnv must be given together/,
+    /the options must name accessKeyIdEnv and secretAccessKeyEnv together/,
   );
   t.is(
     refused({ id: 'b', region: 'us-east-1', accessKeyIdEnv: 'KMG_TEST_BEDROCK_KEY_ID', secretAccessKeyEnv: 'KMG_TEST_UNSET_SECRET' }),

@@ -13,7 +13,7 @@ import { CONVERSE, readConverseAnswer, writeConverseRequest } from './converse.j
 import { embedBody, readEmbedding } from './embeddings.js';
 
 const REGION = 'must be an AWS region (us-east-1, eu-west-3...)';
-const PAIR = 'accessKeyIdEnv and secretAccessKeyEnv must be given together, and sessionTokenEnv only with them';
+const PAIR = 'must name accessKeyIdEnv and secretAccessKeyEnv together, and sessionTokenEnv only with them';
 
 /**
  * The options of `bedrockProvider()`: `id`, `region`, `baseURL` (default
