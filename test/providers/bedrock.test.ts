@@ -7,7 +7,7 @@ import { chatCompletionsFormat } from '../../lib/models/formats/chat-completions
 import { messagesFormat } from '../../lib/models/formats/messages/index.js';
 import type { StreamPart } from '../../lib/models/formats/neutral.js';
 import { ConverseStreamReader } from '../../lib/models/providers/bedrock/converse-stream.js';
-import { CONVERSE, FROM_STOP_REASON, readConverseAnswer, writeConverseRequest } from '../../lib/models/providers/bedrock/converse.js';
+import { CONVERSE, FROM_STOP_REASON, readConverseAnswer, toolUseId, writeConverseRequest } from '../../lib/models/providers/bedrock/converse.js';
 import { loadAws } from '../../lib/models/providers/bedrock/aws.js';
 import { bedrockProvider } from '../../lib/models/providers/bedrock/index.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
@@ -257,6 +257,23 @@ test('Converse request: reasoning without its signature is left out and named; a
   });
   t.deepEqual(writeConverseRequest(signed).additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 2048 } });
   t.deepEqual(signed.omitted, []);
+});
+
+test("Converse request: a tool call's id Converse would refuse (too long, a dot) goes as a name made from it, the same on its result", (t) => {
+  const long = `call_${'x'.repeat(80)}.v2`;
+  const request = readChat({
+    tools: [WEATHER],
+    messages: [
+      { role: 'user', content: 'Weather?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: long, type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }] },
+      { role: 'tool', tool_call_id: long, content: '3°C' },
+    ],
+  });
+  const [, call, result] = writeConverseRequest(request).messages as Json[];
+  const id = call?.content[0].toolUse.toolUseId;
+  t.regex(id, /^[A-Za-z0-9_-]{1,64}$/);
+  t.is(result?.content[0].toolResult.toolUseId, id);
+  t.is(toolUseId('tooluse_abc-1'), 'tooluse_abc-1', 'an id that fits goes as it is');
 });
 
 test('Converse request: PDFs as document blocks with names Bedrock takes, each once; structured output as outputConfig', (t) => {

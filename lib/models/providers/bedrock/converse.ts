@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { errors } from '../../../errors/gateway-error.js';
 import { isObject, type JsonObject } from '../../content.js';
 import { EFFORT_BUDGETS, invalid, OPENAI_SHARED_FIELDS, untranslatable, type Answer, type FinishReason, type Part, type Usage } from '../../formats/neutral.js';
@@ -49,6 +50,17 @@ function documentName(filename: string | undefined, taken: Set<string>): string 
   return name;
 }
 
+const TOOL_USE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * A tool call's id as Converse takes it (1 to 64 letters, digits, `_` and `-`): as it is when it
+ * fits, else a name made from its hash, the same for the call and its result. Ids of other
+ * providers' calls (a Gemini call's carries its signature) go back to Bedrock this way.
+ */
+export function toolUseId(id: string): string {
+  return TOOL_USE_ID.test(id) ? id : `tooluse_${createHash('sha256').update(id).digest('base64url').slice(0, 43)}`;
+}
+
 /** What writing one request keeps track of: the documents' names, and where refusals point. */
 interface Writing {
   request: ReadRequest;
@@ -73,11 +85,11 @@ function writeBlock(part: Part, writing: Writing): JsonObject {
       if (part.mediaType !== 'application/pdf') throw untranslatable(`${where(writing)} (a ${part.mediaType} file)`, CONVERSE);
       return { document: { format: 'pdf', name: documentName(part.filename, writing.documents), source: { bytes: part.data } } };
     case 'tool-call':
-      return { toolUse: { toolUseId: part.id, name: part.name, input: argumentsObject(part.input) } };
+      return { toolUse: { toolUseId: toolUseId(part.id), name: part.name, input: argumentsObject(part.input) } };
     case 'tool-result':
       return {
         toolResult: {
-          toolUseId: part.callId,
+          toolUseId: toolUseId(part.callId),
           content: part.content.filter((inner) => inner.type !== 'text' || inner.text !== '').map((inner) => writeBlock(inner, writing)),
           ...(part.isError && { status: 'error' }),
         },
