@@ -195,7 +195,7 @@ test.serial(
       reply(
         200,
         answer([
-          { functionCall: { name: 'weather', args: { city: 'Paris' } }, thoughtSignature: 'c2lnbmF0dXJlLTE=' },
+          { functionCall: { name: 'weather', args: { city: 'Paris' } }, thoughtSignature: 'c2ln+/+/Pn8=' },
           { functionCall: { name: 'weather', args: { city: 'Rome' } } },
         ]),
       ),
@@ -204,6 +204,8 @@ test.serial(
     const body = (await first.json()) as Json;
     t.is(body.choices[0].finish_reason, 'tool_calls');
     const calls = body.choices[0].message.tool_calls as Array<{ id: string; function: { name: string; arguments: string } }>;
+    // Ids any provider takes back, were the conversation to go on on another model.
+    t.true(calls.every((call) => /^[\w-]+$/.test(call.id)));
     t.deepEqual(
       calls.map((call) => call.function.arguments),
       ['{"city":"Paris"}', '{"city":"Rome"}'],
@@ -242,7 +244,7 @@ test.serial(
       {
         role: 'model',
         parts: [
-          { functionCall: { name: 'weather', args: { city: 'Paris' } }, thoughtSignature: 'c2lnbmF0dXJlLTE=' },
+          { functionCall: { name: 'weather', args: { city: 'Paris' } }, thoughtSignature: 'c2ln+/+/Pn8=' },
           { functionCall: { name: 'weather', args: { city: 'Rome' } } },
         ],
       },

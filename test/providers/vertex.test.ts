@@ -22,7 +22,11 @@ client.refreshHandler = async () => {
 };
 const auth = new GoogleAuth({ authClient: client });
 const gateway = await modelsApp({
-  catalog: [{ id: 'pro', provider: 'vertex', upstreamModel: MODEL }],
+  catalog: [
+    { id: 'pro', provider: 'vertex', upstreamModel: MODEL },
+    { id: 'vectors', provider: 'vertex', upstreamModel: 'text-embedding-005', type: 'embeddings' },
+    { id: 'gemini-vectors', provider: 'vertex', upstreamModel: 'gemini-embedding-001', type: 'embeddings' },
+  ],
   providers: [vertexProvider({ id: 'vertex', project: 'my-project', location: 'europe-west4', baseURL: upstream.url, auth })],
 });
 test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
@@ -78,6 +82,22 @@ test.serial('a stream goes to streamGenerateContent on the publisher path too, a
   const throttled = await chat();
   t.is(throttled.status, 429);
   t.is(throttled.headers.get('retry-after'), '30');
+});
+
+test.serial("embeddings by predict, with the answers' token counts; a Gemini embedding model one text a call", async (t) => {
+  const PREDICT = '/v1/projects/my-project/locations/europe-west4/publishers/google/models';
+  const prediction = (value: number) => ({ embeddings: { values: [value, 1], statistics: { token_count: 3, truncated: false } } });
+  upstream.answer(`${PREDICT}/text-embedding-005:predict`, reply(200, { predictions: [prediction(1), prediction(2)] }));
+  const embed = (model: string) => gateway.post('/v1/embeddings', { model, input: ['a', 'b'], dimensions: 2 }, { authorization: `Bearer ${key}` });
+  const batch = await embed('vectors');
+  t.like(await batch.json(), { data: [{ embedding: [1, 1] }, { embedding: [2, 1] }], usage: { prompt_tokens: 6 } });
+  t.deepEqual(upstream.received.at(-1)?.body, { instances: [{ content: 'a' }, { content: 'b' }], parameters: { outputDimensionality: 2 } });
+  upstream.answer(`${PREDICT}/gemini-embedding-001:predict`, reply(200, { predictions: [prediction(5)] }), 2);
+  t.is((await embed('gemini-vectors')).status, 200);
+  t.deepEqual(
+    upstream.received.slice(-2).map((request) => request.body.instances),
+    [[{ content: 'a' }], [{ content: 'b' }]],
+  );
 });
 
 test('a vertex entry of a configuration is checked by its schema, and traces name it gcp.vertex_ai', (t) => {

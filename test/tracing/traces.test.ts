@@ -13,6 +13,7 @@ import { newFileId } from '../../lib/files/file-id.js';
 import type { FileStore } from '../../lib/files/file-store.js';
 import { filesRouter } from '../../lib/files/files-router.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
+import { geminiProvider } from '../../lib/models/providers/gemini/index.js';
 import { MemoryResponseCache } from '../../lib/stores/memory/response-cache.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
@@ -48,6 +49,9 @@ const STILL_CLOCK = testClock('2030-01-15T12:00:30.000Z').nowMs;
 // An embeddings model on the OpenAI provider.
 const EMBEDDINGS_MODEL = { id: 'embed-test', provider: 'openai', upstreamModel: 'text-embedding-3-small', type: 'embeddings' as const };
 
+// A model of a provider of the neutral representation.
+const GEMINI_MODEL = { id: 'gemini-test', provider: 'gemini', upstreamModel: 'gemini-2.5-flash' };
+
 /** A gateway as the reference server composes one with tracing on, its log lines kept. */
 async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttempts = 1) {
   const keys = new MemoryKeyStore();
@@ -63,8 +67,8 @@ async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttem
   const routers = [
     filesRouter({ files, blobs, creationLimiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
     modelsRouter({
-      catalog: [...CATALOG, EMBEDDINGS_MODEL],
-      providers: catalogProviders(upstream.url),
+      catalog: [...CATALOG, EMBEDDINGS_MODEL, GEMINI_MODEL],
+      providers: [...catalogProviders(upstream.url), geminiProvider({ id: 'gemini', baseURL: upstream.url, apiKey: 'gemini-key' })],
       files,
       blobs,
       timeoutMs,
@@ -330,6 +334,38 @@ test.serial("the upstream gets the attempt's traceparent; an incoming traceparen
   const [received] = upstream.received;
   t.is(received?.headers.traceparent, `00-4bf92f3577b34da6a3ce929d0e0e4736-${client.spanContext().spanId}-01`);
   t.is(received?.headers.tracestate, 'vendor=opaque');
+});
+
+test.serial('a call to a Gemini model, from a Messages client: the span names the provider gcp.gemini, with its usage and finish', async (t) => {
+  upstream.answer(
+    '/v1beta/models/gemini-2.5-flash:generateContent',
+    reply(200, {
+      candidates: [{ content: { role: 'model', parts: [{ text: 'Hi.' }] }, finishReason: 'MAX_TOKENS', index: 0 }],
+      usageMetadata: { promptTokenCount: 12, candidatesTokenCount: 5, thoughtsTokenCount: 3, totalTokenCount: 20 },
+      modelVersion: 'gemini-2.5-flash-001',
+      responseId: 'gemini-response-1',
+    }),
+  );
+  const key = await gateway.keyFor();
+  const response = await post(
+    gateway.url,
+    '/v1/messages',
+    { model: 'gemini-test', max_tokens: 5, messages: [{ role: 'user', content: 'Hi' }] },
+    { 'x-api-key': key },
+  );
+  t.is(response.status, 200);
+  const [client] = clientSpans(await requestSpans());
+  if (!client) return t.fail('no CLIENT span');
+  t.like(client.attributes, {
+    'gen_ai.provider.name': 'gcp.gemini',
+    'gen_ai.request.model': 'gemini-2.5-flash',
+    'kmg.provider.id': 'gemini',
+    'gen_ai.response.id': 'gemini-response-1',
+    'gen_ai.response.model': 'gemini-2.5-flash-001',
+    'gen_ai.response.finish_reasons': ['max_tokens'],
+    'gen_ai.usage.input_tokens': 12,
+    'gen_ai.usage.output_tokens': 8,
+  });
 });
 
 test.serial('a streamed message: the stream flag, time to first chunk, and what its events report', async (t) => {

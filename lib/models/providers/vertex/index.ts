@@ -3,6 +3,7 @@ import { httpBaseUrl, nonEmptyString, parseOptions, settingsObject } from '../..
 import type { Provider } from '../../provider.js';
 import { callHeaders, httpUpstream } from '../http.js';
 import { geminiProtocol, type GeminiTransport } from '../gemini/protocol.js';
+import { VERTEX_EMBEDDING_INPUTS_PER_CALL, vertexEmbed } from './embed.js';
 
 /**
  * The options of a `vertex` provider: `id`, the Google Cloud `project` and `location` (a region,
@@ -50,7 +51,7 @@ function googleAuth(keyFile: string | undefined): TokenSource {
 
 /**
  * Gemini on Google Cloud's Vertex AI: `POST {baseURL}/v1/projects/{project}/locations/{location}/publishers/google/models/{upstreamModel}:generateContent`
- * and `:streamGenerateContent?alt=sse`, with an OAuth access token from `google-auth-library` (an
+ * and `:streamGenerateContent?alt=sse` (embeddings by `:predict`), with an OAuth access token from `google-auth-library` (an
  * optional peer dependency: install it beside the gateway), over one pool of keep-alive
  * connections. It speaks the neutral representation, as `geminiProvider()` does. Traces name it
  * `gcp.vertex_ai`.
@@ -73,7 +74,14 @@ export function vertexProvider(options: VertexProviderOptions): Provider {
       return upstream.post(`${models}/${encodeURIComponent(model)}:${method}`, headers, body, call);
     },
   };
-  return { id, telemetry: upstream.telemetry('gcp.vertex_ai'), neutral: geminiProtocol(transport, 'Vertex AI'), close: upstream.close };
+  return {
+    id,
+    telemetry: upstream.telemetry('gcp.vertex_ai'),
+    neutral: geminiProtocol(transport, 'Vertex AI'),
+    embed: vertexEmbed(transport, 'Vertex AI'),
+    embeddingInputsPerCall: VERTEX_EMBEDDING_INPUTS_PER_CALL,
+    close: upstream.close,
+  };
 }
 
 /** Refuses, at start-up, a vertex provider without google-auth-library: its calls could never be authorised. */
