@@ -5,7 +5,17 @@
  * built-in providers (undici).
  */
 export type { CatalogModel } from './catalog.js';
-export type { EmbedAnswer, EmbedRequest, NeutralCall, NeutralProtocol, Provider, ProviderAnswer, ProviderEndpoint, ProviderRequest, ProviderTelemetry } from './provider.js';
+export type {
+  EmbedAnswer,
+  EmbedRequest,
+  NeutralCall,
+  NeutralProtocol,
+  Provider,
+  ProviderAnswer,
+  ProviderEndpoint,
+  ProviderRequest,
+  ProviderTelemetry,
+} from './provider.js';
 export { UpstreamStatusError } from './provider.js';
 export type { Answer, FinishReason, Message, Part, Request, StreamPart, Tool, ToolChoice, Usage } from './formats/neutral.js';
 export { untranslatable } from './formats/neutral.js';
