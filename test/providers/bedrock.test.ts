@@ -315,6 +315,19 @@ test('Converse request: what Converse cannot carry is refused by the client’s 
   );
 });
 
+test('Converse request: with thinking, what Claude refuses alongside it is refused before anything is sent, by the client’s names', (t) => {
+  const refused = (body: Record<string, unknown>) =>
+    (
+      t.throws(() => writeConverseRequest(readMessages({ thinking: { type: 'enabled', budget_tokens: 2048 }, max_tokens: 4000, ...body })), { any: true }) as
+        Error | undefined
+    )?.message;
+  const user = [{ role: 'user', content: 'Hi' }];
+  t.regex(refused({ messages: user, temperature: 0.2 }) ?? '', /'temperature' cannot be sent to this model with 'thinking'/);
+  t.regex(refused({ messages: user, top_p: 0.5 }) ?? '', /'top_p'/);
+  t.regex(refused({ messages: user, max_tokens: 1000 }) ?? '', /'max_tokens'.*at least 1024 tokens/);
+  t.regex(refused({ messages: user, tools: [{ name: 'f', input_schema: { type: 'object' } }], tool_choice: { type: 'any' } }) ?? '', /'tool_choice'/);
+});
+
 test('Converse answer: reasoning with its signature, text, tool uses, the stop reason, and the input counting the cache’s reads and writes', (t) => {
   const answer = readConverseAnswer(
     {

@@ -190,18 +190,18 @@ function writeThinking(request: ReadRequest): { thinking?: JsonObject; budget?: 
     omit(request.omitted, params.reasoning ?? 'reasoning');
     return {};
   }
+  // Claude thinks only at temperature 1, with a top_p of 0.95 or more, choosing its tools itself: refused here, as Bedrock would.
+  const withThinking = (param: string | undefined, fallback: string, why: string) =>
+    errors.invalidRequest(`'${param ?? fallback}' cannot be sent to this model with '${params.reasoning ?? 'reasoning'}': its provider ${why}`);
+  if (request.temperature !== undefined && request.temperature !== 1) throw withThinking(params.temperature, 'temperature', 'thinks at temperature 1 only');
+  if (request.topP !== undefined && request.topP < 0.95) throw withThinking(params.topP, 'top_p', 'thinks with a top_p of 0.95 to 1 only');
   const forced = request.toolChoice?.type === 'required' || request.toolChoice?.type === 'tool';
-  if (forced && request.tools.length > 0)
-    throw errors.invalidRequest(
-      `'${params.toolChoice ?? 'tool_choice'}' cannot be sent to this model with '${params.reasoning ?? 'reasoning'}': its provider cannot be made to call a tool while it thinks`,
-    );
+  if (forced && request.tools.length > 0) throw withThinking(params.toolChoice, 'tool_choice', 'cannot be made to call a tool while it thinks');
   if (reasoning.adaptive && reasoning.budgetTokens === undefined && reasoning.effort === undefined) return { thinking: { type: 'adaptive' } };
   const wanted = reasoning.budgetTokens ?? EFFORT_BUDGETS[reasoning.effort as Exclude<typeof reasoning.effort, 'none' | undefined>];
   const budget = request.maxTokens === undefined ? wanted : Math.min(wanted, request.maxTokens - 1);
   if (budget < MIN_THINKING_BUDGET)
-    throw errors.invalidRequest(
-      `'${params.maxTokens ?? 'max_tokens'}' cannot be sent to this model with '${params.reasoning ?? 'reasoning'}': its provider thinks with at least ${MIN_THINKING_BUDGET} tokens, and answers in more`,
-    );
+    throw withThinking(params.maxTokens, 'max_tokens', `thinks with at least ${MIN_THINKING_BUDGET} tokens, and answers in more`);
   return { thinking: { type: 'enabled', budget_tokens: budget }, budget };
 }
 
