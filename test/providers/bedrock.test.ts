@@ -1,5 +1,7 @@
 import { Readable } from 'node:stream';
+import Anthropic from '@anthropic-ai/sdk';
 import test from 'ava';
+import OpenAI from 'openai';
 import { priceCatalog } from '../../lib/cost/price-table.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';
 import type { CooldownStore } from '../../lib/models/routing/cooldown-store.js';
@@ -847,4 +849,26 @@ test('EventStream messages are cut whole however the bytes arrive; one whose pre
     message: "Upstream provider error: its answer is over the gateway's limit of 1024 bytes",
   });
   await t.throwsAsync(drain(aws.messages(Readable.from([bytes.subarray(0, bytes.length - 3)]), 1024)), { message: 'the EventStream ended mid-message' });
+});
+
+test.serial("the SDKs read Bedrock's parallel tool calls: the openai SDK's stream helper and the anthropic SDK's, with the cache's usage", async (t) => {
+  mock.script(() => ({ stream: parallelCalls }));
+  const openai = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+  const completion = await openai.chat.completions
+    .stream({ model: 'claude-bedrock', messages: [{ role: 'user', content: 'Weather?' }], tools: [WEATHER as OpenAI.ChatCompletionTool] })
+    .finalChatCompletion();
+  t.deepEqual(
+    completion.choices[0]?.message.tool_calls?.map((call) => (call.type === 'function' ? [call.id, call.function.arguments] : [])),
+    [
+      ['tooluse_paris', '{"city":"Paris"}'],
+      ['tooluse_oslo', '{"city":"Oslo"}'],
+    ],
+  );
+
+  mock.script(() => ({ stream: textStream(['Cached.'], { inputTokens: 10, outputTokens: 2, cacheReadInputTokens: 90, cacheWriteInputTokens: 5 }) }));
+  const anthropic = new Anthropic({ apiKey: key, baseURL: gateway.url, maxRetries: 0 });
+  const message = await anthropic.messages.stream({ model: 'claude-bedrock', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+  t.is(message.content.map((block) => (block.type === 'text' ? block.text : '')).join(''), 'Cached.');
+  // Messages counts the cache's reads and writes apart from the input, as Bedrock does.
+  t.like(message.usage, { input_tokens: 10, output_tokens: 2, cache_read_input_tokens: 90, cache_creation_input_tokens: 5 });
 });
