@@ -1,14 +1,24 @@
 /**
  * A provider for a third API, written outside the package as your own would be: a Cohere-style
- * chat API (`POST {baseURL}/v2/chat`, its own request, answer, event and error shapes) served to
- * clients as OpenAI's Chat Completions. `cohereProvider()` is a `Provider`; `providerKinds` holds
- * it as a registry entry, for a configuration that names it by `kind: "cohere"`.
+ * chat API (`POST {baseURL}/v2/chat`, its own request, answer, event and error shapes) on the
+ * neutral interface, so that every client format reaches it: Chat Completions, Responses and
+ * Messages, tools included. `cohereProvider()` is a `Provider`; `providerKinds` holds it as a
+ * registry entry, for a configuration that names it by `kind: "cohere"`.
  * examples/cohere-provider/cohere-provider.test.ts runs it through `providerContract()`.
  */
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { z } from 'zod';
-import type { Provider, ProviderAnswer, ProviderRegistry, ProviderRequest } from 'koa-model-gateway/models';
+import {
+  UpstreamStatusError,
+  untranslatable,
+  type Answer,
+  type FinishReason,
+  type Part,
+  type Provider,
+  type ProviderRegistry,
+  type ReadRequest,
+  type StreamPart,
+  type Usage,
+} from 'koa-model-gateway/models';
 import { httpBaseUrl, nonEmptyString, settingsMessage, settingsObject } from 'koa-model-gateway/settings';
 
 export const cohereProviderOptions = settingsObject({
@@ -19,70 +29,104 @@ export const cohereProviderOptions = settingsObject({
 
 export type CohereProviderOptions = z.input<typeof cohereProviderOptions>;
 
+const NAME = 'Cohere';
 const DEFAULT_BASE_URL = 'https://api.cohere.com';
-// The Chat Completions parameters this API can carry. Any other is refused by name, never dropped.
-const CARRIED = new Set(['model', 'messages', 'stream', 'stream_options', 'max_tokens', 'temperature']);
-const FINISH_REASONS: Record<string, string> = { COMPLETE: 'stop', STOP_SEQUENCE: 'stop', MAX_TOKENS: 'length' };
+const FINISH_REASONS: Record<string, FinishReason> = { COMPLETE: 'stop', STOP_SEQUENCE: 'stop-sequence', MAX_TOKENS: 'length', TOOL_CALL: 'tool-calls' };
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-function jsonAnswer(statusCode: number, body: unknown, headers: Record<string, string> = {}): ProviderAnswer {
-  return { statusCode, headers: { 'content-type': 'application/json', ...headers }, body: Readable.from([JSON.stringify(body)]) };
+/** The text of parts that must be text only; `param` names them in a refusal. */
+function textOnly(parts: readonly Part[], param: string): string {
+  return parts
+    .map((part) => {
+      if (part.type !== 'text') throw untranslatable(`${param}: a ${part.type} part`, NAME);
+      return part.text;
+    })
+    .join('');
 }
 
-/** A 400 in Chat Completions' shape: the gateway passes its status and message to the client. */
-const refuse = (message: string, param: string | null) => jsonAnswer(400, { error: { message, type: 'invalid_request_error', param, code: null } });
-
-/** A message's text: a string, or the text parts of an array; undefined when it holds anything else. */
-function textOf(content: unknown): string | undefined {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return undefined;
-  let text = '';
-  for (const part of content) {
-    if (!isObject(part) || part.type !== 'text' || typeof part.text !== 'string') return undefined;
-    text += part.text;
+/** The neutral request as this API's, or a 400 naming the client's field it cannot carry. */
+function chatRequest(request: ReadRequest): Json {
+  const { params } = request;
+  const refuse = (field: keyof typeof params, fallback: string) => untranslatable(params[field] ?? fallback, NAME);
+  if (request.reasoning !== undefined) throw refuse('reasoning', 'reasoning');
+  if (request.verbosity !== undefined) throw refuse('verbosity', 'verbosity');
+  if (request.serviceTier !== undefined) throw refuse('serviceTier', 'service_tier');
+  if (request.parallelToolCalls === false) throw refuse('parallelToolCalls', 'parallel_tool_calls');
+  if (request.toolChoice?.type === 'tool') throw refuse('toolChoice', 'tool_choice');
+  const at = params.messages ?? 'messages';
+  const messages: Json[] = request.system.map((content) => ({ role: 'system', content }));
+  for (const message of request.messages) {
+    if (message.role === 'assistant') {
+      const calls = message.parts.filter((part) => part.type === 'tool-call');
+      const text = textOnly(
+        message.parts.filter((part) => part.type !== 'tool-call'),
+        at,
+      );
+      messages.push({
+        role: 'assistant',
+        ...(text !== '' && { content: text }),
+        ...(calls.length > 0 && { tool_calls: calls.map(({ id, name, input }) => ({ id, type: 'function', function: { name, arguments: input } })) }),
+      });
+      continue;
+    }
+    const results = message.parts.filter((part) => part.type === 'tool-result');
+    for (const result of results) messages.push({ role: 'tool', tool_call_id: result.callId, content: textOnly(result.content, at) });
+    const rest = message.parts.filter((part) => part.type !== 'tool-result');
+    if (rest.length > 0) messages.push({ role: 'user', content: textOnly(rest, at) });
   }
-  return text;
-}
-
-/** The upstream's request for a Chat Completions body, or the refusal of what it cannot carry. */
-function chatRequest(body: Json): { request: Json } | { refusal: ProviderAnswer } {
-  const unsupported = Object.keys(body).find((name) => !CARRIED.has(name));
-  if (unsupported !== undefined) return { refusal: refuse(`This provider does not support '${unsupported}'`, unsupported) };
-  if (!Array.isArray(body.messages)) return { refusal: refuse("'messages' must be an array", 'messages') };
-  const messages: Json[] = [];
-  for (const [index, message] of body.messages.entries()) {
-    const content = isObject(message) ? textOf(message.content) : undefined;
-    if (!isObject(message) || content === undefined) return { refusal: refuse('This provider takes text messages only', `messages[${index}].content`) };
-    messages.push({ role: message.role, content });
+  const body: Json = { model: request.model, messages, stream: request.stream };
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map(({ name, description, parameters }) => ({ type: 'function', function: { name, description, parameters } }));
   }
-  // stream_options is the gateway's (include_usage): this API always reports usage.
-  const carried = Object.fromEntries(Object.entries(body).filter(([name]) => name !== 'stream_options'));
-  return { request: { ...carried, messages } };
+  if (request.toolChoice?.type === 'required') body.tool_choice = 'REQUIRED';
+  if (request.toolChoice?.type === 'none') body.tool_choice = 'NONE';
+  if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.topP !== undefined) body.p = request.topP;
+  if (request.stop !== undefined) body.stop_sequences = request.stop;
+  const format = request.responseFormat;
+  if (format !== undefined) body.response_format = { type: 'json_object', ...(format.type === 'json-schema' && { json_schema: format.schema }) };
+  return body;
 }
 
-const chatUsage = (usage: unknown) => {
+/** The client's hints this API has no place for, by the client's names: left out, and named in `x-kmg-omitted`. */
+function omittedHints(request: ReadRequest): string[] {
+  return [...(request.user === undefined ? [] : [request.params.user ?? 'user']), ...Object.keys(request.openAI ?? {})];
+}
+
+function usageOf(usage: unknown): Usage {
   const tokens = isObject(usage) && isObject(usage.tokens) ? usage.tokens : {};
-  const input = typeof tokens.input_tokens === 'number' ? tokens.input_tokens : 0;
-  const output = typeof tokens.output_tokens === 'number' ? tokens.output_tokens : 0;
-  return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
-};
-
-function chatCompletion(answer: Json, model: unknown): Json {
-  const content = isObject(answer.message) && Array.isArray(answer.message.content) ? answer.message.content : [];
-  const text = content.map((part: unknown) => (isObject(part) && typeof part.text === 'string' ? part.text : '')).join('');
   return {
-    id: `chatcmpl-${String(answer.id)}`,
-    object: 'chat.completion',
-    created: Math.floor(Date.now() / 1000),
-    model,
-    choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: FINISH_REASONS[String(answer.finish_reason)] ?? 'stop' }],
-    usage: chatUsage(answer.usage),
+    inputTokens: typeof tokens.input_tokens === 'number' ? tokens.input_tokens : 0,
+    outputTokens: typeof tokens.output_tokens === 'number' ? tokens.output_tokens : 0,
   };
 }
 
-/** The upstream's events, each parsed from its `data:` line. */
+const finishOf = (reason: unknown): FinishReason => FINISH_REASONS[String(reason)] ?? 'other';
+
+function answerOf(answer: Json): Answer {
+  const message = isObject(answer.message) ? answer.message : {};
+  const content: Part[] = [];
+  for (const part of Array.isArray(message.content) ? message.content : []) {
+    if (isObject(part) && typeof part.text === 'string') content.push({ type: 'text', text: part.text });
+  }
+  for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
+    const fn = isObject(call) && isObject(call.function) ? call.function : {};
+    content.push({ type: 'tool-call', id: String((call as Json).id), name: String(fn.name), input: typeof fn.arguments === 'string' ? fn.arguments : '{}' });
+  }
+  return {
+    id: String(answer.id),
+    model: '',
+    content,
+    finishReason: finishOf(answer.finish_reason),
+    usage: usageOf(answer.usage),
+    created: Math.floor(Date.now() / 1000),
+  };
+}
+
+/** The upstream's events, each parsed from its `data:` line; stopping the iteration cancels the body, which ends the call. */
 async function* upstreamEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<Json> {
   const decoder = new TextDecoder();
   let pending = '';
@@ -97,46 +141,63 @@ async function* upstreamEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<
   }
 }
 
-/** The upstream's stream as Chat Completions chunks, each written as soon as its event arrives. */
-async function* chatChunks(body: AsyncIterable<Uint8Array>, model: unknown, includeUsage: boolean): AsyncGenerator<string> {
-  let id = 'chatcmpl-cohere';
-  const created = Math.floor(Date.now() / 1000);
-  const chunk = (choices: unknown[], extra: Json = {}) =>
-    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices, ...extra })}\n\n`;
-  for await (const event of upstreamEvents(body)) {
-    const delta = isObject(event.delta) ? event.delta : {};
-    if (event.type === 'message-start') {
-      id = `chatcmpl-${String(event.id)}`;
-      yield chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
-    } else if (event.type === 'content-delta') {
-      const message = isObject(delta.message) && isObject(delta.message.content) ? delta.message.content : {};
-      yield chunk([{ index: 0, delta: { content: typeof message.text === 'string' ? message.text : '' }, finish_reason: null }]);
-    } else if (event.type === 'message-end') {
-      yield chunk([{ index: 0, delta: {}, finish_reason: FINISH_REASONS[String(delta.finish_reason)] ?? 'stop' }]);
-      if (includeUsage) yield chunk([], { usage: chatUsage(delta.usage) });
-      yield 'data: [DONE]\n\n';
+/** One upstream event as neutral stream parts; `calls` holds the ids of the tool calls by their index. */
+function partsOf(event: Json, calls: Map<number, string>): StreamPart[] {
+  const delta = isObject(event.delta) ? event.delta : {};
+  const message = isObject(delta.message) ? delta.message : {};
+  const index = typeof event.index === 'number' ? event.index : 0;
+  switch (event.type) {
+    case 'message-start':
+      return [{ type: 'start', id: String(event.id), model: '', created: Math.floor(Date.now() / 1000) }];
+    case 'content-start':
+      return [{ type: 'text-start' }];
+    case 'content-delta': {
+      const content = isObject(message.content) ? message.content : {};
+      return [{ type: 'text-delta', delta: typeof content.text === 'string' ? content.text : '' }];
     }
+    case 'content-end':
+      return [{ type: 'text-end' }];
+    case 'tool-call-start': {
+      const call = isObject(message.tool_calls) ? message.tool_calls : {};
+      const fn = isObject(call.function) ? call.function : {};
+      const id = String(call.id);
+      calls.set(index, id);
+      const args = typeof fn.arguments === 'string' ? fn.arguments : '';
+      return [{ type: 'tool-call-start', id, name: String(fn.name) }, ...(args === '' ? [] : [{ type: 'tool-call-delta' as const, id, delta: args }])];
+    }
+    case 'tool-call-delta': {
+      const call = isObject(message.tool_calls) ? message.tool_calls : {};
+      const fn = isObject(call.function) ? call.function : {};
+      return [{ type: 'tool-call-delta', id: calls.get(index) ?? '', delta: typeof fn.arguments === 'string' ? fn.arguments : '' }];
+    }
+    case 'tool-call-end':
+      return [{ type: 'tool-call-end', id: calls.get(index) ?? '' }];
+    case 'message-end':
+      return [{ type: 'finish', finishReason: finishOf(delta.finish_reason), usage: usageOf(delta.usage) }];
+    default:
+      // The tool plan and citations: nothing a client format carries.
+      return [];
   }
 }
 
-/** A refusal of the upstream's (`{ "message" }`) in Chat Completions' shape, with its status and `retry-after`. */
-async function upstreamRefusal(response: Response): Promise<ProviderAnswer> {
-  let message: unknown;
+/** The upstream's error (`{ "message" }`) with its status and `retry-after`: the gateway answers it as any upstream's. */
+async function upstreamError(response: Response): Promise<UpstreamStatusError> {
+  let message = `${NAME} answered HTTP ${response.status}`;
   try {
     const body: unknown = await response.json();
-    if (isObject(body)) message = body.message;
+    if (isObject(body) && typeof body.message === 'string') message = body.message;
   } catch {
-    // No JSON: the gateway says something of its own.
+    // No JSON: the status alone tells.
   }
-  const retryAfter = response.headers.get('retry-after');
-  return jsonAnswer(response.status, { error: { message, type: 'invalid_request_error' } }, retryAfter === null ? {} : { 'retry-after': retryAfter });
+  return new UpstreamStatusError(response.status, message, { retryAfter: response.headers.get('retry-after') ?? undefined });
 }
 
 /**
- * A Cohere-style chat API as Chat Completions: text messages, `max_tokens` and `temperature`
- * carried over, anything else refused with a 400 naming it; answers, streams (each event passed on
- * as it arrives) and refusals translated. Redirects are not followed (`redirect: 'manual'`: a 3xx
- * reaches the gateway, which answers 502) and the request's `signal` aborts the call, stream included.
+ * A Cohere-style chat API on the neutral interface: text messages, tools and their results, the
+ * output limit, temperature, top-p, stop sequences and JSON answers carried over; reasoning, a
+ * tool named by `tool_choice`, `parallel_tool_calls: false`, and parts other than text refused with
+ * a 400 naming the client's field. Redirects are not followed (`redirect: 'manual'`: a 3xx is an
+ * upstream error, which the gateway answers 502) and the call's `signal` aborts it, stream included.
  * @example const cohere = cohereProvider({ id: 'cohere', apiKey: process.env.COHERE_API_KEY })
  */
 export function cohereProvider(options: CohereProviderOptions): Provider {
@@ -145,24 +206,35 @@ export function cohereProvider(options: CohereProviderOptions): Provider {
   const { id, baseURL = DEFAULT_BASE_URL, apiKey } = parsed.data;
   const url = `${baseURL.replace(/\/+$/, '')}/v2/chat`;
   const credentials: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` };
+  const post = async (request: ReadRequest, signal: AbortSignal) => {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: request.stream ? 'text/event-stream' : 'application/json', ...credentials },
+      body: JSON.stringify(chatRequest(request)),
+      redirect: 'manual',
+      signal,
+    });
+    if (!response.ok) throw await upstreamError(response);
+    return response;
+  };
   return {
     id,
-    async chatCompletions({ body, signal }: ProviderRequest) {
-      const translated = chatRequest(body);
-      if ('refusal' in translated) return translated.refusal;
-      const stream = body.stream === true;
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json', ...credentials },
-        body: JSON.stringify(translated.request),
-        redirect: 'manual',
-        signal,
-      });
-      if (!response.ok) return upstreamRefusal(response);
-      if (!stream) return jsonAnswer(200, chatCompletion((await response.json()) as Json, body.model));
-      const includeUsage = isObject(body.stream_options) && body.stream_options.include_usage === true;
-      const events = response.body === null ? Readable.from([]) : Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
-      return { statusCode: 200, headers: { 'content-type': 'text/event-stream' }, body: Readable.from(chatChunks(events, body.model, includeUsage)) };
+    telemetry: { providerName: 'cohere' },
+    neutral: {
+      name: NAME,
+      check(request) {
+        chatRequest(request);
+        return omittedHints(request);
+      },
+      async generate({ request, signal }) {
+        return answerOf((await (await post(request, signal)).json()) as Json);
+      },
+      async *stream({ request, signal }) {
+        const response = await post(request, signal);
+        const calls = new Map<number, string>();
+        if (response.body === null) return;
+        for await (const event of upstreamEvents(response.body as AsyncIterable<Uint8Array>)) yield* partsOf(event, calls);
+      },
     },
   };
 }

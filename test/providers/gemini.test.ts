@@ -433,3 +433,22 @@ test.serial("a Responses client's reasoning item goes back to Gemini as its sign
   t.is((await CLIENTS.responses({ reasoning: { effort: 'low' }, input })).status, 200);
   t.deepEqual((upstream.received[1]?.body as Json).contents[1], { role: 'model', parts: [{ text: 'Done.', thoughtSignature: 'cmVzcG9uc2Vz' }] });
 });
+
+test.serial('an attached file id reaches Gemini as the PDF inline, from a Messages client', async (t) => {
+  const pdf = makePdf(3);
+  const fileId = await gateway.storePdf(pdf);
+  upstream.answer(GENERATE, reply(200, answer([{ text: 'Three pages.' }])));
+  const response = await CLIENTS.messages({
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'document', source: { type: 'file', file_id: fileId } },
+          { type: 'text', text: 'Pages?' },
+        ],
+      },
+    ],
+  });
+  t.is(response.status, 200);
+  t.deepEqual((upstream.received[0]?.body as Json).contents[0].parts[0], { inlineData: { mimeType: 'application/pdf', data: pdf.toString('base64') } });
+});
