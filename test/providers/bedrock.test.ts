@@ -259,6 +259,22 @@ test('Converse request: reasoning without its signature is left out and named; a
   });
   t.deepEqual(writeConverseRequest(signed).additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 2048 } });
   t.deepEqual(signed.omitted, []);
+  // Another model's thinking, given back without a signature, is left out, named.
+  const foreign = readMessages({
+    messages: [
+      { role: 'user', content: 'Hi' },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: 'Elsewhere.' },
+          { type: 'text', text: 'Hello.' },
+        ],
+      },
+      { role: 'user', content: 'Again.' },
+    ],
+  });
+  t.deepEqual((writeConverseRequest(foreign).messages as Json[])[1]?.content, [{ text: 'Hello.' }]);
+  t.deepEqual(foreign.omitted, ['thinking']);
 });
 
 test("Converse request: a tool call's id Converse would refuse (too long, a dot) goes as a name made from it, the same on its result", (t) => {

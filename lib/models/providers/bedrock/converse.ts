@@ -117,7 +117,7 @@ const RANK: Readonly<Record<Part['type'], number>> = {
 /**
  * The turns as Converse takes them: consecutive turns of one role merged; in each, tool results
  * first (in the order of the tool uses they answer), reasoning, content, tool uses last; empty
- * texts and unsigned reasoning left out (the latter named, as the client's reasoning field).
+ * texts and unsigned reasoning left out (the latter named `thinking`).
  */
 function writeMessages(writing: Writing): JsonObject[] {
   const { request } = writing;
@@ -130,7 +130,8 @@ function writeMessages(writing: Writing): JsonObject[] {
   const written: JsonObject[] = [];
   let callOrder: string[] = [];
   for (const { role, parts } of merged) {
-    if (parts.some((part) => part.type === 'reasoning' && !signed(part))) omit(request.omitted, request.params.reasoning ?? 'reasoning');
+    // Reasoning given back goes only with the signature Bedrock gave it: another model's is left out, named as Messages names it.
+    if (parts.some((part) => part.type === 'reasoning' && !signed(part))) omit(request.omitted, 'thinking');
     const kept = parts.filter((part) => (part.type !== 'text' || part.text !== '') && (part.type !== 'reasoning' || signed(part)));
     const order = (part: Part) => (part.type === 'tool-result' ? callOrder.indexOf(part.callId) : 0);
     // A stable sort: content keeps its order within its rank.
