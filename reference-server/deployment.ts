@@ -316,7 +316,16 @@ function optionalPeers(config: ServerConfig): Array<[setting: string, packages: 
     ['BLOB_URL (S3)', config.s3 ? ['@aws-sdk/client-s3', '@aws-sdk/lib-storage'] : []],
     ['METRICS_PORT', config.metricsPort === null ? [] : ['prom-client']],
     ['tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', tracingPackages(config.env)],
+    ['a provider of kind bedrock', bedrockPackages(config.gateway.providers)],
   ];
+}
+
+/** What a bedrock provider loads at its first call: AWS's signer, hash and EventStream codec, and its default credential chain unless the entry names its variables. */
+function bedrockPackages(providers: ServerConfig['gateway']['providers']): string[] {
+  const bedrock = providers.filter((provider) => provider.kind === 'bedrock');
+  if (bedrock.length === 0) return [];
+  const chain = bedrock.some((provider) => provider.accessKeyIdEnv === undefined) ? ['@aws-sdk/credential-providers'] : [];
+  return ['@smithy/signature-v4', '@aws-crypto/sha256-js', '@smithy/core', ...chain];
 }
 
 /**

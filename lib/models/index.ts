@@ -31,6 +31,9 @@ export {
   type AzureTokenCredential,
   type EntraIdOptions,
 } from './providers/azure-openai/index.js';
+
+export { bedrockProvider, type BedrockProviderOptions } from './providers/bedrock/index.js';
+export type { AwsCredentials, AwsCredentialSource } from './providers/bedrock/aws.js';
 export { echoProvider, type EchoProviderOptions } from './providers/echo/index.js';
 export { geminiProvider } from './providers/gemini/index.js';
 export { vertexProvider, type TokenSource, type VertexProviderOptions } from './providers/vertex/index.js';

@@ -19,6 +19,11 @@ export const nonNegativeInteger = z.int({ error: NON_NEGATIVE }).min(0, { error:
 
 export const nonEmptyString = z.string({ error: NON_EMPTY }).min(1, { error: NON_EMPTY });
 
+const ENV_NAME = 'must name an environment variable (letters, digits and _)';
+
+/** The name of an environment variable that holds a credential, which a setting names rather than holds. */
+export const environmentVariableName = z.string({ error: ENV_NAME }).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: ENV_NAME });
+
 /** The longest delay a Node timer takes, in ms (2^31 - 1, about 24.8 days): a longer one fires at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const TIMER_MS = `must be a positive integer of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`;

@@ -25,10 +25,12 @@ export interface UpstreamScript {
   /** The upstream's JSON answer to a call that is not streamed. */
   answer: unknown;
   /**
-   * The upstream's answer to a streamed call, one whole event each (`data: {...}\n\n`), at least
-   * two; left out for a format that never streams (`countTokens`).
+   * The upstream's answer to a streamed call, one whole event each (`data: {...}\n\n`, or the
+   * bytes of a binary framing), at least two; left out for a format that never streams (`countTokens`).
    */
-  events?: readonly string[];
+  events?: readonly (string | Uint8Array)[];
+  /** The content type of a streamed answer. Default: `text/event-stream` (Bedrock's: `application/vnd.amazon.eventstream`). */
+  eventsContentType?: string;
   /** The upstream's error body for a refusal with `message`. Default: `{ error: { type: 'invalid_request_error', message } }`. */
   error?(status: number, message: string): unknown;
   /** The tokens that `answer` and `events` report, which the gateway must count. Left out: not checked. */
@@ -153,7 +155,9 @@ function isErrorEvent(data: string): boolean {
   return parsed !== undefined && (isObject(parsed.error) || parsed.type === 'error' || parsed.type === 'response.failed');
 }
 
-const writeEvents = (res: Arrival['res'], events: readonly string[]) => {
+/** Starts a streamed answer of `script`'s content type and writes `events`. */
+const writeEvents = (res: Arrival['res'], script: UpstreamScript, events: readonly (string | Uint8Array)[]) => {
+  res.writeHead(200, { 'content-type': script.eventsContentType ?? 'text/event-stream' });
   for (const event of events) res.write(event);
 };
 
@@ -260,8 +264,7 @@ function upstreamTests(test: ContractTest, options: ProviderContractOptions, end
       let release = () => {};
       const released = new Promise<void>((resolve) => (release = resolve));
       const handle = ({ res }: Arrival) => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        writeEvents(res, events.slice(0, -1));
+        writeEvents(res, script, events.slice(0, -1));
         // The last event only once the client has seen the first: a provider that buffers never gets it.
         void released.then(() => res.end(events.at(-1)));
       };
@@ -292,8 +295,7 @@ function upstreamTests(test: ContractTest, options: ProviderContractOptions, end
         arrivals.push(arrival);
         // The second call gets its headers and first event, then nothing: a stream still under way.
         if (arrivals.length === 2) {
-          arrival.res.writeHead(200, { 'content-type': 'text/event-stream' });
-          writeEvents(arrival.res, events.slice(0, 1));
+          writeEvents(arrival.res, script, events.slice(0, 1));
         }
         arrived();
       };
@@ -340,8 +342,7 @@ function upstreamTests(test: ContractTest, options: ProviderContractOptions, end
       const arrivals: Arrival[] = [];
       const handle = (arrival: Arrival) => {
         arrivals.push(arrival);
-        arrival.res.writeHead(200, { 'content-type': 'text/event-stream' });
-        writeEvents(arrival.res, events.slice(0, 1));
+        writeEvents(arrival.res, script, events.slice(0, 1));
       };
       await inWorld(
         options,

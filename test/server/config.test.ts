@@ -142,6 +142,22 @@ test('a gemini provider is made from a config entry, its key from apiKeyEnv, and
   t.is(google?.neutral?.name, 'Gemini');
 });
 
+test('a bedrock provider is made from a config entry, its credentials from the variables it names, and traces name it aws.bedrock', (t) => {
+  process.env.KMG_TEST_BEDROCK_KEY_ID = 'AKIDCONFIG';
+  process.env.KMG_TEST_BEDROCK_SECRET = 'secret-of-the-config';
+  const entry = { id: 'aws', kind: 'bedrock', region: 'eu-west-3', accessKeyIdEnv: 'KMG_TEST_BEDROCK_KEY_ID', secretAccessKeyEnv: 'KMG_TEST_BEDROCK_SECRET' };
+  const models = [{ id: 'claude', provider: 'aws', upstreamModel: 'eu.anthropic.claude-sonnet-4-5-20250929-v1:0' }];
+  const [aws] = configuredProviders({ gateway: parseGatewayConfig({ providers: [entry], models }, 'test'), env: {}, providerKinds: providerRegistry });
+  t.is(aws?.telemetry?.providerName, 'aws.bedrock');
+  t.is(aws?.neutral?.name, 'Bedrock Converse');
+  const { secretAccessKeyEnv, ...half } = entry;
+  t.truthy(secretAccessKeyEnv);
+  const gateway = parseGatewayConfig({ providers: [half], models }, 'test');
+  t.throws(() => configuredProviders({ gateway, env: {}, providerKinds: providerRegistry }), {
+    message: 'koa-model-gateway: bedrockProvider(): the options must name accessKeyIdEnv and secretAccessKeyEnv together, and sessionTokenEnv only with them',
+  });
+});
+
 // Each case: the file's content and the one line that refuses it (after `test: `).
 const badFiles: Array<[unknown, string]> = [
   [[], 'the config must be an object'],

@@ -197,6 +197,22 @@ for (const [name, packages, settings, line] of missingPeers) {
   });
 }
 
+test('serve with a bedrock provider without the AWS packages exits non-zero naming them, having created nothing', async (t) => {
+  const dir = await dataDir();
+  const config = await configFile(await dataDir(), {
+    providers: [{ id: 'bedrock', kind: 'bedrock', region: 'us-east-1' }],
+    models: [{ id: 'claude', provider: 'bedrock' }],
+  });
+  const { nodeArgs, env } = hiding(['@smithy/signature-v4', '@aws-sdk/credential-providers']);
+  const result = await spawnCli(['serve'], { DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'silent', GATEWAY_CONFIG: config, ...env }, nodeArgs);
+  t.is(result.code, 1);
+  t.is(
+    result.stderr,
+    'koa-model-gateway: a provider of kind bedrock needs @smithy/signature-v4, @aws-sdk/credential-providers, not installed: npm install @smithy/signature-v4 @aws-sdk/credential-providers\n',
+  );
+  t.deepEqual(await readdir(dir), [], 'no database, files or uploads directory');
+});
+
 withRedis(test)(
   'a start that fails at its last step releases all it opened (Redis, its subscriber, the database, the uploads claim): the process ends by itself',
   async (t) => {

@@ -1,10 +1,12 @@
 import test from 'ava';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
+import { bedrockProvider } from '../../lib/models/providers/bedrock/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { geminiProvider } from '../../lib/models/providers/gemini/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { vertexProvider } from '../../lib/models/providers/vertex/index.js';
 import { providerContract } from '../../lib/testing/index.js';
+import { converseAnswer, frame, MOCK_CREDENTIALS, MOCK_REGION, textStream } from '../helpers/bedrock-mock.js';
 
 // The built-in providers keep the contract a third-party provider runs (examples/cohere-provider/).
 
@@ -119,4 +121,21 @@ providerContract(test, {
   name: 'vertexProvider',
   create: (baseURL) => vertexProvider({ id: 'vertex', project: 'p', location: 'us-central1', baseURL, auth: { getAccessToken: async () => 'vertex-token' } }),
   upstream: { neutral: { ...geminiScript, path: '/v1/projects/p/locations/us-central1/publishers/google/models/upstream-model-4e1b:generateContent' } },
+});
+
+// Bedrock's binary EventStream: the first chunk holds the start and the first text, which the provider passes on together.
+const [bedrockStart, ...bedrockRest] = textStream(['H', 'i'], { inputTokens: 7, outputTokens: 3 }).map(frame);
+providerContract(test, {
+  name: 'bedrockProvider',
+  create: (baseURL) => bedrockProvider({ id: 'bedrock', region: MOCK_REGION, baseURL, credentials: async () => MOCK_CREDENTIALS }),
+  upstream: {
+    neutral: {
+      path: '/model/upstream-model-4e1b/converse',
+      answer: converseAnswer([{ text: 'Hi' }], 'end_turn', { inputTokens: 7, outputTokens: 3 }),
+      events: [Buffer.concat([bedrockStart!, bedrockRest[0]!]), ...bedrockRest.slice(1)],
+      eventsContentType: 'application/vnd.amazon.eventstream',
+      error: (_status, message) => ({ message }),
+      usage: { inputTokens: 7, outputTokens: 3 },
+    },
+  },
 });

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { Provider } from '../provider.js';
 import { anthropicProvider } from './anthropic/index.js';
 import { azureOpenAIProvider, azureOpenAIProviderOptions } from './azure-openai/index.js';
+import { bedrockProvider, bedrockProviderOptions } from './bedrock/index.js';
 import { echoProvider, echoProviderOptions } from './echo/index.js';
 import { geminiProvider } from './gemini/index.js';
 import { httpProviderOptions } from './http.js';
@@ -34,9 +35,9 @@ export const providerRegistry = {
   anthropic: { options: httpProviderOptions, create: anthropicProvider },
   echo: { options: echoProviderOptions, create: echoProvider },
   'azure-openai': { options: azureOpenAIProviderOptions, create: azureOpenAIProvider },
-
   gemini: { options: httpProviderOptions, create: geminiProvider },
   vertex: { options: vertexProviderOptions, create: vertexProvider },
+  bedrock: { options: bedrockProviderOptions, create: bedrockProvider },
 } satisfies ProviderRegistry;
 
 export type ProviderKind = keyof typeof providerRegistry;
