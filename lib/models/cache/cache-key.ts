@@ -58,3 +58,14 @@ export function cacheKey({ account, keyId, endpoint, model, body, headers = {} }
   // One-shot: no Hash object per call.
   return hash('sha256', text ?? '');
 }
+
+/**
+ * What a call says outside its key, `model` aside (`stream`, `stream_options`, `user`, ...), as
+ * text: two calls of one key whose variants are the same text are written the same answer, byte
+ * for byte. Not canonicalised: the same fields spelled otherwise are only a variant more.
+ */
+export function cacheVariant(body: JsonObject): string {
+  const asked: JsonObject = {};
+  for (const field of IGNORED_FIELDS) if (field !== 'model' && body[field] !== undefined) asked[field] = body[field];
+  return JSON.stringify(asked);
+}
