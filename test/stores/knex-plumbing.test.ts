@@ -54,6 +54,7 @@ async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
     '20261206_response_cache',
     '20261207_usage_rollups',
     '20261207_usage_trace_id',
+    '20261207_session_oidc_sid',
   ]);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
