@@ -284,7 +284,8 @@ export function oidcLogin(options: OidcLoginOptions): Router {
     ctx.body = '';
   });
 
-  // Front-channel logout: the provider's page loads this in a frame, naming its session (`iss`, `sid`).
+  // Front-channel logout: the provider's page loads this in a frame, naming its session (`sid`, and
+  // `iss`, which Entra ID leaves out: with one provider, a `sid` is of that one).
   router.get('/oidc/frontchannel-logout', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     const { iss, sid } = ctx.query;
@@ -294,7 +295,7 @@ export function oidcLogin(options: OidcLoginOptions): Router {
     } catch {
       return refusalPage(ctx, refusals.unreachable, afterSignIn);
     }
-    if (typeof iss !== 'string' || typeof sid !== 'string' || sid === '' || iss !== config.serverMetadata().issuer) {
+    if (typeof sid !== 'string' || sid === '' || (iss !== undefined && iss !== config.serverMetadata().issuer)) {
       return refusalPage(ctx, refusals.logoutUnknown, afterSignIn);
     }
     await endSessions(config, { sid }, ctx);

@@ -300,15 +300,21 @@ test('signing out at the provider ends that sign-in here (back-channel), another
   t.is(confirmed.headers.get('location'), `${app.url}/dashboard`);
   t.is((await first.call('GET', '/keys')).status, 401, 'the session of the sign-in that ended at the provider');
   t.is((await second.call('GET', '/keys')).status, 200, 'another sign-in of the same person');
-  // Front-channel: the provider's page frames the gateway's logout with its issuer and the session's sid.
+  // Front-channel: the provider's page frames the gateway's logout with the session's sid and its
+  // issuer (or none, as Entra ID sends it).
   const [sid = ''] = provider.sessionIds('lena');
-  const frontchannel = (iss: string) => gateway.fetch(`${app.url}/admin/v1/oidc/frontchannel-logout?${new URLSearchParams({ iss, sid })}`);
-  t.is((await frontchannel('https://elsewhere.example.com')).status, 400);
+  const frontchannel = (query: Record<string, string>) => gateway.fetch(`${app.url}/admin/v1/oidc/frontchannel-logout?${new URLSearchParams(query)}`);
+  t.is((await frontchannel({ iss: 'https://elsewhere.example.com', sid })).status, 400);
+  t.is((await frontchannel({ iss: provider.issuer })).status, 400);
   t.is((await second.call('GET', '/keys')).status, 200);
-  const framed = await frontchannel(provider.issuer);
+  const framed = await frontchannel({ iss: provider.issuer, sid });
   t.is(framed.status, 200);
   t.is(framed.headers.get('content-security-policy'), `default-src 'none'; frame-ancestors ${provider.issuer}`);
   t.is((await second.call('GET', '/keys')).status, 401);
+  const third = await signedIn(gateway, 'lena');
+  const [latest = ''] = provider.sessionIds('lena').filter((id) => id !== sid);
+  t.is((await frontchannel({ sid: latest })).status, 200);
+  t.is((await third.call('GET', '/keys')).status, 401);
   t.deepEqual(gateway.problems, [], 'every answer as docs/openapi.json describes it');
 });
 
