@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { parse as parseCookies, serialize } from 'cookie';
 import type { Context } from 'koa';
-import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import { z } from 'zod';
 import { readBody } from '../http/json-body.js';
@@ -156,7 +156,12 @@ function unreachable(err: unknown): boolean {
  *   opened as `adminSessions()` opens one (`session.opened`, by the person), and 303 to
  *   `afterSignIn`; else a page that says why, with its status: the provider unreachable (502; open
  *   sessions are untouched), the flow expired or unverifiable (400), refused, a disabled user or
- *   one with no role (403).
+ *   one with no role (403); the session keeps the ID token's `sid`;
+ * - `GET /oidc/logout` → 303 to the provider's `end_session_endpoint` (RP-initiated logout), back to
+ *   `postLogoutRedirectUri`; to `afterSignIn` when it has none;
+ * - `POST /oidc/backchannel-logout` → a logout token verified with the provider's keys (`jose`):
+ *   200, the sessions of its `sid` and/or `sub` ended (`sessions.deleteMatching()`); else 400;
+ * - `GET /oidc/frontchannel-logout?sid&iss` → the sessions of `sid` ended, a page the provider may frame.
  * The provider is discovered at the start of each sign-in (so that one down is told then); its
  * keys are fetched and cached by `openid-client`; every call to it is bounded by `timeoutMs`.
  * @example app.use(oidcLogin({ issuer, clientId, clientSecret, redirectUri: `${publicUrl}/admin/v1/oidc/callback`, users, sessions }).routes())
@@ -227,7 +232,7 @@ export function oidcLogin(options: OidcLoginOptions): Router {
       requiredClaims: ['iat'],
       clockTolerance: CLOCK_TOLERANCE_SECONDS,
     });
-    const events: JWTPayload[string] = payload.events;
+    const { events } = payload;
     const event = typeof events === 'object' && events !== null ? (events as Record<string, unknown>)[BACKCHANNEL_LOGOUT_EVENT] : undefined;
     if (typeof event !== 'object' || event === null) throw new Error('not a logout token: no back-channel logout event');
     if (payload.nonce !== undefined) throw new Error('a logout token has no nonce');
@@ -258,8 +263,8 @@ export function oidcLogin(options: OidcLoginOptions): Router {
     } catch {
       config = undefined;
     }
-    const ends = config?.serverMetadata().end_session_endpoint !== undefined;
-    ctx.redirect(config && ends ? oidc.buildEndSessionUrl(config, { post_logout_redirect_uri: postLogoutRedirectUri }).href : afterSignIn);
+    const endsSessions = config?.serverMetadata().end_session_endpoint !== undefined;
+    ctx.redirect(config && endsSessions ? oidc.buildEndSessionUrl(config, { post_logout_redirect_uri: postLogoutRedirectUri }).href : afterSignIn);
   });
 
   // Back-channel logout: the provider posts a signed logout token when a person signs out there.
