@@ -330,7 +330,7 @@ test('a hit that asks what the storing call asked is sent the answer as it was w
   const store: ResponseCache = {
     get: (account, key) => memory.get(account, key),
     set: async (account, key, entry, ttlSeconds) => {
-      if (declineWritten && 'written' in JSON.parse(entry)) return false;
+      if (declineWritten && 'written' in JSON.parse(entry.slice(0, entry.indexOf('\n')))) return false;
       stored = { account, key };
       return memory.set(account, key, entry, ttlSeconds);
     },
@@ -345,10 +345,11 @@ test('a hit that asks what the storing call asked is sent the answer as it was w
   );
   if (where === undefined) return t.fail('the entry was never stored');
   const { account, key } = where;
-  // Marked in the written answer only: a hit sent it as it is says so.
-  const entry = JSON.parse((await memory.get(account, key)) ?? '{}') as { written: { pieces: string[] } };
+  // Marked in the written answer only (the entry's first line; its parts are on the second): a hit sent it as it is says so.
+  const [head = '{}', parts] = ((await memory.get(account, key)) ?? '').split('\n');
+  const entry = JSON.parse(head) as { written: { pieces: string[] } };
   entry.written.pieces = entry.written.pieces.map((piece) => piece.replace('Paris.', 'Marked.'));
-  await memory.set(account, key, JSON.stringify(entry), 60);
+  await memory.set(account, key, `${JSON.stringify(entry)}\n${parts}`, 60);
   type Answer = { id: string; choices: Array<{ message: { content: string } }> };
   const hits = await Promise.all([chat(ask('Capital of France?')), chat(ask('Capital of France?'))]);
   const [one, two] = (await Promise.all(hits.map((hit) => hit.json()))) as Answer[];

@@ -7,7 +7,7 @@ import type { ProviderEndpoint } from '../provider.js';
 const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
 
 /** Changed whenever what an entry holds, or how a key is made, changes: older entries are then never read. */
-export const CACHE_KEY_VERSION = 1;
+export const CACHE_KEY_VERSION = 2;
 
 /**
  * The request fields that cannot change an answer's content, left out of the key: how it is

@@ -56,6 +56,45 @@ export interface WrittenAnswer {
   pieces: string[];
 }
 
+/**
+ * An entry as a store keeps it: all but its parts on the first line, the parts on the second
+ * (JSON has no raw line break), so that a hit sent the written answer never reads the parts.
+ */
+export function entryText({ parts, ...head }: CachedAnswer): string {
+  return `${JSON.stringify(head)}\n${JSON.stringify(parts)}`;
+}
+
+/** The entry `entryText()` wrote; its parts are read when first asked for. */
+export function readEntry(text: string): CachedAnswer {
+  const cut = text.indexOf('\n');
+  if (cut < 0) throw new Error('koa-model-gateway: a cache entry has no parts');
+  return new StoredAnswer(JSON.parse(text.slice(0, cut)) as Omit<CachedAnswer, 'parts'>, text, cut + 1);
+}
+
+/** An entry read from a store, its parts parsed from the store's text only when a hit needs them. */
+class StoredAnswer implements CachedAnswer {
+  readonly storedAt: number;
+  readonly created: number;
+  readonly costPicoUsd: number;
+  readonly written?: WrittenAnswer;
+  readonly #text: string;
+  readonly #partsAt: number;
+  #parts: StreamPart[] | undefined;
+
+  constructor(head: Omit<CachedAnswer, 'parts'>, text: string, partsAt: number) {
+    this.storedAt = head.storedAt;
+    this.created = head.created;
+    this.costPicoUsd = head.costPicoUsd;
+    if (head.written !== undefined) this.written = head.written;
+    this.#text = text;
+    this.#partsAt = partsAt;
+  }
+
+  get parts(): StreamPart[] {
+    return (this.#parts ??= JSON.parse(this.#text.slice(this.#partsAt)) as StreamPart[]);
+  }
+}
+
 export const isCachedEndpoint = (endpoint: ProviderEndpoint): endpoint is CachedEndpoint => endpoint !== 'countTokens' && endpoint !== 'embeddings';
 
 /**

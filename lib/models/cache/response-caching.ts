@@ -12,8 +12,10 @@ import {
   AnswerCollector,
   freshId,
   isCachedEndpoint,
+  entryText,
   KEEPS_WRITTEN,
   neutralRequest,
+  readEntry,
   replayEvents,
   replayJson,
   type CachedAnswer,
@@ -143,7 +145,7 @@ export class ResponseCaching {
     });
     try {
       const text = await Promise.race([this.#store.get(account, name), late]);
-      return { entry: text === undefined ? undefined : (JSON.parse(text) as CachedAnswer), failed: false };
+      return { entry: text === undefined ? undefined : readEntry(text), failed: false };
     } catch (err) {
       reportOutage(ctx, err);
       return { entry: undefined, failed: true };
@@ -159,8 +161,8 @@ export class ResponseCaching {
   put(ctx: Context, account: string, name: string, entry: CachedAnswer, ttlSeconds: number): Promise<unknown> {
     const { written, ...parts } = entry;
     return this.#store
-      .set(account, name, JSON.stringify(entry), ttlSeconds)
-      .then((kept) => kept || written === undefined || this.#store.set(account, name, JSON.stringify(parts), ttlSeconds))
+      .set(account, name, entryText(entry), ttlSeconds)
+      .then((kept) => kept || written === undefined || this.#store.set(account, name, entryText(parts), ttlSeconds))
       .catch((err: unknown) => reportOutage(ctx, err));
   }
 
