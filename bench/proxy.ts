@@ -61,6 +61,8 @@ interface Route {
   json: Buffer;
   /** Undefined for an endpoint that never streams (embeddings). */
   stream: Buffer | undefined;
+  /** The `cache-hit` case's stream: a field more (`temperature: 1`) gives it an entry of its own, not the JSON call's. */
+  cachedStream: Buffer | undefined;
   /** Matches one text delta of the stream, however a gateway re-serialises it. */
   delta: RegExp;
   /** The format the client speaks: its SDK's headers, and Portkey's provider. */
@@ -79,7 +81,8 @@ function route(
   streams = true,
 ): Route {
   const stream = streams ? Buffer.from(JSON.stringify({ ...body, stream: true })) : undefined;
-  return { name, path, json: Buffer.from(JSON.stringify(body)), stream, delta, provider, translated };
+  const cachedStream = streams ? Buffer.from(JSON.stringify({ ...body, temperature: 1, stream: true })) : undefined;
+  return { name, path, json: Buffer.from(JSON.stringify(body)), stream, cachedStream, delta, provider, translated };
 }
 
 const SAY_HELLO = [{ role: 'user', content: 'Say hello.' }];
@@ -114,8 +117,8 @@ function chosen<T extends string>(variable: string, all: readonly T[], defaults:
  * `gateway-plain`: without them; `tracing`: the headline case exporting every trace to a local
  * sink; `postgres`: the headline case on PostgreSQL + Redis; `cache-hit`: the headline case with
  * every call asking for the response cache (`Cache-Control: max-age`), so that every call after
- * the first of each endpoint is a hit (its streams replay the JSON answer: their deltas are not
- * the 1,000 of the upstream's, and are left out); `portkey`: Portkey's gateway.
+ * the first of each endpoint is a hit (its streams have an entry of their own, which the probe's
+ * stream fills with the upstream's 1,000 deltas, replayed by each stream after it); `portkey`: Portkey's gateway.
  */
 const CASE_KINDS = ['bare', 'bare-pipe', 'gateway', 'gateway-plain', 'tracing', 'postgres', 'cache-hit', 'portkey'] as const;
 type CaseKind = (typeof CASE_KINDS)[number] | 'direct';
@@ -373,7 +376,7 @@ async function probe(c: Case, routes: Route[], notes: string[]): Promise<void> {
       }
       c.answers.add(r.name);
       if (r.stream === undefined) continue;
-      const streamed = await call(client, r.path, c.headers(r), r.stream);
+      const streamed = await call(client, r.path, c.headers(r), streamBody(c, r));
       const relayed = deltas(r, streamed.text);
       if (streamed.status === 200 && relayed === STREAM_EVENTS) c.streams.add(r.name);
       else
@@ -419,17 +422,18 @@ async function ownTimes(c: Case, r: Route, runs: Figures[]): Promise<void> {
   }
 }
 
-/** The streamed body of an endpoint that streams. */
-function streamBody(r: Route): Buffer {
-  if (r.stream === undefined) throw new Error(`bench: ${r.path} never streams`);
-  return r.stream;
+/** The streamed body of an endpoint that streams, as case `c` sends it. */
+function streamBody(c: Case, r: Route): Buffer {
+  const body = c.kind === 'cache-hit' ? r.cachedStream : r.stream;
+  if (body === undefined) throw new Error(`bench: ${r.path} never streams`);
+  return body;
 }
 
 /** 1,000-event streams one at a time over one keep-alive connection: first byte, last byte, server CPU per stream. */
 function relay(c: Case, r: Route): Promise<StreamFigures & { failures: number }> {
   return connected(c, async (client) => {
     const headers = c.headers(r);
-    const stream = streamBody(r);
+    const stream = streamBody(c, r);
     await call(client, r.path, headers, stream);
     const firstBytes: number[] = [];
     const totals: number[] = [];
@@ -456,7 +460,7 @@ async function holdStreams(c: Case, r: Route, mock: Service): Promise<Held> {
   setMaxListeners(HELD_STREAMS + 1, signal);
   const ends: Promise<unknown>[] = [];
   const open = async () => {
-    const { statusCode, body } = await pool.request({ path: r.path, method: 'POST', headers: c.headers(r), body: streamBody(r), signal });
+    const { statusCode, body } = await pool.request({ path: r.path, method: 'POST', headers: c.headers(r), body: streamBody(c, r), signal });
     const firstEvent = new Promise((resolve, reject) => {
       body.once('data', resolve);
       body.once('error', reject);

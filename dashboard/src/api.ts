@@ -21,6 +21,8 @@ export interface Session {
 export interface OidcProvider {
   name: string;
   login_url: string;
+  /** Where the browser signs out at the provider too, once the session here is ended. */
+  logout_url: string;
   token_sign_in: boolean;
 }
 

@@ -66,7 +66,10 @@ export function App() {
 
   const logOut = async () => {
     await api.logOut().catch(() => undefined);
-    setSession(null);
+    // A person who signed in through the provider signs out there too (RP-initiated logout).
+    const provider = session.user ? await api.oidc() : null;
+    if (provider) window.location.assign(provider.logout_url);
+    else setSession(null);
   };
   return (
     <>

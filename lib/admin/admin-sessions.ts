@@ -52,8 +52,11 @@ function sessionObject(admin: VerifiedAdmin, session: AdminSession) {
   };
 }
 
-/** What opens a session and sets its cookie: shared by the token's sign-in and the OIDC provider's. */
-export type SessionOpener = (ctx: Context, admin: VerifiedAdmin) => Promise<AdminSession>;
+/**
+ * What opens a session and sets its cookie: shared by the token's sign-in and the OIDC provider's,
+ * which gives the provider's session (`sid`) the session is opened under.
+ */
+export type SessionOpener = (ctx: Context, admin: VerifiedAdmin, oidcSid?: string) => Promise<AdminSession>;
 
 /**
  * Opens sessions in `sessions` for `ttlSeconds`, each with a new cookie (`HttpOnly`,
@@ -66,7 +69,7 @@ export function sessionOpener(options: Pick<AdminSessionsOptions, 'sessions' | '
   const { ttlSeconds } = parseOptions(sessionLimits, { ttlSeconds: options.ttlSeconds }, 'adminSessions()');
   const secure = options.secure ?? overTls;
   const nowMs = options.nowMs ?? Date.now;
-  return async (ctx, admin) => {
+  return async (ctx, admin, oidcSid) => {
     const at = Math.floor(nowMs() / 1000);
     await sessions.removeExpired(at);
     const value = secret();
@@ -78,6 +81,7 @@ export function sessionOpener(options: Pick<AdminSessionsOptions, 'sessions' | '
       createdAt: at,
       expiresAt: at + ttlSeconds,
       lastSeenAt: at,
+      ...(oidcSid !== undefined && { oidcSid }),
     };
     await sessions.create(session);
     setSessionCookie(ctx, value, ttlSeconds, secure);

@@ -1,10 +1,13 @@
 import Router from '@koa/router';
 import { parse as parseCookies, serialize } from 'cookie';
 import type { Context } from 'koa';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import { z } from 'zod';
+import { readBody } from '../http/json-body.js';
 import { parseOptions, positiveInteger } from '../settings/schemas.js';
 import { ADMIN_API_PATH } from './admin-auth.js';
+import type { SessionMatch } from './admin-session-store.js';
 import { sessionOpener, type AdminSessionsOptions } from './admin-sessions.js';
 import { ADMIN_ROLES, effectiveRole, type AdminRole, type AdminUserStore } from './admin-user-store.js';
 
@@ -32,6 +35,11 @@ export interface OidcLoginOptions extends Pick<AdminSessionsOptions, 'sessions' 
   redirectUri: string;
   /** Where the browser goes once signed in. Default `/dashboard`. */
   afterSignIn?: string;
+  /**
+   * Where the provider sends the browser back after signing out there (`GET /oidc/logout`), as
+   * registered with it (`post_logout_redirect_uri`). Default: `afterSignIn` on the redirect URL's origin.
+   */
+  postLogoutRedirectUri?: string;
   /** How the dashboard names the provider: "Sign in with <name>". Default `the identity provider`. */
   providerName?: string;
   /** The people who sign in: recorded at their first sign-in. */
@@ -49,6 +57,13 @@ const FLOW_COOKIE = 'kmg_oidc_flow';
 const FLOW_PATH = `${ADMIN_API_PATH}/oidc`;
 const FLOW_SECONDS = 600;
 const SCOPE = 'openid email profile';
+
+/** The `events` member that makes a JWT a back-channel logout token (OIDC Back-Channel Logout 1.0, 2.4). */
+const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+/** A logout token is a few hundred bytes; the form that carries it is refused past this. */
+const LOGOUT_FORM_BYTES = 16 * 1024;
+/** How far the provider's clock may be from ours, in seconds, as openid-client allows for ID tokens. */
+const CLOCK_TOLERANCE_SECONDS = 30;
 
 const flowSchema = z.object({ state: z.string(), nonce: z.string(), verifier: z.string() });
 const loginOptions = z.object({ timeoutMs: positiveInteger.default(10_000) });
@@ -96,6 +111,11 @@ const refusals = {
     title: 'The sign-in could not be verified',
     detail: 'The identity provider’s answer did not check out. Start again from the dashboard.',
   },
+  logoutUnknown: {
+    status: 400,
+    title: 'This sign-out is not for this gateway',
+    detail: 'It names no session of this gateway’s identity provider.',
+  },
   disabled: { status: 403, title: 'Your account is disabled', detail: 'An admin of this gateway disabled it. Ask them to enable it again.' },
   noRole: {
     status: 403,
@@ -136,7 +156,12 @@ function unreachable(err: unknown): boolean {
  *   opened as `adminSessions()` opens one (`session.opened`, by the person), and 303 to
  *   `afterSignIn`; else a page that says why, with its status: the provider unreachable (502; open
  *   sessions are untouched), the flow expired or unverifiable (400), refused, a disabled user or
- *   one with no role (403).
+ *   one with no role (403); the session keeps the ID token's `sid`;
+ * - `GET /oidc/logout` → 303 to the provider's `end_session_endpoint` (RP-initiated logout), back to
+ *   `postLogoutRedirectUri`; to `afterSignIn` when it has none;
+ * - `POST /oidc/backchannel-logout` → a logout token verified with the provider's keys (`jose`):
+ *   200, the sessions of its `sid` and/or `sub` ended (`sessions.deleteMatching()`); else 400;
+ * - `GET /oidc/frontchannel-logout?sid&iss` → the sessions of `sid` ended, a page the provider may frame.
  * The provider is discovered at the start of each sign-in (so that one down is told then); its
  * keys are fetched and cached by `openid-client`; every call to it is bounded by `timeoutMs`.
  * @example app.use(oidcLogin({ issuer, clientId, clientSecret, redirectUri: `${publicUrl}/admin/v1/oidc/callback`, users, sessions }).routes())
@@ -149,6 +174,7 @@ export function oidcLogin(options: OidcLoginOptions): Router {
   const callback = new URL(redirectUri);
   const { timeoutMs } = parseOptions(loginOptions, { timeoutMs: options.timeoutMs }, 'oidcLogin()');
   const afterSignIn = options.afterSignIn ?? '/dashboard';
+  const postLogoutRedirectUri = new URL(options.postLogoutRedirectUri ?? afterSignIn, callback.origin).href;
   const providerName = options.providerName ?? 'the identity provider';
   const tokenSignIn = options.tokenSignIn ?? true;
   const open = sessionOpener(options);
@@ -172,6 +198,50 @@ export function oidcLogin(options: OidcLoginOptions): Router {
   };
   const configuration = () => discovered ?? discover();
 
+  // The provider's keys for logout tokens: fetched by jose when a token names a key not yet seen, each fetch bounded.
+  let keys: { uri: string; set: ReturnType<typeof createRemoteJWKSet> } | undefined;
+  const keySet = (config: oidc.Configuration) => {
+    const uri = config.serverMetadata().jwks_uri;
+    if (uri === undefined) throw new Error('the provider publishes no jwks_uri');
+    if (keys?.uri !== uri) keys = { uri, set: createRemoteJWKSet(new URL(uri), { timeoutDuration: timeoutMs }) };
+    return keys.set;
+  };
+
+  /** The sessions a verified logout token names: the person's (`sub`), those of the provider's session (`sid`), or both together. */
+  const endSessions = async (config: oidc.Configuration, { sub, sid }: { sub?: string; sid?: string }, ctx: Context): Promise<void> => {
+    let userId: string | undefined;
+    if (sub !== undefined) {
+      const iss = config.serverMetadata().issuer;
+      userId = (await users.list()).find((user) => user.issuer === iss && user.subject === sub)?.id;
+      // A person this gateway never signed in has no session here.
+      if (userId === undefined) return;
+    }
+    const match: SessionMatch | undefined =
+      userId !== undefined ? { userId, ...(sid !== undefined && { oidcSid: sid }) } : sid !== undefined ? { oidcSid: sid } : undefined;
+    if (match === undefined) return;
+    const ended = await options.sessions.deleteMatching(match);
+    if (ended > 0) options.onChange?.({ action: 'session.closed', adminTokenId: null, ...(userId !== undefined && { userId }) }, ctx);
+  };
+
+  /** A logout token's claims once verified (OIDC Back-Channel Logout 1.0, 2.6): signed by the provider's keys as its ID tokens are, for this client, and a logout. */
+  const verifyLogoutToken = async (config: oidc.Configuration, token: string): Promise<{ sub?: string; sid?: string }> => {
+    const { payload } = await jwtVerify(token, keySet(config), {
+      issuer: config.serverMetadata().issuer,
+      audience: clientId,
+      algorithms: [config.clientMetadata().id_token_signed_response_alg ?? 'RS256'],
+      requiredClaims: ['iat'],
+      clockTolerance: CLOCK_TOLERANCE_SECONDS,
+    });
+    const { events } = payload;
+    const event = typeof events === 'object' && events !== null ? (events as Record<string, unknown>)[BACKCHANNEL_LOGOUT_EVENT] : undefined;
+    if (typeof event !== 'object' || event === null) throw new Error('not a logout token: no back-channel logout event');
+    if (payload.nonce !== undefined) throw new Error('a logout token has no nonce');
+    const sub = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : undefined;
+    const sid = typeof payload.sid === 'string' && payload.sid !== '' ? payload.sid : undefined;
+    if (sub === undefined && sid === undefined) throw new Error('a logout token names a sub or a sid');
+    return { ...(sub !== undefined && { sub }), ...(sid !== undefined && { sid }) };
+  };
+
   const flowCookie = (ctx: Context, value: string, maxAge: number) =>
     // Lax, not Strict: the provider's redirect back is a navigation from another site.
     ctx.append('Set-Cookie', serialize(FLOW_COOKIE, value, { httpOnly: true, sameSite: 'lax', path: FLOW_PATH, maxAge, secure: secure(ctx) }));
@@ -179,7 +249,65 @@ export function oidcLogin(options: OidcLoginOptions): Router {
   const router = new Router({ prefix: ADMIN_API_PATH, sensitive: true, strict: true });
 
   router.get('/oidc', (ctx) => {
-    ctx.body = { object: 'oidc_provider', name: providerName, login_url: `${FLOW_PATH}/login`, token_sign_in: tokenSignIn };
+    ctx.body = { object: 'oidc_provider', name: providerName, login_url: `${FLOW_PATH}/login`, logout_url: `${FLOW_PATH}/logout`, token_sign_in: tokenSignIn };
+  });
+
+  // RP-initiated logout: where the dashboard sends the browser once its session is ended, so that
+  // the person is signed out at the provider too; back to the dashboard when it offers no such thing.
+  router.get('/oidc/logout', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.status = 303;
+    let config: oidc.Configuration | undefined;
+    try {
+      config = await configuration();
+    } catch {
+      config = undefined;
+    }
+    const endsSessions = config?.serverMetadata().end_session_endpoint !== undefined;
+    ctx.redirect(config && endsSessions ? oidc.buildEndSessionUrl(config, { post_logout_redirect_uri: postLogoutRedirectUri }).href : afterSignIn);
+  });
+
+  // Back-channel logout: the provider posts a signed logout token when a person signs out there.
+  router.post('/oidc/backchannel-logout', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    const form = new URLSearchParams((await readBody(ctx.req, LOGOUT_FORM_BYTES)).toString('utf8'));
+    const token = form.get('logout_token');
+    let config: oidc.Configuration;
+    let claims: { sub?: string; sid?: string };
+    try {
+      if (!ctx.is('application/x-www-form-urlencoded') || !token) throw new Error('a form with a logout_token is expected');
+      config = await configuration();
+      claims = await verifyLogoutToken(config, token);
+    } catch {
+      // Missing, unverifiable, or the provider's keys out of reach: the provider may send it again.
+      ctx.status = 400;
+      ctx.body = { error: 'invalid_request', error_description: 'The logout token is missing or did not verify.' };
+      return;
+    }
+    await endSessions(config, claims, ctx);
+    ctx.status = 200;
+    ctx.body = '';
+  });
+
+  // Front-channel logout: the provider's page loads this in a frame, naming its session (`sid`, and
+  // `iss`, which Entra ID leaves out: with one provider, a `sid` is of that one).
+  router.get('/oidc/frontchannel-logout', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    const { iss, sid } = ctx.query;
+    let config: oidc.Configuration | undefined;
+    try {
+      config = await configuration();
+    } catch {
+      return refusalPage(ctx, refusals.unreachable, afterSignIn);
+    }
+    if (typeof sid !== 'string' || sid === '' || (iss !== undefined && iss !== config.serverMetadata().issuer)) {
+      return refusalPage(ctx, refusals.logoutUnknown, afterSignIn);
+    }
+    await endSessions(config, { sid }, ctx);
+    ctx.type = 'text/html; charset=utf-8';
+    // Framed by the provider's page only.
+    ctx.set('Content-Security-Policy', `default-src 'none'; frame-ancestors ${new URL(config.serverMetadata().issuer).origin}`);
+    ctx.body = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Signed out</title></head><body>Signed out.</body></html>';
   });
 
   router.get('/oidc/login', async (ctx) => {
@@ -234,7 +362,11 @@ export function oidcLogin(options: OidcLoginOptions): Router {
     if (user.disabled) return refusalPage(ctx, refusals.disabled, afterSignIn);
     const role = effectiveRole(user);
     if (!role) return refusalPage(ctx, refusals.noRole, afterSignIn);
-    await open(ctx, { tokenId: null, tokenName: null, user, role });
+    await open(
+      ctx,
+      { tokenId: null, tokenName: null, user, role },
+      typeof claims.sid === 'string' && claims.sid !== '' && claims.sid.length <= 255 ? claims.sid : undefined,
+    );
     ctx.status = 303;
     ctx.redirect(afterSignIn);
   });

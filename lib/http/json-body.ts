@@ -47,10 +47,28 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
  * bounds, in bytes and nesting.
  */
 export async function readJsonValue(req: IncomingMessage, limit: number): Promise<unknown> {
+  const text = (await readBody(req, limit)).toString('utf8');
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw errors.invalidJson();
+  }
+  if (nestsDeeperThan(body, MAX_DEPTH)) {
+    throw errors.invalidRequest(`Request body must not nest arrays and objects more than ${MAX_DEPTH} levels deep`);
+  }
+  return body;
+}
+
+/**
+ * The request body's bytes, more than `limit` refused with 413 (declared or found); over it, the
+ * rest is read and dropped, never destroying the socket.
+ */
+export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   if (req.readableEnded) throw new Error('koa-model-gateway: the request body was already read; mount no body parser before the model handlers');
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) throw errors.requestTooLarge();
-  const raw = await new Promise<Buffer>((resolve, reject) => {
+  return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const stop = () => {
@@ -74,15 +92,4 @@ export async function readJsonValue(req: IncomingMessage, limit: number): Promis
     };
     req.on('data', onData).on('end', onEnd).on('error', onBroken).on('close', onBroken);
   });
-  const text = raw.toString('utf8');
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw errors.invalidJson();
-  }
-  if (nestsDeeperThan(body, MAX_DEPTH)) {
-    throw errors.invalidRequest(`Request body must not nest arrays and objects more than ${MAX_DEPTH} levels deep`);
-  }
-  return body;
 }

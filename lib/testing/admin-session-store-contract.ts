@@ -67,4 +67,33 @@ export function adminSessionStoreContract(test: StoreContractTest, name: string,
     t.deepEqual(await store.get('e'.repeat(64), at(1_999_990_001)), { ...users, lastSeenAt: 1_999_990_000 });
     t.is(await store.get('f'.repeat(64), at(1_999_990_001)), undefined);
   });
+
+  test(`${name}: deleteMatching ends a person's sessions, or those opened under one provider session, and no other`, async (t) => {
+    const store = await makeStore();
+    const of = (hash: string, userId: string, oidcSid?: string): AdminSession => ({
+      ...session(hash.repeat(64), 2_000_000_000),
+      tokenId: null,
+      userId,
+      ...(oidcSid !== undefined && { oidcSid }),
+    });
+    const ada = 'usr_00000000000000000000000a';
+    const bob = 'usr_00000000000000000000000b';
+    for (const one of [of('1', ada, 'sid-1'), of('2', ada, 'sid-2'), of('3', ada), of('4', bob, 'sid-1'), of('5', bob, 'sid-3')]) await store.create(one);
+    await store.create(session('6'.repeat(64), 2_000_000_000));
+    t.deepEqual(await store.get('1'.repeat(64), at(0)), of('1', ada, 'sid-1'));
+    t.is(await store.deleteMatching({ userId: ada, oidcSid: 'sid-1' }), 1);
+    t.truthy(await store.get('4'.repeat(64), at(0)), "another person's session under the same sid");
+    t.is(await store.deleteMatching({ oidcSid: 'sid-3' }), 1);
+    t.is(await store.deleteMatching({ userId: ada }), 2);
+    t.is(await store.deleteMatching({ userId: ada }), 0);
+    t.deepEqual(await Promise.all(['1', '2', '3', '4', '5', '6'].map(async (hash) => (await store.get(hash.repeat(64), at(0))) !== undefined)), [
+      false,
+      false,
+      false,
+      true,
+      false,
+      true,
+    ]);
+    await t.throwsAsync(store.deleteMatching({} as never), { instanceOf: TypeError });
+  });
 }

@@ -1,4 +1,6 @@
+import { generateKeyPairSync } from 'node:crypto';
 import test from 'ava';
+import { SignJWT } from 'jose';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { ConfigError } from '../../reference-server/config-error.js';
@@ -20,6 +22,8 @@ const PEOPLE = {
   vera: { email: 'vera@example.com', name: 'Vera Viewer', groups: ['gw-readers'] },
   nora: { email: 'nora@example.com', name: 'Nora Nobody', groups: ['staff'] },
   dora: { email: 'dora@example.com', name: 'Dora Disabled', groups: ['gw-ops'] },
+  lena: { email: 'lena@example.com', name: 'Lena Leaving', groups: ['gw-ops'] },
+  finn: { email: 'finn@example.com', name: 'Finn Finished', groups: ['gw-readers'] },
 };
 type Who = keyof typeof PEOPLE;
 
@@ -47,7 +51,7 @@ test.after.always(async () => {
 
 /** `who` signed in: calls to the admin API with their session cookie and CSRF token. */
 async function signedIn(gateway: Gateway, who: Who, app: ReferenceApp = gateway.app) {
-  const { res, location, session } = await signInWithoutBrowser(app.url, who);
+  const { res, location, session, providerCookie } = await signInWithoutBrowser(app.url, who);
   if (res.status !== 303 || !session) throw new Error(`${who} was not signed in: ${res.status} ${await res.text()}`);
   const current = await gateway.fetch(`${app.url}/admin/v1/sessions/current`, { headers: { cookie: session } });
   const { csrf_token: csrf, role, user } = (await current.json()) as { csrf_token: string; role: string; user: { id: string; email: string } };
@@ -58,8 +62,16 @@ async function signedIn(gateway: Gateway, who: Who, app: ReferenceApp = gateway.
       ...(body !== undefined && { body: JSON.stringify(body) }),
     });
   const unchecked = (method: string, path: string) => fetch(`${app.url}/admin/v1${path}`, { method, headers: { cookie: session, 'x-csrf-token': csrf } });
-  return { location, session, role, user, call, unchecked };
+  return { location, session, providerCookie, role, user, call, unchecked };
 }
+
+/** A back-channel logout as the provider sends one: a form with the token, to `app`. */
+const backchannelLogout = (gateway: Gateway, logoutToken: string, app: ReferenceApp = gateway.app) =>
+  gateway.fetch(`${app.url}/admin/v1/oidc/backchannel-logout`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ logout_token: logoutToken }).toString(),
+  });
 
 const newKey = async (app: ReferenceApp, account = 'acme') =>
   (await createApiKey(app.deployment.keys, { prefix: app.config.gateway.keyPrefix, account, scopes: ['models:read'], models: null })).record.id;
@@ -71,6 +83,7 @@ test('a person signs in through the provider: a session of the role their groups
     object: 'oidc_provider',
     name: 'Test ID',
     login_url: '/admin/v1/oidc/login',
+    logout_url: '/admin/v1/oidc/logout',
     token_sign_in: false,
   });
   const ada = await signedIn(gateway, 'ada');
@@ -257,6 +270,91 @@ withPostgres(test)('on PostgreSQL, a session opened on one server works on anoth
   const restarted = await referenceApp(undefined, { ...gateway.env, DATABASE_URL: database.url });
   t.teardown(() => restarted.close());
   t.like(await (await otto.call('GET', '/sessions/current', undefined, restarted)).json(), { role: 'operator', user: { email: 'otto@example.com' } });
+  // The provider's logout, received by one server, ends the session on every one.
+  const sid = gateway.provider.sessionIds('otto')[0];
+  t.is((await backchannelLogout(gateway, await gateway.provider.logoutToken({ sub: 'otto', sid }), restarted)).status, 200);
+  t.is((await otto.call('GET', '/keys')).status, 401);
+  t.deepEqual(gateway.problems, [], 'every answer as docs/openapi.json describes it');
+});
+
+test('signing out at the provider ends that sign-in here (back-channel), another by its sid (front-channel); the dashboard sends the browser there', async (t) => {
+  const gateway = await sharedGateway();
+  const { app, provider } = gateway;
+  const first = await signedIn(gateway, 'lena');
+  const second = await signedIn(gateway, 'lena');
+  // RP-initiated logout: to the provider's end-session page, back to the dashboard afterwards.
+  const logout = await gateway.fetch(`${app.url}/admin/v1/oidc/logout`, { redirect: 'manual' });
+  t.is(logout.status, 303);
+  const endSession = new URL(logout.headers.get('location') ?? '');
+  t.is(endSession.origin, provider.issuer);
+  t.like(Object.fromEntries(endSession.searchParams), { client_id: OIDC_CLIENT.id, post_logout_redirect_uri: `${app.url}/dashboard` });
+  // The first browser confirms there: the provider posts its logout token to the gateway.
+  const page = await fetch(endSession, { headers: { cookie: first.providerCookie } });
+  const xsrf = /name="xsrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
+  const action = new URL('/session/end/confirm', provider.issuer);
+  const confirmed = await fetch(action, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: first.providerCookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ xsrf, logout: 'yes' }).toString(),
+  });
+  t.is(confirmed.headers.get('location'), `${app.url}/dashboard`);
+  t.is((await first.call('GET', '/keys')).status, 401, 'the session of the sign-in that ended at the provider');
+  t.is((await second.call('GET', '/keys')).status, 200, 'another sign-in of the same person');
+  // Front-channel: the provider's page frames the gateway's logout with the session's sid and its
+  // issuer (or none, as Entra ID sends it).
+  const [sid = ''] = provider.sessionIds('lena');
+  const frontchannel = (query: Record<string, string>) => gateway.fetch(`${app.url}/admin/v1/oidc/frontchannel-logout?${new URLSearchParams(query)}`);
+  t.is((await frontchannel({ iss: 'https://elsewhere.example.com', sid })).status, 400);
+  t.is((await frontchannel({ iss: provider.issuer })).status, 400);
+  t.is((await second.call('GET', '/keys')).status, 200);
+  const framed = await frontchannel({ iss: provider.issuer, sid });
+  t.is(framed.status, 200);
+  t.is(framed.headers.get('content-security-policy'), `default-src 'none'; frame-ancestors ${provider.issuer}`);
+  t.is((await second.call('GET', '/keys')).status, 401);
+  const third = await signedIn(gateway, 'lena');
+  const [latest = ''] = provider.sessionIds('lena').filter((id) => id !== sid);
+  t.is((await frontchannel({ sid: latest })).status, 200);
+  t.is((await third.call('GET', '/keys')).status, 401);
+  t.deepEqual(gateway.problems, [], 'every answer as docs/openapi.json describes it');
+});
+
+test('a back-channel logout that names only the person ends all their sessions; one that does not verify ends none', async (t) => {
+  const gateway = await sharedGateway();
+  const { provider } = gateway;
+  const sessions = [await signedIn(gateway, 'finn'), await signedIn(gateway, 'finn')];
+  const alive = async () => Promise.all(sessions.map(async (session) => (await session.call('GET', '/keys')).status));
+  const { privateKey: stranger } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const forged = await new SignJWT({ sub: 'finn', events: { 'http://schemas.openid.net/event/backchannel-logout': {} } })
+    .setProtectedHeader({ alg: 'RS256', kid: 'test' })
+    .setIssuer(provider.issuer)
+    .setAudience(OIDC_CLIENT.id)
+    .setIssuedAt()
+    .sign(stranger);
+  for (const token of [
+    forged,
+    await provider.logoutToken({ sub: 'finn', events: undefined }),
+    await provider.logoutToken({ sub: 'finn', events: { 'http://schemas.openid.net/event/other': {} } }),
+    await provider.logoutToken({ sub: 'finn', nonce: 'n' }),
+    await provider.logoutToken({ sub: 'finn', aud: 'another-client' }),
+    await provider.logoutToken({ sub: 'finn', iss: 'https://elsewhere.example.com' }),
+    await provider.logoutToken({}),
+    'not-a-jwt',
+  ]) {
+    const refused = await backchannelLogout(gateway, token);
+    t.is(refused.status, 400);
+    t.like(await refused.json(), { error: 'invalid_request' });
+  }
+  const formless = await gateway.fetch(`${gateway.app.url}/admin/v1/oidc/backchannel-logout`, { method: 'POST', body: '' });
+  t.is(formless.status, 400);
+  t.deepEqual(await alive(), [200, 200]);
+  // Someone who never signed in here: nothing to end.
+  t.is((await backchannelLogout(gateway, await provider.logoutToken({ sub: 'nobody' }))).status, 200);
+  t.deepEqual(await alive(), [200, 200]);
+  const ended = await backchannelLogout(gateway, await provider.logoutToken({ sub: 'finn' }));
+  t.is(ended.status, 200);
+  t.is(ended.headers.get('cache-control'), 'no-store');
+  t.deepEqual(await alive(), [401, 401]);
   t.deepEqual(gateway.problems, [], 'every answer as docs/openapi.json describes it');
 });
 

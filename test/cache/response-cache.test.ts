@@ -294,6 +294,10 @@ test('the Anthropic SDK stream helper reads a replayed Messages stream as the or
   t.like(replayed.usage, original.usage);
   t.is(replayed.stop_reason, original.stop_reason);
   t.not(replayed.id, original.id);
+  // Asked as the one before it: the same events, a fresh id.
+  const again = await client.messages.stream(request).finalMessage();
+  t.deepEqual(again.content, replayed.content);
+  t.not(again.id, replayed.id);
   const json = await client.messages.create(request);
   t.deepEqual(withoutCaller(json.content), withoutCaller(original.content));
   t.like(json.usage, original.usage);
@@ -316,6 +320,65 @@ test('a store that stalls costs the lookup bound and a miss; one that fails a mi
   const second = await cachedApp(t, broken, { cache: { store: broken } });
   second.upstream.answer(CHAT, reply(200, chatAnswer('Still here.')));
   t.is((await second.chat(ask('down'))).status, 200);
+});
+
+test('a hit that asks what the storing call asked is sent the answer as it was written, a fresh id in it; one that asks otherwise has it written again', async (t) => {
+  const memory = new MemoryResponseCache();
+  let stored: { account: string; key: string } | undefined;
+  let declineWritten = false;
+  // The memory store, telling where the entry went; or declining an entry with its written answer, as a store bounded below its size does.
+  const store: ResponseCache = {
+    get: (account, key) => memory.get(account, key),
+    set: async (account, key, entry, ttlSeconds) => {
+      if (declineWritten && 'written' in JSON.parse(entry.slice(0, entry.indexOf('\n')))) return false;
+      stored = { account, key };
+      return memory.set(account, key, entry, ttlSeconds);
+    },
+    purge: (account) => memory.purge(account),
+  };
+  const { upstream, chat } = await cachedApp(t, store);
+  upstream.answer(CHAT, reply(200, chatAnswer('Paris.')), 2);
+  t.is((await chat(ask('Capital of France?'))).headers.get('x-kmg-cache'), 'miss');
+  const where = await until(
+    async () => stored,
+    (found) => found !== undefined,
+  );
+  if (where === undefined) return t.fail('the entry was never stored');
+  const { account, key } = where;
+  // Marked in the written answer only (the entry's first line; its parts are on the second): a hit sent it as it is says so.
+  const [head = '{}', parts] = ((await memory.get(account, key)) ?? '').split('\n');
+  const entry = JSON.parse(head) as { written: { pieces: string[] } };
+  entry.written.pieces = entry.written.pieces.map((piece) => piece.replace('Paris.', 'Marked.'));
+  await memory.set(account, key, `${JSON.stringify(entry)}\n${parts}`, 60);
+  type Answer = { id: string; choices: Array<{ message: { content: string } }> };
+  const hits = await Promise.all([chat(ask('Capital of France?')), chat(ask('Capital of France?'))]);
+  const [one, two] = (await Promise.all(hits.map((hit) => hit.json()))) as Answer[];
+  t.deepEqual(
+    hits.map((hit) => hit.headers.get('x-kmg-cache')),
+    ['hit', 'hit'],
+  );
+  t.is(one?.choices[0]?.message.content, 'Marked.');
+  t.regex(one?.id ?? '', /^chatcmpl-[A-Za-z0-9]{24}$/);
+  t.not(one?.id, two?.id);
+  t.deepEqual({ ...two, id: '' }, { ...one, id: '' });
+  // Another user, or a stream: written from the parts.
+  const other = (await (await chat(ask('Capital of France?', { user: 'someone-else' }))).json()) as Answer;
+  t.is(other.choices[0]?.message.content, 'Paris.');
+  const streamed = await (await chat(ask('Capital of France?', { stream: true }))).text();
+  t.regex(streamed, /"content":"Paris\."/);
+  t.notRegex(streamed, /Marked/);
+  // An entry too large with its written answer is stored without it, and still answers.
+  declineWritten = true;
+  stored = undefined;
+  t.is((await chat(ask('Capital of Spain?'))).headers.get('x-kmg-cache'), 'miss');
+  await until(
+    async () => stored,
+    (found) => found !== undefined,
+  );
+  const hit = await chat(ask('Capital of Spain?'));
+  t.is(hit.headers.get('x-kmg-cache'), 'hit');
+  t.is(((await hit.json()) as Answer).choices[0]?.message.content, 'Paris.');
+  t.is(upstream.received.length, 2);
 });
 
 withRedis(test)('a hit stored by one instance is served by another on the same Redis', async (t) => {

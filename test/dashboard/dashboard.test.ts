@@ -259,7 +259,9 @@ async function signInByRole(t: ExecutionContext, { app, provider, deployment, br
       await shoot('sso-people');
       await shootNarrow('sso-people');
     }
+    // Signed out here, then at the provider, and back to the dashboard's login.
     await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByRole('button', { name: 'Yes, sign me out' }).click();
     await page.getByRole('link', { name: 'Sign in with Test ID' }).waitFor();
   }
 }

@@ -1,8 +1,9 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse as parseCookies } from 'cookie';
+import { importJWK, SignJWT, type JWTPayload } from 'jose';
 import Provider from 'oidc-provider';
 import { referenceApp } from './reference-app.js';
 import { freePort } from './http.js';
@@ -19,8 +20,7 @@ export interface Person {
  * The provider's artifacts (sessions, grants, codes) in a Map of this provider's own: what its
  * quick-start adapter does, without the warning it prints for each provider.
  */
-function memoryAdapter() {
-  const artifacts = new Map<string, { payload: Record<string, unknown>; model: string }>();
+function memoryAdapter(artifacts: Map<string, { payload: Record<string, unknown>; model: string }>) {
   return class MemoryAdapter {
     constructor(readonly model: string) {}
     async upsert(id: string, payload: Record<string, unknown>) {
@@ -58,7 +58,10 @@ export const OIDC_CLIENT = { id: 'kmg-dashboard', secret: 'test-client-secret-no
  * sign-in: one confidential client (`OIDC_CLIENT`) whose redirect URL is given once the gateway
  * is listening (`register`), the people of `people` (subject → claims, released in the ID token),
  * and an interaction that signs in at once (no pages to fill in) as the person the browser's
- * `PERSON_COOKIE` names on the provider's site, else the first of `people`.
+ * `PERSON_COOKIE` names on the provider's site, else the first of `people`. The client is
+ * registered for back-channel logout (its ID tokens carry `sid`) and RP-initiated logout back to
+ * the gateway's dashboard; `sessionIds(subject)` are the provider's sessions of someone, and
+ * `logoutToken(claims)` signs a logout token with the provider's key.
  * `stop()` takes it down (the provider "is down"), `start()` brings it back on the same port.
  */
 export async function testProvider(people: Record<string, Person>) {
@@ -76,6 +79,7 @@ export async function testProvider(people: Record<string, Person>) {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwk = { ...privateKey.export({ format: 'jwk' }), alg: 'RS256', use: 'sig', kid: 'test' };
   const someone = Object.keys(people)[0] ?? '';
+  const artifacts = new Map<string, { payload: Record<string, unknown>; model: string }>();
 
   return {
     issuer,
@@ -87,18 +91,37 @@ export async function testProvider(people: Record<string, Person>) {
             client_id: OIDC_CLIENT.id,
             client_secret: OIDC_CLIENT.secret,
             redirect_uris: [redirectUri],
+            backchannel_logout_uri: new URL('/admin/v1/oidc/backchannel-logout', redirectUri).href,
+            backchannel_logout_session_required: true,
+            post_logout_redirect_uris: [new URL('/dashboard', redirectUri).href],
             grant_types: ['authorization_code'],
             response_types: ['code'],
           },
         ],
         jwks: { keys: [jwk] },
         cookies: { keys: ['test-provider-cookie-key'] },
-        adapter: memoryAdapter(),
+        adapter: memoryAdapter(artifacts),
         ttl: { Interaction: 600, Grant: 600, Session: 600, AccessToken: 600, IdToken: 600, AuthorizationCode: 60 },
         claims: { openid: ['sub'], email: ['email'], profile: ['name', 'groups'] },
         // The claims of the granted scopes in the ID token itself, as Okta and Entra ID put groups there.
         conformIdTokenClaims: false,
-        features: { devInteractions: { enabled: false } },
+        features: {
+          devInteractions: { enabled: false },
+          backchannelLogout: { enabled: true },
+          // Its sign-out page, without the web font of the default one.
+          rpInitiatedLogout: {
+            logoutSource: (ctx, form) => {
+              ctx.body = `<!doctype html><html lang="en"><head><title>Sign out</title></head><body>${form}<button autofocus type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button></body></html>`;
+            },
+          },
+        },
+        // Its back-channel logout calls the gateway on a loopback address, which its guard against
+        // server-side request forgery refuses: without that guard (its `dispatcher`), here only.
+        fetch: (url, init) => {
+          const options: RequestInit & { dispatcher?: unknown } = { ...init };
+          delete options.dispatcher;
+          return globalThis.fetch(url, options);
+        },
         findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub, ...people[sub] }) }),
       });
       const callback = provider.callback();
@@ -116,6 +139,28 @@ export async function testProvider(people: Record<string, Person>) {
           res.end();
         });
       };
+    },
+    /** The `sid` of each session `subject` has at the provider with the gateway's client. */
+    sessionIds(subject: string): string[] {
+      return [...artifacts.values()]
+        .filter(({ model, payload }) => model === 'Session' && payload.accountId === subject)
+        .map(({ payload }) => (payload.authorizations as Record<string, { sid?: string }> | undefined)?.[OIDC_CLIENT.id]?.sid)
+        .filter((sid): sid is string => typeof sid === 'string');
+    },
+    /** A logout token as the provider signs one (its key, issuer and the client as audience), with `claims` over the usual ones. */
+    async logoutToken(claims: JWTPayload, header: { kid?: string } = {}) {
+      const key = await importJWK(jwk, 'RS256');
+      return new SignJWT({
+        iss: issuer,
+        aud: OIDC_CLIENT.id,
+        events: { 'http://schemas.openid.net/event/backchannel-logout': {} },
+        jti: randomUUID(),
+        ...claims,
+      })
+        .setProtectedHeader({ alg: 'RS256', typ: 'logout+jwt', kid: 'test', ...header })
+        .setIssuedAt()
+        .setExpirationTime('2m')
+        .sign(key);
     },
     stop() {
       server.closeAllConnections();
@@ -159,7 +204,10 @@ export async function signInWithoutBrowser(gatewayUrl: string, person: string) {
     // Back on the gateway, past its callback: signed in or refused, either way the end.
     if (next === null || (next.host === gatewayHost && !next.pathname.startsWith('/admin/v1/oidc/'))) {
       const session = jars.get(gatewayHost)?.get('kmg_admin_session');
-      return { res, location: next, session: session ? `kmg_admin_session=${session}` : undefined };
+      const provider = [...jars].find(([host]) => host !== gatewayHost)?.[1] ?? new Map<string, string>();
+      // The provider's cookies of this browser: what signs it out there.
+      const providerCookie = [...provider].map(([name, value]) => `${name}=${value}`).join('; ');
+      return { res, location: next, session: session ? `kmg_admin_session=${session}` : undefined, providerCookie };
     }
     await res.body?.cancel();
     url = next;

@@ -55,6 +55,7 @@ async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
     '20261207_usage_rollups',
     '20261207_usage_trace_id',
     '20261207_soft_budgets_alert_thresholds',
+    '20261207_session_oidc_sid',
   ]);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }

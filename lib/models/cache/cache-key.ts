@@ -7,7 +7,7 @@ import type { ProviderEndpoint } from '../provider.js';
 const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
 
 /** Changed whenever what an entry holds, or how a key is made, changes: older entries are then never read. */
-export const CACHE_KEY_VERSION = 1;
+export const CACHE_KEY_VERSION = 2;
 
 /**
  * The request fields that cannot change an answer's content, left out of the key: how it is
@@ -57,4 +57,15 @@ export function cacheKey({ account, keyId, endpoint, model, body, headers = {} }
   const text = canonicalize([CACHE_KEY_VERSION, account, keyId ?? null, endpoint, model, kept, headers]);
   // One-shot: no Hash object per call.
   return hash('sha256', text ?? '');
+}
+
+/**
+ * What a call says outside its key, `model` aside (`stream`, `stream_options`, `user`, ...), as
+ * text: two calls of one key whose variants are the same text are written the same answer, byte
+ * for byte. Not canonicalised: the same fields spelled otherwise are only a variant more.
+ */
+export function cacheVariant(body: JsonObject): string {
+  const asked: JsonObject = {};
+  for (const field of IGNORED_FIELDS) if (field !== 'model' && body[field] !== undefined) asked[field] = body[field];
+  return JSON.stringify(asked);
 }

@@ -24,6 +24,12 @@ const FORMATS: Readonly<Record<CachedEndpoint, WireFormat>> = {
 const ID_PREFIX: Readonly<Record<CachedEndpoint, string>> = { chatCompletions: 'chatcmpl-', responses: 'resp_', messages: 'msg_' };
 
 /**
+ * The formats whose written answer an entry keeps: those whose one generated id is the answer's.
+ * A Responses answer's items have ids of their own, fresh on every replay: it is written again each time.
+ */
+export const KEEPS_WRITTEN: Readonly<Record<CachedEndpoint, boolean>> = { chatCompletions: true, responses: false, messages: true };
+
+/**
  * What one cache entry holds: the answer as the neutral stream parts it was made of (text in the
  * pieces it came in, tool calls with their argument pieces, reasoning, the finish), from which
  * both a JSON answer and a stream of the client's format are written; when it was stored, and what
@@ -38,6 +44,55 @@ export interface CachedAnswer {
   parts: StreamPart[];
   /** The original call's cost, in picodollars. */
   costPicoUsd: number;
+  /** The answer as it was written to the call that stored it, for a hit that asks the same to be sent as it is. */
+  written?: WrittenAnswer;
+}
+
+/** An answer as the client was sent it (JSON or the stream's events), cut at its id. */
+export interface WrittenAnswer {
+  /** `cacheVariant()` of the call it was written for: a hit of the same variant is sent these bytes. */
+  variant: string;
+  /** The text around each place of the answer's id: a hit joins them with a fresh one. */
+  pieces: string[];
+}
+
+/**
+ * An entry as a store keeps it: all but its parts on the first line, the parts on the second
+ * (JSON has no raw line break), so that a hit sent the written answer never reads the parts.
+ */
+export function entryText({ parts, ...head }: CachedAnswer): string {
+  return `${JSON.stringify(head)}\n${JSON.stringify(parts)}`;
+}
+
+/** The entry `entryText()` wrote; its parts are read when first asked for. */
+export function readEntry(text: string): CachedAnswer {
+  const cut = text.indexOf('\n');
+  if (cut < 0) throw new Error('koa-model-gateway: a cache entry has no parts');
+  return new StoredAnswer(JSON.parse(text.slice(0, cut)) as Omit<CachedAnswer, 'parts'>, text, cut + 1);
+}
+
+/** An entry read from a store, its parts parsed from the store's text only when a hit needs them. */
+class StoredAnswer implements CachedAnswer {
+  readonly storedAt: number;
+  readonly created: number;
+  readonly costPicoUsd: number;
+  readonly written?: WrittenAnswer;
+  readonly #text: string;
+  readonly #partsAt: number;
+  #parts: StreamPart[] | undefined;
+
+  constructor(head: Omit<CachedAnswer, 'parts'>, text: string, partsAt: number) {
+    this.storedAt = head.storedAt;
+    this.created = head.created;
+    this.costPicoUsd = head.costPicoUsd;
+    if (head.written !== undefined) this.written = head.written;
+    this.#text = text;
+    this.#partsAt = partsAt;
+  }
+
+  get parts(): StreamPart[] {
+    return (this.#parts ??= JSON.parse(this.#text.slice(this.#partsAt)) as StreamPart[]);
+  }
 }
 
 export const isCachedEndpoint = (endpoint: ProviderEndpoint): endpoint is CachedEndpoint => endpoint !== 'countTokens' && endpoint !== 'embeddings';
@@ -215,19 +270,19 @@ export class AnswerCollector {
 }
 
 // From the pooled CSPRNG bytes of request ids: a `randomBytes()` call of its own cost a hit ~10 µs.
-const freshId = (endpoint: CachedEndpoint) => `${ID_PREFIX[endpoint]}${randomAlphanumeric(24)}`;
+export const freshId = (endpoint: CachedEndpoint) => `${ID_PREFIX[endpoint]}${randomAlphanumeric(24)}`;
 
-/** An entry as the JSON answer of `endpoint`'s format, with a fresh id and `model` as its model. */
-export function replayJson(endpoint: CachedEndpoint, cached: CachedAnswer, request: Request, model: string): JsonObject {
-  return FORMATS[endpoint].client.writeAnswer(wholeAnswer(cached.parts, freshId(endpoint), model, cached.created), request);
+/** An entry as the JSON answer of `endpoint`'s format, with `id` and `model` as its own. */
+export function replayJson(endpoint: CachedEndpoint, cached: CachedAnswer, request: Request, model: string, id: string): JsonObject {
+  return FORMATS[endpoint].client.writeAnswer(wholeAnswer(cached.parts, id, model, cached.created), request);
 }
 
-/** An entry as the events of `endpoint`'s stream, whole, with a fresh id and `model` as its model. */
-export function replayEvents(endpoint: CachedEndpoint, cached: CachedAnswer, request: Request, model: string): string {
+/** An entry as the events of `endpoint`'s stream, whole, with `id` and `model` as its own. */
+export function replayEvents(endpoint: CachedEndpoint, cached: CachedAnswer, request: Request, model: string, id: string): string {
   const writer = FORMATS[endpoint].client.streamWriter(request);
   const finish = cached.parts.at(-1);
   const usage = finish?.type === 'finish' ? finish.usage : undefined;
-  let out = writer.write({ type: 'start', id: freshId(endpoint), model, created: cached.created, ...(usage && { usage: { ...usage, outputTokens: 0 } }) });
+  let out = writer.write({ type: 'start', id, model, created: cached.created, ...(usage && { usage: { ...usage, outputTokens: 0 } }) });
   for (const part of cached.parts) out += writer.write(part);
   return out + writer.end();
 }

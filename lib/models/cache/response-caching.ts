@@ -7,8 +7,20 @@ import type { EndpointFormat } from '../endpoint-format.js';
 import type { Request } from '../formats/neutral.js';
 import { parseOptions, positiveInteger, timerMs } from '../../settings/schemas.js';
 import type { ModelRequestState, VerifiedKey } from '../../state.js';
-import { cacheKey } from './cache-key.js';
-import { AnswerCollector, isCachedEndpoint, neutralRequest, replayEvents, replayJson, type CachedAnswer, type CachedEndpoint } from './cached-answer.js';
+import { cacheKey, cacheVariant } from './cache-key.js';
+import {
+  AnswerCollector,
+  freshId,
+  isCachedEndpoint,
+  entryText,
+  KEEPS_WRITTEN,
+  neutralRequest,
+  readEntry,
+  replayEvents,
+  replayJson,
+  type CachedAnswer,
+  type CachedEndpoint,
+} from './cached-answer.js';
 import { cacheDirectives } from './cache-control.js';
 import type { ResponseCache } from './response-cache.js';
 
@@ -110,6 +122,7 @@ export class ResponseCaching {
       name,
       endpoint,
       request,
+      variant: cacheVariant(body),
       ttlSeconds,
       maxAgeMs: maxAge === undefined ? undefined : maxAge * 1000,
       canRead: !directives.noCache,
@@ -132,7 +145,7 @@ export class ResponseCaching {
     });
     try {
       const text = await Promise.race([this.#store.get(account, name), late]);
-      return { entry: text === undefined ? undefined : (JSON.parse(text) as CachedAnswer), failed: false };
+      return { entry: text === undefined ? undefined : readEntry(text), failed: false };
     } catch (err) {
       reportOutage(ctx, err);
       return { entry: undefined, failed: true };
@@ -141,9 +154,16 @@ export class ResponseCaching {
     }
   }
 
-  /** @internal Stores an entry, not awaited by the call: a failure is reported. */
+  /**
+   * @internal Stores an entry, not awaited by the call: a failure is reported. One the store
+   * declines (too large) is offered again without its written answer, which a hit can do without.
+   */
   put(ctx: Context, account: string, name: string, entry: CachedAnswer, ttlSeconds: number): Promise<unknown> {
-    return this.#store.set(account, name, JSON.stringify(entry), ttlSeconds).catch((err: unknown) => reportOutage(ctx, err));
+    const { written, ...parts } = entry;
+    return this.#store
+      .set(account, name, entryText(entry), ttlSeconds)
+      .then((kept) => kept || written === undefined || this.#store.set(account, name, entryText(parts), ttlSeconds))
+      .catch((err: unknown) => reportOutage(ctx, err));
   }
 
   /** @internal The first call's answer, when one is in flight under `name`, waited for at most `waitMs`; else undefined, and this call is now the first. */
@@ -193,6 +213,8 @@ interface TicketCall {
   name: string;
   endpoint: CachedEndpoint;
   request: Request;
+  /** `cacheVariant()` of the call's body: a hit of the same variant is sent the written answer. */
+  variant: string;
   ttlSeconds: number;
   /** The oldest entry the call accepts (its `max-age`), in ms. */
   maxAgeMs: number | undefined;
@@ -251,37 +273,44 @@ export class CacheTicket {
     this.outcome = this.hit ? 'hit' : failed ? 'error' : 'miss';
   }
 
-  /** Answers the call with its hit: JSON or a stream in its own format, with fresh ids, costing nothing. */
+  /**
+   * Answers the call with its hit: JSON or a stream in its own format, with a fresh id, costing
+   * nothing. A call that asks what the one that stored it asked is sent the answer that one was
+   * written, its id replaced; any other has it written again from the parts.
+   */
   replay(): void {
     const call = this.#call;
     const { hit } = this;
     if (call === undefined || hit === undefined) return;
-    const { ctx, endpoint, request, format, model, state, body } = call;
+    const { ctx, endpoint, state, variant } = call;
     state.cache = 'hit';
     state.costSavedPicoUsd = hit.costPicoUsd;
     ctx.res.setHeader('x-kmg-cache', 'hit');
     ctx.res.setHeader('age', String(Math.max(0, Math.floor((this.#caching.nowMs() - hit.storedAt) / 1000))));
+    const id = freshId(endpoint);
+    const text = hit.written?.variant === variant ? hit.written.pieces.join(id) : answerText(call, hit, id);
     if (!state.stream) {
       ctx.res.setHeader('content-type', 'application/json; charset=utf-8');
-      ctx.body = JSON.stringify(replayJson(endpoint, hit, request, model));
+      ctx.body = text;
       return;
     }
-    // Through the format's reader, as a relayed stream is: what the client did not ask for (a usage chunk) is withheld.
-    const reader = format.answer.stream(body, model);
-    const splitter = new EventSplitter();
-    let out = '';
-    for (const event of [...splitter.push(replayEvents(endpoint, hit, request, model)), ...splitter.end()]) out += reader.event(event);
     ctx.status = 200;
     ctx.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-    ctx.body = out;
+    ctx.body = text;
   }
 
   /** Stores the call's answer, when it was seen whole, and gives it to the calls waiting for it. */
   store(): void {
     const call = this.#call;
     const entry = call && this.collector?.entry(call.state, call.state.costPicoUsd, this.#caching.nowMs());
-    const written = call && entry ? this.#caching.put(call.ctx, call.account, call.name, entry, call.ttlSeconds) : undefined;
-    this.#done(entry, written);
+    if (call && entry && KEEPS_WRITTEN[call.endpoint]) {
+      const placeholder = freshId(call.endpoint);
+      const pieces = answerText(call, entry, placeholder).split(placeholder);
+      // A writer that did not write the id as it is would give every hit the same one: nothing kept.
+      if (pieces.length > 1) entry.written = { variant: call.variant, pieces };
+    }
+    const stored = call && entry ? this.#caching.put(call.ctx, call.account, call.name, entry, call.ttlSeconds) : undefined;
+    this.#done(entry, stored);
   }
 
   /** The call is over: the calls waiting for it go on (upstream each, when it stored nothing). */
@@ -295,4 +324,17 @@ export class CacheTicket {
     this.#over?.(written);
     this.#over = undefined;
   }
+}
+
+/**
+ * An entry as `call`'s client is sent it, with `id` as the answer's: JSON, or the stream's events
+ * through the format's reader, as a relayed stream is (what the client did not ask for, a usage chunk, is withheld).
+ */
+function answerText({ endpoint, request, format, model, state, body }: TicketCall, entry: CachedAnswer, id: string): string {
+  if (!state.stream) return JSON.stringify(replayJson(endpoint, entry, request, model, id));
+  const reader = format.answer.stream(body, model);
+  const splitter = new EventSplitter();
+  let out = '';
+  for (const event of [...splitter.push(replayEvents(endpoint, entry, request, model, id)), ...splitter.end()]) out += reader.event(event);
+  return out;
 }

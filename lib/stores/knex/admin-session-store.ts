@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { AdminSession, AdminSessionStore } from '../../admin/admin-session-store.js';
+import { sessionMatchFields, type AdminSession, type AdminSessionStore, type SessionMatch } from '../../admin/admin-session-store.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { wholeSeconds } from './whole-times.js';
 
@@ -13,6 +13,7 @@ interface SessionRow {
   created_at: number | string;
   expires_at: number | string;
   last_seen_at: number | string | null;
+  oidc_sid: string | null;
 }
 
 /**
@@ -39,6 +40,7 @@ export class KnexAdminSessionStore implements AdminSessionStore {
       created_at: session.createdAt,
       expires_at: session.expiresAt,
       last_seen_at: session.lastSeenAt,
+      oidc_sid: session.oidcSid ?? null,
     };
     await withinTimeout(this.#timeoutMs, async () => this.#knex<SessionRow>(TABLE).insert(row));
   }
@@ -57,6 +59,7 @@ export class KnexAdminSessionStore implements AdminSessionStore {
       expiresAt: Number(row.expires_at),
       // Sessions opened before last_seen_at existed: seen when they were opened.
       lastSeenAt: Number(row.last_seen_at ?? row.created_at),
+      ...(row.oidc_sid !== null && { oidcSid: row.oidc_sid }),
     };
   }
 
@@ -70,6 +73,18 @@ export class KnexAdminSessionStore implements AdminSessionStore {
 
   async delete(hash: string): Promise<void> {
     await withinTimeout(this.#timeoutMs, async () => this.#knex<SessionRow>(TABLE).where({ hash }).delete());
+  }
+
+  async deleteMatching(match: SessionMatch): Promise<number> {
+    const { userId, oidcSid } = sessionMatchFields(match);
+    return withinTimeout(this.#timeoutMs, async () =>
+      this.#knex<SessionRow>(TABLE)
+        .where((query) => {
+          if (userId !== undefined) void query.where('user_id', userId);
+          if (oidcSid !== undefined) void query.where('oidc_sid', oidcSid);
+        })
+        .delete(),
+    );
   }
 
   async removeExpired(nowSeconds: number): Promise<number> {

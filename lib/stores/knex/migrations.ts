@@ -436,6 +436,20 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    name: '20261207_session_oidc_sid',
+    async up(knex) {
+      // The provider's session a dashboard session was opened under: its logout (back- or front-channel) names it.
+      await knex.schema.alterTable('kmg_admin_sessions', (table) => {
+        table.string('oidc_sid', 255).index();
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('kmg_admin_sessions', (table) => {
+        table.dropColumn('oidc_sid');
+      });
+    },
+  },
 ];
 
 type RollupTable = 'kmg_usage_hourly' | 'kmg_usage_daily';

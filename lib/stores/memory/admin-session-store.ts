@@ -1,4 +1,4 @@
-import type { AdminSession, AdminSessionStore } from '../../admin/admin-session-store.js';
+import { sessionMatchFields, type AdminSession, type AdminSessionStore, type SessionMatch } from '../../admin/admin-session-store.js';
 
 /**
  * AdminSessionStore in process memory: sessions end with the process.
@@ -24,6 +24,17 @@ export class MemoryAdminSessionStore implements AdminSessionStore {
 
   async delete(hash: string): Promise<void> {
     this.#byHash.delete(hash);
+  }
+
+  async deleteMatching(match: SessionMatch): Promise<number> {
+    const { userId, oidcSid } = sessionMatchFields(match);
+    let removed = 0;
+    for (const [hash, session] of this.#byHash) {
+      if ((userId === undefined || session.userId === userId) && (oidcSid === undefined || session.oidcSid === oidcSid)) {
+        removed += Number(this.#byHash.delete(hash));
+      }
+    }
+    return removed;
   }
 
   async removeExpired(nowSeconds: number): Promise<number> {
