@@ -29,7 +29,7 @@ import { forward, UPSTREAM_PATHS, type Forwarding } from './relay.js';
 import { AttemptFailedError } from './routing/attempt-failed.js';
 import { modelRoutes, type Leg, type ModelRoute } from './routing/deployments.js';
 import { classify, learn, type Failure } from './routing/failures.js';
-import { nextLeg, plan, type Planner } from './routing/plan.js';
+import { candidates, nextLeg, plan, type Planner } from './routing/plan.js';
 import { backoffMs, routingOptions, type RoutingOptions } from './routing/routing-options.js';
 import { DEFAULT_MAX_UPSTREAM_BYTES, UpstreamCall } from './upstream-call.js';
 
@@ -218,6 +218,8 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
             requestBytes(ctx, body) + files.reduce((sum, file) => sum + file.bytes, 0),
             longestAnswer(route, budgets.defaultMaxOutputTokens),
           );
+    // Read beside the admission: on Redis, the cooldowns in the same round trip as the limits.
+    const reachable = route.alone === undefined ? candidates(route, body, headers, planner) : undefined;
     // Nothing a call to an unpriced model spends would count against the budget.
     const unpriced = budgets.refuseUnpriced && route.legs.some((leg) => leg.route.model.price === undefined);
     // The request counted with the reservation, once it holds (one round trip on Redis); not when the budget may refuse the model after.
@@ -337,7 +339,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
         }
       };
 
-      const sequence = route.alone ?? (await plan(ctx, route, body, headers, planner));
+      const sequence = route.alone ?? (await plan(ctx, route, reachable ?? candidates(route, body, headers, planner), planner));
       const startedAt = nowMs();
       // Deployments that began to cool down during this call: passed over while another is left.
       const cooled = new Set<Leg>();

@@ -9,6 +9,7 @@ import type { CatalogModel } from '../../lib/models/catalog.js';
 import type { Provider, ProviderRequest } from '../../lib/models/provider.js';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
+import { RedisCooldownStore } from '../../lib/stores/redis/cooldown-store.js';
 import { RedisModelLimiter } from '../../lib/stores/redis/model-limiter.js';
 import { RedisSpendLedger } from '../../lib/stores/redis/spend-ledger.js';
 import { newAccount } from '../../lib/testing/creation-limiter-contract.js';
@@ -186,7 +187,7 @@ test("a call naming no maximum reserves its model's maxOutputTokens from the cat
 });
 
 withRedis(test)(
-  "redis: a call is admitted in one round trip: its key's and account's reservations and its request counted in one script; a budget that refuses counts no request and keeps no hold",
+  "redis: a call is admitted in one round trip: its key's and account's reservations and its request counted in one script, its deployments' cooldowns read beside it; a budget that refuses counts no request and keeps no hold",
   async (t) => {
     const redis = await client();
     const prefix = keyPrefix();
@@ -204,7 +205,24 @@ withRedis(test)(
     }) as typeof redis.stream.write;
     const sentBefore: number[] = [];
     const counting: Provider = { id: 'spender', chatCompletions: async (request) => (sentBefore.push(writes), spender.chatCompletions!(request)) };
-    const app = await modelsApp({ catalog: CATALOG, providers: [counting], modelLimiter: limiter, budgets: spendBudgets({ ledger, accounts }) });
+    // Two deployments: the call's route reads their cooldowns too.
+    const catalog: CatalogModel[] = [
+      {
+        id: 'metered',
+        deployments: [
+          { provider: 'spender', upstreamModel: 'metered-1' },
+          { provider: 'spender', upstreamModel: 'metered-2' },
+        ],
+        price: { input: 0, output: 1 },
+      },
+    ];
+    const app = await modelsApp({
+      catalog,
+      providers: [counting],
+      modelLimiter: limiter,
+      budgets: spendBudgets({ ledger, accounts }),
+      routing: { maxAttempts: 1, cooldown: { store: new RedisCooldownStore({ client: redis, keyPrefix: `${prefix}:cooldown` }) } },
+    });
     t.teardown(() => app.close());
     const holds = async () => Promise.all((await redis.keys(`${prefix}:spend:*:held`)).map(async (holdsKey) => redis.zcard(holdsKey)));
     const noHolds = () => until(holds, (counts) => counts.every((count) => count === 0));
