@@ -87,6 +87,8 @@ export interface SpendLedger {
     ttlMs: number,
     consume: RequestConsume,
   ): Promise<Reserved & { decision?: ModelLimitDecision }>;
+  /** Optional: `add`, then `release`, in one step (`RedisSpendLedger`: one round trip). */
+  settle?(parties: readonly string[], picoUsd: number, reservation: string): Promise<void>;
 }
 
 /** A call's request, to count on `limiter` once its budgets hold: `limiter.consume(keyId, limits)`. */
@@ -353,9 +355,13 @@ export function spendBudgets(options: SpendBudgetsOptions): SpendBudgets {
     },
     async charge(parties, picoUsd, reservation) {
       if (parties.length === 0) return;
-      if (picoUsd > 0) await ledger.add(parties, picoUsd);
-      // After the cost is counted: in between, the call counts twice (over, never under).
-      if (reservation !== undefined) await ledger.release(parties, reservation);
+      // The hold ends after the cost is counted: in between, the call counts twice (over, never under).
+      if (reservation !== undefined && ledger.settle !== undefined) {
+        await ledger.settle(parties, picoUsd, reservation);
+      } else {
+        if (picoUsd > 0) await ledger.add(parties, picoUsd);
+        if (reservation !== undefined) await ledger.release(parties, reservation);
+      }
       const budgeted = reservation === undefined ? undefined : watched.get(reservation);
       if (reservation !== undefined) watched.delete(reservation);
       if (alerts !== undefined && budgeted !== undefined && picoUsd > 0) await alert(alerts, ledger, budgeted);

@@ -187,7 +187,7 @@ test("a call naming no maximum reserves its model's maxOutputTokens from the cat
 });
 
 withRedis(test)(
-  "redis: a call is admitted in one round trip: its key's and account's reservations and its request counted in one script, its deployments' cooldowns read beside it; a budget that refuses counts no request and keeps no hold",
+  "redis: a call is admitted in one round trip (its key's and account's reservations and its request counted in one script, its deployments' cooldowns read beside it) and settled in one; a budget that refuses counts no request and keeps no hold",
   async (t) => {
     const redis = await client();
     const prefix = keyPrefix();
@@ -224,7 +224,9 @@ withRedis(test)(
       routing: { maxAttempts: 1, cooldown: { store: new RedisCooldownStore({ client: redis, keyPrefix: `${prefix}:cooldown` }) } },
     });
     t.teardown(() => app.close());
-    const holds = async () => Promise.all((await redis.keys(`${prefix}:spend:*:held`)).map(async (holdsKey) => redis.zcard(holdsKey)));
+    // Read on a client of its own: its reads are not the gateway's writes.
+    const observer = await client();
+    const holds = async () => Promise.all((await observer.keys(`${prefix}:spend:*:held`)).map(async (holdsKey) => observer.zcard(holdsKey)));
     const noHolds = () => until(holds, (counts) => counts.every((count) => count === 0));
     const call = async (key: string, maxTokens: number) => {
       const answer = await app.post(
@@ -234,12 +236,13 @@ withRedis(test)(
       );
       return { status: answer.status, body: (await answer.json()) as { error?: { code: string; message: string } } };
     };
-    // Once, so that Redis knows the script: the first call of a fresh Redis sends its text too.
-    t.is((await call(await app.keyFor(undefined, { account, limits: { requestsPerMinute: 1 } }), 10)).status, 200);
+    // A budget of its own, two calls a minute and tokens a minute: two parties, a request limit and a token limit.
+    const limits = { requestsPerMinute: 2, tokensPerMinute: 1_000_000, costPerDay: 2 };
+    // Once, so that Redis knows the scripts: the first call of a fresh Redis sends their text too.
+    t.is((await call(await app.keyFor(undefined, { account, limits }), 10)).status, 200);
     await noHolds();
 
-    // A budget of its own and two calls a minute: two parties and a request limit.
-    const key = await app.keyFor(undefined, { account, limits: { requestsPerMinute: 2, costPerDay: 2 } });
+    const key = await app.keyFor(undefined, { account, limits });
     // 1.5 USD: the key's budget holds it, the account's refuses; the key's hold goes with the refusal, and no request counts.
     const refused = await call(key, 1_500_000);
     t.like(refused, { status: 429, body: { error: { code: 'budget_exceeded' } } });
@@ -254,6 +257,7 @@ withRedis(test)(
       'one write to Redis between the request and the upstream',
     );
     await noHolds();
+    t.is(writes - before, 2, 'and one once it has answered: its tokens, its cost and the end of its holds');
     t.is((await call(key, 1000)).status, 200, 'the budget refusal counted no request');
     t.like(await call(key, 1000), { status: 429, body: { error: { code: 'rate_limit_exceeded' } } });
     await noHolds();

@@ -54,6 +54,21 @@ redis.call('PEXPIREAT', KEYS[2], ARGV[3])
 return 1
 `);
 
+// A call's cost counted, then its hold ended, in one step. KEYS: the party's day and month counters, its holds.
+// ARGV: picodollars, the day's and the month's expiry (Unix ms), the hold's member, then 'counted' (nothing done
+// unless both counters are there: 0) or nothing.
+const SETTLE = new RedisScript(`
+if ARGV[5] == 'counted' and redis.call('EXISTS', KEYS[1], KEYS[2]) < 2 then return 0 end
+if ARGV[1] ~= '0' then
+  redis.call('INCRBY', KEYS[1], ARGV[1])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+  redis.call('INCRBY', KEYS[2], ARGV[1])
+  redis.call('PEXPIREAT', KEYS[2], ARGV[3])
+end
+redis.call('ZREM', KEYS[3], ARGV[4])
+return 1
+`);
+
 // KEYS: the party's day and month counters. ARGV: the spend before, day and month, and each one's expiry (Unix ms).
 // A counter another process wrote or added to meanwhile is left as it is.
 const SEED = new RedisScript(`
@@ -140,6 +155,7 @@ export class RedisSpendLedger implements SpendLedger {
   readonly #timeoutMs: number;
   readonly #nowMs: () => number;
   readonly #add: (...args: Array<string | number>) => Promise<unknown>;
+  readonly #settle: (...args: Array<string | number>) => Promise<unknown>;
   readonly #spentBefore: SpentBefore | undefined;
   // ADMIT by its number of keys: the calls of one turn of the event loop go to Redis in one write.
   readonly #admits = new Map<number, (...args: Array<string | number>) => Promise<unknown>>();
@@ -156,6 +172,7 @@ export class RedisSpendLedger implements SpendLedger {
     this.#timeoutMs = timeoutMs;
     this.#nowMs = nowMs;
     this.#add = ADD.batched(client, 2);
+    this.#settle = SETTLE.batched(client, 3);
     this.#spentBefore = spentBefore;
   }
 
@@ -303,6 +320,29 @@ export class RedisSpendLedger implements SpendLedger {
         );
       }),
     );
+  }
+
+  /**
+   * `add`, then `release`, one script per party, sent together (with the limiter's tokens, which
+   * the endpoint adds in the same turn): one round trip when the call ends. A counter missing
+   * (Redis lost its data) starts from the spend before, as `add` starts it, before the hold ends.
+   */
+  async settle(parties: readonly string[], picoUsd: number, reservation: string): Promise<void> {
+    assertCost(picoUsd);
+    if (parties.length === 0) return;
+    const periods = budgetPeriods(this.#nowMs());
+    const expiries = this.#expiries(periods);
+    const onlyCounted = this.#spentBefore === undefined || picoUsd === 0 ? [] : ['counted'];
+    const settled = await answerWithin(
+      Promise.all(
+        parties.map((party) => this.#settle(...this.#keys(party, periods), this.#holdsKey(party), picoUsd, ...expiries, reservation, ...onlyCounted)),
+      ),
+      this.#timeoutMs,
+    );
+    const missing = parties.filter((_, index) => settled[index] === 0);
+    if (missing.length === 0) return;
+    await this.add(missing, picoUsd);
+    await this.release(missing, reservation);
   }
 
   #expiries(periods: BudgetPeriods): [day: number, month: number] {
