@@ -12,7 +12,7 @@ import {
   type SpentBefore,
 } from '../../cost/budgets.js';
 import { randomAlphanumeric } from '../../random.js';
-import { CONSUME_LUA, RedisModelLimiter } from './model-limiter.js';
+import { CONSUME_LUA, RedisModelLimiter, type ConsumeStep } from './model-limiter.js';
 import { answerWithin, partyKey, RedisScript } from './redis-limiter.js';
 
 export interface RedisSpendLedgerOptions {
@@ -103,7 +103,7 @@ local function reserve(k, dayLimit, monthLimit)
 end
 `;
 
-// KEYS: the party's day and month counters, and its holds. ARGV: picodollars, now, the hold's expiry, the member, the day's and the month's
+// One party's reservation, on a Redis Cluster's client. KEYS: the party's day and month counters, and its holds. ARGV: picodollars, now, the hold's expiry, the member, the day's and the month's
 // limit ('' for none), then 'counted' (missing counters are reported: the spend before is to be read) or nothing.
 const RESERVE = new RedisScript(`${RESERVE_LUA}
 if ARGV[7] == 'counted' and redis.call('EXISTS', KEYS[1], KEYS[2]) < 2 then return {-1} end
@@ -111,8 +111,8 @@ return reserve(0, ARGV[5], ARGV[6])
 `);
 
 // A call's admission: each party's reservation in order, then, once all hold, its request counted
-// (CONSUME_LUA); a party that refuses ends the holds made before it, and nothing is counted.
-// KEYS: each party's three (as RESERVE's), then the consume's three. ARGV: picodollars, now, the
+// (CONSUME_LUA) when its keys are given; a party that refuses ends the holds made before it, and
+// nothing is counted. KEYS: each party's three (as RESERVE's), then the consume's three, if any. ARGV: picodollars, now, the
 // hold's expiry, the member, 'counted' or '' (as RESERVE's: a missing counter of any party answers
 // {-1}), the number of parties, each one's day and month limit, then the consume's four.
 // Answers {1 or 0, each party's day, month and holds up to the one that refused, then, when 1, the consume's three counts}.
@@ -135,7 +135,9 @@ for p = 0, parties - 1 do
     return answer
   end
 end
-for _, count in ipairs(consume(parties * 3, 6 + parties * 2)) do table.insert(answer, count) end
+if #KEYS > parties * 3 then
+  for _, count in ipairs(consume(parties * 3, 6 + parties * 2)) do table.insert(answer, count) end
+end
 return answer
 `);
 
@@ -201,13 +203,68 @@ export class RedisSpendLedger implements SpendLedger {
     };
   }
 
+  /** Every party's check and hold in one script (one round trip); on a Redis Cluster's client, one party at a time. */
   async reserve(limits: readonly PartyLimits[], picoUsd: number, ttlMs: number): Promise<Reserved> {
+    return this.#client.isCluster === true ? this.#reserveEach(limits, picoUsd, ttlMs) : this.#reserveAll(limits, picoUsd, ttlMs, undefined);
+  }
+
+  /**
+   * `reserve` and, once every party's hold is made, the request counted, in one script (one round
+   * trip), when `consume.limiter` is a `RedisModelLimiter` on this ledger's client; else `reserve`
+   * alone. On a Redis Cluster's client, `reserve` alone: two parties' keys need not share a node.
+   */
+  async reserveAndConsume(
+    limits: readonly PartyLimits[],
+    picoUsd: number,
+    ttlMs: number,
+    consume: RequestConsume,
+  ): Promise<Reserved & { decision?: ModelLimitDecision }> {
+    if (this.#client.isCluster === true) return this.#reserveEach(limits, picoUsd, ttlMs);
+    const step = consume.limiter instanceof RedisModelLimiter ? consume.limiter.consumeStep(this.#client, consume.keyId, consume.limits) : undefined;
+    return this.#reserveAll(limits, picoUsd, ttlMs, step);
+  }
+
+  /** ADMIT: every party's hold and, with `step`, the request counted. */
+  async #reserveAll(
+    limits: readonly PartyLimits[],
+    picoUsd: number,
+    ttlMs: number,
+    step: ConsumeStep | undefined,
+  ): Promise<Reserved & { decision?: ModelLimitDecision }> {
+    assertCost(picoUsd);
+    const at = this.#nowMs();
+    const periods = budgetPeriods(at);
+    const reservation = `${randomAlphanumeric(16)}:${picoUsd}`;
+    const keys = [...limits.flatMap(({ party }) => [...this.#keys(party, periods), this.#holdsKey(party)]), ...(step?.keys ?? [])];
+    const bounds = limits.flatMap(({ day, month }) => [day?.toString() ?? '', month?.toString() ?? '']);
+    const admit = async (counted: string) => {
+      const args = [picoUsd, at, at + ttlMs, reservation, counted, limits.length, ...bounds, ...(step?.args ?? [])];
+      return (await answerWithin(this.#admit(keys.length)(...keys, ...args), this.#timeoutMs)) as Array<number | string>;
+    };
+    let answer = await admit(this.#spentBefore === undefined ? '' : 'counted');
+    if (answer[0] === -1) {
+      // A party's counter is missing: started from the usage records, then admitted again.
+      await this.spent(limits.map(({ party }) => party));
+      answer = await admit('');
+    }
+    const spend = limits.map(() => ({ day: 0n, month: 0n }));
+    for (let index = 0; index < limits.length && 3 + index * 3 < answer.length; index += 1) {
+      const [day, month, held] = answer.slice(1 + index * 3, 4 + index * 3).map((value) => BigInt(value)) as [bigint, bigint, bigint];
+      spend[index] = { day: day + held, month: month + held };
+    }
+    if (answer[0] !== 1) return { at, spend };
+    if (step === undefined) return { at, spend, reservation };
+    const counts = answer.slice(1 + limits.length * 3).map(Number) as [number, number, number];
+    return { at, spend, reservation, decision: step.decide(counts) };
+  }
+
+  /** One party at a time, each its own script; a refusal releases what was held before it. */
+  async #reserveEach(limits: readonly PartyLimits[], picoUsd: number, ttlMs: number): Promise<Reserved> {
     assertCost(picoUsd);
     const at = this.#nowMs();
     const periods = budgetPeriods(at);
     const reservation = `${randomAlphanumeric(16)}:${picoUsd}`;
     const spend = limits.map(() => ({ day: 0n, month: 0n }));
-    // One party at a time (two parties' keys need not share a hash slot); a refusal releases what was held before it.
     for (const [index, { party, day, month }] of limits.entries()) {
       const args = [...this.#keys(party, periods), this.#holdsKey(party), picoUsd, at, at + ttlMs, reservation, day?.toString() ?? '', month?.toString() ?? ''];
       let answer = (await answerWithin(RESERVE.run(this.#client, 3, ...args, this.#spentBefore === undefined ? '' : 'counted'), this.#timeoutMs)) as [
@@ -231,48 +288,6 @@ export class RedisSpendLedger implements SpendLedger {
       }
     }
     return { at, spend, reservation };
-  }
-
-  /**
-   * `reserve` and, once every party's hold is made, the request counted, in one script (one round
-   * trip): when `consume.limiter` is a `RedisModelLimiter` on this ledger's client and the client is
-   * not a Redis Cluster's (two parties' keys need not share a node). Else `reserve` alone.
-   */
-  async reserveAndConsume(
-    limits: readonly PartyLimits[],
-    picoUsd: number,
-    ttlMs: number,
-    consume: RequestConsume,
-  ): Promise<Reserved & { decision?: ModelLimitDecision }> {
-    const step =
-      consume.limiter instanceof RedisModelLimiter && this.#client.isCluster !== true
-        ? consume.limiter.consumeStep(this.#client, consume.keyId, consume.limits)
-        : undefined;
-    if (step === undefined) return this.reserve(limits, picoUsd, ttlMs);
-    assertCost(picoUsd);
-    const at = this.#nowMs();
-    const periods = budgetPeriods(at);
-    const reservation = `${randomAlphanumeric(16)}:${picoUsd}`;
-    const keys = [...limits.flatMap(({ party }) => [...this.#keys(party, periods), this.#holdsKey(party)]), ...step.keys];
-    const bounds = limits.flatMap(({ day, month }) => [day?.toString() ?? '', month?.toString() ?? '']);
-    const admit = async (counted: string) => {
-      const args = [picoUsd, at, at + ttlMs, reservation, counted, limits.length, ...bounds, ...step.args];
-      return (await answerWithin(this.#admit(keys.length)(...keys, ...args), this.#timeoutMs)) as Array<number | string>;
-    };
-    let answer = await admit(this.#spentBefore === undefined ? '' : 'counted');
-    if (answer[0] === -1) {
-      // A party's counter is missing: started from the usage records, then admitted again.
-      await this.spent(limits.map(({ party }) => party));
-      answer = await admit('');
-    }
-    const spend = limits.map(() => ({ day: 0n, month: 0n }));
-    for (let index = 0; index < limits.length && 3 + index * 3 < answer.length; index += 1) {
-      const [day, month, held] = answer.slice(1 + index * 3, 4 + index * 3).map((value) => BigInt(value)) as [bigint, bigint, bigint];
-      spend[index] = { day: day + held, month: month + held };
-    }
-    if (answer[0] !== 1) return { at, spend };
-    const counts = answer.slice(1 + limits.length * 3).map(Number) as [number, number, number];
-    return { at, spend, reservation, decision: step.decide(counts) };
   }
 
   async release(parties: readonly string[], reservation: string): Promise<void> {
