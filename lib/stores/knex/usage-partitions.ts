@@ -23,6 +23,12 @@ const LOCK_TIMEOUT = "set local lock_timeout = '100ms'";
 const dayStart = (time: number) => time - (((time % DAY_MS) + DAY_MS) % DAY_MS);
 const partitionName = (day: number) => `kmg_usage_p${new Date(day).toISOString().slice(0, 10).replaceAll('-', '')}`;
 
+/** False for a lock not granted within the lock timeout (SQLSTATE 55P03): the work is left to the next call. */
+function skipLockTimeout(err: unknown): false {
+  if ((err as { code?: string }).code !== '55P03') throw err;
+  return false;
+}
+
 /** The day partitions of `kmg_usage`, by the Unix ms their day begins at. */
 async function dayPartitions(knex: Knex): Promise<Map<number, string>> {
   const { rows } = (await knex.raw('select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = to_regclass(?)', [
@@ -57,7 +63,7 @@ export async function addUsagePartitions(knex: Knex, now: number): Promise<numbe
   const existing = await dayPartitions(knex);
   let made = 0;
   for (const day of wanted.filter((day) => !existing.has(day))) {
-    await withPartitionsLock(knex, async (trx) => {
+    const added = withPartitionsLock(knex, async (trx) => {
       if ((await dayPartitions(trx)).has(day)) return;
       const name = partitionName(day);
       const range = [day, day + DAY_MS];
@@ -70,6 +76,8 @@ export async function addUsagePartitions(knex: Knex, now: number): Promise<numbe
       await trx.raw(`alter table ${PARENT} attach partition ${name} for values from (${day}) to (${day + DAY_MS})`);
       made += 1;
     });
+    // A report reading the default partition holds the move off: the next sweep makes it.
+    if (!(await added.then(() => true, skipLockTimeout))) break;
   }
   return made;
 }
@@ -84,18 +92,13 @@ export async function dropUsagePartitions(knex: Knex, before: number): Promise<n
   const old = [...(await dayPartitions(knex)).entries()].filter(([day]) => day + DAY_MS <= before).sort(([a], [b]) => a - b);
   let dropped = 0;
   for (const [, name] of old) {
-    try {
-      await withPartitionsLock(knex, async (trx) => {
-        const { rows } = (await trx.raw('select reltuples from pg_class where oid = to_regclass(?)', [name])) as { rows: Array<{ reltuples: number }> };
-        if (rows[0] === undefined) return;
-        await trx.raw(`drop table ${name}`);
-        dropped += Math.max(Math.round(rows[0].reltuples), 0);
-      });
-    } catch (err) {
-      // 55P03: the lock was not granted within the lock timeout.
-      if ((err as { code?: string }).code !== '55P03') throw err;
-      break;
-    }
+    const drop = withPartitionsLock(knex, async (trx) => {
+      const { rows } = (await trx.raw('select reltuples from pg_class where oid = to_regclass(?)', [name])) as { rows: Array<{ reltuples: number }> };
+      if (rows[0] === undefined) return;
+      await trx.raw(`drop table ${name}`);
+      dropped += Math.max(Math.round(rows[0].reltuples), 0);
+    });
+    if (!(await drop.then(() => true, skipLockTimeout))) break;
   }
   return dropped;
 }
