@@ -1,14 +1,16 @@
 /**
  * Usage at scale: each deployment (the embedded SQLite, PostgreSQL) filled with BENCH_USAGE_RECORDS
  * usage records (default 10,000,000) over the last 60 days, through the usage store's own batch
- * insert (its roll-ups kept as the server keeps them), then each admin usage route timed through
- * the reference server's app in this process (p50 and p95 of BENCH_SAMPLES calls, default 20), and
- * the budget rebuild (`spendFromUsage`, a key's and an account's day and month). On SQLite, a chat
- * call's latency to the echo model alone and while the heaviest report runs without pause.
- * PostgreSQL from BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), in a
- * database of its own, dropped after; skipped when none answers.
- * Run: BENCH_USAGE_RECORDS=1000000 node --import tsx bench/usage-scale.ts
- */
+ * insert (its roll-ups kept as the server keeps them; on PostgreSQL into its day partitions), then
+ * each admin usage route timed through the reference server's app in this process (p50 and p95 of
+ * BENCH_SAMPLES calls, default 20), and the budget rebuild (`spendFromUsage`, a key's and an
+ * account's day and month); a chat call's latency to the echo model alone and while the heaviest
+ * report runs without pause. BENCH_USAGE_CHECKPOINTS (counts, comma-separated) times them at those
+ * counts too, each table printed once measured; BENCH_USAGE_DEPLOYMENTS (default `sqlite,postgres`)
+ * picks the deployments. PostgreSQL from BENCH_DATABASE_URL (default
+ * postgres://postgres@127.0.0.1:5432/test), in a database of its own, dropped after; skipped when
+ * none answers.
+ * Run: BENCH_USAGE_RECORDS=1000000 node --import tsx bench/usage-scale.ts */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -20,6 +22,7 @@ import { createAdminToken } from '../lib/admin/admin-tokens.js';
 import { createApiKey } from '../lib/auth/keys.js';
 import { SCOPES } from '../lib/auth/scopes.js';
 import { spendFromUsage } from '../lib/cost/budgets.js';
+import { addUsagePartitions } from '../lib/stores/knex/usage-partitions.js';
 import type { UsageRecord } from '../lib/usage/usage-store.js';
 import { createApp } from '../reference-server/app.js';
 import { loadConfig } from '../reference-server/config.js';
@@ -30,6 +33,16 @@ import { num, table } from './lib/table.js';
 
 const RECORDS = Number(process.env.BENCH_USAGE_RECORDS ?? 10_000_000);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 20);
+// The record counts at which the routes are timed, the last being BENCH_USAGE_RECORDS: a run too long for the machine still measures the first.
+const CHECKPOINTS = [
+  ...(process.env.BENCH_USAGE_CHECKPOINTS ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map(Number)
+    .filter((count) => count < RECORDS),
+  RECORDS,
+];
+const DEPLOYMENTS = (process.env.BENCH_USAGE_DEPLOYMENTS ?? 'sqlite,postgres').split(',');
 const POSTGRES_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const DAY_MS = 86_400_000;
 const BATCH = 5000;
@@ -41,6 +54,7 @@ const STATUSES = [200, 200, 200, 200, 200, 200, 200, 429, 400, 502];
 
 interface Row {
   deployment: string;
+  records: number;
   request: string;
   p50: number;
   p95: number;
@@ -59,41 +73,49 @@ async function timed(call: () => Promise<unknown>): Promise<{ p50: number; p95: 
   return { p50: percentile(times, 0.5), p95: percentile(times, 0.95) };
 }
 
-/** N records over the 60 days before `now`, in order of time, spread over the accounts, keys, models, endpoints and statuses. */
+/**
+ * N records over the 60 days before `now`, spread over the accounts, keys, models, endpoints and
+ * statuses; each batch a run of consecutive times, the batches in an order that strides over the
+ * 60 days, so that the records of any first checkpoint cover them all.
+ */
 function* records(keyIds: string[][], now: number): Generator<UsageRecord[]> {
   const start = now - 60 * DAY_MS;
   const step = (60 * DAY_MS) / RECORDS;
-  let batch: UsageRecord[] = [];
-  for (let i = 0; i < RECORDS; i++) {
-    const account = i % ACCOUNTS;
-    const model = MODELS[(i >>> 3) % MODELS.length] ?? null;
-    const status = STATUSES[(i * 7) % STATUSES.length] ?? 200;
-    batch.push({
-      time: Math.floor(start + i * step),
-      requestId: `req_${i.toString(36).padStart(32, '0')}`,
-      keyId: keyIds[account]?.[(i >>> 5) % KEYS_PER_ACCOUNT] ?? 'key_none',
-      account: `account-${account}`,
-      endpoint: ENDPOINTS[i % ENDPOINTS.length] ?? '/v1/chat/completions',
-      model: status === 400 ? null : model,
-      provider: status === 400 ? null : 'echo',
-      attempts: 1,
-      status,
-      stream: i % 2 === 0,
-      inputTokens: status === 200 ? 100 + (i % 900) : 0,
-      outputTokens: status === 200 ? 10 + (i % 300) : 0,
-      attachments: 0,
-      latencyMs: 20 + (i % 500),
-      upstreamFirstByteMs: 5,
-      upstreamMs: 15,
-      costPicoUsd: status === 200 ? 1_000_000 * (1 + (i % 50)) : 0,
-    });
-    if (batch.length === BATCH) {
-      yield batch;
-      batch = [];
+  const batches = Math.ceil(RECORDS / BATCH);
+  let stride = Math.max(1, Math.round(batches * 0.618));
+  while (gcd(stride, batches) !== 1) stride += 1;
+  for (let visit = 0; visit < batches; visit++) {
+    const first = ((visit * stride) % batches) * BATCH;
+    const batch: UsageRecord[] = [];
+    for (let i = first; i < Math.min(first + BATCH, RECORDS); i++) {
+      const account = i % ACCOUNTS;
+      const model = MODELS[(i >>> 3) % MODELS.length] ?? null;
+      const status = STATUSES[(i * 7) % STATUSES.length] ?? 200;
+      batch.push({
+        time: Math.floor(start + i * step),
+        requestId: `req_${i.toString(36).padStart(32, '0')}`,
+        keyId: keyIds[account]?.[(i >>> 5) % KEYS_PER_ACCOUNT] ?? 'key_none',
+        account: `account-${account}`,
+        endpoint: ENDPOINTS[i % ENDPOINTS.length] ?? '/v1/chat/completions',
+        model: status === 400 ? null : model,
+        provider: status === 400 ? null : 'echo',
+        attempts: 1,
+        status,
+        stream: i % 2 === 0,
+        inputTokens: status === 200 ? 100 + (i % 900) : 0,
+        outputTokens: status === 200 ? 10 + (i % 300) : 0,
+        attachments: 0,
+        latencyMs: 20 + (i % 500),
+        upstreamFirstByteMs: 5,
+        upstreamMs: 15,
+        costPicoUsd: status === 200 ? 1_000_000 * (1 + (i % 50)) : 0,
+      });
     }
+    yield batch;
   }
-  if (batch.length > 0) yield batch;
 }
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 
 async function runDeployment(name: string, env: Record<string, string>): Promise<Row[]> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kmg-usage-scale-'));
@@ -113,52 +135,72 @@ async function runDeployment(name: string, env: Record<string, string>): Promise
       keyIds.push(ids);
     }
     const now = Date.now();
-    const filling = performance.now();
-    for (const batch of records(keyIds, now)) await deployment.usageStore.insert(batch);
-    console.error(`${name}: ${num(RECORDS)} records written in ${num((performance.now() - filling) / 1000, 1)} s`);
-    const { token } = await createAdminToken(deployment.adminTokens, { prefix, name: 'bench' });
-    const admin = async (path: string) => {
-      const response = await fetch(`${url}/admin/v1${path}`, { headers: { authorization: `Bearer ${token}` } });
-      if (response.status !== 200) throw new Error(`${path}: ${response.status}`);
-      await response.arrayBuffer();
-    };
-    const key = keyIds[0]?.[0] ?? '';
-    const since30 = Math.floor((now - 30 * DAY_MS) / 1000) + 1234; // within an hour: records, hourly and daily roll-ups
-    const routes = [
-      '/accounts',
-      '/usage',
-      '/usage?account=account-0',
-      '/usage?account=account-0&series=model',
-      `/usage?since=${since30}&by=model&series=day`,
-      `/usage?key=${key}`,
-      '/accounts/account-0/limits',
-      '/requests?limit=100',
-      '/requests?account=account-3&status=429&limit=100',
-    ];
-    const rows: Row[] = [];
-    for (const route of routes) rows.push({ deployment: name, request: `GET /admin/v1${route}`, ...(await timed(() => admin(route))) });
-    const rebuild = spendFromUsage(deployment.usageStore, deployment.keys);
-    rows.push({ deployment: name, request: 'budget rebuild, a key (day and month)', ...(await timed(() => rebuild(key, now))) });
-    rows.push({ deployment: name, request: 'budget rebuild, an account (day and month)', ...(await timed(() => rebuild('account-0', now))) });
+    // On PostgreSQL, the day partitions a gateway running those 60 days would have made.
+    if (deployment.knex.client.dialect === 'postgresql') for (let day = 60; day >= 0; day -= 4) await addUsagePartitions(deployment.knex, now - day * DAY_MS);
+    // Each route, the rebuild and a chat call, timed with `records` written.
+    const measure = async (records: number): Promise<Row[]> => {
+      const { token } = await createAdminToken(deployment.adminTokens, { prefix, name: 'bench' });
+      const admin = async (path: string) => {
+        const response = await fetch(`${url}/admin/v1${path}`, { headers: { authorization: `Bearer ${token}` } });
+        if (response.status !== 200) throw new Error(`${path}: ${response.status}`);
+        await response.arrayBuffer();
+      };
+      const key = keyIds[0]?.[0] ?? '';
+      const since30 = Math.floor((now - 30 * DAY_MS) / 1000) + 1234; // within an hour: records, hourly and daily roll-ups
+      const routes = [
+        '/accounts',
+        '/usage',
+        '/usage?account=account-0',
+        '/usage?account=account-0&series=model',
+        `/usage?since=${since30}&by=model&series=day`,
+        `/usage?key=${key}`,
+        '/accounts/account-0/limits',
+        '/requests?limit=100',
+        '/requests?account=account-3&status=429&limit=100',
+      ];
+      const rows: Row[] = [];
+      for (const route of routes) rows.push({ deployment: name, records, request: `GET /admin/v1${route}`, ...(await timed(() => admin(route))) });
+      const rebuild = spendFromUsage(deployment.usageStore, deployment.keys);
+      rows.push({ deployment: name, records, request: 'budget rebuild, a key (day and month)', ...(await timed(() => rebuild(key, now))) });
+      rows.push({ deployment: name, records, request: 'budget rebuild, an account (day and month)', ...(await timed(() => rebuild('account-0', now))) });
 
-    // A chat call alone, then while the heaviest report runs again and again.
-    const chatKey = (await createApiKey(deployment.keys, { prefix, account: 'account-0', scopes: [...SCOPES], models: null })).key;
-    const chat = async () => {
-      const response = await fetch(`${url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${chatKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
-      });
-      await response.arrayBuffer();
+      // A chat call alone, then while the heaviest report runs again and again.
+      const chatKey = (await createApiKey(deployment.keys, { prefix, account: 'account-0', scopes: [...SCOPES], models: null })).key;
+      const chat = async () => {
+        const response = await fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${chatKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+        });
+        await response.arrayBuffer();
+      };
+      rows.push({ deployment: name, records, request: 'chat call, alone', ...(await timed(chat)) });
+      let reporting = true;
+      const heaviest = (async () => {
+        while (reporting) await admin(`/usage?since=${since30}&by=model&series=day`);
+      })();
+      rows.push({ deployment: name, records, request: 'chat call, while the heaviest report runs', ...(await timed(chat)) });
+      reporting = false;
+      await heaviest;
+      return rows;
     };
-    rows.push({ deployment: name, request: 'chat call, alone', ...(await timed(chat)) });
-    let reporting = true;
-    const heaviest = (async () => {
-      while (reporting) await admin(`/usage?since=${since30}&by=model&series=day`);
-    })();
-    rows.push({ deployment: name, request: 'chat call, while the heaviest report runs', ...(await timed(chat)) });
-    reporting = false;
-    await heaviest;
+    const filling = performance.now();
+    const batches = records(keyIds, now);
+    const rows: Row[] = [];
+    let written = 0;
+    for (const checkpoint of CHECKPOINTS) {
+      while (written < checkpoint) {
+        const { value: batch, done } = batches.next();
+        if (done) break;
+        await deployment.usageStore.insert(batch);
+        written += batch.length;
+      }
+      console.error(`${name}: ${num(written)} records written in ${num((performance.now() - filling) / 1000, 1)} s`);
+      const measured = await measure(written);
+      // Printed as soon as measured: a run stopped before its end keeps what it measured.
+      console.error(tableOf(measured));
+      rows.push(...measured);
+    }
     return rows;
   } finally {
     await new Promise((resolve) => server.close(resolve));
@@ -177,6 +219,7 @@ async function throwawayPostgres(): Promise<{ url: string; drop(): Promise<void>
   } finally {
     await admin.destroy();
   }
+  console.error(`PostgreSQL: database ${name}`);
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${name}`;
   return {
@@ -189,9 +232,9 @@ async function throwawayPostgres(): Promise<{ url: string; drop(): Promise<void>
 }
 
 export async function main(): Promise<void> {
-  const rows = await runDeployment('SQLite', {});
-  const postgres = await throwawayPostgres();
-  if (postgres === undefined) console.error('PostgreSQL: no server answers, skipped');
+  const rows = DEPLOYMENTS.includes('sqlite') ? await runDeployment('SQLite', {}) : [];
+  const postgres = DEPLOYMENTS.includes('postgres') ? await throwawayPostgres() : undefined;
+  if (postgres === undefined) console.error('PostgreSQL: not asked for, or no server answers: skipped');
   else {
     try {
       rows.push(...(await runDeployment('PostgreSQL', { DATABASE_URL: postgres.url })));
@@ -200,14 +243,17 @@ export async function main(): Promise<void> {
     }
   }
   console.log(`Usage at scale: ${num(RECORDS)} records over 60 days, ${ACCOUNTS} accounts × ${KEYS_PER_ACCOUNT} keys, ${SAMPLES} samples a request\n`);
-  console.log(
-    table(rows, [
-      { heading: 'deployment', cell: (row) => row.deployment },
-      { heading: 'request', cell: (row) => row.request },
-      { heading: 'p50 ms', cell: (row) => num(row.p50, 1), align: 'right' },
-      { heading: 'p95 ms', cell: (row) => num(row.p95, 1), align: 'right' },
-    ]),
-  );
+  console.log(tableOf(rows));
+}
+
+function tableOf(rows: Row[]): string {
+  return table(rows, [
+    { heading: 'deployment', cell: (row) => row.deployment },
+    { heading: 'records', cell: (row) => num(row.records), align: 'right' },
+    { heading: 'request', cell: (row) => row.request },
+    { heading: 'p50 ms', cell: (row) => num(row.p50, 1), align: 'right' },
+    { heading: 'p95 ms', cell: (row) => num(row.p95, 1), align: 'right' },
+  ]);
 }
 
 if (isMain(import.meta.url)) await main();

@@ -5,6 +5,8 @@ import type { AlertClaims, BudgetAlert } from './budget-alerts.js';
 import { secondsUntil, utcDate } from '../quota/clock-windows.js';
 import type { UsageStore } from '../usage/usage-store.js';
 import { picoOfUsd, usdOfPico } from '../picodollars.js';
+import type { ModelLimiter } from '../quota/model-limiter.js';
+import type { ModelLimitDecision, ModelLimits } from '../quota/model-limits.js';
 
 /**
  * Budgets in USD, each optional (absent: none): `costPerDay` per UTC day, `costPerMonth` per UTC
@@ -73,6 +75,27 @@ export interface SpendLedger {
   reserve(limits: readonly PartyLimits[], picoUsd: number, ttlMs: number): Promise<Reserved>;
   /** Ends a hold that `reserve` made for `parties` (nothing when it has lapsed). */
   release(parties: readonly string[], reservation: string): Promise<void>;
+  /**
+   * Optional: `reserve`, then, only when every party's hold is made, `consume.limiter.consume()` of
+   * the call's request, in one step (`RedisSpendLedger`: one script, one round trip, with a
+   * `RedisModelLimiter` on the same client). `decision` is the limiter's, set when it was asked
+   * here; unset (a refusal, or a limiter this ledger cannot ask), the caller consumes as usual.
+   */
+  reserveAndConsume?(
+    limits: readonly PartyLimits[],
+    picoUsd: number,
+    ttlMs: number,
+    consume: RequestConsume,
+  ): Promise<Reserved & { decision?: ModelLimitDecision }>;
+  /** Optional: `add`, then `release`, in one step (`RedisSpendLedger`: one round trip). */
+  settle?(parties: readonly string[], picoUsd: number, reservation: string): Promise<void>;
+}
+
+/** A call's request, to count on `limiter` once its budgets hold: `limiter.consume(keyId, limits)`. */
+export interface RequestConsume {
+  limiter: ModelLimiter;
+  keyId: string;
+  limits: ModelLimits;
 }
 
 /** A party's budgets in picodollars, each optional: what a reservation must fit in. */
@@ -252,6 +275,8 @@ export interface BudgetCheck {
   reservation?: string;
   /** What is left of the tightest budget once the call's reservation is held, in picodollars: set when `parties` are. */
   remainingPicoUsd?: bigint;
+  /** Set when the call's request was counted with its reservation (`check`'s `consume`): the limiter's decision, in place of consuming. */
+  decision?: ModelLimitDecision;
 }
 
 /** What `spendBudgets()` returns: the two steps of a model call. */
@@ -264,8 +289,10 @@ export interface SpendBudgets {
    * Before the call is forwarded: reserves `maxPicoUsd` (the call's maximum cost: `maxCallCost()`)
    * against the key's and its account's budgets, or refuses when it does not fit one of them.
    * A key's spend is that of its line of rotations: counted as the first key's (`originalId`).
+   * With `consume`, a ledger that can (`SpendLedger.reserveAndConsume`) counts the call's request
+   * in the same step, once the reservation holds, and answers the `decision`.
    */
-  check(key: { id: string; account: string; originalId?: string }, keyBudget: Budget, maxPicoUsd?: number): Promise<BudgetCheck>;
+  check(key: { id: string; account: string; originalId?: string }, keyBudget: Budget, maxPicoUsd?: number, consume?: RequestConsume): Promise<BudgetCheck>;
   /** When the answer has ended (answered, failed or abandoned): counts its cost for the parties `check` answered, then ends its `reservation`. */
   charge(parties: readonly string[], picoUsd: number, reservation?: string): Promise<void>;
 }
@@ -300,7 +327,7 @@ export function spendBudgets(options: SpendBudgetsOptions): SpendBudgets {
   return {
     defaultMaxOutputTokens,
     refuseUnpriced,
-    async check(key, keyBudget, maxPicoUsd = 0) {
+    async check(key, keyBudget, maxPicoUsd = 0, consume) {
       const parties: BudgetedParty[] = [];
       // A replacement and the key it replaced spend against one budget: a rotation resets no spend.
       if (hasBudget(keyBudget)) parties.push({ party: `key:${key.originalId ?? key.id}`, who: 'key', budget: keyBudget });
@@ -308,7 +335,10 @@ export function spendBudgets(options: SpendBudgetsOptions): SpendBudgets {
       if (hasBudget(accountBudget)) parties.push({ party: `account:${key.account}`, who: 'account', budget: accountBudget });
       if (parties.length === 0) return { parties: [] };
       const limits = partyLimits(parties);
-      const { at, spend, reservation } = await ledger.reserve(limits, maxPicoUsd, reservationTtlMs);
+      const { at, spend, reservation, decision } =
+        consume !== undefined && ledger.reserveAndConsume !== undefined
+          ? await ledger.reserveAndConsume(limits, maxPicoUsd, reservationTtlMs, consume)
+          : { ...(await ledger.reserve(limits, maxPicoUsd, reservationTtlMs)), decision: undefined };
       if (reservation === undefined) {
         // The ledger's word is final: should its arithmetic differ from ours, the latest-ending budget is named.
         const refusal = budgetRefusal(parties, spend, at, BigInt(maxPicoUsd)) ?? (budgetRefusal(parties, spend, at, UNFITTING) as GatewayError);
@@ -316,13 +346,22 @@ export function spendBudgets(options: SpendBudgetsOptions): SpendBudgets {
       }
       if (alerts !== undefined) watched.set(reservation, parties);
       const left = remaining(limits, spend, BigInt(maxPicoUsd));
-      return { parties: limits.map(({ party }) => party), reservation, ...(left !== undefined && { remainingPicoUsd: left }) };
+      return {
+        parties: limits.map(({ party }) => party),
+        reservation,
+        ...(left !== undefined && { remainingPicoUsd: left }),
+        ...(decision !== undefined && { decision }),
+      };
     },
     async charge(parties, picoUsd, reservation) {
       if (parties.length === 0) return;
-      if (picoUsd > 0) await ledger.add(parties, picoUsd);
-      // After the cost is counted: in between, the call counts twice (over, never under).
-      if (reservation !== undefined) await ledger.release(parties, reservation);
+      // The hold ends after the cost is counted: in between, the call counts twice (over, never under).
+      if (reservation !== undefined && ledger.settle !== undefined) {
+        await ledger.settle(parties, picoUsd, reservation);
+      } else {
+        if (picoUsd > 0) await ledger.add(parties, picoUsd);
+        if (reservation !== undefined) await ledger.release(parties, reservation);
+      }
       const budgeted = reservation === undefined ? undefined : watched.get(reservation);
       if (reservation !== undefined) watched.delete(reservation);
       if (alerts !== undefined && budgeted !== undefined && picoUsd > 0) await alert(alerts, ledger, budgeted);

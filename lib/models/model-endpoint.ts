@@ -14,7 +14,7 @@ import { readJsonBody } from '../http/json-body.js';
 import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
 import { MemorySpendLedger } from '../stores/memory/spend-ledger.js';
 import type { ModelLimiter } from '../quota/model-limiter.js';
-import { modelLimitsSchema, type ModelLimits } from '../quota/model-limits.js';
+import { modelLimitsSchema, type ModelLimitDecision, type ModelLimits } from '../quota/model-limits.js';
 import { modelLimitRefusal, rateLimitHeaders } from '../quota/rate-limit-headers.js';
 import { parseOptions, positiveInteger, timerMs } from '../settings/schemas.js';
 import type { ModelRequestState } from '../state.js';
@@ -29,7 +29,7 @@ import { forward, UPSTREAM_PATHS, type Forwarding } from './relay.js';
 import { AttemptFailedError } from './routing/attempt-failed.js';
 import { modelRoutes, type Leg, type ModelRoute } from './routing/deployments.js';
 import { classify, learn, type Failure } from './routing/failures.js';
-import { nextLeg, plan, type Planner } from './routing/plan.js';
+import { candidates, nextLeg, plan, type Planner } from './routing/plan.js';
 import { backoffMs, routingOptions, type RoutingOptions } from './routing/routing-options.js';
 import { DEFAULT_MAX_UPSTREAM_BYTES, UpstreamCall } from './upstream-call.js';
 
@@ -188,8 +188,8 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
 
     const limits: ModelLimits = { ...modelLimits, ...key.limits };
     // Once per client call, however many attempts it takes, a cached answer included.
-    const admit = async () => {
-      const decision = await limiter.consume(key.id, limits);
+    const admit = async (counted?: ModelLimitDecision) => {
+      const decision = counted ?? (await limiter.consume(key.id, limits));
       if (!decision.allowed) {
         if (decision.refusedBy) state.limitedBy = decision.refusedBy;
         throw modelLimitRefusal(decision, dialectOf(ctx));
@@ -218,20 +218,24 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
             requestBytes(ctx, body) + files.reduce((sum, file) => sum + file.bytes, 0),
             longestAnswer(route, budgets.defaultMaxOutputTokens),
           );
-    const budget = await budgets.check(key, limits, maxCost);
+    // Read beside the admission: on Redis, the cooldowns in the same round trip as the limits.
+    const reachable = route.alone === undefined ? candidates(route, body, headers, planner) : undefined;
+    // Nothing a call to an unpriced model spends would count against the budget.
+    const unpriced = budgets.refuseUnpriced && route.legs.some((leg) => leg.route.model.price === undefined);
+    // The request counted with the reservation, once it holds (one round trip on Redis); not when the budget may refuse the model after.
+    const budget = await budgets.check(key, limits, maxCost, unpriced ? undefined : { limiter, keyId: key.id, limits });
     if (budget.refusal) {
       state.limitedBy = 'budget';
       throw budget.refusal;
     }
-    // Nothing a call to an unpriced model spends would count against the budget.
-    if (budgets.refuseUnpriced && budget.parties.length > 0 && route.legs.some((leg) => leg.route.model.price === undefined)) {
+    if (unpriced && budget.parties.length > 0) {
       await budgets.charge(budget.parties, 0, budget.reservation);
       throw errors.modelUnpriced();
     }
     if (budget.remainingPicoUsd !== undefined) ctx.res.setHeader('x-kmg-budget-remaining-usd', String(usdOfPico(budget.remainingPicoUsd)));
     // From here the call holds a reservation: however it ends, its cost replaces it.
     try {
-      await admit();
+      await admit(budget.decision);
 
       // The bytes only now: a refused call reads none.
       const attached = files.length === 0 ? undefined : await readAttachments(stores, files);
@@ -337,7 +341,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
         }
       };
 
-      const sequence = route.alone ?? (await plan(ctx, route, body, headers, planner));
+      const sequence = route.alone ?? (await plan(ctx, route, reachable ?? candidates(route, body, headers, planner), planner));
       const startedAt = nowMs();
       // Deployments that began to cool down during this call: passed over while another is left.
       const cooled = new Set<Leg>();

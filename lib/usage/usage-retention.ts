@@ -36,7 +36,7 @@ export async function pruneUsage(store: Pick<UsageStore, 'prune'>, retention: Us
   }
   if (store.prune === undefined) return 0;
   const now = nowMs();
-  const pruning = { recordsBefore: cutoff(recordsDays, now), rollupsBefore: cutoff(rollupsDays, now), limit: batch };
+  const pruning = { recordsBefore: cutoff(recordsDays, now), rollupsBefore: cutoff(rollupsDays, now), limit: batch, now };
   let deleted = 0;
   for (let run = 0; run < maxBatches; run += 1) {
     const count = await store.prune(pruning);

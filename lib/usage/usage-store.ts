@@ -126,6 +126,8 @@ export interface UsagePruning {
   rollupsBefore: number;
   /** The most rows one call deletes from each table: a bound on the lock it takes. Default 1,000. */
   limit?: number;
+  /** The time now: a store that keeps its records in periods (PostgreSQL's days) makes those ahead of it. */
+  now?: number;
 }
 
 /**

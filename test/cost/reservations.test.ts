@@ -11,6 +11,9 @@ import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
 import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { usageRecord } from '../../lib/testing/usage-store-contract.js';
+
+import { RedisCooldownStore } from '../../lib/stores/redis/cooldown-store.js';
+import { RedisModelLimiter } from '../../lib/stores/redis/model-limiter.js';
 import { RedisSpendLedger } from '../../lib/stores/redis/spend-ledger.js';
 import { newAccount } from '../../lib/testing/creation-limiter-contract.js';
 import { openAIErrors } from '../../lib/errors/openai-errors.js';
@@ -225,3 +228,81 @@ test("a call naming no maximum reserves its model's maxOutputTokens from the cat
   t.is(await call('short'), 200);
   t.is(await call('shorter'), 429);
 });
+
+withRedis(test)(
+  "redis: a call is admitted in one round trip (its key's and account's reservations and its request counted in one script, its deployments' cooldowns read beside it) and settled in one; a budget that refuses counts no request and keeps no hold",
+  async (t) => {
+    const redis = await client();
+    const prefix = keyPrefix();
+    const ledger = new RedisSpendLedger({ client: redis, keyPrefix: `${prefix}:spend`, nowMs: NOON });
+    const limiter = new RedisModelLimiter({ client: redis, keyPrefix: `${prefix}:models` });
+    const accounts = new MemoryAccountBudgetStore();
+    const account = newAccount();
+    await accounts.set(account, { costPerDay: 1 });
+    // What went to Redis: one write is one round trip (a pipeline is written whole).
+    let writes = 0;
+    const write = redis.stream.write.bind(redis.stream) as (...args: unknown[]) => boolean;
+    redis.stream.write = ((...args: unknown[]) => {
+      writes += 1;
+      return write(...args);
+    }) as typeof redis.stream.write;
+    const sentBefore: number[] = [];
+    const counting: Provider = { id: 'spender', chatCompletions: async (request) => (sentBefore.push(writes), spender.chatCompletions!(request)) };
+    // Two deployments: the call's route reads their cooldowns too.
+    const catalog: CatalogModel[] = [
+      {
+        id: 'metered',
+        deployments: [
+          { provider: 'spender', upstreamModel: 'metered-1' },
+          { provider: 'spender', upstreamModel: 'metered-2' },
+        ],
+        price: { input: 0, output: 1 },
+      },
+    ];
+    const app = await modelsApp({
+      catalog,
+      providers: [counting],
+      modelLimiter: limiter,
+      budgets: spendBudgets({ ledger, accounts }),
+      routing: { maxAttempts: 1, cooldown: { store: new RedisCooldownStore({ client: redis, keyPrefix: `${prefix}:cooldown` }) } },
+    });
+    t.teardown(() => app.close());
+    // Read on a client of its own: its reads are not the gateway's writes.
+    const observer = await client();
+    const holds = async () => Promise.all((await observer.keys(`${prefix}:spend:*:held`)).map(async (holdsKey) => observer.zcard(holdsKey)));
+    const noHolds = () => until(holds, (counts) => counts.every((count) => count === 0));
+    const call = async (key: string, maxTokens: number) => {
+      const answer = await app.post(
+        '/v1/chat/completions',
+        { model: 'metered', max_tokens: maxTokens, messages: [{ role: 'user', content: 'hi' }] },
+        { authorization: `Bearer ${key}` },
+      );
+      return { status: answer.status, body: (await answer.json()) as { error?: { code: string; message: string } } };
+    };
+    // A budget of its own, two calls a minute and tokens a minute: two parties, a request limit and a token limit.
+    const limits = { requestsPerMinute: 2, tokensPerMinute: 1_000_000, costPerDay: 2 };
+    // Once, so that Redis knows the scripts: the first call of a fresh Redis sends their text too.
+    t.is((await call(await app.keyFor(undefined, { account, limits }), 10)).status, 200);
+    await noHolds();
+
+    const key = await app.keyFor(undefined, { account, limits });
+    // 1.5 USD: the key's budget holds it, the account's refuses; the key's hold goes with the refusal, and no request counts.
+    const refused = await call(key, 1_500_000);
+    t.like(refused, { status: 429, body: { error: { code: 'budget_exceeded' } } });
+    t.regex(refused.body.error?.message ?? '', /the account's daily budget/);
+    t.deepEqual(await holds(), [], 'no hold left');
+
+    const before = writes;
+    t.is((await call(key, 1000)).status, 200);
+    t.deepEqual(
+      sentBefore.slice(1).map((sent) => sent - before),
+      [1],
+      'one write to Redis between the request and the upstream',
+    );
+    await noHolds();
+    t.is(writes - before, 2, 'and one once it has answered: its tokens, its cost and the end of its holds');
+    t.is((await call(key, 1000)).status, 200, 'the budget refusal counted no request');
+    t.like(await call(key, 1000), { status: 429, body: { error: { code: 'rate_limit_exceeded' } } });
+    await noHolds();
+  },
+);

@@ -7,6 +7,9 @@ import { StoreUnavailableError } from '../../lib/errors/gateway-error.js';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
+import { unpartitionUsage } from '../../lib/stores/knex/usage-partitions.js';
+import { usageRecord } from '../../lib/testing/usage-store-contract.js';
+import type { UsageRecord } from '../../lib/usage/usage-store.js';
 import { firstRowReader, type PreparedReads } from '../../lib/stores/knex/prepared-reads.js';
 import { withinTimeout } from '../../lib/stores/knex/store-options.js';
 import { until } from '../helpers/poll.js';
@@ -56,6 +59,7 @@ async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
     '20261207_usage_trace_id',
     '20261207_soft_budgets_alert_thresholds',
     '20261207_session_oidc_sid',
+    '20261207_usage_partitions',
   ]);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
@@ -140,6 +144,88 @@ for (const [kind, gate] of [
     t.deepEqual(sorted(await usage.summarize({ since: Date.parse('2023-11-14T22:00:00Z') }, 'model')), byModel, 'the hourly roll-ups');
   });
 }
+
+// PostgreSQL's records partitioned by day (usage-partitions.ts).
+
+const DAY = 86_400_000;
+const partitionOf = (time: number) => `kmg_usage_p${new Date(time).toISOString().slice(0, 10).replaceAll('-', '')}`;
+/** Each record's partition, by request id. */
+async function placed(knex: Knex): Promise<Record<string, string>> {
+  const { rows } = await knex.raw<{ rows: Array<{ part: string; request_id: string }> }>('select tableoid::regclass::text as part, request_id from kmg_usage');
+  return Object.fromEntries(rows.map((row) => [row.request_id, row.part]));
+}
+async function partitions(knex: Knex): Promise<string[]> {
+  const { rows } = await knex.raw<{ rows: Array<{ name: string }> }>(
+    "select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = to_regclass('kmg_usage') order by 1",
+  );
+  return rows.map((row) => row.name);
+}
+
+withPostgres(test)("postgres: the partitions' migration carries the records over into their days' partitions, the roll-ups unchanged, and back", async (t) => {
+  const db = await openDatabase('postgres');
+  await migrate(db.knex);
+  const usage = new KnexUsageStore(db.knex);
+  const now = Date.now();
+  const records = [usageRecord({ time: now - 3 * DAY }), usageRecord({ time: now }), usageRecord({ time: now - 1000 * DAY, status: 429 })];
+  await usage.insert(records);
+  const summary = await usage.summarize({}, 'day');
+  // The migration undone: one table, as before it.
+  await unpartitionUsage(db.knex);
+  await db.knex.raw(
+    'create trigger kmg_usage_roll_up after insert on kmg_usage referencing new table as inserted for each statement execute function kmg_usage_roll_up()',
+  );
+  await db.knex('kmg_migrations').where('name', '20261207_usage_partitions').delete();
+  t.deepEqual(await placed(db.knex), Object.fromEntries(records.map((record) => [record.requestId, 'kmg_usage'])));
+  await migrate(db.knex);
+  const [old, today, older] = records as [UsageRecord, UsageRecord, UsageRecord];
+  // Older than 400 days: in the default partition, which retention empties by batches.
+  t.deepEqual(await placed(db.knex), { [old.requestId]: partitionOf(old.time), [today.requestId]: partitionOf(now), [older.requestId]: 'kmg_usage_default' });
+  t.true((await partitions(db.knex)).includes(partitionOf(now + 3 * DAY)), 'the days ahead');
+  t.deepEqual(await usage.summarize({}, 'day'), summary, 'the records counted once');
+  const later = usageRecord({ time: now, model: 'echo-2' });
+  await usage.insert([later]);
+  t.is((await usage.summarize({}, 'model')).find((row) => row.group === 'echo-2')?.requests, 1, 'the trigger rolls up new records');
+  t.deepEqual(
+    (await usage.list({ limit: 1 })).map((record) => record.requestId),
+    [later.requestId],
+    'seq goes on from where it was',
+  );
+});
+
+withPostgres(test)(
+  'postgres: retention drops whole the days it has passed and the sweep makes the days ahead, from two instances at once, never waiting past its lock timeout',
+  async (t) => {
+    const db = await openDatabase('postgres');
+    await migrate(db.knex);
+    const [one, two] = [new KnexUsageStore(db.knex), new KnexUsageStore(db.knex)];
+    const now = Date.now();
+    const today = now - (now % DAY);
+    const [kept, dropped, future] = [usageRecord({ time: today + DAY }), usageRecord({ time: today }), usageRecord({ time: today + 10 * DAY })];
+    await one.insert([kept, dropped, future]);
+    t.is((await placed(db.knex))[future.requestId], 'kmg_usage_default');
+    const summary = await one.summarize({}, 'day');
+
+    // A query on kmg_usage under way holds the drop off: it gives up within its lock timeout, and the batches delete the day's record instead.
+    const pruning = { recordsBefore: today + DAY, rollupsBefore: 0, limit: 100 };
+    const report = await db.knex.transaction();
+    try {
+      await report.raw('select count(*) from kmg_usage');
+      t.is(await one.prune(pruning), 1);
+      t.true((await partitions(db.knex)).includes(partitionOf(today)));
+    } finally {
+      await report.commit();
+    }
+
+    // Two sweeps at once, nine days on: one makes each partition, the other finds it made.
+    await Promise.all([one.prune({ ...pruning, now: now + 9 * DAY }), two.prune({ ...pruning, now: now + 9 * DAY })]);
+    const made = await partitions(db.knex);
+    t.false(made.includes(partitionOf(today)), 'the day past retention dropped whole');
+    for (const day of [9, 10, 11, 12]) t.true(made.includes(partitionOf(now + day * DAY)), `day ${day} ahead`);
+    // A day's record in the default partition moves into the partition made for it.
+    t.deepEqual(await placed(db.knex), { [kept.requestId]: partitionOf(kept.time), [future.requestId]: partitionOf(future.time) });
+    t.deepEqual(await one.summarize({}, 'day'), summary, 'the roll-ups keep what was dropped, and count the moved record once');
+  },
+);
 
 test('migrate can run again on a migrated database', async (t) => {
   const db = await openDatabase('sqlite');

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { partitionUsage, unpartitionUsage } from './usage-partitions.js';
 
 type Migration = Knex.Migration & { name: string };
 
@@ -448,6 +449,21 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.alterTable('kmg_admin_sessions', (table) => {
         table.dropColumn('oidc_sid');
       });
+    },
+  },
+  {
+    // PostgreSQL: the records partitioned by UTC day, so that retention drops a day whole
+    // (usage-partitions.ts); the records there are carried over. SQLite keeps one table.
+    name: '20261207_usage_partitions',
+    async up(knex) {
+      if (knex.client.dialect !== 'postgresql') return;
+      await partitionUsage(knex, Date.now());
+      await knex.raw(POSTGRES_ROLLUP_TRIGGER[1] as string);
+    },
+    async down(knex) {
+      if (knex.client.dialect !== 'postgresql') return;
+      await unpartitionUsage(knex);
+      await knex.raw(POSTGRES_ROLLUP_TRIGGER[1] as string);
     },
   },
 ];

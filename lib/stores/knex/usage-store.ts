@@ -15,6 +15,7 @@ import {
 import { DAY_MS, HOUR_MS, mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
 import { SqliteWriterGoneError, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
+import { addUsagePartitions, dropUsagePartitions } from './usage-partitions.js';
 import { wholeLowerBound, wholeMs } from './whole-times.js';
 
 const TABLE = 'kmg_usage';
@@ -320,18 +321,27 @@ export class KnexUsageStore implements UsageStore {
 
   /**
    * One statement per table, each deleting at most `limit` rows, the oldest by its index (the
-   * records' time, a roll-up's period): no lock longer than one such batch.
+   * records' time, a roll-up's period): no lock longer than one such batch. On PostgreSQL, first
+   * the records' day partitions that `recordsBefore` has passed are dropped whole (counted by
+   * PostgreSQL's estimate of their rows), and the partitions of the days ahead of `now` made
+   * (usage-partitions.ts): the batches delete only what is left, in the default partition and the
+   * day `recordsBefore` falls in.
    */
-  async prune({ recordsBefore, rollupsBefore, limit = 1000 }: UsagePruning): Promise<number> {
+  async prune({ recordsBefore, rollupsBefore, limit = 1000, now }: UsagePruning): Promise<number> {
     const firstDay = usageDay(rollupsBefore);
     const postgres = this.#knex.client.dialect === 'postgresql';
-    // A roll-up has no id column: PostgreSQL's row address (ctid), SQLite's rowid.
-    const rowId = postgres ? 'ctid' : 'rowid';
-    const oldest = (table: string, where: string) =>
-      postgres
-        ? `delete from ${table} where ${rowId} = any(array(select ${rowId} from ${table} where ${where} limit ?))`
-        : `delete from ${table} where ${rowId} in (select ${rowId} from ${table} where ${where} limit ?)`;
     let deleted = 0;
+    if (postgres) {
+      deleted += await withinTimeout(this.#timeoutMs, async () => dropUsagePartitions(this.#knex, wholeLowerBound(recordsBefore)));
+      if (now !== undefined) await withinTimeout(this.#timeoutMs, async () => addUsagePartitions(this.#knex, now));
+    }
+    // A roll-up has no id column: PostgreSQL's row address (ctid), SQLite's rowid. The records'
+    // partitions each have addresses of their own: their key, (time, seq).
+    const oldest = (table: string, where: string) => {
+      if (!postgres) return `delete from ${table} where rowid in (select rowid from ${table} where ${where} limit ?)`;
+      if (table === TABLE) return `delete from ${table} where (time, seq) in (select time, seq from ${table} where ${where} limit ?)`;
+      return `delete from ${table} where ctid = any(array(select ctid from ${table} where ${where} limit ?))`;
+    };
     for (const [sql, before] of [
       [oldest(TABLE, 'time < ? order by time'), wholeLowerBound(recordsBefore)],
       [oldest(HOURLY, 'hour < ? order by hour'), Date.parse(firstDay)],

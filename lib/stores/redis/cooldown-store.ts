@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { cooldownLength, type CooldownPolicy, type CooldownStore } from '../../models/routing/cooldown-store.js';
-import { answerWithin, partyKey, RedisScript, resolveRedisLimiterOptions } from './redis-limiter.js';
+import { answerWithin, batchedCall, partyKey, RedisScript, resolveRedisLimiterOptions } from './redis-limiter.js';
 
 export interface RedisCooldownStoreOptions {
   /** An ioredis client made by `createRedisClient()` (`enableOfflineQueue: false`). */
@@ -64,7 +64,10 @@ export class RedisCooldownStore implements CooldownStore {
 
   async coolingUntil(deployments: readonly string[], nowMs: number): Promise<Array<number | null>> {
     if (deployments.length === 0) return [];
-    const values = await answerWithin(this.#client.mget(...deployments.map((deployment) => `${partyKey(this.#keyPrefix, deployment)}:until`)), this.#timeoutMs);
+    const keys = deployments.map((deployment) => `${partyKey(this.#keyPrefix, deployment)}:until`);
+    // Batched: read in the same write as a call's admission, which the endpoint begins in the same turn.
+    const read = batchedCall(this.#client, { send: (pipeline) => pipeline.mget(...keys), alone: async () => this.#client.mget(...keys) });
+    const values = (await answerWithin(read, this.#timeoutMs)) as Array<string | null>;
     return values.map((value) => (value !== null && Number(value) > nowMs ? Number(value) : null));
   }
 }

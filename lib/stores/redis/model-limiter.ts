@@ -22,20 +22,24 @@ const GRACE_MS = 60_000;
 // One call decided and counted in one atomic step, by the rule of `decide` (model-limits.ts): the
 // counters are read, and the request counted only when the minute has room and no token window is
 // full. A refused call counts nothing. Answers the counters as they were before this call.
-// KEYS: requests this minute, tokens this minute, tokens today. ARGV: requestsPerMinute,
-// tokensPerMinute, tokensPerDay (0: no such limit), the minute key's lifetime (ms).
-const CONSUME = new RedisScript(`
-local requests = tonumber(redis.call('GET', KEYS[1])) or 0
-local minuteTokens = tonumber(redis.call('GET', KEYS[2])) or 0
-local dayTokens = tonumber(redis.call('GET', KEYS[3])) or 0
-local rpm, tpm, tpd = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local full = (rpm > 0 and requests >= rpm) or (tpm > 0 and minuteTokens >= tpm) or (tpd > 0 and dayTokens >= tpd)
-if rpm > 0 and not full then
-  redis.call('INCR', KEYS[1])
-  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+// KEYS[k+1..k+3]: requests this minute, tokens this minute, tokens today. ARGV[a+1..a+4]:
+// requestsPerMinute, tokensPerMinute, tokensPerDay (0: no such limit), the minute key's lifetime
+// (ms). A function, so that a call's reservation runs it in its own script (RedisSpendLedger).
+export const CONSUME_LUA = `
+local function consume(k, a)
+  local requests = tonumber(redis.call('GET', KEYS[k + 1])) or 0
+  local minuteTokens = tonumber(redis.call('GET', KEYS[k + 2])) or 0
+  local dayTokens = tonumber(redis.call('GET', KEYS[k + 3])) or 0
+  local rpm, tpm, tpd = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local full = (rpm > 0 and requests >= rpm) or (tpm > 0 and minuteTokens >= tpm) or (tpd > 0 and dayTokens >= tpd)
+  if rpm > 0 and not full then
+    redis.call('INCR', KEYS[k + 1])
+    redis.call('PEXPIRE', KEYS[k + 1], ARGV[a + 4])
+  end
+  return {requests, minuteTokens, dayTokens}
 end
-return {requests, minuteTokens, dayTokens}
-`);
+`;
+const CONSUME = new RedisScript(`${CONSUME_LUA}\nreturn consume(0, 0)`);
 
 // KEYS: tokens this minute, tokens today. ARGV: tokens, the minute key's lifetime, the day key's (ms).
 const ADD_TOKENS = new RedisScript(`
@@ -47,6 +51,13 @@ return 1
 `);
 
 type Keys = [requestsThisMinute: string, tokensThisMinute: string, tokensToday: string];
+
+/** One call's consume as `CONSUME_LUA` runs it: its keys and arguments, and the decision its answer makes. */
+export interface ConsumeStep {
+  keys: Keys;
+  args: number[];
+  decide(counts: [requestsThisMinute: number, tokensThisMinute: number, tokensToday: number]): ModelLimitDecision;
+}
 
 /**
  * ModelLimiter shared by every process through Redis: requests per minute are exact across
@@ -83,20 +94,42 @@ export class RedisModelLimiter implements ModelLimiter {
   }
 
   async consume(keyId: string, limits: ModelLimits): Promise<ModelLimitDecision> {
+    const step = this.#step(keyId, limits);
+    if (!('keys' in step)) return step;
+    let counts: unknown;
+    try {
+      counts = await this.#answer(this.#consume(...step.keys, ...step.args));
+    } catch (err) {
+      if (this.#insurance) return this.#insurance.consume(keyId, limits);
+      throw err;
+    }
+    return step.decide(counts as [number, number, number]);
+  }
+
+  /**
+   * `consume`'s step, for a script of `client` that runs it beside other work (a call's
+   * reservation: `RedisSpendLedger.reserveAndConsume`, one round trip for both); undefined when it
+   * cannot run there: another client, or no rate limit (then `consume` needs no Redis). Without
+   * the `insurance` of `consume`: the other work fails closed anyway.
+   */
+  consumeStep(client: Redis, keyId: string, limits: ModelLimits): ConsumeStep | undefined {
+    if (client !== this.#client) return undefined;
+    const step = this.#step(keyId, limits);
+    return 'keys' in step ? step : undefined;
+  }
+
+  /** A consume's step, or the decision itself when there is nothing to count. */
+  #step(keyId: string, limits: ModelLimits): ConsumeStep | ModelLimitDecision {
     const now = this.#nowMs();
     if (!hasRateLimits(limits)) return { allowed: true, at: now };
     const windows = clockWindows(now);
     const { requestsPerMinute = 0, tokensPerMinute = 0, tokensPerDay = 0 } = limits;
     const lifetime = Math.ceil(windows.minute.endsAt - now + GRACE_MS);
-    let counts: unknown;
-    try {
-      counts = await this.#answer(this.#consume(...this.#keys(keyId, windows), requestsPerMinute, tokensPerMinute, tokensPerDay, lifetime));
-    } catch (err) {
-      if (this.#insurance) return this.#insurance.consume(keyId, limits);
-      throw err;
-    }
-    const [requestsThisMinute, tokensThisMinute, tokensToday] = counts as [number, number, number];
-    return decide(limits, { requestsThisMinute, tokensThisMinute, tokensToday }, now);
+    return {
+      keys: this.#keys(keyId, windows),
+      args: [requestsPerMinute, tokensPerMinute, tokensPerDay, lifetime],
+      decide: ([requestsThisMinute, tokensThisMinute, tokensToday]) => decide(limits, { requestsThisMinute, tokensThisMinute, tokensToday }, now),
+    };
   }
 
   async addTokens(keyId: string, limits: ModelLimits, tokens: number): Promise<void> {

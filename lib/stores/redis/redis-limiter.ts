@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 
 /** How long a call to Redis may take by default, in ms: the limiters' and the key changes' `timeoutMs`. */
@@ -111,39 +111,66 @@ export class RedisScript {
   }
 
   /**
-   * A `run` whose calls made in one turn of the event loop go to Redis together, in one write, once
-   * the turn's I/O callbacks are done (`setImmediate`): under load, one system call for many
-   * requests; a call alone waits for no other.
+   * A `run` whose calls made in one turn of the event loop go to Redis together, with the other
+   * batched calls on `client` (`batchedCall`), in one write once the turn's I/O callbacks are
+   * done: under load, one system call for many requests, and for one request one round trip for
+   * what it asks at once; a call alone waits for no other.
    */
   batched(client: Redis, keys: number): (...args: Array<string | number>) => Promise<unknown> {
-    let waiting: Array<{ args: Array<string | number>; resolve: (answer: unknown) => void; reject: (err: unknown) => void }> = [];
-    const flush = () => {
-      const calls = waiting;
-      waiting = [];
-      if (calls.length === 1) {
-        const [call] = calls as [(typeof calls)[number]];
-        this.run(client, keys, ...call.args).then(call.resolve, call.reject);
-        return;
-      }
-      const pipeline = client.pipeline();
-      for (const { args } of calls) pipeline.evalsha(this.#sha, keys, ...args);
-      pipeline.exec().then(
-        (results) =>
-          calls.forEach((call, index) => {
-            const [err, answer] = results?.[index] ?? [new Error('no answer in the pipeline'), undefined];
-            if (err === null) call.resolve(answer);
-            else if (isNoScript(err)) this.run(client, keys, ...call.args).then(call.resolve, call.reject);
-            else call.reject(err);
-          }),
-        (err: unknown) => calls.forEach((call) => call.reject(err)),
-      );
-    };
     return (...args) =>
-      new Promise((resolve, reject) => {
-        if (waiting.length === 0) setImmediate(flush);
-        waiting.push({ args, resolve, reject });
+      batchedCall(client, {
+        send: (pipeline) => pipeline.evalsha(this.#sha, keys, ...args),
+        alone: () => this.run(client, keys, ...args),
       });
   }
+}
+
+/** A call to Redis that can go in a pipeline (`send`) or alone (`alone`, which also loads a script Redis does not know). */
+interface BatchedCall {
+  send(pipeline: ChainableCommander): void;
+  alone(): Promise<unknown>;
+}
+
+const waitingCalls = new WeakMap<Redis, Array<BatchedCall & { resolve(answer: unknown): void; reject(err: unknown): void }>>();
+
+/**
+ * Sends `call` with every other batched call made on `client` in this turn of the event loop: one
+ * write, once the turn's I/O callbacks are done (`setImmediate`). A pipeline keeps their order and
+ * is not atomic: each call is what it would be alone. A script Redis did not know runs again alone.
+ * @example const [until] = (await batchedCall(client, { send: (p) => p.mget(key), alone: () => client.mget(key) })) as [string | null]
+ */
+export function batchedCall(client: Redis, call: BatchedCall): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    let waiting = waitingCalls.get(client);
+    if (waiting === undefined) {
+      waiting = [];
+      waitingCalls.set(client, waiting);
+      setImmediate(() => sendWaiting(client));
+    }
+    waiting.push({ ...call, resolve, reject });
+  });
+}
+
+function sendWaiting(client: Redis): void {
+  const calls = waitingCalls.get(client) ?? [];
+  waitingCalls.delete(client);
+  if (calls.length === 1) {
+    const [call] = calls as [(typeof calls)[number]];
+    call.alone().then(call.resolve, call.reject);
+    return;
+  }
+  const pipeline = client.pipeline();
+  for (const call of calls) call.send(pipeline);
+  pipeline.exec().then(
+    (results) =>
+      calls.forEach((call, index) => {
+        const [err, answer] = results?.[index] ?? [new Error('no answer in the pipeline'), undefined];
+        if (err === null) call.resolve(answer);
+        else if (isNoScript(err)) call.alone().then(call.resolve, call.reject);
+        else call.reject(err);
+      }),
+    (err: unknown) => calls.forEach((call) => call.reject(err)),
+  );
 }
 
 const isNoScript = (err: unknown) => err instanceof Error && err.message.startsWith('NOSCRIPT');
