@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import Koa from 'koa';
 import OpenAI, { AuthenticationError, toFile } from 'openai';
 import { pino } from 'pino';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES } from '../../lib/auth/scopes.js';
@@ -36,20 +36,12 @@ const HOSTILE = '<img src=x onerror=alert(1)>';
 
 const DAY_MS = 86_400_000;
 
-/**
- * Debian's Chromium, headless, launched once for the file (a launch costs seconds of CPU on a busy
- * machine) when a test first asks for it, and closed after the tests.
- */
-let chromiumLaunched: Promise<Browser> | undefined;
-test.after.always(async () => {
-  const browser = await chromiumLaunched?.catch(() => undefined);
-  await browser?.close();
-});
-
-/** A browser context of the test's own in the file's Chromium (cookies, storage, permissions), closed with the test. */
-async function openBrowser(t: ExecutionContext, viewport: { width: number; height: number }): Promise<BrowserContext> {
+/** Debian's Chromium, headless, on a profile of its own that goes with the test, as is the browser. */
+async function openBrowser(t: ExecutionContext, viewport: { width: number; height: number }) {
+  const profile = await mkdtemp(join(tmpdir(), 'kmg-chromium-'));
+  t.teardown(() => rm(profile, { recursive: true, force: true }));
   await mkdir(ARTIFACTS, { recursive: true });
-  chromiumLaunched ??= chromium.launch({
+  const browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: [
@@ -62,10 +54,10 @@ async function openBrowser(t: ExecutionContext, viewport: { width: number; heigh
       '--disable-quic',
       '--no-first-run',
     ],
+    viewport,
   });
-  const context = await (await chromiumLaunched).newContext({ viewport });
-  t.teardown(() => context.close());
-  return context;
+  t.teardown(() => browser.close());
+  return browser;
 }
 
 /** A page of the dashboard at `url`, logged in with `token`, and the errors its scripts throw. */
