@@ -6,24 +6,31 @@
  * making the run's tail. Any file missing from the list runs after them, in name order.
  */
 const LONGEST_FIRST = [
-  'test/stores/knex-sqlite-stores.test.ts',
-  'test/stores/knex-postgres-stores.test.ts',
   'test/dashboard/dashboard.test.ts',
+  'test/stores/knex-sqlite/files.test.ts',
+  'test/stores/knex-postgres/keys.test.ts',
   'test/admin/admin-api.test.ts',
+  'test/stores/postgres-faults.test.ts',
+  'test/stores/knex-postgres/files.test.ts',
   'test/server/lifecycle.test.ts',
-  'test/server/outages.test.ts',
+  'test/stores/knex-sqlite/keys.test.ts',
+  'test/package/adopt.test.ts',
   'test/server/tracing.test.ts',
+  'test/stores/knex-sqlite/usage.test.ts',
+  'test/server/outages.test.ts',
+  'test/server/limits.test.ts',
   'test/stores/knex-plumbing.test.ts',
   'test/admin/sso.test.ts',
   'test/mcp/mcp-deployments.test.ts',
   'test/server/api.test.ts',
+  'test/stores/knex-postgres/admin.test.ts',
+  'test/stores/knex-postgres/usage.test.ts',
+  'test/stores/knex-sqlite/admin.test.ts',
   'test/stores/blob-stores.test.ts',
-  'test/package/adopt.test.ts',
   'test/routing/routing.test.ts',
   'test/cache/response-cache.test.ts',
   'test/testing/provider-contract.test.ts',
   'examples/cohere-provider/cohere-provider.test.ts',
-  'test/stores/postgres-faults.test.ts',
 ];
 
 const rank = (file) => {

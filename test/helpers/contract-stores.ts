@@ -1,5 +1,6 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
-import type { TestFn } from 'ava';
+import type { ExecutionContext, TestFn } from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { hashApiKey } from '../../lib/auth/keys.js';
 import type { FileRecord, FileStore } from '../../lib/files/file-store.js';
@@ -13,10 +14,11 @@ import { preparedReadsOn } from './prepared-reads.js';
 import type { TestDatabase } from './services.js';
 import { runTogether } from './worker-processes.js';
 
-// The Knex stores' contracts run in one file per database: SQLite's driver runs on the test's own
-// thread, and a contract's largest tests keep it busy for seconds at a time: PostgreSQL
-// connections opened on that thread meanwhile could not finish their handshake in a busy suite.
-// This module holds what both files share.
+// The Knex stores' contracts run in files of their own per database (test/stores/knex-sqlite/,
+// test/stores/knex-postgres/), one per store family, so that AVA spreads them over its workers:
+// SQLite's driver runs on the test's own thread, and a contract's largest tests keep it busy for
+// seconds at a time: PostgreSQL connections opened on that thread meanwhile could not finish their
+// handshake in a busy suite. This module holds what the files share.
 
 type Open = () => Promise<TestDatabase>;
 
@@ -30,22 +32,42 @@ type Open = () => Promise<TestDatabase>;
 export const CONTRACT_STORE_OPTIONS = { timeoutMs: 60_000 };
 
 /**
- * The Knex stores of a contract file, each on a fresh migrated database, all closed after its
- * tests; then `afterClosing` runs, to check what closing them found.
+ * How many tests of a PostgreSQL contract file run at once (`fewAtOnce`). A test holds its schema's
+ * pool (at most 4 connections), a few also a prepared reader (1) or a second pool (4, or two
+ * processes' 8): three at once peaked at 10 connections alone, the file's share of a stock server
+ * (docs/TESTING.md), in about two thirds of the time that two at once take.
+ */
+export const POSTGRES_CONTRACT_TESTS_AT_ONCE = 3;
+
+/** What a test opened, or the file outside its tests: closed in this order. */
+interface Opened {
+  closers: Array<() => Promise<void>>;
+  databases: TestDatabase[];
+}
+
+async function closeAll({ closers, databases }: Opened): Promise<void> {
+  await Promise.all(closers.map((close) => close()));
+  await Promise.all(databases.map((db) => db.destroy()));
+}
+
+/**
+ * The Knex stores of a contract file, each on a fresh migrated database, closed when the test
+ * that opened them ends (with `eachTestCloses`) or else after the file's tests; then
+ * `afterClosing` runs, to check what closing them found.
  */
 export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
-  const closers: Array<() => Promise<void>> = [];
-  const databases: TestDatabase[] = [];
+  const ofFile: Opened = { closers: [], databases: [] };
+  const ofTest = new AsyncLocalStorage<Opened>();
+  const opened = () => ofTest.getStore() ?? ofFile;
   test.after.always(async () => {
-    await Promise.all(closers.map((close) => close()));
-    await Promise.all(databases.map((db) => db.destroy()));
+    await closeAll(ofFile);
     afterClosing();
   });
   const knexOf = new WeakMap<FileStore, Knex>();
 
   async function migratedDatabase(open: Open): Promise<TestDatabase> {
     const db = await open();
-    databases.push(db);
+    opened().databases.push(db);
     await migrate(db.knex);
     return db;
   }
@@ -54,15 +76,32 @@ export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
   function readsOn(db: TestDatabase, prepared: boolean) {
     if (!prepared) return undefined;
     const reader = preparedReadsOn(db);
-    closers.push(() => reader.close());
+    opened().closers.push(() => reader.close());
     return reader.reads;
   }
 
   return {
+    /**
+     * `test`, whose tests each close what they opened when they end, before their teardowns: a
+     * file of a hundred PostgreSQL tests holds the connections of the few running, not also the
+     * idle pools of every test that ended within the pools' idle timeout.
+     */
+    eachTestCloses<T>(test: TestFn<T>): TestFn<T> {
+      const closing = (title: string, run: (t: ExecutionContext<T>) => unknown) =>
+        test(title, async (t) => {
+          const own: Opened = { closers: [], databases: [] };
+          try {
+            return await ofTest.run(own, () => run(t));
+          } finally {
+            await closeAll(own);
+          }
+        });
+      return closing as unknown as TestFn<T>;
+    },
     migratedDatabase,
-    /** Closed after the tests, before the databases. */
+    /** Closed with the test (or after the file's tests), before the databases. */
     closeAfter(close: () => Promise<void>) {
-      closers.push(close);
+      opened().closers.push(close);
     },
     migrated: async (open: Open) => (await migratedDatabase(open)).knex,
 
@@ -81,7 +120,7 @@ export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
       const db = await migratedDatabase(open);
       if (db.config.client !== 'pg') return [new KnexKeyStore(db.knex, CONTRACT_STORE_OPTIONS), new KnexKeyStore(db.knex, CONTRACT_STORE_OPTIONS)];
       const other = knexFactory(db.config);
-      closers.push(() => other.destroy());
+      opened().closers.push(() => other.destroy());
       return [new KnexKeyStore(db.knex, CONTRACT_STORE_OPTIONS), new KnexKeyStore(other, CONTRACT_STORE_OPTIONS)];
     },
 
@@ -89,7 +128,7 @@ export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
     async keyChangesPair(open: Open) {
       const { knex } = await migratedDatabase(open);
       const subscriber = new KnexKeyChanges(knex, { intervalMs: 20 });
-      closers.push(async () => subscriber.close());
+      opened().closers.push(async () => subscriber.close());
       return { publisher: new KnexKeyChanges(knex), subscriber, carriesIds: false };
     },
 

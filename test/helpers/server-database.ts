@@ -15,7 +15,8 @@ export interface ThrowawayDatabase {
  */
 export async function throwawayPostgres(): Promise<ThrowawayDatabase> {
   const name = `kmg_${randomBytes(6).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL });
+  // One connection: the statements run one after the other.
+  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
   try {
     await admin.raw('create database ??', [name]);
     // Commits that do not wait for the disk: a test's rows need not survive a crash of the server.
@@ -28,7 +29,7 @@ export async function throwawayPostgres(): Promise<ThrowawayDatabase> {
   return {
     url: url.toString(),
     async drop() {
-      const again = knexFactory({ client: 'pg', connection: POSTGRES_URL });
+      const again = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
       try {
         await again.raw('drop database if exists ?? with (force)', [name]);
       } finally {

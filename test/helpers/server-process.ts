@@ -159,6 +159,28 @@ export interface ServerProcess extends RunningServer {
  */
 const START_BOUND_MS = 55_000;
 
+/**
+ * How many server processes of a test file start at once; the others wait their turn, and their
+ * bound starts with it. A file whose tests each spawn a server (lifecycle starts a dozen at once)
+ * would otherwise have them all compile their modules together, on a busy machine past the bound.
+ */
+const STARTS_AT_ONCE = 2;
+let starting = 0;
+const waitingToStart: Array<() => void> = [];
+
+/** Resolves once this process may start a server; call the function it resolves with once it has started or failed. */
+async function turnToStart(): Promise<() => void> {
+  while (starting >= STARTS_AT_ONCE) await new Promise<void>((resolve) => waitingToStart.push(resolve));
+  starting += 1;
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    starting -= 1;
+    waitingToStart.shift()?.();
+  };
+}
+
 /** `npm run gateway`'s command line: the CLI run from its TypeScript sources through tsx. */
 const FROM_SOURCE = ['--conditions=@koa-model-gateway/source', '--import', 'tsx', join(ROOT, 'reference-server/cli.ts')];
 
@@ -168,6 +190,7 @@ const FROM_SOURCE = ['--conditions=@koa-model-gateway/source', '--import', 'tsx'
  */
 export async function spawnServer(env: Record<string, string>, options: { fromSource?: boolean } = {}): Promise<ServerProcess> {
   const cli = options.fromSource ? FROM_SOURCE : [await compiledCli()];
+  const started = await turnToStart();
   const child = spawn(process.execPath, [...cli, 'serve'], {
     cwd: ROOT,
     env: childEnv({ PORT: '0', LOG_LEVEL: 'info', ...env }),
@@ -176,6 +199,7 @@ export async function spawnServer(env: Record<string, string>, options: { fromSo
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  void exited.then(started);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -195,6 +219,7 @@ export async function spawnServer(env: Record<string, string>, options: { fromSo
       logs.push(entry);
       if (entry.msg === 'listening') {
         clearTimeout(timer);
+        started();
         resolve({
           url: entry.url as string,
           child,

@@ -269,7 +269,9 @@ withPostgres(test)("postgres: a migration on a busy host is not ended by the poo
   await t.notThrowsAsync(migrate(knex));
 });
 
-withPostgres(test)("postgres: a migration whose connection the server ends fails with the server's reason", async (t) => {
+// Serial: it ends the backend that waits for the migration lock, which must not be one of the
+// four-process test's migrations, waiting for its schema's lock at the same moment.
+withPostgres(test).serial("postgres: a migration whose connection the server ends fails with the server's reason", async (t) => {
   const db = await openDatabase('postgres');
   const blocker = await db.knex.transaction();
   await blocker.raw('select pg_advisory_xact_lock(?, hashtext(current_schema()))', [0x6b6d6731]);

@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { toGatewayError } from '../../lib/errors/to-gateway-error.js';
@@ -24,10 +24,13 @@ const SLACK_MS = 4 * BOUND_MS;
 /** The bound where a fault must be answered at once: an answer far before it waited for nothing. */
 const LONG_BOUND_MS = 30_000;
 
-const cleanups: Array<() => Promise<unknown>> = [];
-test.after.always(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
-});
+/**
+ * Runs `closes` when the test ends, the last first, a failure ignored: a test's pools, proxies and
+ * databases go with it, not when the file ends (docs/TESTING.md counts the connections).
+ */
+const closeAtEnd = (t: ExecutionContext, ...closes: Array<() => Promise<unknown>>) => {
+  for (const close of closes) t.teardown(() => close().catch(() => undefined));
+};
 
 const postgres = new URL(POSTGRES_URL);
 const startProxy = () => tcpProxy({ host: postgres.hostname, port: Number(postgres.port || 5432) });
@@ -85,22 +88,23 @@ interface Faulty {
  * the reference server's `openMigratedDatabase`, on a database of its own reached through a proxy
  * the test controls; one file uploaded.
  */
-async function faultyApp(boundMs = BOUND_MS): Promise<Faulty> {
+async function faultyApp(t: ExecutionContext, boundMs = BOUND_MS): Promise<Faulty> {
   const throwaway = await throwawayPostgres();
-  cleanups.push(throwaway.drop);
+  closeAtEnd(t, throwaway.drop);
   const proxy = await startProxy();
-  cleanups.push(proxy.close);
+  closeAtEnd(t, proxy.close);
   const database = await openMigratedDatabase(
     { client: 'pg', connectionString: through(throwaway.url, proxy), display: 'test' },
     { timeoutMs: boundMs, poolMax: 4 },
   );
   // Closed in reverse: the proxy first, so that no connection stalls the pool's end.
-  cleanups.push(database.close, proxy.close);
+  closeAtEnd(t, database.close, proxy.close);
   const app = await filesApp({ files: new KnexFileStore(database.knex, database.storeOptions) });
-  cleanups.push(app.close);
+  closeAtEnd(t, app.close);
   const direct = knexFactory({ client: 'pg', connection: throwaway.url, pool: { min: 0, max: 2 } });
   const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
-  cleanups.push(
+  closeAtEnd(
+    t,
     () => direct.destroy(),
     () => admin.destroy(),
   );
@@ -139,7 +143,7 @@ async function terminate(on: (sql: string) => Promise<unknown>, where: string): 
 
 gate('PostgreSQL stalled: requests in flight answer 503 within the bound, a creation in flight never commits, and all recovers', async (t) => {
   t.timeout(2 * (BOUND_MS + SLACK_MS), 'requests held while the database stalls');
-  const f = await faultyApp();
+  const f = await faultyApp(t);
   const { send, id } = f;
   const keys = new KnexKeyStore(f.database.knex, f.database.storeOptions);
   const usage = new KnexUsageStore(f.database.knex, f.database.storeOptions);
@@ -183,7 +187,7 @@ const idleInTransaction = async (f: Faulty) => (await appBackends(f)).rows.filte
  */
 const transactionFault = test.macro(async (t, fault: 'stall' | 'drop') => {
   t.timeout(2 * (BOUND_MS + SLACK_MS), 'an upload held while the database is away');
-  const f = await faultyApp();
+  const f = await faultyApp(t);
   const { send, id } = f;
   let armed = true;
   f.database.knex.on('query', (query: { sql: string }) => {
@@ -223,12 +227,13 @@ gate(
   async (t) => {
     t.timeout(2 * (BOUND_MS + SLACK_MS), 'a creation held while the connection loses bytes');
     const throwaway = await throwawayPostgres();
-    cleanups.push(throwaway.drop);
+    closeAtEnd(t, throwaway.drop);
     const proxy = await startProxy();
     const direct = knexFactory({ client: 'pg', connection: throwaway.url, pool: { min: 0, max: 1 } });
     // Knex warns of the destroyed connection when its pool drops it.
     const proxied = knexFactory({ client: 'pg', connection: through(throwaway.url, proxy), pool: { min: 0, max: 2 }, log: { warn: () => undefined } });
-    cleanups.push(
+    closeAtEnd(
+      t,
       () => direct.destroy(),
       proxy.close,
       () => proxied.destroy(),
@@ -265,7 +270,7 @@ gate(
 );
 
 gate('PostgreSQL refusing connections: requests answer 503 at once, and all recovers when it listens again', async (t) => {
-  const f = await faultyApp(LONG_BOUND_MS);
+  const f = await faultyApp(t, LONG_BOUND_MS);
   const { send, id } = f;
 
   await f.proxy.cut();
@@ -280,7 +285,7 @@ gate('PostgreSQL refusing connections: requests answer 503 at once, and all reco
 });
 
 gate('PostgreSQL terminating backends: the request in flight answers 503, idle connections are replaced, never a 500', async (t) => {
-  const f = await faultyApp();
+  const f = await faultyApp(t);
   const { send, id } = f;
 
   // Hold a retrieve (a prepared read on the pool) and a list (a Knex query) on a lock, then
@@ -336,7 +341,7 @@ gate('PostgreSQL terminating backends: the request in flight answers 503, idle c
 });
 
 gate('PostgreSQL not accepting connections to the database (55000): 503, and all recovers when it does again', async (t) => {
-  const f = await faultyApp();
+  const f = await faultyApp(t);
   const { send, id } = f;
 
   await f.server(`alter database "${f.name}" allow_connections false`);
@@ -352,7 +357,7 @@ gate('PostgreSQL not accepting connections to the database (55000): 503, and all
 // which these tests pin against the installed drivers.
 gate('pg failures that carry only a message are 503: a connection timeout, no pooled connection in time, a connection cut under a query', async (t) => {
   const proxy = await startProxy();
-  cleanups.push(proxy.close);
+  closeAtEnd(t, proxy.close);
   const url = through(POSTGRES_URL, proxy);
   const unavailable = (err: unknown) => toGatewayError(err, 'GET', '/v1/files').status;
 
@@ -365,7 +370,7 @@ gate('pg failures that carry only a message are 503: a connection timeout, no po
 
   const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 1000 });
   pool.on('error', () => undefined); // its idle connection, cut below
-  cleanups.push(() => pool.end());
+  closeAtEnd(t, () => pool.end());
   // The first connection may take longer than the timeout on a busy machine: asked again until the pool holds it.
   let held: pg.PoolClient | undefined;
   for (let attempt = 0; attempt < 10 && held === undefined; attempt++) held = await pool.connect().catch(() => undefined);
@@ -377,13 +382,14 @@ gate('pg failures that carry only a message are 503: a connection timeout, no po
 
   const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
   const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
-  cleanups.push(
+  closeAtEnd(
+    t,
     () => knex.destroy(),
     () => admin.destroy(),
   );
   const { rows } = await knex.raw<{ rows: Array<{ pid: number }> }>('select pg_backend_pid() as pid');
   const pid = rows[0]?.pid;
-  cleanups.push(() => admin.raw('select pg_terminate_backend(?)', [pid as number]));
+  closeAtEnd(t, () => admin.raw('select pg_terminate_backend(?)', [pid as number]));
   const sleeping = knex.raw('select pg_sleep(30)').catch((err: unknown) => err);
   await until(
     () => admin.raw<{ rows: unknown[] }>("select 1 from pg_stat_activity where pid = ? and state = 'active'", [pid as number]),

@@ -1,0 +1,98 @@
+import test from 'ava';
+import knexFactory from 'knex';
+import { KnexAccountBudgetStore } from '../../../lib/stores/knex/account-budget-store.js';
+import { sqliteReader, sqliteWriter, SqliteWriterGoneError } from '../../../lib/stores/knex/sqlite-writer.js';
+import { KnexUsageStore } from '../../../lib/stores/knex/usage-store.js';
+import { accountBudgetStoreContract } from '../../../lib/testing/account-budget-store-contract.js';
+import { usageRecord, usageStoreContract } from '../../../lib/testing/usage-store-contract.js';
+import { CONTRACT_STORE_OPTIONS, contractStores, partialBatchStoresNothing } from '../../helpers/contract-stores.js';
+import { sqliteDatabase } from '../../helpers/services.js';
+
+// The contracts of the usage store and the account budgets on the Knex stores on SQLite, and what
+// SQLite alone has: the usage writer and reader threads. The other families in the files beside
+// this one.
+
+// A writer that failed would leave its store on Knex: the contract would not have tested it.
+const writerFailures: Error[] = [];
+const stores = contractStores(test, {
+  afterClosing() {
+    if (writerFailures.length > 0) throw new Error('a SQLite writer thread failed', { cause: writerFailures[0] });
+  },
+});
+
+/** A migrated SQLite database, and its file for a writer thread's connection. */
+async function migratedSqlite() {
+  const db = await stores.migratedDatabase(sqliteDatabase);
+  return { db, filename: (db.config.connection as { filename: string }).filename };
+}
+
+/** A writer thread on `filename`, closed after the tests; its failure fails them. */
+function writerOn(filename: string) {
+  const writer = sqliteWriter(filename, { onFailure: (err) => writerFailures.push(err) });
+  stores.closeAfter(() => writer.close());
+  return writer;
+}
+
+/** A reader thread on `filename`, closed after the tests; its failure fails them. */
+function readerOn(filename: string) {
+  const reader = sqliteReader(filename, { onFailure: (err) => writerFailures.push(err) });
+  stores.closeAfter(() => reader.close());
+  return reader;
+}
+
+/** SQLite with the inserts run by a `sqliteWriter` and the summaries by a `sqliteReader`, each on its worker thread's connection; the lists Knex's. */
+async function sqliteWriterStore(): Promise<KnexUsageStore> {
+  const { db, filename } = await migratedSqlite();
+  return new KnexUsageStore(db.knex, { ...CONTRACT_STORE_OPTIONS, preparedWrites: writerOn(filename), reportReads: readerOn(filename) });
+}
+
+usageStoreContract(test, 'sqlite KnexUsageStore', () => stores.usageStore(sqliteDatabase));
+usageStoreContract(test, 'sqlite KnexUsageStore with writer and reader threads', sqliteWriterStore);
+
+test("sqlite with a reader thread: a summary makes no query on Knex's connection, which the requests use; once the reader is gone, it does", async (t) => {
+  const { db, filename } = await migratedSqlite();
+  const reader = readerOn(filename);
+  const store = new KnexUsageStore(db.knex, { ...CONTRACT_STORE_OPTIONS, reportReads: reader });
+  await store.insert([usageRecord({ time: Date.parse('2030-01-15T12:30:00.000Z') })]);
+  const onKnex: string[] = [];
+  db.knex.on('query', ({ sql }: { sql: string }) => onKnex.push(sql));
+  const summary = { requests: 1, answered: 1, inputTokens: 10, outputTokens: 5, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n };
+  // A since within an hour reads the records, the hourly and the daily roll-ups: three queries.
+  t.deepEqual(await store.summarize({ since: Date.parse('2030-01-15T12:00:00.001Z') }, 'day'), [{ group: '2030-01-15', ...summary }]);
+  t.deepEqual(onKnex, []);
+  await reader.close();
+  t.deepEqual(await store.summarize({}, 'model'), [{ group: 'echo-1', ...summary }]);
+  t.is(onKnex.length, 1);
+});
+
+partialBatchStoresNothing(test, 'sqlite KnexUsageStore', () => stores.usageStore(sqliteDatabase));
+partialBatchStoresNothing(test, 'sqlite KnexUsageStore with a writer thread', sqliteWriterStore);
+
+test('sqlite: once its writer thread is gone, inserts go through Knex, and none is lost', async (t) => {
+  const { db, filename } = await migratedSqlite();
+  const failures: Error[] = [];
+  const writer = sqliteWriter(filename, { onFailure: (err) => failures.push(err) });
+  const store = new KnexUsageStore(db.knex, { preparedWrites: writer });
+  const first = usageRecord();
+  await store.insert([first]);
+  await writer.close();
+  await t.throwsAsync(writer.prepare('select 1')([]), { instanceOf: SqliteWriterGoneError });
+  const second = usageRecord();
+  await store.insert([second]);
+  t.deepEqual((await store.list()).map((record) => record.requestId).sort(), [first.requestId, second.requestId].sort());
+  t.deepEqual(failures, [], 'a writer closed by its owner has not failed');
+});
+
+test('sqlite: with a writer thread, inserts run on its connection: the store needs no write access of its own', async (t) => {
+  const { filename } = await migratedSqlite();
+  const readOnly = knexFactory({ client: 'better-sqlite3', connection: { filename, options: { readonly: true } }, useNullAsDefault: true });
+  t.teardown(() => readOnly.destroy());
+  const writer = writerOn(filename);
+  const record = usageRecord();
+  await t.throwsAsync(new KnexUsageStore(readOnly).insert([record]), { any: true, code: 'SQLITE_READONLY' }, 'Knex alone cannot write here');
+  const store = new KnexUsageStore(readOnly, { preparedWrites: writer });
+  await store.insert([record]);
+  t.deepEqual(await store.list(), [record]);
+});
+
+accountBudgetStoreContract(test, 'sqlite KnexAccountBudgetStore', async () => new KnexAccountBudgetStore(await stores.migrated(sqliteDatabase)));
