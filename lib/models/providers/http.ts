@@ -85,3 +85,13 @@ export function httpUpstream(baseURL: string): HttpUpstream {
     }),
   };
 }
+
+/** `promise`, or a rejection as soon as `signal` aborts (a credential that stalls does not hold a call past its timeout). */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { httpBaseUrl, parseOptions } from '../../../settings/schemas.js';
 import type { Provider, ProviderAnswer, ProviderRequest } from '../../provider.js';
 import { MAX_EMBEDDING_INPUTS } from '../../formats/embeddings/request.js';
-import { callHeaders, httpUpstream, type CallHeaders, type HttpUpstream, type PostJson } from '../http.js';
+import { callHeaders, httpUpstream, untilAborted, type CallHeaders, type HttpUpstream, type PostJson } from '../http.js';
 import { openAIProviderOptions } from '../openai/index.js';
 import { entraIdOptions, entraIdTokens, requireIdentityPackage, type AzureTokenCredential } from './entra-id.js';
 
@@ -129,14 +129,4 @@ function withToken(source: Parameters<typeof entraIdTokens>[0]): Send {
     if (last?.token !== token) last = { token, headers: callHeaders({ authorization: `Bearer ${token}` }) };
     return endpoint(request)(last.headers, request);
   };
-}
-
-/** `promise`, or a rejection as soon as `signal` aborts (a credential that stalls does not hold the call past its timeout). */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { httpBaseUrl, nonEmptyString, parseOptions, settingsObject } from '../../../settings/schemas.js';
 import type { Provider } from '../../provider.js';
-import { callHeaders, httpUpstream } from '../http.js';
+import { callHeaders, httpUpstream, untilAborted } from '../http.js';
 import { geminiProtocol, type GeminiTransport } from '../gemini/protocol.js';
 import { VERTEX_EMBEDDING_INPUTS_PER_CALL, vertexEmbed } from './embed.js';
 
@@ -68,7 +68,7 @@ export function vertexProvider(options: VertexProviderOptions): Provider {
   const models = `/v1/projects/${encodeURIComponent(project)}/locations/${encodeURIComponent(location)}/publishers/google/models`;
   const transport: GeminiTransport = {
     async post(model, method, body, call) {
-      const token = await auth.getAccessToken();
+      const token = await untilAborted(auth.getAccessToken(), call.signal);
       if (typeof token !== 'string' || token === '') throw new Error('google-auth-library gave no access token');
       const headers = { ...(method.startsWith('stream') ? stream : json), authorization: `Bearer ${token}` };
       return upstream.post(`${models}/${encodeURIComponent(model)}:${method}`, headers, body, call);
