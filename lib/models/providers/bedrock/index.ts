@@ -5,7 +5,7 @@ import { isObject, type JsonObject } from '../../content.js';
 import type { StreamPart } from '../../formats/neutral.js';
 import { UpstreamStatusError, type EmbedRequest, type Provider, type ProviderAnswer } from '../../provider.js';
 import { DEFAULT_MAX_UPSTREAM_BYTES } from '../../upstream-call.js';
-import { httpUpstream, type UpstreamRequest } from '../http.js';
+import { httpUpstream, untilAborted, type UpstreamRequest } from '../http.js';
 import { refuseFailure, upstreamJson } from '../neutral-http.js';
 import { loadAws, type Aws, type AwsCredentialSource } from './aws.js';
 import { ConverseStreamReader } from './converse-stream.js';
@@ -135,8 +135,9 @@ export function bedrockProvider(options: BedrockProviderOptions): Provider {
   async function post(model: string, operation: string, body: JsonObject, accept: string, call: UpstreamRequest) {
     const path = `/model/${encodeURIComponent(model)}/${operation}`;
     const url = new URL(`${prefix}${path}`, base.origin);
-    const signed = await (await aws()).sign({ url, headers: { 'content-type': 'application/json', accept }, body: JSON.stringify(body) });
-    call.signal.throwIfAborted();
+    // Signing asks for the credentials (AWS's default chain may go to the network): within the call's time.
+    const signing = aws().then((loaded) => loaded.sign({ url, headers: { 'content-type': 'application/json', accept }, body: JSON.stringify(body) }));
+    const signed = await untilAborted(signing, call.signal);
     return upstream.post(path, signed, body, call);
   }
 
