@@ -36,7 +36,7 @@ export { bedrockProvider, type BedrockProviderOptions } from './providers/bedroc
 export type { AwsCredentials, AwsCredentialSource } from './providers/bedrock/aws.js';
 export { echoProvider, type EchoProviderOptions } from './providers/echo/index.js';
 export { geminiProvider } from './providers/gemini/index.js';
-export { vertexProvider, type TokenSource, type VertexProviderOptions } from './providers/vertex/index.js';
+export { vertexAnthropicProvider, vertexProvider, type TokenSource, type VertexProviderOptions } from './providers/vertex/index.js';
 export type { HttpProviderOptions } from './providers/http.js';
 export { listModels, type ListModelsOptions } from './list-models.js';
 export { retrieveModel, type RetrieveModelOptions } from './retrieve-model.js';

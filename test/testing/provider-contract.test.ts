@@ -4,8 +4,8 @@ import { bedrockProvider } from '../../lib/models/providers/bedrock/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { geminiProvider } from '../../lib/models/providers/gemini/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
-import { vertexProvider } from '../../lib/models/providers/vertex/index.js';
-import { providerContract } from '../../lib/testing/index.js';
+import { vertexAnthropicProvider, vertexProvider } from '../../lib/models/providers/vertex/index.js';
+import { providerContract, type UpstreamScript } from '../../lib/testing/index.js';
 import { converseAnswer, frame, MOCK_CREDENTIALS, MOCK_REGION, textStream } from '../helpers/bedrock-mock.js';
 
 // The built-in providers keep the contract a third-party provider runs (examples/cohere-provider/).
@@ -57,28 +57,38 @@ providerContract(test, {
   },
 });
 
+// Anthropic's Messages, as api.anthropic.com and Vertex AI's rawPredict answer it.
+const messagesScript: Omit<UpstreamScript, 'path'> = {
+  answer: { ...message, content: [{ type: 'text', text: 'Hi' }], stop_reason: 'end_turn', usage: { input_tokens: 8, output_tokens: 2 } },
+  events: [
+    event({ type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 8, output_tokens: 1 } } }, 'message_start'),
+    event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
+    event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } }, 'content_block_delta'),
+    event({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
+    event({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 2 } }, 'message_delta'),
+    event({ type: 'message_stop' }, 'message_stop'),
+  ],
+  error: (_status, text) => ({ type: 'error', error: { type: 'invalid_request_error', message: text } }),
+  usage: { inputTokens: 8, outputTokens: 2 },
+};
+
 providerContract(test, {
   name: 'anthropicProvider',
   create: (baseURL) => anthropicProvider({ id: 'anthropic', baseURL, apiKey: 'sk-ant-provider' }),
   upstream: {
-    messages: {
-      path: '/v1/messages',
-      answer: { ...message, content: [{ type: 'text', text: 'Hi' }], stop_reason: 'end_turn', usage: { input_tokens: 8, output_tokens: 2 } },
-      events: [
-        event(
-          { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 8, output_tokens: 1 } } },
-          'message_start',
-        ),
-        event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
-        event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } }, 'content_block_delta'),
-        event({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
-        event({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 2 } }, 'message_delta'),
-        event({ type: 'message_stop' }, 'message_stop'),
-      ],
-      error: (_status, text) => ({ type: 'error', error: { type: 'invalid_request_error', message: text } }),
-      usage: { inputTokens: 8, outputTokens: 2 },
-    },
+    messages: { ...messagesScript, path: '/v1/messages' },
     countTokens: { path: '/v1/messages/count_tokens', answer: { input_tokens: 12 } },
+  },
+});
+
+const vertexClaude = '/v1/projects/p/locations/us-east5/publishers/anthropic/models';
+providerContract(test, {
+  name: 'vertexAnthropicProvider',
+  create: (baseURL) =>
+    vertexAnthropicProvider({ id: 'vertex-claude', project: 'p', location: 'us-east5', baseURL, auth: { getAccessToken: async () => 'vertex-token' } }),
+  upstream: {
+    messages: { ...messagesScript, path: `${vertexClaude}/upstream-model-4e1b:rawPredict` },
+    countTokens: { path: `${vertexClaude}/count-tokens:rawPredict`, answer: { input_tokens: 12 } },
   },
 });
 

@@ -7,7 +7,7 @@ import { echoProvider, echoProviderOptions } from './echo/index.js';
 import { geminiProvider } from './gemini/index.js';
 import { httpProviderOptions } from './http.js';
 import { openAIProvider, openAIProviderOptions } from './openai/index.js';
-import { vertexProvider, vertexProviderOptions } from './vertex/index.js';
+import { vertexAnthropicProvider, vertexProvider, vertexProviderOptions } from './vertex/index.js';
 
 /** How a provider of one kind is made from settings: the schema of its options, and its factory. */
 export interface ProviderFactory<Options extends z.ZodObject = z.ZodObject> {
@@ -37,6 +37,7 @@ export const providerRegistry = {
   'azure-openai': { options: azureOpenAIProviderOptions, create: azureOpenAIProvider },
   gemini: { options: httpProviderOptions, create: geminiProvider },
   vertex: { options: vertexProviderOptions, create: vertexProvider },
+  'vertex-anthropic': { options: vertexProviderOptions, create: vertexAnthropicProvider },
   bedrock: { options: bedrockProviderOptions, create: bedrockProvider },
 } satisfies ProviderRegistry;
 
