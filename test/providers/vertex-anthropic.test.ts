@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
 import test from 'ava';
 import { priceCatalog } from '../../lib/cost/price-table.js';
@@ -343,4 +345,27 @@ test('a vertex-anthropic entry of a config file makes the provider, checked by i
   t.is(made?.neutral, undefined, 'it speaks Messages: the other formats are translated to it');
   const withoutProject = { id: 'claude-on-vertex', kind: 'vertex-anthropic', location: 'us-east5' };
   t.throws(() => parseGatewayConfig({ ...file, providers: [withoutProject] }, 'test'), { message: /project/ });
+});
+
+test('without google-auth-library installed, both Vertex AI kinds are refused at start-up naming the package; given a token source, made', async (t) => {
+  const script = `
+    const { vertexProvider, vertexAnthropicProvider } = await import(${JSON.stringify(new URL('../../lib/models/providers/vertex/index.js', import.meta.url).href)});
+    const options = { id: 'v', project: 'p', location: 'us-east5' };
+    vertexAnthropicProvider({ ...options, auth: { getAccessToken: async () => 't' } });
+    for (const make of [vertexProvider, vertexAnthropicProvider]) {
+      try {
+        make(options);
+      } catch (err) {
+        console.log(err.message);
+      }
+    }`;
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', new URL('../helpers/hide-packages.js', import.meta.url).href, '--input-type=module', '-e', script],
+    { env: { ...process.env, KMG_TEST_HIDDEN_PACKAGES: 'google-auth-library' } },
+  );
+  t.deepEqual(stdout.trim().split('\n'), [
+    'koa-model-gateway: vertexProvider(): needs the package google-auth-library (npm install google-auth-library)',
+    'koa-model-gateway: vertexAnthropicProvider(): needs the package google-auth-library (npm install google-auth-library)',
+  ]);
 });
