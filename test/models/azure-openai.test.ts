@@ -1006,9 +1006,9 @@ for (const [name, gated, database] of deployments) {
       const openai = new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0, fetch });
       const aiSdk = createOpenAI({ apiKey: key, baseURL: `${server.url}/v1`, fetch });
       const langchain = (model: string) => new OpenAIEmbeddings({ model, apiKey: key, maxRetries: 0, configuration: { baseURL: `${server.url}/v1`, fetch } });
-      // One call a model on an account of its own: the records, cost and metrics to check.
+      // One call a model on an account of its own, under a budget: the records, cost and metrics to check.
       const meteredAccount = `metered-${name}`;
-      const metered = await server.keyFor(undefined, { account: meteredAccount });
+      const metered = await server.keyFor(undefined, { account: meteredAccount, limits: { costPerDay: 1 } });
 
       for (const { model, vectors, tokens, perCall } of EMBEDDERS) {
         const expected = await vectors(TEXTS);
@@ -1027,6 +1027,7 @@ for (const [name, gated, database] of deployments) {
           headers: { authorization: `Bearer ${metered}`, 'content-type': 'application/json' },
           body: JSON.stringify({ model, input: TEXTS, encoding_format: 'base64' }),
         });
+        t.truthy(res.headers.get('x-kmg-budget-remaining-usd'), `${model}: the budget left`);
         const answer = (await res.json()) as { data: Array<{ embedding: string }>; usage: { prompt_tokens: number } };
         t.deepEqual(
           answer.data.map((item) => decoded(item.embedding)),
