@@ -1010,43 +1010,46 @@ for (const [name, gated, database] of deployments) {
       const meteredAccount = `metered-${name}`;
       const metered = await server.keyFor(undefined, { account: meteredAccount, limits: { costPerDay: 1 } });
 
-      for (const { model, vectors, tokens, perCall } of EMBEDDERS) {
-        const expected = await vectors(TEXTS);
-        const found: Record<string, number[][]> = {
-          'openai SDK, base64': (await openai.embeddings.create({ model, input: TEXTS })).data.map((item) => item.embedding),
-          'openai SDK, floats': (await openai.embeddings.create({ model, input: TEXTS, encoding_format: 'float' })).data.map((item) => item.embedding),
-          'AI SDK, embedMany': (await embedMany({ model: aiSdk.embedding(model), values: TEXTS, maxRetries: 0 })).embeddings,
-          'AI SDK, embed': [(await embed({ model: aiSdk.embedding(model), value: TEXTS[0]!, maxRetries: 0 })).embedding],
-          'LangChain, embedDocuments': await langchain(model).embedDocuments(TEXTS),
-          'LangChain, embedQuery': [await langchain(model).embedQuery(TEXTS[0]!)],
-        };
-        for (const [client, vectorsFound] of Object.entries(found)) t.deepEqual(vectorsFound, expected.slice(0, vectorsFound.length), `${model}: ${client}`);
+      // The models side by side: each one's calls in order.
+      await Promise.all(
+        EMBEDDERS.map(async ({ model, vectors, tokens, perCall }) => {
+          const expected = await vectors(TEXTS);
+          const found: Record<string, number[][]> = {
+            'openai SDK, base64': (await openai.embeddings.create({ model, input: TEXTS })).data.map((item) => item.embedding),
+            'openai SDK, floats': (await openai.embeddings.create({ model, input: TEXTS, encoding_format: 'float' })).data.map((item) => item.embedding),
+            'AI SDK, embedMany': (await embedMany({ model: aiSdk.embedding(model), values: TEXTS, maxRetries: 0 })).embeddings,
+            'AI SDK, embed': [(await embed({ model: aiSdk.embedding(model), value: TEXTS[0]!, maxRetries: 0 })).embedding],
+            'LangChain, embedDocuments': await langchain(model).embedDocuments(TEXTS),
+            'LangChain, embedQuery': [await langchain(model).embedQuery(TEXTS[0]!)],
+          };
+          for (const [client, vectorsFound] of Object.entries(found)) t.deepEqual(vectorsFound, expected.slice(0, vectorsFound.length), `${model}: ${client}`);
 
-        const res = await fetch(`${server.url}/v1/embeddings`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${metered}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ model, input: TEXTS, encoding_format: 'base64' }),
-        });
-        t.truthy(res.headers.get('x-kmg-budget-remaining-usd'), `${model}: the budget left`);
-        const answer = (await res.json()) as { data: Array<{ embedding: string }>; usage: { prompt_tokens: number } };
-        t.deepEqual(
-          answer.data.map((item) => decoded(item.embedding)),
-          expected,
-          `${model}: base64 decoded`,
-        );
-        t.is(answer.usage.prompt_tokens, tokens, `${model}: its provider's count`);
+          const res = await fetch(`${server.url}/v1/embeddings`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${metered}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ model, input: TEXTS, encoding_format: 'base64' }),
+          });
+          t.truthy(res.headers.get('x-kmg-budget-remaining-usd'), `${model}: the budget left`);
+          const answer = (await res.json()) as { data: Array<{ embedding: string }>; usage: { prompt_tokens: number } };
+          t.deepEqual(
+            answer.data.map((item) => decoded(item.embedding)),
+            expected,
+            `${model}: base64 decoded`,
+          );
+          t.is(answer.usage.prompt_tokens, tokens, `${model}: its provider's count`);
 
-        if (perCall === undefined) continue;
-        const batch = Array.from({ length: perCall.limit + 1 }, (_, at) => `passage ${at}`);
-        const before = perCall.sent().length;
-        const joined = await openai.embeddings.create({ model, input: batch });
-        t.deepEqual(perCall.sent().slice(before), [perCall.limit, 1], `${model}: inputs a call`);
-        t.deepEqual(
-          joined.data.map((item) => item.embedding),
-          await vectors(batch),
-          `${model}: joined in order`,
-        );
-      }
+          if (perCall === undefined) return;
+          const batch = Array.from({ length: perCall.limit + 1 }, (_, at) => `passage ${at}`);
+          const before = perCall.sent().length;
+          const joined = await openai.embeddings.create({ model, input: batch });
+          t.deepEqual(perCall.sent().slice(before), [perCall.limit, 1], `${model}: inputs a call`);
+          t.deepEqual(
+            joined.data.map((item) => item.embedding),
+            await vectors(batch),
+            `${model}: joined in order`,
+          );
+        }),
+      );
       t.deepEqual(problems, []);
 
       const records = await until(
