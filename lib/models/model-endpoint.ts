@@ -18,6 +18,7 @@ import { modelLimitsSchema, type ModelLimitDecision, type ModelLimits } from '..
 import { modelLimitRefusal, rateLimitHeaders } from '../quota/rate-limit-headers.js';
 import { parseOptions, positiveInteger, timerMs } from '../settings/schemas.js';
 import type { ModelRequestState } from '../state.js';
+import { isCachedEndpoint } from './cache/cached-answer.js';
 import { ResponseCaching, type ResponseCachingOptions } from './cache/response-caching.js';
 import type { TokenUsage } from '../usage/token-usage.js';
 import { findAttachments, readAttachments, type FileStores } from './attachments.js';
@@ -134,7 +135,8 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
   const planner: Planner = { routes, routing, nowMs };
   const catalogIds = new Set(routes.keys());
   const servedType = format.endpoint === 'embeddings' ? 'embeddings' : 'chat';
-  const caching = options.cache && new ResponseCaching(options.cache, where);
+  // Embeddings and counts of tokens are never cached: their answers say nothing of the cache.
+  const caching = options.cache && isCachedEndpoint(format.endpoint) ? new ResponseCaching(options.cache, where) : undefined;
 
   return async (ctx) => {
     const key = verifiedKey(ctx);

@@ -194,7 +194,7 @@ function responses(res: ServerResponse, body: Record<string, unknown>, model: st
 }
 
 /** A vector per input, from its text: [its length, its first character's code, 0.5]. */
-const vectorOf = (input: unknown) => {
+export const azureVector = (input: unknown) => {
   const text = typeof input === 'string' ? input : JSON.stringify(input);
   return [text.length, text.charCodeAt(0), 0.5];
 };
@@ -203,7 +203,7 @@ function embeddings(res: ServerResponse, body: Record<string, unknown>, model: s
   const inputs = Array.isArray(body.input) && !body.input.every((item) => typeof item === 'number') ? body.input : [body.input];
   const base64 = body.encoding_format === 'base64';
   const data = inputs.map((input, index) => {
-    const vector = vectorOf(input);
+    const vector = azureVector(input);
     const embedding = base64 ? Buffer.from(Float32Array.from(vector).buffer).toString('base64') : vector;
     return { object: 'embedding', index, embedding };
   });

@@ -16,7 +16,7 @@ export function anthropicMessage(text: string) {
   };
 }
 
-/** A request a `scriptedUpstream()` received: its path, headers and body (parsed when JSON). */
+/** A request a `scriptedUpstream()` received: its path, headers and body (parsed: JSON, or a form's fields). */
 export interface UpstreamRequest {
   path: string;
   headers: IncomingHttpHeaders;
@@ -47,20 +47,25 @@ export function replyEvents(events: Readable): UpstreamAnswer {
 
 /**
  * A real upstream on a loopback port, answering as each test scripts it: `answer(path, how)`
- * answers the next request to `path` with `how` (answers for one path are used in order).
+ * answers the next request to `path` with `how` (answers for one path are used in order);
+ * `answerEvery(path, how)` answers every request to `path` that no `answer()` is left for.
  * `received` holds every request; one that nothing was scripted for is answered 501.
  */
 export async function scriptedUpstream() {
   const scripted = new Map<string, UpstreamAnswer[]>();
+  const standing = new Map<string, UpstreamAnswer>();
   const received: UpstreamRequest[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
-      const request = { path: req.url ?? '', headers: req.headers, body: JSON.parse(text || '{}') as Record<string, unknown> };
+      // An OAuth token endpoint is sent a form.
+      const form = req.headers['content-type']?.startsWith('application/x-www-form-urlencoded') === true;
+      const body = form ? Object.fromEntries(new URLSearchParams(text)) : (JSON.parse(text || '{}') as Record<string, unknown>);
+      const request = { path: req.url ?? '', headers: req.headers, body };
       received.push(request);
-      const how = scripted.get(request.path)?.shift();
+      const how = scripted.get(request.path)?.shift() ?? standing.get(request.path);
       if (how) how(res, request);
       else res.writeHead(501, { 'content-type': 'application/json' }).end('{"error":{"message":"nothing scripted"}}');
     });
@@ -73,6 +78,9 @@ export async function scriptedUpstream() {
       const queue = scripted.get(path) ?? [];
       for (let index = 0; index < times; index++) queue.push(how);
       scripted.set(path, queue);
+    },
+    answerEvery(path: string, how: UpstreamAnswer) {
+      standing.set(path, how);
     },
     /** Answers scripted and not used yet. */
     get pending() {

@@ -105,7 +105,14 @@ export function checkAnswer(method: string, path: string, answer: CheckedAnswer)
   if (declared === undefined) return [`${where}: status not in the document`];
   const response = resolve(declared, `${operationPointer}/responses/${answer.status}`);
   const problems: string[] = [];
-  for (const [name, header] of Object.entries((response.value.headers ?? {}) as Record<string, Json>)) {
+  const documented = (response.value.headers ?? {}) as Record<string, Json>;
+  // The gateway's own headers are its contract: each one an answer carries is in the document.
+  answer.headers.forEach((_, name) => {
+    if (/^x-(kmg|ratelimit)-/.test(name) && !Object.keys(documented).some((declared) => declared.toLowerCase() === name)) {
+      problems.push(`${where}: header ${name} not in the document`);
+    }
+  });
+  for (const [name, header] of Object.entries(documented)) {
     const { value, pointer } = resolve(header, `${response.pointer}/headers/${escapePointer(name)}`);
     const sent = answer.headers.get(name);
     if (sent === null) {

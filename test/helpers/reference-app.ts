@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES, type Scope } from '../../lib/auth/scopes.js';
+import type { ModelLimits } from '../../lib/quota/model-limits.js';
 import { createApp } from '../../reference-server/app.js';
 import { loadConfig, type ServerConfig } from '../../reference-server/config.js';
 import { openDeployment, type Deployment } from '../../reference-server/deployment.js';
@@ -24,8 +25,8 @@ export interface ReferenceApp {
   deployment: Deployment;
   /** Every JSON line the app's logger wrote so far. */
   logs: LogLine[];
-  /** A new key of `account` (default: every scope, no allowlist). */
-  keyFor(scopes?: readonly Scope[], extra?: { account?: string; models?: string[] | null }): Promise<string>;
+  /** A new key of `account` (default: every scope, no allowlist, no limits of its own). */
+  keyFor(scopes?: readonly Scope[], extra?: { account?: string; models?: string[] | null; limits?: ModelLimits }): Promise<string>;
   /** Resolves once the app has finished every request it started (an aborted one included). */
   idle(): Promise<void>;
   /** The first log line `find` accepts, once the app has written it (a request's line follows its response). */
@@ -87,6 +88,7 @@ export async function referenceApp(
           account: extra.account ?? 'acme',
           scopes: [...scopes],
           models: extra.models ?? null,
+          ...(extra.limits && { limits: extra.limits }),
         })
       ).key,
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise((resolve) => waiting.push(resolve))),

@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
 import { SpanKind } from '@opentelemetry/api';
@@ -9,7 +12,7 @@ import test from 'ava';
 import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { OpenAIEmbeddings } from '@langchain/openai';
-import { embedMany } from 'ai';
+import { embed, embedMany } from 'ai';
 import { apiKey } from '../../lib/auth/api-key.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES } from '../../lib/auth/scopes.js';
@@ -21,6 +24,7 @@ import { underPath } from '../../lib/under-path.js';
 import { listen } from '../helpers/http.js';
 import type { CatalogModel } from '../../lib/models/catalog.js';
 import { azureOpenAIProvider, type AzureTokenCredential } from '../../lib/models/providers/azure-openai/index.js';
+import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { createProvider, providerRegistry } from '../../lib/models/providers/registry.js';
 import { configuredProviders, parseGatewayConfig } from '../../reference-server/config.js';
 import { MemoryCooldownStore } from '../../lib/stores/memory/cooldown-store.js';
@@ -35,19 +39,50 @@ import {
   FILTERED_PROMPT,
   REASONING_SEALED,
   azureOpenAIUpstream,
+  azureVector,
   type AzureRequest,
 } from '../helpers/azure-openai-upstream.js';
+import { bedrockMock, MOCK_CREDENTIALS, MOCK_REGION } from '../helpers/bedrock-mock.js';
 import { modelsApp } from '../helpers/models-app.js';
-import { referenceApp } from '../helpers/reference-app.js';
+import { reply, scriptedUpstream } from '../helpers/models-upstream.js';
+import { checkedFetch } from '../helpers/openapi.js';
+import { parseMetrics, value } from '../helpers/prometheus.js';
+import { referenceApp, type ReferenceApp } from '../helpers/reference-app.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { REDIS_URL, withPostgres, withRedis } from '../helpers/services.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { until } from '../helpers/poll.js';
 
 // The azure-openai kind against a mock of Azure OpenAI's REST API (test/helpers/azure-openai-upstream.ts),
-// through the SDKs of every client format, on the dated API (deployment paths, api-version) and the v1 API.
+// through the SDKs of every client format, on the dated API (deployment paths, api-version) and the v1 API;
+// at the end, the kind in the reference server on both deployments, beside the embeddings of every kind.
 
 const azure = await azureOpenAIUpstream();
+
+// Mocks of the other kinds' embeddings APIs, for the reference server's tests at the end of the file.
+const google = await scriptedUpstream();
+const bedrock = await bedrockMock();
+const GEMINI_KEY = 'gemini-provider-key-9d4c';
+const VERTEX_TOKEN = 'ya29.vertex-access-token';
+const VERTEX_MODELS = '/v1/projects/my-project/locations/us-central1/publishers/google/models';
+// Bedrock reads the variables its *Env options name from the process's environment.
+process.env.KMG_TEST_BEDROCK_KEY_ID = MOCK_CREDENTIALS.accessKeyId;
+process.env.KMG_TEST_BEDROCK_SECRET = MOCK_CREDENTIALS.secretAccessKey;
+// Vertex AI's tokens come from google-auth-library, given a workload identity key file: it trades
+// the subject token for an access token at the key file's token_url, the mock's.
+const keyDir = await mkdtemp(join(tmpdir(), 'kmg-vertex-'));
+const SUBJECT_TOKEN = 'workload-subject-token';
+await writeFile(join(keyDir, 'subject-token'), SUBJECT_TOKEN);
+await writeFile(
+  join(keyDir, 'external-account.json'),
+  JSON.stringify({
+    type: 'external_account',
+    audience: '//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/pool/providers/test',
+    subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+    token_url: `${google.url}/v1/token`,
+    credential_source: { file: join(keyDir, 'subject-token') },
+  }),
+);
 
 /** A credential as @azure/identity's are: counts its calls; answers AZURE_TOKEN for an hour. */
 const credential = {
@@ -722,8 +757,151 @@ test.serial('traces name the provider azure.ai.openai and its host, the deployme
   t.deepEqual(spans[0]?.attributes['gen_ai.response.finish_reasons'], ['stop']);
 });
 
-// The kind in the reference server, from its config file, on both deployments: the embedded one
-// (SQLite, limits in memory) and PostgreSQL + Redis.
+// The reference server from its config file, on both deployments: the embedded one (SQLite,
+// limits in memory) and PostgreSQL + Redis, one server each, shared by the two tests on it: the
+// azure-openai kind to every client format, and the embeddings of every kind that has them
+// (echo, azure-openai, gemini, vertex, bedrock), each against a mock of its own API, through the
+// three clients.
+
+/** The vector a mock gives a text: its provider's tag, a hash of the text and its length / 4, exact in float32, so that floats and base64 agree to the bit. */
+function mockVector(tag: number, text: string): number[] {
+  let hash = 0;
+  for (const byte of Buffer.from(text)) hash = (hash * 31 + byte) % 65_521;
+  return [tag, hash, text.length / 4];
+}
+/** The tokens the mocks count in a text: its words. */
+const words = (text: string) => text.split(' ').length;
+const TAGS = { gemini: 1, vertex: 2, titan: 3, cohere: 4 };
+
+// Gemini's batchEmbedContents, Vertex AI's predict and Google's STS token exchange, as their references show them.
+const GEMINI_EMBED = '/v1beta/models/gemini-embedding-001:batchEmbedContents';
+google.answerEvery(GEMINI_EMBED, (res, request) => {
+  if (request.headers['x-goog-api-key'] !== GEMINI_KEY) {
+    return reply(400, { error: { code: 400, message: 'API key not valid. Please pass a valid API key.', status: 'INVALID_ARGUMENT' } })(res, request);
+  }
+  const requests = request.body.requests as Array<{ content: { parts: Array<{ text: string }> } }>;
+  reply(200, { embeddings: requests.map(({ content }) => ({ values: mockVector(TAGS.gemini, content.parts[0]?.text ?? '') })) })(res, request);
+});
+const VERTEX_PREDICT = `${VERTEX_MODELS}/text-embedding-005:predict`;
+google.answerEvery(VERTEX_PREDICT, (res, request) => {
+  if (request.headers.authorization !== `Bearer ${VERTEX_TOKEN}`) {
+    return reply(401, { error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED' } })(res, request);
+  }
+  const instances = request.body.instances as Array<{ content: string }>;
+  const predictions = instances.map(({ content }) => ({
+    embeddings: { values: mockVector(TAGS.vertex, content), statistics: { truncated: false, token_count: words(content) } },
+  }));
+  reply(200, { predictions, metadata: { billableCharacterCount: 0 } })(res, request);
+});
+google.answerEvery('/v1/token', (res, request) => {
+  if (request.body.subject_token !== SUBJECT_TOKEN) return reply(400, { error: 'invalid_grant' })(res, request);
+  const token = { access_token: VERTEX_TOKEN, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token', token_type: 'Bearer', expires_in: 3600 };
+  reply(200, token)(res, request);
+});
+// Titan's and Cohere's InvokeModel answers: Cohere's tokens in Bedrock's header.
+bedrock.script(({ model, body }) => {
+  if (model.startsWith('cohere.')) {
+    const [text] = body.texts as string[];
+    return {
+      json: { id: 'emb-1', response_type: 'embeddings_by_type', embeddings: { float: [mockVector(TAGS.cohere, text ?? '')] }, texts: body.texts },
+      headers: { 'x-amzn-bedrock-input-token-count': String(words(text ?? '')) },
+    };
+  }
+  return { json: { embedding: mockVector(TAGS.titan, body.inputText), inputTextTokenCount: words(body.inputText) } };
+});
+
+const TEXTS = ['the quick fox', 'a lazy dog', 'the quick fox jumps'];
+const echo = echoProvider({ id: 'echo' });
+/** Each embeddings model of the server: the vectors its provider gives, the tokens it counts in TEXTS, its price, and how many inputs each call its mock received held. */
+const EMBEDDERS: Array<{
+  model: string;
+  provider: string;
+  vectors: (texts: string[]) => Promise<number[][]>;
+  tokens: number;
+  price: number;
+  perCall?: { limit: number; sent: () => number[] };
+}> = [
+  {
+    model: 'echo-embed',
+    provider: 'echo',
+    vectors: async (texts) =>
+      (await echo.embed!({ model: 'echo', inputs: texts, signal: AbortSignal.timeout(5_000) })).vectors.map((vector) => Array.from(vector)),
+    tokens: 10,
+    price: 0.01,
+  },
+  { model: 'embed', provider: 'azure', vectors: async (texts) => texts.map(azureVector), tokens: 12, price: 0.02 },
+  {
+    model: 'gemini-embed',
+    provider: 'gemini',
+    vectors: async (texts) => texts.map((text) => mockVector(TAGS.gemini, text)),
+    // Gemini counts no tokens: 42 characters at four a token.
+    tokens: 11,
+    price: 0.15,
+    perCall: {
+      limit: 100,
+      sent: () => google.received.filter(({ path }) => path === GEMINI_EMBED).map(({ body }) => (body.requests as unknown[]).length),
+    },
+  },
+  {
+    model: 'vertex-embed',
+    provider: 'vertex',
+    vectors: async (texts) => texts.map((text) => mockVector(TAGS.vertex, text)),
+    tokens: 10,
+    price: 0.025,
+    perCall: { limit: 250, sent: () => google.received.filter(({ path }) => path === VERTEX_PREDICT).map(({ body }) => (body.instances as unknown[]).length) },
+  },
+  {
+    model: 'titan-embed',
+    provider: 'bedrock',
+    vectors: async (texts) => texts.map((text) => mockVector(TAGS.titan, text)),
+    tokens: 10,
+    price: 0.02,
+    perCall: { limit: 1, sent: () => bedrock.calls.filter((call) => call.model.startsWith('amazon.')).map(() => 1) },
+  },
+  {
+    model: 'cohere-embed',
+    provider: 'bedrock',
+    vectors: async (texts) => texts.map((text) => mockVector(TAGS.cohere, text)),
+    tokens: 10,
+    price: 0.1,
+    perCall: { limit: 1, sent: () => bedrock.calls.filter((call) => call.model.startsWith('cohere.')).map((call) => (call.body.texts as unknown[]).length) },
+  },
+];
+const UPSTREAM_MODELS: Record<string, string> = {
+  embed: 'text-embedding-3-small',
+  'gemini-embed': 'gemini-embedding-001',
+  'vertex-embed': 'text-embedding-005',
+  'titan-embed': 'amazon.titan-embed-text-v2:0',
+  'cohere-embed': 'cohere.embed-multilingual-v3',
+};
+
+const SERVER_CONFIG = {
+  providers: [
+    { id: 'azure', kind: 'azure-openai', baseURL: azure.url, apiVersion: AZURE_API_VERSION, apiKeyEnv: 'AZURE_OPENAI_API_KEY' },
+    { id: 'gemini', kind: 'gemini', baseURL: google.url, apiKeyEnv: 'GEMINI_API_KEY' },
+    { id: 'vertex', kind: 'vertex', project: 'my-project', location: 'us-central1', baseURL: google.url, keyFile: join(keyDir, 'external-account.json') },
+    {
+      id: 'bedrock',
+      kind: 'bedrock',
+      region: MOCK_REGION,
+      baseURL: bedrock.url,
+      accessKeyIdEnv: 'KMG_TEST_BEDROCK_KEY_ID',
+      secretAccessKeyEnv: 'KMG_TEST_BEDROCK_SECRET',
+    },
+  ],
+  models: [
+    { id: 'gpt-4o-mini', provider: 'azure', price: { input: 0.15, output: 0.6, cacheRead: 0.075 } },
+    ...EMBEDDERS.map(({ model, provider, price }) => ({
+      id: model,
+      provider,
+      ...(UPSTREAM_MODELS[model] !== undefined && { upstreamModel: UPSTREAM_MODELS[model] }),
+      type: 'embeddings',
+      price: { input: price, output: 0 },
+    })),
+  ],
+  routing: { maxAttempts: 1 },
+};
+
 const deployments = [
   ['embedded', test, async () => ({ env: {}, drop: async () => undefined })],
   [
@@ -736,26 +914,47 @@ const deployments = [
   ],
 ] as const;
 
+/** The server of each deployment, started by the first test on it. */
+const servers = new Map<string, Promise<{ server: ReferenceApp; drop: () => Promise<void> }>>();
+function deploymentServer(name: string, database: () => Promise<{ env: Record<string, string>; drop: () => Promise<void> }>) {
+  let started = servers.get(name);
+  if (started === undefined) {
+    started = (async () => {
+      const { env, drop } = await database();
+      const secrets = { AZURE_OPENAI_API_KEY: AZURE_API_KEY, GEMINI_API_KEY: GEMINI_KEY };
+      // METRICS_PORT: the metrics are kept; the reference app starts no listener for them.
+      const server = await referenceApp(SERVER_CONFIG, { ...env, ...secrets, METRICS_PORT: '0' }).catch(async (err: unknown) => {
+        await drop();
+        throw err;
+      });
+      return { server, drop };
+    })();
+    servers.set(name, started);
+  }
+  return started;
+}
+test.after.always(async () => {
+  await Promise.all(
+    [...servers.values()].map(async (started) => {
+      const { server, drop } = await started;
+      await server.close();
+      await drop();
+    }),
+  );
+  await Promise.all([google.close(), bedrock.close(), rm(keyDir, { recursive: true, force: true })]);
+});
+
+/** The float32 values of OpenAI's base64 encoding of a vector: little-endian. */
+const decoded = (base64: string) => {
+  const bytes = Buffer.from(base64, 'base64');
+  return Array.from({ length: bytes.length / 4 }, (_, at) => bytes.readFloatLE(at * 4));
+};
+
 for (const [name, gated, database] of deployments) {
   gated.serial(
-    `the reference server (${name}) serves an azure-openai provider of its config file to every client format, embeddings, a 429 and usage with cost`,
+    `the reference server (${name}) serves an azure-openai provider of its config file to every client format, a 429 and usage with cost`,
     async (t) => {
-      const { env, drop } = await database();
-      const server = await referenceApp(
-        {
-          providers: [{ id: 'azure', kind: 'azure-openai', baseURL: azure.url, apiVersion: AZURE_API_VERSION, apiKeyEnv: 'AZURE_OPENAI_API_KEY' }],
-          models: [
-            { id: 'gpt-4o-mini', provider: 'azure', price: { input: 0.15, output: 0.6, cacheRead: 0.075 } },
-            { id: 'embed', provider: 'azure', upstreamModel: 'text-embedding-3-small', type: 'embeddings', price: { input: 0.02, output: 0 } },
-          ],
-          routing: { maxAttempts: 1 },
-        },
-        { ...env, AZURE_OPENAI_API_KEY: AZURE_API_KEY },
-      );
-      t.teardown(async () => {
-        await server.close();
-        await drop();
-      });
+      const { server } = await deploymentServer(name, database);
       const account = `azure-${name}`;
       const serverKey = await server.keyFor(undefined, { account });
       const client = new OpenAI({ apiKey: serverKey, baseURL: `${server.url}/v1`, maxRetries: 0 });
@@ -771,20 +970,8 @@ for (const [name, gated, database] of deployments) {
         t.is((await client.responses.create({ model: 'gpt-4o-mini', input: 'Hi' })).output_text, 'Hello from Azure');
         const message = await claude.messages.create({ model: 'gpt-4o-mini', max_tokens: 10, messages: ask });
         t.is(message.content[0]?.type === 'text' && message.content[0].text, 'Hello from Azure');
-        const vectors = await client.embeddings.create({ model: 'embed', input: 'abc' });
-        t.deepEqual(Array.from(vectors.data[0]?.embedding ?? []), [3, 97, 0.5]);
-        // The same vectors through the AI SDK and LangChain, which ask for floats and base64 as they do.
-        const aiSdk = createOpenAI({ apiKey: serverKey, baseURL: `${server.url}/v1` });
-        const many = await embedMany({ model: aiSdk.embedding('embed'), values: ['abc', 'hello'], maxRetries: 0 });
-        const langchain = new OpenAIEmbeddings({ model: 'embed', apiKey: serverKey, maxRetries: 0, configuration: { baseURL: `${server.url}/v1` } });
-        for (const found of [many.embeddings, await langchain.embedDocuments(['abc', 'hello'])]) {
-          t.deepEqual(found, [
-            [3, 97, 0.5],
-            [5, 104, 0.5],
-          ]);
-        }
       });
-      t.is(sent.length, 7);
+      t.is(sent.length, 4);
       t.true(sent.every((request) => request.headers['api-key'] === AZURE_API_KEY && !JSON.stringify(request.headers).includes(serverKey)));
 
       azure.throttle(1);
@@ -793,30 +980,94 @@ for (const [name, gated, database] of deployments) {
 
       const records = await until(
         () => server.deployment.usageStore.list({ account }),
-        (found) => found.length === 8,
+        (found) => found.length === 5,
       );
-      const chats = records.filter((record) => record.status === 200 && record.model === 'gpt-4o-mini');
-      const byEndpoint = Object.fromEntries(chats.map((record) => [`${record.endpoint} ${record.stream}`, record]));
+      const byEndpoint = Object.fromEntries(records.filter((record) => record.status === 200).map((record) => [`${record.endpoint} ${record.stream}`, record]));
       t.is(Object.keys(byEndpoint).length, 4, 'one record per call');
-      for (const record of Object.values(byEndpoint).filter((found) => found.model === 'gpt-4o-mini')) {
+      for (const record of Object.values(byEndpoint)) {
         t.like(record, { provider: 'azure', upstreamModel: 'gpt-4o-mini', inputTokens: 19, outputTokens: 7 });
         t.is(record.costPicoUsd, Math.round((11 * 0.15 + 8 * 0.075 + 7 * 0.6) * 1e6), `${record.endpoint}: its cost`);
       }
-      t.deepEqual(
-        records
-          .filter((record) => record.model === 'embed')
-          .map((record) => [record.inputTokens, record.costPicoUsd])
-          .sort(([a = 0], [b = 0]) => a - b),
-        [
-          [4, Math.round(4 * 0.02 * 1e6)],
-          [8, Math.round(8 * 0.02 * 1e6)],
-          [8, Math.round(8 * 0.02 * 1e6)],
-        ],
-      );
       t.like(
         records.find((record) => record.status === 429),
         { provider: 'azure', costPicoUsd: 0 },
       );
+    },
+  );
+
+  gated.serial(
+    `the reference server (${name}): the openai SDK (base64, its default, and floats), the AI SDK and LangChain get the vectors of echo and of each provider's embeddings API; a batch over a provider's per-call limit is split and joined in order; usage, cost and metrics per provider`,
+    async (t) => {
+      const { server } = await deploymentServer(name, database);
+      // Every answer a client gets agrees with docs/openapi.json.
+      const problems: string[] = [];
+      const fetch = checkedFetch(problems);
+      const key = await server.keyFor(undefined, { account: `clients-${name}` });
+      const openai = new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0, fetch });
+      const aiSdk = createOpenAI({ apiKey: key, baseURL: `${server.url}/v1`, fetch });
+      const langchain = (model: string) => new OpenAIEmbeddings({ model, apiKey: key, maxRetries: 0, configuration: { baseURL: `${server.url}/v1`, fetch } });
+      // One call a model on an account of its own, under a budget: the records, cost and metrics to check.
+      const meteredAccount = `metered-${name}`;
+      const metered = await server.keyFor(undefined, { account: meteredAccount, limits: { costPerDay: 1 } });
+
+      // The models side by side: each one's calls in order.
+      await Promise.all(
+        EMBEDDERS.map(async ({ model, vectors, tokens, perCall }) => {
+          const expected = await vectors(TEXTS);
+          const found: Record<string, number[][]> = {
+            'openai SDK, base64': (await openai.embeddings.create({ model, input: TEXTS })).data.map((item) => item.embedding),
+            'openai SDK, floats': (await openai.embeddings.create({ model, input: TEXTS, encoding_format: 'float' })).data.map((item) => item.embedding),
+            'AI SDK, embedMany': (await embedMany({ model: aiSdk.embedding(model), values: TEXTS, maxRetries: 0 })).embeddings,
+            'AI SDK, embed': [(await embed({ model: aiSdk.embedding(model), value: TEXTS[0]!, maxRetries: 0 })).embedding],
+            'LangChain, embedDocuments': await langchain(model).embedDocuments(TEXTS),
+            'LangChain, embedQuery': [await langchain(model).embedQuery(TEXTS[0]!)],
+          };
+          for (const [client, vectorsFound] of Object.entries(found)) t.deepEqual(vectorsFound, expected.slice(0, vectorsFound.length), `${model}: ${client}`);
+
+          const res = await fetch(`${server.url}/v1/embeddings`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${metered}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ model, input: TEXTS, encoding_format: 'base64' }),
+          });
+          t.truthy(res.headers.get('x-kmg-budget-remaining-usd'), `${model}: the budget left`);
+          const answer = (await res.json()) as { data: Array<{ embedding: string }>; usage: { prompt_tokens: number } };
+          t.deepEqual(
+            answer.data.map((item) => decoded(item.embedding)),
+            expected,
+            `${model}: base64 decoded`,
+          );
+          t.is(answer.usage.prompt_tokens, tokens, `${model}: its provider's count`);
+
+          if (perCall === undefined) return;
+          const batch = Array.from({ length: perCall.limit + 1 }, (_, at) => `passage ${at}`);
+          const before = perCall.sent().length;
+          const joined = await openai.embeddings.create({ model, input: batch });
+          t.deepEqual(perCall.sent().slice(before), [perCall.limit, 1], `${model}: inputs a call`);
+          t.deepEqual(
+            joined.data.map((item) => item.embedding),
+            await vectors(batch),
+            `${model}: joined in order`,
+          );
+        }),
+      );
+      t.deepEqual(problems, []);
+
+      const records = await until(
+        () => server.deployment.usageStore.list({ account: meteredAccount }),
+        (found) => found.length === EMBEDDERS.length,
+      );
+      const scraped = parseMetrics(await server.deployment.metrics!.metrics.registry.metrics());
+      for (const { model, provider, tokens, price } of EMBEDDERS) {
+        const cost = Math.round(tokens * price * 1e6);
+        t.like(
+          records.find((record) => record.model === model),
+          { provider, endpoint: '/v1/embeddings', status: 200, inputTokens: tokens, outputTokens: 0, costPicoUsd: cost },
+          model,
+        );
+        t.is(Math.round((value(scraped, 'kmg_cost_usd_total', { model, account: meteredAccount }) ?? 0) * 1e12), cost, `${model}: its cost metric`);
+        t.true((value(scraped, 'kmg_model_tokens_total', { model, direction: 'input' }) ?? 0) >= tokens, `${model}: its tokens metric`);
+        t.true((value(scraped, 'kmg_upstream_attempts_total', { provider, model, outcome: 'ok' }) ?? 0) > 0, `${model}: its attempts metric`);
+      }
     },
   );
 }

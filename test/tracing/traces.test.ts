@@ -49,8 +49,9 @@ const STILL_CLOCK = testClock('2030-01-15T12:00:30.000Z').nowMs;
 // An embeddings model on the OpenAI provider.
 const EMBEDDINGS_MODEL = { id: 'embed-test', provider: 'openai', upstreamModel: 'text-embedding-3-small', type: 'embeddings' as const };
 
-// A model of a provider of the neutral representation.
+// A model of a provider of the neutral representation, and an embeddings model of it.
 const GEMINI_MODEL = { id: 'gemini-test', provider: 'gemini', upstreamModel: 'gemini-2.5-flash' };
+const GEMINI_EMBEDDINGS_MODEL = { id: 'gemini-embed-test', provider: 'gemini', upstreamModel: 'gemini-embedding-001', type: 'embeddings' as const };
 
 /** A gateway as the reference server composes one with tracing on, its log lines kept. */
 async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttempts = 1) {
@@ -67,7 +68,7 @@ async function tracedGateway(recordContent = false, timeoutMs = 20_000, maxAttem
   const routers = [
     filesRouter({ files, blobs, creationLimiter: tracedStore(new MemoryCreationLimiter(), 'CreationLimiter') }),
     modelsRouter({
-      catalog: [...CATALOG, EMBEDDINGS_MODEL, GEMINI_MODEL],
+      catalog: [...CATALOG, EMBEDDINGS_MODEL, GEMINI_MODEL, GEMINI_EMBEDDINGS_MODEL],
       providers: [...catalogProviders(upstream.url), geminiProvider({ id: 'gemini', baseURL: upstream.url, apiKey: 'gemini-key' })],
       files,
       blobs,
@@ -367,6 +368,36 @@ test.serial('a call to a Gemini model, from a Messages client: the span names th
     'gen_ai.usage.output_tokens': 8,
   });
 });
+
+test.serial(
+  "an embeddings call to a Gemini model, its batch over Gemini's 100 a call: one span for the attempt, naming gcp.gemini, the dimensions and the runs' tokens summed",
+  async (t) => {
+    const EMBED = '/v1beta/models/gemini-embedding-001:batchEmbedContents';
+    const vectors = (count: number) => reply(200, { embeddings: Array.from({ length: count }, () => ({ values: [0.5, -0.5] })) });
+    upstream.answer(EMBED, vectors(100));
+    upstream.answer(EMBED, vectors(1));
+    const key = await gateway.keyFor();
+    // 101 texts of 8 characters: 200 tokens, then 2, at four characters a token.
+    const input = Array.from({ length: 101 }, () => 'abcdefgh');
+    const response = await post(gateway.url, '/v1/embeddings', { model: 'gemini-embed-test', input, dimensions: 2 }, { authorization: `Bearer ${key}` });
+    t.is(response.status, 200);
+    await response.json();
+    t.is(upstream.received.length, 2);
+    const [client, ...more] = clientSpans(await requestSpans());
+    t.is(more.length, 0);
+    if (!client) return t.fail('no CLIENT span');
+    t.is(client.name, 'embeddings gemini-embedding-001');
+    t.like(client.attributes, {
+      'gen_ai.operation.name': 'embeddings',
+      'gen_ai.provider.name': 'gcp.gemini',
+      'kmg.provider.id': 'gemini',
+      'gen_ai.request.model': 'gemini-embedding-001',
+      'gen_ai.embeddings.dimension.count': 2,
+      'gen_ai.usage.input_tokens': 202,
+      'kmg.model': 'gemini-embed-test',
+    });
+  },
+);
 
 test.serial('a streamed message: the stream flag, time to first chunk, and what its events report', async (t) => {
   const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
