@@ -60,6 +60,7 @@ async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
     '20261207_soft_budgets_alert_thresholds',
     '20261207_session_oidc_sid',
     '20261207_usage_partitions',
+    '20261207_usage_request_log_indexes',
   ]);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
@@ -154,6 +155,10 @@ async function placed(knex: Knex): Promise<Record<string, string>> {
   const { rows } = await knex.raw<{ rows: Array<{ part: string; request_id: string }> }>('select tableoid::regclass::text as part, request_id from kmg_usage');
   return Object.fromEntries(rows.map((row) => [row.request_id, row.part]));
 }
+/** The summary by day, in the days' order: a GROUP BY answers in any. */
+async function daily(usage: KnexUsageStore) {
+  return (await usage.summarize({}, 'day')).sort((a, b) => String(a.group).localeCompare(String(b.group)));
+}
 async function partitions(knex: Knex): Promise<string[]> {
   const { rows } = await knex.raw<{ rows: Array<{ name: string }> }>(
     "select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = to_regclass('kmg_usage') order by 1",
@@ -168,7 +173,7 @@ withPostgres(test)("postgres: the partitions' migration carries the records over
   const now = Date.now();
   const records = [usageRecord({ time: now - 3 * DAY }), usageRecord({ time: now }), usageRecord({ time: now - 1000 * DAY, status: 429 })];
   await usage.insert(records);
-  const summary = await usage.summarize({}, 'day');
+  const summary = await daily(usage);
   // The migration undone: one table, as before it.
   await unpartitionUsage(db.knex);
   await db.knex.raw(
@@ -181,7 +186,7 @@ withPostgres(test)("postgres: the partitions' migration carries the records over
   // Older than 400 days: in the default partition, which retention empties by batches.
   t.deepEqual(await placed(db.knex), { [old.requestId]: partitionOf(old.time), [today.requestId]: partitionOf(now), [older.requestId]: 'kmg_usage_default' });
   t.true((await partitions(db.knex)).includes(partitionOf(now + 3 * DAY)), 'the days ahead');
-  t.deepEqual(await usage.summarize({}, 'day'), summary, 'the records counted once');
+  t.deepEqual(await daily(usage), summary, 'the records counted once');
   const later = usageRecord({ time: now, model: 'echo-2' });
   await usage.insert([later]);
   t.is((await usage.summarize({}, 'model')).find((row) => row.group === 'echo-2')?.requests, 1, 'the trigger rolls up new records');
@@ -203,7 +208,7 @@ withPostgres(test)(
     const [kept, dropped, future] = [usageRecord({ time: today + DAY }), usageRecord({ time: today }), usageRecord({ time: today + 10 * DAY })];
     await one.insert([kept, dropped, future]);
     t.is((await placed(db.knex))[future.requestId], 'kmg_usage_default');
-    const summary = await one.summarize({}, 'day');
+    const summary = await daily(one);
 
     // A query on kmg_usage under way holds the drop off: it gives up within its lock timeout, and the batches delete the day's record instead.
     const pruning = { recordsBefore: today + DAY, rollupsBefore: 0, limit: 100 };
@@ -223,7 +228,7 @@ withPostgres(test)(
     for (const day of [9, 10, 11, 12]) t.true(made.includes(partitionOf(now + day * DAY)), `day ${day} ahead`);
     // A day's record in the default partition moves into the partition made for it.
     t.deepEqual(await placed(db.knex), { [kept.requestId]: partitionOf(kept.time), [future.requestId]: partitionOf(future.time) });
-    t.deepEqual(await one.summarize({}, 'day'), summary, 'the roll-ups keep what was dropped, and count the moved record once');
+    t.deepEqual(await daily(one), summary, 'the roll-ups keep what was dropped, and count the moved record once');
   },
 );
 
@@ -291,6 +296,71 @@ withPostgres(test).serial("postgres: a migration whose connection the server end
     await blocker.rollback();
   }
 });
+
+// The request log's indexes.
+
+/**
+ * The conditions each index scan of `sql`'s plan reads its range by (SQLite's SEARCH details,
+ * PostgreSQL's Index Cond of every partition), and whether the plan sorts the records itself. On
+ * PostgreSQL, whole-table and bitmap scans (which lose the index's order) are ruled out, as a large
+ * table rules them out: a table of a few rows is read whole whatever its indexes.
+ */
+async function planOf(knex: Knex, sql: string, bindings: readonly Knex.RawBinding[]): Promise<{ ranges: string[]; sorts: boolean }> {
+  const query = sql.replaceAll(/\$\d+/g, '?');
+  if (knex.client.dialect !== 'postgresql') {
+    const details = ((await knex.raw(`explain query plan ${query}`, bindings)) as Array<{ detail: string }>).map((row) => row.detail);
+    return { ranges: details.filter((detail) => detail.startsWith('SEARCH')), sorts: details.some((detail) => detail.includes('TEMP B-TREE')) };
+  }
+  return knex.transaction(async (trx) => {
+    await trx.raw('set local enable_seqscan = off; set local enable_bitmapscan = off');
+    const { rows } = (await trx.raw(`explain (format json) ${query}`, bindings)) as { rows: Array<{ 'QUERY PLAN': unknown }> };
+    const nodes: Array<Record<string, unknown>> = [];
+    const visit = (node: Record<string, unknown>) => {
+      nodes.push(node);
+      for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) visit(child);
+    };
+    visit((rows[0]?.['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]?.Plan ?? {});
+    return {
+      ranges: nodes.filter((node) => node['Index Cond'] !== undefined).map((node) => String(node['Index Cond'])),
+      sorts: nodes.some((node) => node['Node Type'] === 'Sort'),
+    };
+  });
+}
+
+for (const [kind, gate] of [
+  ['sqlite', test],
+  ['postgres', withPostgres(test)],
+] as const) {
+  gate(`${kind}: the request log reads each filter's records from an index in its order, a later page from where the one before ended`, async (t) => {
+    const db = await openDatabase(kind);
+    await migrate(db.knex);
+    const usage = new KnexUsageStore(db.knex);
+    // Another account's many 429s: the planner's statistics make its status index the worse choice for acme's.
+    const others = Array.from({ length: 300 }, () => usageRecord({ time: Date.now(), account: 'other', keyId: 'key_b', status: 429 }));
+    await usage.insert([usageRecord({ time: Date.now() }), usageRecord({ time: Date.now(), status: 429 }), ...others]);
+    await db.knex.raw('analyze');
+    const queries: Array<{ sql: string; bindings: readonly Knex.RawBinding[] }> = [];
+    db.knex.on('query', ({ sql, bindings }: { sql: string; bindings?: readonly Knex.RawBinding[] }) => queries.push({ sql, bindings: bindings ?? [] }));
+    const cursor = `${Date.now()}_9`;
+    // The filters and the columns the index range is read by.
+    for (const [filter, columns] of [
+      [{}, ['time']],
+      [{ account: 'acme' }, ['account', 'time']],
+      [{ keyId: 'key_a' }, ['key_id', 'time']],
+      [{ status: 429 }, ['status', 'time']],
+      [{ account: 'acme', status: 429 }, ['account', 'status', 'time']],
+    ] as const) {
+      queries.length = 0;
+      await usage.page(filter, { limit: 10, cursor });
+      const [page] = queries;
+      const plan = await planOf(db.knex, page?.sql ?? '', page?.bindings ?? []);
+      t.false(plan.sorts, `${JSON.stringify(filter)}: in the index's order`);
+      // Some: on PostgreSQL the empty default partition's index is the planner's guess.
+      const fitting = plan.ranges.some((range) => columns.every((column) => new RegExp(`\\b${column}\\b`).test(range)));
+      t.true(fitting, `${JSON.stringify(filter)} read by ${columns.join(', ')}: ${plan.ranges.join(' | ')}`);
+    }
+  });
+}
 
 // Prepared reads.
 

@@ -466,7 +466,37 @@ const MIGRATIONS: Migration[] = [
       await knex.raw(POSTGRES_ROLLUP_TRIGGER[1] as string);
     },
   },
+  {
+    // The request log filtered by status, with or without an account, read newest first in the
+    // index's order: a status an account never had is found absent at once, not by reading all
+    // its records. SQLite's indexes end with the rowid (`seq`) already; PostgreSQL's name it, the
+    // account's and the key's made again with it, so that their order is the log's too. Made on
+    // the parent: on every day partition.
+    name: '20261207_usage_request_log_indexes',
+    async up(knex) {
+      const postgres = knex.client.dialect === 'postgresql';
+      if (postgres) for (const [name] of ORDERED_BY_TIME) await knex.raw(`drop index ${name}`);
+      for (const [name, columns] of [...(postgres ? ORDERED_BY_TIME : []), ...BY_STATUS]) {
+        await knex.raw(`create index ${name} on kmg_usage (${columns}${postgres ? ', seq' : ''})`);
+      }
+    },
+    async down(knex) {
+      for (const [name] of BY_STATUS) await knex.raw(`drop index ${name}`);
+      if (knex.client.dialect !== 'postgresql') return;
+      for (const [name, columns] of ORDERED_BY_TIME) await knex.raw(`drop index ${name}; create index ${name} on kmg_usage (${columns})`);
+    },
+  },
 ];
+
+/** The request log's indexes on kmg_usage, by name and leading columns: those made before its migration, and those it adds. */
+const ORDERED_BY_TIME = [
+  ['kmg_usage_account_time_index', 'account, time'],
+  ['kmg_usage_key_id_time_index', 'key_id, time'],
+] as const;
+const BY_STATUS = [
+  ['kmg_usage_account_status_time_index', 'account, status, time'],
+  ['kmg_usage_status_time_index', 'status, time'],
+] as const;
 
 type RollupTable = 'kmg_usage_hourly' | 'kmg_usage_daily';
 

@@ -242,7 +242,12 @@ export class KnexUsageStore implements UsageStore {
     return (rows as UsageRowDb[]).map(toRecord);
   }
 
-  /** The `(time, seq)` keyset, served by the indexes on (time), (account, time) and (key_id, time). */
+  /**
+   * The `(time, seq)` keyset, newest first, read in the order of the index its filters lead (the
+   * migrations' request-log indexes): (time) alone, (account, time), (key_id, time),
+   * (account, status, time) and (status, time). A model, or a status beside a key, is checked on
+   * the records of the index that the rest selects.
+   */
   async page(filter: UsageRecordFilter, page: { limit: number; cursor?: string }): Promise<UsagePage> {
     const query = this.#where(filter);
     if (filter.model !== undefined) query.where('model', filter.model);
@@ -250,7 +255,8 @@ export class KnexUsageStore implements UsageStore {
     if (filter.until !== undefined) query.where('time', '<', wholeLowerBound(filter.until));
     if (page.cursor !== undefined) {
       const [time, seq] = page.cursor.split('_').map(Number) as [number, number];
-      query.where((older) => older.where('time', '<', time).orWhere((tie) => tie.where('time', time).where('seq', '<', seq)));
+      // `time <= ?` bounds the index's range: the page after the hundredth starts where it ends, not at the newest record.
+      query.where('time', '<=', time).where((older) => older.where('time', '<', time).orWhere('seq', '<', seq));
     }
     const rows = (await withinTimeout(this.#timeoutMs, async () =>
       query
