@@ -424,6 +424,22 @@ test('the openai SDK stream helper reads a replayed Responses stream as the orig
   t.not(replayed.id, original.id);
 });
 
+test('a call the cache could not replay is not answered from the entry of the same call asked otherwise', async (t) => {
+  const { upstream, chat } = await cachedApp(t);
+  upstream.answer(CHAT, reply(200, chatAnswer('Hello.')), 5);
+  t.is((await chat(ask('greet', { user: 'someone' }))).headers.get('x-kmg-cache'), 'miss');
+  // The entry is stored as the answer ends, not before it.
+  const hit = await until(
+    () => chat(ask('greet', { user: 'someone' })),
+    (res) => res.headers.get('x-kmg-cache') === 'hit',
+  );
+  t.is(hit.headers.get('x-kmg-cache'), 'hit');
+  // The same key, a user the neutral form cannot hold: read again, not taken on the word of the other variant.
+  const odd = await chat(ask('greet', { user: 5 }));
+  t.is(odd.headers.get('x-kmg-cache'), 'bypass');
+  t.is(odd.status, 200);
+});
+
 test('a request the cache could not replay whole is not cached; every outcome is counted', async (t) => {
   const metrics = createGatewayMetrics();
   const { upstream, chat } = await cachedApp(t, new MemoryResponseCache(), { metrics });

@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { errors, StoreUnavailableError } from '../../errors/gateway-error.js';
 import { EventSplitter } from '../../http/server-sent-events.js';
@@ -44,6 +45,9 @@ const cachingOptions = z.object({
   maxTtlSeconds: positiveInteger.default(86_400),
 });
 
+/** How many keys and variants a cache remembers the neutral representation took. */
+const READABLE_REMEMBERED = 10_000;
+
 /** How a call met the cache: `kmg_cache_requests_total{outcome}`, `x-kmg-cache` (an `error` says `miss`). */
 export type CacheOutcome = 'hit' | 'miss' | 'bypass' | 'error';
 
@@ -75,6 +79,8 @@ export class ResponseCaching {
   readonly #nowMs: () => number;
   /** The answer each call in flight will give, by key: the calls after it wait for it. */
   readonly #inFlight = new Map<string, Promise<CachedAnswer | undefined>>();
+  /** The keys and variants whose bodies the neutral representation was seen to take. */
+  readonly #readable = new LRUCache<string, true>({ max: READABLE_REMEMBERED });
 
   constructor(options: ResponseCachingOptions, where: string) {
     if (typeof options?.store?.get !== 'function' || typeof options.store.set !== 'function') {
@@ -94,13 +100,10 @@ export class ResponseCaching {
    */
   async lookup(ctx: Context, call: CachedCall): Promise<CacheTicket> {
     const ticket = this.#ticket(ctx, call);
-    if (ticket.canRead) {
-      // Whatever becomes of the call, those waiting for it go on once its answer is over.
-      ctx.res.once('close', () => ticket.end());
-      await ticket.read();
-    }
+    if (ticket.canRead) await ticket.read();
     // A hit says so once it is answered: a 429 refusing it is no hit.
     if (ticket.hit) return ticket;
+    ticket.collect();
     call.state.cache = ticket.outcome;
     ctx.res.setHeader('x-kmg-cache', ticket.outcome === 'error' ? 'miss' : ticket.outcome);
     return ticket;
@@ -111,18 +114,28 @@ export class ResponseCaching {
     const directives = cacheDirectives(ctx.get('cache-control'));
     const maxAge = directives.maxAge === undefined ? undefined : Math.min(directives.maxAge, this.#maxTtlSeconds);
     const ttlSeconds = maxAge ?? key.cache?.ttlSeconds ?? modelTtlSeconds;
-    const request = isCachedEndpoint(endpoint) && ttlSeconds !== undefined && ttlSeconds > 0 ? neutralRequest(endpoint, body) : undefined;
-    if (request === undefined || !isCachedEndpoint(endpoint) || ttlSeconds === undefined || (directives.noCache && directives.noStore)) {
+    if (!isCachedEndpoint(endpoint) || ttlSeconds === undefined || ttlSeconds <= 0 || (directives.noCache && directives.noStore)) {
       return new CacheTicket(this, 'bypass');
     }
     const name = cacheKey({ account: key.account, keyId: key.cache?.perKey ? key.id : undefined, endpoint, model, body, headers });
+    const variant = cacheVariant(body);
+    // Whether the neutral representation takes a body depends on nothing but what its key and
+    // variant say: read once per pair, not on every hit, which never needs it when it is sent the
+    // written answer.
+    const readable = `${variant}\n${name}`;
+    let request: Request | undefined;
+    if (!this.#readable.has(readable)) {
+      request = neutralRequest(endpoint, body);
+      if (request === undefined) return new CacheTicket(this, 'bypass');
+      this.#readable.set(readable, true);
+    }
     return new CacheTicket(this, directives.noCache ? 'bypass' : 'miss', {
       ctx,
       account: key.account,
       name,
       endpoint,
       request,
-      variant: cacheVariant(body),
+      variant,
       ttlSeconds,
       maxAgeMs: maxAge === undefined ? undefined : maxAge * 1000,
       canRead: !directives.noCache,
@@ -212,7 +225,8 @@ interface TicketCall {
   account: string;
   name: string;
   endpoint: CachedEndpoint;
-  request: Request;
+  /** The body in the neutral representation; undefined until needed for a body known to be readable. */
+  request: Request | undefined;
   /** `cacheVariant()` of the call's body: a hit of the same variant is sent the written answer. */
   variant: string;
   ttlSeconds: number;
@@ -234,7 +248,7 @@ export class CacheTicket {
   /** The entry the call is answered with: set on a hit. */
   hit: CachedAnswer | undefined;
   /** What the call's answer is told to, to be stored: set on a miss that may be stored. */
-  readonly collector: AnswerCollector | undefined;
+  collector: AnswerCollector | undefined;
   #settle: ((entry: CachedAnswer | undefined) => void) | undefined;
   /** Told when this call's part is over: its answer written to the store, or none to write. */
   #over: ((written: Promise<unknown>) => void) | undefined;
@@ -243,7 +257,6 @@ export class CacheTicket {
     this.#caching = caching;
     this.outcome = outcome;
     this.#call = call;
-    this.collector = call?.canWrite ? new AnswerCollector(call.endpoint) : undefined;
   }
 
   get canRead(): boolean {
@@ -269,6 +282,8 @@ export class CacheTicket {
       this.hit = fresh(await this.#caching.join(call.name, settled, over));
       // A call that waited for another's answer is not the first: nobody waits for it.
       if (this.hit !== undefined) this.#done(undefined);
+      // Whatever becomes of a call that goes upstream, those waiting for it go on once its answer is over.
+      else call.ctx.res.once('close', () => this.end());
     }
     this.outcome = this.hit ? 'hit' : failed ? 'error' : 'miss';
   }
@@ -297,6 +312,11 @@ export class CacheTicket {
     ctx.status = 200;
     ctx.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
     ctx.body = text;
+  }
+
+  /** Readies a miss whose answer may be stored to collect it; a hit stores nothing, and collects nothing. */
+  collect(): void {
+    if (this.#call?.canWrite) this.collector = new AnswerCollector(this.#call.endpoint);
   }
 
   /** Stores the call's answer, when it was seen whole, and gives it to the calls waiting for it. */
@@ -330,7 +350,10 @@ export class CacheTicket {
  * An entry as `call`'s client is sent it, with `id` as the answer's: JSON, or the stream's events
  * through the format's reader, as a relayed stream is (what the client did not ask for, a usage chunk, is withheld).
  */
-function answerText({ endpoint, request, format, model, state, body }: TicketCall, entry: CachedAnswer, id: string): string {
+function answerText(call: TicketCall, entry: CachedAnswer, id: string): string {
+  const { endpoint, format, model, state, body } = call;
+  // Known readable (its key and variant were read before): never undefined.
+  const request = (call.request ??= neutralRequest(endpoint, body) as Request);
   if (!state.stream) return JSON.stringify(replayJson(endpoint, entry, request, model, id));
   const reader = format.answer.stream(body, model);
   const splitter = new EventSplitter();
