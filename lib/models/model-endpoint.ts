@@ -25,7 +25,8 @@ import { endpointCatalogOptions, type CatalogModel } from './catalog.js';
 import { OMITTED_HEADER } from './formats/translate.js';
 import type { EndpointFormat } from './endpoint-format.js';
 import type { Provider, ProviderRequest } from './provider.js';
-import { forward, UPSTREAM_PATHS, type Forwarding } from './relay.js';
+import { FORMATS } from './formats/registry.js';
+import { forward, type Forwarding } from './relay.js';
 import { AttemptFailedError } from './routing/attempt-failed.js';
 import { modelRoutes, type Leg, type ModelRoute } from './routing/deployments.js';
 import { classify, learn, type Failure } from './routing/failures.js';
@@ -306,7 +307,7 @@ export function modelEndpoint(format: EndpointFormat, options: ModelEndpointOpti
         };
         // A neutral provider's errors carry an API error in their body: no path is ever named for them.
         const target = translated?.target ?? format.endpoint;
-        const path = target === 'neutral' ? '' : UPSTREAM_PATHS[target];
+        const path = target === 'neutral' ? '' : FORMATS[target].path;
         const forwarding: Forwarding = {
           format,
           call,
