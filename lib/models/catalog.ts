@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { modelPriceSchema } from '../cost/price.js';
 import { nonEmptyString, nonNegativeInteger, parseOptions, positiveInteger, settingsObject } from '../settings/schemas.js';
 import { isObject } from './content.js';
-import type { Provider } from './provider.js';
+import { FORMATS } from './formats/registry.js';
+import type { Provider, ProviderEndpoint } from './provider.js';
 
 /** Which endpoints a catalog model serves: the chat endpoints, or `/v1/embeddings`. */
 export const MODEL_TYPES = ['chat', 'embeddings'] as const;
@@ -139,7 +140,8 @@ export function checkCatalog(
   });
 }
 
-const ENDPOINTS = ['chatCompletions', 'responses', 'messages', 'countTokens', 'embeddings', 'embed'] as const satisfies ReadonlyArray<keyof Provider>;
+// A provider's methods: one per format, and embed().
+const ENDPOINTS: ReadonlyArray<keyof Provider> = [...(Object.keys(FORMATS) as ProviderEndpoint[]), 'embed'];
 
 const speaksNeutral = (neutral: unknown) =>
   isObject(neutral) && typeof neutral.name === 'string' && typeof neutral.generate === 'function' && typeof neutral.stream === 'function';

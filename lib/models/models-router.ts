@@ -4,15 +4,11 @@ import { spendBudgets } from '../cost/budgets.js';
 import { MemoryModelLimiter } from '../stores/memory/model-limiter.js';
 import { MemorySpendLedger } from '../stores/memory/spend-ledger.js';
 import { endpointCatalogOptions } from './catalog.js';
-import { chatCompletions } from './formats/chat-completions/endpoint.js';
-import { countTokens } from './formats/messages/count-tokens.js';
-import { embeddings } from './formats/embeddings/endpoint.js';
+import { FORMATS } from './formats/registry.js';
 import { listModels } from './list-models.js';
-import { messages } from './formats/messages/endpoint.js';
 import { meterModelCalls, type MeterModelCallsOptions } from './meter-model-calls.js';
 import { MemoryCooldownStore } from '../stores/memory/cooldown-store.js';
-import type { ModelEndpointOptions } from './model-endpoint.js';
-import { responses } from './formats/responses/endpoint.js';
+import { modelEndpoint, type ModelEndpointOptions } from './model-endpoint.js';
 import { retrieveModel } from './retrieve-model.js';
 
 /** Options of `modelsRouter()`: the endpoints' own, and where their calls are metered. */
@@ -56,10 +52,7 @@ export function modelsRouter(options: ModelsRouterOptions): Router {
   const catalog = { catalog: options.catalog };
   router.get('/v1/models', requireScope('models:read'), listModels(catalog));
   router.get('/v1/models/*model', requireScope('models:read'), retrieveModel(catalog));
-  router.post('/v1/chat/completions', ...meter, requireScope('chat:completions'), chatCompletions(endpoints));
-  router.post('/v1/responses', ...meter, requireScope('responses:create'), responses(endpoints));
-  router.post('/v1/messages', ...meter, requireScope('messages:create'), messages(endpoints));
-  router.post('/v1/messages/count_tokens', ...meter, requireScope('messages:create'), countTokens(endpoints));
-  router.post('/v1/embeddings', ...meter, requireScope('embeddings:create'), embeddings(endpoints));
+  // Every format of the registry at its path, behind its scope.
+  for (const format of Object.values(FORMATS)) router.post(format.path, ...meter, requireScope(format.scope), modelEndpoint(format, endpoints));
   return router;
 }

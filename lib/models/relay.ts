@@ -8,17 +8,8 @@ import { isObject, type JsonObject } from './content.js';
 import type { StreamedAnswer } from './answer.js';
 import type { EndpointFormat } from './endpoint-format.js';
 import { estimateCallInputTokens, estimateOutputTokens } from './formats/translate.js';
-import type { ProviderAnswer, ProviderEndpoint } from './provider.js';
+import type { ProviderAnswer } from './provider.js';
 import { answerHeader, discard, providerAnswer, type UpstreamCall } from './upstream-call.js';
-
-/** The API path of each format, as the error of an upstream without it names it. */
-export const UPSTREAM_PATHS: Readonly<Record<ProviderEndpoint, string>> = {
-  chatCompletions: '/v1/chat/completions',
-  responses: '/v1/responses',
-  messages: '/v1/messages',
-  countTokens: '/v1/messages/count_tokens',
-  embeddings: '/v1/embeddings',
-};
 
 /**
  * The error for an upstream's 404. One with an API error in its body (an unknown upstream model)

@@ -3,8 +3,9 @@ import type { Provider, ProviderAnswer, ProviderEndpoint } from '../models/provi
 import { eventFields, EventSplitter } from '../http/server-sent-events.js';
 import { providerAnswer } from '../models/upstream-call.js';
 import { eventObject } from '../models/answer.js';
-import { isObject } from '../models/content.js';
-import { chatCompletionsFormat } from '../models/formats/chat-completions/index.js';
+import { isObject, type JsonObject } from '../models/content.js';
+import type { FormatSample } from '../models/formats/format.js';
+import { FORMATS, TRANSLATIONS, type FormatEndpoint } from '../models/formats/registry.js';
 import { CATALOG_MODEL, contractGateway, UPSTREAM_MODEL, type ContractGateway } from './contract-gateway.js';
 import { mockUpstream, type Arrival, type MockUpstream } from './mock-upstream.js';
 
@@ -60,71 +61,18 @@ export type ProviderContractOptions = {
     }
 );
 
-/** What a client of one endpoint format sends, and what it must get back. */
-interface ClientFormat {
+/** What a client of one endpoint format sends, and what it must get back: the format's sample call at its path. */
+interface ClientFormat extends Omit<FormatSample, 'request'> {
   path: string;
-  headers: Record<string, string>;
-  request: (stream: boolean) => Record<string, unknown>;
-  /** What a JSON answer of this format is, and a check of it. */
-  answer: [description: string, check: (body: Record<string, unknown>) => boolean];
-  /** Whether its answers name the model (the catalog id, once through the gateway). */
-  namesModel: boolean;
-  /** The data of the event that ends a complete stream; null for a format that never streams. */
-  ends: ((data: string) => boolean) | null;
-  /** Shape A (`{ error: { message } }`) or Shape B (`{ type: 'error', error: { message } }`). */
-  shapeB: boolean;
+  request: (stream: boolean) => JsonObject;
 }
 
-const typeIs = (type: string) => (data: string) => data.includes(`"type":"${type}"`);
-const messages = [{ role: 'user', content: 'Hello' }];
-const ANTHROPIC = { 'anthropic-version': '2023-06-01' };
-const CLIENTS: Record<ProviderEndpoint, ClientFormat> = {
-  chatCompletions: {
-    path: '/v1/chat/completions',
-    headers: {},
-    request: (stream) => ({ model: CATALOG_MODEL, messages, ...(stream && { stream }) }),
-    answer: ["object 'chat.completion'", (body) => body.object === 'chat.completion'],
-    namesModel: true,
-    ends: (data) => data === '[DONE]',
-    shapeB: false,
-  },
-  responses: {
-    path: '/v1/responses',
-    headers: {},
-    request: (stream) => ({ model: CATALOG_MODEL, input: 'Hello', ...(stream && { stream }) }),
-    answer: ["object 'response'", (body) => body.object === 'response'],
-    namesModel: true,
-    ends: typeIs('response.completed'),
-    shapeB: false,
-  },
-  messages: {
-    path: '/v1/messages',
-    headers: ANTHROPIC,
-    request: (stream) => ({ model: CATALOG_MODEL, max_tokens: 64, messages, ...(stream && { stream }) }),
-    answer: ["type 'message'", (body) => body.type === 'message'],
-    namesModel: true,
-    ends: typeIs('message_stop'),
-    shapeB: true,
-  },
-  countTokens: {
-    path: '/v1/messages/count_tokens',
-    headers: ANTHROPIC,
-    request: () => ({ model: CATALOG_MODEL, messages }),
-    answer: ['input_tokens, a number', (body) => typeof body.input_tokens === 'number'],
-    namesModel: false,
-    ends: null,
-    shapeB: true,
-  },
-  embeddings: {
-    path: '/v1/embeddings',
-    headers: {},
-    request: () => ({ model: CATALOG_MODEL, input: 'Hello' }),
-    answer: ["object 'list'", (body) => body.object === 'list'],
-    namesModel: true,
-    ends: null,
-    shapeB: false,
-  },
-};
+const CLIENTS = Object.fromEntries(
+  Object.values(FORMATS).map(({ endpoint, path, sample }) => [
+    endpoint,
+    { ...sample, path, request: (stream: boolean) => sample.request(CATALOG_MODEL, stream) },
+  ]),
+) as Record<ProviderEndpoint, ClientFormat>;
 
 // The timeout of an upstream that never answers: any length shows it, the shortest costs least.
 const SHORT_TIMEOUT_MS = 200;
@@ -417,7 +365,7 @@ async function abortedAnswer(call: Promise<ProviderAnswer | Response>): Promise<
 }
 
 /** The chat formats a provider of the neutral representation is reached from. */
-const NEUTRAL_CLIENTS = ['chatCompletions', 'responses', 'messages'] as const satisfies readonly ProviderEndpoint[];
+const NEUTRAL_CLIENTS = Object.keys(TRANSLATIONS) as FormatEndpoint[];
 
 /** The suite of a provider of the neutral representation: each chat format's, through it, and its aborted calls. */
 function neutralTests(test: ContractTest, options: ProviderContractOptions, script: UpstreamScript): void {
@@ -433,7 +381,7 @@ function neutralTests(test: ContractTest, options: ProviderContractOptions, scri
       const face = provider.neutral;
       t.true(face !== undefined, 'the provider speaks the neutral representation');
       if (face === undefined) return;
-      const request = chatCompletionsFormat.client.readRequest({ model: UPSTREAM_MODEL, messages }, face.name);
+      const request = TRANSLATIONS.chatCompletions.client.readRequest({ model: UPSTREAM_MODEL, messages: [{ role: 'user', content: 'Hello' }] }, face.name);
       const call = (stream: boolean) => ({ request: { ...request, stream }, headers: {}, signal: AbortSignal.abort(), maxBytes: 1024 * 1024 });
       const settled = (promise: Promise<unknown>) =>
         promise.then(

@@ -2,18 +2,10 @@ import { performance } from 'node:perf_hooks';
 import { propagation, SpanKind, trace, SpanStatusCode, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { AttemptStart, AttemptTrace } from '../state.js';
 import { isObject } from '../models/content.js';
-import type { ProviderAnswer, ProviderEndpoint } from '../models/provider.js';
+import { FORMATS } from '../models/formats/registry.js';
+import type { ProviderAnswer } from '../models/provider.js';
 import { eventFields, EventSplitter } from '../http/server-sent-events.js';
 import { AnswerReader, inputAttributes } from './answer-reader.js';
-
-/** `gen_ai.operation.name` by endpoint: the conventions' `chat` for the three inference formats, `embeddings` for theirs. */
-const OPERATIONS: Record<ProviderEndpoint, string> = {
-  chatCompletions: 'chat',
-  responses: 'chat',
-  messages: 'chat',
-  countTokens: 'count_tokens',
-  embeddings: 'embeddings',
-};
 
 const EVENT_STREAM = /^text\/event-stream\b/i;
 
@@ -35,7 +27,7 @@ const PARAMETERS: Array<[string, string]> = [
 function startAttributes({ endpoint, provider, model, body, stream }: AttemptStart): Attributes {
   const telemetry = provider.telemetry;
   const attributes: Attributes = {
-    'gen_ai.operation.name': OPERATIONS[endpoint],
+    'gen_ai.operation.name': FORMATS[endpoint].operation,
     'gen_ai.provider.name': telemetry?.providerName ?? provider.id,
     'kmg.provider.id': provider.id,
     'kmg.model': model,

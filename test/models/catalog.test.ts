@@ -54,7 +54,7 @@ const badCatalogs: Array<[string, unknown, unknown, string]> = [
     'a provider configuration where a Provider belongs',
     [model],
     [{ id: 'p', kind: 'echo' }],
-    'providers[0] must be a Provider: an object with an id and at least one of the methods chatCompletions, responses, messages, countTokens, embeddings, embed, or a neutral face ({ name, generate, stream })',
+    'providers[0] must be a Provider: an object with an id and at least one of the methods chatCompletions, messages, responses, countTokens, embeddings, embed, or a neutral face ({ name, generate, stream })',
   ],
   ['a model of a provider not given', [{ ...model, provider: 'q' }], [provider], "catalog[0].provider must name a configured provider ('q' is not one)"],
   ['two models of one id', [model, { ...model }], [provider], "catalog[1].id must be unique ('m' is taken)"],

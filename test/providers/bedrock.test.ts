@@ -24,8 +24,8 @@ import { until } from '../helpers/poll.js';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the wire's JSON, read field by field
 type Json = Record<string, any>;
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n').toString('base64');
-const readChat = (body: Record<string, unknown>) => chatCompletionsFormat.client.readRequest({ model: 'm', ...body }, CONVERSE);
-const readMessages = (body: Record<string, unknown>) => messagesFormat.client.readRequest({ model: 'm', max_tokens: 100, ...body }, CONVERSE);
+const readChat = (body: Record<string, unknown>) => chatCompletionsFormat.translation.client.readRequest({ model: 'm', ...body }, CONVERSE);
+const readMessages = (body: Record<string, unknown>) => messagesFormat.translation.client.readRequest({ model: 'm', max_tokens: 100, ...body }, CONVERSE);
 
 // The provider against the mock, behind the models router.
 
@@ -373,7 +373,7 @@ test('Converse answer: reasoning with its signature, text, tool uses, the stop r
     { type: 'tool-call', id: 'tooluse_A', name: 'weather', input: '{"city":"Oslo"}' },
   ]);
   t.is(answer.finishReason, 'tool-calls');
-  t.deepEqual(answer.usage, { inputTokens: 130, outputTokens: 7, cachedInputTokens: 100, cacheWriteTokens: 20 });
+  t.deepEqual(answer.usage, { inputTokens: 130, outputTokens: 7, cacheReadTokens: 100, cacheWriteTokens: 20 });
 });
 
 for (const [stopReason, finishReason] of [...Object.entries(FROM_STOP_REASON), ['malformed_tool_use', 'other'] as const]) {
@@ -422,7 +422,7 @@ test('ConverseStream: parallel tool calls whose input interleaves, text opened b
       { type: 'tool-call-delta', id: 'tooluse_1', delta: '"Paris"}' },
       { type: 'tool-call-end', id: 'tooluse_1' },
       { type: 'tool-call-end', id: 'tooluse_2' },
-      { type: 'finish', finishReason: 'tool-calls', usage: { inputTokens: 5, outputTokens: 4, cachedInputTokens: 2 } },
+      { type: 'finish', finishReason: 'tool-calls', usage: { inputTokens: 5, outputTokens: 4, cacheReadTokens: 2 } },
     ],
   );
 });

@@ -42,7 +42,7 @@ function scriptedNeutral(id: string) {
   return { provider, calls, script, state };
 }
 
-const USAGE = { inputTokens: 1_000_000, outputTokens: 500_000, cachedInputTokens: 200_000 };
+const USAGE = { inputTokens: 1_000_000, outputTokens: 500_000, cacheReadTokens: 200_000 };
 const answer = (text: string): Answer => ({
   id: 'answer-1',
   model: 'up-model',

@@ -2,23 +2,15 @@ import { EventSplitter, eventFields } from '../../http/server-sent-events.js';
 import { randomAlphanumeric } from '../../random.js';
 import { eventObject } from '../answer.js';
 import type { JsonObject } from '../content.js';
-import { chatCompletionsFormat } from '../formats/chat-completions/index.js';
-import { messagesFormat } from '../formats/messages/index.js';
-import type { Answer, Part, Request, StreamPart, StreamReader, Usage } from '../formats/neutral.js';
+import type { Answer, Part, Request, StreamPart, StreamReader } from '../formats/neutral.js';
 import { readNeutral } from '../formats/translate.js';
-import { responsesFormat } from '../formats/responses/index.js';
+import { isTranslated, TRANSLATIONS as FORMATS, type FormatEndpoint } from '../formats/registry.js';
 import type { WireFormat } from '../formats/wire-format.js';
 import type { ProviderEndpoint } from '../provider.js';
 import type { TokenUsage } from '../../usage/token-usage.js';
 
 /** The formats whose answers are cached: those the neutral representation reads and writes (no token count, no embeddings). */
-export type CachedEndpoint = Exclude<ProviderEndpoint, 'countTokens' | 'embeddings'>;
-
-const FORMATS: Readonly<Record<CachedEndpoint, WireFormat>> = {
-  chatCompletions: chatCompletionsFormat,
-  responses: responsesFormat,
-  messages: messagesFormat,
-};
+export type CachedEndpoint = FormatEndpoint;
 
 /** How each format's answer ids begin: a replay gets a fresh one. */
 const ID_PREFIX: Readonly<Record<CachedEndpoint, string>> = { chatCompletions: 'chatcmpl-', responses: 'resp_', messages: 'msg_' };
@@ -95,7 +87,7 @@ class StoredAnswer implements CachedAnswer {
   }
 }
 
-export const isCachedEndpoint = (endpoint: ProviderEndpoint): endpoint is CachedEndpoint => endpoint !== 'countTokens' && endpoint !== 'embeddings';
+export const isCachedEndpoint = (endpoint: ProviderEndpoint): endpoint is CachedEndpoint => isTranslated(endpoint);
 
 /**
  * The request in the neutral representation, which the writers of a replay need; undefined when
@@ -103,16 +95,6 @@ export const isCachedEndpoint = (endpoint: ProviderEndpoint): endpoint is Cached
  * `previous_response_id` or `n`): such an answer could not be replayed whole, and is not cached.
  */
 export const neutralRequest = (endpoint: CachedEndpoint, body: JsonObject): Request | undefined => readNeutral(endpoint, body);
-
-/** The neutral usage of an answer, from the counts the gateway metered. */
-function neutralUsage(usage: TokenUsage): Usage {
-  return {
-    inputTokens: usage.inputTokens,
-    outputTokens: usage.outputTokens,
-    ...(usage.cacheReadTokens !== undefined && { cachedInputTokens: usage.cacheReadTokens }),
-    ...(usage.cacheWriteTokens !== undefined && { cacheWriteTokens: usage.cacheWriteTokens }),
-  };
-}
 
 /** The parts of a whole answer, one piece per block. */
 function answerParts(answer: Answer): StreamPart[] {
@@ -264,7 +246,7 @@ export class AnswerCollector {
    */
   entry(usage: TokenUsage, costPicoUsd: number, storedAt: number): CachedAnswer | undefined {
     if (!this.#finished) return undefined;
-    const parts = this.#parts.map((part) => (part.type === 'finish' ? { ...part, usage: { ...part.usage, ...neutralUsage(usage) } } : part));
+    const parts = this.#parts.map((part) => (part.type === 'finish' ? { ...part, usage: { ...part.usage, ...usage } } : part));
     return { storedAt, created: this.#created, parts, costPicoUsd };
   }
 }

@@ -1,21 +1,7 @@
 import { errors } from '../../errors/gateway-error.js';
 import type { TokenUsage } from '../../usage/token-usage.js';
 import { unreadableStreamEvent } from '../answer.js';
-import type { StreamPart, StreamWriter, Usage } from './neutral.js';
-
-/**
- * The provider's own counts, as metering and cost read them: the client's format may have no place
- * for some (Chat Completions has none for cache writes).
- */
-export function tokenUsage(usage: Usage): TokenUsage {
-  const { inputTokens, outputTokens, cachedInputTokens, cacheWriteTokens } = usage;
-  return {
-    inputTokens,
-    outputTokens,
-    ...(cachedInputTokens !== undefined && { cacheReadTokens: cachedInputTokens }),
-    ...(cacheWriteTokens !== undefined && { cacheWriteTokens }),
-  };
-}
+import type { StreamPart, StreamWriter } from './neutral.js';
 
 /**
  * A neutral stream written in the client's format, whoever reads it (a provider format's reader,
@@ -40,7 +26,7 @@ export class ClientStream {
     for (const part of parts) {
       if (part.type === 'start') this.#started = true;
       else if (!this.#started) throw unreadableStreamEvent('an event before the one that starts its answer');
-      if ((part.type === 'start' || part.type === 'finish') && part.usage) Object.assign(this.#usage, tokenUsage(part.usage));
+      if ((part.type === 'start' || part.type === 'finish') && part.usage) Object.assign(this.#usage, part.usage);
       if (part.type === 'finish') this.#finished = true;
       out += this.#writer.write(part);
     }

@@ -3,7 +3,7 @@ import type { TokenUsage } from '../../usage/token-usage.js';
 import type { JsonObject } from '../content.js';
 import { UpstreamStatusError, type NeutralCall, type NeutralProtocol, type ProviderAnswer, type ProviderRequest } from '../provider.js';
 import { DEFAULT_MAX_UPSTREAM_BYTES, UPSTREAM_CALL, type CallRequest } from '../upstream-call.js';
-import { ClientStream, tokenUsage } from './client-stream.js';
+import { ClientStream } from './client-stream.js';
 import type { StreamPart } from './neutral.js';
 import type { Translation } from './translate.js';
 import { checkToolChoice, type WireFormat } from './wire-format.js';
@@ -66,7 +66,7 @@ export function neutralTranslation(from: WireFormat, protocol: NeutralProtocol):
       try {
         if (!request.stream) {
           const answer = await unlessAborted(protocol.generate(call), signal);
-          Object.assign(usage, tokenUsage(answer.usage));
+          Object.assign(usage, answer.usage);
           const body = Readable.from([JSON.stringify(from.client.writeAnswer(answer, request))]);
           return { statusCode: 200, headers: JSON_HEADERS, body, usage, omitted };
         }

@@ -1,3 +1,4 @@
+import type { TokenUsage } from '../../usage/token-usage.js';
 import { errors, type GatewayError } from '../../errors/gateway-error.js';
 
 // The neutral representation every wire format reads and writes (docs/ARCHITECTURE.md,
@@ -103,14 +104,8 @@ export interface Request {
 /** Why the model stopped. */
 export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'stop-sequence' | 'content-filter' | 'refusal' | 'pause' | 'other';
 
-/** Tokens as the upstream counted them. `inputTokens` includes cached reads and cache writes. */
-export interface Usage {
-  inputTokens: number;
-  outputTokens: number;
-  cachedInputTokens?: number;
-  cacheWriteTokens?: number;
-  reasoningTokens?: number;
-}
+/** Tokens as the upstream counted them: the one usage type. `inputTokens` includes cache reads and writes. */
+export type Usage = TokenUsage;
 
 /** A whole answer. */
 export interface Answer {

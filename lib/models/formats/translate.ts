@@ -15,31 +15,16 @@ import {
   type CallRequest,
   type UpstreamCall,
 } from '../upstream-call.js';
-import { chatCompletionsFormat } from './chat-completions/index.js';
-import { messagesFormat } from './messages/index.js';
-import { ClientStream, tokenUsage } from './client-stream.js';
+import { ClientStream } from './client-stream.js';
 import { neutralTranslation } from './neutral-call.js';
 import type { Part, Request } from './neutral.js';
-import { responsesFormat } from './responses/index.js';
+import { TRANSLATIONS as FORMATS, translationTargets, type FormatEndpoint } from './registry.js';
 import { checkToolChoice, type ReadRequest, type WireFormat } from './wire-format.js';
 
-export type FormatEndpoint = Exclude<ProviderEndpoint, 'countTokens' | 'embeddings'>;
+export type { FormatEndpoint };
 
 /** What a translated call is sent as: a provider's format, or the neutral representation. */
 export type TranslationTarget = ProviderEndpoint | 'neutral';
-
-const FORMATS: Readonly<Record<FormatEndpoint, WireFormat>> = {
-  chatCompletions: chatCompletionsFormat,
-  responses: responsesFormat,
-  messages: messagesFormat,
-};
-
-/** For each client format, the provider formats translated to, in order of preference. */
-const TARGETS: Readonly<Record<FormatEndpoint, readonly FormatEndpoint[]>> = {
-  chatCompletions: ['messages', 'responses'],
-  responses: ['chatCompletions', 'messages'],
-  messages: ['chatCompletions', 'responses'],
-};
 
 /** A call in a format its provider does not speak, carried in one it does, or in the neutral representation. */
 export interface Translation {
@@ -83,7 +68,7 @@ export function translation(client: ProviderEndpoint, provider: Provider): Trans
   if (client === 'embeddings') return undefined;
   const from = FORMATS[client];
   if (provider.neutral !== undefined) return neutralTranslation(from, provider.neutral);
-  for (const target of TARGETS[client]) {
+  for (const target of translationTargets(client)) {
     const method = provider[target];
     const to = FORMATS[target].provider;
     if (method === undefined || to === undefined) continue;
@@ -165,7 +150,7 @@ function translatedJson(
     }
     if (!isObject(parsed)) return whole;
     const answer = to.readAnswer(parsed);
-    Object.assign(usage, tokenUsage(answer.usage));
+    Object.assign(usage, answer.usage);
     return JSON.stringify(from.client.writeAnswer(answer, request));
   };
   // readWhole() fails as the body does, and when it is destroyed before its end.
@@ -283,7 +268,7 @@ export function estimateCallInputTokens(endpoint: ProviderEndpoint, body: JsonOb
  * format); undefined when none can (a field the neutral representation cannot hold, such as `n`).
  */
 export function readNeutral(endpoint: FormatEndpoint, body: JsonObject): ReadRequest | undefined {
-  for (const target of TARGETS[endpoint]) {
+  for (const target of translationTargets(endpoint)) {
     try {
       return FORMATS[endpoint].client.readRequest(body, FORMATS[target].name);
     } catch {
@@ -305,7 +290,9 @@ export const estimateOutputTokens = (chars: number) => Math.ceil(chars / CHARS_P
  */
 function estimate(provider: Provider): Translation | undefined {
   const { neutral } = provider;
-  const target = neutral ? 'neutral' : TARGETS.messages.find((format) => provider[format] !== undefined && FORMATS[format].provider !== undefined);
+  const target = neutral
+    ? 'neutral'
+    : translationTargets('messages').find((format) => provider[format] !== undefined && FORMATS[format].provider !== undefined);
   if (target === undefined) return undefined;
   const name = neutral?.name ?? FORMATS[target as FormatEndpoint].name;
   // What the provider would refuse is refused here too: a count of a call that cannot be made is no count.
@@ -315,8 +302,8 @@ function estimate(provider: Provider): Translation | undefined {
     return [];
   };
   const write = (body: JsonObject, headers: Readonly<Record<string, string>>) => {
-    const betas = messagesFormat.client.checkHeaders?.(headers, name) ?? [];
-    const request = messagesFormat.client.readRequest(body, name);
+    const betas = FORMATS.messages.client.checkHeaders?.(headers, name) ?? [];
+    const request = FORMATS.messages.client.readRequest(body, name);
     return { request, omitted: [...new Set([...request.omitted, ...refuse(request), ...betas])] };
   };
   return {

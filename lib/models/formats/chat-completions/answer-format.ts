@@ -1,17 +1,8 @@
 import type { TokenUsage } from '../../../usage/token-usage.js';
-import { eventObject, textLength, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
+import { eventObject, textLength, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
+import { readChatUsage } from './answer.js';
 import { eventFields, withData } from '../../../http/server-sent-events.js';
-
-// `prompt_tokens` counts the cached ones too, reported apart in its details.
-const usageOf = (usage: unknown): TokenUsage =>
-  isObject(usage)
-    ? {
-        inputTokens: tokenCount(usage.prompt_tokens),
-        outputTokens: tokenCount(usage.completion_tokens),
-        ...(isObject(usage.prompt_tokens_details) && { cacheReadTokens: tokenCount(usage.prompt_tokens_details.cached_tokens) }),
-      }
-    : { inputTokens: 0, outputTokens: 0 };
 
 /** The characters of generated content in a chunk: text, refusal, reasoning and tool arguments. */
 function deltaChars(chunk: JsonObject): number {
@@ -41,7 +32,7 @@ export const chatCompletionsAnswer: AnswerFormat = {
   },
   json(answer, model) {
     if (typeof answer.model === 'string') answer.model = model;
-    return usageOf(answer.usage);
+    return readChatUsage(answer.usage);
   },
   stream(request, model) {
     const clientAsked = isObject(request.stream_options) && request.stream_options.include_usage === true;
@@ -62,7 +53,7 @@ export const chatCompletionsAnswer: AnswerFormat = {
         const chunk = eventObject(data);
         if (chunk === undefined) return event;
         if (isObject(chunk.error)) throw upstreamStreamFailure(chunk.error);
-        if (isObject(chunk.usage)) Object.assign(usage, usageOf(chunk.usage));
+        if (isObject(chunk.usage)) Object.assign(usage, readChatUsage(chunk.usage));
         outputChars += deltaChars(chunk);
         if (!clientAsked && 'usage' in chunk) {
           if (Array.isArray(chunk.choices) && chunk.choices.length === 0) return '';

@@ -11,7 +11,7 @@ export function readChatUsage(usage: unknown): Usage {
   return {
     inputTokens: tokenCount(usage.prompt_tokens),
     outputTokens: tokenCount(usage.completion_tokens),
-    ...(cached > 0 && { cachedInputTokens: cached }),
+    ...(cached > 0 && { cacheReadTokens: cached }),
     ...(reasoning > 0 && { reasoningTokens: reasoning }),
   };
 }
@@ -21,7 +21,7 @@ export function writeChatUsage(usage: Usage): JsonObject {
     prompt_tokens: usage.inputTokens,
     completion_tokens: usage.outputTokens,
     total_tokens: usage.inputTokens + usage.outputTokens,
-    prompt_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0 },
+    prompt_tokens_details: { cached_tokens: usage.cacheReadTokens ?? 0 },
     completion_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
   };
 }

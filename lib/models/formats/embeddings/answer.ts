@@ -8,11 +8,16 @@ import { statusAnswer } from '../neutral-call.js';
 import { withBody } from '../translate.js';
 import { embeddingInputs } from './request.js';
 
+/** Embeddings' `usage`, read: `prompt_tokens`, the input; nothing is generated. */
+export function readEmbeddingsUsage(usage: unknown): TokenUsage {
+  return { inputTokens: isObject(usage) ? tokenCount(usage.prompt_tokens) : 0, outputTokens: 0 };
+}
+
 /** Embeddings answers: `usage.prompt_tokens` and `model` in a JSON answer; they never stream. */
 export const embeddingsAnswer: AnswerFormat = {
   json(answer, model) {
     answer.model = model;
-    return { inputTokens: isObject(answer.usage) ? tokenCount(answer.usage.prompt_tokens) : 0, outputTokens: 0 };
+    return readEmbeddingsUsage(answer.usage);
   },
   // Refused by the body check before anything is sent: no stream ever reaches a reader.
   stream: () => ({ event: (event) => event, usage: { inputTokens: 0, outputTokens: 0 } }),

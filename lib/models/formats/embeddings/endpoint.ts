@@ -1,23 +1,6 @@
 import type { Middleware } from 'koa';
-import { errors } from '../../../errors/gateway-error.js';
-import type { EndpointFormat } from '../../endpoint-format.js';
 import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
-import { openAIErrorEvent } from '../chat-completions/error-event.js';
-import { embeddingsAnswer } from './answer.js';
-import { checkEmbeddingsBody } from './request.js';
-
-const EMBEDDINGS: EndpointFormat = {
-  endpoint: 'embeddings',
-  modelNotAllowed: (model) => errors.modelNotAllowed(model),
-  modelNotFound: (model) => errors.modelDoesNotExist(model),
-  checkBody: checkEmbeddingsBody,
-  unsupported: (model) => errors.invalidRequest(`The model '${model}' is not served on /v1/embeddings: its provider has no embeddings`),
-  // Embeddings take no files.
-  fileReferences: { map: (body) => body, inline: (part) => part },
-  forwardHeaders: [],
-  errorEvent: (err) => openAIErrorEvent(err),
-  answer: embeddingsAnswer,
-};
+import { embeddingsFormat } from './index.js';
 
 /**
  * `POST /v1/embeddings` in OpenAI's format, Shape A errors: put it behind `openAIErrors()`,
@@ -34,7 +17,7 @@ const EMBEDDINGS: EndpointFormat = {
  * router.post('/v1/embeddings', requireScope('embeddings:create'), embeddings({ catalog, providers }))
  */
 export function embeddings(options: ModelEndpointOptions): Middleware {
-  const handle = modelEndpoint(EMBEDDINGS, options);
+  const handle = modelEndpoint(embeddingsFormat, options);
   return async function embeddings(ctx) {
     await handle(ctx);
   };

@@ -1,19 +1,8 @@
 import type { TokenUsage } from '../../../usage/token-usage.js';
-import { eventObject, textLength, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
-import { isObject, type JsonObject } from '../../content.js';
+import { eventObject, textLength, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
+import { isObject } from '../../content.js';
+import { readMessagesDeltaUsage, readMessagesUsage } from './answer.js';
 import { eventFields, withData } from '../../../http/server-sent-events.js';
-
-// Input as Anthropic bills it: cache writes and reads are input tokens too, reported apart.
-const inputOf = (usage: JsonObject) =>
-  tokenCount(usage.input_tokens) + tokenCount(usage.cache_creation_input_tokens) + tokenCount(usage.cache_read_input_tokens);
-
-const cacheOf = (usage: JsonObject) => ({
-  cacheReadTokens: tokenCount(usage.cache_read_input_tokens),
-  cacheWriteTokens: tokenCount(usage.cache_creation_input_tokens),
-});
-
-const usageOf = (usage: unknown): TokenUsage =>
-  isObject(usage) ? { inputTokens: inputOf(usage), outputTokens: tokenCount(usage.output_tokens), ...cacheOf(usage) } : { inputTokens: 0, outputTokens: 0 };
 
 /**
  * Messages answers: `usage` (input, cache writes and reads, output) and `model` in a JSON answer;
@@ -25,7 +14,7 @@ const usageOf = (usage: unknown): TokenUsage =>
 export const messagesAnswer: AnswerFormat = {
   json(answer, model) {
     if (typeof answer.model === 'string') answer.model = model;
-    return usageOf(answer.usage);
+    return readMessagesUsage(answer.usage);
   },
   stream(_request, model) {
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
@@ -52,15 +41,12 @@ export const messagesAnswer: AnswerFormat = {
         const parsed = eventObject(data);
         if (parsed === undefined) return event;
         if (name === 'message_delta') {
-          if (isObject(parsed.usage)) {
-            if ('output_tokens' in parsed.usage) usage.outputTokens = tokenCount(parsed.usage.output_tokens);
-            if ('input_tokens' in parsed.usage) Object.assign(usage, { inputTokens: inputOf(parsed.usage) }, cacheOf(parsed.usage));
-          }
+          if (isObject(parsed.usage)) Object.assign(usage, readMessagesDeltaUsage(parsed.usage));
           return event;
         }
         const message = parsed.message;
         if (!isObject(message)) return event;
-        Object.assign(usage, usageOf(message.usage));
+        Object.assign(usage, readMessagesUsage(message.usage));
         if (typeof message.model === 'string') message.model = model;
         return withData(event, JSON.stringify(parsed));
       },

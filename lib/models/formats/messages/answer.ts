@@ -12,13 +12,22 @@ export function readMessagesUsage(usage: unknown): Usage {
   return {
     inputTokens: tokenCount(usage.input_tokens) + cached + written,
     outputTokens: tokenCount(usage.output_tokens),
-    ...(cached > 0 && { cachedInputTokens: cached }),
+    ...(cached > 0 && { cacheReadTokens: cached }),
     ...(written > 0 && { cacheWriteTokens: written }),
   };
 }
 
+/** What a stream's `message_delta` counts: the output so far, and, in newer versions, the input again. */
+export function readMessagesDeltaUsage(usage: JsonObject): Partial<Usage> {
+  const read = readMessagesUsage(usage);
+  return {
+    ...('output_tokens' in usage && { outputTokens: read.outputTokens }),
+    ...('input_tokens' in usage && { inputTokens: read.inputTokens, cacheReadTokens: read.cacheReadTokens ?? 0, cacheWriteTokens: read.cacheWriteTokens ?? 0 }),
+  };
+}
+
 export function writeMessagesUsage(usage: Usage): JsonObject {
-  const cached = usage.cachedInputTokens ?? 0;
+  const cached = usage.cacheReadTokens ?? 0;
   const written = usage.cacheWriteTokens ?? 0;
   return {
     input_tokens: Math.max(0, usage.inputTokens - cached - written),

@@ -1,19 +1,6 @@
 import type { Middleware } from 'koa';
-import { errors } from '../../../errors/gateway-error.js';
-import { checkMessages } from '../wire-format.js';
-import { MESSAGES } from './endpoint.js';
-import type { EndpointFormat } from '../../endpoint-format.js';
 import { modelEndpoint, type ModelEndpointOptions } from '../../model-endpoint.js';
-
-// A Messages body, counted rather than answered: the same allowlist policy and file references.
-const COUNT_TOKENS: EndpointFormat = {
-  ...MESSAGES,
-  endpoint: 'countTokens',
-  // A count needs no output limit.
-  checkBody: (body) => checkMessages(body.messages),
-  unsupported: (model) =>
-    errors.invalidRequest(`The model '${model}' has no token counting: its provider neither counts tokens nor speaks a format to estimate them for`),
-};
+import { countTokensFormat } from './index.js';
 
 /**
  * `POST /v1/messages/count_tokens` in Anthropic's format, Shape B errors: put it behind
@@ -26,7 +13,7 @@ const COUNT_TOKENS: EndpointFormat = {
  *   countTokens({ catalog, providers, files, blobs }))
  */
 export function countTokens(options: ModelEndpointOptions): Middleware {
-  const handle = modelEndpoint(COUNT_TOKENS, options);
+  const handle = modelEndpoint(countTokensFormat, options);
   return async function countTokens(ctx) {
     await handle(ctx);
   };

@@ -1,6 +1,7 @@
 import type { TokenUsage } from '../../../usage/token-usage.js';
-import { eventObject, textLength, tokenCount, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
+import { eventObject, textLength, upstreamStreamFailure, type AnswerFormat } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
+import { readResponsesUsage } from './answer.js';
 import { eventFields, withData } from '../../../http/server-sent-events.js';
 
 /** The stream events whose `response` is the whole response object so far. */
@@ -35,14 +36,7 @@ export function findResponseObject(answerOrEvent: JsonObject, streamed: boolean)
 export function responseUsage(response: JsonObject): TokenUsage | undefined {
   const { usage } = response;
   if (!isObject(usage) || typeof usage.input_tokens !== 'number' || typeof usage.output_tokens !== 'number') return undefined;
-  // `input_tokens` counts the cached ones and those written to the cache too, reported apart in its details.
-  const details = usage.input_tokens_details;
-  return {
-    inputTokens: tokenCount(usage.input_tokens),
-    outputTokens: tokenCount(usage.output_tokens),
-    ...(isObject(details) && { cacheReadTokens: tokenCount(details.cached_tokens) }),
-    ...(isObject(details) && details.cache_write_tokens !== undefined && { cacheWriteTokens: tokenCount(details.cache_write_tokens) }),
-  };
+  return readResponsesUsage(usage);
 }
 
 /** The events that end a whole stream: the response's last state, whatever it is. */

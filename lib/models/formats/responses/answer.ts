@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { JsonObject } from '../../content.js';
+import { tokenCount } from '../../answer.js';
+import { isObject, type JsonObject } from '../../content.js';
 import type { Answer, FinishReason, Part, Request, Usage } from '../neutral.js';
 
 /** Why a response is `incomplete` (`incomplete_details.reason`); any other finish is `completed`. */
@@ -11,10 +12,24 @@ export const TO_RESPONSES_INCOMPLETE: Readonly<Partial<Record<FinishReason, stri
 
 export const itemId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
 
+/** Responses' `usage`, read: `input_tokens` counts the cached ones and those written to the cache, reported apart in its details. */
+export function readResponsesUsage(usage: unknown): Usage {
+  if (!isObject(usage)) return { inputTokens: 0, outputTokens: 0 };
+  const details = usage.input_tokens_details;
+  const reasoning = isObject(usage.output_tokens_details) ? tokenCount(usage.output_tokens_details.reasoning_tokens) : 0;
+  return {
+    inputTokens: tokenCount(usage.input_tokens),
+    outputTokens: tokenCount(usage.output_tokens),
+    ...(isObject(details) && { cacheReadTokens: tokenCount(details.cached_tokens) }),
+    ...(isObject(details) && details.cache_write_tokens !== undefined && { cacheWriteTokens: tokenCount(details.cache_write_tokens) }),
+    ...(reasoning > 0 && { reasoningTokens: reasoning }),
+  };
+}
+
 export function writeResponsesUsage(usage: Usage): JsonObject {
   return {
     input_tokens: usage.inputTokens,
-    input_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0 },
+    input_tokens_details: { cached_tokens: usage.cacheReadTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0 },
     output_tokens: usage.outputTokens,
     output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
     total_tokens: usage.inputTokens + usage.outputTokens,

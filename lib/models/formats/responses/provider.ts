@@ -1,4 +1,4 @@
-import { tokenCount, unreadableStreamEvent, upstreamStreamFailure } from '../../answer.js';
+import { unreadableStreamEvent, upstreamStreamFailure } from '../../answer.js';
 import { isObject, type JsonObject } from '../../content.js';
 import {
   effortOf,
@@ -10,8 +10,8 @@ import {
   type StreamPart,
   type StreamReader,
   type ToolChoice,
-  type Usage,
 } from '../neutral.js';
+import { readResponsesUsage } from './answer.js';
 import { dataUrl, omit, type ReadRequest } from '../wire-format.js';
 
 // Responses as the provider's format: requests written, answers and streams read, for the
@@ -131,18 +131,6 @@ export function writeResponsesRequest(request: ReadRequest): JsonObject {
   };
 }
 
-function readUsage(usage: unknown): Usage {
-  if (!isObject(usage)) return { inputTokens: 0, outputTokens: 0 };
-  const cached = isObject(usage.input_tokens_details) ? tokenCount(usage.input_tokens_details.cached_tokens) : 0;
-  const reasoning = isObject(usage.output_tokens_details) ? tokenCount(usage.output_tokens_details.reasoning_tokens) : 0;
-  return {
-    inputTokens: tokenCount(usage.input_tokens),
-    outputTokens: tokenCount(usage.output_tokens),
-    ...(cached > 0 && { cachedInputTokens: cached }),
-    ...(reasoning > 0 && { reasoningTokens: reasoning }),
-  };
-}
-
 /** How a response ended: its incomplete reason, else tool calls if it made any. */
 function finishOf(response: JsonObject, calledTools: boolean, refused: boolean): FinishReason {
   const reason = isObject(response.incomplete_details) ? response.incomplete_details.reason : undefined;
@@ -185,7 +173,7 @@ export function readResponsesAnswer(body: JsonObject): Answer {
       content.some((part) => part.type === 'tool-call'),
       refused,
     ),
-    usage: readUsage(body.usage),
+    usage: readResponsesUsage(body.usage),
   };
 }
 
@@ -264,7 +252,7 @@ export class ResponsesStreamReader implements StreamReader {
       case 'response.completed':
       case 'response.incomplete': {
         const response = isObject(data.response) ? data.response : {};
-        return [{ type: 'finish', finishReason: finishOf(response, this.#calledTools, this.#refused), usage: readUsage(response.usage) }];
+        return [{ type: 'finish', finishReason: finishOf(response, this.#calledTools, this.#refused), usage: readResponsesUsage(response.usage) }];
       }
       case 'response.failed':
         throw upstreamStreamFailure(isObject(data.response) ? data.response.error : undefined);

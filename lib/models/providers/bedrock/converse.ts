@@ -271,7 +271,7 @@ export function readConverseUsage(usage: unknown): Usage {
   return {
     inputTokens: count(counts.inputTokens) + cacheRead + cacheWrite,
     outputTokens: count(counts.outputTokens),
-    ...(counts.cacheReadInputTokens !== undefined && { cachedInputTokens: cacheRead }),
+    ...(counts.cacheReadInputTokens !== undefined && { cacheReadTokens: cacheRead }),
     ...(counts.cacheWriteInputTokens !== undefined && { cacheWriteTokens: cacheWrite }),
   };
 }

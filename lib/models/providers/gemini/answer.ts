@@ -37,7 +37,7 @@ export function geminiUsage(metadata: unknown): Usage {
   return {
     inputTokens: tokenCount(counts.promptTokenCount) + tokenCount(counts.toolUsePromptTokenCount),
     outputTokens: tokenCount(counts.candidatesTokenCount) + thoughts,
-    ...(cached > 0 && { cachedInputTokens: cached }),
+    ...(cached > 0 && { cacheReadTokens: cached }),
     ...(thoughts > 0 && { reasoningTokens: thoughts }),
   };
 }
