@@ -52,6 +52,8 @@ export async function contractGateway(provider: Provider, timeoutMs: number): Pr
   app.use(apiKey({ store: keys }));
   app.use(router.routes());
   const server = app.listen(0, '127.0.0.1');
+  // As mockUpstream's: idle connections close when the client closes them, never as it reuses one.
+  server.keepAliveTimeout = 0;
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   return {
