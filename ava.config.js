@@ -44,6 +44,8 @@ export default {
     rewritePaths: { 'test/': 'dist/test/', 'examples/': 'dist/examples/' },
     compile: false,
   },
+  // Compiled by build:tests: child processes report no coverage (test/helpers/child-coverage.ts).
+  require: ['./dist/test/helpers/child-coverage.js'],
   timeout: '60s',
   concurrency: 4,
   sortTestFiles: (a, b) => rank(a) - rank(b) || a.localeCompare(b),
