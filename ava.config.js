@@ -44,7 +44,11 @@ export default {
     rewritePaths: { 'test/': 'dist/test/', 'examples/': 'dist/examples/' },
     compile: false,
   },
-  timeout: '60s',
+  // Compiled by build:tests: child processes report no coverage (test/helpers/child-coverage.ts).
+  require: ['./dist/test/helpers/child-coverage.js'],
+  // AVA's bound on a file with no test ending: package/adopt's npm pack and install took more than
+  // a minute on a loaded machine. A hang is still reported, later.
+  timeout: '180s',
   concurrency: 4,
   sortTestFiles: (a, b) => rank(a) - rank(b) || a.localeCompare(b),
   environmentVariables: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },

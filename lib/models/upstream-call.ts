@@ -88,6 +88,9 @@ export class UpstreamCall {
   /** The answer being read: destroyed with the call, whether or not its provider heeds the signal. */
   #body: Readable | undefined;
   #timedOut = false;
+  /** Signs of life so far: the idle timer's check tells one read after it fired. */
+  #touches = 0;
+  #delivered = false;
   #clientGone = false;
   #headersMs: number | null = null;
   #firstByteMs: number | null = null;
@@ -106,17 +109,24 @@ export class UpstreamCall {
     this.#answerMs = answerMs;
     this.maxBytes = maxBytes;
     this.#trace = trace;
+    // After a stall of this process, timers run before the sockets are read: both timers decide only
+    // once what came meanwhile is read (setImmediate runs after that), so a stall is no silence.
     this.#timer = setTimeout(() => {
-      if (this.#paused) return;
-      this.#timedOut = true;
-      this.#abort();
+      const touches = this.#touches;
+      setImmediate(() => {
+        if (this.#paused || this.#touches !== touches || this.#durationMs !== null) return;
+        this.#timedOut = true;
+        this.#abort();
+      });
     }, timeoutMs);
     this.#deadline = setTimeout(() => {
-      // Aborted already (silent, or the client gone): that is the reason.
-      if (this.#aborted) return;
-      this.#timedOut = true;
-      this.#overran = true;
-      this.#abort();
+      setImmediate(() => {
+        // Aborted already (silent, or the client gone): that is the reason. Whole or delivered meanwhile: in time.
+        if (this.#aborted || this.#durationMs !== null || this.#delivered) return;
+        this.#timedOut = true;
+        this.#overran = true;
+        this.#abort();
+      });
     }, answerMs);
   }
 
@@ -156,6 +166,7 @@ export class UpstreamCall {
   /** The upstream answered something: its silence is measured from now. */
   touch(): void {
     this.#paused = false;
+    this.#touches++;
     this.#timer.refresh();
   }
 
@@ -168,6 +179,7 @@ export class UpstreamCall {
 
   /** The first event of a stream reached the client: from now on only silence ends the call, never its length. */
   delivered(): void {
+    this.#delivered = true;
     clearTimeout(this.#deadline);
   }
 

@@ -28,9 +28,10 @@ export interface ContractGateway {
 
 /**
  * `modelsRouter()` behind `gatewayErrors()` and `apiKey()`, over memory stores, on a loopback
- * port, serving `CATALOG_MODEL` through `provider` in one attempt per call, the upstream's silence bounded by `timeoutMs`.
+ * port, serving `CATALOG_MODEL` through `provider` in one attempt per call, the upstream's silence bounded by `timeoutMs`,
+ * and the whole answer (a stream's start) by `timeoutMs` too, or by `budgetMs` when given.
  */
-export async function contractGateway(provider: Provider, timeoutMs: number): Promise<ContractGateway> {
+export async function contractGateway(provider: Provider, timeoutMs: number, budgetMs?: number): Promise<ContractGateway> {
   const keys = new MemoryKeyStore();
   const { key } = await createApiKey(keys, { prefix: KEY_PREFIX, account: 'contract', scopes: [...SCOPES] });
   // One attempt per call: the suite checks what the provider does with each, not the routing around it.
@@ -38,7 +39,7 @@ export async function contractGateway(provider: Provider, timeoutMs: number): Pr
     catalog: [{ id: CATALOG_MODEL, provider: provider.id, upstreamModel: UPSTREAM_MODEL }],
     providers: [provider],
     timeoutMs,
-    routing: { maxAttempts: 1 },
+    routing: { maxAttempts: 1, ...(budgetMs !== undefined && { budgetMs }) },
   });
   const calls: ModelRequestState[] = [];
   const app = new Koa();
@@ -52,6 +53,8 @@ export async function contractGateway(provider: Provider, timeoutMs: number): Pr
   app.use(apiKey({ store: keys }));
   app.use(router.routes());
   const server = app.listen(0, '127.0.0.1');
+  // As mockUpstream's: idle connections close when the client closes them, never as it reuses one.
+  server.keepAliveTimeout = 0;
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   return {

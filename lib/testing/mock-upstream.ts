@@ -38,6 +38,10 @@ export async function mockUpstream(handle: (arrival: Arrival) => void): Promise<
     req.on('error', () => undefined);
     res.on('error', () => undefined);
   });
+  // Idle connections stay open until the caller closes them: a server closing one as the caller
+  // reuses it fails the call, and on a loaded machine its 5 s timer can fire before a request
+  // already sent on it is read.
+  server.keepAliveTimeout = 0;
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;

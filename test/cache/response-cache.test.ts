@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import Anthropic from '@anthropic-ai/sdk';
@@ -12,6 +13,7 @@ import { MemoryResponseCache } from '../../lib/stores/memory/response-cache.js';
 import { RedisResponseCache } from '../../lib/stores/redis/response-cache.js';
 import { responseCacheContract } from '../../lib/testing/response-cache-contract.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
+import { loopbackPair } from '../helpers/http.js';
 import { catalogProviders, CATALOG, modelsApp } from '../helpers/models-app.js';
 import { reply, replyEvents, scriptedUpstream } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
@@ -320,6 +322,30 @@ test('a store that stalls costs the lookup bound and a miss; one that fails a mi
   const second = await cachedApp(t, broken, { cache: { store: broken } });
   second.upstream.answer(CHAT, reply(200, chatAnswer('Still here.')));
   t.is((await second.chat(ask('down'))).status, 200);
+});
+
+test('a store that answered while this process stalled past the lookup bound is read, not timed out: the repeated call is a hit', async (t) => {
+  const [near, far] = await loopbackPair(t);
+  const memory = new MemoryResponseCache();
+  const answering: ResponseCache = {
+    get: async (account, key) => {
+      const text = await memory.get(account, key);
+      const answered = once(near, 'data');
+      far.write('answer');
+      // The process stalls past the bound, as on a loaded machine, with the answer already there.
+      const stalledUntil = Date.now() + 200;
+      while (Date.now() < stalledUntil);
+      await answered;
+      return text;
+    },
+    set: (account, key, entry, ttlSeconds) => memory.set(account, key, entry, ttlSeconds),
+    purge: (account) => memory.purge(account),
+  };
+  const { app, upstream, chat } = await cachedApp(t, answering, { cache: { store: answering, lookupTimeoutMs: 50 } });
+  upstream.answer(CHAT, reply(200, chatAnswer('Once.')));
+  t.is((await chat(ask('stalled'))).headers.get('x-kmg-cache'), 'miss');
+  t.is((await chat(ask('stalled'))).headers.get('x-kmg-cache'), 'hit');
+  t.deepEqual(app.reported, []);
 });
 
 test('a hit that asks what the storing call asked is sent the answer as it was written, a fresh id in it; one that asks otherwise has it written again', async (t) => {

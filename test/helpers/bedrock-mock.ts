@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { EventStreamCodec } from '@smithy/core/event-streams';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { keepIdle } from './http.js';
 
 // A mock of Amazon Bedrock's Runtime API, built from its published reference (the Converse,
 // ConverseStream and InvokeModel pages of the Bedrock API Reference), not from the gateway's
@@ -136,7 +137,7 @@ export async function bedrockMock() {
       })().catch((err: unknown) => response.destroy(err as Error));
     });
   });
-  server.listen(0, '127.0.0.1');
+  keepIdle(server).listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   return {

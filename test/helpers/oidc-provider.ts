@@ -6,7 +6,7 @@ import { parse as parseCookies } from 'cookie';
 import { importJWK, SignJWT, type JWTPayload } from 'jose';
 import Provider from 'oidc-provider';
 import { referenceApp } from './reference-app.js';
-import { freePort } from './http.js';
+import { freePort, keepIdle } from './http.js';
 
 /** Someone the test provider knows: the claims of their ID token. */
 export interface Person {
@@ -71,7 +71,7 @@ export async function testProvider(people: Record<string, Person>) {
     res.statusCode = 503;
     res.end();
   });
-  server.listen(0, '127.0.0.1');
+  keepIdle(server).listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   const issuer = `http://127.0.0.1:${port}`;

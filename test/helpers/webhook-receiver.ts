@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BudgetAlert } from '../../lib/cost/budget-alerts.js';
+import { keepIdle } from './http.js';
 
 /**
  * A budget alerts' webhook receiver on a random loopback port: what it received, with whether each
@@ -19,7 +20,7 @@ export async function webhookReceiver(secret: string) {
       res.end('ok');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => keepIdle(server).listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   return { url, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }

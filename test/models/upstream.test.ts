@@ -2,11 +2,14 @@ import { once } from 'node:events';
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type RequestListener } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
+import { setTimeout } from 'node:timers/promises';
 import test from 'ava';
 import { GatewayError } from '../../lib/errors/gateway-error.js';
 import type { ProviderAnswer } from '../../lib/models/provider.js';
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
+import { UpstreamCall } from '../../lib/models/upstream-call.js';
+import { loopbackPair } from '../helpers/http.js';
 import { ANTHROPIC_PROVIDER_KEY, OPENAI_PROVIDER_KEY, catalogProviders, modelsApp } from '../helpers/models-app.js';
 import { until } from '../helpers/poll.js';
 import { makePdf } from '../helpers/models-pdf.js';
@@ -581,4 +584,28 @@ test.serial("a provider's close() ends its keep-alive connections to the upstrea
   await provider.close?.();
   await socketClosed;
   await new Promise((resolve) => server.close(resolve));
+});
+
+test('bytes that came while this process stalled past its bounds are read before the bounds decide: no silence, and an answer whole in time', async (t) => {
+  const [near, far] = await loopbackPair(t);
+  const talking = new UpstreamCall('openai', 50, undefined, { answerMs: 60_000 });
+  const answering = new UpstreamCall('openai', 60_000, undefined, { answerMs: 50 });
+  t.teardown(() => talking.end());
+  near.on('data', () => {
+    talking.touch();
+    answering.end();
+  });
+  far.write('answer');
+  // The process stalls past both bounds, as on a loaded machine, with the bytes already there.
+  const stalledUntil = Date.now() + 200;
+  while (Date.now() < stalledUntil);
+  await setTimeout(50);
+  t.false(talking.timedOut, 'a sign of life read after the stall');
+  t.false(answering.timedOut, 'an answer read whole after the stall');
+  // Nothing came: the bounds hold.
+  const silent = new UpstreamCall('openai', 50);
+  const late = new UpstreamCall('openai', 60_000, undefined, { answerMs: 50 });
+  await Promise.all([once(silent.signal, 'abort'), once(late.signal, 'abort')]);
+  t.true(silent.timedOut && late.timedOut);
+  late.end();
 });

@@ -544,13 +544,12 @@ test('with a budget, an answer dripping past it is a 504; one dripping within it
   upstream.answer('/v1/messages', drips('application/json', '', ' ', JSON.stringify(anthropicMessage('dripped')), 100, 1_500));
   // The same for 20 s: past the budget, whatever the silence.
   upstream.answer(CHAT, drips('application/json', '', ' ', JSON.stringify(completion('too late')), 200, 20_000));
-  const started = Date.now();
   const [translated, late] = await Promise.all([chat({ ...ask, model: 'claude-x' }), chat(ask)]);
   t.is(translated.status, 200);
   t.like(await translated.json(), { model: 'claude-x', choices: [{ message: { content: 'dripped' } }] });
   t.is(late.status, 504);
+  // Cut by the budget: whole, its answer would have been a 200 after 20 s.
   t.like(await late.json(), { error: { code: 'upstream_timeout' } });
-  t.true(Date.now() - started < 15_000, `answered after ${Date.now() - started} ms`);
 });
 
 test('once its first event reached the client, a stream that keeps sending events is not cut by the bound on its start', async (t) => {

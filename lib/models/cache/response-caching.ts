@@ -151,8 +151,10 @@ export class ResponseCaching {
   async get(ctx: Context, account: string, name: string): Promise<{ entry: CachedAnswer | undefined; failed: boolean }> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
+      // After a stall of this process, timers run before the sockets are read: an answer that came
+      // meanwhile is read in this same turn of the loop, before setImmediate's callbacks.
       timer = setTimeout(
-        () => reject(new StoreUnavailableError(`the response cache did not answer within ${this.#lookupTimeoutMs} ms`, { store: 'cache' })),
+        () => setImmediate(() => reject(new StoreUnavailableError(`the response cache did not answer within ${this.#lookupTimeoutMs} ms`, { store: 'cache' }))),
         this.#lookupTimeoutMs,
       );
     });
