@@ -1,5 +1,6 @@
 import { errors } from '../../../errors/gateway-error.js';
-import { isObject, mapChatContentParts } from '../../content.js';
+import { isObject } from '../../content.js';
+import { mapChatContentParts } from './content.js';
 import type { TranslatedFormat } from '../format.js';
 import { checkMessages, checkStream, checkTokenLimit, type WireFormat } from '../wire-format.js';
 import { readChatAnswer, readChatUsage, writeChatAnswer } from './answer.js';

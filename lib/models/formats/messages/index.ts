@@ -1,5 +1,6 @@
 import { errors } from '../../../errors/gateway-error.js';
-import { isObject, mapMessagesContentBlocks } from '../../content.js';
+import { isObject } from '../../content.js';
+import { mapMessagesContentBlocks } from './content.js';
 import type { Format, TranslatedFormat } from '../format.js';
 import { checkMessages, checkStream, checkTokenLimit, type WireFormat } from '../wire-format.js';
 import { readMessagesAnswer, readMessagesUsage, writeMessagesAnswer } from './answer.js';

@@ -1,5 +1,6 @@
 import { errors } from '../../../errors/gateway-error.js';
-import { isObject, mapResponsesContentParts, type JsonObject } from '../../content.js';
+import { isObject, type JsonObject } from '../../content.js';
+import { mapResponsesContentParts } from './content.js';
 import type { TranslatedFormat } from '../format.js';
 import { invalid } from '../neutral.js';
 import { checkStream, checkTokenLimit, type WireFormat } from '../wire-format.js';

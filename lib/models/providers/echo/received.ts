@@ -1,4 +1,7 @@
-import { isObject, mapChatContentParts, mapMessagesContentBlocks, mapResponsesContentParts, type JsonObject } from '../../content.js';
+import { isObject, type JsonObject } from '../../content.js';
+import { mapChatContentParts } from '../../formats/chat-completions/content.js';
+import { mapMessagesContentBlocks } from '../../formats/messages/content.js';
+import { mapResponsesContentParts } from '../../formats/responses/content.js';
 import { chatToolResult, messagesToolResult, responsesToolResult } from './tools.js';
 
 // What the echo provider reads from a request of either format, and the answer it gives about it.
