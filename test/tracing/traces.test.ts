@@ -581,6 +581,24 @@ test.serial('by default no attribute holds the key or any message content; recor
   t.false(all.includes(recordingKey));
 });
 
+test.serial('recordContent on a streamed chat call: the output message is the text of its deltas, not of any message field', async (t) => {
+  const chunk = (delta: unknown, finish: string | null = null) =>
+    `data: ${JSON.stringify({ id: 'chatcmpl-s', object: 'chat.completion.chunk', model: 'gpt-4o-mini-2024-07-18', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  upstream.answer(
+    '/v1/chat/completions',
+    replyEvents(Readable.from([chunk({ role: 'assistant', content: 'A secret' }), chunk({ content: ' answer.' }), chunk({}, 'stop'), 'data: [DONE]\n\n'])),
+  );
+  const key = await recording.keyFor();
+  const body = { model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'Stream a secret' }] };
+  const response = await post(recording.url, '/v1/chat/completions', body, { authorization: `Bearer ${key}` });
+  t.is(response.status, 200);
+  await response.text();
+  const [client] = clientSpans(await requestSpans());
+  t.deepEqual(JSON.parse(client?.attributes['gen_ai.output.messages'] as string), [
+    { role: 'assistant', parts: [{ type: 'text', content: 'A secret answer.' }], finish_reason: 'stop' },
+  ]);
+});
+
 test.serial('options are checked when the factory runs', (t) => {
   t.throws(() => traceRequests({ recordContent: 'yes' as unknown as boolean }), { message: /traceRequests\(\): recordContent must be true or false/ });
   t.throws(() => tracedStore({}, 'X', { tracerProvider: {} as never }), { message: /tracedStore\(\): tracerProvider must be a TracerProvider/ });
