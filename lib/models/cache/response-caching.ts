@@ -1,5 +1,4 @@
 import type { Context } from 'koa';
-import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { errors, StoreUnavailableError } from '../../errors/gateway-error.js';
 import { EventSplitter } from '../../http/server-sent-events.js';
@@ -45,9 +44,6 @@ const cachingOptions = z.object({
   maxTtlSeconds: positiveInteger.default(86_400),
 });
 
-/** How many keys and variants a cache remembers the neutral representation took. */
-const READABLE_REMEMBERED = 10_000;
-
 /** How a call met the cache: `kmg_cache_requests_total{outcome}`, `x-kmg-cache` (an `error` says `miss`). */
 export type CacheOutcome = 'hit' | 'miss' | 'bypass' | 'error';
 
@@ -79,8 +75,6 @@ export class ResponseCaching {
   readonly #nowMs: () => number;
   /** The answer each call in flight will give, by key: the calls after it wait for it. */
   readonly #inFlight = new Map<string, Promise<CachedAnswer | undefined>>();
-  /** The keys and variants whose bodies the neutral representation was seen to take. */
-  readonly #readable = new LRUCache<string, true>({ max: READABLE_REMEMBERED });
 
   constructor(options: ResponseCachingOptions, where: string) {
     if (typeof options?.store?.get !== 'function' || typeof options.store.set !== 'function') {
@@ -117,25 +111,16 @@ export class ResponseCaching {
     if (!isCachedEndpoint(endpoint) || ttlSeconds === undefined || ttlSeconds <= 0 || (directives.noCache && directives.noStore)) {
       return new CacheTicket(this, 'bypass');
     }
+    const request = neutralRequest(endpoint, body);
+    if (request === undefined) return new CacheTicket(this, 'bypass');
     const name = cacheKey({ account: key.account, keyId: key.cache?.perKey ? key.id : undefined, endpoint, model, body, headers });
-    const variant = cacheVariant(body);
-    // Whether the neutral representation takes a body depends on nothing but what its key and
-    // variant say: read once per pair, not on every hit, which never needs it when it is sent the
-    // written answer.
-    const readable = `${variant}\n${name}`;
-    let request: Request | undefined;
-    if (!this.#readable.has(readable)) {
-      request = neutralRequest(endpoint, body);
-      if (request === undefined) return new CacheTicket(this, 'bypass');
-      this.#readable.set(readable, true);
-    }
     return new CacheTicket(this, directives.noCache ? 'bypass' : 'miss', {
       ctx,
       account: key.account,
       name,
       endpoint,
       request,
-      variant,
+      variant: cacheVariant(body),
       ttlSeconds,
       maxAgeMs: maxAge === undefined ? undefined : maxAge * 1000,
       canRead: !directives.noCache,
@@ -227,8 +212,8 @@ interface TicketCall {
   account: string;
   name: string;
   endpoint: CachedEndpoint;
-  /** The body in the neutral representation; undefined until needed for a body known to be readable. */
-  request: Request | undefined;
+  /** The body in the neutral representation. */
+  request: Request;
   /** `cacheVariant()` of the call's body: a hit of the same variant is sent the written answer. */
   variant: string;
   ttlSeconds: number;
@@ -353,9 +338,7 @@ export class CacheTicket {
  * through the format's reader, as a relayed stream is (what the client did not ask for, a usage chunk, is withheld).
  */
 function answerText(call: TicketCall, entry: CachedAnswer, id: string): string {
-  const { endpoint, format, model, state, body } = call;
-  // Known readable (its key and variant were read before): never undefined.
-  const request = (call.request ??= neutralRequest(endpoint, body) as Request);
+  const { endpoint, format, model, state, body, request } = call;
   if (!state.stream) return JSON.stringify(replayJson(endpoint, entry, request, model, id));
   const reader = format.answer.stream(body, model);
   const splitter = new EventSplitter();
