@@ -8,20 +8,7 @@ import { eventFields, EventSplitter } from '../http/server-sent-events.js';
 import { AnswerReader, inputAttributes } from './answer-reader.js';
 
 const EVENT_STREAM = /^text\/event-stream\b/i;
-
-/** The request parameters the conventions record, by the body field of any of the formats. */
-const PARAMETERS: Array<[string, string]> = [
-  ['max_tokens', 'gen_ai.request.max_tokens'],
-  ['max_completion_tokens', 'gen_ai.request.max_tokens'],
-  ['max_output_tokens', 'gen_ai.request.max_tokens'],
-  ['temperature', 'gen_ai.request.temperature'],
-  ['top_p', 'gen_ai.request.top_p'],
-  ['top_k', 'gen_ai.request.top_k'],
-  ['frequency_penalty', 'gen_ai.request.frequency_penalty'],
-  ['presence_penalty', 'gen_ai.request.presence_penalty'],
-  ['seed', 'gen_ai.request.seed'],
-  ['dimensions', 'gen_ai.embeddings.dimension.count'],
-];
+const STOP_SEQUENCES = 'gen_ai.request.stop_sequences';
 
 /** The attributes known when an attempt starts, which samplers may read. */
 function startAttributes({ endpoint, provider, model, body, stream }: AttemptStart): Attributes {
@@ -36,13 +23,13 @@ function startAttributes({ endpoint, provider, model, body, stream }: AttemptSta
   if (stream) attributes['gen_ai.request.stream'] = true;
   if (telemetry?.serverAddress !== undefined) attributes['server.address'] = telemetry.serverAddress;
   if (telemetry?.serverPort !== undefined) attributes['server.port'] = telemetry.serverPort;
-  for (const [field, name] of PARAMETERS) {
+  for (const [field, name] of Object.entries(FORMATS[endpoint].trace.parameters)) {
     const value = body[field];
     if (typeof value === 'number') attributes[name] = value;
+    else if (name !== STOP_SEQUENCES) continue;
+    else if (typeof value === 'string') attributes[name] = [value];
+    else if (Array.isArray(value) && value.every((item) => typeof item === 'string')) attributes[name] = value as string[];
   }
-  const stop = body.stop ?? body.stop_sequences;
-  if (typeof stop === 'string') attributes['gen_ai.request.stop_sequences'] = [stop];
-  else if (Array.isArray(stop) && stop.every((item) => typeof item === 'string')) attributes['gen_ai.request.stop_sequences'] = stop as string[];
   return attributes;
 }
 

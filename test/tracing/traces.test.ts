@@ -12,7 +12,10 @@ import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
 import { newFileId } from '../../lib/files/file-id.js';
 import type { FileStore } from '../../lib/files/file-store.js';
 import { filesRouter } from '../../lib/files/files-router.js';
+import type { JsonObject } from '../../lib/models/content.js';
 import { modelsRouter } from '../../lib/models/models-router.js';
+import type { ProviderEndpoint } from '../../lib/models/provider.js';
+import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { geminiProvider } from '../../lib/models/providers/gemini/index.js';
 import { MemoryResponseCache } from '../../lib/stores/memory/response-cache.js';
 import type { ModelLimits } from '../../lib/quota/model-limits.js';
@@ -24,6 +27,7 @@ import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { MemoryKeyStore } from '../../lib/stores/memory/key-store.js';
 import { RedisModelLimiter } from '../../lib/stores/redis/model-limiter.js';
+import { AttemptSpan } from '../../lib/tracing/attempt-span.js';
 import { traceRequests } from '../../lib/tracing/trace-requests.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';
 import { tracedStore } from '../../lib/tracing/traced-store.js';
@@ -215,6 +219,34 @@ test.serial('a key a client puts in the path or the user agent is recorded as [s
   await response.arrayBuffer();
   const server = serverSpan(await requestSpans());
   t.like(server.attributes, { 'url.path': '/v1/models/[secret]', 'user_agent.original': 'my-app key=[secret]' });
+});
+
+test.serial("each format's request parameters are recorded by their GenAI names; another format's fields are not", async (t) => {
+  const provider = echoProvider({ id: 'echo' });
+  const attributesOf = (endpoint: ProviderEndpoint, body: JsonObject) => {
+    exporter.reset();
+    new AttemptSpan(tracer, context.active(), { endpoint, provider, model: 'm', body: { model: 'm', ...body }, stream: false }, false).end();
+    const [span] = exporter.getFinishedSpans();
+    return Object.fromEntries(
+      Object.entries(span?.attributes ?? {}).filter(([name]) => /^gen_ai\.(request|embeddings)\./.test(name) && name !== 'gen_ai.request.model'),
+    );
+  };
+  t.deepEqual(attributesOf('chatCompletions', { max_completion_tokens: 9, seed: 3, frequency_penalty: 0.5, stop: 'END', top_k: 4 }), {
+    'gen_ai.request.max_tokens': 9,
+    'gen_ai.request.seed': 3,
+    'gen_ai.request.frequency_penalty': 0.5,
+    'gen_ai.request.stop_sequences': ['END'],
+  });
+  t.deepEqual(attributesOf('messages', { max_tokens: 7, top_k: 4, stop_sequences: ['a', 'b'], seed: 3 }), {
+    'gen_ai.request.max_tokens': 7,
+    'gen_ai.request.top_k': 4,
+    'gen_ai.request.stop_sequences': ['a', 'b'],
+  });
+  t.deepEqual(attributesOf('responses', { max_output_tokens: 5, temperature: 0.1, max_tokens: 8, stop: 'x' }), {
+    'gen_ai.request.max_tokens': 5,
+    'gen_ai.request.temperature': 0.1,
+  });
+  t.deepEqual(attributesOf('embeddings', { dimensions: 256, temperature: 1 }), { 'gen_ai.embeddings.dimension.count': 256 });
 });
 
 test.serial('a chat completion: the server span with the HTTP conventions and the key id, one CLIENT span with the GenAI conventions', async (t) => {

@@ -50,8 +50,13 @@ export interface TranslatedFormat extends Format {
   readonly translation: WireFormat;
 }
 
-/** Reads what a trace records of an answer in one format (`gen_ai.response.*`, `gen_ai.usage.*`, the output text). */
+/** What a trace records of a call in one format: its request's parameters, and its answer (`gen_ai.response.*`, `gen_ai.usage.*`, the output text). */
 export interface AnswerTrace {
+  /**
+   * The request body's fields a trace records, by their GenAI attribute names: a number as it is,
+   * stop sequences (`gen_ai.request.stop_sequences`) as a string or an array of strings.
+   */
+  readonly parameters: Readonly<Record<string, string>>;
   /** A whole (not streamed) answer. */
   json(body: JsonObject, into: TracedAnswer): void;
   /** The data of one stream event, parsed. */

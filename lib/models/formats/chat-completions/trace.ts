@@ -18,6 +18,16 @@ function readChoices(body: JsonObject, into: TracedAnswer, part: 'message' | 'de
 
 /** What a trace records of a Chat Completions answer: every choice's finish reason and text, read from the message or the chunks' deltas. */
 export const chatTrace: AnswerTrace = {
+  parameters: {
+    max_tokens: 'gen_ai.request.max_tokens',
+    max_completion_tokens: 'gen_ai.request.max_tokens',
+    temperature: 'gen_ai.request.temperature',
+    top_p: 'gen_ai.request.top_p',
+    frequency_penalty: 'gen_ai.request.frequency_penalty',
+    presence_penalty: 'gen_ai.request.presence_penalty',
+    seed: 'gen_ai.request.seed',
+    stop: 'gen_ai.request.stop_sequences',
+  },
   json: (body, into) => readChoices(body, into, 'message'),
   event: (chunk, into) => readChoices(chunk, into, 'delta'),
 };

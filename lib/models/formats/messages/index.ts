@@ -86,7 +86,7 @@ export const countTokensFormat: Format = {
     ends: null,
   },
   // A count has no answer to trace.
-  trace: { json: () => undefined, event: () => undefined },
+  trace: { parameters: messagesFormat.trace.parameters, json: () => undefined, event: () => undefined },
   // A count needs no output limit.
   checkBody: (body) => checkMessages(body.messages),
   unsupported: (model) =>

@@ -4,6 +4,13 @@ import { readMessagesDeltaUsage, readMessagesUsage } from './answer.js';
 
 /** What a trace records of a Messages answer: its stop reason and text blocks; a stream's input from `message_start`, its output from `message_delta`. */
 export const messagesTrace: AnswerTrace = {
+  parameters: {
+    max_tokens: 'gen_ai.request.max_tokens',
+    temperature: 'gen_ai.request.temperature',
+    top_p: 'gen_ai.request.top_p',
+    top_k: 'gen_ai.request.top_k',
+    stop_sequences: 'gen_ai.request.stop_sequences',
+  },
   json(body, into) {
     into.ids(body.id, body.model);
     if (isObject(body.usage)) into.usage(readMessagesUsage(body.usage));

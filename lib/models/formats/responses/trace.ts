@@ -19,6 +19,11 @@ function response(body: JsonObject, into: TracedAnswer, final: boolean, streamed
 
 /** What a trace records of a Responses answer: the response object's status and output text; a stream's text from its deltas. */
 export const responsesTrace: AnswerTrace = {
+  parameters: {
+    max_output_tokens: 'gen_ai.request.max_tokens',
+    temperature: 'gen_ai.request.temperature',
+    top_p: 'gen_ai.request.top_p',
+  },
   json: (body, into) => response(body, into, true, false),
   event(data, into) {
     switch (data.type) {
