@@ -10,6 +10,7 @@ import { KnexAdminTokenStore } from '../../lib/stores/knex/admin-token-store.js'
 import { runCommand } from '../../reference-server/commands/index.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { mockProviders } from '../helpers/models-upstream.js';
+import { until } from '../helpers/poll.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
 import { minuteAlignedClock, runCli, spawnServer, startServer, tempDataDir, type RunningServer } from '../helpers/server-process.js';
@@ -306,13 +307,13 @@ const status = async (server: RunningServer, key: string) => (await fetch(`${ser
 /** Asserts that every server refuses `key` within LIMIT_MS of `since` (asking until it does, or that time has passed). */
 async function refusedWithin(t: ExecutionContext, servers: RunningServer[], key: string, since: number): Promise<void> {
   const refused = await Promise.all(
-    servers.map(async (server) => {
-      for (;;) {
-        if ((await status(server, key)) === 401) return true;
-        if (performance.now() - since > LIMIT_MS) return false;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    }),
+    servers.map(
+      async (server) =>
+        (await until(
+          () => status(server, key),
+          (code) => code === 401 || performance.now() - since > LIMIT_MS,
+        )) === 401,
+    ),
   );
   t.deepEqual(
     refused,
