@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { TestFn } from 'ava';
-import knexFactory from 'knex';
+import knexFactory, { type Knex } from 'knex';
 import { POSTGRES_URL, withPostgres } from './services.js';
 
 export interface ThrowawayDatabase {
@@ -10,33 +10,37 @@ export interface ThrowawayDatabase {
 }
 
 /**
- * A PostgreSQL database of its own on the test server, for a server started as a user starts it
- * (DATABASE_URL): nothing shared with other tests, migrations included. `drop` removes it.
+ * A PostgreSQL schema of its own on the test server, for a server started as a user starts it
+ * (DATABASE_URL, its `search_path` in the URL's `options`): nothing shared with other tests,
+ * migrations included. `drop` removes it. With `ownDatabase`, a database of its own instead, for a
+ * test that tells its connections apart by database (`pg_stat_activity.datname`): dropping a
+ * database makes the server write a checkpoint, a second or more on a busy machine.
  */
-export async function throwawayPostgres(): Promise<ThrowawayDatabase> {
+export async function throwawayPostgres({ ownDatabase = false } = {}): Promise<ThrowawayDatabase> {
   const name = `kmg_${randomBytes(6).toString('hex')}`;
-  // One connection: the statements run one after the other.
+  const kind = ownDatabase ? 'database' : 'schema';
+  await asAdmin(async (admin) => {
+    await admin.raw(`create ${kind} ??`, [name]);
+    // Commits that do not wait for the disk: a test's rows need not survive a crash of the server.
+    if (ownDatabase) await admin.raw('alter database ?? set synchronous_commit = off', [name]);
+  });
+  const url = new URL(POSTGRES_URL);
+  if (ownDatabase) url.pathname = `/${name}`;
+  else url.searchParams.set('options', `-c search_path=${name} -c synchronous_commit=off`);
+  return {
+    url: url.toString(),
+    drop: () => asAdmin((admin) => admin.raw(ownDatabase ? 'drop database if exists ?? with (force)' : 'drop schema if exists ?? cascade', [name])),
+  };
+}
+
+/** One statement at a time on a connection of its own, closed at once. */
+async function asAdmin(use: (admin: Knex) => Promise<unknown>): Promise<void> {
   const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
   try {
-    await admin.raw('create database ??', [name]);
-    // Commits that do not wait for the disk: a test's rows need not survive a crash of the server.
-    await admin.raw('alter database ?? set synchronous_commit = off', [name]);
+    await use(admin);
   } finally {
     await admin.destroy();
   }
-  const url = new URL(POSTGRES_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const again = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
-      try {
-        await again.raw('drop database if exists ?? with (force)', [name]);
-      } finally {
-        await again.destroy();
-      }
-    },
-  };
 }
 
 /**

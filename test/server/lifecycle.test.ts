@@ -244,7 +244,7 @@ test('a start that fails after the database opened (Redis unreachable) leaves no
 });
 
 withPostgres(test)('a start that fails after the database opened (Redis unreachable) leaves no PostgreSQL connection open', async (t) => {
-  const database = await throwawayPostgres();
+  const database = await throwawayPostgres({ ownDatabase: true });
   t.teardown(() => database.drop());
   const name = new URL(database.url).pathname.slice(1);
   const config = await loadConfigWithModules({ DATA_DIR: await dataDir(), LOG_LEVEL: 'silent', DATABASE_URL: database.url, REDIS_URL: 'redis://127.0.0.1:1' });
