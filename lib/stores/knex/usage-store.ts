@@ -89,6 +89,8 @@ const INSERT_SQL: Record<string, string> = {
 
 const HOURLY = 'kmg_usage_hourly';
 const DAILY = 'kmg_usage_daily';
+const HOURLY_BY_MODEL = 'kmg_usage_hourly_by_model';
+const DAILY_BY_MODEL = 'kmg_usage_daily_by_model';
 
 /** How a summary sums the rows of one table: the raw records, or a roll-up of them. */
 interface SumSource {
@@ -105,6 +107,15 @@ const ROLLUP: SumSource = {
   cacheHits: 'sum(cache_hits)',
   answered: 'sum(case when status between 200 and 299 then requests else 0 end)',
   // A roll-up keeps the calls without a model as '' (a key column cannot be null).
+  group: { day: 'day', model: "nullif(model, '')", key: 'key_id' },
+};
+
+// Every account's and key's calls together, their 2xx ones counted as they are written. It has no
+// key_id: `summarize` reads it only for a summary that does not group by key.
+const BY_MODEL: SumSource = {
+  requests: 'sum(requests)',
+  cacheHits: 'sum(cache_hits)',
+  answered: 'sum(answered)',
   group: { day: 'day', model: "nullif(model, '')", key: 'key_id' },
 };
 
@@ -193,8 +204,9 @@ function toRecord(row: UsageRowDb): UsageRecord {
  * event loop, which no other request uses meanwhile: give the store a `sqliteWriter` as
  * `preparedWrites`, which runs it on a thread of its own, or the recorder a small `maxBatch`.
  * The migrations' trigger adds each insert to the roll-ups `kmg_usage_hourly` and
- * `kmg_usage_daily` in its transaction; `summarize` reads them (`usageSpans()`), on SQLite through
- * a `sqliteReader` given as `reportReads`, off the event loop.
+ * `kmg_usage_daily`, and to `kmg_usage_hourly_by_model` and `kmg_usage_daily_by_model` (every
+ * account's calls by model), in its transaction; `summarize` reads them (`usageSpans()`), on SQLite
+ * through a `sqliteReader` given as `reportReads`, off the event loop.
  * @example usageRecorder({ store: new KnexUsageStore(knex) })
  */
 export class KnexUsageStore implements UsageStore {
@@ -352,6 +364,8 @@ export class KnexUsageStore implements UsageStore {
       [oldest(TABLE, 'time < ? order by time'), wholeLowerBound(recordsBefore)],
       [oldest(HOURLY, 'hour < ? order by hour'), Date.parse(firstDay)],
       [oldest(DAILY, 'day < ? order by day'), firstDay],
+      [oldest(HOURLY_BY_MODEL, 'hour < ? order by hour'), Date.parse(firstDay)],
+      [oldest(DAILY_BY_MODEL, 'day < ? order by day'), firstDay],
     ] as const) {
       const result = (await withinTimeout(this.#timeoutMs, async () => this.#knex.raw(sql, [before, limit]))) as
         { rowCount?: number; changes?: number } | undefined;
@@ -360,18 +374,25 @@ export class KnexUsageStore implements UsageStore {
     return deleted;
   }
 
-  /** Reads the roll-ups (and, for a `since` within an hour, that hour's records): see `usageSpans()`. */
+  /**
+   * Reads the roll-ups (and, for a `since` within an hour, that hour's records): see `usageSpans()`.
+   * A summary that neither narrows to an account or key nor groups by key reads the roll-ups by
+   * model, a few rows a period; any other the full ones, by their account or key index when it
+   * narrows.
+   */
   async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
     const spans = usageSpans(filter.since === undefined ? undefined : wholeLowerBound(filter.since));
+    const byModel = filter.account === undefined && filter.keyId === undefined && by !== 'key' && thenBy !== 'key';
+    const [rollup, hourly, daily] = byModel ? [BY_MODEL, HOURLY_BY_MODEL, DAILY_BY_MODEL] : [ROLLUP, HOURLY, DAILY];
     const parts = await withinTimeout(this.#timeoutMs, async () =>
       Promise.all(
         [
           spans.raw && this.#sum(RAW, this.#narrowed(TABLE, filter).where('time', '>=', spans.raw.since).where('time', '<', spans.raw.until), by, thenBy),
           spans.hourly &&
-            this.#sum(ROLLUP, this.#narrowed(HOURLY, filter).where('hour', '>=', spans.hourly.since).where('hour', '<', spans.hourly.until), by, thenBy),
+            this.#sum(rollup, this.#narrowed(hourly, filter).where('hour', '>=', spans.hourly.since).where('hour', '<', spans.hourly.until), by, thenBy),
           this.#sum(
-            ROLLUP,
-            spans.daily.sinceDay === undefined ? this.#narrowed(DAILY, filter) : this.#narrowed(DAILY, filter).where('day', '>=', spans.daily.sinceDay),
+            rollup,
+            spans.daily.sinceDay === undefined ? this.#narrowed(daily, filter) : this.#narrowed(daily, filter).where('day', '>=', spans.daily.sinceDay),
             by,
             thenBy,
           ),
