@@ -61,7 +61,7 @@ async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
     '20261207_session_oidc_sid',
     '20261207_usage_partitions',
     '20261207_usage_request_log_indexes',
-    '20261207_usage_rollups_by_model',
+    '20261207_usage_rollups_by_model_and_key',
   ]);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
@@ -116,12 +116,9 @@ for (const [kind, gate] of [
       await migrate(db.knex);
       // The database as it was before those migrations, with records.
       await db.knex.raw(kind === 'postgres' ? 'drop function kmg_usage_roll_up() cascade' : 'drop trigger kmg_usage_roll_up');
-      await db.knex.schema
-        .dropTable('kmg_usage_hourly')
-        .dropTable('kmg_usage_daily')
-        .dropTable('kmg_usage_hourly_by_model')
-        .dropTable('kmg_usage_daily_by_model');
-      await db.knex('kmg_migrations').whereIn('name', ['20261207_usage_rollups', '20261207_usage_rollups_by_model']).delete();
+      const byModelAndKey = ['kmg_usage_hourly_by_model', 'kmg_usage_daily_by_model', 'kmg_usage_daily_by_key'];
+      for (const table of ['kmg_usage_hourly', 'kmg_usage_daily', ...byModelAndKey]) await db.knex.schema.dropTable(table);
+      await db.knex('kmg_migrations').whereIn('name', ['20261207_usage_rollups', '20261207_usage_rollups_by_model_and_key']).delete();
       const call = {
         day: '2023-11-14',
         request_id: 'req_before',
@@ -151,15 +148,18 @@ for (const [kind, gate] of [
       t.deepEqual(sorted(await usage.summarize({}, 'model')), byModel, 'the daily roll-ups');
       t.deepEqual(sorted(await usage.summarize({ since: Date.parse('2023-11-14T22:00:00Z') }, 'model')), byModel, 'the hourly roll-ups');
       t.deepEqual(sorted(await usage.summarize({ account: 'acme' }, 'model')), byModel, 'the full daily roll-ups');
-      // Before the roll-ups by model, the records past their retention, and one more call the trigger adds.
-      await db.knex.schema.dropTable('kmg_usage_hourly_by_model').dropTable('kmg_usage_daily_by_model');
-      await db.knex('kmg_migrations').where('name', '20261207_usage_rollups_by_model').delete();
+      const byKey = { group: 'key_a', requests: 3, answered: 2, inputTokens: 10, outputTokens: 5, costPicoUsd: 0n, cacheHits: 1, costSavedPicoUsd: 7_000_000n };
+      t.deepEqual(await usage.summarize({}, 'key'), [byKey], 'the daily roll-ups by key');
+      // Before the roll-ups by model and by key, the records past their retention, and one more call the trigger adds.
+      for (const table of byModelAndKey) await db.knex.schema.dropTable(table);
+      await db.knex('kmg_migrations').where('name', '20261207_usage_rollups_by_model_and_key').delete();
       await db.knex.raw(kind === 'postgres' ? 'truncate kmg_usage' : 'delete from kmg_usage');
       await migrate(db.knex);
       await usage.insert([usageRecord({ time: 1_700_000_000_003, model: 'echo-1', status: 502, inputTokens: 0, outputTokens: 0 })]);
       const withFailure = [{ ...byModel[0], requests: 3 }, byModel[1]];
       t.deepEqual(sorted(await usage.summarize({}, 'model')), withFailure, 'the daily roll-ups by model, from the full ones');
       t.deepEqual(sorted(await usage.summarize({ since: Date.parse('2023-11-14T22:00:00Z') }, 'model')), withFailure, 'the hourly roll-ups by model');
+      t.deepEqual(await usage.summarize({}, 'key'), [{ ...byKey, requests: 4 }], 'the daily roll-ups by key, from the full ones');
     },
   );
 }
@@ -230,9 +230,11 @@ for (const [kind, gate] of [
         [{}, 'day', undefined, { kmg_usage_daily_by_model: [] }],
         [{ since: day }, 'day', 'model', { kmg_usage_daily_by_model: ['day'] }],
         [{ account: 'account-1', since: midHour }, 'day', 'model', { kmg_usage: ['time'], kmg_usage_hourly: ['hour'], kmg_usage_daily: ['day'] }],
-        [{ keyId: 'key_1' }, 'day', undefined, { kmg_usage_daily: ['key_id'] }],
+        [{ account: 'account-1', since: midHour }, 'day', undefined, { kmg_usage: ['time'], kmg_usage_hourly: ['hour'], kmg_usage_daily_by_key: ['day'] }],
+        [{ keyId: 'key_1' }, 'day', undefined, { kmg_usage_daily_by_key: ['key_id'] }],
         // The accounts' summary: the month by key.
-        [{ since: day - 14 * DAY }, 'key', undefined, { kmg_usage_daily: ['day'] }],
+        [{ since: day - 14 * DAY }, 'key', undefined, { kmg_usage_daily_by_key: ['day'] }],
+        [{ since: day - 14 * DAY }, 'key', 'model', { kmg_usage_daily: ['day'] }],
       ];
       for (const [filter, by, thenBy, expected] of summaries) {
         queries.length = 0;

@@ -487,11 +487,12 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
-    // Usage per (hour, model) and per (day, model), every account's and key's together: what a report
-    // reads when it neither narrows to an account or key nor groups by key (the dashboard's
-    // overview), a few rows a day where the full roll-ups hold keys × models × endpoints × statuses.
-    // Back-filled from the full roll-ups, which outlive the records.
-    name: '20261207_usage_rollups_by_model',
+    // Usage per (hour, model) and per (day, model), every account's and key's together, and per
+    // (day, account, key): what a report reads when it needs no other column (the dashboard's
+    // overview; the accounts' summary, a key's or an account's figures by day, the budgets'
+    // rebuild), a few rows a day, or a row a key, where the full roll-ups hold keys × models ×
+    // endpoints × statuses. Back-filled from the full roll-ups, which outlive the records.
+    name: '20261207_usage_rollups_by_model_and_key',
     async up(knex) {
       const postgres = knex.client.dialect === 'postgresql';
       // No batch is written between the back-fill and the trigger's new body: none is missed or counted twice.
@@ -499,11 +500,17 @@ const MIGRATIONS: Migration[] = [
       for (const [table, from, period] of [
         ['kmg_usage_hourly_by_model', 'kmg_usage_hourly', 'hour'],
         ['kmg_usage_daily_by_model', 'kmg_usage_daily', 'day'],
+        ['kmg_usage_daily_by_key', 'kmg_usage_daily', 'day'],
       ] as const) {
         await knex.schema.createTable(table, (columns) => {
           if (period === 'hour') columns.bigInteger('hour').notNullable(); // Unix ms of the UTC hour
           columns.string('day', 10).notNullable(); // UTC date
-          columns.string('model', 255).notNullable(); // '': the calls without a model
+          if (table === 'kmg_usage_daily_by_key') {
+            columns.string('account', 255).notNullable();
+            columns.string('key_id', 64).notNullable();
+          } else {
+            columns.string('model', 255).notNullable(); // '': the calls without a model
+          }
           columns.bigInteger('requests').notNullable();
           columns.bigInteger('answered').notNullable(); // the calls with a 2xx status
           columns.bigInteger('input_tokens').notNullable();
@@ -512,16 +519,21 @@ const MIGRATIONS: Migration[] = [
           columns.bigInteger('cache_hits').notNullable();
           columns.bigInteger('cost_saved_picousd').notNullable();
           columns.primary(ROLLUPS[table].key);
+          if (table === 'kmg_usage_daily_by_key') {
+            columns.index(['account', 'day']);
+            columns.index(['key_id', 'day']);
+          }
         });
         const keyColumns = ROLLUPS[table].columns.join(', ');
         await knex.raw(
-          `insert into ${table} (${keyColumns}, ${MODEL_SUMS.join(', ')}) select ${keyColumns}, ${SUMS_BY_MODEL} from ${from} group by ${keyColumns}`,
+          `insert into ${table} (${keyColumns}, ${ANSWERED_SUMS.join(', ')}) select ${keyColumns}, ${SUMS_OF_ROLLUP} from ${from} group by ${keyColumns}`,
         );
       }
       for (const statement of rollUpTrigger(EVERY_ROLLUP, postgres, { replace: true })) await knex.raw(statement);
     },
     async down(knex) {
       for (const statement of rollUpTrigger(FULL_ROLLUPS, knex.client.dialect === 'postgresql', { replace: true })) await knex.raw(statement);
+      await knex.schema.dropTable('kmg_usage_daily_by_key');
       await knex.schema.dropTable('kmg_usage_daily_by_model');
       await knex.schema.dropTable('kmg_usage_hourly_by_model');
     },
@@ -540,10 +552,10 @@ const BY_STATUS = [
 
 const ROLLUP_SUMS = ['requests', 'input_tokens', 'output_tokens', 'cost_picousd', 'cache_hits', 'cost_saved_picousd'];
 /** A roll-up without the status counts the calls answered (2xx) itself. */
-const MODEL_SUMS = ['requests', 'answered', ...ROLLUP_SUMS.slice(1)];
+const ANSWERED_SUMS = ['requests', 'answered', ...ROLLUP_SUMS.slice(1)];
 const ROLLUP_GROUP = ['account', 'key_id', 'model', 'endpoint', 'status'];
-/** `MODEL_SUMS` summed from rows of a full roll-up. */
-const SUMS_BY_MODEL = [
+/** `ANSWERED_SUMS` summed from the rows of a full roll-up. */
+const SUMS_OF_ROLLUP = [
   'sum(requests)',
   'sum(case when status between 200 and 299 then requests else 0 end)',
   ...ROLLUP_SUMS.slice(1).map((column) => `sum(${column})`),
@@ -553,13 +565,14 @@ const SUMS_BY_MODEL = [
 const ROLLUPS = {
   kmg_usage_hourly: { key: ['hour', ...ROLLUP_GROUP], columns: ['hour', 'day', ...ROLLUP_GROUP], sums: ROLLUP_SUMS },
   kmg_usage_daily: { key: ['day', ...ROLLUP_GROUP], columns: ['day', ...ROLLUP_GROUP], sums: ROLLUP_SUMS },
-  kmg_usage_hourly_by_model: { key: ['hour', 'model'], columns: ['hour', 'day', 'model'], sums: MODEL_SUMS },
-  kmg_usage_daily_by_model: { key: ['day', 'model'], columns: ['day', 'model'], sums: MODEL_SUMS },
+  kmg_usage_hourly_by_model: { key: ['hour', 'model'], columns: ['hour', 'day', 'model'], sums: ANSWERED_SUMS },
+  kmg_usage_daily_by_model: { key: ['day', 'model'], columns: ['day', 'model'], sums: ANSWERED_SUMS },
+  kmg_usage_daily_by_key: { key: ['day', 'account', 'key_id'], columns: ['day', 'account', 'key_id'], sums: ANSWERED_SUMS },
 };
 type RollupTable = keyof typeof ROLLUPS;
 
 const FULL_ROLLUPS: RollupTable[] = ['kmg_usage_hourly', 'kmg_usage_daily'];
-const EVERY_ROLLUP: RollupTable[] = [...FULL_ROLLUPS, 'kmg_usage_hourly_by_model', 'kmg_usage_daily_by_model'];
+const EVERY_ROLLUP: RollupTable[] = [...FULL_ROLLUPS, 'kmg_usage_hourly_by_model', 'kmg_usage_daily_by_model', 'kmg_usage_daily_by_key'];
 
 /**
  * Adds the records of `from` (kmg_usage's columns) to the roll-up `table`, in the key's order (two

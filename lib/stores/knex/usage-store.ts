@@ -91,6 +91,7 @@ const HOURLY = 'kmg_usage_hourly';
 const DAILY = 'kmg_usage_daily';
 const HOURLY_BY_MODEL = 'kmg_usage_hourly_by_model';
 const DAILY_BY_MODEL = 'kmg_usage_daily_by_model';
+const DAILY_BY_KEY = 'kmg_usage_daily_by_key';
 
 /** How a summary sums the rows of one table: the raw records, or a roll-up of them. */
 interface SumSource {
@@ -110,14 +111,40 @@ const ROLLUP: SumSource = {
   group: { day: 'day', model: "nullif(model, '')", key: 'key_id' },
 };
 
-// Every account's and key's calls together, their 2xx ones counted as they are written. It has no
-// key_id: `summarize` reads it only for a summary that does not group by key.
+// The roll-ups by model alone and by key alone, their 2xx calls counted as they are written. Each
+// lacks a column: `summarize` reads one only for a summary that neither groups nor narrows by it.
 const BY_MODEL: SumSource = {
   requests: 'sum(requests)',
   cacheHits: 'sum(cache_hits)',
   answered: 'sum(answered)',
   group: { day: 'day', model: "nullif(model, '')", key: 'key_id' },
 };
+const BY_KEY: SumSource = { ...BY_MODEL, group: { day: 'day', model: 'model', key: 'key_id' } };
+
+/** A roll-up a summary may read: its table and how it is summed. */
+interface Rollup {
+  table: string;
+  source: SumSource;
+}
+
+/**
+ * The roll-ups of each period a summary may read: the coarser ones, the fewest rows first, with the
+ * columns each keeps beside its period, and the full one. The first coarser one that keeps every
+ * column a summary narrows or groups by serves its span of that period; the full one any other.
+ */
+const ROLLUPS: Record<'hourly' | 'daily', { coarser: Array<Rollup & { columns: readonly string[] }>; full: Rollup }> = {
+  hourly: { coarser: [{ table: HOURLY_BY_MODEL, columns: ['model'], source: BY_MODEL }], full: { table: HOURLY, source: ROLLUP } },
+  daily: {
+    coarser: [
+      { table: DAILY_BY_MODEL, columns: ['model'], source: BY_MODEL },
+      { table: DAILY_BY_KEY, columns: ['account', 'key_id'], source: BY_KEY },
+    ],
+    full: { table: DAILY, source: ROLLUP },
+  },
+};
+
+const servingRollup = (period: 'hourly' | 'daily', needed: readonly string[]): Rollup =>
+  ROLLUPS[period].coarser.find((rollup) => needed.every((column) => rollup.columns.includes(column))) ?? ROLLUPS[period].full;
 
 const RAW: SumSource = {
   requests: 'count(*)',
@@ -204,9 +231,10 @@ function toRecord(row: UsageRowDb): UsageRecord {
  * event loop, which no other request uses meanwhile: give the store a `sqliteWriter` as
  * `preparedWrites`, which runs it on a thread of its own, or the recorder a small `maxBatch`.
  * The migrations' trigger adds each insert to the roll-ups `kmg_usage_hourly` and
- * `kmg_usage_daily`, and to `kmg_usage_hourly_by_model` and `kmg_usage_daily_by_model` (every
- * account's calls by model), in its transaction; `summarize` reads them (`usageSpans()`), on SQLite
- * through a `sqliteReader` given as `reportReads`, off the event loop.
+ * `kmg_usage_daily`, to `kmg_usage_hourly_by_model` and `kmg_usage_daily_by_model` (every
+ * account's calls by model) and to `kmg_usage_daily_by_key`, in its transaction; `summarize`
+ * reads them (`usageSpans()`), on SQLite through a `sqliteReader` given as `reportReads`, off the
+ * event loop.
  * @example usageRecorder({ store: new KnexUsageStore(knex) })
  */
 export class KnexUsageStore implements UsageStore {
@@ -366,6 +394,7 @@ export class KnexUsageStore implements UsageStore {
       [oldest(DAILY, 'day < ? order by day'), firstDay],
       [oldest(HOURLY_BY_MODEL, 'hour < ? order by hour'), Date.parse(firstDay)],
       [oldest(DAILY_BY_MODEL, 'day < ? order by day'), firstDay],
+      [oldest(DAILY_BY_KEY, 'day < ? order by day'), firstDay],
     ] as const) {
       const result = (await withinTimeout(this.#timeoutMs, async () => this.#knex.raw(sql, [before, limit]))) as
         { rowCount?: number; changes?: number } | undefined;
@@ -376,23 +405,36 @@ export class KnexUsageStore implements UsageStore {
 
   /**
    * Reads the roll-ups (and, for a `since` within an hour, that hour's records): see `usageSpans()`.
-   * A summary that neither narrows to an account or key nor groups by key reads the roll-ups by
-   * model, a few rows a period; any other the full ones, by their account or key index when it
-   * narrows.
+   * Each span reads the roll-up with the fewest rows that holds the columns the summary needs
+   * (`ROLLUPS`): every account's figures by day or model the roll-ups by model, a few rows a
+   * period; an account's or a key's by day or key the daily roll-up by key; any other the full
+   * roll-ups, by their account or key index when it narrows.
    */
   async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
     const spans = usageSpans(filter.since === undefined ? undefined : wholeLowerBound(filter.since));
-    const byModel = filter.account === undefined && filter.keyId === undefined && by !== 'key' && thenBy !== 'key';
-    const [rollup, hourly, daily] = byModel ? [BY_MODEL, HOURLY_BY_MODEL, DAILY_BY_MODEL] : [ROLLUP, HOURLY, DAILY];
+    const groupings = [by, thenBy];
+    const needed = [
+      ...(filter.account === undefined ? [] : ['account']),
+      ...(filter.keyId !== undefined || groupings.includes('key') ? ['key_id'] : []),
+      ...(groupings.includes('model') ? ['model'] : []),
+    ];
+    const [hourly, daily] = [servingRollup('hourly', needed), servingRollup('daily', needed)];
     const parts = await withinTimeout(this.#timeoutMs, async () =>
       Promise.all(
         [
           spans.raw && this.#sum(RAW, this.#narrowed(TABLE, filter).where('time', '>=', spans.raw.since).where('time', '<', spans.raw.until), by, thenBy),
           spans.hourly &&
-            this.#sum(rollup, this.#narrowed(hourly, filter).where('hour', '>=', spans.hourly.since).where('hour', '<', spans.hourly.until), by, thenBy),
+            this.#sum(
+              hourly.source,
+              this.#narrowed(hourly.table, filter).where('hour', '>=', spans.hourly.since).where('hour', '<', spans.hourly.until),
+              by,
+              thenBy,
+            ),
           this.#sum(
-            rollup,
-            spans.daily.sinceDay === undefined ? this.#narrowed(daily, filter) : this.#narrowed(daily, filter).where('day', '>=', spans.daily.sinceDay),
+            daily.source,
+            spans.daily.sinceDay === undefined
+              ? this.#narrowed(daily.table, filter)
+              : this.#narrowed(daily.table, filter).where('day', '>=', spans.daily.sinceDay),
             by,
             thenBy,
           ),
