@@ -12,7 +12,7 @@ import {
   type UsageRow,
   type UsageStore,
 } from '../../usage/usage-store.js';
-import { DAY_MS, HOUR_MS, mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
+import { DAY_MS, HOUR_MS, mergeUsageRows, negatedUsageRows, usageSpans } from '../../usage/usage-rollups.js';
 import { SqliteWriterGoneError, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { addUsagePartitions, dropUsagePartitions } from './usage-partitions.js';
@@ -429,7 +429,7 @@ export class KnexUsageStore implements UsageStore {
               this.#narrowed(hourly.table, filter).where('hour', '>=', spans.hourly.since).where('hour', '<', spans.hourly.until),
               by,
               thenBy,
-            ),
+            ).then((rows) => (spans.hourly?.subtract ? negatedUsageRows(rows) : rows)),
           this.#sum(
             daily.source,
             spans.daily.sinceDay === undefined
