@@ -44,8 +44,8 @@ export default {
     rewritePaths: { 'test/': 'dist/test/', 'examples/': 'dist/examples/' },
     compile: false,
   },
-  // Compiled by build:tests: child processes report no coverage (test/helpers/child-coverage.ts).
-  require: ['./dist/test/helpers/child-coverage.js'],
+  // Compiled by build:tests: each worker takes its own coverage for c8 (test/helpers/coverage.ts).
+  require: ['./dist/test/helpers/coverage.js'],
   // AVA's bound on a file with no test ending: package/adopt's npm pack and install took more than
   // a minute on a loaded machine. A hang is still reported, later.
   timeout: '180s',

@@ -98,7 +98,7 @@ export function summarise(profile: CpuProfile, functions = 25): string {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const self = new Map<number, number>();
   // Each sample's time is the gap to the next one.
-  profile.samples.forEach((id, index) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[index + 1] ?? 0)));
+  for (const [index, id] of profile.samples.entries()) self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[index + 1] ?? 0));
   const places = new Map<string, number>();
   const named = new Map<string, { place: string; micros: number }>();
   let busy = 0;

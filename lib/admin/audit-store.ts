@@ -61,14 +61,32 @@ export function changedValues(before: object, after: object, fields: readonly st
 
 /** Who acted: an admin token (directly or through a dashboard session opened with it), a person signed in through the OIDC provider, the command line, or the gateway itself (`budget.alert_sent`). */
 export type AuditActor =
-  | { type: 'admin_token'; /** The admin token's id. */ id: string; /** Its name, `null` when unnamed. */ name: string | null }
+  | {
+      type: 'admin_token';
+      /** The admin token's id. */
+      id: string;
+      /** Its name, `null` when unnamed. */
+      name: string | null;
+    }
   | {
       type: 'user';
-      /** The user's id (`usr_…`). */ id: string;
-      /** Their email, else their name; `null` when the provider gave neither. */ name: string | null;
+      /** The user's id (`usr_…`). */
+      id: string;
+      /** Their email, else their name; `null` when the provider gave neither. */
+      name: string | null;
     }
-  | { type: 'cli'; id: null; /** The operating system's user, when known. */ name: string | null }
-  | { type: 'gateway'; id: null; /** The gateway itself (a budget alert): no name. */ name: null };
+  | {
+      type: 'cli';
+      id: null;
+      /** The operating system's user, when known. */
+      name: string | null;
+    }
+  | {
+      type: 'gateway';
+      id: null;
+      /** The gateway itself (a budget alert): no name. */
+      name: null;
+    };
 
 /** One recorded admin action. */
 export interface AuditEntry {

@@ -104,7 +104,8 @@ function checkKeyCache(cache: KeyCache): KeyCache {
 
 /** What came of `rotateApiKey()`: the store's result, with the new key's plaintext when there is one. */
 export type ApiKeyRotation =
-  { outcome: 'rotated'; key: string; old: ApiKeyRecord; replacement: ApiKeyRecord } | Exclude<KeyRotationResult, { outcome: 'rotated' }>;
+  | { outcome: 'rotated'; key: string; old: ApiKeyRecord; replacement: ApiKeyRecord }
+  | Exclude<KeyRotationResult, { outcome: 'rotated' }>;
 
 /**
  * Replaces the key `id` in `store` with a new one of its account, scopes, models, limits, expiry

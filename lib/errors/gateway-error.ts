@@ -36,8 +36,8 @@ export class GatewayError implements Error {
   }
 
   static {
-    Object.setPrototypeOf(this.prototype, Error.prototype);
-    Object.defineProperty(this.prototype, 'name', { value: 'GatewayError', configurable: true, writable: true });
+    Object.setPrototypeOf(GatewayError.prototype, Error.prototype);
+    Object.defineProperty(GatewayError.prototype, 'name', { value: 'GatewayError', configurable: true, writable: true });
   }
 }
 

@@ -2,16 +2,14 @@ import type { ContractAssertions } from './provider-contract.js';
 
 /** What a thrown error must be: a part of AVA's `throwsAsync` expectations. */
 export interface ThrowsExpectation {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any error class, whatever its constructor takes
-  instanceOf?: new (...args: any[]) => Error;
+  instanceOf?: new (...args: never[]) => Error;
   message?: string | RegExp;
 }
 
 /** The same, for an error that need not be a native `Error` (a `GatewayError` captures no stack). */
 export interface ThrowsAnyExpectation {
   any: true;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any class, whatever its constructor takes
-  instanceOf?: new (...args: any[]) => unknown;
+  instanceOf?: new (...args: never[]) => unknown;
   message?: string | RegExp;
 }
 

@@ -750,7 +750,7 @@ for (const [name, gated, database] of deployments) {
       });
       t.true(newest.body.has_more);
       const ids: unknown[] = [];
-      for (let cursor: string | null = newest.body.next_cursor; cursor !== null;) {
+      for (let cursor: string | null = newest.body.next_cursor; cursor !== null; ) {
         const page = await list(`?account=acme&limit=2&cursor=${cursor}`);
         ids.push(...page.body.data.map((call) => call.request_id));
         cursor = page.body.next_cursor;

@@ -199,7 +199,7 @@ for (const [storeName, storeTest, makeStore] of STORES) {
     t.is((await chat(ask('flaky'))).status, 502);
     t.is((await chat(ask('flaky'))).status, 429);
     // Its first event, which sends the answer's headers, then the drop.
-    cut.push(OPENAI_TOOL_STREAM.split('\n\n')[0] + '\n\n');
+    cut.push(`${OPENAI_TOOL_STREAM.split('\n\n')[0]}\n\n`);
     const streamed = await chat(ask('flaky', { stream: true }));
     cut.destroy(new Error('dropped'));
     await streamed.text();
@@ -215,7 +215,7 @@ for (const [storeName, storeTest, makeStore] of STORES) {
     upstream.answer(CHAT, (res) => {
       upstreamClosed = new Promise((resolve) => res.once('close', resolve));
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(OPENAI_TOOL_STREAM.split('\n\n')[0] + '\n\n');
+      res.write(`${OPENAI_TOOL_STREAM.split('\n\n')[0]}\n\n`);
     });
     upstream.answer(CHAT, reply(200, chatAnswer('Whole.')));
     const answer = await chat(ask('leave', { stream: true }));

@@ -76,7 +76,7 @@ const upstream = createServer(async (req: IncomingMessage, res) => {
     { type: 'response.completed', response: upstreamResponse('completed', text, usage) },
   ];
   res.writeHead(200, { 'content-type': 'text/event-stream' });
-  events.forEach((event, index) => res.write(`event: ${event.type}\ndata: ${JSON.stringify({ ...event, sequence_number: index })}\n\n`));
+  for (const [index, event] of events.entries()) res.write(`event: ${event.type}\ndata: ${JSON.stringify({ ...event, sequence_number: index })}\n\n`);
   res.end();
 });
 upstream.listen(0, '127.0.0.1');

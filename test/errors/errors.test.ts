@@ -178,7 +178,7 @@ test('anything unexpected is a 500 without detail, reported on app "error" with 
   t.false(text.includes('hunter2'));
   t.is(reported.length, 1);
   t.is(reported[0]?.requestId, res.headers.get('x-request-id'));
-  t.regex(String((reported[0]?.err as Error).message), /hunter2/);
+  t.regex(String((reported[0]!.err as Error).message), /hunter2/);
 });
 
 const unreachable: Array<[string, () => unknown]> = [

@@ -44,7 +44,7 @@ async function setup(t: ExecutionContext<{ problems: string[] }>, options: Files
 
 const pdfFile = (bytes: number, name = 'report.pdf', fill?: number) => toFile(pdfOf(bytes, fill), name, { type: 'application/pdf' });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any constructor of an APIError subclass
+// biome-ignore lint/suspicious/noExplicitAny: any constructor of an APIError subclass
 type ErrorClass = new (...args: any[]) => InstanceType<typeof Anthropic.APIError>;
 
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
@@ -313,7 +313,7 @@ async function openAISetup(t: ExecutionContext): Promise<{ app: FilesApp; client
   return { app, client: (key) => new OpenAI({ apiKey: key, baseURL: `${app.url}/v1`, maxRetries: 0 }) };
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any constructor of an APIError subclass
+// biome-ignore lint/suspicious/noExplicitAny: any constructor of an APIError subclass
 type OpenAIErrorClass = new (...args: any[]) => APIError;
 
 const openAIPdfFile = (bytes: number, name = 'report.pdf') => openAIFile(pdfOf(bytes), name, { type: 'application/pdf' });

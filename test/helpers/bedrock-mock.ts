@@ -24,7 +24,7 @@ export interface BedrockCall {
   /** The raw path, as sent. */
   path: string;
   headers: IncomingMessage['headers'];
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the wire's JSON, read field by field
+  // biome-ignore lint/suspicious/noExplicitAny: the wire's JSON, read field by field
   body: Record<string, any>;
 }
 

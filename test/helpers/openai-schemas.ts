@@ -66,7 +66,12 @@ const describe = (what: string, errors: ErrorObject[] | null | undefined) =>
 
 /** The schemas the gateway's answers are checked against. */
 export type OpenAISchema =
-  'CreateChatCompletionResponse' | 'CreateChatCompletionStreamResponse' | 'Response' | 'ResponseStreamEvent' | 'ErrorResponse' | 'CreateEmbeddingResponse';
+  | 'CreateChatCompletionResponse'
+  | 'CreateChatCompletionStreamResponse'
+  | 'Response'
+  | 'ResponseStreamEvent'
+  | 'ErrorResponse'
+  | 'CreateEmbeddingResponse';
 
 // The events of a stream, by their `type`: each is one branch of ResponseStreamEvent's anyOf,
 // whose own errors say more than the anyOf's list of every branch's.

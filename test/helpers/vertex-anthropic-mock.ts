@@ -20,7 +20,7 @@ export interface VertexCall {
   method: 'rawPredict' | 'streamRawPredict';
   path: string;
   headers: IncomingHttpHeaders;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the wire's JSON, read field by field
+  // biome-ignore lint/suspicious/noExplicitAny: the wire's JSON, read field by field
   body: Record<string, any>;
 }
 

@@ -284,7 +284,7 @@ for (const model of ['azure-chat', 'azure-v1']) {
         ...asked,
       }),
     );
-    t.deepEqual((next?.body.input as unknown[])[1], { id: 'rs_az1', type: 'reasoning', summary: [], encrypted_content: REASONING_SEALED });
+    t.deepEqual((next!.body.input as unknown[])[1], { id: 'rs_az1', type: 'reasoning', summary: [], encrypted_content: REASONING_SEALED });
   });
 
   test.serial(`${model}: Messages through the Anthropic SDK, translated to Chat Completions: JSON, stream and a parallel tool loop`, async (t) => {

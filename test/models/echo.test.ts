@@ -262,7 +262,7 @@ test('messages: a document inside a tool_result is resolved too', async (t) => {
 // real APIs give it; the text answer after a tool result; `tool_choice` none. Every answer is
 // checked against docs/openapi.json.
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the wire's JSON, read field by field
+// biome-ignore lint/suspicious/noExplicitAny: the wire's JSON, read field by field
 type Json = Record<string, any>;
 
 /** The JSON payloads of an event stream, `[DONE]` left out. */

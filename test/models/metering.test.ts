@@ -194,7 +194,7 @@ test('answers name the catalog id the client asked for, never the upstream model
   const chunks = chunksOf(await (await gateway.chat(key, { stream: true, stream_options: { include_usage: true } })).text());
   t.deepEqual(new Set(chunks.map((chunk) => chunk.model)), new Set(['gpt-mock']));
   const events = eventsOf(await (await gateway.messages(key, { stream: true })).text());
-  t.is((events[0]?.data.message as { model: string }).model, 'claude-mock');
+  t.is((events[0]!.data.message as { model: string }).model, 'claude-mock');
   t.deepEqual(
     gateway.upstream.calls.map((call) => call.body.model),
     ['gpt-upstream-1', 'claude-upstream-1', 'gpt-upstream-1', 'claude-upstream-1'],

@@ -21,7 +21,7 @@ import { until } from '../helpers/poll.js';
 // Bedrock's Converse API: the mapping of the neutral representation (request, answer, stream),
 // then the provider against a mock of Bedrock built from its published reference.
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the wire's JSON, read field by field
+// biome-ignore lint/suspicious/noExplicitAny: the wire's JSON, read field by field
 type Json = Record<string, any>;
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n').toString('base64');
 const readChat = (body: Record<string, unknown>) => chatCompletionsFormat.translation.client.readRequest({ model: 'm', ...body }, CONVERSE);
@@ -337,7 +337,8 @@ test('Converse request: with thinking, what Claude refuses alongside it is refus
   const refused = (body: Record<string, unknown>) =>
     (
       t.throws(() => writeConverseRequest(readMessages({ thinking: { type: 'enabled', budget_tokens: 2048 }, max_tokens: 4000, ...body })), { any: true }) as
-        Error | undefined
+        | Error
+        | undefined
     )?.message;
   const user = [{ role: 'user', content: 'Hi' }];
   t.regex(refused({ messages: user, temperature: 0.2 }) ?? '', /'temperature' cannot be sent to this model with 'thinking'/);
@@ -688,8 +689,8 @@ for (const format of FORMATS) {
     t.false(answer.text.includes('secret detail'));
     const last = events(answer.text).at(-1);
     if (format === 'messages') t.is(last?.name, 'error');
-    else if (format === 'responses') t.is((last?.data as Json).type, 'error');
-    else t.truthy((last?.data as Json).error);
+    else if (format === 'responses') t.is((last!.data as Json).type, 'error');
+    else t.truthy((last!.data as Json).error);
   });
 }
 

@@ -62,7 +62,7 @@ const textChunks = () =>
     },
   );
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the wire's JSON, read field by field
+// biome-ignore lint/suspicious/noExplicitAny: the wire's JSON, read field by field
 type Json = Record<string, any>;
 const CLIENTS = {
   chat: (body: Json = {}) =>
@@ -240,7 +240,7 @@ test.serial(
       ],
     });
     t.is(second.status, 200);
-    t.deepEqual((upstream.received[1]?.body as Json).contents.slice(1), [
+    t.deepEqual((upstream.received[1]!.body as Json).contents.slice(1), [
       {
         role: 'model',
         parts: [
@@ -273,7 +273,7 @@ test.serial('a Messages client gets thinking with its signature, and its next tu
     { type: 'thinking', thinking: 'Let me think about it.', signature: 'dGhvdWdodA==' },
     { type: 'text', text: '42.' },
   ]);
-  t.deepEqual((upstream.received[0]?.body as Json).generationConfig.thinkingConfig, { thinkingBudget: 2048, includeThoughts: true });
+  t.deepEqual((upstream.received[0]!.body as Json).generationConfig.thinkingConfig, { thinkingBudget: 2048, includeThoughts: true });
 
   upstream.answer(GENERATE, reply(200, answer([{ text: 'Yes.' }])));
   await CLIENTS.messages({
@@ -284,7 +284,7 @@ test.serial('a Messages client gets thinking with its signature, and its next tu
       { role: 'user', content: 'Sure?' },
     ],
   });
-  t.deepEqual((upstream.received[1]?.body as Json).contents[1], { role: 'model', parts: [{ text: '42.', thoughtSignature: 'dGhvdWdodA==' }] });
+  t.deepEqual((upstream.received[1]!.body as Json).contents[1], { role: 'model', parts: [{ text: '42.', thoughtSignature: 'dGhvdWdodA==' }] });
 });
 
 test.serial('a streamed function call reaches a Responses client as a function call item', async (t) => {
@@ -427,11 +427,11 @@ test.serial("a Responses client's reasoning item goes back to Gemini as its sign
   const first = (await (await CLIENTS.responses({ reasoning: { effort: 'low' } })).json()) as { output: Json[] };
   const reasoning = first.output.find((item) => item.type === 'reasoning');
   t.is(reasoning?.encrypted_content, 'cmVzcG9uc2Vz');
-  t.deepEqual((upstream.received[0]?.body as Json).generationConfig.thinkingConfig, { thinkingBudget: 2048, includeThoughts: true });
+  t.deepEqual((upstream.received[0]!.body as Json).generationConfig.thinkingConfig, { thinkingBudget: 2048, includeThoughts: true });
   upstream.answer(GENERATE, reply(200, answer([{ text: 'Again.' }])));
   const input = [{ role: 'user', content: 'Go' }, ...first.output, { role: 'user', content: 'More' }];
   t.is((await CLIENTS.responses({ reasoning: { effort: 'low' }, input })).status, 200);
-  t.deepEqual((upstream.received[1]?.body as Json).contents[1], { role: 'model', parts: [{ text: 'Done.', thoughtSignature: 'cmVzcG9uc2Vz' }] });
+  t.deepEqual((upstream.received[1]!.body as Json).contents[1], { role: 'model', parts: [{ text: 'Done.', thoughtSignature: 'cmVzcG9uc2Vz' }] });
 });
 
 test.serial('an attached file id reaches Gemini as the PDF inline, from a Messages client', async (t) => {
@@ -450,5 +450,5 @@ test.serial('an attached file id reaches Gemini as the PDF inline, from a Messag
     ],
   });
   t.is(response.status, 200);
-  t.deepEqual((upstream.received[0]?.body as Json).contents[0].parts[0], { inlineData: { mimeType: 'application/pdf', data: pdf.toString('base64') } });
+  t.deepEqual((upstream.received[0]!.body as Json).contents[0].parts[0], { inlineData: { mimeType: 'application/pdf', data: pdf.toString('base64') } });
 });

@@ -26,7 +26,7 @@ import {
 // of them built from the published reference. Messages passes through; Chat Completions and
 // Responses are translated to it.
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the wire's JSON, read field by field
+// biome-ignore lint/suspicious/noExplicitAny: the wire's JSON, read field by field
 type Json = Record<string, any>;
 const SONNET = 'claude-sonnet-4@20250514';
 

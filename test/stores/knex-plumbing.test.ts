@@ -429,7 +429,7 @@ async function planOf(knex: Knex, sql: string, bindings: readonly Knex.RawBindin
       nodes.push(node);
       for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) visit(child);
     };
-    visit((rows[0]?.['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]?.Plan ?? {});
+    visit((rows[0]!['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]?.Plan ?? {});
     return {
       ranges: nodes.filter((node) => node['Index Cond'] !== undefined).map((node) => String(node['Index Cond'])),
       sorts: nodes.some((node) => node['Node Type'] === 'Sort'),
@@ -560,6 +560,7 @@ test('sqlite in WAL mode: a prepared read runs beside a transaction in progress 
 test('a thenable that never settles (as a Knex Transaction or query builder is) fails as unavailable at the bound, its expiry listener called', async (t) => {
   let expired: (() => boolean) | undefined;
   let calls = 0;
+  // biome-ignore lint/suspicious/noThenProperty: a thenable is what this test is about
   const never: PromiseLike<string> = { then: () => never as never };
   const call = withinTimeout(20, (isExpired, whenExpired) => {
     expired = isExpired;
@@ -583,6 +584,7 @@ test('a thenable that never settles (as a Knex Transaction or query builder is) 
 });
 
 test('a thenable that settles in time gives its value; a synchronous answer needs no timer', async (t) => {
+  // biome-ignore lint/suspicious/noThenProperty: a thenable is what this test is about
   const soon: PromiseLike<number> = { then: (resolve) => Promise.resolve(42).then(resolve) };
   t.is(await withinTimeout(60_000, () => soon), 42);
   t.is(await withinTimeout(60_000, () => 'now'), 'now');

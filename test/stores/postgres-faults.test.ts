@@ -290,9 +290,9 @@ gate('PostgreSQL terminating backends: the request in flight answers 503, idle c
 
   // Hold a retrieve (a prepared read on the pool) and a list (a Knex query) on a lock, then
   // terminate the backends that wait.
-  let release = () => undefined as void;
+  let release: () => void = () => undefined;
   const released = new Promise<void>((resolve) => (release = resolve));
-  let locked = () => undefined as void;
+  let locked: () => void = () => undefined;
   const lockTaken = new Promise<void>((resolve) => (locked = resolve));
   const holding = f.direct.transaction(async (trx) => {
     await trx.raw('lock table kmg_files in access exclusive mode');

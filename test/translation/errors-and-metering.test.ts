@@ -176,7 +176,7 @@ test.serial('a translated call that failed before its first event reached the cl
   // The upstream told its input, then failed: the client got a 502 and no answer.
   upstream.answer(
     '/v1/messages',
-    replyEvents(Readable.from([MESSAGE_START + 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'])),
+    replyEvents(Readable.from([`${MESSAGE_START}event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n`])),
   );
   t.is((await chat({ stream: true })).status, 502);
   await until(

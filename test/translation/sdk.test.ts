@@ -744,11 +744,13 @@ test.serial(
     const client = openaiClient(t);
     const question: OpenAI.Chat.ChatCompletionMessageParam = { role: 'user', content: 'Weather in SF and Paris?' };
     const loop = async (message: OpenAI.Chat.ChatCompletionMessage) => {
-      const results = (message.tool_calls ?? []).map((call): OpenAI.Chat.ChatCompletionMessageParam => ({
-        role: 'tool',
-        tool_call_id: call.id,
-        content: '18°C',
-      }));
+      const results = (message.tool_calls ?? []).map(
+        (call): OpenAI.Chat.ChatCompletionMessageParam => ({
+          role: 'tool',
+          tool_call_id: call.id,
+          content: '18°C',
+        }),
+      );
       t.is(results.length, 2);
       const next = await client.chat.completions.create({ model: 'claude-mock', messages: [question, message, ...results], tools: [weatherTool] });
       t.is(next.choices[0]?.message.content, 'Sunny everywhere.');
@@ -895,18 +897,20 @@ test.serial(
     const whole = await client.chat.completions.create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question], tools: [weatherTool] });
     const message = whole.choices[0]!.message;
     t.like(message, { reasoning_content: 'Both cities.', thinking_blocks: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }] } as object);
-    const results = (message.tool_calls ?? []).map((call): OpenAI.Chat.ChatCompletionMessageParam => ({
-      role: 'tool',
-      tool_call_id: call.id,
-      content: '18°C',
-    }));
+    const results = (message.tool_calls ?? []).map(
+      (call): OpenAI.Chat.ChatCompletionMessageParam => ({
+        role: 'tool',
+        tool_call_id: call.id,
+        content: '18°C',
+      }),
+    );
     const next = await client.chat.completions
       .create({ model: 'claude-mock', reasoning_effort: 'low', messages: [question, message, ...results], tools: [weatherTool] })
       .withResponse();
     t.is(next.response.headers.get('x-kmg-omitted'), null, 'thinking stays on: its signed thinking came back');
     const sent = lastUpstream('/v1/messages');
     t.like(sent, { thinking: { type: 'enabled', budget_tokens: 2048 } });
-    t.like((sent?.messages as unknown[])[1], {
+    t.like((sent!.messages as unknown[])[1], {
       role: 'assistant',
       content: [{ type: 'thinking', thinking: 'Both cities.', signature: 'sig-both' }, { type: 'text' }, { type: 'tool_use' }],
     });
@@ -922,7 +926,7 @@ test.serial(
       reasoning_effort: 'low',
       messages: [question, thought, { role: 'user', content: 'And Bogotá?' }],
     });
-    t.like((lastUpstream('/v1/messages')?.messages as unknown[])[1], {
+    t.like((lastUpstream('/v1/messages')!.messages as unknown[])[1], {
       content: [
         { type: 'thinking', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' },
         { type: 'text', text: 'Two.' },

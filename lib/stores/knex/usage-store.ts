@@ -397,7 +397,8 @@ export class KnexUsageStore implements UsageStore {
       [oldest(DAILY_BY_KEY, 'day < ? order by day'), firstDay],
     ] as const) {
       const result = (await withinTimeout(this.#timeoutMs, async () => this.#knex.raw(sql, [before, limit]))) as
-        { rowCount?: number; changes?: number } | undefined;
+        | { rowCount?: number; changes?: number }
+        | undefined;
       deleted += Number(result?.rowCount ?? result?.changes ?? 0);
     }
     return deleted;

@@ -2,10 +2,8 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 
 /** ioredis options, except the three that `createRedisClient` decides. */
-export interface RedisClientOptions extends Omit<
-  RedisOptions,
-  'enableOfflineQueue' | 'maxRetriesPerRequest' | 'autoResendUnfulfilledCommands' | 'lazyConnect'
-> {
+export interface RedisClientOptions
+  extends Omit<RedisOptions, 'enableOfflineQueue' | 'maxRetriesPerRequest' | 'autoResendUnfulfilledCommands' | 'lazyConnect'> {
   /** How long to wait for the first `ready` before giving up, in ms. Default 5000. */
   readyTimeoutMs?: number;
 }

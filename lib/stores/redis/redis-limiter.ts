@@ -169,7 +169,9 @@ function sendWaiting(client: Redis): void {
         else if (isNoScript(err)) call.alone().then(call.resolve, call.reject);
         else call.reject(err);
       }),
-    (err: unknown) => calls.forEach((call) => call.reject(err)),
+    (err: unknown) => {
+      for (const call of calls) call.reject(err);
+    },
   );
 }
 

@@ -6,7 +6,7 @@ import { callHeaders, httpUpstream, untilAborted, type CallHeaders, type HttpUps
 import { openAIProviderOptions } from '../openai/index.js';
 import { entraIdOptions, entraIdTokens, requireIdentityPackage, type AzureTokenCredential } from './entra-id.js';
 
-export { type AzureAccessToken, type AzureTokenCredential, type EntraIdOptions } from './entra-id.js';
+export type { AzureAccessToken, AzureTokenCredential, EntraIdOptions } from './entra-id.js';
 
 const API_VERSION = 'must be an API version such as 2024-10-21 or 2025-04-01-preview';
 const ONE_CREDENTIAL = "needs exactly one credential: apiKey (a config file's apiKeyEnv), entraId or tokenCredential";

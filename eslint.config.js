@@ -1,9 +1,0 @@
-import js from '@eslint/js';
-import tseslint from 'typescript-eslint';
-
-export default tseslint.config({ ignores: ['dist/', 'node_modules/', 'data/', 'coverage/'] }, js.configs.recommended, ...tseslint.configs.recommended, {
-  rules: {
-    '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
-    '@typescript-eslint/consistent-type-imports': 'error',
-  },
-});
