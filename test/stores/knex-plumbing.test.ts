@@ -192,7 +192,7 @@ async function tablesRead(knex: Knex, sql: string, bindings: readonly Knex.RawBi
       if (typeof node['Relation Name'] === 'string') add(node['Relation Name'], String(node['Index Cond'] ?? ''));
       for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) visit(child);
     };
-    visit((rows[0]?.['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]?.Plan ?? {});
+    visit((rows[0]!['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]?.Plan ?? {});
     return reads;
   });
 }
