@@ -61,7 +61,7 @@ async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
     '20261207_session_oidc_sid',
     '20261207_usage_partitions',
     '20261207_usage_request_log_indexes',
-    '20261207_usage_rollups_by_model_and_key',
+    '20261207_usage_coarser_rollups',
   ]);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
@@ -116,9 +116,9 @@ for (const [kind, gate] of [
       await migrate(db.knex);
       // The database as it was before those migrations, with records.
       await db.knex.raw(kind === 'postgres' ? 'drop function kmg_usage_roll_up() cascade' : 'drop trigger kmg_usage_roll_up');
-      const byModelAndKey = ['kmg_usage_hourly_by_model', 'kmg_usage_daily_by_model', 'kmg_usage_daily_by_key'];
-      for (const table of ['kmg_usage_hourly', 'kmg_usage_daily', ...byModelAndKey]) await db.knex.schema.dropTable(table);
-      await db.knex('kmg_migrations').whereIn('name', ['20261207_usage_rollups', '20261207_usage_rollups_by_model_and_key']).delete();
+      const coarser = ['kmg_usage_hourly_by_model', 'kmg_usage_daily_by_model', 'kmg_usage_daily_by_account', 'kmg_usage_daily_by_key'];
+      for (const table of ['kmg_usage_hourly', 'kmg_usage_daily', ...coarser]) await db.knex.schema.dropTable(table);
+      await db.knex('kmg_migrations').whereIn('name', ['20261207_usage_rollups', '20261207_usage_coarser_rollups']).delete();
       const call = {
         day: '2023-11-14',
         request_id: 'req_before',
@@ -147,12 +147,13 @@ for (const [kind, gate] of [
       const sorted = (rows: Array<{ group: string | null }>) => rows.sort((a, b) => String(a.group).localeCompare(String(b.group)));
       t.deepEqual(sorted(await usage.summarize({}, 'model')), byModel, 'the daily roll-ups');
       t.deepEqual(sorted(await usage.summarize({ since: Date.parse('2023-11-14T22:00:00Z') }, 'model')), byModel, 'the hourly roll-ups');
-      t.deepEqual(sorted(await usage.summarize({ account: 'acme' }, 'model')), byModel, 'the full daily roll-ups');
+      t.deepEqual(sorted(await usage.summarize({ account: 'acme' }, 'model')), byModel, 'the daily roll-ups by account');
+      t.deepEqual(sorted(await usage.summarize({ keyId: 'key_a' }, 'model')), byModel, 'the full daily roll-ups');
       const byKey = { group: 'key_a', requests: 3, answered: 2, inputTokens: 10, outputTokens: 5, costPicoUsd: 0n, cacheHits: 1, costSavedPicoUsd: 7_000_000n };
       t.deepEqual(await usage.summarize({}, 'key'), [byKey], 'the daily roll-ups by key');
-      // Before the roll-ups by model and by key, the records past their retention, and one more call the trigger adds.
-      for (const table of byModelAndKey) await db.knex.schema.dropTable(table);
-      await db.knex('kmg_migrations').where('name', '20261207_usage_rollups_by_model_and_key').delete();
+      // Before the coarser roll-ups, the records past their retention, and one more call the trigger adds.
+      for (const table of coarser) await db.knex.schema.dropTable(table);
+      await db.knex('kmg_migrations').where('name', '20261207_usage_coarser_rollups').delete();
       await db.knex.raw(kind === 'postgres' ? 'truncate kmg_usage' : 'delete from kmg_usage');
       await migrate(db.knex);
       await usage.insert([usageRecord({ time: 1_700_000_000_003, model: 'echo-1', status: 502, inputTokens: 0, outputTokens: 0 })]);
@@ -160,6 +161,7 @@ for (const [kind, gate] of [
       t.deepEqual(sorted(await usage.summarize({}, 'model')), withFailure, 'the daily roll-ups by model, from the full ones');
       t.deepEqual(sorted(await usage.summarize({ since: Date.parse('2023-11-14T22:00:00Z') }, 'model')), withFailure, 'the hourly roll-ups by model');
       t.deepEqual(await usage.summarize({}, 'key'), [{ ...byKey, requests: 4 }], 'the daily roll-ups by key, from the full ones');
+      t.deepEqual(sorted(await usage.summarize({ account: 'acme' }, 'model')), withFailure, 'the daily roll-ups by account, from the full ones');
     },
   );
 }
@@ -229,8 +231,10 @@ for (const [kind, gate] of [
         [{ since: midHour }, 'model', 'day', { kmg_usage: ['time'], kmg_usage_hourly_by_model: ['hour'], kmg_usage_daily_by_model: ['day'] }],
         [{}, 'day', undefined, { kmg_usage_daily_by_model: [] }],
         [{ since: day }, 'day', 'model', { kmg_usage_daily_by_model: ['day'] }],
-        [{ account: 'account-1', since: midHour }, 'day', 'model', { kmg_usage: ['time'], kmg_usage_hourly: ['hour'], kmg_usage_daily: ['day'] }],
-        [{ account: 'account-1', since: midHour }, 'day', undefined, { kmg_usage: ['time'], kmg_usage_hourly: ['hour'], kmg_usage_daily_by_key: ['day'] }],
+        // An account's figures by day, split by model.
+        [{ account: 'account-1', since: midHour }, 'day', 'model', { kmg_usage: ['time'], kmg_usage_hourly: ['hour'], kmg_usage_daily_by_account: ['day'] }],
+        [{ account: 'account-1' }, 'day', undefined, { kmg_usage_daily_by_account: ['account'] }],
+        [{ account: 'account-1', keyId: 'key_1' }, 'model', undefined, { kmg_usage_daily: [] }],
         [{ keyId: 'key_1' }, 'day', undefined, { kmg_usage_daily_by_key: ['key_id'] }],
         // The accounts' summary: the month by key.
         [{ since: day - 14 * DAY }, 'key', undefined, { kmg_usage_daily_by_key: ['day'] }],

@@ -487,30 +487,24 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
-    // Usage per (hour, model) and per (day, model), every account's and key's together, and per
-    // (day, account, key): what a report reads when it needs no other column (the dashboard's
-    // overview; the accounts' summary, a key's or an account's figures by day, the budgets'
-    // rebuild), a few rows a day, or a row a key, where the full roll-ups hold keys × models ×
-    // endpoints × statuses. Back-filled from the full roll-ups, which outlive the records.
-    name: '20261207_usage_rollups_by_model_and_key',
+    // Usage per (hour, model) and per (day, model), every account's and key's together, per (day,
+    // account, model) and per (day, account, key): what a report reads when it needs no other column
+    // (the dashboard's overview; an account's figures by day or model, its limits; the accounts'
+    // summary, a key's figures; the budgets' rebuild), a few rows a day, where the full roll-ups
+    // hold keys × models × endpoints × statuses. Back-filled from the full roll-ups, which outlive
+    // the records.
+    name: '20261207_usage_coarser_rollups',
     async up(knex) {
       const postgres = knex.client.dialect === 'postgresql';
       // No batch is written between the back-fill and the trigger's new body: none is missed or counted twice.
       if (postgres) await knex.raw('lock table kmg_usage in share mode');
-      for (const [table, from, period] of [
-        ['kmg_usage_hourly_by_model', 'kmg_usage_hourly', 'hour'],
-        ['kmg_usage_daily_by_model', 'kmg_usage_daily', 'day'],
-        ['kmg_usage_daily_by_key', 'kmg_usage_daily', 'day'],
-      ] as const) {
+      for (const table of COARSER_ROLLUPS) {
+        const [period, ...kept] = ROLLUPS[table].key;
         await knex.schema.createTable(table, (columns) => {
           if (period === 'hour') columns.bigInteger('hour').notNullable(); // Unix ms of the UTC hour
           columns.string('day', 10).notNullable(); // UTC date
-          if (table === 'kmg_usage_daily_by_key') {
-            columns.string('account', 255).notNullable();
-            columns.string('key_id', 64).notNullable();
-          } else {
-            columns.string('model', 255).notNullable(); // '': the calls without a model
-          }
+          // A model of '': the calls without a model.
+          for (const column of kept) columns.string(column, column === 'key_id' ? 64 : 255).notNullable();
           columns.bigInteger('requests').notNullable();
           columns.bigInteger('answered').notNullable(); // the calls with a 2xx status
           columns.bigInteger('input_tokens').notNullable();
@@ -519,12 +513,11 @@ const MIGRATIONS: Migration[] = [
           columns.bigInteger('cache_hits').notNullable();
           columns.bigInteger('cost_saved_picousd').notNullable();
           columns.primary(ROLLUPS[table].key);
-          if (table === 'kmg_usage_daily_by_key') {
-            columns.index(['account', 'day']);
-            columns.index(['key_id', 'day']);
-          }
+          // An account's days, a key's days.
+          for (const column of kept.filter((column) => column !== 'model')) columns.index([column, 'day']);
         });
         const keyColumns = ROLLUPS[table].columns.join(', ');
+        const from = period === 'hour' ? 'kmg_usage_hourly' : 'kmg_usage_daily';
         await knex.raw(
           `insert into ${table} (${keyColumns}, ${ANSWERED_SUMS.join(', ')}) select ${keyColumns}, ${SUMS_OF_ROLLUP} from ${from} group by ${keyColumns}`,
         );
@@ -533,9 +526,7 @@ const MIGRATIONS: Migration[] = [
     },
     async down(knex) {
       for (const statement of rollUpTrigger(FULL_ROLLUPS, knex.client.dialect === 'postgresql', { replace: true })) await knex.raw(statement);
-      await knex.schema.dropTable('kmg_usage_daily_by_key');
-      await knex.schema.dropTable('kmg_usage_daily_by_model');
-      await knex.schema.dropTable('kmg_usage_hourly_by_model');
+      for (const table of [...COARSER_ROLLUPS].reverse()) await knex.schema.dropTable(table);
     },
   },
 ];
@@ -567,12 +558,14 @@ const ROLLUPS = {
   kmg_usage_daily: { key: ['day', ...ROLLUP_GROUP], columns: ['day', ...ROLLUP_GROUP], sums: ROLLUP_SUMS },
   kmg_usage_hourly_by_model: { key: ['hour', 'model'], columns: ['hour', 'day', 'model'], sums: ANSWERED_SUMS },
   kmg_usage_daily_by_model: { key: ['day', 'model'], columns: ['day', 'model'], sums: ANSWERED_SUMS },
+  kmg_usage_daily_by_account: { key: ['day', 'account', 'model'], columns: ['day', 'account', 'model'], sums: ANSWERED_SUMS },
   kmg_usage_daily_by_key: { key: ['day', 'account', 'key_id'], columns: ['day', 'account', 'key_id'], sums: ANSWERED_SUMS },
 };
 type RollupTable = keyof typeof ROLLUPS;
 
 const FULL_ROLLUPS: RollupTable[] = ['kmg_usage_hourly', 'kmg_usage_daily'];
-const EVERY_ROLLUP: RollupTable[] = [...FULL_ROLLUPS, 'kmg_usage_hourly_by_model', 'kmg_usage_daily_by_model', 'kmg_usage_daily_by_key'];
+const COARSER_ROLLUPS: RollupTable[] = ['kmg_usage_hourly_by_model', 'kmg_usage_daily_by_model', 'kmg_usage_daily_by_account', 'kmg_usage_daily_by_key'];
+const EVERY_ROLLUP: RollupTable[] = [...FULL_ROLLUPS, ...COARSER_ROLLUPS];
 
 /**
  * Adds the records of `from` (kmg_usage's columns) to the roll-up `table`, in the key's order (two

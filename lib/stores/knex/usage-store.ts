@@ -91,6 +91,7 @@ const HOURLY = 'kmg_usage_hourly';
 const DAILY = 'kmg_usage_daily';
 const HOURLY_BY_MODEL = 'kmg_usage_hourly_by_model';
 const DAILY_BY_MODEL = 'kmg_usage_daily_by_model';
+const DAILY_BY_ACCOUNT = 'kmg_usage_daily_by_account';
 const DAILY_BY_KEY = 'kmg_usage_daily_by_key';
 
 /** How a summary sums the rows of one table: the raw records, or a roll-up of them. */
@@ -111,8 +112,9 @@ const ROLLUP: SumSource = {
   group: { day: 'day', model: "nullif(model, '')", key: 'key_id' },
 };
 
-// The roll-ups by model alone and by key alone, their 2xx calls counted as they are written. Each
-// lacks a column: `summarize` reads one only for a summary that neither groups nor narrows by it.
+// The coarser roll-ups (by model, by account and model, by key), their 2xx calls counted as they are
+// written. Each lacks a column: `summarize` reads one only for a summary that neither groups nor
+// narrows by it.
 const BY_MODEL: SumSource = {
   requests: 'sum(requests)',
   cacheHits: 'sum(cache_hits)',
@@ -137,6 +139,7 @@ const ROLLUPS: Record<'hourly' | 'daily', { coarser: Array<Rollup & { columns: r
   daily: {
     coarser: [
       { table: DAILY_BY_MODEL, columns: ['model'], source: BY_MODEL },
+      { table: DAILY_BY_ACCOUNT, columns: ['account', 'model'], source: BY_MODEL },
       { table: DAILY_BY_KEY, columns: ['account', 'key_id'], source: BY_KEY },
     ],
     full: { table: DAILY, source: ROLLUP },
@@ -232,7 +235,7 @@ function toRecord(row: UsageRowDb): UsageRecord {
  * `preparedWrites`, which runs it on a thread of its own, or the recorder a small `maxBatch`.
  * The migrations' trigger adds each insert to the roll-ups `kmg_usage_hourly` and
  * `kmg_usage_daily`, to `kmg_usage_hourly_by_model` and `kmg_usage_daily_by_model` (every
- * account's calls by model) and to `kmg_usage_daily_by_key`, in its transaction; `summarize`
+ * account's calls by model), `kmg_usage_daily_by_account` and `kmg_usage_daily_by_key`, in its transaction; `summarize`
  * reads them (`usageSpans()`), on SQLite through a `sqliteReader` given as `reportReads`, off the
  * event loop.
  * @example usageRecorder({ store: new KnexUsageStore(knex) })
@@ -394,6 +397,7 @@ export class KnexUsageStore implements UsageStore {
       [oldest(DAILY, 'day < ? order by day'), firstDay],
       [oldest(HOURLY_BY_MODEL, 'hour < ? order by hour'), Date.parse(firstDay)],
       [oldest(DAILY_BY_MODEL, 'day < ? order by day'), firstDay],
+      [oldest(DAILY_BY_ACCOUNT, 'day < ? order by day'), firstDay],
       [oldest(DAILY_BY_KEY, 'day < ? order by day'), firstDay],
     ] as const) {
       const result = (await withinTimeout(this.#timeoutMs, async () => this.#knex.raw(sql, [before, limit]))) as
@@ -408,8 +412,9 @@ export class KnexUsageStore implements UsageStore {
    * Reads the roll-ups (and, for a `since` within an hour, that hour's records): see `usageSpans()`.
    * Each span reads the roll-up with the fewest rows that holds the columns the summary needs
    * (`ROLLUPS`): every account's figures by day or model the roll-ups by model, a few rows a
-   * period; an account's or a key's by day or key the daily roll-up by key; any other the full
-   * roll-ups, by their account or key index when it narrows.
+   * period; an account's by day or model the daily roll-up by account and model; a key's, or any
+   * by key alone, the daily roll-up by key; any other the full roll-ups, by their account or key
+   * index when it narrows.
    */
   async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
     const spans = usageSpans(filter.since === undefined ? undefined : wholeLowerBound(filter.since));
