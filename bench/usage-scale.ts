@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
 import { pino } from 'pino';
@@ -117,6 +117,12 @@ function* records(keyIds: string[][], now: number): Generator<UsageRecord[]> {
 
 const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 
+// The machine's load beside the figures: a shared host's load stretches every one of them.
+const load = () =>
+  `load average ${loadavg()
+    .map((average) => num(average, 1))
+    .join(', ')}`;
+
 async function runDeployment(name: string, env: Record<string, string>): Promise<Row[]> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kmg-usage-scale-'));
   const config = loadConfig({ ...env, DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
@@ -195,8 +201,9 @@ async function runDeployment(name: string, env: Record<string, string>): Promise
         await deployment.usageStore.insert(batch);
         written += batch.length;
       }
-      console.error(`${name}: ${num(written)} records written in ${num((performance.now() - filling) / 1000, 1)} s`);
+      console.error(`${name}: ${num(written)} records written in ${num((performance.now() - filling) / 1000, 1)} s, ${load()}`);
       const measured = await measure(written);
+      console.error(`${name}: measured, ${load()}`);
       // Printed as soon as measured: a run stopped before its end keeps what it measured.
       console.error(tableOf(measured));
       rows.push(...measured);

@@ -9,13 +9,16 @@ export const usageHour = (time: number): number => time - (((time % HOUR_MS) + H
 
 /**
  * Where a summary since `since` (Unix ms, whole) reads its figures, so that it reads as few rows
- * as it can and still counts each record once: the raw records up to the first whole hour, the
- * hourly roll-ups up to the first whole UTC day, the daily roll-ups after. Without `since`, the
- * daily roll-ups alone. Each span is `[since, until)`; a span left out reads nothing.
+ * as it can and still counts each record once: the raw records up to the first whole hour, then
+ * the rest of that UTC day from the hourly roll-ups, and the daily roll-ups after. When the day's
+ * hours before are fewer than those after, that day is read whole from the daily roll-ups and its
+ * hours before the first whole hour subtracted: at most 12 hours of hourly rows either way. Without
+ * `since`, the daily roll-ups alone. Each span is `[since, until)`; a span left out reads nothing.
  */
 export interface UsageSpans {
   raw?: { since: number; until: number };
-  hourly?: { since: number; until: number };
+  /** `subtract`: the hours to take away from the first day, read whole, rather than to add. */
+  hourly?: { since: number; until: number; subtract?: true };
   /** The first UTC day (`2030-01-31`) the daily roll-ups are read from; left out: every day. */
   daily: { sinceDay?: string };
 }
@@ -24,14 +27,28 @@ export function usageSpans(since: number | undefined): UsageSpans {
   if (since === undefined) return { daily: {} };
   const hour = Math.ceil(since / HOUR_MS) * HOUR_MS;
   const day = Math.ceil(since / DAY_MS) * DAY_MS;
-  return {
-    ...(since < hour && { raw: { since, until: hour } }),
-    ...(hour < day && { hourly: { since: hour, until: day } }),
-    daily: { sinceDay: utcDate(day) },
-  };
+  const raw = since < hour ? { raw: { since, until: hour } } : {};
+  if (hour === day) return { ...raw, daily: { sinceDay: utcDate(day) } };
+  const dayBefore = day - DAY_MS;
+  if (hour - dayBefore < day - hour) return { ...raw, hourly: { since: dayBefore, until: hour, subtract: true }, daily: { sinceDay: utcDate(dayBefore) } };
+  return { ...raw, hourly: { since: hour, until: day }, daily: { sinceDay: utcDate(day) } };
 }
 
-/** The rows summed from each span as one row per (group, subgroup). */
+/** `rows` with every figure negated: what a span read to be subtracted adds. */
+export function negatedUsageRows(rows: readonly UsageRow[]): UsageRow[] {
+  return rows.map((row) => ({
+    ...row,
+    requests: -row.requests,
+    answered: -row.answered,
+    inputTokens: -row.inputTokens,
+    outputTokens: -row.outputTokens,
+    costPicoUsd: -row.costPicoUsd,
+    cacheHits: -row.cacheHits,
+    costSavedPicoUsd: -row.costSavedPicoUsd,
+  }));
+}
+
+/** The rows summed from each span as one row per (group, subgroup); a group a subtracted span emptied is left out. */
 export function mergeUsageRows(parts: readonly UsageRow[][]): UsageRow[] {
   const merged = new Map<string, UsageRow>();
   for (const row of parts.flat()) {
@@ -49,5 +66,5 @@ export function mergeUsageRows(parts: readonly UsageRow[][]): UsageRow[] {
     into.cacheHits += row.cacheHits;
     into.costSavedPicoUsd += row.costSavedPicoUsd;
   }
-  return [...merged.values()];
+  return [...merged.values()].filter((row) => row.requests !== 0);
 }

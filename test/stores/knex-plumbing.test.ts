@@ -9,7 +9,7 @@ import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { unpartitionUsage } from '../../lib/stores/knex/usage-partitions.js';
 import { usageRecord } from '../../lib/testing/usage-store-contract.js';
-import type { UsageRecord } from '../../lib/usage/usage-store.js';
+import type { UsageFilter, UsageGrouping, UsageRecord } from '../../lib/usage/usage-store.js';
 import { firstRowReader, type PreparedReads } from '../../lib/stores/knex/prepared-reads.js';
 import { withinTimeout } from '../../lib/stores/knex/store-options.js';
 import { until } from '../helpers/poll.js';
@@ -61,6 +61,7 @@ async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
     '20261207_session_oidc_sid',
     '20261207_usage_partitions',
     '20261207_usage_request_log_indexes',
+    '20261207_usage_coarser_rollups',
   ]);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
@@ -108,42 +109,155 @@ for (const [kind, gate] of [
     });
   });
 
-  gate(`${kind}: the usage roll-ups' migration back-fills them from the records already there, cache hits and savings included`, async (t) => {
-    const db = await openDatabase(kind);
-    await migrate(db.knex);
-    // The database as it was before that migration, with records.
-    await db.knex.raw(kind === 'postgres' ? 'drop function kmg_usage_roll_up() cascade' : 'drop trigger kmg_usage_roll_up');
-    await db.knex.schema.dropTable('kmg_usage_hourly').dropTable('kmg_usage_daily');
-    await db.knex('kmg_migrations').where('name', '20261207_usage_rollups').delete();
-    const call = {
-      day: '2023-11-14',
-      request_id: 'req_before',
-      key_id: 'key_a',
-      account: 'acme',
-      endpoint: '/v1/chat/completions',
-      provider: 'local',
-      stream: false,
-      attachments: 0,
-      latency_ms: 1,
-      cache: null,
-      cost_saved_picousd: 0,
+  gate(
+    `${kind}: the usage roll-ups' migrations back-fill them from the records already there, cache hits and savings included, and those by model from the full ones`,
+    async (t) => {
+      const db = await openDatabase(kind);
+      await migrate(db.knex);
+      // The database as it was before those migrations, with records.
+      await db.knex.raw(kind === 'postgres' ? 'drop function kmg_usage_roll_up() cascade' : 'drop trigger kmg_usage_roll_up');
+      const coarser = ['kmg_usage_hourly_by_model', 'kmg_usage_daily_by_model', 'kmg_usage_daily_by_account', 'kmg_usage_daily_by_key'];
+      for (const table of ['kmg_usage_hourly', 'kmg_usage_daily', ...coarser]) await db.knex.schema.dropTable(table);
+      await db.knex('kmg_migrations').whereIn('name', ['20261207_usage_rollups', '20261207_usage_coarser_rollups']).delete();
+      const call = {
+        day: '2023-11-14',
+        request_id: 'req_before',
+        key_id: 'key_a',
+        account: 'acme',
+        endpoint: '/v1/chat/completions',
+        provider: 'local',
+        stream: false,
+        attachments: 0,
+        latency_ms: 1,
+        cache: null,
+        cost_saved_picousd: 0,
+      };
+      await db.knex('kmg_usage').insert([
+        { ...call, time: 1_700_000_000_000, model: 'echo-1', status: 200, input_tokens: 10, output_tokens: 5 },
+        { ...call, time: 1_700_000_000_001, model: null, status: 429, input_tokens: 0, output_tokens: 0 },
+        { ...call, time: 1_700_000_000_002, model: 'echo-1', status: 200, input_tokens: 0, output_tokens: 0, cache: 'hit', cost_saved_picousd: 7_000_000 },
+      ]);
+      await migrate(db.knex);
+      // The roll-ups the reports read are back-filled from the records already there.
+      const byModel = [
+        { group: 'echo-1', requests: 2, answered: 2, inputTokens: 10, outputTokens: 5, costPicoUsd: 0n, cacheHits: 1, costSavedPicoUsd: 7_000_000n },
+        { group: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
+      ];
+      const usage = new KnexUsageStore(db.knex);
+      const sorted = (rows: Array<{ group: string | null }>) => rows.sort((a, b) => String(a.group).localeCompare(String(b.group)));
+      t.deepEqual(sorted(await usage.summarize({}, 'model')), byModel, 'the daily roll-ups');
+      t.deepEqual(sorted(await usage.summarize({ since: Date.parse('2023-11-14T22:00:00Z') }, 'model')), byModel, 'the hourly roll-ups');
+      t.deepEqual(sorted(await usage.summarize({ account: 'acme' }, 'model')), byModel, 'the daily roll-ups by account');
+      t.deepEqual(sorted(await usage.summarize({ keyId: 'key_a' }, 'model')), byModel, 'the full daily roll-ups');
+      const byKey = { group: 'key_a', requests: 3, answered: 2, inputTokens: 10, outputTokens: 5, costPicoUsd: 0n, cacheHits: 1, costSavedPicoUsd: 7_000_000n };
+      t.deepEqual(await usage.summarize({}, 'key'), [byKey], 'the daily roll-ups by key');
+      // Before the coarser roll-ups, the records past their retention, and one more call the trigger adds.
+      for (const table of coarser) await db.knex.schema.dropTable(table);
+      await db.knex('kmg_migrations').where('name', '20261207_usage_coarser_rollups').delete();
+      await db.knex.raw(kind === 'postgres' ? 'truncate kmg_usage' : 'delete from kmg_usage');
+      await migrate(db.knex);
+      await usage.insert([usageRecord({ time: 1_700_000_000_003, model: 'echo-1', status: 502, inputTokens: 0, outputTokens: 0 })]);
+      const withFailure = [{ ...byModel[0], requests: 3 }, byModel[1]];
+      t.deepEqual(sorted(await usage.summarize({}, 'model')), withFailure, 'the daily roll-ups by model, from the full ones');
+      t.deepEqual(sorted(await usage.summarize({ since: Date.parse('2023-11-14T22:00:00Z') }, 'model')), withFailure, 'the hourly roll-ups by model');
+      t.deepEqual(await usage.summarize({}, 'key'), [{ ...byKey, requests: 4 }], 'the daily roll-ups by key, from the full ones');
+      t.deepEqual(sorted(await usage.summarize({ account: 'acme' }, 'model')), withFailure, 'the daily roll-ups by account, from the full ones');
+    },
+  );
+}
+
+// The usage reports' roll-ups.
+
+/**
+ * Each table `sql`'s plan reads (a partition of the records named as kmg_usage), with the
+ * conditions of the index range it reads it by ('' for a whole table): SQLite's SCAN and SEARCH
+ * details, PostgreSQL's scan nodes (whole-table and bitmap scans ruled out, as in `planOf`).
+ */
+async function tablesRead(knex: Knex, sql: string, bindings: readonly Knex.RawBinding[]): Promise<Map<string, string>> {
+  const query = sql.replaceAll(/\$\d+/g, '?');
+  const reads = new Map<string, string>();
+  const add = (table: string, range: string) => {
+    const name = /^kmg_usage_(p\d{8}|default)$/.test(table) ? 'kmg_usage' : table;
+    reads.set(name, `${reads.get(name) ?? ''} ${range}`.trim());
+  };
+  if (knex.client.dialect !== 'postgresql') {
+    for (const { detail } of (await knex.raw(`explain query plan ${query}`, bindings)) as Array<{ detail: string }>) {
+      const scan = /^(SCAN|SEARCH) (\w+)(.*)$/.exec(detail);
+      if (scan) add(scan[2] ?? '', scan[1] === 'SEARCH' ? (scan[3] ?? '') : '');
+    }
+    return reads;
+  }
+  return knex.transaction(async (trx) => {
+    await trx.raw('set local enable_seqscan = off; set local enable_bitmapscan = off');
+    const { rows } = (await trx.raw(`explain (format json) ${query}`, bindings)) as { rows: Array<{ 'QUERY PLAN': unknown }> };
+    const visit = (node: Record<string, unknown>) => {
+      if (typeof node['Relation Name'] === 'string') add(node['Relation Name'], String(node['Index Cond'] ?? ''));
+      for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) visit(child);
     };
-    await db.knex('kmg_usage').insert([
-      { ...call, time: 1_700_000_000_000, model: 'echo-1', status: 200, input_tokens: 10, output_tokens: 5 },
-      { ...call, time: 1_700_000_000_001, model: null, status: 429, input_tokens: 0, output_tokens: 0 },
-      { ...call, time: 1_700_000_000_002, model: 'echo-1', status: 200, input_tokens: 0, output_tokens: 0, cache: 'hit', cost_saved_picousd: 7_000_000 },
-    ]);
-    await migrate(db.knex);
-    // The roll-ups the reports read are back-filled from the records already there.
-    const byModel = [
-      { group: 'echo-1', requests: 2, answered: 2, inputTokens: 10, outputTokens: 5, costPicoUsd: 0n, cacheHits: 1, costSavedPicoUsd: 7_000_000n },
-      { group: null, requests: 1, answered: 0, inputTokens: 0, outputTokens: 0, costPicoUsd: 0n, cacheHits: 0, costSavedPicoUsd: 0n },
-    ];
-    const usage = new KnexUsageStore(db.knex);
-    const sorted = (rows: Array<{ group: string | null }>) => rows.sort((a, b) => String(a.group).localeCompare(String(b.group)));
-    t.deepEqual(sorted(await usage.summarize({}, 'model')), byModel, 'the daily roll-ups');
-    t.deepEqual(sorted(await usage.summarize({ since: Date.parse('2023-11-14T22:00:00Z') }, 'model')), byModel, 'the hourly roll-ups');
+    visit((rows[0]!['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]?.Plan ?? {});
+    return reads;
   });
+}
+
+for (const [kind, gate] of [
+  ['sqlite', test],
+  ['postgres', withPostgres(test)],
+] as const) {
+  gate(
+    `${kind}: a report reads the roll-ups by model unless it narrows to an account or key or groups by key, each by the index range its filter bounds`,
+    async (t) => {
+      const db = await openDatabase(kind);
+      await migrate(db.knex);
+      const usage = new KnexUsageStore(db.knex);
+      const day = Date.parse('2030-01-15T00:00:00.000Z');
+      await usage.insert(
+        Array.from({ length: 200 }, (_, i) =>
+          usageRecord({
+            time: day - 40 * DAY + i * 5 * 3_600_000,
+            account: `account-${i % 4}`,
+            keyId: `key_${i % 8}`,
+            model: i % 3 === 0 ? null : `model-${i % 5}`,
+          }),
+        ),
+      );
+      await db.knex.raw('analyze');
+      const queries: Array<{ sql: string; bindings: readonly Knex.RawBinding[] }> = [];
+      db.knex.on('query', ({ sql, bindings }: { sql: string; bindings?: readonly Knex.RawBinding[] }) => queries.push({ sql, bindings: bindings ?? [] }));
+      const midHour = day + 12.5 * 3_600_000;
+      // The tables each summary reads (one statement each), and the columns of the range it reads each by (an
+      // account's index or the period's, whichever the planner picks, both bound the period).
+      const summaries: Array<[UsageFilter, UsageGrouping, UsageGrouping | undefined, Record<string, string[]>]> = [
+        // The dashboard's overview: the last 30 days by model, each split by day.
+        [{ since: midHour }, 'model', 'day', { kmg_usage: ['time'], kmg_usage_hourly_by_model: ['hour'], kmg_usage_daily_by_model: ['day'] }],
+        [{}, 'day', undefined, { kmg_usage_daily_by_model: [] }],
+        [{ since: day }, 'day', 'model', { kmg_usage_daily_by_model: ['day'] }],
+        // An account's figures by day, split by model.
+        [{ account: 'account-1', since: midHour }, 'day', 'model', { kmg_usage: ['time'], kmg_usage_hourly: ['hour'], kmg_usage_daily_by_account: ['day'] }],
+        [{ account: 'account-1' }, 'day', undefined, { kmg_usage_daily_by_account: ['account'] }],
+        [{ account: 'account-1', keyId: 'key_1' }, 'model', undefined, { kmg_usage_daily: [] }],
+        [{ keyId: 'key_1' }, 'day', undefined, { kmg_usage_daily_by_key: ['key_id'] }],
+        // The accounts' summary: the month by key.
+        [{ since: day - 14 * DAY }, 'key', undefined, { kmg_usage_daily_by_key: ['day'] }],
+        [{ since: day - 14 * DAY }, 'key', 'model', { kmg_usage_daily: ['day'] }],
+      ];
+      for (const [filter, by, thenBy, expected] of summaries) {
+        queries.length = 0;
+        await usage.summarize(filter, by, thenBy);
+        const reads = new Map<string, string>();
+        // A copy: reading the plans makes queries too.
+        for (const { sql, bindings } of [...queries]) for (const [table, range] of await tablesRead(db.knex, sql, bindings)) reads.set(table, range);
+        const name = JSON.stringify({ filter, by, thenBy });
+        t.deepEqual([...reads.keys()].sort(), Object.keys(expected).sort(), `${name}: the tables read`);
+        for (const [table, columns] of Object.entries(expected)) {
+          const range = reads.get(table) ?? '';
+          t.true(
+            columns.every((column) => new RegExp(`\\b${column}\\b`).test(range)),
+            `${name}: ${table} read by ${columns.join(', ') || 'all its rows'}: ${range}`,
+          );
+        }
+      }
+    },
+  );
 }
 
 // PostgreSQL's records partitioned by day (usage-partitions.ts).

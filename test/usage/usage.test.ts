@@ -4,6 +4,7 @@ import { MemoryUsageStore } from '../../lib/stores/memory/usage-store.js';
 import { usageRecord } from '../../lib/testing/usage-store-contract.js';
 import { usageRecorder, type RecorderTimers, type UsageRecorderOptions } from '../../lib/usage/usage-recorder.js';
 import { usageReport } from '../../lib/usage/usage-report.js';
+import { usageSpans } from '../../lib/usage/usage-rollups.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
 
 // Usage: the recorder that batches the records into their store, and the report made of them.
@@ -392,4 +393,28 @@ test('a query that is not one is a TypeError', async (t) => {
   await t.throwsAsync(usageReport(usage, { since: Number.NaN }), { instanceOf: TypeError });
   await t.throwsAsync(usageReport(usage, { by: 'day', series: 'day' }), { instanceOf: TypeError });
   await t.throwsAsync(usageReport(usage, { series: 'hour' as 'day' }), { instanceOf: TypeError });
+});
+
+// usageSpans.
+
+test('a summary since a time reads at most 12 hours of hourly roll-ups: a partial day is its whole day less its first hours when they are fewer', (t) => {
+  const day = Date.parse('2030-03-02T00:00:00.000Z');
+  const HOUR = 3_600_000;
+  // 01:30: the records of 01:30–02:00, the whole day less its hours before 02:00.
+  t.deepEqual(usageSpans(day + 1.5 * HOUR), {
+    raw: { since: day + 1.5 * HOUR, until: day + 2 * HOUR },
+    hourly: { since: day, until: day + 2 * HOUR, subtract: true },
+    daily: { sinceDay: '2030-03-02' },
+  });
+  // 12:00: 12 hours either way, added.
+  t.deepEqual(usageSpans(day + 12 * HOUR), { hourly: { since: day + 12 * HOUR, until: day + 24 * HOUR }, daily: { sinceDay: '2030-03-03' } });
+  // 22:30: the records to 23:00, the hour after, then the days after.
+  t.deepEqual(usageSpans(day + 22.5 * HOUR), {
+    raw: { since: day + 22.5 * HOUR, until: day + 23 * HOUR },
+    hourly: { since: day + 23 * HOUR, until: day + 24 * HOUR },
+    daily: { sinceDay: '2030-03-03' },
+  });
+  t.deepEqual(usageSpans(day + 23.5 * HOUR), { raw: { since: day + 23.5 * HOUR, until: day + 24 * HOUR }, daily: { sinceDay: '2030-03-03' } });
+  t.deepEqual(usageSpans(day), { daily: { sinceDay: '2030-03-02' } });
+  t.deepEqual(usageSpans(undefined), { daily: {} });
 });

@@ -379,13 +379,13 @@ const MIGRATIONS: Migration[] = [
           columns.bigInteger('cost_picousd').notNullable();
           columns.bigInteger('cache_hits').notNullable(); // the calls answered from the response cache
           columns.bigInteger('cost_saved_picousd').notNullable();
-          columns.primary(ROLLUP_KEY[table]);
+          columns.primary(ROLLUPS[table].key);
           columns.index(['account', period]);
           columns.index(['key_id', period]);
         });
       }
       const postgres = knex.client.dialect === 'postgresql';
-      for (const statement of postgres ? POSTGRES_ROLLUP_TRIGGER : SQLITE_ROLLUP_TRIGGER) await knex.raw(statement);
+      for (const statement of rollUpTrigger(FULL_ROLLUPS, postgres)) await knex.raw(statement);
       await knex.raw(rollUp('kmg_usage_hourly', 'kmg_usage', postgres));
       await knex.raw(rollUp('kmg_usage_daily', 'kmg_usage', postgres));
     },
@@ -458,12 +458,12 @@ const MIGRATIONS: Migration[] = [
     async up(knex) {
       if (knex.client.dialect !== 'postgresql') return;
       await partitionUsage(knex, Date.now());
-      await knex.raw(POSTGRES_ROLLUP_TRIGGER[1] as string);
+      await knex.raw(POSTGRES_TRIGGER);
     },
     async down(knex) {
       if (knex.client.dialect !== 'postgresql') return;
       await unpartitionUsage(knex);
-      await knex.raw(POSTGRES_ROLLUP_TRIGGER[1] as string);
+      await knex.raw(POSTGRES_TRIGGER);
     },
   },
   {
@@ -486,6 +486,49 @@ const MIGRATIONS: Migration[] = [
       for (const [name, columns] of ORDERED_BY_TIME) await knex.raw(`drop index ${name}; create index ${name} on kmg_usage (${columns})`);
     },
   },
+  {
+    // Usage per (hour, model) and per (day, model), every account's and key's together, per (day,
+    // account, model) and per (day, account, key): what a report reads when it needs no other column
+    // (the dashboard's overview; an account's figures by day or model, its limits; the accounts'
+    // summary, a key's figures; the budgets' rebuild), a few rows a day, where the full roll-ups
+    // hold keys × models × endpoints × statuses. Back-filled from the full roll-ups, which outlive
+    // the records.
+    name: '20261207_usage_coarser_rollups',
+    async up(knex) {
+      const postgres = knex.client.dialect === 'postgresql';
+      // No batch is written between the back-fill and the trigger's new body: none is missed or counted twice.
+      if (postgres) await knex.raw('lock table kmg_usage in share mode');
+      for (const table of COARSER_ROLLUPS) {
+        const [period, ...kept] = ROLLUPS[table].key;
+        await knex.schema.createTable(table, (columns) => {
+          if (period === 'hour') columns.bigInteger('hour').notNullable(); // Unix ms of the UTC hour
+          columns.string('day', 10).notNullable(); // UTC date
+          // A model of '': the calls without a model.
+          for (const column of kept) columns.string(column, column === 'key_id' ? 64 : 255).notNullable();
+          columns.bigInteger('requests').notNullable();
+          columns.bigInteger('answered').notNullable(); // the calls with a 2xx status
+          columns.bigInteger('input_tokens').notNullable();
+          columns.bigInteger('output_tokens').notNullable();
+          columns.bigInteger('cost_picousd').notNullable();
+          columns.bigInteger('cache_hits').notNullable();
+          columns.bigInteger('cost_saved_picousd').notNullable();
+          columns.primary(ROLLUPS[table].key);
+          // An account's days, a key's days.
+          for (const column of kept.filter((column) => column !== 'model')) columns.index([column, 'day']);
+        });
+        const keyColumns = ROLLUPS[table].columns.join(', ');
+        const from = period === 'hour' ? 'kmg_usage_hourly' : 'kmg_usage_daily';
+        await knex.raw(
+          `insert into ${table} (${keyColumns}, ${ANSWERED_SUMS.join(', ')}) select ${keyColumns}, ${SUMS_OF_ROLLUP} from ${from} group by ${keyColumns}`,
+        );
+      }
+      for (const statement of rollUpTrigger(EVERY_ROLLUP, postgres, { replace: true })) await knex.raw(statement);
+    },
+    async down(knex) {
+      for (const statement of rollUpTrigger(FULL_ROLLUPS, knex.client.dialect === 'postgresql', { replace: true })) await knex.raw(statement);
+      for (const table of [...COARSER_ROLLUPS].reverse()) await knex.schema.dropTable(table);
+    },
+  },
 ];
 
 /** The request log's indexes on kmg_usage, by name and leading columns: those made before its migration, and those it adds. */
@@ -498,16 +541,31 @@ const BY_STATUS = [
   ['kmg_usage_status_time_index', 'status, time'],
 ] as const;
 
-type RollupTable = 'kmg_usage_hourly' | 'kmg_usage_daily';
-
 const ROLLUP_SUMS = ['requests', 'input_tokens', 'output_tokens', 'cost_picousd', 'cache_hits', 'cost_saved_picousd'];
+/** A roll-up without the status counts the calls answered (2xx) itself. */
+const ANSWERED_SUMS = ['requests', 'answered', ...ROLLUP_SUMS.slice(1)];
 const ROLLUP_GROUP = ['account', 'key_id', 'model', 'endpoint', 'status'];
-/** A roll-up row's key (its primary key), and the columns it is written with. */
-const ROLLUP_KEY: Record<RollupTable, string[]> = { kmg_usage_hourly: ['hour', ...ROLLUP_GROUP], kmg_usage_daily: ['day', ...ROLLUP_GROUP] };
-const ROLLUP_COLUMNS: Record<RollupTable, string[]> = {
-  kmg_usage_hourly: ['hour', 'day', ...ROLLUP_GROUP, ...ROLLUP_SUMS],
-  kmg_usage_daily: ['day', ...ROLLUP_GROUP, ...ROLLUP_SUMS],
+/** `ANSWERED_SUMS` summed from the rows of a full roll-up. */
+const SUMS_OF_ROLLUP = [
+  'sum(requests)',
+  'sum(case when status between 200 and 299 then requests else 0 end)',
+  ...ROLLUP_SUMS.slice(1).map((column) => `sum(${column})`),
+].join(', ');
+
+/** Each roll-up's key (its primary key), the columns it is grouped by (the key, and an hour's day) and the figures it sums. */
+const ROLLUPS = {
+  kmg_usage_hourly: { key: ['hour', ...ROLLUP_GROUP], columns: ['hour', 'day', ...ROLLUP_GROUP], sums: ROLLUP_SUMS },
+  kmg_usage_daily: { key: ['day', ...ROLLUP_GROUP], columns: ['day', ...ROLLUP_GROUP], sums: ROLLUP_SUMS },
+  kmg_usage_hourly_by_model: { key: ['hour', 'model'], columns: ['hour', 'day', 'model'], sums: ANSWERED_SUMS },
+  kmg_usage_daily_by_model: { key: ['day', 'model'], columns: ['day', 'model'], sums: ANSWERED_SUMS },
+  kmg_usage_daily_by_account: { key: ['day', 'account', 'model'], columns: ['day', 'account', 'model'], sums: ANSWERED_SUMS },
+  kmg_usage_daily_by_key: { key: ['day', 'account', 'key_id'], columns: ['day', 'account', 'key_id'], sums: ANSWERED_SUMS },
 };
+type RollupTable = keyof typeof ROLLUPS;
+
+const FULL_ROLLUPS: RollupTable[] = ['kmg_usage_hourly', 'kmg_usage_daily'];
+const COARSER_ROLLUPS: RollupTable[] = ['kmg_usage_hourly_by_model', 'kmg_usage_daily_by_model', 'kmg_usage_daily_by_account', 'kmg_usage_daily_by_key'];
+const EVERY_ROLLUP: RollupTable[] = [...FULL_ROLLUPS, ...COARSER_ROLLUPS];
 
 /**
  * Adds the records of `from` (kmg_usage's columns) to the roll-up `table`, in the key's order (two
@@ -518,52 +576,55 @@ function rollUp(table: RollupTable, from: string, postgres: boolean): string {
     hour: 'time - time % 3600000',
     model: "coalesce(model, '')",
     requests: 'count(*)',
+    answered: 'sum(case when status between 200 and 299 then 1 else 0 end)',
     input_tokens: 'sum(input_tokens)',
     output_tokens: 'sum(output_tokens)',
     cost_picousd: 'sum(cost_picousd)',
     cache_hits: "sum(case when cache = 'hit' then 1 else 0 end)",
     cost_saved_picousd: 'sum(cost_saved_picousd)',
   };
-  const columns = ROLLUP_COLUMNS[table];
-  const select = columns.map((column) => values[column] ?? column).join(', ');
-  const groups = columns
-    .slice(0, -ROLLUP_SUMS.length)
-    .map((_, index) => index + 1)
-    .join(', ');
-  const add = ROLLUP_SUMS.map((column) => `${column} = ${table}.${column} + excluded.${column}`).join(', ');
+  const { key, columns, sums } = ROLLUPS[table];
+  const select = [...columns, ...sums].map((column) => values[column] ?? column).join(', ');
+  const groups = columns.map((_, index) => index + 1).join(', ');
+  const add = sums.map((column) => `${column} = ${table}.${column} + excluded.${column}`).join(', ');
   // SQLite reads "select … on conflict" as a join without "where true".
-  return `insert into ${table} (${columns.join(', ')}) select ${select} from ${from} ${postgres ? '' : 'where true '}group by ${groups} order by ${groups} on conflict (${ROLLUP_KEY[table].join(', ')}) do update set ${add}`;
+  return `insert into ${table} (${[...columns, ...sums].join(', ')}) select ${select} from ${from} ${postgres ? '' : 'where true '}group by ${groups} order by ${groups} on conflict (${key.join(', ')}) do update set ${add}`;
 }
 
-// PostgreSQL: once per statement, over its rows (a transition table): one upsert per roll-up row a batch touches.
-const POSTGRES_ROLLUP_TRIGGER = [
-  `create function kmg_usage_roll_up() returns trigger language plpgsql as $$ begin
-  ${rollUp('kmg_usage_hourly', 'inserted', true)};
-  ${rollUp('kmg_usage_daily', 'inserted', true)};
+/** What adds each insert into kmg_usage to the roll-ups `tables`: `replace` one that is there. */
+function rollUpTrigger(tables: readonly RollupTable[], postgres: boolean, { replace = false } = {}): string[] {
+  // PostgreSQL: once per statement, over its rows (a transition table): one upsert per roll-up row a batch touches.
+  if (postgres) {
+    const body = `create or replace function kmg_usage_roll_up() returns trigger language plpgsql as $$ begin
+  ${tables.map((table) => `${rollUp(table, 'inserted', true)};`).join('\n  ')}
   return null;
-end $$`,
-  'create trigger kmg_usage_roll_up after insert on kmg_usage referencing new table as inserted for each statement execute function kmg_usage_roll_up()',
-];
-
-// SQLite has no statement triggers: once per row, an upsert of one row in each roll-up.
-const SQLITE_ROLLUP_TRIGGER = [
-  `create trigger kmg_usage_roll_up after insert on kmg_usage begin
-  ${rollUpRow('kmg_usage_hourly')};
-  ${rollUpRow('kmg_usage_daily')};
+end $$`;
+    return replace ? [body] : [body, POSTGRES_TRIGGER];
+  }
+  // SQLite has no statement triggers: once per row, an upsert of one row in each roll-up.
+  return [
+    ...(replace ? ['drop trigger kmg_usage_roll_up'] : []),
+    `create trigger kmg_usage_roll_up after insert on kmg_usage begin
+  ${tables.map((table) => `${rollUpRow(table)};`).join('\n  ')}
 end`,
-];
+  ];
+}
+
+const POSTGRES_TRIGGER =
+  'create trigger kmg_usage_roll_up after insert on kmg_usage referencing new table as inserted for each statement execute function kmg_usage_roll_up()';
 
 function rollUpRow(table: RollupTable): string {
   const values: Record<string, string> = {
     hour: 'new.time - new.time % 3600000',
     model: "coalesce(new.model, '')",
     requests: '1',
+    answered: 'case when new.status between 200 and 299 then 1 else 0 end',
     cache_hits: "case when new.cache = 'hit' then 1 else 0 end",
   };
-  const columns = ROLLUP_COLUMNS[table];
-  const row = columns.map((column) => values[column] ?? `new.${column}`).join(', ');
-  const add = ROLLUP_SUMS.map((column) => `${column} = ${column} + excluded.${column}`).join(', ');
-  return `insert into ${table} (${columns.join(', ')}) values (${row}) on conflict (${ROLLUP_KEY[table].join(', ')}) do update set ${add}`;
+  const { key, columns, sums } = ROLLUPS[table];
+  const row = [...columns, ...sums].map((column) => values[column] ?? `new.${column}`).join(', ');
+  const add = sums.map((column) => `${column} = ${column} + excluded.${column}`).join(', ');
+  return `insert into ${table} (${[...columns, ...sums].join(', ')}) values (${row}) on conflict (${key.join(', ')}) do update set ${add}`;
 }
 
 const migrationSource: Knex.MigrationSource<Migration> = {

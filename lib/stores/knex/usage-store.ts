@@ -12,7 +12,7 @@ import {
   type UsageRow,
   type UsageStore,
 } from '../../usage/usage-store.js';
-import { DAY_MS, HOUR_MS, mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
+import { DAY_MS, HOUR_MS, mergeUsageRows, negatedUsageRows, usageSpans } from '../../usage/usage-rollups.js';
 import { SqliteWriterGoneError, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { addUsagePartitions, dropUsagePartitions } from './usage-partitions.js';
@@ -89,6 +89,10 @@ const INSERT_SQL: Record<string, string> = {
 
 const HOURLY = 'kmg_usage_hourly';
 const DAILY = 'kmg_usage_daily';
+const HOURLY_BY_MODEL = 'kmg_usage_hourly_by_model';
+const DAILY_BY_MODEL = 'kmg_usage_daily_by_model';
+const DAILY_BY_ACCOUNT = 'kmg_usage_daily_by_account';
+const DAILY_BY_KEY = 'kmg_usage_daily_by_key';
 
 /** How a summary sums the rows of one table: the raw records, or a roll-up of them. */
 interface SumSource {
@@ -107,6 +111,43 @@ const ROLLUP: SumSource = {
   // A roll-up keeps the calls without a model as '' (a key column cannot be null).
   group: { day: 'day', model: "nullif(model, '')", key: 'key_id' },
 };
+
+// The coarser roll-ups (by model, by account and model, by key), their 2xx calls counted as they are
+// written. Each lacks a column: `summarize` reads one only for a summary that neither groups nor
+// narrows by it.
+const BY_MODEL: SumSource = {
+  requests: 'sum(requests)',
+  cacheHits: 'sum(cache_hits)',
+  answered: 'sum(answered)',
+  group: { day: 'day', model: "nullif(model, '')", key: 'key_id' },
+};
+const BY_KEY: SumSource = { ...BY_MODEL, group: { day: 'day', model: 'model', key: 'key_id' } };
+
+/** A roll-up a summary may read: its table and how it is summed. */
+interface Rollup {
+  table: string;
+  source: SumSource;
+}
+
+/**
+ * The roll-ups of each period a summary may read: the coarser ones, the fewest rows first, with the
+ * columns each keeps beside its period, and the full one. The first coarser one that keeps every
+ * column a summary narrows or groups by serves its span of that period; the full one any other.
+ */
+const ROLLUPS: Record<'hourly' | 'daily', { coarser: Array<Rollup & { columns: readonly string[] }>; full: Rollup }> = {
+  hourly: { coarser: [{ table: HOURLY_BY_MODEL, columns: ['model'], source: BY_MODEL }], full: { table: HOURLY, source: ROLLUP } },
+  daily: {
+    coarser: [
+      { table: DAILY_BY_MODEL, columns: ['model'], source: BY_MODEL },
+      { table: DAILY_BY_ACCOUNT, columns: ['account', 'model'], source: BY_MODEL },
+      { table: DAILY_BY_KEY, columns: ['account', 'key_id'], source: BY_KEY },
+    ],
+    full: { table: DAILY, source: ROLLUP },
+  },
+};
+
+const servingRollup = (period: 'hourly' | 'daily', needed: readonly string[]): Rollup =>
+  ROLLUPS[period].coarser.find((rollup) => needed.every((column) => rollup.columns.includes(column))) ?? ROLLUPS[period].full;
 
 const RAW: SumSource = {
   requests: 'count(*)',
@@ -193,8 +234,10 @@ function toRecord(row: UsageRowDb): UsageRecord {
  * event loop, which no other request uses meanwhile: give the store a `sqliteWriter` as
  * `preparedWrites`, which runs it on a thread of its own, or the recorder a small `maxBatch`.
  * The migrations' trigger adds each insert to the roll-ups `kmg_usage_hourly` and
- * `kmg_usage_daily` in its transaction; `summarize` reads them (`usageSpans()`), on SQLite through
- * a `sqliteReader` given as `reportReads`, off the event loop.
+ * `kmg_usage_daily`, to `kmg_usage_hourly_by_model` and `kmg_usage_daily_by_model` (every
+ * account's calls by model), `kmg_usage_daily_by_account` and `kmg_usage_daily_by_key`, in its transaction; `summarize`
+ * reads them (`usageSpans()`), on SQLite through a `sqliteReader` given as `reportReads`, off the
+ * event loop.
  * @example usageRecorder({ store: new KnexUsageStore(knex) })
  */
 export class KnexUsageStore implements UsageStore {
@@ -352,6 +395,10 @@ export class KnexUsageStore implements UsageStore {
       [oldest(TABLE, 'time < ? order by time'), wholeLowerBound(recordsBefore)],
       [oldest(HOURLY, 'hour < ? order by hour'), Date.parse(firstDay)],
       [oldest(DAILY, 'day < ? order by day'), firstDay],
+      [oldest(HOURLY_BY_MODEL, 'hour < ? order by hour'), Date.parse(firstDay)],
+      [oldest(DAILY_BY_MODEL, 'day < ? order by day'), firstDay],
+      [oldest(DAILY_BY_ACCOUNT, 'day < ? order by day'), firstDay],
+      [oldest(DAILY_BY_KEY, 'day < ? order by day'), firstDay],
     ] as const) {
       const result = (await withinTimeout(this.#timeoutMs, async () => this.#knex.raw(sql, [before, limit]))) as
         | { rowCount?: number; changes?: number }
@@ -361,18 +408,39 @@ export class KnexUsageStore implements UsageStore {
     return deleted;
   }
 
-  /** Reads the roll-ups (and, for a `since` within an hour, that hour's records): see `usageSpans()`. */
+  /**
+   * Reads the roll-ups (and, for a `since` within an hour, that hour's records): see `usageSpans()`.
+   * Each span reads the roll-up with the fewest rows that holds the columns the summary needs
+   * (`ROLLUPS`): every account's figures by day or model the roll-ups by model, a few rows a
+   * period; an account's by day or model the daily roll-up by account and model; a key's, or any
+   * by key alone, the daily roll-up by key; any other the full roll-ups, by their account or key
+   * index when it narrows.
+   */
   async summarize(filter: UsageFilter, by: UsageGrouping, thenBy?: UsageGrouping): Promise<UsageRow[]> {
     const spans = usageSpans(filter.since === undefined ? undefined : wholeLowerBound(filter.since));
+    const groupings = [by, thenBy];
+    const needed = [
+      ...(filter.account === undefined ? [] : ['account']),
+      ...(filter.keyId !== undefined || groupings.includes('key') ? ['key_id'] : []),
+      ...(groupings.includes('model') ? ['model'] : []),
+    ];
+    const [hourly, daily] = [servingRollup('hourly', needed), servingRollup('daily', needed)];
     const parts = await withinTimeout(this.#timeoutMs, async () =>
       Promise.all(
         [
           spans.raw && this.#sum(RAW, this.#narrowed(TABLE, filter).where('time', '>=', spans.raw.since).where('time', '<', spans.raw.until), by, thenBy),
           spans.hourly &&
-            this.#sum(ROLLUP, this.#narrowed(HOURLY, filter).where('hour', '>=', spans.hourly.since).where('hour', '<', spans.hourly.until), by, thenBy),
+            this.#sum(
+              hourly.source,
+              this.#narrowed(hourly.table, filter).where('hour', '>=', spans.hourly.since).where('hour', '<', spans.hourly.until),
+              by,
+              thenBy,
+            ).then((rows) => (spans.hourly?.subtract ? negatedUsageRows(rows) : rows)),
           this.#sum(
-            ROLLUP,
-            spans.daily.sinceDay === undefined ? this.#narrowed(DAILY, filter) : this.#narrowed(DAILY, filter).where('day', '>=', spans.daily.sinceDay),
+            daily.source,
+            spans.daily.sinceDay === undefined
+              ? this.#narrowed(daily.table, filter)
+              : this.#narrowed(daily.table, filter).where('day', '>=', spans.daily.sinceDay),
             by,
             thenBy,
           ),

@@ -1,4 +1,4 @@
-import { DAY_MS, HOUR_MS, mergeUsageRows, usageHour, usageSpans } from '../../usage/usage-rollups.js';
+import { DAY_MS, HOUR_MS, mergeUsageRows, negatedUsageRows, usageHour, usageSpans } from '../../usage/usage-rollups.js';
 import {
   usageDay,
   type UsageFilter,
@@ -248,14 +248,13 @@ export class MemoryUsageStore implements UsageStore {
       ),
     ];
     if (hourly !== undefined) {
-      parts.push(
-        summed(
-          [...this.#hourly.values()].filter((row) => narrowed(row) && row.hour >= hourly.since && row.hour < hourly.until),
-          rollupFigures,
-          by,
-          thenBy,
-        ),
+      const hours = summed(
+        [...this.#hourly.values()].filter((row) => narrowed(row) && row.hour >= hourly.since && row.hour < hourly.until),
+        rollupFigures,
+        by,
+        thenBy,
       );
+      parts.push(hourly.subtract ? negatedUsageRows(hours) : hours);
     }
     if (raw !== undefined) {
       parts.push(
