@@ -16,6 +16,12 @@ if (!workerData.readonly) {
   database.pragma('wal_autocheckpoint = 0');
 }
 const statements = new Map();
+// Several statements run as one, in one transaction, each with its own list of bindings.
+const transaction = (sqls) => {
+  const prepared = sqls.map((sql) => database.prepare(sql));
+  const run = database.transaction((lists) => prepared.forEach((statement, index) => statement.run(...lists[index])));
+  return { run: (...lists) => run(lists) };
+};
 const timer = workerData.readonly ? undefined : setInterval(() => database.pragma('wal_checkpoint(PASSIVE)'), workerData.checkpointIntervalMs);
 parentPort.on('message', (message) => {
   if (message === 'close') {
@@ -26,8 +32,9 @@ parentPort.on('message', (message) => {
   }
   const { id, sql, bindings } = message;
   try {
-    let statement = statements.get(sql);
-    if (statement === undefined) statements.set(sql, (statement = database.prepare(sql)));
+    const key = typeof sql === 'string' ? sql : JSON.stringify(sql);
+    let statement = statements.get(key);
+    if (statement === undefined) statements.set(key, (statement = typeof sql === 'string' ? database.prepare(sql) : transaction(sql)));
     if (workerData.readonly) parentPort.postMessage({ id, rows: statement.all(...bindings) });
     else {
       statement.run(...bindings);
@@ -44,8 +51,12 @@ parentPort.on('message', (message) => {
  * one (`preparedWrites`) for its batch inserts; make one with `sqliteWriter`.
  */
 export interface PreparedWrites {
-  /** A write by `sql` (in the dialect of the store's Knex): resolves once it has run with `bindings` and committed. */
-  prepare(sql: string): (bindings: readonly unknown[]) => Promise<void>;
+  /**
+   * A write by `sql` (in the dialect of the store's Knex): resolves once it has run with `bindings`
+   * and committed. Given several statements, they run in one transaction, each with its own list
+   * of bindings, in order: `prepare(a, b)([1], [2])`.
+   */
+  prepare(...sql: string[]): (...bindings: Array<readonly unknown[]>) => Promise<void>;
 }
 
 /** The writer of `sqliteWriter`. */
@@ -88,9 +99,11 @@ export function sqliteWriter(filename: string, options: SqliteWriterOptions): Sq
   const { checkpointIntervalMs = 1000, onFailure } = options;
   const worker = sqliteWorker({ filename, checkpointIntervalMs, readonly: false }, 'writer', onFailure);
   return {
-    prepare: (sql) => async (bindings) => {
-      await worker.run(sql, bindings);
-    },
+    prepare:
+      (...sql) =>
+      async (...bindings) => {
+        await (sql.length === 1 ? worker.run(sql[0] as string, bindings[0] ?? []) : worker.run(sql, bindings));
+      },
     close: worker.close,
   };
 }
@@ -159,7 +172,7 @@ function sqliteWorker(
   });
   worker.unref();
   return {
-    run(sql: string, bindings: readonly unknown[]): Promise<unknown[] | undefined> {
+    run(sql: string | readonly string[], bindings: readonly unknown[]): Promise<unknown[] | undefined> {
       return new Promise((resolve, reject) => {
         if (gone !== undefined || closing) {
           reject(gone ?? new SqliteWriterGoneError(`the SQLite ${role} is closed`));

@@ -90,6 +90,90 @@ const INSERT_SQL: Record<string, string> = {
 const HOURLY = 'kmg_usage_hourly';
 const DAILY = 'kmg_usage_daily';
 
+/** A roll-up row as SQLite's insert adds it: a batch's records of one (period, account, key, model, endpoint, status). */
+interface RollupRowDb {
+  hour: number;
+  day: string;
+  account: string;
+  key_id: string;
+  model: string;
+  endpoint: string;
+  status: number;
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_picousd: number | string;
+  cache_hits: number;
+  cost_saved_picousd: number | string;
+}
+
+const ROLLUP_GROUP = ['account', 'key_id', 'model', 'endpoint', 'status'] as const;
+const ROLLUP_SUMS = ['requests', 'input_tokens', 'output_tokens', 'cost_picousd', 'cache_hits', 'cost_saved_picousd'] as const;
+
+/** SQLite: adds a batch's roll-up rows (a JSON array) to `table`, keyed by `period` and the group. */
+function sqliteRollupSql(table: string, period: 'hour' | 'day'): string {
+  const columns = [...(period === 'hour' ? ['hour', 'day'] : ['day']), ...ROLLUP_GROUP, ...ROLLUP_SUMS];
+  const add = ROLLUP_SUMS.map((column) => `${column} = ${column} + excluded.${column}`).join(', ');
+  // SQLite reads "select … on conflict" as a join without "where true".
+  return `insert into ${table} (${columns.join(', ')}) select ${columns.map((column) => `json_extract(value, '$.${column}')`).join(', ')} from jsonb_each(?) where true on conflict (${period}, ${ROLLUP_GROUP.join(', ')}) do update set ${add}`;
+}
+
+const SQLITE_ROLLUP_SQL = [sqliteRollupSql(HOURLY, 'hour'), sqliteRollupSql(DAILY, 'day')] as const;
+
+/**
+ * A batch's rows summed per hour and per day of each (account, key, model, endpoint, status), as
+ * the roll-ups keep them (a call without a model as ''): what SQLite's insert adds to them, in the
+ * insert's transaction. Usually one row each: a batch is a second or so of one server's calls.
+ */
+function batchRollups(rows: readonly UsageRowDb[]): { hourly: RollupRowDb[]; daily: RollupRowDb[] } {
+  const hourly = new Map<string, RollupRowDb>();
+  const daily = new Map<string, RollupRowDb>();
+  for (const row of rows) {
+    const time = row.time as number;
+    const hour = time - (time % HOUR_MS);
+    const model = row.model ?? '';
+    const group = `${row.account}\n${row.key_id}\n${model}\n${row.endpoint}\n${row.status}`;
+    for (const [into, id] of [
+      [hourly, `${hour}\n${group}`],
+      [daily, `${row.day}\n${group}`],
+    ] as const) {
+      const sums = into.get(id);
+      const hit = row.cache === 'hit' ? 1 : 0;
+      if (sums === undefined) {
+        into.set(id, {
+          hour,
+          day: row.day,
+          account: row.account,
+          key_id: row.key_id,
+          model,
+          endpoint: row.endpoint,
+          status: row.status,
+          requests: 1,
+          input_tokens: row.input_tokens as number,
+          output_tokens: row.output_tokens as number,
+          cost_picousd: row.cost_picousd,
+          cache_hits: hit,
+          cost_saved_picousd: row.cost_saved_picousd,
+        });
+        continue;
+      }
+      sums.requests += 1;
+      sums.input_tokens += row.input_tokens as number;
+      sums.output_tokens += row.output_tokens as number;
+      sums.cost_picousd = exactSum(sums.cost_picousd, row.cost_picousd);
+      sums.cache_hits += hit;
+      sums.cost_saved_picousd = exactSum(sums.cost_saved_picousd, row.cost_saved_picousd);
+    }
+  }
+  return { hourly: [...hourly.values()], daily: [...daily.values()] };
+}
+
+/** Picodollars added exactly: a number while it is a safe integer, else its digits (which SQLite reads as an integer). */
+function exactSum(a: number | string, b: number | string): number | string {
+  const sum = Number(a) + Number(b);
+  return Number.isSafeInteger(sum) ? sum : String(BigInt(a) + BigInt(b));
+}
+
 /** How a summary sums the rows of one table: the raw records, or a roll-up of them. */
 interface SumSource {
   requests: string;
@@ -192,8 +276,8 @@ function toRecord(row: UsageRowDb): UsageRecord {
  * when the recorder tries it again. On SQLite, better-sqlite3 runs an insert through Knex on the
  * event loop, which no other request uses meanwhile: give the store a `sqliteWriter` as
  * `preparedWrites`, which runs it on a thread of its own, or the recorder a small `maxBatch`.
- * The migrations' trigger adds each insert to the roll-ups `kmg_usage_hourly` and
- * `kmg_usage_daily` in its transaction; `summarize` reads them (`usageSpans()`), on SQLite through
+ * Each insert adds its records to the roll-ups `kmg_usage_hourly` and `kmg_usage_daily` in its
+ * transaction (`insert`); `summarize` reads them (`usageSpans()`), on SQLite through
  * a `sqliteReader` given as `reportReads`, off the event loop.
  * @example usageRecorder({ store: new KnexUsageStore(knex) })
  */
@@ -201,7 +285,8 @@ export class KnexUsageStore implements UsageStore {
   readonly #knex: Knex;
   readonly #timeoutMs: number;
   readonly #insertSql: string;
-  readonly #preparedInsert: ((bindings: readonly unknown[]) => Promise<void>) | undefined;
+  readonly #sqlite: boolean;
+  readonly #preparedInsert: ((...bindings: Array<readonly unknown[]>) => Promise<void>) | undefined;
   readonly #reportReads: ReportReads | undefined;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
@@ -210,23 +295,39 @@ export class KnexUsageStore implements UsageStore {
     this.#knex = knex;
     this.#timeoutMs = storeTimeoutMs(options);
     this.#insertSql = insertSql;
-    this.#preparedInsert = options.preparedWrites?.prepare(insertSql);
+    this.#sqlite = knex.client.dialect !== 'postgresql';
+    // SQLite: the roll-ups with the records, in one transaction (PostgreSQL's trigger adds them).
+    this.#preparedInsert = this.#sqlite ? options.preparedWrites?.prepare(insertSql, ...SQLITE_ROLLUP_SQL) : options.preparedWrites?.prepare(insertSql);
     this.#reportReads = options.reportReads;
   }
 
-  /** All the records or none: one statement. */
+  /**
+   * All the records or none, with their roll-ups: on PostgreSQL one statement (its trigger adds
+   * the roll-ups); on SQLite, whose triggers run once per row, the batch's roll-up rows summed
+   * here and added by one statement per roll-up, in the insert's transaction.
+   */
   async insert(records: readonly UsageRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const bindings = [JSON.stringify(records.map(toRow))];
+    const rows = records.map(toRow);
+    const bindings = [JSON.stringify(rows)];
+    const rollups = this.#sqlite ? batchRollups(rows) : undefined;
+    const all: string[][] = rollups ? [bindings, [JSON.stringify(rollups.hourly)], [JSON.stringify(rollups.daily)]] : [bindings];
     if (this.#preparedInsert !== undefined) {
       try {
-        return await this.#preparedInsert(bindings);
+        return await this.#preparedInsert(...all);
       } catch (err) {
         // The writer never ran it: Knex's connection will.
         if (!(err instanceof SqliteWriterGoneError)) throw err;
       }
     }
-    await this.#knex.raw(this.#insertSql, bindings);
+    if (rollups === undefined) {
+      await this.#knex.raw(this.#insertSql, bindings);
+      return;
+    }
+    await this.#knex.transaction(async (trx) => {
+      await trx.raw(this.#insertSql, bindings);
+      for (const [index, sql] of SQLITE_ROLLUP_SQL.entries()) await trx.raw(sql, all[index + 1] as string[]);
+    });
   }
 
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {
