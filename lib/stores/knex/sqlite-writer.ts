@@ -15,6 +15,9 @@ if (!workerData.readonly) {
   database.pragma('synchronous = NORMAL');
   database.pragma('wal_autocheckpoint = 0');
 }
+// Each statement is sent once (its id and text) and prepared at its first run; a run names it by
+// its id: the text of an insert of many rows is not copied to this thread, nor looked up, each time.
+const texts = new Map();
 const statements = new Map();
 // Several statements run as one, in one transaction, each with its own list of bindings.
 const transaction = (sqls) => {
@@ -30,11 +33,18 @@ parentPort.on('message', (message) => {
     parentPort.close();
     return;
   }
-  const { id, sql, bindings } = message;
+  if (message.define !== undefined) {
+    texts.set(message.define, message.sql);
+    return;
+  }
+  const { id, statement: which, bindings } = message;
   try {
-    const key = typeof sql === 'string' ? sql : JSON.stringify(sql);
-    let statement = statements.get(key);
-    if (statement === undefined) statements.set(key, (statement = typeof sql === 'string' ? database.prepare(sql) : transaction(sql)));
+    let statement = statements.get(which);
+    if (statement === undefined) {
+      const sql = texts.get(which);
+      statement = typeof sql === 'string' ? database.prepare(sql) : transaction(sql);
+      statements.set(which, statement);
+    }
     if (workerData.readonly) parentPort.postMessage({ id, rows: statement.all(...bindings) });
     else {
       statement.run(...bindings);
@@ -99,11 +109,12 @@ export function sqliteWriter(filename: string, options: SqliteWriterOptions): Sq
   const { checkpointIntervalMs = 1000, onFailure } = options;
   const worker = sqliteWorker({ filename, checkpointIntervalMs, readonly: false }, 'writer', onFailure);
   return {
-    prepare:
-      (...sql) =>
-      async (...bindings) => {
-        await (sql.length === 1 ? worker.run(sql[0] as string, bindings[0] ?? []) : worker.run(sql, bindings));
-      },
+    prepare(...sql) {
+      const statement = worker.define(sql.length === 1 ? (sql[0] as string) : sql);
+      return async (...bindings) => {
+        await worker.run(statement, sql.length === 1 ? (bindings[0] ?? []) : bindings);
+      };
+    },
     close: worker.close,
   };
 }
@@ -137,7 +148,7 @@ export interface SqliteReader extends ReportReads {
  */
 export function sqliteReader(filename: string, options: Pick<SqliteWriterOptions, 'onFailure'>): SqliteReader {
   const worker = sqliteWorker({ filename, readonly: true }, 'reader', options.onFailure);
-  return { all: async (sql, bindings) => (await worker.run(sql, bindings)) ?? [], close: worker.close };
+  return { all: async (sql, bindings) => (await worker.run(worker.define(sql), bindings)) ?? [], close: worker.close };
 }
 
 /** The thread of `sqliteWriter` and `sqliteReader`: one statement at a time, in order; a `readonly` one answers rows. */
@@ -150,6 +161,8 @@ function sqliteWorker(
   const worker = new Worker(WORKER, { eval: true, workerData: { driver, ...workerData } });
   const waiting = new Map<number, { resolve: (rows: unknown[] | undefined) => void; reject: (err: Error) => void }>();
   let nextId = 0;
+  // The statements sent to the worker, by their text (texts run together: as JSON), and their ids.
+  const defined = new Map<string, number>();
   let closing = false;
   let gone: Error | undefined;
   let failure: Error | undefined;
@@ -172,7 +185,18 @@ function sqliteWorker(
   });
   worker.unref();
   return {
-    run(sql: string | readonly string[], bindings: readonly unknown[]): Promise<unknown[] | undefined> {
+    /** The id `run` names `sql` by: sent to the worker the first time. */
+    define(sql: string | readonly string[]): number {
+      const key = typeof sql === 'string' ? sql : JSON.stringify(sql);
+      let statement = defined.get(key);
+      if (statement === undefined) {
+        statement = defined.size;
+        defined.set(key, statement);
+        if (gone === undefined && !closing) worker.postMessage({ define: statement, sql });
+      }
+      return statement;
+    },
+    run(statement: number, bindings: readonly unknown[]): Promise<unknown[] | undefined> {
       return new Promise((resolve, reject) => {
         if (gone !== undefined || closing) {
           reject(gone ?? new SqliteWriterGoneError(`the SQLite ${role} is closed`));
@@ -182,7 +206,7 @@ function sqliteWorker(
         // While a statement is under way, the worker keeps the process alive, as a query on a socket would.
         if (waiting.size === 0) worker.ref();
         waiting.set(id, { resolve, reject });
-        worker.postMessage({ id, sql, bindings });
+        worker.postMessage({ id, statement, bindings });
       });
     },
     close() {

@@ -13,7 +13,7 @@ import {
   type UsageStore,
 } from '../../usage/usage-store.js';
 import { DAY_MS, HOUR_MS, mergeUsageRows, usageSpans } from '../../usage/usage-rollups.js';
-import { SqliteWriterGoneError, type ReportReads } from './sqlite-writer.js';
+import { SqliteWriterGoneError, type PreparedWrites, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { addUsagePartitions, dropUsagePartitions } from './usage-partitions.js';
 import { wholeLowerBound, wholeMs } from './whole-times.js';
@@ -74,10 +74,10 @@ const COLUMNS = [
 const COLUMN_LIST = COLUMNS.map((column) => `"${column}"`).join(', ');
 
 /**
- * One INSERT for a whole batch, its rows bound as one JSON array that the database takes apart
- * (PostgreSQL's json_populate_recordset by the table's own column types, SQLite's jsonb_each): a
- * bound value per field cost the client more than the database's own work (measured with
- * bench:proxy; the run is in the git history of BENCHMARKS.md).
+ * One INSERT for a whole batch through Knex, its rows bound as one JSON array that the database
+ * takes apart (PostgreSQL's json_populate_recordset by the table's own column types, SQLite's
+ * jsonb_each): through Knex, a bound value per field cost the client more than the database's own
+ * work (measured with bench:proxy; the run is in the git history of BENCHMARKS.md).
  * jsonb_each (SQLite 3.45 and later, which every better-sqlite3 12 bundles) hands each row over
  * parsed once, where json_each's text made every json_extract parse the row again. Rows are
  * numbered (`seq`) in the array's order.
@@ -86,6 +86,31 @@ const INSERT_SQL: Record<string, string> = {
   postgresql: `insert into ${TABLE} (${COLUMN_LIST}) select ${COLUMN_LIST} from json_populate_recordset(null::${TABLE}, ?)`,
   sqlite3: `insert into ${TABLE} (${COLUMN_LIST}) select ${COLUMNS.map((column) => `json_extract(value, '$.${column}')`).join(', ')} from jsonb_each(?)`,
 };
+
+/**
+ * SQLite's writer thread takes each value bound on its own, which costs both threads less than a
+ * JSON array taken apart by jsonb_each (BENCHMARKS.md): one INSERT of at most this many rows at a
+ * time, each row's values in `COLUMNS`' order (SQLite binds at most 32,766 values a statement).
+ */
+const ROWS_PER_INSERT = 100;
+const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
+const valuesInsertSql: string[] = [];
+/** The INSERT of `rows` rows bound value by value, made once per number of rows. */
+function valuesInsert(rows: number): string {
+  return (valuesInsertSql[rows] ??= `insert into ${TABLE} (${COLUMN_LIST}) values ${Array(rows).fill(ROW_PLACEHOLDERS).join(', ')}`);
+}
+
+/** The rows' values in `COLUMNS`' order, one after the other; a boolean as SQLite keeps it (0 or 1). */
+function rowValues(rows: readonly UsageRowDb[]): unknown[] {
+  const values: unknown[] = [];
+  for (const row of rows) {
+    for (const column of COLUMNS) {
+      const value = row[column];
+      values.push(typeof value === 'boolean' ? Number(value) : value);
+    }
+  }
+  return values;
+}
 
 const HOURLY = 'kmg_usage_hourly';
 const DAILY = 'kmg_usage_daily';
@@ -123,49 +148,63 @@ const SQLITE_ROLLUP_SQL = [sqliteRollupSql(HOURLY, 'hour'), sqliteRollupSql(DAIL
 /**
  * A batch's rows summed per hour and per day of each (account, key, model, endpoint, status), as
  * the roll-ups keep them (a call without a model as ''): what SQLite's insert adds to them, in the
- * insert's transaction. Usually one row each: a batch is a second or so of one server's calls.
+ * insert's transaction. Usually one row each: a batch is a second or so of one server's calls,
+ * so a row of the same group and hour as the one before it is added without a lookup.
  */
 function batchRollups(rows: readonly UsageRowDb[]): { hourly: RollupRowDb[]; daily: RollupRowDb[] } {
   const hourly = new Map<string, RollupRowDb>();
   const daily = new Map<string, RollupRowDb>();
+  let lastHour: RollupRowDb | undefined;
+  let lastDay: RollupRowDb | undefined;
   for (const row of rows) {
     const time = row.time as number;
     const hour = time - (time % HOUR_MS);
     const model = row.model ?? '';
-    const group = `${row.account}\n${row.key_id}\n${model}\n${row.endpoint}\n${row.status}`;
-    for (const [into, id] of [
-      [hourly, `${hour}\n${group}`],
-      [daily, `${row.day}\n${group}`],
-    ] as const) {
-      const sums = into.get(id);
-      const hit = row.cache === 'hit' ? 1 : 0;
-      if (sums === undefined) {
-        into.set(id, {
-          hour,
-          day: row.day,
-          account: row.account,
-          key_id: row.key_id,
-          model,
-          endpoint: row.endpoint,
-          status: row.status,
-          requests: 1,
-          input_tokens: row.input_tokens as number,
-          output_tokens: row.output_tokens as number,
-          cost_picousd: row.cost_picousd,
-          cache_hits: hit,
-          cost_saved_picousd: row.cost_saved_picousd,
-        });
-        continue;
-      }
-      sums.requests += 1;
-      sums.input_tokens += row.input_tokens as number;
-      sums.output_tokens += row.output_tokens as number;
-      sums.cost_picousd = exactSum(sums.cost_picousd, row.cost_picousd);
-      sums.cache_hits += hit;
-      sums.cost_saved_picousd = exactSum(sums.cost_saved_picousd, row.cost_saved_picousd);
+    if (lastHour === undefined || lastHour.hour !== hour || !sameGroup(lastHour, row, model)) {
+      const group = `${row.account}\n${row.key_id}\n${model}\n${row.endpoint}\n${row.status}`;
+      lastHour = rollupOf(hourly, `${hour}\n${group}`, row, hour, model);
+      lastDay = rollupOf(daily, `${row.day}\n${group}`, row, hour, model);
     }
+    addRow(lastHour, row);
+    addRow(lastDay as RollupRowDb, row);
   }
   return { hourly: [...hourly.values()], daily: [...daily.values()] };
+}
+
+const sameGroup = (rollup: RollupRowDb, row: UsageRowDb, model: string) =>
+  rollup.account === row.account && rollup.key_id === row.key_id && rollup.model === model && rollup.endpoint === row.endpoint && rollup.status === row.status;
+
+/** The roll-up row of `id` in `rollups`, made empty for `row`'s group the first time. */
+function rollupOf(rollups: Map<string, RollupRowDb>, id: string, row: UsageRowDb, hour: number, model: string): RollupRowDb {
+  let rollup = rollups.get(id);
+  if (rollup === undefined) {
+    rollup = {
+      hour,
+      day: row.day,
+      account: row.account,
+      key_id: row.key_id,
+      model,
+      endpoint: row.endpoint,
+      status: row.status,
+      requests: 0,
+      input_tokens: 0,
+      output_tokens: 0,
+      cost_picousd: 0,
+      cache_hits: 0,
+      cost_saved_picousd: 0,
+    };
+    rollups.set(id, rollup);
+  }
+  return rollup;
+}
+
+function addRow(rollup: RollupRowDb, row: UsageRowDb): void {
+  rollup.requests += 1;
+  rollup.input_tokens += row.input_tokens as number;
+  rollup.output_tokens += row.output_tokens as number;
+  rollup.cost_picousd = exactSum(rollup.cost_picousd, row.cost_picousd);
+  if (row.cache === 'hit') rollup.cache_hits += 1;
+  rollup.cost_saved_picousd = exactSum(rollup.cost_saved_picousd, row.cost_saved_picousd);
 }
 
 /** Picodollars added exactly: a number while it is a safe integer, else its digits (which SQLite reads as an integer). */
@@ -286,7 +325,9 @@ export class KnexUsageStore implements UsageStore {
   readonly #timeoutMs: number;
   readonly #insertSql: string;
   readonly #sqlite: boolean;
-  readonly #preparedInsert: ((...bindings: Array<readonly unknown[]>) => Promise<void>) | undefined;
+  readonly #writes: PreparedWrites | undefined;
+  /** The writes of `#writes` by the sizes of their inserts' chunks: prepared once each. */
+  readonly #prepared = new Map<string, (...bindings: Array<readonly unknown[]>) => Promise<void>>();
   readonly #reportReads: ReportReads | undefined;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
@@ -296,8 +337,7 @@ export class KnexUsageStore implements UsageStore {
     this.#timeoutMs = storeTimeoutMs(options);
     this.#insertSql = insertSql;
     this.#sqlite = knex.client.dialect !== 'postgresql';
-    // SQLite: the roll-ups with the records, in one transaction (PostgreSQL's trigger adds them).
-    this.#preparedInsert = this.#sqlite ? options.preparedWrites?.prepare(insertSql, ...SQLITE_ROLLUP_SQL) : options.preparedWrites?.prepare(insertSql);
+    this.#writes = options.preparedWrites;
     this.#reportReads = options.reportReads;
   }
 
@@ -309,25 +349,45 @@ export class KnexUsageStore implements UsageStore {
   async insert(records: readonly UsageRecord[]): Promise<void> {
     if (records.length === 0) return;
     const rows = records.map(toRow);
-    const bindings = [JSON.stringify(rows)];
     const rollups = this.#sqlite ? batchRollups(rows) : undefined;
-    const all: string[][] = rollups ? [bindings, [JSON.stringify(rollups.hourly)], [JSON.stringify(rollups.daily)]] : [bindings];
-    if (this.#preparedInsert !== undefined) {
+    if (this.#writes !== undefined) {
       try {
-        return await this.#preparedInsert(...all);
+        return await this.#written(rows, rollups, this.#writes);
       } catch (err) {
         // The writer never ran it: Knex's connection will.
         if (!(err instanceof SqliteWriterGoneError)) throw err;
       }
     }
     if (rollups === undefined) {
-      await this.#knex.raw(this.#insertSql, bindings);
+      await this.#knex.raw(this.#insertSql, [JSON.stringify(rows)]);
       return;
     }
+    // On Knex's connection, one JSON array: Knex's handling of each bound value would cost more.
     await this.#knex.transaction(async (trx) => {
-      await trx.raw(this.#insertSql, bindings);
-      for (const [index, sql] of SQLITE_ROLLUP_SQL.entries()) await trx.raw(sql, all[index + 1] as string[]);
+      await trx.raw(this.#insertSql, [JSON.stringify(rows)]);
+      await trx.raw(SQLITE_ROLLUP_SQL[0], [JSON.stringify(rollups.hourly)]);
+      await trx.raw(SQLITE_ROLLUP_SQL[1], [JSON.stringify(rollups.daily)]);
     });
+  }
+
+  /** The insert by `writes`: on SQLite, its rows' values bound one by one, their roll-ups after them, in one transaction. */
+  #written(rows: UsageRowDb[], rollups: ReturnType<typeof batchRollups> | undefined, writes: PreparedWrites): Promise<void> {
+    if (rollups === undefined) return this.#write(writes, 'json', () => [this.#insertSql])([JSON.stringify(rows)]);
+    const sizes: number[] = [];
+    const values: unknown[][] = [];
+    for (let at = 0; at < rows.length; at += ROWS_PER_INSERT) {
+      const chunk = rows.slice(at, at + ROWS_PER_INSERT);
+      sizes.push(chunk.length);
+      values.push(rowValues(chunk));
+    }
+    const write = this.#write(writes, sizes.join(), () => [...sizes.map(valuesInsert), ...SQLITE_ROLLUP_SQL]);
+    return write(...values, [JSON.stringify(rollups.hourly)], [JSON.stringify(rollups.daily)]);
+  }
+
+  #write(writes: PreparedWrites, shape: string, statements: () => string[]): (...bindings: Array<readonly unknown[]>) => Promise<void> {
+    let write = this.#prepared.get(shape);
+    if (write === undefined) this.#prepared.set(shape, (write = writes.prepare(...statements())));
+    return write;
   }
 
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {
