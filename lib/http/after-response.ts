@@ -2,30 +2,27 @@ import type { ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
 
 /**
- * What waits for each response's 'close', kept on the response itself: one listener per response
- * however many wait, so that a chain of tracing, metrics, metering and a request log adds one, and
- * a streamed body (whose pipeline adds seven of its own) stays under EventEmitter's warning at ten.
+ * What waits for each response's 'close': one listener per response however many wait, so that a
+ * chain of tracing, metrics, metering and a request log adds one, and a streamed body (whose
+ * pipeline adds seven of its own) stays under EventEmitter's warning at ten.
  */
-const WAITING = Symbol('koa-model-gateway: waiting for close');
-
-type Waiting = ServerResponse & { [WAITING]?: Array<() => void> };
+const waiting = new WeakMap<ServerResponse, Set<() => void>>();
 
 /** Calls `callback` when `res` closes; the function returned stops waiting. */
-function whenClosed(res: Waiting, callback: () => void): () => void {
-  let callbacks = res[WAITING];
+function whenClosed(res: ServerResponse, callback: () => void): () => void {
+  let callbacks = waiting.get(res);
   if (callbacks === undefined) {
-    const all: Array<() => void> = [];
-    res[WAITING] = all;
+    const all = new Set<() => void>();
+    waiting.set(res, all);
     res.once('close', () => {
+      waiting.delete(res);
       for (const each of all) each();
     });
     callbacks = all;
   }
-  callbacks.push(callback);
-  const mine = callbacks;
+  const mine = callbacks.add(callback);
   return () => {
-    const at = mine.indexOf(callback);
-    if (at !== -1) mine.splice(at, 1);
+    mine.delete(callback);
   };
 }
 
