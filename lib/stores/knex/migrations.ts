@@ -488,8 +488,8 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
-    // SQLite: the roll-ups are added by the usage store's insert, per batch, in its transaction:
-    // the trigger's two upserts per record cost the writer thread more than the record itself.
+    // SQLite: the roll-ups are added by the usage store's insert, one upsert a roll-up row per
+    // batch, in its transaction, where the trigger made two upserts a record.
     name: '20261207_sqlite_rollups_per_batch',
     async up(knex) {
       if (knex.client.dialect !== 'postgresql') await knex.raw('drop trigger if exists kmg_usage_roll_up');
