@@ -61,7 +61,6 @@ async function migratedOnce(t: ExecutionContext, db: TestDatabase) {
     '20261207_session_oidc_sid',
     '20261207_usage_partitions',
     '20261207_usage_request_log_indexes',
-    '20261207_sqlite_rollups_per_batch',
   ]);
   t.true(await db.knex.schema.hasTable('kmg_files'));
 }
@@ -113,7 +112,7 @@ for (const [kind, gate] of [
     const db = await openDatabase(kind);
     await migrate(db.knex);
     // The database as it was before that migration, with records.
-    if (kind === 'postgres') await db.knex.raw('drop function kmg_usage_roll_up() cascade');
+    await db.knex.raw(kind === 'postgres' ? 'drop function kmg_usage_roll_up() cascade' : 'drop trigger kmg_usage_roll_up');
     await db.knex.schema.dropTable('kmg_usage_hourly').dropTable('kmg_usage_daily');
     await db.knex('kmg_migrations').where('name', '20261207_usage_rollups').delete();
     const call = {

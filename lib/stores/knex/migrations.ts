@@ -358,7 +358,7 @@ const MIGRATIONS: Migration[] = [
   },
   {
     // Usage per (hour, account, key, model, endpoint, status) and per day: what the reports read,
-    // added in the transaction of every insert into kmg_usage, and back-filled here.
+    // kept by a trigger in the transaction of every insert into kmg_usage, and back-filled here.
     name: '20261207_usage_rollups',
     async up(knex) {
       for (const [table, period] of [
@@ -385,8 +385,7 @@ const MIGRATIONS: Migration[] = [
         });
       }
       const postgres = knex.client.dialect === 'postgresql';
-      // SQLite's are added by the usage store's inserts (20261207_sqlite_rollups_per_batch).
-      if (postgres) for (const statement of POSTGRES_ROLLUP_TRIGGER) await knex.raw(statement);
+      for (const statement of postgres ? POSTGRES_ROLLUP_TRIGGER : SQLITE_ROLLUP_TRIGGER) await knex.raw(statement);
       await knex.raw(rollUp('kmg_usage_hourly', 'kmg_usage', postgres));
       await knex.raw(rollUp('kmg_usage_daily', 'kmg_usage', postgres));
     },
@@ -395,7 +394,7 @@ const MIGRATIONS: Migration[] = [
         await knex.raw('drop trigger kmg_usage_roll_up on kmg_usage');
         await knex.raw('drop function kmg_usage_roll_up()');
       } else {
-        await knex.raw('drop trigger if exists kmg_usage_roll_up');
+        await knex.raw('drop trigger kmg_usage_roll_up');
       }
       await knex.schema.dropTable('kmg_usage_daily');
       await knex.schema.dropTable('kmg_usage_hourly');
@@ -487,17 +486,6 @@ const MIGRATIONS: Migration[] = [
       for (const [name, columns] of ORDERED_BY_TIME) await knex.raw(`drop index ${name}; create index ${name} on kmg_usage (${columns})`);
     },
   },
-  {
-    // SQLite: the roll-ups are added by the usage store's insert, one upsert a roll-up row per
-    // batch, in its transaction, where the trigger made two upserts a record.
-    name: '20261207_sqlite_rollups_per_batch',
-    async up(knex) {
-      if (knex.client.dialect !== 'postgresql') await knex.raw('drop trigger if exists kmg_usage_roll_up');
-    },
-    async down(knex) {
-      if (knex.client.dialect !== 'postgresql') for (const statement of SQLITE_ROLLUP_TRIGGER) await knex.raw(statement);
-    },
-  },
 ];
 
 /** The request log's indexes on kmg_usage, by name and leading columns: those made before its migration, and those it adds. */
@@ -557,8 +545,7 @@ end $$`,
   'create trigger kmg_usage_roll_up after insert on kmg_usage referencing new table as inserted for each statement execute function kmg_usage_roll_up()',
 ];
 
-// SQLite has no statement triggers: once per row, an upsert of one row in each roll-up. Kept for
-// 20261207_sqlite_rollups_per_batch's down: the usage store adds SQLite's roll-ups per batch.
+// SQLite has no statement triggers: once per row, an upsert of one row in each roll-up.
 const SQLITE_ROLLUP_TRIGGER = [
   `create trigger kmg_usage_roll_up after insert on kmg_usage begin
   ${rollUpRow('kmg_usage_hourly')};

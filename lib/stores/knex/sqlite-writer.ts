@@ -19,12 +19,6 @@ if (!workerData.readonly) {
 // its id: the text of an insert of many rows is not copied to this thread, nor looked up, each time.
 const texts = new Map();
 const statements = new Map();
-// Several statements run as one, in one transaction, each with its own list of bindings.
-const transaction = (sqls) => {
-  const prepared = sqls.map((sql) => database.prepare(sql));
-  const run = database.transaction((lists) => prepared.forEach((statement, index) => statement.run(...lists[index])));
-  return { run: (...lists) => run(lists) };
-};
 const timer = workerData.readonly ? undefined : setInterval(() => database.pragma('wal_checkpoint(PASSIVE)'), workerData.checkpointIntervalMs);
 parentPort.on('message', (message) => {
   if (message === 'close') {
@@ -40,11 +34,7 @@ parentPort.on('message', (message) => {
   const { id, statement: which, bindings } = message;
   try {
     let statement = statements.get(which);
-    if (statement === undefined) {
-      const sql = texts.get(which);
-      statement = typeof sql === 'string' ? database.prepare(sql) : transaction(sql);
-      statements.set(which, statement);
-    }
+    if (statement === undefined) statements.set(which, (statement = database.prepare(texts.get(which))));
     if (workerData.readonly) parentPort.postMessage({ id, rows: statement.all(...bindings) });
     else {
       statement.run(...bindings);
@@ -61,12 +51,8 @@ parentPort.on('message', (message) => {
  * one (`preparedWrites`) for its batch inserts; make one with `sqliteWriter`.
  */
 export interface PreparedWrites {
-  /**
-   * A write by `sql` (in the dialect of the store's Knex): resolves once it has run with `bindings`
-   * and committed. Given several statements, they run in one transaction, each with its own list
-   * of bindings, in order: `prepare(a, b)([1], [2])`.
-   */
-  prepare(...sql: string[]): (...bindings: Array<readonly unknown[]>) => Promise<void>;
+  /** A write by `sql` (in the dialect of the store's Knex): resolves once it has run with `bindings` and committed. */
+  prepare(sql: string): (bindings: readonly unknown[]) => Promise<void>;
 }
 
 /** The writer of `sqliteWriter`. */
@@ -109,10 +95,10 @@ export function sqliteWriter(filename: string, options: SqliteWriterOptions): Sq
   const { checkpointIntervalMs = 1000, onFailure } = options;
   const worker = sqliteWorker({ filename, checkpointIntervalMs, readonly: false }, 'writer', onFailure);
   return {
-    prepare(...sql) {
-      const statement = worker.define(sql.length === 1 ? (sql[0] as string) : sql);
-      return async (...bindings) => {
-        await worker.run(statement, sql.length === 1 ? (bindings[0] ?? []) : bindings);
+    prepare(sql) {
+      const statement = worker.define(sql);
+      return async (bindings) => {
+        await worker.run(statement, bindings);
       };
     },
     close: worker.close,
@@ -161,7 +147,7 @@ function sqliteWorker(
   const worker = new Worker(WORKER, { eval: true, workerData: { driver, ...workerData } });
   const waiting = new Map<number, { resolve: (rows: unknown[] | undefined) => void; reject: (err: Error) => void }>();
   let nextId = 0;
-  // The statements sent to the worker, by their text (texts run together: as JSON), and their ids.
+  // The statements sent to the worker: their ids by their text.
   const defined = new Map<string, number>();
   let closing = false;
   let gone: Error | undefined;
@@ -186,12 +172,11 @@ function sqliteWorker(
   worker.unref();
   return {
     /** The id `run` names `sql` by: sent to the worker the first time. */
-    define(sql: string | readonly string[]): number {
-      const key = typeof sql === 'string' ? sql : JSON.stringify(sql);
-      let statement = defined.get(key);
+    define(sql: string): number {
+      let statement = defined.get(sql);
       if (statement === undefined) {
         statement = defined.size;
-        defined.set(key, statement);
+        defined.set(sql, statement);
         if (gone === undefined && !closing) worker.postMessage({ define: statement, sql });
       }
       return statement;

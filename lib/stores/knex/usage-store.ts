@@ -89,16 +89,12 @@ const INSERT_SQL: Record<string, string> = {
 
 /**
  * SQLite's writer thread takes each value bound on its own, which costs both threads less than a
- * JSON array taken apart by jsonb_each (BENCHMARKS.md): one INSERT of at most this many rows at a
- * time, each row's values in `COLUMNS`' order (SQLite binds at most 32,766 values a statement).
+ * JSON array taken apart by jsonb_each (BENCHMARKS.md): a batch of up to this many rows (the
+ * recorder's default batch) is one INSERT of its rows' values in `COLUMNS`' order; a larger one is
+ * one JSON insert, so that a batch is always one statement.
  */
-const ROWS_PER_INSERT = 100;
+const ROWS_PER_VALUES_INSERT = 100;
 const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
-const valuesInsertSql: string[] = [];
-/** The INSERT of `rows` rows bound value by value, made once per number of rows. */
-function valuesInsert(rows: number): string {
-  return (valuesInsertSql[rows] ??= `insert into ${TABLE} (${COLUMN_LIST}) values ${Array(rows).fill(ROW_PLACEHOLDERS).join(', ')}`);
-}
 
 /** The rows' values in `COLUMNS`' order, one after the other; a boolean as SQLite keeps it (0 or 1). */
 function rowValues(rows: readonly UsageRowDb[]): unknown[] {
@@ -114,104 +110,6 @@ function rowValues(rows: readonly UsageRowDb[]): unknown[] {
 
 const HOURLY = 'kmg_usage_hourly';
 const DAILY = 'kmg_usage_daily';
-
-/** A roll-up row as SQLite's insert adds it: a batch's records of one (period, account, key, model, endpoint, status). */
-interface RollupRowDb {
-  hour: number;
-  day: string;
-  account: string;
-  key_id: string;
-  model: string;
-  endpoint: string;
-  status: number;
-  requests: number;
-  input_tokens: number;
-  output_tokens: number;
-  cost_picousd: number | string;
-  cache_hits: number;
-  cost_saved_picousd: number | string;
-}
-
-const ROLLUP_GROUP = ['account', 'key_id', 'model', 'endpoint', 'status'] as const;
-const ROLLUP_SUMS = ['requests', 'input_tokens', 'output_tokens', 'cost_picousd', 'cache_hits', 'cost_saved_picousd'] as const;
-
-/** SQLite: adds a batch's roll-up rows (a JSON array) to `table`, keyed by `period` and the group. */
-function sqliteRollupSql(table: string, period: 'hour' | 'day'): string {
-  const columns = [...(period === 'hour' ? ['hour', 'day'] : ['day']), ...ROLLUP_GROUP, ...ROLLUP_SUMS];
-  const add = ROLLUP_SUMS.map((column) => `${column} = ${column} + excluded.${column}`).join(', ');
-  // SQLite reads "select … on conflict" as a join without "where true".
-  return `insert into ${table} (${columns.join(', ')}) select ${columns.map((column) => `json_extract(value, '$.${column}')`).join(', ')} from jsonb_each(?) where true on conflict (${period}, ${ROLLUP_GROUP.join(', ')}) do update set ${add}`;
-}
-
-const SQLITE_ROLLUP_SQL = [sqliteRollupSql(HOURLY, 'hour'), sqliteRollupSql(DAILY, 'day')] as const;
-
-/**
- * A batch's rows summed per hour and per day of each (account, key, model, endpoint, status), as
- * the roll-ups keep them (a call without a model as ''): what SQLite's insert adds to them, in the
- * insert's transaction. Usually one row each: a batch is a second or so of one server's calls,
- * so a row of the same group and hour as the one before it is added without a lookup.
- */
-function batchRollups(rows: readonly UsageRowDb[]): { hourly: RollupRowDb[]; daily: RollupRowDb[] } {
-  const hourly = new Map<string, RollupRowDb>();
-  const daily = new Map<string, RollupRowDb>();
-  let lastHour: RollupRowDb | undefined;
-  let lastDay: RollupRowDb | undefined;
-  for (const row of rows) {
-    const time = row.time as number;
-    const hour = time - (time % HOUR_MS);
-    const model = row.model ?? '';
-    if (lastHour === undefined || lastHour.hour !== hour || !sameGroup(lastHour, row, model)) {
-      const group = `${row.account}\n${row.key_id}\n${model}\n${row.endpoint}\n${row.status}`;
-      lastHour = rollupOf(hourly, `${hour}\n${group}`, row, hour, model);
-      lastDay = rollupOf(daily, `${row.day}\n${group}`, row, hour, model);
-    }
-    addRow(lastHour, row);
-    addRow(lastDay as RollupRowDb, row);
-  }
-  return { hourly: [...hourly.values()], daily: [...daily.values()] };
-}
-
-const sameGroup = (rollup: RollupRowDb, row: UsageRowDb, model: string) =>
-  rollup.account === row.account && rollup.key_id === row.key_id && rollup.model === model && rollup.endpoint === row.endpoint && rollup.status === row.status;
-
-/** The roll-up row of `id` in `rollups`, made empty for `row`'s group the first time. */
-function rollupOf(rollups: Map<string, RollupRowDb>, id: string, row: UsageRowDb, hour: number, model: string): RollupRowDb {
-  let rollup = rollups.get(id);
-  if (rollup === undefined) {
-    rollup = {
-      hour,
-      day: row.day,
-      account: row.account,
-      key_id: row.key_id,
-      model,
-      endpoint: row.endpoint,
-      status: row.status,
-      requests: 0,
-      input_tokens: 0,
-      output_tokens: 0,
-      cost_picousd: 0,
-      cache_hits: 0,
-      cost_saved_picousd: 0,
-    };
-    rollups.set(id, rollup);
-  }
-  return rollup;
-}
-
-function addRow(rollup: RollupRowDb, row: UsageRowDb): void {
-  rollup.requests += 1;
-  rollup.input_tokens += row.input_tokens as number;
-  rollup.output_tokens += row.output_tokens as number;
-  rollup.cost_picousd = exactSum(rollup.cost_picousd, row.cost_picousd);
-  if (row.cache === 'hit') rollup.cache_hits += 1;
-  rollup.cost_saved_picousd = exactSum(rollup.cost_saved_picousd, row.cost_saved_picousd);
-}
-
-/** Picodollars added exactly: a number while it is a safe integer, else its digits (which SQLite reads as an integer). */
-function exactSum(a: number | string, b: number | string): number | string {
-  const sum = Number(a) + Number(b);
-  return Number.isSafeInteger(sum) ? sum : String(BigInt(a) + BigInt(b));
-}
 
 /** How a summary sums the rows of one table: the raw records, or a roll-up of them. */
 interface SumSource {
@@ -315,8 +213,8 @@ function toRecord(row: UsageRowDb): UsageRecord {
  * when the recorder tries it again. On SQLite, better-sqlite3 runs an insert through Knex on the
  * event loop, which no other request uses meanwhile: give the store a `sqliteWriter` as
  * `preparedWrites`, which runs it on a thread of its own, or the recorder a small `maxBatch`.
- * Each insert adds its records to the roll-ups `kmg_usage_hourly` and `kmg_usage_daily` in its
- * transaction (`insert`); `summarize` reads them (`usageSpans()`), on SQLite through
+ * The migrations' trigger adds each insert to the roll-ups `kmg_usage_hourly` and
+ * `kmg_usage_daily` in its transaction; `summarize` reads them (`usageSpans()`), on SQLite through
  * a `sqliteReader` given as `reportReads`, off the event loop.
  * @example usageRecorder({ store: new KnexUsageStore(knex) })
  */
@@ -324,10 +222,10 @@ export class KnexUsageStore implements UsageStore {
   readonly #knex: Knex;
   readonly #timeoutMs: number;
   readonly #insertSql: string;
-  readonly #sqlite: boolean;
+  readonly #preparedInsert: ((bindings: readonly unknown[]) => Promise<void>) | undefined;
+  /** SQLite's writer: the INSERT of each number of rows bound value by value, prepared once each. */
+  readonly #valuesInserts: Array<(bindings: readonly unknown[]) => Promise<void>> | undefined;
   readonly #writes: PreparedWrites | undefined;
-  /** The writes of `#writes` by the sizes of their inserts' chunks: prepared once each. */
-  readonly #prepared = new Map<string, (...bindings: Array<readonly unknown[]>) => Promise<void>>();
   readonly #reportReads: ReportReads | undefined;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
@@ -336,58 +234,36 @@ export class KnexUsageStore implements UsageStore {
     this.#knex = knex;
     this.#timeoutMs = storeTimeoutMs(options);
     this.#insertSql = insertSql;
-    this.#sqlite = knex.client.dialect !== 'postgresql';
     this.#writes = options.preparedWrites;
+    this.#preparedInsert = options.preparedWrites?.prepare(insertSql);
+    this.#valuesInserts = options.preparedWrites && knex.client.dialect !== 'postgresql' ? [] : undefined;
     this.#reportReads = options.reportReads;
   }
 
-  /**
-   * All the records or none, with their roll-ups: on PostgreSQL one statement (its trigger adds
-   * the roll-ups); on SQLite, whose triggers run once per row, the batch's roll-up rows summed
-   * here and added by one statement per roll-up, in the insert's transaction.
-   */
+  /** All the records or none: one statement. */
   async insert(records: readonly UsageRecord[]): Promise<void> {
     if (records.length === 0) return;
     const rows = records.map(toRow);
-    const rollups = this.#sqlite ? batchRollups(rows) : undefined;
-    if (this.#writes !== undefined) {
+    if (this.#preparedInsert !== undefined) {
       try {
-        return await this.#written(rows, rollups, this.#writes);
+        return await (this.#valuesInserts !== undefined && rows.length <= ROWS_PER_VALUES_INSERT
+          ? this.#valuesInsert(rows.length)(rowValues(rows))
+          : this.#preparedInsert([JSON.stringify(rows)]));
       } catch (err) {
         // The writer never ran it: Knex's connection will.
         if (!(err instanceof SqliteWriterGoneError)) throw err;
       }
     }
-    if (rollups === undefined) {
-      await this.#knex.raw(this.#insertSql, [JSON.stringify(rows)]);
-      return;
-    }
-    // On Knex's connection, one JSON array: Knex's handling of each bound value would cost more.
-    await this.#knex.transaction(async (trx) => {
-      await trx.raw(this.#insertSql, [JSON.stringify(rows)]);
-      await trx.raw(SQLITE_ROLLUP_SQL[0], [JSON.stringify(rollups.hourly)]);
-      await trx.raw(SQLITE_ROLLUP_SQL[1], [JSON.stringify(rollups.daily)]);
-    });
+    // Through Knex, one JSON array: Knex's handling of each bound value would cost more.
+    await this.#knex.raw(this.#insertSql, [JSON.stringify(rows)]);
   }
 
-  /** The insert by `writes`: on SQLite, its rows' values bound one by one, their roll-ups after them, in one transaction. */
-  #written(rows: UsageRowDb[], rollups: ReturnType<typeof batchRollups> | undefined, writes: PreparedWrites): Promise<void> {
-    if (rollups === undefined) return this.#write(writes, 'json', () => [this.#insertSql])([JSON.stringify(rows)]);
-    const sizes: number[] = [];
-    const values: unknown[][] = [];
-    for (let at = 0; at < rows.length; at += ROWS_PER_INSERT) {
-      const chunk = rows.slice(at, at + ROWS_PER_INSERT);
-      sizes.push(chunk.length);
-      values.push(rowValues(chunk));
-    }
-    const write = this.#write(writes, sizes.join(), () => [...sizes.map(valuesInsert), ...SQLITE_ROLLUP_SQL]);
-    return write(...values, [JSON.stringify(rollups.hourly)], [JSON.stringify(rollups.daily)]);
-  }
-
-  #write(writes: PreparedWrites, shape: string, statements: () => string[]): (...bindings: Array<readonly unknown[]>) => Promise<void> {
-    let write = this.#prepared.get(shape);
-    if (write === undefined) this.#prepared.set(shape, (write = writes.prepare(...statements())));
-    return write;
+  /** The writer's INSERT of `rows` rows, each value bound on its own. */
+  #valuesInsert(rows: number): (bindings: readonly unknown[]) => Promise<void> {
+    const inserts = this.#valuesInserts as Array<(bindings: readonly unknown[]) => Promise<void>>;
+    return (inserts[rows] ??= (this.#writes as PreparedWrites).prepare(
+      `insert into ${TABLE} (${COLUMN_LIST}) values ${Array(rows).fill(ROW_PLACEHOLDERS).join(', ')}`,
+    ));
   }
 
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {

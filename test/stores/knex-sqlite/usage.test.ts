@@ -83,15 +83,6 @@ test('sqlite: once its writer thread is gone, inserts go through Knex, and none 
   t.deepEqual(failures, [], 'a writer closed by its owner has not failed');
 });
 
-test("sqlite: a writer's statements prepared together run in one transaction, each with its bindings: all of them or none", async (t) => {
-  const { db, filename } = await migratedSqlite();
-  await db.knex.raw('create table t (id integer primary key)');
-  const both = writerOn(filename).prepare('insert into t values (?)', 'insert into t values (?)');
-  await both([1], [2]);
-  await t.throwsAsync(both([3], [1]), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
-  t.deepEqual(await db.knex('t').pluck('id').orderBy('id'), [1, 2], 'the second failed: the first was not kept');
-});
-
 test('sqlite: with a writer thread, inserts run on its connection: the store needs no write access of its own', async (t) => {
   const { filename } = await migratedSqlite();
   const readOnly = knexFactory({ client: 'better-sqlite3', connection: { filename, options: { readonly: true } }, useNullAsDefault: true });
