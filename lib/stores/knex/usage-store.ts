@@ -89,7 +89,7 @@ const INSERT_SQL: Record<string, string> = {
 
 /**
  * SQLite's writer thread takes each value bound on its own, which costs both threads less than a
- * JSON array taken apart by jsonb_each (BENCHMARKS.md): a batch of up to this many rows (the
+ * JSON array taken apart by jsonb_each (docs/DECISIONS.md, Performance): a batch of up to this many rows (the
  * recorder's default batch) is one INSERT of its rows' values in `COLUMNS`' order; a larger one is
  * one JSON insert, so that a batch is always one statement.
  */
@@ -223,9 +223,10 @@ export class KnexUsageStore implements UsageStore {
   readonly #timeoutMs: number;
   readonly #insertSql: string;
   readonly #preparedInsert: ((bindings: readonly unknown[]) => Promise<void>) | undefined;
-  /** SQLite's writer: the INSERT of each number of rows bound value by value, prepared once each. */
-  readonly #valuesInserts: Array<(bindings: readonly unknown[]) => Promise<void>> | undefined;
-  readonly #writes: PreparedWrites | undefined;
+  /** SQLite's writer thread, which takes a batch's values bound one by one. */
+  readonly #sqliteWrites: PreparedWrites | undefined;
+  /** Its INSERT of each number of rows, prepared once each. */
+  readonly #valuesInserts: Array<(bindings: readonly unknown[]) => Promise<void>> = [];
   readonly #reportReads: ReportReads | undefined;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
@@ -234,9 +235,8 @@ export class KnexUsageStore implements UsageStore {
     this.#knex = knex;
     this.#timeoutMs = storeTimeoutMs(options);
     this.#insertSql = insertSql;
-    this.#writes = options.preparedWrites;
     this.#preparedInsert = options.preparedWrites?.prepare(insertSql);
-    this.#valuesInserts = options.preparedWrites && knex.client.dialect !== 'postgresql' ? [] : undefined;
+    this.#sqliteWrites = knex.client.dialect === 'postgresql' ? undefined : options.preparedWrites;
     this.#reportReads = options.reportReads;
   }
 
@@ -246,8 +246,8 @@ export class KnexUsageStore implements UsageStore {
     const rows = records.map(toRow);
     if (this.#preparedInsert !== undefined) {
       try {
-        return await (this.#valuesInserts !== undefined && rows.length <= ROWS_PER_VALUES_INSERT
-          ? this.#valuesInsert(rows.length)(rowValues(rows))
+        return await (this.#sqliteWrites !== undefined && rows.length <= ROWS_PER_VALUES_INSERT
+          ? this.#valuesInsert(this.#sqliteWrites, rows.length)(rowValues(rows))
           : this.#preparedInsert([JSON.stringify(rows)]));
       } catch (err) {
         // The writer never ran it: Knex's connection will.
@@ -259,11 +259,8 @@ export class KnexUsageStore implements UsageStore {
   }
 
   /** The writer's INSERT of `rows` rows, each value bound on its own. */
-  #valuesInsert(rows: number): (bindings: readonly unknown[]) => Promise<void> {
-    const inserts = this.#valuesInserts as Array<(bindings: readonly unknown[]) => Promise<void>>;
-    return (inserts[rows] ??= (this.#writes as PreparedWrites).prepare(
-      `insert into ${TABLE} (${COLUMN_LIST}) values ${Array(rows).fill(ROW_PLACEHOLDERS).join(', ')}`,
-    ));
+  #valuesInsert(writes: PreparedWrites, rows: number): (bindings: readonly unknown[]) => Promise<void> {
+    return (this.#valuesInserts[rows] ??= writes.prepare(`insert into ${TABLE} (${COLUMN_LIST}) values ${Array(rows).fill(ROW_PLACEHOLDERS).join(', ')}`));
   }
 
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {
