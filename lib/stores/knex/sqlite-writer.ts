@@ -15,6 +15,9 @@ if (!workerData.readonly) {
   database.pragma('synchronous = NORMAL');
   database.pragma('wal_autocheckpoint = 0');
 }
+// Each statement is sent once (its id and text) and prepared at its first run; a run names it by
+// its id: the text of an insert of many rows is not copied to this thread, nor looked up, each time.
+const texts = new Map();
 const statements = new Map();
 const timer = workerData.readonly ? undefined : setInterval(() => database.pragma('wal_checkpoint(PASSIVE)'), workerData.checkpointIntervalMs);
 parentPort.on('message', (message) => {
@@ -24,10 +27,14 @@ parentPort.on('message', (message) => {
     parentPort.close();
     return;
   }
-  const { id, sql, bindings } = message;
+  if (message.define !== undefined) {
+    texts.set(message.define, message.sql);
+    return;
+  }
+  const { id, statement: which, bindings } = message;
   try {
-    let statement = statements.get(sql);
-    if (statement === undefined) statements.set(sql, (statement = database.prepare(sql)));
+    let statement = statements.get(which);
+    if (statement === undefined) statements.set(which, (statement = database.prepare(texts.get(which))));
     if (workerData.readonly) parentPort.postMessage({ id, rows: statement.all(...bindings) });
     else {
       statement.run(...bindings);
@@ -88,8 +95,11 @@ export function sqliteWriter(filename: string, options: SqliteWriterOptions): Sq
   const { checkpointIntervalMs = 1000, onFailure } = options;
   const worker = sqliteWorker({ filename, checkpointIntervalMs, readonly: false }, 'writer', onFailure);
   return {
-    prepare: (sql) => async (bindings) => {
-      await worker.run(sql, bindings);
+    prepare(sql) {
+      const statement = worker.define(sql);
+      return async (bindings) => {
+        await worker.run(statement, bindings);
+      };
     },
     close: worker.close,
   };
@@ -124,7 +134,7 @@ export interface SqliteReader extends ReportReads {
  */
 export function sqliteReader(filename: string, options: Pick<SqliteWriterOptions, 'onFailure'>): SqliteReader {
   const worker = sqliteWorker({ filename, readonly: true }, 'reader', options.onFailure);
-  return { all: async (sql, bindings) => (await worker.run(sql, bindings)) ?? [], close: worker.close };
+  return { all: async (sql, bindings) => (await worker.run(worker.define(sql), bindings)) ?? [], close: worker.close };
 }
 
 /** The thread of `sqliteWriter` and `sqliteReader`: one statement at a time, in order; a `readonly` one answers rows. */
@@ -137,6 +147,8 @@ function sqliteWorker(
   const worker = new Worker(WORKER, { eval: true, workerData: { driver, ...workerData } });
   const waiting = new Map<number, { resolve: (rows: unknown[] | undefined) => void; reject: (err: Error) => void }>();
   let nextId = 0;
+  // The statements sent to the worker: their ids by their text.
+  const defined = new Map<string, number>();
   let closing = false;
   let gone: Error | undefined;
   let failure: Error | undefined;
@@ -159,7 +171,17 @@ function sqliteWorker(
   });
   worker.unref();
   return {
-    run(sql: string, bindings: readonly unknown[]): Promise<unknown[] | undefined> {
+    /** The id `run` names `sql` by: sent to the worker the first time. */
+    define(sql: string): number {
+      let statement = defined.get(sql);
+      if (statement === undefined) {
+        statement = defined.size;
+        defined.set(sql, statement);
+        if (gone === undefined && !closing) worker.postMessage({ define: statement, sql });
+      }
+      return statement;
+    },
+    run(statement: number, bindings: readonly unknown[]): Promise<unknown[] | undefined> {
       return new Promise((resolve, reject) => {
         if (gone !== undefined || closing) {
           reject(gone ?? new SqliteWriterGoneError(`the SQLite ${role} is closed`));
@@ -169,7 +191,7 @@ function sqliteWorker(
         // While a statement is under way, the worker keeps the process alive, as a query on a socket would.
         if (waiting.size === 0) worker.ref();
         waiting.set(id, { resolve, reject });
-        worker.postMessage({ id, sql, bindings });
+        worker.postMessage({ id, statement, bindings });
       });
     },
     close() {

@@ -13,7 +13,7 @@ import {
   type UsageStore,
 } from '../../usage/usage-store.js';
 import { DAY_MS, HOUR_MS, mergeUsageRows, negatedUsageRows, usageSpans } from '../../usage/usage-rollups.js';
-import { SqliteWriterGoneError, type ReportReads } from './sqlite-writer.js';
+import { SqliteWriterGoneError, type PreparedWrites, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { addUsagePartitions, dropUsagePartitions } from './usage-partitions.js';
 import { wholeLowerBound, wholeMs } from './whole-times.js';
@@ -74,10 +74,10 @@ const COLUMNS = [
 const COLUMN_LIST = COLUMNS.map((column) => `"${column}"`).join(', ');
 
 /**
- * One INSERT for a whole batch, its rows bound as one JSON array that the database takes apart
- * (PostgreSQL's json_populate_recordset by the table's own column types, SQLite's jsonb_each): a
- * bound value per field cost the client more than the database's own work (measured with
- * bench:proxy; the run is in the git history of BENCHMARKS.md).
+ * One INSERT for a whole batch through Knex, its rows bound as one JSON array that the database
+ * takes apart (PostgreSQL's json_populate_recordset by the table's own column types, SQLite's
+ * jsonb_each): through Knex, a bound value per field cost the client more than the database's own
+ * work (measured with bench:proxy; the run is in the git history of BENCHMARKS.md).
  * jsonb_each (SQLite 3.45 and later, which every better-sqlite3 12 bundles) hands each row over
  * parsed once, where json_each's text made every json_extract parse the row again. Rows are
  * numbered (`seq`) in the array's order.
@@ -86,6 +86,27 @@ const INSERT_SQL: Record<string, string> = {
   postgresql: `insert into ${TABLE} (${COLUMN_LIST}) select ${COLUMN_LIST} from json_populate_recordset(null::${TABLE}, ?)`,
   sqlite3: `insert into ${TABLE} (${COLUMN_LIST}) select ${COLUMNS.map((column) => `json_extract(value, '$.${column}')`).join(', ')} from jsonb_each(?)`,
 };
+
+/**
+ * SQLite's writer thread takes each value bound on its own, which costs both threads less than a
+ * JSON array taken apart by jsonb_each (docs/DECISIONS.md, Performance): a batch of up to this many rows (the
+ * recorder's default batch) is one INSERT of its rows' values in `COLUMNS`' order; a larger one is
+ * one JSON insert, so that a batch is always one statement.
+ */
+const ROWS_PER_VALUES_INSERT = 100;
+const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
+
+/** The rows' values in `COLUMNS`' order, one after the other; a boolean as SQLite keeps it (0 or 1). */
+function rowValues(rows: readonly UsageRowDb[]): unknown[] {
+  const values: unknown[] = [];
+  for (const row of rows) {
+    for (const column of COLUMNS) {
+      const value = row[column];
+      values.push(typeof value === 'boolean' ? Number(value) : value);
+    }
+  }
+  return values;
+}
 
 const HOURLY = 'kmg_usage_hourly';
 const DAILY = 'kmg_usage_daily';
@@ -245,6 +266,10 @@ export class KnexUsageStore implements UsageStore {
   readonly #timeoutMs: number;
   readonly #insertSql: string;
   readonly #preparedInsert: ((bindings: readonly unknown[]) => Promise<void>) | undefined;
+  /** SQLite's writer thread, which takes a batch's values bound one by one. */
+  readonly #sqliteWrites: PreparedWrites | undefined;
+  /** Its INSERT of each number of rows, prepared once each. */
+  readonly #valuesInserts: Array<(bindings: readonly unknown[]) => Promise<void>> = [];
   readonly #reportReads: ReportReads | undefined;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
@@ -254,22 +279,31 @@ export class KnexUsageStore implements UsageStore {
     this.#timeoutMs = storeTimeoutMs(options);
     this.#insertSql = insertSql;
     this.#preparedInsert = options.preparedWrites?.prepare(insertSql);
+    this.#sqliteWrites = knex.client.dialect === 'postgresql' ? undefined : options.preparedWrites;
     this.#reportReads = options.reportReads;
   }
 
   /** All the records or none: one statement. */
   async insert(records: readonly UsageRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const bindings = [JSON.stringify(records.map(toRow))];
+    const rows = records.map(toRow);
     if (this.#preparedInsert !== undefined) {
       try {
-        return await this.#preparedInsert(bindings);
+        return await (this.#sqliteWrites !== undefined && rows.length <= ROWS_PER_VALUES_INSERT
+          ? this.#valuesInsert(this.#sqliteWrites, rows.length)(rowValues(rows))
+          : this.#preparedInsert([JSON.stringify(rows)]));
       } catch (err) {
         // The writer never ran it: Knex's connection will.
         if (!(err instanceof SqliteWriterGoneError)) throw err;
       }
     }
-    await this.#knex.raw(this.#insertSql, bindings);
+    // Through Knex, one JSON array: Knex's handling of each bound value would cost more.
+    await this.#knex.raw(this.#insertSql, [JSON.stringify(rows)]);
+  }
+
+  /** The writer's INSERT of `rows` rows, each value bound on its own. */
+  #valuesInsert(writes: PreparedWrites, rows: number): (bindings: readonly unknown[]) => Promise<void> {
+    return (this.#valuesInserts[rows] ??= writes.prepare(`insert into ${TABLE} (${COLUMN_LIST}) values ${Array(rows).fill(ROW_PLACEHOLDERS).join(', ')}`));
   }
 
   async list(filter: UsageFilter & { limit?: number } = {}): Promise<UsageRecord[]> {
