@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { TestFn } from 'ava';
-import knexFactory, { type Knex } from 'knex';
-import { POSTGRES_URL, withPostgres } from './services.js';
+import { asAdmin, POSTGRES_URL, withPostgres } from './services.js';
 
 export interface ThrowawayDatabase {
   /** A DATABASE_URL for a server process. */
@@ -31,16 +30,6 @@ export async function throwawayPostgres({ ownDatabase = false } = {}): Promise<T
     url: url.toString(),
     drop: () => asAdmin((admin) => admin.raw(ownDatabase ? 'drop database if exists ?? with (force)' : 'drop schema if exists ?? cascade', [name])),
   };
-}
-
-/** One statement at a time on a connection of its own, closed at once. */
-async function asAdmin(use: (admin: Knex) => Promise<unknown>): Promise<void> {
-  const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
-  try {
-    await use(admin);
-  } finally {
-    await admin.destroy();
-  }
 }
 
 /**

@@ -145,8 +145,8 @@ export async function postgresDatabase(): Promise<TestDatabase> {
   };
 }
 
-/** One statement on a connection of its own, closed at once. */
-async function asAdmin(use: (admin: Knex) => Promise<unknown>): Promise<void> {
+/** Statements on a connection of its own as the test server's superuser, one after the other, closed at once. */
+export async function asAdmin(use: (admin: Knex) => Promise<unknown>): Promise<void> {
   const admin = knexFactory({ client: 'pg', connection: POSTGRES_URL, pool: { min: 0, max: 1 } });
   try {
     await use(admin);
