@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import Koa from 'koa';
 import OpenAI, { AuthenticationError, toFile } from 'openai';
 import { pino } from 'pino';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES } from '../../lib/auth/scopes.js';
@@ -36,17 +36,16 @@ const HOSTILE = '<img src=x onerror=alert(1)>';
 
 const DAY_MS = 86_400_000;
 
-/** Debian's Chromium, headless, launched once for the file when a test first asks (a launch costs about a CPU-second). */
-let launched: Promise<Browser> | undefined;
-test.after.always(async () => (await launched)?.close());
-
-/** A browser context of the test's own (its cookies, storage and permissions), closed with the test. */
-async function openBrowser(t: ExecutionContext, viewport: { width: number; height: number }): Promise<BrowserContext> {
+/** Debian's Chromium, headless, on a profile of its own that goes with the test, as is the browser. */
+async function openBrowser(t: ExecutionContext, viewport: { width: number; height: number }) {
+  const profile = await mkdtemp(join(tmpdir(), 'kmg-chromium-'));
+  t.teardown(() => rm(profile, { recursive: true, force: true }));
   await mkdir(ARTIFACTS, { recursive: true });
-  launched ??= chromium.launch({
+  const browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: [
+      '--headless',
       '--no-sandbox',
       '--disable-gpu',
       '--disable-background-networking',
@@ -55,10 +54,10 @@ async function openBrowser(t: ExecutionContext, viewport: { width: number; heigh
       '--disable-quic',
       '--no-first-run',
     ],
+    viewport,
   });
-  const context = await (await launched).newContext({ viewport });
-  t.teardown(() => context.close());
-  return context;
+  t.teardown(() => browser.close());
+  return browser;
 }
 
 /** A page of the dashboard at `url`, logged in with `token`, and the errors its scripts throw. */
