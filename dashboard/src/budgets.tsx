@@ -264,7 +264,8 @@ export function AccountBudgets({ account }: { account: string }) {
         </div>
       )}
       <BudgetAlerts account={account} />
-      {may('change') && (
+      {/* Shown once the budgets are loaded: their arrival would overwrite what was typed. */}
+      {may('change') && limits !== null && (
         <form onSubmit={save}>
           <p class="hint">
             An account's budgets cover all its keys: once what is left of one in the UTC day or month cannot hold a call's maximum cost, its model calls are

@@ -221,7 +221,8 @@ async function signInByRole(t: ExecutionContext, { app, provider, deployment, br
       t.true(((await app.deployment.keys.get(key.id))?.expiresAt ?? 0) > 4_000_000_000);
     }
     await page.goto(`${app.url}/dashboard#/accounts/${encodeURIComponent(deployment.account)}`);
-    await page.getByRole('heading', { name: 'Budgets' }).waitFor();
+    // The budgets loaded: their form is shown only then.
+    await page.getByRole('region', { name: 'Budgets' }).getByText('Spent this month (UTC)').waitFor();
     t.is(await page.getByRole('button', { name: 'Save budgets' }).count(), role === 'viewer' ? 0 : 1, `${role}: Save budgets`);
     if (role === 'operator') {
       // The account's budgets made soft, alerting at thresholds of their own.
@@ -248,7 +249,8 @@ async function signInByRole(t: ExecutionContext, { app, provider, deployment, br
       await shoot('sso-audit');
       // The people who signed in, and a role assigned in the page.
       await page.getByRole('link', { name: 'People' }).click();
-      await page.getByRole('row').filter({ hasText: 'vera@example.com' }).waitFor();
+      // The People page's own control: the audit log's rows name her too until the page has changed.
+      await page.getByLabel('Role of vera@example.com').waitFor();
       t.is(await page.getByRole('row').count(), 4);
       await page.getByLabel('Role of vera@example.com').selectOption('operator');
       await until(
