@@ -220,9 +220,19 @@ async function signInByRole(t: ExecutionContext, { app, provider, deployment, br
       t.is((await app.deployment.keys.get(key.id))?.limits?.costPerMonth, undefined);
       t.true(((await app.deployment.keys.get(key.id))?.expiresAt ?? 0) > 4_000_000_000);
     }
+    // The account's budgets held back: no form to type into until they are loaded, which would overwrite it.
+    let releaseLimits = () => {};
+    const limitsHeld = new Promise<void>((resolve) => (releaseLimits = resolve));
+    await page.route(/\/admin\/v1\/accounts\/[^/]+\/limits$/, async (route) => {
+      if (route.request().method() === 'GET') await limitsHeld;
+      await route.fallback();
+    });
     await page.goto(`${app.url}/dashboard#/accounts/${encodeURIComponent(deployment.account)}`);
-    // The budgets loaded: their form is shown only then.
+    await page.getByRole('region', { name: 'Budgets' }).getByText('Loading the budgets').waitFor();
+    t.is(await page.getByRole('button', { name: 'Save budgets' }).count(), 0, `${role}: no budgets form while they load`);
+    releaseLimits();
     await page.getByRole('region', { name: 'Budgets' }).getByText('Spent this month (UTC)').waitFor();
+    await page.unroute(/\/admin\/v1\/accounts\/[^/]+\/limits$/);
     t.is(await page.getByRole('button', { name: 'Save budgets' }).count(), role === 'viewer' ? 0 : 1, `${role}: Save budgets`);
     if (role === 'operator') {
       // The account's budgets made soft, alerting at thresholds of their own.
