@@ -235,7 +235,7 @@ withRedis(test)(
     const redis = await client();
     const prefix = keyPrefix();
     const ledger = new RedisSpendLedger({ client: redis, keyPrefix: `${prefix}:spend`, nowMs: NOON });
-    const limiter = new RedisModelLimiter({ client: redis, keyPrefix: `${prefix}:models` });
+    const limiter = new RedisModelLimiter({ client: redis, keyPrefix: `${prefix}:models`, nowMs: NOON });
     const accounts = new MemoryAccountBudgetStore();
     const account = newAccount();
     await accounts.set(account, { costPerDay: 1 });
