@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import Koa from 'koa';
 import OpenAI, { AuthenticationError, toFile } from 'openai';
 import { pino } from 'pino';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
 import { createApiKey } from '../../lib/auth/keys.js';
 import { SCOPES } from '../../lib/auth/scopes.js';
@@ -36,16 +36,17 @@ const HOSTILE = '<img src=x onerror=alert(1)>';
 
 const DAY_MS = 86_400_000;
 
-/** Debian's Chromium, headless, on a profile of its own that goes with the test, as is the browser. */
-async function openBrowser(t: ExecutionContext, viewport: { width: number; height: number }) {
-  const profile = await mkdtemp(join(tmpdir(), 'kmg-chromium-'));
-  t.teardown(() => rm(profile, { recursive: true, force: true }));
+/** Debian's Chromium, headless, launched once for the file when a test first asks (a launch costs about a CPU-second). */
+let launched: Promise<Browser> | undefined;
+test.after.always(async () => (await launched)?.close());
+
+/** A browser context of the test's own (its cookies, storage and permissions), closed with the test. */
+async function openBrowser(t: ExecutionContext, viewport: { width: number; height: number }): Promise<BrowserContext> {
   await mkdir(ARTIFACTS, { recursive: true });
-  const browser = await chromium.launchPersistentContext(profile, {
+  launched ??= chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
     args: [
-      '--headless',
       '--no-sandbox',
       '--disable-gpu',
       '--disable-background-networking',
@@ -54,10 +55,18 @@ async function openBrowser(t: ExecutionContext, viewport: { width: number; heigh
       '--disable-quic',
       '--no-first-run',
     ],
-    viewport,
   });
-  t.teardown(() => browser.close());
-  return browser;
+  const context = await (await launched).newContext({ viewport });
+  t.teardown(() => context.close());
+  return context;
+}
+
+/** The contexts of one browser share its clipboard: a test copies and reads it back while no other does. */
+let clipboardFree: Promise<unknown> = Promise.resolve();
+function withClipboard<T>(use: () => Promise<T>): Promise<T> {
+  const turn = clipboardFree.then(use);
+  clipboardFree = turn.catch(() => undefined);
+  return turn;
 }
 
 /** A page of the dashboard at `url`, logged in with `token`, and the errors its scripts throw. */
@@ -340,9 +349,12 @@ const dashboardTest = (deployment: Deployment) => async (t: ExecutionContext) =>
   const secret = page.getByLabel('Secret key');
   const key = await secret.inputValue();
   t.regex(key, /^kmg_sk_[A-Za-z0-9_-]{43}$/);
-  await page.getByRole('button', { name: 'Copy' }).click();
-  await page.getByText('Copied to the clipboard.').waitFor();
-  t.is(await page.evaluate<string>('navigator.clipboard.readText()'), key);
+  const copied = await withClipboard(async () => {
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByText('Copied to the clipboard.').waitFor();
+    return page.evaluate<string>('navigator.clipboard.readText()');
+  });
+  t.is(copied, key);
   await shoot('key-created');
   await page.keyboard.press('Escape');
   await secret.waitFor({ state: 'detached' });
