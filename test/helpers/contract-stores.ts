@@ -10,6 +10,7 @@ import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { usageRecord } from '../../lib/testing/usage-store-contract.js';
+import { emptySchema } from './migrated-databases.js';
 import { preparedReadsOn } from './prepared-reads.js';
 import type { TestDatabase } from './services.js';
 import { runTogether } from './worker-processes.js';
@@ -20,7 +21,7 @@ import { runTogether } from './worker-processes.js';
 // seconds at a time: PostgreSQL connections opened on that thread meanwhile could not finish their
 // handshake in a busy suite. This module holds what the files share.
 
-type Open = () => Promise<TestDatabase>;
+type Open = (options: { migrated?: boolean }) => Promise<TestDatabase>;
 
 /**
  * The contracts are about what a store keeps, however the calls interleave, on a machine as busy
@@ -52,23 +53,10 @@ interface Opened {
  */
 type SpareSchemas = Map<Open, TestDatabase[]>;
 
-/**
- * Empties the schema as its migration left it: every table but the migrations' own, and the one row
- * the migrations seed (the key version KnexKeyChanges polls) back at 0. Deletes, not a truncate: a
- * truncate of the eighteen tables costs the server 40 ms of CPU and a quarter of a second, the
- * deletes of a test's few rows 2 ms.
- */
 async function emptied(db: TestDatabase): Promise<boolean> {
   try {
-    const { rows } = (await db.knex.raw(
-      "select tablename from pg_tables where schemaname = current_schema() and tablename not like 'kmg\\_migrations%' and tablename <> 'kmg_key_version'",
-    )) as { rows: Array<{ tablename: string }> };
-    // A lock a test left behind makes the schema one to drop, not a wait.
-    await db.knex.transaction(async (trx) => {
-      await trx.raw("set local lock_timeout = '2s'");
-      for (const { tablename } of rows) await trx(tablename).delete();
-      await trx('kmg_key_version').update({ version: 0 });
-    });
+    const [schema] = db.config.searchPath as string[];
+    await db.knex.transaction((trx) => emptySchema(trx, schema!));
     return true;
   } catch {
     return false;
@@ -112,7 +100,7 @@ export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
       opened().databases.push(spare);
       return spare;
     }
-    const db = await open();
+    const db = await open({ migrated: true });
     opened().databases.push(db);
     await migrate(db.knex);
     if (db.config.client === 'pg') openOf.set(db, open);

@@ -11,6 +11,7 @@ import { loadConfig, type ServerConfig } from '../../reference-server/config.js'
 import { openDeployment, type Deployment } from '../../reference-server/deployment.js';
 import { createHttpServer } from '../../reference-server/http-server.js';
 import { listen } from './http.js';
+import { seedMigratedDatabase } from './migrated-databases.js';
 import { until } from './poll.js';
 
 export interface LogLine {
@@ -54,6 +55,7 @@ export async function referenceApp(
     await writeFile(env.GATEWAY_CONFIG, JSON.stringify(gatewayConfig));
   }
   const config = loadConfig(env);
+  await seedMigratedDatabase(config.database);
   const logs: LogLine[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {

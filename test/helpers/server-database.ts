@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { TestFn } from 'ava';
+import { migratedPostgresSchema } from './migrated-databases.js';
 import { asAdmin, POSTGRES_URL, withPostgres } from './services.js';
 
 export interface ThrowawayDatabase {
@@ -10,26 +11,28 @@ export interface ThrowawayDatabase {
 
 /**
  * A PostgreSQL schema of its own on the test server, for a server started as a user starts it
- * (DATABASE_URL, its `search_path` in the URL's `options`): nothing shared with other tests,
- * migrations included. `drop` removes it. With `ownDatabase`, a database of its own instead, for a
- * test that tells its connections apart by database (`pg_stat_activity.datname`): dropping a
- * database makes the server write a checkpoint, a second or more on a busy machine.
+ * (DATABASE_URL, its `search_path` in the URL's `options`): nothing shared with other tests. The
+ * schema comes migrated (a spare an earlier test ended with, emptied: migrated-databases.ts), and
+ * `drop` hands it on. With `ownDatabase`, a new database of its own instead, migrated by the server
+ * that opens it, for a test that tells its connections apart by database
+ * (`pg_stat_activity.datname`): dropping a database makes the server write a checkpoint, a second
+ * or more on a busy machine.
  */
 export async function throwawayPostgres({ ownDatabase = false } = {}): Promise<ThrowawayDatabase> {
   const name = `kmg_${randomBytes(6).toString('hex')}`;
-  const kind = ownDatabase ? 'database' : 'schema';
-  await asAdmin(async (admin) => {
-    await admin.raw(`create ${kind} ??`, [name]);
-    // Commits that do not wait for the disk: a test's rows need not survive a crash of the server.
-    if (ownDatabase) await admin.raw('alter database ?? set synchronous_commit = off', [name]);
-  });
   const url = new URL(POSTGRES_URL);
-  if (ownDatabase) url.pathname = `/${name}`;
-  else url.searchParams.set('options', `-c search_path=${name} -c synchronous_commit=off`);
-  return {
-    url: url.toString(),
-    drop: () => asAdmin((admin) => admin.raw(ownDatabase ? 'drop database if exists ?? with (force)' : 'drop schema if exists ?? cascade', [name])),
-  };
+  if (!ownDatabase) {
+    const schema = await migratedPostgresSchema(name);
+    // Commits that do not wait for the disk: a test's rows need not survive a crash of the server.
+    url.searchParams.set('options', `-c search_path=${name} -c synchronous_commit=off`);
+    return { url: url.toString(), drop: schema.release };
+  }
+  await asAdmin(async (admin) => {
+    await admin.raw('create database ??', [name]);
+    await admin.raw('alter database ?? set synchronous_commit = off', [name]);
+  });
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => asAdmin((admin) => admin.raw('drop database if exists ?? with (force)', [name])) };
 }
 
 /**

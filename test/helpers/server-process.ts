@@ -6,9 +6,10 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ExecutionContext } from 'ava';
 import { runCommandLine } from '../../reference-server/commands/index.js';
-import { loadConfigWithModules } from '../../reference-server/config.js';
+import { type DatabaseSettings, loadConfigWithModules, parseDatabaseUrl } from '../../reference-server/config.js';
 import { createLogger } from '../../reference-server/logger.js';
 import { startGateway, type GatewayOptions } from '../../reference-server/server.js';
+import { seedMigratedDatabase } from './migrated-databases.js';
 
 /** The checkout's root, where ava runs every test file: the CLI runs from there, as a user runs it. */
 export const ROOT = process.cwd();
@@ -104,8 +105,24 @@ export interface CreatedKey {
   cache: { ttl_seconds: number; per_key: boolean } | null;
 }
 
+/**
+ * A migrated database where the server or CLI of `env` would make a new one (migrated-databases.ts):
+ * tests that start servers are not about migrating. A DATABASE_URL the server refuses is left to it.
+ */
+async function seedDatabase(env: Record<string, string>): Promise<void> {
+  if (env.DATA_DIR === undefined) return;
+  let settings: DatabaseSettings;
+  try {
+    settings = parseDatabaseUrl(env.DATABASE_URL, env.DATA_DIR);
+  } catch {
+    return;
+  }
+  await seedMigratedDatabase(settings);
+}
+
 /** `keys create --json` with `args`; fails loudly when the CLI does. */
 export async function createKey(env: Record<string, string>, args: string[]): Promise<CreatedKey> {
+  await seedDatabase(env);
   const result = await runCli(['keys', 'create', '--json', ...args], env);
   if (result.code !== 0) throw new Error(`keys create failed (${result.code}): ${result.stderr}`);
   return JSON.parse(result.stdout) as CreatedKey;
@@ -139,6 +156,7 @@ export function minuteAlignedClock(): () => number {
 /** `koa-model-gateway serve` in this process, on a random port, with only `env` as its environment (and its config's `providerModules`). */
 export async function startServer(env: Record<string, string>, options: GatewayOptions = {}): Promise<RunningServer> {
   const config = await loadConfigWithModules({ PORT: '0', LOG_LEVEL: 'info', ...env });
+  await seedMigratedDatabase(config.database);
   const logs: LogLine[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
   const gateway = await startGateway(config, logger, options);
@@ -190,6 +208,7 @@ const FROM_SOURCE = ['--conditions=@koa-model-gateway/source', '--import', 'tsx'
  */
 export async function spawnServer(env: Record<string, string>, options: { fromSource?: boolean } = {}): Promise<ServerProcess> {
   const cli = options.fromSource ? FROM_SOURCE : [await compiledCli()];
+  await seedDatabase(env);
   const started = await turnToStart();
   const child = spawn(process.execPath, [...cli, 'serve'], {
     cwd: ROOT,

@@ -542,10 +542,12 @@ test('a read whose arguments are not each exactly one binding is refused when it
 test('sqlite in WAL mode: a prepared read runs beside a transaction in progress and sees only what is committed', async (t) => {
   const wal = () =>
     sqliteDatabase({
-      pool: {
-        afterCreate(connection: { pragma(source: string): unknown }, done: (err: Error | null, connection: unknown) => void) {
-          connection.pragma('journal_mode = WAL');
-          done(null, connection);
+      extra: {
+        pool: {
+          afterCreate(connection: { pragma(source: string): unknown }, done: (err: Error | null, connection: unknown) => void) {
+            connection.pragma('journal_mode = WAL');
+            done(null, connection);
+          },
         },
       },
     });
