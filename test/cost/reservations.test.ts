@@ -306,26 +306,3 @@ withRedis(test)(
     await noHolds();
   },
 );
-
-withRedis(test)("redis: a call's admission is written before its turn of the event loop ends when nothing of its client is in flight", async (t) => {
-  const redis = await client();
-  const prefix = keyPrefix();
-  const ledger = new RedisSpendLedger({ client: redis, keyPrefix: `${prefix}:spend`, nowMs: NOON });
-  const consume = {
-    limiter: new RedisModelLimiter({ client: redis, keyPrefix: `${prefix}:models`, nowMs: NOON }),
-    keyId: 'key_1',
-    limits: { requestsPerMinute: 5 },
-  };
-  const parties = [{ party: `account:${newAccount()}`, day: 10n ** 12n }];
-  // Once, so that Redis knows the script: the first call of a fresh Redis sends its text too.
-  await ledger.reserveAndConsume(parties, 1000, 60_000, consume);
-  let writes = 0;
-  const write = redis.stream.write.bind(redis.stream) as (...args: unknown[]) => boolean;
-  redis.stream.write = ((...args: unknown[]) => {
-    writes += 1;
-    return write(...args);
-  }) as typeof redis.stream.write;
-  const admitted = ledger.reserveAndConsume(parties, 1000, 60_000, consume);
-  t.is(writes, 1);
-  t.like(await admitted, { decision: { allowed: true, requests: { remaining: 3 } } });
-});

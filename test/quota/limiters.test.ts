@@ -154,42 +154,6 @@ redisTest('tokens added in one turn of the event loop are each counted, for thei
   );
 });
 
-/** How many writes `redis` has made on its connection since. */
-function countWrites(redis: Redis): () => number {
-  let writes = 0;
-  const write = redis.stream.write.bind(redis.stream) as (...args: unknown[]) => boolean;
-  redis.stream.write = ((...args: unknown[]) => {
-    writes += 1;
-    return write(...args);
-  }) as typeof redis.stream.write;
-  return () => writes;
-}
-
-// Serial: another test's SCRIPT FLUSH would make a script go again, as EVAL, in writes of its own.
-redisTest.serial(
-  "a consume is written at once when none of its client's calls is in flight, else with the turn's others; tokens wait for the turn's end",
-  async (t) => {
-    const redis = await client();
-    const limiter = new RedisModelLimiter({ client: redis, keyPrefix: keyPrefix(), timeoutMs: COUNTING_TIMEOUT_MS });
-    const limits = { requestsPerMinute: 5, tokensPerMinute: 1000 };
-    // Once each, so that Redis knows the scripts: the first call of a fresh Redis sends their text too.
-    await limiter.consume(newKeyId(), limits);
-    await limiter.addTokens(newKeyId(), limits, 1);
-    const writes = countWrites(redis);
-    const first = limiter.consume(newKeyId(), limits);
-    t.is(writes(), 1, 'written before the turn of the event loop ends');
-    const next = [limiter.consume(newKeyId(), limits), limiter.consume(newKeyId(), limits)];
-    t.is(writes(), 1, 'the first in flight: the next wait for the turn to end');
-    await new Promise(setImmediate);
-    t.is(writes(), 2, 'and go in one write');
-    for (const decision of await Promise.all([first, ...next])) t.like(decision, { allowed: true, requests: { remaining: 4 } });
-    const added = limiter.addTokens(newKeyId(), limits, 7);
-    t.is(writes(), 2, 'tokens wait for the turn to end, nothing in flight');
-    await added;
-    t.is(writes(), 3);
-  },
-);
-
 redisTest('keys are named per key id and window, and expire a minute after their window', async (t) => {
   const time = testClock('2030-01-15T12:00:30.000Z');
   const redis = await client();
@@ -264,8 +228,8 @@ test('no answer within the timeout is StoreUnavailableError', async (t) => {
   t.regex(String(error?.message), /did not answer within 20 ms/);
 });
 
-// A call goes to Redis at once or at the end of its turn of the event loop (RedisScript.batched):
-// either way the bound is on Redis's answer, counted from the turn's end, not on the turn's own work.
+// A call goes to Redis at the end of its turn of the event loop (RedisScript.batched): the bound is
+// on Redis's answer, from the moment the call is sent, not on the turn's own work before it.
 // Serial: its stall would hold up the calls of every other test of the file.
 redisTest.serial('a call made just before the event loop stalls past the timeout has the whole timeout for its answer', async (t) => {
   const { hostname, port } = new URL(REDIS_URL);

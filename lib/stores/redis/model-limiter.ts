@@ -89,8 +89,7 @@ export class RedisModelLimiter implements ModelLimiter {
     this.#timeoutMs = redis.timeoutMs;
     this.#insurance = redis.insurance === 'memory' ? new MemoryModelLimiter({ nowMs }) : undefined;
     // The calls of one turn of the event loop go to Redis in one write: one system call, not one per request.
-    // A consume is a call's admission: written at once when nothing is in flight.
-    this.#consume = CONSUME.batched(this.#client, 3, { awaited: true });
+    this.#consume = CONSUME.batched(this.#client, 3);
     this.#addTokens = ADD_TOKENS.batched(this.#client, 2);
   }
 

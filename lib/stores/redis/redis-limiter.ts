@@ -114,18 +114,14 @@ export class RedisScript {
    * A `run` whose calls made in one turn of the event loop go to Redis together, with the other
    * batched calls on `client` (`batchedCall`), in one write once the turn's I/O callbacks are
    * done: under load, one system call for many requests, and for one request one round trip for
-   * what it asks at once; a call alone waits for no other. `awaited`: see `batchedCall`.
+   * what it asks at once; a call alone waits for no other.
    */
-  batched(client: Redis, keys: number, { awaited = false }: { awaited?: boolean } = {}): (...args: Array<string | number>) => Promise<unknown> {
+  batched(client: Redis, keys: number): (...args: Array<string | number>) => Promise<unknown> {
     return (...args) =>
-      batchedCall(
-        client,
-        {
-          send: (pipeline) => pipeline.evalsha(this.#sha, keys, ...args),
-          alone: () => this.run(client, keys, ...args),
-        },
-        { awaited },
-      );
+      batchedCall(client, {
+        send: (pipeline) => pipeline.evalsha(this.#sha, keys, ...args),
+        alone: () => this.run(client, keys, ...args),
+      });
   }
 }
 
@@ -135,86 +131,45 @@ interface BatchedCall {
   alone(): Promise<unknown>;
 }
 
-type WaitingCall = BatchedCall & { resolve(answer: unknown): void; reject(err: unknown): void };
-
-/** One client's batched calls: those waiting to be sent, and how many were sent and not answered yet. */
-interface Batch {
-  client: Redis;
-  waiting: WaitingCall[];
-  inFlight: number;
-  /** Whether a `setImmediate` will send the waiting calls. */
-  scheduled: boolean;
-}
-
-const batches = new WeakMap<Redis, Batch>();
+const waitingCalls = new WeakMap<Redis, Array<BatchedCall & { resolve(answer: unknown): void; reject(err: unknown): void }>>();
 
 /**
  * Sends `call` with every other batched call made on `client` in this turn of the event loop: one
  * write, once the turn's I/O callbacks are done (`setImmediate`). A pipeline keeps their order and
  * is not atomic: each call is what it would be alone. A script Redis did not know runs again alone.
- * `awaited`: a call whose answer the request waits for before anything else (a model call's
- * admission) is written at once, with the calls waiting before it, when none of the client's is in
- * flight: waiting for the turn's end then only delays it, as no other call can join it on its way;
- * under load, with calls in flight, it waits for the turn's end as the others do.
  * @example const [until] = (await batchedCall(client, { send: (p) => p.mget(key), alone: () => client.mget(key) })) as [string | null]
  */
-export function batchedCall(client: Redis, call: BatchedCall, { awaited = false }: { awaited?: boolean } = {}): Promise<unknown> {
+export function batchedCall(client: Redis, call: BatchedCall): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    let batch = batches.get(client);
-    if (batch === undefined) {
-      batch = { client, waiting: [], inFlight: 0, scheduled: false };
-      batches.set(client, batch);
+    let waiting = waitingCalls.get(client);
+    if (waiting === undefined) {
+      waiting = [];
+      waitingCalls.set(client, waiting);
+      setImmediate(() => sendWaiting(client));
     }
-    batch.waiting.push({ ...call, resolve, reject });
-    if (awaited && batch.inFlight === 0) sendWaiting(batch);
-    else if (!batch.scheduled) {
-      batch.scheduled = true;
-      const scheduled = batch;
-      setImmediate(() => {
-        scheduled.scheduled = false;
-        sendWaiting(scheduled);
-      });
-    }
+    waiting.push({ ...call, resolve, reject });
   });
 }
 
-function sendWaiting(batch: Batch): void {
-  const calls = batch.waiting;
-  if (calls.length === 0) return;
-  batch.waiting = [];
-  batch.inFlight += calls.length;
-  // Before any caller goes on: a call it makes next does not wait for these.
-  const answered = () => {
-    batch.inFlight -= calls.length;
-  };
+function sendWaiting(client: Redis): void {
+  const calls = waitingCalls.get(client) ?? [];
+  waitingCalls.delete(client);
   if (calls.length === 1) {
-    const [call] = calls as [WaitingCall];
-    call.alone().then(
-      (answer) => {
-        answered();
-        call.resolve(answer);
-      },
-      (err: unknown) => {
-        answered();
-        call.reject(err);
-      },
-    );
+    const [call] = calls as [(typeof calls)[number]];
+    call.alone().then(call.resolve, call.reject);
     return;
   }
-  const pipeline = batch.client.pipeline();
+  const pipeline = client.pipeline();
   for (const call of calls) call.send(pipeline);
   pipeline.exec().then(
-    (results) => {
-      answered();
+    (results) =>
       calls.forEach((call, index) => {
         const [err, answer] = results?.[index] ?? [new Error('no answer in the pipeline'), undefined];
         if (err === null) call.resolve(answer);
         else if (isNoScript(err)) call.alone().then(call.resolve, call.reject);
         else call.reject(err);
-      });
-    },
+      }),
     (err: unknown) => {
-      answered();
       for (const call of calls) call.reject(err);
     },
   );

@@ -159,7 +159,7 @@ export class RedisSpendLedger implements SpendLedger {
   readonly #add: (...args: Array<string | number>) => Promise<unknown>;
   readonly #settle: (...args: Array<string | number>) => Promise<unknown>;
   readonly #spentBefore: SpentBefore | undefined;
-  // ADMIT by its number of keys: the calls of one turn of the event loop go to Redis in one write, or at once when nothing is in flight.
+  // ADMIT by its number of keys: the calls of one turn of the event loop go to Redis in one write.
   readonly #admits = new Map<number, (...args: Array<string | number>) => Promise<unknown>>();
 
   constructor(options: RedisSpendLedgerOptions) {
@@ -298,7 +298,7 @@ export class RedisSpendLedger implements SpendLedger {
   #admit(keys: number): (...args: Array<string | number>) => Promise<unknown> {
     let admit = this.#admits.get(keys);
     if (admit === undefined) {
-      admit = ADMIT.batched(this.#client, keys, { awaited: true });
+      admit = ADMIT.batched(this.#client, keys);
       this.#admits.set(keys, admit);
     }
     return admit;
