@@ -79,10 +79,15 @@ async function dropStaleSpares(admin: Knex): Promise<void> {
     'select nspname from pg_namespace where starts_with(nspname, ?) and not starts_with(nspname, ?)',
     [SPARE_PREFIX, `${SPARE_PREFIX}${MIGRATIONS_VERSION}_`],
   );
-  for (const { nspname } of rows) await admin.raw('drop schema if exists ?? cascade', [nspname]);
+  // Another file's worker may drop the same spares at once: what it dropped is gone either way.
+  for (const { nspname } of rows) await admin.raw('drop schema if exists ?? cascade', [nspname]).catch(() => undefined);
 }
 
-/** Renames a spare to `name`; another test's claim of the same spare renames it first, and this one tries the next. */
+/**
+ * Renames a spare to `name`. Another test's claim of the same spare may rename it first (then this
+ * rename finds no such schema, or, begun at the same moment, a catalog row concurrently updated),
+ * and this one tries the next.
+ */
 async function claimSpare(admin: Knex, name: string): Promise<boolean> {
   const { rows } = await admin.raw<{ rows: Array<{ nspname: string }> }>('select nspname from pg_namespace where starts_with(nspname, ?)', [
     `${SPARE_PREFIX}${MIGRATIONS_VERSION}_`,
@@ -91,8 +96,8 @@ async function claimSpare(admin: Knex, name: string): Promise<boolean> {
     try {
       await admin.raw('alter schema ?? rename to ??', [nspname, name]);
       return true;
-    } catch (err) {
-      if ((err as { code?: string }).code !== '3F000') throw err;
+    } catch {
+      // Claimed by another test: the next spare.
     }
   }
   return false;
