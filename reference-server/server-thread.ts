@@ -11,7 +11,6 @@ import { reportFailure, type CommandIo } from './commands/command-line.js';
 import type { ServerThreadMessage } from './commands/serve.js';
 import { loadConfigWithModules } from './config.js';
 import { createLogger } from './logger.js';
-import { startGateway } from './server.js';
 
 if (parentPort === null) throw new Error('koa-model-gateway: server-thread.js is the thread of `koa-model-gateway serve`, not a script');
 const port = parentPort;
@@ -26,6 +25,8 @@ let logger: Logger | undefined;
 try {
   const config = await loadConfigWithModules(io.env);
   logger = createLogger(config.logLevel);
+  // Loaded once the configuration is known to be good: a start that fails on it answers sooner.
+  const { startGateway } = await import('./server.js');
   const gateway = await startGateway(config, logger);
   const [signal] = (await once(port, 'message')) as [NodeJS.Signals];
   await gateway.stop({ signal });
