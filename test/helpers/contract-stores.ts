@@ -10,7 +10,7 @@ import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
 import { usageRecord } from '../../lib/testing/usage-store-contract.js';
-import { emptySchema } from './migrated-databases.js';
+import { copyMigratedSqlite, emptySchema } from './migrated-databases.js';
 import { preparedReadsOn } from './prepared-reads.js';
 import type { TestDatabase } from './services.js';
 import { runTogether } from './worker-processes.js';
@@ -21,7 +21,8 @@ import { runTogether } from './worker-processes.js';
 // seconds at a time: PostgreSQL connections opened on that thread meanwhile could not finish their
 // handshake in a busy suite. This module holds what the files share.
 
-type Open = (options: { migrated?: boolean }) => Promise<TestDatabase>;
+/** Opens a database; `prepare` may make a SQLite file before it is opened. */
+type Open = (options: { prepare?: (filename: string) => Promise<void> }) => Promise<TestDatabase>;
 
 /**
  * The contracts are about what a store keeps, however the calls interleave, on a machine as busy
@@ -100,7 +101,7 @@ export function contractStores(test: TestFn, { afterClosing = () => {} } = {}) {
       opened().databases.push(spare);
       return spare;
     }
-    const db = await open({ migrated: true });
+    const db = await open({ prepare: copyMigratedSqlite });
     opened().databases.push(db);
     await migrate(db.knex);
     if (db.config.client === 'pg') openOf.set(db, open);

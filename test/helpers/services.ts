@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import type { ExecutionContext, TestFn } from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { Redis } from 'ioredis';
-import { copyMigratedSqlite } from './migrated-databases.js';
 
 /**
  * Real services for the tests. Elsewhere than CI, a test file whose service is unreachable
@@ -157,13 +156,19 @@ export async function asAdmin(use: (admin: Knex) => Promise<unknown>): Promise<v
 }
 
 /**
- * A SQLite file in a temp directory of its own, with Knex settings `extra` (e.g. a pool), made by
- * the migrations when `migrated` (a copy: migrating again finds nothing to do); removed by `destroy`.
+ * A SQLite file in a temp directory of its own, with Knex settings `extra` (e.g. a pool); `prepare`
+ * makes the file first (migrated-databases.ts's copy of a migrated one); removed by `destroy`.
  */
-export async function sqliteDatabase({ extra = {}, migrated = false }: { extra?: Partial<Knex.Config>; migrated?: boolean } = {}): Promise<TestDatabase> {
+export async function sqliteDatabase({
+  extra = {},
+  prepare,
+}: {
+  extra?: Partial<Knex.Config>;
+  prepare?: (filename: string) => Promise<void>;
+} = {}): Promise<TestDatabase> {
   const dir = await mkdtemp(join(tmpdir(), 'kmg-sqlite-'));
   const filename = join(dir, 'test.db');
-  if (migrated) await copyMigratedSqlite(filename);
+  await prepare?.(filename);
   const config: Knex.Config = { ...extra, client: 'better-sqlite3', connection: { filename }, useNullAsDefault: true };
   const knex = knexFactory(config);
   return {
