@@ -203,7 +203,11 @@ export function serverApiSuite(anyTest: TestFn, name: string, deploy: () => Prom
 
   test(`${name}: a model call refused for its body spends none of the key's requests`, async (t) => {
     const { key } = await createKey(state.deployment.env, ['--account', `rpm-${Math.random().toString(36).slice(2)}`, '--rpm', '1000']);
-    const post = (path: string, body: unknown) => call('POST', path, { key, headers: jsonHeaders, body: json(body) });
+    // Its own server, its minute begun with the test: the counted calls never straddle two minutes.
+    const server = await startServer(state.deployment.env, { nowMs: minuteAlignedClock() });
+    t.teardown(() => server.stop());
+    const post = (path: string, body: unknown) =>
+      checked(`${server.url}${path}`, { method: 'POST', headers: { ...authHeaders(key), ...jsonHeaders }, body: json(body) });
     const hi = [{ role: 'user', content: 'hi' }];
     t.is((await post('/v1/chat/completions', { model: 'echo-1' })).status, 400);
     t.is((await post('/v1/messages', { model: 'echo-1', messages: hi })).status, 400);
