@@ -1,4 +1,4 @@
-// A group's worker loads its files as one module graph (test/groups/, docs/TESTING.md "Workers").
+// A group's worker loads its files as one module graph (test/groups/; docs/TESTING.md, "How they run").
 
 /**
  * Imports the test files `files` (relative to `base`, as compiled) into this worker, together.
