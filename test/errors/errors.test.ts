@@ -19,12 +19,12 @@ import { CATALOG } from '../helpers/models-app.js';
 // write them, gatewayErrors() choosing between them, and request ids.
 
 // gatewayErrors() alone, no routes at all: every answer is the formatter's, so the shape is decided
-// by the path alone. Started before any test is declared: AVA takes none declared after a
-// top-level await.
+// by the path alone. Its server starts with the file and its tests wait for it: no top-level await
+// (AVA takes no test declared after one, and the file shares a worker: test/groups/units.ts).
 const unroutedApp = new Koa();
 unroutedApp.use(gatewayErrors());
-const unrouted = await listen(unroutedApp);
-test.after.always(() => unrouted.close());
+const unrouted = listen(unroutedApp);
+test.after.always(async () => (await unrouted).close());
 
 // The formatters.
 
@@ -386,7 +386,7 @@ test('a GatewayError is an Error to its readers, yet captures no stack and touch
 
 for (const path of ['/v1/messages', '/v1/messages/count_tokens', '/v1/messages/', '/v1/messages/batches/x']) {
   test(`${path}, known or not, answers in Shape B with request-id (decisions.md "Beyond the seed")`, async (t) => {
-    const response = await fetch(`${unrouted.url}${path}`);
+    const response = await fetch(`${(await unrouted).url}${path}`);
     const body = (await response.json()) as { type: string; error: { type: string; message: string }; request_id: string };
     t.is(response.status, 404);
     t.deepEqual(body, { type: 'error', error: { type: 'not_found_error', message: `Unknown request URL: GET ${path}` }, request_id: body.request_id });
@@ -397,7 +397,7 @@ for (const path of ['/v1/messages', '/v1/messages/count_tokens', '/v1/messages/'
 
 for (const path of ['/v1/models', '/v1/messagesx', '/v1/Messages', '/v2/messages']) {
   test(`${path} answers in Shape A with X-Request-Id`, async (t) => {
-    const response = await fetch(`${unrouted.url}${path}`);
+    const response = await fetch(`${(await unrouted).url}${path}`);
     t.like(await response.json(), { error: { code: 'unknown_url', param: null } });
     t.regex(response.headers.get('x-request-id') ?? '', /^req_/);
   });
@@ -405,11 +405,11 @@ for (const path of ['/v1/models', '/v1/messagesx', '/v1/Messages', '/v2/messages
 
 for (const path of ['/v1/models', '/v1/models/echo-1', '/v1/files', '/v1/files/file-x/content']) {
   test(`${path} answers in Shape B with anthropic-version, in Shape A without it`, async (t) => {
-    const anthropic = await fetch(`${unrouted.url}${path}`, { headers: { 'anthropic-version': '2023-06-01' } });
+    const anthropic = await fetch(`${(await unrouted).url}${path}`, { headers: { 'anthropic-version': '2023-06-01' } });
     const body = (await anthropic.json()) as { request_id: string };
     t.deepEqual(body, { type: 'error', error: { type: 'not_found_error', message: `Unknown request URL: GET ${path}` }, request_id: body.request_id });
     t.is(anthropic.headers.get('request-id'), body.request_id);
-    const openai = await fetch(`${unrouted.url}${path}`);
+    const openai = await fetch(`${(await unrouted).url}${path}`);
     t.like(await openai.json(), { error: { code: 'unknown_url', param: null } });
     t.regex(openai.headers.get('x-request-id') ?? '', /^req_/);
   });

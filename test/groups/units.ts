@@ -5,6 +5,7 @@ import { loadTogether } from '../helpers/together.js';
 await loadTogether(import.meta.url, [
   '../auth/api-keys.test.js',
   '../cost/prices.test.js',
+  '../errors/errors.test.js',
   '../metrics/metrics.test.js',
   '../models/event-splitter.test.js',
   '../models/format-registry.test.js',
