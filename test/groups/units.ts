@@ -7,6 +7,7 @@ await loadTogether(import.meta.url, [
   '../cost/prices.test.js',
   '../errors/errors.test.js',
   '../metrics/metrics.test.js',
+  '../models/catalog.test.js',
   '../models/event-splitter.test.js',
   '../models/format-registry.test.js',
   '../models/metering.test.js',

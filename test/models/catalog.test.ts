@@ -21,8 +21,9 @@ const BUILT_IN_KINDS = Object.keys(providerRegistry).join(', ');
 // The catalog and the providers: what the factories refuse, what GET /v1/models lists, the
 // provider registry, and a Provider object of the user's own.
 
-// GET /v1/models over the default catalog.
-const catalogGateway = await modelsApp();
+// GET /v1/models over the default catalog. The gateways start with the file and the tests wait for
+// them: no top-level await, since the file shares a worker (test/groups/units.ts).
+const catalogGateway = modelsApp();
 
 // A team's own upstream, written in the test as a user would write it: no kind, no registry, no
 // fork. It answers with Node streams on one endpoint, with a fetch Response on the other.
@@ -41,8 +42,8 @@ const inHouse: Provider = {
   },
 };
 
-const houseGateway = await modelsApp({ catalog: [{ id: 'house-model', provider: 'in-house', upstreamModel: 'house-v2' }], providers: [inHouse] });
-test.after.always(() => Promise.all([catalogGateway.close(), houseGateway.close()]));
+const houseGateway = modelsApp({ catalog: [{ id: 'house-model', provider: 'in-house', upstreamModel: 'house-v2' }], providers: [inHouse] });
+test.after.always(async () => Promise.all([(await catalogGateway).close(), (await houseGateway).close()]));
 
 const model = { id: 'm', provider: 'p' };
 const provider = echoProvider({ id: 'p' });
@@ -155,12 +156,12 @@ for (const [name, make, message] of badProviders) {
 
 // GET /v1/models, as the key's allowlist lets it see the catalog.
 const list = async (key: string) => {
-  const response = await fetch(`${catalogGateway.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+  const response = await fetch(`${(await catalogGateway).url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
   return { status: response.status, requestId: response.headers.get('x-request-id'), body: (await response.json()) as unknown };
 };
 
 test('a key without allowlist sees the whole catalog, in catalog order', async (t) => {
-  const { status, requestId, body } = await list(await catalogGateway.keyFor(['models:read']));
+  const { status, requestId, body } = await list(await (await catalogGateway).keyFor(['models:read']));
   t.is(status, 200);
   t.regex(requestId ?? '', /^req_[A-Za-z0-9]{32}$/);
   t.deepEqual(body, {
@@ -174,7 +175,7 @@ test('a key without allowlist sees the whole catalog, in catalog order', async (
 });
 
 test('a key with an allowlist sees only the listed models that exist', async (t) => {
-  const { body } = await list(await catalogGateway.keyFor(['models:read'], { models: ['claude-test', 'echo-1', 'not-in-catalog'] }));
+  const { body } = await list(await (await catalogGateway).keyFor(['models:read'], { models: ['claude-test', 'echo-1', 'not-in-catalog'] }));
   t.deepEqual(body, {
     object: 'list',
     data: [
@@ -185,11 +186,11 @@ test('a key with an allowlist sees only the listed models that exist', async (t)
 });
 
 test('an empty allowlist sees no model', async (t) => {
-  t.deepEqual((await list(await catalogGateway.keyFor(['models:read'], { models: [] }))).body, { object: 'list', data: [] });
+  t.deepEqual((await list(await (await catalogGateway).keyFor(['models:read'], { models: [] }))).body, { object: 'list', data: [] });
 });
 
 test('listing needs models:read', async (t) => {
-  const { status, body } = await list(await catalogGateway.keyFor(['chat:completions']));
+  const { status, body } = await list(await (await catalogGateway).keyFor(['chat:completions']));
   t.is(status, 403);
   t.deepEqual(body, { error: { message: 'Forbidden', type: 'permission_error', param: null, code: 'forbidden' } });
 });
@@ -219,9 +220,10 @@ test("createProvider() refuses a kind its registry does not have, naming the reg
 
 // The user's own Provider, inHouse above.
 test.serial('a Provider object of the user is served on both endpoints like a built-in one, files attached', async (t) => {
-  const key = await houseGateway.keyFor();
-  const fileId = await houseGateway.storePdf(makePdf(1), { filename: 'memo.pdf' });
-  const chat = await houseGateway.post(
+  const house = await houseGateway;
+  const key = await house.keyFor();
+  const fileId = await house.storePdf(makePdf(1), { filename: 'memo.pdf' });
+  const chat = await house.post(
     '/v1/chat/completions',
     { model: 'house-model', messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: fileId } }] }] },
     { 'x-api-key': key },
@@ -232,7 +234,7 @@ test.serial('a Provider object of the user is served on both endpoints like a bu
   t.is(sent?.body.model, 'house-v2', 'the model is renamed to its upstreamModel');
   t.regex(JSON.stringify(sent?.body), /"filename":"memo\.pdf","file_data":"data:application\/pdf;base64,/, 'the stored PDF is inlined');
 
-  const streamed = await houseGateway.post(
+  const streamed = await house.post(
     '/v1/messages',
     { model: 'house-model', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] },
     { 'x-api-key': key, 'anthropic-version': '2023-06-01' },
