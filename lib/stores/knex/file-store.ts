@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import type { FileRecord, FileStore, ListQuery, StockLimits, FileUsage } from '../../files/file-store.js';
 import { firstRowReader } from './prepared-reads.js';
+import { reportRows, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, transactionWithinTimeout, withinTimeout, type KnexStoreOptions } from './store-options.js';
 
 const FILES = 'kmg_files';
@@ -55,12 +56,17 @@ const seconds = Math.floor;
 /** Restricts a query to files that have not expired at `now` (whole seconds). */
 const live = (now: number) => (query: Knex.QueryBuilder) => query.whereNull('expires_at').orWhere('expires_at', '>', now);
 
-async function usageOf(knex: Knex | Knex.Transaction, account: string, now: number): Promise<FileUsage> {
-  const row = (await knex(FILES)
+/** The count and bytes of an account's live files: one row. */
+function usageQuery(knex: Knex | Knex.Transaction, account: string, now: number): Knex.QueryBuilder {
+  return knex(FILES)
     .where({ account })
     .where(live(seconds(now)))
-    .first(knex.raw('count(*) as files'), knex.raw('coalesce(sum(bytes), 0) as bytes'))) as { files: number | string; bytes: number | string } | undefined;
-  return { files: Number(row?.files ?? 0), bytes: Number(row?.bytes ?? 0) };
+    .select(knex.raw('count(*) as files'), knex.raw('coalesce(sum(bytes), 0) as bytes'));
+}
+
+function toUsage([row]: unknown[]): FileUsage {
+  const sums = row as { files: number | string; bytes: number | string } | undefined;
+  return { files: Number(sums?.files ?? 0), bytes: Number(sums?.bytes ?? 0) };
 }
 
 /**
@@ -78,10 +84,12 @@ export class KnexFileStore implements FileStore {
   readonly #timeoutMs: number;
   // Every retrieve and download reads one file: a prepared statement where `preparedReads` is given.
   readonly #byId: (account: string, id: string, now: number) => FileRow | undefined | Promise<FileRow | undefined>;
+  readonly #reportReads: ReportReads | undefined;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
     this.#knex = knex;
     this.#timeoutMs = storeTimeoutMs(options);
+    this.#reportReads = options.reportReads;
     this.#byId = firstRowReader(options.preparedReads, (account: string, id: string, now: number) =>
       knex<FileRow>(FILES).where({ account, id }).where(live(now)).select(COLUMNS),
     );
@@ -93,7 +101,7 @@ export class KnexFileStore implements FileStore {
       // that read first could not upgrade under contention), and PostgreSQL locks the account's
       // row until commit. Either way the sums below cannot change until this transaction ends.
       await trx(ACCOUNTS).insert({ account: file.account }).onConflict('account').merge();
-      const usage = await usageOf(trx, file.account, now);
+      const usage = toUsage(await usageQuery(trx, file.account, now));
       if (usage.files + 1 > limits.maxFiles || usage.bytes + file.bytes > limits.maxBytes) return false;
       await trx(FILES).insert(toRow(file));
       // Its caller was told that the creation failed: roll back rather than commit.
@@ -129,7 +137,7 @@ export class KnexFileStore implements FileStore {
   }
 
   async usage(account: string, now: number): Promise<FileUsage> {
-    return withinTimeout(this.#timeoutMs, () => usageOf(this.#knex, account, now));
+    return withinTimeout(this.#timeoutMs, async () => toUsage(await reportRows(usageQuery(this.#knex, account, now), this.#reportReads)));
   }
 
   async removeExpired(now: number, max: number): Promise<FileRecord[]> {

@@ -17,6 +17,7 @@ import { StoreUnavailableError } from '../../errors/gateway-error.js';
 import { hasModelLimits, type ModelLimits } from '../../quota/model-limits.js';
 import { randomAlphanumeric } from '../../random.js';
 import { firstRowReader } from './prepared-reads.js';
+import { reportRows, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, transactionWithinTimeout, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { wholeSeconds } from './whole-times.js';
 
@@ -180,10 +181,12 @@ export class KnexKeyStore implements KeyStore {
   readonly #timeoutMs: number;
   // Every request looks its key up: a prepared statement where `preparedReads` is given.
   readonly #byHash: (hash: string) => KeyRow | undefined | Promise<KeyRow | undefined>;
+  readonly #reportReads: ReportReads | undefined;
 
   constructor(knex: Knex, options: KnexStoreOptions = {}) {
     this.#knex = knex;
     this.#timeoutMs = storeTimeoutMs(options);
+    this.#reportReads = options.reportReads;
     this.#byHash = firstRowReader(options.preparedReads, (hash: string) => knex<KeyRow>(TABLE).where({ hash }).select(COLUMNS));
   }
 
@@ -208,7 +211,7 @@ export class KnexKeyStore implements KeyStore {
   async list(filter: { account?: string } = {}): Promise<ApiKeyRecord[]> {
     const query = this.#knex<KeyRow>(TABLE).orderBy('seq');
     if (filter.account !== undefined) query.where({ account: filter.account });
-    return (await withinTimeout(this.#timeoutMs, async () => query)).map(toRecord);
+    return ((await withinTimeout(this.#timeoutMs, () => reportRows(query, this.#reportReads))) as KeyRow[]).map(toRecord);
   }
 
   async revoke(id: string): Promise<KeyRevocation> {

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import type { Knex } from 'knex';
 
 // The worker's whole program, run as CommonJS: one text whether the server runs compiled or from
 // its sources through tsx, whose loader a worker thread does not get. A statement that fails is
@@ -11,6 +12,14 @@ const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const database = new Database(workerData.filename, { fileMustExist: true, readonly: workerData.readonly });
 database.pragma('busy_timeout = 5000');
+if (workerData.readonly) {
+  // A report yields the cores to model calls: on Linux a thread has a priority of its own, and
+  // /proc/thread-self names it; elsewhere the reader keeps the process's.
+  try {
+    const os = require('node:os');
+    os.setPriority(Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()), os.constants.priority.PRIORITY_LOW);
+  } catch {}
+}
 if (!workerData.readonly) {
   database.pragma('synchronous = NORMAL');
   database.pragma('wal_autocheckpoint = 0');
@@ -106,12 +115,26 @@ export function sqliteWriter(filename: string, options: SqliteWriterOptions): Sq
 }
 
 /**
- * Queries whose rows are read away from the event loop. `KnexUsageStore` takes one (`reportReads`)
- * for its summaries; make one with `sqliteReader`.
+ * Queries whose rows are read away from the event loop. The Knex stores take one (`reportReads`)
+ * for the admin API's reads over many rows; make one with `sqliteReader`.
  */
 export interface ReportReads {
   /** Every row of `sql` (in the dialect of the store's Knex) with `bindings`. */
   all(sql: string, bindings: readonly unknown[]): Promise<unknown[]>;
+}
+
+/** The rows of `query`, read by `reportReads` when there is one and it has not gone; else by Knex's connection. */
+export async function reportRows(query: Knex.QueryBuilder, reportReads: ReportReads | undefined): Promise<unknown[]> {
+  if (reportReads !== undefined) {
+    const { sql, bindings } = query.toSQL().toNative();
+    try {
+      return await reportReads.all(sql, bindings);
+    } catch (err) {
+      // The reader never ran it: Knex's connection will.
+      if (!(err instanceof SqliteWriterGoneError)) throw err;
+    }
+  }
+  return (await query) as unknown[];
 }
 
 /** The reader of `sqliteReader`. */
@@ -125,7 +148,8 @@ export interface SqliteReader extends ReportReads {
  * migrated), in a worker thread: it runs the queries given to it one at a time, in order, each
  * statement prepared once per SQL text. better-sqlite3 runs a query on the thread that calls it: a
  * report over many rows run on the server's connection holds its event loop, every model call
- * with it, for its whole length (issue 54). As a WAL reader it sees committed rows only and never
+ * with it, for its whole length (issue 54). On Linux the thread runs at the lowest priority
+ * (nice 19): on a busy machine a report waits for the model calls, not they for it. As a WAL reader it sees committed rows only and never
  * waits for the writer. `onFailure` is called once if the worker fails or ends on its own; reads
  * sent to it then fail with `SqliteWriterGoneError`, and the caller may run them elsewhere.
  * @example

@@ -18,8 +18,10 @@ export interface KnexStoreOptions {
    */
   preparedWrites?: PreparedWrites;
   /**
-   * `KnexUsageStore`'s summaries (every usage report) run off the event loop (`sqliteReader`).
-   * Once the reader is gone (failed or closed), they go through Knex again. Default: through Knex.
+   * The admin API's reads over many rows run off the event loop (`sqliteReader`):
+   * `KnexUsageStore`'s summaries (every usage report), `KnexKeyStore`'s list and `KnexFileStore`'s
+   * usage of an account. Once the reader is gone (failed or closed), they go through Knex again.
+   * Default: through Knex.
    */
   reportReads?: ReportReads;
   /**

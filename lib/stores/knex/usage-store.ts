@@ -13,7 +13,7 @@ import {
   type UsageStore,
 } from '../../usage/usage-store.js';
 import { DAY_MS, HOUR_MS, mergeUsageRows, negatedUsageRows, usageSpans } from '../../usage/usage-rollups.js';
-import { SqliteWriterGoneError, type PreparedWrites, type ReportReads } from './sqlite-writer.js';
+import { reportRows, SqliteWriterGoneError, type PreparedWrites, type ReportReads } from './sqlite-writer.js';
 import { storeTimeoutMs, withinTimeout, type KnexStoreOptions } from './store-options.js';
 import { addUsagePartitions, dropUsagePartitions } from './usage-partitions.js';
 import { wholeLowerBound, wholeMs } from './whole-times.js';
@@ -498,7 +498,7 @@ export class KnexUsageStore implements UsageStore {
       .select(this.#knex.raw(`${source.cacheHits} as cache_hits`))
       .select(this.#knex.raw('cast(sum(cost_saved_picousd) as text) as cost_saved_picousd'))
       .groupBy(subgroup === undefined ? [this.#knex.raw(group)] : [this.#knex.raw(group), this.#knex.raw(subgroup)]);
-    const rows = (await this.#all(query)) as SummedRow[];
+    const rows = (await reportRows(query, this.#reportReads)) as SummedRow[];
     return rows.map((row) => ({
       group: row.group,
       ...(thenBy === undefined ? {} : { subgroup: row.subgroup ?? null }),
@@ -510,20 +510,6 @@ export class KnexUsageStore implements UsageStore {
       cacheHits: Number(row.cache_hits),
       costSavedPicoUsd: BigInt(row.cost_saved_picousd),
     }));
-  }
-
-  /** The rows of `query`, read by `reportReads` when there is one. */
-  async #all(query: Knex.QueryBuilder): Promise<unknown[]> {
-    if (this.#reportReads !== undefined) {
-      const { sql, bindings } = query.toSQL().toNative();
-      try {
-        return await this.#reportReads.all(sql, bindings);
-      } catch (err) {
-        // The reader never ran it: Knex's connection will.
-        if (!(err instanceof SqliteWriterGoneError)) throw err;
-      }
-    }
-    return (await query) as unknown[];
   }
 
   /** The rows of `table` that `filter`'s account and key select. */

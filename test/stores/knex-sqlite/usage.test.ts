@@ -1,6 +1,11 @@
+import { readdir, readFile } from 'node:fs/promises';
 import test from 'ava';
 import knexFactory from 'knex';
+import { createApiKey } from '../../../lib/auth/keys.js';
+import { newFileId } from '../../../lib/files/file-id.js';
 import { KnexAccountBudgetStore } from '../../../lib/stores/knex/account-budget-store.js';
+import { KnexFileStore } from '../../../lib/stores/knex/file-store.js';
+import { KnexKeyStore } from '../../../lib/stores/knex/key-store.js';
 import { sqliteReader, sqliteWriter, SqliteWriterGoneError } from '../../../lib/stores/knex/sqlite-writer.js';
 import { KnexUsageStore } from '../../../lib/stores/knex/usage-store.js';
 import { accountBudgetStoreContract } from '../../../lib/testing/account-budget-store-contract.js';
@@ -63,6 +68,62 @@ test("sqlite with a reader thread: a summary makes no query on Knex's connection
   await reader.close();
   t.deepEqual(await store.summarize({}, 'model'), [{ group: 'echo-1', ...summary }]);
   t.is(onKnex.length, 1);
+});
+
+test("sqlite with a reader thread: the key list and an account's files read there too, the same as on Knex's connection", async (t) => {
+  const { db, filename } = await migratedSqlite();
+  const onReader = { ...CONTRACT_STORE_OPTIONS, reportReads: readerOn(filename) };
+  const [keys, files] = [new KnexKeyStore(db.knex, onReader), new KnexFileStore(db.knex, onReader)];
+  const [keysOnKnex, filesOnKnex] = [new KnexKeyStore(db.knex, CONTRACT_STORE_OPTIONS), new KnexFileStore(db.knex, CONTRACT_STORE_OPTIONS)];
+  for (const account of ['acme', 'globex']) await createApiKey(keys, { prefix: 'kmg', account, scopes: ['models:read'], models: ['echo-1'] });
+  const now = 1_900_000_000;
+  for (const [bytes, expiresAt] of [
+    [10, null],
+    [20, now + 60],
+    [40, now - 60],
+  ] as const) {
+    const file = { id: newFileId(now), account: 'acme', filename: 'a.pdf', bytes, createdAt: now - 120, expiresAt };
+    t.true(await files.create(file, { maxFiles: 10, maxBytes: 1000 }, now - 120));
+  }
+  const onKnex: string[] = [];
+  db.knex.on('query', ({ sql }: { sql: string }) => onKnex.push(sql));
+  const listed = await keys.list();
+  const kept = await files.usage('acme', now);
+  t.deepEqual(onKnex, []);
+  t.is(listed.length, 2);
+  t.deepEqual(listed, await keysOnKnex.list());
+  t.deepEqual(kept, { files: 2, bytes: 30 });
+  t.deepEqual(kept, await filesOnKnex.usage('acme', now));
+  t.deepEqual(await files.usage('globex', now), { files: 0, bytes: 0 });
+});
+
+/** The nice values of this process's threads, by thread id (Linux). */
+async function threadPriorities(): Promise<Map<string, number>> {
+  const priorities = new Map<string, number>();
+  for (const tid of await readdir('/proc/self/task')) {
+    const stat = await readFile(`/proc/self/task/${tid}/stat`, 'utf8').catch(() => undefined);
+    // Fields after the command's closing parenthesis; the nice value is the 19th field of the line.
+    if (stat !== undefined) priorities.set(tid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+  }
+  return priorities;
+}
+
+// Serial: it tells the reader's thread from the others by the thread it adds, as no other test runs.
+test.serial('sqlite: the reader thread runs at the lowest priority, a report waiting for model calls rather than they for it', async (t) => {
+  if (process.platform !== 'linux') return t.pass('a thread of its own priority: Linux');
+  const { filename } = await migratedSqlite();
+  const before = await threadPriorities();
+  const reader = readerOn(filename);
+  t.deepEqual(await reader.all('select 1 as one', []), [{ one: 1 }]);
+  const added = [...(await threadPriorities())].filter(([tid]) => !before.has(tid));
+  t.true(
+    added.some(([, nice]) => nice === 19),
+    JSON.stringify(added),
+  );
+  t.true(
+    [...before.values()].every((nice) => nice < 19),
+    'the other threads keep their priority',
+  );
 });
 
 partialBatchStoresNothing(test, 'sqlite KnexUsageStore', () => stores.usageStore(sqliteDatabase));
