@@ -6,7 +6,7 @@
  * BENCH_SAMPLES calls, default 20), and the budget rebuild (`spendFromUsage`, a key's and an
  * account's day and month); a chat call's latency to the echo model (p50, p95 and p99 of
  * BENCH_CHAT_SAMPLES calls, default 2,000) alone and while the heaviest report (the route of the
- * highest p50 just measured) runs without pause. BENCH_USAGE_CHECKPOINTS (counts, comma-separated) times them at those
+ * highest p50 just measured) runs without pause, each from a client thread of its own. BENCH_USAGE_CHECKPOINTS (counts, comma-separated) times them at those
  * counts too, each table printed once measured; BENCH_USAGE_DEPLOYMENTS (default `sqlite,postgres`)
  * picks the deployments. PostgreSQL from BENCH_DATABASE_URL (default
  * postgres://postgres@127.0.0.1:5432/test), in a database of its own, dropped after; skipped when
@@ -17,6 +17,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import knexFactory from 'knex';
 import { pino } from 'pino';
 import { createAdminToken } from '../lib/admin/admin-tokens.js';
@@ -69,6 +70,12 @@ interface Row {
 
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? 0;
 
+const percentiles = (times: number[]): Pick<Row, 'p50' | 'p95' | 'p99'> => ({
+  p50: percentile(times, 0.5),
+  p95: percentile(times, 0.95),
+  ...(times.length >= P99_SAMPLES && { p99: percentile(times, 0.99) }),
+});
+
 async function timed(call: () => Promise<unknown>, samples = SAMPLES): Promise<Pick<Row, 'p50' | 'p95' | 'p99'>> {
   await call(); // warm
   const times: number[] = [];
@@ -77,7 +84,54 @@ async function timed(call: () => Promise<unknown>, samples = SAMPLES): Promise<P
     await call();
     times.push(performance.now() - start);
   }
-  return { p50: percentile(times, 0.5), p95: percentile(times, 0.95), ...(samples >= P99_SAMPLES && { p99: percentile(times, 0.99) }) };
+  return percentiles(times);
+}
+
+interface Call {
+  url: string;
+  init: RequestInit;
+}
+
+const CLIENT_THREAD = `
+const { parentPort, workerData: { url, init, samples } } = require('node:worker_threads');
+let stopped = false;
+parentPort.once('message', () => (stopped = true));
+const call = async () => {
+  const response = await fetch(url, init);
+  if (response.status !== 200) throw new Error(url + ': ' + response.status);
+  await response.arrayBuffer();
+};
+(async () => {
+  await call(); // warm
+  const times = [];
+  while (samples === undefined ? !stopped : times.length < samples) {
+    const start = performance.now();
+    await call();
+    times.push(performance.now() - start);
+  }
+  parentPort.postMessage(times);
+})();
+`;
+
+/**
+ * `call` made one after the other from a thread of its own: `samples` times, resolving to their
+ * times in ms; without `samples`, until `stop()`.
+ */
+function callsInThread(call: Call, samples: number): Promise<number[]>;
+function callsInThread(call: Call): { stop(): Promise<number[]> };
+function callsInThread(call: Call, samples?: number) {
+  const worker = new Worker(CLIENT_THREAD, { eval: true, workerData: { ...call, samples } });
+  const times = new Promise<number[]>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  }).finally(() => worker.terminate());
+  if (samples !== undefined) return times;
+  return {
+    stop() {
+      worker.postMessage('stop');
+      return times;
+    },
+  };
 }
 
 /**
@@ -183,25 +237,27 @@ async function runDeployment(name: string, env: Record<string, string>): Promise
       rows.push({ deployment: name, records, request: 'budget rebuild, a key (day and month)', ...(await timed(() => rebuild(key, now))) });
       rows.push({ deployment: name, records, request: 'budget rebuild, an account (day and month)', ...(await timed(() => rebuild('account-0', now))) });
 
-      // A chat call alone, then while the heaviest report runs again and again.
+      // A chat call alone, then while the heaviest report runs again and again; each from a thread of
+      // its own, as clients are apart from the server: only the server's work shares its event loop.
       const chatKey = (await createApiKey(deployment.keys, { prefix, account: 'account-0', scopes: [...SCOPES], models: null })).key;
-      const chat = async () => {
-        const response = await fetch(`${url}/v1/chat/completions`, {
+      const chat: Call = {
+        url: `${url}/v1/chat/completions`,
+        init: {
           method: 'POST',
           headers: { authorization: `Bearer ${chatKey}`, 'content-type': 'application/json' },
           body: JSON.stringify({ model: 'echo-1', messages: [{ role: 'user', content: 'hi' }] }),
-        });
-        await response.arrayBuffer();
+        },
       };
-      rows.push({ deployment: name, records, request: 'chat call, alone', ...(await timed(chat, CHAT_SAMPLES)) });
+      rows.push({ deployment: name, records, request: 'chat call, alone', ...percentiles(await callsInThread(chat, CHAT_SAMPLES)) });
       const heaviest = slowest(routes, rows);
-      let reporting = true;
-      const reports = (async () => {
-        while (reporting) await admin(heaviest);
-      })();
-      rows.push({ deployment: name, records, request: `chat call, while GET /admin/v1${heaviest} runs`, ...(await timed(chat, CHAT_SAMPLES)) });
-      reporting = false;
-      await reports;
+      const reports = callsInThread({ url: `${url}/admin/v1${heaviest}`, init: { headers: { authorization: `Bearer ${token}` } } });
+      rows.push({
+        deployment: name,
+        records,
+        request: `chat call, while GET /admin/v1${heaviest} runs`,
+        ...percentiles(await callsInThread(chat, CHAT_SAMPLES)),
+      });
+      await reports.stop();
       return rows;
     };
     const filling = performance.now();
