@@ -20,7 +20,8 @@ const MAX_PARTS = 32;
 const MAX_PART_HEADER_BYTES = 16 * 1024;
 /**
  * Once the whole body has arrived, busboy has only what it holds left to parse, in memory, in
- * ticks: a parse that moves no byte in this long, with no write to disk pending, has stalled.
+ * ticks: a parse that moves no byte in this long, with nothing left to the disk (a write of the
+ * file or its close), has stalled.
  * @fastify/busboy 3.2.6 never finishes a body whose part that is not form-data carries more than
  * 16 KiB in the chunk that also closes the body.
  */
@@ -192,7 +193,8 @@ class FormParse {
     let movedBefore = -1;
     return setInterval(() => {
       const out = this.#out;
-      if (!req.complete || (out !== undefined && out.writableLength > 0)) return;
+      // The disk still has the file's writes or its close to finish: that is not the parse's stall.
+      if (!req.complete || (out !== undefined && !out.closed && (out.writableLength > 0 || out.writableEnded))) return;
       const moved = this.#bodyBytes + (out?.bytesWritten ?? 0);
       if (moved === movedBefore) this.#refuse(unparsable());
       movedBefore = moved;

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import fs, { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
@@ -68,6 +68,18 @@ test('a valid upload is answered with the file object and leaves no temp file', 
   const chunks: Buffer[] = [];
   for await (const chunk of stored ?? []) chunks.push(chunk as Buffer);
   t.true(Buffer.concat(chunks).equals(pdf));
+  t.deepEqual(await app.tempFiles(), []);
+});
+
+// Serial: it slows every file's close in this worker while it runs.
+test.serial('a temp file slow to close is waited for: the upload is answered, not taken for a stalled parse', async (t) => {
+  const app = await withApp(t);
+  const close = fs.close;
+  // Longer than two stall checks: the parse moves nothing while the disk closes the file.
+  fs.close = ((fd: number, done: (err: NodeJS.ErrnoException | null) => void) => setTimeout(() => close(fd, done), 1500)) as typeof fs.close;
+  const res = await upload(app, uploadParts(pdfOf(5000))).finally(() => (fs.close = close));
+  t.is(res.status, 200, res.body.toString('utf8'));
+  t.like(json(res), { object: 'file', bytes: 5000 });
   t.deepEqual(await app.tempFiles(), []);
 });
 
