@@ -76,7 +76,7 @@ test.serial('a temp file slow to close is waited for: the upload is answered, no
   const app = await withApp(t);
   const close = fs.close;
   // Longer than two stall checks: the parse moves nothing while the disk closes the file.
-  fs.close = ((fd: number, done: (err: NodeJS.ErrnoException | null) => void) => setTimeout(() => close(fd, done), 1500)) as typeof fs.close;
+  fs.close = ((fd: number, done: (err: NodeJS.ErrnoException | null) => void) => setTimeout(() => close(fd, done), 1500)) as unknown as typeof fs.close;
   const res = await upload(app, uploadParts(pdfOf(5000))).finally(() => (fs.close = close));
   t.is(res.status, 200, res.body.toString('utf8'));
   t.like(json(res), { object: 'file', bytes: 5000 });
