@@ -149,9 +149,10 @@ export interface SqliteReader extends ReportReads {
  * statement prepared once per SQL text. better-sqlite3 runs a query on the thread that calls it: a
  * report over many rows run on the server's connection holds its event loop, every model call
  * with it, for its whole length (issue 54). On Linux the thread runs at the lowest priority
- * (nice 19): on a busy machine a report waits for the model calls, not they for it. As a WAL reader it sees committed rows only and never
- * waits for the writer. `onFailure` is called once if the worker fails or ends on its own; reads
- * sent to it then fail with `SqliteWriterGoneError`, and the caller may run them elsewhere.
+ * (nice 19): on a busy machine a report waits for the model calls, not they for it. As a WAL
+ * reader it sees committed rows only and never waits for the writer. `onFailure` is called once
+ * if the worker fails or ends on its own; reads sent to it then fail with `SqliteWriterGoneError`,
+ * and the caller may run them elsewhere.
  * @example
  * const reader = sqliteReader('data/gateway.sqlite', { onFailure: (err) => log.warn(err) });
  * const usage = new KnexUsageStore(knex, { reportReads: reader });
