@@ -1,4 +1,5 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import test from 'ava';
 import knexFactory from 'knex';
 import { createApiKey } from '../../../lib/auth/keys.js';
@@ -12,6 +13,8 @@ import { accountBudgetStoreContract } from '../../../lib/testing/account-budget-
 import { usageRecord, usageStoreContract } from '../../../lib/testing/usage-store-contract.js';
 import { CONTRACT_STORE_OPTIONS, contractStores, partialBatchStoresNothing } from '../../helpers/contract-stores.js';
 import { sqliteDatabase } from '../../helpers/services.js';
+
+const run = promisify(execFile);
 
 // The contracts of the usage store and the account budgets on the Knex stores on SQLite, and what
 // SQLite alone has: the usage writer and reader threads. The other families in the files beside
@@ -97,32 +100,40 @@ test("sqlite with a reader thread: the key list and an account's files read ther
   t.deepEqual(await files.usage('globex', now), { files: 0, bytes: 0 });
 });
 
-/** The nice values of this process's threads, by thread id (Linux). */
-async function threadPriorities(): Promise<Map<string, number>> {
-  const priorities = new Map<string, number>();
-  for (const tid of await readdir('/proc/self/task')) {
-    const stat = await readFile(`/proc/self/task/${tid}/stat`, 'utf8').catch(() => undefined);
-    // Fields after the command's closing parenthesis; the nice value is the 19th field of the line.
-    if (stat !== undefined) priorities.set(tid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
-  }
-  return priorities;
-}
+/**
+ * A process of its own that opens a reader on `filename` and reads once, then prints the nice
+ * value of each of its threads, before and after the reader's: in the test's process the other
+ * test files' servers run readers of their own.
+ */
+const PRIORITIES = `
+const { readdirSync, readFileSync } = require('node:fs');
+// The nice value is the 19th field of a thread's stat line, the 17th after the command's parenthesis.
+const priorities = () => Object.fromEntries(readdirSync('/proc/self/task').map((tid) => {
+  const stat = readFileSync('/proc/self/task/' + tid + '/stat', 'utf8');
+  return [tid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])];
+}));
+import(process.argv[1]).then(async ({ sqliteReader }) => {
+  const before = priorities();
+  const reader = sqliteReader(process.argv[2], { onFailure: (err) => { throw err; } });
+  await reader.all('select 1', []);
+  process.stdout.write(JSON.stringify({ pid: process.pid, before, after: priorities() }));
+  await reader.close();
+});
+`;
 
-// Serial: it tells the reader's thread from the others by the thread it adds, as no other test runs.
-test.serial('sqlite: the reader thread runs at the lowest priority, a report waiting for model calls rather than they for it', async (t) => {
+test('sqlite: the reader thread runs at the lowest priority, a report waiting for model calls rather than they for it', async (t) => {
   if (process.platform !== 'linux') return t.pass('a thread of its own priority: Linux');
   const { filename } = await migratedSqlite();
-  const before = await threadPriorities();
-  const reader = readerOn(filename);
-  t.deepEqual(await reader.all('select 1 as one', []), [{ one: 1 }]);
-  const added = [...(await threadPriorities())].filter(([tid]) => !before.has(tid));
-  t.true(
-    added.some(([, nice]) => nice === 19),
-    JSON.stringify(added),
-  );
-  t.true(
-    [...before.values()].every((nice) => nice < 19),
-    'the other threads keep their priority',
+  const module = new URL('../../../lib/stores/knex/sqlite-writer.js', import.meta.url).href;
+  const { stdout } = await run(process.execPath, ['-e', PRIORITIES, module, filename]);
+  const { before, after } = JSON.parse(stdout) as Record<'before' | 'after', Record<string, number>>;
+  const added = Object.entries(after).filter(([tid]) => !(tid in before));
+  t.deepEqual(added.filter(([, nice]) => nice === 19).length, 1, JSON.stringify(added));
+  const own = before[String(JSON.parse(stdout).pid)];
+  t.deepEqual(
+    Object.values(before).filter((nice) => nice !== own),
+    [],
+    "the other threads keep the process's priority",
   );
 });
 
