@@ -2,22 +2,25 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { Knex } from 'knex';
 
-// The worker's whole program, run as CommonJS: one text whether the server runs compiled or from
-// its sources through tsx, whose loader a worker thread does not get. A statement that fails is
+// The worker's whole program: one text whether the server runs compiled or from its sources
+// through tsx, whose loader a worker thread does not get. It loads through
+// process.getBuiltinModule, as Node runs it as CommonJS or, in a process started with
+// --input-type=module, as a module, where there is no require. A statement that fails is
 // answered as such; any other failure ends the worker ('error', then 'exit'). A reader
 // (`workerData.readonly`) opens its connection read-only, answers each statement's rows and
 // checkpoints nothing.
 const WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
+const { parentPort, workerData } = process.getBuiltinModule('node:worker_threads');
+const Database = process.getBuiltinModule('node:module').createRequire(workerData.driver)(workerData.driver);
 const database = new Database(workerData.filename, { fileMustExist: true, readonly: workerData.readonly });
 database.pragma('busy_timeout = 5000');
 if (workerData.readonly) {
   // A report yields the cores to model calls: on Linux a thread has a priority of its own, and
   // /proc/thread-self names it; elsewhere the reader keeps the process's.
   try {
-    const os = require('node:os');
-    os.setPriority(Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()), os.constants.priority.PRIORITY_LOW);
+    const os = process.getBuiltinModule('node:os');
+    const thread = Number(process.getBuiltinModule('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
+    os.setPriority(thread, os.constants.priority.PRIORITY_LOW);
   } catch {}
 }
 if (!workerData.readonly) {

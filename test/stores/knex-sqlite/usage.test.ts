@@ -137,6 +137,23 @@ test('sqlite: the reader thread runs at the lowest priority, a report waiting fo
   );
 });
 
+// A process started with --input-type=module runs a worker's text as a module, without require.
+const WRITE_AND_READ = `
+const { sqliteReader, sqliteWriter } = await import(process.argv[1]);
+const onFailure = (err) => { throw err; };
+const [writer, reader] = [sqliteWriter(process.argv[2], { onFailure }), sqliteReader(process.argv[2], { onFailure })];
+await writer.prepare('create table kept (word text)')([]);
+await writer.prepare('insert into kept values (?)')(['written']);
+process.stdout.write(JSON.stringify(await reader.all('select word from kept', [])));
+`;
+
+test('sqlite: the writer and reader threads work in a process started with --input-type=module', async (t) => {
+  const { filename } = await migratedSqlite();
+  const module = new URL('../../../lib/stores/knex/sqlite-writer.js', import.meta.url).href;
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', WRITE_AND_READ, module, filename]);
+  t.deepEqual(JSON.parse(stdout), [{ word: 'written' }]);
+});
+
 partialBatchStoresNothing(test, 'sqlite KnexUsageStore', () => stores.usageStore(sqliteDatabase));
 partialBatchStoresNothing(test, 'sqlite KnexUsageStore with a writer thread', sqliteWriterStore);
 
