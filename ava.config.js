@@ -1,4 +1,4 @@
-// AVA runs the compiled tests (`npm run build:tests` writes dist/), four files at a time.
+// AVA runs the compiled tests (`npm run build:tests` writes dist/), three files at a time.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 
@@ -62,7 +62,8 @@ export default {
   // AVA's bound on a file with no test ending: package/adopt's npm pack and install took more than
   // a minute on a loaded machine. A hang is still reported, later.
   timeout: '180s',
-  concurrency: 4,
+  // On two cores, three workers at once cost less CPU than four (docs/DECISIONS.md).
+  concurrency: 3,
   sortTestFiles: (a, b) => rank(a) - rank(b) || a.localeCompare(b),
   environmentVariables: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
 };
