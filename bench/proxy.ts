@@ -175,7 +175,8 @@ const json = { 'content-type': 'application/json' };
 
 // ---- the cases --------------------------------------------------------------------------------
 
-function catalogConfig(mock: Service) {
+/** The catalog; the embeddings model only when its route runs (a build from before embeddings refuses it). */
+function catalogConfig(mock: Service, embeddings: boolean) {
   return {
     providers: [
       { id: 'mock-openai', kind: 'openai', baseURL: `${mock.url}/v1` },
@@ -184,7 +185,7 @@ function catalogConfig(mock: Service) {
     models: [
       { id: 'bench-gpt', provider: 'mock-openai', upstreamModel: UPSTREAM_MODELS['bench-gpt'] },
       { id: 'bench-claude', provider: 'mock-anthropic', upstreamModel: UPSTREAM_MODELS['bench-claude'] },
-      { id: 'bench-embed', provider: 'mock-openai', upstreamModel: UPSTREAM_MODELS['bench-embed'], type: 'embeddings' },
+      ...(embeddings ? [{ id: 'bench-embed', provider: 'mock-openai', upstreamModel: UPSTREAM_MODELS['bench-embed'], type: 'embeddings' }] : []),
     ],
   };
 }
@@ -222,13 +223,13 @@ const REFERENCE_NAMES: Record<ReferenceKind, string> = {
 async function referenceCase(
   gateways: Gateways,
   kind: ReferenceKind,
-  context: { mock: Service; sink: Service | undefined; deployments: Deployment[]; notes: string[] },
+  context: { mock: Service; sink: Service | undefined; deployments: Deployment[]; notes: string[]; embeddings: boolean },
 ): Promise<{ c: Case; everything?: EverythingOn }> {
   const baseline = gateways !== thisCheckout;
-  const { mock, sink, deployments, notes } = context;
+  const { mock, sink, deployments, notes, embeddings } = context;
   const database = kind === 'postgres' ? 'postgres' : 'sqlite';
   const redis = kind === 'postgres';
-  const config = catalogConfig(mock);
+  const config = catalogConfig(mock, embeddings);
   const limited = kind !== 'gateway-plain';
   let deployment = await gateways.createDeployment({
     database,
@@ -281,10 +282,10 @@ async function baselineGateways(): Promise<Gateways | undefined> {
 async function startCases(
   mock: Service,
   baseline: Gateways | undefined,
-  started: { services: Service[]; deployments: Deployment[] },
+  started: { services: Service[]; deployments: Deployment[]; embeddings: boolean },
   notes: string[],
 ): Promise<{ cases: Case[]; everything: EverythingOn[] }> {
-  const { services, deployments } = started;
+  const { services, deployments, embeddings } = started;
   const cases = [newCase('direct', 'straight to the mock upstream', mock, () => ({ ...json, authorization: `Bearer ${MOCK_KEY}` }))];
   const everything: EverythingOn[] = [];
   const kinds = chosen('BENCH_PROXY_CASES', CASE_KINDS, DEFAULT_CASES);
@@ -302,7 +303,7 @@ async function startCases(
       cases.push(newCase(kind, name, service, () => json));
     } else if (isReference(kind)) {
       for (const gateways of baseline ? [baseline, thisCheckout] : [thisCheckout]) {
-        const reference = await referenceCase(gateways, kind, { mock, sink, deployments, notes });
+        const reference = await referenceCase(gateways, kind, { mock, sink, deployments, notes, embeddings });
         cases.push(reference.c);
         if (reference.everything) everything.push(reference.everything);
       }
@@ -817,7 +818,7 @@ export async function proxy(): Promise<string> {
   try {
     const mock = await startMockUpstream(STREAM_EVENTS);
     services.push(mock);
-    const { cases, everything } = await startCases(mock, baseline, { services, deployments }, notes);
+    const { cases, everything } = await startCases(mock, baseline, { services, deployments, embeddings: routes.some((r) => r.name === 'embeddings') }, notes);
     for (const c of cases) await probe(c, routes, notes);
     for (const started of everything) notes.push(...(await everythingOnNotes(started)));
 
