@@ -540,6 +540,15 @@ function ratios(row: Row | undefined, base: Row | undefined, figure: Figure): nu
   return row.runs.map((run, index) => (figure(run) ?? Number.NaN) / (figure(base.runs[index] as Figures) ?? Number.NaN));
 }
 
+/** Round by round ratios to the baseline's case of the same round, with their median: the rounds pair the two, so a drift of the machine moves both. */
+function againstBaseline(values: number[]): string {
+  if (values.length === 0 || !values.every(Number.isFinite)) return '—';
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length / 2;
+  const median = sorted.length % 2 === 1 ? (sorted[Math.floor(middle)] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+  return `${spread(values, times)} (median ${times(median)})`;
+}
+
 /** A figure of `row` less the direct call's in the same round, round by round. */
 function added(row: Row, figure: Figure): number[] {
   return row.runs.map((run, index) => (figure(run) ?? Number.NaN) - (figure(row.direct[index] as Figures) ?? Number.NaN));
@@ -590,6 +599,15 @@ function report(rows: Row[], held: Map<Case, Held>, first: Route): string[] {
       },
       { heading: 'server CPU µs/call', cell: (row) => serverOnly(row, () => spread(rounds(row.runs, cpu), whole)), align: 'right' },
       { heading: 'vs floor', cell: (row) => serverOnly(row, () => spread(ratios(row, floor(row), cpu), times)), align: 'right' },
+      ...(rows.some((row) => row.c.baseline)
+        ? [
+            {
+              heading: 'CPU vs baseline',
+              cell: (row: Row) => againstBaseline(ratios(row, row.c.baseline ? undefined : find(row.route.name, row.c.kind, true), cpu)),
+              align: 'right' as const,
+            },
+          ]
+        : []),
       {
         heading: 'c=1 added p50 µs',
         cell: (row) =>
