@@ -3,6 +3,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { toGatewayError } from '../../lib/errors/to-gateway-error.js';
 import { KnexFileStore } from '../../lib/stores/knex/file-store.js';
+import { KnexKeyChanges } from '../../lib/stores/knex/key-changes.js';
 import { KnexKeyStore } from '../../lib/stores/knex/key-store.js';
 import { migrate } from '../../lib/stores/knex/migrations.js';
 import { KnexUsageStore } from '../../lib/stores/knex/usage-store.js';
@@ -182,6 +183,26 @@ gate('PostgreSQL stalled: requests in flight answer 503 within the bound, a crea
   t.like(await send.retrieve(id), { status: 200 });
   t.deepEqual(await send.ids(), [id], 'the creation answered 503 was not made');
   t.like(await send.upload(), { status: 200 });
+});
+
+gate("PostgreSQL stalled under a key change's announcement: 503 within the bound, then announced again", async (t) => {
+  t.timeout(2 * (BOUND_MS + SLACK_MS), 'an announcement held while the database stalls');
+  const f = await faultyApp(t);
+  const changes = new KnexKeyChanges(f.database.knex, f.database.storeOptions);
+  const version = async () => Number((await f.direct('kmg_key_version').first('version'))?.version);
+  await changes.publish('key_a');
+  const before = await version();
+
+  // Sent on the pool's open connection, into the stall.
+  f.proxy.stall();
+  const started = performance.now();
+  const err = await changes.publish('key_a').catch((error: unknown) => error);
+  t.like(toGatewayError(err, 'POST', '/'), { status: 503 });
+  t.true(performance.now() - started < BOUND_MS + SLACK_MS);
+
+  f.proxy.resume();
+  await changes.publish('key_a');
+  t.true((await version()) > before);
 });
 
 const idleInTransaction = async (f: Faulty) => (await appBackends(f)).rows.filter((row) => row.state === 'idle in transaction');

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { KeyChanges } from '../../auth/key-changes.js';
+import { storeTimeoutMs, withinTimeout } from './store-options.js';
 
 const TABLE = 'kmg_key_version';
 
@@ -12,6 +13,8 @@ interface Loop {
 export interface KnexKeyChangesOptions {
   /** How often each subscribed process reads the version, in ms: the longest a change goes unheard. Default 250. */
   intervalMs?: number;
+  /** How long a publish or a read may take, waiting for a connection included, in ms; past it a publish fails with a `StoreUnavailableError`. Default 5000. */
+  timeoutMs?: number;
 }
 
 /**
@@ -19,13 +22,15 @@ export interface KnexKeyChangesOptions {
  * row, and a subscribed process reads that row every `intervalMs` (one primary-key read) and
  * tells its listeners when it moved, without an id: anything may have changed. The first read
  * after subscribing tells them too, since nothing says what happened before it. A read that
- * fails is tried again at the next interval; the key lookups themselves report the outage. Run
+ * fails, or stalls past `timeoutMs`, is tried again at the next interval; the key lookups
+ * themselves report the outage. Run
  * `migrate(knex)` first; `close()` stops the reads.
  * @example const changes = new KnexKeyChanges(knex); cachedKeyStore(announceKeyChanges(keys, changes), { changes })
  */
 export class KnexKeyChanges implements KeyChanges {
   readonly #knex: Knex;
   readonly #intervalMs: number;
+  readonly #timeoutMs: number;
   readonly #listeners = new Set<(id?: string) => void>();
   /** The polling loop now running; a loop that is no longer this one stops. */
   #loop: Loop | undefined;
@@ -35,10 +40,11 @@ export class KnexKeyChanges implements KeyChanges {
     if (!Number.isFinite(intervalMs) || intervalMs <= 0) throw new TypeError('koa-model-gateway: KnexKeyChanges intervalMs must be a positive number');
     this.#knex = knex;
     this.#intervalMs = intervalMs;
+    this.#timeoutMs = storeTimeoutMs(options);
   }
 
   async publish(_id: string): Promise<void> {
-    await this.#knex(TABLE).where({ id: 1 }).increment('version', 1);
+    await withinTimeout(this.#timeoutMs, () => this.#knex(TABLE).where({ id: 1 }).increment('version', 1));
   }
 
   subscribe(listener: (id?: string) => void): () => void {
@@ -73,7 +79,7 @@ export class KnexKeyChanges implements KeyChanges {
 
   async #read(loop: Loop): Promise<void> {
     try {
-      const row = await this.#knex(TABLE).where({ id: 1 }).first('version');
+      const row = await withinTimeout(this.#timeoutMs, () => this.#knex(TABLE).where({ id: 1 }).first('version'));
       // pg answers a bigint as a string, SQLite as a number.
       const version = String((row as { version: number | string } | undefined)?.version);
       if (loop !== this.#loop) return;
