@@ -23,8 +23,7 @@ export interface KnexKeyChangesOptions {
  * tells its listeners when it moved, without an id: anything may have changed. The first read
  * after subscribing tells them too, since nothing says what happened before it. A read that
  * fails, or stalls past `timeoutMs`, is tried again at the next interval; the key lookups
- * themselves report the outage. Run
- * `migrate(knex)` first; `close()` stops the reads.
+ * themselves report the outage. Run `migrate(knex)` first; `close()` stops the reads.
  * @example const changes = new KnexKeyChanges(knex); cachedKeyStore(announceKeyChanges(keys, changes), { changes })
  */
 export class KnexKeyChanges implements KeyChanges {
