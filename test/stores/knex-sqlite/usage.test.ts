@@ -15,6 +15,8 @@ import { CONTRACT_STORE_OPTIONS, contractStores, partialBatchStoresNothing } fro
 import { sqliteDatabase } from '../../helpers/services.js';
 
 const run = promisify(execFile);
+/** The compiled module of the writer and reader threads, for the tests that load it in a process of their own. */
+const WRITER_MODULE = new URL('../../../lib/stores/knex/sqlite-writer.js', import.meta.url).href;
 
 // The contracts of the usage store and the account budgets on the Knex stores on SQLite, and what
 // SQLite alone has: the usage writer and reader threads. The other families in the files beside
@@ -124,12 +126,11 @@ import(process.argv[1]).then(async ({ sqliteReader }) => {
 test('sqlite: the reader thread runs at the lowest priority, a report waiting for model calls rather than they for it', async (t) => {
   if (process.platform !== 'linux') return t.pass('a thread of its own priority: Linux');
   const { filename } = await migratedSqlite();
-  const module = new URL('../../../lib/stores/knex/sqlite-writer.js', import.meta.url).href;
-  const { stdout } = await run(process.execPath, ['-e', PRIORITIES, module, filename]);
-  const { before, after } = JSON.parse(stdout) as Record<'before' | 'after', Record<string, number>>;
+  const { stdout } = await run(process.execPath, ['-e', PRIORITIES, WRITER_MODULE, filename]);
+  const { pid, before, after } = JSON.parse(stdout) as { pid: number } & Record<'before' | 'after', Record<string, number>>;
   const added = Object.entries(after).filter(([tid]) => !(tid in before));
   t.deepEqual(added.filter(([, nice]) => nice === 19).length, 1, JSON.stringify(added));
-  const own = before[String(JSON.parse(stdout).pid)];
+  const own = before[String(pid)];
   t.deepEqual(
     Object.values(before).filter((nice) => nice !== own),
     [],
@@ -149,8 +150,7 @@ process.stdout.write(JSON.stringify(await reader.all('select word from kept', []
 
 test('sqlite: the writer and reader threads work in a process started with --input-type=module', async (t) => {
   const { filename } = await migratedSqlite();
-  const module = new URL('../../../lib/stores/knex/sqlite-writer.js', import.meta.url).href;
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', WRITE_AND_READ, module, filename]);
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', WRITE_AND_READ, WRITER_MODULE, filename]);
   t.deepEqual(JSON.parse(stdout), [{ word: 'written' }]);
 });
 
