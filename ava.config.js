@@ -1,6 +1,13 @@
 // AVA runs the compiled tests (`npm run build:tests` writes dist/), three files at a time.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+
+// AVA's workers are threads of this process, each compiling the same modules again and running
+// most functions briefly: V8's optimizing compiler, at 16 times its default budget, optimizes only
+// what runs long. The suite's CPU fell 7-18% (docs/DECISIONS.md). A worker thread takes no V8 flag
+// of its own (execArgv), so it is set here, before the first one starts.
+setFlagsFromString('--interrupt-budget=1081344');
 
 /**
  * With KMG_TEST_GROUPS set (`npm test` sets it), each test/groups/*.ts runs the files it lists in
