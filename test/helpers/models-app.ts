@@ -42,6 +42,9 @@ export const CATALOG: CatalogModel[] = [
   { id: 'claude-test', provider: 'anthropic', upstreamModel: 'claude-sonnet-4-5-20250929', created: 1_744_000_200 },
 ];
 
+/** What `modelsApp()` resolves to. */
+export type ModelsApp = Awaited<ReturnType<typeof modelsApp>>;
+
 /**
  * The models API composed as a gateway would (`gatewayErrors()`, `apiKey()` under /v1,
  * `modelsRouter()`), over memory stores, on a random loopback port, with one attempt per call

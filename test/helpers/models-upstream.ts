@@ -45,6 +45,9 @@ export function replyEvents(events: Readable): UpstreamAnswer {
   };
 }
 
+/** What `scriptedUpstream()` resolves to. */
+export type ScriptedUpstream = Awaited<ReturnType<typeof scriptedUpstream>>;
+
 /**
  * A real upstream on a loopback port, answering as each test scripts it: `answer(path, how)`
  * answers the next request to `path` with `how` (answers for one path are used in order);
@@ -215,6 +218,9 @@ function responsesAnswer(res: ServerResponse, body: Record<string, unknown>, usa
   );
   res.end(event({ type: 'response.completed', sequence_number: 3, response: response('completed', reported) }, 'response.completed'));
 }
+
+/** What `mockProviders()` resolves to. */
+export type MockProviders = Awaited<ReturnType<typeof mockProviders>>;
 
 /**
  * OpenAI's and Anthropic's APIs on a loopback port, as their providers reach them:

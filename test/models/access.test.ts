@@ -3,12 +3,12 @@ import type { FileStore } from '../../lib/files/file-store.js';
 import { newFileId } from '../../lib/files/file-id.js';
 import { MemoryFileStore } from '../../lib/stores/memory/file-store.js';
 import { MemoryBlobStore } from '../../lib/stores/memory/blob-store.js';
-import { modelsApp } from '../helpers/models-app.js';
+import { modelsApp, type ModelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { rawExchange } from '../helpers/raw-request.js';
 
 // Everything here is refused before any upstream is called, or answered by the echo provider.
-const gateway = await modelsApp({ bodyLimit: 4096, maxAttachedBytes: 5000 });
+let gateway: ModelsApp;
 
 /** A file store that counts its lookups by id. */
 function countingStore(): { files: FileStore; lookups: () => number } {
@@ -24,8 +24,12 @@ function countingStore(): { files: FileStore; lookups: () => number } {
 }
 
 const { files, lookups } = countingStore();
-const countedGateway = await modelsApp({ files, blobs: new MemoryBlobStore() });
-test.after.always(() => Promise.all([gateway.close(), countedGateway.close()]));
+let countedGateway: ModelsApp;
+test.before(async () => {
+  gateway = await modelsApp({ bodyLimit: 4096, maxAttachedBytes: 5000 });
+  countedGateway = await modelsApp({ files, blobs: new MemoryBlobStore() });
+});
+test.after.always(() => Promise.all([gateway?.close(), countedGateway?.close()]));
 
 const chat = (key: string, body: unknown) => gateway.post('/v1/chat/completions', body, { authorization: `Bearer ${key}` });
 const messages = (key: string, body: unknown) => gateway.post('/v1/messages', body, { 'x-api-key': key });

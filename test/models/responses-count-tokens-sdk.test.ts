@@ -3,15 +3,19 @@ import Anthropic from '@anthropic-ai/sdk';
 import test from 'ava';
 import OpenAI from 'openai';
 import { findResponseObject, responseUsage } from '../../lib/models/formats/responses/endpoint.js';
-import { ANTHROPIC_PROVIDER_KEY, OPENAI_PROVIDER_KEY, catalogProviders, modelsApp } from '../helpers/models-app.js';
+import { ANTHROPIC_PROVIDER_KEY, OPENAI_PROVIDER_KEY, catalogProviders, modelsApp, type ModelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
-import { anthropicMessage, reply, replyEvents, scriptedUpstream } from '../helpers/models-upstream.js';
+import { anthropicMessage, reply, replyEvents, scriptedUpstream, type ScriptedUpstream } from '../helpers/models-upstream.js';
 
 // The Responses and count_tokens endpoints, and the official SDKs as clients of the composed
 // gateway, in front of a real upstream whose answers each test scripts: the tests run serially.
-const upstream = await scriptedUpstream();
-const gateway = await modelsApp({ providers: catalogProviders(upstream.url) });
-test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
+let upstream: ScriptedUpstream;
+let gateway: ModelsApp;
+test.before(async () => {
+  upstream = await scriptedUpstream();
+  gateway = await modelsApp({ providers: catalogProviders(upstream.url) });
+});
+test.after.always(() => Promise.all([gateway?.close(), upstream?.close()]));
 
 const REQUEST_ID = /^req_[A-Za-z0-9]{32}$/;
 

@@ -2,8 +2,8 @@ import test from 'ava';
 import { GoogleAuth, OAuth2Client } from 'google-auth-library';
 import { createProvider } from '../../lib/models/providers/registry.js';
 import { vertexProvider } from '../../lib/models/providers/vertex/index.js';
-import { modelsApp } from '../helpers/models-app.js';
-import { reply, scriptedUpstream } from '../helpers/models-upstream.js';
+import { modelsApp, type ModelsApp } from '../helpers/models-app.js';
+import { reply, scriptedUpstream, type ScriptedUpstream } from '../helpers/models-upstream.js';
 
 // The vertex kind: Gemini's protocol on Vertex AI's publisher paths, with access tokens from
 // google-auth-library (a GoogleAuth over an OAuth2Client whose refresh handler stands in for
@@ -12,7 +12,9 @@ import { reply, scriptedUpstream } from '../helpers/models-upstream.js';
 const MODEL = 'gemini-2.5-pro';
 const BASE = `/v1/projects/my-project/locations/europe-west4/publishers/google/models/${MODEL}`;
 
-const upstream = await scriptedUpstream();
+let upstream: ScriptedUpstream;
+let gateway: ModelsApp;
+let key: string;
 const refreshes: number[] = [];
 // An OAuth2Client refreshes its token with this handler when it has none or it is about to expire.
 const client = new OAuth2Client();
@@ -21,16 +23,19 @@ client.refreshHandler = async () => {
   return { access_token: `token-${refreshes.length}`, expiry_date: Date.now() + 3_600_000 };
 };
 const auth = new GoogleAuth({ authClient: client });
-const gateway = await modelsApp({
-  catalog: [
-    { id: 'pro', provider: 'vertex', upstreamModel: MODEL },
-    { id: 'vectors', provider: 'vertex', upstreamModel: 'text-embedding-005', type: 'embeddings' },
-    { id: 'gemini-vectors', provider: 'vertex', upstreamModel: 'gemini-embedding-001', type: 'embeddings' },
-  ],
-  providers: [vertexProvider({ id: 'vertex', project: 'my-project', location: 'europe-west4', baseURL: upstream.url, auth })],
+test.before(async () => {
+  upstream = await scriptedUpstream();
+  gateway = await modelsApp({
+    catalog: [
+      { id: 'pro', provider: 'vertex', upstreamModel: MODEL },
+      { id: 'vectors', provider: 'vertex', upstreamModel: 'text-embedding-005', type: 'embeddings' },
+      { id: 'gemini-vectors', provider: 'vertex', upstreamModel: 'gemini-embedding-001', type: 'embeddings' },
+    ],
+    providers: [vertexProvider({ id: 'vertex', project: 'my-project', location: 'europe-west4', baseURL: upstream.url, auth })],
+  });
+  key = await gateway.keyFor();
 });
-test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
-const key = await gateway.keyFor();
+test.after.always(() => Promise.all([gateway?.close(), upstream?.close()]));
 
 const answer = (text: string) => ({
   candidates: [{ content: { role: 'model', parts: [{ text }] }, finishReason: 'STOP', index: 0 }],

@@ -6,11 +6,11 @@ import { MemoryCreationLimiter } from '../../lib/stores/memory/creation-limiter.
 import { filesApp, type FilesApp, type FilesAppOptions } from '../helpers/files-app.js';
 import type { Provider } from '../../lib/models/provider.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
-import { modelsApp } from '../helpers/models-app.js';
+import { modelsApp, type ModelsApp } from '../helpers/models-app.js';
 import { makePdf } from '../helpers/models-pdf.js';
 import { multipart, pdfOf, uploadParts, type Part } from '../helpers/multipart.js';
 import { rawRequest, type RawResponse } from '../helpers/raw-request.js';
-import { referenceApp } from '../helpers/reference-app.js';
+import { referenceApp, type ReferenceApp } from '../helpers/reference-app.js';
 
 // decisions.md: "Every request under /v1 is authenticated first ... Then: scope (403), then request
 // validation (400/413), then existence (404), then quotas (429)." Each request here breaks several
@@ -23,12 +23,15 @@ import { referenceApp } from '../helpers/reference-app.js';
 // that took /V1/files or /v1/Messages as its route let such requests skip authentication (a 500)
 // or reach Messages in Shape A.
 
-// Every top-level await before the first test or hook: AVA takes declarations only until an await
-// that waits on I/O. The models endpoints, composed as a gateway would (modelsApp), with a small
-// body limit; and the reference server's own app, for its routes.
-const gateway = await modelsApp({ bodyLimit: 4096 });
-const referenceServer = await referenceApp();
-test.after.always(() => Promise.all([gateway.close(), referenceServer.close()]));
+// The models endpoints, composed as a gateway would (modelsApp), with a small body limit; and the
+// reference server's own app, for its routes.
+let gateway: ModelsApp;
+let referenceServer: ReferenceApp;
+test.before(async () => {
+  gateway = await modelsApp({ bodyLimit: 4096 });
+  referenceServer = await referenceApp();
+});
+test.after.always(() => Promise.all([gateway?.close(), referenceServer?.close()]));
 
 const FILE_LIMIT = 10_000;
 // A fixed clock: the minute never rolls over in the middle of a test.

@@ -1,4 +1,5 @@
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import test from 'ava';
 import { errors, type GatewayError } from '../../lib/errors/gateway-error.js';
@@ -13,7 +14,7 @@ import { translation } from '../../lib/models/formats/translate.js';
 import type { Provider, ProviderEndpoint } from '../../lib/models/provider.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { createProvider } from '../../lib/models/providers/registry.js';
-import { catalogProviders, modelsApp } from '../helpers/models-app.js';
+import { catalogProviders, modelsApp, type ModelsApp } from '../helpers/models-app.js';
 import { openAIProblems, type OpenAISchema } from '../helpers/openai-schemas.js';
 
 // What the translation between the formats must give: the conformance table of recorded cases,
@@ -52,8 +53,10 @@ const normalized = (text: string) => text.replace(/"(created|created_at)":\d+/g,
 
 const events = (text: string) => new EventSplitter().push(text).map((event) => event.trim());
 
-const files = (await readdir(DIR)).filter((name) => name.endsWith('.case.json')).sort();
-const fixtures = await Promise.all(files.map(async (file) => [file, JSON.parse(await readFile(new URL(file, DIR), 'utf8')) as Case] as const));
+const files = readdirSync(DIR)
+  .filter((name) => name.endsWith('.case.json'))
+  .sort();
+const fixtures = files.map((file) => [file, JSON.parse(readFileSync(new URL(file, DIR), 'utf8')) as Case] as const);
 
 // The gateway of the schema checks below. Its anthropic provider's upstream fails mid-stream: the
 // gateway ends the client's stream with its own error event.
@@ -70,10 +73,13 @@ const failingMidStream: Provider = {
     ]),
   }),
 };
-const gateway = await modelsApp({ providers: [...catalogProviders().filter((provider) => provider.id !== 'anthropic'), failingMidStream] });
-const key = await gateway.keyFor();
-test.after.always(() => gateway.close());
-const auth = { authorization: `Bearer ${key}` };
+let gateway: ModelsApp;
+let auth: { authorization: string };
+test.before(async () => {
+  gateway = await modelsApp({ providers: [...catalogProviders().filter((provider) => provider.id !== 'anthropic'), failingMidStream] });
+  auth = { authorization: `Bearer ${await gateway.keyFor()}` };
+});
+test.after.always(() => gateway?.close());
 
 for (const [file, fixture] of fixtures) {
   test(`${file}: ${fixture.reproduces}`, async (t) => {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import test from 'ava';
 import { createGatewayMetrics } from '../../lib/metrics/gateway-metrics.js';
@@ -8,33 +9,36 @@ import { classOf, type FieldRule, type FormatName } from '../../lib/models/forma
 import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
-import { modelsApp } from '../helpers/models-app.js';
-import { mockProviders } from '../helpers/models-upstream.js';
+import { modelsApp, type ModelsApp } from '../helpers/models-app.js';
+import { mockProviders, type MockProviders } from '../helpers/models-upstream.js';
 
 // The four classes of a field in a translated call (docs/TRANSLATION.md), through the lib's models
 // router against mock upstreams: what is carried each way, what is left out and named in
 // x-kmg-omitted, what is made valid before it is sent. The tests share the upstream: serial.
 
-const mock = await mockProviders();
-const app = await modelsApp({
-  providers: [
-    openAIProvider({ id: 'chat-only', baseURL: `${mock.url}/v1`, endpoints: ['chat.completions'] }),
-    openAIProvider({ id: 'responses-only', baseURL: `${mock.url}/v1`, endpoints: ['responses'] }),
-    anthropicProvider({ id: 'anthropic', baseURL: mock.url }),
-    echoProvider({ id: 'local' }),
-  ],
-  catalog: [
-    { id: 'gpt', provider: 'chat-only' },
-    { id: 'gpt-responses', provider: 'responses-only' },
-    { id: 'claude', provider: 'anthropic' },
-    { id: 'echo', provider: 'local' },
-  ],
+let mock: MockProviders;
+let app: ModelsApp;
+let key: string;
+test.before(async () => {
+  mock = await mockProviders();
+  app = await modelsApp({
+    providers: [
+      openAIProvider({ id: 'chat-only', baseURL: `${mock.url}/v1`, endpoints: ['chat.completions'] }),
+      openAIProvider({ id: 'responses-only', baseURL: `${mock.url}/v1`, endpoints: ['responses'] }),
+      anthropicProvider({ id: 'anthropic', baseURL: mock.url }),
+      echoProvider({ id: 'local' }),
+    ],
+    catalog: [
+      { id: 'gpt', provider: 'chat-only' },
+      { id: 'gpt-responses', provider: 'responses-only' },
+      { id: 'claude', provider: 'anthropic' },
+      { id: 'echo', provider: 'local' },
+    ],
+  });
+  key = await app.keyFor();
 });
-
-const key = await app.keyFor();
-// Read before any test is declared: ava takes no test declared after an await.
-const sdkRequests = JSON.parse(await readFile(new URL('../../../test/fixtures/sdk-requests/requests.json', import.meta.url), 'utf8')) as SdkRequest[];
-test.after.always(() => Promise.all([app.close(), mock.close()]));
+const sdkRequests = JSON.parse(readFileSync(new URL('../../../test/fixtures/sdk-requests/requests.json', import.meta.url), 'utf8')) as SdkRequest[];
+test.after.always(() => Promise.all([app?.close(), mock?.close()]));
 const hi = [{ role: 'user', content: 'hi' }];
 const chat = (body: Record<string, unknown>) =>
   app.post('/v1/chat/completions', { model: 'claude', messages: hi, ...body }, { authorization: `Bearer ${key}` });
