@@ -48,6 +48,7 @@ const LONGEST_FIRST = [
   'test/stores/knex-sqlite/admin.test.ts',
   'test/stores/blob-stores.test.ts',
   'test/groups/extending.ts',
+  'test/groups/endpoints.ts',
   'test/groups/units.ts',
   'test/routing/routing.test.ts',
   'test/cache/response-cache.test.ts',

@@ -3,6 +3,7 @@ import test from 'ava';
 import { parse as parseCookies } from 'cookie';
 import Koa from 'koa';
 import { createAdminToken } from '../../lib/admin/admin-tokens.js';
+import type { AdminTokenRecord } from '../../lib/admin/admin-token-store.js';
 import type { AuditEntry, AuditEvent, AuditStore, NewAuditEntry } from '../../lib/admin/audit-store.js';
 import { auditTrail } from '../../lib/admin/audit-trail.js';
 import { gatewayErrors } from '../../lib/errors/gateway-errors.js';
@@ -10,7 +11,7 @@ import { MemoryAdminTokenStore } from '../../lib/stores/memory/admin-token-store
 import { MemoryAuditStore } from '../../lib/stores/memory/audit-store.js';
 import { listen } from '../helpers/http.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { referenceApp } from '../helpers/reference-app.js';
+import { referenceApp, type ReferenceApp } from '../helpers/reference-app.js';
 
 // The audit log on the reference server's own app (SQLite, in this process): every admin action
 // through the admin API, recorded once, after its success, with no secret in it. Serial: each test
@@ -18,21 +19,26 @@ import { referenceApp } from '../helpers/reference-app.js';
 // auditTrail() on its own: what it records, and that an audit store failing or stalled never
 // changes the answer to a change that was made.
 
-// Every top-level await before the first test or hook: AVA takes declarations only until an await
-// that waits on I/O.
-const app = await referenceApp();
-const { token: ADMIN, record: adminRecord } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix, name: 'ops-team' });
+let app: ReferenceApp;
+let ADMIN: string;
+let adminRecord: AdminTokenRecord;
 const memoryTokens = new MemoryAdminTokenStore();
 /** The admin token of auditTrail()'s tests, in memory. */
-const memoryToken = await memoryTokens.create({ hash: 'a'.repeat(64), name: 'ci' });
+let memoryToken: AdminTokenRecord;
+/** Every secret the tests handle: none may appear in a stored row. */
+const secrets: string[] = [];
+test.before(async () => {
+  app = await referenceApp();
+  ({ token: ADMIN, record: adminRecord } = await createAdminToken(app.deployment.adminTokens, { prefix: app.config.gateway.keyPrefix, name: 'ops-team' }));
+  memoryToken = await memoryTokens.create({ hash: 'a'.repeat(64), name: 'ci' });
+  secrets.push(ADMIN, adminRecord.hash);
+});
 
-test.after.always(() => app.close());
+test.after.always(() => app?.close());
 const problems: string[] = [];
 test.after('every answer agrees with docs/openapi.json', (t) => t.deepEqual(problems, []));
 const checked = checkedFetch(problems);
 const sha256 = (text: string) => hash('sha256', text, 'hex');
-/** Every secret the tests handle: none may appear in a stored row. */
-const secrets = [ADMIN, adminRecord.hash];
 
 interface AuditEntryBody {
   object: string;
@@ -76,7 +82,7 @@ async function added(action: () => Promise<Response>, expectStatus: number): Pro
   return data.slice(0, index);
 }
 
-const byToken = { type: 'admin_token', id: adminRecord.id, name: 'ops-team' };
+const byToken = () => ({ type: 'admin_token', id: adminRecord.id, name: 'ops-team' });
 const LOCAL = /^(::ffff:)?127\.0\.0\.1$|^::1$/;
 
 test.serial('each admin action records exactly one entry: who (token id and name), what, when and from where; never a secret', async (t) => {
@@ -89,14 +95,14 @@ test.serial('each admin action records exactly one entry: who (token id and name
   }, 201);
   secrets.push(key, sha256(key));
   const keyId = created?.key_id ?? '';
-  t.like(created, { object: 'audit_entry', action: 'key.created', actor: byToken, account: 'audited', admin_token_id: null, replacement_key_id: null });
+  t.like(created, { object: 'audit_entry', action: 'key.created', actor: byToken(), account: 'audited', admin_token_id: null, replacement_key_id: null });
   t.deepEqual(created?.fields, ['account', 'scopes', 'limits']);
   t.regex(created?.address ?? '', LOCAL);
   t.true((created?.at ?? 0) >= startedAt && Number.isInteger(created?.at));
 
   const updated = await added(() => admin('PATCH', `/keys/${keyId}`, { scopes: ['models:read', 'files:read'], expires_at: null }), 200);
   t.is(updated.length, 1);
-  t.like(updated[0], { action: 'key.updated', key_id: keyId, account: 'audited', fields: ['scopes', 'expires_at'], actor: byToken });
+  t.like(updated[0], { action: 'key.updated', key_id: keyId, account: 'audited', fields: ['scopes', 'expires_at'], actor: byToken() });
   // The values before and after, of the fields that changed: expires_at was null already.
   t.like(updated[0]?.changes, { scopes: { to: ['models:read', 'files:read'] } });
   t.deepEqual(Object.keys(updated[0]?.changes ?? {}), ['scopes']);
@@ -139,13 +145,13 @@ test.serial('each admin action records exactly one entry: who (token id and name
 
   const revoked = await added(() => admin('POST', `/keys/${replacementId}/revoke`), 200);
   t.is(revoked.length, 1);
-  t.like(revoked[0], { action: 'key.revoked', key_id: replacementId, account: 'audited', actor: byToken });
+  t.like(revoked[0], { action: 'key.revoked', key_id: replacementId, account: 'audited', actor: byToken() });
   // Revoking again changes nothing: the same 200, and no second entry.
   t.deepEqual(await added(() => admin('POST', `/keys/${replacementId}/revoke`), 200), []);
 
   const limits = await added(() => admin('PUT', '/accounts/audited/limits', { costPerDay: 5, costPerMonth: null }), 200);
   t.is(limits.length, 1);
-  t.like(limits[0], { action: 'account.limits_set', account: 'audited', key_id: null, fields: ['costPerDay', 'costPerMonth'], actor: byToken });
+  t.like(limits[0], { action: 'account.limits_set', account: 'audited', key_id: null, fields: ['costPerDay', 'costPerMonth'], actor: byToken() });
   t.deepEqual(limits[0]?.changes, { costPerDay: { from: null, to: 5 } });
 
   // A dashboard session acts for its token: its actions are the token's.
@@ -159,12 +165,12 @@ test.serial('each admin action records exactly one entry: who (token id and name
   }, 201);
   secrets.push(cookie, sha256(cookie), csrf);
   t.is(opened.length, 1);
-  t.like(opened[0], { action: 'session.opened', actor: byToken, key_id: null, account: null });
+  t.like(opened[0], { action: 'session.opened', actor: byToken(), key_id: null, account: null });
   const session = { cookie: `kmg_admin_session=${cookie}`, 'x-csrf-token': csrf };
   const viaSession = await added(() => call('POST', '/keys', session, { account: 'audited' }), 201);
-  t.like(viaSession[0], { action: 'key.created', actor: byToken, account: 'audited' });
+  t.like(viaSession[0], { action: 'key.created', actor: byToken(), account: 'audited' });
   const closed = await added(() => call('DELETE', '/sessions/current', session), 204);
-  t.like(closed[0], { action: 'session.closed', actor: byToken });
+  t.like(closed[0], { action: 'session.closed', actor: byToken() });
 
   // No secret anywhere in the stored rows, whatever column.
   const rows = JSON.stringify(await app.deployment.knex('kmg_audit_log').select());

@@ -6,11 +6,11 @@
 import { dirname } from 'node:path';
 import { fc, testProp } from '@fast-check/ava';
 import test, { type ExecutionContext } from 'ava';
-import { droppedConnection, filesApp } from '../helpers/files-app.js';
+import { droppedConnection, filesApp, type FilesApp } from '../helpers/files-app.js';
 import { pdfOf } from '../helpers/multipart.js';
 import { rawExchange, type RawExchange } from '../helpers/raw-request.js';
 import { uploadFiles } from '../helpers/server-process.js';
-import { referenceApp } from '../helpers/reference-app.js';
+import { referenceApp, type ReferenceApp } from '../helpers/reference-app.js';
 
 const LONG_RUNS = Number(process.env.FUZZ_RUNS ?? 0);
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
@@ -24,16 +24,21 @@ const HANG_MS = 10_000;
 const MAX_FILE_BYTES = 150_000;
 const CRLF = '\r\n';
 
-// Both servers first: AVA takes test declarations only until the first await after one.
-const uploads = await filesApp({ limits: { maxFileBytes: MAX_FILE_BYTES } });
-const server = await referenceApp();
-const keys = { full: await server.keyFor(), readOnly: await server.keyFor(['files:read']) };
+let uploads: FilesApp;
+let server: ReferenceApp;
+const keys = { full: '', readOnly: '' };
+test.before(async () => {
+  uploads = await filesApp({ limits: { maxFileBytes: MAX_FILE_BYTES } });
+  server = await referenceApp();
+  keys.full = await server.keyFor();
+  keys.readOnly = await server.keyFor(['files:read']);
+});
 
 const tally = { requests: 0, answered: 0, status5xx: 0, hangs: 0, resets: 0, created: 0, tempFilesLeft: 0, filesFromInvalidInput: 0 };
 test.after.always(async () => {
   if (LONG_RUNS > 0) console.log(`fuzz tally: ${JSON.stringify(tally)}`);
-  await uploads.close();
-  await server.close();
+  await uploads?.close();
+  await server?.close();
 });
 
 /** What `promise` resolves to, or 'hang' when it has not within 10 s. */

@@ -11,15 +11,17 @@ import type { EmbedRequest, Provider } from '../../lib/models/provider.js';
 import { echoProvider } from '../../lib/models/providers/echo/index.js';
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import type { UsageRecord } from '../../lib/usage/usage-store.js';
-import { modelsApp, OPENAI_PROVIDER_KEY } from '../helpers/models-app.js';
-import { reply, scriptedUpstream } from '../helpers/models-upstream.js';
+import { modelsApp, OPENAI_PROVIDER_KEY, type ModelsApp } from '../helpers/models-app.js';
+import { reply, scriptedUpstream, type ScriptedUpstream } from '../helpers/models-upstream.js';
 import { openAIProblems } from '../helpers/openai-schemas.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
 import { until } from '../helpers/poll.js';
 
 // POST /v1/embeddings in front of echo, a mock OpenAI and a neutral provider with a per-call limit.
 
-const upstream = await scriptedUpstream();
+let upstream: ScriptedUpstream;
+let gateway: ModelsApp;
+let key: string;
 const embedCalls: EmbedRequest[] = [];
 /** A provider of the neutral operation only, two inputs a call: each vector is [its input's position in the call, its length]. */
 const neutral: Provider = {
@@ -30,7 +32,6 @@ const neutral: Provider = {
     return { vectors: request.inputs.map((input, at) => Float32Array.of(at, input.length)), inputTokens: request.inputs.length * 3 };
   },
 };
-const openai = openAIProvider({ id: 'openai', baseURL: `${upstream.url}/v1`, apiKey: OPENAI_PROVIDER_KEY });
 const CATALOG: CatalogModel[] = [
   { id: 'echo-embed', provider: 'echo', type: 'embeddings', price: { input: 1, output: 0 } },
   { id: 'echo-chat', provider: 'echo' },
@@ -43,16 +44,20 @@ const CATALOG: CatalogModel[] = [
 const STILL_CLOCK = testClock('2030-01-15T12:00:30.000Z').nowMs;
 const records: UsageRecord[] = [];
 const metrics = createGatewayMetrics();
-const gateway = await modelsApp({
-  catalog: CATALOG,
-  providers: [echoProvider({ id: 'echo' }), openai, { ...openai, id: 'openai-split', embeddingInputsPerCall: 2 }, neutral],
-  usageRecorder: { record: (record) => void records.push(record) },
-  metrics,
-  modelLimiter: new MemoryModelLimiter({ nowMs: STILL_CLOCK }),
+test.before(async () => {
+  upstream = await scriptedUpstream();
+  const openai = openAIProvider({ id: 'openai', baseURL: `${upstream.url}/v1`, apiKey: OPENAI_PROVIDER_KEY });
+  gateway = await modelsApp({
+    catalog: CATALOG,
+    providers: [echoProvider({ id: 'echo' }), openai, { ...openai, id: 'openai-split', embeddingInputsPerCall: 2 }, neutral],
+    usageRecorder: { record: (record) => void records.push(record) },
+    metrics,
+    modelLimiter: new MemoryModelLimiter({ nowMs: STILL_CLOCK }),
+  });
+  key = await gateway.keyFor();
 });
-test.after.always(() => Promise.all([gateway.close(), upstream.close()]));
+test.after.always(() => Promise.all([gateway?.close(), upstream?.close()]));
 
-const key = await gateway.keyFor();
 /** An answer of /v1/embeddings: a list of embeddings (floats or, asked, base64), or an error. */
 interface Answer {
   object: string;
