@@ -28,7 +28,7 @@ import { Client, Pool } from 'undici';
 import { EventSplitter } from '../lib/http/server-sent-events.js';
 import * as thisCheckout from './lib/gateway.js';
 import type { Deployment } from './lib/gateway.js';
-import { DURATION, load, percentiles, WARMUP, type LoadResult } from './lib/load.js';
+import { DURATION, load, median, percentiles, WARMUP, type LoadResult } from './lib/load.js';
 import { freePort, isMain, type Service } from './lib/processes.js';
 import { configureMock, PORTKEY_VERSION, startBareProxy, startMockUpstream, startOtlpSink, startPortkey } from './lib/proxies.js';
 import { becomeLoadGenerator, cpuMicros, machine, memory, PINNING, sampleRss } from './lib/system.js';
@@ -543,10 +543,7 @@ function ratios(row: Row | undefined, base: Row | undefined, figure: Figure): nu
 /** Round by round ratios to the baseline's case of the same round, with their median: the rounds pair the two, so a drift of the machine moves both. */
 function againstBaseline(values: number[]): string {
   if (values.length === 0 || !values.every(Number.isFinite)) return '—';
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length / 2;
-  const median = sorted.length % 2 === 1 ? (sorted[Math.floor(middle)] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
-  return `${spread(values, times)} (median ${times(median)})`;
+  return `${spread(values, times)} (median ${times(median(values))})`;
 }
 
 /** A figure of `row` less the direct call's in the same round, round by round. */
