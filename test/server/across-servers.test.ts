@@ -9,7 +9,7 @@ import { usdOfPico } from '../../lib/picodollars.js';
 import { KnexAdminTokenStore } from '../../lib/stores/knex/admin-token-store.js';
 import { runCommand } from '../../reference-server/commands/index.js';
 import { makePdf } from '../helpers/models-pdf.js';
-import { mockProviders } from '../helpers/models-upstream.js';
+import { mockProviders, type MockProviders } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
 import { parseMetrics, value } from '../helpers/prometheus.js';
 import { throwawayPostgres } from '../helpers/server-database.js';
@@ -24,7 +24,7 @@ const services = withRedis(withPostgres(test));
 
 interface Setup {
   env: Record<string, string>;
-  upstream: Awaited<ReturnType<typeof mockProviders>>;
+  upstream: MockProviders;
   servers: [RunningServer, RunningServer];
   metricsUrl: string;
   limitedKey: { id: string; key: string };

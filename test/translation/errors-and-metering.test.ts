@@ -7,7 +7,7 @@ import { anthropicProvider } from '../../lib/models/providers/anthropic/index.js
 import { openAIProvider } from '../../lib/models/providers/openai/index.js';
 import { MemoryModelLimiter } from '../../lib/stores/memory/model-limiter.js';
 import { testClock } from '../../lib/testing/creation-limiter-contract.js';
-import { modelsApp, catalogProviders } from '../helpers/models-app.js';
+import { modelsApp, catalogProviders, type ModelsApp } from '../helpers/models-app.js';
 import { anthropicMessage, mockProviders, reply, replyEvents, scriptedUpstream, streamingUpstream } from '../helpers/models-upstream.js';
 import { until } from '../helpers/poll.js';
 
@@ -655,7 +655,7 @@ function deafProvider(body: () => Readable): Provider & { requests: ProviderRequ
     messages: async (request) => (requests.push(request), { statusCode: 200, headers: { 'content-type': 'application/json' }, body: body() }),
   };
 }
-const chatOn = (app: Awaited<ReturnType<typeof modelsApp>>, appKey: string, signal?: AbortSignal) =>
+const chatOn = (app: ModelsApp, appKey: string, signal?: AbortSignal) =>
   app.post('/v1/chat/completions', { model: 'claude-deaf', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${appKey}` }, signal);
 
 test.serial("a client that leaves a translated JSON call: the provider's answer is destroyed, whether or not the provider heeds the signal", async (t) => {
