@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -24,6 +25,12 @@ export async function configureMock(mock: Service, settings: { hold: boolean }):
   if (response.status !== 204) throw new Error(`mock upstream: PUT /mock answered ${response.status}`);
 }
 
+/** `client=upstream` pairs, comma-separated, as the floors read MODELS. */
+const pairs = (models: Record<string, string>) =>
+  Object.entries(models)
+    .map((pair) => pair.join('='))
+    .join(',');
+
 /**
  * The bare Koa + undici floor (bench/servers/bare-proxy.ts) in front of `upstream`, pinned to the
  * server core: `parse` reads and rewrites the answers (the floor), `pipe` passes them back unparsed.
@@ -36,14 +43,34 @@ export async function startBareProxy(upstream: string, models: Record<string, st
     env: {
       PORT: String(port),
       UPSTREAM: upstream,
-      MODELS: Object.entries(models)
-        .map((pair) => pair.join('='))
-        .join(','),
+      MODELS: pairs(models),
       FLOOR_ANSWER: answers,
     },
     core: SERVER_CORE,
     port,
     readyPath: '/healthz',
+  });
+}
+
+/**
+ * The floor for a cache hit (bench/servers/hit-floor.ts) in front of `upstream`, pinned to the
+ * server core, knowing one key, its log to a pipe.
+ */
+export async function startHitFloor(upstream: string, models: Record<string, string>, key: string): Promise<Service> {
+  const port = await freePort();
+  return startService({
+    name: 'hit floor',
+    script: 'bench/servers/hit-floor.ts',
+    env: {
+      PORT: String(port),
+      UPSTREAM: upstream,
+      MODELS: pairs(models),
+      KEY_SHA256: createHash('sha256').update(key).digest('hex'),
+    },
+    core: SERVER_CORE,
+    port,
+    readyPath: '/healthz',
+    stdoutToPipe: true,
   });
 }
 

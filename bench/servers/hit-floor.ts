@@ -1,0 +1,181 @@
+/**
+ * The floor for a cache hit: bare Koa doing, the cheapest way, what the spec asks of every model
+ * call answered from an exact cache, and nothing else. Per POST /v1/chat/completions (or
+ * /v1/messages, /v1/responses, /v1/embeddings):
+ * - a request id (`req_` and 32 alphanumerics) on `x-request-id` and in the call's log line;
+ * - the key (`x-api-key`, else `Authorization: Bearer`) checked by its SHA-256 against KEY_SHA256
+ *   (one key, one account: a Map lookup);
+ * - the body read and `JSON.parse`d, its `model` looked up in MODELS (`client=upstream` pairs);
+ * - one request counted against the key's limit (`rate-limiter-flexible`, in memory);
+ * - the entry's key: SHA-256 of the RFC 8785 canonical form (`canonicalize`) of the account, the
+ *   endpoint, the model and the body without `model` and `stream`, looked up in a Map;
+ * - a hit answered with its stored text and a fresh id, `x-kmg-cache: hit` and `age`;
+ * - a usage record (time, request id, key, account, endpoint, model, status, tokens, cost 0,
+ *   `cache: hit`, the cost saved): 100 a batch, one prepared INSERT on the event loop, into SQLite
+ *   (WAL) with the gateway's own schema, whose indexes and roll-ups the spec's request log and
+ *   reports at a billion calls need (a batch left over at the end is not written);
+ * - one pino log line to stdout; `kmg_cache_requests_total{outcome}` and a duration histogram.
+ * A miss goes to UPSTREAM with one undici Pool, as the proxy floor does, and stores the answer.
+ * No limits on tokens, no budgets, no security headers, no error shapes: what remains is the least
+ * any gateway meeting the spec does for a hit. GET /healthz: 200.
+ * Run: PORT=8084 UPSTREAM=http://127.0.0.1:8082 MODELS=bench-gpt=mock-gpt KEY_SHA256=<hex> node --import tsx bench/servers/hit-floor.ts
+ */
+import { hash, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { text } from 'node:stream/consumers';
+import Database from 'better-sqlite3';
+import canonicalizeModule from 'canonicalize';
+import Koa from 'koa';
+import { pino } from 'pino';
+import { openMigratedDatabase } from '../../reference-server/database.js';
+import { Counter, Histogram, Registry } from 'prom-client';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { Pool } from 'undici';
+
+const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
+
+const port = Number(process.env.PORT ?? 8084);
+const upstream = new Pool(process.env.UPSTREAM ?? 'http://127.0.0.1:8082');
+const models = new Map(
+  (process.env.MODELS ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((pair) => pair.split('=') as [string, string]),
+);
+const keys = new Map([[process.env.KEY_SHA256 ?? '', { id: 'key_floor', account: 'acct_floor' }]]);
+const PATHS = new Map([
+  ['/v1/chat/completions', 'chatCompletions'],
+  ['/v1/messages', 'messages'],
+  ['/v1/responses', 'responses'],
+  ['/v1/embeddings', 'embeddings'],
+]);
+const ID_PLACEHOLDER = 'kmg-hit-floor-id';
+const BATCH = 100;
+
+const logger = pino({ base: { service: 'hit-floor' } });
+const registry = new Registry();
+const cacheRequests = new Counter({ name: 'kmg_cache_requests_total', help: 'cache outcomes', labelNames: ['outcome'], registers: [registry] });
+const durations = new Histogram({ name: 'kmg_request_seconds', help: 'model calls', labelNames: ['endpoint', 'status'], registers: [registry] });
+const limiter = new RateLimiterMemory({ points: 1_000_000_000, duration: 60 });
+
+// The gateway's own schema (its migrations): the indexes the request log reads and the roll-ups
+// the reports read at scale come with every record. A directory of its own, removed on SIGTERM.
+const databaseDir = mkdtempSync(join(tmpdir(), 'kmg-hit-floor-'));
+const filename = join(databaseDir, 'gateway.sqlite');
+await (await openMigratedDatabase({ client: 'sqlite', filename })).close();
+const database = new Database(filename);
+database.pragma('journal_mode = WAL');
+database.pragma('synchronous = NORMAL');
+const COLUMNS = ['time', 'day', 'request_id', 'key_id', 'account', 'endpoint', 'model', 'provider', 'status', 'stream', 'input_tokens', 'output_tokens'];
+const MORE_COLUMNS = ['attachments', 'latency_ms', 'cost_picousd', 'cache', 'cost_saved_picousd'];
+const insertBatch = database.prepare(
+  `INSERT INTO kmg_usage (${[...COLUMNS, ...MORE_COLUMNS].join(', ')}) VALUES ${Array(BATCH)
+    .fill(`(${[...COLUMNS, ...MORE_COLUMNS].map(() => '?').join(', ')})`)
+    .join(', ')}`,
+);
+
+type UsageRow = [number, number, string, string, string, string, string, string, number, number, number, number, number, number, number, string, number];
+let batch: UsageRow[] = [];
+function record(row: UsageRow): void {
+  batch.push(row);
+  if (batch.length < BATCH) return;
+  const full = batch.flat();
+  batch = [];
+  setImmediate(() => insertBatch.run(full));
+}
+
+interface Entry {
+  pieces: string[];
+  storedAt: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+const entries = new Map<string, Entry>();
+
+const app = new Koa();
+app.use(async function hitFloor(ctx) {
+  if (ctx.path === '/healthz') {
+    ctx.body = { status: 'ok' };
+    return;
+  }
+  const endpoint = PATHS.get(ctx.path);
+  if (ctx.method !== 'POST' || endpoint === undefined) return;
+  const started = performance.now();
+  const requestId = `req_${randomUUID().replaceAll('-', '')}`;
+  ctx.set('x-request-id', requestId);
+  const secret = ctx.get('x-api-key') || ctx.get('authorization').slice('Bearer '.length);
+  const key = keys.get(hash('sha256', secret));
+  if (key === undefined) {
+    ctx.status = 401;
+    return;
+  }
+  const body = JSON.parse(await text(ctx.req)) as Record<string, unknown>;
+  const { model: clientModel, stream: _stream, ...asked } = body;
+  const model = typeof clientModel === 'string' ? models.get(clientModel) : undefined;
+  if (model === undefined) {
+    ctx.status = 404;
+    return;
+  }
+  await limiter.consume(key.id);
+  const name = hash('sha256', canonicalize([key.account, endpoint, clientModel, asked]) ?? '');
+  let entry = entries.get(name);
+  const outcome = entry ? 'hit' : 'miss';
+  if (entry === undefined) {
+    const answer = await upstream.request({
+      path: ctx.path,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, model }),
+    });
+    const parsed = (await answer.body.json()) as { usage?: Record<string, number> };
+    const usage = parsed.usage ?? {};
+    entry = {
+      pieces: JSON.stringify({ ...parsed, id: ID_PLACEHOLDER, model: clientModel }).split(ID_PLACEHOLDER),
+      storedAt: Date.now(),
+      inputTokens: usage.prompt_tokens ?? usage.input_tokens ?? 0,
+      outputTokens: usage.completion_tokens ?? usage.output_tokens ?? 0,
+    };
+    entries.set(name, entry);
+  }
+  ctx.set('x-kmg-cache', outcome);
+  ctx.set('age', String(Math.floor((Date.now() - entry.storedAt) / 1000)));
+  ctx.type = 'application/json';
+  ctx.body = entry.pieces.join(`chatcmpl-${randomUUID().replaceAll('-', '')}`);
+  const now = Date.now();
+  const seconds = (performance.now() - started) / 1000;
+  record([
+    now,
+    now - (now % 86_400_000),
+    requestId,
+    key.id,
+    key.account,
+    ctx.path,
+    clientModel as string,
+    'mock',
+    200,
+    0,
+    entry.inputTokens,
+    entry.outputTokens,
+    0,
+    seconds * 1000,
+    0,
+    outcome,
+    0,
+  ]);
+  cacheRequests.inc({ outcome });
+  durations.observe({ endpoint, status: '200' }, seconds);
+  logger.info({ requestId, method: ctx.method, path: ctx.path, status: 200, model, cache: outcome, ms: seconds * 1000 }, 'request');
+});
+
+const server = app.listen(port, '127.0.0.1');
+process.once('SIGTERM', () => {
+  server.close(() => {
+    database.close();
+    rmSync(databaseDir, { recursive: true, force: true });
+    process.exit(0);
+  });
+  server.closeIdleConnections();
+  void upstream.close();
+});
