@@ -1,4 +1,5 @@
 import test from 'ava';
+import type { Knex } from 'knex';
 import { cachedKeyStore } from '../../../lib/auth/cached-key-store.js';
 import { KnexFileStore } from '../../../lib/stores/knex/file-store.js';
 import { KnexKeyChanges } from '../../../lib/stores/knex/key-changes.js';
@@ -37,4 +38,19 @@ test('the Knex stores refuse a timeoutMs that is not a positive integer of milli
 
 test('KnexKeyChanges refuses an interval that is not a positive number', (t) => {
   t.throws(() => new KnexKeyChanges({} as never, { intervalMs: 0 }), { message: /intervalMs/ });
+});
+
+test('KnexKeyChanges gives up a read of the version that stalls past timeoutMs, and the next read hears the change', async (t) => {
+  t.timeout(10_000, 'the reads stopped at the one that stalled');
+  let reads = 0;
+  // The version's table on a connection lost for good: its first read never answers, the next ones do.
+  const knex = (() => ({
+    where: () => ({
+      first: () => (++reads === 1 ? new Promise(() => undefined) : Promise.resolve({ version: 2 })),
+    }),
+  })) as unknown as Knex;
+  const changes = new KnexKeyChanges(knex, { intervalMs: 10, timeoutMs: 50 });
+  await new Promise<void>((resolve) => changes.subscribe(() => resolve()));
+  changes.close();
+  t.true(reads >= 2);
 });
