@@ -1,7 +1,7 @@
 /**
  * The floor for a cache hit: bare Koa doing, the cheapest way, what the spec asks of every model
  * call answered from an exact cache, and nothing else. Per POST /v1/chat/completions (or
- * /v1/messages, /v1/responses, /v1/embeddings):
+ * /v1/messages, /v1/responses: the cached formats):
  * - a request id (`req_` and 32 alphanumerics) on `x-request-id` and in the call's log line;
  * - the key (`x-api-key`, else `Authorization: Bearer`) checked by its SHA-256 against KEY_SHA256
  *   (one key, one account: a Map lookup);
@@ -45,11 +45,11 @@ const models = new Map(
     .map((pair) => pair.split('=') as [string, string]),
 );
 const keys = new Map([[process.env.KEY_SHA256 ?? '', { id: 'key_floor', account: 'acct_floor' }]]);
+/** The cached endpoints, each with its format's name and how its answers' ids begin. */
 const PATHS = new Map([
-  ['/v1/chat/completions', 'chatCompletions'],
-  ['/v1/messages', 'messages'],
-  ['/v1/responses', 'responses'],
-  ['/v1/embeddings', 'embeddings'],
+  ['/v1/chat/completions', { endpoint: 'chatCompletions', idPrefix: 'chatcmpl-' }],
+  ['/v1/messages', { endpoint: 'messages', idPrefix: 'msg_' }],
+  ['/v1/responses', { endpoint: 'responses', idPrefix: 'resp_' }],
 ]);
 const ID_PLACEHOLDER = 'kmg-hit-floor-id';
 const BATCH = 100;
@@ -68,11 +68,28 @@ await (await openMigratedDatabase({ client: 'sqlite', filename })).close();
 const database = new Database(filename);
 database.pragma('journal_mode = WAL');
 database.pragma('synchronous = NORMAL');
-const COLUMNS = ['time', 'day', 'request_id', 'key_id', 'account', 'endpoint', 'model', 'provider', 'status', 'stream', 'input_tokens', 'output_tokens'];
-const MORE_COLUMNS = ['attachments', 'latency_ms', 'cost_picousd', 'cache', 'cost_saved_picousd'];
+const COLUMNS = [
+  'time',
+  'day',
+  'request_id',
+  'key_id',
+  'account',
+  'endpoint',
+  'model',
+  'provider',
+  'status',
+  'stream',
+  'input_tokens',
+  'output_tokens',
+  'attachments',
+  'latency_ms',
+  'cost_picousd',
+  'cache',
+  'cost_saved_picousd',
+];
 const insertBatch = database.prepare(
-  `INSERT INTO kmg_usage (${[...COLUMNS, ...MORE_COLUMNS].join(', ')}) VALUES ${Array(BATCH)
-    .fill(`(${[...COLUMNS, ...MORE_COLUMNS].map(() => '?').join(', ')})`)
+  `INSERT INTO kmg_usage (${COLUMNS.join(', ')}) VALUES ${Array(BATCH)
+    .fill(`(${COLUMNS.map(() => '?').join(', ')})`)
     .join(', ')}`,
 );
 
@@ -100,8 +117,9 @@ app.use(async function hitFloor(ctx) {
     ctx.body = { status: 'ok' };
     return;
   }
-  const endpoint = PATHS.get(ctx.path);
-  if (ctx.method !== 'POST' || endpoint === undefined) return;
+  const cached = PATHS.get(ctx.path);
+  if (ctx.method !== 'POST' || cached === undefined) return;
+  const { endpoint, idPrefix } = cached;
   const started = performance.now();
   const requestId = `req_${randomUUID().replaceAll('-', '')}`;
   ctx.set('x-request-id', requestId);
@@ -142,7 +160,7 @@ app.use(async function hitFloor(ctx) {
   ctx.set('x-kmg-cache', outcome);
   ctx.set('age', String(Math.floor((Date.now() - entry.storedAt) / 1000)));
   ctx.type = 'application/json';
-  ctx.body = entry.pieces.join(`chatcmpl-${randomUUID().replaceAll('-', '')}`);
+  ctx.body = entry.pieces.join(`${idPrefix}${randomUUID().replaceAll('-', '')}`);
   const now = Date.now();
   const seconds = (performance.now() - started) / 1000;
   record([
