@@ -59,7 +59,7 @@ export async function startBareProxy(upstream: string, models: Record<string, st
 export async function startHitFloor(upstream: string, models: Record<string, string>, key: string): Promise<Service> {
   const port = await freePort();
   return startService({
-    name: 'hit floor',
+    name: 'floor for a hit',
     script: 'bench/servers/hit-floor.ts',
     env: {
       PORT: String(port),
