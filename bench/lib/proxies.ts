@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { modelPairs } from './model-pairs.js';
 import { freePort, ROOT, startService, type Service } from './processes.js';
 import { LOAD_CORE, SERVER_CORE } from './system.js';
 
@@ -25,12 +26,6 @@ export async function configureMock(mock: Service, settings: { hold: boolean }):
   if (response.status !== 204) throw new Error(`mock upstream: PUT /mock answered ${response.status}`);
 }
 
-/** `client=upstream` pairs, comma-separated, as the floors read MODELS. */
-const pairs = (models: Record<string, string>) =>
-  Object.entries(models)
-    .map((pair) => pair.join('='))
-    .join(',');
-
 /**
  * The bare Koa + undici floor (bench/servers/bare-proxy.ts) in front of `upstream`, pinned to the
  * server core: `parse` reads and rewrites the answers (the floor), `pipe` passes them back unparsed.
@@ -43,7 +38,7 @@ export async function startBareProxy(upstream: string, models: Record<string, st
     env: {
       PORT: String(port),
       UPSTREAM: upstream,
-      MODELS: pairs(models),
+      MODELS: modelPairs(models),
       FLOOR_ANSWER: answers,
     },
     core: SERVER_CORE,
@@ -64,7 +59,7 @@ export async function startHitFloor(upstream: string, models: Record<string, str
     env: {
       PORT: String(port),
       UPSTREAM: upstream,
-      MODELS: pairs(models),
+      MODELS: modelPairs(models),
       KEY_SHA256: createHash('sha256').update(key).digest('hex'),
     },
     core: SERVER_CORE,

@@ -12,15 +12,11 @@
 import { text } from 'node:stream/consumers';
 import Koa from 'koa';
 import { Pool } from 'undici';
+import { readModelPairs } from '../lib/model-pairs.js';
 
 const port = Number(process.env.PORT ?? 8083);
 const upstream = new Pool(process.env.UPSTREAM ?? 'http://127.0.0.1:8082');
-const models = new Map(
-  (process.env.MODELS ?? '')
-    .split(',')
-    .filter(Boolean)
-    .map((pair) => pair.split('=') as [string, string]),
-);
+const models = readModelPairs(process.env.MODELS);
 const parseAnswers = process.env.FLOOR_ANSWER !== 'pipe';
 const PATHS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1/embeddings']);
 

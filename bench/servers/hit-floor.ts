@@ -33,17 +33,13 @@ import { openMigratedDatabase } from '../../reference-server/database.js';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { Pool } from 'undici';
+import { readModelPairs } from '../lib/model-pairs.js';
 
 const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
 
 const port = Number(process.env.PORT ?? 8084);
 const upstream = new Pool(process.env.UPSTREAM ?? 'http://127.0.0.1:8082');
-const models = new Map(
-  (process.env.MODELS ?? '')
-    .split(',')
-    .filter(Boolean)
-    .map((pair) => pair.split('=') as [string, string]),
-);
+const models = readModelPairs(process.env.MODELS);
 const keys = new Map([[process.env.KEY_SHA256 ?? '', { id: 'key_floor', account: 'acct_floor' }]]);
 /** The cached endpoints, each with its format's name and how its answers' ids begin. */
 const PATHS = new Map([
@@ -68,39 +64,23 @@ await (await openMigratedDatabase({ client: 'sqlite', filename })).close();
 const database = new Database(filename);
 database.pragma('journal_mode = WAL');
 database.pragma('synchronous = NORMAL');
-const COLUMNS = [
-  'time',
-  'day',
-  'request_id',
-  'key_id',
-  'account',
-  'endpoint',
-  'model',
-  'provider',
-  'status',
-  'stream',
-  'input_tokens',
-  'output_tokens',
-  'attachments',
-  'latency_ms',
-  'cost_picousd',
-  'cache',
-  'cost_saved_picousd',
-];
-const insertBatch = database.prepare(
-  `INSERT INTO kmg_usage (${COLUMNS.join(', ')}) VALUES ${Array(BATCH)
-    .fill(`(${COLUMNS.map(() => '?').join(', ')})`)
-    .join(', ')}`,
-);
-
-type UsageRow = [number, number, string, string, string, string, string, string, number, number, number, number, number, number, number, string, number];
-let batch: UsageRow[] = [];
-function record(row: UsageRow): void {
-  batch.push(row);
-  if (batch.length < BATCH) return;
-  const full = batch.flat();
+/** The usage records of the batch under way, as the values of an insert of `BATCH` rows. */
+let batch: unknown[] = [];
+let inBatch = 0;
+let insertBatch: Database.Statement | undefined;
+function record(row: Record<string, unknown>): void {
+  batch.push(...Object.values(row));
+  if (++inBatch < BATCH) return;
+  const columns = Object.keys(row);
+  insertBatch ??= database.prepare(
+    `INSERT INTO kmg_usage (${columns.join(', ')}) VALUES ${Array(BATCH)
+      .fill(`(${columns.map(() => '?').join(', ')})`)
+      .join(', ')}`,
+  );
+  const full = batch;
   batch = [];
-  setImmediate(() => insertBatch.run(full));
+  inBatch = 0;
+  setImmediate(() => insertBatch?.run(full));
 }
 
 interface Entry {
@@ -163,25 +143,25 @@ app.use(async function hitFloor(ctx) {
   ctx.body = entry.pieces.join(`${idPrefix}${randomUUID().replaceAll('-', '')}`);
   const now = Date.now();
   const seconds = (performance.now() - started) / 1000;
-  record([
-    now,
-    now - (now % 86_400_000),
-    requestId,
-    key.id,
-    key.account,
-    ctx.path,
-    clientModel as string,
-    'mock',
-    200,
-    0,
-    entry.inputTokens,
-    entry.outputTokens,
-    0,
-    seconds * 1000,
-    0,
-    outcome,
-    0,
-  ]);
+  record({
+    time: now,
+    day: now - (now % 86_400_000),
+    request_id: requestId,
+    key_id: key.id,
+    account: key.account,
+    endpoint: ctx.path,
+    model: clientModel,
+    provider: 'mock',
+    status: 200,
+    stream: 0,
+    input_tokens: entry.inputTokens,
+    output_tokens: entry.outputTokens,
+    attachments: 0,
+    latency_ms: seconds * 1000,
+    cost_picousd: 0,
+    cache: outcome,
+    cost_saved_picousd: 0,
+  });
   cacheRequests.inc({ outcome });
   durations.observe({ endpoint, status: '200' }, seconds);
   logger.info({ requestId, method: ctx.method, path: ctx.path, status: 200, model, cache: outcome, ms: seconds * 1000 }, 'request');
