@@ -15,7 +15,8 @@
  *   (WAL) with the gateway's own schema, whose indexes and roll-ups the spec's request log and
  *   reports at a billion calls need (a batch left over at the end is not written);
  * - one pino log line to stdout; `kmg_cache_requests_total{outcome}` and a duration histogram.
- * A miss goes to UPSTREAM with one undici Pool, as the proxy floor does, and stores the answer.
+ * A miss goes to UPSTREAM with one undici Pool, as the proxy floor does, and stores the answer
+ * (whatever its status: the bench's mock answers 200).
  * No limits on tokens, no budgets, no security headers, no error shapes: what remains is the least
  * any gateway meeting the spec does for a hit. GET /healthz: 200.
  * Run: PORT=8084 UPSTREAM=http://127.0.0.1:8082 MODELS=bench-gpt=mock-gpt KEY_SHA256=<hex> node --import tsx bench/servers/hit-floor.ts
@@ -29,10 +30,10 @@ import Database from 'better-sqlite3';
 import canonicalizeModule from 'canonicalize';
 import Koa from 'koa';
 import { pino } from 'pino';
-import { openMigratedDatabase } from '../../reference-server/database.js';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { Pool } from 'undici';
+import { openMigratedDatabase } from '../../reference-server/database.js';
 import { readModelPairs } from '../lib/model-pairs.js';
 
 const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
