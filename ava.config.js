@@ -5,8 +5,8 @@ import { setFlagsFromString } from 'node:v8';
 
 // AVA's workers are threads of this process, each compiling the same modules again and running
 // most functions briefly: V8's optimizing compiler, at 16 times its default budget, optimizes only
-// what runs long. The suite's CPU fell 7-18% (docs/DECISIONS.md). A worker thread takes no V8 flag
-// of its own (execArgv), so it is set here, before the first one starts.
+// what runs long (docs/DECISIONS.md measures it). A worker thread takes no V8 flag of its own
+// (execArgv), so it is set here, before the first one starts.
 setFlagsFromString('--interrupt-budget=1081344');
 
 /**

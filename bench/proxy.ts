@@ -734,7 +734,7 @@ function report(rows: Row[], held: Map<Case, Held>, first: Route): string[] {
           ...(hitFloor
             ? [
                 paired('cache hit: CPU per chat call vs the floor for a hit', ratios(chat, hitFloor, cpu)),
-                paired('the floor for a hit: CPU per chat call vs the floor', ratios(hitFloor, floor(hitFloor), cpu)),
+                { ...paired('the floor for a hit: CPU per chat call vs the floor', ratios(hitFloor, floor(hitFloor), cpu)), name: hitFloor.c.name },
               ]
             : []),
         ];
